@@ -1,0 +1,1 @@
+"""Sub-commands of `bulkhead`, one module each, each with `run(args) -> exit code`."""

@@ -1,0 +1,42 @@
+"""`bulkhead archive list|search QUERY|show KEY` — everything compaction took out of a view."""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime
+
+from app.engine.archive import parse_recall_keys
+from app.sizes import format_size
+from app.store import Store
+
+
+def _line(entry) -> str:
+    when = datetime.fromtimestamp(entry.created_at).strftime("%Y-%m-%d %H:%M")
+    preview = " ".join(entry.content.split())[:70]
+    return f"{entry.key}  {when}  {entry.reason:12} {format_size(entry.bytes):>9}  {entry.session_id[:14]:14}  {preview}"
+
+
+def run(args) -> int:
+    store = Store()
+    if args.action in ("list", "search"):
+        entries = (store.archive_list(args.session) if args.action == "list"
+                   else store.archive_search(args.query, args.session))
+        if not entries:
+            print("nothing archived yet" if args.action == "list" else f"no archived segment matches {args.query!r}")
+        for entry in entries:
+            print(_line(entry))
+        return 0
+    keys = parse_recall_keys(args.key)
+    if not keys:
+        print(f"bulkhead: {args.key!r} is not an archive key (16 hex digits, e.g. <<ccr:3f2a9c0d1e4b5a67>>)",
+              file=sys.stderr)
+        return 2
+    status = 0
+    for key in keys:
+        entry = store.archive_get(key)
+        if entry is None:
+            print(f"bulkhead: no archived segment {key}", file=sys.stderr)
+            status = 1
+            continue
+        sys.stdout.write(entry.content)
+    return status

@@ -1,0 +1,102 @@
+"""`bulkhead config init|path|show|check`."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import fields
+
+from app.config import SETTING_FIELDS, ConfigError, Settings, config_path, data_home, example_config_path, load_settings
+from app.sizes import format_size
+
+
+def run(args) -> int:
+    return {"init": init, "path": path, "show": show, "check": check}[args.action]()
+
+
+def init() -> int:
+    target = config_path()
+    if target.exists():
+        print(f"bulkhead: {target} already exists; edit it, or move it away to start over", file=sys.stderr)
+        return 1
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(example_config_path().read_text(encoding="utf-8"))
+    print(f"wrote {target}\nuncomment a [routes.NAME] table, then run `bulkhead config check`")
+    return 0
+
+
+def path() -> int:
+    from app.state import state_path
+    from app.store import database_path
+
+    target = config_path()
+    print(f"config   {target}{'' if target.exists() else '  (not created yet: bulkhead config init)'}")
+    print(f"state    {state_path()}")
+    print(f"database {database_path()}")
+    print(f"sessions {data_home() / 'sessions'}")
+    return 0
+
+
+def _describe(name: str, value, kind: str) -> str:
+    if value is None:
+        return "—"
+    if kind.startswith("size"):
+        return f"{format_size(value)} ({value} bytes)"
+    return str(value)
+
+
+def show() -> int:
+    settings = load_settings()
+    print(f"# config file: {settings.config_file or 'none (defaults)'}")
+    for field_ in fields(Settings):
+        if field_.name not in SETTING_FIELDS:
+            continue
+        value = getattr(settings, field_.name)
+        source = settings.sources.get(field_.name, "default")
+        print(f"{field_.name:34} {_describe(field_.name, value, field_.metadata['kind']):28} [{source}]")
+    print()
+    if not settings.routes:
+        print("routes: none — bulkhead will use the built-in lab model")
+    for route in settings.routes.values():
+        marker = " (default)" if route.name == settings.default_route else ""
+        print(f"[routes.{route.name}]{marker}")
+        for field_ in fields(route):
+            value = getattr(route, field_.name)
+            if field_.name != "name" and value is not None:
+                shown = format_size(value) if field_.name == "max_payload" else value
+                print(f"  {field_.name} = {shown}")
+    for hook in settings.hooks:
+        print(f"hook {hook.event} matcher={hook.matcher or '*'} timeout={hook.timeout:g}s: {hook.command}")
+    return 0
+
+
+def check() -> int:
+    from app.secrets import get_api_key
+
+    try:
+        settings = load_settings()
+    except ConfigError as exc:
+        print(f"✖ {exc}")
+        return 2
+    print(f"✓ {settings.config_file or 'no config file'}: valid")
+    problems = 0
+    for route in settings.routes.values():
+        if route.provider in ("anthropic", "openai"):
+            lookup = get_api_key(route.provider, route.api_key_env)
+            local = bool(route.base_url and any(h in route.base_url for h in ("localhost", "127.0.0.1", "[::1]")))
+            if lookup.value:
+                print(f"✓ routes.{route.name}: key from {lookup.source}")
+            elif local:
+                print(f"✓ routes.{route.name}: local endpoint, no key needed")
+            else:
+                problems += 1
+                name = route.api_key_env or ("ANTHROPIC_API_KEY" if route.provider == "anthropic" else "OPENAI_API_KEY")
+                print(f"✖ routes.{route.name}: no API key — run `bulkhead auth set {route.provider}` or export {name}")
+        elif route.provider == "bedrock":
+            print(f"• routes.{route.name}: AWS credentials come from the AWS chain"
+                  f"{f' (profile {route.profile})' if route.profile else ''}; region {route.region or 'from AWS config'}")
+        else:
+            print(f"✓ routes.{route.name}: lab model, no key needed")
+    return 1 if problems else 0

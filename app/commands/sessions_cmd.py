@@ -1,0 +1,56 @@
+"""`bulkhead sessions list|show ID|export ID --format md|json|har`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import datetime
+from pathlib import Path
+
+from app.engine.session import Session, SessionNotFound
+from app.store import Store
+
+
+def _write(text: str, output: str | None) -> None:
+    if output:
+        Path(output).write_text(text, encoding="utf-8")
+        print(f"wrote {output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+
+
+def run(args) -> int:
+    store = Store()
+    if args.action == "list":
+        rows = store.list_sessions()
+        if not rows:
+            print("no sessions yet — start one with `bulkhead` or `bulkhead -p \"hello\"`")
+        for row in rows:
+            when = datetime.fromtimestamp(row["updated_at"]).strftime("%Y-%m-%d %H:%M")
+            print(f"{row['id']}  {when}  {row['messages']:5} msgs  {row['route'] or '-':10}  {row['title'][:60]}")
+        return 0
+    try:
+        session = Session.load(store, args.id)
+    except SessionNotFound as exc:
+        print(f"bulkhead: {exc}", file=sys.stderr)
+        return 1
+    if args.action == "show":
+        from app.export import to_markdown
+
+        sys.stdout.write(to_markdown(session))
+        return 0
+    if args.format == "md":
+        from app.export import to_markdown
+
+        _write(to_markdown(session), args.output)
+    elif args.format == "json":
+        from app.export import to_json
+
+        _write(json.dumps(to_json(session), ensure_ascii=False, indent=2) + "\n", args.output)
+    else:
+        from app.config import load_settings
+        from app.har import to_har
+
+        har = to_har(session, body_limit=load_settings().har_body_limit)
+        _write(json.dumps(har, ensure_ascii=False, indent=2) + "\n", args.output)
+    return 0

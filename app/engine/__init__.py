@@ -1,0 +1,1 @@
+"""The engine: sessions, payload sizes, failures, recovery, compaction, turns. Never imports textual."""

@@ -1,0 +1,281 @@
+"""The events front ends render. The engine emits them; the TUI and `bulkhead -p` subscribe.
+
+Each event is a small frozen dataclass with a `type` tag; `to_json()` gives the
+one-line JSON `bulkhead -p --json` prints. Events are facts about what happened, never
+instructions to a widget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar
+
+
+@dataclass(frozen=True)
+class Event:
+    type: ClassVar[str] = "event"
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["type"] = self.type
+        return data
+
+
+@dataclass(frozen=True)
+class SessionStarted(Event):
+    type: ClassVar[str] = "session"
+    session_id: str
+    route: str
+    provider: str
+    model: str
+    resumed: bool = False
+    lab: bool = False
+
+
+@dataclass(frozen=True)
+class Notice(Event):
+    """Something the user should read: info, warning or error, one sentence with what to do."""
+
+    type: ClassVar[str] = "notice"
+    text: str
+    level: str = "info"  # info | warn | error
+    code: str = ""  # e.g. "lab", "payload_notice", "preflight", "no_cap_warning", "floor"
+
+
+@dataclass(frozen=True)
+class TurnStarted(Event):
+    type: ClassVar[str] = "turn_started"
+    turn: int
+    prompt: str
+
+
+@dataclass(frozen=True)
+class MessageAdded(Event):
+    """A message joined the master log (user prompt, answer, tool results, notice)."""
+
+    type: ClassVar[str] = "message"
+    message_id: str
+    role: str
+    origin: str
+    text: str
+    partial: bool = False
+
+
+@dataclass(frozen=True)
+class RequestStarted(Event):
+    type: ClassVar[str] = "request_started"
+    request_id: str
+    route: str
+    purpose: str  # chat | summary | probe
+    predicted_bytes: int
+    attempt: int = 0
+    level: int = 0
+
+
+@dataclass(frozen=True)
+class RequestFinished(Event):
+    """One request's record: sizes, status, latency, classification."""
+
+    type: ClassVar[str] = "request"
+    request_id: str
+    route: str
+    purpose: str
+    predicted_bytes: int
+    bytes: int | None
+    status: int | None
+    latency_ms: float
+    kind: str | None = None  # failure kind, None on success
+    reason: str = ""
+    level: int = 0
+
+
+@dataclass(frozen=True)
+class TextDelta(Event):
+    type: ClassVar[str] = "text"
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCallStarted(Event):
+    type: ClassVar[str] = "tool_call"
+    call_id: str
+    name: str
+    args: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolApproval(Event):
+    type: ClassVar[str] = "tool_approval"
+    call_id: str
+    name: str
+    decision: str  # approved | denied | auto
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class ToolCallFinished(Event):
+    type: ClassVar[str] = "tool_result"
+    call_id: str
+    name: str
+    is_error: bool
+    preview: str
+    chars: int
+    spill_path: str | None = None
+
+
+@dataclass(frozen=True)
+class UsageRecorded(Event):
+    type: ClassVar[str] = "usage"
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float | None = None
+    purpose: str = "chat"
+
+
+@dataclass(frozen=True)
+class AnswerFinished(Event):
+    type: ClassVar[str] = "answer"
+    message_id: str
+    stop_reason: str
+    partial: bool = False
+
+
+@dataclass(frozen=True)
+class Rejection(Event):
+    type: ClassVar[str] = "rejection"
+    kind: str
+    bytes: int | None
+    reason: str
+    status: int | None = None
+    evidence: tuple[str, ...] = ()
+    payload_related: bool = False
+    recoverable: bool = False
+
+
+@dataclass(frozen=True)
+class CapLearned(Event):
+    type: ClassVar[str] = "cap_learned"
+    cap_bytes: int
+    rejected_bytes: int | None
+    endpoint: str
+    reason: str
+    assumed: bool = False  # True when the size was unknown and the fallback cap was assumed
+
+
+@dataclass(frozen=True)
+class RecoveryStep(Event):
+    type: ClassVar[str] = "recovery"
+    level: int
+    attempt: int
+    max_attempts: int
+    bytes_before: int | None
+    bytes_after: int | None
+    outcome: str  # sending | not_smaller | succeeded | failed | exhausted | refused
+    kind: str = ""
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class Retry(Event):
+    type: ClassVar[str] = "retry"
+    kind: str
+    attempt: int
+    max_attempts: int
+    delay_s: float
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class CompactionPhase(Event):
+    """Live status of a running compaction, in the seed's wording."""
+
+    type: ClassVar[str] = "compaction_phase"
+    trigger: str
+    phase: str  # start | microcompact | dedup | budget | summary | l3 | done | cancelled
+    text: str
+
+
+@dataclass(frozen=True)
+class Compaction(Event):
+    type: ClassVar[str] = "compaction"
+    trigger: str  # auto | manual | preflight | recovery
+    method: str
+    outcome: str  # applied | skipped | failed
+    bytes_before: int
+    bytes_after: int
+    messages_before: int
+    messages_after: int
+    level: int = 0
+    archive_keys: tuple[str, ...] = ()
+    view_id: str | None = None
+
+
+@dataclass(frozen=True)
+class ViewChanged(Event):
+    """The active view changed (message appended, compaction, rewind): sizes for the gauge."""
+
+    type: ClassVar[str] = "view"
+    view_id: str
+    messages: int
+    predicted_bytes: int
+    effective_cap: int | None
+    cap_source: str  # configured | learned | assumed | none
+    context_tokens: int
+    context_window: int | None
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class HookRun(Event):
+    type: ClassVar[str] = "hook"
+    event: str
+    matcher: str
+    command: str
+    duration_ms: float
+    exit_code: int | None
+    decision: str  # ok | block | error | timeout
+    output: str = ""
+
+
+@dataclass(frozen=True)
+class CountersChanged(Event):
+    type: ClassVar[str] = "counters"
+    counters: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TurnFinished(Event):
+    type: ClassVar[str] = "turn_finished"
+    turn: int
+    outcome: str  # answered | failed | cancelled | partial
+    error: str = ""
+
+
+Subscriber = Callable[[Event], None]
+
+
+class EventBus:
+    """Synchronous fan-out. A subscriber that raises is removed from nothing and breaks nothing."""
+
+    def __init__(self) -> None:
+        self._subscribers: list[Subscriber] = []
+        self.errors: list[BaseException] = []
+
+    def subscribe(self, subscriber: Subscriber) -> Callable[[], None]:
+        self._subscribers.append(subscriber)
+
+        def unsubscribe() -> None:
+            if subscriber in self._subscribers:
+                self._subscribers.remove(subscriber)
+
+        return unsubscribe
+
+    def emit(self, event: Event) -> None:
+        for subscriber in list(self._subscribers):
+            try:
+                subscriber(event)
+            except Exception as exc:  # noqa: BLE001 - a broken front end must not break the engine
+                self.errors.append(exc)

@@ -1,0 +1,170 @@
+"""Session: the master log, the view stack, counters, flags and the event bus.
+
+The master log is append-only and lossless. The active view (top of the stack) is what
+the provider is sent. A compaction commits a new view together with its archive
+entries, or nothing; `/rewind compact` pops back to the previous view, keeping every
+message appended since.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from app.engine.archive import ArchiveEntry
+from app.engine.costs import Counters
+from app.engine.events import Event, EventBus, MessageAdded
+from app.engine.messages import Message, View, new_id
+from app.store import SessionRow, Store
+
+
+class SessionNotFound(Exception):
+    pass
+
+
+class Session:
+    def __init__(self, store: Store, row: SessionRow, master: list[Message], views: list[View]) -> None:
+        self.store = store
+        self.id = row.id
+        self.title = row.title
+        self.route = row.route
+        self.provider = row.provider
+        self.model = row.model
+        self.workspace = row.workspace
+        self.system_prompt = row.system_prompt
+        self.created_at = row.created_at
+        self.master: list[Message] = master
+        self._seq: dict[str, int] = {m.id: i for i, m in enumerate(master)}
+        self.views: list[View] = views
+        self.counters = Counters.from_dict(row.counters)
+        self.flags: dict[str, Any] = dict(row.flags)
+        self.bus = EventBus()
+        self.turn = max((m.meta.turn for m in master), default=0)  # the latest user turn
+
+    # -- opening -------------------------------------------------------------------------------
+    @classmethod
+    def create(cls, store: Store, *, route: str = "", provider: str = "", model: str = "",
+               workspace: str = "", system_prompt: str = "", title: str = "") -> Session:
+        session_id = new_id("s")
+        view_id = new_id("v")
+        store.create_session(session_id, title=title, route=route, provider=provider, model=model,
+                             workspace=workspace, system_prompt=system_prompt, initial_view_id=view_id)
+        return cls.load(store, session_id)
+
+    @classmethod
+    def load(cls, store: Store, session_id: str) -> Session:
+        row = store.find_session(session_id)
+        if row is None:
+            raise SessionNotFound(f"no session {session_id!r}; `bulkhead sessions list` shows them")
+        master = store.load_master(row.id)
+        views = store.load_views(row.id)
+        if not views:  # a database edited by hand: rebuild a view from the master log
+            views = [View(id=new_id("v"), messages=tuple(master), reason="rebuilt", created_at=time.time())]
+            store.commit_view(row.id, views[0], {m.id for m in master})
+        return cls(store, row, master, views)
+
+    @classmethod
+    def latest(cls, store: Store) -> Session | None:
+        row = store.latest_session()
+        return cls.load(store, row.id) if row else None
+
+    # -- reading ---------------------------------------------------------------------------------
+    @property
+    def view(self) -> View:
+        return self.views[-1]
+
+    @property
+    def folder(self) -> Path:
+        return self.store.session_folder(self.id)
+
+    @property
+    def transcript_path(self) -> Path:
+        return self.folder / "transcript.jsonl"
+
+    @property
+    def receipts_path(self) -> Path:
+        return self.folder / "compaction.jsonl"
+
+    def is_master(self, message: Message) -> bool:
+        return message.id in self._seq
+
+    def master_ids(self) -> set[str]:
+        return set(self._seq)
+
+    # -- writing ---------------------------------------------------------------------------------
+    def append(self, message: Message) -> Message:
+        """Commit `message` to the master log and the active view."""
+        self.store.append_message(self.id, message, self.view.id)
+        self._seq[message.id] = len(self.master)
+        self.master.append(message)
+        self.turn = max(self.turn, message.meta.turn)
+        active = self.view
+        self.views[-1] = View(id=active.id, messages=active.messages + (message,), parent_id=active.parent_id,
+                              reason=active.reason, created_at=active.created_at)
+        self._append_transcript(message)
+        if not self.title and message.role == "user" and message.meta.origin == "user":
+            self.title = message.text.strip().splitlines()[0][:80] if message.text.strip() else ""
+            self.store.update_session(self.id, title=self.title)
+        self.emit(MessageAdded(message_id=message.id, role=message.role, origin=message.meta.origin,
+                               text=message.text, partial=message.meta.partial))
+        return message
+
+    def commit_view(self, messages: Iterable[Message], archive_entries: Iterable[ArchiveEntry],
+                    reason: str) -> View:
+        """Make a new view active, storing it with its archive entries in one transaction.
+
+        Raises (and changes nothing, in memory or on disk) if the store refuses.
+        """
+        view = self.view.with_messages(messages, reason)
+        self.store.commit_view(self.id, view, set(self._seq), list(archive_entries))
+        self.views.append(view)
+        return view
+
+    def archive(self, entries: Iterable[ArchiveEntry]) -> None:
+        self.store.archive_put(self.id, entries)
+
+    def rewind(self) -> View | None:
+        """Pop the active view. Messages appended after it was made are kept. None at the bottom."""
+        if len(self.views) < 2:
+            return None
+        popped, parent = self.views[-1], self.views[-2]
+        last_seq = max((self._seq[m.id] for m in parent.messages if m.id in self._seq), default=-1)
+        newer = [m for m in popped.messages if self._seq.get(m.id, -1) > last_seq]
+        restored = View(id=parent.id, messages=parent.messages + tuple(newer), parent_id=parent.parent_id,
+                        reason=parent.reason, created_at=parent.created_at)
+        self.store.replace_active_view(self.id, restored, set(self._seq))
+        self.views.pop()
+        self.views[-1] = restored
+        return restored
+
+    def save_counters(self) -> None:
+        self.store.update_session(self.id, counters=self.counters.to_dict())
+
+    def set_flag(self, key: str, value: Any) -> None:
+        self.flags[key] = value
+        self.store.update_session(self.id, flags=self.flags)
+
+    def set_route(self, route: str, provider: str, model: str) -> None:
+        self.route, self.provider, self.model = route, provider, model
+        self.store.update_session(self.id, route=route, provider=provider, model=model)
+
+    # -- events ----------------------------------------------------------------------------------
+    def emit(self, event: Event) -> None:
+        self.bus.emit(event)
+
+    def record_event(self, event: Event) -> None:
+        """Emit and store (for events worth keeping: hooks, rejections, compactions)."""
+        self.store.record_event(self.id, event.type, event.to_json())
+        self.emit(event)
+
+    def _append_transcript(self, message: Message) -> None:
+        """Keep transcript.jsonl (what hooks read as transcript_path) current; best effort."""
+        with contextlib.suppress(OSError):
+            fd = os.open(self.transcript_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            with os.fdopen(fd, "a", encoding="utf-8") as handle:
+                handle.write(json.dumps(message.to_dict(), ensure_ascii=False) + "\n")

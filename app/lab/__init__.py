@@ -1,0 +1,1 @@
+"""The lab: a local gateway simulator and an offline, deterministic lab model."""

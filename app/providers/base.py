@@ -1,0 +1,213 @@
+"""The one provider interface, and the error every adapter raises.
+
+    request = provider.build(view, system, tools, max_tokens=...)   # predicted body size known
+    async for event in provider.stream(request): ...                # TextChunk, ToolCallChunk, ...
+
+Adapters translate bulkhead's messages to their wire format, measure the body exactly
+(cached per immutable message), record the bytes that really crossed the wire, and wrap
+every SDK exception into `ProviderError` (provenance: only these are ever "recovered").
+
+This module must not import any SDK: importing `app.providers` stays cheap.
+"""
+
+from __future__ import annotations
+
+import abc
+import json
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.config import Route, Settings
+from app.engine.costs import Usage
+from app.engine.messages import Message
+
+SECRET_HEADERS = frozenset({
+    "authorization", "x-api-key", "api-key", "x-amz-security-token", "cookie", "set-cookie",
+    "proxy-authorization", "x-goog-api-key", "anthropic-api-key", "openai-api-key",
+})
+SUMMARY_PURPOSE = "summary"
+
+
+def redact_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
+    """Headers safe to store and show: secrets replaced by `[redacted]`, AWS signatures cut."""
+    result: dict[str, str] = {}
+    for key, value in (headers or {}).items():
+        lowered = str(key).lower()
+        if lowered in SECRET_HEADERS:
+            result[str(key)] = "[redacted]"
+        elif lowered == "authorization" or "signature" in lowered or "credential" in lowered:
+            result[str(key)] = "[redacted]"
+        else:
+            result[str(key)] = str(value)
+    return result
+
+
+def dumps(obj: Any) -> bytes:
+    """Exactly how the httpx-based SDKs serialize a JSON body (compact, UTF-8, no ASCII escaping)."""
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool as every provider is told about it."""
+
+    name: str
+    description: str
+    input_schema: Mapping[str, Any]
+
+
+@dataclass
+class Request:
+    """A provider request ready to send. `body` is the exact JSON body (or Bedrock's params)."""
+
+    provider: str
+    route: str
+    model: str
+    url: str
+    body: dict[str, Any]
+    predicted_bytes: int
+    max_tokens: int
+    purpose: str = "chat"  # chat | summary | probe
+    message_count: int = 0
+    # Filled in by the transport as the request goes out and comes back:
+    actual_bytes: int | None = None
+    request_headers: dict[str, str] = field(default_factory=dict)
+    status: int | None = None
+    response_headers: dict[str, str] = field(default_factory=dict)
+
+
+# -- what stream() yields -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TextChunk:
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCallChunk:
+    """A complete tool call (adapters assemble the streamed JSON arguments first)."""
+
+    id: str
+    name: str
+    args: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class UsageChunk:
+    usage: Usage
+
+
+@dataclass(frozen=True)
+class StopChunk:
+    """Why the model stopped, normalised: end | max_tokens | tool_use | stop_sequence | other."""
+
+    reason: str
+    raw: str = ""
+
+
+StreamEvent = TextChunk | ToolCallChunk | UsageChunk | StopChunk
+
+
+class ProviderError(Exception):
+    """Any failure of a provider call, with everything the classifier and the inspector need."""
+
+    def __init__(self, message: str, *, provider: str, original: BaseException | None = None,
+                 status: int | None = None, headers: Mapping[str, str] | None = None,
+                 body: str | None = None, request_bytes: int | None = None,
+                 output_visible: bool = False, retry_after: float | None = None,
+                 error_type: str | None = None, transport: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.provider = provider
+        self.original = original
+        self.status = status
+        self.headers = dict(headers or {})
+        self.body = body
+        self.request_bytes = request_bytes
+        self.output_visible = output_visible
+        self.retry_after = retry_after
+        self.error_type = error_type  # e.g. the SDK class name or the API's error type
+        self.transport = transport  # e.g. "connection", "timeout", "html-200", "stream-error"
+
+    def __repr__(self) -> str:
+        return (f"ProviderError({self.provider}, status={self.status}, bytes={self.request_bytes}, "
+                f"type={self.error_type}, transport={self.transport}: {self.message[:120]!r})")
+
+
+def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
+    """Seconds to wait from `retry-after` (seconds or HTTP date) or `retry-after-ms`."""
+    if not headers:
+        return None
+    lowered = {str(k).lower(): str(v) for k, v in headers.items()}
+    if "retry-after-ms" in lowered:
+        try:
+            return max(0.0, float(lowered["retry-after-ms"]) / 1000)
+        except ValueError:
+            pass
+    value = lowered.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        from datetime import UTC, datetime
+        from email.utils import parsedate_to_datetime
+
+        try:
+            when = parsedate_to_datetime(value)
+            return max(0.0, (when - datetime.now(UTC)).total_seconds())
+        except (TypeError, ValueError):
+            return None
+
+
+class Provider(abc.ABC):
+    """One route's adapter. Construct cheaply; SDK clients are created lazily on first use."""
+
+    kind: str = ""
+
+    def __init__(self, route: Route, settings: Settings, api_key: str | None = None) -> None:
+        self.route = route
+        self.settings = settings
+        self.api_key = api_key
+
+    @abc.abstractmethod
+    def build(self, view: Sequence[Message], system: str, tools: Sequence[ToolSpec], *,
+              max_tokens: int, purpose: str = "chat") -> Request:
+        """Translate a view into a request, with its exact predicted body size."""
+
+    @abc.abstractmethod
+    def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
+        """Send `request` and yield its events. Every failure is raised as ProviderError."""
+
+    def measure(self, view: Sequence[Message], system: str, tools: Sequence[ToolSpec], *,
+                max_tokens: int) -> int:
+        """Predicted body bytes for a view (incremental: per-message sizes are cached)."""
+        return self.build(view, system, tools, max_tokens=max_tokens).predicted_bytes
+
+    @property
+    def endpoint_url(self) -> str:
+        return self.route.base_url or self.route.endpoint_url or ""
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook
+        """Release connections."""
+
+
+def make_provider(route: Route, settings: Settings, api_key: str | None = None) -> Provider:
+    """The adapter for `route`. Imports only the module needed (each SDK is slow to import)."""
+    if route.provider == "anthropic":
+        from app.providers.anthropic import AnthropicProvider
+
+        return AnthropicProvider(route, settings, api_key)
+    if route.provider == "openai":
+        from app.providers.openai import OpenAIProvider
+
+        return OpenAIProvider(route, settings, api_key)
+    if route.provider == "bedrock":
+        from app.providers.bedrock import BedrockProvider
+
+        return BedrockProvider(route, settings, api_key)
+    if route.provider == "lab":
+        from app.providers.lab import LabProvider
+
+        return LabProvider(route, settings, api_key)
+    raise ValueError(f"unknown provider {route.provider!r}")

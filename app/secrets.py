@@ -1,0 +1,98 @@
+"""API keys: the system keyring first, then the environment. Nothing else ever stores them.
+
+`bulkhead auth set anthropic` stores a key in the keyring. Without a usable keyring
+backend (headless Linux, containers) bulkhead says so once and reads the environment.
+Bedrock uses the AWS credential chain (env, profile, SSO, instance role) through boto3.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+SERVICE = "bulkhead"
+ENV_VARS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
+KEYED_PROVIDERS = tuple(ENV_VARS)
+
+
+class SecretStoreError(Exception):
+    """The keyring cannot be used; the message says what to do instead."""
+
+
+@dataclass(frozen=True)
+class SecretLookup:
+    value: str | None
+    source: str  # "keyring" | "env NAME" | "none"
+    note: str = ""  # why the keyring was not used, when it was not
+
+
+def _keyring():
+    import keyring
+    from keyring.errors import KeyringError, NoKeyringError
+
+    return keyring, KeyringError, NoKeyringError
+
+
+def _backend_usable() -> tuple[bool, str]:
+    try:
+        keyring, _, _ = _keyring()
+        backend = keyring.get_keyring()
+    except Exception as exc:  # noqa: BLE001 - any import/backend failure means "no keyring"
+        return False, f"keyring unavailable ({exc.__class__.__name__})"
+    name = type(backend).__name__
+    if name in ("Keyring", "NoKeyring") and type(backend).__module__.startswith("keyring.backends.fail"):
+        return False, "no keyring backend is installed on this system"
+    if getattr(backend, "priority", 1) <= 0 and "chainer" not in type(backend).__module__:
+        return False, f"keyring backend {name} is not usable"
+    return True, name
+
+
+def get_api_key(provider: str, env_var: str | None = None) -> SecretLookup:
+    """Find the key for `provider`: keyring, then `env_var` (or the provider's usual variable)."""
+    note = ""
+    usable, detail = _backend_usable()
+    if usable:
+        try:
+            keyring, keyring_error, _ = _keyring()
+            value = keyring.get_password(SERVICE, provider)
+            if value:
+                return SecretLookup(value, "keyring")
+        except Exception as exc:  # noqa: BLE001 - a broken backend must never crash the app
+            note = f"keyring read failed ({exc.__class__.__name__}); using the environment"
+    else:
+        note = f"{detail}; using the environment"
+    name = env_var or ENV_VARS.get(provider)
+    if name and os.environ.get(name):
+        return SecretLookup(os.environ[name], f"env {name}", note)
+    return SecretLookup(None, "none", note)
+
+
+def set_api_key(provider: str, value: str) -> None:
+    usable, detail = _backend_usable()
+    name = ENV_VARS.get(provider, f"{provider.upper()}_API_KEY")
+    if not usable:
+        raise SecretStoreError(f"cannot store the key: {detail}. Export {name} in your shell instead.")
+    keyring, keyring_error, _ = _keyring()
+    try:
+        keyring.set_password(SERVICE, provider, value)
+    except keyring_error as exc:
+        raise SecretStoreError(f"the keyring refused the key ({exc}). Export {name} instead.") from None
+
+
+def delete_api_key(provider: str) -> bool:
+    usable, detail = _backend_usable()
+    if not usable:
+        raise SecretStoreError(f"cannot reach the keyring: {detail}")
+    keyring, keyring_error, _ = _keyring()
+    try:
+        keyring.delete_password(SERVICE, provider)
+        return True
+    except keyring_error:
+        return False
+
+
+def mask(value: str | None) -> str:
+    """Show that a key exists without showing it: `sk-a…(51 chars)`."""
+    if not value:
+        return "—"
+    return f"{value[:4]}…({len(value)} chars)"

@@ -1,0 +1,142 @@
+"""`state.toml`: what bulkhead learns and remembers — learned caps per endpoint, last route, theme.
+
+Machine-written with tomli-w, atomically (temp file + rename), under a file lock so two
+bulkhead processes never lose each other's updates. The user's config.toml is never touched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import tempfile
+import tomllib
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+
+from app.config import data_home
+
+
+@dataclass(frozen=True)
+class LearnedCap:
+    """A body cap learned from a rejection: ¾ of the bytes the gateway refused."""
+
+    cap_bytes: int
+    rejected_bytes: int | None
+    learned_at: str
+    kind: str
+    reason: str
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LearnedCap:
+        return cls(
+            cap_bytes=int(data["cap_bytes"]),
+            rejected_bytes=int(data["rejected_bytes"]) if data.get("rejected_bytes") is not None else None,
+            learned_at=str(data.get("learned_at", "")),
+            kind=str(data.get("kind", "")),
+            reason=str(data.get("reason", "")),
+        )
+
+
+def state_path() -> Path:
+    return data_home() / "state.toml"
+
+
+class State:
+    """Read-modify-write access to state.toml. Every write re-reads under the lock first."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path or state_path()
+
+    # -- low level ---------------------------------------------------------------------------
+    def read(self) -> dict[str, Any]:
+        try:
+            return tomllib.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {}
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+            # A damaged state file only costs remembered preferences; keep it for inspection.
+            with contextlib.suppress(OSError):
+                self.path.replace(self.path.with_suffix(".toml.damaged"))
+            return {}
+
+    @contextlib.contextmanager
+    def _locked(self):
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        lock_path = self.path.with_suffix(".lock")
+        fd = os.open(lock_path, os.O_CREAT | os.O_RDWR, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+    def update(self, change) -> dict[str, Any]:
+        """Apply `change(data)` to the current contents and write the result atomically."""
+        with self._locked():
+            data = self.read()
+            change(data)
+            fd, tmp = tempfile.mkstemp(prefix=".state-", suffix=".toml", dir=self.path.parent)
+            try:
+                with os.fdopen(fd, "wb") as handle:
+                    tomli_w.dump(data, handle)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+                os.chmod(tmp, 0o600)
+                os.replace(tmp, self.path)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                raise
+            return data
+
+    # -- learned caps ----------------------------------------------------------------------
+    def learned_cap(self, endpoint: str) -> LearnedCap | None:
+        entry = self.read().get("caps", {}).get(endpoint)
+        return LearnedCap.from_dict(entry) if entry else None
+
+    def learn_cap(self, endpoint: str, cap_bytes: int, *, rejected_bytes: int | None, kind: str,
+                  reason: str, now: datetime | None = None) -> LearnedCap:
+        """Remember a cap for `endpoint`. It only tightens: a larger cap than the known one is ignored."""
+        learned = LearnedCap(
+            cap_bytes=int(cap_bytes), rejected_bytes=rejected_bytes,
+            learned_at=(now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            kind=kind, reason=reason,
+        )
+        result: list[LearnedCap] = []
+
+        def change(data: dict[str, Any]) -> None:
+            caps = data.setdefault("caps", {})
+            existing = caps.get(endpoint)
+            if existing and int(existing["cap_bytes"]) <= learned.cap_bytes:
+                result.append(LearnedCap.from_dict(existing))
+                return
+            caps[endpoint] = {k: v for k, v in asdict(learned).items() if v is not None}
+            result.append(learned)
+
+        self.update(change)
+        return result[0]
+
+    def forget_cap(self, endpoint: str) -> bool:
+        removed: list[bool] = []
+
+        def change(data: dict[str, Any]) -> None:
+            removed.append(data.get("caps", {}).pop(endpoint, None) is not None)
+
+        self.update(change)
+        return removed[0]
+
+    # -- preferences ---------------------------------------------------------------------------
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.read().get(key, default)
+
+    def set(self, key: str, value: Any) -> None:
+        def change(data: dict[str, Any]) -> None:
+            data[key] = value
+
+        self.update(change)

@@ -1,0 +1,452 @@
+"""SQLite persistence: sessions, the master log, views, the CCR archive, requests, events.
+
+One database file (WAL, foreign keys, `PRAGMA user_version` migrations, mode 0600) under
+`data_home()`, plus a folder per session (0700) for receipts and spilled tool outputs.
+
+Transactions follow the engine's rules: appending a message writes it to the master log
+and the active view together; committing a view writes the view, its derived messages
+and its archive entries together — or nothing at all.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from app.config import data_home
+from app.engine.archive import ArchiveEntry
+from app.engine.messages import Message, View, meta_from_dict, meta_to_dict, part_from_dict, part_to_dict
+
+SCHEMA_VERSION = 1
+
+_MIGRATIONS: dict[int, str] = {
+    1: """
+    CREATE TABLE sessions (
+        id TEXT PRIMARY KEY,
+        title TEXT NOT NULL DEFAULT '',
+        route TEXT NOT NULL DEFAULT '',
+        provider TEXT NOT NULL DEFAULT '',
+        model TEXT NOT NULL DEFAULT '',
+        workspace TEXT NOT NULL DEFAULT '',
+        system_prompt TEXT NOT NULL DEFAULT '',
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        counters TEXT NOT NULL DEFAULT '{}',
+        flags TEXT NOT NULL DEFAULT '{}'
+    );
+    CREATE TABLE messages (
+        id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        seq INTEGER,                      -- position in the master log; NULL for derived messages
+        role TEXT NOT NULL,
+        parts TEXT NOT NULL,
+        meta TEXT NOT NULL,
+        created_at REAL NOT NULL
+    );
+    CREATE UNIQUE INDEX messages_master ON messages(session_id, seq) WHERE seq IS NOT NULL;
+    CREATE TABLE views (
+        id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        parent_id TEXT,
+        reason TEXT NOT NULL,
+        state TEXT NOT NULL CHECK (state IN ('active', 'stacked', 'popped')),
+        created_at REAL NOT NULL
+    );
+    CREATE INDEX views_session ON views(session_id, state);
+    CREATE TABLE view_entries (
+        view_id TEXT NOT NULL REFERENCES views(id) ON DELETE CASCADE,
+        pos INTEGER NOT NULL,
+        message_id TEXT NOT NULL REFERENCES messages(id),
+        PRIMARY KEY (view_id, pos)
+    );
+    CREATE TABLE archive (
+        rowid INTEGER PRIMARY KEY,
+        key TEXT NOT NULL,
+        session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        reason TEXT NOT NULL,
+        bytes INTEGER NOT NULL,
+        created_at REAL NOT NULL,
+        source_ids TEXT NOT NULL DEFAULT '[]',
+        content TEXT NOT NULL,
+        UNIQUE (session_id, key)
+    );
+    CREATE INDEX archive_key ON archive(key);
+    CREATE VIRTUAL TABLE archive_fts USING fts5(content, content='archive', content_rowid='rowid');
+    CREATE TRIGGER archive_ai AFTER INSERT ON archive BEGIN
+        INSERT INTO archive_fts(rowid, content) VALUES (new.rowid, new.content);
+    END;
+    CREATE TRIGGER archive_ad AFTER DELETE ON archive BEGIN
+        INSERT INTO archive_fts(archive_fts, rowid, content) VALUES ('delete', old.rowid, old.content);
+    END;
+    CREATE TABLE requests (
+        id TEXT PRIMARY KEY,
+        session_id TEXT REFERENCES sessions(id) ON DELETE CASCADE,
+        created_at REAL NOT NULL,
+        route TEXT NOT NULL DEFAULT '',
+        provider TEXT NOT NULL DEFAULT '',
+        model TEXT NOT NULL DEFAULT '',
+        url TEXT NOT NULL DEFAULT '',
+        purpose TEXT NOT NULL DEFAULT 'chat',
+        attempt INTEGER NOT NULL DEFAULT 0,
+        level INTEGER NOT NULL DEFAULT 0,
+        predicted_bytes INTEGER,
+        actual_bytes INTEGER,
+        status INTEGER,
+        latency_ms REAL,
+        kind TEXT,
+        reason TEXT NOT NULL DEFAULT '',
+        evidence TEXT NOT NULL DEFAULT '[]',
+        request_headers TEXT NOT NULL DEFAULT '{}',
+        response_headers TEXT NOT NULL DEFAULT '{}',
+        body_preview TEXT NOT NULL DEFAULT '',
+        error_body TEXT NOT NULL DEFAULT '',
+        usage TEXT NOT NULL DEFAULT '{}',
+        outcome TEXT NOT NULL DEFAULT ''
+    );
+    CREATE INDEX requests_session ON requests(session_id, created_at);
+    CREATE TABLE events (
+        id INTEGER PRIMARY KEY,
+        session_id TEXT REFERENCES sessions(id) ON DELETE CASCADE,
+        created_at REAL NOT NULL,
+        type TEXT NOT NULL,
+        data TEXT NOT NULL
+    );
+    CREATE INDEX events_session ON events(session_id, type);
+    """,
+}
+
+REQUEST_FIELDS = (
+    "id", "session_id", "created_at", "route", "provider", "model", "url", "purpose", "attempt", "level",
+    "predicted_bytes", "actual_bytes", "status", "latency_ms", "kind", "reason", "evidence",
+    "request_headers", "response_headers", "body_preview", "error_body", "usage", "outcome",
+)
+_JSON_REQUEST_FIELDS = {"evidence", "request_headers", "response_headers", "usage"}
+
+
+class StoreError(Exception):
+    """The database cannot be used; the message names the file and what to do."""
+
+
+@dataclass(frozen=True)
+class SessionRow:
+    id: str
+    title: str
+    route: str
+    provider: str
+    model: str
+    workspace: str
+    system_prompt: str
+    created_at: float
+    updated_at: float
+    counters: dict[str, Any]
+    flags: dict[str, Any]
+
+
+def database_path() -> Path:
+    return data_home() / "bulkhead.db"
+
+
+def _message_row(session_id: str, message: Message, seq: int | None) -> tuple:
+    return (message.id, session_id, seq, message.role,
+            json.dumps([part_to_dict(p) for p in message.parts], ensure_ascii=False),
+            json.dumps(meta_to_dict(message.meta), ensure_ascii=False), message.meta.created_at or time.time())
+
+
+def _message_from_row(row: sqlite3.Row) -> Message:
+    return Message(id=row["id"], role=row["role"],
+                   parts=tuple(part_from_dict(p) for p in json.loads(row["parts"])),
+                   meta=meta_from_dict(json.loads(row["meta"])))
+
+
+class Store:
+    """Thread-safe access to the database (one connection, one lock)."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = Path(path) if path else database_path()
+        self.home = self.path.parent
+        try:
+            self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
+            if not self.path.exists():
+                os.close(os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600))
+            self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None,
+                                         timeout=30.0)
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreError(f"cannot open the database {self.path}: {exc}. "
+                             "Check the folder's permissions or set BULKHEAD_HOME.") from None
+        self._conn.row_factory = sqlite3.Row
+        self._lock = threading.RLock()
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA synchronous=NORMAL")
+        self._conn.execute("PRAGMA foreign_keys=ON")
+        self._migrate()
+
+    # -- plumbing ------------------------------------------------------------------------------
+    def _migrate(self) -> None:
+        with self._lock:
+            version = self._conn.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise StoreError(f"{self.path} was written by a newer bulkhead (schema {version}); upgrade bulkhead")
+            for target in range(version + 1, SCHEMA_VERSION + 1):
+                self._conn.execute("BEGIN IMMEDIATE")
+                try:
+                    for statement in _split_sql(_MIGRATIONS[target]):
+                        self._conn.execute(statement)
+                    self._conn.execute(f"PRAGMA user_version = {target}")
+                    self._conn.execute("COMMIT")
+                except BaseException:
+                    self._conn.execute("ROLLBACK")
+                    raise
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            else:
+                self._conn.execute("COMMIT")
+
+    def query(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            return self._conn.execute(sql, tuple(params)).fetchall()
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def session_folder(self, session_id: str) -> Path:
+        folder = self.home / "sessions" / session_id
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return folder
+
+    # -- sessions ------------------------------------------------------------------------------
+    def create_session(self, session_id: str, *, title: str = "", route: str = "", provider: str = "",
+                       model: str = "", workspace: str = "", system_prompt: str = "",
+                       initial_view_id: str) -> None:
+        now = time.time()
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT INTO sessions (id, title, route, provider, model, workspace, system_prompt, "
+                "created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?)",
+                (session_id, title, route, provider, model, workspace, system_prompt, now, now))
+            conn.execute("INSERT INTO views (id, session_id, parent_id, reason, state, created_at) "
+                         "VALUES (?,?,NULL,'initial','active',?)", (initial_view_id, session_id, now))
+
+    def get_session(self, session_id: str) -> SessionRow | None:
+        rows = self.query("SELECT * FROM sessions WHERE id = ?", (session_id,))
+        return self._session_row(rows[0]) if rows else None
+
+    def find_session(self, prefix: str) -> SessionRow | None:
+        """A session by id or unique id prefix."""
+        exact = self.get_session(prefix)
+        if exact:
+            return exact
+        rows = self.query("SELECT * FROM sessions WHERE id LIKE ? ORDER BY updated_at DESC LIMIT 2",
+                          (prefix.replace("%", "") + "%",))
+        return self._session_row(rows[0]) if len(rows) == 1 else None
+
+    def latest_session(self) -> SessionRow | None:
+        rows = self.query("SELECT * FROM sessions ORDER BY updated_at DESC, created_at DESC LIMIT 1")
+        return self._session_row(rows[0]) if rows else None
+
+    def list_sessions(self, limit: int = 100) -> list[dict[str, Any]]:
+        rows = self.query(
+            "SELECT s.id, s.title, s.route, s.model, s.created_at, s.updated_at, "
+            "(SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id AND m.seq IS NOT NULL) AS messages "
+            "FROM sessions s ORDER BY s.updated_at DESC LIMIT ?", (limit,))
+        return [dict(r) for r in rows]
+
+    def update_session(self, session_id: str, **fields_: Any) -> None:
+        allowed = {"title", "route", "provider", "model", "counters", "flags", "system_prompt"}
+        unknown = set(fields_) - allowed
+        if unknown:
+            raise ValueError(f"cannot update session fields {unknown}")
+        values = {k: json.dumps(v) if k in ("counters", "flags") else v for k, v in fields_.items()}
+        values["updated_at"] = time.time()
+        assignments = ", ".join(f"{k} = ?" for k in values)
+        with self.transaction() as conn:
+            conn.execute(f"UPDATE sessions SET {assignments} WHERE id = ?", (*values.values(), session_id))
+
+    @staticmethod
+    def _session_row(row: sqlite3.Row) -> SessionRow:
+        data = dict(row)
+        data["counters"] = json.loads(data["counters"] or "{}")
+        data["flags"] = json.loads(data["flags"] or "{}")
+        return SessionRow(**data)
+
+    # -- master log and views ----------------------------------------------------------------
+    def append_message(self, session_id: str, message: Message, view_id: str) -> int:
+        """Add `message` to the master log and to the end of the active view, atomically."""
+        with self.transaction() as conn:
+            seq = conn.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM messages WHERE session_id = ?",
+                               (session_id,)).fetchone()[0]
+            conn.execute("INSERT INTO messages (id, session_id, seq, role, parts, meta, created_at) "
+                         "VALUES (?,?,?,?,?,?,?)", _message_row(session_id, message, seq))
+            pos = conn.execute("SELECT COALESCE(MAX(pos), -1) + 1 FROM view_entries WHERE view_id = ?",
+                               (view_id,)).fetchone()[0]
+            conn.execute("INSERT INTO view_entries (view_id, pos, message_id) VALUES (?,?,?)",
+                         (view_id, pos, message.id))
+            conn.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (time.time(), session_id))
+        return seq
+
+    def commit_view(self, session_id: str, view: View, master_ids: set[str],
+                    archive_entries: Iterable[ArchiveEntry] = ()) -> None:
+        """Make `view` the active one, with its derived messages and archive entries — all or nothing."""
+        with self.transaction() as conn:
+            for message in view.messages:
+                if message.id not in master_ids:
+                    conn.execute("INSERT OR IGNORE INTO messages (id, session_id, seq, role, parts, meta, "
+                                 "created_at) VALUES (?,?,?,?,?,?,?)", _message_row(session_id, message, None))
+            self._insert_archive(conn, session_id, archive_entries)
+            conn.execute("UPDATE views SET state = 'stacked' WHERE session_id = ? AND state = 'active'",
+                         (session_id,))
+            conn.execute("INSERT INTO views (id, session_id, parent_id, reason, state, created_at) "
+                         "VALUES (?,?,?,?,'active',?)",
+                         (view.id, session_id, view.parent_id, view.reason, view.created_at or time.time()))
+            conn.executemany("INSERT INTO view_entries (view_id, pos, message_id) VALUES (?,?,?)",
+                             [(view.id, pos, m.id) for pos, m in enumerate(view.messages)])
+
+    def replace_active_view(self, session_id: str, view: View, master_ids: set[str]) -> None:
+        """Pop the active view and activate `view` (used by `/rewind compact`)."""
+        with self.transaction() as conn:
+            for message in view.messages:
+                if message.id not in master_ids:
+                    conn.execute("INSERT OR IGNORE INTO messages (id, session_id, seq, role, parts, meta, "
+                                 "created_at) VALUES (?,?,?,?,?,?,?)", _message_row(session_id, message, None))
+            conn.execute("UPDATE views SET state = 'popped' WHERE session_id = ? AND state = 'active'",
+                         (session_id,))
+            conn.execute("DELETE FROM view_entries WHERE view_id = ?", (view.id,))
+            conn.execute("UPDATE views SET state = 'active' WHERE id = ?", (view.id,))
+            conn.executemany("INSERT INTO view_entries (view_id, pos, message_id) VALUES (?,?,?)",
+                             [(view.id, pos, m.id) for pos, m in enumerate(view.messages)])
+
+    def load_master(self, session_id: str) -> list[Message]:
+        rows = self.query("SELECT * FROM messages WHERE session_id = ? AND seq IS NOT NULL ORDER BY seq",
+                          (session_id,))
+        return [_message_from_row(r) for r in rows]
+
+    def load_views(self, session_id: str) -> list[View]:
+        """The view stack, oldest first, active last (popped views are gone)."""
+        views = self.query("SELECT * FROM views WHERE session_id = ? AND state IN ('stacked', 'active') "
+                           "ORDER BY state = 'active', created_at, rowid", (session_id,))
+        result: list[View] = []
+        for view in views:
+            rows = self.query("SELECT m.* FROM view_entries e JOIN messages m ON m.id = e.message_id "
+                              "WHERE e.view_id = ? ORDER BY e.pos", (view["id"],))
+            result.append(View(id=view["id"], messages=tuple(_message_from_row(r) for r in rows),
+                               parent_id=view["parent_id"], reason=view["reason"],
+                               created_at=view["created_at"]))
+        return result
+
+    # -- archive -----------------------------------------------------------------------------
+    @staticmethod
+    def _insert_archive(conn: sqlite3.Connection, session_id: str, entries: Iterable[ArchiveEntry]) -> None:
+        for entry in entries:
+            conn.execute("INSERT OR IGNORE INTO archive (key, session_id, reason, bytes, created_at, "
+                         "source_ids, content) VALUES (?,?,?,?,?,?,?)",
+                         (entry.key, session_id, entry.reason, entry.bytes, entry.created_at,
+                          json.dumps(list(entry.source_ids)), entry.content))
+
+    def archive_put(self, session_id: str, entries: Iterable[ArchiveEntry]) -> None:
+        with self.transaction() as conn:
+            self._insert_archive(conn, session_id, entries)
+
+    def archive_get(self, key: str, session_id: str | None = None) -> ArchiveEntry | None:
+        rows = self.query("SELECT * FROM archive WHERE key = ? ORDER BY session_id = ? DESC LIMIT 1",
+                          (key, session_id or ""))
+        return self._entry(rows[0]) if rows else None
+
+    def archive_list(self, session_id: str | None = None, limit: int = 500) -> list[ArchiveEntry]:
+        if session_id:
+            rows = self.query("SELECT * FROM archive WHERE session_id = ? ORDER BY created_at DESC, rowid DESC "
+                              "LIMIT ?", (session_id, limit))
+        else:
+            rows = self.query("SELECT * FROM archive ORDER BY created_at DESC, rowid DESC LIMIT ?", (limit,))
+        return [self._entry(r) for r in rows]
+
+    def archive_search(self, query: str, session_id: str | None = None, limit: int = 100) -> list[ArchiveEntry]:
+        """Full-text search; every word of the query must start a word of the entry (prefix match)."""
+        words = [w.replace('"', '""') for w in query.split() if w.strip()]
+        if not words:
+            return self.archive_list(session_id, limit)
+        match = " ".join(f'"{w}"*' for w in words)
+        sql = ("SELECT a.* FROM archive_fts f JOIN archive a ON a.rowid = f.rowid WHERE archive_fts MATCH ? "
+               + ("AND a.session_id = ? " if session_id else "") + "ORDER BY rank LIMIT ?")
+        params = (match, session_id, limit) if session_id else (match, limit)
+        return [self._entry(r) for r in self.query(sql, params)]
+
+    @staticmethod
+    def _entry(row: sqlite3.Row) -> ArchiveEntry:
+        return ArchiveEntry(key=row["key"], content=row["content"], reason=row["reason"],
+                            source_ids=tuple(json.loads(row["source_ids"])), created_at=row["created_at"],
+                            session_id=row["session_id"])
+
+    # -- requests and events -------------------------------------------------------------------
+    def record_request(self, record: dict[str, Any]) -> None:
+        values = {k: record.get(k) for k in REQUEST_FIELDS if k in record}
+        for key in _JSON_REQUEST_FIELDS & values.keys():
+            values[key] = json.dumps(values[key], ensure_ascii=False)
+        columns = ", ".join(values)
+        placeholders = ", ".join("?" for _ in values)
+        updates = ", ".join(f"{k} = excluded.{k}" for k in values if k != "id")
+        with self.transaction() as conn:
+            conn.execute(f"INSERT INTO requests ({columns}) VALUES ({placeholders}) "
+                         f"ON CONFLICT(id) DO UPDATE SET {updates}", tuple(values.values()))
+
+    def list_requests(self, session_id: str | None, limit: int = 10_000) -> list[dict[str, Any]]:
+        rows = self.query("SELECT * FROM requests WHERE session_id IS ? ORDER BY created_at, rowid LIMIT ?",
+                          (session_id, limit))
+        result = []
+        for row in rows:
+            data = dict(row)
+            for key in _JSON_REQUEST_FIELDS:
+                data[key] = json.loads(data[key] or ("[]" if key == "evidence" else "{}"))
+            result.append(data)
+        return result
+
+    def record_event(self, session_id: str | None, type_: str, data: dict[str, Any]) -> None:
+        with self.transaction() as conn:
+            conn.execute("INSERT INTO events (session_id, created_at, type, data) VALUES (?,?,?,?)",
+                         (session_id, time.time(), type_, json.dumps(data, ensure_ascii=False, default=str)))
+
+    def list_events(self, session_id: str, type_: str | None = None) -> list[dict[str, Any]]:
+        if type_:
+            rows = self.query("SELECT * FROM events WHERE session_id = ? AND type = ? ORDER BY id",
+                              (session_id, type_))
+        else:
+            rows = self.query("SELECT * FROM events WHERE session_id = ? ORDER BY id", (session_id,))
+        return [{**dict(r), "data": json.loads(r["data"])} for r in rows]
+
+
+def _split_sql(script: str) -> list[str]:
+    """Split a migration into statements, keeping trigger bodies (BEGIN … END;) whole."""
+    statements: list[str] = []
+    current: list[str] = []
+    depth = 0
+    for line in script.splitlines():
+        stripped = line.split("--", 1)[0].strip()
+        if not stripped:
+            continue
+        current.append(line)
+        upper = stripped.upper()
+        if upper.endswith("BEGIN"):
+            depth += 1
+        if upper.startswith("END;"):
+            depth -= 1
+        if stripped.endswith(";") and depth == 0:
+            statements.append("\n".join(current))
+            current = []
+    if current:
+        statements.append("\n".join(current))
+    return statements
