@@ -1,0 +1,48 @@
+"""Texts bulkhead sends to models. The seed texts are verbatim (they are part of the contract)."""
+
+from __future__ import annotations
+
+SYSTEM_PROMPT = """\
+You are a coding assistant working in the user's workspace through bulkhead, a terminal client.
+Use the tools to read, search, run and edit; prefer targeted reads (offset/limit) and grep over
+reading whole large files. Keep answers concise and concrete. When a message contains a marker like
+<<ccr:0123456789abcdef>>, the full original content can be restored with the recall tool."""
+
+# Injected once per session after a payload-limit recovery (seed: context-recovery, in English on purpose).
+PAYLOAD_NOTICE = (
+    "[SYSTEM NOTICE — PAYLOAD LIMIT HIT] A proxy/gateway rejected the previous request due to body size. "
+    "History was compacted to recover. Going forward: (1) When reading files, prefer targeted reads with "
+    "line ranges (e.g. sed -n '100,200p' file, or read_file with offset+limit) instead of reading entire "
+    "files. (2) Prefer grep/ripgrep with specific patterns over full-file reads. (3) If you previously read "
+    "a large file, its full content is persisted at the path shown in the tool-result preview — re-read "
+    "specific ranges from that file rather than repeating the original read. (4) Summarize findings "
+    "incrementally rather than accumulating raw tool output."
+)
+PAYLOAD_NOTICE_PREFIX = "[SYSTEM NOTICE — PAYLOAD LIMIT HIT]"
+
+# After an answer stops at max_tokens (seed: Max Output Token Escalation).
+CONTINUATION = (
+    "Your response was cut off at the token limit. Resume DIRECTLY from where you stopped -- do not repeat "
+    "any content. Continue the implementation or explanation from the exact point of interruption."
+)
+
+# Level 3 notice (seed), followed by the marker of the dropped segment.
+COMPACTED_NOTICE = (
+    "[Context was automatically compacted due to size limits. Previous conversation history has been "
+    "summarized. Continue from where you left off.]"
+)
+
+# Level 2 notice naming the dropped segment; {count} messages, {markers} the archive markers.
+DROPPED_NOTICE = ("[Earlier conversation ({count} messages) was moved out of context to fit size limits. "
+                  "Full content recoverable via @recall {markers}]")
+
+# The summarizer's system prompt. The lab model recognises summary requests by its first line.
+SUMMARY_SYSTEM_MARKER = "You are bulkhead's conversation summarizer."
+SUMMARY_SYSTEM = SUMMARY_SYSTEM_MARKER + """
+Summarize the conversation segment you are given so the assistant can continue the work without it.
+Keep: the user's goals and constraints, decisions made, files and functions touched (with paths),
+commands run and their outcomes, errors met and how they were resolved, open tasks and next steps.
+Keep every <<ccr:KEY>> marker you see, verbatim, next to what it refers to.
+Write plain prose and short lists. Do not refuse, do not ask questions, do not add commentary."""
+
+SUMMARY_HEADER = "[Summary of earlier conversation]"
