@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command:
             module = importlib.import_module(_COMMANDS[args.command])
-        elif args.prompt is not None or not sys.stdin.isatty() and not sys.stdout.isatty():
+        elif args.prompt is not None:
             module = importlib.import_module("app.commands.oneshot")
         else:
             module = importlib.import_module("app.ui.run")

@@ -1,0 +1,106 @@
+"""Running a planned compaction: triggers, the summarizer call, hooks, commit, receipt, events.
+
+The passes themselves are pure (`app.engine.compaction`); this module does the side
+effects in order: PreCompact (may block auto/manual), the pipeline (live phase events,
+Esc cancels), one transactional commit of the new view with its archive entries, the
+receipt, the counters, PostCompact — or, when nothing changed, PostCompact `skipped`
+and no new view.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING
+
+from app.engine.compaction.pipeline import PipelineResult, run_pipeline
+from app.engine.events import Compaction, CompactionPhase, Notice
+from app.engine.messages import Message
+from app.engine.receipts import make_receipt, write_receipt
+from app.providers.base import SUMMARY_PURPOSE
+
+if TYPE_CHECKING:
+    from app.engine.turn import Engine
+
+SUMMARY_MAX_TOKENS = 4096
+HOOK_TRIGGERS = {"auto": "auto", "preflight": "auto", "manual": "manual", "recovery": "recovery"}
+
+
+class Compactor:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    async def run(self, *, trigger: str, target_bytes: int | None, instructions: str | None = None,
+                  cancel: asyncio.Event | None = None) -> PipelineResult | None:
+        """Compact the active view toward `target_bytes`. Returns None when a hook blocked it."""
+        engine, session, settings = self.engine, self.engine.session, self.engine.settings
+        hook_trigger = HOOK_TRIGGERS.get(trigger, "auto")
+        verdict = await engine.hooks.pre_compact(hook_trigger, instructions or "")
+        if verdict.blocked:
+            engine.emit(Notice(f"Compaction blocked by a PreCompact hook: {verdict.reason}", level="warn",
+                               code="hook_block"))
+            return None
+        started = time.monotonic()
+        turn = session.turn
+        max_tokens = engine.max_tokens
+        ctx = engine.pass_context(turn, max_tokens, target_bytes=target_bytes)
+        skips_left = int(session.flags.get("summary_skips_left", 0))
+        skip_summary = skips_left > 0 and trigger != "manual"
+        if skip_summary:
+            session.set_flag("summary_skips_left", skips_left - 1)
+        before = session.view.messages
+
+        def on_phase(key: str, text: str) -> None:
+            engine.emit(CompactionPhase(trigger=trigger, phase=key, text=text))
+
+        summarizer_window = engine.summarizer_window()
+        result = await run_pipeline(before, ctx, trigger=trigger, summarizer=self.summarize,
+                                    instructions=instructions, window_tokens=summarizer_window,
+                                    skip_summary=skip_summary, on_phase=on_phase, cancel=cancel)
+        elapsed = time.monotonic() - started
+        keys = [e.key for e in result.entries]
+        sizes = {"bytes_before": result.bytes_before, "bytes_after": result.bytes_after,
+                 "messages_before": len(before), "messages_after": len(result.messages)}
+        if result.cancelled or not result.changed:
+            outcome = "skipped"
+            write_receipt(session.receipts_path, make_receipt(
+                trigger=trigger, method=result.method, level=result.level, messages_before=len(before),
+                messages_after=len(before), bytes_before=result.bytes_before, bytes_after=result.bytes_before,
+                outcome=outcome, elapsed_seconds=elapsed, session_id=session.id,
+                reason="cancelled" if result.cancelled else "nothing to compact"))
+            await engine.hooks.post_compact(hook_trigger, outcome, sizes, [])
+            engine.emit(Compaction(trigger=trigger, method=result.method, outcome=outcome,
+                                   bytes_before=result.bytes_before, bytes_after=result.bytes_before,
+                                   messages_before=len(before), messages_after=len(before)))
+            return result
+        try:
+            view = session.commit_view(result.messages, result.entries, reason=f"{trigger}:{result.method}")
+        except Exception as exc:  # noqa: BLE001 - the store refused: the old view stays, say so
+            engine.emit(Notice(f"Compaction could not be saved ({exc}); the history is unchanged.", level="error"))
+            await engine.hooks.post_compact(hook_trigger, "failed", sizes, keys)
+            return result
+        if result.summary_missed:
+            session.set_flag("summary_skips_left", settings.summary_skip_after_miss)
+        session.counters.add_compaction(trigger, result.level, result.bytes_before - result.bytes_after)
+        session.save_counters()
+        write_receipt(session.receipts_path, make_receipt(
+            trigger=trigger, method=result.method, level=result.level, messages_before=len(before),
+            messages_after=len(result.messages), bytes_before=result.bytes_before, bytes_after=result.bytes_after,
+            provider_bytes_before=result.bytes_before, provider_bytes_after=result.bytes_after, outcome="applied",
+            elapsed_seconds=elapsed, archive_keys=keys, session_id=session.id))
+        await engine.hooks.post_compact(hook_trigger, "applied", sizes, keys)
+        engine.emit(Compaction(trigger=trigger, method=result.method, outcome="applied",
+                               bytes_before=result.bytes_before, bytes_after=result.bytes_after,
+                               messages_before=len(before), messages_after=len(result.messages),
+                               level=result.level, archive_keys=tuple(keys), view_id=view.id))
+        engine.view_changed(f"compaction:{trigger}")
+        return result
+
+    async def summarize(self, system: str, user_text: str) -> str:
+        """Ask the summarizer route (compact_model, else the session's) for a summary; usage counted apart."""
+        engine = self.engine
+        provider, sender = engine.summarizer()
+        message = Message.create("user", user_text, turn=engine.session.turn, origin="notice")
+        request = provider.build((message,), system, (), max_tokens=SUMMARY_MAX_TOKENS, purpose=SUMMARY_PURPOSE)
+        result = await sender.send(request, stream_text=False)
+        return result.text

@@ -1,0 +1,262 @@
+"""The recovery ladder: reactive, transactional, bounded, explained (DESIGN.md §6).
+
+When a provider-origin request fails with a recoverable failure and no output became
+visible:
+
+1. payload-related: learn the cap (¾ of the rejected bytes, per endpoint), run the floor
+   diagnosis (fail fast when the non-compactable base alone is too big), prepare the
+   payload notice (once per session);
+2. walk L1 → L2 → L3, one level per attempt, at most `max_recovery_attempts`. Each attempt
+   builds a candidate view, rebuilds the real provider request and measures it: a
+   candidate that is not smaller than the rejected request is not sent (nor, after a
+   payload rejection, one above the learned cap while a further level remains);
+3. success commits the candidate view with its archive entries; failure of every attempt
+   leaves the previous view active — the master log was never touched.
+
+Every attempt writes a receipt and fires PreCompact/PostCompact with trigger `recovery`.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from app.engine.compaction.context import PassContext, merge_entries
+from app.engine.compaction.pipeline import recovery_candidate
+from app.engine.events import CapLearned, Compaction, Notice, RecoveryStep
+from app.engine.failures import Failure
+from app.engine.messages import Message
+from app.engine.payload import diagnose_floor, learned_cap_for
+from app.engine.prompts import PAYLOAD_NOTICE, PAYLOAD_NOTICE_PREFIX
+from app.engine.receipts import make_receipt, write_receipt
+from app.engine.sender import RequestFailed, StreamResult
+from app.sizes import format_size
+
+if TYPE_CHECKING:
+    from app.engine.turn import Engine
+
+TOP_LEVEL = 3
+_TOKENS_OVER_RE = re.compile(r"(\d[\d,]*)\s*tokens?\s*>\s*(\d[\d,]*)")
+_MAX_CONTEXT_RE = re.compile(r"maximum context length is (\d[\d,]*)")
+
+
+class TurnFailed(Exception):
+    """The turn could not get an answer; `message` says why and what to do."""
+
+    def __init__(self, message: str, failure: Failure | None = None, *, visible: bool = False) -> None:
+        super().__init__(message)
+        self.message = message
+        self.failure = failure
+        self.visible = visible
+
+
+@dataclass
+class _Attempt:
+    level: int
+    attempt: int
+    started: float
+
+
+def _window_from_error(text: str) -> int | None:
+    """The context window an overflow message states (`… tokens > 200000 maximum`)."""
+    match = _TOKENS_OVER_RE.search(text) or _MAX_CONTEXT_RE.search(text)
+    if not match:
+        return None
+    return int(match.group(match.lastindex or 1).replace(",", ""))
+
+
+class Recovery:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    # -- the ladder -------------------------------------------------------------------------------
+    async def recover(self, failed: RequestFailed, *, max_tokens: int, turn: int) -> StreamResult:
+        engine, session, settings = self.engine, self.engine.session, self.engine.settings
+        failure = failed.failure
+        rejected = self._rejected_bytes(failed)
+        notice: Message | None = None
+        if failure.payload_related:
+            self._learn_cap(failure, rejected)
+            self._check_floor(failure, rejected)
+            if not self._notice_present():
+                notice = Message.create("user", PAYLOAD_NOTICE, turn=turn, origin="notice")
+        elif failure.kind == "context_overflow":
+            window = _window_from_error(" ".join((failed.error.message or "", failed.error.body or "")))
+            if window and window < engine.context_window:
+                session.set_flag("learned_window", window)
+                engine.emit(Notice(f"the model's context window is {window:,} tokens (from its error); "
+                                   f"bulkhead will keep requests under it", code="window_learned"))
+
+        base = session.view.messages + ((notice,) if notice else ())
+        candidate_messages = base
+        entries: list = []
+        bytes_before = rejected
+        last = failed
+        for attempt in range(1, settings.max_recovery_attempts + 1):
+            level = min(attempt, TOP_LEVEL)
+            step = _Attempt(level, attempt, time.monotonic())
+            await engine.hooks.pre_compact("recovery", "")
+            ctx = self._context(turn, max_tokens, failure, entries)
+            chain = recovery_candidate(level, candidate_messages, ctx)
+            candidate_messages = chain.messages
+            entries = merge_entries(entries, chain.entries)
+            request = engine.provider.build(candidate_messages, engine.system, engine.tools, max_tokens=max_tokens)
+            cap = engine.cap_info().bytes
+            skip = ""
+            if request.predicted_bytes >= rejected:
+                skip = "not_smaller"
+            elif failure.payload_related and cap and request.predicted_bytes > cap and attempt < settings.max_recovery_attempts:
+                skip = "over_cap"
+            if skip:
+                why = ("is not smaller than the rejected request" if skip == "not_smaller"
+                       else f"is still above the learned cap ({format_size(cap)})")
+                engine.emit(RecoveryStep(level=level, attempt=attempt, max_attempts=settings.max_recovery_attempts,
+                                         bytes_before=rejected, bytes_after=request.predicted_bytes, outcome=skip,
+                                         kind=failure.kind,
+                                         reason=f"L{level} candidate ({format_size(request.predicted_bytes)}) {why}; "
+                                                f"not sent"))
+                await self._finish_attempt(step, "skipped", base, candidate_messages, bytes_before,
+                                           request.predicted_bytes, entries, retry_success=None)
+                continue
+            engine.emit(RecoveryStep(level=level, attempt=attempt, max_attempts=settings.max_recovery_attempts,
+                                     bytes_before=rejected, bytes_after=request.predicted_bytes, outcome="sending",
+                                     kind=failure.kind,
+                                     reason=f"L{level}: {len(base)} → {len(candidate_messages)} messages, "
+                                            f"{format_size(rejected)} → {format_size(request.predicted_bytes)}"))
+            try:
+                result = await engine.sender.send(request, level=level, attempt=attempt)
+            except RequestFailed as again:
+                await self._finish_attempt(step, "failed", base, candidate_messages, bytes_before,
+                                           request.predicted_bytes, entries, retry_success=False)
+                last = again
+                if again.partial_text:
+                    engine.keep_partial(again.partial_text, turn, again.failure)
+                    raise TurnFailed(again.failure.reason, again.failure, visible=True) from again
+                if not again.failure.recoverable:
+                    break
+                failure = again.failure
+                rejected = self._rejected_bytes(again)
+                if failure.payload_related:
+                    self._learn_cap(failure, rejected)
+                    self._check_floor(failure, rejected)
+                continue
+            # Success: the candidate becomes the active view, with its archive entries, in one transaction.
+            view = session.commit_view(candidate_messages, entries, reason=f"recovery:L{level}")
+            if notice is not None:
+                session.set_flag("payload_notice_injected", True)
+            if level == 1:
+                session.set_flag("budget_scale", 0.5)
+            session.counters.recoveries_ok += 1
+            session.counters.add_compaction("recovery", level, rejected - request.predicted_bytes)
+            session.save_counters()
+            await self._finish_attempt(step, "applied", base, candidate_messages, bytes_before,
+                                       request.predicted_bytes, entries, retry_success=True)
+            engine.emit(RecoveryStep(level=level, attempt=attempt, max_attempts=settings.max_recovery_attempts,
+                                     bytes_before=bytes_before, bytes_after=request.predicted_bytes,
+                                     outcome="succeeded", kind=failed.failure.kind,
+                                     reason=f"recovered at L{level}"))
+            engine.emit(Compaction(trigger="recovery", method=f"L{level}", outcome="applied",
+                                   bytes_before=bytes_before, bytes_after=request.predicted_bytes,
+                                   messages_before=len(base), messages_after=len(candidate_messages), level=level,
+                                   archive_keys=tuple(e.key for e in entries), view_id=view.id))
+            engine.view_changed("recovery")
+            return result
+
+        session.counters.recoveries_failed += 1
+        session.save_counters()
+        final = last.failure
+        engine.emit(RecoveryStep(level=min(settings.max_recovery_attempts, TOP_LEVEL),
+                                 attempt=settings.max_recovery_attempts, max_attempts=settings.max_recovery_attempts,
+                                 bytes_before=bytes_before, bytes_after=None, outcome="exhausted", kind=final.kind,
+                                 reason=final.reason))
+        message = (f"Recovery failed after {settings.max_recovery_attempts} attempts — {final.reason}. "
+                   f"The conversation is unchanged; /retry to try again, /compact to summarise first, "
+                   f"or lower max_payload.")
+        raise TurnFailed(message, final) from last
+
+    # -- pieces -----------------------------------------------------------------------------------
+    def _rejected_bytes(self, failed: RequestFailed) -> int:
+        return (failed.failure.rejected_bytes or failed.error.request_bytes or failed.request.actual_bytes
+                or failed.request.predicted_bytes)
+
+    def _learn_cap(self, failure: Failure, rejected: int | None) -> None:
+        engine = self.engine
+        endpoint = engine.route.endpoint_id
+        if rejected:
+            cap = learned_cap_for(rejected)
+            learned = engine.state.learn_cap(endpoint, cap, rejected_bytes=rejected, kind=failure.kind,
+                                             reason=failure.reason)
+            engine.emit(CapLearned(cap_bytes=learned.cap_bytes, rejected_bytes=rejected, endpoint=endpoint,
+                                   reason=failure.reason))
+            engine.emit(Notice(f"Gateway rejected a {format_size(rejected)} request — payload cap set to "
+                               f"{format_size(learned.cap_bytes)} for {endpoint} (set max_payload to override; "
+                               f"/cap reset forgets it)", level="warn", code="cap_learned"))
+        elif engine.cap_info().bytes is None:
+            assumed = engine.settings.fallback_cap
+            engine.session.set_flag("assumed_cap", assumed)
+            engine.emit(CapLearned(cap_bytes=assumed, rejected_bytes=None, endpoint=endpoint,
+                                   reason=failure.reason, assumed=True))
+            engine.emit(Notice(f"Assuming a {format_size(assumed)} payload cap — set max_payload (e.g. 5MB, 512KB) "
+                               f"to adjust", level="warn", code="cap_assumed"))
+
+    def _check_floor(self, failure: Failure, rejected: int | None) -> None:
+        engine = self.engine
+        floor = engine.floor_sizes()
+        # The smallest body this endpoint is known to refuse: this rejection, or one remembered from before.
+        remembered = engine.state.learned_cap(engine.route.endpoint_id)
+        known = [n for n in (rejected, remembered.rejected_bytes if remembered else None) if n]
+        smallest = min(known) if known else None
+        diagnosis = diagnose_floor(floor.system_bytes, floor.tools_bytes, floor.total_bytes, smallest,
+                                   len(engine.tools))
+        if diagnosis.warn:
+            engine.emit(Notice(diagnosis.message, level="warn", code="floor"))
+        if diagnosis.fail_fast:
+            engine.emit(Notice(diagnosis.message, level="error", code="floor"))
+            engine.emit(RecoveryStep(level=0, attempt=0, max_attempts=engine.settings.max_recovery_attempts,
+                                     bytes_before=rejected, bytes_after=floor.total_bytes, outcome="refused",
+                                     kind=failure.kind, reason="the request base alone is too big"))
+            engine.session.counters.recoveries_failed += 1
+            engine.session.save_counters()
+            write_receipt(engine.session.receipts_path, make_receipt(
+                trigger="recovery", method="floor", level=0, messages_before=len(engine.session.view),
+                messages_after=len(engine.session.view), bytes_before=rejected or 0, bytes_after=rejected or 0,
+                outcome="failed", elapsed_seconds=0.0, retry_success=False, reason=diagnosis.message))
+            raise TurnFailed(diagnosis.message, failure)
+
+    def _notice_present(self) -> bool:
+        session = self.engine.session
+        if session.flags.get("payload_notice_injected"):
+            return True
+        return any(PAYLOAD_NOTICE_PREFIX in m.all_text() for m in session.view.messages)
+
+    def _context(self, turn: int, max_tokens: int, failure: Failure, entries: list) -> PassContext:
+        engine = self.engine
+        ctx = engine.pass_context(turn, max_tokens, target_bytes=self._target(failure))
+        return ctx.with_entries(entries) if entries else ctx
+
+    def _target(self, failure: Failure) -> int:
+        """What L3's shrink aims at: under the cap after a payload rejection, half the window otherwise."""
+        engine = self.engine
+        cap = engine.cap_info().bytes
+        window_target = int(engine.settings.compact_target * engine.usable_window_tokens() * engine.bytes_per_token)
+        if failure.payload_related and cap:
+            return min(int(cap * engine.settings.preflight_target), window_target)
+        return window_target
+
+    async def _finish_attempt(self, step: _Attempt, outcome: str, before: tuple[Message, ...],
+                              after: tuple[Message, ...], bytes_before: int, bytes_after: int, entries: list,
+                              *, retry_success: bool | None) -> None:
+        engine = self.engine
+        keys = [e.key for e in entries]
+        write_receipt(engine.session.receipts_path, make_receipt(
+            trigger="recovery", method=f"L{step.level}", level=step.level, messages_before=len(before),
+            messages_after=len(after), bytes_before=bytes_before, bytes_after=bytes_after,
+            provider_bytes_before=bytes_before, provider_bytes_after=bytes_after, outcome=outcome,
+            elapsed_seconds=time.monotonic() - step.started, archive_keys=keys, retry_success=retry_success,
+            attempt=step.attempt, session_id=engine.session.id))
+        await engine.hooks.post_compact("recovery", "failed" if outcome == "failed" else outcome,
+                                        {"bytes_before": bytes_before, "bytes_after": bytes_after,
+                                         "messages_before": len(before), "messages_after": len(after)}, keys)
+

@@ -1,0 +1,262 @@
+"""Send one request: record it, stream it, classify failures, retry what is transient.
+
+Every request becomes a row in the store (time, route, predicted and actual bytes, status,
+latency, redacted headers, body preview, error body, classification) and a pair of
+events. Text is "visible" the moment a delta is emitted to a front end: after that a
+failure is never retried — the partial answer is the caller's to keep.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from app.engine.costs import Usage, price_usd
+from app.engine.events import Event, RequestFinished, RequestStarted, Retry, TextDelta, UsageRecorded
+from app.engine.failures import Failure, classify
+from app.engine.messages import new_id
+from app.engine.retry import RetryPolicy
+from app.engine.session import Session
+from app.providers.base import (
+    Provider,
+    ProviderError,
+    Request,
+    StopChunk,
+    TextChunk,
+    ToolCallChunk,
+    UsageChunk,
+    redact_headers,
+)
+
+PREVIEW_STRING_CHARS = 300
+PREVIEW_LIST_ITEMS = 6
+ERROR_BODY_CHARS = 16_384
+DRAFT_FLUSH_CHARS = 2_000
+
+
+@dataclass
+class StreamResult:
+    text: str
+    tool_calls: list[ToolCallChunk]
+    usage: Usage | None
+    stop_reason: str
+    request: Request
+    request_id: str
+
+
+@dataclass
+class RequestFailed(Exception):
+    """A request that failed for good (after transient retries), with its classification."""
+
+    error: ProviderError
+    failure: Failure
+    request: Request
+    partial_text: str = ""
+    request_id: str = ""
+    partial_tool_calls: list[ToolCallChunk] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        return self.failure.reason or str(self.error)
+
+
+def body_preview(body: Any) -> str:
+    """A compact, bounded preview of a request body: long strings and long lists are elided."""
+
+    def shrink(value: Any) -> Any:
+        if isinstance(value, str):
+            if len(value) <= PREVIEW_STRING_CHARS:
+                return value
+            return f"{value[:PREVIEW_STRING_CHARS]}… [{len(value):,} chars]"
+        if isinstance(value, bytes | bytearray):
+            return f"<{len(value):,} bytes>"
+        if isinstance(value, dict):
+            return {k: shrink(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            items = list(value)
+            if len(items) > PREVIEW_LIST_ITEMS:
+                hidden = len(items) - 5
+                return [shrink(v) for v in items[:2]] + [f"… {hidden} more …"] + [shrink(v) for v in items[-3:]]
+            return [shrink(v) for v in items]
+        return value
+
+    try:
+        return json.dumps(shrink(body), ensure_ascii=False, indent=1, default=str)
+    except (TypeError, ValueError):
+        return "<unprintable body>"
+
+
+class DraftWriter:
+    """Keeps the answer being streamed on disk, so a crash loses at most the unflushed tail.
+
+    The next time the session opens, a leftover draft becomes a partial assistant message.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._flushed = 0
+
+    def update(self, text: str, force: bool = False) -> None:
+        if not force and len(text) - self._flushed < DRAFT_FLUSH_CHARS:
+            return
+        with contextlib.suppress(OSError):
+            tmp = self.path.with_suffix(".tmp")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
+            os.replace(tmp, self.path)
+            self._flushed = len(text)
+
+    def clear(self) -> None:
+        self._flushed = 0
+        with contextlib.suppress(OSError):
+            self.path.unlink()
+
+
+class Sender:
+    def __init__(self, session: Session, provider: Provider, *, route: str, emit: Callable[[Event], None],
+                 retry_policy: RetryPolicy, drop_threshold: int,
+                 on_rejection: Callable[[Failure, Request], Awaitable[None]] | None = None,
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
+        self.session = session
+        self.provider = provider
+        self.route = route
+        self.emit = emit
+        self.retry_policy = retry_policy
+        self.drop_threshold = drop_threshold
+        self.on_rejection = on_rejection
+        self.sleep = sleep
+        self.draft = DraftWriter(session.folder / "draft.txt")
+        self.streamed_text = ""  # what the current (or last cancelled) request made visible
+        self._started_at = time.time()
+
+    async def send(self, request: Request, *, level: int = 0, attempt: int = 0,
+                   stream_text: bool = True) -> StreamResult:
+        """Send with transient retries. Raises RequestFailed; CancelledError passes through."""
+        retry = 0
+        while True:
+            try:
+                return await self._send_once(request, level=level, attempt=attempt, stream_text=stream_text)
+            except RequestFailed as failed:
+                if failed.partial_text or not failed.failure.transient:
+                    raise
+                retry += 1
+                delay = self.retry_policy.delay(retry, failed.failure.retry_after)
+                if delay is None:
+                    raise
+                self.session.counters.retries += 1
+                self.emit(Retry(kind=failed.failure.kind, attempt=retry, max_attempts=self.retry_policy.max_attempts,
+                                delay_s=round(delay, 2), reason=failed.failure.reason))
+                await self.sleep(delay)
+
+    async def _send_once(self, request: Request, *, level: int, attempt: int, stream_text: bool) -> StreamResult:
+        request_id = new_id("r")
+        started = time.monotonic()
+        self._started_at = time.time()
+        self._record(request_id, request, level=level, attempt=attempt, outcome="sending")
+        self.emit(RequestStarted(request_id=request_id, route=self.route, purpose=request.purpose,
+                                 predicted_bytes=request.predicted_bytes, attempt=attempt, level=level))
+        text: list[str] = []
+        self.streamed_text = ""
+        tool_calls: list[ToolCallChunk] = []
+        usage: Usage | None = None
+        stop_reason = "end"
+        visible = False
+        try:
+            async for chunk in self.provider.stream(request):
+                if isinstance(chunk, TextChunk):
+                    if not chunk.text:
+                        continue
+                    text.append(chunk.text)
+                    if stream_text:
+                        visible = True
+                        self.streamed_text += chunk.text
+                        self.emit(TextDelta(chunk.text))
+                        self.draft.update("".join(text))
+                elif isinstance(chunk, ToolCallChunk):
+                    tool_calls.append(chunk)
+                elif isinstance(chunk, UsageChunk):
+                    usage = chunk.usage
+                elif isinstance(chunk, StopChunk):
+                    stop_reason = chunk.reason
+        except ProviderError as error:
+            error.output_visible = visible
+            failure = classify(error, drop_threshold=self.drop_threshold)
+            latency = (time.monotonic() - started) * 1000
+            self._record(request_id, request, level=level, attempt=attempt, outcome="failed", error=error,
+                         failure=failure, latency_ms=latency)
+            self.session.counters.requests += 1
+            self.session.counters.failed_requests += 1
+            self.session.counters.add_rejection(failure.kind)
+            self.session.save_counters()
+            self.emit(RequestFinished(request_id=request_id, route=self.route, purpose=request.purpose,
+                                      predicted_bytes=request.predicted_bytes,
+                                      bytes=error.request_bytes or request.actual_bytes,
+                                      status=error.status, latency_ms=round(latency, 1), kind=failure.kind,
+                                      reason=failure.reason, level=level))
+            if self.on_rejection is not None:
+                await self.on_rejection(failure, request)
+            raise RequestFailed(error, failure, request, "".join(text), request_id, tool_calls) from error
+        except asyncio.CancelledError:
+            latency = (time.monotonic() - started) * 1000
+            self._record(request_id, request, level=level, attempt=attempt, outcome="cancelled", latency_ms=latency)
+            self.session.counters.requests += 1
+            self.session.save_counters()
+            raise
+        latency = (time.monotonic() - started) * 1000
+        cost = None
+        if usage is not None:
+            cost = price_usd(usage, self.session.model, self.session.provider)
+            self.session.counters.add_usage(usage, cost, summarizer=request.purpose == "summary")
+            self.emit(UsageRecorded(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+                                    cache_read_tokens=usage.cache_read_tokens,
+                                    cache_write_tokens=usage.cache_write_tokens, cost_usd=cost,
+                                    purpose=request.purpose))
+        self.session.counters.requests += 1
+        self.session.save_counters()
+        self.streamed_text = ""
+        self._record(request_id, request, level=level, attempt=attempt, outcome="ok", latency_ms=latency,
+                     usage=usage, cost=cost)
+        self.emit(RequestFinished(request_id=request_id, route=self.route, purpose=request.purpose,
+                                  predicted_bytes=request.predicted_bytes, bytes=request.actual_bytes,
+                                  status=request.status or 200, latency_ms=round(latency, 1), level=level))
+        return StreamResult("".join(text), tool_calls, usage, stop_reason, request, request_id)
+
+    def _record(self, request_id: str, request: Request, *, level: int, attempt: int, outcome: str,
+                error: ProviderError | None = None, failure: Failure | None = None, latency_ms: float | None = None,
+                usage: Usage | None = None, cost: float | None = None) -> None:
+        record: dict[str, Any] = {
+            "id": request_id, "session_id": self.session.id, "created_at": self._started_at, "route": self.route,
+            "provider": request.provider, "model": request.model, "url": request.url, "purpose": request.purpose,
+            "attempt": attempt, "level": level, "predicted_bytes": request.predicted_bytes,
+            "actual_bytes": request.actual_bytes, "request_headers": redact_headers(request.request_headers),
+            "outcome": outcome, "latency_ms": latency_ms,
+        }
+        if outcome == "sending":
+            record["body_preview"] = body_preview(request.body)
+        else:
+            record["status"] = request.status
+            record["response_headers"] = redact_headers(request.response_headers)
+        if error is not None:
+            record["actual_bytes"] = error.request_bytes or request.actual_bytes
+            record["status"] = error.status
+            record["response_headers"] = redact_headers(error.headers or request.response_headers)
+            record["error_body"] = (error.body or error.message or "")[:ERROR_BODY_CHARS]
+        if failure is not None:
+            record["kind"] = failure.kind
+            record["reason"] = failure.reason
+            record["evidence"] = list(failure.evidence)
+        if usage is not None:
+            record["usage"] = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
+                               "cache_read_tokens": usage.cache_read_tokens,
+                               "cache_write_tokens": usage.cache_write_tokens, "cost_usd": cost}
+        try:
+            self.session.store.record_request(record)
+        except Exception:  # noqa: BLE001 - a full disk must not turn a good answer into a failure
+            pass

@@ -1,0 +1,498 @@
+"""The turn loop, and the Engine both front ends drive.
+
+    engine = Engine(settings, session, route, provider, state=State(), approver=...)
+    await engine.start()
+    result = await engine.submit("fix the failing test")
+
+A turn: UserPromptSubmit hook → the user message joins the master log → at each boundary
+the preflight (byte cap, context window) may compact → the request is built from the
+active view, sent and streamed → tool calls run (hooks, approvals) and their results are
+appended → repeat until the model stops; an answer cut at max_tokens is continued with
+doubled max_tokens (at most `max_token_escalations` times). A recoverable provider
+failure before any visible output goes to the recovery ladder; after visible output the
+partial answer is kept, marked partial, and nothing is retried.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import random
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from app.config import Route, Settings
+from app.engine.compaction.context import PassContext
+from app.engine.compactor import Compactor
+from app.engine.events import (
+    AnswerFinished,
+    Event,
+    Notice,
+    Rejection,
+    ToolApproval,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnFinished,
+    TurnStarted,
+    ViewChanged,
+)
+from app.engine.failures import Failure
+from app.engine.hooks import HookRunner
+from app.engine.messages import Image, Message, Text, ToolCall, ToolResult
+from app.engine.payload import CapInfo, calibrate, effective_cap, preflight
+from app.engine.prompts import CONTINUATION, SYSTEM_PROMPT
+from app.engine.recovery import Recovery, TurnFailed
+from app.engine.retry import RetryPolicy
+from app.engine.sender import RequestFailed, Sender, StreamResult
+from app.engine.session import Session
+from app.providers.base import Provider, Request, ToolSpec, dumps, make_provider
+from app.providers.catalog import model_limits
+from app.sizes import format_size
+from app.state import State
+
+MAX_TOOL_ROUNDS = 50  # tool round trips in one turn before bulkhead stops and asks the user
+
+Approver = Callable[[str, dict, str], Awaitable[bool]]  # (tool name, args, why it asks) -> approved?
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    outcome: str  # answered | failed | partial | blocked | cancelled
+    text: str = ""
+    error: str = ""
+    failure: Failure | None = None
+
+
+@dataclass(frozen=True)
+class FloorSizes:
+    system_bytes: int
+    tools_bytes: int
+    total_bytes: int
+
+
+class Engine:
+    def __init__(self, settings: Settings, session: Session, route: Route, provider: Provider, *,
+                 state: State | None = None, approver: Approver | None = None, hooks: HookRunner | None = None,
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep, rng: random.Random | None = None,
+                 tools: Sequence[ToolSpec] | None = None, workspace: Path | None = None) -> None:
+        from app.tools.base import TOOL_SPECS
+
+        self.settings = settings
+        self.session = session
+        self.route = route
+        self.provider = provider
+        self.state = state or State()
+        self.approver = approver
+        self.sleep = sleep
+        self.workspace = Path(workspace or settings.workspace or session.workspace or Path.cwd()).expanduser()
+        self.system = session.system_prompt or SYSTEM_PROMPT
+        self.tools: tuple[ToolSpec, ...] = tuple(TOOL_SPECS if tools is None else tools)
+        self.hooks = hooks or HookRunner(settings.hooks, session_id=session.id,
+                                         transcript_path=session.transcript_path, cwd=self.workspace,
+                                         on_run=self._on_hook_run)
+        self.retry_policy = RetryPolicy.from_settings(settings, rng)
+        limits = model_limits(route.provider, route.model)
+        self.model_output_cap = limits.max_output_tokens
+        self.max_tokens = min(route.max_output_tokens or settings.max_output_tokens, self.model_output_cap)
+        self._catalog_window = route.context_window or settings.context_window or limits.context_window
+        self.sender = self._make_sender(provider, route.name)
+        self.recovery = Recovery(self)
+        self.compactor = Compactor(self)
+        self.tool_cancel = asyncio.Event()
+        self._summarizer: tuple[Provider, Sender] | None = None
+        self._lock = asyncio.Lock()
+        self._floor_cache: FloorSizes | None = None
+
+    # -- events ---------------------------------------------------------------------------------
+    def emit(self, event: Event) -> None:
+        self.session.emit(event)
+        if event.type in ("rejection", "cap_learned", "recovery", "compaction", "hook", "notice"):
+            with contextlib.suppress(Exception):
+                self.session.store.record_event(self.session.id, event.type, event.to_json())
+
+    def _on_hook_run(self, run) -> None:
+        self.emit(run)
+
+    # -- limits -----------------------------------------------------------------------------------
+    @property
+    def context_window(self) -> int:
+        learned = self.session.flags.get("learned_window")
+        return min(self._catalog_window, int(learned)) if learned else self._catalog_window
+
+    def usable_window_tokens(self) -> int:
+        return max(1024, self.context_window - self.max_tokens)
+
+    @property
+    def bytes_per_token(self) -> float:
+        return float(self.session.flags.get("bytes_per_token", 4.0))
+
+    def configured_cap(self) -> tuple[int | None, str]:
+        caps = [(c, w) for c, w in ((self.route.max_payload, f"routes.{self.route.name}"),
+                                    (self.settings.max_payload, self.settings.sources.get("max_payload", "config")))
+                if c]
+        return min(caps) if caps else (None, "")
+
+    def cap_info(self) -> CapInfo:
+        configured, where = self.configured_cap()
+        return effective_cap(configured, self.state.learned_cap(self.route.endpoint_id),
+                             self.session.flags.get("assumed_cap"), where)
+
+    def measure(self, messages: Sequence[Message], max_tokens: int | None = None) -> int:
+        return self.provider.measure(tuple(messages), self.system, self.tools, max_tokens=max_tokens or self.max_tokens)
+
+    def floor_sizes(self) -> FloorSizes:
+        if self._floor_cache is None:
+            total = self.measure(())
+            system_bytes = len(dumps(self.system))
+            tools_bytes = len(dumps([{"name": t.name, "description": t.description,
+                                      "input_schema": dict(t.input_schema)} for t in self.tools]))
+            self._floor_cache = FloorSizes(system_bytes, tools_bytes, total)
+        return self._floor_cache
+
+    def pass_context(self, turn: int, max_tokens: int, *, target_bytes: int | None) -> PassContext:
+        store, session = self.session.store, self.session
+
+        def lookup(key: str) -> str | None:
+            entry = store.archive_get(key, session.id)
+            return entry.content if entry else None
+
+        return PassContext(settings=self.settings, turn=turn,
+                           budget_scale=float(session.flags.get("budget_scale", 1.0)),
+                           session_folder=session.folder, archive_lookup=lookup,
+                           measure=lambda messages: self.measure(messages, max_tokens),
+                           target_bytes=target_bytes, is_master=session.is_master)
+
+    def view_changed(self, reason: str = "") -> ViewChanged:
+        cap = self.cap_info()
+        predicted = self.measure(self.session.view.messages)
+        event = ViewChanged(view_id=self.session.view.id, messages=len(self.session.view), predicted_bytes=predicted,
+                            effective_cap=cap.bytes, cap_source=cap.source,
+                            context_tokens=int(predicted / self.bytes_per_token), context_window=self.context_window,
+                            reason=reason)
+        self.emit(event)
+        return event
+
+    # -- providers --------------------------------------------------------------------------------
+    def _make_sender(self, provider: Provider, route_name: str) -> Sender:
+        return Sender(self.session, provider, route=route_name, emit=self.emit, retry_policy=self.retry_policy,
+                      drop_threshold=self.settings.drop_payload_min_bytes, on_rejection=self._on_rejection,
+                      sleep=self.sleep)
+
+    def summarizer(self) -> tuple[Provider, Sender]:
+        """The summarizer route's provider (compact_model, else the session's) and a sender for it."""
+        if self._summarizer is None:
+            name = self.settings.compact_model
+            if name and name != self.route.name:
+                from app.secrets import get_api_key
+
+                route = self.settings.route(name)
+                provider = make_provider(route, self.settings, get_api_key(route.provider, route.api_key_env).value)
+                self._summarizer = (provider, self._make_sender(provider, route.name))
+            else:
+                self._summarizer = (self.provider, self.sender)
+        return self._summarizer
+
+    def summarizer_window(self) -> int:
+        provider, _ = self.summarizer()
+        if provider is self.provider:
+            return self.context_window
+        return provider.route.context_window or model_limits(provider.route.provider, provider.route.model).context_window
+
+    async def _on_rejection(self, failure: Failure, request: Request) -> None:
+        self.emit(Rejection(kind=failure.kind, bytes=failure.rejected_bytes or request.actual_bytes,
+                            reason=failure.reason, status=failure.status, evidence=tuple(failure.evidence),
+                            payload_related=failure.payload_related, recoverable=failure.recoverable))
+        await self.hooks.request_rejected(failure.kind, list(failure.evidence),
+                                          failure.rejected_bytes or request.actual_bytes, self.cap_info().bytes)
+
+    # -- lifecycle --------------------------------------------------------------------------------
+    async def start(self, *, resumed: bool = False) -> None:
+        """Fire SessionStart and keep any answer a crash left half-written (marked partial)."""
+        draft = self.session.folder / "draft.txt"
+        with contextlib.suppress(OSError):
+            text = draft.read_text(encoding="utf-8")
+            if text.strip():
+                self.session.append(Message.create("assistant", text, turn=self.session.turn, partial=True))
+                self.emit(Notice("The previous answer was cut off by a crash; what arrived is kept, marked partial.",
+                                 level="warn", code="partial"))
+            draft.unlink()
+        await self.hooks.session_start("resume" if resumed else "startup")
+        self.view_changed("start")
+
+    async def close(self, reason: str = "exit") -> None:
+        await self.hooks.session_end(reason)
+        with contextlib.suppress(Exception):
+            await self.provider.aclose()
+
+    # -- turns ------------------------------------------------------------------------------------
+    async def submit(self, prompt: str, images: Sequence[Image] = ()) -> TurnResult:
+        """Run one user turn to its end. Never raises for provider failures: see TurnResult."""
+        async with self._lock:
+            verdict = await self.hooks.user_prompt_submit(prompt)
+            if verdict.blocked:
+                self.emit(Notice(f"Prompt blocked by a UserPromptSubmit hook: {verdict.reason}", level="warn",
+                                 code="hook_block"))
+                return TurnResult("blocked", error=verdict.reason)
+            turn = self.session.turn + 1
+            parts: list = [Text(prompt), *images]
+            if verdict.additional_context:
+                parts.append(Text(f"\n\n[hook context]\n{verdict.additional_context}"))
+            self.session.append(Message.create("user", parts, turn=turn))
+            self.emit(TurnStarted(turn=turn, prompt=prompt))
+            return await self._run_turn(turn)
+
+    async def retry(self) -> TurnResult:
+        """`/retry`: ask again for the last turn (a failed or partial answer), from the current view."""
+        async with self._lock:
+            view = self.session.view.messages
+            if not view:
+                return TurnResult("failed", error="nothing to retry yet")
+            last = view[-1]
+            if last.role == "assistant" and last.meta.partial:
+                self.session.commit_view(view[:-1], [], reason="retry")
+            elif last.role == "assistant":
+                return TurnResult("failed", error="the last answer is complete; nothing to retry")
+            turn = self.session.turn
+            self.emit(TurnStarted(turn=turn, prompt="/retry"))
+            return await self._run_turn(turn)
+
+    async def _run_turn(self, turn: int) -> TurnResult:
+        max_tokens = self.max_tokens
+        escalations = 0
+        answer: list[str] = []
+        self.tool_cancel.clear()
+        try:
+            for _round in range(MAX_TOOL_ROUNDS):
+                await self._boundary(turn, max_tokens)
+                result = await self._request(turn, max_tokens)
+                answer.append(result.text)
+                cut = result.stop_reason == "max_tokens" and not result.tool_calls
+                can_escalate = escalations < self.settings.max_token_escalations and max_tokens < self.model_output_cap
+                message = self._commit_answer(result, turn, partial=cut and not can_escalate)
+                if result.tool_calls:
+                    await self._run_tools(result.tool_calls, turn)
+                    continue
+                if cut and can_escalate:
+                    escalations += 1
+                    max_tokens = min(max_tokens * 2, self.model_output_cap)
+                    self.emit(Notice(f"answer cut at the token limit — continuing with max_tokens {max_tokens:,} "
+                                     f"({escalations}/{self.settings.max_token_escalations})", code="escalation"))
+                    self.session.append(Message.create("user", CONTINUATION, turn=turn, origin="notice"))
+                    continue
+                if cut:
+                    self.emit(Notice("answer cut at the token limit again; it is kept, marked partial",
+                                     level="warn", code="partial"))
+                self.emit(AnswerFinished(message_id=message.id, stop_reason=result.stop_reason, partial=cut))
+                break
+            else:
+                self.emit(Notice(f"stopped after {MAX_TOOL_ROUNDS} tool rounds in one turn; say how to continue",
+                                 level="warn", code="tool_rounds"))
+            await self.hooks.stop(False)
+            self.emit(TurnFinished(turn=turn, outcome="answered"))
+            return TurnResult("answered", "".join(answer))
+        except TurnFailed as failed:
+            self.emit(Notice(failed.message, level="error", code="turn_failed"))
+            outcome = "partial" if failed.visible else "failed"
+            self.emit(TurnFinished(turn=turn, outcome=outcome, error=failed.message))
+            return TurnResult(outcome, "".join(answer), failed.message, failed.failure)
+        except asyncio.CancelledError:
+            if self.sender.streamed_text:
+                self.keep_partial(self.sender.streamed_text, turn, None)
+            self.emit(TurnFinished(turn=turn, outcome="cancelled"))
+            raise
+        finally:
+            self.view_changed("turn")
+
+    async def _boundary(self, turn: int, max_tokens: int) -> None:
+        """Before each request: compact against the byte cap or the window, or warn once."""
+        predicted = self.measure(self.session.view.messages, max_tokens)
+        decision = preflight(predicted, self.cap_info(), settings=self.settings,
+                             context_window=self.context_window, max_output_tokens=max_tokens,
+                             bytes_per_token=self.bytes_per_token,
+                             warned_no_cap=bool(self.session.flags.get("no_cap_warned")))
+        if decision.action == "warn":
+            self.session.set_flag("no_cap_warned", True)
+            self.emit(Notice(decision.message, level="warn", code="no_cap_warning"))
+        elif decision.action == "compact":
+            floor = self.floor_sizes().total_bytes
+            if decision.target_bytes is not None and floor >= decision.target_bytes:
+                self.emit(Notice(f"{decision.message.split(' — ')[0]} — but the request base alone (system prompt "
+                                 f"and tool schemas, {format_size(floor)}) is above the compaction target "
+                                 f"({format_size(decision.target_bytes)}): compacting history cannot help; "
+                                 f"shorten the system prompt or turn tools off", level="warn", code="floor"))
+                return
+            self.emit(Notice(decision.message, code="preflight"))
+            await self.compactor.run(trigger=decision.trigger, target_bytes=decision.target_bytes)
+
+    async def _request(self, turn: int, max_tokens: int) -> StreamResult:
+        request = self.provider.build(self.session.view.messages, self.system, self.tools, max_tokens=max_tokens)
+        try:
+            result = await self.sender.send(request)
+        except RequestFailed as failed:
+            if failed.partial_text:
+                self.keep_partial(failed.partial_text, turn, failed.failure)
+                raise TurnFailed(f"{failed.failure.reason} — the answer so far is kept, marked partial; "
+                                 f"/retry to ask again", failed.failure, visible=True) from failed
+            if failed.failure.recoverable:
+                result = await self.recovery.recover(failed, max_tokens=max_tokens, turn=turn)
+            else:
+                from app.engine.failures import describe_action
+
+                raise TurnFailed(f"{failed.failure.reason} — {describe_action(failed.failure)}",
+                                 failed.failure) from failed
+        self._calibrate(result)
+        return result
+
+    def _calibrate(self, result: StreamResult) -> None:
+        if result.usage and result.request.purpose == "chat":
+            updated = calibrate(self.bytes_per_token, result.request.predicted_bytes, result.usage.input_tokens)
+            if abs(updated - self.bytes_per_token) > 0.01:
+                self.session.set_flag("bytes_per_token", round(updated, 3))
+
+    def _commit_answer(self, result: StreamResult, turn: int, *, partial: bool) -> Message:
+        parts: list = [Text(result.text)] if result.text else []
+        parts += [ToolCall(c.id, c.name, c.args) for c in result.tool_calls]
+        if not parts:
+            parts = [Text("")]
+        message = self.session.append(Message.create("assistant", parts, turn=turn, partial=partial))
+        self.sender.draft.clear()
+        return message
+
+    def keep_partial(self, text: str, turn: int, failure: Failure | None) -> None:
+        """Keep what became visible of a failed answer, marked partial (never retried)."""
+        self.session.append(Message.create("assistant", text, turn=turn, partial=True))
+        self.sender.draft.clear()
+        self.sender.streamed_text = ""
+
+    # -- tools ------------------------------------------------------------------------------------
+    async def _run_tools(self, calls, turn: int) -> None:
+        from app.tools.approval import denied_outcome, describe_call, needs_approval
+        from app.tools.base import ToolContext, run_tool
+
+        store, session = self.session.store, self.session
+
+        def recall(key: str) -> str | None:
+            entry = store.archive_get(key, session.id)
+            return entry.content if entry else None
+
+        scale = float(session.flags.get("budget_scale", 1.0))
+        ctx = ToolContext(workspace=self.workspace, session_folder=session.folder,
+                          result_max_chars=max(1, int(self.settings.result_max_chars * scale)),
+                          recall=recall, cancel=self.tool_cancel)
+        for call in calls:
+            args = dict(call.args)
+            self.emit(ToolCallStarted(call_id=call.id, name=call.name, args=args))
+            verdict = await self.hooks.pre_tool_use(call.name, args)
+            if verdict.blocked:
+                outcome = denied_outcome(call.name, verdict.reason, by="hook")
+                self.emit(ToolApproval(call_id=call.id, name=call.name, decision="denied",
+                                       reason=f"blocked by hook: {verdict.reason}"))
+            else:
+                ask, why = needs_approval(call.name, args, self.settings.approval, self.workspace)
+                if verdict.permission == "ask":
+                    ask, why = True, why or "a PreToolUse hook asked for confirmation"
+                elif verdict.permission == "allow" and "outside the workspace" not in why:
+                    ask = False
+                if ask:
+                    approved = await self._ask(call.name, args, f"{why}: {describe_call(call.name, args, self.workspace)}")
+                    self.emit(ToolApproval(call_id=call.id, name=call.name,
+                                           decision="approved" if approved else "denied", reason=why))
+                    outcome = await run_tool(call.name, args, ctx) if approved else denied_outcome(
+                        call.name, why, by="user" if self.approver else "no_terminal")
+                else:
+                    self.emit(ToolApproval(call_id=call.id, name=call.name, decision="auto", reason=why))
+                    outcome = await run_tool(call.name, args, ctx)
+            if outcome.is_error:
+                await self.hooks.post_tool_use_failure(call.name, args, outcome.content[:2000], outcome.content[:500])
+            else:
+                await self.hooks.post_tool_use(call.name, args, outcome.content[:2000])
+            origin = "recall" if call.name == "recall" and not outcome.is_error else "tool"
+            self.session.append(Message.create(
+                "tool", [ToolResult(call.id, outcome.content, outcome.is_error)], turn=turn, origin=origin,
+                preserve_verbatim=outcome.preserve_verbatim and not outcome.is_error))
+            self.emit(ToolCallFinished(call_id=call.id, name=call.name, is_error=outcome.is_error,
+                                       preview=outcome.content[:500], chars=outcome.chars_total,
+                                       spill_path=str(outcome.spill_path) if outcome.spill_path else None))
+
+    async def _ask(self, name: str, args: dict, why: str) -> bool:
+        if self.approver is None:
+            return False
+        try:
+            return bool(await self.approver(name, args, why))
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # noqa: BLE001 - a broken prompt means "no"
+            return False
+
+    # -- user commands ----------------------------------------------------------------------------
+    async def compact(self, instructions: str | None = None, cancel: asyncio.Event | None = None):
+        """`/compact [instructions]`: a guided summary of the older history."""
+        async with self._lock:
+            target = int(min(self.measure(self.session.view.messages) * 0.5,
+                             self.settings.compact_target * self.usable_window_tokens() * self.bytes_per_token))
+            return await self.compactor.run(trigger="manual", target_bytes=target, instructions=instructions,
+                                            cancel=cancel)
+
+    def rewind(self) -> bool:
+        """`/rewind compact`: back to the view before the last compaction (messages since are kept)."""
+        restored = self.session.rewind()
+        if restored is None:
+            self.emit(Notice("nothing to rewind: no compaction in this session", code="rewind"))
+            return False
+        self.emit(Notice(f"restored the view before the last compaction ({len(restored)} messages)", code="rewind"))
+        self.view_changed("rewind")
+        return True
+
+    def recall_into_view(self, key_text: str) -> Message | None:
+        """`/recall KEY` (and Enter in the archive browser): put archived content back, as the recall tool would."""
+        from app.engine.archive import format_recall, parse_recall_keys
+
+        keys = parse_recall_keys(key_text)
+        if not keys:
+            self.emit(Notice(f"{key_text!r} names no archive key (16 hex digits, e.g. <<ccr:3f2a9c0d1e4b5a67>>)",
+                             level="warn", code="recall"))
+            return None
+        found = {}
+        for key in keys:
+            entry = self.session.store.archive_get(key, self.session.id)
+            found[key] = entry.content if entry else None
+        if not any(v is not None for v in found.values()):
+            self.emit(Notice(f"no archived segment {', '.join(keys)}", level="warn", code="recall"))
+            return None
+        text = format_recall(found)
+        message = self.session.append(Message.create("user", f"[recalled by the user]\n{text}",
+                                                     turn=self.session.turn, origin="recall",
+                                                     preserve_verbatim=True))
+        self.view_changed("recall")
+        return message
+
+    def reset_cap(self) -> bool:
+        forgotten = self.state.forget_cap(self.route.endpoint_id)
+        if self.session.flags.get("assumed_cap"):
+            self.session.set_flag("assumed_cap", None)
+            forgotten = True
+        self.emit(Notice("learned cap forgotten" if forgotten else "no learned cap to forget", code="cap"))
+        self.view_changed("cap")
+        return forgotten
+
+    def context_report(self) -> dict:
+        """What `/context` shows."""
+        cap = self.cap_info()
+        view = self.session.view
+        predicted = self.measure(view.messages)
+        return {"messages_in_view": len(view), "messages_in_master": len(self.session.master),
+                "predicted_bytes": predicted, "effective_cap": cap.bytes, "cap_source": cap.source,
+                "cap_detail": cap.detail, "context_window": self.context_window,
+                "estimated_tokens": int(predicted / self.bytes_per_token),
+                "bytes_per_token": self.bytes_per_token, "views_stacked": len(self.session.views),
+                "floor_bytes": self.floor_sizes().total_bytes}
+
+
+def describe_event(event: Event) -> str:
+    """One line for stderr / logs."""
+    data = event.to_json()
+    data.pop("type", None)
+    return f"{event.type}: " + json.dumps(data, ensure_ascii=False, default=str)[:300]
+
