@@ -1,0 +1,456 @@
+"""AWS Bedrock through boto3's `converse_stream`: run in a worker thread, bridged to asyncio.
+
+Request parameters (`request.body`) are what `converse_stream(**body)` takes: `modelId`
+(sent in the URL), `messages`, `system`, `inferenceConfig`, `toolConfig`. Images are raw
+bytes there. botocore serializes the rest with `json.dumps` defaults — `", "` and `": "`
+separators, `ensure_ascii=True` (an emoji becomes a 12-byte surrogate pair), blobs as
+base64 — and the prediction does exactly the same, per message, once.
+
+- Bedrock demands strict user/assistant alternation: consecutive messages of one role are
+  always merged (tool results lead in a user turn). System messages join `system`.
+- With no tools in the request, tool calls and results travel as text (Bedrock rejects
+  `toolUse` blocks without a `toolConfig`), e.g. for a summarizer request.
+- Cache points (chat requests, models that accept them) follow the system prompt and the
+  last two user turns.
+- Credentials: the AWS chain (env, `profile`, SSO, instance role; `AWS_BEARER_TOKEN_BEDROCK`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import threading
+import uuid
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from app.config import Route, Settings
+from app.engine.costs import Usage
+from app.engine.messages import Image, Message, Text, ToolCall, ToolResult
+from app.providers.base import (
+    Provider,
+    ProviderError,
+    Request,
+    StopChunk,
+    StreamEvent,
+    TextChunk,
+    ToolCallChunk,
+    ToolSpec,
+    UsageChunk,
+    parse_retry_after,
+)
+from app.providers.catalog import supports_prompt_cache
+from app.providers.html import decode_body
+from app.providers.wire import (
+    ERROR_BODY_LIMIT,
+    Exchange,
+    OneSlot,
+    PieceCache,
+    Turn,
+    body_len,
+    incomplete_stream,
+    list_len,
+    parse_arguments,
+    transport_kind,
+    unexpected_200,
+    wrap_unknown,
+)
+
+CACHE_POINT = {"cachePoint": {"type": "default"}}
+CACHED_USER_TURNS = 2
+EMPTY_RESULT = "(no output)"  # Bedrock rejects blank text
+_IMAGE_FORMATS = {"image/png": "png", "image/jpeg": "jpeg", "image/jpg": "jpeg", "image/gif": "gif",
+                  "image/webp": "webp"}
+_STOP_REASONS = {"end_turn": "end", "tool_use": "tool_use", "max_tokens": "max_tokens",
+                 "stop_sequence": "stop_sequence"}
+_ITEM_SEPARATOR = len(", ")
+_THREAD = threading.local()
+
+
+def _blob(value: Any) -> str:
+    if isinstance(value, (bytes, bytearray)):
+        return base64.b64encode(value).decode("ascii")
+    raise TypeError(f"not JSON serializable: {type(value).__name__}")
+
+
+def botocore_len(obj: Any) -> int:
+    """Bytes of `obj` as botocore's rest-json serializer writes it (json.dumps defaults, blobs base64)."""
+    return len(json.dumps(obj, default=_blob))  # ensure_ascii: characters == bytes
+
+
+CACHE_POINT_BYTES = botocore_len(CACHE_POINT)
+
+
+@dataclass(frozen=True, slots=True)
+class _Piece:
+    role: str  # system | user | assistant
+    blocks: tuple[dict[str, Any], ...]
+    sizes: tuple[int, ...]
+
+
+def _call_text(part: ToolCall) -> str:
+    return f"[tool call {part.name} {json.dumps(dict(part.args), ensure_ascii=False)}]"
+
+
+def _is_tool_result(block: dict[str, Any]) -> bool:
+    return "toolResult" in block
+
+
+def translate(message: Message, *, tools: bool) -> _Piece:
+    """A message's Converse content blocks, each measured once. Without tools, tool parts are text."""
+    role = "user" if message.role == "tool" else message.role
+    blocks: list[dict[str, Any]] = []
+    for part in message.parts:
+        if isinstance(part, Text):
+            if part.text.strip():
+                blocks.append({"text": part.text})
+        elif role == "system":
+            continue
+        elif isinstance(part, Image):
+            blocks.append({"image": {"format": _IMAGE_FORMATS.get(part.media_type.lower(),
+                                                                   part.media_type.split("/")[-1]),
+                                     "source": {"bytes": base64.b64decode(part.data)}}})
+        elif isinstance(part, ToolCall):
+            if role == "assistant" and tools:
+                blocks.append({"toolUse": {"toolUseId": part.id, "name": part.name, "input": dict(part.args)}})
+            else:
+                blocks.append({"text": _call_text(part)})
+        elif isinstance(part, ToolResult):
+            if role == "user" and tools:
+                result: dict[str, Any] = {"toolUseId": part.call_id,
+                                          "content": [{"text": part.content if part.content.strip() else EMPTY_RESULT}]}
+                if part.is_error:
+                    result["status"] = "error"
+                blocks.append({"toolResult": result})
+            else:
+                label = "[tool error]" if part.is_error else "[tool result]"
+                blocks.append({"text": f"{label}\n{part.content or EMPTY_RESULT}"})
+    return _Piece(role, tuple(blocks), tuple(botocore_len(b) for b in blocks))
+
+
+_OVERHEAD = {role: botocore_len({"role": role, "content": []}) - 2 for role in ("user", "assistant")}
+
+
+class BedrockProvider(Provider):
+    kind = "bedrock"
+
+    def __init__(self, route: Route, settings: Settings, api_key: str | None = None) -> None:
+        super().__init__(route, settings, api_key)
+        self._pieces: PieceCache[_Piece] = PieceCache()
+        self._system_slot: tuple[str, dict[str, Any], int] | None = None
+        self._tools_slot = OneSlot()
+        self._client: Any = None
+        self._client_lock = threading.Lock()
+
+    @property
+    def serialized_messages(self) -> int:
+        return self._pieces.serialized
+
+    @property
+    def region(self) -> str | None:
+        return self.route.region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+
+    def _url(self) -> str:
+        base = self.route.endpoint_url or f"https://bedrock-runtime.{self.region or 'us-east-1'}.amazonaws.com"
+        return f"{base.rstrip('/')}/model/{self.route.model}/converse-stream"
+
+    # -- building -----------------------------------------------------------------------------
+    def _tools(self, tools: Sequence[ToolSpec]) -> tuple[dict[str, Any], int]:
+        def make() -> tuple[dict[str, Any], int]:
+            config = {"tools": [{"toolSpec": {"name": t.name, "description": t.description,
+                                              "inputSchema": {"json": dict(t.input_schema)}}} for t in tools]}
+            return config, botocore_len(config)
+
+        return self._tools_slot.get(tuple(tools), make)
+
+    def _system_block(self, system: str) -> tuple[dict[str, Any], int]:
+        slot = self._system_slot
+        if slot is None or slot[0] != system:
+            block = {"text": system}
+            slot = (system, block, botocore_len(block))
+            self._system_slot = slot
+        return slot[1], slot[2]
+
+    def build(self, view: Sequence[Message], system: str, tools: Sequence[ToolSpec], *,
+              max_tokens: int, purpose: str = "chat") -> Request:
+        with_tools = bool(tools)
+        cache = purpose == "chat" and supports_prompt_cache("bedrock", self.route.model)
+        system_blocks: list[dict[str, Any]] = []
+        system_sizes: list[int] = []
+        if system.strip():
+            block, size = self._system_block(system)
+            system_blocks.append(block)
+            system_sizes.append(size)
+
+        turns: list[Turn] = []
+        for message in view:
+            key = message.id if with_tools else message.id + "\x00text"
+            piece = self._pieces.get(key, lambda m=message: translate(m, tools=with_tools))
+            if piece.role == "system":
+                system_blocks.extend(piece.blocks)
+                system_sizes.extend(piece.sizes)
+                continue
+            if not piece.blocks:
+                continue
+            if not turns or turns[-1].role != piece.role:
+                turns.append(Turn(piece.role))
+            turns[-1].add(piece.blocks, piece.sizes, _is_tool_result)
+
+        if cache and system_blocks:
+            system_blocks.append(CACHE_POINT)
+            system_sizes.append(CACHE_POINT_BYTES)
+        marks = set()
+        if cache:
+            marks = set([i for i, turn in enumerate(turns) if turn.role == "user"][-CACHED_USER_TURNS:])
+        messages: list[dict[str, Any]] = []
+        message_sizes: list[int] = []
+        for index, turn in enumerate(turns):
+            blocks, sizes = turn.content()
+            if index in marks:
+                blocks.append(CACHE_POINT)
+                sizes.append(CACHE_POINT_BYTES)
+            messages.append({"role": turn.role, "content": blocks})
+            message_sizes.append(_OVERHEAD[turn.role] + list_len(sizes, _ITEM_SEPARATOR))
+
+        body: dict[str, Any] = {"modelId": self.route.model, "messages": messages}
+        known = {"messages": list_len(message_sizes, _ITEM_SEPARATOR)}
+        if system_blocks:
+            body["system"] = system_blocks
+            known["system"] = list_len(system_sizes, _ITEM_SEPARATOR)
+        body["inferenceConfig"] = {"maxTokens": max_tokens}
+        if tools:
+            body["toolConfig"], known["toolConfig"] = self._tools(tools)
+        sized = {k: v for k, v in body.items() if k != "modelId"}  # the model id travels in the URL
+        predicted = body_len(sized, known, botocore_len)
+        return Request(provider=self.kind, route=self.route.name, model=self.route.model, url=self._url(),
+                       body=body, predicted_bytes=predicted, max_tokens=max_tokens, purpose=purpose,
+                       message_count=len(view))
+
+    # -- the client (created in the worker thread: importing boto3 is slow) --------------------
+    def _ensure_client(self) -> Any:
+        with self._client_lock:
+            if self._client is not None:
+                return self._client
+            import boto3
+            from botocore.config import Config
+
+            session = boto3.session.Session(profile_name=self.route.profile or None,
+                                            region_name=self.route.region or None)
+            region = session.region_name or ("us-east-1" if self.route.endpoint_url else None)
+            config = Config(retries={"total_max_attempts": 1}, read_timeout=self.settings.request_timeout,
+                            connect_timeout=self.settings.connect_timeout, tcp_keepalive=True)
+            client = session.client("bedrock-runtime", region_name=region,
+                                    endpoint_url=self.route.endpoint_url or None, config=config)
+            client.meta.events.register("before-send.bedrock-runtime.*", _before_send)
+            client.meta.events.register("before-parse.bedrock-runtime.ConverseStream", _before_parse)
+            self._client = client
+            return client
+
+    async def aclose(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            try:
+                client.close()
+            except Exception:  # noqa: BLE001 - closing is best effort
+                pass
+
+    # -- streaming ----------------------------------------------------------------------------
+    async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        exchange = Exchange()
+        cancel = threading.Event()
+
+        def post(kind: str, value: Any) -> None:
+            try:
+                loop.call_soon_threadsafe(queue.put_nowait, (kind, value))
+            except RuntimeError:  # the loop is gone: nobody is listening any more
+                cancel.set()
+
+        def work() -> None:
+            _THREAD.exchange = exchange
+            events = None
+            try:
+                client = self._ensure_client()
+                response = client.converse_stream(**request.body)
+                events = response.get("stream")
+                post("started", events is not None)
+                if events is not None:
+                    for event in events:
+                        if cancel.is_set():
+                            break
+                        post("event", event)
+                post("end", None)
+            except Exception as exc:  # noqa: BLE001 - handed to the event loop, wrapped there
+                post("error", exc)
+            finally:
+                _THREAD.exchange = None
+                if events is not None:
+                    try:
+                        events.close()
+                    except Exception:  # noqa: BLE001
+                        pass
+
+        threading.Thread(target=work, name=f"bedrock-{self.route.name}", daemon=True).start()
+        parser = BedrockEvents(self.kind, exchange)
+        started = False
+        try:
+            while True:
+                kind, value = await queue.get()
+                if kind == "event":
+                    try:
+                        events = parser.feed(value)
+                    except ProviderError:
+                        raise
+                    except Exception as exc:  # noqa: BLE001
+                        raise wrap_unknown(self.kind, exc, exchange, in_stream=True) from exc
+                    for event in events:
+                        yield event
+                elif kind == "started":
+                    started = True
+                    exchange.apply(request)
+                    if exchange.unexpected_body is not None or not value:
+                        content_type = exchange.response_headers.get("content-type")
+                        raise unexpected_200(self.kind, exchange.unexpected_body or "", exchange,
+                                             content_type=content_type)
+                elif kind == "error":
+                    exchange.apply(request)
+                    raise bedrock_error(value, exchange, in_stream=started) from value
+                else:
+                    break
+        finally:
+            cancel.set()
+        for event in parser.finish():
+            yield event
+
+
+def _before_send(request: Any, **_: Any) -> None:
+    exchange: Exchange | None = getattr(_THREAD, "exchange", None)
+    if exchange is None:
+        return
+    body = request.body
+    size = len(body) if isinstance(body, (bytes, bytearray, str)) else None
+    exchange.saw_request(size, request.headers)
+
+
+def _before_parse(response_dict: Mapping[str, Any], **_: Any) -> None:
+    exchange: Exchange | None = getattr(_THREAD, "exchange", None)
+    if exchange is None:
+        return
+    status = response_dict.get("status_code")
+    exchange.saw_response(status, response_dict.get("headers"))
+    body = response_dict.get("body")
+    content_type = exchange.response_headers.get("content-type", "")
+    if status is not None and status >= 300:
+        if isinstance(body, (bytes, bytearray)):
+            exchange.error_body = decode_body(bytes(body), ERROR_BODY_LIMIT)
+    elif "eventstream" not in content_type.lower():
+        # a 200 that is not an event stream (a captive portal, a block page): keep the page;
+        # botocore would otherwise try to decode it as frames
+        raw = body.read(ERROR_BODY_LIMIT) if hasattr(body, "read") else body
+        exchange.unexpected_body = decode_body(raw, ERROR_BODY_LIMIT) or ""
+
+
+def bedrock_error(exc: BaseException, exchange: Exchange, *, in_stream: bool) -> ProviderError:
+    """A ProviderError for anything boto3/botocore raised, with the HTTP facts the hooks saw."""
+    name = type(exc).__name__
+    response = getattr(exc, "response", None)
+    if isinstance(response, dict) and isinstance(response.get("Error"), dict):
+        error = response["Error"]
+        meta = response.get("ResponseMetadata") or {}
+        stream_error = name == "EventStreamError" or in_stream
+        status = meta.get("HTTPStatusCode") or exchange.status
+        headers = {str(k).lower(): str(v) for k, v in (meta.get("HTTPHeaders") or {}).items()} \
+            or exchange.response_headers
+        code = str(error.get("Code") or name)
+        message = str(error.get("Message") or "")
+        if stream_error:
+            body = json.dumps({"message": message}, ensure_ascii=False)
+        else:
+            body = exchange.error_body if exchange.error_body is not None else message
+        return ProviderError(
+            f"bedrock: HTTP {status} {code}: {_short(message or name)}", provider="bedrock", original=exc,
+            status=status, headers=headers, body=body, request_bytes=exchange.actual_bytes,
+            retry_after=parse_retry_after(headers), error_type=code,
+            transport="stream-error" if stream_error else None)
+    transport = transport_kind(exc)
+    request_bytes = exchange.actual_bytes
+    if request_bytes is None:
+        body = getattr(getattr(exc, "request", None), "body", None)
+        request_bytes = len(body) if isinstance(body, (bytes, bytearray, str)) else None
+    return ProviderError(
+        f"bedrock: {transport or 'error'} {name}: {_short(str(exc) or name)}", provider="bedrock",
+        original=exc, status=exchange.status if in_stream else None,
+        headers=exchange.response_headers if in_stream else {},
+        body=exchange.error_body, request_bytes=request_bytes, error_type=name,
+        transport=transport or ("stream-error" if in_stream else None))
+
+
+def _short(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+class BedrockEvents:
+    """Turns ConverseStream events (plain dicts from botocore) into bulkhead stream events."""
+
+    def __init__(self, provider: str, exchange: Exchange) -> None:
+        self.provider = provider
+        self.exchange = exchange
+        self.tools: dict[int, dict[str, Any]] = {}
+        self.usage: dict[str, int] = {}
+        self.stop_reason: str | None = None
+
+    def feed(self, event: Mapping[str, Any]) -> list[StreamEvent]:
+        if "contentBlockDelta" in event:
+            data = event["contentBlockDelta"]
+            delta = data.get("delta") or {}
+            if delta.get("text"):
+                return [TextChunk(delta["text"])]
+            if "toolUse" in delta:
+                tool = self.tools.get(data.get("contentBlockIndex", 0))
+                if tool is not None:
+                    tool["json"].append((delta["toolUse"] or {}).get("input") or "")
+            return []
+        if "contentBlockStart" in event:
+            data = event["contentBlockStart"]
+            tool = (data.get("start") or {}).get("toolUse")
+            if tool:
+                self.tools[data.get("contentBlockIndex", 0)] = {
+                    "id": tool.get("toolUseId") or f"tooluse_{uuid.uuid4().hex[:20]}",
+                    "name": tool.get("name", ""), "json": []}
+            return []
+        if "contentBlockStop" in event:
+            tool = self.tools.pop(event["contentBlockStop"].get("contentBlockIndex", 0), None)
+            if tool is None:
+                return []
+            return [ToolCallChunk(tool["id"], tool["name"], parse_arguments("".join(tool["json"])))]
+        if "messageStop" in event:
+            self.stop_reason = event["messageStop"].get("stopReason") or "end_turn"
+            return []
+        if "metadata" in event:
+            usage = event["metadata"].get("usage") or {}
+            for key in ("inputTokens", "outputTokens", "cacheReadInputTokens", "cacheWriteInputTokens"):
+                if isinstance(usage.get(key), int):
+                    self.usage[key] = usage[key]
+            return []
+        return []  # messageStart and anything newer
+
+    def finish(self) -> list[StreamEvent]:
+        if self.stop_reason is None:
+            raise incomplete_stream(self.provider, self.exchange)
+        events: list[StreamEvent] = []
+        for index in sorted(self.tools):
+            tool = self.tools.pop(index)
+            events.append(ToolCallChunk(tool["id"], tool["name"], parse_arguments("".join(tool["json"]))))
+        if self.usage:
+            cache_read = self.usage.get("cacheReadInputTokens", 0)
+            cache_write = self.usage.get("cacheWriteInputTokens", 0)
+            events.append(UsageChunk(Usage(input_tokens=self.usage.get("inputTokens", 0) + cache_read + cache_write,
+                                           output_tokens=self.usage.get("outputTokens", 0),
+                                           cache_read_tokens=cache_read, cache_write_tokens=cache_write)))
+        events.append(StopChunk(_STOP_REASONS.get(self.stop_reason, "other"), raw=self.stop_reason))
+        return events

@@ -1,0 +1,66 @@
+"""The `lab` provider: bulkhead's gateway lab, spoken to in the Anthropic wire format.
+
+With `base_url` on the route it talks to a running `bulkhead lab`; without one it starts
+the lab in-process (`app.lab.embedded`) on first use, once, and keeps the handle in
+`LabProvider.lab` so the caller can say so, reconfigure it, or read what it received.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator
+from typing import Any
+
+from app.config import Route, Settings
+from app.providers.anthropic import AnthropicProvider
+from app.providers.base import Request, StreamEvent
+from app.providers.wire import Exchange, wrap_unknown
+
+LAB_API_KEY = "sk-lab-placeholder"  # the lab accepts any key; the SDK wants one
+NOT_STARTED_URL = "lab://embedded"
+
+
+class LabProvider(AnthropicProvider):
+    kind = "lab"
+
+    def __init__(self, route: Route, settings: Settings, api_key: str | None = None) -> None:
+        super().__init__(route, settings, api_key)
+        self.lab: Any = None  # app.lab.embedded.LabHandle once started
+        self._lab_lock = threading.Lock()
+
+    def _base_url(self) -> str:
+        if self.route.base_url:
+            return self.route.base_url
+        return self.lab.url if self.lab is not None else NOT_STARTED_URL
+
+    def _resolve_key(self) -> str | None:
+        return self.api_key or LAB_API_KEY
+
+    def _start_once(self) -> Any:
+        with self._lab_lock:
+            if self.lab is None:
+                from app.lab.embedded import start_embedded_lab
+
+                options: dict[str, Any] = {}
+                if self.route.context_window:
+                    options["window"] = self.route.context_window
+                self.lab = start_embedded_lab(**options)
+                self._client = None  # any client made before pointed nowhere
+            return self.lab
+
+    async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
+        if not self.route.base_url and self.lab is None:
+            try:
+                await asyncio.to_thread(self._start_once)
+            except Exception as exc:  # noqa: BLE001 - the lab is this provider's server
+                raise wrap_unknown(self.kind, exc, Exchange(), in_stream=False) from exc
+        request.url = self._url()
+        async for event in super().stream(request):
+            yield event
+
+    async def aclose(self) -> None:
+        await super().aclose()
+        lab, self.lab = self.lab, None
+        if lab is not None:
+            await asyncio.to_thread(lab.stop)

@@ -1,0 +1,418 @@
+"""OpenAI Chat Completions (and compatible servers): streamed with usage, tools, exact bytes.
+
+Wire shape (key order as the SDK sends it, so `dumps(request.body)` is the body byte for byte):
+
+    {"model", "stream": true, "messages", "max_completion_tokens" | "max_tokens",
+     "stream_options": {"include_usage": true}, "tools"}
+
+- The `system` argument is the first system message; system-role messages of the view
+  stay system messages where they are.
+- Every tool result is its own `tool` message (an error result starts with an error
+  line); images travel as `image_url` data URLs.
+- `base_url` reaches Azure OpenAI (its v1 endpoint; the key also goes in `api-key`),
+  Ollama, vLLM, llama.cpp and LM Studio. A localhost base URL needs no key.
+- OpenAI itself and Azure take `max_completion_tokens` (the o-series reject
+  `max_tokens`); other compatible servers get the long-supported `max_tokens`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from app.config import Route, Settings
+from app.engine.costs import Usage
+from app.engine.messages import Image, Message, Text, ToolCall, ToolResult
+from app.providers.base import (
+    Provider,
+    ProviderError,
+    Request,
+    StopChunk,
+    StreamEvent,
+    TextChunk,
+    ToolCallChunk,
+    ToolSpec,
+    UsageChunk,
+)
+from app.providers.html import looks_like_html
+from app.providers.wire import (
+    CURRENT_EXCHANGE,
+    Exchange,
+    OneSlot,
+    PieceCache,
+    body_len,
+    close_quietly,
+    compact_len,
+    get,
+    httpx_request_hook,
+    httpx_response_hook,
+    is_local_url,
+    list_len,
+    parse_arguments,
+    parse_sse_text,
+    sdk_error,
+    unexpected_200,
+    wrap_unknown,
+)
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+LOCAL_PLACEHOLDER_KEY = "sk-no-key-required"
+TOOL_ERROR_LINE = "ERROR: the tool call failed.\n"
+_AZURE_SUFFIXES = (".openai.azure.com", ".cognitiveservices.azure.com", ".services.ai.azure.com")
+_STOP_REASONS = {"stop": "end", "length": "max_tokens", "tool_calls": "tool_use", "function_call": "tool_use"}
+_SDK_ARGUMENTS = frozenset({"model", "stream", "messages", "max_completion_tokens", "max_tokens",
+                            "stream_options", "tools", "tool_choice", "temperature", "stop", "user"})
+_TYPE_ATTRS = ("code", "type")
+
+
+@dataclass(frozen=True, slots=True)
+class _Piece:
+    """One bulkhead message as zero or more Chat Completions messages, each measured."""
+
+    messages: tuple[dict[str, Any], ...]
+    sizes: tuple[int, ...]
+
+
+def _call_text(part: ToolCall) -> str:
+    return f"[tool call {part.name} {json.dumps(dict(part.args), ensure_ascii=False)}]"
+
+
+def _result_content(part: ToolResult) -> str:
+    return TOOL_ERROR_LINE + part.content if part.is_error else part.content
+
+
+def _user_content(texts: list[str], images: list[Image]) -> str | list[dict[str, Any]]:
+    if not images and len(texts) == 1:
+        return texts[0]
+    content: list[dict[str, Any]] = [{"type": "text", "text": text} for text in texts]
+    content += [{"type": "image_url", "image_url": {"url": f"data:{image.media_type};base64,{image.data}"}}
+                for image in images]
+    return content
+
+
+def translate(message: Message) -> _Piece:
+    """A message's Chat Completions form: tool results first (one message each), then the rest."""
+    out: list[dict[str, Any]] = []
+    texts: list[str] = []
+    images: list[Image] = []
+    calls: list[dict[str, Any]] = []
+    for part in message.parts:
+        if isinstance(part, Text):
+            if part.text:
+                texts.append(part.text)
+        elif isinstance(part, Image):
+            images.append(part)
+        elif isinstance(part, ToolResult):
+            if message.role in ("tool", "user"):
+                out.append({"role": "tool", "tool_call_id": part.call_id, "content": _result_content(part)})
+            else:
+                texts.append(f"[tool result]\n{_result_content(part)}")
+        elif isinstance(part, ToolCall):
+            if message.role == "assistant":
+                calls.append({"id": part.id, "type": "function", "function": {
+                    "name": part.name, "arguments": json.dumps(dict(part.args), ensure_ascii=False)}})
+            else:
+                texts.append(_call_text(part))
+    if message.role == "system":
+        if texts:
+            out.append({"role": "system", "content": "".join(texts)})
+    elif message.role == "assistant":
+        if texts or calls:
+            wire: dict[str, Any] = {"role": "assistant", "content": "".join(texts) if texts else None}
+            if calls:
+                wire["tool_calls"] = calls
+            out.append(wire)
+    elif texts or images:  # user, or what a tool message carried besides results
+        out.append({"role": "user", "content": _user_content(texts, images)})
+    return _Piece(tuple(out), tuple(compact_len(m) for m in out))
+
+
+def _host(url: str | None) -> str:
+    return (urlsplit(url).hostname or "").lower() if url else ""
+
+
+class OpenAIProvider(Provider):
+    kind = "openai"
+
+    def __init__(self, route: Route, settings: Settings, api_key: str | None = None) -> None:
+        super().__init__(route, settings, api_key)
+        self._pieces: PieceCache[_Piece] = PieceCache()
+        self._system_slot: tuple[str, dict[str, Any], int] | None = None
+        self._tools_slot = OneSlot()
+        self._client: Any = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def serialized_messages(self) -> int:
+        return self._pieces.serialized
+
+    # -- endpoint -----------------------------------------------------------------------------
+    def _base_url(self) -> str:
+        return self.route.base_url or DEFAULT_BASE_URL
+
+    @property
+    def is_azure(self) -> bool:
+        return _host(self.route.base_url).endswith(_AZURE_SUFFIXES)
+
+    @property
+    def is_official(self) -> bool:
+        return not self.route.base_url or _host(self.route.base_url) == "api.openai.com"
+
+    @property
+    def max_tokens_field(self) -> str:
+        return "max_completion_tokens" if self.is_official or self.is_azure else "max_tokens"
+
+    def _url(self) -> str:
+        return self._base_url().rstrip("/") + "/chat/completions"
+
+    # -- building -----------------------------------------------------------------------------
+    def _system_message(self, system: str) -> tuple[dict[str, Any], int]:
+        slot = self._system_slot
+        if slot is None or slot[0] != system:
+            message = {"role": "system", "content": system}
+            slot = (system, message, compact_len(message))
+            self._system_slot = slot
+        return slot[1], slot[2]
+
+    def _tools(self, tools: Sequence[ToolSpec]) -> tuple[list[dict[str, Any]], int]:
+        def make() -> tuple[list[dict[str, Any]], int]:
+            wire = [{"type": "function", "function": {"name": t.name, "description": t.description,
+                                                      "parameters": dict(t.input_schema)}} for t in tools]
+            return wire, compact_len(wire)
+
+        return self._tools_slot.get(tuple(tools), make)
+
+    def build(self, view: Sequence[Message], system: str, tools: Sequence[ToolSpec], *,
+              max_tokens: int, purpose: str = "chat") -> Request:
+        messages: list[dict[str, Any]] = []
+        sizes: list[int] = []
+        if system:
+            message, size = self._system_message(system)
+            messages.append(message)
+            sizes.append(size)
+        for item in view:
+            piece = self._pieces.get(item.id, lambda m=item: translate(m))
+            messages.extend(piece.messages)
+            sizes.extend(piece.sizes)
+        body: dict[str, Any] = {"model": self.route.model, "stream": True, "messages": messages,
+                                self.max_tokens_field: max_tokens, "stream_options": {"include_usage": True}}
+        known = {"messages": list_len(sizes, 1)}
+        if tools:
+            body["tools"], known["tools"] = self._tools(tools)
+        predicted = body_len(body, known, compact_len)
+        return Request(provider=self.kind, route=self.route.name, model=self.route.model, url=self._url(),
+                       body=body, predicted_bytes=predicted, max_tokens=max_tokens, purpose=purpose,
+                       message_count=len(view))
+
+    # -- the client ---------------------------------------------------------------------------
+    def _resolve_key(self) -> str | None:
+        if self.api_key:
+            return self.api_key
+        if self.route.api_key_env and os.environ.get(self.route.api_key_env):
+            return os.environ[self.route.api_key_env]
+        if os.environ.get("OPENAI_API_KEY"):
+            return os.environ["OPENAI_API_KEY"]
+        if is_local_url(self.route.base_url):
+            return LOCAL_PLACEHOLDER_KEY  # local servers need none; the SDK insists on one
+        return None
+
+    def _client_for_loop(self) -> Any:
+        loop = asyncio.get_running_loop()
+        if self._client is not None and self._client_loop is loop:
+            return self._client
+        import openai
+
+        key = self._resolve_key()
+        timeout = openai.Timeout(self.settings.request_timeout, connect=self.settings.connect_timeout)
+        http_client = openai.DefaultAsyncHttpxClient(
+            timeout=timeout,
+            event_hooks={"request": [httpx_request_hook], "response": [httpx_response_hook]})
+        headers = {"api-key": key} if self.is_azure and key else None
+        self._client = openai.AsyncOpenAI(api_key=key, base_url=self._base_url(), max_retries=0,
+                                          timeout=timeout, http_client=http_client, default_headers=headers)
+        self._client_loop = loop
+        return self._client
+
+    async def aclose(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            try:
+                await client.close()
+            except Exception:  # noqa: BLE001 - closing is best effort
+                pass
+
+    # -- streaming ----------------------------------------------------------------------------
+    def _call_arguments(self, request: Request) -> dict[str, Any]:
+        arguments = {k: v for k, v in request.body.items() if k in _SDK_ARGUMENTS}
+        extra = {k: v for k, v in request.body.items() if k not in _SDK_ARGUMENTS}
+        if extra:
+            arguments["extra_body"] = extra
+        return arguments
+
+    async def _open(self, request: Request, exchange: Exchange) -> Any:
+        try:
+            client = self._client_for_loop()
+        except Exception as exc:  # noqa: BLE001 - e.g. no API key: still provider-origin
+            raise wrap_unknown(self.kind, exc, exchange, in_stream=False) from exc
+        token = CURRENT_EXCHANGE.set(exchange)
+        try:
+            return await client.chat.completions.create(**self._call_arguments(request))
+        except Exception as exc:  # noqa: BLE001 - every SDK failure becomes a ProviderError
+            exchange.apply(request)
+            raise sdk_error(self.kind, exc, exchange, in_stream=False, type_attrs=_TYPE_ATTRS) from exc
+        finally:
+            CURRENT_EXCHANGE.reset(token)
+
+    async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
+        exchange = Exchange()
+        result = await self._open(request, exchange)
+        response = getattr(result, "response", None)
+        if response is not None:
+            exchange.saw_response(response.status_code, response.headers)
+        exchange.apply(request)
+        parser = OpenAIEvents(self.kind, exchange)
+        if isinstance(result, str):  # what the SDK makes of a 200 that is not JSON
+            content_type = exchange.response_headers.get("content-type")
+            for event in self._from_body(result, content_type, parser, exchange):
+                yield event
+            return
+        if response is None:
+            raise wrap_unknown(self.kind, TypeError(f"unexpected result {type(result).__name__}"), exchange,
+                               in_stream=False)
+        content_type = response.headers.get("content-type", "")
+        if "event-stream" not in content_type.lower():
+            try:
+                raw = await response.aread()
+            except Exception as exc:  # noqa: BLE001
+                raise sdk_error(self.kind, exc, exchange, in_stream=True, type_attrs=_TYPE_ATTRS) from exc
+            finally:
+                await close_quietly(result)
+            for event in self._from_body(raw.decode("utf-8", errors="replace"), content_type, parser, exchange):
+                yield event
+            return
+        try:
+            async for chunk in result:
+                for event in parser.feed(chunk):
+                    yield event
+        except ProviderError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            raise sdk_error(self.kind, exc, exchange, in_stream=True, type_attrs=_TYPE_ATTRS) from exc
+        finally:
+            await close_quietly(result)
+        for event in parser.finish():
+            yield event
+
+    def _from_body(self, text: str, content_type: str | None, parser: OpenAIEvents,
+                   exchange: Exchange) -> list[StreamEvent]:
+        """A 200 that is not an SSE stream: an HTML page, a JSON error, a whole completion from a
+        server that ignored `stream`, or SSE with the wrong content type."""
+        if looks_like_html(text, content_type):
+            raise unexpected_200(self.kind, text, exchange, content_type=content_type)
+        try:
+            data = json.loads(text)
+        except ValueError:
+            data = None
+        events: list[StreamEvent] = []
+        if isinstance(data, dict) and data.get("error"):
+            parser.feed(data)  # raises
+        if isinstance(data, dict) and isinstance(data.get("choices"), list):
+            events.extend(parser.feed(completion_as_chunk(data)))
+            return events + parser.finish()
+        sse = parse_sse_text(text) if data is None else []
+        if not sse:
+            raise unexpected_200(self.kind, text, exchange, content_type=content_type)
+        for _name, payload in sse:
+            if payload.strip() == "[DONE]":
+                break
+            try:
+                chunk = json.loads(payload)
+            except ValueError as exc:
+                raise wrap_unknown(self.kind, exc, exchange, in_stream=True) from exc
+            events.extend(parser.feed(chunk))
+        return events + parser.finish()
+
+
+def completion_as_chunk(completion: dict[str, Any]) -> dict[str, Any]:
+    """A whole (non-streamed) chat.completion as one chunk carrying all of it."""
+    choices = []
+    for choice in completion.get("choices") or []:
+        message = choice.get("message") or {}
+        calls = [{**call, "index": i} for i, call in enumerate(message.get("tool_calls") or [])]
+        choices.append({"index": choice.get("index", 0), "finish_reason": choice.get("finish_reason"),
+                        "delta": {"content": message.get("content"), "tool_calls": calls or None}})
+    return {"choices": choices, "usage": completion.get("usage")}
+
+
+class OpenAIEvents:
+    """Turns chat.completion.chunk objects (SDK models or dicts) into bulkhead stream events."""
+
+    def __init__(self, provider: str, exchange: Exchange) -> None:
+        self.provider = provider
+        self.exchange = exchange
+        self.calls: dict[int, dict[str, Any]] = {}
+        self.usage: Any = None
+        self.finish_reason: str | None = None
+
+    def feed(self, chunk: Any) -> list[StreamEvent]:
+        error = get(chunk, "error")
+        if error:
+            error_type = get(error, "code") or get(error, "type") or "error"
+            message = get(error, "message") or str(error_type)
+            raise ProviderError(
+                f"{self.provider}: stream error {error_type}: {message}", provider=self.provider,
+                status=self.exchange.status, headers=self.exchange.response_headers,
+                body=json.dumps({"error": error} if isinstance(error, dict) else {"error": str(error)},
+                                ensure_ascii=False),
+                request_bytes=self.exchange.actual_bytes, error_type=str(error_type), transport="stream-error")
+        usage = get(chunk, "usage")
+        if usage:
+            self.usage = usage
+        events: list[StreamEvent] = []
+        for choice in get(chunk, "choices", []) or []:
+            if get(choice, "index", 0) != 0:
+                continue
+            delta = get(choice, "delta")
+            text = get(delta, "content")
+            if text:
+                events.append(TextChunk(text))
+            for call in get(delta, "tool_calls", []) or []:
+                index = get(call, "index", len(self.calls))
+                slot = self.calls.setdefault(index, {"id": "", "name": "", "arguments": []})
+                if get(call, "id") and not slot["id"]:
+                    slot["id"] = get(call, "id")
+                function = get(call, "function")
+                name = get(function, "name")
+                if name and not slot["name"]:
+                    slot["name"] = name
+                arguments = get(function, "arguments")
+                if arguments:
+                    slot["arguments"].append(arguments)
+            reason = get(choice, "finish_reason")
+            if reason:
+                self.finish_reason = reason
+        return events
+
+    def finish(self) -> list[StreamEvent]:
+        events: list[StreamEvent] = []
+        for index in sorted(self.calls):
+            call = self.calls[index]
+            events.append(ToolCallChunk(call["id"] or f"call_{uuid.uuid4().hex[:24]}", call["name"],
+                                        parse_arguments("".join(call["arguments"]))))
+        self.calls.clear()
+        if self.usage:
+            details = get(self.usage, "prompt_tokens_details")
+            cached = get(details, "cached_tokens", 0) or 0
+            events.append(UsageChunk(Usage(input_tokens=get(self.usage, "prompt_tokens", 0) or 0,
+                                           output_tokens=get(self.usage, "completion_tokens", 0) or 0,
+                                           cache_read_tokens=cached)))
+        raw = self.finish_reason or ""
+        events.append(StopChunk(_STOP_REASONS.get(raw, "other"), raw=raw))
+        return events
+
