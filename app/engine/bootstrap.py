@@ -19,7 +19,7 @@ from app.secrets import get_api_key
 from app.state import State
 from app.store import Store
 
-IMPLICIT_MODELS = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-4.1"}
+IMPLICIT_MODELS = {"anthropic": "claude-sonnet-5-5", "openai": "gpt-5.5"}
 LAB_NOTICE = ("No provider is configured, so bulkhead is using its built-in lab model (offline, no key; it "
               "answers from what it receives — try `!read README.md` or `!big 40KB`). To use a real model, "
               "export ANTHROPIC_API_KEY or OPENAI_API_KEY, or add a route: `bulkhead config init`.")
@@ -42,19 +42,15 @@ def choose_route(settings: Settings, name: str | None = None) -> RouteChoice:
     """The route to use and its key, or a ConfigError that says what to do."""
     if settings.routes:
         route = settings.route(name)
-        notes: list[str] = []
         key = None
         if route.provider in ("anthropic", "openai"):
-            lookup = get_api_key(route.provider, route.api_key_env)
-            key = lookup.value
-            if lookup.note:
-                notes.append(lookup.note)
+            key = get_api_key(route.provider, route.api_key_env).value
             if not key and not _is_local(route.base_url):
                 variable = route.api_key_env or ("ANTHROPIC_API_KEY" if route.provider == "anthropic"
                                                  else "OPENAI_API_KEY")
                 raise ConfigError(f"routes.{route.name} needs an API key: run `bulkhead auth set {route.provider}` "
                                   f"or export {variable}")
-        return RouteChoice(route, key, tuple(notes), lab=route.provider == "lab")
+        return RouteChoice(route, key, lab=route.provider == "lab")
     if name and name != "lab":
         raise ConfigError(f"no route named {name!r}: no routes are configured (`bulkhead config init`)")
     if name != "lab":

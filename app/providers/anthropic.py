@@ -30,6 +30,7 @@ from app.config import Route, Settings
 from app.engine.costs import Usage
 from app.engine.messages import Image, Message, Text, ToolCall, ToolResult
 from app.providers.base import (
+    ProbeReply,
     Provider,
     ProviderError,
     Request,
@@ -258,6 +259,31 @@ class AnthropicProvider(Provider):
                 await client.close()
             except Exception:  # noqa: BLE001 - closing is best effort
                 pass
+
+    # -- probing --------------------------------------------------------------------------------
+    probe_method = ("Anthropic's count_tokens endpoint (/v1/messages/count_tokens): it sits behind the same "
+                    "gateway but only counts tokens, so probes cost nothing")
+
+    async def probe(self, size: int) -> ProbeReply:
+        envelope = {"messages": [{"role": "user", "content": ""}], "model": self.route.model}
+        filler = "x" * max(1, size - compact_len(envelope))
+        exchange = Exchange()
+        try:
+            client = self._client_for_loop()
+        except Exception as exc:  # noqa: BLE001
+            raise wrap_unknown(self.kind, exc, exchange, in_stream=False) from exc
+        token = CURRENT_EXCHANGE.set(exchange)
+        try:
+            result = await client.messages.count_tokens(model=self.route.model,
+                                                        messages=[{"role": "user", "content": filler}])
+        except Exception as exc:  # noqa: BLE001 - every SDK failure becomes a ProviderError
+            raise sdk_error(self.kind, exc, exchange, in_stream=False) from exc
+        finally:
+            CURRENT_EXCHANGE.reset(token)
+        if isinstance(result, str):
+            raise unexpected_200(self.kind, result, exchange,
+                                 content_type=exchange.response_headers.get("content-type"))
+        return ProbeReply(exchange.status or 200, exchange.actual_bytes)
 
     # -- streaming ----------------------------------------------------------------------------
     def _call_arguments(self, request: Request) -> dict[str, Any]:

@@ -160,10 +160,19 @@ def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
             return None
 
 
+@dataclass(frozen=True)
+class ProbeReply:
+    """A probe request the gateway let through: the status and the body bytes that crossed the wire."""
+
+    status: int
+    actual_bytes: int | None
+
+
 class Provider(abc.ABC):
     """One route's adapter. Construct cheaply; SDK clients are created lazily on first use."""
 
     kind: str = ""
+    probe_method: str = ""  # how `probe()` reaches the provider without running the model, and why
 
     def __init__(self, route: Route, settings: Settings, api_key: str | None = None) -> None:
         self.route = route
@@ -183,6 +192,14 @@ class Provider(abc.ABC):
                 max_tokens: int) -> int:
         """Predicted body bytes for a view (incremental: per-message sizes are cached)."""
         return self.build(view, system, tools, max_tokens=max_tokens).predicted_bytes
+
+    async def probe(self, size: int) -> ProbeReply:
+        """Send a body of about `size` bytes that costs nothing at the model (see `bulkhead probe`).
+
+        Returns when the provider answered (even with an error about the request itself);
+        raises ProviderError for everything else, exactly as `stream()` does.
+        """
+        raise NotImplementedError(f"{self.kind} routes cannot be probed")
 
     @property
     def endpoint_url(self) -> str:

@@ -31,6 +31,7 @@ from app.config import Route, Settings
 from app.engine.costs import Usage
 from app.engine.messages import Image, Message, Text, ToolCall, ToolResult
 from app.providers.base import (
+    ProbeReply,
     Provider,
     ProviderError,
     Request,
@@ -256,6 +257,31 @@ class BedrockProvider(Provider):
                 client.close()
             except Exception:  # noqa: BLE001 - closing is best effort
                 pass
+
+    # -- probing --------------------------------------------------------------------------------
+    probe_method = ("Bedrock's CountTokens operation (/model/{id}/count-tokens): same endpoint and gateway, "
+                    "but it only counts tokens, so probes cost nothing")
+
+    async def probe(self, size: int) -> ProbeReply:
+        envelope = {"modelId": self.route.model, "input": {"converse": {"messages": [
+            {"role": "user", "content": [{"text": ""}]}]}}}
+        filler = "x" * max(1, size - botocore_len(envelope["input"]))
+        exchange = Exchange()
+
+        def work() -> None:
+            _THREAD.exchange = exchange
+            try:
+                client = self._ensure_client()
+                client.count_tokens(modelId=self.route.model, input={"converse": {"messages": [
+                    {"role": "user", "content": [{"text": filler}]}]}})
+            finally:
+                _THREAD.exchange = None
+
+        try:
+            await asyncio.to_thread(work)
+        except Exception as exc:  # noqa: BLE001 - every SDK failure becomes a ProviderError
+            raise bedrock_error(exc, exchange, in_stream=False) from exc
+        return ProbeReply(exchange.status or 200, exchange.actual_bytes)
 
     # -- streaming ----------------------------------------------------------------------------
     async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:

@@ -30,6 +30,7 @@ from app.config import Route, Settings
 from app.engine.costs import Usage
 from app.engine.messages import Image, Message, Text, ToolCall, ToolResult
 from app.providers.base import (
+    ProbeReply,
     Provider,
     ProviderError,
     Request,
@@ -246,6 +247,33 @@ class OpenAIProvider(Provider):
                 await client.close()
             except Exception:  # noqa: BLE001 - closing is best effort
                 pass
+
+    # -- probing --------------------------------------------------------------------------------
+    probe_method = ("a completion with max_tokens 0: Chat Completions has no free counting endpoint, and the "
+                    "provider refuses max_tokens 0 with a 400 before running the model — so a probe that gets "
+                    "past the gateway costs nothing")
+
+    async def probe(self, size: int) -> ProbeReply:
+        field = self.max_tokens_field
+        envelope = {"messages": [{"role": "user", "content": ""}], "model": self.route.model, field: 0}
+        filler = "x" * max(1, size - compact_len(envelope))
+        exchange = Exchange()
+        try:
+            client = self._client_for_loop()
+        except Exception as exc:  # noqa: BLE001
+            raise wrap_unknown(self.kind, exc, exchange, in_stream=False) from exc
+        token = CURRENT_EXCHANGE.set(exchange)
+        try:
+            result = await client.chat.completions.create(
+                model=self.route.model, messages=[{"role": "user", "content": filler}], **{field: 0})
+        except Exception as exc:  # noqa: BLE001 - every SDK failure becomes a ProviderError
+            raise sdk_error(self.kind, exc, exchange, in_stream=False, type_attrs=_TYPE_ATTRS) from exc
+        finally:
+            CURRENT_EXCHANGE.reset(token)
+        if isinstance(result, str):
+            raise unexpected_200(self.kind, result, exchange,
+                                 content_type=exchange.response_headers.get("content-type"))
+        return ProbeReply(exchange.status or 200, exchange.actual_bytes)
 
     # -- streaming ----------------------------------------------------------------------------
     def _call_arguments(self, request: Request) -> dict[str, Any]:

@@ -17,8 +17,8 @@ from app.state import State
 from app.store import Store
 
 FAKE_KEY = "sk-ant-FAKE-test-key"
-MODELS = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-4.1",
-          "bedrock": "anthropic.claude-sonnet-4-5-20250929-v1:0"}
+MODELS = {"anthropic": "claude-sonnet-5-5", "openai": "gpt-5.5",
+          "bedrock": "anthropic.claude-sonnet-5-5-v1:0"}
 
 
 @pytest.fixture(scope="module")
