@@ -7,6 +7,7 @@ Every problem is a `ConfigError` whose message names the file, the line and the 
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import tomllib
@@ -129,6 +130,7 @@ class Settings:
     drop_payload_min_bytes: int = field(default=500_000, metadata=_opt("int", "drops count as payload above"))
     summary_min_chars_cap: int = field(default=80, metadata=_opt("int", "quality gate floor cap"))
     summary_skip_after_miss: int = field(default=2, metadata=_opt("int", "summaries skipped after a miss"))
+    summary_keep_messages: int = field(default=6, metadata=_opt("int", "recent messages a summary keeps whole"))
     summarizer_floor_chars: int = field(default=20_000, metadata=_opt("int", "summarizer input floor"))
     summary_timeout: float = field(default=600.0, metadata=_opt("float", "seconds a summary may take"))
     retry_max_attempts: int = field(default=4, metadata=_opt("int", "transient retries per request"))
@@ -172,17 +174,29 @@ _HEADER_RE = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
 
 
 def _locate(text: str, table: str, key: str) -> int | None:
-    """The 1-based line where `key` is set inside `[table]` ("" for the top level)."""
+    """The 1-based line where `key` is set inside `[table]` ("" for the top level).
+
+    A key that is itself a table (`[routes.work]`, `[[hooks.Stop]]`) is found at its header.
+    """
     current = ""
     key_re = re.compile(rf"^\s*[\"']?{re.escape(key)}[\"']?\s*=")
+    subtable = f"{table}.{key}" if table else key
     for number, line in enumerate(text.splitlines(), start=1):
         header = _HEADER_RE.match(line)
         if header:
-            current = header.group(1).replace('"', "").replace("'", "")
+            current = re.sub(r"\s*\.\s*", ".", header.group(1).replace('"', "").replace("'", ""))
+            if current == subtable:
+                return number
             continue
         if current == table and key_re.match(line):
             return number
     return None
+
+
+def _shown(value: Any) -> str:
+    """A value for an error message: its repr, shortened."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 @dataclass
@@ -217,7 +231,7 @@ def _convert(kind: str, value: Any, key: str, where: str, choices: tuple[str, ..
             if isinstance(value, bool):
                 raise ValueError
             number = float(value)
-            if number < 0:
+            if not math.isfinite(number) or number < 0:
                 raise ValueError
             return number
         if base == "bool":
@@ -251,6 +265,9 @@ def _read_toml(path: Path) -> tuple[dict, str]:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the config file ({exc.strerror or exc}); "
+                          "check it, or point BULKHEAD_CONFIG elsewhere") from None
     try:
         return tomllib.loads(text), text
     except tomllib.TOMLDecodeError as exc:
@@ -275,7 +292,8 @@ def _parse_routes(raw: Any, origin: _Origin) -> dict[str, Route]:
             where = origin.where(section, key)
             if key not in _ROUTE_KEYS:
                 known = ", ".join(_ROUTE_KEYS)
-                raise ConfigError(f"{where}: unknown key {key!r} in [routes.{name}] (known: {known})")
+                raise ConfigError(f"{where}: unknown key {key!r} = {_shown(value)} in [routes.{name}] "
+                                  f"(known: {known})")
             values[key] = _convert(_ROUTE_KEYS[key], value, f"routes.{name}.{key}", where, PROVIDERS)
         if "provider" not in values:
             raise ConfigError(f"{origin.where('routes', name)}: [routes.{name}] needs provider = "
@@ -300,9 +318,9 @@ def _parse_hooks(raw: Any, origin: _Origin, default_timeout: float) -> tuple[Hoo
             entries = [entries]
         for entry in entries:
             if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
-                raise ConfigError(f"{origin.path}: each [[hooks.{event}]] needs command = \"...\"")
+                raise ConfigError(f"{origin.where('hooks', event)}: each [[hooks.{event}]] needs command = \"...\"")
             where = origin.where(f"hooks.{event}", "timeout")
-            timeout = _convert("float", entry.get("timeout", default_timeout), "timeout", where)
+            timeout = _convert("float", entry.get("timeout", default_timeout), f"hooks.{event}.timeout", where)
             matcher = entry.get("matcher", "")
             if not isinstance(matcher, str):
                 raise ConfigError(f"{origin.where(f'hooks.{event}', 'matcher')}: matcher must be a string")
@@ -330,7 +348,7 @@ def load_settings(
         if key in ("routes", "hooks"):
             continue
         if key not in SETTING_FIELDS:
-            raise ConfigError(f"{origin.where('', key)}: unknown key {key!r} "
+            raise ConfigError(f"{origin.where('', key)}: unknown key {key!r} = {_shown(value)} "
                               f"(see config.example.toml for every key)")
         meta = SETTING_FIELDS[key].metadata
         where = origin.where("", key)

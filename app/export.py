@@ -12,6 +12,7 @@ from typing import Any
 
 from app.engine.messages import Image, Text, ToolCall, ToolResult
 from app.engine.session import Session
+from app.store import redact_header_values
 
 
 def _when(ts: float) -> str:
@@ -51,5 +52,11 @@ def to_json(session: Session) -> dict[str, Any]:
         "view": [m.id for m in session.view.messages],
         "derived": [m.to_dict() for m in session.view.messages if not session.is_master(m)],
         "counters": session.counters.to_dict(),
-        "requests": session.store.list_requests(session.id),
+        "requests": [_redacted(record) for record in session.store.list_requests(session.id)],
     }
+
+
+def _redacted(record: dict[str, Any]) -> dict[str, Any]:
+    """A request record with secret headers hidden, even one stored by an older bulkhead."""
+    return {**record, **{key: redact_header_values(record.get(key))
+                         for key in ("request_headers", "response_headers") if key in record}}

@@ -42,7 +42,11 @@ def _backend_usable() -> tuple[bool, str]:
     name = type(backend).__name__
     if name in ("Keyring", "NoKeyring") and type(backend).__module__.startswith("keyring.backends.fail"):
         return False, "no keyring backend is installed on this system"
-    if getattr(backend, "priority", 1) <= 0 and "chainer" not in type(backend).__module__:
+    try:
+        priority = getattr(backend, "priority", 1)
+    except Exception:  # noqa: BLE001 - a backend that cannot say its priority is still worth a try
+        priority = 1
+    if priority <= 0 and "chainer" not in type(backend).__module__:
         return False, f"keyring backend {name} is not usable"
     return True, name
 
@@ -75,8 +79,9 @@ def set_api_key(provider: str, value: str) -> None:
     keyring, keyring_error, _ = _keyring()
     try:
         keyring.set_password(SERVICE, provider, value)
-    except keyring_error as exc:
-        raise SecretStoreError(f"the keyring refused the key ({exc}). Export {name} instead.") from None
+    except Exception as exc:  # noqa: BLE001 - backends raise all sorts (D-Bus, locked collections)
+        raise SecretStoreError(f"the keyring refused the key ({exc.__class__.__name__}: {exc}). "
+                               f"Export {name} instead.") from None
 
 
 def delete_api_key(provider: str) -> bool:
@@ -89,10 +94,13 @@ def delete_api_key(provider: str) -> bool:
         return True
     except keyring_error:
         return False
+    except Exception as exc:  # noqa: BLE001 - a broken backend is a message, not a traceback
+        raise SecretStoreError(f"the keyring could not delete the key ({exc.__class__.__name__}: {exc})") from None
 
 
 def mask(value: str | None) -> str:
-    """Show that a key exists without showing it: `sk-a…(51 chars)`."""
+    """Show that a key exists without showing it: `sk-a…(51 chars)`; short values show no prefix."""
     if not value:
         return "—"
-    return f"{value[:4]}…({len(value)} chars)"
+    prefix = value[:4] if len(value) >= 16 else ""
+    return f"{prefix}…({len(value)} chars)"

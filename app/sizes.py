@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import math
 import re
+from fractions import Fraction
 
 KIB = 1024
 MIB = 1024 * KIB
 GIB = 1024 * MIB
+MAX_SIZE = 2**63 - 1  # the largest byte count SQLite (and any gateway) can hold
 
 _UNITS = {
     "b": 1,
@@ -35,17 +37,26 @@ def parse_size(value: str | int | float) -> int:
     if isinstance(value, bool):
         raise SizeError(f"{value!r} is not a size (use e.g. 5MB, 512KB, 2.5MB, 128k)")
     if isinstance(value, int | float):
-        number, unit = float(value), "mb"
+        if isinstance(value, float) and not math.isfinite(value):
+            raise SizeError(f"{value!r} is not a positive size")
+        number, unit = Fraction(value), "mb"
     else:
         match = _SIZE_RE.match(str(value))
         if not match:
             raise SizeError(f"{value!r} is not a size (use e.g. 5MB, 512KB, 2.5MB, 128k)")
-        number, unit = float(match.group(1)), (match.group(2).lower() or "mb")
+        try:
+            number = Fraction(match.group(1))
+        except (ValueError, ZeroDivisionError):
+            raise SizeError(f"{value!r} is not a size (use e.g. 5MB, 512KB, 2.5MB, 128k)") from None
+        unit = match.group(2).lower() or "mb"
     if unit not in _UNITS:
         raise SizeError(f"{value!r} has an unknown unit {unit!r} (use B, KB, MB or GB; KB = 1024 bytes)")
-    if not math.isfinite(number) or number <= 0:
+    if number <= 0:
         raise SizeError(f"{value!r} is not a positive size")
-    result = int(number * _UNITS[unit])
+    exact = number * _UNITS[unit]  # exact arithmetic: `2.5MB` and huge byte counts stay exact
+    if exact > MAX_SIZE:
+        raise SizeError(f"{value!r} is too large to be a size")
+    result = int(exact)
     if result < 1:
         raise SizeError(f"{value!r} is less than one byte")
     return result

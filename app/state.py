@@ -46,6 +46,25 @@ def state_path() -> Path:
     return data_home() / "state.toml"
 
 
+def _caps(data: dict[str, Any]) -> dict[str, Any]:
+    """The `caps` table, replaced by an empty one if a hand edit left something else there."""
+    caps = data.get("caps")
+    if not isinstance(caps, dict):
+        caps = data["caps"] = {}
+    return caps
+
+
+def _cap_entry(caps: dict[str, Any], endpoint: str) -> LearnedCap | None:
+    """A remembered cap, or None when the entry is missing or not a cap (never an exception)."""
+    entry = caps.get(endpoint)
+    if not isinstance(entry, dict):
+        return None
+    try:
+        return LearnedCap.from_dict(entry)
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
 class State:
     """Read-modify-write access to state.toml. Every write re-reads under the lock first."""
 
@@ -55,13 +74,20 @@ class State:
     # -- low level ---------------------------------------------------------------------------
     def read(self) -> dict[str, Any]:
         try:
-            return tomllib.loads(self.path.read_text(encoding="utf-8"))
+            with open(self.path, "rb") as handle:
+                seen = os.fstat(handle.fileno())
+                data = handle.read()
+            return tomllib.loads(data.decode("utf-8"))
         except FileNotFoundError:
+            return {}
+        except OSError:  # unreadable (a folder, no permission): nothing remembered, never fatal
             return {}
         except (tomllib.TOMLDecodeError, UnicodeDecodeError):
             # A damaged state file only costs remembered preferences; keep it for inspection.
+            # Only the file we read: another process may have replaced it with a good one since.
             with contextlib.suppress(OSError):
-                self.path.replace(self.path.with_suffix(".toml.damaged"))
+                if os.stat(self.path).st_ino == seen.st_ino:
+                    self.path.replace(self.path.with_suffix(".toml.damaged"))
             return {}
 
     @contextlib.contextmanager
@@ -97,8 +123,7 @@ class State:
 
     # -- learned caps ----------------------------------------------------------------------
     def learned_cap(self, endpoint: str) -> LearnedCap | None:
-        entry = self.read().get("caps", {}).get(endpoint)
-        return LearnedCap.from_dict(entry) if entry else None
+        return _cap_entry(_caps(self.read()), endpoint)
 
     def learn_cap(self, endpoint: str, cap_bytes: int, *, rejected_bytes: int | None, kind: str,
                   reason: str, now: datetime | None = None) -> LearnedCap:
@@ -111,10 +136,10 @@ class State:
         result: list[LearnedCap] = []
 
         def change(data: dict[str, Any]) -> None:
-            caps = data.setdefault("caps", {})
-            existing = caps.get(endpoint)
-            if existing and int(existing["cap_bytes"]) <= learned.cap_bytes:
-                result.append(LearnedCap.from_dict(existing))
+            caps = _caps(data)
+            existing = _cap_entry(caps, endpoint)
+            if existing and existing.cap_bytes <= learned.cap_bytes:
+                result.append(existing)
                 return
             caps[endpoint] = {k: v for k, v in asdict(learned).items() if v is not None}
             result.append(learned)
@@ -126,7 +151,7 @@ class State:
         removed: list[bool] = []
 
         def change(data: dict[str, Any]) -> None:
-            removed.append(data.get("caps", {}).pop(endpoint, None) is not None)
+            removed.append(_caps(data).pop(endpoint, None) is not None)
 
         self.update(change)
         return removed[0]
@@ -136,7 +161,12 @@ class State:
         return self.read().get(key, default)
 
     def set(self, key: str, value: Any) -> None:
+        """Remember `value` under `key`; None forgets the key (TOML has no null)."""
+
         def change(data: dict[str, Any]) -> None:
-            data[key] = value
+            if value is None:
+                data.pop(key, None)
+            else:
+                data[key] = value
 
         self.update(change)

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -129,6 +130,28 @@ REQUEST_FIELDS = (
     "request_headers", "response_headers", "body_preview", "error_body", "usage", "outcome",
 )
 _JSON_REQUEST_FIELDS = {"evidence", "request_headers", "response_headers", "usage"}
+_HEADER_FIELDS = ("request_headers", "response_headers")
+# Header names whose values are secrets, whatever the adapter forgot to redact (lower case).
+_SECRET_HEADERS = frozenset({
+    "authorization", "proxy-authorization", "x-api-key", "api-key", "x-amz-security-token", "cookie",
+    "set-cookie", "x-goog-api-key", "anthropic-api-key", "openai-api-key",
+})
+# …and any header with one of these as a dash-separated word (`x-auth-token`, not `…-tokens-remaining`).
+_SECRET_HEADER_RE = re.compile(r"(?:^|[-_])(?:token|auth|secret|password|passwd|signature|credentials?|"
+                               r"api[-_]?key|apikey)(?:$|[-_])")
+REDACTED = "[redacted]"
+
+
+def redact_header_values(headers: Any) -> Any:
+    """Headers safe to store: the value of every secret-looking header replaced by `[redacted]`."""
+    if not isinstance(headers, Mapping):
+        return headers
+    result = {}
+    for key, value in headers.items():
+        lowered = str(key).lower()
+        secret = lowered in _SECRET_HEADERS or _SECRET_HEADER_RE.search(lowered) is not None
+        result[key] = REDACTED if secret and value not in (None, "", REDACTED) else value
+    return result
 
 
 class StoreError(Exception):
@@ -154,10 +177,27 @@ def database_path() -> Path:
     return data_home() / "bulkhead.db"
 
 
+def _dumps(obj: Any, **options: Any) -> str:
+    """JSON for a TEXT column: UTF-8 as is, but lone surrogates (from undecodable tool output)
+    escaped, since SQLite only stores valid UTF-8 and `json.loads` restores them exactly."""
+    text = json.dumps(obj, ensure_ascii=False, **options)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(obj, ensure_ascii=True, **options)
+    return text
+
+
 def _message_row(session_id: str, message: Message, seq: int | None) -> tuple:
     return (message.id, session_id, seq, message.role,
-            json.dumps([part_to_dict(p) for p in message.parts], ensure_ascii=False),
-            json.dumps(meta_to_dict(message.meta), ensure_ascii=False), message.meta.created_at or time.time())
+            _dumps([part_to_dict(p) for p in message.parts]),
+            _dumps(meta_to_dict(message.meta)), message.meta.created_at or time.time())
+
+
+_INSERT_MESSAGE = ("INSERT INTO messages (id, session_id, seq, role, parts, meta, created_at) "
+                   "VALUES (?,?,?,?,?,?,?)")
+# A derived message already stored (a view reused it) is kept; any other constraint still fails.
+_INSERT_DERIVED = _INSERT_MESSAGE + " ON CONFLICT(id) DO NOTHING"
 
 
 def _message_from_row(row: sqlite3.Row) -> Message:
@@ -176,6 +216,7 @@ class Store:
             self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
             if not self.path.exists():
                 os.close(os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600))
+            _tighten(self.path, 0o600)
             self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None,
                                          timeout=30.0)
         except (OSError, sqlite3.Error) as exc:
@@ -183,10 +224,18 @@ class Store:
                              "Check the folder's permissions or set BULKHEAD_HOME.") from None
         self._conn.row_factory = sqlite3.Row
         self._lock = threading.RLock()
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._conn.execute("PRAGMA foreign_keys=ON")
-        self._migrate()
+        try:
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.execute("PRAGMA foreign_keys=ON")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            self._conn.close()
+            raise StoreError(f"cannot use the database {self.path}: {exc}. Move it away to start afresh "
+                             "(bulkhead creates a new one), or set BULKHEAD_HOME.") from None
+        except StoreError:
+            self._conn.close()
+            raise
 
     # -- plumbing ------------------------------------------------------------------------------
     def _migrate(self) -> None:
@@ -197,12 +246,17 @@ class Store:
             for target in range(version + 1, SCHEMA_VERSION + 1):
                 self._conn.execute("BEGIN IMMEDIATE")
                 try:
+                    # Another process may have migrated while we waited for the write lock.
+                    if self._conn.execute("PRAGMA user_version").fetchone()[0] >= target:
+                        self._conn.execute("COMMIT")
+                        continue
                     for statement in _split_sql(_MIGRATIONS[target]):
                         self._conn.execute(statement)
                     self._conn.execute(f"PRAGMA user_version = {target}")
                     self._conn.execute("COMMIT")
                 except BaseException:
-                    self._conn.execute("ROLLBACK")
+                    if self._conn.in_transaction:
+                        self._conn.execute("ROLLBACK")
                     raise
 
     @contextmanager
@@ -212,7 +266,8 @@ class Store:
             try:
                 yield self._conn
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                if self._conn.in_transaction:  # some errors (SQLITE_FULL, …) already rolled back
+                    self._conn.execute("ROLLBACK")
                 raise
             else:
                 self._conn.execute("COMMIT")
@@ -226,8 +281,10 @@ class Store:
             self._conn.close()
 
     def session_folder(self, session_id: str) -> Path:
-        folder = self.home / "sessions" / session_id
-        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        sessions = self.home / "sessions"
+        sessions.mkdir(exist_ok=True, mode=0o700)
+        folder = sessions / session_id
+        folder.mkdir(exist_ok=True, mode=0o700)
         return folder
 
     # -- sessions ------------------------------------------------------------------------------
@@ -250,10 +307,11 @@ class Store:
     def find_session(self, prefix: str) -> SessionRow | None:
         """A session by id or unique id prefix."""
         exact = self.get_session(prefix)
-        if exact:
+        if exact or not prefix:
             return exact
-        rows = self.query("SELECT * FROM sessions WHERE id LIKE ? ORDER BY updated_at DESC LIMIT 2",
-                          (prefix.replace("%", "") + "%",))
+        # substr, not LIKE: `_` and `%` in what the user typed are plain characters
+        rows = self.query("SELECT * FROM sessions WHERE substr(id, 1, ?) = ? ORDER BY updated_at DESC LIMIT 2",
+                          (len(prefix), prefix))
         return self._session_row(rows[0]) if len(rows) == 1 else None
 
     def latest_session(self) -> SessionRow | None:
@@ -291,8 +349,7 @@ class Store:
         with self.transaction() as conn:
             seq = conn.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM messages WHERE session_id = ?",
                                (session_id,)).fetchone()[0]
-            conn.execute("INSERT INTO messages (id, session_id, seq, role, parts, meta, created_at) "
-                         "VALUES (?,?,?,?,?,?,?)", _message_row(session_id, message, seq))
+            conn.execute(_INSERT_MESSAGE, _message_row(session_id, message, seq))
             pos = conn.execute("SELECT COALESCE(MAX(pos), -1) + 1 FROM view_entries WHERE view_id = ?",
                                (view_id,)).fetchone()[0]
             conn.execute("INSERT INTO view_entries (view_id, pos, message_id) VALUES (?,?,?)",
@@ -306,8 +363,7 @@ class Store:
         with self.transaction() as conn:
             for message in view.messages:
                 if message.id not in master_ids:
-                    conn.execute("INSERT OR IGNORE INTO messages (id, session_id, seq, role, parts, meta, "
-                                 "created_at) VALUES (?,?,?,?,?,?,?)", _message_row(session_id, message, None))
+                    conn.execute(_INSERT_DERIVED, _message_row(session_id, message, None))
             self._insert_archive(conn, session_id, archive_entries)
             conn.execute("UPDATE views SET state = 'stacked' WHERE session_id = ? AND state = 'active'",
                          (session_id,))
@@ -322,8 +378,7 @@ class Store:
         with self.transaction() as conn:
             for message in view.messages:
                 if message.id not in master_ids:
-                    conn.execute("INSERT OR IGNORE INTO messages (id, session_id, seq, role, parts, meta, "
-                                 "created_at) VALUES (?,?,?,?,?,?,?)", _message_row(session_id, message, None))
+                    conn.execute(_INSERT_DERIVED, _message_row(session_id, message, None))
             conn.execute("UPDATE views SET state = 'popped' WHERE session_id = ? AND state = 'active'",
                          (session_id,))
             conn.execute("DELETE FROM view_entries WHERE view_id = ?", (view.id,))
@@ -339,7 +394,7 @@ class Store:
     def load_views(self, session_id: str) -> list[View]:
         """The view stack, oldest first, active last (popped views are gone)."""
         views = self.query("SELECT * FROM views WHERE session_id = ? AND state IN ('stacked', 'active') "
-                           "ORDER BY state = 'active', created_at, rowid", (session_id,))
+                           "ORDER BY state = 'active', rowid", (session_id,))  # rowid = push order
         result: list[View] = []
         for view in views:
             rows = self.query("SELECT m.* FROM view_entries e JOIN messages m ON m.id = e.message_id "
@@ -353,8 +408,11 @@ class Store:
     @staticmethod
     def _insert_archive(conn: sqlite3.Connection, session_id: str, entries: Iterable[ArchiveEntry]) -> None:
         for entry in entries:
-            conn.execute("INSERT OR IGNORE INTO archive (key, session_id, reason, bytes, created_at, "
-                         "source_ids, content) VALUES (?,?,?,?,?,?,?)",
+            # Content-addressed: the same key twice in a session is one entry. Any other
+            # constraint (missing field, unknown session) fails the whole transaction.
+            conn.execute("INSERT INTO archive (key, session_id, reason, bytes, created_at, "
+                         "source_ids, content) VALUES (?,?,?,?,?,?,?) "
+                         "ON CONFLICT(session_id, key) DO NOTHING",
                          (entry.key, session_id, entry.reason, entry.bytes, entry.created_at,
                           json.dumps(list(entry.source_ids)), entry.content))
 
@@ -377,14 +435,20 @@ class Store:
 
     def archive_search(self, query: str, session_id: str | None = None, limit: int = 100) -> list[ArchiveEntry]:
         """Full-text search; every word of the query must start a word of the entry (prefix match)."""
-        words = [w.replace('"', '""') for w in query.split() if w.strip()]
+        # Each word becomes a quoted FTS5 string (no operator survives quoting); NUL and other
+        # control characters, which FTS5 strings cannot hold, separate words.
+        cleaned = "".join(" " if ord(c) < 32 or ord(c) == 127 else c for c in query)
+        words = [w.replace('"', '""') for w in cleaned.split() if w.strip()]
         if not words:
             return self.archive_list(session_id, limit)
         match = " ".join(f'"{w}"*' for w in words)
         sql = ("SELECT a.* FROM archive_fts f JOIN archive a ON a.rowid = f.rowid WHERE archive_fts MATCH ? "
                + ("AND a.session_id = ? " if session_id else "") + "ORDER BY rank LIMIT ?")
         params = (match, session_id, limit) if session_id else (match, limit)
-        return [self._entry(r) for r in self.query(sql, params)]
+        try:
+            return [self._entry(r) for r in self.query(sql, params)]
+        except sqlite3.OperationalError:  # a query FTS5 still cannot parse matches nothing
+            return []
 
     @staticmethod
     def _entry(row: sqlite3.Row) -> ArchiveEntry:
@@ -395,8 +459,11 @@ class Store:
     # -- requests and events -------------------------------------------------------------------
     def record_request(self, record: dict[str, Any]) -> None:
         values = {k: record.get(k) for k in REQUEST_FIELDS if k in record}
+        for key in _HEADER_FIELDS:
+            if key in values:
+                values[key] = redact_header_values(values[key])
         for key in _JSON_REQUEST_FIELDS & values.keys():
-            values[key] = json.dumps(values[key], ensure_ascii=False)
+            values[key] = _dumps(values[key])
         columns = ", ".join(values)
         placeholders = ", ".join("?" for _ in values)
         updates = ", ".join(f"{k} = excluded.{k}" for k in values if k != "id")
@@ -418,7 +485,7 @@ class Store:
     def record_event(self, session_id: str | None, type_: str, data: dict[str, Any]) -> None:
         with self.transaction() as conn:
             conn.execute("INSERT INTO events (session_id, created_at, type, data) VALUES (?,?,?,?)",
-                         (session_id, time.time(), type_, json.dumps(data, ensure_ascii=False, default=str)))
+                         (session_id, time.time(), type_, _dumps(data, default=str)))
 
     def list_events(self, session_id: str, type_: str | None = None) -> list[dict[str, Any]]:
         if type_:
@@ -427,6 +494,14 @@ class Store:
         else:
             rows = self.query("SELECT * FROM events WHERE session_id = ? ORDER BY id", (session_id,))
         return [{**dict(r), "data": json.loads(r["data"])} for r in rows]
+
+
+def _tighten(path: Path, mode: int) -> None:
+    """Make `path` no more open than `mode` (a database copied in with 0644 becomes 0600)."""
+    with suppress(OSError):  # someone else's file: leave it, opening it will say what is wrong
+        current = path.stat().st_mode & 0o777
+        if current & ~mode:
+            path.chmod(current & mode)
 
 
 def _split_sql(script: str) -> list[str]:

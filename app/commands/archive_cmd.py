@@ -38,5 +38,20 @@ def run(args) -> int:
             print(f"bulkhead: no archived segment {key}", file=sys.stderr)
             status = 1
             continue
-        sys.stdout.write(entry.content)
+        _write_exact(entry.content)
     return status
+
+
+def _write_exact(content: str) -> None:
+    """The archived text as UTF-8 bytes, whatever the terminal's encoding or newline translation."""
+    try:
+        data = content.encode("utf-8", "surrogateescape")  # undecodable bytes go back out as they came
+    except UnicodeEncodeError:
+        data = content.encode("utf-8", "replace")
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:  # a text-only stdout (some test harnesses): the best it can take
+        sys.stdout.write(content)
+        return
+    sys.stdout.flush()
+    buffer.write(data)
+    buffer.flush()

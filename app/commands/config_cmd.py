@@ -6,12 +6,29 @@ import os
 import sys
 from dataclasses import fields
 
-from app.config import SETTING_FIELDS, ConfigError, Settings, config_path, data_home, example_config_path, load_settings
+from app.config import (
+    SETTING_FIELDS,
+    ConfigError,
+    Settings,
+    config_path,
+    data_home,
+    example_config_path,
+    load_settings,
+)
 from app.sizes import format_size
+
+_FLAG_SETTINGS = ("max_payload", "context_window", "approval", "workspace")
+
+
+def _flags(args) -> dict:
+    """The global flags that are settings (`bulkhead --max-payload 1MB config show`)."""
+    return {key: getattr(args, key, None) for key in _FLAG_SETTINGS} if args is not None else {}
 
 
 def run(args) -> int:
-    return {"init": init, "path": path, "show": show, "check": check}[args.action]()
+    if args.action in ("show", "check"):
+        return {"show": show, "check": check}[args.action](args)
+    return {"init": init, "path": path}[args.action]()
 
 
 def init() -> int:
@@ -47,8 +64,8 @@ def _describe(name: str, value, kind: str) -> str:
     return str(value)
 
 
-def show() -> int:
-    settings = load_settings()
+def show(args=None) -> int:
+    settings = load_settings(flags=_flags(args))
     print(f"# config file: {settings.config_file or 'none (defaults)'}")
     for field_ in fields(Settings):
         if field_.name not in SETTING_FIELDS:
@@ -72,11 +89,11 @@ def show() -> int:
     return 0
 
 
-def check() -> int:
+def check(args=None) -> int:
     from app.secrets import get_api_key
 
     try:
-        settings = load_settings()
+        settings = load_settings(flags=_flags(args))
     except ConfigError as exc:
         print(f"✖ {exc}")
         return 2

@@ -11,9 +11,16 @@ from app.engine.session import Session, SessionNotFound
 from app.store import Store
 
 
+class _ExportFailed(Exception):
+    pass
+
+
 def _write(text: str, output: str | None) -> None:
     if output:
-        Path(output).write_text(text, encoding="utf-8")
+        try:
+            Path(output).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise _ExportFailed(f"cannot write {output}: {exc.strerror or exc}") from None
         print(f"wrote {output}", file=sys.stderr)
     else:
         sys.stdout.write(text)
@@ -39,6 +46,15 @@ def run(args) -> int:
 
         sys.stdout.write(to_markdown(session))
         return 0
+    try:
+        _export(session, args)
+    except _ExportFailed as exc:
+        print(f"bulkhead: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _export(session: Session, args) -> None:
     if args.format == "md":
         from app.export import to_markdown
 
@@ -53,4 +69,3 @@ def run(args) -> int:
 
         har = to_har(session, body_limit=load_settings().har_body_limit)
         _write(json.dumps(har, ensure_ascii=False, indent=2) + "\n", args.output)
-    return 0

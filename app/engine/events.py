@@ -260,6 +260,8 @@ Subscriber = Callable[[Event], None]
 class EventBus:
     """Synchronous fan-out. A subscriber that raises is removed from nothing and breaks nothing."""
 
+    MAX_ERRORS = 100
+
     def __init__(self) -> None:
         self._subscribers: list[Subscriber] = []
         self.errors: list[BaseException] = []
@@ -279,3 +281,4 @@ class EventBus:
                 subscriber(event)
             except Exception as exc:  # noqa: BLE001 - a broken front end must not break the engine
                 self.errors.append(exc)
+                del self.errors[:-self.MAX_ERRORS]  # a subscriber failing on every event: keep the latest

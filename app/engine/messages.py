@@ -30,7 +30,8 @@ class Text:
 class ToolCall:
     id: str
     name: str
-    args: Mapping[str, Any] = field(default_factory=dict)
+    # Compared but not hashed (a dict is unhashable): messages stay usable in sets and as keys.
+    args: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,9 +93,10 @@ class Message:
         if isinstance(parts, str):
             parts = (Text(parts),)
         meta.setdefault("source_ids", self.meta.source_ids or (self.id,))
+        meta.setdefault("created_at", time.time())
         return Message(id=new_id(), role=role or self.role,
                        parts=tuple(self.parts if parts is None else parts),
-                       meta=replace(self.meta, created_at=time.time(), **meta))
+                       meta=replace(self.meta, **meta))
 
     # -- reading ---------------------------------------------------------------------------------
     @property

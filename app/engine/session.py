@@ -108,7 +108,9 @@ class Session:
                               reason=active.reason, created_at=active.created_at)
         self._append_transcript(message)
         if not self.title and message.role == "user" and message.meta.origin == "user":
-            self.title = message.text.strip().splitlines()[0][:80] if message.text.strip() else ""
+            first_line = message.text.strip().splitlines()[0][:80] if message.text.strip() else ""
+            # undecodable bytes (lone surrogates) become U+FFFD: a title is plain UTF-8 text
+            self.title = "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in first_line)
             self.store.update_session(self.id, title=self.title)
         self.emit(MessageAdded(message_id=message.id, role=message.role, origin=message.meta.origin,
                                text=message.text, partial=message.meta.partial))
@@ -164,7 +166,14 @@ class Session:
 
     def _append_transcript(self, message: Message) -> None:
         """Keep transcript.jsonl (what hooks read as transcript_path) current; best effort."""
+        line = json.dumps(message.to_dict(), ensure_ascii=False)
+        try:
+            data = (line + "\n").encode("utf-8")
+        except UnicodeEncodeError:  # lone surrogates from undecodable tool output: escape them
+            data = (json.dumps(message.to_dict()) + "\n").encode("ascii")
         with contextlib.suppress(OSError):
             fd = os.open(self.transcript_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            with os.fdopen(fd, "a", encoding="utf-8") as handle:
-                handle.write(json.dumps(message.to_dict(), ensure_ascii=False) + "\n")
+            try:
+                os.write(fd, data)  # one write: concurrent appenders never interleave a line
+            finally:
+                os.close(fd)
