@@ -1,0 +1,53 @@
+"""recall: restore archived (CCR) content, byte for byte.
+
+One key → the archived content alone, exactly as stored. Several keys → one section
+per key, `=== <<ccr:KEY>> ===` on its own line followed by the content. A missing key
+says so in its section; the call is an error only when every key is missing. The
+output is `preserve_verbatim` and never budget-cut: the model asked for it in full.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.engine.archive import marker, parse_recall_keys
+from app.tools.base import ToolContext, ToolOutcome, error
+
+NOT_FOUND = "[not found in the archive]"
+
+
+def section_header(key: str) -> str:
+    return f"=== {marker(key)} ==="
+
+
+async def recall(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+    raw = args["keys"]
+    text = " ".join(str(item) for item in raw) if isinstance(raw, list) else str(raw)
+    keys = parse_recall_keys(text)
+    if not keys:
+        return error(f"recall: no archive key in {text[:200]!r}; keys are 16 hex digits, as in "
+                     f"<<ccr:0123456789abcdef>>")
+    if ctx.recall is None:
+        return error("recall: the archive is not available in this session")
+
+    found: dict[str, str] = {}
+    problems: dict[str, str] = {}
+    for key in keys:
+        try:
+            content = ctx.recall(key)
+        except Exception as exc:  # noqa: BLE001 - a broken archive is a tool error, not a crash
+            problems[key] = f"[archive lookup failed: {type(exc).__name__}: {exc}]"
+            continue
+        if content is None:
+            problems[key] = NOT_FOUND
+        else:
+            found[key] = content
+
+    if not found:
+        names = ", ".join(marker(key) for key in keys)
+        details = "; ".join(f"{marker(k)}: {v.strip('[]')}" for k, v in problems.items() if v != NOT_FOUND)
+        return error(f"recall: not found in the archive: {names}" + (f" ({details})" if details else ""))
+    if len(keys) == 1:
+        return ToolOutcome(content=found[keys[0]], preserve_verbatim=True)
+    sections = [f"{section_header(key)}\n{found.get(key, problems.get(key, NOT_FOUND))}" for key in keys]
+    return ToolOutcome(content="\n".join(sections), preserve_verbatim=True)

@@ -1,0 +1,318 @@
+"""The shell tool, and `run_command`: one way to run a process group and kill it whole.
+
+A command runs as `bash -c COMMAND` (`/bin/sh -c` without bash) in the workspace, in a
+new session — so it leads its own process group — with stdin closed (or fed with
+`input`), stdout and stderr captured separately. On timeout, on `cancel` (Esc), or
+when the awaiting task itself is cancelled, the *whole group* gets SIGTERM, then SIGKILL
+after a short grace, and `run_command` returns only once no live process of the group
+remains. The event loop never blocks (asyncio subprocesses). The hook runner
+(`app.engine.hooks`) uses the same function.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import signal
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from app.tools.base import MAX_SHELL_TIMEOUT, ToolContext, ToolOutcome, error, ok
+
+MAX_CAPTURE_BYTES = 8 * 1024 * 1024  # per stream; more is counted, not kept
+KILL_GRACE_SECONDS = 2.0  # between SIGTERM and SIGKILL
+DRAIN_GRACE_SECONDS = 1.0  # after the command exits, for background children still holding its output
+GROUP_GONE_WAIT_SECONDS = 5.0  # how long to confirm a killed group is really gone
+
+
+def shell_argv(command: str) -> list[str]:
+    """`bash -c COMMAND` (no login shell, no rc files), or `/bin/sh -c` where bash is missing."""
+    return [shutil.which("bash") or "/bin/sh", "-c", command]
+
+
+@dataclass(frozen=True)
+class ProcessResult:
+    """How a command ended. `returncode` is None when we killed it (timeout or cancel)."""
+
+    returncode: int | None
+    stdout: bytes
+    stderr: bytes
+    timed_out: bool = False
+    cancelled: bool = False
+    duration_s: float = 0.0
+    pid: int | None = None
+    stdout_dropped: int = 0
+    stderr_dropped: int = 0
+    output_held_open: bool = False  # a background child kept stdout/stderr open after exit
+    start_error: str = ""  # the process could not be started at all
+
+    @property
+    def killed(self) -> bool:
+        return self.timed_out or self.cancelled
+
+    def text(self, which: str) -> str:
+        data = self.stdout if which == "stdout" else self.stderr
+        return data.decode("utf-8", "replace")
+
+
+class _Capture:
+    def __init__(self, limit: int) -> None:
+        self.data = bytearray()
+        self.dropped = 0
+        self.limit = limit
+
+    async def pump(self, stream: asyncio.StreamReader) -> None:
+        while chunk := await stream.read(1 << 16):
+            room = self.limit - len(self.data)
+            if room > 0:
+                self.data += chunk[:room]
+            self.dropped += max(0, len(chunk) - max(room, 0))
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def group_alive(pgid: int) -> bool:
+    """True while any non-zombie process is in process group `pgid`."""
+    proc = Path("/proc")
+    if proc.is_dir():
+        for entry in proc.iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                stat_line = (entry / "stat").read_text()
+            except OSError:
+                continue
+            # pid (comm) state ppid pgrp ... — comm may hold spaces and parentheses.
+            fields = stat_line[stat_line.rfind(")") + 2:].split()
+            if len(fields) >= 3 and int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+                return True
+        return False
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class _ExitAwareProtocol(asyncio.subprocess.SubprocessStreamProtocol):
+    """The stream protocol plus an event set when the process itself exits.
+
+    `Process.wait()` also waits for the pipes to close, which never happens while a
+    background child still holds them; this event does not.
+    """
+
+    def __init__(self, limit: int, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(limit=limit, loop=loop)
+        self.exited = asyncio.Event()
+
+    def process_exited(self) -> None:
+        super().process_exited()
+        self.exited.set()
+
+
+@dataclass
+class _Child:
+    proc: asyncio.subprocess.Process
+    exited: asyncio.Event
+
+    @property
+    def pgid(self) -> int:
+        return self.proc.pid
+
+    async def wait_exit(self, timeout: float | None = None) -> bool:
+        """True once the process has exited (within `timeout`)."""
+        try:
+            await asyncio.wait_for(self.exited.wait(), timeout)
+        except TimeoutError:
+            return False
+        return True
+
+
+async def _spawn(argv: list[str], **kwargs: Any) -> _Child:
+    loop = asyncio.get_running_loop()
+    protocols: list[_ExitAwareProtocol] = []
+
+    def factory() -> _ExitAwareProtocol:
+        protocol = _ExitAwareProtocol(1 << 16, loop)
+        protocols.append(protocol)
+        return protocol
+
+    transport, protocol = await loop.subprocess_exec(factory, *argv, **kwargs)
+    return _Child(asyncio.subprocess.Process(transport, protocol, loop), protocol.exited)
+
+
+async def kill_group(child: _Child, grace: float = KILL_GRACE_SECONDS) -> None:
+    """SIGTERM the child's process group, SIGKILL what is left after `grace`, wait until it is gone."""
+    _signal_group(child.pgid, signal.SIGTERM)
+    await child.wait_exit(grace)
+    _signal_group(child.pgid, signal.SIGKILL)
+    await child.wait_exit(grace)
+    deadline = time.monotonic() + GROUP_GONE_WAIT_SECONDS
+    while group_alive(child.pgid) and time.monotonic() < deadline:
+        _signal_group(child.pgid, signal.SIGKILL)
+        await asyncio.sleep(0.01)
+
+
+async def _feed(stdin: asyncio.StreamWriter, data: bytes) -> None:
+    """Write `data` and close stdin; a process that exits or closes stdin early is fine."""
+    try:
+        stdin.write(data)
+        await stdin.drain()
+    except (BrokenPipeError, ConnectionResetError, OSError):
+        pass
+    finally:
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError, OSError):
+            stdin.close()
+
+
+async def run_command(argv: list[str], *, cwd: Path, env: Mapping[str, str] | None = None,
+                      input: bytes | None = None, timeout: float | None = None,
+                      cancel: asyncio.Event | None = None, max_capture_bytes: int = MAX_CAPTURE_BYTES,
+                      kill_grace: float = KILL_GRACE_SECONDS, kill_stragglers: bool = False) -> ProcessResult:
+    """Run `argv` in its own process group and capture its output; never raises for the command's sake.
+
+    The group is killed whole on `timeout`, when `cancel` is set, or when the awaiting task
+    is cancelled (the CancelledError then propagates after the kill). When the command exits
+    but a background child keeps its output open, we stop reading after a short grace; with
+    `kill_stragglers` that child's group is killed too, else it is left running.
+    """
+    started = time.monotonic()
+    if cancel is not None and cancel.is_set():
+        return ProcessResult(None, b"", b"", cancelled=True)
+    try:
+        child = await _spawn(
+            argv, cwd=str(cwd), env=dict(env) if env is not None else None,
+            stdin=asyncio.subprocess.PIPE if input is not None else asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True)
+    except (OSError, ValueError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        where = f" in {cwd}" if isinstance(exc, FileNotFoundError) and not Path(cwd).is_dir() else ""
+        return ProcessResult(None, b"", b"", start_error=f"could not start {argv[0]}{where}: {reason}",
+                             duration_s=time.monotonic() - started)
+
+    proc = child.proc
+    out, err = _Capture(max_capture_bytes), _Capture(max_capture_bytes)
+    assert proc.stdout is not None and proc.stderr is not None
+    readers = [asyncio.ensure_future(out.pump(proc.stdout)), asyncio.ensure_future(err.pump(proc.stderr))]
+    feeder = asyncio.ensure_future(_feed(proc.stdin, input)) if proc.stdin is not None and input is not None \
+        else None
+    waiter = asyncio.ensure_future(child.exited.wait())
+    cancel_waiter = asyncio.ensure_future(cancel.wait()) if cancel is not None else None
+    timed_out = cancelled = held_open = False
+    try:
+        watched = {waiter} | ({cancel_waiter} if cancel_waiter else set())
+        done, _ = await asyncio.wait(watched, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        if waiter not in done:
+            cancelled = cancel_waiter in done
+            timed_out = not cancelled
+            await kill_group(child, kill_grace)
+        _, pending = await asyncio.wait(readers, timeout=DRAIN_GRACE_SECONDS)
+        if pending:
+            held_open = True  # e.g. `server &`: a child outlives the command and keeps the pipe
+            if kill_stragglers:
+                await kill_group(child, kill_grace)
+                await asyncio.wait(readers, timeout=DRAIN_GRACE_SECONDS)
+    except BaseException:
+        await asyncio.shield(kill_group(child, kill_grace))
+        raise
+    finally:
+        for task in [*readers, waiter, *(t for t in (feeder, cancel_waiter) if t is not None)]:
+            if not task.done():
+                task.cancel()
+        if held_open or not child.exited.is_set():
+            transport = getattr(proc, "_transport", None)
+            if transport is not None:
+                transport.close()  # stop holding our end of the pipes
+    returncode = proc.returncode
+    return ProcessResult(
+        returncode=None if (timed_out or cancelled) else returncode,
+        stdout=bytes(out.data), stderr=bytes(err.data), timed_out=timed_out, cancelled=cancelled,
+        duration_s=time.monotonic() - started, pid=proc.pid, stdout_dropped=out.dropped,
+        stderr_dropped=err.dropped, output_held_open=held_open)
+
+
+# -- the shell tool ----------------------------------------------------------------------------------
+def shell_env() -> dict[str, str]:
+    """The user's environment, minus what would make commands wait for a person."""
+    env = dict(os.environ)
+    env.update({"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "TERM": "dumb",
+                "BULKHEAD_TOOL": "shell"})
+    return env
+
+
+def _signal_name(code: int) -> str:
+    try:
+        return signal.Signals(-code).name
+    except ValueError:
+        return f"signal {-code}"
+
+
+def _render(result: ProcessResult, command: str, timeout: float) -> ToolOutcome:
+    stdout = result.text("stdout")
+    stderr = result.text("stderr")
+    sections: list[str] = []
+    if stdout:
+        sections.append(stdout.rstrip("\n"))
+    if stderr:
+        sections.append("[stderr]\n" + stderr.rstrip("\n"))
+    notes: list[str] = []
+    if result.stdout_dropped or result.stderr_dropped:
+        notes.append(f"output beyond {MAX_CAPTURE_BYTES // (1024 * 1024)} MB per stream was discarded "
+                     f"({result.stdout_dropped + result.stderr_dropped:,} bytes)")
+    if result.output_held_open:
+        notes.append("a background process kept the output open; what it printed after the command "
+                     "ended is not shown (redirect it, e.g. `cmd > cmd.log 2>&1 &`, to let it run)")
+    body = "\n".join(sections)
+
+    def with_notes(head: str) -> str:
+        parts = [head] if head else []
+        if body:
+            parts.append(body)
+        parts.extend(f"[{note}]" for note in notes)
+        return "\n".join(parts)
+
+    if result.timed_out:
+        return error(with_notes(f"Timed out after {timeout:g} s: the command and every process it started "
+                                f"were killed (SIGTERM, then SIGKILL). Output so far:" if body else
+                                f"Timed out after {timeout:g} s: the command and every process it started "
+                                f"were killed (SIGTERM, then SIGKILL); it printed nothing."))
+    if result.cancelled:
+        return error(with_notes("Cancelled by the user (Esc): the command and every process it started were "
+                                "stopped." + (" Output so far:" if body else "")))
+    code = result.returncode
+    if code == 0:
+        return ok(with_notes("" if body else "(no output; exit code 0)"))
+    if code is not None and code < 0:
+        return error(with_notes(f"Killed by {_signal_name(code)}."))
+    if code == 127:
+        first_word = command.strip().split()[0] if command.strip() else command
+        return error(with_notes(f"Command not found (exit 127): `{first_word}` or a command it runs is not "
+                                f"installed or not on PATH."))
+    if code == 126:
+        return error(with_notes("Permission denied or not executable (exit 126)."))
+    return error(with_notes(f"Exit code {code}."))
+
+
+async def shell(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+    command: str = args["command"]
+    if not command.strip():
+        return error("shell: command is empty")
+    timeout = float(args.get("timeout") or ctx.shell_timeout_default)
+    timeout = min(max(timeout, 0.1), MAX_SHELL_TIMEOUT)
+    if ctx.cancel is not None and ctx.cancel.is_set():
+        return error("Not run: the user cancelled (Esc) before the command started.")
+    result = await run_command(shell_argv(command), cwd=Path(ctx.workspace), env=shell_env(),
+                               timeout=timeout, cancel=ctx.cancel)
+    if result.start_error:
+        return error(f"shell: {result.start_error}")
+    return _render(result, command, timeout)

@@ -1,0 +1,143 @@
+"""grep: ripgrep and the Python fallback give the same `path:line:text` output."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from app.tools import search
+from app.tools.base import ToolContext, run_tool
+
+HAVE_RG = shutil.which("rg") is not None
+needs_rg = pytest.mark.skipif(not HAVE_RG, reason="ripgrep (rg) is not installed; CI installs it")
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    (folder / "a").mkdir()
+    (folder / "a" / "b.py").write_text("import os\nfoo = 1\nbar = foo\n")
+    (folder / "a-b.py").write_text("foo\r\n")
+    (folder / "a.py").write_text("xfoo\nnothing\n")
+    (folder / "notes.md").write_text("# foo\n" + "y" * 900 + "foo\n")
+    (folder / ".hidden").mkdir()
+    (folder / ".hidden" / "x.py").write_text("foo\n")
+    (folder / "image.bin").write_bytes(b"foo\x00\x01\x02")
+    return folder
+
+
+@pytest.fixture
+def ctx(ws: Path, tmp_path: Path) -> ToolContext:
+    return ToolContext(workspace=ws, session_folder=tmp_path / "session", result_max_chars=10_000_000)
+
+
+@pytest.fixture(params=["rg", "python"])
+def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    if request.param == "rg":
+        if not HAVE_RG:
+            pytest.skip("ripgrep (rg) is not installed; CI installs it")
+    else:
+        monkeypatch.setattr(search.shutil, "which", lambda name: None)  # force the fallback
+    return request.param
+
+
+async def _grep_both(ctx: ToolContext, monkeypatch: pytest.MonkeyPatch, **args: str) -> tuple[str, str]:
+    assert search.ripgrep_path() is not None
+    with_rg = await run_tool("grep", args, ctx)
+    monkeypatch.setattr(search, "USE_RIPGREP", False)
+    assert search.ripgrep_path() is None
+    fallback = await run_tool("grep", args, ctx)
+    assert with_rg.is_error == fallback.is_error
+    return with_rg.content, fallback.content
+
+
+EXPECTED_FOO = "\n".join([
+    "a/b.py:2:foo = 1",
+    "a/b.py:3:bar = foo",
+    "a-b.py:1:foo",
+    "a.py:1:xfoo",
+    "notes.md:1:# foo",
+    "notes.md:2:" + "y" * 500 + " … [line cut: 903 chars]",
+])
+
+
+async def test_grep_output_shape(ctx: ToolContext, backend: str) -> None:
+    outcome = await run_tool("grep", {"pattern": "foo"}, ctx)
+    assert not outcome.is_error
+    assert outcome.content == EXPECTED_FOO
+
+
+@needs_rg
+@pytest.mark.parametrize("args", [
+    {"pattern": "foo"},
+    {"pattern": "foo", "glob": "*.py"},
+    {"pattern": "foo", "glob": "!*.py"},
+    {"pattern": "fo+", "path": "a"},
+    {"pattern": "^bar", "path": "a/b.py"},
+    {"pattern": "(?i)IMPORT"},
+    {"pattern": "no such text"},
+])
+async def test_ripgrep_and_fallback_give_identical_output(ctx: ToolContext, monkeypatch: pytest.MonkeyPatch,
+                                                          args: dict[str, str]) -> None:
+    with_rg, fallback = await _grep_both(ctx, monkeypatch, **args)
+    assert with_rg == fallback
+
+
+@needs_rg
+async def test_identical_output_outside_the_workspace(ctx: ToolContext, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "z.txt").write_text("needle\n")
+    with_rg, fallback = await _grep_both(ctx, monkeypatch, pattern="needle", path=str(other))
+    assert with_rg == fallback == f"{other}/z.txt:1:needle"
+
+
+async def test_grep_glob_and_path(ctx: ToolContext, backend: str) -> None:
+    only_py = await run_tool("grep", {"pattern": "foo", "glob": "*.py"}, ctx)
+    assert [line.split(":")[0] for line in only_py.content.splitlines()] == ["a/b.py", "a/b.py", "a-b.py", "a.py"]
+    one_file = await run_tool("grep", {"pattern": "foo", "path": "a/b.py"}, ctx)
+    assert one_file.content == "a/b.py:2:foo = 1\na/b.py:3:bar = foo"
+
+
+async def test_grep_skips_hidden_and_binary_files(ctx: ToolContext, backend: str) -> None:
+    outcome = await run_tool("grep", {"pattern": "foo"}, ctx)
+    assert ".hidden" not in outcome.content and "image.bin" not in outcome.content
+
+
+async def test_grep_invalid_regex_is_a_clear_error(ctx: ToolContext, backend: str) -> None:
+    outcome = await run_tool("grep", {"pattern": "foo("}, ctx)
+    assert outcome.is_error
+    assert outcome.content.startswith("grep: invalid regular expression /foo(/")
+
+
+async def test_grep_no_matches_is_not_an_error(ctx: ToolContext, backend: str) -> None:
+    outcome = await run_tool("grep", {"pattern": "zzz"}, ctx)
+    assert not outcome.is_error and outcome.content == "No matches for /zzz/ in the workspace"
+
+
+async def test_grep_missing_path(ctx: ToolContext, backend: str) -> None:
+    outcome = await run_tool("grep", {"pattern": "x", "path": "nope"}, ctx)
+    assert outcome.is_error and "path not found: nope" in outcome.content
+
+
+async def test_grep_caps_lines_with_a_note(ctx: ToolContext, ws: Path, backend: str,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(search, "MAX_MATCH_LINES", 3)
+    (ws / "many.txt").write_text("hit\n" * 20)
+    outcome = await run_tool("grep", {"pattern": "hit", "path": "many.txt"}, ctx)
+    lines = outcome.content.splitlines()
+    assert lines[:3] == ["many.txt:1:hit", "many.txt:2:hit", "many.txt:3:hit"]
+    assert lines[3] == "[… showing the first 3 of 20 matching lines; narrow the pattern, the path or the glob]"
+
+
+async def test_grep_stops_counting_at_the_limit(ctx: ToolContext, ws: Path, backend: str,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(search, "MAX_MATCH_LINES", 2)
+    monkeypatch.setattr(search, "MAX_COUNTED_LINES", 5)
+    (ws / "many.txt").write_text("hit\n" * 50)
+    outcome = await run_tool("grep", {"pattern": "hit", "path": "many.txt"}, ctx)
+    assert "showing the first 2 of 5+ matching lines" in outcome.content
