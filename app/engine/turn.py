@@ -263,6 +263,10 @@ class Engine:
         escalations = 0
         answer: list[str] = []
         self.tool_cancel.clear()
+        from app.tools.budget import TurnBudget
+
+        budget = TurnBudget(max(1, int(self.settings.turn_budget_chars * float(self.session.flags.get("budget_scale", 1.0)))))
+        stop_hook_active = False
         try:
             for _round in range(MAX_TOOL_ROUNDS):
                 await self._boundary(turn, max_tokens)
@@ -272,7 +276,7 @@ class Engine:
                 can_escalate = escalations < self.settings.max_token_escalations and max_tokens < self.model_output_cap
                 message = self._commit_answer(result, turn, partial=cut and not can_escalate)
                 if result.tool_calls:
-                    await self._run_tools(result.tool_calls, turn)
+                    await self._run_tools(result.tool_calls, turn, budget)
                     continue
                 if cut and can_escalate:
                     escalations += 1
@@ -285,11 +289,17 @@ class Engine:
                     self.emit(Notice("answer cut at the token limit again; it is kept, marked partial",
                                      level="warn", code="partial"))
                 self.emit(AnswerFinished(message_id=message.id, stop_reason=result.stop_reason, partial=cut))
+                verdict = await self.hooks.stop(stop_hook_active)
+                if verdict.additional_context and not stop_hook_active:
+                    # A Stop hook said "not done yet" (Claude Code's decision: block): one more round.
+                    stop_hook_active = True
+                    self.session.append(Message.create("user", f"[Stop hook] {verdict.additional_context}",
+                                                       turn=turn, origin="notice"))
+                    continue
                 break
             else:
                 self.emit(Notice(f"stopped after {MAX_TOOL_ROUNDS} tool rounds in one turn; say how to continue",
                                  level="warn", code="tool_rounds"))
-            await self.hooks.stop(False)
             self.emit(TurnFinished(turn=turn, outcome="answered"))
             return TurnResult("answered", "".join(answer))
         except TurnFailed as failed:
@@ -367,9 +377,11 @@ class Engine:
         self.sender.streamed_text = ""
 
     # -- tools ------------------------------------------------------------------------------------
-    async def _run_tools(self, calls, turn: int) -> None:
-        from app.tools.approval import denied_outcome, describe_call, needs_approval
+    async def _run_tools(self, calls, turn: int, budget) -> None:
+        """Run the model's tool calls in order: PreToolUse hook, approval, the tool, PostToolUse hook."""
+        from app.tools.approval import denied_outcome, describe_call, needs_approval, outside_workspace
         from app.tools.base import ToolContext, run_tool
+        from app.tools.budget import spill_folder
 
         store, session = self.session.store, self.session
 
@@ -378,11 +390,12 @@ class Engine:
             return entry.content if entry else None
 
         scale = float(session.flags.get("budget_scale", 1.0))
-        ctx = ToolContext(workspace=self.workspace, session_folder=session.folder,
-                          result_max_chars=max(1, int(self.settings.result_max_chars * scale)),
-                          recall=recall, cancel=self.tool_cancel)
+        result_max = max(1, int(self.settings.result_max_chars * scale))
+        read_roots = [spill_folder(session.folder)]  # the payload notice sends the model back to spill files
         for call in calls:
             args = dict(call.args)
+            ctx = ToolContext(workspace=self.workspace, session_folder=session.folder,
+                              result_max_chars=budget.limit(result_max), recall=recall, cancel=self.tool_cancel)
             self.emit(ToolCallStarted(call_id=call.id, name=call.name, args=args))
             verdict = await self.hooks.pre_tool_use(call.name, args)
             if verdict.blocked:
@@ -390,13 +403,16 @@ class Engine:
                 self.emit(ToolApproval(call_id=call.id, name=call.name, decision="denied",
                                        reason=f"blocked by hook: {verdict.reason}"))
             else:
-                ask, why = needs_approval(call.name, args, self.settings.approval, self.workspace)
+                ask, why = needs_approval(call.name, args, self.settings.approval, self.workspace,
+                                          extra_read_roots=read_roots)
                 if verdict.permission == "ask":
                     ask, why = True, why or "a PreToolUse hook asked for confirmation"
-                elif verdict.permission == "allow" and "outside the workspace" not in why:
-                    ask = False
+                elif verdict.permission == "allow" and not outside_workspace(call.name, args, self.workspace,
+                                                                              read_roots):
+                    ask, why = False, "allowed by a PreToolUse hook"
                 if ask:
-                    approved = await self._ask(call.name, args, f"{why}: {describe_call(call.name, args, self.workspace)}")
+                    approved = await self._ask(call.name, args,
+                                               f"{why}: {describe_call(call.name, args, self.workspace)}")
                     self.emit(ToolApproval(call_id=call.id, name=call.name,
                                            decision="approved" if approved else "denied", reason=why))
                     outcome = await run_tool(call.name, args, ctx) if approved else denied_outcome(
@@ -404,16 +420,21 @@ class Engine:
                 else:
                     self.emit(ToolApproval(call_id=call.id, name=call.name, decision="auto", reason=why))
                     outcome = await run_tool(call.name, args, ctx)
+            budget.charge(outcome)
             if outcome.is_error:
-                await self.hooks.post_tool_use_failure(call.name, args, outcome.content[:2000], outcome.content[:500])
+                after = await self.hooks.post_tool_use_failure(call.name, args, outcome.content[:2000],
+                                                               outcome.content[:500])
             else:
-                await self.hooks.post_tool_use(call.name, args, outcome.content[:2000])
+                after = await self.hooks.post_tool_use(call.name, args, outcome.content[:2000])
+            content = outcome.content
+            if after.additional_context:  # Claude Code feeds a PostToolUse hook's reason back to the model
+                content += f"\n\n[hook] {after.additional_context}"
             origin = "recall" if call.name == "recall" and not outcome.is_error else "tool"
             self.session.append(Message.create(
-                "tool", [ToolResult(call.id, outcome.content, outcome.is_error)], turn=turn, origin=origin,
+                "tool", [ToolResult(call.id, content, outcome.is_error)], turn=turn, origin=origin,
                 preserve_verbatim=outcome.preserve_verbatim and not outcome.is_error))
             self.emit(ToolCallFinished(call_id=call.id, name=call.name, is_error=outcome.is_error,
-                                       preview=outcome.content[:500], chars=outcome.chars_total,
+                                       preview=content[:500], chars=outcome.chars_total,
                                        spill_path=str(outcome.spill_path) if outcome.spill_path else None))
 
     async def _ask(self, name: str, args: dict, why: str) -> bool:
