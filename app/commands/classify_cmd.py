@@ -1,0 +1,156 @@
+"""`bulkhead classify` — explain one provider/gateway error in words, or classify a JSONL batch.
+
+    bulkhead classify --status 403 --body-file page.html --header 'cf-ray: 8f3a…' --bytes 422200
+    bulkhead classify --message 'Connection error.' --bytes 819260 --json
+    bulkhead classify --batch cases.jsonl            # one JSON line out per line in ('-' = stdin)
+
+The words come from `app.engine.failures`, the same rules the recovery ladder uses.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from app.engine.failures import (
+    DEFAULT_DROP_THRESHOLD,
+    GATEWAY_NAMES,
+    Failure,
+    classify_fields,
+    describe_action,
+)
+
+EXIT_OK, EXIT_USAGE = 0, 2
+STDIN = "-"
+BATCH_FIELDS = ("status", "message", "body", "headers", "request_bytes")
+BATCH_OPTIONAL_FIELDS = ("transport", "error_type")
+
+
+def run(args) -> int:
+    """Dispatch: `--batch FILE` classifies many cases, otherwise one error from the flags."""
+    threshold = _drop_threshold()
+    batch = getattr(args, "batch", None)
+    if batch:
+        return run_batch(batch, drop_threshold=threshold)
+    return run_single(args, drop_threshold=threshold)
+
+
+def run_single(args, *, drop_threshold: int = DEFAULT_DROP_THRESHOLD) -> int:
+    """Classify the error given by --status/--body-file/--message/--header/--bytes and print it."""
+    try:
+        headers = parse_headers(getattr(args, "header", None) or [])
+    except ValueError as exc:
+        return _usage_error(str(exc))
+    body = None
+    body_file = getattr(args, "body_file", None)
+    if body_file:
+        try:
+            body = _read_text(body_file)
+        except OSError as exc:
+            return _usage_error(f"cannot read --body-file {body_file}: {exc.strerror or exc}")
+    status = getattr(args, "status", None)
+    message = getattr(args, "message", "") or ""
+    request_bytes = getattr(args, "bytes", None)
+    if status is None and not message and body is None and not headers and request_bytes is None:
+        return _usage_error("nothing to classify: give --status, --body-file, --message, --header or --bytes "
+                            "(or --batch FILE.jsonl)")
+    failure = classify_fields(status, message, body, headers, request_bytes, drop_threshold=drop_threshold)
+    if getattr(args, "classify_json", False):
+        print(json.dumps(failure_json(failure), ensure_ascii=False))
+    else:
+        print(render_text(failure))
+    return EXIT_OK
+
+
+def run_batch(path: str, *, drop_threshold: int = DEFAULT_DROP_THRESHOLD) -> int:
+    """Classify one JSON object a line; write one JSON line per case (an `error` line if malformed)."""
+    try:
+        text = _read_text(path)
+    except OSError as exc:
+        return _usage_error(f"cannot read --batch {path}: {exc.strerror or exc}")
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        print(json.dumps(classify_line(line, number, drop_threshold=drop_threshold), ensure_ascii=False))
+    return EXIT_OK
+
+
+def classify_line(line: str, number: int, *, drop_threshold: int = DEFAULT_DROP_THRESHOLD) -> dict[str, Any]:
+    """One batch line → its result object, or `{"id", "line", "error"}` when the line is unusable."""
+    try:
+        case = json.loads(line)
+    except ValueError as exc:
+        reason = f"not valid JSON ({exc.msg}, column {exc.colno})" if isinstance(exc, json.JSONDecodeError) \
+            else "not valid JSON"
+        return {"id": None, "line": number, "error": f"line {number}: {reason}"}
+    if not isinstance(case, dict):
+        return {"id": None, "line": number,
+                "error": f"line {number}: expected a JSON object, got {type(case).__name__}"}
+    fields = {name: case.get(name) for name in BATCH_FIELDS + BATCH_OPTIONAL_FIELDS}
+    failure = classify_fields(fields["status"], fields["message"] or "", fields["body"], fields["headers"],
+                              fields["request_bytes"], transport=fields["transport"],
+                              error_type=fields["error_type"], drop_threshold=drop_threshold)
+    return {"id": case.get("id"), "kind": failure.kind, "payload_related": failure.payload_related,
+            "recoverable": failure.recoverable, "reason": failure.reason, "evidence": list(failure.evidence)}
+
+
+def failure_json(failure: Failure) -> dict[str, Any]:
+    """The `--json` object for one failure."""
+    return {
+        "kind": failure.kind, "payload_related": failure.payload_related, "recoverable": failure.recoverable,
+        "transient": failure.transient, "reason": failure.reason, "evidence": list(failure.evidence),
+        "gateway": failure.gateway, "action": describe_action(failure), "status": failure.status,
+        "rejected_bytes": failure.rejected_bytes, "retry_after": failure.retry_after,
+    }
+
+
+def render_text(failure: Failure) -> str:
+    """Kind, reason, gateway, evidence lines and the action, aligned for a terminal."""
+    traits = [name for flag, name in ((failure.payload_related, "payload-related"),
+                                      (failure.recoverable, "recoverable"),
+                                      (failure.transient, "transient: retried")) if flag]
+    lines = [f"kind      {failure.kind}  ({', '.join(traits) or 'not recoverable'})",
+             f"reason    {failure.reason}"]
+    if failure.gateway:
+        lines.append(f"gateway   {GATEWAY_NAMES.get(failure.gateway, failure.gateway)}")
+    for index, item in enumerate(failure.evidence or ("none",)):
+        lines.append(f"{'evidence' if index == 0 else '':10}- {item}")
+    lines.append(f"action    {describe_action(failure)}")
+    return "\n".join(lines)
+
+
+def parse_headers(values: list[str]) -> dict[str, str]:
+    """`['Server: nginx', 'cf-ray: 8f3a']` → a dict; a value without a colon is a clear error."""
+    headers: dict[str, str] = {}
+    for value in values:
+        name, colon, rest = value.partition(":")
+        if not colon or not name.strip():
+            raise ValueError(f"--header expects 'Name: value', got {value!r}")
+        headers[name.strip()] = rest.strip()
+    return headers
+
+
+def _read_text(path: str) -> str:
+    if path == STDIN:
+        data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read()
+    else:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    return data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
+
+
+def _drop_threshold() -> int:
+    """`drop_payload_min_bytes` from the settings; a broken config falls back to the default, loudly."""
+    from app.config import ConfigError, load_settings
+
+    try:
+        return int(load_settings().drop_payload_min_bytes)
+    except ConfigError as exc:
+        print(f"bulkhead: config ignored ({exc}); using the default drop threshold", file=sys.stderr)
+        return DEFAULT_DROP_THRESHOLD
+
+
+def _usage_error(text: str) -> int:
+    print(f"bulkhead classify: {text}", file=sys.stderr)
+    return EXIT_USAGE
