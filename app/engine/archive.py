@@ -85,3 +85,56 @@ def stub_text(summary_line: str, keys: list[str] | tuple[str, ...]) -> str:
     if len(keys) == 1:
         return f"{summary_line} {stub_suffix(keys[0])}"
     return f"{summary_line} [full content recoverable via @recall " + " ".join(marker(k) for k in keys) + "]"
+
+
+# -- helpers the compaction passes and the recall tool share ---------------------------------------
+
+# A stub's recall suffix, with one or several markers (what `stub_text` and `stub_suffix` write).
+STUB_SUFFIX_RE = re.compile(r"\s*\[full content recoverable via @recall(?:\s+<<ccr:[0-9a-f]{16}>>)+\]")
+
+
+def defang_markers(text: str) -> str:
+    """`text` with every `<<ccr:KEY>>` written as `ccr:KEY` — still a key recall accepts, no longer a marker.
+
+    Archived content must never hold a marker (markers never nest). When content that holds
+    markers has to be archived (a dropped segment that contains stubs, an original message that
+    quotes a marker), the markers are defanged in the archived copy and carried forward, as real
+    markers, by the stub or notice that replaces it.
+    """
+    return MARKER_RE.sub(r"ccr:\1", text)
+
+
+def strip_markers(text: str) -> str:
+    """`text` without its stub suffixes and with any other marker defanged (the body to cut again)."""
+    return defang_markers(STUB_SUFFIX_RE.sub("", text))
+
+
+def recall_suffix(keys: list[str] | tuple[str, ...]) -> str:
+    """`[full content recoverable via @recall <<ccr:A>> <<ccr:B>>]`, or "" without keys."""
+    keys = list(dict.fromkeys(keys))
+    if not keys:
+        return ""
+    return "[full content recoverable via @recall " + " ".join(marker(k) for k in keys) + "]"
+
+
+def format_recall(entries_by_key: dict[str, str | None]) -> str:
+    """What the `recall` tool returns for the keys asked, in the order asked.
+
+    One key: the archived content alone, byte for byte. Several keys: one section each,
+    headed `=== ccr:KEY (N chars) ===`. A missing key is said in words. The output never holds
+    a marker (headers use the bare `ccr:KEY` form), so it can itself be archived again later.
+    """
+    if not entries_by_key:
+        return "No archive key given. Pass keys like <<ccr:0123456789abcdef>> or ccr:0123456789abcdef."
+    if len(entries_by_key) == 1:
+        key, content = next(iter(entries_by_key.items()))
+        if content is None:
+            return f"No archived content for ccr:{key} (unknown key, or archived in another database)."
+        return content
+    sections: list[str] = []
+    for key, content in entries_by_key.items():
+        if content is None:
+            sections.append(f"=== ccr:{key}: not found in the archive ===")
+        else:
+            sections.append(f"=== ccr:{key} ({len(content):,} chars) ===\n{content}")
+    return "\n\n".join(sections)
