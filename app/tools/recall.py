@@ -1,8 +1,9 @@
 """recall: restore archived (CCR) content, byte for byte.
 
 One key → the archived content alone, exactly as stored. Several keys → one section
-per key, `=== <<ccr:KEY>> ===` on its own line followed by the content. A missing key
-says so in its section; the call is an error only when every key is missing. The
+per key (`archive.format_recall`: headed `=== ccr:KEY (N chars) ===`, never a real marker,
+so the output can be archived again). A missing key says so in its section; the call is
+an error only when every key is missing. The
 output is `preserve_verbatim` and never budget-cut: the model asked for it in full.
 """
 
@@ -10,14 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.engine.archive import marker, parse_recall_keys
+from app.engine.archive import format_recall, parse_recall_keys
 from app.tools.base import ToolContext, ToolOutcome, error
 
 NOT_FOUND = "[not found in the archive]"
-
-
-def section_header(key: str) -> str:
-    return f"=== {marker(key)} ==="
 
 
 async def recall(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
@@ -44,10 +41,7 @@ async def recall(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
             found[key] = content
 
     if not found:
-        names = ", ".join(marker(key) for key in keys)
-        details = "; ".join(f"{marker(k)}: {v.strip('[]')}" for k, v in problems.items() if v != NOT_FOUND)
+        names = ", ".join(f"ccr:{key}" for key in keys)  # bare form: a marker here would point at nothing
+        details = "; ".join(f"ccr:{k}: {v.strip('[]')}" for k, v in problems.items() if v != NOT_FOUND)
         return error(f"recall: not found in the archive: {names}" + (f" ({details})" if details else ""))
-    if len(keys) == 1:
-        return ToolOutcome(content=found[keys[0]], preserve_verbatim=True)
-    sections = [f"{section_header(key)}\n{found.get(key, problems.get(key, NOT_FOUND))}" for key in keys]
-    return ToolOutcome(content="\n".join(sections), preserve_verbatim=True)
+    return ToolOutcome(content=format_recall({key: found.get(key) for key in keys}), preserve_verbatim=True)

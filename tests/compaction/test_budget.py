@@ -11,6 +11,7 @@ from compaction_helpers import Builder, big_text, check_view, ctx_for
 from app.config import Settings
 from app.engine.archive import archive_key, markers_in
 from app.engine.compaction.budget import enforce_budgets
+from app.tools.budget import spill_path_for
 
 
 def one_result(size: int):
@@ -53,7 +54,7 @@ def test_spill_file_named_in_the_preview(tmp_path):
     out = enforce_budgets(b.view, dataclasses.replace(ctx_for(b.view), session_folder=tmp_path))
     content = out.messages[3].tool_results[0].content
     original = r.tool_results[0].content
-    path = tmp_path / "spill" / f"{archive_key(original)}.txt"
+    path = spill_path_for("shell", original, tmp_path)  # the same file the tool itself would write
     assert f"full output saved to {path}" in content
     assert path.read_text(encoding="utf-8") == original
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600

@@ -39,7 +39,9 @@ async def test_keys_are_parsed_leniently(ctx: ToolContext, spelling: str | list[
 async def test_several_keys_give_one_section_each(ctx: ToolContext) -> None:
     outcome = await run_tool("recall", {"keys": [K1, f"<<ccr:{K2}>>"]}, ctx)
     assert not outcome.is_error and outcome.preserve_verbatim
-    assert outcome.content == f"=== <<ccr:{K1}>> ===\n{FIRST}\n=== <<ccr:{K2}>> ===\n{SECOND}"
+    assert outcome.content == (f"=== ccr:{K1} ({len(FIRST):,} chars) ===\n{FIRST}\n\n"
+                               f"=== ccr:{K2} ({len(SECOND):,} chars) ===\n{SECOND}")
+    assert "<<ccr:" not in outcome.content.replace(FIRST, "").replace(SECOND, "")  # no marker pointing nowhere
     same = await run_tool("recall", {"keys": f"{K1} {K2}"}, ctx)
     assert same.content == outcome.content
 
@@ -47,14 +49,15 @@ async def test_several_keys_give_one_section_each(ctx: ToolContext) -> None:
 async def test_a_missing_key_among_several_is_said_in_its_section(ctx: ToolContext) -> None:
     outcome = await run_tool("recall", {"keys": [K1, MISSING]}, ctx)
     assert not outcome.is_error
-    assert outcome.content == f"=== <<ccr:{K1}>> ===\n{FIRST}\n=== <<ccr:{MISSING}>> ===\n[not found in the archive]"
+    assert outcome.content == (f"=== ccr:{K1} ({len(FIRST):,} chars) ===\n{FIRST}\n\n"
+                               f"=== ccr:{MISSING}: not found in the archive ===")
 
 
 async def test_all_keys_missing_is_an_error(ctx: ToolContext) -> None:
     one = await run_tool("recall", {"keys": MISSING}, ctx)
-    assert one.is_error and f"not found in the archive: <<ccr:{MISSING}>>" in one.content
+    assert one.is_error and f"not found in the archive: ccr:{MISSING}" in one.content
     two = await run_tool("recall", {"keys": [MISSING, "fedcba9876543210"]}, ctx)
-    assert two.is_error and "<<ccr:fedcba9876543210>>" in two.content
+    assert two.is_error and "ccr:fedcba9876543210" in two.content and "<<ccr:" not in two.content
 
 
 async def test_no_key_at_all(ctx: ToolContext) -> None:

@@ -9,11 +9,7 @@ turn are cut first: each gets a fair share of the turn budget.
 
 from __future__ import annotations
 
-import contextlib
 import math
-import os
-import threading
-from pathlib import Path
 
 from app.engine.compaction.context import (
     Archiver,
@@ -27,30 +23,10 @@ from app.engine.compaction.context import (
     utf8_len,
 )
 from app.engine.compaction.cut import MIN_CUT_CHARS, preview, water_cap
+from app.engine.compaction.microcompact import call_names
 from app.engine.messages import ToolResult
 from app.sizes import format_size
-
-SPILL_FOLDER = "spill"
-
-
-def spill(folder: Path, key: str, content: str) -> Path | None:
-    """Write `content` to `folder/spill/KEY.txt` (0600, written once per key); None when it cannot."""
-    target_dir = folder / SPILL_FOLDER
-    path = target_dir / f"{key}.txt"
-    tmp = target_dir / f".{key}.{os.getpid()}.{threading.get_ident()}.tmp"
-    try:
-        target_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if path.exists():
-            return path
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogatepass") as handle:
-            handle.write(content)
-        os.replace(tmp, path)
-        return path
-    except OSError:
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
-        return None
+from app.tools.budget import spill_note, spill_text
 
 
 def enforce_budgets(messages: Messages, ctx: PassContext) -> PassResult:
@@ -75,6 +51,7 @@ def enforce_budgets(messages: Messages, ctx: PassContext) -> PassResult:
             turn_cap[turn] = max(MIN_CUT_CHARS, water_cap(sizes, max(0, budget)))
 
     archiver = Archiver(ctx, "budget")
+    names = call_names(messages)
     out = []
     cut_result = cut_turn = freed = spilled = 0
     for message in messages:
@@ -95,10 +72,11 @@ def enforce_budgets(messages: Messages, ctx: PassContext) -> PassResult:
                 continue
             note = ""
             if ctx.session_folder is not None and "<<ccr:" not in part.content:
-                path = spill(ctx.session_folder, keys[0], part.content)
-                if path is not None:
-                    note = f"full output saved to {path}"
+                try:  # the same spill files the tools write, so the model finds them the same way
+                    note = spill_note(spill_text(names.get(part.call_id, "tool"), part.content, ctx.session_folder))
                     spilled += 1
+                except OSError:
+                    pass
             new_content = preview(part.content, allowance, keys, note=note)
             if len(new_content) >= len(part.content):
                 parts.append(part)
