@@ -12,15 +12,65 @@ kind `other` with the reason in its evidence. DESIGN.md §5 is the specification
 
 from __future__ import annotations
 
-import html
-import json
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from app.providers.base import ProviderError, parse_retry_after
+from app.engine.failure_input import (
+    Case,
+    clip,
+    header_matches,
+    make_case,
+    parts_from_exception,
+    qualified_name,
+    safe_str,
+)
+from app.engine.failure_phrases import (
+    APIGW_FORBIDDEN,
+    AUTH_CLASSES,
+    AUTH_CODES,
+    AUTH_STATUSES,
+    BEDROCK_TOO_LONG,
+    BEDROCK_VALIDATION_CODE,
+    BYTE_LIMIT,
+    CONNECT_FAILURE_CLASSES,
+    CONNECT_RE,
+    CONNECTION_DROP_CLASSES,
+    CONTEXT_OVERFLOW_CODES,
+    CONTEXT_OVERFLOW_RE,
+    DEFAULT_DROP_THRESHOLD,
+    DROP_RE,
+    EXCESS_WORDS,
+    GENERIC_OVERFLOW_STATUSES,
+    INPUT_PLUS_OUTPUT,
+    LENGTH_WORDS,
+    MUST_BE_REDUCED,
+    NON_STREAM_200,
+    OUTPUT_ONLY_WORDS,
+    OVERLOADED_CODES,
+    OVERLOADED_RE,
+    OVERLOADED_STATUSES,
+    PAYLOAD_CODES,
+    PAYLOAD_RE,
+    PAYLOAD_STATUSES,
+    RATE_LIMIT_CODES,
+    RATE_RE,
+    SERVER_ERROR_CODES,
+    TIMEOUT_CLASSES,
+    TIMEOUT_CODES,
+    TIMEOUT_RE,
+    TIMEOUT_STATUSES,
+    TLS_FAILURE,
+    TLS_FAILURE_CLASSES,
+    TOKEN_COUNTS,
+    WAF_HEADERS_ALWAYS,
+    WAF_HEADERS_WITHOUT_JSON,
+    WAF_HTML_RE,
+    WAF_RE,
+    WAF_STATUSES,
+)
 from app.sizes import format_size
 
 # -- kinds and what each allows ----------------------------------------------------------------
@@ -40,11 +90,8 @@ KINDS = (CONTEXT_OVERFLOW, PAYLOAD_TOO_LARGE, WAF_BLOCK, CONNECTION_DROP, AUTH, 
 PAYLOAD_KINDS = frozenset({PAYLOAD_TOO_LARGE, WAF_BLOCK, CONNECTION_DROP})
 TRANSIENT_KINDS = frozenset({RATE_LIMIT, OVERLOADED, SERVER_ERROR, TIMEOUT})
 
-DEFAULT_DROP_THRESHOLD = 500_000  # bytes; Settings.drop_payload_min_bytes
 LEARNED_CAP_RATIO = 0.75  # DESIGN.md §4: a payload rejection of N bytes teaches a cap of ¾ × N
 FALLBACK_CAP_BYTES = 4 * 1024 * 1024  # assumed cap when the rejected size is unknown
-MAX_SCAN_CHARS = 200_000  # the head and tail of a huge body are enough to recognise it
-MAX_CAUSE_DEPTH = 8
 
 HEADLINES = {
     CONTEXT_OVERFLOW: "Context window exceeded",
@@ -89,258 +136,6 @@ class Failure:
         return data
 
 
-# -- phrase tables (matched against lower-case text, HTML entities decoded, whitespace collapsed) --
-def _any_of(patterns: Iterable[str]) -> re.Pattern[str]:
-    return re.compile("|".join(f"(?:{p})" for p in patterns))
-
-
-CONTEXT_OVERFLOW_PHRASES = (
-    r"prompt is too long",  # Anthropic
-    r"input length and `?max_tokens`? exceeds? (?:the )?context limit",  # Anthropic, Bedrock Claude
-    r"context[_ ]length[_ ]exceeded",  # OpenAI code, seed table
-    r"maximum context length",  # OpenAI, vLLM, Groq, Mistral
-    r"exceeds? the context window",  # OpenAI (Responses)
-    r"context window exceeds? (?:the )?limit",  # MiniMax
-    r"context window (?:is )?full",
-    r"input token count.{0,80}exceeds",  # Gemini
-    r"maximum prompt length",  # xAI
-    r"input is too long",  # Bedrock ValidationException
-    r"input too long",  # seed table (Google)
-    r"exceeds the available context size",  # llama.cpp
-    r"exceed_context_size_error",  # llama.cpp type
-    r"input (?:length )?exceeds (?:the )?(?:model's )?(?:maximum )?context length",  # Ollama
-    r"exceeded max context length",  # Ollama (older)
-    r"is too long to fit into the model",  # vLLM
-    r"longer than the maximum model length",  # vLLM
-    r"current length is \d+ while limit is \d+",  # Cerebras
-    r"prompt has too many tokens",  # AI21
-    r"too many (?:input|prompt) tokens",
-    r"too large for model with \d+ maximum context length",  # Mistral
-    r"(?:exceeds?|over) (?:the )?token limit|token limit (?:exceeded|reached)",  # seed: "token limit"
-    r"model_context_window_exceeded",
-)
-CONTEXT_OVERFLOW_CODES = frozenset({
-    "context_length_exceeded", "exceed_context_size_error", "model_context_window_exceeded",
-    "context_window_exceeded", "prompt_too_long", "input_too_long", "string_above_max_length",
-})
-# Bedrock puts too-long input in a ValidationException; only its length wording counts.
-BEDROCK_VALIDATION_CODE = "validationexception"
-BEDROCK_TOO_LONG = re.compile(r"too long|exceeds? (?:the )?(?:context|max)")
-# Status-aware fallback: a 400/413 whose body pairs a token/length word with an excess word.
-LENGTH_WORDS = re.compile(r"\b(?:tokens?|context(?: window| length| size| limit)?|prompt|"
-                          r"input (?:length|size|tokens?)|(?:message|conversation) length)\b")
-EXCESS_WORDS = re.compile(r"\b(?:exceeds?|exceeded|exceeding|too long|too many|too large|over the limit|"
-                          r"greater than|more than the|maximum|limit)\b")
-OUTPUT_ONLY_WORDS = re.compile(r"output tokens|max_tokens|max_completion_tokens|max_output_tokens")
-GENERIC_OVERFLOW_STATUSES = frozenset({400, 413, 422})
-
-PAYLOAD_PHRASES = (
-    r"payload too large",
-    r"request entity too large",
-    r"entity too large",
-    r"body too large",
-    r"maximum request size",
-    r"content too large",
-    r"request[_ ]too[_ ]large",
-    r"request payload size exceeds",  # Gemini front end (status 400)
-    r"request exceeds the maximum size",
-    r"requestentitytoolarge",
-    r"request too long",  # API Gateway
-    r"header fields too large",  # 431
-    r"max(?:imum)? (?:body|payload|request body) size",
-    r"client intended to send too large body",  # nginx log line
-)
-PAYLOAD_CODES = frozenset({
-    "request_too_large", "requestentitytoolargeexception", "payload_too_large", "entity_too_large",
-    "content_too_large", "request_entity_too_large",
-})
-PAYLOAD_STATUSES = {413: "413 Payload Too Large", 431: "431 Request Header Fields Too Large"}
-# "413" as a status in free text, never inside other digits ("req_4130", "24135 tokens").
-BARE_PAYLOAD_STATUS = re.compile(r"(?<![\w.])(413|431)(?=\s+(?:payload|request|content|entity|header))")
-
-WAF_PHRASES = (
-    r"\bfirewall\b", r"\bwaf\b", r"security polic(?:y|ies)", r"blocked by", r"\bcloudflare\b",
-    r"mod_?security|mod security", r"\bakamai\b", r"reference #\s*[\w.]+", r"proxy denied",
-    r"policy violation", r"request blocked", r"\bzscaler\b", r"the request could not be satisfied",
-    r"you have been blocked", r"attention required", r"incapsula|imperva",
-    r"the requested url was rejected", r"your support id is", r"generated by cloudfront",
-    r"forcepoint|bluecoat|blue coat|fortiguard|netskope|sucuri|barracuda",
-)
-WAF_PHRASES_IN_HTML = (r"access denied", r"forbidden", r"not acceptable")
-# Headers a provider never sends itself: a middlebox answered.
-WAF_HEADERS_ALWAYS = (("cf-mitigated", ""), ("x-amzn-waf-action", ""), ("x-zscaler-", ""),
-                      ("x-iinfo", ""), ("x-sucuri-id", ""), ("x-cdn", "incapsula"))
-# Headers that also ride on real API answers (Anthropic sits behind Cloudflare): they count only
-# when the body is not the API's own JSON error.
-WAF_HEADERS_WITHOUT_JSON = (("cf-ray", ""), ("server", "cloudflare"), ("server", "akamai"),
-                            ("server", "awselb"), ("x-amz-cf-id", ""), ("via", "cloudfront"))
-APIGW_FORBIDDEN = "forbiddenexception"  # API Gateway's refusal; Bedrock itself says AccessDenied
-WAF_STATUSES = frozenset({403, 406})
-NON_STREAM_200 = "non-sse-200"  # the adapter's flag for a 200 that is neither the stream nor HTML
-
-CONNECTION_DROP_PHRASES = (
-    r"connection error\.?", r"connection was closed before we received a valid response",
-    r"broken pipe", r"unexpected eof", r"connection reset", r"\bstream (?:was )?reset\b",
-    r"\bstream error\b", r"rst_stream", r"peer closed connection", r"server disconnected",
-    r"remote end closed connection", r"connection aborted", r"errno 104", r"econnreset", r"epipe",
-    r"incomplete (?:chunked )?read", r"connection closed",
-)
-CONNECTION_DROP_CLASSES = frozenset({
-    "apiconnectionerror", "connectionclosederror", "remoteprotocolerror", "readerror", "writeerror",
-    "connectionreseterror", "brokenpipeerror", "protocolerror", "remotedisconnected", "incompleteread",
-    "connectionabortederror", "responsestreamingerror", "chunkedencodingerror",
-})
-CONNECT_FAILURE_PHRASES = (
-    r"connection refused", r"could not connect to the endpoint", r"name or service not known",
-    r"nodename nor servname", r"temporary failure in name resolution", r"getaddrinfo failed",
-    r"no route to host", r"network is unreachable", r"failed to connect to proxy",
-)
-CONNECT_FAILURE_CLASSES = frozenset({
-    "connecterror", "connectionrefusederror", "endpointconnectionerror", "gaierror",
-    "proxyconnectionerror", "newconnectionerror",
-})
-TLS_FAILURE = re.compile(r"certificate verify failed|sslcertverificationerror|ssl validation failed")
-TLS_FAILURE_CLASSES = frozenset({"sslcertverificationerror", "sslerror"})
-
-TIMEOUT_CLASSES = frozenset({
-    "apitimeouterror", "readtimeout", "writetimeout", "connecttimeout", "pooltimeout", "timeoutexception",
-    "readtimeouterror", "connecttimeouterror", "timeouterror", "timeout",
-})
-TIMEOUT_PHRASES = (r"timed out", r"read timeout", r"write timeout", r"connect timeout",
-                   r"timeout on endpoint", r"deadline exceeded")
-TIMEOUT_STATUSES = {408: "408 Request Timeout", 504: "504 Gateway Timeout", 522: "522 connection timed out",
-                    524: "524 origin timeout"}
-TIMEOUT_CODES = frozenset({"deadline_exceeded", "modeltimeoutexception", "requesttimeout", "timeout_error"})
-
-RATE_LIMIT_PHRASES = (r"rate limit", r"tokens per min", r"requests per min", r"too many requests",
-                      r"throttl", r"service tier capacity exceeded", r"resource has been exhausted",
-                      r"slow down")
-RATE_LIMIT_CODES = frozenset({
-    "rate_limit_error", "rate_limit_exceeded", "throttlingexception", "too_many_requests",
-    "resource_exhausted", "toomanyrequestsexception", "insufficient_quota",
-})
-MUST_BE_REDUCED = re.compile(r"must be reduced")  # OpenAI: one request over the TPM limit
-OVERLOADED_STATUSES = {503: "503 Service Unavailable", 529: "529 Overloaded"}
-OVERLOADED_CODES = frozenset({
-    "overloaded_error", "serviceunavailableexception", "service_unavailable", "unavailable",
-    "modelnotreadyexception",
-})
-OVERLOADED_PHRASES = (r"\boverloaded\b", r"service unavailable", r"unable to process your request")
-SERVER_ERROR_CODES = frozenset({
-    "api_error", "server_error", "internalserverexception", "internal_server_error", "internal",
-    "internal_error", "internalfailure", "modelstreamerrorexception",
-})
-AUTH_STATUSES = {401: "401 Unauthorized", 407: "407 Proxy Authentication Required"}
-AUTH_CODES = frozenset({
-    "authentication_error", "permission_error", "invalid_api_key", "unrecognizedclientexception",
-    "accessdeniedexception", "expiredtokenexception", "invalidsignatureexception", "permission_denied",
-    "unauthenticated", "incorrect_api_key", "nocredentialserror", "security_token_invalid",
-    "expiredtoken", "invalidclienttokenid",
-})
-AUTH_CLASSES = frozenset({"authenticationerror", "permissiondeniederror", "nocredentialserror",
-                          "partialcredentialserror"})
-
-# -- shapes ---------------------------------------------------------------------------------------
-HTML_TAG = re.compile(r"<\s*(?:!doctype\s+html|html|head|body|title|h1|center)\b", re.IGNORECASE)
-JSON_ERROR_IN_MESSAGE = re.compile(r"error code: \d{3} - [{\[]")
-CODE_FIELD = re.compile(r"""["']?(?:type|code|__type|status|error_type|errortype)["']?\s*[:=]\s*"""
-                        r"""["']([a-z][a-z0-9_.:#/-]{2,80})["']""")
-BOTOCORE_CODE = re.compile(r"an error occurred \(([a-z][\w.]{2,80})\)")
-STATUS_IN_MESSAGE = (
-    re.compile(r"(?<![\w.])(?:error code|status code|statuscode|status|http(?:/[\d.]+)?)\s*[:=]?\s*\(?"
-               r"([1-5]\d\d)(?![\w.])"),
-    re.compile(r"an error occurred \(([1-5]\d\d)\)"),
-    re.compile(r"^\s*([1-5]\d\d)(?=\s+[a-z])"),
-    BARE_PAYLOAD_STATUS,
-)
-RETRY_IN_TEXT = re.compile(r"(?:try again|retry) in (\d+(?:\.\d+)?)\s*(ms|s|sec|seconds?)\b")
-
-# Token counts, parsed into evidence: (pattern, index of used, index of limit, 1-based groups).
-TOKEN_COUNTS = (
-    (re.compile(r"(\d[\d,]*) tokens > (\d[\d,]*) maximum"), 1, 2),
-    (re.compile(r"maximum context length is (\d[\d,]*) tokens\W+however,? (?:you requested|your messages "
-                r"resulted in|your request has) (\d[\d,]*)"), 2, 1),
-    (re.compile(r"input token count \(?(\d[\d,]*)\)? exceeds the maximum number of tokens allowed "
-                r"\(?(\d[\d,]*)\)?"), 1, 2),
-    (re.compile(r"current length is (\d[\d,]*) while limit is (\d[\d,]*)"), 1, 2),
-    (re.compile(r"maximum prompt length is (\d[\d,]*) but the request contains (\d[\d,]*)"), 2, 1),
-    (re.compile(r"prompt contains (\d[\d,]*) tokens.{0,60}?with (\d[\d,]*) maximum context length"), 1, 2),
-    (re.compile(r"total length (\d[\d,]*)\) is too long to fit into the model \(context length (\d[\d,]*)"),
-     1, 2),
-    (re.compile(r"prompt=(\d+) limit=(\d+)"), 1, 2),
-    (re.compile(r"\((\d[\d,]*) tokens\) exceeds the available context size \((\d[\d,]*) tokens\)"), 1, 2),
-)
-INPUT_PLUS_OUTPUT = re.compile(r"(\d[\d,]*) \+ (\d[\d,]*) > (\d[\d,]*)")
-BYTE_LIMIT = re.compile(r"(?:max(?:imum)? size|exceeds the limit|limit(?: of)?)\s*:?\s*(\d{4,})\s*bytes")
-
-# Recognised middleboxes: (name, header signs, text fingerprint). A header sign is
-# (name or prefix ending in "-", substring of the value or ""); the first match wins.
-GATEWAY_FINGERPRINTS: tuple[tuple[str, tuple[tuple[str, str], ...], str | None], ...] = (
-    ("modsecurity", (), r"mod_?security|mod security"),
-    ("aws-waf", (("x-amzn-waf-action", ""),), r"\baws waf\b"),
-    ("zscaler", (("server", "zscaler"), ("x-zscaler-", "")), r"\bzscaler\b"),
-    ("imperva", (("x-iinfo", ""), ("x-cdn", "incapsula")), r"incapsula|imperva"),
-    ("f5", (("server", "bigip"), ("server", "big-ip")), r"the requested url was rejected"),
-    ("sucuri", (("x-sucuri-id", ""),), r"\bsucuri\b"),
-    ("cloudflare", (("cf-ray", ""), ("cf-mitigated", ""), ("server", "cloudflare")), r"\bcloudflare\b"),
-    ("akamai", (("server", "akamai"), ("akamai-grn", "")), r"\bakamai\b|edgesuite|reference #"),
-    ("cloudfront", (("x-amz-cf-id", ""), ("via", "cloudfront"), ("x-cache", "cloudfront"),
-                    ("server", "cloudfront")), r"cloudfront"),
-    ("awselb", (("server", "awselb"),), None),
-    ("apigw", (("x-amz-apigw-id", ""), ("x-amzn-errortype", APIGW_FORBIDDEN)), None),
-    ("envoy", (("server", "envoy"), ("x-envoy-", "")), r"upstream connect error|\benvoy\b"),
-    ("nginx", (("server", "nginx"),), r"\bnginx\b"),
-)
-# Headers that identify a middlebox even on a JSON answer.
-GATEWAY_HEADERS_ON_JSON = frozenset({"x-amzn-waf-action", "x-zscaler-", "x-iinfo", "x-sucuri-id",
-                                     "cf-mitigated", "x-amz-apigw-id", "x-amzn-errortype"})
-
-# Exceptions from these modules are provider-call errors; anything else is not recovered.
-SDK_MODULES = ("anthropic", "openai", "botocore", "boto3", "httpx", "httpcore", "urllib3", "requests",
-               "http.client", "ssl", "socket", "builtins", "app.providers", "aiohttp", "h11", "h2")
-
-_CONTEXT_OVERFLOW_RE = _any_of(CONTEXT_OVERFLOW_PHRASES)
-_PAYLOAD_RE = _any_of(PAYLOAD_PHRASES)
-_WAF_RE = _any_of(WAF_PHRASES)
-_WAF_HTML_RE = _any_of(WAF_PHRASES_IN_HTML)
-_DROP_RE = _any_of(CONNECTION_DROP_PHRASES)
-_CONNECT_RE = _any_of(CONNECT_FAILURE_PHRASES)
-_TIMEOUT_RE = _any_of(TIMEOUT_PHRASES)
-_RATE_RE = _any_of(RATE_LIMIT_PHRASES)
-_OVERLOADED_RE = _any_of(OVERLOADED_PHRASES)
-_GATEWAY_TEXT = tuple((name, signs, re.compile(text) if text else None)
-                      for name, signs, text in GATEWAY_FINGERPRINTS)
-
-
-# -- the normalised case the rules read -------------------------------------------------------------
-@dataclass
-class _Case:
-    status: int | None
-    status_note: str  # "" or " (from the message)"
-    message: str
-    body: str
-    headers: dict[str, str]
-    request_bytes: int | None
-    transport: str
-    error_type: str
-    drop_threshold: int
-    class_names: tuple[str, ...] = ()  # the failing exception's classes (its MRO)
-    cause_names: tuple[str, ...] = ()  # classes further down its __cause__/__context__ chain
-    cause_notes: tuple[str, ...] = ()
-    retry_after: float | None = None
-    text: str = ""  # message + body: lower case, entities decoded, whitespace collapsed
-    codes: frozenset[str] = frozenset()
-    html: bool = False
-    json_envelope: bool = False
-    gateway: str | None = None
-
-    def status_evidence(self) -> str:
-        return f"status {self.status}{self.status_note}"
-
-    def header(self, name: str) -> str | None:
-        return self.headers.get(name)
-
-
 @dataclass
 class _Verdict:
     kind: str
@@ -359,7 +154,7 @@ def classify_fields(status: Any = None, message: Any = "", body: Any = None, hea
     Never raises: unreadable input is classified as kind `other` with the problem in `evidence`.
     """
     try:
-        case = _make_case(status=status, message=message, body=body, headers=headers,
+        case = make_case(status=status, message=message, body=body, headers=headers,
                           request_bytes=request_bytes, transport=transport, error_type=error_type,
                           drop_threshold=drop_threshold)
         return _decide(case)
@@ -374,13 +169,13 @@ def classify(error: BaseException, *, drop_threshold: int = DEFAULT_DROP_THRESHO
     `classify_fields`. Never raises.
     """
     try:
-        parts = _parts_from_exception(error)
+        parts = parts_from_exception(error)
         if parts is None:
-            name = _qualified_name(error)
-            return _finish(_make_case(drop_threshold=drop_threshold), _Verdict(
+            name = qualified_name(error)
+            return _finish(make_case(drop_threshold=drop_threshold), _Verdict(
                 OTHER, f"{name} did not come from a provider call, so it is never recovered",
                 [f"exception {name} (not a provider error)"]))
-        case = _make_case(drop_threshold=drop_threshold, **parts)
+        case = make_case(drop_threshold=drop_threshold, **parts)
         return _decide(case)
     except Exception as exc:  # the classifier must never raise
         return _unclassifiable(exc)
@@ -429,192 +224,8 @@ def explain(failure: Failure, *, learned_cap: int | None = None, level: int | No
     return sentence
 
 
-# -- normalising input ------------------------------------------------------------------------------
-def _make_case(*, status: Any = None, message: Any = "", body: Any = None, headers: Any = None,
-               request_bytes: Any = None, transport: Any = None, error_type: Any = None,
-               drop_threshold: Any = DEFAULT_DROP_THRESHOLD, class_names: Iterable[str] = (),
-               cause_names: Iterable[str] = (), cause_notes: Iterable[str] = (),
-               extra_codes: Iterable[str] = (), retry_after: Any = None) -> _Case:
-    message_text = _as_text(message)
-    body_text = _as_text(body)
-    header_map = _as_headers(headers)
-    threshold = _as_size(drop_threshold)
-    case = _Case(
-        status=_as_status(status), status_note="", message=message_text, body=body_text,
-        headers=header_map, request_bytes=_as_size(request_bytes),
-        transport=_as_text(transport).strip().lower(), error_type=_as_text(error_type).strip(),
-        drop_threshold=DEFAULT_DROP_THRESHOLD if threshold is None else threshold,
-        class_names=tuple(class_names) or _class_hint(error_type), cause_names=tuple(cause_names),
-        cause_notes=tuple(cause_notes),
-    )
-    lowered_message = _scan_window(message_text).lower()
-    if case.status is None:
-        for pattern in STATUS_IN_MESSAGE:
-            found = pattern.search(lowered_message)
-            if found:
-                case.status, case.status_note = int(found.group(1)), " (from the message)"
-                break
-    raw = _scan_window(message_text) + "\n" + _scan_window(body_text)
-    case.html = bool(HTML_TAG.search(raw)) or "text/html" in header_map.get("content-type", "")
-    case.text = re.sub(r"\s+", " ", html.unescape(raw).lower())
-    case.json_envelope = _looks_like_json_error(body_text, lowered_message)
-    case.codes = _error_codes(case, raw.lower(), extra_codes)
-    case.gateway = _detect_gateway(case)
-    case.retry_after = _as_seconds(retry_after)
-    if case.retry_after is None:
-        case.retry_after = _retry_after(case)
-    return case
-
-
-def _class_hint(error_type: Any) -> tuple[str, ...]:
-    """An adapter may name the SDK class in `error_type` ("APITimeoutError"): read it as one."""
-    name = _as_text(error_type).strip()
-    known = TIMEOUT_CLASSES | CONNECTION_DROP_CLASSES | CONNECT_FAILURE_CLASSES | AUTH_CLASSES
-    return (name,) if name.lower() in known else ()
-
-
-def _as_text(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bytes | bytearray | memoryview):
-        return bytes(value).decode("utf-8", errors="replace")
-    if isinstance(value, Mapping | list | tuple):
-        try:
-            return json.dumps(value, ensure_ascii=False, default=str)
-        except (TypeError, ValueError, RecursionError):
-            pass
-    try:
-        return str(value)
-    except Exception:  # a hostile __str__
-        return f"<unprintable {type(value).__name__}>"
-
-
-def _as_status(value: Any) -> int | None:
-    number = _as_int(value)
-    return number if number is not None and 100 <= number <= 999 else None
-
-
-def _as_size(value: Any) -> int | None:
-    number = _as_int(value)
-    return number if number is not None and 0 <= number < 2 ** 62 else None
-
-
-def _as_int(value: Any) -> int | None:
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        return int(value) if math.isfinite(value) and value.is_integer() else None
-    if isinstance(value, str | bytes):
-        text = value.decode("latin-1") if isinstance(value, bytes) else value
-        text = text.strip()
-        return int(text) if text.isascii() and text.isdigit() and len(text) < 20 else None
-    return None
-
-
-def _as_seconds(value: Any) -> float | None:
-    try:
-        seconds = float(value)
-    except (TypeError, ValueError, OverflowError):
-        return None
-    return seconds if math.isfinite(seconds) and seconds >= 0 else None
-
-
-def _as_headers(value: Any) -> dict[str, str]:
-    """Lower-case header names to string values, from a mapping, pairs, or junk (→ {})."""
-    if value is None or isinstance(value, str | bytes):
-        return {}
-    items: Iterable[Any]
-    try:
-        if isinstance(value, Mapping) or callable(getattr(value, "items", None)):
-            items = list(value.items())
-        else:
-            items = list(value)
-    except Exception:
-        return {}
-    result: dict[str, str] = {}
-    for item in items[:500]:
-        try:
-            key, val = item
-        except (TypeError, ValueError):
-            continue
-        name = _as_text(key).strip().lower()
-        if name:
-            result[name] = _as_text(val).strip()
-    return result
-
-
-def _scan_window(text: str) -> str:
-    if len(text) <= MAX_SCAN_CHARS:
-        return text
-    head = MAX_SCAN_CHARS * 3 // 4
-    return text[:head] + "\n…\n" + text[-(MAX_SCAN_CHARS - head):]
-
-
-def _looks_like_json_error(body: str, lowered_message: str) -> bool:
-    """True when the answer is an API's own JSON error, not a middlebox page."""
-    stripped = body.strip()
-    if stripped[:1] in ("{", "["):
-        try:
-            return isinstance(json.loads(stripped[:MAX_SCAN_CHARS]), dict | list)
-        except (ValueError, RecursionError):
-            return False
-    return not stripped and bool(JSON_ERROR_IN_MESSAGE.search(lowered_message))
-
-
-def _error_codes(case: _Case, lowered_raw: str, extra: Iterable[str]) -> frozenset[str]:
-    codes = {m.group(1) for m in CODE_FIELD.finditer(lowered_raw)}
-    codes |= {m.group(1) for m in BOTOCORE_CODE.finditer(lowered_raw)}
-    amzn = case.header("x-amzn-errortype")
-    if amzn:
-        codes.add(amzn.split(":", 1)[0].strip().lower())
-    if case.error_type:
-        codes.add(case.error_type.lower())
-    codes |= {_as_text(code).strip().lower() for code in extra if code}
-    codes.discard("")
-    return frozenset(codes)
-
-
-def _detect_gateway(case: _Case) -> str | None:
-    """The middlebox that answered, from headers and page fingerprints (not from an API's JSON)."""
-    for name, signs, text_pattern in _GATEWAY_TEXT:
-        for header_name, value_part in signs:
-            if case.json_envelope and header_name not in GATEWAY_HEADERS_ON_JSON:
-                continue
-            if _header_matches(case.headers, header_name, value_part):
-                return name
-        if text_pattern is not None and not case.json_envelope and text_pattern.search(case.text):
-            return name
-    return None
-
-
-def _header_matches(headers: Mapping[str, str], name: str, value_part: str) -> str | None:
-    """The matching header name, for a name (or a prefix ending in '-') and value substring."""
-    for key, value in headers.items():
-        if (key.startswith(name) if name.endswith("-") else key == name) and value_part in value.lower():
-            return key
-    return None
-
-
-def _retry_after(case: _Case) -> float | None:
-    try:
-        seconds = parse_retry_after(case.headers)
-    except Exception:
-        seconds = None
-    if seconds is not None:
-        return seconds
-    found = RETRY_IN_TEXT.search(case.text)
-    if found:
-        value = float(found.group(1))
-        return value / 1000 if found.group(2) == "ms" else value
-    return None
-
-
 # -- the rules (first match wins) -------------------------------------------------------------------
-def _timeout_rule(case: _Case) -> _Verdict | None:
+def _timeout_rule(case: Case) -> _Verdict | None:
     evidence: list[str] = []
     if case.transport == "timeout":
         evidence.append("transport: timeout")
@@ -629,7 +240,7 @@ def _timeout_rule(case: _Case) -> _Verdict | None:
     else:
         detail = "no answer in time"
         if not evidence and case.status is None:
-            phrase = _TIMEOUT_RE.search(case.text)
+            phrase = TIMEOUT_RE.search(case.text)
             if phrase:
                 evidence.append(f'phrase "{phrase.group(0)}"')
     if not evidence:
@@ -639,10 +250,10 @@ def _timeout_rule(case: _Case) -> _Verdict | None:
     return _Verdict(TIMEOUT, f"{detail}; a timeout says nothing about size, so it is retried", evidence)
 
 
-def _html_200_rule(case: _Case) -> _Verdict | None:
+def _html_200_rule(case: Case) -> _Verdict | None:
     """A 200 the adapter flagged: an HTML page (html-200), or another non-stream body with block wording."""
     if case.transport == NON_STREAM_200:
-        phrase = _WAF_RE.search(case.text)
+        phrase = WAF_RE.search(case.text)
         if not phrase:
             return None  # a JSON error event or an odd body: the other rules read it
         evidence = [case.status_evidence(), f"transport: {NON_STREAM_200}", f'phrase "{phrase.group(0)}"']
@@ -655,14 +266,14 @@ def _html_200_rule(case: _Case) -> _Verdict | None:
         evidence.insert(0, case.status_evidence())
     if case.html:
         evidence.append("HTML body where the API speaks JSON")
-    phrase = _WAF_RE.search(case.text)
+    phrase = WAF_RE.search(case.text)
     if phrase:
         evidence.append(f'phrase "{phrase.group(0)}"')
     return _Verdict(WAF_BLOCK, "200 with an HTML page instead of the API's JSON (captive portal or block page)",
                     evidence)
 
 
-def _connection_rule(case: _Case) -> _Verdict | None:
+def _connection_rule(case: Case) -> _Verdict | None:
     if case.status not in (None, 200) or (case.status == 200 and case.transport not in ("connection",
                                                                                          "stream-error")):
         return None
@@ -675,7 +286,7 @@ def _connection_rule(case: _Case) -> _Verdict | None:
         return _Verdict(OTHER, "TLS verification failed (a proxy re-signing traffic? set SSL_CERT_FILE "
                         "or REQUESTS_CA_BUNDLE to its CA)", evidence, transient=False,
                         headline="Could not connect")
-    connect = _CONNECT_RE.search(case.text) or _first_in(case.class_names + case.cause_names,
+    connect = CONNECT_RE.search(case.text) or _first_in(case.class_names + case.cause_names,
                                                           CONNECT_FAILURE_CLASSES)
     if connect:
         return _Verdict(OTHER, "the request never left (no connection); treated as a transient network "
@@ -688,7 +299,7 @@ def _connection_rule(case: _Case) -> _Verdict | None:
     name = _first_in(case.class_names, CONNECTION_DROP_CLASSES)
     if name:
         evidence.append(f"exception {name}")
-    phrase = _DROP_RE.search(case.text)
+    phrase = DROP_RE.search(case.text)
     if phrase:
         evidence.append(f'phrase "{phrase.group(0)}"')
     if not evidence and not _first_in(case.cause_names, CONNECTION_DROP_CLASSES):
@@ -715,14 +326,14 @@ def _connection_rule(case: _Case) -> _Verdict | None:
                     transient=True, headline="Connection dropped")
 
 
-def _auth_status_rule(case: _Case) -> _Verdict | None:
+def _auth_status_rule(case: Case) -> _Verdict | None:
     if case.status not in AUTH_STATUSES:
         return None
     evidence = [case.status_evidence()] + _code_evidence(case, AUTH_CODES)
     return _Verdict(AUTH, AUTH_STATUSES[case.status], evidence)
 
 
-def _forbidden_rule(case: _Case) -> _Verdict | None:
+def _forbidden_rule(case: Case) -> _Verdict | None:
     if case.status not in WAF_STATUSES:
         return None
     evidence = [case.status_evidence()]
@@ -731,30 +342,30 @@ def _forbidden_rule(case: _Case) -> _Verdict | None:
         evidence.append("HTML body where the API speaks JSON")
         signals.append("an HTML block page")
     for name, value_part in WAF_HEADERS_ALWAYS + (() if case.json_envelope else WAF_HEADERS_WITHOUT_JSON):
-        key = _header_matches(case.headers, name, value_part)
+        key = header_matches(case.headers, name, value_part)
         if key:
-            evidence.append(f"header {key}: {_clip(case.headers[key], 40)}")
-            signals.append(f"{key} header" if not value_part else f"{key}: {_clip(case.headers[key], 20)}")
+            evidence.append(f"header {key}: {clip(case.headers[key], 40)}")
+            signals.append(f"{key} header" if not value_part else f"{key}: {clip(case.headers[key], 20)}")
     if APIGW_FORBIDDEN in case.codes:
         evidence.append("x-amzn-ErrorType ForbiddenException (API Gateway; Bedrock itself says AccessDenied)")
         signals.append("an API Gateway ForbiddenException")
-    phrase = _WAF_RE.search(case.text) or (_WAF_HTML_RE.search(case.text) if case.html else None)
+    phrase = WAF_RE.search(case.text) or (WAF_HTML_RE.search(case.text) if case.html else None)
     if phrase:
-        evidence.append(f'phrase "{_clip(phrase.group(0), 60)}"')
-        signals.append(f'"{_clip(phrase.group(0), 40)}"')
+        evidence.append(f'phrase "{clip(phrase.group(0), 60)}"')
+        signals.append(f'"{clip(phrase.group(0), 40)}"')
     if len(evidence) > 1:
         if case.request_bytes is not None:
             evidence.append(f"request {format_size(case.request_bytes)}")
         return _Verdict(WAF_BLOCK, f"{case.status} with {' and '.join(_dedupe(signals)[:2])}", evidence)
     if case.status == 406:
         return None  # a JSON 406 is an ordinary bad request
-    if case.json_envelope and _header_matches(case.headers, "cf-ray", ""):
+    if case.json_envelope and header_matches(case.headers, "cf-ray", ""):
         evidence.append("header cf-ray ignored: the body is the API's own JSON error")
     evidence += _code_evidence(case, AUTH_CODES)
     return _Verdict(AUTH, "403 with no firewall signal: the API refused the key or the model", evidence)
 
 
-def _too_many_requests_rule(case: _Case) -> _Verdict | None:
+def _too_many_requests_rule(case: Case) -> _Verdict | None:
     if case.status != 429:
         return None
     evidence = [case.status_evidence()]
@@ -764,8 +375,12 @@ def _too_many_requests_rule(case: _Case) -> _Verdict | None:
         evidence += _token_evidence(case.text)
         return _Verdict(CONTEXT_OVERFLOW, "429 for one request larger than the tokens-per-minute limit; "
                         "waiting will not help, a smaller request will", evidence)
+    if "insufficient_quota" in case.codes or "exceeded your current quota" in case.text:
+        evidence.append("code insufficient_quota")
+        return _Verdict(OTHER, "429 because the account's quota or credit is used up; waiting will not help — "
+                        "check billing for this key", evidence, transient=False)
     evidence += _code_evidence(case, RATE_LIMIT_CODES)
-    phrase = _RATE_RE.search(case.text)
+    phrase = RATE_RE.search(case.text)
     if phrase:
         evidence.append(f'phrase "{phrase.group(0)}"')
     if case.retry_after is not None:
@@ -773,29 +388,29 @@ def _too_many_requests_rule(case: _Case) -> _Verdict | None:
     return _Verdict(RATE_LIMIT, "429 Too Many Requests", evidence)
 
 
-def _overflow_phrase_rule(case: _Case) -> _Verdict | None:
+def _overflow_phrase_rule(case: Case) -> _Verdict | None:
     evidence: list[str] = []
     if case.status is not None:
         evidence.append(case.status_evidence())
-    phrase = _CONTEXT_OVERFLOW_RE.search(case.text)
+    phrase = CONTEXT_OVERFLOW_RE.search(case.text)
     code = _code_evidence(case, CONTEXT_OVERFLOW_CODES)
     bedrock = (BEDROCK_VALIDATION_CODE in case.codes and BEDROCK_TOO_LONG.search(case.text))
     if not (phrase or code or bedrock) or case.codes & RATE_LIMIT_CODES:
         return None  # "Too many tokens, please wait" is Bedrock throttling, not a long prompt
     if phrase:
-        evidence.append(f'phrase "{_clip(phrase.group(0), 60)}"')
+        evidence.append(f'phrase "{clip(phrase.group(0), 60)}"')
     evidence += code
     if bedrock:
         evidence.append(f'ValidationException with "{bedrock.group(0)}"')
     tokens = _token_evidence(case.text)
     evidence += tokens
-    said = f'"{_clip(phrase.group(0), 60)}"' if phrase else "a context-length error"
+    said = f'"{clip(phrase.group(0), 60)}"' if phrase else "a context-length error"
     detail = f"{case.status or 'error'} {said}" + (f" ({_short_tokens(tokens[0])})" if tokens else "")
     return _Verdict(CONTEXT_OVERFLOW, f"{detail}: the conversation is longer than the model's window",
                     evidence)
 
 
-def _server_status_rule(case: _Case) -> _Verdict | None:
+def _server_status_rule(case: Case) -> _Verdict | None:
     if case.status is None or not 500 <= case.status <= 599:
         return None
     evidence = [case.status_evidence()]
@@ -804,7 +419,7 @@ def _server_status_rule(case: _Case) -> _Verdict | None:
     overloaded = _code_evidence(case, OVERLOADED_CODES)
     if case.status in OVERLOADED_STATUSES or overloaded:
         evidence += overloaded
-        phrase = _OVERLOADED_RE.search(case.text)
+        phrase = OVERLOADED_RE.search(case.text)
         if phrase:
             evidence.append(f'phrase "{phrase.group(0)}"')
         return _Verdict(OVERLOADED, OVERLOADED_STATUSES.get(case.status, f"{case.status} overloaded"), evidence)
@@ -812,7 +427,7 @@ def _server_status_rule(case: _Case) -> _Verdict | None:
     return _Verdict(SERVER_ERROR, f"{case.status} from the {'gateway' if case.html else 'server'}", evidence)
 
 
-def _payload_rule(case: _Case) -> _Verdict | None:
+def _payload_rule(case: Case) -> _Verdict | None:
     evidence: list[str] = []
     detail = ""
     if case.status in PAYLOAD_STATUSES:
@@ -823,7 +438,7 @@ def _payload_rule(case: _Case) -> _Verdict | None:
         detail = detail or "RequestEntityTooLargeException"
     phrase = None
     if case.status is None or 400 <= case.status <= 499:
-        phrase = _PAYLOAD_RE.search(case.text)
+        phrase = PAYLOAD_RE.search(case.text)
         code = _code_evidence(case, PAYLOAD_CODES)
         if phrase:
             evidence.append(f'phrase "{phrase.group(0)}"')
@@ -846,7 +461,7 @@ def _payload_rule(case: _Case) -> _Verdict | None:
     return _Verdict(PAYLOAD_TOO_LARGE, detail, evidence)
 
 
-def _api_error_code_rule(case: _Case) -> _Verdict | None:
+def _api_error_code_rule(case: Case) -> _Verdict | None:
     """Errors told by their code or wording: in-stream events, botocore codes, message-only input."""
     if case.status is not None and case.status >= 500:
         return None
@@ -854,8 +469,8 @@ def _api_error_code_rule(case: _Case) -> _Verdict | None:
     if case.transport == "stream-error":
         evidence.append("transport: error event inside the stream")
     tables = (
-        (OVERLOADED, OVERLOADED_CODES, _OVERLOADED_RE, "the provider is overloaded"),
-        (RATE_LIMIT, RATE_LIMIT_CODES, _RATE_RE, "rate limited or throttled"),
+        (OVERLOADED, OVERLOADED_CODES, OVERLOADED_RE, "the provider is overloaded"),
+        (RATE_LIMIT, RATE_LIMIT_CODES, RATE_RE, "rate limited or throttled"),
         (SERVER_ERROR, SERVER_ERROR_CODES, None, "the provider failed internally"),
         (AUTH, AUTH_CODES, None, "the credentials or permissions were refused"),
     )
@@ -874,7 +489,7 @@ def _api_error_code_rule(case: _Case) -> _Verdict | None:
     return None
 
 
-def _overflow_pairing_rule(case: _Case) -> _Verdict | None:
+def _overflow_pairing_rule(case: Case) -> _Verdict | None:
     """A 400/413 (or status-less) error pairing a token/length word with an excess word."""
     if case.html or not (case.status is None or case.status in GENERIC_OVERFLOW_STATUSES):
         return None
@@ -887,13 +502,13 @@ def _overflow_pairing_rule(case: _Case) -> _Verdict | None:
             continue  # "max_tokens > the model's maximum output": a setting, not a long conversation
         evidence = ([case.status_evidence()] if case.status is not None else [])
         evidence += [f'words "{length.group(0)}" + "{excess.group(0)}"'] + _token_evidence(case.text)
-        said = f'"{_clip(sentence.strip(), 80)}"'
+        said = f'"{clip(sentence.strip(), 80)}"'
         return _Verdict(CONTEXT_OVERFLOW, f"{case.status or 'error'} {said}: the conversation is longer "
                         "than the model's window", evidence)
     return None
 
 
-def _fallback_rule(case: _Case) -> _Verdict:
+def _fallback_rule(case: Case) -> _Verdict:
     evidence = [case.status_evidence()] if case.status is not None else []
     if case.status is not None and case.status < 400:
         if case.html:
@@ -911,11 +526,11 @@ def _fallback_rule(case: _Case) -> _Verdict:
     if case.status is not None:
         return _Verdict(OTHER, f"{case.status} with no sign of size, overflow, WAF or overload", evidence)
     if case.message or case.body:
-        evidence.append(f'message "{_clip(" ".join((case.message or case.body).split()), 80)}"')
+        evidence.append(f'message "{clip(" ".join((case.message or case.body).split()), 80)}"')
     return _Verdict(OTHER, "no known signal (no status, no recognised wording)", evidence or ["no signal"])
 
 
-_RULES: tuple[Callable[[_Case], _Verdict | None], ...] = (
+_RULES: tuple[Callable[[Case], _Verdict | None], ...] = (
     _timeout_rule,
     _html_200_rule,
     _connection_rule,
@@ -930,7 +545,7 @@ _RULES: tuple[Callable[[_Case], _Verdict | None], ...] = (
 )
 
 
-def _decide(case: _Case) -> Failure:
+def _decide(case: Case) -> Failure:
     for rule in _RULES:
         verdict = rule(case)
         if verdict is not None:
@@ -938,7 +553,7 @@ def _decide(case: _Case) -> Failure:
     return _finish(case, _fallback_rule(case))
 
 
-def _finish(case: _Case, verdict: _Verdict) -> Failure:
+def _finish(case: Case, verdict: _Verdict) -> Failure:
     kind = verdict.kind
     payload_related = kind in PAYLOAD_KINDS
     transient = kind in TRANSIENT_KINDS if verdict.transient is None else verdict.transient
@@ -961,11 +576,11 @@ def _finish(case: _Case, verdict: _Verdict) -> Failure:
 def _unclassifiable(exc: BaseException) -> Failure:
     name = type(exc).__name__
     return Failure(kind=OTHER, reason=f"{HEADLINES[OTHER]}: the error could not be read ({name})",
-                   evidence=(f"classifier error {name}: {_clip(_safe_str(exc), 120)}",))
+                   evidence=(f"classifier error {name}: {clip(safe_str(exc), 120)}",))
 
 
 # -- evidence helpers -------------------------------------------------------------------------------
-def _code_evidence(case: _Case, table: frozenset[str]) -> list[str]:
+def _code_evidence(case: Case, table: frozenset[str]) -> list[str]:
     return [f'error code "{code}"' for code in sorted(case.codes & table)]
 
 
@@ -1007,8 +622,6 @@ def _dedupe(items: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
 
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _format_seconds(seconds: float | None) -> str:
@@ -1016,145 +629,3 @@ def _format_seconds(seconds: float | None) -> str:
         return "—"
     return f"{seconds:.0f}s" if float(seconds).is_integer() else f"{seconds:.1f}s"
 
-
-def _safe_str(value: Any) -> str:
-    try:
-        return str(value)
-    except Exception:
-        return f"<unprintable {type(value).__name__}>"
-
-
-# -- reading exceptions -----------------------------------------------------------------------------
-def _qualified_name(error: BaseException) -> str:
-    cls = type(error)
-    module = getattr(cls, "__module__", "") or ""
-    return cls.__name__ if module == "builtins" else f"{module}.{cls.__name__}"
-
-
-def _is_provider_origin(error: BaseException) -> bool:
-    module = (getattr(type(error), "__module__", "") or "").lower()
-    if module == "builtins":
-        return isinstance(error, OSError)  # ConnectionResetError, TimeoutError, … not ValueError
-    return any(module == root or module.startswith(root + ".") for root in SDK_MODULES)
-
-
-def _cause_chain(error: BaseException) -> list[BaseException]:
-    chain: list[BaseException] = []
-    current: BaseException | None = error
-    while current is not None and len(chain) < MAX_CAUSE_DEPTH and all(current is not c for c in chain):
-        chain.append(current)
-        current = current.__cause__ or current.__context__
-    return chain
-
-
-def _class_names(error: BaseException) -> list[str]:
-    skip = {"object", "BaseException", "Exception"}
-    return [cls.__name__ for cls in type(error).__mro__ if cls.__name__ not in skip]
-
-
-def _parts_from_exception(error: BaseException) -> dict[str, Any] | None:
-    """The fields the rules read, taken from a ProviderError or a raw SDK exception."""
-    wrapper = error if isinstance(error, ProviderError) else None
-    primary = wrapper.original if wrapper is not None and wrapper.original is not None else error
-    if wrapper is None and not _is_provider_origin(error):
-        return None
-    chain = _cause_chain(primary)
-    parts: dict[str, Any] = {
-        "class_names": [] if primary is wrapper else _class_names(primary),  # error_type names the class
-        "cause_names": [name for exc in chain[1:] for name in _class_names(exc)],
-        "cause_notes": [f"cause {type(exc).__name__}: {_clip(_safe_str(exc), 100)}"
-                        for exc in chain[1:3] if _safe_str(exc)],
-    }
-    botocore = _botocore_response(primary)
-    message = _safe_str(primary)
-    if wrapper is not None and wrapper.message and wrapper.message not in message:
-        message = f"{wrapper.message}\n{message}" if primary is not wrapper else wrapper.message
-    parts["message"] = message
-    parts["status"] = _first_present(
-        getattr(wrapper, "status", None), _as_status(getattr(primary, "status_code", None)),
-        _as_status(_dig(botocore, "ResponseMetadata", "HTTPStatusCode")),
-        _as_status(_dig(botocore, "Error", "Code")),
-    )
-    parts["body"] = _first_present(getattr(wrapper, "body", None), _sdk_body(primary))
-    parts["headers"] = (getattr(wrapper, "headers", None) or _sdk_headers(primary)
-                        or _dig(botocore, "ResponseMetadata", "HTTPHeaders") or None)
-    parts["request_bytes"] = _first_present(getattr(wrapper, "request_bytes", None), _sdk_request_bytes(primary))
-    parts["transport"] = getattr(wrapper, "transport", None) or _sdk_transport(parts["class_names"])
-    parts["error_type"] = getattr(wrapper, "error_type", None)
-    parts["extra_codes"] = [code for code in (
-        _as_text(getattr(primary, "type", None)) if isinstance(getattr(primary, "type", None), str) else None,
-        _as_text(getattr(primary, "code", None)) if isinstance(getattr(primary, "code", None), str) else None,
-        _as_text(_dig(botocore, "Error", "Code")) if _dig(botocore, "Error", "Code") else None,
-    ) if code]
-    parts["retry_after"] = getattr(wrapper, "retry_after", None)
-    return parts
-
-
-def _first_present(*values: Any) -> Any:
-    return next((value for value in values if value is not None), None)
-
-
-def _dig(data: Any, *keys: str) -> Any:
-    for key in keys:
-        if not isinstance(data, Mapping):
-            return None
-        data = data.get(key)
-    return data
-
-
-def _botocore_response(error: BaseException) -> Mapping[str, Any] | None:
-    response = getattr(error, "response", None)
-    return response if isinstance(response, Mapping) else None
-
-
-def _sdk_body(error: BaseException) -> Any:
-    body = getattr(error, "body", None)
-    if body is not None:
-        return body
-    response = getattr(error, "response", None)
-    if response is None or isinstance(response, Mapping):
-        return None
-    try:
-        text = response.text
-    except Exception:  # an unread streaming response
-        return None
-    return text if isinstance(text, str) and text else None
-
-
-def _sdk_headers(error: BaseException) -> dict[str, str] | None:
-    response = getattr(error, "response", None)
-    if response is None or isinstance(response, Mapping):
-        return None
-    try:
-        return {str(k): str(v) for k, v in response.headers.items()}
-    except Exception:
-        return None
-
-
-def _sdk_request_bytes(error: BaseException) -> int | None:
-    """Exact body size: httpx-style `request.content`, botocore-style `request.body`."""
-    request = getattr(error, "request", None)
-    if request is None:
-        kwargs = getattr(error, "kwargs", None)
-        request = kwargs.get("request") if isinstance(kwargs, Mapping) else None
-    if request is None:
-        return None
-    for attribute in ("content", "body"):
-        try:
-            value = getattr(request, attribute, None)
-        except Exception:  # httpx raises for an unread streaming body
-            continue
-        if isinstance(value, bytes | bytearray):
-            return len(value)
-        if isinstance(value, str):
-            return len(value.encode("utf-8"))
-    return None
-
-
-def _sdk_transport(class_names: list[str]) -> str | None:
-    lowered = [name.lower() for name in class_names]
-    if lowered and lowered[0] in TIMEOUT_CLASSES:
-        return "timeout"
-    if any(name in CONNECTION_DROP_CLASSES | CONNECT_FAILURE_CLASSES for name in lowered):
-        return "connection"
-    return None
