@@ -12,7 +12,7 @@ from typing import Any
 
 from app.engine.messages import Image, Text, ToolCall, ToolResult
 from app.engine.session import Session
-from app.store import redact_header_values
+from app.redact import redact_headers
 
 
 def _when(ts: float) -> str:
@@ -58,5 +58,5 @@ def to_json(session: Session) -> dict[str, Any]:
 
 def _redacted(record: dict[str, Any]) -> dict[str, Any]:
     """A request record with secret headers hidden, even one stored by an older bulkhead."""
-    return {**record, **{key: redact_header_values(record.get(key))
+    return {**record, **{key: redact_headers(record.get(key))
                          for key in ("request_headers", "response_headers") if key in record}}

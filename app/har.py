@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from app.engine.session import Session
-from app.providers.base import redact_headers
+from app.redact import redact_headers
 
 _STATUS_TEXT = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
                 406: "Not Acceptable", 408: "Request Timeout", 413: "Payload Too Large", 429: "Too Many Requests",

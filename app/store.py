@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sqlite3
 import threading
 import time
@@ -25,6 +24,7 @@ from typing import Any
 from app.config import data_home
 from app.engine.archive import ArchiveEntry
 from app.engine.messages import Message, View, meta_from_dict, meta_to_dict, part_from_dict, part_to_dict
+from app.redact import redact_headers
 
 SCHEMA_VERSION = 1
 
@@ -131,27 +131,9 @@ REQUEST_FIELDS = (
 )
 _JSON_REQUEST_FIELDS = {"evidence", "request_headers", "response_headers", "usage"}
 _HEADER_FIELDS = ("request_headers", "response_headers")
-# Header names whose values are secrets, whatever the adapter forgot to redact (lower case).
-_SECRET_HEADERS = frozenset({
-    "authorization", "proxy-authorization", "x-api-key", "api-key", "x-amz-security-token", "cookie",
-    "set-cookie", "x-goog-api-key", "anthropic-api-key", "openai-api-key",
-})
-# …and any header with one of these as a dash-separated word (`x-auth-token`, not `…-tokens-remaining`).
-_SECRET_HEADER_RE = re.compile(r"(?:^|[-_])(?:token|auth|secret|password|passwd|signature|credentials?|"
-                               r"api[-_]?key|apikey)(?:$|[-_])")
-REDACTED = "[redacted]"
-
-
 def redact_header_values(headers: Any) -> Any:
-    """Headers safe to store: the value of every secret-looking header replaced by `[redacted]`."""
-    if not isinstance(headers, Mapping):
-        return headers
-    result = {}
-    for key, value in headers.items():
-        lowered = str(key).lower()
-        secret = lowered in _SECRET_HEADERS or _SECRET_HEADER_RE.search(lowered) is not None
-        result[key] = REDACTED if secret and value not in (None, "", REDACTED) else value
-    return result
+    """Headers safe to store (`app.redact`), whatever the adapter forgot; other values pass through."""
+    return redact_headers(headers) if isinstance(headers, Mapping) else headers
 
 
 class StoreError(Exception):

@@ -32,8 +32,8 @@ from app.providers.base import (
     TextChunk,
     ToolCallChunk,
     UsageChunk,
-    redact_headers,
 )
+from app.redact import redact_headers
 
 PREVIEW_STRING_CHARS = 300
 PREVIEW_LIST_ITEMS = 6

@@ -22,25 +22,7 @@ from app.config import Route, Settings
 from app.engine.costs import Usage
 from app.engine.messages import Message
 
-SECRET_HEADERS = frozenset({
-    "authorization", "x-api-key", "api-key", "x-amz-security-token", "cookie", "set-cookie",
-    "proxy-authorization", "x-goog-api-key", "anthropic-api-key", "openai-api-key",
-})
 SUMMARY_PURPOSE = "summary"
-
-
-def redact_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
-    """Headers safe to store and show: secrets replaced by `[redacted]`, AWS signatures cut."""
-    result: dict[str, str] = {}
-    for key, value in (headers or {}).items():
-        lowered = str(key).lower()
-        if lowered in SECRET_HEADERS:
-            result[str(key)] = "[redacted]"
-        elif lowered == "authorization" or "signature" in lowered or "credential" in lowered:
-            result[str(key)] = "[redacted]"
-        else:
-            result[str(key)] = str(value)
-    return result
 
 
 def dumps(obj: Any) -> bytes:

@@ -18,8 +18,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from app.providers.base import ProviderError, Request, dumps, parse_retry_after, redact_headers
+from app.providers.base import ProviderError, Request, dumps, parse_retry_after
 from app.providers.html import decode_body, looks_like_html
+from app.redact import redact_headers
 
 T = TypeVar("T")
 
