@@ -160,9 +160,13 @@ class Session:
         self.bus.emit(event)
 
     def record_event(self, event: Event) -> None:
-        """Emit and store (for events worth keeping: hooks, rejections, compactions)."""
-        self.store.record_event(self.id, event.type, event.to_json())
+        """Emit and store (for events worth keeping: hooks, rejections, compactions).
+
+        Storing is best effort: a full disk must not hide the event from the front ends.
+        """
         self.emit(event)
+        with contextlib.suppress(Exception):
+            self.store.record_event(self.id, event.type, event.to_json())
 
     def _append_transcript(self, message: Message) -> None:
         """Keep transcript.jsonl (what hooks read as transcript_path) current; best effort."""

@@ -53,6 +53,8 @@ from app.sizes import format_size
 from app.state import State
 
 MAX_TOOL_ROUNDS = 50  # tool round trips in one turn before bulkhead stops and asks the user
+# Events kept in the store, so a resumed session's inspector can show them again.
+STORED_EVENTS = frozenset({"rejection", "cap_learned", "recovery", "compaction", "hook", "notice"})
 
 Approver = Callable[[str, dict, str], Awaitable[bool]]  # (tool name, args, why it asks) -> approved?
 
@@ -91,7 +93,7 @@ class Engine:
         self.tools: tuple[ToolSpec, ...] = tuple(TOOL_SPECS if tools is None else tools)
         self.hooks = hooks or HookRunner(settings.hooks, session_id=session.id,
                                          transcript_path=session.transcript_path, cwd=self.workspace,
-                                         on_run=self._on_hook_run)
+                                         on_run=self.emit)
         self.retry_policy = RetryPolicy.from_settings(settings, rng)
         limits = model_limits(route.provider, route.model)
         self.model_output_cap = limits.max_output_tokens
@@ -107,13 +109,10 @@ class Engine:
 
     # -- events ---------------------------------------------------------------------------------
     def emit(self, event: Event) -> None:
-        self.session.emit(event)
-        if event.type in ("rejection", "cap_learned", "recovery", "compaction", "hook", "notice"):
-            with contextlib.suppress(Exception):
-                self.session.store.record_event(self.session.id, event.type, event.to_json())
-
-    def _on_hook_run(self, run) -> None:
-        self.emit(run)
+        if event.type in STORED_EVENTS:
+            self.session.record_event(event)
+        else:
+            self.session.emit(event)
 
     # -- limits -----------------------------------------------------------------------------------
     @property
