@@ -1,0 +1,855 @@
+"""The bulkhead App: the chat beside the inspector, driven by the engine's events.
+
+    app = BulkheadApp(settings, route_name=None, resume=None, continue_=False)
+    app.run()
+
+The first frame paints before anything slow happens: the engine (database, session, route,
+key lookup) is opened in a thread worker, and the provider SDK is imported there too. The
+engine's events reach the widgets as `EngineEvent` messages, in order: the chat renders them,
+the inspector's panels react to them. Every I/O path is a named worker with one error
+handler, so a failure is a notice or a toast, never a traceback on the screen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import time
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from textual import on, work
+from textual.actions import SkipAction
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widget import Widget
+from textual.widgets import Footer, Static
+from textual.worker import Worker, WorkerState
+
+from app.config import ConfigError, Settings, config_path
+from app.engine.events import CompactionPhase, Event, SessionStarted, ViewChanged
+from app.sizes import SizeError, format_size, parse_size
+from app.state import State
+from app.ui.chat import Chat
+from app.ui.chat_items import ToolBlock
+from app.ui.clipboard import CopyResult, system_copy
+from app.ui.commands import BY_ID, BulkheadCommands, SlashError, module_available, parse_slash
+from app.ui.messages import EngineEvent
+from app.ui.prompt import PromptArea, PromptBox, PromptHistory, history_path
+
+PANEL_KEYS = 7  # ctrl+1 … ctrl+7 (alt+1 … alt+7 where ctrl+digit never arrives)
+DEFAULT_PANELS = ("payload", "ladder", "compaction", "archive", "requests", "hooks", "cost")
+SDK_MODULES = {"anthropic": "anthropic", "lab": "anthropic", "openai": "openai", "bedrock": "boto3"}
+
+
+def styles_path() -> Path:
+    """`styles/app.tcss` in a checkout, or `app/styles/app.tcss` in an installed wheel."""
+    here = Path(__file__).resolve()
+    for folder in (here.parents[2] / "styles", here.parents[1] / "styles"):
+        if (folder / "app.tcss").is_file():
+            return folder / "app.tcss"
+    return here.parents[2] / "styles" / "app.tcss"
+
+
+def keymap_path() -> Path:
+    """Key overrides: `keys.toml` beside config.toml, `"binding.id" = "key[,fallback]"` per line."""
+    return config_path().parent / "keys.toml"
+
+
+def load_keymap(path: Path) -> tuple[dict[str, str], str]:
+    """(binding id → keys, problem) from keys.toml; a missing file is no problem."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}, ""
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        return {}, f"{path}: {exc} — key overrides ignored"
+    table = data.get("keys", data)
+    keymap = {str(k): v for k, v in table.items() if isinstance(v, str)}
+    bad = sorted(str(k) for k, v in table.items() if not isinstance(v, str))
+    return keymap, (f"{path}: ignored non-string entries {', '.join(bad)}" if bad else "")
+
+
+def inspector_class() -> type[Widget] | None:
+    """The inspector (a colleague's module); None while it is not part of this build."""
+    try:
+        module = importlib.import_module("app.ui.widgets.inspector")
+    except ImportError:
+        return None
+    return getattr(module, "Inspector", None)
+
+
+def prewarm_sdk(provider: str) -> None:
+    """Import the route's SDK now (0.6–1.6 s), in the worker thread, so the first request does not wait."""
+    name = SDK_MODULES.get(provider)
+    if name:
+        with contextlib.suppress(Exception):
+            importlib.import_module(name)
+
+
+def switch_route(engine, choice, settings: Settings) -> None:
+    """Point a running engine at another route, keeping its session (used by /model).
+
+    The Engine has no public way to do this yet; this rebuilds what its constructor derives
+    from the route (provider, sender, limits) and drops its caches.
+    """
+    from app.providers.base import make_provider
+    from app.providers.catalog import model_limits
+
+    route = choice.route
+    provider = make_provider(route, settings, choice.api_key)
+    limits = model_limits(route.provider, route.model)
+    engine.route = route
+    engine.provider = provider
+    engine.model_output_cap = limits.max_output_tokens
+    engine.max_tokens = min(route.max_output_tokens or settings.max_output_tokens, engine.model_output_cap)
+    engine._catalog_window = route.context_window or settings.context_window or limits.context_window
+    engine.sender = engine._make_sender(provider, route.name)
+    engine._summarizer = None
+    engine._floor_cache = None
+    engine.session.set_route(route.name, route.provider, route.model)
+
+
+class ApprovalAsked(Message):
+    """The engine's approver awaits `future`; the chat's tool block resolves it."""
+
+    def __init__(self, name: str, args: dict, why: str, future: asyncio.Future[bool]) -> None:
+        super().__init__()
+        self.name = name
+        self.args = args
+        self.why = why
+        self.future = future
+
+
+class InspectorPlaceholder(Static):
+    """Stands in for the inspector while that module is not part of this build."""
+
+    def dispatch(self, event: Event) -> None:
+        pass
+
+
+class BulkheadApp(App[int]):
+    """bulkhead: chat on the left, the live inspector on the right."""
+
+    CSS_PATH = str(styles_path())
+    TITLE = "bulkhead"
+    COMMANDS = App.COMMANDS | {BulkheadCommands}
+    HELP = """\
+## bulkhead
+
+A chat client that survives gateways, WAFs and context overflows — and shows why. The inspector
+on the right shows every request's size against the cap, the recovery ladder, compactions, the
+archive (Enter recalls a segment) and every request with the evidence of a rejection.
+"""
+
+    _view = Binding.Group("View")
+    BINDINGS = [
+        Binding("ctrl+q", "quit", "Quit", tooltip="Quit bulkhead (the terminal is restored)", priority=True,
+                id="app.quit"),
+        Binding("f1,alt+h", "help", "Help", tooltip="Help for the focused pane, every key and command", id="app.help"),
+        Binding("escape", "cancel", "Cancel", tooltip="Cancel the running turn or compaction", priority=True,
+                show=False, id="app.cancel"),
+        Binding("ctrl+o,f6", "focus_chat", "Chat", tooltip="Move into the chat to copy or fold (Esc returns)",
+                id="app.chat"),
+        Binding("ctrl+end,alt+down", "jump_latest", "Latest", tooltip="Jump to the newest output and follow it",
+                show=False, id="app.latest"),
+        Binding("f2,ctrl+backslash", "toggle_inspector", "Inspector", tooltip="Hide or show the inspector",
+                group=_view, id="app.inspector"),
+        Binding("f3,alt+w", "widen_inspector", "Wide", tooltip="Widen or narrow the inspector", group=_view,
+                id="app.widen"),
+        Binding("f5,alt+s", "command('sessions')", "Sessions", tooltip="Browse sessions and resume one",
+                id="app.sessions"),
+        *(Binding(f"ctrl+{n},alt+{n}", f"panel({n})", f"Panel {n}", show=False,
+                  tooltip=f"Show and focus inspector panel {n}", id=f"app.panel{n}") for n in range(1, PANEL_KEYS + 1)),
+    ]
+
+    busy: reactive[bool] = reactive(False, init=False)
+
+    def __init__(self, settings: Settings, *, route_name: str | None = None, resume: str | None = None,
+                 continue_: bool = False, workspace: str | Path | None = None, state: State | None = None,
+                 store=None, clock: Callable[[], float] = time.time, keymap: dict[str, str] | None = None,
+                 cursor_blink: bool = True, inspector_factory: Callable[[], Widget] | None = None,
+                 ready_notices: tuple[str, ...] = ()) -> None:
+        super().__init__()
+        self.settings = settings
+        self.route_name = route_name
+        self.resume = resume
+        self.continue_ = continue_
+        self.workspace = Path(workspace or settings.workspace or Path.cwd()).expanduser()
+        self.state = state or State()
+        self.store = store
+        self.clock = clock
+        self.keymap_overrides = keymap
+        self.cursor_blink = cursor_blink
+        self.inspector_factory = inspector_factory
+        self.ready_notices = ready_notices
+        self.engine = None
+        self.choice = None
+        self.running = ""  # "turn" | "compact" while busy
+        self._compact_cancel: asyncio.Event | None = None
+        self._unsubscribe: Callable[[], None] | None = None
+        self._theme_ready = False
+        self.history = PromptHistory(history_path(self.workspace))
+        self.last_copy: CopyResult | None = None
+        self.engine_ready = asyncio.Event()
+
+    # -- layout ---------------------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield Static("bulkhead · opening the session…", id="topbar", markup=False)
+        with Horizontal(id="main"):
+            with Vertical(id="chat-column"):
+                yield Chat(id="chat")
+                yield Static("▼ new output below — Ctrl+End jumps to it", id="new-output", markup=False)
+                yield PromptBox(history=self.history, id="prompt-box")
+            yield self._make_inspector()
+        yield Footer(id="footer")
+
+    def _make_inspector(self) -> Widget:
+        if self.inspector_factory is not None:
+            return self.inspector_factory()
+        cls = inspector_class()
+        if cls is None:
+            return InspectorPlaceholder("inspector", id="inspector")
+        return cls(id="inspector", clock=self.clock)
+
+    def _q(self, selector: str, expect_type: type[Widget] = Widget):
+        """query_one on the main screen, whichever screen (help, sessions, palette) is on top."""
+        if not self.screen_stack:  # not started yet, or shutting down
+            raise NoMatches(f"no screen to find {selector!r} on")
+        return self.screen_stack[0].query_one(selector, expect_type)
+
+    @property
+    def chat(self) -> Chat:
+        return self._q("#chat", Chat)
+
+    @property
+    def prompt(self) -> PromptArea:
+        return self._q("#prompt", PromptArea)
+
+    @property
+    def prompt_box(self) -> PromptBox:
+        return self._q("#prompt-box", PromptBox)
+
+    @property
+    def inspector(self) -> Widget:
+        return self._q("#inspector")
+
+    def on_mount(self) -> None:
+        self._apply_theme()
+        self._apply_keymap()
+        prompt = self.prompt
+        prompt.cursor_blink = self.cursor_blink
+        prompt.focus()
+        self._q("#new-output").display = False
+        self._q("#completions").display = False
+        self._q("#busy").display = False
+        self._open_engine(resume=self.resume, continue_=self.continue_, route_name=self.route_name)
+
+    # -- themes and keys --------------------------------------------------------------------------------------
+    def _apply_theme(self) -> None:
+        wanted = self.settings.theme or self.state.get("theme")
+        if isinstance(wanted, str) and wanted:
+            if wanted in self.available_themes:
+                self.theme = wanted
+            elif self.settings.theme:
+                self.notify(f"theme {wanted!r} (config.toml) is not a known theme; using {self.theme}",
+                            severity="warning")
+        self.theme_changed_signal.subscribe(self, self._persist_theme)
+        self._theme_ready = True
+
+    def _persist_theme(self, theme) -> None:
+        if not self._theme_ready:
+            return
+        try:
+            self.state.set("theme", theme.name)
+        except OSError as exc:
+            self.notify(f"could not remember the theme: {exc}", severity="warning")
+
+    def _apply_keymap(self) -> None:
+        keymap, problem = (self.keymap_overrides, "") if self.keymap_overrides is not None else \
+            load_keymap(keymap_path())
+        if keymap:
+            self.set_keymap(keymap)
+        if problem:
+            self.notify(problem, severity="warning", timeout=10)
+
+    # -- the engine -------------------------------------------------------------------------------------------
+    @work(thread=True, group="engine", exclusive=True, exit_on_error=False, name="open engine")
+    def _open_engine(self, *, resume: str | None, continue_: bool, route_name: str | None) -> None:
+        from app.engine.bootstrap import open_engine
+
+        engine, choice, resumed = open_engine(self.settings, route_name=route_name, resume=resume,
+                                              continue_=continue_, workspace=self.workspace,
+                                              approver=self.approve_tool, store=self.store, state=self.state)
+        self.call_from_thread(self._engine_opened, engine, choice, resumed)
+        prewarm_sdk(choice.route.provider)
+
+    async def _engine_opened(self, engine, choice, resumed: bool) -> None:
+        self.engine = engine
+        self.choice = choice
+        self.store = engine.session.store
+        self._unsubscribe = engine.session.bus.subscribe(self._on_bus)
+        bind = getattr(self.inspector, "bind_engine", None)
+        if callable(bind):
+            bind(engine)
+        chat = self.chat
+        for note in choice.notices:
+            await chat.add_notice(note, code="lab" if choice.lab else "route",
+                                  title="lab model" if choice.lab else "route")
+        for note in self.ready_notices:
+            await chat.add_notice(note, code="app")
+        if resumed:
+            session = engine.session
+            await chat.add_notice(f"resumed “{session.title or session.id}” — {len(session.master)} messages",
+                                  code="resume", title="session")
+            await chat.render_history(session.master)
+        self._update_topbar()
+        self._start_engine(resumed)
+
+    @work(group="engine-start", exit_on_error=False, name="start engine")
+    async def _start_engine(self, resumed: bool) -> None:
+        engine = self.engine
+        await engine.start(resumed=resumed)
+        self.engine_ready.set()
+        self.refresh_bindings()
+
+    def _on_bus(self, event: Event) -> None:
+        self.post_message(EngineEvent(event))
+
+    async def on_engine_event(self, message: EngineEvent) -> None:
+        try:
+            await self._render_event(message.event)
+        except NoMatches:  # quitting: the widgets are already gone
+            pass
+
+    async def _render_event(self, event: Event) -> None:
+        dispatch = getattr(self.inspector, "dispatch", None)
+        if callable(dispatch):
+            try:
+                dispatch(event)
+            except Exception as exc:  # noqa: BLE001 - a panel bug must not stop the chat
+                self.log.error(f"inspector failed on {event.type}: {exc!r}")
+        await self.chat.handle(event)
+        if isinstance(event, CompactionPhase) and self.busy:
+            self.prompt_box.busy_text = event.text
+        elif isinstance(event, SessionStarted | ViewChanged):
+            self._update_topbar()
+
+    def _update_topbar(self) -> None:
+        engine = self.engine
+        if engine is None:
+            return
+        session, route = engine.session, engine.route
+        lab = " · lab (offline)" if route.provider == "lab" else ""
+        title = f" · {session.title}" if session.title else ""
+        self._q("#topbar", Static).update(f"bulkhead · {route.name} ({route.model}){lab}{title}")
+
+    # -- turns ------------------------------------------------------------------------------------------------
+    def watch_busy(self, busy: bool) -> None:
+        if not self.screen_stack or not self.screen_stack[0].query("#prompt-box"):
+            return
+        self.prompt_box.busy = busy
+        if busy:
+            self.prompt_box.busy_text = "compacting" if self.running == "compact" else "thinking"
+        self.refresh_bindings()
+
+    @on(PromptArea.Submitted)
+    def _on_submitted(self, event: PromptArea.Submitted) -> None:
+        text = event.text.strip()
+        if text.startswith("/") and not text.startswith("//"):
+            try:
+                action_id, arg = parse_slash(text)
+            except SlashError as exc:
+                self.notify(str(exc), severity="warning")
+                return
+            event.prompt.submit_done()
+            self.run_command(action_id, arg)
+            return
+        if self.engine is None:
+            self.notify("The session is still opening — one moment.", severity="warning")
+            return
+        if self.busy:
+            self.notify("A turn is running — Esc cancels it; your prompt is kept.", severity="warning")
+            return
+        event.prompt.submit_done()
+        self.send(text[1:] if text.startswith("//") else event.text)
+
+    def send(self, prompt: str) -> Worker:
+        self.running = "turn"
+        self.busy = True
+        return self._turn(prompt)
+
+    @work(group="turn", exclusive=True, exit_on_error=False, name="turn")
+    async def _turn(self, prompt: str, retry: bool = False) -> None:
+        try:
+            result = await (self.engine.retry() if retry else self.engine.submit(prompt))
+        finally:
+            self.busy = False
+            self.running = ""
+        if result.outcome == "failed":
+            failure = result.failure
+            retryable = bool(failure and (failure.recoverable or getattr(failure, "retryable", False)))
+            self.notify(result.error[:300] + (" — /retry asks again" if retryable else ""),
+                        title="turn failed", severity="error", timeout=8)
+        elif result.outcome == "partial":
+            self.notify("The answer was cut short; it is kept, marked partial — /retry asks again.",
+                        severity="warning")
+
+    def action_cancel(self) -> None:
+        if not self.busy or self.engine is None or len(self.screen_stack) > 1:
+            raise SkipAction()  # Esc then closes the palette / help / sessions screen, or leaves the chat
+        self.engine.tool_cancel.set()
+        if self.running == "compact" and self._compact_cancel is not None:
+            self._compact_cancel.set()
+            self.prompt_box.busy_text = "cancelling the compaction"
+            return
+        self.workers.cancel_group(self, "turn")
+
+    async def approve_tool(self, name: str, args: dict, why: str) -> bool:
+        """The engine's approver: an inline approve/deny in the tool's block."""
+        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self.post_message(ApprovalAsked(name, args, why, future))
+        return await future
+
+    def on_approval_asked(self, message: ApprovalAsked) -> None:
+        if message.future.done():
+            return
+        try:
+            block = self.chat.ask_approval(message.name, message.why, message.future)
+        except NoMatches:  # quitting
+            message.future.cancel()
+            return
+        if block is None:  # the block was pruned or never shown: deny rather than hang
+            message.future.set_result(False)
+            self.notify(f"{message.name}: could not show the approval prompt; denied", severity="warning")
+            return
+        self.chat.focus()
+
+    @on(ToolBlock.Resolved)
+    def _on_resolved(self, event: ToolBlock.Resolved) -> None:
+        with contextlib.suppress(NoMatches):
+            if self.chat.pending_approval() is None:
+                self.prompt.focus()
+
+    @on(Chat.LeaveChat)
+    def _on_leave_chat(self) -> None:
+        with contextlib.suppress(NoMatches):
+            self.prompt.focus()
+
+    @on(Chat.NewOutputBelow)
+    def _on_new_output(self, event: Chat.NewOutputBelow) -> None:
+        with contextlib.suppress(NoMatches):
+            self._q("#new-output").display = event.below
+
+    def on_click(self, event) -> None:
+        widget = getattr(event, "widget", None)
+        if widget is not None and widget.id == "new-output":
+            self.action_jump_latest()
+
+    # -- actions ----------------------------------------------------------------------------------------------
+    def action_focus_chat(self) -> None:
+        self.chat.focus()
+
+    def action_jump_latest(self) -> None:
+        self.chat.action_jump_latest()
+
+    def action_toggle_inspector(self) -> None:
+        self.toggle_class("-hide-inspector")
+
+    def action_widen_inspector(self) -> None:
+        self.remove_class("-hide-inspector")
+        self.toggle_class("-wide-inspector")
+        if hasattr(self.inspector, "wide"):
+            self.inspector.wide = self.has_class("-wide-inspector")
+
+    def action_panel(self, number: int) -> None:
+        inspector = self.inspector
+        names = tuple(getattr(inspector, "PANELS", ()) or getattr(inspector, "panel_names", ()) or DEFAULT_PANELS)
+        names = tuple(getattr(n, "NAME", n) for n in names)
+        if not 1 <= number <= len(names):
+            return
+        self.remove_class("-hide-inspector")
+        show = getattr(inspector, "show_panel", None)
+        if callable(show):
+            show(names[number - 1])
+
+    def action_help(self) -> None:
+        from app.ui.screens.help import HelpScreen, help_markdown
+
+        focused_help = ""
+        node = self.focused
+        while node is not None:
+            if getattr(node, "HELP", None):
+                focused_help = node.HELP
+                break
+            node = node.parent
+        bindings = []
+        seen = set()
+        for node in (self, self.chat, self.prompt):
+            for item in type(node).BINDINGS:
+                if isinstance(item, Binding) and item.id and item.id not in seen and item.description:
+                    seen.add(item.id)
+                    bindings.append((self._keymap.get(item.id, item.key), item.description, item.tooltip, item.id))
+        grammar = ""
+        if self.engine is not None and self.engine.route.provider == "lab":
+            from app.lab.model import GRAMMAR
+
+            grammar = GRAMMAR
+        self.push_screen(HelpScreen(help_markdown(focused_help=focused_help, bindings=bindings,
+                                                  lab_grammar=grammar, keymap_file=str(keymap_path()))))
+
+    def prefill_prompt(self, text: str) -> None:
+        self.prompt.set_text(text)
+        self.prompt.focus()
+
+    def chat_last_answer(self) -> str:
+        with contextlib.suppress(Exception):
+            answer = self.chat.last_answer()
+            return answer.raw if answer else ""
+        return ""
+
+    def archive_count(self) -> int:
+        if self.engine is None:
+            return 0
+        with contextlib.suppress(Exception):
+            return len(self.engine.session.store.archive_list(self.engine.session.id, limit=1))
+        return 0
+
+    def action_command(self, action_id: str, arg: str = "") -> None:
+        self.run_command(action_id, arg)
+
+    def run_command(self, action_id: str, arg: str = "") -> None:
+        """Run one action of the table (slash command, palette or key), or say why it cannot run now."""
+        action = BY_ID[action_id]
+        reason = action.why_not(self)
+        if reason:
+            self.notify(f"{action.title}: {reason}", severity="warning")
+            return
+        handler = getattr(self, f"_cmd_{action_id}")
+        result = handler(arg)
+        if asyncio.iscoroutine(result):
+            self.run_worker(result, group="command", exit_on_error=False, name=f"command {action_id}")
+
+    # -- slash commands (one method per action id) ---------------------------------------------------------
+    def _cmd_compact(self, instructions: str) -> None:
+        self.running = "compact"
+        self._compact_cancel = asyncio.Event()
+        self.busy = True
+        self._compact(instructions or None, self._compact_cancel)
+
+    @work(group="turn", exclusive=True, exit_on_error=False, name="compact")
+    async def _compact(self, instructions: str | None, cancel: asyncio.Event) -> None:
+        try:
+            result = await self.engine.compact(instructions, cancel=cancel)
+        finally:
+            self.busy = False
+            self.running = ""
+        if cancel.is_set():
+            await self.chat.add_notice("compaction cancelled — the view is unchanged", level="warn", code="compaction")
+        elif result is None:
+            self.notify("compaction did not run (blocked by a hook)", severity="warning")
+
+    def _cmd_rewind(self, _arg: str) -> None:
+        self.engine.rewind()
+
+    def _cmd_retry(self, _arg: str) -> None:
+        self.running = "turn"
+        self.busy = True
+        self._turn("", retry=True)
+
+    def _cmd_cancel(self, _arg: str) -> None:
+        with contextlib.suppress(SkipAction):
+            self.action_cancel()
+
+    async def _cmd_cost(self, _arg: str) -> None:
+        c = self.engine.session.counters
+        joined = lambda d: ", ".join(f"{k} {v}" for k, v in sorted(d.items())) or "none"  # noqa: E731
+        rows = [
+            ("requests", f"{c.requests:,} ({c.failed_requests:,} failed, {c.retries:,} retries)"),
+            ("tokens", f"{c.input_tokens:,} in · {c.output_tokens:,} out · {c.cache_read_tokens:,} cache read · "
+                       f"{c.cache_write_tokens:,} cache write"),
+            ("cost", f"${c.cost_usd:.4f}" + (f" ({c.unpriced_requests} unpriced)" if c.unpriced_requests else "")),
+            ("summarizer", f"{c.summarizer_calls} calls · {c.summarizer_input_tokens:,} in · "
+                           f"{c.summarizer_output_tokens:,} out · ${c.summarizer_cost_usd:.4f}"),
+            ("compactions", joined(c.compactions) + (f" · by level: {joined(c.compactions_by_level)}"
+                                                     if c.compactions_by_level else "")),
+            ("L3 (nuclear)", str(c.l3_count)),
+            ("rejections", joined(c.rejections)),
+            ("recoveries", f"{c.recoveries_ok} ok · {c.recoveries_failed} failed"),
+            ("bytes saved", format_size(c.bytes_saved)),
+        ]
+        await self.chat.add_report("cost — this session", rows)
+
+    async def _cmd_context(self, _arg: str) -> None:
+        r = self.engine.context_report()
+        cap = format_size(r["effective_cap"]) if r["effective_cap"] else "none known"
+        share = f" ({r['predicted_bytes'] / r['effective_cap']:.0%} of the cap)" if r["effective_cap"] else ""
+        rows = [
+            ("next request", f"{format_size(r['predicted_bytes'])}{share}"),
+            ("cap", f"{cap} — {r['cap_source']}" + (f": {r['cap_detail']}" if r.get("cap_detail") else "")),
+            ("tokens", f"≈{r['estimated_tokens']:,} of a {r['context_window']:,}-token window "
+                       f"({r['bytes_per_token']:.2f} bytes/token)"),
+            ("messages", f"{r['messages_in_view']:,} in the view · {r['messages_in_master']:,} in the master log"),
+            ("views", f"{r['views_stacked']} stacked (/rewind compact pops one)"),
+            ("floor", f"{format_size(r['floor_bytes'])} (system prompt + tools)"),
+        ]
+        await self.chat.add_report("context — the next request", rows)
+
+    def _cmd_cap_reset(self, _arg: str) -> None:
+        self.engine.reset_cap()
+
+    async def _cmd_cap_set(self, size: str) -> None:
+        try:
+            cap = parse_size(size)
+        except (SizeError, ValueError) as exc:
+            self.notify(f"/cap {size}: {exc}", severity="warning")
+            return
+        engine = self.engine
+        sources = {**engine.settings.sources, "max_payload": "/cap (this session only)"}
+        engine.settings = engine.settings.with_overrides(max_payload=cap, sources=sources)
+        await self.chat.add_notice(f"request body cap set to {format_size(cap)} for this session (not saved: put "
+                                   f"max_payload in config.toml to keep it)", code="cap", title="cap")
+        engine.view_changed("cap")
+
+    def _cmd_recall(self, key: str) -> None:
+        self.engine.recall_into_view(key)
+
+    async def _cmd_model(self, name: str) -> None:
+        from app.engine.bootstrap import choose_route
+
+        if not name:
+            routes = ", ".join(sorted(self.settings.routes)) or "none"
+            await self.chat.add_notice(f"route in use: {self.engine.route.name}; configured: {routes} — /model ROUTE",
+                                       code="model")
+            return
+        try:
+            choice = await asyncio.to_thread(choose_route, self.settings, name)
+        except ConfigError as exc:
+            await self.chat.add_notice(str(exc), level="error", code="model")
+            return
+        old = self.engine.provider
+        switch_route(self.engine, choice, self.settings)
+        with contextlib.suppress(Exception):
+            await old.aclose()
+        await self.chat.add_notice(f"now on route {choice.route.name} ({choice.route.provider} · "
+                                   f"{choice.route.model}); the session continues", code="model", title="model")
+        bind = getattr(self.inspector, "bind_engine", None)
+        if callable(bind):
+            bind(self.engine)
+        self.engine.view_changed("route")
+        self._update_topbar()
+        self.run_worker(asyncio.to_thread(prewarm_sdk, choice.route.provider), group="sdk", exit_on_error=False)
+
+    def _cmd_sessions(self, _arg: str) -> None:
+        from app.ui.screens.sessions import SessionsScreen
+
+        if self.store is None:
+            from app.store import Store
+
+            self.store = Store()
+        current = self.engine.session.id if self.engine else None
+        self.push_screen(SessionsScreen(self.store.list_sessions(), current_id=current, now=self.clock),
+                         callback=self._resume_selected)
+
+    def _resume_selected(self, session_id: str | None) -> None:
+        if not session_id or (self.engine is not None and session_id == self.engine.session.id):
+            return
+        self._switch_session(session_id)
+
+    @work(group="session-switch", exclusive=True, exit_on_error=False, name="switch session")
+    async def _switch_session(self, session_id: str) -> None:
+        old = self.engine
+        if old is not None:
+            if self._unsubscribe:
+                self._unsubscribe()
+            self.engine = None
+            with contextlib.suppress(Exception):
+                await old.close("resume")
+        await self.chat.clear_all()
+        self.engine_ready.clear()
+        self._open_engine(resume=session_id, continue_=False, route_name=None)
+
+    async def _cmd_export(self, _arg: str) -> None:
+        from app.export import to_markdown
+
+        session = self.engine.session
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(self.clock()))
+        written = []
+        md_path = session.folder / f"export-{stamp}.md"
+        text = to_markdown(session)
+        await asyncio.to_thread(md_path.write_text, text, encoding="utf-8")
+        written.append(md_path)
+        if module_available("app.har"):
+            har_path = await self._write_har(session, session.folder / f"export-{stamp}.har")
+            if har_path is not None:
+                written.append(har_path)
+        names = " and ".join(str(p) for p in written)
+        self.notify(f"Exported to {names}", title="export", timeout=8)
+        await self.chat.add_notice(f"exported to {names}", code="export", title="export")
+
+    async def _write_har(self, session, path: Path) -> Path | None:
+        """The session's requests as HAR 1.2 (`app.har`: redacted headers, bodies cut to har_body_limit)."""
+        import json
+
+        try:
+            from app.har import to_har
+
+            data = await asyncio.to_thread(to_har, session, body_limit=self.settings.har_body_limit)
+            text = json.dumps(data, ensure_ascii=False, indent=1)
+            await asyncio.to_thread(path.write_text, text, encoding="utf-8")
+            path.chmod(0o600)
+            return path
+        except Exception as exc:  # noqa: BLE001 - a HAR failure must not lose the Markdown export
+            self.notify(f"HAR export failed: {exc}", severity="error")
+        return None
+
+    def _cmd_export_har(self, _arg: str) -> None:
+        async def run() -> None:
+            stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(self.clock()))
+            path = await self._write_har(self.engine.session, self.engine.session.folder / f"requests-{stamp}.har")
+            if path is not None:
+                self.notify(f"HAR written to {path}", title="export", timeout=8)
+                await self.chat.add_notice(f"requests exported as HAR to {path}", code="export", title="export")
+
+        self.run_worker(run(), group="command", exit_on_error=False, name="export HAR")
+
+    def _cmd_probe(self, _arg: str) -> None:
+        self.running = "probe"
+        self.busy = True
+        self._probe()
+
+    @work(group="turn", exclusive=True, exit_on_error=False, name="probe")
+    async def _probe(self) -> None:
+        """`bulkhead probe` for the session's route, with the defaults of the command (1 KB … 32 MB, 1 KB)."""
+        from app.engine.retry import RetryPolicy
+        from app.probe import Probe, ProbeAnswer, Prober, max_probes_for, timed
+
+        engine = self.engine
+        provider = engine.provider
+        low, high, precision = 1024, 32 * 1024 * 1024, 1024
+        try:
+            start = getattr(provider, "_start_once", None)  # the embedded lab starts on first use
+            if callable(start) and not provider.route.base_url and getattr(provider, "lab", None) is None:
+                await asyncio.to_thread(start)
+            await self.chat.add_notice(f"probing route {engine.route.name} from {format_size(low)} to "
+                                       f"{format_size(high)} (≈{max_probes_for(low, high, precision)} requests) "
+                                       f"using {provider.probe_method or 'the provider'}", code="probe", title="probe")
+
+            async def send(size: int) -> ProbeAnswer:
+                async def call() -> tuple[int, int | None]:
+                    reply = await provider.probe(size)
+                    return reply.status, reply.actual_bytes
+
+                return await timed(call, size)
+
+            def on_probe(probe: Probe) -> None:
+                self.prompt_box.busy_text = f"probe {probe.number}: {format_size(probe.size)} → {probe.verdict}"
+
+            prober = Prober(send, drop_threshold=self.settings.drop_payload_min_bytes,
+                            retry_policy=RetryPolicy.from_settings(self.settings), on_probe=on_probe, max_requests=40)
+            result = await prober.find(low, high, precision)
+        finally:
+            self.busy = False
+            self.running = ""
+        rows = [(f"#{p.number}", f"{format_size(p.size)} → {p.verdict}" + (f" ({p.status})" if p.status else "")
+                 + (f" {p.kind}" if p.kind else "")) for p in result.probes]
+        rows.append(("cap", format_size(result.cap_bytes) if result.cap_bytes else "none found"))
+        if result.kind:
+            rows.append(("how it says no", f"{result.kind}: " + "; ".join(result.evidence[:3])))
+        if result.suggestion:
+            rows.append(("suggestion", f"max_payload = \"{format_size(result.suggestion)}\" "
+                                       f"(or `bulkhead probe --save` to remember it)"))
+        rows.append(("verdict", result.message or ("conclusive" if result.conclusive else "inconclusive")))
+        await self.chat.add_report(f"probe — route {engine.route.name}", rows)
+
+    def _cmd_help(self, _arg: str) -> None:
+        self.action_help()
+
+    def _cmd_toggle_inspector(self, _arg: str) -> None:
+        self.action_toggle_inspector()
+
+    def _cmd_widen_inspector(self, _arg: str) -> None:
+        self.action_widen_inspector()
+
+    def _cmd_jump_latest(self, _arg: str) -> None:
+        self.action_jump_latest()
+
+    def _cmd_copy_last(self, _arg: str) -> None:
+        self.copy(self.chat_last_answer(), "the last answer")
+
+    # -- copy ---------------------------------------------------------------------------------------------------
+    def copy(self, text: str, what: str) -> None:
+        """OSC 52 now, the system clipboard in a thread, then one honest toast."""
+        osc52 = False
+        error = ""
+        try:
+            self.copy_to_clipboard(text)
+            osc52 = not self.is_headless
+        except Exception as exc:  # noqa: BLE001
+            error = str(exc)
+        self._system_copy(text, what, osc52, error)
+
+    @work(thread=True, group="clipboard", exit_on_error=False, name="clipboard")
+    def _system_copy(self, text: str, what: str, osc52: bool, error: str) -> None:
+        tool, tool_error = system_copy(text)
+        result = CopyResult(osc52=osc52, system_tool=tool, error=tool_error or error)
+        self.call_from_thread(self._copied, result, what)
+
+    def _copied(self, result: CopyResult, what: str) -> None:
+        self.last_copy = result
+        self.notify(result.describe(what), title="copy", severity="information" if result.ok else "error",
+                    timeout=6)
+
+    @on(Chat.CopyItem)
+    def _on_copy_item(self, event: Chat.CopyItem) -> None:
+        self.copy(event.text, event.what)
+
+    # -- the inspector's requests --------------------------------------------------------------------------------
+    def on_copy_requested(self, message: Any) -> None:
+        self.copy(message.text, getattr(message, "what", "") or "the text")
+
+    def on_archive_recall_requested(self, message: Any) -> None:
+        if self.engine is None:
+            return
+        if self.busy:
+            self.notify("A turn is running — recall after it (Esc cancels it).", severity="warning")
+            return
+        self.engine.recall_into_view(message.key)
+
+    def on_rewind_requested(self, message: Any) -> None:
+        if self.engine is not None and not self.busy:
+            self.run_command("rewind")
+
+    # -- errors --------------------------------------------------------------------------------------------------
+    async def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        worker = event.worker
+        if event.state != WorkerState.ERROR:
+            return
+        error = worker.error
+        name = worker.name or "task"
+        if worker.group in ("turn",):
+            self.busy = False
+            self.running = ""
+        text = f"{name} failed: {type(error).__name__}: {error}"
+        if isinstance(error, ConfigError):
+            text = f"{error}"
+        self.notify(text[:300], title="error", severity="error", timeout=10)
+        with contextlib.suppress(Exception):
+            await self.chat.add_notice(text + "  (c in the chat copies this)", level="error", code="error",
+                                       title="error")
+
+    async def action_quit(self) -> None:
+        self.workers.cancel_group(self, "turn")
+        engine = self.engine
+        if engine is not None:
+            self.engine = None
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(engine.close("exit"), timeout=5)
+        self.exit(0)

@@ -1,0 +1,321 @@
+"""The items of the chat: user messages, streamed answers, tool blocks, notices, reports.
+
+Every item keeps the raw text it shows (`copy_text()`), so copy and tests never read pixels.
+Items are not focusable: the chat has one cursor (see `app.ui.chat.Chat`), which keeps the
+focus chain short however long the session grows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+
+from rich.console import RenderableType
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.message import Message
+from textual.widget import Widget
+from textual.widgets import Button, Markdown, Static
+from textual.widgets.markdown import MarkdownStream
+
+_CODE_BLOCK_RE = re.compile(r"^(```+|~~~+)[^\n]*\n(.*?)^\1[ \t]*$", re.M | re.S)
+NOTICE_MARKS = {"info": "ℹ", "warn": "⚠", "error": "✖"}
+
+
+def code_blocks(markdown: str) -> list[str]:
+    """The fenced code blocks of a Markdown text, in order."""
+    return [match.group(2).rstrip("\n") for match in _CODE_BLOCK_RE.finditer(markdown)]
+
+
+class ChatItem(Widget):
+    """Base of every chat item: a raw text to copy, and a cursor highlight."""
+
+    DEFAULT_CSS = "ChatItem { height: auto; }"
+    kind = "item"
+
+    def copy_text(self) -> str:
+        return ""
+
+    def code_blocks(self) -> list[str]:
+        return code_blocks(self.copy_text())
+
+
+class UserItem(ChatItem):
+    kind = "user"
+
+    def __init__(self, text: str, *, origin: str = "user", **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.text = text
+        self.origin = origin
+        if origin == "recall":
+            self.add_class("-recall")
+
+    def compose(self) -> ComposeResult:
+        label = "↺ recalled into the conversation" if self.origin == "recall" else "you"
+        yield Static(label, classes="item-label", markup=False)
+        body = self.text
+        if self.origin == "recall" and len(body) > 1200:
+            body = body[:1200].rstrip() + f"\n… ({len(self.text):,} characters in all; c copies them)"
+        yield Static(body, classes="item-body", markup=False)
+
+    def copy_text(self) -> str:
+        return self.text
+
+
+class AssistantItem(ChatItem):
+    """One assistant message: streamed into a Markdown widget, then rendered once in full."""
+
+    kind = "assistant"
+
+    def __init__(self, text: str = "", *, partial: bool = False, streaming: bool = False, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.raw = text
+        self.partial = partial
+        self.streaming = streaming
+        self._stream: MarkdownStream | None = None
+        self._markdown = Markdown(text if not streaming else "", classes="answer")
+        self.set_class(partial, "-partial")
+
+    def compose(self) -> ComposeResult:
+        yield Static("assistant", classes="item-label", markup=False)
+        yield self._markdown
+        yield Static("◆ partial — the answer was cut short; /retry asks again", classes="partial-mark",
+                     markup=False)
+
+    def on_mount(self) -> None:
+        if self.streaming:
+            self._stream = Markdown.get_stream(self._markdown)
+
+    async def write(self, fragment: str) -> None:
+        if not fragment:
+            return
+        self.raw += fragment
+        if self._stream is not None:
+            await self._stream.write(fragment)
+
+    async def finish(self, text: str | None = None, *, partial: bool | None = None) -> None:
+        """Stop the stream and render the whole answer once (the raw text is kept beside it)."""
+        if self._stream is not None:
+            stream, self._stream = self._stream, None
+            await stream.stop()
+        self.streaming = False
+        if text is not None:
+            self.raw = text
+        if partial is not None:
+            self.mark_partial(partial)
+        await self._markdown.update(self.raw)
+
+    def mark_partial(self, partial: bool = True) -> None:
+        self.partial = partial
+        self.set_class(partial, "-partial")
+
+    def copy_text(self) -> str:
+        return self.raw
+
+
+class NoticeItem(ChatItem):
+    """An inline notice: lab, cap learned, recovery step, compaction, retry, rejection, error."""
+
+    kind = "notice"
+
+    def __init__(self, text: str, *, level: str = "info", code: str = "", title: str = "", **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.text = text
+        self.level = level if level in NOTICE_MARKS else "info"
+        self.code = code
+        self.title = title
+        self.add_class(f"-{self.level}")
+        if code:
+            self.add_class(f"-code-{re.sub(r'[^a-z0-9-]', '-', code.lower())}")
+
+    def render(self) -> RenderableType:
+        text = Text()
+        text.append(f"{NOTICE_MARKS[self.level]} ", style="bold")
+        if self.title:
+            text.append(f"{self.title}  ", style="bold")
+        text.append(self.text)
+        return text
+
+    def copy_text(self) -> str:
+        return f"{self.title}: {self.text}" if self.title else self.text
+
+
+class ReportItem(ChatItem):
+    """A compact table rendered inline (/cost, /context)."""
+
+    kind = "report"
+
+    def __init__(self, title: str, rows: list[tuple[str, str]], **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.title = title
+        self.rows = rows
+
+    def render(self) -> RenderableType:
+        from rich.table import Table
+
+        table = Table(title=self.title, title_justify="left", show_header=False, box=None, padding=(0, 2, 0, 0),
+                      expand=False)
+        table.add_column(style="bold", no_wrap=True)
+        table.add_column()
+        for key, value in self.rows:
+            table.add_row(key, value)
+        return table
+
+    def copy_text(self) -> str:
+        width = max((len(k) for k, _ in self.rows), default=0)
+        return "\n".join([self.title, *(f"{k.ljust(width)}  {v}" for k, v in self.rows)])
+
+
+def _args_line(name: str, args: dict) -> str:
+    if name == "shell" and isinstance(args.get("command"), str):
+        return args["command"]
+    if isinstance(args.get("path"), str) and len(args) <= 3:
+        extra = {k: v for k, v in args.items() if k != "path"}
+        return args["path"] + (f" {json.dumps(extra, ensure_ascii=False)}" if extra else "")
+    return json.dumps(args, ensure_ascii=False)
+
+
+class ToolBlock(ChatItem):
+    """A tool call: a one-line header (Enter or a click folds it), the arguments, the result, and —
+    when the engine asks — an inline approve/deny bar that resolves the approver's future."""
+
+    kind = "tool"
+
+    class Resolved(Message):
+        """The user answered an approval prompt."""
+
+        def __init__(self, block: ToolBlock, approved: bool) -> None:
+            super().__init__()
+            self.block = block
+            self.approved = approved
+
+    def __init__(self, call_id: str, name: str, args: dict, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.call_id = call_id
+        self.tool_name = name
+        self.args = dict(args)
+        self.decision = ""  # approved | denied | auto | cancelled
+        self.reason = ""
+        self.result = ""
+        self.is_error = False
+        self.chars = 0
+        self.spill_path: str | None = None
+        self.done = False
+        self.collapsed = True
+        self._future: asyncio.Future[bool] | None = None
+        self._why = ""
+
+    @property
+    def pending(self) -> bool:
+        return self._future is not None and not self._future.done()
+
+    def compose(self) -> ComposeResult:
+        yield Static(self._header(), classes="tool-header")
+        yield Static(self._body(), classes="tool-body", markup=False)
+        with Horizontal(classes="approval-bar"):
+            yield Static("", classes="approval-why", markup=False)
+            yield Button("Approve (y)", variant="success", classes="approve", compact=True)
+            yield Button("Deny (n)", variant="error", classes="deny", compact=True)
+
+    def on_mount(self) -> None:
+        self._sync()
+
+    def _header(self) -> Text:
+        status = {"": ("…", "running"), "approved": ("✓", "approved"), "auto": ("✓", ""),
+                  "denied": ("✖", "denied"), "cancelled": ("✖", "cancelled")}[self.decision or ""]
+        mark, word = status
+        if self.pending:
+            mark, word = "?", "waiting for your approval"
+        elif self.done:
+            mark = "✖" if self.is_error else "✓"
+            word = ("error" if self.is_error else f"{self.chars:,} chars") + (f" · {word}" if word else "")
+        text = Text()
+        text.append("▸ " if self.collapsed else "▾ ", style="dim")
+        text.append(f"{mark} ", style="bold")
+        text.append(f"{self.tool_name} ", style="bold")
+        line = _args_line(self.tool_name, self.args)
+        text.append(line if len(line) <= 90 else line[:89] + "…")
+        if word:
+            text.append(f"  — {word}", style="dim italic")
+        return text
+
+    def _body(self) -> str:
+        lines = [f"arguments: {json.dumps(self.args, ensure_ascii=False, indent=2)}"]
+        if self.reason:
+            lines.append(f"approval: {self.decision} — {self.reason}")
+        if self.done:
+            label = "error" if self.is_error else "result"
+            lines.append(f"{label} ({self.chars:,} chars):\n{self.result}")
+            if self.spill_path:
+                lines.append(f"full output: {self.spill_path}")
+        return "\n".join(lines)
+
+    def _sync(self) -> None:
+        if not self.is_mounted:
+            return
+        self.query_one(".tool-header", Static).update(self._header())
+        self.query_one(".tool-body", Static).update(self._body())
+        self.set_class(self.collapsed, "-collapsed")
+        self.set_class(self.pending, "-pending")
+        self.set_class(self.is_error or self.decision in ("denied", "cancelled"), "-failed")
+        if self.pending:
+            self.query_one(".approval-why", Static).update(f"? {self._why}")
+
+    def toggle(self) -> None:
+        self.collapsed = not self.collapsed
+        self._sync()
+
+    def on_click(self, event) -> None:
+        widget = getattr(event, "widget", None)
+        if widget is not None and widget.has_class("tool-header"):
+            self.toggle()
+
+    # -- approval ------------------------------------------------------------------------------------
+    def ask(self, why: str, future: asyncio.Future[bool]) -> None:
+        self._why = why
+        self._future = future
+        future.add_done_callback(lambda f: self._on_future_done(f))
+        self._sync()
+
+    def _on_future_done(self, future: asyncio.Future[bool]) -> None:
+        if future.cancelled() and not self.decision:
+            self.decision = "cancelled"
+            self.reason = "the turn was cancelled"
+        self._sync()
+
+    def answer(self, approved: bool) -> bool:
+        """Resolve the pending approval; False when there was none."""
+        if not self.pending:
+            return False
+        assert self._future is not None
+        self._future.set_result(approved)
+        self.decision = "approved" if approved else "denied"
+        self._sync()
+        self.post_message(self.Resolved(self, approved))
+        return True
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.answer(event.button.has_class("approve"))
+
+    # -- engine events --------------------------------------------------------------------------------
+    def set_decision(self, decision: str, reason: str) -> None:
+        self.decision = decision
+        self.reason = reason
+        self._sync()
+
+    def set_result(self, *, is_error: bool, preview: str, chars: int, spill_path: str | None) -> None:
+        self.done = True
+        self.is_error = is_error
+        self.result = preview
+        self.chars = chars
+        self.spill_path = spill_path
+        self._sync()
+
+    def copy_text(self) -> str:
+        return self._body()
+
+    def code_blocks(self) -> list[str]:
+        return [self.result] if self.result else []

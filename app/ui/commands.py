@@ -1,0 +1,251 @@
+"""One action table behind the slash commands, the command palette and the keys.
+
+    /compact focus on the parser   →  app.run_command("compact", "focus on the parser")
+    palette "session: compact"     →  app.run_command("compact", "")
+    key ctrl+r                     →  app.action_command("retry")
+
+Each action says when it applies (`applies(app)`), so the palette offers only what can run
+now and a slash command that cannot run says why instead of failing.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+if TYPE_CHECKING:
+    from app.ui.app import BulkheadApp
+
+
+def module_available(name: str) -> bool:
+    """Whether an optional part of bulkhead (e.g. `app.probe`, `app.har`) is installed."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+@dataclass(frozen=True)
+class Action:
+    id: str
+    area: str
+    verb: str
+    help: str
+    slash: str = ""  # the slash word, e.g. "/compact"; "" when there is none
+    usage: str = ""  # e.g. "/compact [instructions]"
+    why_not: Callable[[BulkheadApp], str] = lambda app: ""  # "" when it applies now, else the reason
+    needs_arg: bool = False  # the palette opens the prompt pre-filled instead of running it
+
+    @property
+    def title(self) -> str:
+        return f"{self.area}: {self.verb}"
+
+    def applies(self, app: BulkheadApp) -> bool:
+        return not self.why_not(app)
+
+
+# -- conditions ------------------------------------------------------------------------------------
+
+def _need_engine(app: BulkheadApp) -> str:
+    return "" if app.engine is not None else "the session is still opening"
+
+
+def _need_idle(app: BulkheadApp) -> str:
+    return _need_engine(app) or ("a turn is running (Esc cancels it)" if app.busy else "")
+
+
+def _need_busy(app: BulkheadApp) -> str:
+    return "" if app.busy else "nothing is running"
+
+
+def _can_compact(app: BulkheadApp) -> str:
+    return _need_idle(app) or ("" if len(app.engine.session.view) else "nothing to compact yet")
+
+
+def _can_rewind(app: BulkheadApp) -> str:
+    return _need_idle(app) or ("" if len(app.engine.session.views) > 1 else "no compaction to undo")
+
+
+def _can_retry(app: BulkheadApp) -> str:
+    reason = _need_idle(app)
+    if reason:
+        return reason
+    view = app.engine.session.view.messages
+    if not view:
+        return "nothing to retry yet"
+    last = view[-1]
+    if last.role == "assistant" and not last.meta.partial:
+        return "the last answer is complete"
+    return ""
+
+
+def _can_reset_cap(app: BulkheadApp) -> str:
+    reason = _need_idle(app)
+    if reason:
+        return reason
+    return "" if app.engine.cap_info().source in ("learned", "assumed") else "no learned cap to forget"
+
+
+def _can_recall(app: BulkheadApp) -> str:
+    return _need_engine(app) or ("" if app.archive_count() else "the archive of this session is empty")
+
+
+def _can_switch_model(app: BulkheadApp) -> str:
+    reason = _need_idle(app)
+    if reason:
+        return reason
+    return "" if len(app.settings.routes) > 1 else "only one route is configured (add [routes.NAME] in config.toml)"
+
+
+def _can_probe(app: BulkheadApp) -> str:
+    if not module_available("app.probe"):
+        return "the probe is not part of this build"
+    return _need_idle(app)
+
+
+def _can_export_har(app: BulkheadApp) -> str:
+    if not module_available("app.har"):
+        return "HAR export is not part of this build"
+    return _need_engine(app)
+
+
+ACTIONS: tuple[Action, ...] = (
+    Action("compact", "session", "compact", "Summarize older history now (optional instructions)",
+           "/compact", "/compact [instructions]", _can_compact),
+    Action("rewind", "session", "rewind compact", "Restore the view before the last compaction",
+           "/rewind", "/rewind compact", _can_rewind),
+    Action("retry", "turn", "retry", "Ask again for the last (failed or partial) answer",
+           "/retry", "/retry", _can_retry),
+    Action("cancel", "turn", "cancel", "Cancel the running turn or compaction (Esc)", "", "", _need_busy),
+    Action("cost", "cost", "show", "Tokens, cost, compactions and rejections of this session",
+           "/cost", "/cost", _need_engine),
+    Action("context", "context", "show", "Messages, bytes, the cap in force and the context window",
+           "/context", "/context", _need_engine),
+    Action("cap_reset", "cap", "reset learned cap", "Forget the cap learned for this endpoint",
+           "/cap", "/cap reset", _can_reset_cap),
+    Action("cap_set", "cap", "set for this session", "Set a request body cap for this session, e.g. /cap 256KB",
+           "/cap", "/cap SIZE", _need_idle, needs_arg=True),
+    Action("recall", "archive", "recall segment", "Put an archived segment back into the conversation",
+           "/recall", "/recall KEY", _can_recall, needs_arg=True),
+    Action("model", "model", "switch route", "Continue this session on another configured route",
+           "/model", "/model ROUTE", _can_switch_model, needs_arg=True),
+    Action("sessions", "sessions", "open", "Browse sessions and resume one", "/sessions", "/sessions",
+           lambda app: "a turn is running (Esc cancels it)" if app.busy else ""),
+    Action("export", "session", "export", "Write the session as Markdown (and HAR) to its folder",
+           "/export", "/export", _need_engine),
+    Action("help", "help", "show", "Keys, slash commands and the lab grammar", "/help", "/help"),
+    Action("probe", "gateway", "probe this route", "Find the largest request body this route's gateway accepts",
+           "", "", _can_probe),
+    Action("export_har", "requests", "export as HAR", "Write this session's requests as a HAR file",
+           "", "", _can_export_har),
+    Action("toggle_inspector", "inspector", "hide / show", "Hide or show the inspector (F2)", "", ""),
+    Action("widen_inspector", "inspector", "widen / narrow", "Give the inspector more room (F3)", "", ""),
+    Action("jump_latest", "chat", "jump to latest", "Scroll to the newest output and follow it (End)", "", ""),
+    Action("copy_last", "chat", "copy last answer", "Copy the last answer (OSC 52 + system clipboard)", "", "",
+           lambda app: "" if app.chat_last_answer() else "no answer yet"),
+)
+BY_ID = {action.id: action for action in ACTIONS}
+
+SLASH_COMPLETIONS: tuple[tuple[str, str], ...] = (
+    ("/compact", "summarize older history now — /compact [instructions]"),
+    ("/rewind compact", "restore the view before the last compaction"),
+    ("/retry", "ask again for the last answer"),
+    ("/cost", "tokens, cost, compactions, rejections"),
+    ("/context", "bytes, cap and window of the next request"),
+    ("/cap reset", "forget the learned cap for this endpoint"),
+    ("/cap", "set a request body cap for this session — /cap SIZE"),
+    ("/recall", "put an archived segment back — /recall KEY"),
+    ("/model", "switch to another route — /model ROUTE"),
+    ("/sessions", "browse and resume sessions"),
+    ("/export", "write the session as Markdown (and HAR)"),
+    ("/help", "keys, commands and the lab grammar"),
+)
+
+
+def complete_slash(text: str) -> list[tuple[str, str]]:
+    """Completions for what the prompt holds: `/co` → /compact, /cost, /context."""
+    if not text.startswith("/") or "\n" in text:
+        return []
+    lowered = text.lower()
+    return [(word, help_) for word, help_ in SLASH_COMPLETIONS
+            if word.startswith(lowered) and word != lowered.rstrip()]
+
+
+class SlashError(ValueError):
+    """A slash command that does not parse; the message is shown to the user."""
+
+
+def parse_slash(text: str) -> tuple[str, str]:
+    """`/cap 256KB` → ("cap_set", "256KB"). Raises SlashError with a usage line."""
+    word, _, rest = text.strip().partition(" ")
+    word, rest = word.lower(), rest.strip()
+    if word == "/compact":
+        return "compact", rest
+    if word == "/rewind":
+        if rest.lower() not in ("compact", ""):
+            raise SlashError("usage: /rewind compact")
+        return "rewind", ""
+    if word == "/cap":
+        if not rest:
+            return "context", ""
+        return ("cap_reset", "") if rest.lower() == "reset" else ("cap_set", rest)
+    if word == "/recall":
+        if not rest:
+            raise SlashError("usage: /recall KEY (16 hex digits, or a <<ccr:KEY>> marker)")
+        return "recall", rest
+    if word == "/model":
+        return "model", rest
+    for action in ACTIONS:
+        if action.slash == word and action.id not in ("cap_reset", "cap_set"):
+            return action.id, rest
+    known = " ".join(sorted({a.slash for a in ACTIONS if a.slash}))
+    raise SlashError(f"unknown command {word} — known: {known}")
+
+
+class BulkheadCommands(Provider):
+    """The palette's bulkhead commands: only those that apply now, titled "area: verb"."""
+
+    def _hits(self) -> list[tuple[str, str, Callable[[], Any]]]:
+        app: BulkheadApp = self.app  # type: ignore[assignment]
+        hits: list[tuple[str, str, Callable[[], Any]]] = []
+        for action in ACTIONS:
+            if not action.applies(app):
+                continue
+            if action.id == "model":
+                current = app.engine.route.name if app.engine else ""
+                for name in sorted(app.settings.routes):
+                    if name != current:
+                        hits.append((f"model: switch to {name}", f"Continue this session on route {name}",
+                                     partial(app.run_command, "model", name)))
+                continue
+            if action.needs_arg:
+                hits.append((action.title, action.help, partial(app.prefill_prompt, action.usage.split()[0] + " ")))
+            else:
+                hits.append((action.title, action.help, partial(app.run_command, action.id, "")))
+        return hits
+
+    async def discover(self) -> Hits:
+        for title, help_, callback in self._hits():
+            yield DiscoveryHit(title, callback, help=help_)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for title, help_, callback in self._hits():
+            score = matcher.match(title)
+            if score > 0:
+                yield Hit(score, matcher.highlight(title), callback, help=help_)
+
+
+def applicable_titles(app: BulkheadApp) -> list[str]:
+    """The palette's titles right now (for tests and the help screen)."""
+    return [title for title, _help, _cb in BulkheadCommands._hits(_Shim(app))]
+
+
+class _Shim:
+    def __init__(self, app: BulkheadApp) -> None:
+        self.app = app

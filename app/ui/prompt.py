@@ -1,0 +1,257 @@
+"""The prompt: a multi-line TextArea with slash-command completion, history and a busy line.
+
+Enter sends. A newline is Ctrl+J or Alt+Enter (Shift+Enter too, where the terminal sends
+it — many never do). ↑ on the first line and ↓ on the last walk the history, which is kept
+per workspace in the data folder. Typing `/` shows the matching slash commands; Tab takes
+the highlighted one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from rich.text import Text
+from textual import events
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widgets import Static, TextArea
+
+from app.config import data_home
+from app.ui.commands import complete_slash
+
+HISTORY_LIMIT = 1000
+
+
+def history_path(workspace: str | Path) -> Path:
+    """Prompt history of one workspace: `<data>/history/<hash of the folder>.jsonl`."""
+    digest = hashlib.sha256(str(Path(workspace).expanduser().resolve()).encode("utf-8")).hexdigest()[:16]
+    return data_home() / "history" / f"{digest}.jsonl"
+
+
+class PromptHistory:
+    """Previous prompts, oldest first; appended to a JSON-lines file, best effort."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.entries: list[str] = []
+        self.position: int | None = None  # index into entries while browsing; None = the draft
+        self.draft = ""
+        if path is not None:
+            with contextlib.suppress(OSError, ValueError):
+                for line in path.read_text(encoding="utf-8").splitlines():
+                    with contextlib.suppress(ValueError):
+                        entry = json.loads(line)
+                        if isinstance(entry, str) and entry:
+                            self.entries.append(entry)
+            self.entries = self.entries[-HISTORY_LIMIT:]
+
+    def add(self, text: str) -> None:
+        self.position = None
+        self.draft = ""
+        if not text.strip() or (self.entries and self.entries[-1] == text):
+            return
+        self.entries.append(text)
+        del self.entries[:-HISTORY_LIMIT]
+        if self.path is None:
+            return
+        with contextlib.suppress(OSError):
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                os.write(fd, (json.dumps(text, ensure_ascii=False) + "\n").encode("utf-8", "surrogatepass"))
+            finally:
+                os.close(fd)
+
+    def previous(self, current: str) -> str | None:
+        if not self.entries:
+            return None
+        if self.position is None:
+            self.draft = current
+            self.position = len(self.entries) - 1
+        elif self.position > 0:
+            self.position -= 1
+        else:
+            return None
+        return self.entries[self.position]
+
+    def next(self) -> str | None:
+        if self.position is None:
+            return None
+        if self.position < len(self.entries) - 1:
+            self.position += 1
+            return self.entries[self.position]
+        self.position = None
+        return self.draft
+
+
+class PromptArea(TextArea):
+    """Where you type. Enter sends; Ctrl+J / Alt+Enter add a newline."""
+
+    HELP = """\
+## Prompt
+
+- **Enter**: send · **Ctrl+J** or **Alt+Enter** (Shift+Enter where it arrives): new line
+- **↑** on the first line / **↓** on the last: previous / next prompt of this workspace
+- **/**: slash commands — **Tab** completes the highlighted one, ↑/↓ choose
+- **Esc**: cancel the running turn · **Ctrl+O**: move into the chat to copy
+"""
+
+    BINDINGS = [
+        Binding("ctrl+j,alt+enter,shift+enter", "newline", "Newline", tooltip="Insert a line break (Enter sends)",
+                show=False, id="prompt.newline"),
+        Binding("tab", "complete", "Complete", show=False, id="prompt.complete"),
+    ]
+
+    completions: reactive[list[tuple[str, str]]] = reactive(list, init=False, always_update=True)
+    selected: reactive[int] = reactive(0, init=False)
+
+    class Submitted(Message):
+        def __init__(self, prompt: PromptArea, text: str) -> None:
+            super().__init__()
+            self.prompt = prompt
+            self.text = text
+
+    class CompletionsChanged(Message):
+        def __init__(self, completions: list[tuple[str, str]], selected: int) -> None:
+            super().__init__()
+            self.completions = completions
+            self.selected = selected
+
+    def __init__(self, *, history: PromptHistory | None = None, **kwargs) -> None:
+        super().__init__(soft_wrap=True, show_line_numbers=False, tab_behavior="focus",
+                         compact=True, highlight_cursor_line=False,
+                         placeholder="Ask anything · / for commands · Enter sends · Ctrl+J new line · F1 help",
+                         **kwargs)
+        self.prompt_history = history or PromptHistory(None)
+
+    async def _on_key(self, event: events.Key) -> None:
+        if event.key == "enter":
+            event.stop()
+            event.prevent_default()
+            if self.completions and self._completion_differs():
+                self.action_complete()
+                return
+            self.action_submit()
+            return
+        await super()._on_key(event)
+
+    def _completion_differs(self) -> bool:
+        word = self.completions[self.selected][0]
+        return not self.text.strip().startswith(word) and word.startswith(self.text.strip())
+
+    def action_submit(self) -> None:
+        text = self.text
+        if not text.strip():
+            return
+        self.post_message(self.Submitted(self, text))
+
+    def action_newline(self) -> None:
+        start, end = self.selection
+        self._replace_via_keyboard("\n", start, end)
+
+    def set_text(self, text: str) -> None:
+        self.load_text(text)
+        last = self.document.line_count - 1
+        self.cursor_location = (last, len(self.document.get_line(last)))
+
+    # -- history ---------------------------------------------------------------------------------------
+    def action_cursor_up(self, select: bool = False) -> None:
+        if self.completions and not select:
+            self.selected = (self.selected - 1) % len(self.completions)
+            return
+        if not select and self.cursor_location[0] == 0:
+            entry = self.prompt_history.previous(self.text)
+            if entry is not None:
+                self.set_text(entry)
+            return
+        super().action_cursor_up(select)
+
+    def action_cursor_down(self, select: bool = False) -> None:
+        if self.completions and not select:
+            self.selected = (self.selected + 1) % len(self.completions)
+            return
+        if not select and self.cursor_location[0] == self.document.line_count - 1:
+            entry = self.prompt_history.next()
+            if entry is not None:
+                self.set_text(entry)
+            return
+        super().action_cursor_down(select)
+
+    # -- completion ------------------------------------------------------------------------------------
+    def on_text_area_changed(self, event: TextArea.Changed) -> None:
+        self.completions = complete_slash(self.text)
+        self.selected = 0
+
+    def watch_completions(self, completions: list[tuple[str, str]]) -> None:
+        self.post_message(self.CompletionsChanged(completions, self.selected))
+
+    def watch_selected(self, selected: int) -> None:
+        self.post_message(self.CompletionsChanged(self.completions, selected))
+
+    def action_complete(self) -> None:
+        if not self.completions:
+            self.screen.focus_next()
+            return
+        word = self.completions[self.selected][0]
+        self.set_text(word + " ")
+
+    def submit_done(self) -> None:
+        """The app took the prompt: remember it and clear."""
+        self.prompt_history.add(self.text)
+        self.clear()
+
+
+class PromptBox(Vertical):
+    """The busy line, the completion list and the prompt."""
+
+    busy: reactive[bool] = reactive(False, init=False)
+    busy_text: reactive[str] = reactive("", init=False)
+
+    def __init__(self, *, history: PromptHistory | None = None, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._history = history
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="completions", markup=False)
+        yield Static("", id="busy", markup=False)
+        yield PromptArea(history=self._history, id="prompt")
+
+    @property
+    def prompt(self) -> PromptArea:
+        return self.query_one(PromptArea)
+
+    def on_prompt_area_completions_changed(self, event: PromptArea.CompletionsChanged) -> None:
+        widget = self.query_one("#completions", Static)
+        if not event.completions:
+            widget.display = False
+            return
+        text = Text()
+        for index, (word, help_) in enumerate(event.completions):
+            style = "reverse bold" if index == event.selected else "bold"
+            if index:
+                text.append("\n")
+            text.append(f" {word} ", style=style)
+            text.append(f"  {help_}", style="dim")
+        text.append("\n Tab completes · ↑/↓ choose · Enter runs", style="dim italic")
+        widget.update(text)
+        widget.display = True
+
+    def _busy_line(self) -> str:
+        return f"● {self.busy_text or 'working'} — Esc cancels"
+
+    def watch_busy(self, busy: bool) -> None:
+        widget = self.query_one("#busy", Static)
+        widget.update(self._busy_line() if busy else "")
+        widget.display = busy
+        self.set_class(busy, "-busy")
+
+    def watch_busy_text(self, text: str) -> None:
+        if self.busy:
+            self.query_one("#busy", Static).update(self._busy_line())

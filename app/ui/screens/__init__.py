@@ -1,0 +1,1 @@
+"""Screens: help (F1), sessions (resume one)."""

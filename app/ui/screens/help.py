@@ -1,0 +1,53 @@
+"""F1: help for the focused widget, every key (with its id for keys.toml), slash commands, lab grammar."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Markdown, Static
+
+from app.ui.commands import SLASH_COMPLETIONS
+
+
+def _keys_list(bindings: list[tuple[str, str, str, str]]) -> str:
+    lines = []
+    for key, description, tooltip, binding_id in bindings:
+        what = tooltip or description
+        lines.append(f"- `{key}` — {what} · *{binding_id}*")
+    return "\n".join(lines)
+
+
+def help_markdown(*, focused_help: str, bindings: list[tuple[str, str, str, str]], lab_grammar: str = "",
+                  keymap_file: str = "") -> str:
+    parts = []
+    if focused_help:
+        parts.append(focused_help.strip())
+    parts.append("## Keys\n\n" + _keys_list(bindings))
+    if keymap_file:
+        parts.append(f"Change a key in `{keymap_file}`: one line per binding id, e.g. `\"app.inspector\" = \"f4\"`.")
+    parts.append("## Slash commands\n\n" + "\n".join(f"- `{word}` — {help_}" for word, help_ in SLASH_COMPLETIONS))
+    parts.append("The command palette (**Ctrl+P**) offers the same actions — only those that apply now.")
+    if lab_grammar:
+        parts.append("## The lab model\n\n```\n" + lab_grammar.strip() + "\n```")
+    return "\n\n".join(parts)
+
+
+class HelpScreen(ModalScreen[None]):
+    """Help. Esc, F1 or q closes it."""
+
+    BINDINGS = [Binding("escape,f1,q", "dismiss", "Close", id="help.close")]
+
+    def __init__(self, markdown: str) -> None:
+        super().__init__()
+        self.markdown = markdown
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="help-dialog"):
+            yield Static("bulkhead help — Esc closes", id="help-title", markup=False)
+            with VerticalScroll(id="help-body"):
+                yield Markdown(self.markdown, id="help-markdown")
+
+    async def action_dismiss(self, result: None = None) -> None:
+        self.dismiss(result)

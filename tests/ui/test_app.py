@@ -1,0 +1,621 @@
+"""Pilot tests of the app shell, the chat and the prompt, driven through the embedded lab.
+
+Every test asserts on state (the chat's raw texts, the engine's session, state.toml), never on
+pixels, and waits by polling (`until`) or on workers — never a bare sleep.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from app.config import Route, load_settings
+from app.engine.events import Notice, TextDelta
+from app.lab.embedded import LabHandle, start_embedded_lab
+from app.state import State
+from app.ui.app import BulkheadApp, InspectorPlaceholder, load_keymap
+from app.ui.chat_items import AssistantItem, ReportItem, ToolBlock, UserItem, code_blocks
+from app.ui.commands import applicable_titles, complete_slash, parse_slash
+from app.ui.messages import EngineEvent
+from app.ui.prompt import PromptHistory, history_path
+
+SIZE = (160, 48)
+WAIT_S = 60.0
+
+
+# -- helpers --------------------------------------------------------------------------------------------
+async def until(pilot, predicate: Callable[[], object], what: str = "condition", timeout: float = WAIT_S) -> None:
+    """Poll `predicate` between UI frames until it holds (a guard timeout, not a timing assertion)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        if loop.time() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await pilot.pause(0.01)
+
+
+async def ready(pilot) -> BulkheadApp:
+    app = pilot.app
+    await until(pilot, app.engine_ready.is_set, "the engine")
+    await pilot.pause()
+    return app
+
+
+async def settle(pilot) -> None:
+    """Wait for the running turn and for the chat to have rendered every event it posted."""
+    app = pilot.app
+    await until(pilot, lambda: not app.busy, "the turn to end")
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+    await until(pilot, lambda: not app.chat.streaming, "the answer to finish rendering")
+    await pilot.pause()
+
+
+async def send(pilot, text: str) -> None:
+    app = pilot.app
+    app.prompt.set_text(text)
+    await pilot.press("enter")
+    await settle(pilot)
+
+
+def lab_settings(lab: LabHandle, **overrides):
+    route = Route(name="lab", provider="lab", model="lab-1", base_url=lab.url)
+    return load_settings().with_overrides(routes={"lab": route}, **overrides)
+
+
+def make_app(settings, tmp_path: Path, **kwargs) -> BulkheadApp:
+    kwargs.setdefault("inspector_factory", lambda: InspectorPlaceholder("inspector", id="inspector"))
+    kwargs.setdefault("keymap", {})
+    return BulkheadApp(settings, workspace=tmp_path, cursor_blink=False, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def lab_server() -> Iterator[LabHandle]:
+    with start_embedded_lab() as handle:
+        yield handle
+
+
+@pytest.fixture
+def lab(lab_server: LabHandle) -> LabHandle:
+    lab_server.configure(gateway="none", cap=None, window=None, faults=None, seed=0, slow_pause=0.01)
+    lab_server.clear_requests()
+    return lab_server
+
+
+# -- chat -------------------------------------------------------------------------------------------------
+async def test_message_streams_answer(lab, tmp_path):
+    app = make_app(lab_settings(lab), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await send(pilot, "hello there")
+        answers = app.chat.answers()
+        assert len(answers) == 1
+        answer = answers[0]
+        assert "You said: “hello there”" in answer.raw
+        assert not answer.streaming and not answer.partial
+        # the raw text kept beside the Markdown is exactly what the engine committed
+        assert answer.raw == app.engine.session.master[-1].text
+        users = [item for item in app.chat.items if isinstance(item, UserItem)]
+        assert [u.text for u in users] == ["hello there"]
+
+
+async def test_lab_notice_when_nothing_is_configured(tmp_path):
+    app = make_app(load_settings(), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        notices = app.chat.notices("lab")
+        assert len(notices) == 1 and "built-in lab model" in notices[0].text
+        assert notices[0].has_class("-code-lab")
+        assert app.engine.route.provider == "lab"
+        await app.action_quit()
+
+
+async def test_escape_cancels_a_slow_stream_and_marks_it_partial(lab, tmp_path):
+    lab.configure(faults="slow:1", slow_pause=0.2)
+    app = make_app(lab_settings(lab), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        app.prompt.set_text("!big 8KB")
+        await pilot.press("enter")
+        await until(pilot, lambda: app.chat.last_answer() is not None and app.chat.last_answer().raw,
+                    "the first streamed text")
+        assert app.busy
+        await pilot.press("escape")
+        await settle(pilot)
+        answer = app.chat.last_answer()
+        assert answer.partial and answer.has_class("-partial")
+        assert 0 < len(answer.raw) < 8 * 1024
+        assert "what arrived is kept" in app.chat.notices("cancelled")[-1].text
+        last = app.engine.session.master[-1]
+        assert last.role == "assistant" and last.meta.partial
+        assert app.engine.tool_cancel.is_set()
+
+
+async def test_ctrl_q_during_a_turn_quits_cleanly(lab, tmp_path):
+    lab.configure(faults="slow:1", slow_pause=0.2)
+    app = make_app(lab_settings(lab), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        app.prompt.set_text("!big 8KB")
+        await pilot.press("enter")
+        await until(pilot, lambda: app.chat.streaming, "the stream")
+        session = app.engine.session
+        await pilot.press("ctrl+q")
+        await until(pilot, lambda: not app.is_running, "the app to exit")
+    assert app.return_code == 0
+    assert session.master[-1].meta.partial  # what had arrived is kept
+
+
+async def test_approval_yes_runs_the_tool(lab, tmp_path):
+    app = make_app(lab_settings(lab, approval="auto-read"), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        app.prompt.set_text("!shell echo hi")
+        await pilot.press("enter")
+        await until(pilot, lambda: app.chat.pending_approval() is not None, "the approval prompt")
+        block = app.chat.pending_approval()
+        assert block.tool_name == "shell" and block.args == {"command": "echo hi"}
+        assert app.focused is app.chat and block.has_class("-pending")
+        await pilot.press("y")
+        await settle(pilot)
+        assert block.decision == "approved" and block.done and not block.is_error
+        assert block.result.strip() == "hi"
+        assert "shell (2 B): “hi”" in app.chat.last_answer().raw
+        assert app.focused is app.prompt
+
+
+async def test_approval_no_denies_the_tool(lab, tmp_path):
+    app = make_app(lab_settings(lab, approval="auto-read"), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        app.prompt.set_text("!shell echo hi")
+        await pilot.press("enter")
+        await until(pilot, lambda: app.chat.pending_approval() is not None, "the approval prompt")
+        block = app.chat.pending_approval()
+        await pilot.press("n")
+        await settle(pilot)
+        assert block.decision == "denied" and block.is_error
+        assert "hi" not in block.result.splitlines()
+        assert not (tmp_path / "hi").exists()
+
+
+async def test_approval_buttons_work_too(lab, tmp_path):
+    app = make_app(lab_settings(lab, approval="ask"), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        app.prompt.set_text("!ls")
+        await pilot.press("enter")
+        await until(pilot, lambda: app.chat.pending_approval() is not None, "the approval prompt")
+        block = app.chat.pending_approval()
+        await pilot.click(block.query_one(".approve"))
+        await settle(pilot)
+        assert block.decision == "approved" and block.done
+
+
+async def test_follow_bottom_hint_when_scrolled_up(lab, tmp_path):
+    app = make_app(lab_settings(lab), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        chat = app.chat
+        for n in range(60):
+            await chat.add_notice(f"line {n}")
+        await pilot.pause()
+        assert chat.follow and chat.at_bottom()
+        chat.focus()
+        await pilot.press("home")  # the user goes back to the top to read
+        await until(pilot, lambda: not chat.follow and chat.scroll_y == 0, "follow to turn off when scrolled up")
+        await chat.handle(TextDelta("new output while you read"))
+        await until(pilot, lambda: chat.new_below and app.query_one("#new-output").display, "the new-output hint")
+        assert chat.scroll_y == 0  # the view stayed where the reader was
+        await pilot.press("ctrl+end")
+        await pilot.pause()
+        await until(pilot, lambda: chat.at_bottom() and not app.query_one("#new-output").display, "the jump to the end")
+        assert chat.follow and not chat.new_below
+        await chat.handle(Notice("done"))
+
+
+# -- slash commands ------------------------------------------------------------------------------------
+async def test_cost_and_context_render_tables(lab, tmp_path):
+    app = make_app(lab_settings(lab), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await send(pilot, "hello")
+        await send(pilot, "/cost")
+        await send(pilot, "/context")
+        reports = [item for item in app.chat.items if isinstance(item, ReportItem)]
+        assert [r.title.split(" ")[0] for r in reports] == ["cost", "context"]
+        cost = dict(reports[0].rows)
+        assert cost["requests"].startswith("1 ")
+        context = dict(reports[1].rows)
+        assert "in the view" in context["messages"] and context["messages"].startswith("2 ")
+
+
+async def test_compact_rewind_and_recall(lab, tmp_path):
+    app = make_app(lab_settings(lab), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        for _ in range(4):
+            await send(pilot, "!big 12KB")
+        views_before = len(app.engine.session.views)
+        await send(pilot, "/compact keep the numbers")
+        assert len(app.engine.session.views) == views_before + 1
+        assert any("compacted (manual)" in n.copy_text() for n in app.chat.notices("compaction"))
+        keys = [e.key for e in app.engine.session.store.archive_list(app.engine.session.id)]
+        assert keys, "the compaction archived what it dropped"
+        # /recall KEY puts the segment back, as the recall tool would
+        await send(pilot, f"/recall {keys[0]}")
+        recalled = [i for i in app.chat.items if isinstance(i, UserItem) and i.origin == "recall"]
+        entry = app.engine.session.store.archive_get(keys[0], app.engine.session.id)
+        assert recalled and entry.content.strip()[:200] in recalled[-1].text
+        assert app.engine.session.master[-1].meta.origin == "recall"
+        # /rewind compact pops the view
+        await send(pilot, "/rewind compact")
+        assert len(app.engine.session.views) == views_before
+        assert app.chat.notices("rewind")
+
+
+async def test_escape_cancels_a_running_compact(lab, tmp_path):
+    app = make_app(lab_settings(lab), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        for _ in range(4):
+            await send(pilot, "!big 12KB")
+        views = len(app.engine.session.views)
+        lab.configure(faults="slow:1", slow_pause=2.0)  # the summary request waits 8 s: time to change one's mind
+        app.prompt.set_text("/compact")
+        await pilot.press("enter")
+        await until(pilot, lambda: app.busy and "Summarizing" in app.prompt_box.busy_text, "the summary phase")
+        await pilot.press("escape")
+        await settle(pilot)
+        assert len(app.engine.session.views) == views
+        assert any("compaction cancelled" in n.text for n in app.chat.notices("compaction"))
+
+
+async def test_cap_set_and_reset(lab, tmp_path):
+    app = make_app(lab_settings(lab), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        engine = app.engine
+        await send(pilot, "/cap 256KB")
+        assert engine.cap_info().bytes == 256 * 1024
+        engine.state.learn_cap(engine.route.endpoint_id, 96 * 1024, rejected_bytes=128 * 1024, kind="payload_too_large",
+                               reason="413 from nginx")
+        assert engine.cap_info().source == "learned"
+        await send(pilot, "/cap reset")
+        assert engine.state.learned_cap(engine.route.endpoint_id) is None
+        assert any("learned cap forgotten" in n.text for n in app.chat.notices("cap"))
+
+
+async def test_cap_reset_without_a_learned_cap_says_why(lab, tmp_path):
+    app = make_app(lab_settings(lab), tmp_path)
+    notes: list[str] = []
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await ready(pilot)
+        original = app.notify
+        app.notify = lambda message, **kw: (notes.append(message), original(message, **kw))[1]
+        await send(pilot, "/cap reset")
+        assert any("no learned cap to forget" in n for n in notes)
+
+
+async def test_help_opens_and_closes(lab, tmp_path):
+    app = make_app(lab_settings(lab), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await send(pilot, "/help")
+        from app.ui.screens.help import HelpScreen
+
+        assert isinstance(app.screen, HelpScreen)
+        assert "/rewind compact" in app.screen.markdown and "app.inspector" in app.screen.markdown
+        assert "!big SIZE" in app.screen.markdown  # the lab grammar, since the lab is in use
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
+        await pilot.press("f1")
+        assert isinstance(app.screen, HelpScreen)
+        assert "## Prompt" in app.screen.markdown  # the focused widget's HELP comes first
+        # engine events that arrive while a screen is on top still reach the chat
+        app.post_message(EngineEvent(Notice("arrived while help was open", code="while-help")))
+        await until(pilot, lambda: app.chat.notices("while-help"), "the notice behind the help screen")
+
+
+async def test_retry_and_export(lab, tmp_path):
+    app = make_app(lab_settings(lab), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await send(pilot, "hello")
+        await send(pilot, "/export")
+        exports = list(app.engine.session.folder.glob("export-*.md"))
+        assert len(exports) == 1 and "hello" in exports[0].read_text()
+        assert app.chat.notices("export")
+
+
+async def test_export_writes_har_and_probe_finds_the_gateway_cap(lab, tmp_path):
+    import json
+
+    lab.configure(gateway="nginx", cap="128KB")
+    app = make_app(lab_settings(lab), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await send(pilot, "hello")
+        titles = applicable_titles(app)
+        assert "gateway: probe this route" in titles and "requests: export as HAR" in titles
+        app.run_command("export_har")
+        await until(pilot, lambda: list(app.engine.session.folder.glob("requests-*.har")), "the HAR file")
+        har = json.loads(next(app.engine.session.folder.glob("requests-*.har")).read_text())
+        assert har["log"]["version"] == "1.2" and len(har["log"]["entries"]) == 1
+        app.run_command("probe")
+        await settle(pilot)
+        report = [i for i in app.chat.items if isinstance(i, ReportItem)][-1]
+        rows = dict(report.rows)
+        assert report.title.startswith("probe")
+        assert rows["cap"] != "none found"
+        cap = int(float(rows["cap"].split()[0]) * (1024 if "KB" in rows["cap"] else 1))
+        assert 120 * 1024 <= cap <= 128 * 1024
+
+
+async def test_a_failure_to_open_is_a_notice_not_a_traceback(tmp_path):
+    route = Route(name="work", provider="anthropic", model="claude-sonnet-4-5")
+    app = make_app(load_settings().with_overrides(routes={"work": route}), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.chat.notices("error"), "the error notice")
+        text = app.chat.notices("error")[0].text
+        assert "needs an API key" in text and "Traceback" not in text
+        assert app.is_running and app.engine is None
+        await send(pilot, "/cost")  # a command that needs the engine says why instead of failing
+        assert not [i for i in app.chat.items if isinstance(i, ReportItem)]
+
+
+async def test_long_sessions_prune_rendered_items(lab, tmp_path, monkeypatch):
+    monkeypatch.setattr("app.ui.chat.RENDER_BUDGET", 30)
+    monkeypatch.setattr("app.ui.chat.PRUNE_TO", 20)
+    app = make_app(lab_settings(lab), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        for n in range(45):
+            await app.chat.add_notice(f"note {n}", code="bulk")
+        notes = app.chat.notices("bulk")
+        assert len(app.chat.items) <= 30 and notes[-1].text == "note 44"
+        assert app.chat.pruned >= 15 and "earlier items are not shown" in str(app.chat._pruned_marker.render())
+
+
+async def test_model_switches_route_keeping_the_session(lab, tmp_path):
+    other = Route(name="other", provider="lab", model="lab-1", base_url=lab.url, max_payload=512 * 1024)
+    settings = lab_settings(lab)
+    settings = settings.with_overrides(routes={**settings.routes, "other": other}, default_route="lab")
+    app = make_app(settings, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await send(pilot, "hello")
+        session_id = app.engine.session.id
+        assert "model: switch to other" in applicable_titles(app)
+        await send(pilot, "/model other")
+        assert app.engine.route.name == "other" and app.engine.session.id == session_id
+        assert app.engine.session.route == "other"
+        await send(pilot, "again")
+        assert "turn 2" in app.chat.last_answer().raw
+
+
+# -- the prompt -------------------------------------------------------------------------------------------
+async def test_completion_offers_compact_for_co(lab, tmp_path):
+    assert "/compact" in [w for w, _ in complete_slash("/co")]
+    app = make_app(lab_settings(lab), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.press("/", "c", "o")
+        words = [w for w, _ in app.prompt.completions]
+        assert words[0] == "/compact" and "/cost" in words and "/context" in words
+        assert app.query_one("#completions").display
+        await pilot.press("tab")
+        assert app.prompt.text == "/compact "
+        assert not app.query_one("#completions").display
+
+
+async def test_history_recalls_the_previous_prompt(lab, tmp_path):
+    app = make_app(lab_settings(lab), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await send(pilot, "first prompt")
+        await send(pilot, "second prompt")
+        assert app.prompt.text == ""
+        await pilot.press("up")
+        assert app.prompt.text == "second prompt"
+        await pilot.press("up")
+        assert app.prompt.text == "first prompt"
+        await pilot.press("down")
+        assert app.prompt.text == "second prompt"
+        await pilot.press("down")
+        assert app.prompt.text == ""
+    # persisted per workspace in the data folder
+    assert PromptHistory(history_path(tmp_path)).entries[-2:] == ["first prompt", "second prompt"]
+
+
+async def test_newline_chord_and_enter_sends(lab, tmp_path):
+    app = make_app(lab_settings(lab), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.press("a", "ctrl+j", "b")
+        assert app.prompt.text == "a\nb"
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.engine.session.master[0].text == "a\nb"
+
+
+# -- keys, palette, themes, copy ------------------------------------------------------------------------------
+async def test_palette_lists_only_applicable_commands(lab, tmp_path):
+    app = make_app(lab_settings(lab), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        titles = applicable_titles(app)
+        assert "cost: show" in titles and "help: show" in titles
+        for absent in ("session: rewind compact", "turn: cancel", "cap: reset learned cap", "session: compact",
+                       "archive: recall segment", "model: switch route"):
+            assert absent not in titles, absent
+        await send(pilot, "hello")
+        titles = applicable_titles(app)
+        assert "session: compact" in titles and "session: rewind compact" not in titles
+        # the real palette shows the same list
+        await pilot.press("ctrl+p")
+        from textual.command import CommandList, CommandPalette
+
+        palette = app.screen
+        assert isinstance(palette, CommandPalette)
+        listing = palette.query_one(CommandList)
+        await until(pilot, lambda: listing.option_count > 0, "the palette's commands")
+        shown = {str(listing.get_option_at_index(i).prompt).split("\n")[0] for i in range(listing.option_count)}
+        assert "session: compact" in " ".join(shown)
+        assert "rewind compact" not in " ".join(shown)
+        await pilot.press("escape")
+
+
+async def test_theme_is_persisted_and_applied(lab, tmp_path):
+    app = make_app(lab_settings(lab), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        app.theme = "nord"
+        await pilot.pause()
+    assert State().get("theme") == "nord"
+    again = make_app(lab_settings(lab), tmp_path)
+    async with again.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert again.theme == "nord"
+    configured = make_app(lab_settings(lab, theme="gruvbox"), tmp_path)
+    async with configured.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert configured.theme == "gruvbox"  # config wins over state
+
+
+async def test_inspector_toggle_and_widen(lab, tmp_path):
+    app = make_app(lab_settings(lab), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.press("f2")
+        assert app.has_class("-hide-inspector") and not app.inspector.display
+        await pilot.press("f2")
+        await pilot.press("f3")
+        assert app.has_class("-wide-inspector") and app.inspector.display
+
+
+async def test_copy_message_and_code_block(lab, tmp_path, monkeypatch):
+    monkeypatch.setattr("app.ui.app.system_copy", lambda text: (None, ""))
+    app = make_app(lab_settings(lab), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await send(pilot, "hello")
+        await app.chat.add(AssistantItem("look:\n\n```python\nprint('hi')\n```\n"))
+        await pilot.press("ctrl+o")
+        assert app.focused is app.chat
+        await pilot.press("c")
+        await until(pilot, lambda: app.last_copy is not None, "the copy")
+        assert app.clipboard.startswith("look:")
+        await pilot.press("b")
+        await until(pilot, lambda: app.clipboard == "print('hi')", "the code block copy")
+        assert not app.last_copy.system_tool
+        assert "OSC 52" in app.last_copy.describe("x") or "Could not copy" in app.last_copy.describe("x")
+        await pilot.press("escape")
+        assert app.focused is app.prompt
+
+
+async def test_keymap_overrides_apply(lab, tmp_path):
+    keys = tmp_path / "keys.toml"
+    keys.write_text('"app.inspector" = "f4"\n')
+    keymap, problem = load_keymap(keys)
+    assert keymap == {"app.inspector": "f4"} and not problem
+    app = make_app(lab_settings(lab), tmp_path, keymap=keymap)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.press("f4")
+        assert app.has_class("-hide-inspector")
+
+
+async def test_inspector_requests_reach_the_engine_and_the_clipboard(lab, tmp_path, monkeypatch):
+    from app.ui.widgets.archive import RewindRequested
+    from app.ui.widgets.common import CopyRequested
+    from app.ui.widgets.inspector import Inspector
+
+    monkeypatch.setattr("app.ui.app.system_copy", lambda text: (None, ""))
+    app = make_app(lab_settings(lab), tmp_path, inspector_factory=lambda: Inspector(clock=lambda: 0.0))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        for _ in range(3):
+            await send(pilot, "!big 12KB")
+        await send(pilot, "/compact")
+        views = len(app.engine.session.views)
+        assert views > 1
+        app.inspector.archive.post_message(RewindRequested())
+        await until(pilot, lambda: len(app.engine.session.views) == views - 1, "the rewind")
+        app.inspector.requests.post_message(CopyRequested("why it was rejected", what="request explanation"))
+        await until(pilot, lambda: app.clipboard == "why it was rejected", "the copy")
+        await pilot.press("alt+4")  # panel 4: the archive tab, with the keyboard
+        await until(pilot, lambda: app.inspector.active_tab == "archive", "the archive tab")
+        await until(pilot, lambda: app.focused is app.inspector.archive.table, "the archive's focus")
+        await pilot.press("ctrl+o")
+        assert app.focused is app.chat
+
+
+# -- sessions ------------------------------------------------------------------------------------------
+async def test_resume_renders_the_master_log_and_sessions_screen_switches(lab, tmp_path):
+    settings = lab_settings(lab)
+    first = make_app(settings, tmp_path)
+    async with first.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await send(pilot, "remember the parser")
+        first_id = first.engine.session.id
+        await first.action_quit()
+    app = make_app(settings, tmp_path, resume=first_id)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        assert app.engine.session.id == first_id
+        assert [i.text for i in app.chat.items if isinstance(i, UserItem)] == ["remember the parser"]
+        assert app.chat.notices("resume")
+    fresh = make_app(settings, tmp_path)
+    async with fresh.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        assert fresh.engine.session.id != first_id
+        await send(pilot, "/sessions")
+        from app.ui.screens.sessions import SessionsScreen
+
+        assert isinstance(fresh.screen, SessionsScreen)
+        ids = [row["id"] for row in fresh.screen.sessions]
+        assert first_id in ids
+        for _ in range(ids.index(first_id)):
+            await pilot.press("down")
+        await pilot.press("enter")
+        await until(pilot, lambda: fresh.engine is not None and fresh.engine.session.id == first_id, "the resume")
+        await until(pilot, fresh.engine_ready.is_set, "the resumed engine")
+        await until(pilot, lambda: any(isinstance(i, UserItem) for i in fresh.chat.items), "the history")
+
+
+# -- pure parts ----------------------------------------------------------------------------------------
+def test_parse_slash():
+    assert parse_slash("/compact focus on x") == ("compact", "focus on x")
+    assert parse_slash("/rewind compact") == ("rewind", "")
+    assert parse_slash("/cap reset") == ("cap_reset", "")
+    assert parse_slash("/cap 128KB") == ("cap_set", "128KB")
+    assert parse_slash("/recall <<ccr:0123456789abcdef>>") == ("recall", "<<ccr:0123456789abcdef>>")
+    with pytest.raises(ValueError):
+        parse_slash("/nope")
+
+
+def test_code_blocks():
+    assert code_blocks("a\n```py\nx = 1\n```\nb\n~~~\ny\n~~~\n") == ["x = 1", "y"]
+
+
+def test_tool_block_without_app_keeps_its_state():
+    block = ToolBlock("c1", "shell", {"command": "ls"})
+    block.set_result(is_error=False, preview="a\nb", chars=3, spill_path=None)
+    assert "result (3 chars)" in block.copy_text()
+
+
+def test_run_refuses_without_a_terminal(capsys, monkeypatch):
+    from app.ui import run as run_module
+
+    monkeypatch.setattr("sys.stdout", io.StringIO())
+    args = SimpleNamespace(route=None, resume=None, continue_=False, max_payload=None, context_window=None,
+                           approval=None, workspace=None)
+    assert run_module.run(args) == 2
+    assert "needs a terminal for the full-screen UI; use -p for one-shot" in capsys.readouterr().err
+
