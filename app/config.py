@@ -146,6 +146,7 @@ class Settings:
     theme: str | None = field(default=None, metadata=_opt("str?", "Textual theme (else the last used)"))
     routes: Mapping[str, Route] = field(default_factory=dict, metadata={"kind": "routes"})
     hooks: tuple[HookSpec, ...] = field(default=(), metadata={"kind": "hooks"})
+    keys: Mapping[str, str] = field(default_factory=dict, metadata={"kind": "keys"})
     sources: Mapping[str, str] = field(default_factory=dict, metadata={"kind": "meta"})
     config_file: Path | None = field(default=None, metadata={"kind": "meta"})
 
@@ -165,7 +166,8 @@ class Settings:
         return replace(self, **changes)
 
 
-SETTING_FIELDS = {f.name: f for f in fields(Settings) if f.metadata.get("kind") not in ("routes", "hooks", "meta")}
+SETTING_FIELDS = {f.name: f for f in fields(Settings)
+                  if f.metadata.get("kind") not in ("routes", "hooks", "keys", "meta")}
 
 
 # --- locating keys in the file, for messages that name the line ---------------------------------
@@ -328,6 +330,17 @@ def _parse_hooks(raw: Any, origin: _Origin, default_timeout: float) -> tuple[Hoo
     return tuple(specs)
 
 
+def _parse_keys(raw: Any, origin: _Origin) -> dict[str, str]:
+    """`[keys]`: binding id → key (with fallbacks, comma separated), e.g. "app.inspector" = "f4"."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{origin.where('', 'keys')}: keys must be a table: [keys] \"app.help\" = \"f1\"")
+    for binding, keys in raw.items():
+        if not isinstance(keys, str) or not keys.strip():
+            raise ConfigError(f"{origin.where('keys', binding)}: keys.{binding} = {keys!r} is not a key name "
+                              f"(e.g. \"f4\" or \"ctrl+b,alt+b\")")
+    return dict(raw)
+
+
 def load_settings(
     path: Path | None = None,
     env: Mapping[str, str] | None = None,
@@ -345,7 +358,7 @@ def load_settings(
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
     for key, value in raw.items():
-        if key in ("routes", "hooks"):
+        if key in ("routes", "hooks", "keys"):
             continue
         if key not in SETTING_FIELDS:
             raise ConfigError(f"{origin.where('', key)}: unknown key {key!r} = {_shown(value)} "
@@ -373,7 +386,8 @@ def load_settings(
 
     routes = _parse_routes(raw.get("routes", {}), origin)
     hooks = _parse_hooks(raw.get("hooks", {}), origin, values.get("hook_timeout", 60.0))
-    settings = Settings(routes=routes, hooks=hooks, sources=sources,
+    keys = _parse_keys(raw.get("keys", {}), origin)
+    settings = Settings(routes=routes, hooks=hooks, keys=keys, sources=sources,
                         config_file=path if path.exists() else None, **values)
     for key in ("default_route", "compact_model"):
         name = getattr(settings, key)

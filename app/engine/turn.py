@@ -83,8 +83,6 @@ class Engine:
 
         self.settings = settings
         self.session = session
-        self.route = route
-        self.provider = provider
         self.state = state or State()
         self.approver = approver
         self.sleep = sleep
@@ -95,17 +93,34 @@ class Engine:
                                          transcript_path=session.transcript_path, cwd=self.workspace,
                                          on_run=self.emit)
         self.retry_policy = RetryPolicy.from_settings(settings, rng)
-        limits = model_limits(route.provider, route.model)
-        self.model_output_cap = limits.max_output_tokens
-        self.max_tokens = min(route.max_output_tokens or settings.max_output_tokens, self.model_output_cap)
-        self._catalog_window = route.context_window or settings.context_window or limits.context_window
-        self.sender = self._make_sender(provider, route.name)
         self.recovery = Recovery(self)
         self.compactor = Compactor(self)
         self.tool_cancel = asyncio.Event()
-        self._summarizer: tuple[Provider, Sender] | None = None
         self._lock = asyncio.Lock()
+        self._use_route(route, provider)
+
+    def _use_route(self, route: Route, provider: Provider) -> None:
+        """Derive everything that depends on the route: limits, the sender, cached sizes."""
+        self.route = route
+        self.provider = provider
+        limits = model_limits(route.provider, route.model)
+        self.model_output_cap = limits.max_output_tokens
+        self.max_tokens = min(route.max_output_tokens or self.settings.max_output_tokens, self.model_output_cap)
+        self._catalog_window = route.context_window or self.settings.context_window or limits.context_window
+        self.sender = self._make_sender(provider, route.name)
+        self._summarizer: tuple[Provider, Sender] | None = None
         self._floor_cache: FloorSizes | None = None
+
+    async def switch_route(self, route: Route, provider: Provider) -> None:
+        """`/model ROUTE`: continue this session on another route (the old provider is closed)."""
+        async with self._lock:
+            old = self.provider
+            self._use_route(route, provider)
+            self.session.set_route(route.name, route.provider, route.model)
+        with contextlib.suppress(Exception):
+            await old.aclose()
+        self.emit(Notice(f"now using route {route.name} ({route.provider} · {route.model})", code="route"))
+        self.view_changed("route")
 
     # -- events ---------------------------------------------------------------------------------
     def emit(self, event: Event) -> None:

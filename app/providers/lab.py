@@ -14,7 +14,7 @@ from typing import Any
 
 from app.config import Route, Settings
 from app.providers.anthropic import AnthropicProvider
-from app.providers.base import Request, StreamEvent
+from app.providers.base import ProbeReply, Request, StreamEvent
 from app.providers.wire import Exchange, wrap_unknown
 
 LAB_API_KEY = "sk-lab-placeholder"  # the lab accepts any key; the SDK wants one
@@ -49,15 +49,23 @@ class LabProvider(AnthropicProvider):
                 self._client = None  # any client made before pointed nowhere
             return self.lab
 
-    async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
+    async def ensure_started(self) -> None:
+        """Start the embedded lab if this route has none of its own (a ProviderError if it cannot)."""
         if not self.route.base_url and self.lab is None:
             try:
                 await asyncio.to_thread(self._start_once)
             except Exception as exc:  # noqa: BLE001 - the lab is this provider's server
                 raise wrap_unknown(self.kind, exc, Exchange(), in_stream=False) from exc
+
+    async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
+        await self.ensure_started()
         request.url = self._url()
         async for event in super().stream(request):
             yield event
+
+    async def probe(self, size: int) -> ProbeReply:
+        await self.ensure_started()
+        return await super().probe(size)
 
     async def aclose(self) -> None:
         await super().aclose()

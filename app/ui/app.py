@@ -16,7 +16,6 @@ import asyncio
 import contextlib
 import importlib
 import time
-import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -58,25 +57,6 @@ def styles_path() -> Path:
     return here.parents[2] / "styles" / "app.tcss"
 
 
-def keymap_path() -> Path:
-    """Key overrides: `keys.toml` beside config.toml, `"binding.id" = "key[,fallback]"` per line."""
-    return config_path().parent / "keys.toml"
-
-
-def load_keymap(path: Path) -> tuple[dict[str, str], str]:
-    """(binding id → keys, problem) from keys.toml; a missing file is no problem."""
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return {}, ""
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        return {}, f"{path}: {exc} — key overrides ignored"
-    table = data.get("keys", data)
-    keymap = {str(k): v for k, v in table.items() if isinstance(v, str)}
-    bad = sorted(str(k) for k, v in table.items() if not isinstance(v, str))
-    return keymap, (f"{path}: ignored non-string entries {', '.join(bad)}" if bad else "")
-
-
 def inspector_class() -> type[Widget] | None:
     """The inspector (a colleague's module); None while it is not part of this build."""
     try:
@@ -92,29 +72,6 @@ def prewarm_sdk(provider: str) -> None:
     if name:
         with contextlib.suppress(Exception):
             importlib.import_module(name)
-
-
-def switch_route(engine, choice, settings: Settings) -> None:
-    """Point a running engine at another route, keeping its session (used by /model).
-
-    The Engine has no public way to do this yet; this rebuilds what its constructor derives
-    from the route (provider, sender, limits) and drops its caches.
-    """
-    from app.providers.base import make_provider
-    from app.providers.catalog import model_limits
-
-    route = choice.route
-    provider = make_provider(route, settings, choice.api_key)
-    limits = model_limits(route.provider, route.model)
-    engine.route = route
-    engine.provider = provider
-    engine.model_output_cap = limits.max_output_tokens
-    engine.max_tokens = min(route.max_output_tokens or settings.max_output_tokens, engine.model_output_cap)
-    engine._catalog_window = route.context_window or settings.context_window or limits.context_window
-    engine.sender = engine._make_sender(provider, route.name)
-    engine._summarizer = None
-    engine._floor_cache = None
-    engine.session.set_route(route.name, route.provider, route.model)
 
 
 class ApprovalAsked(Message):
@@ -273,12 +230,10 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
             self.notify(f"could not remember the theme: {exc}", severity="warning")
 
     def _apply_keymap(self) -> None:
-        keymap, problem = (self.keymap_overrides, "") if self.keymap_overrides is not None else \
-            load_keymap(keymap_path())
+        """User key overrides: the `[keys]` table of config.toml (binding id → key)."""
+        keymap = self.keymap_overrides if self.keymap_overrides is not None else dict(self.settings.keys)
         if keymap:
             self.set_keymap(keymap)
-        if problem:
-            self.notify(problem, severity="warning", timeout=10)
 
     # -- the engine -------------------------------------------------------------------------------------------
     @work(thread=True, group="engine", exclusive=True, exit_on_error=False, name="open engine")
@@ -503,7 +458,7 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
 
             grammar = GRAMMAR
         self.push_screen(HelpScreen(help_markdown(focused_help=focused_help, bindings=bindings,
-                                                  lab_grammar=grammar, keymap_file=str(keymap_path()))))
+                                                  lab_grammar=grammar, keymap_file=str(config_path()))))
 
     def prefill_prompt(self, text: str) -> None:
         self.prompt.set_text(text)
@@ -634,16 +589,13 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         except ConfigError as exc:
             await self.chat.add_notice(str(exc), level="error", code="model")
             return
-        old = self.engine.provider
-        switch_route(self.engine, choice, self.settings)
-        with contextlib.suppress(Exception):
-            await old.aclose()
-        await self.chat.add_notice(f"now on route {choice.route.name} ({choice.route.provider} · "
-                                   f"{choice.route.model}); the session continues", code="model", title="model")
+        from app.providers.base import make_provider
+
+        provider = make_provider(choice.route, self.settings, choice.api_key)
+        await self.engine.switch_route(choice.route, provider)  # its notice says so in the chat
         bind = getattr(self.inspector, "bind_engine", None)
         if callable(bind):
             bind(self.engine)
-        self.engine.view_changed("route")
         self._update_topbar()
         self.run_worker(asyncio.to_thread(prewarm_sdk, choice.route.provider), group="sdk", exit_on_error=False)
 
@@ -735,9 +687,6 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         provider = engine.provider
         low, high, precision = 1024, 32 * 1024 * 1024, 1024
         try:
-            start = getattr(provider, "_start_once", None)  # the embedded lab starts on first use
-            if callable(start) and not provider.route.base_url and getattr(provider, "lab", None) is None:
-                await asyncio.to_thread(start)
             await self.chat.add_notice(f"probing route {engine.route.name} from {format_size(low)} to "
                                        f"{format_size(high)} (≈{max_probes_for(low, high, precision)} requests) "
                                        f"using {provider.probe_method or 'the provider'}", code="probe", title="probe")

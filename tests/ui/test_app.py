@@ -7,6 +7,7 @@ pixels, and waits by polling (`until`) or on workers — never a bare sleep.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import io
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -18,7 +19,7 @@ from app.config import Route, load_settings
 from app.engine.events import Notice, TextDelta
 from app.lab.embedded import LabHandle, start_embedded_lab
 from app.state import State
-from app.ui.app import BulkheadApp, InspectorPlaceholder, load_keymap
+from app.ui.app import BulkheadApp, InspectorPlaceholder
 from app.ui.chat_items import AssistantItem, ReportItem, ToolBlock, UserItem, code_blocks
 from app.ui.commands import applicable_titles, complete_slash, parse_slash
 from app.ui.messages import EngineEvent
@@ -519,12 +520,14 @@ async def test_copy_message_and_code_block(lab, tmp_path, monkeypatch):
         assert app.focused is app.prompt
 
 
-async def test_keymap_overrides_apply(lab, tmp_path):
-    keys = tmp_path / "keys.toml"
-    keys.write_text('"app.inspector" = "f4"\n')
-    keymap, problem = load_keymap(keys)
-    assert keymap == {"app.inspector": "f4"} and not problem
-    app = make_app(lab_settings(lab), tmp_path, keymap=keymap)
+async def test_keymap_overrides_from_the_config_keys_table_apply(lab, tmp_path):
+    from app.config import load_settings
+
+    config = tmp_path / "keys-config.toml"
+    config.write_text('[keys]\n"app.inspector" = "f4"\n')
+    settings = load_settings(config, env={})
+    assert dict(settings.keys) == {"app.inspector": "f4"}
+    app = make_app(dataclasses.replace(lab_settings(lab), keys=settings.keys), tmp_path, keymap=None)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await pilot.press("f4")

@@ -26,7 +26,8 @@ def help_markdown(*, focused_help: str, bindings: list[tuple[str, str, str, str]
         parts.append(focused_help.strip())
     parts.append("## Keys\n\n" + _keys_list(bindings))
     if keymap_file:
-        parts.append(f"Change a key in `{keymap_file}`: one line per binding id, e.g. `\"app.inspector\" = \"f4\"`.")
+        parts.append(f"Change a key in the `[keys]` table of `{keymap_file}`: one line per binding id, "
+                     f"e.g. `\"app.inspector\" = \"f4\"`.")
     parts.append("## Slash commands\n\n" + "\n".join(f"- `{word}` — {help_}" for word, help_ in SLASH_COMPLETIONS))
     parts.append("The command palette (**Ctrl+P**) offers the same actions — only those that apply now.")
     if lab_grammar:
