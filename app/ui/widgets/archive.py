@@ -1,0 +1,276 @@
+"""Archive panel: browse, search and restore what compaction and recovery archived (CCR).
+
+A table of the session's archived segments (key, reason, size, age, preview), newest first,
+an Input for full-text search (SQLite FTS5, prefix match per word), and a preview of the
+selected segment. **Enter** asks to recall the segment into the conversation, as the recall
+tool would; **u** (or ctrl+z) asks to restore the view before the last compaction.
+
+Recall and rewind change the conversation, so the panel only *asks*: it posts
+`ArchiveRecallRequested(key)` / `RewindRequested()`, which bubble to the app. The app decides
+(e.g. not while a turn is streaming) and calls `recall_selected()` / `recall(key)` /
+`rewind()` here, or the engine itself. `Inspector(direct_actions=True)` makes the inspector
+handle both messages itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from datetime import tzinfo
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.coordinate import Coordinate
+from textual.message import Message
+from textual.widgets import DataTable, Input, Static
+
+from app.engine.archive import ArchiveEntry
+from app.engine.events import Compaction, Event
+from app.sizes import format_size
+from app.ui.widgets.common import Clock, CopyRequested, Panel, age_text, clock_text, head_text, one_line
+
+MAX_ROWS = 500
+SEARCH_LIMIT = 100
+PREVIEW_CHARS = 20_000
+ROW_PREVIEW_CHARS = 60
+HINT = "enter recall · u rewind view · / search · c copy"
+EMPTY_PREVIEW = ("No archived segments yet. Compaction and recovery archive everything they drop or cut; "
+                 "each segment can be recalled here with Enter.")
+
+
+class ArchiveRecallRequested(Message):
+    """The user asked to put archived segment `key` back into the conversation."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__()
+        self.key = key
+
+
+class RewindRequested(Message):
+    """The user asked to restore the view before the last compaction (`/rewind compact`)."""
+
+
+class ArchiveTable(DataTable):
+    """The archive's table: Enter recalls (a mouse click only selects, it never recalls)."""
+
+    BINDINGS = [
+        Binding("enter", "recall_row", "Recall", id="archive.recall",
+                tooltip="Put the selected segment back into the conversation"),
+    ]
+
+    def action_recall_row(self) -> None:
+        for ancestor in self.ancestors:
+            if isinstance(ancestor, ArchivePanel):
+                ancestor.action_recall()
+                return
+
+
+class ArchivePanel(Panel):
+    NAME = "archive"
+    TITLE = "Archive"
+    HANDLES = (Compaction,)
+    BINDINGS = [
+        Binding("enter", "recall", "Recall", id="archive.recall_panel", show=False,
+                tooltip="Put the selected segment back into the conversation"),
+        Binding("u,ctrl+z", "rewind", "Rewind view", id="archive.rewind",
+                tooltip="Restore the view before the last compaction (/rewind compact)"),
+        Binding("slash", "focus_search", "Search", id="archive.search", tooltip="Full-text search the archive"),
+        Binding("c", "copy", "Copy", id="archive.copy", tooltip="Copy the selected segment's content"),
+        Binding("r", "reload", "Reload", id="archive.reload", show=False, tooltip="Reload the archive"),
+    ]
+    HELP = """\
+## Archive
+
+Everything a compaction or a recovery dropped or cut is archived, content-addressed
+(`<<ccr:KEY>>`), and can be brought back. Newest first.
+
+- Type in the search box (or press `/`) for a full-text search; every word matches the
+  start of a word.
+- **Enter** recalls the selected segment into the conversation, as the `recall` tool would
+  (the model sees it on the next request).
+- **u** / **ctrl+z** restores the view before the last compaction (`/rewind compact`);
+  messages sent since are kept.
+- **c** copies the selected segment.
+"""
+
+    def __init__(self, *, clock: Clock = time.time, tz: tzinfo | None = None) -> None:
+        super().__init__(clock=clock, tz=tz)
+        self.entries: dict[str, ArchiveEntry] = {}
+        self.query_text = ""
+        self.preview_key: str | None = None
+        self.preview_text = ""
+        self._search_mode = False
+        self.table = ArchiveTable(id="archive-table", cursor_type="row", zebra_stripes=True)
+        self.search = Input(placeholder="search the archive (/)", id="archive-search")
+
+    def compose(self) -> ComposeResult:
+        yield self.search
+        yield self.table
+        yield Static(id="archive-preview-title", classes="panel-subtitle", markup=False)
+        with VerticalScroll(id="archive-preview"):
+            yield Static(EMPTY_PREVIEW, id="archive-preview-body", markup=False)
+        yield Static(HINT, id="archive-hint", classes="panel-hint", markup=False)
+
+    def on_mount(self) -> None:
+        self.table.add_column("key", key="key")
+        self.table.add_column("reason", key="reason")
+        self.table.add_column("size", key="size")
+        self.table.add_column("age", key="age")
+        self.table.add_column("preview", key="preview")
+        # Panel.on_mount runs next (Textual calls each class's handler): sync, bind, replay events.
+
+    def focus_panel(self) -> None:
+        self.table.focus()
+
+    # -- state for the app and the tests -----------------------------------------------------------
+    @property
+    def selected_key(self) -> str | None:
+        table = self.table
+        if table.row_count == 0:
+            return None
+        row = min(max(0, table.cursor_row), table.row_count - 1)
+        return table.coordinate_to_cell_key(Coordinate(row, 0)).row_key.value
+
+    @property
+    def row_keys(self) -> list[str]:
+        """The table's keys, top to bottom."""
+        return [row.key.value for row in self.table.ordered_rows]
+
+    # -- engine ------------------------------------------------------------------------------------------
+    def on_engine_bound(self) -> None:
+        self.reload()
+
+    def on_engine_event(self, event: Event) -> None:
+        if isinstance(event, Compaction) and (event.archive_keys or event.outcome == "applied"):
+            self.reload()
+
+    def reload(self) -> None:
+        """Fetch the list (or the current search) again, in a worker."""
+        if self.store is None or not self.ready:
+            return
+        self._load(self.query_text)
+
+    @work(exclusive=True, group="archive-load")
+    async def _load(self, query: str) -> None:
+        store, session_id = self.store, self.session_id
+        if store is None:
+            return
+        if query.strip():
+            entries = await asyncio.to_thread(store.archive_search, query, session_id, SEARCH_LIMIT)
+        else:
+            entries = await asyncio.to_thread(store.archive_list, session_id, MAX_ROWS)
+        if not self.alive or self.store is not store:
+            return  # removed (another session) or rebound meanwhile
+        self._apply(entries, search=bool(query.strip()))
+
+    def _apply(self, entries: Sequence[ArchiveEntry], *, search: bool) -> None:
+        table = self.table
+        selected = self.selected_key
+        if search or self._search_mode:  # the set of rows changes wholesale: start afresh
+            table.clear()
+            self.entries = {}
+        self._search_mode = search
+        now = self.now()
+        for entry in entries:
+            if entry.key in self.entries:
+                self.entries[entry.key] = entry
+                table.update_cell(entry.key, "age", age_text(now - entry.created_at))
+                continue
+            self.entries[entry.key] = entry
+            table.add_row(entry.key, entry.reason, format_size(entry.bytes), age_text(now - entry.created_at),
+                          one_line(entry.content, ROW_PREVIEW_CHARS), key=entry.key)
+        if not search:
+            created = {k: e.created_at for k, e in self.entries.items()}
+            table.sort("key", key=lambda k: created.get(k, 0.0), reverse=True)
+            extra = list(table.ordered_rows)[MAX_ROWS:]
+            for row in extra:
+                table.remove_row(row.key)
+                self.entries.pop(row.key.value, None)
+        if selected and selected in self.entries:
+            table.move_cursor(row=table.get_row_index(selected), animate=False)
+        self.set_class(not self.entries, "-empty")
+        self._show_preview(self.selected_key)
+
+    def sync(self) -> None:
+        if self.ready:
+            self._show_preview(self.selected_key)
+
+    # -- preview -------------------------------------------------------------------------------------------
+    @on(DataTable.RowHighlighted, "#archive-table")
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._show_preview(self.selected_key)  # the cursor now, not when the message was sent
+
+    def _show_preview(self, key: str | None) -> None:
+        title = self.query_one("#archive-preview-title", Static)
+        body = self.query_one("#archive-preview-body", Static)
+        entry = self.entries.get(key) if key else None
+        self.preview_key = key if entry else None
+        if entry is None:
+            if self.query_text.strip():
+                self.preview_text = f"Nothing in the archive matches {self.query_text!r}."
+            elif self.engine is None:
+                self.preview_text = "Waiting for the session…"
+            else:
+                self.preview_text = EMPTY_PREVIEW
+            title.update("")
+            body.update(self.preview_text)
+            return
+        sources = len(entry.source_ids)
+        origin = f" · from {sources} message{'s' if sources != 1 else ''}" if sources else ""
+        title.update(f"ccr:{entry.key} · {entry.reason} · {format_size(entry.bytes)} · "
+                     f"{clock_text(entry.created_at, self.tz)}{origin}")
+        self.preview_text = head_text(entry.content, PREVIEW_CHARS)
+        body.update(Text(self.preview_text))
+        self.query_one("#archive-preview", VerticalScroll).scroll_home(animate=False)
+
+    # -- search --------------------------------------------------------------------------------------------
+    @on(Input.Changed, "#archive-search")
+    def _search_changed(self, event: Input.Changed) -> None:
+        self.query_text = event.value
+        self.reload()
+
+    @on(Input.Submitted, "#archive-search")
+    def _search_submitted(self, event: Input.Submitted) -> None:
+        self.table.focus()
+
+    def action_focus_search(self) -> None:
+        self.search.focus()
+
+    def action_reload(self) -> None:
+        self.reload()
+
+    # -- recall, rewind, copy ----------------------------------------------------------------------------
+    def action_recall(self) -> None:
+        key = self.selected_key
+        if key is None:
+            self.notify("Nothing selected to recall.", severity="warning")
+            return
+        self.post_message(ArchiveRecallRequested(key))
+
+    def action_rewind(self) -> None:
+        self.post_message(RewindRequested())
+
+    def action_copy(self) -> None:
+        key = self.selected_key
+        entry = self.entries.get(key) if key else None
+        if entry is not None:
+            self.post_message(CopyRequested(entry.content, what=f"archived segment ccr:{entry.key}"))
+
+    def recall(self, key: str):
+        """Recall `key` into the conversation through the engine; the new message, or None."""
+        if self.engine is None:
+            return None
+        return self.engine.recall_into_view(key)
+
+    def recall_selected(self):
+        """Recall the selected segment through the engine (what Enter asks for)."""
+        key = self.selected_key
+        return self.recall(key) if key else None
+
+    def rewind(self) -> bool:
+        """Restore the view before the last compaction through the engine."""
+        return bool(self.engine.rewind()) if self.engine is not None else False

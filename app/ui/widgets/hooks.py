@@ -1,0 +1,173 @@
+"""Hooks panel: every hook run (time, event, command, exit code, decision, duration), newest first.
+
+Hooks follow Claude Code's contract: exit 0 is ok, exit 2 blocks (stderr is the reason),
+anything else is a non-blocking error; a hook that runs past its timeout is killed. The
+table keeps the newest 500 runs; selecting one shows its matcher, full command and output.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from dataclasses import dataclass
+from datetime import tzinfo
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.coordinate import Coordinate
+from textual.widgets import DataTable, Static
+
+from app.engine.events import Event, HookRun
+from app.ui.widgets.common import Clock, Panel, clock_text, copy_binding, head_text, one_line
+
+MAX_ROWS = 500
+COMMAND_CHARS = 48
+OUTPUT_CHARS = 4_000
+COLUMNS = (("#", "n"), ("time", "time"), ("event", "event"), ("command", "command"), ("exit", "exit"),
+           ("decision", "decision"), ("ms", "duration"))
+EMPTY_DETAIL = ("No hook has run yet. Configure hooks in config.toml ([[hooks]]) with Claude Code's contract; "
+                "every run is listed here.")
+
+
+@dataclass(frozen=True)
+class HookRecord:
+    seq: int
+    at: float
+    run: HookRun
+
+
+class HooksPanel(Panel):
+    NAME = "hooks"
+    TITLE = "Hooks"
+    HANDLES = (HookRun,)
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"hooks--ok", "hooks--block", "hooks--error"}
+    BINDINGS = [copy_binding("hooks", "the selected run: command, exit code and output")]
+    HELP = """\
+## Hooks
+
+Every hook run, newest first: the event (SessionStart, UserPromptSubmit, PreToolUse,
+PostToolUse, PreCompact, PostCompact, RequestRejected, Stop, …), the command, its exit code,
+the decision bulkhead took from it and how long it ran.
+
+- exit **0**: ok; **2**: block (stderr is the reason); other: a non-blocking error;
+  **timeout**: killed after the hook's timeout.
+- Select a run to see its matcher, the whole command and its output.
+"""
+
+    def __init__(self, *, clock: Clock = time.time, tz: tzinfo | None = None) -> None:
+        super().__init__(clock=clock, tz=tz)
+        self.runs: dict[str, HookRecord] = {}
+        self._order: deque[str] = deque()
+        self._seq = 0
+        self.table = DataTable(id="hooks-table", cursor_type="row", zebra_stripes=True)
+        self.detail_text = ""
+
+    def compose(self) -> ComposeResult:
+        yield self.table
+        with VerticalScroll(id="hooks-detail"):
+            yield Static(EMPTY_DETAIL, id="hooks-detail-body", markup=False)
+
+    def on_mount(self) -> None:
+        for label, key in COLUMNS:
+            self.table.add_column(label, key=key)
+        # Panel.on_mount runs next: sync, bind, replay events.
+
+    def focus_panel(self) -> None:
+        self.table.focus()
+
+    @property
+    def newest_first(self) -> list[HookRun]:
+        return [self.runs[row.key.value].run for row in self.table.ordered_rows]
+
+    # -- events ------------------------------------------------------------------------------------------
+    def on_engine_event(self, event: Event) -> None:
+        if isinstance(event, HookRun):
+            self._add([(self.now(), event)])
+
+    def _selected_key(self) -> str | None:
+        table = self.table
+        if table.row_count == 0:
+            return None
+        row = min(max(0, table.cursor_row), table.row_count - 1)
+        return table.coordinate_to_cell_key(Coordinate(row, 0)).row_key.value
+
+    def _add(self, runs: list[tuple[float, HookRun]]) -> None:
+        table = self.table
+        selected = self._selected_key()
+        follow = selected is None or table.cursor_row <= 0
+        for at, run in runs:
+            self._seq += 1
+            key = str(self._seq)
+            self.runs[key] = HookRecord(self._seq, at, run)
+            self._order.append(key)
+            table.add_row(*self._cells(self._seq, at, run), key=key)
+        while len(self._order) > MAX_ROWS:
+            oldest = self._order.popleft()
+            self.runs.pop(oldest, None)
+            table.remove_row(oldest)
+        table.sort("n", key=int, reverse=True)  # newest first; a few hundred rows at most
+        if follow or selected not in self.runs:
+            table.move_cursor(row=0, animate=False)
+            self._show_detail(self._order[-1] if self._order else None)
+        else:
+            table.move_cursor(row=table.get_row_index(selected), animate=False)
+
+    def _cells(self, seq: int, at: float, run: HookRun) -> tuple:
+        state = {"ok": "ok", "block": "block"}.get(run.decision, "error")
+        style = self.get_component_rich_style(f"hooks--{state}", partial=True)
+        return (str(seq), clock_text(at, self.tz), run.event, one_line(run.command, COMMAND_CHARS),
+                "—" if run.exit_code is None else str(run.exit_code), Text(run.decision, style=style),
+                f"{run.duration_ms:.0f}")
+
+    def on_engine_bound(self) -> None:
+        if self.store is not None and not self.runs:
+            self._load()
+
+    @work(exclusive=True, group="hooks-load")
+    async def _load(self) -> None:
+        store, session_id = self.store, self.session_id
+        if store is None:
+            return
+        rows = await asyncio.to_thread(store.list_events, session_id, "hook")
+        if not self.alive or self.store is not store:
+            return  # removed (another session) or rebound meanwhile
+        if self.runs:  # live runs arrived meanwhile; they are newer than the stored ones
+            return
+        runs = []
+        for row in rows[-MAX_ROWS:]:
+            data = dict(row.get("data") or {})
+            data.pop("type", None)
+            try:
+                runs.append((float(row.get("created_at") or 0), HookRun(**data)))
+            except TypeError:
+                continue
+        if runs:
+            self._add(runs)
+
+    def copy_text(self) -> str:
+        return self.detail_text
+
+    # -- detail --------------------------------------------------------------------------------------------
+    @on(DataTable.RowHighlighted, "#hooks-table")
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._show_detail(self._selected_key())  # the cursor now, not when the message was sent
+
+    def _show_detail(self, key: str | None) -> None:
+        body = self.query_one("#hooks-detail-body", Static)
+        record = self.runs.get(key) if key else None
+        if record is None:
+            self.detail_text = ""
+            body.update(EMPTY_DETAIL)
+            return
+        run = record.run
+        exit_text = "no exit code" if run.exit_code is None else f"exit {run.exit_code}"
+        lines = [f"{run.event} · matcher {run.matcher or '*'} · {exit_text} · {run.decision} · "
+                 f"{run.duration_ms:.0f} ms", f"$ {run.command}"]
+        if run.output:
+            lines.append(head_text(run.output, OUTPUT_CHARS))
+        self.detail_text = "\n".join(lines)
+        body.update(Text(self.detail_text))

@@ -1,0 +1,204 @@
+"""The inspector beside the chat: Payload and Ladder always in view, the other panels in tabs.
+
+    inspector = Inspector(clock=time.time)          # may be mounted before the engine exists
+    inspector.dispatch(event)                       # every engine event, on the UI thread
+    inspector.bind_engine(engine)                   # once the engine exists (again after /model)
+    inspector.show_panel("archive")                 # switch tab if needed and focus the panel
+
+Layout: `#inspector-top` holds Payload and Ladder (side by side when the inspector has the
+`-wide` class, or `inspector.wide = True`); `#inspector-tabs` holds Compaction, Archive,
+Requests, Hooks and Cost. `App.-hide-inspector` (or the `-hidden` class) hides it.
+
+Messages that bubble to the app: `ArchiveRecallRequested(key)`, `RewindRequested()` (unless
+`direct_actions=True`, then the inspector calls the engine itself) and `CopyRequested(text)`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable
+from datetime import tzinfo
+from typing import TYPE_CHECKING, ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.reactive import reactive
+from textual.widgets import TabbedContent, TabPane
+
+from app.engine.events import Event
+from app.ui.widgets.archive import ArchivePanel, ArchiveRecallRequested, RewindRequested
+from app.ui.widgets.common import Clock, CopyRequested, Panel, read_styles
+from app.ui.widgets.compaction import CompactionPanel
+from app.ui.widgets.cost import CostPanel
+from app.ui.widgets.hooks import HooksPanel
+from app.ui.widgets.ladder import LadderPanel
+from app.ui.widgets.payload import PayloadPanel
+from app.ui.widgets.requests import RequestsPanel
+
+if TYPE_CHECKING:
+    from app.engine.turn import Engine
+
+__all__ = ["ArchiveRecallRequested", "CopyRequested", "Inspector", "PANEL_NAMES", "RewindRequested"]
+
+PANEL_NAMES = ("payload", "ladder", "compaction", "archive", "requests", "hooks", "cost")
+TOP_PANELS = ("payload", "ladder")
+TABBED_PANELS = ("compaction", "archive", "requests", "hooks", "cost")
+TAB_TITLES = {"compaction": "Compaction", "archive": "Archive", "requests": "Requests", "hooks": "Hooks",
+              "cost": "Cost"}
+MAX_ERRORS = 50
+
+
+class Inspector(Vertical):
+    """The session inspector: seven panels fed by engine events."""
+
+    DEFAULT_CSS = read_styles("inspector.tcss")
+    SCOPED_CSS = False  # the stylesheet also styles `App.-hide-inspector Inspector`
+    BINDINGS: ClassVar = [
+        Binding("left_square_bracket", "previous_tab", "Prev tab", id="inspector.previous_tab", show=False,
+                tooltip="Show the previous inspector tab"),
+        Binding("right_square_bracket", "next_tab", "Next tab", id="inspector.next_tab", show=False,
+                tooltip="Show the next inspector tab"),
+    ]
+    HELP = """\
+## Inspector
+
+Live panels for the session: **Payload** (next request vs the cap) and **Ladder** (recovery)
+always in view; **Compaction**, **Archive**, **Requests**, **Hooks** and **Cost** in tabs
+(`[` and `]` switch tabs). F1 on a panel explains it.
+"""
+
+    PANELS: ClassVar[tuple[str, ...]] = PANEL_NAMES  # the order the app's panel keys (1–7) follow
+
+    wide: reactive[bool] = reactive(False)
+
+    def __init__(self, engine: Engine | None = None, *, clock: Clock = time.time, tz: tzinfo | None = None,
+                 direct_actions: bool = False, initial_tab: str = "requests", id: str | None = "inspector",
+                 classes: str | None = None) -> None:
+        """`clock` stamps events that carry no time (tests inject a fixed one); `tz` formats times
+        (None: local). With `direct_actions`, Enter/u in the Archive call the engine here instead of
+        leaving `ArchiveRecallRequested` / `RewindRequested` to the app."""
+        super().__init__(id=id, classes=classes)
+        if initial_tab not in TABBED_PANELS:
+            raise ValueError(f"initial_tab must be one of {', '.join(TABBED_PANELS)}")
+        self.clock = clock
+        self.tz = tz
+        self.direct_actions = direct_actions
+        self.initial_tab = initial_tab
+        self.engine: Engine | None = None
+        self.errors: deque[BaseException] = deque(maxlen=MAX_ERRORS)
+        self._routes: dict[type, tuple[Callable[[Event], None], ...]] = {}
+        self._make_panels()
+        if engine is not None:
+            self.bind_engine(engine)
+
+    def _make_panels(self) -> None:
+        options = {"clock": self.clock, "tz": self.tz}
+        self.payload = PayloadPanel(**options)
+        self.ladder = LadderPanel(**options)
+        self.compaction = CompactionPanel(**options)
+        self.archive = ArchivePanel(**options)
+        self.requests = RequestsPanel(**options)
+        self.hooks = HooksPanel(**options)
+        self.cost = CostPanel(**options)
+        self.panels: dict[str, Panel] = {
+            "payload": self.payload, "ladder": self.ladder, "compaction": self.compaction,
+            "archive": self.archive, "requests": self.requests, "hooks": self.hooks, "cost": self.cost,
+        }
+        self._routes = {}
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="inspector-top"):
+            for name in TOP_PANELS:
+                yield self.panels[name]
+        with TabbedContent(id="inspector-tabs", initial=f"tab-{self.initial_tab}"):
+            for name in TABBED_PANELS:
+                with TabPane(TAB_TITLES[name], id=f"tab-{name}"):
+                    yield self.panels[name]
+
+    def watch_wide(self, wide: bool) -> None:
+        self.set_class(wide, "-wide")
+
+    # -- the app calls these -------------------------------------------------------------------------
+    def dispatch(self, event: Event) -> None:
+        """Hand `event` to the panels that show it (TextDelta and the like go nowhere)."""
+        handlers = self._routes.get(type(event))
+        if handlers is None:
+            handlers = tuple(panel.handle for panel in self.panels.values() if isinstance(event, panel.HANDLES))
+            self._routes[type(event)] = handlers
+        for handler in handlers:
+            try:
+                handler(event)
+            except Exception as exc:  # noqa: BLE001 - a panel bug must not take the chat down
+                self.errors.append(exc)
+                self.log.error(f"inspector panel failed on {event.type}: {exc!r}")
+
+    def bind_engine(self, engine: Engine) -> None:
+        """Read from `engine` from now on. A different session rebuilds the panels from scratch."""
+        previous = self.engine
+        self.engine = engine
+        if previous is not None and previous.session.id != engine.session.id:
+            self._make_panels()
+            if self.is_mounted:
+                self.call_later(self.recompose)  # the new panels bind when they mount
+        for panel in self.panels.values():
+            panel.bind_engine(engine)
+
+    def show_panel(self, name: str) -> Panel:
+        """Bring panel `name` (one of PANEL_NAMES) into view and give it the keyboard."""
+        if name not in self.panels:
+            raise ValueError(f"no inspector panel {name!r}; panels: {', '.join(PANEL_NAMES)}")
+        panel = self.panels[name]
+        if not self.is_mounted:
+            return panel
+        if name in TABBED_PANELS:
+            tabs = self.query_one("#inspector-tabs", TabbedContent)
+            focused = self.screen.focused
+            if focused is not None and tabs in focused.ancestors:
+                # Let go first: a focused widget in the pane being hidden would hand the focus to a
+                # sibling in that pane, and TabbedContent would switch back to it.
+                self.screen.set_focus(None)
+            tabs.active = f"tab-{name}"
+        panel.focus_panel()
+        return panel
+
+    @property
+    def active_tab(self) -> str:
+        """The name of the panel shown in the tabs."""
+        if not self.is_mounted:
+            return self.initial_tab
+        return self.query_one("#inspector-tabs", TabbedContent).active.removeprefix("tab-")
+
+    # -- direct engine actions (the app may call these from its handlers) --------------------------------
+    def recall(self, key: str):
+        """Recall archived segment `key` into the conversation via the engine (Message or None)."""
+        return self.archive.recall(key)
+
+    def recall_selected(self):
+        return self.archive.recall_selected()
+
+    def rewind(self) -> bool:
+        return self.archive.rewind()
+
+    def on_archive_recall_requested(self, message: ArchiveRecallRequested) -> None:
+        if self.direct_actions:
+            message.stop()
+            self.recall(message.key)
+
+    def on_rewind_requested(self, message: RewindRequested) -> None:
+        if self.direct_actions:
+            message.stop()
+            self.rewind()
+
+    # -- tabs ---------------------------------------------------------------------------------------------------
+    def _step_tab(self, step: int) -> None:
+        current = self.active_tab
+        index = TABBED_PANELS.index(current) if current in TABBED_PANELS else 0
+        self.show_panel(TABBED_PANELS[(index + step) % len(TABBED_PANELS)])
+
+    def action_previous_tab(self) -> None:
+        self._step_tab(-1)
+
+    def action_next_tab(self) -> None:
+        self._step_tab(1)

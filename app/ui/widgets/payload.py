@@ -1,0 +1,278 @@
+"""Payload panel: the next request's bytes against the cap that applies, request sizes, context.
+
+- a gauge of the predicted bytes of the next request against the effective cap, warning
+  from the pre-flight ratio (85%) and red over the cap; it names the cap (configured from
+  where, learned when and from which rejection, assumed) — or, with no cap, says so and
+  measures against the 2.5 MB no-cap warning threshold;
+- a sparkline of request sizes, one column per request, rejections marked under it;
+- context tokens against the model's window.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import tzinfo
+
+from textual import work
+from textual.app import ComposeResult
+from textual.widgets import Static
+
+from app.engine.events import CapLearned, Event, RequestFinished, TurnStarted, ViewChanged
+from app.sizes import format_size
+from app.ui.widgets.common import (
+    NO_CAP_WARN_BYTES,
+    PREFLIGHT_RATIO,
+    Clock,
+    Gauge,
+    Panel,
+    SizeSample,
+    SizeSparkline,
+    copy_binding,
+)
+
+SPARKLINE_SAMPLES = 240
+WINDOW_WARN_RATIO = 0.85  # Settings.compact_threshold: planned compaction above this share of the window
+
+_SOURCE_WORDS = {"configured": "configured", "learned": "learned", "assumed": "assumed", "none": "no cap known"}
+
+
+class PayloadPanel(Panel):
+    NAME = "payload"
+    TITLE = "Payload"
+    HANDLES = (ViewChanged, RequestFinished, CapLearned, TurnStarted)
+    BINDINGS = [copy_binding("payload", "the sizes, the cap and where it came from")]
+    HELP = """\
+## Payload
+
+The size of the **next request** (the exact bytes of the serialized body, predicted from the
+active view) against the **effective cap** — the smallest of the configured `max_payload`, the
+cap *learned* from a gateway rejection (¾ of the rejected size, remembered per endpoint) and an
+*assumed* 4 MB after a rejection of unknown size.
+
+- The gauge turns **yellow** past the pre-flight ratio (85%): the next request compacts first.
+  It turns **red** over the cap.
+- With no cap known the gauge measures against the 2.5 MB threshold above which bulkhead warns
+  that a proxy may be near.
+- The sparkline shows one column per request; `✗` marks a payload rejection (413, WAF block,
+  dropped connection, context overflow), `!` another failure.
+- Context: estimated input tokens against the model's context window.
+
+`/cap reset` forgets a learned cap; `/context` shows the same numbers in the chat.
+"""
+
+    def __init__(self, *, clock: Clock = time.time, tz: tzinfo | None = None) -> None:
+        super().__init__(clock=clock, tz=tz)
+        self.predicted_bytes: int | None = None
+        self.cap_bytes: int | None = None
+        self.cap_source = "none"
+        self.cap_detail = "no cap known"
+        self.context_tokens: int | None = None
+        self.context_window: int | None = None
+        self.messages: int | None = None
+        self.warn_ratio = PREFLIGHT_RATIO
+        self.window_warn_ratio = WINDOW_WARN_RATIO
+        self.no_cap_warn_bytes = NO_CAP_WARN_BYTES
+        self.gauge = Gauge(id="payload-gauge")
+        self.context_gauge = Gauge(id="payload-context-gauge")
+        self.sparkline = SizeSparkline(SPARKLINE_SAMPLES, id="payload-sparkline")
+        self._seen_requests: set[str] = set()
+        self._detail_asked: tuple | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="payload-next", classes="panel-line", markup=False)
+        yield self.gauge
+        yield Static(id="payload-cap", classes="panel-detail", markup=False)
+        yield Static(id="payload-spark-title", classes="panel-line", markup=False)
+        yield self.sparkline
+        yield Static(id="payload-context", classes="panel-line", markup=False)
+        yield self.context_gauge
+
+    # -- state ---------------------------------------------------------------------------------------
+    @property
+    def samples(self) -> list[SizeSample]:
+        return list(self.sparkline.samples)
+
+    @property
+    def gauge_total(self) -> int:
+        """What the gauge measures against: the cap, or the no-cap warning threshold."""
+        return self.cap_bytes or self.no_cap_warn_bytes
+
+    @property
+    def cap_label(self) -> str:
+        """One line naming the cap that applies and where it came from."""
+        if self.cap_bytes is None:
+            return f"no cap known · warns above {format_size(self.no_cap_warn_bytes)}"
+        source = _SOURCE_WORDS.get(self.cap_source, self.cap_source)
+        detail = self.cap_detail or source
+        if not detail.startswith(source):
+            detail = f"{source}: {detail}"
+        return f"cap {format_size(self.cap_bytes)} · {detail}"
+
+    # -- events ----------------------------------------------------------------------------------------
+    def on_engine_event(self, event: Event) -> None:
+        if isinstance(event, ViewChanged):
+            self.predicted_bytes = event.predicted_bytes
+            self.messages = event.messages
+            self.context_tokens = event.context_tokens
+            self.context_window = event.context_window
+            if event.effective_cap != self.cap_bytes or event.cap_source != self.cap_source:
+                self.cap_detail = _SOURCE_WORDS.get(event.cap_source, event.cap_source)
+                self._detail_asked = None
+            self.cap_bytes = event.effective_cap
+            self.cap_source = event.cap_source if event.effective_cap else "none"
+            self._refresh_cap_detail()
+            self.sync()
+        elif isinstance(event, RequestFinished):
+            if event.request_id in self._seen_requests:
+                return
+            self._seen_requests.add(event.request_id)
+            if len(self._seen_requests) > SPARKLINE_SAMPLES * 4:
+                self._seen_requests = {event.request_id}
+            self.sparkline.push(SizeSample(event.bytes or event.predicted_bytes, event.kind, event.purpose))
+            self._sync_spark_title()
+        elif isinstance(event, CapLearned):
+            # The gauge switches on the next ViewChanged; say at once what was learned.
+            if event.assumed:
+                self.cap_detail = f"assumed {format_size(event.cap_bytes)} after a rejection of unknown size"
+            else:
+                self.cap_detail = f"learned just now from a rejection of {format_size(event.rejected_bytes)}"
+            if self.cap_bytes is None or event.cap_bytes <= self.cap_bytes:
+                self.cap_bytes = event.cap_bytes
+                self.cap_source = "assumed" if event.assumed else "learned"
+                self._detail_asked = None
+            self._refresh_cap_detail()
+            self.sync()
+
+    def on_engine_bound(self) -> None:
+        engine = self.engine
+        if engine is None:
+            return
+        settings = engine.settings
+        self.warn_ratio = float(getattr(settings, "preflight_ratio", PREFLIGHT_RATIO))
+        self.window_warn_ratio = float(getattr(settings, "compact_threshold", WINDOW_WARN_RATIO))
+        self.no_cap_warn_bytes = int(getattr(settings, "no_cap_warn_bytes", NO_CAP_WARN_BYTES))
+        if self.predicted_bytes is None:
+            try:
+                report = engine.context_report()
+            except Exception:  # noqa: BLE001 - a half-built engine: keep the empty state
+                report = None
+            if report:
+                self.predicted_bytes = report["predicted_bytes"]
+                self.cap_bytes = report["effective_cap"]
+                self.cap_source = report["cap_source"]
+                self.cap_detail = report["cap_detail"]
+                self.context_tokens = report["estimated_tokens"]
+                self.context_window = report["context_window"]
+                self.messages = report["messages_in_view"]
+        self._refresh_cap_detail()
+        self._load_history()
+        self.sync()
+
+    def _refresh_cap_detail(self) -> None:
+        """Ask the engine where the cap came from (configured where / learned when, from what).
+
+        Reads state.toml, so only when the cap changed (not on every ViewChanged)."""
+        if self.engine is None or self.cap_bytes is None:
+            return
+        asked = (id(self.engine), self.cap_bytes, self.cap_source)
+        if asked == self._detail_asked:
+            return
+        self._detail_asked = asked
+        try:
+            info = self.engine.cap_info()
+        except Exception:  # noqa: BLE001 - state.toml unreadable: keep what the event said
+            return
+        if info.bytes == self.cap_bytes and info.source == self.cap_source and info.detail:
+            self.cap_detail = info.detail
+            if info.source == "learned":
+                self.cap_detail += self._learned_reason()
+
+    def _learned_reason(self) -> str:
+        engine = self.engine
+        try:
+            learned = engine.state.learned_cap(engine.route.endpoint_id) if engine else None
+        except Exception:  # noqa: BLE001
+            return ""
+        if learned is None or not learned.reason:
+            return ""
+        return f" ({learned.reason.split(':')[0].strip()})"
+
+    @work(exclusive=True, group="payload-history")
+    async def _load_history(self) -> None:
+        """Seed the sparkline with the session's earlier requests (a resumed session)."""
+        store = self.store
+        if store is None or self.sparkline.samples:
+            return
+        try:
+            rows = await asyncio.to_thread(store.list_requests, self.session_id)
+        except Exception:  # noqa: BLE001 - no history is not an error
+            return
+        if not self.alive or self.store is not store or self.sparkline.samples:
+            return  # removed, rebound, or live requests arrived meanwhile (they are newer)
+        samples = []
+        for row in rows[-SPARKLINE_SAMPLES:]:
+            if row.get("outcome") == "sending":
+                continue
+            self._seen_requests.add(row["id"])
+            samples.append(SizeSample(row.get("actual_bytes") or row.get("predicted_bytes") or 0,
+                                      row.get("kind"), row.get("purpose") or "chat"))
+        self.sparkline.extend(samples)
+        self._sync_spark_title()
+
+    def copy_text(self) -> str:
+        if not self.ready:
+            return ""
+        lines = [str(self.query_one("#payload-next", Static).render()), self.cap_label,
+                 str(self.query_one("#payload-spark-title", Static).render()),
+                 str(self.query_one("#payload-context", Static).render())]
+        sizes = ", ".join(format_size(s.bytes) + (f" ({s.kind})" if s.kind else "") for s in self.samples[-20:])
+        if sizes:
+            lines.append(f"Last requests: {sizes}")
+        return "\n".join(lines)
+
+    # -- rendering ---------------------------------------------------------------------------------------
+    def sync(self) -> None:
+        if not self.ready:
+            return
+        total = self.gauge_total
+        predicted = self.predicted_bytes
+        self.gauge.warn_ratio = self.warn_ratio
+        self.gauge.soft = self.cap_bytes is None
+        self.gauge.total = total
+        self.gauge.value = predicted
+        self.set_class(self.gauge.level == "warn", "-warn")
+        self.set_class(self.gauge.level == "over", "-over")
+        next_line = self.query_one("#payload-next", Static)
+        if predicted is None:
+            next_line.update("Next request —  (waiting for the session)")
+        else:
+            against = (f"of {format_size(self.cap_bytes)} cap" if self.cap_bytes
+                       else f"of {format_size(total)} warning threshold")
+            messages = f" · {self.messages} msgs" if self.messages is not None else ""
+            next_line.update(f"Next request {format_size(predicted)} {against}{messages}")
+        self.query_one("#payload-cap", Static).update(self.cap_label)
+        self.sparkline.set_cap(self.cap_bytes)
+        self._sync_spark_title()
+        context = self.query_one("#payload-context", Static)
+        if self.context_tokens is None:
+            context.update("Context —")
+        else:
+            window = f" / {self.context_window:,}" if self.context_window else ""
+            context.update(f"Context {self.context_tokens:,}{window} tokens (est.)")
+        self.context_gauge.warn_ratio = self.window_warn_ratio
+        self.context_gauge.total = self.context_window
+        self.context_gauge.value = self.context_tokens
+
+    def _sync_spark_title(self) -> None:
+        if not self.ready:
+            return
+        samples = self.sparkline.samples
+        rejected = sum(1 for s in samples if s.rejected)
+        if samples:
+            largest = max(s.bytes for s in samples)
+            title = (f"Requests {len(samples)} · {rejected} rejected · last {format_size(samples[-1].bytes)}"
+                     f" · max {format_size(largest)}")
+        else:
+            title = "Requests —"
+        self.query_one("#payload-spark-title", Static).update(title)

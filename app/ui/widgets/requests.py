@@ -1,0 +1,299 @@
+"""Requests panel: every request the session sent, and why the gateway rejected one.
+
+A table (time, route, purpose, predicted and actual bytes, status, latency, failure kind,
+ladder level), one row per request, appended as RequestStarted arrives and completed by
+RequestFinished. Selecting a row shows the record from the store: a plain-text
+explanation (`app.ui.explain`), the classifier's evidence, the request and response headers
+(secrets redacted), the error body and a preview of the body sent. **c** copies the
+explanation, **C** the whole record (the app puts it on the clipboard: `CopyRequested`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections import OrderedDict, deque
+from datetime import tzinfo
+from typing import Any, ClassVar
+
+from rich.style import Style
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.coordinate import Coordinate
+from textual.widgets import DataTable, Static
+
+from app.engine.events import CapLearned, Event, RequestFinished, RequestStarted
+from app.sizes import format_size
+from app.ui.explain import explain_request, request_report
+from app.ui.widgets.common import Clock, CopyRequested, Panel, clock_text, trim_table
+
+MAX_ROWS = 1_000
+MAX_CAP_EVENTS = 200
+_JSON_FIELDS = ("evidence", "request_headers", "response_headers", "usage")
+EMPTY_DETAIL = ("No requests yet. Every request appears here; select one to see its headers, body, "
+                "error body and why it was rejected.")
+# Status and kind first: the inspector is narrow, and "why was this rejected" is the question.
+COLUMNS = (("time", "time"), ("status", "status"), ("kind", "kind"), ("predicted", "predicted"),
+           ("actual", "actual"), ("ms", "latency"), ("L", "level"), ("purpose", "purpose"), ("route", "route"))
+
+
+def _decode(row: dict[str, Any]) -> dict[str, Any]:
+    for key in _JSON_FIELDS:
+        value = row.get(key)
+        if isinstance(value, str):
+            try:
+                row[key] = json.loads(value or ("[]" if key == "evidence" else "{}"))
+            except ValueError:
+                row[key] = [] if key == "evidence" else {}
+    return row
+
+
+class RequestsPanel(Panel):
+    NAME = "requests"
+    TITLE = "Requests"
+    HANDLES = (RequestStarted, RequestFinished, CapLearned)
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"requests--failed", "requests--sending", "requests--ok"}
+    BINDINGS = [
+        Binding("c", "copy_explanation", "Copy why", id="requests.copy",
+                tooltip="Copy the plain-text explanation of the selected request"),
+        Binding("C", "copy_report", "Copy record", id="requests.copy_record",
+                tooltip="Copy the whole record: sizes, evidence, redacted headers, error body"),
+        Binding("r", "reload", "Reload", id="requests.reload", show=False, tooltip="Reload from the store"),
+    ]
+    HELP = """\
+## Requests
+
+Every request of the session: when, which route, what for (chat, summary, probe), the
+**predicted** and **actual** body bytes, the HTTP status, latency, the failure **kind** the
+classifier decided and the recovery ladder **level** it was sent at.
+
+Select a request to see *why*: a plain-text explanation, the classifier's evidence (status,
+phrases, headers, body shape), the request and response headers with secrets redacted, the
+error body and a preview of what was sent.
+
+- **c** copies the explanation, **C** the whole record — ready for your network team.
+"""
+
+    def __init__(self, *, clock: Clock = time.time, tz: tzinfo | None = None) -> None:
+        super().__init__(clock=clock, tz=tz)
+        self.records: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self.cap_events: deque[dict[str, Any]] = deque(maxlen=MAX_CAP_EVENTS)
+        self.selected_id: str | None = None
+        self.explanation = ""
+        self.detail_text = ""
+        self._order: deque[str] = deque()
+        self._cap_by_request: dict[str, int] = {}
+        self._last_rejected: str | None = None
+        self.table = DataTable(id="requests-table", cursor_type="row", zebra_stripes=True)
+
+    def compose(self) -> ComposeResult:
+        yield self.table
+        with VerticalScroll(id="requests-detail"):
+            yield Static(EMPTY_DETAIL, id="requests-detail-body", markup=False)
+        yield Static("c copy why · C copy the record", id="requests-hint", classes="panel-hint", markup=False)
+
+    def on_mount(self) -> None:
+        for label, key in COLUMNS:
+            self.table.add_column(label, key=key)
+        # Panel.on_mount runs next: sync, bind, replay events.
+
+    def focus_panel(self) -> None:
+        self.table.focus()
+
+    # -- events ----------------------------------------------------------------------------------------
+    def on_engine_event(self, event: Event) -> None:
+        if isinstance(event, RequestStarted):
+            record = {"id": event.request_id, "created_at": self.now(), "route": event.route,
+                      "purpose": event.purpose, "predicted_bytes": event.predicted_bytes, "actual_bytes": None,
+                      "status": None, "latency_ms": None, "kind": None, "reason": "", "evidence": [],
+                      "attempt": event.attempt, "level": event.level, "outcome": "sending"}
+            self._upsert({**record, **self.records.get(event.request_id, {})})  # a stored row wins
+        elif isinstance(event, RequestFinished):
+            record = self.records.get(event.request_id) or {
+                "id": event.request_id, "created_at": self.now(), "attempt": 0, "evidence": []}
+            record.update({"route": event.route, "purpose": event.purpose, "predicted_bytes": event.predicted_bytes,
+                           "actual_bytes": event.bytes, "status": event.status, "latency_ms": event.latency_ms,
+                           "kind": event.kind, "reason": event.reason, "level": event.level,
+                           "outcome": "failed" if event.kind else "ok"})
+            self._upsert(record)
+            if event.kind:
+                self._last_rejected = event.request_id
+        elif isinstance(event, CapLearned):
+            self.cap_events.append({"cap_bytes": event.cap_bytes, "rejected_bytes": event.rejected_bytes,
+                                    "created_at": self.now(), "assumed": event.assumed})
+            if self._last_rejected and not event.assumed:
+                self._cap_by_request.setdefault(self._last_rejected, event.cap_bytes)
+            if self.selected_id:
+                self._show_detail(self.selected_id, refetch=False)
+
+    def _upsert(self, record: dict[str, Any]) -> None:
+        request_id = record["id"]
+        table = self.table
+        cells = self._cells(record)
+        if request_id in self.records and request_id in table.rows:
+            self.records[request_id] = record
+            for (_, key), value in zip(COLUMNS, cells, strict=True):
+                table.update_cell(request_id, key, value)
+            if request_id == self.selected_id:
+                self._show_detail(request_id)
+            return
+        follow = table.row_count == 0 or table.cursor_row >= table.row_count - 1
+        self.records[request_id] = record
+        self._order.append(request_id)
+        table.add_row(*cells, key=request_id)
+        while len(self.records) > MAX_ROWS:
+            self.records.popitem(last=False)
+        trim_table(table, self._order, MAX_ROWS)
+        if follow:
+            table.move_cursor(row=table.row_count - 1, animate=False)
+            if table.row_count == 1:
+                self._show_detail(request_id)
+
+    def _cells(self, record: dict[str, Any]) -> tuple:
+        outcome = record.get("outcome")
+        state = "failed" if record.get("kind") or outcome == "failed" else "sending" if outcome == "sending" else "ok"
+        style: Style = self.get_component_rich_style(f"requests--{state}", partial=True)
+        status = record.get("status")
+        status_text = "…" if outcome == "sending" else (str(status) if status else "—")
+        latency = record.get("latency_ms")
+        return (
+            clock_text(record.get("created_at"), self.tz),
+            Text(status_text, style=style),
+            Text(record.get("kind") or "", style=style),
+            format_size(record.get("predicted_bytes")),
+            format_size(record.get("actual_bytes")) if record.get("actual_bytes") else "—",
+            "…" if latency is None else f"{latency:.0f}",
+            str(record.get("level") or 0),
+            record.get("purpose") or "",
+            record.get("route") or "",
+        )
+
+    # -- engine and store ----------------------------------------------------------------------------------
+    def on_engine_bound(self) -> None:
+        self.reload()
+
+    def reload(self) -> None:
+        if self.store is not None and self.ready:
+            self._load()
+
+    @work(exclusive=True, group="requests-load")
+    async def _load(self) -> None:
+        store, session_id = self.store, self.session_id
+        if store is None:
+            return
+
+        def fetch() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+            rows = store.list_requests(session_id)[-MAX_ROWS:]
+            caps = [{**(e.get("data") or {}), "created_at": e.get("created_at")}
+                    for e in store.list_events(session_id, "cap_learned")]
+            return rows, caps
+
+        rows, caps = await asyncio.to_thread(fetch)
+        if not self.alive or self.store is not store:
+            return  # removed (another session) or rebound meanwhile
+        self._apply_history(rows, caps)
+
+    def _apply_history(self, rows: list[dict[str, Any]], caps: list[dict[str, Any]]) -> None:
+        """Rebuild once from the store (a resumed session), keeping rows that only events told of."""
+        stored_ids = {row["id"] for row in rows}
+        merged: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        for row in rows:
+            live = self.records.get(row["id"])
+            merged[row["id"]] = {**row, **({"latency_ms": live.get("latency_ms")} if live else {})}
+        for request_id, record in self.records.items():
+            if request_id not in stored_ids:
+                merged[request_id] = record
+        while len(merged) > MAX_ROWS:
+            merged.popitem(last=False)
+        known = {(e.get("cap_bytes"), e.get("rejected_bytes")) for e in self.cap_events}
+        for event in caps:
+            if (event.get("cap_bytes"), event.get("rejected_bytes")) not in known:
+                self.cap_events.appendleft(event)
+        selected = self.selected_id
+        self.records = merged
+        self._order = deque(merged)
+        self.table.clear()
+        for request_id, record in merged.items():
+            self.table.add_row(*self._cells(record), key=request_id)
+        if selected in merged:
+            self.table.move_cursor(row=self.table.get_row_index(selected), animate=False)
+        elif merged:
+            self.table.move_cursor(row=len(merged) - 1, animate=False)
+        self._show_detail(self._cursor_id())
+
+    def _fetch(self, request_id: str) -> dict[str, Any] | None:
+        """The full stored record (headers, bodies, evidence) of one request."""
+        if self.store is None:
+            return None
+        try:
+            rows = self.store.query("SELECT * FROM requests WHERE id = ?", (request_id,))
+        except Exception:  # noqa: BLE001 - a busy or broken database: show what the events said
+            return None
+        return _decode(dict(rows[0])) if rows else None
+
+    # -- detail ----------------------------------------------------------------------------------------------
+    def _cursor_id(self) -> str | None:
+        table = self.table
+        if table.row_count == 0:
+            return None
+        row = min(max(0, table.cursor_row), table.row_count - 1)
+        return table.coordinate_to_cell_key(Coordinate(row, 0)).row_key.value
+
+    @on(DataTable.RowHighlighted, "#requests-table")
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        current = self._cursor_id()  # the cursor now, not when the message was sent
+        if current != self.selected_id:
+            self._show_detail(current)
+
+    def _show_detail(self, request_id: str | None, *, refetch: bool = True) -> None:
+        body = self.query_one("#requests-detail-body", Static)
+        self.selected_id = request_id
+        record = self.records.get(request_id) if request_id else None
+        if record is None:
+            self.explanation, self.detail_text = "", ""
+            body.update(EMPTY_DETAIL)
+            return
+        if refetch:
+            stored = self._fetch(request_id)
+            if stored is not None:
+                live_latency = record.get("latency_ms")
+                record.update({k: v for k, v in stored.items() if v not in (None, "") or k not in record})
+                if record.get("latency_ms") is None:
+                    record["latency_ms"] = live_latency
+        self.explanation = explain_request(record, list(self.records.values()),
+                                           learned_cap=self._cap_by_request.get(request_id),
+                                           cap_events=list(self.cap_events))
+        self.detail_text = request_report(record, self.explanation)
+        body.update(_styled_report(self.detail_text))
+
+    # -- actions -----------------------------------------------------------------------------------------------
+    def action_copy_explanation(self) -> None:
+        if self.explanation:
+            self.post_message(CopyRequested(self.explanation, what="request explanation"))
+
+    def action_copy_report(self) -> None:
+        if self.detail_text:
+            self.post_message(CopyRequested(self.detail_text, what="request record"))
+
+    def action_reload(self) -> None:
+        self.reload()
+
+
+def _styled_report(report: str) -> Text:
+    """The plain report with its section titles bold and the explanation emphasised."""
+    text = Text()
+    for index, line in enumerate(report.splitlines()):
+        if index:
+            text.append("\n")
+        if index == 0 or (line.endswith(":") and not line.startswith(" ")):
+            text.append(line, "bold")
+        elif line.startswith("Why: "):
+            text.append("Why: ", "bold")
+            text.append(line[5:], "italic")
+        else:
+            text.append(line)
+    return text
