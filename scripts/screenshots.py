@@ -31,13 +31,6 @@ CAP = 128 * 1024
 GROW = "!big 40KB"
 MAX_MESSAGES = 10
 WAIT_S = float(os.environ.get("BULKHEAD_SHOT_WAIT", 120))
-NOW = 1_767_225_600.0  # a fixed clock for the inspector's times (2026-01-01 00:00:00 UTC)
-
-
-def clock() -> float:
-    return NOW
-
-
 async def until(pilot, predicate: Callable[[], object], what: str, timeout: float = WAIT_S) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
@@ -68,8 +61,8 @@ def make_app(lab_url: str, workspace: Path, **settings_overrides):
 
     route = Route(name="gateway", provider="lab", model="lab-1", base_url=lab_url)
     settings = load_settings().with_overrides(routes={"gateway": route}, **settings_overrides)
-    return BulkheadApp(settings, workspace=workspace, cursor_blink=False, keymap={}, clock=clock,
-                       inspector_factory=lambda: Inspector(clock=clock, tz=UTC))
+    return BulkheadApp(settings, workspace=workspace, cursor_blink=False, keymap={},
+                       inspector_factory=lambda: Inspector(tz=UTC))
 
 
 def rejected(app, status: int) -> list[dict]:
