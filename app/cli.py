@@ -44,14 +44,17 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     lab = sub.add_parser("lab", help="run the local gateway simulator and lab model")
-    lab.add_argument("--host", default="127.0.0.1")
+    lab.add_argument("--host", default="127.0.0.1", help="address to listen on (loopback by default)")
     lab.add_argument("--port", type=int, default=8787)
     lab.add_argument("--gateway", default="none", metavar="PROFILE",
-                     help="none, nginx, cloudflare, akamai, modsecurity, aws-waf, header-431, reset, html-200, apigw")
+                     help="none, nginx, cloudflare, akamai, modsecurity, aws-waf, header-431, reset, html-200, "
+                          "apigw, apigw-waf")
     lab.add_argument("--cap", metavar="SIZE", help="body cap the gateway enforces (e.g. 128KB)")
     lab.add_argument("--window", type=int, metavar="TOKENS", help="context window of the lab model")
-    lab.add_argument("--faults", metavar="SPEC", help='e.g. "429:0.1,529:0.05,500:0.05,drop:0.02,slow:0.05"')
-    lab.add_argument("--seed", type=int, default=0)
+    lab.add_argument("--faults", metavar="SPEC",
+                     help='KIND:RATE or KIND@N[+M], comma separated, e.g. "429:0.1,529:0.05,drop@3"; kinds: '
+                          '429 529 500 503 drop slow timeout cut stream-error')
+    lab.add_argument("--seed", type=int, default=0, help="seed of the random faults")
 
     probe = sub.add_parser("probe", help="find the largest request body a route's gateway accepts")
     probe.add_argument("--route", "-r", dest="probe_route", metavar="ROUTE")
