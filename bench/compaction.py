@@ -26,82 +26,19 @@ import json
 import statistics
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app.config import Route, Settings  # noqa: E402
-from app.engine.compaction.context import JsonMeasure, PassContext  # noqa: E402
+from app.config import Settings  # noqa: E402
+from app.engine.compaction.context import PassContext  # noqa: E402
 from app.engine.compaction.pipeline import run_pipeline  # noqa: E402
-from app.engine.messages import Message, Text, ToolCall, ToolResult  # noqa: E402
-from app.engine.prompts import SYSTEM_PROMPT  # noqa: E402
+from app.engine.messages import Message  # noqa: E402
+from bench.common import SIZES, provider_measure, synthetic_session  # noqa: E402
 
-MB = 1024 * 1024
-SIZES = ((1, 400), (5, 400), (10, 800))
-PATHS = [f"app/module_{i}.py" for i in range(12)]
 FAKE_SUMMARY = ("The user and the assistant built and tested the project step by step: files under app/ were "
                 "read and edited, the test suite was run repeatedly (→ shell: pytest -q) and the failures "
                 "fixed. Next steps: finish the remaining modules and update the README.")
-
-
-def filler(size: int, seed: int) -> str:
-    line = f"{seed:05d} │ def handler_{seed}(request): return process(request, mode='fast')  # ✓ ünïcødé\n"
-    return (line * (size // len(line) + 1))[:size]
-
-
-def synthetic_session(size_mb: int, messages: int) -> tuple[Message, ...]:
-    """`messages` messages (+ a system message), a third large tool results, `size_mb` MiB as JSON."""
-    cycles = messages // 3
-    first = _session(cycles, messages, 10_000)
-    small = JsonMeasure()(first) - cycles * 10_000 * len(filler(10_000, 0).encode()) // 10_000
-    unit = len(filler(10_000, 0).encode()) / 10_000  # bytes per filler char (some are multi-byte)
-    return _session(cycles, messages, max(1000, int((size_mb * MB - small) / cycles / unit)))
-
-
-def _session(cycles: int, messages: int, large: int) -> tuple[Message, ...]:
-    """`cycles` × (user prompt, assistant with a tool call, a tool result of `large` chars), padded."""
-    out: list[Message] = [Message.create("system", SYSTEM_PROMPT, turn=0)]
-    turn = 0
-    for i in range(cycles):
-        if i % 2 == 0:
-            turn += 1
-        out.append(Message.create("user", f"step {i}: please continue with module {i % 12} — ✓", turn=turn))
-        kind = i % 3
-        if kind == 0:
-            offset = [None, 0, 100, 200][i % 4]
-            limit = [None, 400, 200][i % 3]
-            args = {"path": PATHS[i % len(PATHS)], **({} if offset is None else {"offset": offset}),
-                    **({} if limit is None else {"limit": limit})}
-            call = ToolCall(f"call_{i}", "read_file", args)
-        elif kind == 1:
-            call = ToolCall(f"call_{i}", "shell", {"command": f"pytest -q tests/test_{i % 12}.py"})
-        else:
-            call = ToolCall(f"call_{i}", "grep", {"pattern": f"handler_{i}", "path": "app"})
-        out.append(Message.create("assistant", [Text(f"Looking at step {i}. " * 10), call], turn=turn))
-        out.append(Message.create("tool", [ToolResult(call.id, filler(large, i))], turn=turn))
-    for extra in range(messages - 3 * cycles):  # pad to the exact count: an answer, then a prompt
-        role = "assistant" if extra % 2 == 0 else "user"
-        out.append(Message.create(role, f"Done with step {cycles - 1}." if role == "assistant" else "next",
-                                  turn=turn))
-    return tuple(out)
-
-
-def provider_measure() -> tuple[Callable[[tuple[Message, ...]], int], str]:
-    try:
-        from app.providers.anthropic import AnthropicProvider
-
-        route = Route(name="bench", provider="anthropic", model="claude-sonnet-4-5")
-        provider = AnthropicProvider(route, Settings(), api_key="bench-not-a-key")
-
-        def measure(view: tuple[Message, ...]) -> int:
-            return provider.build(view, "", (), max_tokens=8192).predicted_bytes
-
-        measure(synthetic_session(1, 30))  # import and warm the adapter once
-        return measure, "anthropic adapter build().predicted_bytes"
-    except Exception as exc:  # no adapter in this tree: fall back to JSON bytes
-        print(f"(anthropic adapter unavailable: {type(exc).__name__}: {exc}; using JSON bytes)", file=sys.stderr)
-        return JsonMeasure(), "sum(len(json)) per message"
 
 
 async def fake_summarizer(system: str, text: str) -> str:
