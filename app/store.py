@@ -373,15 +373,26 @@ class Store:
                           (session_id,))
         return [_message_from_row(r) for r in rows]
 
-    def load_views(self, session_id: str) -> list[View]:
-        """The view stack, oldest first, active last (popped views are gone)."""
+    def load_views(self, session_id: str, known: Mapping[str, Message] | None = None) -> list[View]:
+        """The view stack, oldest first, active last (popped views are gone).
+
+        Messages are decoded once and shared: those in `known` (the master log, usually) and
+        every message that several stacked views hold are the same objects.
+        """
         views = self.query("SELECT * FROM views WHERE session_id = ? AND state IN ('stacked', 'active') "
                            "ORDER BY state = 'active', rowid", (session_id,))  # rowid = push order
+        cache: dict[str, Message] = dict(known or {})
         result: list[View] = []
         for view in views:
-            rows = self.query("SELECT m.* FROM view_entries e JOIN messages m ON m.id = e.message_id "
-                              "WHERE e.view_id = ? ORDER BY e.pos", (view["id"],))
-            result.append(View(id=view["id"], messages=tuple(_message_from_row(r) for r in rows),
+            ids = [r[0] for r in self.query("SELECT message_id FROM view_entries WHERE view_id = ? ORDER BY pos",
+                                            (view["id"],))]
+            missing = [i for i in dict.fromkeys(ids) if i not in cache]
+            for start in range(0, len(missing), 500):
+                chunk = missing[start:start + 500]
+                placeholders = ",".join("?" for _ in chunk)
+                for row in self.query(f"SELECT * FROM messages WHERE id IN ({placeholders})", chunk):
+                    cache[row["id"]] = _message_from_row(row)
+            result.append(View(id=view["id"], messages=tuple(cache[i] for i in ids),
                                parent_id=view["parent_id"], reason=view["reason"],
                                created_at=view["created_at"]))
         return result

@@ -86,7 +86,7 @@ def open_engine(settings: Settings, *, route_name: str | None = None, resume: st
     state = state or State()
     workspace = Path(workspace or settings.workspace or os.getcwd()).expanduser().resolve()
     if (resume or continue_) and route_name is None:
-        latest = Session.load(store, resume) if resume else Session.latest(store)
+        latest = store.find_session(resume) if resume else store.latest_session()  # the row is enough here
         if latest is not None and (latest.route in settings.routes or not settings.routes):
             route_name = latest.route or None
             if not settings.routes and route_name not in (None, "lab", *IMPLICIT_MODELS):

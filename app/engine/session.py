@@ -62,7 +62,7 @@ class Session:
         if row is None:
             raise SessionNotFound(f"no session {session_id!r}; `bulkhead sessions list` shows them")
         master = store.load_master(row.id)
-        views = store.load_views(row.id)
+        views = store.load_views(row.id, {m.id: m for m in master})
         if not views:  # a database edited by hand: rebuild a view from the master log
             views = [View(id=new_id("v"), messages=tuple(master), reason="rebuilt", created_at=time.time())]
             store.commit_view(row.id, views[0], {m.id for m in master})
