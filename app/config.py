@@ -255,7 +255,7 @@ def _convert(kind: str, value: Any, key: str, where: str, choices: tuple[str, ..
             return value
     except SizeError as exc:
         raise ConfigError(f"{where}: {key}: {exc}") from None
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         wanted = {"int": "a whole number ≥ 0", "float": "a number ≥ 0", "bool": "true or false",
                   "str": "a string"}.get(base, base)
         raise ConfigError(f"{where}: {key} = {value!r} is not {wanted}") from None
@@ -318,6 +318,9 @@ def _parse_hooks(raw: Any, origin: _Origin, default_timeout: float) -> tuple[Hoo
                               f"(known: {', '.join(HOOK_EVENTS)})")
         if isinstance(entries, dict):
             entries = [entries]
+        if not isinstance(entries, list):
+            raise ConfigError(f"{origin.where('hooks', event)}: hooks.{event} must be [[hooks.{event}]] tables "
+                              f"with command = \"...\", not {entries!r}")
         for entry in entries:
             if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
                 raise ConfigError(f"{origin.where('hooks', event)}: each [[hooks.{event}]] needs command = \"...\"")

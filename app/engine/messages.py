@@ -80,12 +80,14 @@ class Message:
 
     # -- construction ---------------------------------------------------------------------------
     @classmethod
-    def create(cls, role: Role, parts: Iterable[Part] | str, **meta: Any) -> Message:
+    def create(cls, role: Role, parts: Iterable[Part] | str, *, message_id: str | None = None,
+               **meta: Any) -> Message:
+        """A new message; `message_id` when the id was chosen beforehand (an answer's draft names it)."""
         if isinstance(parts, str):
             parts = (Text(parts),)
         meta.setdefault("created_at", time.time())
         meta.setdefault("origin", _default_origin(role))
-        return cls(id=new_id(), role=role, parts=tuple(parts), meta=Meta(**meta))
+        return cls(id=message_id or new_id(), role=role, parts=tuple(parts), meta=Meta(**meta))
 
     def derive(self, parts: Iterable[Part] | str | None = None, *, role: Role | None = None,
                **meta: Any) -> Message:

@@ -39,6 +39,7 @@ PREVIEW_STRING_CHARS = 300
 PREVIEW_LIST_ITEMS = 6
 ERROR_BODY_CHARS = 16_384
 DRAFT_FLUSH_CHARS = 2_000
+DRAFT_PREFIX = "draft-"
 
 
 @dataclass
@@ -95,12 +96,24 @@ def body_preview(body: Any) -> str:
 class DraftWriter:
     """Keeps the answer being streamed on disk, so a crash loses at most the unflushed tail.
 
-    The next time the session opens, a leftover draft becomes a partial assistant message.
+    The draft file is named after the id the answer will have (`draft-<message id>.txt`), so
+    after a crash the next start can tell a draft whose answer was committed (delete it) from
+    one that was cut short (keep it as a partial answer): see `leftover_drafts`.
     """
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.message_id = new_id()
         self._flushed = 0
+
+    @property
+    def path(self) -> Path:
+        return self.folder / f"{DRAFT_PREFIX}{self.message_id}.txt"
+
+    def begin(self) -> str:
+        """A new answer starts: the id it will be committed under."""
+        self.clear()
+        return self.message_id
 
     def update(self, text: str, force: bool = False) -> None:
         if not force and len(text) - self._flushed < DRAFT_FLUSH_CHARS:
@@ -114,9 +127,19 @@ class DraftWriter:
             self._flushed = len(text)
 
     def clear(self) -> None:
+        """The answer was committed (or kept partial): drop its draft; the next answer gets a new id."""
         self._flushed = 0
         with contextlib.suppress(OSError):
             self.path.unlink()
+        self.message_id = new_id()
+
+
+def leftover_drafts(folder: Path) -> list[tuple[str, Path]]:
+    """(message id, path) of every draft a crashed process left in a session folder."""
+    found = []
+    for path in sorted(folder.glob(f"{DRAFT_PREFIX}*.txt")):
+        found.append((path.stem[len(DRAFT_PREFIX):], path))
+    return found
 
 
 class Sender:
@@ -132,7 +155,7 @@ class Sender:
         self.drop_threshold = drop_threshold
         self.on_rejection = on_rejection
         self.sleep = sleep
-        self.draft = DraftWriter(session.folder / "draft.txt")
+        self.draft = DraftWriter(session.folder)
         self.streamed_text = ""  # what the current (or last cancelled) request made visible
         self._started_at = time.time()
 
@@ -164,6 +187,8 @@ class Sender:
                                  predicted_bytes=request.predicted_bytes, attempt=attempt, level=level))
         text: list[str] = []
         self.streamed_text = ""
+        if stream_text:
+            self.draft.begin()
         tool_calls: list[ToolCallChunk] = []
         usage: Usage | None = None
         stop_reason = "end"
@@ -185,7 +210,13 @@ class Sender:
                     usage = chunk.usage
                 elif isinstance(chunk, StopChunk):
                     stop_reason = chunk.reason
-        except ProviderError as error:
+        except (ProviderError, Exception) as raised:
+            # An adapter raises only ProviderError; anything else is still this request's failure,
+            # reported as one (never a crash of the turn), and never "recovered" (kind other).
+            error = raised if isinstance(raised, ProviderError) else ProviderError(
+                f"{request.provider}: unexpected {type(raised).__name__}: {raised}", provider=request.provider,
+                original=raised, status=request.status, request_bytes=request.actual_bytes,
+                error_type=type(raised).__name__, transport="stream-error")
             error.output_visible = visible
             failure = classify(error, drop_threshold=self.drop_threshold)
             latency = (time.monotonic() - started) * 1000
@@ -202,7 +233,7 @@ class Sender:
                                       reason=failure.reason, level=level))
             if self.on_rejection is not None:
                 await self.on_rejection(failure, request)
-            raise RequestFailed(error, failure, request, "".join(text), request_id, tool_calls) from error
+            raise RequestFailed(error, failure, request, "".join(text), request_id, tool_calls) from raised
         except asyncio.CancelledError:
             latency = (time.monotonic() - started) * 1000
             self._record(request_id, request, level=level, attempt=attempt, outcome="cancelled", latency_ms=latency)

@@ -93,6 +93,9 @@ class Session:
     def is_master(self, message: Message) -> bool:
         return message.id in self._seq
 
+    def is_master_id(self, message_id: str) -> bool:
+        return message_id in self._seq
+
     def master_ids(self) -> set[str]:
         return set(self._seq)
 

@@ -45,7 +45,7 @@ from app.engine.payload import CapInfo, calibrate, effective_cap, preflight
 from app.engine.prompts import CONTINUATION, SYSTEM_PROMPT
 from app.engine.recovery import Recovery, TurnFailed
 from app.engine.retry import RetryPolicy
-from app.engine.sender import RequestFailed, Sender, StreamResult
+from app.engine.sender import RequestFailed, Sender, StreamResult, leftover_drafts
 from app.engine.session import Session
 from app.providers.base import Provider, Request, ToolSpec, dumps, make_provider
 from app.providers.catalog import model_limits
@@ -224,14 +224,16 @@ class Engine:
     # -- lifecycle --------------------------------------------------------------------------------
     async def start(self, *, resumed: bool = False) -> None:
         """Fire SessionStart and keep any answer a crash left half-written (marked partial)."""
-        draft = self.session.folder / "draft.txt"
-        with contextlib.suppress(OSError):
-            text = draft.read_text(encoding="utf-8")
-            if text.strip():
-                self.session.append(Message.create("assistant", text, turn=self.session.turn, partial=True))
-                self.emit(Notice("The previous answer was cut off by a crash; what arrived is kept, marked partial.",
-                                 level="warn", code="partial"))
-            draft.unlink()
+        for message_id, path in leftover_drafts(self.session.folder):
+            with contextlib.suppress(OSError):
+                text = path.read_text(encoding="utf-8")
+                # A crash between committing an answer and deleting its draft leaves a draft already kept.
+                if text.strip() and not self.session.is_master_id(message_id):
+                    self.session.append(Message.create("assistant", text, message_id=message_id,
+                                                       turn=self.session.turn, partial=True))
+                    self.emit(Notice("The previous answer was cut off by a crash; what arrived is kept, "
+                                     "marked partial.", level="warn", code="partial"))
+                path.unlink()
         await self.hooks.session_start("resume" if resumed else "startup")
         self.view_changed("start")
 
@@ -380,13 +382,15 @@ class Engine:
         parts += [ToolCall(c.id, c.name, c.args) for c in result.tool_calls]
         if not parts:
             parts = [Text("")]
-        message = self.session.append(Message.create("assistant", parts, turn=turn, partial=partial))
+        message = self.session.append(Message.create("assistant", parts, message_id=self.sender.draft.message_id,
+                                                     turn=turn, partial=partial))
         self.sender.draft.clear()
         return message
 
     def keep_partial(self, text: str, turn: int, failure: Failure | None) -> None:
         """Keep what became visible of a failed answer, marked partial (never retried)."""
-        self.session.append(Message.create("assistant", text, turn=turn, partial=True))
+        self.session.append(Message.create("assistant", text, message_id=self.sender.draft.message_id,
+                                           turn=turn, partial=True))
         self.sender.draft.clear()
         self.sender.streamed_text = ""
 

@@ -67,14 +67,21 @@ def decode_frames(data: bytes) -> Iterator[tuple[dict[str, str], bytes]]:
             raise EventStreamError("message CRC mismatch")
         headers: dict[str, str] = {}
         pos, end = offset + 12, offset + 12 + header_len
-        while pos < end:
-            (name_len,) = struct.unpack_from(">B", data, pos)
-            name = data[pos + 1:pos + 1 + name_len].decode("utf-8")
-            pos += 1 + name_len
-            value_type, value_len = struct.unpack_from(">BH", data, pos)
-            if value_type != _STRING:
-                raise EventStreamError(f"unsupported header value type {value_type}")
-            headers[name] = data[pos + 3:pos + 3 + value_len].decode("utf-8")
-            pos += 3 + value_len
+        try:
+            while pos < end:
+                (name_len,) = struct.unpack_from(">B", data, pos)
+                name = data[pos + 1:pos + 1 + name_len].decode("utf-8")
+                pos += 1 + name_len
+                value_type, value_len = struct.unpack_from(">BH", data, pos)
+                if value_type != _STRING:
+                    raise EventStreamError(f"unsupported header value type {value_type}")
+                if pos + 3 + value_len > end:
+                    raise EventStreamError("header runs past the header section")
+                headers[name] = data[pos + 3:pos + 3 + value_len].decode("utf-8")
+                pos += 3 + value_len
+        except (UnicodeDecodeError, struct.error) as exc:
+            raise EventStreamError(f"malformed header: {exc}") from None
+        if pos != end:
+            raise EventStreamError("header runs past the header section")
         yield headers, data[end:offset + total - 4]
         offset += total

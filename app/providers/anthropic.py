@@ -47,19 +47,23 @@ from app.providers.wire import (
     Exchange,
     OneSlot,
     PieceCache,
+    StreamParser,
     Turn,
     body_len,
     close_quietly,
     compact_len,
+    count_field,
     get,
     httpx_request_hook,
     httpx_response_hook,
     incomplete_stream,
+    index_field,
     is_local_url,
     list_len,
     parse_arguments,
     parse_sse_text,
     sdk_error,
+    text_field,
     unexpected_200,
     wrap_unknown,
 )
@@ -389,12 +393,11 @@ def message_events(message: dict[str, Any]) -> list[dict[str, Any]]:
     return events
 
 
-class AnthropicEvents:
+class AnthropicEvents(StreamParser):
     """Turns Messages-API stream events (SDK models or dicts) into bulkhead stream events."""
 
     def __init__(self, provider: str, exchange: Exchange) -> None:
-        self.provider = provider
-        self.exchange = exchange
+        super().__init__(provider, exchange)
         self.tools: dict[int, dict[str, Any]] = {}
         self.usage: dict[str, int] = {}
         self.stop_reason: str | None = None
@@ -402,37 +405,38 @@ class AnthropicEvents:
 
     def _usage(self, usage: Any) -> None:
         for key in ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
-            value = get(usage, key)
-            if isinstance(value, int):
+            value = count_field(usage, key)
+            if value is not None:
                 self.usage[key] = value
 
-    def feed(self, event: Any) -> list[StreamEvent]:
+    def _feed(self, event: Any) -> list[StreamEvent]:
         kind = get(event, "type")
         if kind == "content_block_delta":
             delta = get(event, "delta")
             delta_type = get(delta, "type")
             if delta_type == "text_delta":
-                text = get(delta, "text", "")
+                text = text_field(delta, "text")
                 return [TextChunk(text)] if text else []
             if delta_type == "input_json_delta":
-                tool = self.tools.get(get(event, "index", 0))
+                tool = self.tools.get(index_field(event, "index"))
                 if tool is not None:
-                    tool["json"].append(get(delta, "partial_json", ""))
+                    tool["json"].append(text_field(delta, "partial_json"))
             return []
         if kind == "content_block_start":
             block = get(event, "content_block")
             block_type = get(block, "type")
             if block_type == "text":
-                text = get(block, "text", "")
+                text = text_field(block, "text")
                 return [TextChunk(text)] if text else []
             if block_type == "tool_use":
                 initial = get(block, "input")
-                self.tools[get(event, "index", 0)] = {
-                    "id": get(block, "id") or f"toolu_{uuid.uuid4().hex[:20]}", "name": get(block, "name", ""),
+                self.tools[index_field(event, "index")] = {
+                    "id": text_field(block, "id") or f"toolu_{uuid.uuid4().hex[:20]}",
+                    "name": text_field(block, "name"),
                     "json": [], "input": dict(initial) if isinstance(initial, dict) else {}}
             return []
         if kind == "content_block_stop":
-            tool = self.tools.pop(get(event, "index", 0), None)
+            tool = self.tools.pop(index_field(event, "index"), None)
             if tool is None:
                 return []
             return [ToolCallChunk(tool["id"], tool["name"], parse_arguments("".join(tool["json"]), tool["input"]))]
@@ -440,7 +444,7 @@ class AnthropicEvents:
             self._usage(get(get(event, "message"), "usage"))
             return []
         if kind == "message_delta":
-            reason = get(get(event, "delta"), "stop_reason")
+            reason = text_field(get(event, "delta"), "stop_reason")
             if reason:
                 self.stop_reason = reason
             self._usage(get(event, "usage"))
@@ -450,17 +454,17 @@ class AnthropicEvents:
             return []
         if kind == "error":
             error = get(event, "error")
-            error_type = get(error, "type") or "error"
-            message = get(error, "message") or error_type
+            error_type = str(get(error, "type") or "error")
+            message = str(get(error, "message") or error_type)
             body = json.dumps({"type": "error", "error": error if isinstance(error, dict) else
-                               {"type": error_type, "message": message}}, ensure_ascii=False)
+                               {"type": error_type, "message": message}}, ensure_ascii=False, default=str)
             raise ProviderError(f"{self.provider}: stream error {error_type}: {message}", provider=self.provider,
                                 status=self.exchange.status, headers=self.exchange.response_headers, body=body,
                                 request_bytes=self.exchange.actual_bytes, error_type=error_type,
                                 transport="stream-error")
         return []  # ping, thinking and anything newer
 
-    def finish(self) -> list[StreamEvent]:
+    def _finish(self) -> list[StreamEvent]:
         if not self.stopped and self.stop_reason is None:
             raise incomplete_stream(self.provider, self.exchange)
         events: list[StreamEvent] = []
@@ -477,4 +481,3 @@ class AnthropicEvents:
         raw = self.stop_reason or ""
         events.append(StopChunk(_STOP_REASONS.get(raw, "other"), raw=raw))
         return events
-

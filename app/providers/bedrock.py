@@ -48,13 +48,19 @@ from app.providers.html import decode_body
 from app.providers.wire import (
     ERROR_BODY_LIMIT,
     Exchange,
+    MalformedEvent,
     OneSlot,
     PieceCache,
+    StreamParser,
     Turn,
     body_len,
+    count_field,
+    get,
     incomplete_stream,
+    index_field,
     list_len,
     parse_arguments,
+    text_field,
     transport_kind,
     unexpected_200,
     wrap_unknown,
@@ -420,52 +426,55 @@ def _short(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-class BedrockEvents:
+class BedrockEvents(StreamParser):
     """Turns ConverseStream events (plain dicts from botocore) into bulkhead stream events."""
 
     def __init__(self, provider: str, exchange: Exchange) -> None:
-        self.provider = provider
-        self.exchange = exchange
+        super().__init__(provider, exchange)
         self.tools: dict[int, dict[str, Any]] = {}
         self.usage: dict[str, int] = {}
         self.stop_reason: str | None = None
 
-    def feed(self, event: Mapping[str, Any]) -> list[StreamEvent]:
+    def _feed(self, event: Mapping[str, Any]) -> list[StreamEvent]:
+        if not isinstance(event, Mapping):
+            raise MalformedEvent(f"event is {type(event).__name__}, not an object")
         if "contentBlockDelta" in event:
             data = event["contentBlockDelta"]
-            delta = data.get("delta") or {}
-            if delta.get("text"):
-                return [TextChunk(delta["text"])]
+            delta = get(data, "delta") or {}
+            text = text_field(delta, "text")
+            if text:
+                return [TextChunk(text)]
             if "toolUse" in delta:
-                tool = self.tools.get(data.get("contentBlockIndex", 0))
+                tool = self.tools.get(index_field(data, "contentBlockIndex"))
                 if tool is not None:
-                    tool["json"].append((delta["toolUse"] or {}).get("input") or "")
+                    tool["json"].append(text_field(delta["toolUse"], "input"))
             return []
         if "contentBlockStart" in event:
             data = event["contentBlockStart"]
-            tool = (data.get("start") or {}).get("toolUse")
+            tool = get(get(data, "start"), "toolUse")
             if tool:
-                self.tools[data.get("contentBlockIndex", 0)] = {
-                    "id": tool.get("toolUseId") or f"tooluse_{uuid.uuid4().hex[:20]}",
-                    "name": tool.get("name", ""), "json": []}
+                self.tools[index_field(data, "contentBlockIndex")] = {
+                    "id": text_field(tool, "toolUseId") or f"tooluse_{uuid.uuid4().hex[:20]}",
+                    "name": text_field(tool, "name"), "json": []}
             return []
         if "contentBlockStop" in event:
-            tool = self.tools.pop(event["contentBlockStop"].get("contentBlockIndex", 0), None)
+            tool = self.tools.pop(index_field(event["contentBlockStop"], "contentBlockIndex"), None)
             if tool is None:
                 return []
             return [ToolCallChunk(tool["id"], tool["name"], parse_arguments("".join(tool["json"])))]
         if "messageStop" in event:
-            self.stop_reason = event["messageStop"].get("stopReason") or "end_turn"
+            self.stop_reason = text_field(event["messageStop"], "stopReason") or "end_turn"
             return []
         if "metadata" in event:
-            usage = event["metadata"].get("usage") or {}
+            usage = get(event["metadata"], "usage") or {}
             for key in ("inputTokens", "outputTokens", "cacheReadInputTokens", "cacheWriteInputTokens"):
-                if isinstance(usage.get(key), int):
-                    self.usage[key] = usage[key]
+                value = count_field(usage, key)
+                if value is not None:
+                    self.usage[key] = value
             return []
         return []  # messageStart and anything newer
 
-    def finish(self) -> list[StreamEvent]:
+    def _finish(self) -> list[StreamEvent]:
         if self.stop_reason is None:
             raise incomplete_stream(self.provider, self.exchange)
         events: list[StreamEvent] = []

@@ -47,17 +47,22 @@ from app.providers.wire import (
     Exchange,
     OneSlot,
     PieceCache,
+    StreamParser,
     body_len,
     close_quietly,
     compact_len,
+    count_field,
     get,
     httpx_request_hook,
     httpx_response_hook,
+    index_field,
     is_local_url,
+    list_field,
     list_len,
     parse_arguments,
     parse_sse_text,
     sdk_error,
+    text_field,
     unexpected_200,
     wrap_unknown,
 )
@@ -378,17 +383,16 @@ def completion_as_chunk(completion: dict[str, Any]) -> dict[str, Any]:
     return {"choices": choices, "usage": completion.get("usage")}
 
 
-class OpenAIEvents:
+class OpenAIEvents(StreamParser):
     """Turns chat.completion.chunk objects (SDK models or dicts) into bulkhead stream events."""
 
     def __init__(self, provider: str, exchange: Exchange) -> None:
-        self.provider = provider
-        self.exchange = exchange
+        super().__init__(provider, exchange)
         self.calls: dict[int, dict[str, Any]] = {}
-        self.usage: Any = None
+        self.usage: Usage | None = None
         self.finish_reason: str | None = None
 
-    def feed(self, chunk: Any) -> list[StreamEvent]:
+    def _feed(self, chunk: Any) -> list[StreamEvent]:
         error = get(chunk, "error")
         if error:
             error_type = get(error, "code") or get(error, "type") or "error"
@@ -397,50 +401,49 @@ class OpenAIEvents:
                 f"{self.provider}: stream error {error_type}: {message}", provider=self.provider,
                 status=self.exchange.status, headers=self.exchange.response_headers,
                 body=json.dumps({"error": error} if isinstance(error, dict) else {"error": str(error)},
-                                ensure_ascii=False),
+                                ensure_ascii=False, default=str),
                 request_bytes=self.exchange.actual_bytes, error_type=str(error_type), transport="stream-error")
         usage = get(chunk, "usage")
         if usage:
-            self.usage = usage
+            cached = count_field(get(usage, "prompt_tokens_details"), "cached_tokens") or 0
+            self.usage = Usage(input_tokens=count_field(usage, "prompt_tokens") or 0,
+                               output_tokens=count_field(usage, "completion_tokens") or 0,
+                               cache_read_tokens=cached)
         events: list[StreamEvent] = []
-        for choice in get(chunk, "choices", []) or []:
-            if get(choice, "index", 0) != 0:
+        for choice in list_field(chunk, "choices"):
+            if index_field(choice, "index") != 0:
                 continue
             delta = get(choice, "delta")
-            text = get(delta, "content")
+            text = text_field(delta, "content")
             if text:
                 events.append(TextChunk(text))
-            for call in get(delta, "tool_calls", []) or []:
-                index = get(call, "index", len(self.calls))
+            for call in list_field(delta, "tool_calls"):
+                index = index_field(call, "index", len(self.calls))
                 slot = self.calls.setdefault(index, {"id": "", "name": "", "arguments": []})
-                if get(call, "id") and not slot["id"]:
-                    slot["id"] = get(call, "id")
+                call_id = text_field(call, "id")
+                if call_id and not slot["id"]:
+                    slot["id"] = call_id
                 function = get(call, "function")
-                name = get(function, "name")
+                name = text_field(function, "name")
                 if name and not slot["name"]:
                     slot["name"] = name
-                arguments = get(function, "arguments")
+                arguments = text_field(function, "arguments")
                 if arguments:
                     slot["arguments"].append(arguments)
-            reason = get(choice, "finish_reason")
+            reason = text_field(choice, "finish_reason")
             if reason:
                 self.finish_reason = reason
         return events
 
-    def finish(self) -> list[StreamEvent]:
+    def _finish(self) -> list[StreamEvent]:
         events: list[StreamEvent] = []
         for index in sorted(self.calls):
             call = self.calls[index]
             events.append(ToolCallChunk(call["id"] or f"call_{uuid.uuid4().hex[:24]}", call["name"],
                                         parse_arguments("".join(call["arguments"]))))
         self.calls.clear()
-        if self.usage:
-            details = get(self.usage, "prompt_tokens_details")
-            cached = get(details, "cached_tokens", 0) or 0
-            events.append(UsageChunk(Usage(input_tokens=get(self.usage, "prompt_tokens", 0) or 0,
-                                           output_tokens=get(self.usage, "completion_tokens", 0) or 0,
-                                           cache_read_tokens=cached)))
+        if self.usage is not None:
+            events.append(UsageChunk(self.usage))
         raw = self.finish_reason or ""
         events.append(StopChunk(_STOP_REASONS.get(raw, "other"), raw=raw))
         return events
-

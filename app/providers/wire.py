@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from app.providers.base import ProviderError, Request, dumps, parse_retry_after
+from app.providers.base import ProviderError, Request, StreamEvent, dumps, parse_retry_after
 from app.providers.html import decode_body, looks_like_html
 from app.redact import redact_headers
 
@@ -355,6 +355,77 @@ def get(obj: Any, key: str, default: Any = None) -> Any:
     else:
         value = getattr(obj, key, default)
     return default if value is None else value
+
+
+class MalformedEvent(ValueError):
+    """A stream event whose fields are not what the wire format says (a proxy mangled it, or a bug)."""
+
+
+def text_field(obj: Any, key: str) -> str:
+    """A string field of an event ("" when absent); anything but a string is a malformed event."""
+    value = get(obj, key, "")
+    if not isinstance(value, str):
+        raise MalformedEvent(f"field {key!r} is {type(value).__name__}, not text")
+    return value
+
+
+def index_field(obj: Any, key: str, default: int = 0) -> int:
+    value = get(obj, key, default)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise MalformedEvent(f"field {key!r} is {type(value).__name__}, not an index")
+    return value
+
+
+def count_field(obj: Any, key: str) -> int | None:
+    """A token count (None when absent); a negative or non-integer count is a malformed event."""
+    value = get(obj, key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise MalformedEvent(f"field {key!r} is {value!r}, not a token count")
+    return value
+
+
+def list_field(obj: Any, key: str) -> list[Any]:
+    value = get(obj, key, [])
+    if not isinstance(value, list | tuple):
+        raise MalformedEvent(f"field {key!r} is {type(value).__name__}, not a list")
+    return list(value)
+
+
+class StreamParser:
+    """Base of the adapters' stream parsers: an event that cannot be read is a ProviderError.
+
+    Subclasses implement `_feed(event)` and `_finish()`; whatever they raise besides a
+    ProviderError (a MalformedEvent, a TypeError from a field of the wrong type) is wrapped,
+    so a stream yields clean events or a ProviderError — nothing else.
+    """
+
+    def __init__(self, provider: str, exchange: Exchange) -> None:
+        self.provider = provider
+        self.exchange = exchange
+
+    def feed(self, event: Any) -> list[StreamEvent]:
+        try:
+            return self._feed(event)
+        except ProviderError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any unreadable event is the stream's failure
+            raise wrap_unknown(self.provider, exc, self.exchange, in_stream=True) from exc
+
+    def finish(self) -> list[StreamEvent]:
+        try:
+            return self._finish()
+        except ProviderError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            raise wrap_unknown(self.provider, exc, self.exchange, in_stream=True) from exc
+
+    def _feed(self, event: Any) -> list[StreamEvent]:
+        raise NotImplementedError
+
+    def _finish(self) -> list[StreamEvent]:
+        raise NotImplementedError
 
 
 def parse_sse_text(text: str) -> list[tuple[str | None, str]]:

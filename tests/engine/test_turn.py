@@ -121,7 +121,7 @@ async def test_esc_cancels_a_slow_stream_and_keeps_the_partial_answer(make_harne
     last = h.session.master[-1]
     assert last.role == "assistant" and last.meta.partial and last.text
     assert h.of_type("turn_finished")[-1].outcome == "cancelled"
-    assert not (h.session.folder / "draft.txt").exists()
+    assert not list(h.session.folder.glob("draft-*.txt"))
 
 
 async def test_retry_after_a_partial_answer_asks_again(make_harness, lab):
@@ -138,11 +138,13 @@ async def test_retry_after_a_partial_answer_asks_again(make_harness, lab):
 
 async def test_a_draft_left_by_a_crash_becomes_a_partial_answer(make_harness):
     h = make_harness()
-    (h.session.folder / "draft.txt").write_text("half an answer")
+    (h.session.folder / "draft-m_cut_short.txt").write_text("half an answer")
 
     await h.engine.start()
 
     assert h.session.master[-1].text == "half an answer" and h.session.master[-1].meta.partial
+    assert h.session.master[-1].id == "m_cut_short"
+    assert not list(h.session.folder.glob("draft-*.txt"))
 
 
 async def test_planned_compaction_when_the_window_fills(make_harness):

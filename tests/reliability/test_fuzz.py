@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, reject, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.config import SETTING_FIELDS, ConfigError, Settings, load_settings
@@ -71,9 +71,6 @@ def fuzz(examples: int = BASE_EXAMPLES, **extra: Any):
                     **extra)
 
 
-def fuzz_known_bug(examples: int = 100):
-    """For a property a known bug breaks: stop at the first failure (no shrinking, which takes minutes)."""
-    return fuzz(examples, phases=(Phase.explicit, Phase.reuse, Phase.generate), report_multiple_bugs=False)
 
 
 # -- shared strategies ------------------------------------------------------------------------------
@@ -185,20 +182,6 @@ def config_documents(draw) -> tuple[str, dict[str, Any]]:
     return "\n".join(lines) + "\n", {"top": top, "routes": routes, "hooks": hooks}
 
 
-def _known_config_bug(doc: dict[str, Any]) -> bool:
-    """Inputs that hit the two known config bugs (see the xfail reproducers below)."""
-    def huge(value: Any) -> bool:
-        return isinstance(value, int) and not isinstance(value, bool) and abs(value) > 1.7e308
-
-    if any(key in _FLOAT_KEYS and huge(value) for key, value in doc["top"].items()):
-        return True
-    for entries in doc["hooks"].values():
-        if isinstance(entries, _Datetime) or not isinstance(entries, dict | list | str):
-            return True  # BUG 2: a scalar where [[hooks.EVENT]] tables belong
-        for entry in entries if isinstance(entries, list) else [entries]:
-            if isinstance(entry, dict) and huge(entry.get("timeout")):
-                return True
-    return False
 
 
 def _load(text: str | bytes) -> tuple[Path, Settings | ConfigError | BaseException]:
@@ -234,22 +217,15 @@ def test_config_loader_on_arbitrary_text_raises_only_config_error(text):
 def test_config_loader_on_arbitrary_values_raises_only_config_error(document):
     text, structure = document
     path, outcome = _load(text)
-    if _known_config_bug(structure) and not isinstance(outcome, Settings | ConfigError):
-        reject()
     _assert_config_contract(path, outcome)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: app/config.py _convert('float') catches TypeError/ValueError but "
-                                       "not OverflowError: a huge integer for a float setting escapes as "
-                                       "OverflowError instead of a ConfigError naming the file")
-def test_bug_huge_integer_for_a_float_setting_is_a_config_error():
+def test_regression_huge_integer_for_a_float_setting_is_a_config_error():
     path, outcome = _load("request_timeout = 1" + "0" * 400 + "\n")
     _assert_config_contract(path, outcome)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: app/config.py _parse_hooks iterates `entries` without checking "
-                                       "it is a list: `[hooks]\\nStop = 5` raises TypeError, not ConfigError")
-def test_bug_scalar_hook_entry_is_a_config_error():
+def test_regression_scalar_hook_entry_is_a_config_error():
     path, outcome = _load("[hooks]\nStop = 5\n")
     _assert_config_contract(path, outcome)
 
@@ -590,10 +566,7 @@ def _retype_a_leaf(draw, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return copy
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: AnthropicEvents trusts field types: a non-string text/partial_json "
-                                       "or a list index gives TextChunk(123), a TypeError from finish() or an "
-                                       "unhashable-key TypeError (see the reproducers below)")
-@fuzz_known_bug()
+@fuzz()
 @given(st.data())
 def test_anthropic_parser_on_wrongly_typed_fields(data):
     events = _retype_a_leaf(data.draw, data.draw(anthropic_events()))
@@ -610,10 +583,7 @@ def test_anthropic_parser_on_wrongly_typed_fields(data):
         check_clean(outcome)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: OpenAIEvents trusts field types: non-string content/arguments, "
-                                       "non-integer usage, a list index or non-list choices give unclean chunks "
-                                       "or TypeError (see the reproducers below)")
-@fuzz_known_bug()
+@fuzz()
 @given(st.data())
 def test_openai_parser_on_wrongly_typed_fields(data):
     chunks = _retype_a_leaf(data.draw, data.draw(openai_chunks()))
@@ -718,20 +688,12 @@ _ANTHROPIC_TOOL_WITH_NUMBER_JSON = [
     {"type": "message_stop"}]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: app/providers/anthropic.py AnthropicEvents.finish() joins "
-                                       "partial_json pieces without checking they are strings, and "
-                                       "AnthropicProvider.stream calls finish() outside its try: a stream whose "
-                                       "tool block is never closed and carries a numeric partial_json makes "
-                                       "stream() raise TypeError instead of ProviderError")
-def test_bug_anthropic_numeric_partial_json_escapes_as_type_error(wire):
+def test_regression_anthropic_numeric_partial_json_escapes_as_type_error(wire):
     outcome = wire.outcome("anthropic", Stream(200, SSE, _sse(_ANTHROPIC_TOOL_WITH_NUMBER_JSON)))
     assert isinstance(outcome, ProviderError) or not problems_of(outcome)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: AnthropicEvents.feed returns TextChunk(123) for a text_delta whose "
-                                       "text is a number; the engine's Sender then fails with TypeError on "
-                                       "`streamed_text += chunk.text` (not a ProviderError, so the turn crashes)")
-def test_bug_anthropic_numeric_text_gives_an_unclean_chunk(wire):
+def test_regression_anthropic_numeric_text_gives_an_unclean_chunk(wire):
     events = [_ANTHROPIC_START,
               {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": 123}},
               {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 1}},
@@ -740,10 +702,7 @@ def test_bug_anthropic_numeric_text_gives_an_unclean_chunk(wire):
     assert isinstance(outcome, ProviderError) or not problems_of(outcome), problems_of(outcome)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: AnthropicProvider._from_body (SSE served with a non-event-stream "
-                                       "content type) calls parser.feed outside any try: a content_block_start "
-                                       "with a list `index` raises TypeError (unhashable) out of stream()")
-def test_bug_anthropic_text_path_list_index_escapes_as_type_error(wire):
+def test_regression_anthropic_text_path_list_index_escapes_as_type_error(wire):
     events = [_ANTHROPIC_START,
               {"type": "content_block_start", "index": [0], "content_block": {"type": "tool_use", "id": "t",
                                                                               "name": "x"}},
@@ -757,10 +716,7 @@ def _openai_chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str,
                                                                         "finish_reason": finish}]}
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: app/providers/openai.py OpenAIEvents.finish() joins tool-call "
-                                       "argument pieces without checking they are strings, outside "
-                                       "OpenAIProvider.stream's try: numeric `arguments` raise TypeError")
-def test_bug_openai_numeric_arguments_escape_as_type_error(wire):
+def test_regression_openai_numeric_arguments_escape_as_type_error(wire):
     chunks = [_openai_chunk({"tool_calls": [{"index": 0, "id": "c1", "type": "function",
                                              "function": {"name": "f", "arguments": 5}}]}),
               _openai_chunk({}, "tool_calls")]
@@ -769,10 +725,7 @@ def test_bug_openai_numeric_arguments_escape_as_type_error(wire):
     assert isinstance(outcome, ProviderError) or not problems_of(outcome), outcome
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: OpenAIEvents.finish() builds Usage from the usage object without "
-                                       "type checks: prompt_tokens \"x\" gives Usage(input_tokens='x'); the "
-                                       "Sender's Counters.add_usage then raises TypeError")
-def test_bug_openai_string_usage_gives_an_unclean_chunk(wire):
+def test_regression_openai_string_usage_gives_an_unclean_chunk(wire):
     chunks = [_openai_chunk({"content": "hi"}, "stop"),
               {"id": "c", "object": "chat.completion.chunk", "choices": [],
                "usage": {"prompt_tokens": "x", "completion_tokens": 1}}]
@@ -813,49 +766,8 @@ def damaged_frames(draw) -> bytes:
     return bytes(data)
 
 
-def _known_frame_bug(data: bytes) -> bool:
-    """A frame whose CRCs are right but whose header section does not parse (see the reproducer)."""
-    offset = 0
-    while offset + 16 <= len(data):
-        total, header_len = struct.unpack_from(">II", data, offset)
-        if total < 16 + header_len or offset + total > len(data):
-            return False
-        prelude_ok = zlib.crc32(data[offset:offset + 8]) & 0xFFFFFFFF == struct.unpack_from(">I", data, offset + 8)[0]
-        message_ok = (zlib.crc32(data[offset:offset + total - 4]) & 0xFFFFFFFF
-                      == struct.unpack_from(">I", data, offset + total - 4)[0])
-        if not (prelude_ok and message_ok):
-            return False
-        if not _headers_parse(data[offset + 12:offset + 12 + header_len]):
-            return True
-        offset += total
-    return False
 
 
-def _headers_parse(section: bytes) -> bool:
-    """Whether decode_frames reads this header section without a stray exception (its order of checks)."""
-    pos = 0
-    while pos < len(section):
-        name_len = section[pos]
-        name = section[pos + 1:pos + 1 + name_len]
-        pos += 1 + name_len
-        try:
-            name.decode("utf-8")
-        except UnicodeDecodeError:
-            return False
-        if pos + 3 > len(section):
-            return False  # struct.error (or a read into the payload) follows
-        value_type, value_len = struct.unpack_from(">BH", section, pos)
-        if value_type != 7:
-            return True  # EventStreamError: fine
-        value = section[pos + 3:pos + 3 + value_len]
-        pos += 3 + value_len
-        if len(value) < value_len:
-            return False
-        try:
-            value.decode("utf-8")
-        except UnicodeDecodeError:
-            return False
-    return True
 
 
 def _decode(data: bytes) -> list[tuple[dict[str, str], bytes]] | EventStreamError | BaseException:
@@ -872,8 +784,6 @@ def _decode(data: bytes) -> list[tuple[dict[str, str], bytes]] | EventStreamErro
                  st.tuples(st.binary(max_size=24), st.binary(max_size=24)).map(lambda hp: _frame(*hp))))
 def test_event_stream_decoder_raises_only_its_error(data):
     outcome = _decode(data)
-    if isinstance(outcome, BaseException) and not isinstance(outcome, EventStreamError) and _known_frame_bug(data):
-        reject()
     assert not isinstance(outcome, BaseException) or isinstance(outcome, EventStreamError), repr(outcome)
 
 
@@ -886,18 +796,12 @@ def test_event_stream_decoder_reads_what_the_lab_writes(data):
         assert headers[":message-type"] == "event" and isinstance(json.loads(payload), dict)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: app/lab/eventstream.py decode_frames decodes header names/values "
-                                       "with .decode('utf-8') unguarded and never checks a header stays inside "
-                                       "the header section: a CRC-valid frame with a non-UTF-8 header name "
-                                       "raises UnicodeDecodeError instead of EventStreamError")
-def test_bug_event_stream_header_that_is_not_utf8():
+def test_regression_event_stream_header_that_is_not_utf8():
     outcome = _decode(_frame(b"\x01\xff\x07\x00\x01a", b"{}"))
     assert isinstance(outcome, EventStreamError), repr(outcome)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: decode_frames lets a header run past the header section into the "
-                                       "payload (value length 5, 2 bytes left): it should be EventStreamError")
-def test_bug_event_stream_header_overrunning_its_section():
+def test_regression_event_stream_header_overrunning_its_section():
     outcome = _decode(_frame(b"\x01a\x07\x00\x05ab", b'{"x": 1}'))
     assert isinstance(outcome, EventStreamError), repr(outcome)
 
@@ -943,10 +847,7 @@ def test_bedrock_parser_gives_clean_events_or_provider_error(events):
         check_clean(outcome)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: BedrockEvents trusts field types: a non-dict event body raises "
-                                       "AttributeError, a numeric text gives TextChunk(5), a numeric toolUse "
-                                       "input raises TypeError from finish() (see the reproducer below)")
-@fuzz_known_bug()
+@fuzz()
 @given(st.data())
 def test_bedrock_parser_on_wrongly_typed_fields(data):
     events = _retype_a_leaf(data.draw, data.draw(bedrock_events()))
@@ -998,10 +899,7 @@ def test_bedrock_sdk_stream_gives_clean_events_or_provider_error(wire, aws, data
         check_clean(outcome)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: app/providers/bedrock.py BedrockEvents.finish() joins toolUse input "
-                                       "pieces unchecked, outside BedrockProvider.stream's try: a numeric "
-                                       "`input` makes stream() raise TypeError instead of ProviderError")
-def test_bug_bedrock_numeric_tool_input_escapes_as_type_error(wire, aws):
+def test_regression_bedrock_numeric_tool_input_escapes_as_type_error(wire, aws):
     frames = [eventstream.event("messageStart", {"role": "assistant"}),
               eventstream.event("contentBlockStart", {"contentBlockIndex": 0, "start": {
                   "toolUse": {"toolUseId": "t1", "name": "x"}}}),
@@ -1013,11 +911,7 @@ def test_bug_bedrock_numeric_tool_input_escapes_as_type_error(wire, aws):
 
 # == what a malformed stream does to a turn ============================================================
 
-@pytest.mark.xfail(strict=True, reason="BUG: a stream whose text delta is a number (AnthropicEvents emits "
-                                       "TextChunk(123)) makes Sender._send_once raise TypeError on "
-                                       "`streamed_text += chunk.text`; Engine.submit lets it escape instead of "
-                                       "returning a failed TurnResult, and the request row stays 'sending'")
-async def test_bug_a_malformed_stream_crashes_the_turn(tmp_path):
+async def test_regression_a_malformed_stream_crashes_the_turn(tmp_path):
     from app.engine.session import Session
     from app.engine.turn import Engine
     from app.state import State
