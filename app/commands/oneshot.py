@@ -38,15 +38,26 @@ def settings_flags(args) -> dict:
             "workspace": args.workspace}
 
 
+_stdout_midline = False  # the answer's last line on stdout is not finished yet
+
+
 def _stderr(line: str) -> None:
+    """A notice line; when both streams are this terminal, start it on a line of its own."""
+    global _stdout_midline
+    if _stdout_midline and sys.stdout.isatty() and sys.stderr.isatty():
+        sys.stdout.write("\n")
+        sys.stdout.flush()
+        _stdout_midline = False
     print(line, file=sys.stderr, flush=True)
 
 
 def text_printer(event: Event) -> None:
     """Human output: answer text on stdout, everything else as one line on stderr."""
+    global _stdout_midline
     if isinstance(event, TextDelta):
         sys.stdout.write(event.text)
         sys.stdout.flush()
+        _stdout_midline = not event.text.endswith("\n")
     elif isinstance(event, Notice):
         _stderr(f"{_LEVEL_MARK.get(event.level, 'ℹ')} {event.text}")
     elif isinstance(event, Rejection):
