@@ -18,11 +18,10 @@ The SDK is imported on first use only (it is slow to import) and is created with
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +30,6 @@ from app.engine.costs import Usage
 from app.engine.messages import Image, Message, Text, ToolCall, ToolResult
 from app.providers.base import (
     ProbeReply,
-    Provider,
     ProviderError,
     Request,
     StopChunk,
@@ -42,15 +40,14 @@ from app.providers.base import (
     UsageChunk,
 )
 from app.providers.html import looks_like_html
+from app.providers.httpx_sdk import HttpxSdkProvider
 from app.providers.wire import (
-    CURRENT_EXCHANGE,
     Exchange,
     OneSlot,
     PieceCache,
     StreamParser,
     Turn,
     body_len,
-    close_quietly,
     compact_len,
     count_field,
     get,
@@ -62,7 +59,6 @@ from app.providers.wire import (
     list_len,
     parse_arguments,
     parse_sse_text,
-    sdk_error,
     text_field,
     unexpected_200,
     wrap_unknown,
@@ -133,7 +129,7 @@ def translate(message: Message) -> _Piece:
     return _Piece(role, tuple(blocks), tuple(compact_len(b) for b in blocks))
 
 
-class AnthropicProvider(Provider):
+class AnthropicProvider(HttpxSdkProvider):
     kind = "anthropic"
 
     def __init__(self, route: Route, settings: Settings, api_key: str | None = None) -> None:
@@ -141,8 +137,6 @@ class AnthropicProvider(Provider):
         self._pieces: PieceCache[_Piece] = PieceCache()
         self._system_slot: tuple[str, dict[str, Any], int] | None = None
         self._tools_slot = OneSlot()
-        self._client: Any = None
-        self._client_loop: asyncio.AbstractEventLoop | None = None
 
     # -- building -----------------------------------------------------------------------------
     @property
@@ -240,29 +234,16 @@ class AnthropicProvider(Provider):
             return PLACEHOLDER_KEY
         return None  # the SDK looks in the environment and its own profiles
 
-    def _client_for_loop(self) -> Any:
-        loop = asyncio.get_running_loop()
-        if self._client is not None and self._client_loop is loop:
-            return self._client
+    def _new_client(self) -> Any:
         import anthropic
 
         timeout = anthropic.Timeout(self.settings.request_timeout, connect=self.settings.connect_timeout)
         http_client = anthropic.DefaultAsyncHttpxClient(
             timeout=timeout,
             event_hooks={"request": [httpx_request_hook], "response": [httpx_response_hook]})
-        self._client = anthropic.AsyncAnthropic(
+        return anthropic.AsyncAnthropic(
             api_key=self._resolve_key(), base_url=self._base_url(), max_retries=0, timeout=timeout,
             http_client=http_client, open_telemetry=False)
-        self._client_loop = loop
-        return self._client
-
-    async def aclose(self) -> None:
-        client, self._client = self._client, None
-        if client is not None:
-            try:
-                await client.close()
-            except Exception:  # noqa: BLE001 - closing is best effort
-                pass
 
     # -- probing --------------------------------------------------------------------------------
     probe_method = ("Anthropic's count_tokens endpoint (/v1/messages/count_tokens): it sits behind the same "
@@ -271,23 +252,8 @@ class AnthropicProvider(Provider):
     async def probe(self, size: int) -> ProbeReply:
         envelope = {"messages": [{"role": "user", "content": ""}], "model": self.route.model}
         filler = "x" * max(1, size - compact_len(envelope))
-        exchange = Exchange()
-        try:
-            client = self._client_for_loop()
-        except Exception as exc:  # noqa: BLE001
-            raise wrap_unknown(self.kind, exc, exchange, in_stream=False) from exc
-        token = CURRENT_EXCHANGE.set(exchange)
-        try:
-            result = await client.messages.count_tokens(model=self.route.model,
-                                                        messages=[{"role": "user", "content": filler}])
-        except Exception as exc:  # noqa: BLE001 - every SDK failure becomes a ProviderError
-            raise sdk_error(self.kind, exc, exchange, in_stream=False) from exc
-        finally:
-            CURRENT_EXCHANGE.reset(token)
-        if isinstance(result, str):
-            raise unexpected_200(self.kind, result, exchange,
-                                 content_type=exchange.response_headers.get("content-type"))
-        return ProbeReply(exchange.status or 200, exchange.actual_bytes)
+        return await self._probe_call(lambda client: client.messages.count_tokens(
+            model=self.route.model, messages=[{"role": "user", "content": filler}]))
 
     # -- streaming ----------------------------------------------------------------------------
     def _call_arguments(self, request: Request) -> dict[str, Any]:
@@ -299,62 +265,13 @@ class AnthropicProvider(Provider):
             arguments["extra_headers"] = {"anthropic-beta": CONTEXT_MANAGEMENT_BETA}
         return arguments
 
-    async def _open(self, request: Request, exchange: Exchange) -> Any:
-        """Send the request; returns the SDK's stream (or whatever create() gave back)."""
-        try:
-            client = self._client_for_loop()
-        except Exception as exc:  # noqa: BLE001 - e.g. no credentials: still provider-origin
-            raise wrap_unknown(self.kind, exc, exchange, in_stream=False) from exc
-        token = CURRENT_EXCHANGE.set(exchange)
-        try:
-            return await client.messages.create(**self._call_arguments(request))
-        except Exception as exc:  # noqa: BLE001 - every SDK failure becomes a ProviderError
-            exchange.apply(request)
-            raise sdk_error(self.kind, exc, exchange, in_stream=False) from exc
-        finally:
-            CURRENT_EXCHANGE.reset(token)
+    async def _create(self, client: Any, request: Request) -> Any:
+        return await client.messages.create(**self._call_arguments(request))
 
-    async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
-        exchange = Exchange()
-        result = await self._open(request, exchange)
-        response = getattr(result, "response", None)
-        if response is not None:
-            exchange.saw_response(response.status_code, response.headers)
-        exchange.apply(request)
-        parser = AnthropicEvents(self.kind, exchange)
-        if isinstance(result, str):  # what the SDK makes of a 200 that is not JSON
-            content_type = exchange.response_headers.get("content-type")
-            for event in self._from_body(result, content_type, parser, exchange):
-                yield event
-            return
-        if response is None:
-            raise wrap_unknown(self.kind, TypeError(f"unexpected result {type(result).__name__}"), exchange,
-                               in_stream=False)
-        content_type = response.headers.get("content-type", "")
-        if "event-stream" not in content_type.lower():
-            try:
-                raw = await response.aread()
-            except Exception as exc:  # noqa: BLE001
-                raise sdk_error(self.kind, exc, exchange, in_stream=True) from exc
-            finally:
-                await close_quietly(result)
-            for event in self._from_body(raw.decode("utf-8", errors="replace"), content_type, parser, exchange):
-                yield event
-            return
-        try:
-            async for sdk_event in result:
-                for event in parser.feed(sdk_event):
-                    yield event
-        except ProviderError:
-            raise
-        except Exception as exc:  # noqa: BLE001
-            raise sdk_error(self.kind, exc, exchange, in_stream=True) from exc
-        finally:
-            await close_quietly(result)
-        for event in parser.finish():
-            yield event
+    def _parser(self, exchange: Exchange) -> AnthropicEvents:
+        return AnthropicEvents(self.kind, exchange)
 
-    def _from_body(self, text: str, content_type: str | None, parser: AnthropicEvents,
+    def _from_body(self, text: str, content_type: str | None, parser: StreamParser,
                    exchange: Exchange) -> list[StreamEvent]:
         """A 200 that is not an SSE stream: an HTML page, a JSON error or message, or mislabelled SSE."""
         if looks_like_html(text, content_type):

@@ -17,11 +17,10 @@ Wire shape (key order as the SDK sends it, so `dumps(request.body)` is the body 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -31,7 +30,6 @@ from app.engine.costs import Usage
 from app.engine.messages import Image, Message, Text, ToolCall, ToolResult
 from app.providers.base import (
     ProbeReply,
-    Provider,
     ProviderError,
     Request,
     StopChunk,
@@ -42,14 +40,13 @@ from app.providers.base import (
     UsageChunk,
 )
 from app.providers.html import looks_like_html
+from app.providers.httpx_sdk import HttpxSdkProvider
 from app.providers.wire import (
-    CURRENT_EXCHANGE,
     Exchange,
     OneSlot,
     PieceCache,
     StreamParser,
     body_len,
-    close_quietly,
     compact_len,
     count_field,
     get,
@@ -61,7 +58,6 @@ from app.providers.wire import (
     list_len,
     parse_arguments,
     parse_sse_text,
-    sdk_error,
     text_field,
     unexpected_200,
     wrap_unknown,
@@ -143,16 +139,15 @@ def _host(url: str | None) -> str:
     return (urlsplit(url).hostname or "").lower() if url else ""
 
 
-class OpenAIProvider(Provider):
+class OpenAIProvider(HttpxSdkProvider):
     kind = "openai"
+    type_attrs = _TYPE_ATTRS
 
     def __init__(self, route: Route, settings: Settings, api_key: str | None = None) -> None:
         super().__init__(route, settings, api_key)
         self._pieces: PieceCache[_Piece] = PieceCache()
         self._system_slot: tuple[str, dict[str, Any], int] | None = None
         self._tools_slot = OneSlot()
-        self._client: Any = None
-        self._client_loop: asyncio.AbstractEventLoop | None = None
 
     @property
     def serialized_messages(self) -> int:
@@ -228,10 +223,7 @@ class OpenAIProvider(Provider):
             return LOCAL_PLACEHOLDER_KEY  # local servers need none; the SDK insists on one
         return None
 
-    def _client_for_loop(self) -> Any:
-        loop = asyncio.get_running_loop()
-        if self._client is not None and self._client_loop is loop:
-            return self._client
+    def _new_client(self) -> Any:
         import openai
 
         key = self._resolve_key()
@@ -240,18 +232,8 @@ class OpenAIProvider(Provider):
             timeout=timeout,
             event_hooks={"request": [httpx_request_hook], "response": [httpx_response_hook]})
         headers = {"api-key": key} if self.is_azure and key else None
-        self._client = openai.AsyncOpenAI(api_key=key, base_url=self._base_url(), max_retries=0,
-                                          timeout=timeout, http_client=http_client, default_headers=headers)
-        self._client_loop = loop
-        return self._client
-
-    async def aclose(self) -> None:
-        client, self._client = self._client, None
-        if client is not None:
-            try:
-                await client.close()
-            except Exception:  # noqa: BLE001 - closing is best effort
-                pass
+        return openai.AsyncOpenAI(api_key=key, base_url=self._base_url(), max_retries=0, timeout=timeout,
+                                  http_client=http_client, default_headers=headers)
 
     # -- probing --------------------------------------------------------------------------------
     probe_method = ("a completion with max_tokens 0: Chat Completions has no free counting endpoint, and the "
@@ -262,23 +244,8 @@ class OpenAIProvider(Provider):
         field = self.max_tokens_field
         envelope = {"messages": [{"role": "user", "content": ""}], "model": self.route.model, field: 0}
         filler = "x" * max(1, size - compact_len(envelope))
-        exchange = Exchange()
-        try:
-            client = self._client_for_loop()
-        except Exception as exc:  # noqa: BLE001
-            raise wrap_unknown(self.kind, exc, exchange, in_stream=False) from exc
-        token = CURRENT_EXCHANGE.set(exchange)
-        try:
-            result = await client.chat.completions.create(
-                model=self.route.model, messages=[{"role": "user", "content": filler}], **{field: 0})
-        except Exception as exc:  # noqa: BLE001 - every SDK failure becomes a ProviderError
-            raise sdk_error(self.kind, exc, exchange, in_stream=False, type_attrs=_TYPE_ATTRS) from exc
-        finally:
-            CURRENT_EXCHANGE.reset(token)
-        if isinstance(result, str):
-            raise unexpected_200(self.kind, result, exchange,
-                                 content_type=exchange.response_headers.get("content-type"))
-        return ProbeReply(exchange.status or 200, exchange.actual_bytes)
+        return await self._probe_call(lambda client: client.chat.completions.create(
+            model=self.route.model, messages=[{"role": "user", "content": filler}], **{field: 0}))
 
     # -- streaming ----------------------------------------------------------------------------
     def _call_arguments(self, request: Request) -> dict[str, Any]:
@@ -288,61 +255,13 @@ class OpenAIProvider(Provider):
             arguments["extra_body"] = extra
         return arguments
 
-    async def _open(self, request: Request, exchange: Exchange) -> Any:
-        try:
-            client = self._client_for_loop()
-        except Exception as exc:  # noqa: BLE001 - e.g. no API key: still provider-origin
-            raise wrap_unknown(self.kind, exc, exchange, in_stream=False) from exc
-        token = CURRENT_EXCHANGE.set(exchange)
-        try:
-            return await client.chat.completions.create(**self._call_arguments(request))
-        except Exception as exc:  # noqa: BLE001 - every SDK failure becomes a ProviderError
-            exchange.apply(request)
-            raise sdk_error(self.kind, exc, exchange, in_stream=False, type_attrs=_TYPE_ATTRS) from exc
-        finally:
-            CURRENT_EXCHANGE.reset(token)
+    async def _create(self, client: Any, request: Request) -> Any:
+        return await client.chat.completions.create(**self._call_arguments(request))
 
-    async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
-        exchange = Exchange()
-        result = await self._open(request, exchange)
-        response = getattr(result, "response", None)
-        if response is not None:
-            exchange.saw_response(response.status_code, response.headers)
-        exchange.apply(request)
-        parser = OpenAIEvents(self.kind, exchange)
-        if isinstance(result, str):  # what the SDK makes of a 200 that is not JSON
-            content_type = exchange.response_headers.get("content-type")
-            for event in self._from_body(result, content_type, parser, exchange):
-                yield event
-            return
-        if response is None:
-            raise wrap_unknown(self.kind, TypeError(f"unexpected result {type(result).__name__}"), exchange,
-                               in_stream=False)
-        content_type = response.headers.get("content-type", "")
-        if "event-stream" not in content_type.lower():
-            try:
-                raw = await response.aread()
-            except Exception as exc:  # noqa: BLE001
-                raise sdk_error(self.kind, exc, exchange, in_stream=True, type_attrs=_TYPE_ATTRS) from exc
-            finally:
-                await close_quietly(result)
-            for event in self._from_body(raw.decode("utf-8", errors="replace"), content_type, parser, exchange):
-                yield event
-            return
-        try:
-            async for chunk in result:
-                for event in parser.feed(chunk):
-                    yield event
-        except ProviderError:
-            raise
-        except Exception as exc:  # noqa: BLE001
-            raise sdk_error(self.kind, exc, exchange, in_stream=True, type_attrs=_TYPE_ATTRS) from exc
-        finally:
-            await close_quietly(result)
-        for event in parser.finish():
-            yield event
+    def _parser(self, exchange: Exchange) -> OpenAIEvents:
+        return OpenAIEvents(self.kind, exchange)
 
-    def _from_body(self, text: str, content_type: str | None, parser: OpenAIEvents,
+    def _from_body(self, text: str, content_type: str | None, parser: StreamParser,
                    exchange: Exchange) -> list[StreamEvent]:
         """A 200 that is not an SSE stream: an HTML page, a JSON error, a whole completion from a
         server that ignored `stream`, or SSE with the wrong content type."""
