@@ -128,9 +128,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.version:
-        from importlib.metadata import version
+        from app import __version__
 
-        print(f"bulkhead {version('bulkhead')}")
+        print(f"bulkhead {__version__}")
         return EXIT_OK
     try:
         if args.command:
@@ -151,6 +151,11 @@ def main(argv: list[str] | None = None) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
+    except OSError as exc:  # a full disk, a folder without permission: one clear line, no traceback
+        where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+        print(f"bulkhead: {exc.strerror or exc}{where} — check free space and permissions, or set BULKHEAD_HOME",
+              file=sys.stderr)
+        return EXIT_ERROR
 
 
 if __name__ == "__main__":
