@@ -40,6 +40,9 @@ How the UI is measured (all in this process, on the app's event loop):
   key→value is send → value changed; key→frame is send → the first frame after the change.
 - throughput: the engine's TextDelta events are timed on the session's event bus (chars/4 per
   second between the first and last delta), next to the server's target.
+- rendered: from the last delta until the chat no longer streams AND the app has handled every event
+  queued before (so a final render awaited inside the app's event handler counts); the JSON adds
+  `render_done_loop_gap_max_ms`, the longest loop gap in that window.
 
 Textual captures stdout/stderr while the app runs; `BENCH_VERBOSE=1` prints progress to the real
 stderr. `--text prose` streams long plain paragraphs instead of block-rich Markdown (the UI's cost
@@ -404,7 +407,12 @@ async def measure(args, url: str, app, pilot, results: dict) -> None:
     await until(lambda: not app.busy, args.seconds * 6 + 60, "the streamed turn")
     stream_end = probes.deltas[-1][0]
     await typer
-    await until(lambda: not app.chat.streaming, 30, "the answer to render")
+    # Rendered = the chat no longer streams AND the app has handled every event queued before this point:
+    # a design that draws the final answer inside the app's event handler (awaiting a Markdown update)
+    # is done only when that handler returns, which `chat.streaming` alone does not show.
+    handled = asyncio.Event()
+    app.call_later(handled.set)
+    await until(lambda: handled.is_set() and not app.chat.streaming, 60, "the answer to render")
     finished = time.perf_counter()
     probes.stop()
     await probes.task
@@ -418,6 +426,8 @@ async def measure(args, url: str, app, pilot, results: dict) -> None:
         "delivered_tps": round(chars / CHARS_PER_TOKEN / duration) if duration else None,
         "first_delta_ms": round((stream_start - sent_at) * 1000, 1),
         "render_done_after_last_delta_ms": round((finished - stream_end) * 1000, 1),
+        "render_done_loop_gap_max_ms": round(max((g * 1000 for t, g in probes.loop_gaps if stream_end < t <= finished),
+                                                 default=0.0), 1),
         "answer_chars_rendered": len(answer.raw) if answer else 0,
     })
     await pilot.pause()

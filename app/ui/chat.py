@@ -1,8 +1,10 @@
 """The chat pane: engine events in, items out, with explicit follow-the-bottom state.
 
-- One `Markdown.get_stream()` per assistant message; TextDelta events are coalesced on a
-  short timer and written as one fragment; at the end the stream is stopped and the
-  Markdown is updated once with the full raw text (kept on the item).
+- One stream per assistant message into ONE widget (`AnswerView`): TextDelta events are
+  coalesced on a short timer and appended as one fragment; only the open last Markdown block
+  is redrawn per append, finished blocks are drawn once. At the end the whole raw text (kept on
+  the item) is parsed once as a document and what changed is redrawn, in slices that never hold
+  the event loop for long — `streaming` stays true until that is done.
 - Follow-bottom is decided before each append: if the view was within `FOLLOW_ROWS` of the
   end it keeps following; otherwise the "new output below" hint shows until the user jumps
   (End) or scrolls down.
@@ -43,9 +45,9 @@ from app.engine.messages import Message as EngineMessage
 from app.engine.messages import Text as TextPart
 from app.engine.messages import ToolCall, ToolResult
 from app.sizes import format_size
-from app.ui.chat_items import AssistantItem, ChatItem, NoticeItem, ReportItem, ToolBlock, UserItem
+from app.ui.chat_items import AnswerView, AssistantItem, ChatItem, NoticeItem, ReportItem, ToolBlock, UserItem
 
-FLUSH_INTERVAL_S = 0.04  # coalesce deltas: ~25 Markdown appends a second at most
+FLUSH_INTERVAL_S = 0.05  # coalesce deltas: 20 appends (and re-layouts) a second at most
 FOLLOW_ROWS = 2  # "at the bottom" means within this many rows of the end
 RENDER_BUDGET = 400  # rendered items kept; older ones are pruned from the screen (never from the store)
 PRUNE_TO = 300
@@ -99,6 +101,7 @@ class Chat(VerticalScroll, can_focus=True):
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self._answer: AssistantItem | None = None
+        self._settling: set[AssistantItem] = set()  # finished answers still being drawn
         self._pending: list[str] = []
         self._flush_timer = None
         self._lock = asyncio.Lock()
@@ -133,7 +136,11 @@ class Chat(VerticalScroll, can_focus=True):
 
     @property
     def streaming(self) -> bool:
-        return self._answer is not None
+        """An answer is streaming, or a finished one is still being drawn."""
+        if self._answer is not None:
+            return True
+        self._settling = {a for a in self._settling if a.is_attached and not a.rendered}
+        return bool(self._settling)
 
     # -- follow the bottom -------------------------------------------------------------------------------
     def at_bottom(self) -> bool:
@@ -176,6 +183,11 @@ class Chat(VerticalScroll, can_focus=True):
         super().action_page_up()
         self.follow = False
 
+    def on_answer_view_grew(self, event: AnswerView.Grew) -> None:
+        """A slice drew more of an answer (after the stream, or a long one): follow it if following."""
+        event.stop()
+        self._after_append(self.follow)
+
     def watch_new_below(self, below: bool) -> None:
         self.post_message(self.NewOutputBelow(below))
 
@@ -197,6 +209,7 @@ class Chat(VerticalScroll, can_focus=True):
     async def add(self, *items: ChatItem) -> None:
         following = self._before_append()
         await self.mount_all(items)
+        self._settling.update(i for i in items if isinstance(i, AssistantItem) and not i.streaming)
         await self._prune()
         self._after_append(following)
 
@@ -232,6 +245,7 @@ class Chat(VerticalScroll, can_focus=True):
 
     async def clear_all(self) -> None:
         await self._finish_answer()
+        self._settling.clear()
         self._tools.clear()
         self.pruned = 0
         self._pruned_marker = None
@@ -276,7 +290,8 @@ class Chat(VerticalScroll, can_focus=True):
             await self._flush_locked()
             self._answer = None
             following = self._before_append()
-            await answer.finish(text, partial=partial)
+            await answer.finish(text, partial=partial)  # returns at once; the view settles in slices
+            self._settling.add(answer)
             self._after_append(following)
             return answer
 

@@ -9,17 +9,19 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import io
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from textual import events
 
 from app.config import Route, load_settings
-from app.engine.events import Notice, TextDelta
+from app.engine.events import AnswerFinished, Notice, TextDelta
 from app.lab.embedded import LabHandle, start_embedded_lab
 from app.state import State
-from app.ui.app import BulkheadApp, InspectorPlaceholder
+from app.ui.app import SDK_MODULES, BulkheadApp, InspectorPlaceholder
 from app.ui.chat_items import AssistantItem, ReportItem, ToolBlock, UserItem, code_blocks
 from app.ui.commands import applicable_titles, complete_slash, parse_slash
 from app.ui.messages import EngineEvent
@@ -64,9 +66,26 @@ async def send(pilot, text: str) -> None:
     await settle(pilot)
 
 
-def lab_settings(lab: LabHandle, **overrides):
+def lab_settings(lab: LabHandle, *, max_output_tokens: int | None = None, **overrides):
     route = Route(name="lab", provider="lab", model="lab-1", base_url=lab.url)
+    if max_output_tokens is not None:  # the lab stops at max_tokens (4 chars a token): let a !big answer through
+        route = dataclasses.replace(route, max_output_tokens=max_output_tokens)
     return load_settings().with_overrides(routes={"lab": route}, **overrides)
+
+
+def markdown_answer(steps: int) -> str:
+    """Block-rich Markdown like a coding answer (headings, paragraphs, lists, code blocks, a table)."""
+    blocks: list[str] = []
+    for n in range(1, steps + 1):
+        blocks.append(f"## Step {n}: refactor the `payload_{n}` module")
+        blocks.append(f"The request builder in step {n} measures every message **once** and caches the size, "
+                      f"so the *incremental* cost stays flat — see `app/engine/payload.py` line {n * 7}.")
+        blocks.append("\n".join(f"- item {n}.{i}: keep `head` under {i * 128} bytes" for i in range(1, 4)))
+        blocks.append("```python\n" + "\n".join(f"def handler_{n}_{i}(request):\n    return process(request)"
+                                                  for i in range(3)) + "\n```")
+        if n % 10 == 0:
+            blocks.append("| step | bytes |\n|---|---|\n" + f"| {n} | {n * 1024} |")
+    return "\n\n".join(blocks) + "\n"
 
 
 def make_app(settings, tmp_path: Path, **kwargs) -> BulkheadApp:
@@ -196,6 +215,125 @@ async def test_approval_buttons_work_too(lab, tmp_path):
         await pilot.click(block.query_one(".approve"))
         await settle(pilot)
         assert block.decision == "approved" and block.done
+
+
+async def test_long_streamed_answer_ends_fully_rendered(lab, tmp_path):
+    """200 KB streamed fast: the raw text is the master log's, all of it drawn, in one widget."""
+    app = make_app(lab_settings(lab, max_output_tokens=64_000), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await send(pilot, "!big 200KB")
+        answer = app.chat.last_answer()
+        assert answer.raw == app.engine.session.master[-1].text and len(answer.raw) == 200 * 1024
+        assert not answer.partial and answer.rendered
+        assert answer.view.text == answer.raw and "".join(answer.view.block_sources) == answer.raw
+        # what is drawn is the whole answer (one paragraph: its lines re-wrapped to the width)
+        assert answer.view.rendered_text().split() == answer.raw.split()
+        # one widget however long the answer: the label, the view (no child widgets) and the partial mark
+        assert len(answer.children) == 3 and not answer.view.children
+
+
+async def test_streamed_markdown_is_drawn_like_the_whole_document(lab, tmp_path):
+    """Block by block while streaming, then one whole-document parse: the same as drawing it at once."""
+    app = make_app(lab_settings(lab), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        chat = app.chat
+        text = markdown_answer(30)
+        for start in range(0, len(text), 16):  # 16-char deltas, as real APIs send them
+            await chat.handle(TextDelta(text[start:start + 16]))
+            if start % 800 == 0:
+                await pilot.pause()  # let the coalesced appends land mid-answer
+        await chat.handle(AnswerFinished(message_id="m1", stop_reason="end_turn"))
+        await until(pilot, lambda: not chat.streaming, "the streamed answer to be drawn")
+        streamed = chat.last_answer()
+        assert streamed.raw == text and streamed.rendered and not streamed.streaming
+        whole = AssistantItem(text)
+        await chat.add(whole)
+        await until(pilot, lambda: not chat.streaming, "the same answer drawn at once")
+        assert streamed.view.block_sources == whole.view.block_sources
+        assert len(streamed.view.block_sources) > 100
+        drawn = streamed.view.rendered_text()
+        assert drawn == whole.view.rendered_text()
+        assert "def handler_30_2(request):" in drawn and "• item 30.3: keep head under 384 bytes" in drawn
+        assert "```" not in drawn and "## Step" not in drawn  # Markdown, not its source
+
+
+async def test_a_reference_link_defined_after_its_use_is_resolved_when_the_stream_ends(lab, tmp_path):
+    app = make_app(lab_settings(lab), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        chat = app.chat
+        for part in ("See [the parser][1] for details.\n\n", "More text.\n\n", "[1]: https://example.org/parser\n"):
+            await chat.handle(TextDelta(part))
+            await until(pilot, lambda part=part: chat.last_answer().view.text.endswith(part), "the append")
+        await chat.handle(AnswerFinished(message_id="m1", stop_reason="end_turn"))
+        await until(pilot, lambda: not chat.streaming, "the answer to be drawn")
+        drawn = chat.last_answer().view.rendered_text()
+        assert "See the parser for details." in drawn and "[1]" not in drawn
+
+
+async def test_keys_typed_while_an_answer_streams_land_in_the_prompt(lab, tmp_path):
+    lab.configure(faults="slow:1", slow_pause=0.2)  # 64 deltas: ~13 s of stream, far longer than the typing
+    app = make_app(lab_settings(lab, max_output_tokens=64_000), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        app.prompt.set_text("!big 64KB")
+        await pilot.press("enter")
+        await until(pilot, lambda: app.chat.streaming and app.chat.last_answer().raw, "the first streamed text")
+        await pilot.press(*"next one")
+        assert app.prompt.text == "next one"
+        assert app.busy and app.chat.streaming  # typed while the answer was still streaming
+        await pilot.press("escape")  # done typing: end the stream
+        await settle(pilot)
+        assert app.prompt.text == "next one"  # kept; Enter would send it
+        answer = app.chat.last_answer()
+        assert answer.partial and answer.raw == app.engine.session.master[-1].text
+
+
+async def test_quit_during_a_fast_stream_drops_what_is_still_queued(lab, tmp_path):
+    """Quit with a backlog of engine events and keys still queued (a fast stream, a typing user): the
+    app shuts down while its queue drains; what arrives then is dropped, nothing raises, exit code 0."""
+    lab.configure(faults="slow:1", slow_pause=0.05)  # 4 KB a delta, 20 a second
+    app = make_app(lab_settings(lab, max_output_tokens=64_000), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        app.prompt.set_text("!big 256KB")
+        await pilot.press("enter")
+        await until(pilot, lambda: app.chat.streaming and app.chat.last_answer().raw, "the stream")
+        session = app.engine.session
+        await app.action_quit()
+        for n in range(300):  # what a fast stream and a typing user leave queued behind the quit
+            app.post_message(EngineEvent(TextDelta(f"- item {n}\n\n```\ncode {n}\n```\n")))
+            app.post_message(EngineEvent(Notice(f"late {n}", code="late")))
+            app.post_message(events.Key("x", "x"))
+        # leaving the block shuts the app down while its queue still drains
+    assert app.return_code == 0
+    assert session.master[-1].role == "assistant"  # what had arrived is kept
+
+
+async def test_quit_does_not_wait_for_the_sdk_import(lab, tmp_path, monkeypatch):
+    """The provider SDK is imported (≈1 s) in a daemon thread: Ctrl+Q during that import exits at once."""
+    started, release = threading.Event(), threading.Event()
+    seen: dict[str, bool] = {}
+
+    def slow_import(provider: str) -> None:
+        seen["daemon"] = threading.current_thread().daemon
+        started.set()
+        release.wait(WAIT_S)
+
+    monkeypatch.setattr("app.ui.app.prewarm_sdk", slow_import)
+    monkeypatch.setitem(SDK_MODULES, "lab", "bulkhead_sdk_not_imported_yet")
+    app = make_app(lab_settings(lab), tmp_path)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, started.is_set, "the SDK import to start")
+            await pilot.press("ctrl+q")
+            await until(pilot, lambda: not app.is_running, "the app to exit")
+        assert app.return_code == 0
+        assert seen["daemon"] and not release.is_set()  # exited while the import was still running
+    finally:
+        release.set()
 
 
 async def test_follow_bottom_hint_when_scrolled_up(lab, tmp_path):
