@@ -45,7 +45,8 @@ from app.engine.messages import Message as EngineMessage
 from app.engine.messages import Text as TextPart
 from app.engine.messages import ToolCall, ToolResult
 from app.sizes import format_size
-from app.ui.chat_items import AnswerView, AssistantItem, ChatItem, NoticeItem, ReportItem, ToolBlock, UserItem
+from app.ui.answer_view import AnswerView
+from app.ui.chat_items import AssistantItem, ChatItem, NoticeItem, ReportItem, ToolBlock, UserItem
 
 FLUSH_INTERVAL_S = 0.05  # coalesce deltas: 20 appends (and re-layouts) a second at most
 FOLLOW_ROWS = 2  # "at the bottom" means within this many rows of the end

@@ -1,0 +1,892 @@
+"""A streamed answer, drawn line by line: one widget however long the answer grows.
+
+Mounting a Markdown block widget per paragraph made Textual re-lay out the whole screen
+for each block (≈1,000 mounts for a 32 KB answer): typing stalled for seconds while an
+answer streamed. `AnswerView` parses the text into top-level blocks (as Textual's
+MarkdownStream does), draws each finished block once per width with the theme's Markdown
+styles, and re-parses only the open last block — in time slices that give the event loop
+back every few milliseconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import re
+from bisect import bisect_right
+from time import perf_counter
+
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+from rich.cells import cell_len
+from rich.segment import Segment
+from rich.style import Style as RichStyle
+from textual.content import Content, Span
+from textual.message import Message
+from textual.selection import Selection
+from textual.strip import Strip
+from textual.style import Style
+from textual.timer import Timer
+from textual.widget import Widget
+
+SLICE_S = 0.012  # the most drawing one slice does before it gives the event loop back
+SLICE_GAP_S = 0.004  # the pause between two slices: frames, keys and timers run in it
+SYNC_PARSE_CHARS = 24_000  # parse a whole answer on the loop up to this size (≈15 ms); larger ones in a thread
+BIG_BLOCK_CHARS = 4_000  # a block larger than this is parsed and drawn in a thread (a code block: ≈12 ms)
+TAIL_DUTY = 0.25  # the open last block is re-parsed and redrawn at most this share of the time
+BULLETS = ("• ", "▪ ", "‣ ", "⭑ ", "◦ ")  # by list depth, as textual.widgets.Markdown
+
+
+def _markdown_parser() -> MarkdownIt:
+    return MarkdownIt("gfm-like")
+
+
+_PARSER = _markdown_parser()  # the event loop's; a thread parse makes its own
+
+
+def parse_markdown(text: str) -> tuple[list[Token], dict]:
+    """Tokens of a whole document and its env (reference definitions land there)."""
+    env: dict = {}
+    return _markdown_parser().parse(text, env), env
+
+
+def top_level_groups(tokens: list[Token]) -> list[tuple[int, list[Token]]]:
+    """Split a token stream into its top-level blocks: (first source line, tokens) each."""
+    groups: list[tuple[int, list[Token]]] = []
+    depth = 0
+    for token in tokens:
+        if depth == 0:
+            start = token.map[0] if token.map else (groups[-1][0] if groups else 0)
+            groups.append((start, [token]))
+        else:
+            groups[-1][1].append(token)
+        depth = max(0, depth + token.nesting)
+    return groups
+
+
+def line_starts(text: str) -> list[int]:
+    """Offset of the first character of each line (markdown-it counts lines by "\n" only)."""
+    starts = [0]
+    index = text.find("\n")
+    while index != -1:
+        starts.append(index + 1)
+        index = text.find("\n", index + 1)
+    return starts
+
+
+def split_blocks(text: str, tokens: list[Token]) -> list[tuple[str, list[Token]]]:
+    """(source, tokens) of each top-level block; the sources put together are `text`."""
+    groups = top_level_groups(tokens)
+    starts = line_starts(text)
+
+    def offset(line: int) -> int:
+        return starts[line] if line < len(starts) else len(text)
+
+    blocks = []
+    for index, (start, group) in enumerate(groups):
+        begin = 0 if index == 0 else offset(start)
+        end = offset(groups[index + 1][0]) if index + 1 < len(groups) else len(text)
+        blocks.append((text[begin:end], group))
+    return blocks
+
+
+_REFERENCE_DEFINITION = re.compile(r"^ {0,3}\[[^\]\n]+\]:", re.M)  # `[label]: url` (may sit in a quote or list: rare)
+
+
+@functools.cache
+def _builtin_lexer_names() -> frozenset[str]:
+    from pygments.lexers import get_all_lexers
+
+    return frozenset(alias for _name, aliases, _files, _mimes in get_all_lexers(plugins=False) for alias in aliases)
+
+
+@functools.lru_cache(maxsize=512)
+def code_language(info: str) -> str:
+    """The lexer a fenced block is highlighted with: the first word of its info string if Pygments has a
+    built-in lexer by that name, else "text". Never a plugin lookup nor a guess: an unknown name (as a
+    fence's first line streams in: "py", "pyt"…) makes Pygments load every plugin's entry point, and a
+    guess runs every lexer over the code — 300 ms on the event loop here."""
+    name = info.split()[0].lower() if info.strip() else ""
+    return name if name in _builtin_lexer_names() else "text"
+
+
+def _block_margins(token: Token) -> tuple[int, int]:
+    """Blank lines above and below a top-level block (collapsed between neighbours), as Markdown's CSS."""
+    if token.type == "heading_open":
+        return (2, 1) if token.tag in ("h1", "h2") else (1, 1)
+    if token.type in ("fence", "code_block", "blockquote_open", "hr"):
+        return 1, 1
+    return 0, 1
+
+
+# A drawn line: (text, index into the painter's style table) pairs. Tuples of str and int are not
+# tracked by the garbage collector, so a long answer adds next to nothing to each full collection
+# (Strips — 15 objects each — for every line of every answer made those collections take 150 ms+).
+DrawnLine = tuple[tuple[str, int], ...]
+
+
+class _Block:
+    """One top-level block of an answer: its source, and its lines for one (width, palette)."""
+
+    __slots__ = ("source", "tokens", "top", "bottom", "lines", "drawn_for", "_estimate")
+
+    def __init__(self, source: str, tokens: list[Token] | None) -> None:
+        self.source = source
+        self.tokens = tokens  # dropped once drawn; parsed again from the source if it must be redrawn
+        self.top, self.bottom = _block_margins(tokens[0]) if tokens else (0, 0)
+        self.lines: list[DrawnLine] | None = None
+        self.drawn_for: tuple | None = None
+        self._estimate: tuple[int, int] = (-1, 0)
+
+    def height(self, width: int, key: tuple) -> int:
+        if self.lines is not None and self.drawn_for == key:
+            return len(self.lines)
+        if self._estimate[0] != width:  # not drawn at this width yet: a guess from the source
+            lines = self.source.rstrip("\n").split("\n")
+            usable = max(1, width - 4)
+            self._estimate = (width, sum(max(1, -(-cell_len(line) // usable)) for line in lines))
+        return self._estimate[1]
+
+
+class _Node:
+    __slots__ = ("token", "kind", "children", "inline")
+
+    def __init__(self, token: Token, kind: str) -> None:
+        self.token = token
+        self.kind = kind
+        self.children: list[_Node] = []
+        self.inline: Token | None = None
+
+
+def _tree(tokens: list[Token]) -> list[_Node]:
+    roots: list[_Node] = []
+    stack: list[_Node] = []
+    for token in tokens:
+        if token.nesting == 1:
+            node = _Node(token, token.type.removesuffix("_open"))
+            (stack[-1].children if stack else roots).append(node)
+            stack.append(node)
+        elif token.nesting == -1:
+            if stack:
+                stack.pop()
+        elif token.type == "inline" and stack:
+            stack[-1].inline = token
+        else:
+            (stack[-1].children if stack else roots).append(_Node(token, token.type))
+    return roots
+
+
+Line = list[Segment]
+
+
+class _Painter:
+    """Draws the tokens of one block into lines of segments, in the view's styles."""
+
+    def __init__(self, base: Style, styles: dict[str, Style], ansi: bool, dark: bool,
+                 table: list[RichStyle | None], index: dict[RichStyle | None, int]) -> None:
+        self.base = base
+        self.styles = styles
+        self.ansi = ansi
+        self.dark = dark
+        self.table = table  # the style table of the drawn lines: the view's, kept across themes
+        self._index = index
+
+    def paint(self, tokens: list[Token], width: int) -> list[Line]:
+        """The block's lines of segments (pure: safe to run in a thread)."""
+        return self._flow(_tree(tokens), max(1, width), self.base, "top", 0)
+
+    def encode(self, lines: list[Line]) -> list[DrawnLine]:
+        """Lines as (text, style number) pairs (on the event loop: it grows the style table)."""
+        index = self._index
+        table = self.table
+        drawn: list[DrawnLine] = []
+        for line in lines:
+            pairs = []
+            for segment in line:
+                style = segment.style
+                number = index.get(style)
+                if number is None:
+                    number = index[style] = len(table)
+                    table.append(style)
+                pairs.append((segment.text, number))
+            drawn.append(tuple(pairs))
+        return drawn
+
+    # -- structure -----------------------------------------------------------------------------------------
+    def _flow(self, nodes: list[_Node], width: int, base: Style, context: str, depth: int) -> list[Line]:
+        out: list[Line] = []
+        previous_bottom: int | None = None
+        for node in nodes:
+            top, bottom = self._margins(node, context)
+            lines = self._node(node, width, base, context, depth)
+            if previous_bottom is not None:
+                out.extend([] for _ in range(max(previous_bottom, top)))
+            out.extend(lines)
+            previous_bottom = bottom
+        return out
+
+    @staticmethod
+    def _margins(node: _Node, context: str) -> tuple[int, int]:
+        if context == "top":
+            return _block_margins(node.token)
+        if node.kind in ("paragraph", "bullet_list", "ordered_list"):
+            return (0, 1) if context == "quote" else (0, 0)
+        return 1, 1
+
+    def _node(self, node: _Node, width: int, base: Style, context: str, depth: int) -> list[Line]:
+        kind = node.kind
+        if kind == "paragraph":
+            return self._text(self.inline(node.inline), width, base)
+        if kind == "heading":
+            return self._heading(node, width, base)
+        if kind in ("bullet_list", "ordered_list"):
+            return self._list(node, width, base, depth)
+        if kind == "blockquote":
+            return self._quote(node, width, base, depth)
+        if kind in ("fence", "code_block"):
+            return self._fence(node.token, width, base)
+        if kind == "hr":
+            return [[Segment("─" * width, (base + self.styles["hr"]).rich_style)]]
+        if kind == "table":
+            return self._table(node, width, base)
+        if kind == "inline":
+            return self._text(self.inline(node.token), width, base)
+        if node.children:
+            return self._flow(node.children, width, base, context, depth)
+        text = node.token.content.rstrip("\n") if node.token.content else ""
+        return self._text(Content(text), width, base) if text else []
+
+    # -- text ------------------------------------------------------------------------------------------------
+    def inline(self, token: Token | None) -> Content:
+        """Inline Markdown as Content (as Markdown's blocks do it: em, strong, s, code, links, images)."""
+        if token is None or token.children is None:
+            return Content("")
+        parts: list[str] = []
+        spans: list[Span] = []
+        stack: list[tuple[Style, int]] = []
+        position = 0
+        styles = self.styles
+
+        def add(text: str) -> None:
+            nonlocal position
+            parts.append(text)
+            position += len(text)
+
+        def close() -> None:
+            if stack:
+                style, start = stack.pop()
+                if position > start:
+                    spans.append(Span(start, position, style))
+
+        for child in token.children:
+            kind = child.type
+            if kind == "text":
+                add(re.sub(r"\s+", " ", child.content))
+            elif kind == "softbreak":
+                add(" ")
+            elif kind == "hardbreak":
+                add("\n")
+            elif kind == "code_inline":
+                stack.append((styles["code-inline"], position))
+                add(child.content)
+                close()
+            elif kind == "em_open":
+                stack.append((styles["em"], position))
+            elif kind == "strong_open":
+                stack.append((styles["strong"], position))
+            elif kind == "s_open":
+                stack.append((styles["strike"], position))
+            elif kind == "link_open":
+                stack.append((styles["link"] + Style(link=str(child.attrs.get("href", ""))), position))
+            elif kind == "image":
+                stack.append((styles["link"] + Style(link=str(child.attrs.get("src", ""))), position))
+                add("🖼  " + (f"({child.attrs.get('alt')})" if child.attrs.get("alt") else ""))
+                add("".join(grandchild.content for grandchild in child.children or ()))
+                close()
+            elif kind == "html_inline":
+                add(child.content)
+            elif kind.endswith("_close"):
+                close()
+        while stack:
+            close()
+        return Content("".join(parts), spans=spans)
+
+    @staticmethod
+    def _segments(content: Content, base: Style) -> Line:
+        return [Segment(text, style.rich_style) for text, style in content.render(base, end="") if text]
+
+    def _text(self, content: Content, width: int, base: Style, *, align: str = "left",
+              fill: bool = False) -> list[Line]:
+        lines: list[Line] = []
+        for line in content.wrap(width) or [Content("")]:
+            segments = self._segments(line, base)
+            spare = width - line.cell_length
+            if align == "center" and spare > 0:
+                segments.insert(0, Segment(" " * (spare // 2), base.rich_style))
+                spare -= spare // 2
+            if fill and spare > 0:
+                segments.append(Segment(" " * spare, base.rich_style))
+            lines.append(segments)
+        return lines
+
+    # -- blocks ----------------------------------------------------------------------------------------------
+    def _heading(self, node: _Node, width: int, base: Style) -> list[Line]:
+        level = node.token.tag if node.token.tag in ("h1", "h2", "h3", "h4", "h5", "h6") else "h6"
+        style = base + self.styles[level]
+        h1 = level == "h1"
+        return self._text(self.inline(node.inline), width, style, align="center" if h1 else "left", fill=h1)
+
+    def _list(self, node: _Node, width: int, base: Style, depth: int) -> list[Line]:
+        items = [child for child in node.children if child.kind == "list_item"]
+        if not items:
+            return []
+        if node.kind == "ordered_list":
+            first = items[0].token.info
+            start = int(first) if first.isdigit() else 1
+            numbers = [f"{n}. " for n in range(start, start + len(items))]
+            size = max(len(n) for n in numbers)
+            symbols = [n.rjust(size + 1) for n in numbers]
+            inner_depth = depth
+        else:
+            symbols = [BULLETS[depth % len(BULLETS)]] * len(items)
+            inner_depth = depth + 1
+        bullet = (base + self.styles["bullet"]).rich_style
+        out: list[Line] = []
+        for item, symbol in zip(items, symbols, strict=True):
+            indent = cell_len(symbol)
+            inner = self._flow(item.children, max(1, width - indent), base, "list", inner_depth) or [[]]
+            for index, line in enumerate(inner):
+                prefix = Segment(symbol, bullet) if index == 0 else Segment(" " * indent, base.rich_style)
+                out.append([prefix, *line])
+        return out
+
+    def _quote(self, node: _Node, width: int, base: Style, depth: int) -> list[Line]:
+        style = base + self.styles["quote"]
+        border = Segment("▌", (style + self.styles["quote-border"]).rich_style)
+        pad = style.rich_style
+        inner_width = max(1, width - 3)
+        out: list[Line] = []
+        for line in self._flow(node.children, inner_width, style, "quote", depth) or [[]]:
+            spare = max(0, inner_width - sum(segment.cell_length for segment in line))
+            out.append([border, Segment(" ", pad), *line, Segment(" " * (spare + 1), pad)])
+        return out
+
+    def _fence(self, token: Token, width: int, base: Style) -> list[Line]:
+        from textual.highlight import (
+            ANSIDarkHighlightTheme,
+            ANSILightHighlightTheme,
+            HighlightTheme,
+            highlight,
+        )
+
+        theme = (ANSIDarkHighlightTheme if self.dark else ANSILightHighlightTheme) if self.ansi else HighlightTheme
+        code = token.content.rstrip()
+        style = base + self.styles["fence"]
+        pad = style.rich_style
+        side = 2 if width >= 12 else 0
+        inner = max(1, width - 2 * side)
+        code_lines: list[Line] = []
+        for line in highlight(code, language=code_language(token.info), theme=theme).split("\n"):
+            for piece in (line.fold(inner) if line.cell_length > inner else [line]):
+                segments = self._segments(piece, style)
+                spare = max(0, inner - piece.cell_length)
+                code_lines.append([Segment(" " * side, pad), *segments, Segment(" " * (spare + side), pad)])
+        blank = [Segment(" " * width, pad)]
+        return [blank, *code_lines, list(blank)]
+
+    def _table(self, node: _Node, width: int, base: Style) -> list[Line]:
+        head: list[list[Content]] = []
+        body: list[list[Content]] = []
+        for section in node.children:
+            for row in section.children:
+                cells = [self.inline(cell.inline) for cell in row.children]
+                (head if section.kind == "thead" else body).append(cells)
+        rows = head + body
+        columns = max((len(row) for row in rows), default=0)
+        if not columns:
+            return []
+        natural = [max((row[c].cell_length for row in rows if c < len(row)), default=0) for c in range(columns)]
+        widths = [max(1, w) for w in natural]
+        available = max(columns, width - 3 * (columns - 1))
+        while sum(widths) > available:
+            widest = max(range(columns), key=widths.__getitem__)
+            if widths[widest] <= 1:
+                break
+            widths[widest] -= 1
+        rule_style = (base + self.styles["table-lines"]).rich_style
+        header_style = base + self.styles["table-header"]
+        out: list[Line] = []
+        for index, row in enumerate(rows):
+            style = header_style if index < len(head) else base
+            cells = [self._text(row[c] if c < len(row) else Content(""), widths[c], style) for c in range(columns)]
+            for k in range(max(len(cell) for cell in cells)):
+                line: Line = []
+                for c, cell in enumerate(cells):
+                    part = cell[k] if k < len(cell) else []
+                    spare = widths[c] - sum(segment.cell_length for segment in part)
+                    line.extend(part)
+                    if spare > 0:
+                        line.append(Segment(" " * spare, base.rich_style))
+                    if c < columns - 1:
+                        line.append(Segment(" │ ", rule_style))
+                out.append(line)
+            if head and index == len(head) - 1:
+                out.append([Segment("─┼─".join("─" * w for w in widths), rule_style)])
+        return out
+
+
+def _swap_background(strip: Strip, old: object, new: RichStyle) -> Strip:
+    """The strip with the background it was drawn on replaced (the cursor highlights an item)."""
+    segments = []
+    for text, style, control in strip:
+        if style is not None and style.bgcolor == old:
+            style = style + new
+        segments.append(Segment(text, style, control))
+    return Strip(segments, strip.cell_length)
+
+
+class AnswerView(Widget):
+    """An answer's Markdown drawn as lines (the line API): one widget however long the answer is.
+
+    The text is split into top-level blocks. While it streams, every block but the last is final —
+    it is drawn once per width — and only the open last block is re-parsed and redrawn as text
+    arrives (at most `TAIL_DUTY` of the time). `finish()` parses the whole text once as a document
+    (in a thread when it is large) and redraws only the blocks that came out different. Drawing on
+    the loop happens in slices of at most `SLICE_S`; a block too big for a slice (a 50 KB code
+    block, the lab's one-paragraph `!big`) is parsed and drawn in a thread instead. Blocks not drawn
+    yet at this width keep a height guessed from their source until they are.
+    """
+
+    DEFAULT_CSS = """
+    AnswerView {
+        height: auto;
+        width: 1fr;
+    }
+    AnswerView > .answer--h1 {
+        color: $markdown-h1-color; background: $markdown-h1-background; text-style: $markdown-h1-text-style;
+    }
+    AnswerView > .answer--h2 {
+        color: $markdown-h2-color; background: $markdown-h2-background; text-style: $markdown-h2-text-style;
+    }
+    AnswerView > .answer--h3 {
+        color: $markdown-h3-color; background: $markdown-h3-background; text-style: $markdown-h3-text-style;
+    }
+    AnswerView > .answer--h4 {
+        color: $markdown-h4-color; background: $markdown-h4-background; text-style: $markdown-h4-text-style;
+    }
+    AnswerView > .answer--h5 {
+        color: $markdown-h5-color; background: $markdown-h5-background; text-style: $markdown-h5-text-style;
+    }
+    AnswerView > .answer--h6 {
+        color: $markdown-h6-color; background: $markdown-h6-background; text-style: $markdown-h6-text-style;
+    }
+    AnswerView > .answer--em { text-style: italic; }
+    AnswerView > .answer--strong { text-style: bold; }
+    AnswerView > .answer--strike { text-style: strike; }
+    AnswerView > .answer--link { text-style: underline; }
+    AnswerView > .answer--code-inline { background: $warning 10%; color: $text-warning 95%; }
+    AnswerView:light > .answer--code-inline { background: $error 5%; color: $text-error 95%; }
+    AnswerView > .answer--fence { color: rgb(210,210,210); background: black 10%; }
+    AnswerView:light > .answer--fence { background: white 30%; }
+    AnswerView > .answer--quote { background: $boost; }
+    AnswerView > .answer--quote-border { color: $text-primary 50%; }
+    AnswerView:light > .answer--quote-border { color: $text-secondary; }
+    AnswerView > .answer--bullet { color: $text-primary; }
+    AnswerView:light > .answer--bullet { color: $text-secondary; }
+    AnswerView > .answer--hr { color: $secondary; }
+    AnswerView > .answer--table-header { color: $primary; text-style: bold; }
+    AnswerView > .answer--table-lines { color: $foreground 20%; }
+    """
+
+    STYLE_NAMES = ("h1", "h2", "h3", "h4", "h5", "h6", "em", "strong", "strike", "link", "code-inline", "fence",
+                   "quote", "quote-border", "bullet", "hr", "table-header", "table-lines")
+    COMPONENT_CLASSES = {f"answer--{name}" for name in STYLE_NAMES}
+
+    class Grew(Message):
+        """The answer got taller outside a chat append (a slice drew more of it): keep following."""
+
+    def __init__(self, text: str = "", *, streaming: bool = False, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._text = text
+        self._streaming = streaming
+        self._settled_chars = 0  # while streaming: text before this offset is in final blocks
+        self._blocks: list[_Block] = []  # final blocks (all of them once parsed as one document)
+        self._tail: _Block | None = None  # while streaming: the open last block
+        self._parsed = False  # the whole text is parsed as one document
+        self._parse_pending = False
+        self._ingest_pending = False
+        self._tail_due = 0.0
+        self._generation = 0  # bumped whenever the text is replaced: late thread results are dropped
+        self._jobs = 0  # parses or big blocks' drawings running in a thread (one started at a time)
+        self._width = 0
+        self._painter: _Painter | None = None
+        self._painter_key: tuple = ()
+        self._painted_bg = None
+        self._line_background = None
+        self._display: list[_Block] = []
+        self._ys: list[int] = []
+        self._height = 0
+        self._laid_out_height = 0
+        self._timer: Timer | None = None
+        self._keep_tokens = False  # the document defines reference links: a block alone would lose them
+        self._style_table: list[RichStyle | None] = [None]
+        self._style_index: dict[RichStyle | None, int] = {None: 0}
+        if not streaming:
+            if len(text) <= SYNC_PARSE_CHARS:
+                self._adopt(text, *parse_markdown(text))
+            else:
+                self._parse_pending = True
+
+    # -- state ---------------------------------------------------------------------------------------------
+    @property
+    def text(self) -> str:
+        return self._text
+
+    @property
+    def rendered(self) -> bool:
+        """Parsed as one document and every block drawn at the current width."""
+        return self._parsed and not self._streaming and not self._jobs and not self._draw_pending()
+
+    @property
+    def block_sources(self) -> list[str]:
+        """The Markdown source of each block shown, in order (put together: the text)."""
+        return [block.source for block in self._display]
+
+    def rendered_text(self) -> str:
+        """The text of the drawn lines (what the screen shows, without styles)."""
+        return self.get_selection(Selection(None, None))[0]
+
+    def on_mount(self) -> None:
+        if self._parse_pending:
+            self._start_parse()
+
+    def on_unmount(self) -> None:
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
+
+    # -- feeding -------------------------------------------------------------------------------------------
+    def append(self, fragment: str) -> None:
+        """More streamed text: the new final blocks and the open one are drawn now (within a slice)."""
+        if not fragment:
+            return
+        self._text += fragment
+        self._parsed = False
+        self._ingest_pending = True
+        self._work(announce=False)
+
+    def set_text(self, text: str) -> None:
+        """Replace the whole text; blocks whose source is unchanged keep their drawing."""
+        self._text = text
+        self._generation += 1  # a parse or an ingest still running in a thread is for the old text
+        self._parsed = False
+        if self._streaming:  # take it in again from the start, as streamed text
+            self._blocks, self._tail, self._settled_chars = [], None, 0
+            self._ingest_pending = True
+            self._work()
+        else:
+            self._start_parse()
+
+    def finish(self, text: str | None = None) -> None:
+        """The stream ended (with `text` if the engine's final text differs from what streamed).
+
+        The blocks already final stay as they are: a top-level block that a later line has closed
+        parses the same in the whole document (as Markdown's own stream assumes), so only the text
+        after them is parsed, and its last block becomes final too. The whole text is parsed again as
+        one document (in a thread when large) only where that does not hold: a text that defines
+        reference links (`[x]: url` changes how earlier blocks read), or a final text that differs.
+        """
+        self._streaming = False
+        self._ingest_pending = False
+        self._generation += 1  # an ingest still running in a thread is for the stream: dropped
+        if text is not None and text != self._text:
+            self._text = text
+            self._parsed = False
+            self._start_parse()
+        elif not self._parsed:
+            if _REFERENCE_DEFINITION.search(self._text):
+                self._start_parse()
+            elif len(self._text) - self._settled_chars > BIG_BLOCK_CHARS:
+                self._ingest_in_thread(final=True)
+            else:
+                tail = self._text[self._settled_chars:]
+                self._take_pieces(split_blocks(tail, _PARSER.parse(tail)), final=True)
+                self._relayout()
+                self._kick(0)
+
+    def _start_parse(self) -> None:
+        text = self._text
+        self._parse_pending = False
+        if len(text) <= SYNC_PARSE_CHARS or not self.is_attached:
+            self._adopt(text, *parse_markdown(text))
+            self._kick(0)
+            return
+        generation = self._generation
+
+        async def parse() -> None:
+            try:
+                tokens, env = await asyncio.to_thread(parse_markdown, text)
+            finally:
+                self._jobs -= 1
+            if generation == self._generation and text == self._text:
+                self._adopt(text, tokens, env)
+            self._kick(0)
+
+        self._jobs += 1
+        self.run_worker(parse(), group="answer-parse", exit_on_error=False, name="parse answer")
+
+    def _adopt(self, text: str, tokens: list[Token], env: dict) -> None:
+        """Take the whole-document parse: keep every block whose source did not change."""
+        reusable: dict[str, list[_Block]] = {}
+        self._keep_tokens = bool(env.get("references"))
+        if not self._keep_tokens:  # reference links change how other blocks render: redraw all
+            for block in [*self._blocks, *([self._tail] if self._tail else [])]:
+                reusable.setdefault(block.source, []).append(block)
+        blocks = []
+        for source, group in split_blocks(text, tokens):
+            same = reusable.get(source)
+            blocks.append(same.pop(0) if same else _Block(source, group))
+        self._blocks = blocks
+        self._tail = None
+        self._settled_chars = len(text)
+        self._parsed = True
+        self._relayout()
+
+    def _take_pieces(self, pieces: list[tuple[str, list[Token]]], *, final: bool = False) -> None:
+        """A parse of the text after the final blocks: all of its blocks but the last become final
+        (all of them when the stream has ended); an open block whose source did not change keeps its drawing."""
+        tail = self._tail
+        if tail is not None and pieces and tail.source == pieces[-1][0]:
+            pieces = [*pieces[:-1], (tail.source, tail)]  # type: ignore[list-item]
+        for source, group in pieces if final else pieces[:-1]:
+            self._blocks.append(group if isinstance(group, _Block) else _Block(source, group))
+            self._settled_chars += len(source)
+        if final:
+            self._tail = None
+            self._parsed = True
+        elif not pieces:
+            self._tail = None
+        elif not isinstance(pieces[-1][1], _Block):
+            self._tail = _Block(*pieces[-1])
+
+    def _ingest(self) -> None:
+        self._ingest_pending = False
+        tail = self._text[self._settled_chars:]
+        self._take_pieces(split_blocks(tail, _PARSER.parse(tail)))
+
+    def _ingest_in_thread(self, *, final: bool = False) -> None:
+        """The open block is too big to parse on the loop at every append: parse (and draw) it in a thread."""
+        self._ingest_pending = False
+        tail = self._text[self._settled_chars:]
+        generation, settled = self._generation, self._settled_chars
+        painter, width = self._ensure_painter() if self._width else None, self._width
+
+        def work() -> tuple[list, list[Line] | None]:
+            pieces = split_blocks(tail, parse_markdown(tail)[0])
+            lines = painter.paint(pieces[-1][1], width) if pieces and painter is not None else None
+            return pieces, lines
+
+        async def job() -> None:
+            try:
+                pieces, lines = await asyncio.to_thread(work)
+            finally:
+                self._jobs -= 1
+            if generation == self._generation and settled == self._settled_chars and self._streaming != final:
+                self._take_pieces(pieces, final=final)
+                last = self._display_last() if final else self._tail
+                if lines is not None and last is not None and painter is self._painter:
+                    last.lines = painter.encode(lines)
+                    last.drawn_for = (width, self._painter_key)
+                self._relayout()
+            self._kick(0)
+
+        self._jobs += 1
+        self.run_worker(job(), group="answer-parse", exit_on_error=False, name="parse answer")
+
+    def _display_last(self) -> _Block | None:
+        return self._tail if self._tail is not None else (self._blocks[-1] if self._blocks else None)
+
+    def _draw_in_thread(self, block: _Block) -> None:
+        painter, width, key, generation = self._ensure_painter(), self._width, self._key(), self._generation
+        tokens = block.tokens
+
+        def work() -> list[Line]:
+            return painter.paint(tokens if tokens is not None else parse_markdown(block.source)[0], width)
+
+        async def job() -> None:
+            try:
+                lines = await asyncio.to_thread(work)
+            finally:
+                self._jobs -= 1
+            if generation == self._generation and key == self._key() and block in self._display:
+                block.lines = painter.encode(lines)
+                block.drawn_for = key
+                if not self._keep_tokens and block is not self._tail:
+                    block.tokens = None
+            self._kick(0)
+
+        self._jobs += 1
+        self.run_worker(job(), group="answer-draw", exit_on_error=False, name="draw answer block")
+
+    # -- drawing ---------------------------------------------------------------------------------------------
+    def _key(self) -> tuple:
+        return self._width, self._painter_key
+
+    def _theme_key(self) -> tuple:
+        app = self.app
+        return app.theme, app.current_theme.dark if app.current_theme else True, app.native_ansi_color
+
+    def _ensure_painter(self) -> _Painter:
+        key = self._theme_key()
+        if self._painter is None or key != self._painter_key:
+            base = self.visual_style
+            styles = {name: self.get_visual_style(f"answer--{name}", partial=True) for name in self.STYLE_NAMES}
+            styles["em"] = styles["em"] + Style(italic=True)
+            styles["strong"] = styles["strong"] + Style(bold=True)
+            styles["strike"] = styles["strike"] + Style(strike=True)
+            self._painter = _Painter(base, styles, ansi=bool(key[2]), dark=bool(key[1]),
+                                     table=self._style_table, index=self._style_index)
+            self._painter_key = key
+            self._painted_bg = base.rich_style.bgcolor
+        return self._painter
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        if self._painter is not None and self.is_attached and self._theme_key() != self._painter_key:
+            self._kick(0)  # a new theme: redraw every block in slices (the old lines show until then)
+
+    def _draw_pending(self) -> bool:
+        if not self._width:  # not laid out yet: everything is still to draw (if it is to be shown at all)
+            return bool(self._display) and self.is_attached and self.display
+        key = self._key() if self._painter is not None else None
+        return any(block.drawn_for != key for block in self._display)
+
+    def _draw(self, deadline: float) -> bool:
+        """Draw blocks not drawn at this width until the deadline (at least one); True if any was.
+        A block too big for a slice goes to a thread (one at a time) and keeps its guessed height."""
+        if not self._width or not self.is_attached:
+            return False
+        painter = self._ensure_painter()
+        key = self._key()
+        drew = False
+        for block in self._display:
+            if block.drawn_for == key:
+                continue
+            if len(block.source) > BIG_BLOCK_CHARS:
+                if not self._jobs:
+                    self._draw_in_thread(block)
+                continue
+            if drew and perf_counter() > deadline:
+                break
+            tokens = block.tokens if block.tokens is not None else _PARSER.parse(block.source)
+            block.lines = painter.encode(painter.paint(tokens, self._width))
+            block.drawn_for = key
+            if block is not self._tail and not self._keep_tokens:
+                block.tokens = None
+            drew = True
+        return drew
+
+    def _relayout(self) -> None:
+        display = [*self._blocks, *([self._tail] if self._tail is not None else [])]
+        key = self._key()
+        ys: list[int] = []
+        y = 0
+        previous: _Block | None = None
+        for block in display:
+            if previous is not None:
+                y += max(previous.bottom, block.top)
+            ys.append(y)
+            y += block.height(self._width, key)
+            previous = block
+        self._display = display
+        self._ys = ys
+        self._height = y
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self._work()
+
+    def _work(self, announce: bool = True) -> None:
+        """One slice: take in new text (if due), draw what is not drawn, and resize if the height changed."""
+        if not self.is_attached:
+            return
+        started = perf_counter()
+        drew = False
+        if self._ingest_pending and self._streaming and not self._jobs:
+            if len(self._text) - self._settled_chars > BIG_BLOCK_CHARS:
+                self._ingest_in_thread()
+            elif started < self._tail_due:
+                self._kick(self._tail_due - started)
+            else:
+                self._ingest()
+                self._relayout()
+                tail = self._tail
+                drew = self._draw(started + SLICE_S)
+                if tail is not None and tail.drawn_for == self._key():  # the open block was redrawn: pace it
+                    self._tail_due = perf_counter() + (perf_counter() - started) * (1 - TAIL_DUTY) / TAIL_DUTY
+        drew = self._draw(started + SLICE_S) or drew
+        self._relayout()
+        if self._height != self._laid_out_height:  # what the last layout got from get_content_height
+            self.refresh(layout=True)
+            if announce and self._height > self._laid_out_height:
+                self.post_message(self.Grew())
+        elif drew:
+            self.refresh()
+        if not self._jobs and (self._draw_pending() or (self._ingest_pending and self._streaming)):
+            self._kick()
+
+    def _kick(self, delay: float = SLICE_GAP_S) -> None:
+        if self._timer is None and self.is_attached:
+            self._timer = self.set_timer(max(delay, 0.001), self._on_timer, name="answer slice")  # 0 divides by 0
+
+    # -- the line API --------------------------------------------------------------------------------------
+    def get_content_height(self, container, viewport, width: int) -> int:
+        if width != self._width:
+            self._width = width
+            self._draw(perf_counter() + SLICE_S)
+            self._relayout()
+            if self._draw_pending():
+                self._kick()
+        self._laid_out_height = self._height
+        return self._height
+
+    def render_lines(self, crop):
+        # One look at the background for the lines of this render (it walks the ancestors' styles).
+        self._line_background = self.rich_style.bgcolor
+        return super().render_lines(crop)
+
+    def render_line(self, y: int) -> Strip:
+        index = bisect_right(self._ys, y) - 1
+        strip = Strip.blank(0)
+        if index >= 0:
+            block = self._display[index]
+            row = y - self._ys[index]
+            if block.lines is not None and row < len(block.lines):
+                table = self._style_table
+                strip = Strip([Segment(text, table[number]) for text, number in block.lines[row]])
+        background = self._line_background
+        if self._painted_bg is not None and background is not None and background != self._painted_bg:
+            strip = _swap_background(strip, self._painted_bg, RichStyle(bgcolor=background))
+        selection = self.text_selection
+        if selection is not None and (span := selection.get_span(y)) is not None:
+            start, end = span
+            end = strip.cell_length if end == -1 else end
+            if end > start:
+                selected = self.screen.get_component_rich_style("screen--selection")
+                before, middle, after = strip.divide([start, end, strip.cell_length])
+                middle = Strip(list(Segment.apply_style(middle, post_style=selected)), middle.cell_length)
+                strip = Strip.join([before, middle, after])
+        return strip.apply_offsets(0, y)
+
+    def get_selection(self, selection: Selection) -> tuple[str, str] | None:
+        lines: list[str] = []
+        for index, block in enumerate(self._display):
+            lines.extend("" for _ in range(max(0, self._ys[index] - len(lines))))
+            if block.lines is not None:
+                lines.extend("".join(text for text, _ in line).rstrip() for line in block.lines)
+            else:
+                lines.extend(block.source.rstrip("\n").split("\n"))
+        return selection.extract("\n".join(lines)), "\n"
+
+    def selection_updated(self, selection: Selection | None) -> None:
+        self.refresh()
