@@ -115,9 +115,11 @@ class DraftWriter:
         self.clear()
         return self.message_id
 
-    def update(self, text: str, force: bool = False) -> None:
-        if not force and len(text) - self._flushed < DRAFT_FLUSH_CHARS:
+    def update(self, parts: list[str], chars: int) -> None:
+        """Write the answer so far (`parts`, `chars` long) when enough new text arrived since the last write."""
+        if chars - self._flushed < DRAFT_FLUSH_CHARS:
             return
+        text = "".join(parts)
         with contextlib.suppress(OSError):
             tmp = self.path.with_suffix(".tmp")
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -156,8 +158,16 @@ class Sender:
         self.on_rejection = on_rejection
         self.sleep = sleep
         self.draft = DraftWriter(session.folder)
-        self.streamed_text = ""  # what the current (or last cancelled) request made visible
+        self._visible: list[str] = []  # what the current (or last cancelled) request made visible
         self._started_at = time.time()
+
+    @property
+    def streamed_text(self) -> str:
+        """The text the current (or last failed or cancelled) request made visible."""
+        return "".join(self._visible)
+
+    def forget_streamed_text(self) -> None:
+        self._visible = []
 
     async def send(self, request: Request, *, level: int = 0, attempt: int = 0,
                    stream_text: bool = True) -> StreamResult:
@@ -186,7 +196,8 @@ class Sender:
         self.emit(RequestStarted(request_id=request_id, route=self.route, purpose=request.purpose,
                                  predicted_bytes=request.predicted_bytes, attempt=attempt, level=level))
         text: list[str] = []
-        self.streamed_text = ""
+        chars = 0
+        self._visible = []
         if stream_text:
             self.draft.begin()
         tool_calls: list[ToolCallChunk] = []
@@ -199,11 +210,12 @@ class Sender:
                     if not chunk.text:
                         continue
                     text.append(chunk.text)
+                    chars += len(chunk.text)
                     if stream_text:
                         visible = True
-                        self.streamed_text += chunk.text
+                        self._visible = text
                         self.emit(TextDelta(chunk.text))
-                        self.draft.update("".join(text))
+                        self.draft.update(text, chars)
                 elif isinstance(chunk, ToolCallChunk):
                     tool_calls.append(chunk)
                 elif isinstance(chunk, UsageChunk):
@@ -251,7 +263,7 @@ class Sender:
                                     purpose=request.purpose))
         self.session.counters.requests += 1
         self.session.save_counters()
-        self.streamed_text = ""
+        self._visible = []
         self._record(request_id, request, level=level, attempt=attempt, outcome="ok", latency_ms=latency,
                      usage=usage, cost=cost)
         self.emit(RequestFinished(request_id=request_id, route=self.route, purpose=request.purpose,

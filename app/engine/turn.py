@@ -392,7 +392,7 @@ class Engine:
         self.session.append(Message.create("assistant", text, message_id=self.sender.draft.message_id,
                                            turn=turn, partial=True))
         self.sender.draft.clear()
-        self.sender.streamed_text = ""
+        self.sender.forget_streamed_text()
 
     # -- tools ------------------------------------------------------------------------------------
     async def _run_tools(self, calls, turn: int, budget) -> None:

@@ -131,6 +131,7 @@ def translate(message: Message) -> _Piece:
 
 class AnthropicProvider(HttpxSdkProvider):
     kind = "anthropic"
+    sdk_module = "anthropic"
 
     def __init__(self, route: Route, settings: Settings, api_key: str | None = None) -> None:
         super().__init__(route, settings, api_key)

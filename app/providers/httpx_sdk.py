@@ -9,6 +9,8 @@ Each adapter says how to make its client (`_new_client`), how to start a streame
 from __future__ import annotations
 
 import asyncio
+import importlib
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -26,6 +28,7 @@ from app.providers.wire import (
 
 class HttpxSdkProvider(Provider):
     type_attrs: tuple[str, ...] = ("type",)  # where the SDK's exceptions keep the API's error type
+    sdk_module: str = ""  # imported off the event loop before the first client (it takes ~1 s)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -66,6 +69,8 @@ class HttpxSdkProvider(Provider):
     async def _call(self, exchange: Exchange, call: Callable[[Any], Awaitable[Any]]) -> Any:
         """Run one SDK call with the exchange hooks recording it; every failure is a ProviderError."""
         try:
+            if self.sdk_module and self.sdk_module not in sys.modules:
+                await asyncio.to_thread(importlib.import_module, self.sdk_module)  # never block the loop on it
             client = self._client_for_loop()
         except Exception as exc:  # noqa: BLE001 - e.g. no credentials: still provider-origin
             raise wrap_unknown(self.kind, exc, exchange, in_stream=False) from exc

@@ -141,6 +141,7 @@ def _host(url: str | None) -> str:
 
 class OpenAIProvider(HttpxSdkProvider):
     kind = "openai"
+    sdk_module = "openai"
     type_attrs = _TYPE_ATTRS
 
     def __init__(self, route: Route, settings: Settings, api_key: str | None = None) -> None:
