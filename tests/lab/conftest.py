@@ -34,7 +34,7 @@ def lab(lab_server: LabHandle) -> LabHandle:
 
 @pytest.fixture
 def aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIALABLABLABLABLAB0")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAFAKELABLABLAB000")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "lab-secret")
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
 
