@@ -62,15 +62,6 @@ def styles_path() -> Path:
     return here.parents[2] / "styles" / "app.tcss"
 
 
-def inspector_class() -> type[Widget] | None:
-    """The inspector (a colleague's module); None while it is not part of this build."""
-    try:
-        module = importlib.import_module("app.ui.widgets.inspector")
-    except ImportError:
-        return None
-    return getattr(module, "Inspector", None)
-
-
 def prewarm_sdk(provider: str) -> None:
     """Import the route's SDK now (0.6–1.6 s) so the first request does not wait, then freeze what is alive.
 
@@ -115,13 +106,6 @@ class ApprovalAsked(Message):
         self.args = args
         self.why = why
         self.future = future
-
-
-class InspectorPlaceholder(Static):
-    """Stands in for the inspector while that module is not part of this build."""
-
-    def dispatch(self, event: Event) -> None:
-        pass
 
 
 class BulkheadApp(App[int]):
@@ -204,10 +188,9 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
     def _make_inspector(self) -> Widget:
         if self.inspector_factory is not None:
             return self.inspector_factory()
-        cls = inspector_class()
-        if cls is None:
-            return InspectorPlaceholder("inspector", id="inspector")
-        return cls(id="inspector", clock=self.clock)
+        from app.ui.widgets.inspector import Inspector
+
+        return Inspector(id="inspector", clock=self.clock)
 
     def _q(self, selector: str, expect_type: type[Widget] = Widget):
         """query_one on the main screen, whichever screen (help, sessions, palette) is on top."""

@@ -16,12 +16,13 @@ from types import SimpleNamespace
 
 import pytest
 from textual import events
+from textual.widgets import Static
 
 from app.config import Route, load_settings
 from app.engine.events import AnswerFinished, Notice, TextDelta
 from app.lab.embedded import LabHandle, start_embedded_lab
 from app.state import State
-from app.ui.app import SDK_MODULES, BulkheadApp, InspectorPlaceholder
+from app.ui.app import SDK_MODULES, BulkheadApp
 from app.ui.chat_items import AssistantItem, ReportItem, ToolBlock, UserItem, code_blocks
 from app.ui.commands import applicable_titles, complete_slash, parse_slash
 from app.ui.messages import EngineEvent
@@ -29,6 +30,13 @@ from app.ui.prompt import PromptHistory, history_path
 
 SIZE = (160, 48)
 WAIT_S = 60.0
+
+
+class InspectorPlaceholder(Static):
+    """A stand-in inspector for the tests that are about the chat (mounting the real one is slower)."""
+
+    def dispatch(self, event) -> None:
+        pass
 
 
 # -- helpers --------------------------------------------------------------------------------------------
