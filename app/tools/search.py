@@ -3,9 +3,10 @@
 Output lines are `path:line:text`, paths relative to the workspace when the search is
 inside it (absolute otherwise), files in path order (each folder's entries sorted by
 name, depth first — what `rg --sort path` does). Both back ends skip hidden and binary
-files and do not follow symlinks; ripgrep also honours .gitignore inside git repos, the
-fallback skips `node_modules` and `__pycache__` instead. Text is cut per line and the
-listing is capped, identically for both (the cutting is done here, not by ripgrep).
+files and do not follow symlinks, and both honour .gitignore inside git repos (the fallback
+asks `git ls-files` which paths git ignores, so its rules are git's own); the fallback also
+always skips `node_modules` and `__pycache__`. Text is cut per line and the listing is
+capped, identically for both (the cutting is done here, not by ripgrep).
 
 Set `USE_RIPGREP = False` (or make `shutil.which("rg")` find nothing) to force the fallback.
 """
@@ -18,6 +19,7 @@ import fnmatch
 import os
 import re
 import shutil
+import subprocess
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -31,6 +33,7 @@ MAX_COUNTED_LINES = 10_000  # past this we stop counting and say "10,000+"
 MAX_TEXT_CHARS = 500
 FALLBACK_SKIP_DIRS = frozenset({"node_modules", "__pycache__"})
 RG_TIMEOUT = 120.0
+GIT_TIMEOUT = 10.0  # for the fallback's `git ls-files`; past it the search runs without .gitignore
 
 
 def ripgrep_path() -> str | None:
@@ -201,8 +204,31 @@ def _glob_filter(file_glob: str | None) -> Any:
     return matches
 
 
-def _walk(root: Path) -> Iterator[Path]:
-    """Files under `root` in `rg --sort path` order: sorted by name per folder, depth first."""
+def _git_ignored(root: Path) -> frozenset[str]:
+    """The paths under the folder `root` that git ignores, relative to it (folders end in "/").
+
+    Empty outside a git work tree, without git, or when git is too slow: the search then
+    simply includes those files, as ripgrep does outside a repository.
+    """
+    git = shutil.which("git")
+    if git is None:
+        return frozenset()
+    command = [git, "-C", str(root), "ls-files", "-z", "--others", "--ignored", "--exclude-standard",
+               "--directory"]
+    try:
+        done = subprocess.run(command, capture_output=True, timeout=GIT_TIMEOUT, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return frozenset()
+    if done.returncode != 0:
+        return frozenset()
+    return frozenset(os.fsdecode(raw) for raw in done.stdout.split(b"\0") if raw)
+
+
+def _walk(root: Path, ignored: frozenset[str] = frozenset(), prefix: str = "") -> Iterator[Path]:
+    """Files under `root` in `rg --sort path` order: sorted by name per folder, depth first.
+
+    `ignored` holds paths relative to the search root (`prefix` is `root`'s own relative path).
+    """
     try:
         entries = sorted(os.scandir(root), key=lambda entry: entry.name)
     except OSError:
@@ -210,10 +236,11 @@ def _walk(root: Path) -> Iterator[Path]:
     for entry in entries:
         if entry.name.startswith(".") or entry.is_symlink():
             continue
+        relative = prefix + entry.name
         if entry.is_dir(follow_symlinks=False):
-            if entry.name not in FALLBACK_SKIP_DIRS:
-                yield from _walk(Path(entry.path))
-        elif entry.is_file(follow_symlinks=False):
+            if entry.name not in FALLBACK_SKIP_DIRS and relative + "/" not in ignored:
+                yield from _walk(Path(entry.path), ignored, relative + "/")
+        elif entry.is_file(follow_symlinks=False) and relative not in ignored:
             yield Path(entry.path)
 
 
@@ -227,7 +254,7 @@ def _python_grep(pattern: str, root: Path, file_glob: str | None, where: str,
         return error(f"grep: invalid regular expression /{pattern}/: {exc}")
     keep = _glob_filter(file_glob)
     if root.is_dir():
-        files = (path for path in _walk(root) if keep(path.relative_to(root).as_posix(), path.name))
+        files = (path for path in _walk(root, _git_ignored(root)) if keep(path.relative_to(root).as_posix(), path.name))
     else:
         files = iter([root])
     collector = _Collector()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -40,7 +41,7 @@ def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
         if not HAVE_RG:
             pytest.skip("ripgrep (rg) is not installed; CI installs it")
     else:
-        monkeypatch.setattr(search.shutil, "which", lambda name: None)  # force the fallback
+        monkeypatch.setattr(search, "USE_RIPGREP", False)  # force the fallback
     return request.param
 
 
@@ -141,3 +142,26 @@ async def test_grep_stops_counting_at_the_limit(ctx: ToolContext, ws: Path, back
     (ws / "many.txt").write_text("hit\n" * 50)
     outcome = await run_tool("grep", {"pattern": "hit", "path": "many.txt"}, ctx)
     assert "showing the first 2 of 5+ matching lines" in outcome.content
+
+
+needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+
+@needs_git
+async def test_grep_honours_gitignore_in_a_repo(ctx: ToolContext, ws: Path, backend: str) -> None:
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    (ws / ".gitignore").write_text("build/\n*.log\n")
+    (ws / "build").mkdir()
+    (ws / "build" / "out.txt").write_text("foo from a build\n")
+    (ws / "a" / "trace.log").write_text("foo in a log\n")
+    outcome = await run_tool("grep", {"pattern": "foo"}, ctx)
+    assert outcome.content == EXPECTED_FOO  # neither the ignored folder nor the ignored file
+    explicit = await run_tool("grep", {"pattern": "foo", "path": "build"}, ctx)
+    assert explicit.content == "build/out.txt:1:foo from a build"  # asked for by name: searched
+
+
+async def test_grep_outside_a_repo_ignores_nothing(ctx: ToolContext, ws: Path, backend: str) -> None:
+    (ws / ".gitignore").write_text("*.log\n")
+    (ws / "trace.log").write_text("foo in a log\n")
+    outcome = await run_tool("grep", {"pattern": "foo", "glob": "*.log"}, ctx)
+    assert outcome.content == "trace.log:1:foo in a log"
