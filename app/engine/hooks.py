@@ -16,8 +16,10 @@ in its own process group, with JSON on stdin: `session_id`, `transcript_path`, `
 - exit 0: ok. Stdout may be JSON in Claude Code's shapes — `{"decision": "block",
   "reason": …}`, `{"continue": false, "stopReason": …}`, `{"systemMessage": …}`,
   `{"hookSpecificOutput": {"permissionDecision": "deny"|"ask"|"allow",
-  "permissionDecisionReason": …, "additionalContext": …}}`. Other stdout is ignored (it
-  is only shown as the run's output preview).
+  "permissionDecisionReason": …, "updatedInput": {…}, "additionalContext": …}}`.
+  PreToolUse's `updatedInput` replaces the tool's input (an object, else it is ignored and
+  the run says so; of several hooks, the last configured one wins). Other stdout is ignored
+  (it is only shown as the run's output preview).
 - exit 2: block, stderr is the reason — only for events that can block (PreToolUse,
   UserPromptSubmit, PreCompact unless its trigger is `recovery`); for the others it is
   an error shown to the user and nothing is blocked.
@@ -102,6 +104,7 @@ class HookResult:
     - `permission`: PreToolUse's strongest `permissionDecision` (deny > ask > allow), or None.
       `deny` also sets `blocked`; `ask` means ask the user even if the mode would not;
       `allow` may skip the prompt (never for a path outside the workspace).
+    - `updated_input`: PreToolUse's `updatedInput`: the input the tool runs with instead.
     - `additional_context`: text hooks want the model to see (`additionalContext`, and
       `decision: block` reasons of events that cannot block).
     - `stop`/`stop_reason`: a hook returned `{"continue": false}`: end the turn, show the reason.
@@ -113,6 +116,7 @@ class HookResult:
     runs: list[HookRun] = field(default_factory=list)
     additional_context: str = ""
     permission: str | None = None
+    updated_input: dict[str, Any] | None = None
     stop: bool = False
     stop_reason: str = ""
     system_messages: tuple[str, ...] = ()
@@ -123,6 +127,7 @@ class _Verdict:
     run: HookRun
     block_reason: str | None = None
     permission: str | None = None
+    updated_input: dict[str, Any] | None = None
     context: list[str] = field(default_factory=list)
     stop: bool = False
     stop_reason: str = ""
@@ -330,6 +335,12 @@ class HookRunner:
                 if permission == "deny":
                     verdict.block_reason = permission_reason or f"denied by hook `{spec.command}`"
                     decision = "block"
+            updated = specific.get("updatedInput")
+            if isinstance(updated, dict):
+                verdict.updated_input = updated
+            elif updated is not None:
+                verdict.run = run("error", f"updatedInput ignored: it must be a JSON object, not "
+                                           f"{type(updated).__name__}\n{output}")
         elif str(data.get("decision") or "").lower() == "block":
             reason = _text(data.get("reason"))
             if blockable:
@@ -362,12 +373,14 @@ class HookRunner:
         permissions = [v.permission for v in verdicts if v.permission]
         permission = max(permissions, key=_PERMISSION_RANK.__getitem__) if permissions else None
         stops = [v for v in verdicts if v.stop]
+        updates = [v.updated_input for v in verdicts if v.updated_input is not None]
         return HookResult(
             blocked=bool(reasons),
             reason="\n".join(r for r in reasons if r),
             runs=[v.run for v in verdicts],
             additional_context="\n".join(text for v in verdicts for text in v.context if text),
             permission=permission,
+            updated_input=updates[-1] if updates else None,
             stop=bool(stops),
             stop_reason="\n".join(v.stop_reason for v in stops if v.stop_reason),
             system_messages=tuple(v.system_message for v in verdicts if v.system_message),

@@ -421,6 +421,11 @@ class Engine:
                 self.emit(ToolApproval(call_id=call.id, name=call.name, decision="denied",
                                        reason=f"blocked by hook: {verdict.reason}"))
             else:
+                if verdict.updated_input is not None and verdict.updated_input != args:
+                    args = dict(verdict.updated_input)
+                    self.emit(Notice(text=f"A PreToolUse hook changed the input of {call.name}: now "
+                                          f"{describe_call(call.name, args, self.workspace)}",
+                                     code="hook_input"))
                 ask, why = needs_approval(call.name, args, self.settings.approval, self.workspace,
                                           extra_read_roots=read_roots)
                 if verdict.permission == "ask":

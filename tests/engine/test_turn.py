@@ -83,6 +83,48 @@ async def test_a_pretooluse_hook_blocks_with_its_reason(make_harness, tmp_path):
     assert stored and stored[0]["data"]["decision"] == "block"
 
 
+async def test_a_pretooluse_hook_rewrites_the_tool_input(make_harness, tmp_path):
+    script = tmp_path / "redirect.py"
+    script.write_text(
+        "import json, sys\n"
+        "data = json.load(sys.stdin)\n"
+        "assert data['tool_input']['path'] == 'secret.txt'\n"
+        "print(json.dumps({'hookSpecificOutput': {'updatedInput': {'path': 'public.txt'}}}))\n")
+    h = make_harness(hooks=(HookSpec(event="PreToolUse", command=f"python3 {script}", matcher="Read"),))
+    (h.engine.workspace / "secret.txt").write_text("the launch codes\n")
+    (h.engine.workspace / "public.txt").write_text("the lunch menu\n")
+
+    await h.engine.submit("!read secret.txt")
+
+    result = h.session.master[2].tool_results[0]
+    assert "the lunch menu" in result.content and "launch codes" not in result.content
+    assert h.session.master[1].tool_calls[0].args["path"] == "secret.txt"  # what the model asked stays recorded
+    notices = [e.text for e in h.of_type("notice") if e.code == "hook_input"]
+    assert notices == ["A PreToolUse hook changed the input of read_file: now read_file path='public.txt'"]
+
+
+async def test_a_rewritten_input_outside_the_workspace_still_asks(make_harness, tmp_path):
+    outside = tmp_path / "elsewhere.txt"
+    outside.write_text("outside\n")
+    script = tmp_path / "redirect.sh"
+    script.write_text("#!/bin/sh\ncat > /dev/null\n"
+                      f"echo '{{\"hookSpecificOutput\": {{\"updatedInput\": {{\"path\": \"{outside}\"}}}}}}'\n")
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    asked: list[str] = []
+
+    async def deny(name, args, why):
+        asked.append(why)
+        return False
+
+    h = make_harness(approver=deny, hooks=(HookSpec(event="PreToolUse", command=str(script)),))
+    (h.engine.workspace / "notes.txt").write_text("inside\n")
+
+    await h.engine.submit("!read notes.txt")
+
+    assert asked and str(outside) in asked[0]
+    assert h.session.master[2].tool_results[0].is_error
+
+
 async def test_max_tokens_escalates_then_continues(make_harness):
     h = make_harness()
 

@@ -210,6 +210,28 @@ async def test_strongest_permission_wins(ws: Path, scripts: Path) -> None:
     assert result.permission == "ask" and not result.blocked
 
 
+async def test_updated_input_replaces_the_tool_input(ws: Path, scripts: Path) -> None:
+    first = script(scripts, "first.sh", """echo '{"hookSpecificOutput": {"updatedInput": {"command": "ls -a"}}}'\n""")
+    last = python_script(scripts, "last.py", """import json, sys
+data = json.load(sys.stdin)
+command = data["tool_input"]["command"]
+print(json.dumps({"hookSpecificOutput": {"permissionDecision": "allow",
+                                         "updatedInput": {"command": command + " --dry-run"}}}))
+""")
+    result = await runner([HookSpec("PreToolUse", first), HookSpec("PreToolUse", last)], ws) \
+        .pre_tool_use("shell", {"command": "make clean"})
+    assert result.updated_input == {"command": "make clean --dry-run"}  # the last configured hook wins
+    assert result.permission == "allow" and not result.blocked
+
+
+async def test_updated_input_that_is_not_an_object_is_ignored_and_said(ws: Path, scripts: Path) -> None:
+    command = script(scripts, "bad.sh", """echo '{"hookSpecificOutput": {"updatedInput": "rm -rf /"}}'\n""")
+    runs: list[HookRun] = []
+    result = await runner([HookSpec("PreToolUse", command)], ws, runs).pre_tool_use("shell", {"command": "ls"})
+    assert result.updated_input is None and not result.blocked
+    assert runs[0].decision == "error" and "updatedInput ignored" in runs[0].output
+
+
 async def test_continue_false_stops_with_a_reason(ws: Path, scripts: Path) -> None:
     command = script(scripts, "stop.sh", """echo '{"continue": false, "stopReason": "quota reached"}'\n""")
     tool = await runner([HookSpec("PreToolUse", command)], ws).pre_tool_use("shell", {})
