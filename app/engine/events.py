@@ -71,6 +71,7 @@ class RequestStarted(Event):
     predicted_bytes: int
     attempt: int = 0
     level: int = 0
+    started_at: float | None = None  # wall clock (epoch seconds) when it was sent, as stored
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,7 @@ class RequestFinished(Event):
     kind: str | None = None  # failure kind, None on success
     reason: str = ""
     level: int = 0
+    started_at: float | None = None  # wall clock (epoch seconds) when it was sent, as stored
 
 
 @dataclass(frozen=True)

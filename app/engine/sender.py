@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import time
@@ -159,7 +160,6 @@ class Sender:
         self.sleep = sleep
         self.draft = DraftWriter(session.folder)
         self._visible: list[str] = []  # what the current (or last cancelled) request made visible
-        self._started_at = time.time()
 
     @property
     def streamed_text(self) -> str:
@@ -191,10 +191,13 @@ class Sender:
     async def _send_once(self, request: Request, *, level: int, attempt: int, stream_text: bool) -> StreamResult:
         request_id = new_id("r")
         started = time.monotonic()
-        self._started_at = time.time()
-        self._record(request_id, request, level=level, attempt=attempt, outcome="sending")
+        started_at = time.time()
+        record = functools.partial(self._record, request_id, request, level=level, attempt=attempt,
+                                   started_at=started_at)
+        record(outcome="sending")
         self.emit(RequestStarted(request_id=request_id, route=self.route, purpose=request.purpose,
-                                 predicted_bytes=request.predicted_bytes, attempt=attempt, level=level))
+                                 predicted_bytes=request.predicted_bytes, attempt=attempt, level=level,
+                                 started_at=started_at))
         text: list[str] = []
         chars = 0
         self._visible = []
@@ -232,8 +235,7 @@ class Sender:
             error.output_visible = visible
             failure = classify(error, drop_threshold=self.drop_threshold)
             latency = (time.monotonic() - started) * 1000
-            self._record(request_id, request, level=level, attempt=attempt, outcome="failed", error=error,
-                         failure=failure, latency_ms=latency)
+            record(outcome="failed", error=error, failure=failure, latency_ms=latency)
             self.session.counters.requests += 1
             self.session.counters.failed_requests += 1
             self.session.counters.add_rejection(failure.kind)
@@ -242,13 +244,13 @@ class Sender:
                                       predicted_bytes=request.predicted_bytes,
                                       bytes=error.request_bytes or request.actual_bytes,
                                       status=error.status, latency_ms=round(latency, 1), kind=failure.kind,
-                                      reason=failure.reason, level=level))
+                                      reason=failure.reason, level=level, started_at=started_at))
             if self.on_rejection is not None:
                 await self.on_rejection(failure, request)
             raise RequestFailed(error, failure, request, "".join(text), request_id, tool_calls) from raised
         except asyncio.CancelledError:
             latency = (time.monotonic() - started) * 1000
-            self._record(request_id, request, level=level, attempt=attempt, outcome="cancelled", latency_ms=latency)
+            record(outcome="cancelled", latency_ms=latency)
             self.session.counters.requests += 1
             self.session.save_counters()
             raise
@@ -264,18 +266,18 @@ class Sender:
         self.session.counters.requests += 1
         self.session.save_counters()
         self._visible = []
-        self._record(request_id, request, level=level, attempt=attempt, outcome="ok", latency_ms=latency,
-                     usage=usage, cost=cost)
+        record(outcome="ok", latency_ms=latency, usage=usage, cost=cost)
         self.emit(RequestFinished(request_id=request_id, route=self.route, purpose=request.purpose,
                                   predicted_bytes=request.predicted_bytes, bytes=request.actual_bytes,
-                                  status=request.status or 200, latency_ms=round(latency, 1), level=level))
+                                  status=request.status or 200, latency_ms=round(latency, 1), level=level,
+                                  started_at=started_at))
         return StreamResult("".join(text), tool_calls, usage, stop_reason, request, request_id)
 
-    def _record(self, request_id: str, request: Request, *, level: int, attempt: int, outcome: str,
-                error: ProviderError | None = None, failure: Failure | None = None, latency_ms: float | None = None,
-                usage: Usage | None = None, cost: float | None = None) -> None:
+    def _record(self, request_id: str, request: Request, *, level: int, attempt: int, started_at: float,
+                outcome: str, error: ProviderError | None = None, failure: Failure | None = None,
+                latency_ms: float | None = None, usage: Usage | None = None, cost: float | None = None) -> None:
         record: dict[str, Any] = {
-            "id": request_id, "session_id": self.session.id, "created_at": self._started_at, "route": self.route,
+            "id": request_id, "session_id": self.session.id, "created_at": started_at, "route": self.route,
             "provider": request.provider, "model": request.model, "url": request.url, "purpose": request.purpose,
             "attempt": attempt, "level": level, "predicted_bytes": request.predicted_bytes,
             "actual_bytes": request.actual_bytes, "request_headers": redact_headers(request.request_headers),

@@ -162,6 +162,24 @@ async def test_events_dispatched_before_mount_are_replayed():
         assert [s.bytes for s in inspector.payload.samples] == [1_000_000]
 
 
+async def test_a_request_row_shows_when_it_was_sent_not_when_the_event_was_handled():
+    inspector = Inspector(clock=lambda: FIXED_NOW, tz=UTC)
+    sent = FIXED_NOW - 65  # the UI was busy, or the panel mounted a minute later
+    inspector.dispatch(RequestStarted("r1", "lab", "chat", 1_000, started_at=sent))
+    inspector.dispatch(dataclasses.replace(finished("r1", 1_000), started_at=sent))
+    inspector.dispatch(RequestStarted("r2", "lab", "chat", 2_000, started_at=sent + 1))
+
+    class Early(InspectorApp):
+        def compose(self) -> ComposeResult:
+            yield inspector
+
+    app = Early()
+    async with app.run_test(size=(80, 50)) as pilot:
+        await settle(pilot)
+        table = inspector.requests.table
+        assert [str(table.get_row(key)[0]) for key in ("r1", "r2")] == ["14:01:02", "14:01:03"]
+
+
 async def test_text_deltas_reach_no_panel():
     app = InspectorApp()
     async with app.run_test(size=(80, 50)) as pilot:

@@ -107,14 +107,14 @@ error body and a preview of what was sent.
     # -- events ----------------------------------------------------------------------------------------
     def on_engine_event(self, event: Event) -> None:
         if isinstance(event, RequestStarted):
-            record = {"id": event.request_id, "created_at": self.now(), "route": event.route,
+            record = {"id": event.request_id, "created_at": event.started_at or self.now(), "route": event.route,
                       "purpose": event.purpose, "predicted_bytes": event.predicted_bytes, "actual_bytes": None,
                       "status": None, "latency_ms": None, "kind": None, "reason": "", "evidence": [],
                       "attempt": event.attempt, "level": event.level, "outcome": "sending"}
             self._upsert({**record, **self.records.get(event.request_id, {})})  # a stored row wins
         elif isinstance(event, RequestFinished):
             record = self.records.get(event.request_id) or {
-                "id": event.request_id, "created_at": self.now(), "attempt": 0, "evidence": []}
+                "id": event.request_id, "created_at": event.started_at or self.now(), "attempt": 0, "evidence": []}
             record.update({"route": event.route, "purpose": event.purpose, "predicted_bytes": event.predicted_bytes,
                            "actual_bytes": event.bytes, "status": event.status, "latency_ms": event.latency_ms,
                            "kind": event.kind, "reason": event.reason, "level": event.level,
