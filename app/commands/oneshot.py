@@ -61,7 +61,8 @@ def text_printer(event: Event) -> None:
     elif isinstance(event, Notice):
         _stderr(f"{_LEVEL_MARK.get(event.level, 'ℹ')} {event.text}")
     elif isinstance(event, Rejection):
-        _stderr(f"⚠ rejected ({event.kind}, {format_size(event.bytes)}): {event.reason}")
+        verb = "rejected" if event.status is not None else "failed"  # no status: no answer came back
+        _stderr(f"⚠ {verb} ({event.kind}, {format_size(event.bytes)}): {event.reason}")
     elif isinstance(event, Retry):
         _stderr(f"↻ {event.kind}: retry {event.attempt}/{event.max_attempts} in {event.delay_s:.1f}s")
     elif isinstance(event, RecoveryStep):

@@ -206,6 +206,21 @@ def describe_action(failure: Failure) -> str:
     return "fail: nothing to recover; the error is shown as it came"
 
 
+def give_up_advice(failure: Failure, url: str | None = None) -> str:
+    """What the user can do once bulkhead's own retries of a transient failure have run out."""
+    kind = failure.kind
+    if kind == RATE_LIMIT:
+        return "the provider is limiting requests: wait a minute, then /retry (or switch route with /model)"
+    if kind == OVERLOADED:
+        return "the provider is overloaded: /retry in a few minutes, or switch route with /model"
+    if kind == SERVER_ERROR:
+        return "the provider or gateway keeps failing: /retry later; if it persists, check its status page"
+    if kind == TIMEOUT:
+        return "no answer in time: /retry; for long answers raise request_timeout in config.toml"
+    where = url or "the route's base_url"
+    return f"check that {where} is reachable (network, VPN, HTTPS_PROXY), then /retry"
+
+
 def explain(failure: Failure, *, learned_cap: int | None = None, level: int | None = None) -> str:
     """One copyable plain-text sentence: what rejected the request, the signals, and the outcome."""
     sentence = failure.reason or HEADLINES.get(failure.kind, failure.kind)

@@ -363,6 +363,13 @@ class Engine:
                                  f"/retry to ask again", failed.failure, visible=True) from failed
             if failed.failure.recoverable:
                 result = await self.recovery.recover(failed, max_tokens=max_tokens, turn=turn)
+            elif failed.failure.transient:  # the sender's retries ran out
+                from app.engine.failures import give_up_advice
+
+                retries = self.sender.retry_policy.max_attempts
+                raise TurnFailed(f"{failed.failure.reason} — still failing after {retries} "
+                                 f"{'retry' if retries == 1 else 'retries'}: "
+                                 f"{give_up_advice(failed.failure, request.url)}", failed.failure) from failed
             else:
                 from app.engine.failures import describe_action
 

@@ -354,7 +354,8 @@ class Chat(VerticalScroll, can_focus=True):
             status = f"{event.status} " if event.status else ""
             await self.add_notice(f"{status}{event.kind}{size}: {event.reason}"
                                   + (" — recovering" if event.recoverable else ""),
-                                  level="warn" if event.recoverable else "error", code="rejection", title="rejected")
+                                  level="warn" if event.recoverable else "error", code="rejection",
+                                  title="rejected" if event.status is not None else "failed")
 
     async def _on_message_added(self, event: MessageAdded) -> None:
         if event.role == "assistant":

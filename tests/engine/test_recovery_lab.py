@@ -110,6 +110,23 @@ async def test_reset_on_a_small_request_is_retried_without_compaction(make_harne
     assert h.of_type("recovery") == []
 
 
+@pytest.mark.parametrize(("faults", "advice"), [
+    ("529:1", "the provider is overloaded: /retry in a few minutes"),
+    ("drop:1", "check that {url}/v1/chat/completions is reachable (network, VPN, HTTPS_PROXY), then /retry"),
+])
+async def test_when_retries_run_out_the_error_says_what_to_do(make_harness, lab, faults, advice):
+    lab.configure(faults=faults)
+    h = make_harness("openai", retry_max_attempts=2)
+
+    result = await h.engine.submit("hello")
+
+    assert result.outcome == "failed"
+    assert len(h.sleeps) == 2 and len(_requests(h)) == 3
+    assert "still failing after 2 retries: " + advice.format(url=lab.url) in result.error
+    assert "never compact" not in result.error  # the plan is not advice
+    assert [m.role for m in h.session.master] == ["user"]  # the prompt is kept for /retry
+
+
 async def test_system_prompt_bigger_than_the_rejection_fails_fast(make_harness, lab):
     lab.configure(gateway="nginx", cap="32KB")
     h = make_harness("anthropic", system="You are a careful assistant. " * 2000)  # ≈ 58 KB of system prompt

@@ -30,6 +30,7 @@ from app.engine.failures import (
     classify_fields,
     describe_action,
     explain,
+    give_up_advice,
 )
 from app.providers.base import ProviderError
 
@@ -214,6 +215,24 @@ def test_explain_is_one_copyable_sentence():
 ])
 def test_describe_action(kwargs, words):
     assert words in describe_action(classify_fields(**kwargs))
+
+
+@pytest.mark.parametrize(("kwargs", "words"), [
+    ({"status": 429, "message": "slow down"}, "wait a minute, then /retry"),
+    ({"status": 529, "message": "Overloaded"}, "the provider is overloaded"),
+    ({"status": 502, "message": "Bad Gateway"}, "check its status page"),
+    ({"status": 504, "message": "Gateway Time-out"}, "raise request_timeout"),
+])
+def test_give_up_advice_fits_the_kind(kwargs, words):
+    failure = classify_fields(**kwargs)
+    assert failure.transient
+    assert words in give_up_advice(failure)
+
+
+def test_give_up_advice_for_a_network_failure_names_the_url():
+    failure = classify_fields(message="Connection error.", request_bytes=1_000)
+    assert give_up_advice(failure, "https://gw.example.com/v1/messages") == (
+        "check that https://gw.example.com/v1/messages is reachable (network, VPN, HTTPS_PROXY), then /retry")
 
 
 def test_explain_for_a_failure_that_stops():
