@@ -180,6 +180,21 @@ async def test_a_request_row_shows_when_it_was_sent_not_when_the_event_was_handl
         assert [str(table.get_row(key)[0]) for key in ("r1", "r2")] == ["14:01:02", "14:01:03"]
 
 
+async def test_a_completed_request_widens_its_columns():
+    app = InspectorApp()
+    async with app.run_test(size=(120, 50)) as pilot:
+        inspector = app.inspector
+        inspector.dispatch(RequestStarted("r1", "lab", "chat", 4_600))
+        await pilot.pause()
+        inspector.dispatch(finished("r1", 35_900_000, status=413, kind="payload_too_large"))
+        await pilot.pause()
+        table = inspector.requests.table
+        cells = [str(cell) for cell in table.get_row("r1")]
+        assert cells[1:5] == ["413", "payload_too_large", "34.2 MB", "34.2 MB"]
+        for key, text in zip(("status", "kind", "predicted", "actual"), cells[1:5], strict=True):
+            assert table.columns[key].content_width >= len(text), key  # nothing is cut
+
+
 async def test_text_deltas_reach_no_panel():
     app = InspectorApp()
     async with app.run_test(size=(80, 50)) as pilot:

@@ -178,7 +178,7 @@ Everything a compaction or a recovery dropped or cut is archived, content-addres
         for entry in entries:
             if entry.key in self.entries:
                 self.entries[entry.key] = entry
-                table.update_cell(entry.key, "age", age_text(now - entry.created_at))
+                table.update_cell(entry.key, "age", age_text(now - entry.created_at), update_width=True)
                 continue
             self.entries[entry.key] = entry
             table.add_row(entry.key, entry.reason, format_size(entry.bytes), age_text(now - entry.created_at),

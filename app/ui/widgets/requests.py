@@ -137,7 +137,7 @@ error body and a preview of what was sent.
         if request_id in self.records and request_id in table.rows:
             self.records[request_id] = record
             for (_, key), value in zip(COLUMNS, cells, strict=True):
-                table.update_cell(request_id, key, value)
+                table.update_cell(request_id, key, value, update_width=True)
             if request_id == self.selected_id:
                 self._show_detail(request_id)
             return
