@@ -374,7 +374,7 @@ class Chat(VerticalScroll, can_focus=True):
     async def _on_compaction(self, event: Compaction) -> None:
         if event.outcome == "applied":
             archived = f", {len(event.archive_keys)} segment(s) archived" if event.archive_keys else ""
-            level = f" L{event.level}" if event.level else ""
+            level = f" L{event.level}" if event.level and event.method != f"L{event.level}" else ""
             await self.add_notice(f"{event.method}{level}: {format_size(event.bytes_before)} → "
                                   f"{format_size(event.bytes_after)}, {event.messages_before} → "
                                   f"{event.messages_after} messages{archived} (/rewind compact undoes it)",

@@ -19,7 +19,7 @@ from textual import events
 from textual.widgets import Static
 
 from app.config import Route, load_settings
-from app.engine.events import AnswerFinished, Notice, TextDelta
+from app.engine.events import AnswerFinished, Compaction, Notice, TextDelta
 from app.lab.embedded import LabHandle, start_embedded_lab
 from app.state import State
 from app.ui.app import SDK_MODULES, BulkheadApp
@@ -404,6 +404,18 @@ async def test_compact_rewind_and_recall(lab, tmp_path):
         await send(pilot, "/rewind compact")
         assert len(app.engine.session.views) == views_before
         assert app.chat.notices("rewind")
+
+
+@pytest.mark.parametrize(("method", "level", "shown"), [
+    ("summary", 2, "summary L2: 400.0 KB → 100.0 KB"), ("L3", 3, "L3: 400.0 KB → 100.0 KB"),
+])
+async def test_a_compaction_notice_names_its_method_once(lab, tmp_path, method, level, shown):
+    app = make_app(lab_settings(lab), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        app.post_message(EngineEvent(Compaction("manual", method, "applied", 409_600, 102_400, 9, 6, level=level)))
+        await until(pilot, lambda: app.chat.notices("compaction"), "the compaction notice")
+        assert app.chat.notices("compaction")[0].copy_text().startswith(f"compacted (manual): {shown}, 9 → 6 ")
 
 
 async def test_escape_cancels_a_running_compact(lab, tmp_path):
