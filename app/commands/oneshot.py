@@ -147,8 +147,12 @@ def run(args) -> int:
             json_printer_result = {"type": "result", "text": result.text, "session_id": engine.session.id,
                                    "outcome": result.outcome, "error": result.error}
             sys.stdout.write(json.dumps(json_printer_result, ensure_ascii=False) + "\n")
-        elif result.text and not result.text.endswith("\n"):
-            sys.stdout.write("\n")
+        else:
+            if result.text and not result.text.endswith("\n"):
+                sys.stdout.write("\n")
+            if result.outcome in ("failed", "partial"):  # the advice names TUI commands: say where they are
+                _stderr(f"  the session is kept: `bulkhead --resume {engine.session.id}` opens it (/retry, "
+                        f"/compact, /model work there); `bulkhead -c -p …` continues it here")
         sys.stdout.flush()
         return 0 if result.outcome == "answered" else 1
 

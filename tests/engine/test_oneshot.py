@@ -57,3 +57,18 @@ def test_a_broken_config_names_the_file_and_line(tmp_path):
     assert done.returncode == 2
     assert f"{config}:2" in done.stderr and "5XB" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_failed_turn_says_how_to_pick_the_session_up(lab, tmp_path):
+    lab.configure(faults="500:1")
+    config = tmp_path / "config.toml"
+    config.write_text(f'default_route = "gw"\n[routes.gw]\nprovider = "lab"\nbase_url = "{lab.url}"\n')
+
+    done = _run("-p", "hi", env_extra={"BULKHEAD_CONFIG": str(config), "BULKHEAD_RETRY_MAX_ATTEMPTS": "1",
+                                       "BULKHEAD_RETRY_BASE_DELAY": "0.01"})
+
+    assert done.returncode == 1 and done.stdout == ""
+    assert "still failing after 1 retry: the provider or gateway keeps failing" in done.stderr
+    resume = done.stderr.splitlines()[-1]
+    assert resume.strip().startswith("the session is kept: `bulkhead --resume s_")
+    assert "Traceback" not in done.stderr
