@@ -8,12 +8,16 @@ from pathlib import Path
 import pytest
 
 _SCRUB = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
-          "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_DEFAULT_PROFILE", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL")
+          "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_DEFAULT_PROFILE", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL",
+          # the machine's proxy and CA settings: local servers are reached directly; tests that need
+          # a proxy or a bundle set their own
+          "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY",
+          "no_proxy", "SSL_CERT_FILE", "SSL_CERT_DIR", "AWS_CA_BUNDLE")
 
 
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A private data folder and config path per test; no BULKHEAD_*, provider or AWS variables leak in."""
+    """A private data folder and config path per test; no BULKHEAD_*, provider, AWS or proxy variables leak in."""
     for name in list(os.environ):
         if name.startswith("BULKHEAD_") or name in _SCRUB:
             monkeypatch.delenv(name, raising=False)

@@ -116,4 +116,9 @@ def check(args=None) -> int:
                   f"{f' (profile {route.profile})' if route.profile else ''}; region {route.region or 'from AWS config'}")
         else:
             print(f"✓ routes.{route.name}: lab model, no key needed")
+    from app.network_env import network_lines
+
+    for line in network_lines():
+        problems += not line.ok
+        print(f"{'•' if line.ok else '✖'} network: {line.text}")
     return 1 if problems else 0

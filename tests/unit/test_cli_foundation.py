@@ -134,6 +134,27 @@ def test_config_check_passes_with_a_key_and_never_prints_it(tmp_path, monkeypatc
     assert FAKE_KEY not in out + err
 
 
+def test_config_check_shows_the_proxy_and_ca_bundle_without_the_password(tmp_path, monkeypatch, capsys):
+    bundle = tmp_path / "corp-ca.pem"
+    bundle.write_text("-----BEGIN CERTIFICATE-----\n", encoding="utf-8")
+    monkeypatch.setenv("HTTPS_PROXY", "http://alice:s3cret-pass@proxy.corp:8080")
+    monkeypatch.setenv("no_proxy", "localhost,.corp")
+    monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
+    code, out, err = run_cli(capsys, "config", "check")
+    assert code == 0
+    assert "• network: HTTPS_PROXY=http://alice:***@proxy.corp:8080" in out
+    assert "• network: NO_PROXY=localhost,.corp" in out
+    assert f"• network: SSL_CERT_FILE={bundle} (trusted by Anthropic, OpenAI)" in out
+    assert "s3cret-pass" not in out + err
+
+
+def test_config_check_flags_a_missing_ca_bundle(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("AWS_CA_BUNDLE", str(tmp_path / "gone.pem"))
+    code, out, _ = run_cli(capsys, "config", "check")
+    assert code == 1
+    assert f"✖ network: AWS_CA_BUNDLE={tmp_path / 'gone.pem'}: no such file — Bedrock requests will fail TLS" in out
+
+
 def test_config_check_reports_a_broken_file(tmp_path, capsys):
     path = tmp_path / "config.toml"
     path.write_text("approval = 'sometimes'\n", encoding="utf-8")

@@ -1,0 +1,63 @@
+"""What the providers' HTTP stacks take from the environment: proxies and CA bundles.
+
+The Anthropic and OpenAI SDKs (httpx) and boto3 all read `HTTPS_PROXY` / `HTTP_PROXY` /
+`NO_PROXY`; the httpx SDKs trust `SSL_CERT_FILE` / `SSL_CERT_DIR`, boto3 `AWS_CA_BUNDLE`.
+`bulkhead config check` reports them — proxy passwords hidden — and flags a CA bundle that
+does not exist, the usual cause of TLS errors behind a TLS-inspecting proxy.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+PROXY_VARIABLES = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "NO_PROXY")
+CA_VARIABLES = (("SSL_CERT_FILE", "Anthropic, OpenAI", False), ("SSL_CERT_DIR", "Anthropic, OpenAI", True),
+                ("AWS_CA_BUNDLE", "Bedrock", False))
+
+
+@dataclass(frozen=True)
+class NetworkLine:
+    ok: bool
+    text: str
+
+
+def hide_password(url: str) -> str:
+    """`http://alice:s3cret@proxy:8080` → `http://alice:***@proxy:8080` (anything else unchanged)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "(unparsable URL hidden)"
+    if parts.password is None:
+        return url
+    host = parts.netloc.rsplit("@", 1)[1]
+    return parts._replace(netloc=f"{parts.username}:***@{host}").geturl()
+
+
+def _get(env: Mapping[str, str], name: str) -> str | None:
+    return env.get(name) or env.get(name.lower()) or None
+
+
+def network_lines(env: Mapping[str, str] | None = None) -> list[NetworkLine]:
+    """One line per proxy or CA variable that is set; nothing when none is."""
+    env = os.environ if env is None else env
+    lines: list[NetworkLine] = []
+    for name in PROXY_VARIABLES:
+        value = _get(env, name)
+        if value:
+            shown = value if name == "NO_PROXY" else hide_password(value)
+            lines.append(NetworkLine(True, f"{name}={shown}"))
+    for name, used_by, is_dir in CA_VARIABLES:
+        value = env.get(name)  # read in upper case only
+        if not value:
+            continue
+        exists = os.path.isdir(value) if is_dir else os.path.isfile(value)
+        if exists:
+            lines.append(NetworkLine(True, f"{name}={value} (trusted by {used_by})"))
+        else:
+            kind = "folder" if is_dir else "file"
+            lines.append(NetworkLine(False, f"{name}={value}: no such {kind} — {used_by} requests will fail TLS "
+                                            f"verification; point it at your proxy's CA bundle or unset it"))
+    return lines
