@@ -50,6 +50,7 @@ from app.ui.prompt import PromptArea, PromptBox, PromptHistory, history_path
 PANEL_KEYS = 7  # ctrl+1 … ctrl+7 (alt+1 … alt+7 where ctrl+digit never arrives)
 DEFAULT_PANELS = ("payload", "ladder", "compaction", "archive", "requests", "hooks", "cost")
 SDK_MODULES = {"anthropic": "anthropic", "lab": "anthropic", "openai": "openai", "bedrock": "boto3"}
+INTERRUPT_QUIT_WINDOW_S = 2.0  # a second Ctrl+C on an empty, idle prompt within this quits
 GC_YOUNG_THRESHOLD = 5_000  # allocations between young collections (Python's default: 700); see tune_gc
 
 
@@ -129,6 +130,8 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         Binding("f1,alt+h", "help", "Help", tooltip="Help for the focused pane, every key and command", id="app.help"),
         Binding("escape", "cancel", "Cancel", tooltip="Cancel the running turn or compaction", priority=True,
                 show=False, id="app.cancel"),
+        Binding("ctrl+c", "interrupt", "Interrupt", priority=True, show=False, id="app.interrupt",
+                tooltip="Cancel the running turn; else copy the selection or clear the prompt; twice quits"),
         Binding("ctrl+o,f6", "focus_chat", "Chat", tooltip="Move into the chat to copy or fold (Esc returns)",
                 id="app.chat"),
         Binding("ctrl+end,alt+down", "jump_latest", "Latest", tooltip="Jump to the newest output and follow it",
@@ -169,6 +172,7 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         self._compact_cancel: asyncio.Event | None = None
         self._unsubscribe: Callable[[], None] | None = None
         self._quitting = False
+        self._last_interrupt = -INTERRUPT_QUIT_WINDOW_S
         self._theme_ready = False
         self.history = PromptHistory(history_path(self.workspace))
         self.last_copy: CopyResult | None = None
@@ -406,6 +410,33 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
             self.prompt_box.busy_text = "cancelling the compaction"
             return
         self.workers.cancel_group(self, "turn")
+
+    async def action_interrupt(self) -> None:
+        """Ctrl+C as in other terminal agents: cancel what runs; else copy the selection, else clear
+        the prompt (↑ brings it back); on an empty, idle prompt a second press within 2 s quits."""
+        if len(self.screen_stack) > 1:
+            raise SkipAction()  # the palette, help or sessions screen handles its own Ctrl+C
+        if self.busy and self.engine is not None:
+            self.action_cancel()
+            return
+        selected = self.screen.get_selected_text()
+        if not selected and isinstance(self.focused, PromptArea):
+            selected = self.focused.selected_text
+        if selected:
+            self.copy(selected, "the selection")
+            return
+        prompt = self.prompt
+        if prompt.text.strip():
+            self.history.add(prompt.text)
+            prompt.set_text("")
+            self.notify("Prompt cleared — ↑ brings it back", timeout=3)
+            return
+        now = time.monotonic()
+        if now - self._last_interrupt <= INTERRUPT_QUIT_WINDOW_S:
+            await self.action_quit()
+            return
+        self._last_interrupt = now
+        self.notify("Press Ctrl+C again to quit (or Ctrl+Q)", timeout=INTERRUPT_QUIT_WINDOW_S)
 
     async def approve_tool(self, name: str, args: dict, why: str) -> bool:
         """The engine's approver: an inline approve/deny in the tool's block."""

@@ -100,7 +100,7 @@ class PromptArea(TextArea):
 - **Enter**: send · **Ctrl+J** or **Alt+Enter** (Shift+Enter where it arrives): new line
 - **↑** on the first line / **↓** on the last: previous / next prompt of this workspace
 - **/**: slash commands — **Tab** completes the highlighted one, ↑/↓ choose
-- **Esc**: cancel the running turn · **Ctrl+O**: move into the chat to copy
+- **Esc** or **Ctrl+C**: cancel the running turn (idle, Ctrl+C clears the prompt; twice quits) · **Ctrl+O**: move into the chat to copy
 """
 
     BINDINGS = [

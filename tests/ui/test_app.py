@@ -164,6 +164,40 @@ async def test_escape_cancels_a_slow_stream_and_marks_it_partial(lab, tmp_path):
         assert app.engine.tool_cancel.is_set()
 
 
+async def test_ctrl_c_cancels_a_running_turn_like_escape(lab, tmp_path):
+    lab.configure(faults="slow:1", slow_pause=0.2)
+    app = make_app(lab_settings(lab), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        app.prompt.set_text("!big 8KB")
+        await pilot.press("enter")
+        await until(pilot, lambda: app.chat.last_answer() is not None and app.chat.last_answer().raw,
+                    "the first streamed text")
+        await pilot.press("ctrl+c")
+        await settle(pilot)
+        assert not app.busy and app.is_running  # cancelled, not quit
+        assert app.chat.last_answer().partial
+        assert app.engine.session.master[-1].meta.partial
+
+
+async def test_ctrl_c_clears_the_prompt_then_twice_on_an_empty_prompt_quits(lab, tmp_path):
+    app = make_app(lab_settings(lab), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        app.prompt.set_text("a long prompt I did not mean to lose")
+        await pilot.press("ctrl+c")
+        assert app.prompt.text == ""
+        await pilot.press("up")  # it went to the history
+        assert app.prompt.text == "a long prompt I did not mean to lose"
+        app.prompt.set_text("")
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        assert app.is_running  # one press on an empty prompt only says how to quit
+        await pilot.press("ctrl+c")
+        await until(pilot, lambda: not app.is_running, "the app to exit")
+    assert app.return_code == 0
+
+
 async def test_ctrl_q_during_a_turn_quits_cleanly(lab, tmp_path):
     lab.configure(faults="slow:1", slow_pause=0.2)
     app = make_app(lab_settings(lab), tmp_path)
