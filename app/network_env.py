@@ -33,7 +33,7 @@ def hide_password(url: str) -> str:
     if parts.password is None:
         return url
     host = parts.netloc.rsplit("@", 1)[1]
-    return parts._replace(netloc=f"{parts.username}:***@{host}").geturl()
+    return parts._replace(netloc=f"{parts.username or ''}:***@{host}").geturl()
 
 
 def _get(env: Mapping[str, str], name: str) -> str | None:

@@ -254,7 +254,8 @@ def _python_grep(pattern: str, root: Path, file_glob: str | None, where: str,
         return error(f"grep: invalid regular expression /{pattern}/: {exc}")
     keep = _glob_filter(file_glob)
     if root.is_dir():
-        files = (path for path in _walk(root, _git_ignored(root)) if keep(path.relative_to(root).as_posix(), path.name))
+        walked = _walk(root, _git_ignored(root))
+        files = (path for path in walked if keep(path.relative_to(root).as_posix(), path.name))
     else:
         files = iter([root])
     collector = _Collector()
