@@ -367,9 +367,10 @@ class Engine:
                 from app.engine.failures import give_up_advice
 
                 retries = self.sender.retry_policy.max_attempts
-                raise TurnFailed(f"{failed.failure.reason} — still failing after {retries} "
-                                 f"{'retry' if retries == 1 else 'retries'}: "
-                                 f"{give_up_advice(failed.failure, request.url)}", failed.failure) from failed
+                tried = (f"still failing after {retries} {'retry' if retries == 1 else 'retries'}" if retries
+                         else "not retried (retry_max_attempts = 0)")
+                raise TurnFailed(f"{failed.failure.reason} — {tried}: {give_up_advice(failed.failure, request.url)}",
+                                 failed.failure) from failed
             else:
                 from app.engine.failures import describe_action
 

@@ -127,6 +127,16 @@ async def test_when_retries_run_out_the_error_says_what_to_do(make_harness, lab,
     assert [m.role for m in h.session.master] == ["user"]  # the prompt is kept for /retry
 
 
+async def test_with_retries_off_the_error_says_so(make_harness, lab):
+    lab.configure(faults="500:1")
+    h = make_harness("anthropic", retry_max_attempts=0)
+
+    result = await h.engine.submit("hello")
+
+    assert result.outcome == "failed" and h.sleeps == []
+    assert "not retried (retry_max_attempts = 0): the provider or gateway keeps failing" in result.error
+
+
 async def test_system_prompt_bigger_than_the_rejection_fails_fast(make_harness, lab):
     lab.configure(gateway="nginx", cap="32KB")
     h = make_harness("anthropic", system="You are a careful assistant. " * 2000)  # ≈ 58 KB of system prompt
