@@ -27,6 +27,8 @@ def to_markdown(session: Session) -> str:
         label = {"user": "User", "assistant": "Assistant", "tool": "Tool", "system": "System"}[message.role]
         if message.meta.origin == "notice":
             label = "Notice"
+        elif message.meta.origin == "mention":
+            label = "Attached by the user (@)"
         suffix = " _(partial — the stream was cut short)_" if message.meta.partial else ""
         lines += [f"## {label}{suffix}", ""]
         for part in message.parts:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 Role = Literal["system", "user", "assistant", "tool"]
-Origin = Literal["user", "model", "tool", "notice", "summary", "stub", "recall", "system"]
+Origin = Literal["user", "model", "tool", "notice", "summary", "stub", "recall", "system", "mention"]
 ROLES = ("system", "user", "assistant", "tool")
 
 

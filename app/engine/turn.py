@@ -39,8 +39,8 @@ from app.engine.events import (
     ViewChanged,
 )
 from app.engine.failures import Failure
-from app.engine.hooks import HookRunner
-from app.engine.messages import Image, Message, Text, ToolCall, ToolResult
+from app.engine.hooks import HookResult, HookRunner
+from app.engine.messages import Image, Message, Text, ToolCall, ToolResult, new_id
 from app.engine.payload import CapInfo, calibrate, effective_cap, preflight
 from app.engine.prompts import CONTINUATION, SYSTEM_PROMPT
 from app.engine.recovery import Recovery, TurnFailed
@@ -257,7 +257,7 @@ class Engine:
                 parts.append(Text(f"\n\n[hook context]\n{verdict.additional_context}"))
             self.session.append(Message.create("user", parts, turn=turn))
             self.emit(TurnStarted(turn=turn, prompt=prompt))
-            return await self._run_turn(turn)
+            return await self._run_turn(turn, mentions=self._mentions(prompt))
 
     async def retry(self) -> TurnResult:
         """`/retry`: ask again for the last turn (a failed or partial answer), from the current view."""
@@ -274,7 +274,18 @@ class Engine:
             self.emit(TurnStarted(turn=turn, prompt="/retry"))
             return await self._run_turn(turn)
 
-    async def _run_turn(self, turn: int) -> TurnResult:
+    def _mentions(self, prompt: str) -> list[ToolCall]:
+        """The prompt's `@paths` as the read_file / list_dir calls that attach them."""
+        from app.engine.mentions import find_mentions
+
+        limit = self.settings.max_mentions
+        found, extra = find_mentions(prompt, self.workspace, limit)
+        if extra:
+            self.emit(Notice(f"only the first {limit} @mentions are attached ({extra} more left out; "
+                             f"max_mentions in config.toml)", level="warn", code="mention"))
+        return [ToolCall(new_id("tm"), mention.tool, {"path": mention.path}) for mention in found]
+
+    async def _run_turn(self, turn: int, mentions: Sequence[ToolCall] = ()) -> TurnResult:
         max_tokens = self.max_tokens
         escalations = 0
         answer: list[str] = []
@@ -284,6 +295,9 @@ class Engine:
         budget = TurnBudget(max(1, int(self.settings.turn_budget_chars * float(self.session.flags.get("budget_scale", 1.0)))))
         stop_hook_active = False
         try:
+            if mentions:  # attached as if the model had read them, before it answers
+                self.session.append(Message.create("assistant", list(mentions), turn=turn, origin="mention"))
+                await self._run_tools(mentions, turn, budget, by_user=True)
             for _round in range(MAX_TOOL_ROUNDS):
                 await self._boundary(turn, max_tokens)
                 result = await self._request(turn, max_tokens)
@@ -403,8 +417,11 @@ class Engine:
         self.sender.forget_streamed_text()
 
     # -- tools ------------------------------------------------------------------------------------
-    async def _run_tools(self, calls, turn: int, budget) -> None:
-        """Run the model's tool calls in order: PreToolUse hook, approval, the tool, PostToolUse hook."""
+    async def _run_tools(self, calls, turn: int, budget, *, by_user: bool = False) -> None:
+        """Run the model's tool calls in order: PreToolUse hook, approval, the tool, PostToolUse hook.
+
+        `by_user`: the user's own `@mentions` — no hooks and no approval prompt (as in Claude Code).
+        """
         from app.tools.approval import denied_outcome, describe_call, needs_approval, outside_workspace
         from app.tools.base import ToolContext, run_tool
         from app.tools.budget import spill_folder
@@ -423,8 +440,12 @@ class Engine:
             ctx = ToolContext(workspace=self.workspace, session_folder=session.folder,
                               result_max_chars=budget.limit(result_max), recall=recall, cancel=self.tool_cancel)
             self.emit(ToolCallStarted(call_id=call.id, name=call.name, args=args))
-            verdict = await self.hooks.pre_tool_use(call.name, args)
-            if verdict.blocked:
+            verdict = HookResult() if by_user else await self.hooks.pre_tool_use(call.name, args)
+            if by_user:
+                self.emit(ToolApproval(call_id=call.id, name=call.name, decision="auto",
+                                       reason="attached by you with @"))
+                outcome = await run_tool(call.name, args, ctx)
+            elif verdict.blocked:
                 outcome = denied_outcome(call.name, verdict.reason, by="hook")
                 self.emit(ToolApproval(call_id=call.id, name=call.name, decision="denied",
                                        reason=f"blocked by hook: {verdict.reason}"))
@@ -452,7 +473,9 @@ class Engine:
                     self.emit(ToolApproval(call_id=call.id, name=call.name, decision="auto", reason=why))
                     outcome = await run_tool(call.name, args, ctx)
             budget.charge(outcome)
-            if outcome.is_error:
+            if by_user:
+                after = HookResult()
+            elif outcome.is_error:
                 after = await self.hooks.post_tool_use_failure(call.name, args, outcome.content[:2000],
                                                                outcome.content[:500])
             else:

@@ -185,7 +185,7 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
             with Vertical(id="chat-column"):
                 yield Chat(id="chat")
                 yield Static("▼ new output below — Ctrl+End jumps to it", id="new-output", markup=False)
-                yield PromptBox(history=self.history, id="prompt-box")
+                yield PromptBox(history=self.history, workspace=Path(self.workspace), id="prompt-box")
             yield self._make_inspector()
         yield Footer(id="footer")
 

@@ -2,8 +2,9 @@
 
 Enter sends. A newline is Ctrl+J or Alt+Enter (Shift+Enter too, where the terminal sends
 it — many never do). ↑ on the first line and ↓ on the last walk the history, which is kept
-per workspace in the data folder. Typing `/` shows the matching slash commands; Tab takes
-the highlighted one.
+per workspace in the data folder. Typing `/` shows the matching slash commands, typing `@`
+the matching files and folders of the workspace (one path segment at a time); Tab takes the
+highlighted one.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from textual.reactive import reactive
 from textual.widgets import Static, TextArea
 
 from app.config import data_home
+from app.engine.mentions import complete_mention
 from app.ui.commands import complete_slash
 
 HISTORY_LIMIT = 1000
@@ -100,6 +102,7 @@ class PromptArea(TextArea):
 - **Enter**: send · **Ctrl+J** or **Alt+Enter** (Shift+Enter where it arrives): new line
 - **↑** on the first line / **↓** on the last: previous / next prompt of this workspace
 - **/**: slash commands — **Tab** completes the highlighted one, ↑/↓ choose
+- **@path**: attach a file (or list a folder) of the workspace to the prompt — **Tab** completes the path
 - **Esc** or **Ctrl+C**: cancel the running turn (idle, Ctrl+C clears the prompt; twice quits) · **Ctrl+O**: move into the chat to copy
 """
 
@@ -124,12 +127,13 @@ class PromptArea(TextArea):
             self.completions = completions
             self.selected = selected
 
-    def __init__(self, *, history: PromptHistory | None = None, **kwargs) -> None:
+    def __init__(self, *, history: PromptHistory | None = None, workspace: Path | None = None, **kwargs) -> None:
         super().__init__(soft_wrap=True, show_line_numbers=False, tab_behavior="focus",
                          compact=True, highlight_cursor_line=False,
-                         placeholder="Ask anything · / for commands · Enter sends · Ctrl+J new line · F1 help",
+                         placeholder="Ask anything · / commands · @ files · Enter sends · Ctrl+J new line · F1 help",
                          **kwargs)
         self.prompt_history = history or PromptHistory(None)
+        self.workspace = workspace or Path.cwd()
 
     async def _on_key(self, event: events.Key) -> None:
         if event.key == "enter":
@@ -144,7 +148,19 @@ class PromptArea(TextArea):
 
     def _completion_differs(self) -> bool:
         word = self.completions[self.selected][0]
+        if word.startswith("@"):
+            return word != self._mention_at_cursor()[0]
         return not self.text.strip().startswith(word) and word.startswith(self.text.strip())
+
+    def _mention_at_cursor(self) -> tuple[str, tuple[int, int]]:
+        """The word before the cursor when it starts with `@` (else ""), and where it starts."""
+        row, column = self.cursor_location
+        before = self.document.get_line(row)[:column]
+        word = before.rsplit(None, 1)[-1] if before and not before[-1].isspace() else ""
+        at = word.find("@")
+        if at < 0 or (at and word[at - 1] not in "([{\"'"):
+            return "", (row, column)
+        return word[at:], (row, column - len(word) + at)
 
     def action_submit(self) -> None:
         text = self.text
@@ -186,7 +202,11 @@ class PromptArea(TextArea):
 
     # -- completion ------------------------------------------------------------------------------------
     def on_text_area_changed(self, event: TextArea.Changed) -> None:
-        self.completions = complete_slash(self.text)
+        completions = complete_slash(self.text)
+        if not completions:
+            word = self._mention_at_cursor()[0]
+            completions = [c for c in complete_mention(word, self.workspace) if c[0] != word] if word else []
+        self.completions = completions
         self.selected = 0
 
     def watch_completions(self, completions: list[tuple[str, str]]) -> None:
@@ -200,6 +220,10 @@ class PromptArea(TextArea):
             self.screen.focus_next()
             return
         word = self.completions[self.selected][0]
+        if word.startswith("@"):
+            _, start = self._mention_at_cursor()
+            self.replace(word if word.endswith("/") else word + " ", start, self.cursor_location)
+            return
         self.set_text(word + " ")
 
     def submit_done(self) -> None:
@@ -214,14 +238,15 @@ class PromptBox(Vertical):
     busy: reactive[bool] = reactive(False, init=False)
     busy_text: reactive[str] = reactive("", init=False)
 
-    def __init__(self, *, history: PromptHistory | None = None, **kwargs) -> None:
+    def __init__(self, *, history: PromptHistory | None = None, workspace: Path | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
         self._history = history
+        self._workspace = workspace
 
     def compose(self) -> ComposeResult:
         yield Static("", id="completions", markup=False)
         yield Static("", id="busy", markup=False)
-        yield PromptArea(history=self._history, id="prompt")
+        yield PromptArea(history=self._history, workspace=self._workspace, id="prompt")
 
     @property
     def prompt(self) -> PromptArea:
@@ -239,7 +264,8 @@ class PromptBox(Vertical):
                 text.append("\n")
             text.append(f" {word} ", style=style)
             text.append(f"  {help_}", style="dim")
-        text.append("\n Tab completes · ↑/↓ choose · Enter runs", style="dim italic")
+        text.append("\n Tab completes · ↑/↓ choose · Enter "
+                    + ("takes it" if event.completions[0][0].startswith("@") else "runs"), style="dim italic")
         widget.update(text)
         widget.display = True
 

@@ -125,6 +125,53 @@ async def test_a_rewritten_input_outside_the_workspace_still_asks(make_harness, 
     assert h.session.master[2].tool_results[0].is_error
 
 
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_an_at_mention_attaches_the_file_as_a_read(make_harness, provider, tmp_path):
+    guard = tmp_path / "guard.sh"
+    guard.write_text("#!/bin/sh\ncat > /dev/null\necho 'no reads' >&2\nexit 2\n")
+    guard.chmod(guard.stat().st_mode | stat.S_IEXEC)
+    asked: list[str] = []
+
+    async def deny(name, args, why):
+        asked.append(name)
+        return False
+
+    h = make_harness(provider, approval="ask", approver=deny,
+                     hooks=(HookSpec(event="PreToolUse", command=str(guard)),))
+    (h.engine.workspace / "notes.txt").write_text("alpha\nbeta\n")
+    (h.engine.workspace / "src").mkdir()
+    (h.engine.workspace / "src" / "main.py").write_text("print('hi')\n")
+
+    result = await h.engine.submit("what is in @notes.txt, and @src/? (not @nowhere.txt or bob@example.com)")
+
+    assert result.outcome == "answered", result.error
+    assert [m.role for m in h.session.master] == ["user", "assistant", "tool", "tool", "assistant"]
+    attach = h.session.master[1]
+    assert attach.meta.origin == "mention"
+    assert [(c.name, dict(c.args)) for c in attach.tool_calls] == [
+        ("read_file", {"path": "notes.txt"}), ("list_dir", {"path": "src/"})]
+    read, listing = (m.tool_results[0] for m in h.session.master[2:4])
+    assert "alpha" in read.content and not read.is_error
+    assert "main.py" in listing.content and not listing.is_error
+    assert asked == [] and h.of_type("hook") == []  # your own mention: no approval, no hook
+    assert "2 tool results" in h.session.master[-1].text  # the lab model saw both before answering
+    from app.export import to_markdown
+
+    assert "## Attached by the user (@)" in to_markdown(h.session)  # not shown as the model's call
+
+
+async def test_too_many_mentions_are_capped_with_a_notice(make_harness):
+    h = make_harness(max_mentions=2)
+    for name in "abc":
+        (h.engine.workspace / f"{name}.txt").write_text(name)
+
+    await h.engine.submit("@a.txt @b.txt @c.txt @a.txt")
+
+    assert [dict(c.args)["path"] for c in h.session.master[1].tool_calls] == ["a.txt", "b.txt"]
+    notice = [e.text for e in h.of_type("notice") if e.code == "mention"]
+    assert notice == ["only the first 2 @mentions are attached (1 more left out; max_mentions in config.toml)"]
+
+
 async def test_max_tokens_escalates_then_continues(make_harness):
     h = make_harness()
 

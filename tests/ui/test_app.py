@@ -607,6 +607,29 @@ async def test_completion_offers_compact_for_co(lab, tmp_path):
         assert not app.query_one("#completions").display
 
 
+async def test_at_completes_workspace_paths_and_the_mention_is_attached(lab, tmp_path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "parser.py").write_text("def parse():\n    return 42\n")
+    app = make_app(lab_settings(lab), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.press(*"explain @s")
+        assert [w for w, _ in app.prompt.completions] == ["@src/"]
+        await pilot.press("tab")  # a folder: completion goes on inside it
+        assert app.prompt.text == "explain @src/"
+        assert [w for w, _ in app.prompt.completions] == ["@src/parser.py"]
+        await pilot.press("enter")  # Enter takes the highlighted path first
+        assert app.prompt.text == "explain @src/parser.py " and not app.prompt.completions
+        await pilot.press(*"please", "enter")
+        await until(pilot, lambda: not app.busy and app.chat.last_answer() is not None, "the answer")
+        master = app.engine.session.master
+        assert master[1].meta.origin == "mention"
+        assert "return 42" in master[2].tool_results[0].content
+        block = app.chat._tools[master[1].tool_calls[0].id]
+        assert block.tool_name == "read_file" and block.done and not block.is_error
+        assert block.reason == "attached by you with @"
+
+
 async def test_history_recalls_the_previous_prompt(lab, tmp_path):
     app = make_app(lab_settings(lab), tmp_path)
     async with app.run_test(size=SIZE) as pilot:
