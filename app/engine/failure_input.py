@@ -382,6 +382,30 @@ def _sdk_transport(class_names: list[str]) -> str | None:
         return "connection"
     return None
 
+API_MESSAGE_MAX_CHARS = 100_000  # bodies longer than this are not parsed for the provider's own words
+
+
+def api_message(case: Case) -> str:
+    """The provider's own words from a JSON error body (`error.message`, `error` as a string,
+    `message`, `Message`, `detail`), whitespace collapsed; "" when the body is not such JSON."""
+    for text in (case.body, case.message[case.message.find("{"):] if "{" in case.message else ""):
+        if not text or len(text) > API_MESSAGE_MAX_CHARS:
+            continue
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(data, dict) and isinstance(data.get("error"), str) and data["error"].strip():
+            return " ".join(data["error"].split())  # Ollama, llama.cpp and other local servers
+        for candidate in (data.get("error") if isinstance(data, dict) else None, data):
+            if isinstance(candidate, dict):
+                for key in ("message", "Message", "detail"):
+                    said = candidate.get(key)
+                    if isinstance(said, str) and said.strip():
+                        return " ".join(said.split())
+    return ""
+
+
 def clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 

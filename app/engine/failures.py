@@ -20,6 +20,7 @@ from typing import Any
 
 from app.engine.failure_input import (
     Case,
+    api_message,
     clip,
     header_matches,
     make_case,
@@ -203,7 +204,7 @@ def describe_action(failure: Failure) -> str:
             return (f"retry with backoff (honouring retry-after {_format_seconds(failure.retry_after)}), "
                     f"a bounded number of times; never compact")
         return "retry with backoff and jitter, a bounded number of times; never compact"
-    return "fail: nothing to recover; the error is shown as it came"
+    return "fail: retrying or compacting would not help"
 
 
 def give_up_advice(failure: Failure, url: str | None = None) -> str:
@@ -539,10 +540,28 @@ def _fallback_rule(case: Case) -> _Verdict:
     if case.gateway:
         evidence.append(f"gateway {case.gateway}")
     if case.status is not None:
-        return _Verdict(OTHER, f"{case.status} with no sign of size, overflow, WAF or overload", evidence)
+        said = "" if case.html else api_message(case)
+        if not said:
+            return _Verdict(OTHER, f"{case.status} with no sign of size, overflow, WAF or overload", evidence)
+        evidence.append(f'message "{clip(said, 80)}"')
+        hint = _invalid_request_hint(case.status, said.lower())
+        return _Verdict(OTHER, f"{case.status} from the provider: “{clip(said, 200)}”"
+                        + (f" — {hint}" if hint else ""), evidence)
     if case.message or case.body:
         evidence.append(f'message "{clip(" ".join((case.message or case.body).split()), 80)}"')
     return _Verdict(OTHER, "no known signal (no status, no recognised wording)", evidence or ["no signal"])
+
+
+def _invalid_request_hint(status: int, said: str) -> str:
+    """What to change when the provider refuses a request as invalid (the usual cases)."""
+    if "model" in said and (status == 404 or any(word in said for word in (
+            "not found", "does not exist", "invalid", "not supported", "unknown", "no such"))):
+        return "check the route's `model` (the provider does not know it, or your key may not use it)"
+    if "max_tokens" in said or "max_output_tokens" in said or "maximum allowed number of output" in said:
+        return "lower `max_output_tokens` in config.toml (or the route's own)"
+    if status in (404, 405):
+        return "check the route's `base_url` (its path, e.g. a missing or doubled /v1)"
+    return ""
 
 
 _RULES: tuple[Callable[[Case], _Verdict | None], ...] = (

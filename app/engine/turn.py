@@ -388,8 +388,8 @@ class Engine:
             else:
                 from app.engine.failures import describe_action
 
-                raise TurnFailed(f"{failed.failure.reason} — {describe_action(failed.failure)}",
-                                 failed.failure) from failed
+                action = describe_action(failed.failure).removeprefix("fail: ")
+                raise TurnFailed(f"{failed.failure.reason} — {action}", failed.failure) from failed
         self._calibrate(result)
         return result
 

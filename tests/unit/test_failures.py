@@ -235,6 +235,22 @@ def test_give_up_advice_for_a_network_failure_names_the_url():
         "check that https://gw.example.com/v1/messages is reachable (network, VPN, HTTPS_PROXY), then /retry")
 
 
+@pytest.mark.parametrize(("status", "body", "reason"), [
+    (404, '{"error": {"type": "not_found_error", "message": "model: claude-9"}}',
+     "404 from the provider: “model: claude-9” — check the route's `model`"),
+    (400, '{"message": "Malformed input request: #: extraneous key [foo] is not permitted"}',
+     "400 from the provider: “Malformed input request: #: extraneous key [foo] is not permitted”"),
+    (404, '{"detail": "Not Found"}', "404 from the provider: “Not Found” — check the route's `base_url`"),
+    (400, '{"error": {"message": "   "}}', "400 with no sign of size, overflow, WAF or overload"),
+    (400, '["not", "an", "object"]', "400 with no sign of size, overflow, WAF or overload"),
+    (404, "<html><body>404 Not Found</body></html>", "404 with no sign of size, overflow, WAF or overload"),
+])
+def test_an_invalid_request_quotes_the_provider(status, body, reason):
+    failure = classify_fields(status, "", body)
+    assert failure.kind == "other" and reason in failure.reason
+    assert describe_action(failure) == "fail: retrying or compacting would not help"
+
+
 def test_explain_for_a_failure_that_stops():
     sentence = explain(classify_fields(401, "invalid x-api-key"))
     assert sentence.startswith("Authentication or permission refused: 401 Unauthorized; bulkhead stops here:")
