@@ -50,6 +50,7 @@ from app.ui.prompt import PromptArea, PromptBox, PromptHistory, history_path
 PANEL_KEYS = 7  # ctrl+1 … ctrl+7 (alt+1 … alt+7 where ctrl+digit never arrives)
 DEFAULT_PANELS = ("payload", "ladder", "compaction", "archive", "requests", "hooks", "cost")
 SDK_MODULES = {"anthropic": "anthropic", "lab": "anthropic", "openai": "openai", "bedrock": "boto3"}
+NARROW_COLUMNS = 110  # a terminal narrower than this starts with the inspector hidden (F2 shows it)
 INTERRUPT_QUIT_WINDOW_S = 2.0  # a second Ctrl+C on an empty, idle prompt within this quits
 GC_YOUNG_THRESHOLD = 5_000  # allocations between young collections (Python's default: 700); see tune_gc
 
@@ -173,6 +174,7 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         self._unsubscribe: Callable[[], None] | None = None
         self._quitting = False
         self._last_interrupt = -INTERRUPT_QUIT_WINDOW_S
+        self._narrow: bool | None = None  # which side of NARROW_COLUMNS the terminal was last on
         self._theme_ready = False
         self.history = PromptHistory(history_path(self.workspace))
         self.last_copy: CopyResult | None = None
@@ -485,6 +487,18 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
 
     def action_jump_latest(self) -> None:
         self.chat.action_jump_latest()
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Crossing NARROW_COLUMNS hides or shows the inspector; in between, F2 decides."""
+        narrow = event.size.width < NARROW_COLUMNS
+        if narrow == self._narrow:
+            return
+        first = self._narrow is None
+        self._narrow = narrow
+        self.set_class(narrow, "-hide-inspector")
+        if narrow and first:
+            self.notify(f"The terminal is {event.size.width} columns wide: the inspector is hidden to give the "
+                        f"chat room — F2 shows it.", timeout=6)
 
     def action_toggle_inspector(self) -> None:
         self.toggle_class("-hide-inspector")

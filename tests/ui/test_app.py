@@ -715,6 +715,23 @@ async def test_inspector_toggle_and_widen(lab, tmp_path):
         assert app.has_class("-wide-inspector") and app.inspector.display
 
 
+async def test_a_narrow_terminal_starts_with_the_inspector_hidden(lab, tmp_path):
+    app = make_app(lab_settings(lab), tmp_path)
+    async with app.run_test(size=(90, 30)) as pilot:
+        await ready(pilot)
+        assert app.has_class("-hide-inspector")
+        assert app.chat.size.width > 80  # the chat has the room
+        await pilot.press("f2")  # the user's choice wins
+        await pilot.pause()
+        assert not app.has_class("-hide-inspector")
+        await pilot.resize_terminal(160, 48)  # wide again: shown
+        await pilot.pause()
+        assert not app.has_class("-hide-inspector")
+        await pilot.resize_terminal(100, 48)  # narrow again: hidden again
+        await pilot.pause()
+        assert app.has_class("-hide-inspector")
+
+
 async def test_copy_message_and_code_block(lab, tmp_path, monkeypatch):
     monkeypatch.setattr("app.ui.app.system_copy", lambda text: (None, ""))
     app = make_app(lab_settings(lab), tmp_path)
