@@ -426,6 +426,15 @@ class Store:
             rows = self.query("SELECT * FROM archive ORDER BY created_at DESC, rowid DESC LIMIT ?", (limit,))
         return [self._entry(r) for r in rows]
 
+    def archive_keys(self, session_id: str, prefix: str = "", limit: int = 8) -> list[tuple[str, str, int, str]]:
+        """The newest keys of a session starting with the hex digits of `prefix` (after any `ccr:`), light:
+        (key, reason, bytes, the first 60 characters)."""
+        hex_prefix = "".join(c for c in prefix.rsplit(":", 1)[-1].lower() if c in "0123456789abcdef")
+        rows = self.query("SELECT key, reason, bytes, substr(content, 1, 60) AS head FROM archive "
+                          "WHERE session_id = ? AND key LIKE ? ORDER BY created_at DESC, rowid DESC LIMIT ?",
+                          (session_id, hex_prefix + "%", limit))
+        return [(row["key"], row["reason"], row["bytes"], row["head"]) for row in rows]
+
     def archive_search(self, query: str, session_id: str | None = None, limit: int = 100) -> list[ArchiveEntry]:
         """Full-text search; every word of the query must start a word of the entry (prefix match)."""
         # Each word becomes a quoted FTS5 string (no operator survives quoting); NUL and other

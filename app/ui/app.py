@@ -226,6 +226,7 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         self._apply_keymap()
         prompt = self.prompt
         prompt.cursor_blink = self.cursor_blink
+        prompt.slash_arguments = self.slash_arguments
         prompt.focus()
         self._q("#new-output").display = False
         self._q("#completions").display = False
@@ -657,6 +658,19 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         await self.chat.add_notice(f"request body cap set to {format_size(cap)} for this session (not saved: put "
                                    f"max_payload in config.toml to keep it)", code="cap", title="cap")
         engine.view_changed("cap")
+
+    def slash_arguments(self, command: str) -> list[tuple[str, str]]:
+        """What `/model` and `/recall` can take, for the prompt's completion list."""
+        if command == "/model":
+            current = self.engine.route.name if self.engine else ""
+            return [(name, f"{route.provider} · {route.model}" + (" (in use)" if name == current else ""))
+                    for name, route in sorted(self.settings.routes.items())]
+        if command == "/recall" and self.engine is not None:
+            typed = self.prompt.text.partition(" ")[2]
+            rows = self.engine.session.store.archive_keys(self.engine.session.id, typed)
+            return [(key, f"{reason} · {format_size(size)} · {' '.join(head.split())[:40]}")
+                    for key, reason, size, head in rows]
+        return []
 
     def _cmd_recall(self, key: str) -> None:
         self.engine.recall_into_view(key)

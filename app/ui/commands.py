@@ -167,11 +167,20 @@ SLASH_COMPLETIONS: tuple[tuple[str, str], ...] = (
 )
 
 
-def complete_slash(text: str) -> list[tuple[str, str]]:
-    """Completions for what the prompt holds: `/co` → /compact, /cost, /context."""
+ARGUMENT_COMMANDS = ("/model", "/recall")  # commands whose argument the prompt completes
+
+
+def complete_slash(text: str, arguments: Callable[[str], list[tuple[str, str]]] | None = None,
+                   ) -> list[tuple[str, str]]:
+    """Completions for what the prompt holds: `/co` → /compact, /cost, /context; with `arguments`
+    (command → its values and help), `/model w` → /model work and `/recall 3f` → /recall 3f2a…."""
     if not text.startswith("/") or "\n" in text:
         return []
     lowered = text.lower()
+    command, space, typed = text.partition(" ")
+    if space and arguments is not None and command.lower() in ARGUMENT_COMMANDS:
+        return [(f"{command.lower()} {value}", help_) for value, help_ in arguments(command.lower())
+                if value.lower().startswith(typed.lower()) and value != typed]
     return [(word, help_) for word, help_ in SLASH_COMPLETIONS
             if word.startswith(lowered) and word != lowered.rstrip()]
 

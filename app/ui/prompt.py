@@ -13,6 +13,7 @@ import contextlib
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.text import Text
@@ -134,6 +135,8 @@ class PromptArea(TextArea):
                          **kwargs)
         self.prompt_history = history or PromptHistory(None)
         self.workspace = workspace or Path.cwd()
+        # The values `/model` and `/recall` take (command → [(value, help)]); set by the app.
+        self.slash_arguments: Callable[[str], list[tuple[str, str]]] | None = None
 
     async def _on_key(self, event: events.Key) -> None:
         if event.key == "enter":
@@ -202,7 +205,7 @@ class PromptArea(TextArea):
 
     # -- completion ------------------------------------------------------------------------------------
     def on_text_area_changed(self, event: TextArea.Changed) -> None:
-        completions = complete_slash(self.text)
+        completions = complete_slash(self.text, self.slash_arguments)
         if not completions:
             word = self._mention_at_cursor()[0]
             completions = [c for c in complete_mention(word, self.workspace) if c[0] != word] if word else []

@@ -19,6 +19,7 @@ from textual import events
 from textual.widgets import Static
 
 from app.config import Route, load_settings
+from app.engine.archive import ArchiveEntry, archive_key
 from app.engine.events import AnswerFinished, Compaction, Notice, TextDelta
 from app.lab.embedded import LabHandle, start_embedded_lab
 from app.state import State
@@ -593,6 +594,27 @@ async def test_model_switches_route_keeping_the_session(lab, tmp_path):
 
 
 # -- the prompt -------------------------------------------------------------------------------------------
+async def test_model_and_recall_complete_their_argument(lab, tmp_path):
+    other = Route(name="other", provider="lab", model="lab-1", base_url=lab.url)
+    settings = lab_settings(lab)
+    settings = settings.with_overrides(routes={**settings.routes, "other": other}, default_route="lab")
+    app = make_app(settings, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await pilot.press(*"/model o")
+        assert app.prompt.completions == [("/model other", "lab · lab-1")]
+        await pilot.press("tab")
+        assert app.prompt.text == "/model other "
+        app.prompt.set_text("")
+        session = app.engine.session
+        entry = ArchiveEntry(archive_key("an old tool result"), "an old tool result", "microcompact", ("m1",))
+        session.store.archive_put(session.id, [entry])
+        await pilot.press(*f"/recall {entry.key[:3]}")
+        assert app.prompt.completions == [(f"/recall {entry.key}", "microcompact · 18 B · an old tool result")]
+        await pilot.press("enter")  # completes first
+        assert app.prompt.text == f"/recall {entry.key} "
+
+
 async def test_completion_offers_compact_for_co(lab, tmp_path):
     assert "/compact" in [w for w, _ in complete_slash("/co")]
     app = make_app(lab_settings(lab), tmp_path)

@@ -164,6 +164,23 @@ ARCHIVE_TEXTS = [
 ]
 
 
+def test_archive_keys_are_light_newest_first_and_of_one_session(store):
+    sid, _ = new_session(store)
+    other, _ = new_session(store)
+    entries = [make_entry(text, "microcompact") for text in ARCHIVE_TEXTS]
+    for entry in entries:  # one at a time: newest last
+        store.archive_put(sid, [entry])
+    store.archive_put(other, [make_entry("another session's text", "L2")])
+
+    listed = store.archive_keys(sid)
+    assert [row[0] for row in listed] == [e.key for e in reversed(entries)]
+    key, reason, size, head = listed[-1]
+    assert (reason, size, head) == ("microcompact", len(ARCHIVE_TEXTS[0].encode()), ARCHIVE_TEXTS[0][:60])
+    first = entries[2].key
+    assert [row[0] for row in store.archive_keys(sid, f"<<ccr:{first[:5].upper()}")] == [first]
+    assert store.archive_keys(sid, limit=2) == listed[:2]
+
+
 def test_archive_round_trip_and_search(store):
     sid, _ = new_session(store)
     other, _ = new_session(store)
