@@ -327,6 +327,13 @@ async def test_payload_gauge_against_no_cap_then_learned_cap(engine):
         app.inspector.dispatch(view(330_000, 316_800, "learned"))
         assert payload.gauge.level == "over" and payload.has_class("-over")
         assert "Next request 322.3 KB of 309.4 KB cap" in str(payload.query_one("#payload-next", Static).render())
+        app.inspector.dispatch(RecoveryStep(1, 1, 3, 330_000, 42_500, "sending"))
+        await pilot.pause()
+        assert str(payload.query_one("#payload-next", Static).render()) == (
+            "Recovering at L1: sending 41.5 KB · the view (322.3 KB) stays until it is accepted")
+        app.inspector.dispatch(RecoveryStep(1, 1, 3, 330_000, 42_500, "succeeded"))
+        await pilot.pause()
+        assert "Next request 322.3 KB of 309.4 KB cap" in str(payload.query_one("#payload-next", Static).render())
 
         assert payload.context_gauge.value == 50_000 and payload.context_gauge.total == 200_000
 

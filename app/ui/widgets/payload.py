@@ -18,7 +18,15 @@ from textual import work
 from textual.app import ComposeResult
 from textual.widgets import Static
 
-from app.engine.events import CapLearned, Event, RequestFinished, TurnStarted, ViewChanged
+from app.engine.events import (
+    CapLearned,
+    Event,
+    RecoveryStep,
+    RequestFinished,
+    TurnFinished,
+    TurnStarted,
+    ViewChanged,
+)
 from app.sizes import format_size
 from app.ui.widgets.common import (
     NO_CAP_WARN_BYTES,
@@ -40,7 +48,7 @@ _SOURCE_WORDS = {"configured": "configured", "learned": "learned", "assumed": "a
 class PayloadPanel(Panel):
     NAME = "payload"
     TITLE = "Payload"
-    HANDLES = (ViewChanged, RequestFinished, CapLearned, TurnStarted)
+    HANDLES = (ViewChanged, RequestFinished, CapLearned, TurnStarted, RecoveryStep, TurnFinished)
     BINDINGS = [copy_binding("payload", "the sizes, the cap and where it came from")]
     HELP = """\
 ## Payload
@@ -65,6 +73,7 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
         super().__init__(clock=clock, tz=tz)
         self.predicted_bytes: int | None = None
         self.cap_bytes: int | None = None
+        self.recovering: tuple[int, int | None] | None = None  # (level, candidate bytes) while one is sent
         self.cap_source = "none"
         self.cap_detail = "no cap known"
         self.context_tokens: int | None = None
@@ -111,7 +120,16 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
 
     # -- events ----------------------------------------------------------------------------------------
     def on_engine_event(self, event: Event) -> None:
-        if isinstance(event, ViewChanged):
+        if isinstance(event, RecoveryStep | TurnFinished):
+            # While the ladder sends a candidate, the view (and so the gauge) stays as it was until
+            # the candidate is accepted: say so rather than show "over the cap" with no explanation.
+            sending = isinstance(event, RecoveryStep) and event.outcome == "sending"
+            recovering = (event.level, event.bytes_after) if sending else None
+            if recovering != self.recovering:
+                self.recovering = recovering
+                self.sync()
+        elif isinstance(event, ViewChanged):
+            self.recovering = None
             self.predicted_bytes = event.predicted_bytes
             self.messages = event.messages
             self.context_tokens = event.context_tokens
@@ -250,7 +268,13 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
             against = (f"of {format_size(self.cap_bytes)} cap" if self.cap_bytes
                        else f"of {format_size(total)} warning threshold")
             messages = f" · {self.messages} msgs" if self.messages is not None else ""
-            next_line.update(f"Next request {format_size(predicted)} {against}{messages}")
+            if self.recovering is not None:
+                level, candidate = self.recovering
+                size = format_size(candidate) if candidate is not None else "a smaller request"
+                next_line.update(f"Recovering at L{level}: sending {size} · the view "
+                                 f"({format_size(predicted)}) stays until it is accepted")
+            else:
+                next_line.update(f"Next request {format_size(predicted)} {against}{messages}")
         self.query_one("#payload-cap", Static).update(self.cap_label)
         self.sparkline.set_cap(self.cap_bytes)
         self._sync_spark_title()
