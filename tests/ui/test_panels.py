@@ -330,10 +330,12 @@ async def test_payload_gauge_against_no_cap_then_learned_cap(engine):
         app.inspector.dispatch(RecoveryStep(1, 1, 3, 330_000, 42_500, "sending"))
         await pilot.pause()
         assert str(payload.query_one("#payload-next", Static).render()) == (
-            "Recovering at L1: sending 41.5 KB · the view (322.3 KB) stays until it is accepted")
-        app.inspector.dispatch(RecoveryStep(1, 1, 3, 330_000, 42_500, "succeeded"))
-        await pilot.pause()
+            "Recovery L1 sending 41.5 KB of 309.4 KB cap")
+        assert payload.gauge.value == 42_500 and payload.gauge.level == "ok"
+        app.inspector.dispatch(RecoveryStep(1, 1, 3, 330_000, 42_500, "failed"))
+        await pilot.pause()  # not accepted: the view, still over the cap, is what the next request holds
         assert "Next request 322.3 KB of 309.4 KB cap" in str(payload.query_one("#payload-next", Static).render())
+        assert payload.gauge.level == "over"
 
         assert payload.context_gauge.value == 50_000 and payload.context_gauge.total == 200_000
 

@@ -62,6 +62,8 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
   It turns **red** over the cap.
 - With no cap known the gauge measures against the 2.5 MB threshold above which bulkhead warns
   that a proxy may be near.
+- While the recovery ladder sends a smaller candidate ("Recovery L1 sending …") the gauge shows
+  that candidate; the view itself changes only once the candidate is accepted.
 - The sparkline shows one column per request; `✗` marks a payload rejection (413, WAF block,
   dropped connection, context overflow), `!` another failure.
 - Context: estimated input tokens against the model's context window.
@@ -121,8 +123,8 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
     # -- events ----------------------------------------------------------------------------------------
     def on_engine_event(self, event: Event) -> None:
         if isinstance(event, RecoveryStep | TurnFinished):
-            # While the ladder sends a candidate, the view (and so the gauge) stays as it was until
-            # the candidate is accepted: say so rather than show "over the cap" with no explanation.
+            # While the ladder sends a candidate the view stays as it was until the candidate is
+            # accepted: the gauge shows the candidate (the request on the wire), not the old view.
             sending = isinstance(event, RecoveryStep) and event.outcome == "sending"
             recovering = (event.level, event.bytes_after) if sending else None
             if recovering != self.recovering:
@@ -255,6 +257,9 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
             return
         total = self.gauge_total
         predicted = self.predicted_bytes
+        candidate = self.recovering[1] if self.recovering is not None else None
+        if candidate is not None:
+            predicted = candidate  # the request actually being sent; the view stays until it is accepted
         self.gauge.warn_ratio = self.warn_ratio
         self.gauge.soft = self.cap_bytes is None
         self.gauge.total = total
@@ -269,10 +274,7 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
                        else f"of {format_size(total)} warning threshold")
             messages = f" · {self.messages} msgs" if self.messages is not None else ""
             if self.recovering is not None:
-                level, candidate = self.recovering
-                size = format_size(candidate) if candidate is not None else "a smaller request"
-                next_line.update(f"Recovering at L{level}: sending {size} · the view "
-                                 f"({format_size(predicted)}) stays until it is accepted")
+                next_line.update(f"Recovery L{self.recovering[0]} sending {format_size(predicted)} {against}")
             else:
                 next_line.update(f"Next request {format_size(predicted)} {against}{messages}")
         self.query_one("#payload-cap", Static).update(self.cap_label)
