@@ -21,7 +21,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-MENTION_RE = re.compile(r"(?<![^\s(\[{\"'])@(\S+)")  # after a space, an opening bracket or quote
+_STARTS_A_MENTION = r"(?<![^\s(\[{\"'])@"  # `@` at the start, or after a space, an opening bracket or quote
+MENTION_RE = re.compile(_STARTS_A_MENTION + r"(\S+)")
+MENTION_AT_END_RE = re.compile(_STARTS_A_MENTION + r"\S*$")
 TRAILING_PUNCTUATION = ".,;:!?)]}'\"`"
 MAX_COMPLETIONS = 8
 
@@ -63,6 +65,12 @@ def find_mentions(prompt: str, workspace: Path, limit: int) -> tuple[list[Mentio
             continue
         found.append(Mention(path, target.is_dir()))
     return found, extra
+
+
+def mention_at_end(text: str) -> str:
+    """The `@…` word `text` ends with (what the prompt holds before the cursor), or ""."""
+    match = MENTION_AT_END_RE.search(text)
+    return match.group(0) if match else ""
 
 
 def complete_mention(token: str, workspace: Path) -> list[tuple[str, str]]:

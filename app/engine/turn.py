@@ -22,6 +22,7 @@ import random
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app.config import Route, Settings
 from app.engine.compaction.context import PassContext
@@ -51,6 +52,9 @@ from app.providers.base import Provider, Request, ToolSpec, dumps, make_provider
 from app.providers.catalog import model_limits
 from app.sizes import format_size
 from app.state import State
+
+if TYPE_CHECKING:
+    from app.tools.base import ToolOutcome
 
 MAX_TOOL_ROUNDS = 50  # tool round trips in one turn before bulkhead stops and asks the user
 # Events kept in the store, so a resumed session's inspector can show them again.
@@ -422,7 +426,6 @@ class Engine:
 
         `by_user`: the user's own `@mentions` — no hooks and no approval prompt (as in Claude Code).
         """
-        from app.tools.approval import denied_outcome, describe_call, needs_approval, outside_workspace
         from app.tools.base import ToolContext, run_tool
         from app.tools.budget import spill_folder
 
@@ -440,46 +443,19 @@ class Engine:
             ctx = ToolContext(workspace=self.workspace, session_folder=session.folder,
                               result_max_chars=budget.limit(result_max), recall=recall, cancel=self.tool_cancel)
             self.emit(ToolCallStarted(call_id=call.id, name=call.name, args=args))
-            verdict = HookResult() if by_user else await self.hooks.pre_tool_use(call.name, args)
             if by_user:
                 self.emit(ToolApproval(call_id=call.id, name=call.name, decision="auto",
                                        reason="attached by you with @"))
                 outcome = await run_tool(call.name, args, ctx)
-            elif verdict.blocked:
-                outcome = denied_outcome(call.name, verdict.reason, by="hook")
-                self.emit(ToolApproval(call_id=call.id, name=call.name, decision="denied",
-                                       reason=f"blocked by hook: {verdict.reason}"))
-            else:
-                if verdict.updated_input is not None and verdict.updated_input != args:
-                    args = dict(verdict.updated_input)
-                    self.emit(Notice(text=f"A PreToolUse hook changed the input of {call.name}: now "
-                                          f"{describe_call(call.name, args, self.workspace)}",
-                                     code="hook_input"))
-                ask, why = needs_approval(call.name, args, self.settings.approval, self.workspace,
-                                          extra_read_roots=read_roots)
-                if verdict.permission == "ask":
-                    ask, why = True, why or "a PreToolUse hook asked for confirmation"
-                elif verdict.permission == "allow" and not outside_workspace(call.name, args, self.workspace,
-                                                                              read_roots):
-                    ask, why = False, "allowed by a PreToolUse hook"
-                if ask:
-                    approved = await self._ask(call.name, args,
-                                               f"{why}: {describe_call(call.name, args, self.workspace)}")
-                    self.emit(ToolApproval(call_id=call.id, name=call.name,
-                                           decision="approved" if approved else "denied", reason=why))
-                    outcome = await run_tool(call.name, args, ctx) if approved else denied_outcome(
-                        call.name, why, by="user" if self.approver else "no_terminal")
-                else:
-                    self.emit(ToolApproval(call_id=call.id, name=call.name, decision="auto", reason=why))
-                    outcome = await run_tool(call.name, args, ctx)
-            budget.charge(outcome)
-            if by_user:
                 after = HookResult()
-            elif outcome.is_error:
-                after = await self.hooks.post_tool_use_failure(call.name, args, outcome.content[:2000],
-                                                               outcome.content[:500])
             else:
-                after = await self.hooks.post_tool_use(call.name, args, outcome.content[:2000])
+                outcome, args = await self._run_guarded(call, args, ctx, read_roots)
+                if outcome.is_error:
+                    after = await self.hooks.post_tool_use_failure(call.name, args, outcome.content[:2000],
+                                                                   outcome.content[:500])
+                else:
+                    after = await self.hooks.post_tool_use(call.name, args, outcome.content[:2000])
+            budget.charge(outcome)
             content = outcome.content
             if after.additional_context:  # Claude Code feeds a PostToolUse hook's reason back to the model
                 content += f"\n\n[hook] {after.additional_context}"
@@ -490,6 +466,37 @@ class Engine:
             self.emit(ToolCallFinished(call_id=call.id, name=call.name, is_error=outcome.is_error,
                                        preview=content[:500], chars=outcome.chars_total,
                                        spill_path=str(outcome.spill_path) if outcome.spill_path else None))
+
+    async def _run_guarded(self, call, args: dict, ctx, read_roots) -> tuple[ToolOutcome, dict]:
+        """One model tool call through the PreToolUse hook and the approval rules: (outcome, the
+        input it ran with — a hook's `updatedInput` may have replaced it)."""
+        from app.tools.approval import denied_outcome, describe_call, needs_approval, outside_workspace
+        from app.tools.base import run_tool
+
+        verdict = await self.hooks.pre_tool_use(call.name, args)
+        if verdict.blocked:
+            self.emit(ToolApproval(call_id=call.id, name=call.name, decision="denied",
+                                   reason=f"blocked by hook: {verdict.reason}"))
+            return denied_outcome(call.name, verdict.reason, by="hook"), args
+        if verdict.updated_input is not None and verdict.updated_input != args:
+            args = dict(verdict.updated_input)
+            self.emit(Notice(text=f"A PreToolUse hook changed the input of {call.name}: now "
+                                  f"{describe_call(call.name, args, self.workspace)}", code="hook_input"))
+        ask, why = needs_approval(call.name, args, self.settings.approval, self.workspace,
+                                  extra_read_roots=read_roots)
+        if verdict.permission == "ask":
+            ask, why = True, why or "a PreToolUse hook asked for confirmation"
+        elif verdict.permission == "allow" and not outside_workspace(call.name, args, self.workspace, read_roots):
+            ask, why = False, "allowed by a PreToolUse hook"
+        if not ask:
+            self.emit(ToolApproval(call_id=call.id, name=call.name, decision="auto", reason=why))
+            return await run_tool(call.name, args, ctx), args
+        approved = await self._ask(call.name, args, f"{why}: {describe_call(call.name, args, self.workspace)}")
+        self.emit(ToolApproval(call_id=call.id, name=call.name, decision="approved" if approved else "denied",
+                               reason=why))
+        if approved:
+            return await run_tool(call.name, args, ctx), args
+        return denied_outcome(call.name, why, by="user" if self.approver else "no_terminal"), args
 
     async def _ask(self, name: str, args: dict, why: str) -> bool:
         if self.approver is None:

@@ -26,7 +26,7 @@ from textual.reactive import reactive
 from textual.widgets import Static, TextArea
 
 from app.config import data_home
-from app.engine.mentions import complete_mention
+from app.engine.mentions import complete_mention, mention_at_end
 from app.ui.commands import complete_slash
 
 HISTORY_LIMIT = 1000
@@ -156,14 +156,10 @@ class PromptArea(TextArea):
         return not self.text.strip().startswith(word) and word.startswith(self.text.strip())
 
     def _mention_at_cursor(self) -> tuple[str, tuple[int, int]]:
-        """The word before the cursor when it starts with `@` (else ""), and where it starts."""
+        """The `@…` word just before the cursor (else ""), and where it starts."""
         row, column = self.cursor_location
-        before = self.document.get_line(row)[:column]
-        word = before.rsplit(None, 1)[-1] if before and not before[-1].isspace() else ""
-        at = word.find("@")
-        if at < 0 or (at and word[at - 1] not in "([{\"'"):
-            return "", (row, column)
-        return word[at:], (row, column - len(word) + at)
+        word = mention_at_end(self.document.get_line(row)[:column])
+        return word, (row, column - len(word))
 
     def action_submit(self) -> None:
         text = self.text

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from app.engine.mentions import Mention, complete_mention, find_mentions
+from app.engine.mentions import Mention, complete_mention, find_mentions, mention_at_end
 
 
 @pytest.fixture
@@ -54,3 +54,11 @@ def test_completion_goes_one_segment_at_a_time(ws: Path) -> None:
 
 def test_completion_of_absolute_paths(ws: Path) -> None:
     assert complete_mention(f"@{ws}/app/ev", ws) == [(f"@{ws}/app/events.py", "file")]
+
+
+@pytest.mark.parametrize(("before", "word"), [
+    ("explain @app/en", "@app/en"), ("@", "@"), ("(see @READ", "@READ"), ("mail bob@exa", ""),
+    ("done @app ", ""), ("", ""),
+])
+def test_the_mention_being_typed(before: str, word: str) -> None:
+    assert mention_at_end(before) == word
