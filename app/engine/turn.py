@@ -283,6 +283,8 @@ class Engine:
         from app.engine.mentions import find_mentions
 
         limit = self.settings.max_mentions
+        if limit <= 0 or "@" not in prompt:  # 0 turns mentions off
+            return []
         found, extra = find_mentions(prompt, self.workspace, limit)
         if extra:
             self.emit(Notice(f"only the first {limit} @mentions are attached ({extra} more left out; "

@@ -172,6 +172,16 @@ async def test_too_many_mentions_are_capped_with_a_notice(make_harness):
     assert notice == ["only the first 2 @mentions are attached (1 more left out; max_mentions in config.toml)"]
 
 
+async def test_max_mentions_zero_turns_mentions_off(make_harness):
+    h = make_harness(max_mentions=0)
+    (h.engine.workspace / "a.txt").write_text("a")
+
+    await h.engine.submit("@a.txt")
+
+    assert [m.role for m in h.session.master] == ["user", "assistant"]
+    assert not [e for e in h.of_type("notice") if e.code == "mention"]
+
+
 async def test_max_tokens_escalates_then_continues(make_harness):
     h = make_harness()
 
