@@ -23,6 +23,22 @@ from app.ui.answer_view import AnswerView
 
 _CODE_BLOCK_RE = re.compile(r"^(```+|~~~+)[^\n]*\n(.*?)^\1[ \t]*$", re.M | re.S)
 NOTICE_MARKS = {"info": "ℹ", "warn": "⚠", "error": "✖"}
+# A long prompt (a pasted log) is shown folded: laying out a megabyte of text stalls the screen,
+# and the whole of it is one `c` away. The model always gets all of it.
+PROMPT_FOLD_LINES = 24
+PROMPT_FOLD_CHARS = 3000
+RECALL_FOLD_CHARS = 1200
+
+
+def fold(text: str, *, max_lines: int, max_chars: int) -> str:
+    """`text`, or its head and a line saying how much more there is (and that `c` copies it all)."""
+    lines = text.count("\n") + 1
+    if lines <= max_lines and len(text) <= max_chars:
+        return text
+    head = "\n".join(text.split("\n", max_lines)[:max_lines])[:max_chars].rstrip()
+    rest_lines = lines - (head.count("\n") + 1)
+    more = f"{rest_lines:,} more lines, " if rest_lines > 0 else ""
+    return f"{head}\n… ({more}{len(text):,} characters in all; c copies them)"
 
 # How an answer is drawn (see `AnswerView`).
 
@@ -58,9 +74,10 @@ class UserItem(ChatItem):
     def compose(self) -> ComposeResult:
         label = "↺ recalled into the conversation" if self.origin == "recall" else "you"
         yield Static(label, classes="item-label", markup=False)
-        body = self.text
-        if self.origin == "recall" and len(body) > 1200:
-            body = body[:1200].rstrip() + f"\n… ({len(self.text):,} characters in all; c copies them)"
+        if self.origin == "recall":
+            body = fold(self.text, max_lines=self.text.count("\n") + 1, max_chars=RECALL_FOLD_CHARS)
+        else:
+            body = fold(self.text, max_lines=PROMPT_FOLD_LINES, max_chars=PROMPT_FOLD_CHARS)
         yield Static(body, classes="item-body", markup=False)
 
     def copy_text(self) -> str:

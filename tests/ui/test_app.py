@@ -638,6 +638,23 @@ async def test_at_completes_workspace_paths_and_the_mention_is_attached(lab, tmp
         assert block.reason == "attached by you with @"
 
 
+async def test_a_pasted_log_is_shown_folded_but_sent_and_copied_whole(lab, tmp_path):
+    log = "\n".join(f"Traceback line {n}: File \"x.py\", line {n}, in f" for n in range(2000))
+    app = make_app(lab_settings(lab), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        app.post_message(events.Paste(log))  # as the terminal driver delivers a bracketed paste
+        await until(pilot, lambda: app.prompt.text == log, "the paste")
+        await pilot.press("enter")
+        await until(pilot, lambda: not app.busy and app.chat.last_answer() is not None, "the answer")
+        item = next(i for i in app.chat.items if isinstance(i, UserItem))
+        shown = str(item.query(".item-body").first().render())
+        assert shown.startswith("Traceback line 0:") and "Traceback line 1999" not in shown
+        assert shown.endswith(f"… (1,976 more lines, {len(log):,} characters in all; c copies them)")
+        assert item.copy_text() == log
+        assert app.engine.session.master[0].text == log  # the model got all of it
+
+
 async def test_history_recalls_the_previous_prompt(lab, tmp_path):
     app = make_app(lab_settings(lab), tmp_path)
     async with app.run_test(size=SIZE) as pilot:
