@@ -36,7 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "context overflows — and shows why.",
     )
     parser.add_argument("-p", "--print", dest="prompt", metavar="PROMPT",
-                        help="one-shot: answer PROMPT on stdout (piped stdin is appended), then exit")
+                        help="one-shot: answer PROMPT on stdout (piped stdin is appended; @path attaches a file), "
+                             "then exit")
     parser.add_argument("--json", action="store_true", help="with -p: one JSON object per engine event")
     parser.add_argument("--yes", "-y", action="store_true", help="with -p: approve every tool call")
     parser.add_argument("--version", action="store_true", help="print the version and exit")
