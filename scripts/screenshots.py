@@ -31,27 +31,28 @@ CAP = 128 * 1024
 GROW = "!big 40KB"
 MAX_MESSAGES = 10
 WAIT_S = float(os.environ.get("BULKHEAD_SHOT_WAIT", 120))
+
+
 async def until(pilot, predicate: Callable[[], object], what: str, timeout: float = WAIT_S) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            app = pilot.app
-            state = ""
-            if os.environ.get("BULKHEAD_SHOT_DEBUG"):
-                ladder = app.inspector.ladder
-                state = (f" (busy={app.busy} streaming={app.chat.streaming} level={ladder.level} "
-                         f"outcome={ladder.outcome} records={[r.get('status') for r in app.inspector.requests.records.values()]})")
-            raise RuntimeError(f"timed out waiting for {what}{state}")
-        await pilot.pause(0.02)
+    """`headless.until`, with the app's state in the error when BULKHEAD_SHOT_DEBUG is set."""
+    from app.ui import headless
+
+    try:
+        await headless.until(pilot, predicate, what, timeout)
+    except TimeoutError as exc:
+        if not os.environ.get("BULKHEAD_SHOT_DEBUG"):
+            raise
+        app = pilot.app
+        ladder = app.inspector.ladder
+        records = [r.get("status") for r in app.inspector.requests.records.values()]
+        raise TimeoutError(f"{exc} (busy={app.busy} streaming={app.chat.streaming} level={ladder.level} "
+                           f"outcome={ladder.outcome} records={records})") from None
 
 
 async def settle(pilot) -> None:
-    app = pilot.app
-    await until(pilot, lambda: not app.busy, "the turn to end")
-    await app.workers.wait_for_complete()
-    await until(pilot, lambda: not app.chat.streaming, "the answer to render")
-    await pilot.pause()
+    from app.ui import headless
+
+    await headless.settle(pilot, WAIT_S)
 
 
 def make_app(lab_url: str, workspace: Path, **settings_overrides):

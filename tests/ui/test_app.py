@@ -6,11 +6,9 @@ pixels, and waits by polling (`until`) or on workers — never a bare sleep.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import io
 import threading
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -21,13 +19,14 @@ from textual.widgets import Static
 from app.config import Route, load_settings
 from app.engine.archive import ArchiveEntry, archive_key
 from app.engine.events import AnswerFinished, Compaction, Notice, TextDelta
-from app.lab.embedded import LabHandle, start_embedded_lab
 from app.state import State
 from app.ui.app import SDK_MODULES, BulkheadApp
 from app.ui.chat_items import AssistantItem, ReportItem, ToolBlock, UserItem, code_blocks
 from app.ui.commands import applicable_titles, complete_slash, parse_slash
+from app.ui.headless import ready, settle, until
 from app.ui.messages import EngineEvent
 from app.ui.prompt import PromptHistory, history_path
+from tests.ui.conftest import lab_settings
 
 SIZE = (160, 48)
 WAIT_S = 60.0
@@ -41,45 +40,11 @@ class InspectorPlaceholder(Static):
 
 
 # -- helpers --------------------------------------------------------------------------------------------
-async def until(pilot, predicate: Callable[[], object], what: str = "condition", timeout: float = WAIT_S) -> None:
-    """Poll `predicate` between UI frames until it holds (a guard timeout, not a timing assertion)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await pilot.pause(0.01)
-
-
-async def ready(pilot) -> BulkheadApp:
-    app = pilot.app
-    await until(pilot, app.engine_ready.is_set, "the engine")
-    await pilot.pause()
-    return app
-
-
-async def settle(pilot) -> None:
-    """Wait for the running turn and for the chat to have rendered every event it posted."""
-    app = pilot.app
-    await until(pilot, lambda: not app.busy, "the turn to end")
-    await app.workers.wait_for_complete()
-    await pilot.pause()
-    await until(pilot, lambda: not app.chat.streaming, "the answer to finish rendering")
-    await pilot.pause()
-
-
 async def send(pilot, text: str) -> None:
     app = pilot.app
     app.prompt.set_text(text)
     await pilot.press("enter")
     await settle(pilot)
-
-
-def lab_settings(lab: LabHandle, *, max_output_tokens: int | None = None, **overrides):
-    route = Route(name="lab", provider="lab", model="lab-1", base_url=lab.url)
-    if max_output_tokens is not None:  # the lab stops at max_tokens (4 chars a token): let a !big answer through
-        route = dataclasses.replace(route, max_output_tokens=max_output_tokens)
-    return load_settings().with_overrides(routes={"lab": route}, **overrides)
 
 
 def markdown_answer(steps: int) -> str:
@@ -101,19 +66,6 @@ def make_app(settings, tmp_path: Path, **kwargs) -> BulkheadApp:
     kwargs.setdefault("inspector_factory", lambda: InspectorPlaceholder("inspector", id="inspector"))
     kwargs.setdefault("keymap", {})
     return BulkheadApp(settings, workspace=tmp_path, cursor_blink=False, **kwargs)
-
-
-@pytest.fixture(scope="module")
-def lab_server() -> Iterator[LabHandle]:
-    with start_embedded_lab() as handle:
-        yield handle
-
-
-@pytest.fixture
-def lab(lab_server: LabHandle) -> LabHandle:
-    lab_server.configure(gateway="none", cap=None, window=None, faults=None, seed=0, slow_pause=0.01)
-    lab_server.clear_requests()
-    return lab_server
 
 
 # -- chat -------------------------------------------------------------------------------------------------

@@ -9,50 +9,25 @@ Update with `pytest tests/ui/test_app_snapshots.py --snapshot-update`, then look
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable, Iterator
 from datetime import UTC
 
 import pytest
 
-from app.config import Route, load_settings
+from app.config import load_settings
 from app.engine.messages import Message
 from app.engine.session import Session
-from app.lab.embedded import LabHandle, start_embedded_lab
 from app.store import Store
 from app.ui.app import BulkheadApp
+from app.ui.headless import ready, settle, until
 from app.ui.widgets.inspector import Inspector
+from tests.ui.conftest import lab_settings
 
 SIZE = (160, 48)
 NOW = 1_767_225_600.0  # 2026-01-01 00:00:00 UTC
-WAIT_S = 60.0
 
 
 def clock() -> float:
     return NOW
-
-
-async def until(pilot, predicate: Callable[[], object], what: str, timeout: float = WAIT_S) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await pilot.pause(0.01)
-
-
-async def ready(pilot) -> None:
-    app = pilot.app
-    await until(pilot, app.engine_ready.is_set, "the engine")
-    await pilot.pause()
-
-
-async def settle(pilot) -> None:
-    app = pilot.app
-    await until(pilot, lambda: not app.busy, "the turn to end")
-    await app.workers.wait_for_complete()
-    await until(pilot, lambda: not app.chat.streaming, "the answer to render")
-    await pilot.pause()
 
 
 @pytest.fixture(autouse=True)
@@ -61,26 +36,9 @@ def fixed_config_path(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BULKHEAD_CONFIG", "/home/you/.config/bulkhead/config.toml")
 
 
-@pytest.fixture(scope="module")
-def lab_server() -> Iterator[LabHandle]:
-    with start_embedded_lab() as handle:
-        yield handle
-
-
-@pytest.fixture
-def lab(lab_server: LabHandle) -> LabHandle:
-    lab_server.configure(gateway="none", cap=None, window=None, faults=None, seed=0, slow_pause=0.01)
-    return lab_server
-
-
 def make_app(settings, tmp_path, **kwargs) -> BulkheadApp:
     return BulkheadApp(settings, workspace=tmp_path, cursor_blink=False, keymap={}, clock=clock,
                        inspector_factory=lambda: Inspector(clock=clock, tz=UTC, initial_tab="cost"), **kwargs)
-
-
-def lab_settings(lab: LabHandle, **overrides):
-    route = Route(name="lab", provider="lab", model="lab-1", base_url=lab.url)
-    return load_settings().with_overrides(routes={"lab": route}, **overrides)
 
 
 def test_empty_start_with_the_lab_notice(snap_compare, tmp_path):

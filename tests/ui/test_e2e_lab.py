@@ -9,12 +9,12 @@ recovery dropped, and Enter on it recalls it into the conversation.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable
+import functools
 from datetime import UTC
 
 from app.config import Route, load_settings
 from app.lab.embedded import start_embedded_lab
+from app.ui import headless
 from app.ui.app import BulkheadApp
 from app.ui.chat_items import UserItem
 from app.ui.widgets.inspector import Inspector
@@ -23,24 +23,8 @@ SIZE = (160, 48)
 CAP = 128 * 1024
 MAX_MESSAGES = 8  # 40 KB answers: the fourth request is already over 128 KB
 WAIT_S = 90.0
-
-
-async def until(pilot, predicate: Callable[[], object], what: str, timeout: float = WAIT_S) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await pilot.pause(0.01)
-
-
-async def settle(pilot) -> None:
-    app = pilot.app
-    await until(pilot, lambda: not app.busy, "the turn to end")
-    await app.workers.wait_for_complete()
-    await pilot.pause()
-    await until(pilot, lambda: not app.chat.streaming, "the answer to render")
-    await pilot.pause()
+until = functools.partial(headless.until, timeout=WAIT_S)
+settle = functools.partial(headless.settle, timeout=WAIT_S)
 
 
 async def test_413_recovery_is_visible_end_to_end(tmp_path):

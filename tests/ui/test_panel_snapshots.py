@@ -10,18 +10,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from test_panels import (
-    WAF_EVIDENCE,
-    WAF_REASON,
-    InspectorApp,
-    finished,
-    make_engine,
-    record_waf_story,
-    seed_archive,
-    settle,
-    view,
-)
-
 from app.engine.events import (
     CapLearned,
     Compaction,
@@ -32,6 +20,17 @@ from app.engine.events import (
     RequestStarted,
     TurnStarted,
     UsageRecorded,
+)
+from tests.ui.test_panels import (
+    WAF_EVIDENCE,
+    WAF_REASON,
+    InspectorApp,
+    finished,
+    make_engine,
+    record_waf_story,
+    seed_archive,
+    settle,
+    view,
 )
 
 NARROW = (68, 60)  # the inspector as it sits beside the chat: ~42% of a 160-column terminal
