@@ -31,6 +31,7 @@ import os
 import struct
 import tempfile
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -493,11 +494,24 @@ def sse_text(draw, events: list[dict[str, Any]], *, named: bool, done: bool = Fa
     return text
 
 
-def _run_parser(parse) -> list[Any] | ProviderError:
+def assert_clean_or_provider_error(parse: Callable[[], list[Any]]) -> None:
+    """What a stream parser must do with anything: clean events, or a ProviderError — nothing else."""
     try:
-        return parse()
-    except ProviderError as error:
-        return error
+        events = parse()
+    except ProviderError:
+        return
+    check_clean(events)
+
+
+def fed(parser, items: list[Any]) -> Callable[[], list[Any]]:
+    """Feed every item to `parser`, then finish it: what the adapter does with one response."""
+    def parse() -> list[Any]:
+        out: list[Any] = []
+        for item in items:
+            out += parser.feed(item)
+        return out + parser.finish()
+
+    return parse
 
 
 @fuzz(examples=300)
@@ -526,18 +540,14 @@ def _openai_from_body(text: str) -> list[Any]:
 def test_anthropic_stream_text_parses_to_clean_events_or_provider_error(data):
     """The text path (`_from_body`: SSE that arrived with a wrong content type) on damaged streams."""
     text = data.draw(sse_text(data.draw(anthropic_events()), named=data.draw(st.booleans())))
-    outcome = _run_parser(lambda: _anthropic_from_body(text))
-    if not isinstance(outcome, ProviderError):
-        check_clean(outcome)
+    assert_clean_or_provider_error(lambda: _anthropic_from_body(text))
 
 
 @fuzz(examples=250)
 @given(st.data())
 def test_openai_stream_text_parses_to_clean_events_or_provider_error(data):
     text = data.draw(sse_text(data.draw(openai_chunks()), named=False, done=data.draw(st.booleans())))
-    outcome = _run_parser(lambda: _openai_from_body(text))
-    if not isinstance(outcome, ProviderError):
-        check_clean(outcome)
+    assert_clean_or_provider_error(lambda: _openai_from_body(text))
 
 
 def _retype_a_leaf(draw, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -570,34 +580,14 @@ def _retype_a_leaf(draw, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 @given(st.data())
 def test_anthropic_parser_on_wrongly_typed_fields(data):
     events = _retype_a_leaf(data.draw, data.draw(anthropic_events()))
-    parser = AnthropicEvents("anthropic", Exchange(status=200))
-
-    def parse() -> list[Any]:
-        out: list[Any] = []
-        for event in events:
-            out += parser.feed(event)
-        return out + parser.finish()
-
-    outcome = _run_parser(parse)
-    if not isinstance(outcome, ProviderError):
-        check_clean(outcome)
+    assert_clean_or_provider_error(fed(AnthropicEvents("anthropic", Exchange(status=200)), events))
 
 
 @fuzz()
 @given(st.data())
 def test_openai_parser_on_wrongly_typed_fields(data):
     chunks = _retype_a_leaf(data.draw, data.draw(openai_chunks()))
-    parser = OpenAIEvents("openai", Exchange(status=200))
-
-    def parse() -> list[Any]:
-        out: list[Any] = []
-        for chunk in chunks:
-            out += parser.feed(chunk)
-        return out + parser.finish()
-
-    outcome = _run_parser(parse)
-    if not isinstance(outcome, ProviderError):
-        check_clean(outcome)
+    assert_clean_or_provider_error(fed(OpenAIEvents("openai", Exchange(status=200)), chunks))
 
 
 # -- through the real SDKs, from a local server -------------------------------------------------------
@@ -834,34 +824,14 @@ def bedrock_events(draw) -> list[dict[str, Any]]:
 @fuzz(examples=250)
 @given(bedrock_events())
 def test_bedrock_parser_gives_clean_events_or_provider_error(events):
-    parser = BedrockEvents("bedrock", Exchange(status=200))
-
-    def parse() -> list[Any]:
-        out: list[Any] = []
-        for event in events:
-            out += parser.feed(event)
-        return out + parser.finish()
-
-    outcome = _run_parser(parse)
-    if not isinstance(outcome, ProviderError):
-        check_clean(outcome)
+    assert_clean_or_provider_error(fed(BedrockEvents("bedrock", Exchange(status=200)), events))
 
 
 @fuzz()
 @given(st.data())
 def test_bedrock_parser_on_wrongly_typed_fields(data):
     events = _retype_a_leaf(data.draw, data.draw(bedrock_events()))
-    parser = BedrockEvents("bedrock", Exchange(status=200))
-
-    def parse() -> list[Any]:
-        out: list[Any] = []
-        for event in events:
-            out += parser.feed(event)
-        return out + parser.finish()
-
-    outcome = _run_parser(parse)
-    if not isinstance(outcome, ProviderError):
-        check_clean(outcome)
+    assert_clean_or_provider_error(fed(BedrockEvents("bedrock", Exchange(status=200)), events))
 
 
 @pytest.fixture
