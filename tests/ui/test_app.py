@@ -40,11 +40,24 @@ class InspectorPlaceholder(Static):
 
 
 # -- helpers --------------------------------------------------------------------------------------------
-async def send(pilot, text: str) -> None:
-    app = pilot.app
-    app.prompt.set_text(text)
+async def submit(pilot, text: str) -> None:
+    """Type `text` into the prompt and press Enter (without waiting for the turn)."""
+    pilot.app.prompt.set_text(text)
     await pilot.press("enter")
+
+
+async def send(pilot, text: str) -> None:
+    """Submit `text` and wait for the turn to end and be drawn."""
+    await submit(pilot, text)
     await settle(pilot)
+
+
+async def approval_for(pilot, text: str) -> ToolBlock:
+    """Submit `text` and wait for the tool call it makes to ask for approval: its block."""
+    app = pilot.app
+    await submit(pilot, text)
+    await until(pilot, lambda: app.chat.pending_approval() is not None, "the approval prompt")
+    return app.chat.pending_approval()
 
 
 def markdown_answer(steps: int) -> str:
@@ -102,8 +115,7 @@ async def test_escape_or_ctrl_c_cancels_a_slow_stream_and_marks_it_partial(lab, 
     app = make_app(lab_settings(lab), tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        app.prompt.set_text("!big 8KB")
-        await pilot.press("enter")
+        await submit(pilot, "!big 8KB")
         await until(pilot, lambda: app.chat.last_answer() is not None and app.chat.last_answer().raw,
                     "the first streamed text")
         assert app.busy
@@ -142,8 +154,7 @@ async def test_ctrl_q_during_a_turn_quits_cleanly(lab, tmp_path):
     app = make_app(lab_settings(lab), tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        app.prompt.set_text("!big 8KB")
-        await pilot.press("enter")
+        await submit(pilot, "!big 8KB")
         await until(pilot, lambda: app.chat.streaming, "the stream")
         session = app.engine.session
         await pilot.press("ctrl+q")
@@ -156,10 +167,7 @@ async def test_approval_yes_runs_the_tool(lab, tmp_path):
     app = make_app(lab_settings(lab, approval="auto-read"), tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        app.prompt.set_text("!shell echo hi")
-        await pilot.press("enter")
-        await until(pilot, lambda: app.chat.pending_approval() is not None, "the approval prompt")
-        block = app.chat.pending_approval()
+        block = await approval_for(pilot, "!shell echo hi")
         assert block.tool_name == "shell" and block.args == {"command": "echo hi"}
         assert app.focused is app.chat and block.has_class("-pending")
         await pilot.press("y")
@@ -174,10 +182,7 @@ async def test_approval_no_denies_the_tool(lab, tmp_path):
     app = make_app(lab_settings(lab, approval="auto-read"), tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        app.prompt.set_text("!shell echo hi")
-        await pilot.press("enter")
-        await until(pilot, lambda: app.chat.pending_approval() is not None, "the approval prompt")
-        block = app.chat.pending_approval()
+        block = await approval_for(pilot, "!shell echo hi")
         await pilot.press("n")
         await settle(pilot)
         assert block.decision == "denied" and block.is_error
@@ -189,10 +194,7 @@ async def test_approval_buttons_work_too(lab, tmp_path):
     app = make_app(lab_settings(lab, approval="ask"), tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        app.prompt.set_text("!ls")
-        await pilot.press("enter")
-        await until(pilot, lambda: app.chat.pending_approval() is not None, "the approval prompt")
-        block = app.chat.pending_approval()
+        block = await approval_for(pilot, "!ls")
         await pilot.click(block.query_one(".approve"))
         await settle(pilot)
         assert block.decision == "approved" and block.done
@@ -259,8 +261,7 @@ async def test_keys_typed_while_an_answer_streams_land_in_the_prompt(lab, tmp_pa
     app = make_app(lab_settings(lab, max_output_tokens=64_000), tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        app.prompt.set_text("!big 64KB")
-        await pilot.press("enter")
+        await submit(pilot, "!big 64KB")
         await until(pilot, lambda: app.chat.streaming and app.chat.last_answer().raw, "the first streamed text")
         await pilot.press(*"next one")
         assert app.prompt.text == "next one"
@@ -279,8 +280,7 @@ async def test_quit_during_a_fast_stream_drops_what_is_still_queued(lab, tmp_pat
     app = make_app(lab_settings(lab, max_output_tokens=64_000), tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        app.prompt.set_text("!big 256KB")
-        await pilot.press("enter")
+        await submit(pilot, "!big 256KB")
         await until(pilot, lambda: app.chat.streaming and app.chat.last_answer().raw, "the stream")
         session = app.engine.session
         await app.action_quit()
@@ -399,8 +399,7 @@ async def test_escape_cancels_a_running_compact(lab, tmp_path):
             await send(pilot, "!big 12KB")
         views = len(app.engine.session.views)
         lab.configure(faults="slow:1", slow_pause=2.0)  # the summary request waits 8 s: time to change one's mind
-        app.prompt.set_text("/compact")
-        await pilot.press("enter")
+        await submit(pilot, "/compact")
         await until(pilot, lambda: app.busy and "Summarizing" in app.prompt_box.busy_text, "the summary phase")
         await pilot.press("escape")
         await settle(pilot)
