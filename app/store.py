@@ -426,13 +426,11 @@ class Store:
             rows = self.query("SELECT * FROM archive ORDER BY created_at DESC, rowid DESC LIMIT ?", (limit,))
         return [self._entry(r) for r in rows]
 
-    def archive_keys(self, session_id: str, prefix: str = "", limit: int = 8) -> list[tuple[str, str, int, str]]:
-        """The newest keys of a session starting with the hex digits of `prefix` (after any `ccr:`), light:
+    def archive_keys(self, session_id: str, limit: int = 200) -> list[tuple[str, str, int, str]]:
+        """A session's newest archive keys, read light (the content stays on disk):
         (key, reason, bytes, the first 60 characters)."""
-        hex_prefix = "".join(c for c in prefix.rsplit(":", 1)[-1].lower() if c in "0123456789abcdef")
         rows = self.query("SELECT key, reason, bytes, substr(content, 1, 60) AS head FROM archive "
-                          "WHERE session_id = ? AND key LIKE ? ORDER BY created_at DESC, rowid DESC LIMIT ?",
-                          (session_id, hex_prefix + "%", limit))
+                          "WHERE session_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ?", (session_id, limit))
         return [(row["key"], row["reason"], row["bytes"], row["head"]) for row in rows]
 
     def archive_search(self, query: str, session_id: str | None = None, limit: int = 100) -> list[ArchiveEntry]:

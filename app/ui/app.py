@@ -175,6 +175,7 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         self._quitting = False
         self._last_interrupt = -INTERRUPT_QUIT_WINDOW_S
         self._narrow: bool | None = None  # which side of NARROW_COLUMNS the terminal was last on
+        self._recall_keys: tuple[tuple[str, str] | None, list[tuple[str, str]]] = (None, [])  # (session, view)
         self._theme_ready = False
         self.history = PromptHistory(history_path(self.workspace))
         self.last_copy: CopyResult | None = None
@@ -666,10 +667,14 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
             return [(name, f"{route.provider} · {route.model}" + (" (in use)" if name == current else ""))
                     for name, route in sorted(self.settings.routes.items())]
         if command == "/recall" and self.engine is not None:
-            typed = self.prompt.text.partition(" ")[2]
-            rows = self.engine.session.store.archive_keys(self.engine.session.id, typed)
-            return [(key, f"{reason} · {format_size(size)} · {' '.join(head.split())[:40]}")
-                    for key, reason, size, head in rows]
+            # Read once per view (a compaction, which archives, commits a new one), not per keystroke.
+            session = self.engine.session
+            cached_for, rows = self._recall_keys
+            if cached_for != (session.id, session.view.id):
+                rows = [(key, f"{reason} · {format_size(size)} · {' '.join(head.split())[:40]}")
+                        for key, reason, size, head in session.store.archive_keys(session.id)]
+                self._recall_keys = (session.id, session.view.id), rows
+            return rows
         return []
 
     def _cmd_recall(self, key: str) -> None:

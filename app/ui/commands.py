@@ -168,6 +168,7 @@ SLASH_COMPLETIONS: tuple[tuple[str, str], ...] = (
 
 
 ARGUMENT_COMMANDS = ("/model", "/recall")  # commands whose argument the prompt completes
+MAX_ARGUMENT_COMPLETIONS = 8
 
 
 def complete_slash(text: str, arguments: Callable[[str], list[tuple[str, str]]] | None = None,
@@ -179,8 +180,9 @@ def complete_slash(text: str, arguments: Callable[[str], list[tuple[str, str]]] 
     lowered = text.lower()
     command, space, typed = text.partition(" ")
     if space and arguments is not None and command.lower() in ARGUMENT_COMMANDS:
-        return [(f"{command.lower()} {value}", help_) for value, help_ in arguments(command.lower())
-                if value.lower().startswith(typed.lower()) and value != typed]
+        matches = [(f"{command.lower()} {value}", help_) for value, help_ in arguments(command.lower())
+                   if value.lower().startswith(typed.lower()) and value != typed]
+        return matches[:MAX_ARGUMENT_COMPLETIONS]
     return [(word, help_) for word, help_ in SLASH_COMPLETIONS
             if word.startswith(lowered) and word != lowered.rstrip()]
 

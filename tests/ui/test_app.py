@@ -550,6 +550,12 @@ async def test_model_and_recall_complete_their_argument(lab, tmp_path):
         assert app.prompt.completions == [(f"/recall {entry.key}", "microcompact · 18 B · an old tool result")]
         await pilot.press("enter")  # completes first
         assert app.prompt.text == f"/recall {entry.key} "
+        # the keys are read once per view: a compaction (a new view with its archive entries) refreshes them
+        app.prompt.set_text("")
+        newer = ArchiveEntry(archive_key("a newer segment"), "a newer segment", "L3", ("m2",))
+        session.commit_view(session.view.messages, [newer], reason="compaction")
+        await pilot.press(*"/recall ")
+        assert [word for word, _ in app.prompt.completions] == [f"/recall {newer.key}", f"/recall {entry.key}"]
 
 
 async def test_completion_offers_compact_for_co(lab, tmp_path):
