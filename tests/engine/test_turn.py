@@ -30,6 +30,10 @@ async def test_a_tool_round_trip_reads_a_file_and_answers(make_harness, provider
     assert "read_file" in h.session.master[-1].text
     assert [e.decision for e in h.of_type("tool_approval")] == ["auto"]
     assert h.session.counters.requests == 2
+    # each request's events carry the send time the store keeps (the inspector shows that one)
+    sent_at = [r["created_at"] for r in h.session.store.list_requests(h.session.id)]
+    assert [e.started_at for e in h.of_type("request_started")] == sent_at
+    assert [e.started_at for e in h.of_type("request")] == sent_at
 
 
 async def test_shell_asks_and_a_denial_reaches_the_model(make_harness):
