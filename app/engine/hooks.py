@@ -19,7 +19,8 @@ in its own process group, with JSON on stdin: `session_id`, `transcript_path`, `
   "permissionDecisionReason": …, "updatedInput": {…}, "additionalContext": …}}`.
   PreToolUse's `updatedInput` replaces the tool's input (an object, else it is ignored and
   the run says so; of several hooks, the last configured one wins). Other stdout is ignored
-  (it is only shown as the run's output preview).
+  (it is only shown as the run's output preview). Stdout that starts with `{` but is not a
+  valid JSON object is an error shown to the user; for PreToolUse it blocks the call.
 - exit 2: block, stderr is the reason — only for events that can block (PreToolUse,
   UserPromptSubmit, PreCompact unless its trigger is `recovery`); for the others it is
   an error shown to the user and nothing is blocked.
@@ -183,15 +184,17 @@ def _preview(text: str) -> str:
     return text[:OUTPUT_PREVIEW_CHARS - 1] + "…"
 
 
-def _parse_json(stdout: str) -> dict[str, Any] | None:
+def _parse_json(stdout: str) -> tuple[dict[str, Any] | None, str]:
+    """(the JSON object stdout holds, "") — or (None, why it is not one) when stdout starts with `{`
+    but is not a valid JSON object; (None, "") for plain text, which is no decision at all."""
     text = stdout.strip()
     if not text.startswith("{"):
-        return None
+        return None, ""
     try:
         data = json.loads(text)
-    except ValueError:
-        return None
-    return data if isinstance(data, dict) else None
+    except ValueError as exc:
+        return None, f"{type(exc).__name__}: {exc}"
+    return (data, "") if isinstance(data, dict) else (None, "not a JSON object")
 
 
 def _text(value: Any) -> str:
@@ -307,7 +310,15 @@ class HookRunner:
             detail = stderr.strip() or stdout.strip()
             label = f"exit {code}" if code is not None and code >= 0 else f"killed by signal {-(code or 0)}"
             return _Verdict(run("error", f"{label}: {detail}" if detail else label))
-        return self._judge_json(spec, event, _parse_json(stdout), blockable, run, stdout, stderr)
+        data, invalid = _parse_json(stdout)
+        if invalid:  # meant as a decision ({"decision": "block"…), but unreadable: never taken as ok
+            problem = f"the hook printed invalid JSON on stdout ({invalid})"
+            if event == "PreToolUse":
+                reason = f"{problem}, so the call is blocked to be safe — fix the hook `{spec.command}`"
+                return _Verdict(run("block", f"{reason}\n{stdout.strip()}"), block_reason=reason, permission="deny")
+            return _Verdict(run("error", f"{problem}; it was ignored — fix the hook `{spec.command}`\n"
+                                         f"{stdout.strip()}"))
+        return self._judge_json(spec, event, data, blockable, run, stdout, stderr)
 
     def _judge_json(self, spec: HookSpec, event: str, data: dict[str, Any] | None, blockable: bool,
                     run: Callable[[str, str], HookRun], stdout: str, stderr: str) -> _Verdict:

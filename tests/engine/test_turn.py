@@ -87,6 +87,21 @@ async def test_a_pretooluse_hook_blocks_with_its_reason(make_harness, tmp_path):
     assert stored and stored[0]["data"]["decision"] == "block"
 
 
+async def test_a_pretooluse_hook_printing_invalid_json_blocks_the_call(make_harness, tmp_path):
+    script = tmp_path / "guard.sh"
+    script.write_text("#!/bin/sh\ncat > /dev/null\necho '{\"decision\": \"block\", \"reason\": \"not today\"'\n")
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    h = make_harness(approver=None, approval="never-ask",
+                     hooks=(HookSpec(event="PreToolUse", command=str(script), matcher="shell"),))
+
+    await h.engine.submit("!shell touch ran.txt")
+
+    assert not (h.engine.workspace / "ran.txt").exists()
+    result = h.session.master[2].tool_results[0]
+    assert result.is_error and "invalid JSON" in result.content
+    assert [run.decision for run in h.of_type("hook")] == ["block"]
+
+
 async def test_a_pretooluse_hook_rewrites_the_tool_input(make_harness, tmp_path):
     script = tmp_path / "redirect.py"
     script.write_text(

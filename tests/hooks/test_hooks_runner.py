@@ -183,6 +183,35 @@ async def test_json_decision_block(ws: Path, scripts: Path) -> None:
     assert not fine.blocked and fine.runs[0].decision == "ok"
 
 
+TRUNCATED_BLOCK = '{"decision": "block", "reason": "no deploys on friday"'  # the closing brace never came
+
+
+async def test_invalid_json_from_a_pretooluse_hook_blocks_and_says_why(ws: Path, scripts: Path) -> None:
+    command = script(scripts, "broken.sh", f"cat > /dev/null\necho '{TRUNCATED_BLOCK}'\n")
+    runs: list[HookRun] = []
+    result = await runner([HookSpec("PreToolUse", command)], ws, runs).pre_tool_use("shell", {"command": "deploy"})
+    assert result.blocked and result.permission == "deny"
+    assert "invalid JSON" in result.reason and "blocked to be safe" in result.reason and command in result.reason
+    assert runs[0].decision == "block" and runs[0].exit_code == 0
+    assert "invalid JSON" in runs[0].output and TRUNCATED_BLOCK in runs[0].output
+
+
+@pytest.mark.parametrize("body", [TRUNCATED_BLOCK, '{"decision": "block"} trailing words', '{"a": 1,}'])
+async def test_invalid_json_from_other_hooks_is_an_error_not_ok(ws: Path, scripts: Path, body: str) -> None:
+    command = script(scripts, "broken.sh", f"cat > /dev/null\necho '{body}'\n")
+    runs: list[HookRun] = []
+    result = await runner([HookSpec("UserPromptSubmit", command)], ws, runs).user_prompt_submit("hello")
+    assert not result.blocked  # only PreToolUse blocks on it
+    assert runs[0].decision == "error" and "invalid JSON" in runs[0].output and "fix the hook" in runs[0].output
+
+
+async def test_plain_text_on_stdout_is_still_no_decision(ws: Path, scripts: Path) -> None:
+    command = script(scripts, "chatty.sh", "cat > /dev/null\necho 'checked 3 files, all fine'\n")
+    runs: list[HookRun] = []
+    result = await runner([HookSpec("PreToolUse", command)], ws, runs).pre_tool_use("shell", {"command": "ls"})
+    assert not result.blocked and runs[0].decision == "ok"
+
+
 async def test_permission_decision_deny(ws: Path, scripts: Path) -> None:
     output = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
                                      "permissionDecisionReason": "writes to generated files are forbidden"}}
@@ -271,7 +300,7 @@ async def test_a_hook_leaving_a_child_behind_does_not_hang_the_runner(ws: Path, 
 
 
 @pytest.mark.parametrize("body, decision", [
-    ("head -c 3000 /dev/urandom\necho '{not json'\n", "ok"),  # garbage on stdout
+    ("printf 'x'\nhead -c 3000 /dev/urandom\necho '{not json'\n", "ok"),  # garbage on stdout (not JSON-looking)
     ("echo '[1, 2, 3]'\n", "ok"),  # JSON but not an object
     ('echo "something went wrong" >&2\nexit 1\n', "error"),
     ("kill -9 $$\n", "error"),  # crashes
