@@ -10,6 +10,7 @@ Imports are deferred to the command that needs them, so `bulkhead --help` is ins
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import sys
 
@@ -92,8 +93,10 @@ def build_parser() -> argparse.ArgumentParser:
     a_search = archive_sub.add_parser("search", help="full-text search")
     a_search.add_argument("query")
     a_search.add_argument("--session", metavar="ID")
-    a_show = archive_sub.add_parser("show", help="print an archived segment byte for byte")
+    a_show = archive_sub.add_parser("show", help="print an archived segment (control characters shown as escapes)")
     a_show.add_argument("key")
+    a_show.add_argument("--raw", action="store_true",
+                        help="the stored bytes unchanged, escape sequences included (for a file or a pipe)")
 
     config = sub.add_parser("config", help="create, locate, show or check the configuration")
     config_sub = config.add_subparsers(dest="action", metavar="ACTION", required=True)
@@ -125,6 +128,7 @@ _COMMANDS = {
 def main(argv: list[str] | None = None) -> int:
     from app.config import ConfigError
     from app.store import StoreError
+    from app.textsafe import SafeStream, display
 
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -133,6 +137,10 @@ def main(argv: list[str] | None = None) -> int:
 
         print(f"bulkhead {__version__}")
         return EXIT_OK
+    tui = not args.command and args.prompt is None
+    streams = (sys.stdout, sys.stderr)
+    if not tui:  # what a command prints may come from outside (answers, bodies, files): app/textsafe.py
+        sys.stdout, sys.stderr = SafeStream(sys.stdout), SafeStream(sys.stderr)
     try:
         if args.command:
             module = importlib.import_module(_COMMANDS[args.command])
@@ -142,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
             module = importlib.import_module("app.ui.run")
         return int(module.run(args) or 0)
     except (ConfigError, StoreError) as exc:
-        print(f"bulkhead: {exc}", file=sys.stderr)
+        print(f"bulkhead: {display(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("bulkhead: interrupted", file=sys.stderr)
@@ -154,9 +162,16 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_OK
     except OSError as exc:  # a full disk, a folder without permission: one clear line, no traceback
         where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
-        print(f"bulkhead: {exc.strerror or exc}{where} — check free space and permissions, or set BULKHEAD_HOME",
-              file=sys.stderr)
+        print(display(f"bulkhead: {exc.strerror or exc}{where} — check free space and permissions, or set "
+                      f"BULKHEAD_HOME"), file=sys.stderr)
         return EXIT_ERROR
+    finally:
+        if not tui:
+            for stream in (sys.stdout, sys.stderr):
+                if isinstance(stream, SafeStream):
+                    with contextlib.suppress(Exception):
+                        stream.end()
+            sys.stdout, sys.stderr = streams
 
 
 if __name__ == "__main__":

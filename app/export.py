@@ -13,6 +13,7 @@ from typing import Any
 from app.engine.messages import Image, Text, ToolCall, ToolResult
 from app.engine.session import Session
 from app.redact import redact_headers
+from app.textsafe import display
 
 
 def _when(ts: float) -> str:
@@ -20,6 +21,8 @@ def _when(ts: float) -> str:
 
 
 def to_markdown(session: Session) -> str:
+    """The session for people to read. Everything in it may have come from outside (prompts, answers,
+    tool output, file names), so it goes through `display()`: a `cat` of the file is safe."""
     lines = [f"# {session.title or 'bulkhead session'}", "",
              f"- session: `{session.id}`", f"- route: {session.route} ({session.provider} · {session.model})",
              f"- started: {_when(session.created_at)}", f"- messages: {len(session.master)}", ""]
@@ -43,7 +46,7 @@ def to_markdown(session: Session) -> str:
                 lines += [f"**{title}**", "", fence, part.content, fence, ""]
             elif isinstance(part, Image):
                 lines += [f"_[image {part.media_type}, {len(part.data) * 3 // 4} bytes]_", ""]
-    return "\n".join(lines).rstrip() + "\n"
+    return display("\n".join(lines).rstrip() + "\n")
 
 
 def to_json(session: Session) -> dict[str, Any]:

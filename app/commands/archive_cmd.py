@@ -1,4 +1,8 @@
-"""`bulkhead archive list|search QUERY|show KEY` — everything compaction took out of a view."""
+"""`bulkhead archive list|search QUERY|show KEY [--raw]` — everything compaction took out of a view.
+
+`show` prints the segment as UTF-8 whatever the terminal's encoding, control characters shown as
+visible escapes (app/textsafe.py); `--raw` gives the stored bytes unchanged.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from datetime import datetime
 from app.engine.archive import parse_recall_keys
 from app.sizes import format_size
 from app.store import Store
+from app.textsafe import display
 
 
 def _line(entry) -> str:
@@ -38,12 +43,13 @@ def run(args) -> int:
             print(f"bulkhead: no archived segment {key}", file=sys.stderr)
             status = 1
             continue
-        _write_exact(entry.content)
+        _write_exact(entry.content if getattr(args, "raw", False) else display(entry.content))
     return status
 
 
 def _write_exact(content: str) -> None:
-    """The archived text as UTF-8 bytes, whatever the terminal's encoding or newline translation."""
+    """The text as UTF-8 bytes, whatever the terminal's encoding or newline translation. (Written
+    to the byte buffer, under the CLI's SafeStream: the caller decides what is made safe.)"""
     try:
         data = content.encode("utf-8", "surrogateescape")  # undecodable bytes go back out as they came
     except UnicodeEncodeError:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from datetime import datetime
 from pathlib import Path
 
 from app.engine.session import Session, SessionNotFound
 from app.store import Store
+from app.textsafe import json_text
 
 
 class _ExportFailed(Exception):
@@ -62,10 +62,10 @@ def _export(session: Session, args) -> None:
     elif args.format == "json":
         from app.export import to_json
 
-        _write(json.dumps(to_json(session), ensure_ascii=False, indent=2) + "\n", args.output)
+        _write(json_text(to_json(session), indent=2) + "\n", args.output)
     else:
         from app.config import load_settings
         from app.har import to_har
 
         har = to_har(session, body_limit=load_settings().har_body_limit)
-        _write(json.dumps(har, ensure_ascii=False, indent=2) + "\n", args.output)
+        _write(json_text(har, indent=2) + "\n", args.output)

@@ -17,6 +17,7 @@ from app.engine.archive import make_entry, marker
 from app.engine.messages import Image, Message, Text, ToolCall, ToolResult
 from app.engine.session import Session
 from app.store import Store
+from app.textsafe import display
 
 REPO = Path(__file__).resolve().parents[2]
 FAKE_KEY = "sk-ant-api03-TESTONLYfakeKEYfakeKEY0123456789"
@@ -283,15 +284,23 @@ def test_archive_search(archived, capsys):
     assert code == 0 and "no archived segment matches 'zebra'" in out
 
 
-def test_archive_show_is_byte_for_byte(archived):
+def test_archive_show_raw_is_byte_for_byte(archived):
     key = archived[0].key
     for encoding in ("utf-8", "latin-1", "ascii"):
         env = {**os.environ, "PYTHONIOENCODING": encoding}
         for spelling in (key, marker(key), f"@recall ccr:{key.upper()}"):
-            result = subprocess.run([sys.executable, "-m", "app", "archive", "show", spelling], capture_output=True,
-                                    env=env, cwd=REPO, timeout=120)
+            result = subprocess.run([sys.executable, "-m", "app", "archive", "show", spelling, "--raw"],
+                                    capture_output=True, env=env, cwd=REPO, timeout=120)
             assert result.returncode == 0, result.stderr
             assert result.stdout == EXACT.encode("utf-8")
+
+
+def test_archive_show_escapes_what_a_terminal_would_interpret(archived):
+    result = subprocess.run([sys.executable, "-m", "app", "archive", "show", archived[0].key], capture_output=True,
+                            env={**os.environ, "PYTHONIOENCODING": "ascii"}, cwd=REPO, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == display(EXACT).encode("utf-8")
+    assert b"\x1b" not in result.stdout and b"\\x1b[0m" in result.stdout
 
 
 def test_archive_show_in_process(archived, capsysbinary):
