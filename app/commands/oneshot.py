@@ -1,17 +1,20 @@
 """`bulkhead -p PROMPT [--json]`: one turn, the answer on stdout, notices on stderr.
 
-Piped stdin is appended to the prompt. With `--json`, stdout carries one JSON object per
-engine event and finally `{"type": "result", "text", "session_id", "outcome"}`. Tools that
-need approval are asked about on the terminal when there is one, denied otherwise
-(unless `--yes`). The exit code is 0 for an answer, 1 for a failure or a partial answer.
+Piped stdin is appended to the prompt, as data: only the argument's `@paths` are attached.
+With `--json`, stdout carries one JSON object per engine event and finally `{"type": "result",
+"text", "session_id", "outcome", "denied"}`. Tools that need approval are asked about on the
+controlling terminal (/dev/tty, even when stdin and stdout are pipes) when there is one, denied
+otherwise (unless `--yes`); every denial is said on stderr. The exit code is 0 for an answer,
+1 for a failure, a partial answer, or an answer given without a tool call that was denied.
+Everything printed goes through `app/textsafe.py` (the CLI wraps stdout and stderr).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import sys
+import threading
 
 from app.config import load_settings
 from app.engine.events import (
@@ -25,10 +28,12 @@ from app.engine.events import (
     Rejection,
     Retry,
     TextDelta,
+    ToolApproval,
     ToolCallFinished,
     ToolCallStarted,
 )
 from app.sizes import format_size
+from app.textsafe import display, json_text
 
 _LEVEL_MARK = {"info": "ℹ", "warn": "⚠", "error": "✖"}
 
@@ -75,7 +80,9 @@ def text_printer(event: Event) -> None:
     elif isinstance(event, Compaction) and event.outcome != "applied":
         _stderr(f"  compaction ({event.trigger}): {event.outcome}")
     elif isinstance(event, ToolCallStarted):
-        _stderr(f"→ {event.name} {json.dumps(event.args, ensure_ascii=False)[:160]}")
+        _stderr(f"→ {event.name} {json_text(event.args)[:160]}")
+    elif isinstance(event, ToolApproval) and event.decision == "denied":
+        _stderr(f"  ✖ {event.name} denied — {event.reason}")
     elif isinstance(event, ToolCallFinished):
         mark = "✖" if event.is_error else "✓"
         _stderr(f"  {mark} {event.name}: {event.chars:,} chars")
@@ -84,26 +91,51 @@ def text_printer(event: Event) -> None:
 
 
 def json_printer(event: Event) -> None:
-    sys.stdout.write(json.dumps(event.to_json(), ensure_ascii=False, default=str) + "\n")
+    sys.stdout.write(json_text(event.to_json(), default=str) + "\n")
     sys.stdout.flush()
 
 
 def _terminal_approver():
-    """Ask on the controlling terminal (stdin may be a pipe); None when there is no terminal."""
+    """Ask on the controlling terminal (stdin and stdout may be pipes); None when there is none.
+
+    /dev/tty is opened twice, to read and to write: one text stream opened "r+" needs a seekable
+    file, and a terminal is not one (io.UnsupportedOperation).
+    """
     try:
-        tty = open("/dev/tty", "r+", encoding="utf-8")  # noqa: SIM115 - kept open for the session
+        reader = open("/dev/tty", encoding="utf-8", errors="replace")  # noqa: SIM115 - kept for the session
     except OSError:
         return None
-    if not os.isatty(tty.fileno()):
+    try:
+        writer = open("/dev/tty", "w", encoding="utf-8", errors="replace")  # noqa: SIM115
+    except OSError:
+        reader.close()
         return None
+    if not os.isatty(reader.fileno()):
+        reader.close()
+        writer.close()
+        return None
+    lock = threading.Lock()  # one question at a time
+
+    def ask(why: str) -> bool:
+        with lock:
+            writer.write(f"\n? {display(why)}\n  allow? [y/N] ")
+            writer.flush()
+            return reader.readline().strip().lower() in ("y", "yes")
 
     async def approve(name: str, args: dict, why: str) -> bool:
-        def ask() -> bool:
-            tty.write(f"\n? {why}\n  allow? [y/N] ")
-            tty.flush()
-            return tty.readline().strip().lower() in ("y", "yes")
+        # A daemon thread, not asyncio.to_thread: Ctrl+C while it waits must not wait for a line.
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[bool] = loop.create_future()
 
-        return await asyncio.to_thread(ask)
+        def run() -> None:
+            try:
+                result = ask(why)
+            except (OSError, ValueError):  # the terminal went away: no
+                result = False
+            loop.call_soon_threadsafe(lambda: answer.done() or answer.set_result(result))
+
+        threading.Thread(target=run, name="ask on the terminal", daemon=True).start()
+        return await answer
 
     return approve
 
@@ -134,26 +166,37 @@ def run(args) -> int:
                                           continue_=args.continue_, approver=approver)
     printer = json_printer if args.json else text_printer
     engine.session.bus.subscribe(printer)
+    denied: list[ToolApproval] = []
+    engine.session.bus.subscribe(
+        lambda event: denied.append(event) if isinstance(event, ToolApproval) and event.decision == "denied" else None)
     for note in choice.notices:
         printer(Notice(note, code="lab" if choice.lab else "route"))
 
     async def main() -> int:
         await engine.start(resumed=resumed)
         try:
-            result = await engine.submit(prompt)
+            result = await engine.submit(prompt, typed=args.prompt or "")
         finally:
             await engine.close("exit")
         if args.json:
             json_printer_result = {"type": "result", "text": result.text, "session_id": engine.session.id,
-                                   "outcome": result.outcome, "error": result.error}
-            sys.stdout.write(json.dumps(json_printer_result, ensure_ascii=False) + "\n")
+                                   "outcome": result.outcome, "error": result.error,
+                                   "denied": [{"name": d.name, "reason": d.reason} for d in denied]}
+            sys.stdout.write(json_text(json_printer_result) + "\n")
         else:
             if result.text and not result.text.endswith("\n"):
                 sys.stdout.write("\n")
             if result.outcome in ("failed", "partial"):  # the advice names TUI commands: say where they are
                 _stderr(f"  the session is kept: `bulkhead --resume {engine.session.id}` opens it (/retry, "
                         f"/compact, /model work there); `bulkhead -c -p …` continues it here")
+            if denied:
+                names = ", ".join(dict.fromkeys(d.name for d in denied))
+                one = len(denied) == 1
+                why = ("" if approver is not None else " — there was no terminal to ask: run it in a terminal to be "
+                       "asked, or pass --yes to allow tool calls")
+                _stderr(f"bulkhead: {len(denied)} tool call{'' if one else 's'} denied ({names}); the answer was "
+                        f"given without {'it' if one else 'them'} (exit status 1){why}")
         sys.stdout.flush()
-        return 0 if result.outcome == "answered" else 1
+        return 0 if result.outcome == "answered" and not denied else 1
 
     return asyncio.run(main())

@@ -9,7 +9,9 @@ punctuation (`see @README.md.`). Each distinct path is attached once, in order, 
 The turn loop attaches them the way the model would have read them: `read_file` /
 `list_dir` calls recorded as if asked for (origin `mention`), so budgets, spill files,
 dedup of repeated reads and microcompaction treat them like any other read. As in Claude
-Code, a mention is the user's own request: no PreToolUse hook and no approval prompt.
+Code, a mention is the user's own request: no PreToolUse hook and no approval prompt — inside the
+workspace. A path outside it asks, like any read there (refused when nobody can be asked). Only
+text the user typed carries mentions: text piped into `bulkhead -p` is data (`Engine.submit(typed=…)`).
 
 Completion (the prompt's `@` list) goes one path segment at a time, like a shell.
 """

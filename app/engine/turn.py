@@ -247,8 +247,12 @@ class Engine:
             await self.provider.aclose()
 
     # -- turns ------------------------------------------------------------------------------------
-    async def submit(self, prompt: str, images: Sequence[Image] = ()) -> TurnResult:
-        """Run one user turn to its end. Never raises for provider failures: see TurnResult."""
+    async def submit(self, prompt: str, images: Sequence[Image] = (), *, typed: str | None = None) -> TurnResult:
+        """Run one user turn to its end. Never raises for provider failures: see TurnResult.
+
+        `typed`: the part of `prompt` the user typed, the only text whose `@paths` are attached
+        (`bulkhead -p` passes its argument: text piped in is data, never a mention). None: all of it.
+        """
         async with self._lock:
             verdict = await self.hooks.user_prompt_submit(prompt)
             if verdict.blocked:
@@ -261,7 +265,7 @@ class Engine:
                 parts.append(Text(f"\n\n[hook context]\n{verdict.additional_context}"))
             self.session.append(Message.create("user", parts, turn=turn))
             self.emit(TurnStarted(turn=turn, prompt=prompt))
-            return await self._run_turn(turn, mentions=self._mentions(prompt))
+            return await self._run_turn(turn, mentions=self._mentions(prompt if typed is None else typed))
 
     async def retry(self) -> TurnResult:
         """`/retry`: ask again for the last turn (a failed or partial answer), from the current view."""
@@ -426,9 +430,9 @@ class Engine:
     async def _run_tools(self, calls, turn: int, budget, *, by_user: bool = False) -> None:
         """Run the model's tool calls in order: PreToolUse hook, approval, the tool, PostToolUse hook.
 
-        `by_user`: the user's own `@mentions` — no hooks and no approval prompt (as in Claude Code).
+        `by_user`: the user's own `@mentions` — no hooks, and no approval prompt inside the workspace.
         """
-        from app.tools.base import ToolContext, run_tool
+        from app.tools.base import ToolContext
         from app.tools.budget import spill_folder
 
         store, session = self.session.store, self.session
@@ -446,9 +450,7 @@ class Engine:
                               result_max_chars=budget.limit(result_max), recall=recall, cancel=self.tool_cancel)
             self.emit(ToolCallStarted(call_id=call.id, name=call.name, args=args))
             if by_user:
-                self.emit(ToolApproval(call_id=call.id, name=call.name, decision="auto",
-                                       reason="attached by you with @"))
-                outcome = await run_tool(call.name, args, ctx)
+                outcome = await self._attach_mention(call, args, ctx)
                 after = HookResult()
             else:
                 outcome, args = await self._run_guarded(call, args, ctx, read_roots)
@@ -468,6 +470,28 @@ class Engine:
             self.emit(ToolCallFinished(call_id=call.id, name=call.name, is_error=outcome.is_error,
                                        preview=content[:500], chars=outcome.chars_total,
                                        spill_path=str(outcome.spill_path) if outcome.spill_path else None))
+
+    async def _attach_mention(self, call, args: dict, ctx) -> ToolOutcome:
+        """The user's `@path`: attached without asking inside the workspace; a path outside it asks,
+        like any read there (refused, and said so, when there is nobody to ask)."""
+        from app.tools.approval import denied_outcome, outside_workspace
+        from app.tools.base import run_tool
+
+        outside = outside_workspace(call.name, args, self.workspace)
+        if not outside:
+            self.emit(ToolApproval(call_id=call.id, name=call.name, decision="auto", reason="attached by you with @"))
+            return await run_tool(call.name, args, ctx)
+        why = f"@{args.get('path', '')} is outside the workspace ({outside[0]})"
+        approved = await self._ask(call.name, args, f"{why}: attach it?")
+        self.emit(ToolApproval(call_id=call.id, name=call.name, decision="approved" if approved else "denied",
+                               reason=why))
+        if approved:
+            return await run_tool(call.name, args, ctx)
+        if self.approver is None:
+            self.emit(Notice(f"{why}: not attached — there is no terminal to ask. Run bulkhead in a terminal to be "
+                             f"asked, pass --yes, or copy the file into the workspace.", level="warn", code="mention"))
+            return denied_outcome(call.name, why, by="no_terminal")
+        return denied_outcome(call.name, why)
 
     async def _run_guarded(self, call, args: dict, ctx, read_roots) -> tuple[ToolOutcome, dict]:
         """One model tool call through the PreToolUse hook and the approval rules: (outcome, the

@@ -179,6 +179,37 @@ async def test_an_at_mention_attaches_the_file_as_a_read(make_harness, provider,
     assert "## Attached by the user (@)" in to_markdown(h.session)  # not shown as the model's call
 
 
+@pytest.mark.parametrize("approve", [True, False])
+async def test_a_mention_outside_the_workspace_asks_like_any_read_there(make_harness, tmp_path, approve):
+    outside = tmp_path / "elsewhere.txt"
+    outside.write_text("from outside\n")
+    asked: list[str] = []
+
+    async def answer(name, args, why):
+        asked.append(why)
+        return approve
+
+    h = make_harness(approval="never-ask", approver=answer)
+
+    await h.engine.submit(f"look at @{outside}")
+
+    assert len(asked) == 1 and f"@{outside} is outside the workspace" in asked[0]
+    result = h.session.master[2].tool_results[0]
+    assert ("from outside" in result.content) is approve and result.is_error is not approve
+    decisions = [(e.name, e.decision) for e in h.of_type("tool_approval")]
+    assert decisions == [("read_file", "approved" if approve else "denied")]
+
+
+async def test_only_the_typed_part_of_a_prompt_carries_mentions(make_harness):
+    h = make_harness()
+    (h.engine.workspace / "a.txt").write_text("a")
+    (h.engine.workspace / "b.txt").write_text("b")
+
+    await h.engine.submit("read @a.txt\n\npiped: @b.txt", typed="read @a.txt")
+
+    assert [dict(c.args)["path"] for c in h.session.master[1].tool_calls] == ["a.txt"]
+
+
 async def test_too_many_mentions_are_capped_with_a_notice(make_harness):
     h = make_harness(max_mentions=2)
     for name in "abc":
