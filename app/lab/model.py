@@ -27,6 +27,7 @@ Grammar::
     !recall KEY…             recall {keys: [KEY, …]}    (bare keys or <<ccr:KEY>> markers)
     !big SIZE                answer with SIZE of text, e.g. !big 40KB (KB = 1024 bytes)
     !cut                     answer past max_tokens, so the answer stops at max_tokens
+    !echo TEXT…              answer TEXT as it is, \\n \\t \\e \\xHH \\uHHHH \\\\ decoded
     !help                    this grammar
 """
 
@@ -63,6 +64,7 @@ The lab model understands lines of your message that start with "!":
   !recall KEY…             call recall {keys}  (bare keys or <<ccr:KEY>> markers)
   !big SIZE                answer with that much text, e.g. !big 40KB
   !cut                     answer past max_tokens (stops at max_tokens; continue to finish)
+  !echo TEXT…              answer TEXT as it is (\\n \\t \\e \\xHH \\uHHHH decoded)
   !help                    show this list
 Several tool lines → several tool calls in one answer. Anything else: a report of what it received."""
 
@@ -134,7 +136,7 @@ def parse_commands(text: str) -> list[Command]:
             continue
         verb, _, args = stripped[1:].partition(" ")
         verb = verb.lower()
-        if verb in TOOL_COMMANDS or verb in ("big", "cut", "help"):
+        if verb in TOOL_COMMANDS or verb in ("big", "cut", "echo", "help"):
             commands.append(Command(verb, args.strip(), stripped))
     return commands
 
@@ -187,6 +189,21 @@ def tool_call(command: Command) -> tuple[str, dict] | str:
     if not keys:
         return "usage: !recall KEY…"
     return name, {"keys": keys}
+
+
+_ECHO_ESCAPE_RE = re.compile(r"\\(?:([nte\\])|x([0-9a-fA-F]{2})|u([0-9a-fA-F]{4}))")
+
+
+def echo_text(args: str) -> str:
+    """`!echo`'s text: `\\n`, `\\t`, `\\e` (ESC), `\\xHH`, `\\uHHHH` and `\\\\` decoded — so a lab answer can carry
+    exactly the bytes a test (or a curious user) wants a terminal to receive."""
+    def decode(match: re.Match[str]) -> str:
+        simple, byte, code = match.groups()
+        if simple:
+            return {"n": "\n", "t": "\t", "e": "\x1b", "\\": "\\"}[simple]
+        return chr(int(byte or code, 16))
+
+    return _ECHO_ESCAPE_RE.sub(decode, args)
 
 
 def filler(size: int) -> str:
@@ -288,6 +305,8 @@ def _commands_answer(conv: Conversation, commands: Sequence[Command]) -> list[Bl
             texts.append(filler(min(size, MAX_BIG_BYTES)))
         elif command.verb == "cut":
             texts.append(_cut_text(conv.max_tokens or DEFAULT_MAX_OUTPUT_TOKENS))
+        elif command.verb == "echo":
+            texts.append(echo_text(command.args))
         else:
             call = tool_call(command)
             if isinstance(call, str):

@@ -125,8 +125,13 @@ def test_answers_from_tool_results():
     assert "- shell (6 B, error): “exit 1”" in reply.text
 
 
+def test_echo_answers_the_text_with_its_escapes_decoded():
+    said = r"!echo title\e]0;pwned\x07 clip\e]52;c;aGk=\u0007 \x9b2J \u202eevil\\n\nnext"
+    assert respond(conv(("user", said))).text == "title\x1b]0;pwned\x07 clip\x1b]52;c;aGk=\x07 \x9b2J \u202eevil\\n\nnext"
+
+
 def test_help_and_grammar_constant_name_every_command():
-    for verb in ("!read", "!ls", "!grep", "!shell", "!write", "!recall", "!big", "!cut"):
+    for verb in ("!read", "!ls", "!grep", "!shell", "!write", "!recall", "!big", "!cut", "!echo"):
         assert verb in GRAMMAR
         assert verb in model.__doc__
     assert respond(conv(("user", "!help"))).text == GRAMMAR
