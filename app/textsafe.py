@@ -60,6 +60,14 @@ def display_line(text: str) -> str:
     return _UNSAFE_LINE.sub(_escape, text)
 
 
+def without_unsafe(text: str) -> str:
+    """`text` with what `display()` would escape left out, for where an escape cannot be drawn: a
+    line of a text editor counts these characters as zero cells wide, so its layout stays right."""
+    if not text or _UNSAFE.search(text) is None:
+        return text
+    return _UNSAFE.sub("", text)
+
+
 def is_safe(text: str) -> bool:
     """True when `text` holds nothing a terminal would interpret (what tests assert of output)."""
     return _UNSAFE.search(text.replace("\r\n", "\n")) is None

@@ -6,6 +6,10 @@ answer streamed. `AnswerView` parses the text into top-level blocks (as Textual'
 MarkdownStream does), draws each finished block once per width with the theme's Markdown
 styles, and re-parses only the open last block — in time slices that give the event loop
 back every few milliseconds.
+
+The text is model output: it goes through `app.textsafe.display` as it comes in, and so does what
+Markdown makes of it (a character reference such as `&#x202e;` decodes to a bidi override), so
+nothing drawn holds an escape sequence, a C1 control or a bidi override.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from textual.strip import Strip
 from textual.style import Style
 from textual.timer import Timer
 from textual.widget import Widget
+
+from app.textsafe import display, display_line
 
 SLICE_S = 0.012  # the most drawing one slice does before it gives the event loop back
 SLICE_GAP_S = 0.004  # the pause between two slices: frames, keys and timers run in it
@@ -253,7 +259,7 @@ class _Painter:
             return self._text(self.inline(node.token), width, base)
         if node.children:
             return self._flow(node.children, width, base, context, depth)
-        text = node.token.content.rstrip("\n") if node.token.content else ""
+        text = display(node.token.content.rstrip("\n")) if node.token.content else ""
         return self._text(Content(text), width, base) if text else []
 
     # -- text ------------------------------------------------------------------------------------------------
@@ -281,14 +287,14 @@ class _Painter:
         for child in token.children:
             kind = child.type
             if kind == "text":
-                add(re.sub(r"\s+", " ", child.content))
+                add(display(re.sub(r"\s+", " ", child.content)))
             elif kind == "softbreak":
                 add(" ")
             elif kind == "hardbreak":
                 add("\n")
             elif kind == "code_inline":
                 stack.append((styles["code-inline"], position))
-                add(child.content)
+                add(display(child.content))
                 close()
             elif kind == "em_open":
                 stack.append((styles["em"], position))
@@ -296,15 +302,15 @@ class _Painter:
                 stack.append((styles["strong"], position))
             elif kind == "s_open":
                 stack.append((styles["strike"], position))
-            elif kind == "link_open":
-                stack.append((styles["link"] + Style(link=str(child.attrs.get("href", ""))), position))
+            elif kind == "link_open":  # the link goes into an OSC 8 sequence: made safe as well
+                stack.append((styles["link"] + Style(link=display_line(str(child.attrs.get("href", "")))), position))
             elif kind == "image":
-                stack.append((styles["link"] + Style(link=str(child.attrs.get("src", ""))), position))
-                add("🖼  " + (f"({child.attrs.get('alt')})" if child.attrs.get("alt") else ""))
-                add("".join(grandchild.content for grandchild in child.children or ()))
+                stack.append((styles["link"] + Style(link=display_line(str(child.attrs.get("src", "")))), position))
+                add("🖼  " + (f"({display(str(child.attrs.get('alt')))})" if child.attrs.get("alt") else ""))
+                add(display("".join(grandchild.content for grandchild in child.children or ())))
                 close()
             elif kind == "html_inline":
-                add(child.content)
+                add(display(child.content))
             elif kind.endswith("_close"):
                 close()
         while stack:
@@ -380,7 +386,7 @@ class _Painter:
         )
 
         theme = (ANSIDarkHighlightTheme if self.dark else ANSILightHighlightTheme) if self.ansi else HighlightTheme
-        code = token.content.rstrip()
+        code = display(token.content.rstrip())
         style = base + self.styles["fence"]
         pad = style.rich_style
         side = 2 if width >= 12 else 0
@@ -507,6 +513,7 @@ class AnswerView(Widget):
 
     def __init__(self, text: str = "", *, streaming: bool = False, **kwargs) -> None:
         super().__init__(**kwargs)
+        text = display(text)
         self._text = text
         self._streaming = streaming
         self._settled_chars = 0  # while streaming: text before this offset is in final blocks
@@ -570,14 +577,14 @@ class AnswerView(Widget):
         """More streamed text: the new final blocks and the open one are drawn now (within a slice)."""
         if not fragment:
             return
-        self._text += fragment
+        self._text += display(fragment)
         self._parsed = False
         self._ingest_pending = True
         self._work(announce=False)
 
     def set_text(self, text: str) -> None:
         """Replace the whole text; blocks whose source is unchanged keep their drawing."""
-        self._text = text
+        self._text = text = display(text)
         self._generation += 1  # a parse or an ingest still running in a thread is for the old text
         self._parsed = False
         if self._streaming:  # take it in again from the start, as streamed text
@@ -599,6 +606,7 @@ class AnswerView(Widget):
         self._streaming = False
         self._ingest_pending = False
         self._generation += 1  # an ingest still running in a thread is for the stream: dropped
+        text = display(text) if text is not None else None
         if text is not None and text != self._text:
             self._text = text
             self._parsed = False

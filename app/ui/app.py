@@ -9,6 +9,10 @@ key lookup) is opened in a thread worker, and the provider SDK is imported in a 
 messages, in order: the chat renders them, the inspector's panels react to them; once the app is
 quitting they are dropped. Every I/O path is a named worker with one error handler, so a failure
 is a notice or a toast, never a traceback on the screen.
+
+Outside text (model, tools, files, HTTP, hooks) never reaches the terminal as it came: each engine
+event becomes display data (`app.textsafe.display_data`) where it turns into an `EngineEvent`;
+what widgets read from the store is made safe where they read it; toasts never parse markup.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from app.config import ConfigError, Settings, config_path
 from app.engine.events import CompactionPhase, Event, SessionStarted, ViewChanged
 from app.sizes import SizeError, format_size, parse_size
 from app.state import State
+from app.textsafe import display, display_data, display_line
 from app.ui.chat import Chat
 from app.ui.chat_items import ToolBlock
 from app.ui.clipboard import CopyResult, system_copy
@@ -302,7 +307,7 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
 
     def _on_bus(self, event: Event) -> None:
         if not (self._quitting or self._exit):
-            self.post_message(EngineEvent(event))
+            self.post_message(EngineEvent(display_data(event)))  # the one door engine text comes in by
 
     @property
     def quitting(self) -> bool:
@@ -351,8 +356,8 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
             return
         session, route = engine.session, engine.route
         lab = " · lab (offline)" if route.provider == "lab" else ""
-        title = f" · {session.title}" if session.title else ""
-        self._q("#topbar", Static).update(f"bulkhead · {route.name} ({route.model}){lab}{title}")
+        title = f" · {session.title}" if session.title else ""  # the first prompt's words
+        self._q("#topbar", Static).update(display_line(f"bulkhead · {route.name} ({route.model}){lab}{title}"))
 
     # -- turns ------------------------------------------------------------------------------------------------
     def watch_busy(self, busy: bool) -> None:
@@ -445,7 +450,7 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
     async def approve_tool(self, name: str, args: dict, why: str) -> bool:
         """The engine's approver: an inline approve/deny in the tool's block."""
         future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-        self.post_message(ApprovalAsked(name, args, why, future))
+        self.post_message(ApprovalAsked(display(name), display_data(args), display(why), future))
         return await future
 
     def on_approval_asked(self, message: ApprovalAsked) -> None:
@@ -671,7 +676,7 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
             session = self.engine.session
             cached_for, rows = self._recall_keys
             if cached_for != (session.id, session.view.id):
-                rows = [(key, f"{reason} · {format_size(size)} · {' '.join(head.split())[:40]}")
+                rows = [(key, display_line(f"{reason} · {format_size(size)} · {' '.join(head.split())[:40]}"))
                         for key, reason, size, head in session.store.archive_keys(session.id)]
                 self._recall_keys = (session.id, session.view.id), rows
             return rows
@@ -752,13 +757,13 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
 
     async def _write_har(self, session, path: Path) -> Path | None:
         """The session's requests as HAR 1.2 (`app.har`: redacted headers, bodies cut to har_body_limit)."""
-        import json
+        from app.textsafe import json_text
 
         try:
             from app.har import to_har
 
             data = await asyncio.to_thread(to_har, session, body_limit=self.settings.har_body_limit)
-            text = json.dumps(data, ensure_ascii=False, indent=1)
+            text = json_text(data, indent=1)
             await asyncio.to_thread(path.write_text, text, encoding="utf-8")
             path.chmod(0o600)
             return path
@@ -836,6 +841,14 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
 
     def _cmd_copy_last(self, _arg: str) -> None:
         self.copy(self.chat_last_answer(), "the last answer")
+
+    # -- toasts ---------------------------------------------------------------------------------------------------
+    def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None,
+               markup: bool = True) -> None:
+        """Every toast (widgets' `notify` lands here): its words may quote a provider, a file or an
+        exception, so they are made safe and never parsed as markup (`[@click=…]` stays text)."""
+        super().notify(display(str(message)), title=display_line(str(title)), severity=severity, timeout=timeout,
+                       markup=False)
 
     # -- copy ---------------------------------------------------------------------------------------------------
     def copy(self, text: str, what: str) -> None:

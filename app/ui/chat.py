@@ -30,6 +30,7 @@ from app.engine.events import (
     AnswerFinished,
     Compaction,
     Event,
+    HookRun,
     MessageAdded,
     Notice,
     RecoveryStep,
@@ -349,6 +350,12 @@ class Chat(VerticalScroll, can_focus=True):
         elif isinstance(event, Retry):
             await self.add_notice(f"{event.kind}: retry {event.attempt}/{event.max_attempts} in {event.delay_s:.1f} s"
                                   + (f" — {event.reason}" if event.reason else ""), code="retry", title="retry")
+        elif isinstance(event, HookRun) and event.decision in ("error", "timeout"):
+            # A broken hook (a crash, invalid JSON, a timeout) must not go unnoticed; blocks show where they act.
+            lines = event.output.strip().splitlines()
+            detail = f" — {lines[0]}" if lines else ""
+            await self.add_notice(f"{event.event} hook `{event.command}`: {event.decision}{detail} (the Hooks "
+                                  f"panel shows its output)", level="warn", code="hook", title="hook")
         elif isinstance(event, Rejection):
             size = f", {format_size(event.bytes)}" if event.bytes else ""
             status = f"{event.status} " if event.status else ""

@@ -3,6 +3,11 @@
 Every item keeps the raw text it shows (`copy_text()`), so copy and tests never read pixels.
 Items are not focusable: the chat has one cursor (see `app.ui.chat.Chat`), which keeps the
 focus chain short however long the session grows.
+
+Items show outside text (prompts, answers, tool arguments and output, provider words): each
+makes what it is given safe with `app.textsafe` (escape sequences shown, never interpreted) and
+never parses it as markup — whether it came from an engine event or from the store (a resumed
+session). What is copied is what is shown.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Button, Static
 
+from app.textsafe import display
 from app.ui.answer_view import AnswerView
 
 _CODE_BLOCK_RE = re.compile(r"^(```+|~~~+)[^\n]*\n(.*?)^\1[ \t]*$", re.M | re.S)
@@ -66,7 +72,7 @@ class UserItem(ChatItem):
 
     def __init__(self, text: str, *, origin: str = "user", **kwargs) -> None:
         super().__init__(**kwargs)
-        self.text = text
+        self.text = display(text)
         self.origin = origin
         if origin == "recall":
             self.add_class("-recall")
@@ -105,10 +111,10 @@ class AssistantItem(ChatItem):
 
     def __init__(self, text: str = "", *, partial: bool = False, streaming: bool = False, **kwargs) -> None:
         super().__init__(**kwargs)
-        self.raw = text
+        self.raw = display(text)
         self.partial = partial
         self.streaming = streaming
-        self.view = AnswerView(text, streaming=streaming, classes="answer")
+        self.view = AnswerView(self.raw, streaming=streaming, classes="answer")
         self.set_class(partial, "-partial")
 
     def compose(self) -> ComposeResult:
@@ -125,6 +131,7 @@ class AssistantItem(ChatItem):
     async def write(self, fragment: str) -> None:
         if not fragment:
             return
+        fragment = display(fragment)
         self.raw += fragment
         self.view.append(fragment)
 
@@ -133,7 +140,7 @@ class AssistantItem(ChatItem):
         document and drawn in slices after this returns; the raw text is kept beside it."""
         self.streaming = False
         if text is not None:
-            self.raw = text
+            self.raw = display(text)
         if partial is not None:
             self.mark_partial(partial)
         self.view.finish(self.raw)
@@ -153,10 +160,10 @@ class NoticeItem(ChatItem):
 
     def __init__(self, text: str, *, level: str = "info", code: str = "", title: str = "", **kwargs) -> None:
         super().__init__(**kwargs)
-        self.text = text
+        self.text = display(text)
         self.level = level if level in NOTICE_MARKS else "info"
         self.code = code
-        self.title = title
+        self.title = display(title)
         self.add_class(f"-{self.level}")
         if code:
             self.add_class(f"-code-{re.sub(r'[^a-z0-9-]', '-', code.lower())}")
@@ -180,8 +187,8 @@ class ReportItem(ChatItem):
 
     def __init__(self, title: str, rows: list[tuple[str, str]], **kwargs) -> None:
         super().__init__(**kwargs)
-        self.title = title
-        self.rows = rows
+        self.title = display(title)
+        self.rows = [(display(key), display(value)) for key, value in rows]
 
     def render(self) -> RenderableType:
         from rich.table import Table
@@ -191,7 +198,7 @@ class ReportItem(ChatItem):
         table.add_column(style="bold", no_wrap=True)
         table.add_column()
         for key, value in self.rows:
-            table.add_row(key, value)
+            table.add_row(Text(key), Text(value))  # Text: a probe's evidence must not be read as markup
         return table
 
     def copy_text(self) -> str:
@@ -225,8 +232,8 @@ class ToolBlock(ChatItem):
     def __init__(self, call_id: str, name: str, args: dict, **kwargs) -> None:
         super().__init__(**kwargs)
         self.call_id = call_id
-        self.tool_name = name
-        self.args = dict(args)
+        self.tool_name = display(name)
+        self.args = dict(args)  # shown through display(): see _header and _body
         self.decision = ""  # approved | denied | auto | cancelled
         self.reason = ""
         self.result = ""
@@ -266,7 +273,7 @@ class ToolBlock(ChatItem):
         text.append("▸ " if self.collapsed else "▾ ", style="dim")
         text.append(f"{mark} ", style="bold")
         text.append(f"{self.tool_name} ", style="bold")
-        line = _args_line(self.tool_name, self.args)
+        line = display(_args_line(self.tool_name, self.args))
         text.append(line if len(line) <= 90 else line[:89] + "…")
         if word:
             text.append(f"  — {word}", style="dim italic")
@@ -281,7 +288,7 @@ class ToolBlock(ChatItem):
             lines.append(f"{label} ({self.chars:,} chars):\n{self.result}")
             if self.spill_path:
                 lines.append(f"full output: {self.spill_path}")
-        return "\n".join(lines)
+        return display("\n".join(lines))
 
     def _sync(self) -> None:
         if not self.is_mounted:
@@ -292,7 +299,7 @@ class ToolBlock(ChatItem):
         self.set_class(self.pending, "-pending")
         self.set_class(self.is_error or self.decision in ("denied", "cancelled"), "-failed")
         if self.pending:
-            self.query_one(".approval-why", Static).update(f"? {self._why}")
+            self.query_one(".approval-why", Static).update(f"? {display(self._why)}")
 
     def toggle(self) -> None:
         self.collapsed = not self.collapsed
@@ -349,4 +356,4 @@ class ToolBlock(ChatItem):
         return self._body()
 
     def code_blocks(self) -> list[str]:
-        return [self.result] if self.result else []
+        return [display(self.result)] if self.result else []

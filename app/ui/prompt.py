@@ -16,6 +16,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from rich.segment import Segment
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
@@ -23,10 +24,12 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
 from textual.reactive import reactive
+from textual.strip import Strip
 from textual.widgets import Static, TextArea
 
 from app.config import data_home
 from app.engine.mentions import complete_mention, mention_at_end
+from app.textsafe import display_line, without_unsafe
 from app.ui.commands import complete_slash
 
 HISTORY_LIMIT = 1000
@@ -115,6 +118,15 @@ class PromptArea(TextArea):
 
     completions: reactive[list[tuple[str, str]]] = reactive(list, init=False, always_update=True)
     selected: reactive[int] = reactive(0, init=False)
+
+    def render_line(self, y: int) -> Strip:
+        """A line of what was typed or pasted, drawn without the characters a terminal would interpret
+        (ESC, C1, bidi overrides — zero cells wide, so the cursor stays right); the text sent keeps them."""
+        strip = super().render_line(y)
+        if all(control or without_unsafe(text) is text for text, _style, control in strip):
+            return strip
+        return Strip([segment if segment.control else Segment(without_unsafe(segment.text), segment.style)
+                      for segment in strip], strip.cell_length)
 
     class Submitted(Message):
         def __init__(self, prompt: PromptArea, text: str) -> None:
@@ -261,8 +273,8 @@ class PromptBox(Vertical):
             style = "reverse bold" if index == event.selected else "bold"
             if index:
                 text.append("\n")
-            text.append(f" {word} ", style=style)
-            text.append(f"  {help_}", style="dim")
+            text.append(f" {display_line(word)} ", style=style)  # file names from disk: shown, never interpreted
+            text.append(f"  {display_line(help_)}", style="dim")
         text.append("\n Tab completes · ↑/↓ choose · Enter "
                     + ("takes it" if event.completions[0][0].startswith("@") else "runs"), style="dim italic")
         widget.update(text)

@@ -6,11 +6,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
+
+from app.textsafe import display_line
 
 
 def age(seconds: float) -> str:
@@ -57,8 +60,10 @@ class SessionsScreen(ModalScreen[str | None]):
         now = self.now()
         for row in self.sessions:
             mark = " ●" if row["id"] == self.current_id else ""
-            title = (row.get("title") or "(untitled)")[:60]
-            table.add_row(row["id"] + mark, title, f"{row.get('route') or ''} · {row.get('model') or ''}",
+            # A title is the first prompt's words: Text (a DataTable reads a str as markup), made safe.
+            title = Text(display_line((row.get("title") or "(untitled)")[:60]))
+            table.add_row(row["id"] + mark, title, Text(display_line(f"{row.get('route') or ''} · "
+                                                                     f"{row.get('model') or ''}")),
                           str(row.get("messages", 0)), age(now - float(row.get("updated_at") or now)),
                           key=row["id"])
         table.focus()

@@ -9,7 +9,8 @@ Recall and rewind change the conversation, so the panel only *asks*: it posts
 `ArchiveRecallRequested(key)` / `RewindRequested()`, which bubble to the app. The app decides
 (e.g. not while a turn is streaming) and calls `recall_selected()` / `recall(key)` /
 `rewind()` here, or the engine itself. `Inspector(direct_actions=True)` makes the inspector
-handle both messages itself.
+handle both messages itself. Archived content is outside text: every place it is shown (the
+row, the preview, the copy) goes through `app.textsafe.display`.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from textual.widgets import DataTable, Input, Static
 from app.engine.archive import ArchiveEntry
 from app.engine.events import Compaction, Event
 from app.sizes import format_size
+from app.textsafe import display
 from app.ui.widgets.common import Clock, CopyRequested, Panel, age_text, clock_text, head_text, one_line
 
 MAX_ROWS = 500
@@ -182,7 +184,7 @@ Everything a compaction or a recovery dropped or cut is archived, content-addres
                 continue
             self.entries[entry.key] = entry
             table.add_row(entry.key, entry.reason, format_size(entry.bytes), age_text(now - entry.created_at),
-                          one_line(entry.content, ROW_PREVIEW_CHARS), key=entry.key)
+                          Text(display(one_line(entry.content, ROW_PREVIEW_CHARS))), key=entry.key)
         if not search:
             created = {k: e.created_at for k, e in self.entries.items()}
             table.sort("key", key=lambda k: created.get(k, 0.0), reverse=True)
@@ -211,7 +213,7 @@ Everything a compaction or a recovery dropped or cut is archived, content-addres
         self.preview_key = key if entry else None
         if entry is None:
             if self.query_text.strip():
-                self.preview_text = f"Nothing in the archive matches {self.query_text!r}."
+                self.preview_text = display(f"Nothing in the archive matches {self.query_text!r}.")
             elif self.engine is None:
                 self.preview_text = "Waiting for the session…"
             else:
@@ -223,7 +225,7 @@ Everything a compaction or a recovery dropped or cut is archived, content-addres
         origin = f" · from {sources} message{'s' if sources != 1 else ''}" if sources else ""
         title.update(f"ccr:{entry.key} · {entry.reason} · {format_size(entry.bytes)} · "
                      f"{clock_text(entry.created_at, self.tz)}{origin}")
-        self.preview_text = head_text(entry.content, PREVIEW_CHARS)
+        self.preview_text = display(head_text(entry.content, PREVIEW_CHARS))
         body.update(Text(self.preview_text))
         self.query_one("#archive-preview", VerticalScroll).scroll_home(animate=False)
 
@@ -258,7 +260,7 @@ Everything a compaction or a recovery dropped or cut is archived, content-addres
         key = self.selected_key
         entry = self.entries.get(key) if key else None
         if entry is not None:
-            self.post_message(CopyRequested(entry.content, what=f"archived segment ccr:{entry.key}"))
+            self.post_message(CopyRequested(display(entry.content), what=f"archived segment ccr:{entry.key}"))
 
     def recall(self, key: str):
         """Recall `key` into the conversation through the engine; the new message, or None."""

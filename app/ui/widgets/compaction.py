@@ -21,6 +21,7 @@ from textual.widgets import Static
 
 from app.engine.events import Compaction, CompactionPhase, Event, RecoveryStep
 from app.sizes import format_size
+from app.textsafe import display_data
 from app.ui.widgets.common import Clock, Panel, clock_text, copy_binding, one_line
 
 MAX_PHASES = 40
@@ -135,7 +136,7 @@ before the last compaction.
             data.pop("type", None)
             data["archive_keys"] = tuple(data.get("archive_keys") or ())
             try:
-                event = Compaction(**data)
+                event = display_data(Compaction(**data))  # stored text is shown like live events: made safe
             except TypeError:
                 continue
             self.history.appendleft(CompactionRecord(float(row.get("created_at") or 0), event))

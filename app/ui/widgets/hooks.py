@@ -3,6 +3,8 @@
 Hooks follow Claude Code's contract: exit 0 is ok, exit 2 blocks (stderr is the reason),
 anything else is a non-blocking error; a hook that runs past its timeout is killed. The
 table keeps the newest 500 runs; selecting one shows its matcher, full command and output.
+A hook's output is outside text: runs loaded from the store go through `app.textsafe` as live
+events do, and cells are `Text` (a DataTable reads a str as markup).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from textual.coordinate import Coordinate
 from textual.widgets import DataTable, Static
 
 from app.engine.events import Event, HookRun
+from app.textsafe import display_data
 from app.ui.widgets.common import Clock, Panel, clock_text, copy_binding, head_text, one_line
 
 MAX_ROWS = 500
@@ -119,7 +122,7 @@ the decision bulkhead took from it and how long it ran.
     def _cells(self, seq: int, at: float, run: HookRun) -> tuple:
         state = {"ok": "ok", "block": "block"}.get(run.decision, "error")
         style = self.get_component_rich_style(f"hooks--{state}", partial=True)
-        return (str(seq), clock_text(at, self.tz), run.event, one_line(run.command, COMMAND_CHARS),
+        return (str(seq), clock_text(at, self.tz), Text(run.event), Text(one_line(run.command, COMMAND_CHARS)),
                 "—" if run.exit_code is None else str(run.exit_code), Text(run.decision, style=style),
                 f"{run.duration_ms:.0f}")
 
@@ -142,7 +145,7 @@ the decision bulkhead took from it and how long it ran.
             data = dict(row.get("data") or {})
             data.pop("type", None)
             try:
-                runs.append((float(row.get("created_at") or 0), HookRun(**data)))
+                runs.append((float(row.get("created_at") or 0), display_data(HookRun(**data))))
             except TypeError:
                 continue
         if runs:

@@ -28,6 +28,7 @@ from app.engine.events import (
     ViewChanged,
 )
 from app.sizes import format_size
+from app.textsafe import display_line
 from app.ui.widgets.common import (
     NO_CAP_WARN_BYTES,
     PREFLIGHT_RATIO,
@@ -216,7 +217,7 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
             return ""
         if learned is None or not learned.reason:
             return ""
-        return f" ({learned.reason.split(':')[0].strip()})"
+        return f" ({display_line(learned.reason.split(':')[0].strip())})"
 
     @work(exclusive=True, group="payload-history")
     async def _load_history(self) -> None:

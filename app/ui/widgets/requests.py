@@ -6,6 +6,8 @@ RequestFinished. Selecting a row shows the record from the store: a plain-text
 explanation (`app.ui.explain`), the classifier's evidence, the request and response headers
 (secrets redacted), the error body and a preview of the body sent. **c** copies the
 explanation, **C** the whole record (the app puts it on the clipboard: `CopyRequested`).
+Records read from the store go through `app.textsafe.display_data`, as live events do: a
+gateway's body or header is shown, never interpreted.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from textual.widgets import DataTable, Static
 
 from app.engine.events import CapLearned, Event, RequestFinished, RequestStarted
 from app.sizes import format_size
+from app.textsafe import display_data
 from app.ui.explain import explain_request, request_report
 from app.ui.widgets.common import Clock, CopyRequested, Panel, clock_text, trim_table
 
@@ -168,8 +171,8 @@ error body and a preview of what was sent.
             format_size(record.get("actual_bytes")) if record.get("actual_bytes") else "—",
             "…" if latency is None else f"{latency:.0f}",
             str(record.get("level") or 0),
-            record.get("purpose") or "",
-            record.get("route") or "",
+            Text(record.get("purpose") or ""),  # Text, not str: a DataTable reads a str as markup
+            Text(record.get("route") or ""),
         )
 
     # -- engine and store ----------------------------------------------------------------------------------
@@ -190,7 +193,7 @@ error body and a preview of what was sent.
             rows = store.list_requests(session_id)[-MAX_ROWS:]
             caps = [{**(e.get("data") or {}), "created_at": e.get("created_at")}
                     for e in store.list_events(session_id, "cap_learned")]
-            return rows, caps
+            return display_data(rows), display_data(caps)
 
         rows, caps = await asyncio.to_thread(fetch)
         if not self.alive or self.store is not store:
@@ -233,7 +236,7 @@ error body and a preview of what was sent.
             rows = self.store.query("SELECT * FROM requests WHERE id = ?", (request_id,))
         except Exception:  # noqa: BLE001 - a busy or broken database: show what the events said
             return None
-        return _decode(dict(rows[0])) if rows else None
+        return display_data(_decode(dict(rows[0]))) if rows else None
 
     # -- detail ----------------------------------------------------------------------------------------------
     def _cursor_id(self) -> str | None:
