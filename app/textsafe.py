@@ -117,7 +117,7 @@ class SafeStream:
     """A text stream (stdout, stderr) whose every write goes through `display()`.
 
     A `\\r` that ends a write is held back until the next one, so a CRLF split between two
-    writes (a streamed answer) is still one line break; `close()` or `end()` shows a held one.
+    writes (a streamed answer) is still one line break; `end()` shows one still held.
     Everything else (`isatty`, `fileno`, `buffer`, `encoding`…) is the wrapped stream's.
     """
 

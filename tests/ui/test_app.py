@@ -595,6 +595,26 @@ async def test_at_completes_workspace_paths_and_the_mention_is_attached(lab, tmp
         assert block.reason == "attached by you with @"
 
 
+async def test_a_mention_outside_the_workspace_asks_in_the_chat(lab, tmp_path):
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    outside = tmp_path / "private.txt"
+    outside.write_text("not for the model\n")
+    app = make_app(lab_settings(lab), workspace)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await submit(pilot, f"summarize @{outside}")
+        await until(pilot, lambda: app.chat.pending_approval() is not None, "the approval prompt")
+        block = app.chat.pending_approval()
+        asked = str(block.query_one(".approval-why", Static).render())
+        assert block.tool_name == "read_file" and f"@{outside} is outside the workspace" in asked
+        await pilot.press("n")
+        await settle(pilot)
+        assert block.decision == "denied"
+        result = app.engine.session.master[2].tool_results[0]
+        assert result.is_error and "not for the model" not in result.content
+
+
 async def test_a_pasted_log_is_shown_folded_but_sent_and_copied_whole(lab, tmp_path):
     log = "\n".join(f"Traceback line {n}: File \"x.py\", line {n}, in f" for n in range(2000))
     app = make_app(lab_settings(lab), tmp_path)
