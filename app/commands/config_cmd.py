@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import fields
 
@@ -15,6 +14,7 @@ from app.config import (
     example_config_path,
     load_settings,
 )
+from app.fsutil import atomic_write
 from app.sizes import format_size
 
 _FLAG_SETTINGS = ("max_payload", "context_window", "approval", "workspace")
@@ -37,9 +37,7 @@ def init() -> int:
         print(f"bulkhead: {target} already exists; edit it, or move it away to start over", file=sys.stderr)
         return 1
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(example_config_path().read_text(encoding="utf-8"))
+    atomic_write(target, example_config_path().read_text(encoding="utf-8"), 0o600)
     print(f"wrote {target}\nuncomment a [routes.NAME] table, then run `bulkhead config check`")
     return 0
 

@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import functools
 import json
-import os
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from app.engine.failures import Failure, classify
 from app.engine.messages import new_id
 from app.engine.retry import RetryPolicy
 from app.engine.session import Session
+from app.fsutil import atomic_write
 from app.providers.base import (
     Provider,
     ProviderError,
@@ -121,12 +121,8 @@ class DraftWriter:
         if chars - self._flushed < DRAFT_FLUSH_CHARS:
             return
         text = "".join(parts)
-        with contextlib.suppress(OSError):
-            tmp = self.path.with_suffix(".tmp")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
-            os.replace(tmp, self.path)
+        with contextlib.suppress(OSError, UnicodeEncodeError):
+            atomic_write(self.path, text, 0o600, durable=False)
             self._flushed = len(text)
 
     def clear(self) -> None:

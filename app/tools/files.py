@@ -10,11 +10,13 @@ from __future__ import annotations
 import asyncio
 import codecs
 import difflib
+import errno
 import os
 import stat
 from pathlib import Path
 from typing import Any
 
+from app.fsutil import WriteFailed, atomic_write
 from app.sizes import format_size
 from app.tools.base import ToolContext, ToolError, ToolOutcome, error, ok
 
@@ -378,16 +380,27 @@ def _read_text_for_change(path: Path, shown: str, verb: str) -> str:
 
 
 def _write_text(path: Path, shown: str, text: str) -> None:
+    """Replace the file atomically (`app.fsutil`): on any failure the original is left as it was."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-    except PermissionError:
-        raise ToolError(f"permission denied: cannot write {shown}") from None
-    except IsADirectoryError:
-        raise ToolError(f"{shown} is a directory, not a file") from None
     except OSError as exc:
-        raise ToolError(f"cannot write {shown}: {exc.strerror or exc}") from None
+        raise ToolError(f"cannot write {shown}: cannot create its folder ({exc.strerror or exc}); "
+                        f"nothing was written") from None
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ToolError(f"cannot write {shown}: the content is not valid Unicode text (position {exc.start:,}); "
+                        f"nothing was written") from None
+    try:
+        atomic_write(path, data)
+    except WriteFailed as exc:
+        if exc.errno in (errno.EACCES, errno.EPERM):
+            reason = "permission denied"
+        elif exc.errno == errno.ENOSPC:
+            reason = "no space left on the device"
+        else:
+            reason = exc.reason
+        raise ToolError(f"cannot write {shown}: {reason} — {exc.unchanged}") from None
 
 
 def _line_count(text: str) -> int:

@@ -38,6 +38,7 @@ from textual.worker import Worker, WorkerState
 
 from app.config import ConfigError, Settings, config_path
 from app.engine.events import CompactionPhase, Event, SessionStarted, ViewChanged
+from app.fsutil import atomic_write
 from app.sizes import SizeError, format_size, parse_size
 from app.state import State
 from app.ui.chat import Chat
@@ -740,7 +741,7 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         written = []
         md_path = session.folder / f"export-{stamp}.md"
         text = to_markdown(session)
-        await asyncio.to_thread(md_path.write_text, text, encoding="utf-8")
+        await asyncio.to_thread(atomic_write, md_path, text, 0o600)
         written.append(md_path)
         if module_available("app.har"):
             har_path = await self._write_har(session, session.folder / f"export-{stamp}.har")
@@ -759,8 +760,7 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
 
             data = await asyncio.to_thread(to_har, session, body_limit=self.settings.har_body_limit)
             text = json.dumps(data, ensure_ascii=False, indent=1)
-            await asyncio.to_thread(path.write_text, text, encoding="utf-8")
-            path.chmod(0o600)
+            await asyncio.to_thread(atomic_write, path, text, 0o600)
             return path
         except Exception as exc:  # noqa: BLE001 - a HAR failure must not lose the Markdown export
             self.notify(f"HAR export failed: {exc}", severity="error")
