@@ -142,7 +142,9 @@ def main(argv: list[str] | None = None) -> int:
             module = importlib.import_module("app.ui.run")
         return int(module.run(args) or 0)
     except (ConfigError, StoreError) as exc:
-        print(f"bulkhead: {exc}", file=sys.stderr)
+        from app.redact import redact_text
+
+        print(f"bulkhead: {redact_text(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("bulkhead: interrupted", file=sys.stderr)

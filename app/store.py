@@ -24,7 +24,7 @@ from typing import Any
 from app.config import data_home
 from app.engine.archive import ArchiveEntry
 from app.engine.messages import Message, View, meta_from_dict, meta_to_dict, part_from_dict, part_to_dict
-from app.redact import redact_headers
+from app.redact import redact_headers, redact_known, redact_value
 
 SCHEMA_VERSION = 1
 
@@ -131,6 +131,7 @@ REQUEST_FIELDS = (
 )
 _JSON_REQUEST_FIELDS = {"evidence", "request_headers", "response_headers", "usage"}
 _HEADER_FIELDS = ("request_headers", "response_headers")
+_TEXT_REQUEST_FIELDS = {"url", "reason", "evidence", "body_preview", "error_body"}
 def redact_header_values(headers: Any) -> Any:
     """Headers safe to store (`app.redact`), whatever the adapter forgot; other values pass through."""
     return redact_headers(headers) if isinstance(headers, Mapping) else headers
@@ -171,9 +172,10 @@ def _dumps(obj: Any, **options: Any) -> str:
 
 
 def _message_row(session_id: str, message: Message, seq: int | None) -> tuple:
+    # Known secrets never reach the disk (`app.redact`): a key pasted in a prompt, echoed by a tool.
     return (message.id, session_id, seq, message.role,
-            _dumps([part_to_dict(p) for p in message.parts]),
-            _dumps(meta_to_dict(message.meta)), message.meta.created_at or time.time())
+            _dumps(redact_value([part_to_dict(p) for p in message.parts], urls=False)),
+            _dumps(redact_value(meta_to_dict(message.meta), urls=False)), message.meta.created_at or time.time())
 
 
 _INSERT_MESSAGE = ("INSERT INTO messages (id, session_id, seq, role, parts, meta, created_at) "
@@ -278,7 +280,8 @@ class Store:
             conn.execute(
                 "INSERT INTO sessions (id, title, route, provider, model, workspace, system_prompt, "
                 "created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?)",
-                (session_id, title, route, provider, model, workspace, system_prompt, now, now))
+                (session_id, redact_known(title), route, provider, model, workspace, redact_known(system_prompt),
+                 now, now))
             conn.execute("INSERT INTO views (id, session_id, parent_id, reason, state, created_at) "
                          "VALUES (?,?,NULL,'initial','active',?)", (initial_view_id, session_id, now))
 
@@ -312,7 +315,7 @@ class Store:
         unknown = set(fields_) - allowed
         if unknown:
             raise ValueError(f"cannot update session fields {unknown}")
-        values = {k: json.dumps(v) if k in ("counters", "flags") else v for k, v in fields_.items()}
+        values = {k: json.dumps(v) if k in ("counters", "flags") else redact_known(v) for k, v in fields_.items()}
         values["updated_at"] = time.time()
         assignments = ", ".join(f"{k} = ?" for k in values)
         with self.transaction() as conn:
@@ -407,7 +410,7 @@ class Store:
                          "source_ids, content) VALUES (?,?,?,?,?,?,?) "
                          "ON CONFLICT(session_id, key) DO NOTHING",
                          (entry.key, session_id, entry.reason, entry.bytes, entry.created_at,
-                          json.dumps(list(entry.source_ids)), entry.content))
+                          json.dumps(list(entry.source_ids)), redact_known(entry.content)))
 
     def archive_put(self, session_id: str, entries: Iterable[ArchiveEntry]) -> None:
         with self.transaction() as conn:
@@ -462,6 +465,8 @@ class Store:
         for key in _HEADER_FIELDS:
             if key in values:
                 values[key] = redact_header_values(values[key])
+        for key in _TEXT_REQUEST_FIELDS & values.keys():  # a key echoed in an error body, a URL password
+            values[key] = redact_value(values[key])
         for key in _JSON_REQUEST_FIELDS & values.keys():
             values[key] = _dumps(values[key])
         columns = ", ".join(values)
@@ -485,7 +490,7 @@ class Store:
     def record_event(self, session_id: str | None, type_: str, data: dict[str, Any]) -> None:
         with self.transaction() as conn:
             conn.execute("INSERT INTO events (session_id, created_at, type, data) VALUES (?,?,?,?)",
-                         (session_id, time.time(), type_, _dumps(data, default=str)))
+                         (session_id, time.time(), type_, _dumps(redact_value(data), default=str)))
 
     def list_events(self, session_id: str, type_: str | None = None) -> list[dict[str, Any]]:
         if type_:

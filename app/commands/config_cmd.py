@@ -12,6 +12,7 @@ from app.config import (
     config_path,
     data_home,
     example_config_path,
+    hide_url_password,
     load_settings,
 )
 from app.fsutil import atomic_write
@@ -59,6 +60,8 @@ def _describe(name: str, value, kind: str) -> str:
         return "—"
     if kind.startswith("size"):
         return f"{format_size(value)} ({value} bytes)"
+    if isinstance(value, tuple):
+        return ", ".join(value) or "—"
     return str(value)
 
 
@@ -81,6 +84,8 @@ def show(args=None) -> int:
             value = getattr(route, field_.name)
             if field_.name != "name" and value is not None:
                 shown = format_size(value) if field_.name == "max_payload" else value
+                if field_.name in ("base_url", "endpoint_url"):
+                    shown = hide_url_password(str(value))
                 print(f"  {field_.name} = {shown}")
     for hook in settings.hooks:
         print(f"hook {hook.event} matcher={hook.matcher or '*'} timeout={hook.timeout:g}s: {hook.command}")

@@ -28,6 +28,7 @@ from app.engine.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
+from app.redact import redact_known, redact_text, redact_value
 from app.sizes import format_size
 
 _LEVEL_MARK = {"info": "ℹ", "warn": "⚠", "error": "✖"}
@@ -48,14 +49,14 @@ def _stderr(line: str) -> None:
         sys.stdout.write("\n")
         sys.stdout.flush()
         _stdout_midline = False
-    print(line, file=sys.stderr, flush=True)
+    print(redact_text(line), file=sys.stderr, flush=True)
 
 
 def text_printer(event: Event) -> None:
     """Human output: answer text on stdout, everything else as one line on stderr."""
     global _stdout_midline
     if isinstance(event, TextDelta):
-        sys.stdout.write(event.text)
+        sys.stdout.write(redact_known(event.text))  # per chunk: a key split across two chunks is not caught
         sys.stdout.flush()
         _stdout_midline = not event.text.endswith("\n")
     elif isinstance(event, Notice):
@@ -84,7 +85,7 @@ def text_printer(event: Event) -> None:
 
 
 def json_printer(event: Event) -> None:
-    sys.stdout.write(json.dumps(event.to_json(), ensure_ascii=False, default=str) + "\n")
+    sys.stdout.write(json.dumps(redact_value(event.to_json(), urls=False), ensure_ascii=False, default=str) + "\n")
     sys.stdout.flush()
 
 
@@ -146,7 +147,7 @@ def run(args) -> int:
         if args.json:
             json_printer_result = {"type": "result", "text": result.text, "session_id": engine.session.id,
                                    "outcome": result.outcome, "error": result.error}
-            sys.stdout.write(json.dumps(json_printer_result, ensure_ascii=False) + "\n")
+            sys.stdout.write(json.dumps(redact_value(json_printer_result, urls=False), ensure_ascii=False) + "\n")
         else:
             if result.text and not result.text.endswith("\n"):
                 sys.stdout.write("\n")

@@ -20,6 +20,7 @@ from app.engine.archive import ArchiveEntry
 from app.engine.costs import Counters
 from app.engine.events import Event, EventBus, MessageAdded
 from app.engine.messages import Message, View, new_id
+from app.redact import redact_value
 from app.store import SessionRow, Store
 
 
@@ -173,11 +174,12 @@ class Session:
 
     def _append_transcript(self, message: Message) -> None:
         """Keep transcript.jsonl (what hooks read as transcript_path) current; best effort."""
-        line = json.dumps(message.to_dict(), ensure_ascii=False)
+        record = redact_value(message.to_dict(), urls=False)  # known secrets never reach the disk
+        line = json.dumps(record, ensure_ascii=False)
         try:
             data = (line + "\n").encode("utf-8")
         except UnicodeEncodeError:  # lone surrogates from undecodable tool output: escape them
-            data = (json.dumps(message.to_dict()) + "\n").encode("ascii")
+            data = (json.dumps(record) + "\n").encode("ascii")
         with contextlib.suppress(OSError):
             fd = os.open(self.transcript_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             try:

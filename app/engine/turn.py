@@ -440,10 +440,13 @@ class Engine:
         scale = float(session.flags.get("budget_scale", 1.0))
         result_max = max(1, int(self.settings.result_max_chars * scale))
         read_roots = [spill_folder(session.folder)]  # the payload notice sends the model back to spill files
+        credential_names = tuple(r.api_key_env for r in self.settings.routes.values() if r.api_key_env)
         for call in calls:
             args = dict(call.args)
             ctx = ToolContext(workspace=self.workspace, session_folder=session.folder,
-                              result_max_chars=budget.limit(result_max), recall=recall, cancel=self.tool_cancel)
+                              result_max_chars=budget.limit(result_max), recall=recall, cancel=self.tool_cancel,
+                              shell_env_passthrough=self.settings.shell_env_passthrough,
+                              credential_env_names=credential_names)
             self.emit(ToolCallStarted(call_id=call.id, name=call.name, args=args))
             if by_user:
                 self.emit(ToolApproval(call_id=call.id, name=call.name, decision="auto",

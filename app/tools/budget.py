@@ -22,6 +22,7 @@ from pathlib import Path
 
 from app.engine.textcut import head_tail
 from app.fsutil import atomic_write
+from app.redact import redact_known
 from app.tools.base import ToolContext, ToolOutcome
 
 SPILL_DIR = "spill"
@@ -55,7 +56,7 @@ def spill_text(tool_name: str, text: str, session_folder: Path) -> Path:
     """Write `text` to its spill file (0600, folder 0700) and return the file's absolute path."""
     path = spill_path_for(tool_name, text, session_folder)
     _private_dir(path.parent)
-    atomic_write(path, text.encode("utf-8", "surrogateescape"), 0o600)
+    atomic_write(path, redact_known(text).encode("utf-8", "surrogateescape"), 0o600)  # no key on disk
     return path
 
 
