@@ -416,9 +416,14 @@ class Store:
         with self.transaction() as conn:
             self._insert_archive(conn, session_id, entries)
 
-    def archive_get(self, key: str, session_id: str | None = None) -> ArchiveEntry | None:
-        rows = self.query("SELECT * FROM archive WHERE key = ? ORDER BY session_id = ? DESC LIMIT 1",
-                          (key, session_id or ""))
+    def archive_get(self, key: str, session_id: str | None = None, *, strict: bool = False) -> ArchiveEntry | None:
+        """The entry for `key`, this session's first; with `strict`, only this session's (what the
+        model may recall: never another conversation's content)."""
+        if strict:
+            rows = self.query("SELECT * FROM archive WHERE key = ? AND session_id = ? LIMIT 1", (key, session_id))
+        else:
+            rows = self.query("SELECT * FROM archive WHERE key = ? ORDER BY session_id = ? DESC LIMIT 1",
+                              (key, session_id or ""))
         return self._entry(rows[0]) if rows else None
 
     def archive_list(self, session_id: str | None = None, limit: int = 500) -> list[ArchiveEntry]:

@@ -173,7 +173,7 @@ class Engine:
         store, session = self.session.store, self.session
 
         def lookup(key: str) -> str | None:
-            entry = store.archive_get(key, session.id)
+            entry = store.archive_get(key, session.id, strict=True)
             return entry.content if entry else None
 
         return PassContext(settings=self.settings, turn=turn,
@@ -433,8 +433,8 @@ class Engine:
 
         store, session = self.session.store, self.session
 
-        def recall(key: str) -> str | None:
-            entry = store.archive_get(key, session.id)
+        def recall(key: str) -> str | None:  # the model recalls this session's archive only
+            entry = store.archive_get(key, session.id, strict=True)
             return entry.content if entry else None
 
         scale = float(session.flags.get("budget_scale", 1.0))
