@@ -43,7 +43,7 @@ from app.engine.failures import Failure
 from app.engine.hooks import HookResult, HookRunner
 from app.engine.messages import Image, Message, Text, ToolCall, ToolResult, new_id
 from app.engine.payload import CapInfo, calibrate, effective_cap, preflight
-from app.engine.prompts import CONTINUATION, SYSTEM_PROMPT
+from app.engine.prompts import CONTINUATION, INTERRUPTED_TURN, SYSTEM_PROMPT
 from app.engine.recovery import Recovery, TurnFailed
 from app.engine.retry import RetryPolicy
 from app.engine.sender import RequestFailed, Sender, StreamResult, leftover_drafts
@@ -255,6 +255,7 @@ class Engine:
                 self.emit(Notice(f"Prompt blocked by a UserPromptSubmit hook: {verdict.reason}", level="warn",
                                  code="hook_block"))
                 return TurnResult("blocked", error=verdict.reason)
+            self._close_interrupted_turn()
             turn = self.session.turn + 1
             parts: list = [Text(prompt), *images]
             if verdict.additional_context:
@@ -262,6 +263,17 @@ class Engine:
             self.session.append(Message.create("user", parts, turn=turn))
             self.emit(TurnStarted(turn=turn, prompt=prompt))
             return await self._run_turn(turn, mentions=self._mentions(prompt))
+
+    def _close_interrupted_turn(self) -> None:
+        """A turn killed before the model answered (Esc, a crash) leaves its prompt last in the view; the
+        next prompt would be sent merged with it, and the model would carry out both. Say it got no answer."""
+        view = self.session.view.messages
+        last = next((m for m in reversed(view) if m.role != "system"), None)
+        if last is None or last.role == "assistant":
+            return
+        self.session.append(Message.create("assistant", INTERRUPTED_TURN, turn=self.session.turn, origin="notice"))
+        self.emit(Notice("the previous request got no answer (it was interrupted); the model is told so, and "
+                         "your new prompt is sent on its own", code="interrupted"))
 
     async def retry(self) -> TurnResult:
         """`/retry`: ask again for the last turn (a failed or partial answer), from the current view."""
