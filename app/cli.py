@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         from app.redact import redact_text
 
         print(f"bulkhead: {redact_text(str(exc))}", file=sys.stderr)
-        return EXIT_USAGE
+        return getattr(exc, "exit_code", EXIT_USAGE)
     except KeyboardInterrupt:
         print("bulkhead: interrupted", file=sys.stderr)
         return 130

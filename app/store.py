@@ -10,6 +10,7 @@ and its archive entries together — or nothing at all.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import sqlite3
@@ -138,7 +139,78 @@ def redact_header_values(headers: Any) -> Any:
 
 
 class StoreError(Exception):
-    """The database cannot be used; the message names the file and what to do."""
+    """The database cannot be used; the message names the file, what happened and what to do."""
+
+    exit_code = 2  # bulkhead's exit code when it stops for this (2: fix the setup, then run again)
+
+
+class DiskFull(StoreError):
+    exit_code = 1
+
+
+class DatabaseDamaged(StoreError):
+    exit_code = 1
+
+
+class ReadOnlyHome(StoreError):
+    exit_code = 1
+
+
+class DatabaseIOError(StoreError):
+    exit_code = 1
+
+
+def database_error(exc: sqlite3.Error, path: Path, doing: str = "save") -> StoreError | None:
+    """A sentence for a database failure a person can act on (a full disk, damaged pages, a read-only
+    folder, an I/O error), or None for an error that is a bug to report as it is."""
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    text = str(exc)
+    lowered = text.lower()
+    io_error = name.startswith("SQLITE_IOERR") or "disk i/o error" in lowered
+    if name == "SQLITE_FULL" or "disk is full" in lowered or (io_error and _free_bytes(path.parent) < LOW_SPACE_BYTES):
+        return DiskFull(f"the disk holding {path} is full: bulkhead could not {doing} (SQLite: {text}). Nothing "
+                        f"saved before is lost. Free some space — or set BULKHEAD_HOME to a folder on another "
+                        f"disk — and go on.")
+    if name in ("SQLITE_CORRUPT", "SQLITE_NOTADB") or "disk image is malformed" in lowered \
+            or "file is not a database" in lowered:
+        return DatabaseDamaged(
+            f"the database {path} is damaged (SQLite: {text}). Do not delete it: quit bulkhead, copy it somewhere "
+            f"safe, and recover what it holds with `sqlite3 {path} .recover | sqlite3 recovered.db` (then move "
+            f"recovered.db into its place). To keep working meanwhile, set BULKHEAD_HOME to a new folder.")
+    if name.startswith("SQLITE_READONLY") or "readonly" in lowered or "read-only" in lowered:
+        return ReadOnlyHome(_read_only_message(path, text))
+    if io_error:
+        return DatabaseIOError(f"bulkhead could not {doing}: reading or writing {path} failed (SQLite: {text}). Check the "
+                          f"disk (free space, a network share that went away), then go on.")
+    return None
+
+
+LOW_SPACE_BYTES = 256 * 1024  # an I/O error with less free space than this is a full disk
+
+
+def _free_bytes(folder: Path) -> int:
+    try:
+        info = os.statvfs(folder)
+    except OSError:
+        return 1 << 62
+    return info.f_bavail * info.f_frsize
+
+
+def _read_only_message(path: Path, detail: str) -> str:
+    return (f"{path} is read-only ({detail}): bulkhead can read your sessions but cannot save anything there. The "
+            f"database itself is fine — do not move it away. Make {path.parent} writable, or set BULKHEAD_HOME to a "
+            f"writable folder.")
+
+
+def _writable(path: Path) -> bool:
+    """Whether `path` (and its folder, for SQLite's -wal/-shm files) can be written — as the kernel sees it,
+    so a read-only mount counts even for root."""
+    try:
+        if os.statvfs(path.parent).f_flag & os.ST_RDONLY:
+            return False
+    except OSError:
+        pass
+    return os.access(path.parent, os.W_OK) and (not path.exists() or os.access(path, os.W_OK))
 
 
 @dataclass(frozen=True)
@@ -196,6 +268,10 @@ class Store:
     def __init__(self, path: Path | None = None) -> None:
         self.path = Path(path) if path else database_path()
         self.home = self.path.parent
+        self.read_only = self.path.exists() and not _writable(self.path)
+        if self.read_only:  # sessions can still be listed, shown and exported; any write says why not
+            self._open_read_only()
+            return
         try:
             self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
             if not self.path.exists():
@@ -204,6 +280,11 @@ class Store:
             self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None,
                                          timeout=30.0)
         except (OSError, sqlite3.Error) as exc:
+            if isinstance(exc, OSError) and exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+                raise ReadOnlyHome(_read_only_message(self.path, exc.strerror or str(exc))) from None
+            if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise DiskFull(f"the disk holding {self.path} is full: bulkhead cannot create its database. Free "
+                               f"some space, or set BULKHEAD_HOME to a folder on another disk.") from None
             raise StoreError(f"cannot open the database {self.path}: {exc}. "
                              "Check the folder's permissions or set BULKHEAD_HOME.") from None
         self._conn.row_factory = sqlite3.Row
@@ -215,11 +296,35 @@ class Store:
             self._migrate()
         except sqlite3.DatabaseError as exc:
             self._conn.close()
-            raise StoreError(f"cannot use the database {self.path}: {exc}. Move it away to start afresh "
-                             "(bulkhead creates a new one), or set BULKHEAD_HOME.") from None
+            raise database_error(exc, self.path, "open its database") or StoreError(
+                f"cannot use the database {self.path}: {exc}. Set BULKHEAD_HOME to another folder to start "
+                f"afresh there; keep this file, it may still hold your sessions.") from None
         except StoreError:
             self._conn.close()
             raise
+
+    def _open_read_only(self) -> None:
+        self._lock = threading.RLock()
+        conn = None
+        for uri in (f"file:{self.path}?mode=ro", f"file:{self.path}?immutable=1"):
+            try:
+                conn = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None, timeout=30.0)
+                version = conn.execute("PRAGMA user_version").fetchone()[0]
+                break
+            except sqlite3.Error as exc:
+                if conn is not None:
+                    conn.close()
+                conn = None
+                if "immutable" in uri:
+                    raise database_error(exc, self.path, "read it") or ReadOnlyHome(
+                        _read_only_message(self.path, f"and SQLite cannot read it there: {exc}")) from None
+        assert conn is not None
+        if version != SCHEMA_VERSION:
+            conn.close()
+            raise ReadOnlyHome(_read_only_message(self.path, f"schema {version}, this bulkhead needs "
+                                                             f"{SCHEMA_VERSION} and cannot upgrade it there"))
+        conn.row_factory = sqlite3.Row
+        self._conn = conn
 
     # -- plumbing ------------------------------------------------------------------------------
     def _migrate(self) -> None:
@@ -245,20 +350,40 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write, all or nothing. A full disk, damaged pages or a read-only home raise a StoreError
+        that says what happened and what to do (nothing of the failed write is kept)."""
+        if self.read_only:
+            raise ReadOnlyHome(_read_only_message(self.path, "no write permission or a read-only filesystem"))
         with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
             try:
-                yield self._conn
-            except BaseException:
-                if self._conn.in_transaction:  # some errors (SQLITE_FULL, …) already rolled back
-                    self._conn.execute("ROLLBACK")
-                raise
-            else:
-                self._conn.execute("COMMIT")
+                self._conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield self._conn
+                except BaseException:
+                    if self._conn.in_transaction:  # some errors (SQLITE_FULL, …) already rolled back
+                        with suppress(sqlite3.Error):
+                            self._conn.execute("ROLLBACK")
+                    raise
+                else:
+                    self._conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                if self._conn.in_transaction:
+                    with suppress(sqlite3.Error):
+                        self._conn.execute("ROLLBACK")
+                translated = database_error(exc, self.path)
+                if translated is None:
+                    raise
+                raise translated from None
 
     def query(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
         with self._lock:
-            return self._conn.execute(sql, tuple(params)).fetchall()
+            try:
+                return self._conn.execute(sql, tuple(params)).fetchall()
+            except sqlite3.Error as exc:
+                translated = database_error(exc, self.path, "read it")
+                if translated is None:
+                    raise
+                raise translated from None
 
     def close(self) -> None:
         with self._lock:

@@ -891,7 +891,9 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
             self.busy = False
             self.running = ""
         text = f"{name} failed: {type(error).__name__}: {error}"
-        if isinstance(error, ConfigError):
+        from app.store import StoreError
+
+        if isinstance(error, ConfigError | StoreError):  # worded for the user already: what happened, what to do
             text = f"{error}"
         self.notify(text[:300], title="error", severity="error", timeout=10)
         with contextlib.suppress(Exception):

@@ -35,14 +35,12 @@ def numbered_lines(count: int) -> str:
     return "".join(f"line {i:05d}: some source text that is long enough to matter\n" for i in range(count))
 
 
-@pytest.fixture
-def tiny_disk(tmp_path: Path):
-    """A 64 KB tmpfs of our own (root only); the test is skipped, with the reason, where it cannot be made."""
-    mount_point = tmp_path / "tiny"
+def mounted_tmpfs(mount_point: Path, size: str):
+    """A tmpfs of our own (root only); the test is skipped, with the reason, where it cannot be made."""
     mount_point.mkdir()
     if os.geteuid() != 0:
-        pytest.skip("mounting a 64 KB tmpfs needs root; the RLIMIT_FSIZE test covers the same failure")
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k,mode=0755", "tmpfs", str(mount_point)],
+        pytest.skip("mounting a tmpfs needs root; the RLIMIT_FSIZE and SQLite page-limit tests cover the same failure")
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(mount_point)],
                           capture_output=True, text=True, check=False)
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip() or done.returncode})")
@@ -50,6 +48,18 @@ def tiny_disk(tmp_path: Path):
         yield mount_point
     finally:
         subprocess.run(["umount", "-l", str(mount_point)], capture_output=True, check=False)
+
+
+@pytest.fixture
+def tiny_disk(tmp_path: Path):
+    """64 KB: a file tool's write does not fit."""
+    yield from mounted_tmpfs(tmp_path / "tiny", "64k")
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path):
+    """2 MB: room for a database, then filled up."""
+    yield from mounted_tmpfs(tmp_path / "small", "2m")
 
 
 def fill(folder: Path, leave_bytes: int) -> None:
@@ -243,3 +253,98 @@ def test_the_error_names_a_directory(tmp_path: Path) -> None:
     folder.mkdir()
     with pytest.raises(WriteFailed, match="it is a directory"):
         atomic_write(folder, "x")
+
+
+# -- the database: a full disk, damaged pages, a read-only home (issue 14, item 9) ---------------------------
+def run_app(home: Path, *argv: str, config: Path | None = None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BULKHEAD_", "ANTHROPIC", "OPENAI"))}
+    env.update({"PYTHONPATH": str(REPO), "BULKHEAD_HOME": str(home),
+                "BULKHEAD_CONFIG": str(config or home.parent / "no-config.toml")})
+    return subprocess.run([sys.executable, "-m", "app", *argv], capture_output=True, text=True, env=env,
+                          stdin=subprocess.DEVNULL, timeout=120, check=False)
+
+
+def make_session(home: Path, messages: int = 3, size: int = 200) -> str:
+    from app.engine.messages import Message
+    from app.engine.session import Session
+    from app.store import Store
+
+    store = Store(home / "bulkhead.db")
+    session = Session.create(store, route="lab", provider="lab", model="lab-1")
+    for i in range(messages):
+        session.append(Message.create("user", f"message {i} " + "x" * size, turn=i + 1))
+    store.close()
+    return session.id
+
+
+def test_a_full_disk_during_a_write_is_one_clear_sentence(tmp_path: Path) -> None:
+    from app.engine.messages import Message
+    from app.engine.session import Session
+    from app.store import DiskFull, Store
+
+    store = Store(tmp_path / "bulkhead.db")
+    session = Session.create(store, route="lab", provider="lab", model="lab-1")
+    session.append(Message.create("user", "kept", turn=1))
+    pages = store.query("PRAGMA page_count")[0][0]
+    store.query(f"PRAGMA max_page_count = {pages + 2}")  # SQLite's own SQLITE_FULL, at the write call
+
+    with pytest.raises(DiskFull) as caught:
+        session.append(Message.create("user", "y" * 200_000, turn=2))
+
+    message = str(caught.value)
+    assert message.startswith(f"the disk holding {tmp_path / 'bulkhead.db'} is full")
+    assert "Nothing saved before is lost" in message and "Free some space" in message
+    assert [m.text for m in Session.load(store, session.id).master] == ["kept"]
+
+
+def test_a_full_disk_under_bulkhead_p_says_so_without_a_traceback(small_disk: Path) -> None:
+    home = small_disk / "home"
+    make_session(home)
+    fill(small_disk, 0)
+
+    done = run_app(home, "-p", "hello " * 4000)
+
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr and "sqlite3." not in done.stderr
+    assert "is full" in done.stderr and "Free some space" in done.stderr
+
+
+def test_damaged_database_pages_give_a_recovery_hint_not_a_traceback(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    make_session(home, messages=200, size=2000)
+    database = home / "bulkhead.db"
+    data = bytearray(database.read_bytes())
+    page = 4096
+    for start in range(page * 2, len(data) - page, page * 3):  # scribble over every third page
+        data[start:start + page] = os.urandom(page)
+    database.write_bytes(bytes(data))
+
+    listing = run_app(home, "sessions", "list")
+    opened = run_app(home, "-c", "-p", "hello")
+
+    for done in (listing, opened):
+        assert done.returncode in (1, 2), done.stderr
+        assert "Traceback" not in done.stderr, done.stderr
+        assert "is damaged" in done.stderr and ".recover" in done.stderr and "Do not delete it" in done.stderr
+
+
+@pytest.fixture
+def read_only_home(small_disk: Path) -> Path:
+    home = small_disk / "home"
+    make_session(home)
+    done = subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        pytest.skip(f"cannot remount the tmpfs read-only ({done.stderr.strip()})")
+    return home
+
+
+def test_a_read_only_home_says_read_only_and_still_shows_sessions(read_only_home: Path) -> None:
+    listing = run_app(read_only_home, "sessions", "list")
+    assert listing.returncode == 0, listing.stderr
+    assert "msgs" in listing.stdout
+
+    asked = run_app(read_only_home, "-p", "hello")
+
+    assert asked.returncode == 1
+    assert "is read-only" in asked.stderr and "The database itself is fine" in asked.stderr
+    assert "Move it away" not in asked.stderr and "Traceback" not in asked.stderr
