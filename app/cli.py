@@ -21,7 +21,11 @@ def _add_session_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--resume", metavar="ID", help="resume the session with this id (or id prefix)")
     group.add_argument("--continue", "-c", dest="continue_", action="store_true",
-                       help="continue the most recent session")
+                       help="continue the most recent session no other bulkhead has open")
+    parser.add_argument("--fork", action="store_true",
+                        help="with --resume/--continue: go on in a copy of the session (e.g. one open elsewhere)")
+    parser.add_argument("--read-only", action="store_true",
+                        help="with --resume: open the session to read it, even while another bulkhead writes it")
     parser.add_argument("--max-payload", metavar="SIZE", help="request body cap, e.g. 128KB (overrides config)")
     parser.add_argument("--context-window", metavar="TOKENS", type=int, help="context window override")
     parser.add_argument("--approval", choices=("ask", "auto-read", "auto-edit", "never-ask"),

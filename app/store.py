@@ -27,7 +27,7 @@ from app.engine.archive import ArchiveEntry
 from app.engine.messages import Message, View, meta_from_dict, meta_to_dict, part_from_dict, part_to_dict
 from app.redact import redact_headers, redact_known, redact_value
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _MIGRATIONS: dict[int, str] = {
     1: """
@@ -122,6 +122,16 @@ _MIGRATIONS: dict[int, str] = {
         data TEXT NOT NULL
     );
     CREATE INDEX events_session ON events(session_id, type);
+    """,
+    2: """
+    CREATE TABLE leases (                 -- one writer per session (app.lease)
+        session_id TEXT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+        pid INTEGER NOT NULL,
+        started TEXT NOT NULL DEFAULT '', -- the process's start time: a reused pid is not its holder
+        host TEXT NOT NULL DEFAULT '',
+        acquired_at REAL NOT NULL,
+        what TEXT NOT NULL DEFAULT ''
+    );
     """,
 }
 
@@ -453,6 +463,87 @@ class Store:
         data["flags"] = json.loads(data["flags"] or "{}")
         return SessionRow(**data)
 
+    # -- leases: one writer per session (app.lease) -------------------------------------------
+    def acquire_lease(self, session_id: str, me):
+        """Take `session_id`'s lease for `me` (an `app.lease.Holder`); None when taken (or already ours),
+        else the live process that holds it. A stale lease (dead process, reused pid) is taken over."""
+        from app.lease import Holder
+
+        with self.transaction() as conn:
+            row = conn.execute("SELECT * FROM leases WHERE session_id = ?", (session_id,)).fetchone()
+            if row is not None:
+                holder = Holder(pid=row["pid"], started=row["started"], host=row["host"],
+                                acquired_at=row["acquired_at"], what=row["what"])
+                if not holder.same_process(me) and holder.alive():
+                    return holder
+            conn.execute("INSERT INTO leases (session_id, pid, started, host, acquired_at, what) VALUES (?,?,?,?,?,?) "
+                         "ON CONFLICT(session_id) DO UPDATE SET pid = excluded.pid, started = excluded.started, "
+                         "host = excluded.host, acquired_at = excluded.acquired_at, what = excluded.what",
+                         (session_id, me.pid, me.started, me.host, me.acquired_at, me.what))
+        return None
+
+    def lease_holder(self, session_id: str):
+        """The live process holding `session_id` (an `app.lease.Holder`), or None."""
+        from app.lease import Holder
+
+        rows = self.query("SELECT * FROM leases WHERE session_id = ?", (session_id,))
+        if not rows:
+            return None
+        holder = Holder(pid=rows[0]["pid"], started=rows[0]["started"], host=rows[0]["host"],
+                        acquired_at=rows[0]["acquired_at"], what=rows[0]["what"])
+        return holder if holder.alive() else None
+
+    def release_lease(self, session_id: str, me) -> None:
+        """Drop `me`'s lease on `session_id` (someone else's is left alone)."""
+        with self.transaction() as conn:
+            conn.execute("DELETE FROM leases WHERE session_id = ? AND pid = ? AND started = ? AND host = ?",
+                         (session_id, me.pid, me.started, me.host))
+
+    def fork_session(self, source_id: str) -> str:
+        """A new session holding a copy of `source_id`'s master log, active view and archive; its id."""
+        from app.engine.messages import new_id
+
+        fork_id = new_id("s")
+        view_id = new_id("v")
+        now = time.time()
+        with self.transaction() as conn:
+            source = conn.execute("SELECT * FROM sessions WHERE id = ?", (source_id,)).fetchone()
+            if source is None:
+                raise StoreError(f"no session {source_id!r} to fork")
+            title = f"{source['title']} (fork)" if source["title"] else ""
+            conn.execute("INSERT INTO sessions (id, title, route, provider, model, workspace, system_prompt, "
+                         "created_at, updated_at, counters, flags) VALUES (?,?,?,?,?,?,?,?,?,'{}',?)",
+                         (fork_id, title, source["route"], source["provider"], source["model"], source["workspace"],
+                          source["system_prompt"], now, now, source["flags"]))
+            rows = conn.execute("SELECT * FROM messages WHERE session_id = ?", (source_id,)).fetchall()
+            mapping = {row["id"]: new_id("m") for row in rows}
+
+            def remap(ids: list[str]) -> list[str]:
+                return [mapping.get(i, i) for i in ids]
+
+            for row in rows:
+                meta = json.loads(row["meta"])
+                if meta.get("source_ids"):
+                    meta["source_ids"] = remap(meta["source_ids"])
+                conn.execute(_INSERT_MESSAGE, (mapping[row["id"]], fork_id, row["seq"], row["role"], row["parts"],
+                                               json.dumps(meta, ensure_ascii=False), row["created_at"]))
+            for entry in conn.execute("SELECT * FROM archive WHERE session_id = ?", (source_id,)).fetchall():
+                conn.execute("INSERT INTO archive (key, session_id, reason, bytes, created_at, source_ids, content) "
+                             "VALUES (?,?,?,?,?,?,?)",
+                             (entry["key"], fork_id, entry["reason"], entry["bytes"], entry["created_at"],
+                              json.dumps(remap(json.loads(entry["source_ids"]))), entry["content"]))
+            active = conn.execute("SELECT id FROM views WHERE session_id = ? AND state = 'active'",
+                                  (source_id,)).fetchone()
+            conn.execute("INSERT INTO views (id, session_id, parent_id, reason, state, created_at) "
+                         "VALUES (?,?,NULL,'fork','active',?)", (view_id, fork_id, now))
+            if active is not None:
+                entries = conn.execute("SELECT pos, message_id FROM view_entries WHERE view_id = ? ORDER BY pos",
+                                       (active["id"],)).fetchall()
+                conn.executemany("INSERT INTO view_entries (view_id, pos, message_id) VALUES (?,?,?)",
+                                 [(view_id, e["pos"], mapping[e["message_id"]]) for e in entries
+                                  if e["message_id"] in mapping])
+        return fork_id
+
     # -- master log and views ----------------------------------------------------------------
     def append_message(self, session_id: str, message: Message, view_id: str) -> int:
         """Add `message` to the master log and to the end of the active view, atomically."""
@@ -468,9 +559,15 @@ class Store:
         return seq
 
     def commit_view(self, session_id: str, view: View, master_ids: set[str],
-                    archive_entries: Iterable[ArchiveEntry] = ()) -> None:
-        """Make `view` the active one, with its derived messages and archive entries — all or nothing."""
+                    archive_entries: Iterable[ArchiveEntry] = ()) -> list[Message]:
+        """Make `view` the active one, with its derived messages and archive entries — all or nothing.
+
+        Master messages the caller does not know of (another process appended them after this one
+        loaded the session) are kept at the end of the new view, never dropped unarchived; they are
+        returned so the caller can take them in.
+        """
         with self.transaction() as conn:
+            newer = self._unknown_master(conn, session_id, master_ids)
             for message in view.messages:
                 if message.id not in master_ids:
                     conn.execute(_INSERT_DERIVED, _message_row(session_id, message, None))
@@ -481,11 +578,14 @@ class Store:
                          "VALUES (?,?,?,?,'active',?)",
                          (view.id, session_id, view.parent_id, view.reason, view.created_at or time.time()))
             conn.executemany("INSERT INTO view_entries (view_id, pos, message_id) VALUES (?,?,?)",
-                             [(view.id, pos, m.id) for pos, m in enumerate(view.messages)])
+                             [(view.id, pos, m.id) for pos, m in enumerate([*view.messages, *newer])])
+        return newer
 
-    def replace_active_view(self, session_id: str, view: View, master_ids: set[str]) -> None:
-        """Pop the active view and activate `view` (used by `/rewind compact`)."""
+    def replace_active_view(self, session_id: str, view: View, master_ids: set[str]) -> list[Message]:
+        """Pop the active view and activate `view` (used by `/rewind compact`); like `commit_view`, master
+        messages the caller does not know of are kept at its end, and returned."""
         with self.transaction() as conn:
+            newer = self._unknown_master(conn, session_id, master_ids)
             for message in view.messages:
                 if message.id not in master_ids:
                     conn.execute(_INSERT_DERIVED, _message_row(session_id, message, None))
@@ -494,7 +594,15 @@ class Store:
             conn.execute("DELETE FROM view_entries WHERE view_id = ?", (view.id,))
             conn.execute("UPDATE views SET state = 'active' WHERE id = ?", (view.id,))
             conn.executemany("INSERT INTO view_entries (view_id, pos, message_id) VALUES (?,?,?)",
-                             [(view.id, pos, m.id) for pos, m in enumerate(view.messages)])
+                             [(view.id, pos, m.id) for pos, m in enumerate([*view.messages, *newer])])
+        return newer
+
+    @staticmethod
+    def _unknown_master(conn: sqlite3.Connection, session_id: str, master_ids: set[str]) -> list[Message]:
+        """Master messages appended after the caller's copy was loaded (seq numbers are dense from 0)."""
+        rows = conn.execute("SELECT * FROM messages WHERE session_id = ? AND seq >= ? ORDER BY seq",
+                            (session_id, len(master_ids))).fetchall()
+        return [_message_from_row(row) for row in rows if row["id"] not in master_ids]
 
     def load_master(self, session_id: str) -> list[Message]:
         rows = self.query("SELECT * FROM messages WHERE session_id = ? AND seq IS NOT NULL ORDER BY seq",

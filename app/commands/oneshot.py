@@ -131,8 +131,13 @@ def run(args) -> int:
             return True
     else:
         approver = _terminal_approver()
+    if getattr(args, "read_only", False):
+        _stderr("bulkhead: --read-only opens a session to read it (the TUI, or `bulkhead sessions show ID`); "
+                "-p adds a turn — use --fork to go on in a copy of the session instead")
+        return 2
     engine, choice, resumed = open_engine(settings, route_name=args.route, resume=args.resume,
-                                          continue_=args.continue_, approver=approver)
+                                          continue_=args.continue_, approver=approver,
+                                          fork=getattr(args, "fork", False), what="bulkhead -p")
     printer = json_printer if args.json else text_printer
     engine.session.bus.subscribe(printer)
     for note in choice.notices:

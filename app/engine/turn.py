@@ -228,7 +228,8 @@ class Engine:
     # -- lifecycle --------------------------------------------------------------------------------
     async def start(self, *, resumed: bool = False) -> None:
         """Fire SessionStart and keep any answer a crash left half-written (marked partial)."""
-        for message_id, path in leftover_drafts(self.session.folder):
+        drafts = [] if self.session.read_only else leftover_drafts(self.session.folder)
+        for message_id, path in drafts:
             with contextlib.suppress(OSError):
                 text = path.read_text(encoding="utf-8")
                 # A crash between committing an answer and deleting its draft leaves a draft already kept.
@@ -242,9 +243,12 @@ class Engine:
         self.view_changed("start")
 
     async def close(self, reason: str = "exit") -> None:
-        await self.hooks.session_end(reason)
-        with contextlib.suppress(Exception):
-            await self.provider.aclose()
+        try:
+            await self.hooks.session_end(reason)
+            with contextlib.suppress(Exception):
+                await self.provider.aclose()
+        finally:
+            self.session.release_lease()  # another bulkhead may write it now
 
     # -- turns ------------------------------------------------------------------------------------
     async def submit(self, prompt: str, images: Sequence[Image] = ()) -> TurnResult:

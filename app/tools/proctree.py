@@ -260,7 +260,8 @@ class ProcessTree:
             return [i for i in self.members() if i.state not in ("Z", "X")]
         if self.method == "proc":
             self.poll(force=True)
-            return [i for i in self.seen.values() if alive(i) and i.pid != os.getpid()]
+            fresh = [read_proc(i.pid) for i in self.seen.values() if alive(i) and i.pid != os.getpid()]
+            return [i for i in fresh if i is not None]  # as they are now (a name changes at exec)
         return [ProcInfo(self.leader, 0, self.leader, 0, "?", 0, "?")] if self.leader and _group_alive(self.leader) \
             else []
 
