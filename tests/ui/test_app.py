@@ -896,3 +896,18 @@ async def test_a_held_session_offers_read_only_fork_or_new(lab, tmp_path, sessio
 
 def held_pid(store, session_id: str) -> int:
     return store.lease_holder(session_id).pid
+
+
+async def test_a_full_disk_during_a_turn_is_a_sentence_in_the_chat(lab, tmp_path):
+    app = make_app(lab_settings(lab), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        store = app.engine.session.store
+        pages = store.query("PRAGMA page_count")[0][0]
+        store.query(f"PRAGMA max_page_count = {pages + 1}")  # SQLite's own "database or disk is full"
+        await submit(pilot, "a long prompt " * 20_000)
+        await until(pilot, lambda: app.chat.notices("error"), "the error notice")
+        text = app.chat.notices("error")[0].text
+        assert "is full" in text and "Free some space" in text
+        assert "OperationalError" not in text and "Traceback" not in text and "sqlite3" not in text
+        assert not app.busy
