@@ -104,8 +104,8 @@ class SessionHeld(StoreError):
         self.title = title
         self.holder = holder
         super().__init__(
-            f"session {session_id}{f' “{title}”' if title else ''} is open in another bulkhead "
-            f"({holder.describe()}). Continue it as a new session with --fork "
+            f"session {session_id}{f' “{title}”' if title else ''} is open in another bulkhead, "
+            f"{holder.describe()}. Continue it as a new session with --fork "
             f"(`bulkhead --resume {session_id} --fork …`), or open it without writing with --read-only "
             f"(the TUI; `bulkhead sessions show {session_id}` prints it) — or close the other bulkhead first.")
 
@@ -116,6 +116,6 @@ class SessionReadOnly(StoreError):
     exit_code = 2
 
     def __init__(self, session_id: str, holder: Holder | None) -> None:
-        held = f" (another bulkhead holds it: {holder.describe()})" if holder else ""
+        held = f" (another bulkhead holds it, {holder.describe()})" if holder else ""
         super().__init__(f"session {session_id} is open read-only{held}: nothing can be added to it here. To go on, "
                          f"fork it into a new session (`bulkhead --resume {session_id} --fork`).")

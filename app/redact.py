@@ -180,3 +180,33 @@ def redact_value(value: Any, *, urls: bool = True) -> Any:
     if isinstance(value, tuple):
         return tuple(redact_value(v, urls=urls) for v in value)
     return value
+
+
+class StreamRedactor:
+    """`redact_known` for text that arrives in pieces (a streamed answer): a secret split across two
+    pieces is still caught. `feed` returns what is safe to show now, holding back a tail that could be
+    the start of a known secret; `flush` returns the rest when the stream ends."""
+
+    def __init__(self) -> None:
+        self._pending = ""
+
+    def feed(self, text: str) -> str:
+        data = redact_known(self._pending + text)
+        hold = _longest_secret_prefix_suffix(data)
+        self._pending = data[len(data) - hold:] if hold else ""
+        return data[:len(data) - hold] if hold else data
+
+    def flush(self) -> str:
+        rest, self._pending = redact_known(self._pending), ""
+        return rest
+
+
+def _longest_secret_prefix_suffix(text: str) -> int:
+    """Length of the longest end of `text` that begins some known secret (0 when none does)."""
+    best = 0
+    for value in _ordered:
+        for size in range(min(len(value) - 1, len(text)), best, -1):
+            if value.startswith(text[-size:]):
+                best = size
+                break
+    return best

@@ -28,7 +28,7 @@ from app.engine.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from app.redact import redact_known, redact_text, redact_value
+from app.redact import StreamRedactor, redact_text, redact_value
 from app.sizes import format_size
 
 _LEVEL_MARK = {"info": "ℹ", "warn": "⚠", "error": "✖"}
@@ -52,14 +52,24 @@ def _stderr(line: str) -> None:
     print(redact_text(line), file=sys.stderr, flush=True)
 
 
+_answer = StreamRedactor()  # a known key split across two streamed chunks is still caught
+
+
 def text_printer(event: Event) -> None:
     """Human output: answer text on stdout, everything else as one line on stderr."""
     global _stdout_midline
     if isinstance(event, TextDelta):
-        sys.stdout.write(redact_known(event.text))  # per chunk: a key split across two chunks is not caught
+        shown = _answer.feed(event.text)
+        if shown:
+            sys.stdout.write(shown)
+            sys.stdout.flush()
+            _stdout_midline = not shown.endswith("\n")
+        return
+    if rest := _answer.flush():
+        sys.stdout.write(rest)
         sys.stdout.flush()
-        _stdout_midline = not event.text.endswith("\n")
-    elif isinstance(event, Notice):
+        _stdout_midline = not rest.endswith("\n")
+    if isinstance(event, Notice):
         _stderr(f"{_LEVEL_MARK.get(event.level, 'ℹ')} {event.text}")
     elif isinstance(event, Rejection):
         verb = "rejected" if event.status is not None else "failed"  # no status: no answer came back
@@ -85,7 +95,14 @@ def text_printer(event: Event) -> None:
 
 
 def json_printer(event: Event) -> None:
-    sys.stdout.write(json.dumps(redact_value(event.to_json(), urls=False), ensure_ascii=False, default=str) + "\n")
+    data = event.to_json()
+    if isinstance(event, TextDelta):
+        data["text"] = _answer.feed(event.text)
+        if not data["text"]:
+            return
+    elif rest := _answer.flush():
+        sys.stdout.write(json.dumps(TextDelta(rest).to_json(), ensure_ascii=False, default=str) + "\n")
+    sys.stdout.write(json.dumps(redact_value(data, urls=False), ensure_ascii=False, default=str) + "\n")
     sys.stdout.flush()
 
 
@@ -149,6 +166,11 @@ def run(args) -> int:
             result = await engine.submit(prompt)
         finally:
             await engine.close("exit")
+        if rest := _answer.flush():
+            if args.json:
+                sys.stdout.write(json.dumps(TextDelta(rest).to_json(), ensure_ascii=False) + "\n")
+            else:
+                sys.stdout.write(rest)
         if args.json:
             json_printer_result = {"type": "result", "text": result.text, "session_id": engine.session.id,
                                    "outcome": result.outcome, "error": result.error}

@@ -91,7 +91,8 @@ def open_session(store: Store, route: Route, *, resume: str | None, continue_: b
             if holder is None:
                 return session, True
             notices.append(f"session {session.id}{f' “{session.title}”' if session.title else ''} is open in "
-                           f"another bulkhead ({holder.describe()}); continuing the newest one it does not hold")
+                           f"another bulkhead, {holder.describe()}: -c goes on with the newest session nobody "
+                           f"holds, or a new one")
     session = Session.create(store, route=route.name, provider=route.provider, model=route.model,
                              workspace=str(workspace))
     session.take_lease(what)

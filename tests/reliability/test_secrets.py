@@ -383,14 +383,19 @@ base_url = "{fresh_lab.url}"
     assert code == 1 and "rejected" in out, out
     code, out = cli("-r", "claude-lab", "--yes", "-p", "!shell env")
     assert code == 0, out
+    code, out = cli("-r", "claude-lab", "--yes", "-p", "!shell echo $GITHUB_TOKEN")
+    assert code == 0 and "[redacted]" in out, out  # the answer quotes the token: streamed in pieces, still caught
     code, out = cli("-r", "claude-lab", "--yes", "--json", "-p", "!shell echo $GITHUB_TOKEN")
     assert code == 0, out
+    streamed = "".join(json.loads(line).get("text", "") for line in out.splitlines()
+                       if line.startswith("{") and json.loads(line).get("type") == "text")
+    printed["--json text events joined"] = streamed.encode()
 
     from app.store import Store
 
     store = Store()
     sessions = [row["id"] for row in store.list_sessions()]
-    assert len(sessions) == 4
+    assert len(sessions) == 5
     rows = [r for s in sessions for r in store.list_requests(s)]
     echoed = [r for r in rows if r["status"] == 400]
     assert len(echoed) == 2 and all("[redacted]" in r["error_body"] for r in echoed), echoed

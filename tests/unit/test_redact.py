@@ -119,3 +119,15 @@ def test_register_environment_secrets_takes_named_keys():
     register_environment_secrets({"MY_KEY_VAR": "FAKE-named-by-config-1", "EDITOR": "vim-but-long-enough"},
                                  names=["MY_KEY_VAR"])
     assert "FAKE-named-by-config-1" in known_secrets() and "vim-but-long-enough" not in known_secrets()
+
+
+def test_a_secret_split_across_streamed_chunks_is_still_caught():
+    from app.redact import StreamRedactor
+
+    register_secret(KEY, "env")
+    stream = StreamRedactor()
+    pieces = ["your key is sk-", "ant-api03-FAKE-redact", "-unit-key-0123456789 — keep it", " safe", ""]
+    shown = "".join(stream.feed(piece) for piece in pieces) + stream.flush()
+    assert shown == f"your key is {REDACTED} — keep it safe"
+    plain = StreamRedactor()
+    assert plain.feed("nothing secret here") == "nothing secret here" and plain.flush() == ""
