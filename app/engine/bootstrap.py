@@ -73,7 +73,7 @@ def open_session(store: Store, route: Route, *, resume: str | None, continue_: b
     notices = notices if notices is not None else []
     if resume:
         session = Session.load(store, resume)
-        if read_only:
+        if read_only or store.read_only:  # asked for, or a read-only home: look without writing
             session.open_read_only(store.lease_holder(session.id))
             return session, True
         if fork:

@@ -348,3 +348,17 @@ def test_a_read_only_home_says_read_only_and_still_shows_sessions(read_only_home
     assert asked.returncode == 1
     assert "is read-only" in asked.stderr and "The database itself is fine" in asked.stderr
     assert "Move it away" not in asked.stderr and "Traceback" not in asked.stderr
+
+
+def test_resuming_on_a_read_only_home_opens_the_session_read_only(read_only_home: Path) -> None:
+    code = ("from app.config import load_settings; from app.engine.bootstrap import open_engine; "
+            "from app.store import Store; sid = Store().list_sessions()[0]['id']; "
+            "engine, _, _ = open_engine(load_settings(), route_name='lab', resume=sid); "
+            "print(engine.session.read_only, len(engine.session.master))")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BULKHEAD_")}
+    env.update({"PYTHONPATH": str(REPO), "BULKHEAD_HOME": str(read_only_home),
+                "BULKHEAD_CONFIG": str(read_only_home.parent / "none.toml")})
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "3"]
