@@ -14,7 +14,7 @@ from pathlib import Path
 
 from app.config import ConfigError, Route, Settings
 from app.engine.session import Session
-from app.lease import SessionHeld
+from app.lease import SessionHeld, this_process
 from app.providers.base import make_provider
 from app.secrets import get_api_key
 from app.state import State
@@ -83,14 +83,17 @@ def open_session(store: Store, route: Route, *, resume: str | None, continue_: b
             raise SessionHeld(session.id, session.title, holder)
         return session, True
     if continue_:
-        for row in store.query("SELECT id FROM sessions ORDER BY updated_at DESC, created_at DESC LIMIT 50"):
-            session = Session.load(store, row["id"])
+        me = this_process(what)
+        for row in store.query("SELECT id, title FROM sessions ORDER BY updated_at DESC, created_at DESC LIMIT 50"):
             if fork:
-                return _forked(store, session, what, notices), True
-            holder = session.take_lease(what)
-            if holder is None:
+                return _forked(store, Session.load(store, row["id"]), what, notices), True
+            holder = store.acquire_lease(row["id"], me)
+            if holder is None:  # ours now (loaded only then: a held session is never read whole here)
+                session = Session.load(store, row["id"])
+                session.lease = me
                 return session, True
-            notices.append(f"session {session.id}{f' “{session.title}”' if session.title else ''} is open in "
+            title = f" “{row['title']}”" if row["title"] else ""
+            notices.append(f"session {row['id']}{title} is open in "
                            f"another bulkhead, {holder.describe()}: -c goes on with the newest session nobody "
                            f"holds, or a new one")
     session = Session.create(store, route=route.name, provider=route.provider, model=route.model,
