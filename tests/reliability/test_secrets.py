@@ -406,7 +406,7 @@ base_url = "{fresh_lab.url}"
                  "MY_GATEWAY_API_KEY"):
         assert f"{name}=" not in env_result, f"the shell saw {name}"
     assert "GITHUB_TOKEN=[redacted]" in env_result  # kept for gh & co, but its value never stored
-    assert "HTTPS_PROXY=http://carol:[redacted]@proxy.invalid:3128" in env_result, [l for l in env_result.splitlines() if "PROXY" in l]
+    assert "HTTPS_PROXY=http://carol:[redacted]@proxy.invalid:3128" in env_result
     store.close()
 
     exports = []
