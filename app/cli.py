@@ -22,7 +22,11 @@ def _add_session_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--resume", metavar="ID", help="resume the session with this id (or id prefix)")
     group.add_argument("--continue", "-c", dest="continue_", action="store_true",
-                       help="continue the most recent session")
+                       help="continue the most recent session no other bulkhead has open")
+    parser.add_argument("--fork", action="store_true",
+                        help="with --resume/--continue: go on in a copy of the session (e.g. one open elsewhere)")
+    parser.add_argument("--read-only", action="store_true",
+                        help="with --resume: open the session to read it, even while another bulkhead writes it")
     parser.add_argument("--max-payload", metavar="SIZE", help="request body cap, e.g. 128KB (overrides config)")
     parser.add_argument("--context-window", metavar="TOKENS", type=int, help="context window override")
     parser.add_argument("--approval", choices=("ask", "auto-read", "auto-edit", "never-ask"),
@@ -150,8 +154,10 @@ def main(argv: list[str] | None = None) -> int:
             module = importlib.import_module("app.ui.run")
         return int(module.run(args) or 0)
     except (ConfigError, StoreError) as exc:
-        print(f"bulkhead: {display(str(exc))}", file=sys.stderr)
-        return EXIT_USAGE
+        from app.redact import redact_text
+
+        print(f"bulkhead: {display(redact_text(str(exc)))}", file=sys.stderr)
+        return getattr(exc, "exit_code", EXIT_USAGE)
     except KeyboardInterrupt:
         print("bulkhead: interrupted", file=sys.stderr)
         return 130

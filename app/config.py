@@ -80,7 +80,7 @@ class Route:
             where = self.endpoint_url or f"region:{self.region or 'default'}"
         else:
             where = self.base_url or "default"
-        return f"{self.provider} {where}"
+        return f"{self.provider} {hide_url_password(where)}"
 
 
 _ROUTE_KEYS: dict[str, str] = {
@@ -145,6 +145,8 @@ class Settings:
     har_body_limit: int = field(default=64 * 1024, metadata=_opt("size", "body bytes kept per HAR entry"))
     hook_timeout: float = field(default=60.0, metadata=_opt("float", "default hook timeout (seconds)"))
     theme: str | None = field(default=None, metadata=_opt("str?", "Textual theme (else the last used)"))
+    shell_env_passthrough: tuple[str, ...] = field(
+        default=(), metadata=_opt("names", "provider credentials the shell tool may still see"))
     routes: Mapping[str, Route] = field(default_factory=dict, metadata={"kind": "routes"})
     hooks: tuple[HookSpec, ...] = field(default=(), metadata={"kind": "hooks"})
     keys: Mapping[str, str] = field(default_factory=dict, metadata={"kind": "keys"})
@@ -196,8 +198,28 @@ def _locate(text: str, table: str, key: str) -> int | None:
     return None
 
 
-def _shown(value: Any) -> str:
-    """A value for an error message: its repr, shortened."""
+ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# A setting whose name says it holds a secret, or a value that looks like a key: never printed whole.
+_SECRET_NAME_RE = re.compile(r"(?:key|token|secret|passw(?:or)?d|auth|credential)", re.I)
+_KEY_LIKE_RE = re.compile(r"^(?:sk-|sk_|xox[abp]-|gh[pousr]_|AKIA|ASIA|AIza|eyJ)|^[A-Za-z0-9+/=_.-]{32,}$")
+
+
+def hide_url_password(url: str) -> str:
+    """`https://user:s3cret@host` → `https://user:***@host`; anything else unchanged."""
+    from app.redact import URL_PASSWORD_RE, URL_PASSWORD_SHOWN
+
+    return URL_PASSWORD_RE.sub(lambda m: m.group(1) + URL_PASSWORD_SHOWN + m.group(3), url) if url else url
+
+
+def _shown(value: Any, key: str = "") -> str:
+    """A value for an error message: its repr, shortened — or only its shape when it may be a secret."""
+    if isinstance(value, str) and value and (_SECRET_NAME_RE.search(key.rsplit(".", 1)[-1])
+                                             or _KEY_LIKE_RE.match(value.strip())):
+        from app.secrets import mask
+
+        return f"'{mask(value)}' (hidden: it may be a secret)"
+    if isinstance(value, str) and "://" in value:
+        value = hide_url_password(value)
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
@@ -248,18 +270,30 @@ def _convert(kind: str, value: Any, key: str, where: str, choices: tuple[str, ..
             raise ValueError
         if base == "choice":
             if str(value) not in choices:
-                raise ConfigError(f"{where}: {key} = {value!r} is not one of {', '.join(choices)}")
+                raise ConfigError(f"{where}: {key} = {_shown(value, key)} is not one of {', '.join(choices)}")
             return str(value)
         if base == "str":
             if not isinstance(value, str):
                 raise ValueError
             return value
+        if base == "names":
+            items = [v.strip() for v in value.split(",")] if isinstance(value, str) else value
+            if not isinstance(items, list | tuple) or not all(isinstance(v, str) for v in items):
+                raise ValueError
+            bad = [v for v in items if v and not ENV_NAME_RE.match(v)]
+            if bad:
+                raise ConfigError(f"{where}: {key}: {_shown(bad[0], key)} is not an environment variable name "
+                                  f"(letters, digits and _, e.g. \"GITHUB_TOKEN\")")
+            return tuple(v for v in items if v)
     except SizeError as exc:
-        raise ConfigError(f"{where}: {key}: {exc}") from None
+        text = str(exc)
+        if isinstance(value, str) and value and _shown(value, key) != repr(value):  # may be a secret
+            text = text.replace(repr(value), _shown(value, key)).replace(value, _shown(value, key))
+        raise ConfigError(f"{where}: {key}: {text}") from None
     except (TypeError, ValueError, OverflowError):
         wanted = {"int": "a whole number ≥ 0", "float": "a number ≥ 0", "bool": "true or false",
-                  "str": "a string"}.get(base, base)
-        raise ConfigError(f"{where}: {key} = {value!r} is not {wanted}") from None
+                  "str": "a string", "names": "a list of variable names, e.g. [\"GITHUB_TOKEN\"]"}.get(base, base)
+        raise ConfigError(f"{where}: {key} = {_shown(value, key)} is not {wanted}") from None
     raise AssertionError(f"unknown setting kind {kind}")
 
 
@@ -295,9 +329,13 @@ def _parse_routes(raw: Any, origin: _Origin) -> dict[str, Route]:
             where = origin.where(section, key)
             if key not in _ROUTE_KEYS:
                 known = ", ".join(_ROUTE_KEYS)
-                raise ConfigError(f"{where}: unknown key {key!r} = {_shown(value)} in [routes.{name}] "
+                raise ConfigError(f"{where}: unknown key {key!r} = {_shown(value, key)} in [routes.{name}] "
                                   f"(known: {known})")
             values[key] = _convert(_ROUTE_KEYS[key], value, f"routes.{name}.{key}", where, PROVIDERS)
+            if key == "api_key_env" and not ENV_NAME_RE.match(values[key]):
+                raise ConfigError(f"{where}: routes.{name}.api_key_env names the environment variable that holds "
+                                  f"the key (e.g. \"AZURE_OPENAI_API_KEY\"), not the key itself: "
+                                  f"{_shown(values[key], key)}")
         if "provider" not in values:
             raise ConfigError(f"{origin.where('routes', name)}: [routes.{name}] needs provider = "
                               f"one of {', '.join(PROVIDERS)}")
@@ -345,6 +383,18 @@ def _parse_keys(raw: Any, origin: _Origin) -> dict[str, str]:
     return dict(raw)
 
 
+def _register_secrets(settings: Settings, env: Mapping[str, str]) -> None:
+    """What the settings say is secret joins the redaction registry (`app.redact`): the routes'
+    `api_key_env` values, passwords in their URLs, and the environment's keys and proxy passwords."""
+    from app.redact import register_url_password
+    from app.secrets import register_environment_secrets
+
+    register_environment_secrets(env, [r.api_key_env for r in settings.routes.values() if r.api_key_env])
+    for route in settings.routes.values():
+        for url in (route.base_url, route.endpoint_url):
+            register_url_password(url, f"password in routes.{route.name}")
+
+
 def load_settings(
     path: Path | None = None,
     env: Mapping[str, str] | None = None,
@@ -365,7 +415,7 @@ def load_settings(
         if key in ("routes", "hooks", "keys"):
             continue
         if key not in SETTING_FIELDS:
-            raise ConfigError(f"{origin.where('', key)}: unknown key {key!r} = {_shown(value)} "
+            raise ConfigError(f"{origin.where('', key)}: unknown key {key!r} = {_shown(value, key)} "
                               f"(see config.example.toml for every key)")
         meta = SETTING_FIELDS[key].metadata
         where = origin.where("", key)
@@ -393,6 +443,7 @@ def load_settings(
     keys = _parse_keys(raw.get("keys", {}), origin)
     settings = Settings(routes=routes, hooks=hooks, keys=keys, sources=sources,
                         config_file=path if path.exists() else None, **values)
+    _register_secrets(settings, env)
     for key in ("default_route", "compact_model"):
         name = getattr(settings, key)
         if name is not None and name not in routes:

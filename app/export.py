@@ -1,7 +1,8 @@
 """Session exports: Markdown for people, JSON for tools. (HAR lives in `app.har`.)
 
 Exports read only what the store holds, and the store never holds a secret: request
-headers are redacted before they are recorded.
+headers are redacted before they are recorded, known secret values wherever they appear —
+and once more here, on the way out (`app.redact`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 from app.engine.messages import Image, Text, ToolCall, ToolResult
 from app.engine.session import Session
-from app.redact import redact_headers
+from app.redact import redact_headers, redact_known, redact_value
 from app.textsafe import display
 
 
@@ -46,11 +47,11 @@ def to_markdown(session: Session) -> str:
                 lines += [f"**{title}**", "", fence, part.content, fence, ""]
             elif isinstance(part, Image):
                 lines += [f"_[image {part.media_type}, {len(part.data) * 3 // 4} bytes]_", ""]
-    return display("\n".join(lines).rstrip() + "\n")
+    return display(redact_known("\n".join(lines).rstrip() + "\n"))
 
 
 def to_json(session: Session) -> dict[str, Any]:
-    return {
+    return redact_value({
         "id": session.id, "title": session.title, "route": session.route, "provider": session.provider,
         "model": session.model, "created_at": session.created_at,
         "messages": [m.to_dict() for m in session.master],
@@ -58,10 +59,10 @@ def to_json(session: Session) -> dict[str, Any]:
         "derived": [m.to_dict() for m in session.view.messages if not session.is_master(m)],
         "counters": session.counters.to_dict(),
         "requests": [_redacted(record) for record in session.store.list_requests(session.id)],
-    }
+    }, urls=False)
 
 
 def _redacted(record: dict[str, Any]) -> dict[str, Any]:
     """A request record with secret headers hidden, even one stored by an older bulkhead."""
-    return {**record, **{key: redact_headers(record.get(key))
-                         for key in ("request_headers", "response_headers") if key in record}}
+    return redact_value({**record, **{key: redact_headers(record.get(key))
+                                      for key in ("request_headers", "response_headers") if key in record}})

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from app.engine.session import Session
-from app.redact import redact_headers
+from app.redact import redact_headers, redact_value
 
 _STATUS_TEXT = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
                 406: "Not Acceptable", 408: "Request Timeout", 413: "Payload Too Large", 429: "Too Many Requests",
@@ -85,9 +85,9 @@ def to_har(session: Session, *, body_limit: int) -> dict[str, Any]:
     from app import __version__
 
     records = session.store.list_requests(session.id)
-    return {"log": {
+    return redact_value({"log": {
         "version": "1.2",
         "creator": {"name": "bulkhead", "version": __version__},
         "comment": f"session {session.id} ({session.title or 'untitled'}), route {session.route}",
         "entries": [entry(r, body_limit) for r in records],
-    }}
+    }})

@@ -36,6 +36,16 @@ def hide_password(url: str) -> str:
     return parts._replace(netloc=f"{parts.username or ''}:***@{host}").geturl()
 
 
+def register_proxy_passwords(env: Mapping[str, str] | None = None) -> None:
+    """The passwords of the proxy URLs join the redaction registry (`app.redact`)."""
+    from app.redact import register_url_password
+
+    env = os.environ if env is None else env
+    for name in PROXY_VARIABLES[:-1]:
+        for variable in (name, name.lower()):
+            register_url_password(env.get(variable), f"password in {variable}")
+
+
 def _get(env: Mapping[str, str], name: str) -> str | None:
     return env.get(name) or env.get(name.lower()) or None
 

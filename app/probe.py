@@ -198,7 +198,9 @@ class Prober:
     def _judge(self, answer: ProbeAnswer) -> tuple[str, Failure | None]:
         if answer.error is None:
             return "passed", None
-        failure = classify(answer.error, drop_threshold=self.drop_threshold)
+        from app.engine.sender import redact_failure
+
+        failure = redact_failure(classify(answer.error, drop_threshold=self.drop_threshold))
         if answer.error.transport == "connection" or failure.kind == "connection_drop":
             return "dropped", failure
         if failure.kind in REJECTION_KINDS and failure.payload_related:

@@ -8,11 +8,44 @@ Bedrock uses the AWS credential chain (env, profile, SSO, instance role) through
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+
+from app.network_env import register_proxy_passwords
+from app.redact import register_secret
 
 SERVICE = "bulkhead"
 ENV_VARS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
 KEYED_PROVIDERS = tuple(ENV_VARS)
+
+# Provider credentials the shell tool's commands never see (unless `shell_env_passthrough` names them):
+# the `*_API_KEY` family, these, and every route's `api_key_env`. The AWS key id goes with its secret.
+PROVIDER_CREDENTIAL_VARS = frozenset({
+    "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN",
+    "AWS_BEARER_TOKEN_BEDROCK", "ANTHROPIC_AUTH_TOKEN", "AZURE_OPENAI_AD_TOKEN",
+})
+API_KEY_VAR_RE = re.compile(r"(?:^|_)API_?KEY$", re.I)
+# Variables whose values are registered as secrets (redacted wherever they appear), a wider net.
+SECRET_VAR_RE = re.compile(r"(?:^|_)(?:API_?KEY|APIKEY|SECRET|SECRET_ACCESS_KEY|ACCESS_KEY_ID|TOKEN|"
+                           r"SESSION_TOKEN|PASSWORD|PASSWD|CREDENTIALS?)(?:_|$)", re.I)
+
+
+def is_provider_credential(name: str, extra_names: Iterable[str] = ()) -> bool:
+    """True for a variable holding a provider credential (`OPENAI_API_KEY`, `AWS_SECRET_ACCESS_KEY`, a
+    route's `api_key_env`)."""
+    return name in PROVIDER_CREDENTIAL_VARS or API_KEY_VAR_RE.search(name) is not None or name in set(extra_names)
+
+
+def register_environment_secrets(env: Mapping[str, str] | None = None, names: Iterable[str] = ()) -> None:
+    """Put the environment's secrets in the redaction registry: secret-named variables, `names`
+    (the routes' `api_key_env`) and the passwords of proxy URLs."""
+    env = os.environ if env is None else env
+    wanted = set(names)
+    for name, value in env.items():
+        if name in wanted or is_provider_credential(name) or SECRET_VAR_RE.search(name):
+            register_secret(value, f"env {name}")
+    register_proxy_passwords(env)
 
 
 class SecretStoreError(Exception):
@@ -60,6 +93,7 @@ def get_api_key(provider: str, env_var: str | None = None) -> SecretLookup:
             keyring, keyring_error, _ = _keyring()
             value = keyring.get_password(SERVICE, provider)
             if value:
+                register_secret(value, f"keyring {provider}")
                 return SecretLookup(value, "keyring")
         except Exception as exc:  # noqa: BLE001 - a broken backend must never crash the app
             note = f"keyring read failed ({exc.__class__.__name__}); using the environment"
@@ -67,6 +101,7 @@ def get_api_key(provider: str, env_var: str | None = None) -> SecretLookup:
         note = f"{detail}; using the environment"
     name = env_var or ENV_VARS.get(provider)
     if name and os.environ.get(name):
+        register_secret(os.environ[name], f"env {name}")
         return SecretLookup(os.environ[name], f"env {name}", note)
     return SecretLookup(None, "none", note)
 
@@ -76,6 +111,7 @@ def set_api_key(provider: str, value: str) -> None:
     name = ENV_VARS.get(provider, f"{provider.upper()}_API_KEY")
     if not usable:
         raise SecretStoreError(f"cannot store the key: {detail}. Export {name} in your shell instead.")
+    register_secret(value, f"keyring {provider}")
     keyring, keyring_error, _ = _keyring()
     try:
         keyring.set_password(SERVICE, provider, value)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import tempfile
 import tomllib
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -19,6 +18,7 @@ from typing import Any
 import tomli_w
 
 from app.config import data_home
+from app.fsutil import atomic_write
 
 
 @dataclass(frozen=True)
@@ -107,18 +107,7 @@ class State:
         with self._locked():
             data = self.read()
             change(data)
-            fd, tmp = tempfile.mkstemp(prefix=".state-", suffix=".toml", dir=self.path.parent)
-            try:
-                with os.fdopen(fd, "wb") as handle:
-                    tomli_w.dump(data, handle)
-                    handle.flush()
-                    os.fsync(handle.fileno())
-                os.chmod(tmp, 0o600)
-                os.replace(tmp, self.path)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
-                raise
+            atomic_write(self.path, tomli_w.dumps(data), 0o600)
             return data
 
     # -- learned caps ----------------------------------------------------------------------

@@ -10,6 +10,7 @@ and its archive entries together — or nothing at all.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import sqlite3
@@ -24,9 +25,9 @@ from typing import Any
 from app.config import data_home
 from app.engine.archive import ArchiveEntry
 from app.engine.messages import Message, View, meta_from_dict, meta_to_dict, part_from_dict, part_to_dict
-from app.redact import redact_headers
+from app.redact import redact_headers, redact_known, redact_value
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _MIGRATIONS: dict[int, str] = {
     1: """
@@ -122,6 +123,16 @@ _MIGRATIONS: dict[int, str] = {
     );
     CREATE INDEX events_session ON events(session_id, type);
     """,
+    2: """
+    CREATE TABLE leases (                 -- one writer per session (app.lease)
+        session_id TEXT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+        pid INTEGER NOT NULL,
+        started TEXT NOT NULL DEFAULT '', -- the process's start time: a reused pid is not its holder
+        host TEXT NOT NULL DEFAULT '',
+        acquired_at REAL NOT NULL,
+        what TEXT NOT NULL DEFAULT ''
+    );
+    """,
 }
 
 REQUEST_FIELDS = (
@@ -131,13 +142,85 @@ REQUEST_FIELDS = (
 )
 _JSON_REQUEST_FIELDS = {"evidence", "request_headers", "response_headers", "usage"}
 _HEADER_FIELDS = ("request_headers", "response_headers")
+_TEXT_REQUEST_FIELDS = {"url", "reason", "evidence", "body_preview", "error_body"}
 def redact_header_values(headers: Any) -> Any:
     """Headers safe to store (`app.redact`), whatever the adapter forgot; other values pass through."""
     return redact_headers(headers) if isinstance(headers, Mapping) else headers
 
 
 class StoreError(Exception):
-    """The database cannot be used; the message names the file and what to do."""
+    """The database cannot be used; the message names the file, what happened and what to do."""
+
+    exit_code = 2  # bulkhead's exit code when it stops for this (2: fix the setup, then run again)
+
+
+class DiskFull(StoreError):
+    exit_code = 1
+
+
+class DatabaseDamaged(StoreError):
+    exit_code = 1
+
+
+class ReadOnlyHome(StoreError):
+    exit_code = 1
+
+
+class DatabaseIOError(StoreError):
+    exit_code = 1
+
+
+def database_error(exc: sqlite3.Error, path: Path, doing: str = "save") -> StoreError | None:
+    """A sentence for a database failure a person can act on (a full disk, damaged pages, a read-only
+    folder, an I/O error), or None for an error that is a bug to report as it is."""
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    text = str(exc)
+    lowered = text.lower()
+    io_error = name.startswith("SQLITE_IOERR") or "disk i/o error" in lowered
+    if name == "SQLITE_FULL" or "disk is full" in lowered or (io_error and _free_bytes(path.parent) < LOW_SPACE_BYTES):
+        return DiskFull(f"the disk holding {path} is full: bulkhead could not {doing} (SQLite: {text}). Nothing "
+                        f"saved before is lost. Free some space — or set BULKHEAD_HOME to a folder on another "
+                        f"disk — and go on.")
+    if name in ("SQLITE_CORRUPT", "SQLITE_NOTADB") or "disk image is malformed" in lowered \
+            or "file is not a database" in lowered:
+        return DatabaseDamaged(
+            f"the database {path} is damaged (SQLite: {text}). Do not delete it: quit bulkhead, copy it somewhere "
+            f"safe, and recover what it holds with `sqlite3 {path} .recover | sqlite3 recovered.db` (then move "
+            f"recovered.db into its place). To keep working meanwhile, set BULKHEAD_HOME to a new folder.")
+    if name.startswith("SQLITE_READONLY") or "readonly" in lowered or "read-only" in lowered:
+        return ReadOnlyHome(_read_only_message(path, text))
+    if io_error:
+        return DatabaseIOError(f"bulkhead could not {doing}: reading or writing {path} failed (SQLite: {text}). Check the "
+                          f"disk (free space, a network share that went away), then go on.")
+    return None
+
+
+LOW_SPACE_BYTES = 256 * 1024  # an I/O error with less free space than this is a full disk
+
+
+def _free_bytes(folder: Path) -> int:
+    try:
+        info = os.statvfs(folder)
+    except OSError:
+        return 1 << 62
+    return info.f_bavail * info.f_frsize
+
+
+def _read_only_message(path: Path, detail: str) -> str:
+    return (f"{path} is read-only ({detail}): bulkhead can read your sessions but cannot save anything there. The "
+            f"database itself is fine — do not move it away. Make {path.parent} writable, or set BULKHEAD_HOME to a "
+            f"writable folder.")
+
+
+def _writable(path: Path) -> bool:
+    """Whether `path` (and its folder, for SQLite's -wal/-shm files) can be written — as the kernel sees it,
+    so a read-only mount counts even for root."""
+    try:
+        if os.statvfs(path.parent).f_flag & os.ST_RDONLY:
+            return False
+    except OSError:
+        pass
+    return os.access(path.parent, os.W_OK) and (not path.exists() or os.access(path, os.W_OK))
 
 
 @dataclass(frozen=True)
@@ -171,9 +254,10 @@ def _dumps(obj: Any, **options: Any) -> str:
 
 
 def _message_row(session_id: str, message: Message, seq: int | None) -> tuple:
+    # Known secrets never reach the disk (`app.redact`): a key pasted in a prompt, echoed by a tool.
     return (message.id, session_id, seq, message.role,
-            _dumps([part_to_dict(p) for p in message.parts]),
-            _dumps(meta_to_dict(message.meta)), message.meta.created_at or time.time())
+            _dumps(redact_value([part_to_dict(p) for p in message.parts], urls=False)),
+            _dumps(redact_value(meta_to_dict(message.meta), urls=False)), message.meta.created_at or time.time())
 
 
 _INSERT_MESSAGE = ("INSERT INTO messages (id, session_id, seq, role, parts, meta, created_at) "
@@ -194,6 +278,10 @@ class Store:
     def __init__(self, path: Path | None = None) -> None:
         self.path = Path(path) if path else database_path()
         self.home = self.path.parent
+        self.read_only = self.path.exists() and not _writable(self.path)
+        if self.read_only:  # sessions can still be listed, shown and exported; any write says why not
+            self._open_read_only()
+            return
         try:
             self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
             if not self.path.exists():
@@ -202,6 +290,11 @@ class Store:
             self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None,
                                          timeout=30.0)
         except (OSError, sqlite3.Error) as exc:
+            if isinstance(exc, OSError) and exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+                raise ReadOnlyHome(_read_only_message(self.path, exc.strerror or str(exc))) from None
+            if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise DiskFull(f"the disk holding {self.path} is full: bulkhead cannot create its database. Free "
+                               f"some space, or set BULKHEAD_HOME to a folder on another disk.") from None
             raise StoreError(f"cannot open the database {self.path}: {exc}. "
                              "Check the folder's permissions or set BULKHEAD_HOME.") from None
         self._conn.row_factory = sqlite3.Row
@@ -213,11 +306,35 @@ class Store:
             self._migrate()
         except sqlite3.DatabaseError as exc:
             self._conn.close()
-            raise StoreError(f"cannot use the database {self.path}: {exc}. Move it away to start afresh "
-                             "(bulkhead creates a new one), or set BULKHEAD_HOME.") from None
+            raise database_error(exc, self.path, "open its database") or StoreError(
+                f"cannot use the database {self.path}: {exc}. Set BULKHEAD_HOME to another folder to start "
+                f"afresh there; keep this file, it may still hold your sessions.") from None
         except StoreError:
             self._conn.close()
             raise
+
+    def _open_read_only(self) -> None:
+        self._lock = threading.RLock()
+        conn = None
+        for uri in (f"file:{self.path}?mode=ro", f"file:{self.path}?immutable=1"):
+            try:
+                conn = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None, timeout=30.0)
+                version = conn.execute("PRAGMA user_version").fetchone()[0]
+                break
+            except sqlite3.Error as exc:
+                if conn is not None:
+                    conn.close()
+                conn = None
+                if "immutable" in uri:
+                    raise database_error(exc, self.path, "read it") or ReadOnlyHome(
+                        _read_only_message(self.path, f"and SQLite cannot read it there: {exc}")) from None
+        assert conn is not None
+        if version != SCHEMA_VERSION:
+            conn.close()
+            raise ReadOnlyHome(_read_only_message(self.path, f"schema {version}, this bulkhead needs "
+                                                             f"{SCHEMA_VERSION} and cannot upgrade it there"))
+        conn.row_factory = sqlite3.Row
+        self._conn = conn
 
     # -- plumbing ------------------------------------------------------------------------------
     def _migrate(self) -> None:
@@ -243,20 +360,40 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write, all or nothing. A full disk, damaged pages or a read-only home raise a StoreError
+        that says what happened and what to do (nothing of the failed write is kept)."""
+        if self.read_only:
+            raise ReadOnlyHome(_read_only_message(self.path, "no write permission or a read-only filesystem"))
         with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
             try:
-                yield self._conn
-            except BaseException:
-                if self._conn.in_transaction:  # some errors (SQLITE_FULL, …) already rolled back
-                    self._conn.execute("ROLLBACK")
-                raise
-            else:
-                self._conn.execute("COMMIT")
+                self._conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield self._conn
+                except BaseException:
+                    if self._conn.in_transaction:  # some errors (SQLITE_FULL, …) already rolled back
+                        with suppress(sqlite3.Error):
+                            self._conn.execute("ROLLBACK")
+                    raise
+                else:
+                    self._conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                if self._conn.in_transaction:
+                    with suppress(sqlite3.Error):
+                        self._conn.execute("ROLLBACK")
+                translated = database_error(exc, self.path)
+                if translated is None:
+                    raise
+                raise translated from None
 
     def query(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
         with self._lock:
-            return self._conn.execute(sql, tuple(params)).fetchall()
+            try:
+                return self._conn.execute(sql, tuple(params)).fetchall()
+            except sqlite3.Error as exc:
+                translated = database_error(exc, self.path, "read it")
+                if translated is None:
+                    raise
+                raise translated from None
 
     def close(self) -> None:
         with self._lock:
@@ -278,7 +415,8 @@ class Store:
             conn.execute(
                 "INSERT INTO sessions (id, title, route, provider, model, workspace, system_prompt, "
                 "created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?)",
-                (session_id, title, route, provider, model, workspace, system_prompt, now, now))
+                (session_id, redact_known(title), route, provider, model, workspace, redact_known(system_prompt),
+                 now, now))
             conn.execute("INSERT INTO views (id, session_id, parent_id, reason, state, created_at) "
                          "VALUES (?,?,NULL,'initial','active',?)", (initial_view_id, session_id, now))
 
@@ -312,7 +450,7 @@ class Store:
         unknown = set(fields_) - allowed
         if unknown:
             raise ValueError(f"cannot update session fields {unknown}")
-        values = {k: json.dumps(v) if k in ("counters", "flags") else v for k, v in fields_.items()}
+        values = {k: json.dumps(v) if k in ("counters", "flags") else redact_known(v) for k, v in fields_.items()}
         values["updated_at"] = time.time()
         assignments = ", ".join(f"{k} = ?" for k in values)
         with self.transaction() as conn:
@@ -324,6 +462,87 @@ class Store:
         data["counters"] = json.loads(data["counters"] or "{}")
         data["flags"] = json.loads(data["flags"] or "{}")
         return SessionRow(**data)
+
+    # -- leases: one writer per session (app.lease) -------------------------------------------
+    def acquire_lease(self, session_id: str, me):
+        """Take `session_id`'s lease for `me` (an `app.lease.Holder`); None when taken (or already ours),
+        else the live process that holds it. A stale lease (dead process, reused pid) is taken over."""
+        from app.lease import Holder
+
+        with self.transaction() as conn:
+            row = conn.execute("SELECT * FROM leases WHERE session_id = ?", (session_id,)).fetchone()
+            if row is not None:
+                holder = Holder(pid=row["pid"], started=row["started"], host=row["host"],
+                                acquired_at=row["acquired_at"], what=row["what"])
+                if not holder.same_process(me) and holder.alive():
+                    return holder
+            conn.execute("INSERT INTO leases (session_id, pid, started, host, acquired_at, what) VALUES (?,?,?,?,?,?) "
+                         "ON CONFLICT(session_id) DO UPDATE SET pid = excluded.pid, started = excluded.started, "
+                         "host = excluded.host, acquired_at = excluded.acquired_at, what = excluded.what",
+                         (session_id, me.pid, me.started, me.host, me.acquired_at, me.what))
+        return None
+
+    def lease_holder(self, session_id: str):
+        """The live process holding `session_id` (an `app.lease.Holder`), or None."""
+        from app.lease import Holder
+
+        rows = self.query("SELECT * FROM leases WHERE session_id = ?", (session_id,))
+        if not rows:
+            return None
+        holder = Holder(pid=rows[0]["pid"], started=rows[0]["started"], host=rows[0]["host"],
+                        acquired_at=rows[0]["acquired_at"], what=rows[0]["what"])
+        return holder if holder.alive() else None
+
+    def release_lease(self, session_id: str, me) -> None:
+        """Drop `me`'s lease on `session_id` (someone else's is left alone)."""
+        with self.transaction() as conn:
+            conn.execute("DELETE FROM leases WHERE session_id = ? AND pid = ? AND started = ? AND host = ?",
+                         (session_id, me.pid, me.started, me.host))
+
+    def fork_session(self, source_id: str) -> str:
+        """A new session holding a copy of `source_id`'s master log, active view and archive; its id."""
+        from app.engine.messages import new_id
+
+        fork_id = new_id("s")
+        view_id = new_id("v")
+        now = time.time()
+        with self.transaction() as conn:
+            source = conn.execute("SELECT * FROM sessions WHERE id = ?", (source_id,)).fetchone()
+            if source is None:
+                raise StoreError(f"no session {source_id!r} to fork")
+            title = f"{source['title']} (fork)" if source["title"] else ""
+            conn.execute("INSERT INTO sessions (id, title, route, provider, model, workspace, system_prompt, "
+                         "created_at, updated_at, counters, flags) VALUES (?,?,?,?,?,?,?,?,?,'{}',?)",
+                         (fork_id, title, source["route"], source["provider"], source["model"], source["workspace"],
+                          source["system_prompt"], now, now, source["flags"]))
+            rows = conn.execute("SELECT * FROM messages WHERE session_id = ?", (source_id,)).fetchall()
+            mapping = {row["id"]: new_id("m") for row in rows}
+
+            def remap(ids: list[str]) -> list[str]:
+                return [mapping.get(i, i) for i in ids]
+
+            for row in rows:
+                meta = json.loads(row["meta"])
+                if meta.get("source_ids"):
+                    meta["source_ids"] = remap(meta["source_ids"])
+                conn.execute(_INSERT_MESSAGE, (mapping[row["id"]], fork_id, row["seq"], row["role"], row["parts"],
+                                               json.dumps(meta, ensure_ascii=False), row["created_at"]))
+            for entry in conn.execute("SELECT * FROM archive WHERE session_id = ?", (source_id,)).fetchall():
+                conn.execute("INSERT INTO archive (key, session_id, reason, bytes, created_at, source_ids, content) "
+                             "VALUES (?,?,?,?,?,?,?)",
+                             (entry["key"], fork_id, entry["reason"], entry["bytes"], entry["created_at"],
+                              json.dumps(remap(json.loads(entry["source_ids"]))), entry["content"]))
+            active = conn.execute("SELECT id FROM views WHERE session_id = ? AND state = 'active'",
+                                  (source_id,)).fetchone()
+            conn.execute("INSERT INTO views (id, session_id, parent_id, reason, state, created_at) "
+                         "VALUES (?,?,NULL,'fork','active',?)", (view_id, fork_id, now))
+            if active is not None:
+                entries = conn.execute("SELECT pos, message_id FROM view_entries WHERE view_id = ? ORDER BY pos",
+                                       (active["id"],)).fetchall()
+                conn.executemany("INSERT INTO view_entries (view_id, pos, message_id) VALUES (?,?,?)",
+                                 [(view_id, e["pos"], mapping[e["message_id"]]) for e in entries
+                                  if e["message_id"] in mapping])
+        return fork_id
 
     # -- master log and views ----------------------------------------------------------------
     def append_message(self, session_id: str, message: Message, view_id: str) -> int:
@@ -340,9 +559,15 @@ class Store:
         return seq
 
     def commit_view(self, session_id: str, view: View, master_ids: set[str],
-                    archive_entries: Iterable[ArchiveEntry] = ()) -> None:
-        """Make `view` the active one, with its derived messages and archive entries — all or nothing."""
+                    archive_entries: Iterable[ArchiveEntry] = ()) -> list[Message]:
+        """Make `view` the active one, with its derived messages and archive entries — all or nothing.
+
+        Master messages the caller does not know of (another process appended them after this one
+        loaded the session) are kept at the end of the new view, never dropped unarchived; they are
+        returned so the caller can take them in.
+        """
         with self.transaction() as conn:
+            newer = self._unknown_master(conn, session_id, master_ids)
             for message in view.messages:
                 if message.id not in master_ids:
                     conn.execute(_INSERT_DERIVED, _message_row(session_id, message, None))
@@ -353,11 +578,14 @@ class Store:
                          "VALUES (?,?,?,?,'active',?)",
                          (view.id, session_id, view.parent_id, view.reason, view.created_at or time.time()))
             conn.executemany("INSERT INTO view_entries (view_id, pos, message_id) VALUES (?,?,?)",
-                             [(view.id, pos, m.id) for pos, m in enumerate(view.messages)])
+                             [(view.id, pos, m.id) for pos, m in enumerate([*view.messages, *newer])])
+        return newer
 
-    def replace_active_view(self, session_id: str, view: View, master_ids: set[str]) -> None:
-        """Pop the active view and activate `view` (used by `/rewind compact`)."""
+    def replace_active_view(self, session_id: str, view: View, master_ids: set[str]) -> list[Message]:
+        """Pop the active view and activate `view` (used by `/rewind compact`); like `commit_view`, master
+        messages the caller does not know of are kept at its end, and returned."""
         with self.transaction() as conn:
+            newer = self._unknown_master(conn, session_id, master_ids)
             for message in view.messages:
                 if message.id not in master_ids:
                     conn.execute(_INSERT_DERIVED, _message_row(session_id, message, None))
@@ -366,7 +594,15 @@ class Store:
             conn.execute("DELETE FROM view_entries WHERE view_id = ?", (view.id,))
             conn.execute("UPDATE views SET state = 'active' WHERE id = ?", (view.id,))
             conn.executemany("INSERT INTO view_entries (view_id, pos, message_id) VALUES (?,?,?)",
-                             [(view.id, pos, m.id) for pos, m in enumerate(view.messages)])
+                             [(view.id, pos, m.id) for pos, m in enumerate([*view.messages, *newer])])
+        return newer
+
+    @staticmethod
+    def _unknown_master(conn: sqlite3.Connection, session_id: str, master_ids: set[str]) -> list[Message]:
+        """Master messages appended after the caller's copy was loaded (seq numbers are dense from 0)."""
+        rows = conn.execute("SELECT * FROM messages WHERE session_id = ? AND seq >= ? ORDER BY seq",
+                            (session_id, len(master_ids))).fetchall()
+        return [_message_from_row(row) for row in rows if row["id"] not in master_ids]
 
     def load_master(self, session_id: str) -> list[Message]:
         rows = self.query("SELECT * FROM messages WHERE session_id = ? AND seq IS NOT NULL ORDER BY seq",
@@ -407,15 +643,20 @@ class Store:
                          "source_ids, content) VALUES (?,?,?,?,?,?,?) "
                          "ON CONFLICT(session_id, key) DO NOTHING",
                          (entry.key, session_id, entry.reason, entry.bytes, entry.created_at,
-                          json.dumps(list(entry.source_ids)), entry.content))
+                          json.dumps(list(entry.source_ids)), redact_known(entry.content)))
 
     def archive_put(self, session_id: str, entries: Iterable[ArchiveEntry]) -> None:
         with self.transaction() as conn:
             self._insert_archive(conn, session_id, entries)
 
-    def archive_get(self, key: str, session_id: str | None = None) -> ArchiveEntry | None:
-        rows = self.query("SELECT * FROM archive WHERE key = ? ORDER BY session_id = ? DESC LIMIT 1",
-                          (key, session_id or ""))
+    def archive_get(self, key: str, session_id: str | None = None, *, strict: bool = False) -> ArchiveEntry | None:
+        """The entry for `key`, this session's first; with `strict`, only this session's (what the
+        model may recall: never another conversation's content)."""
+        if strict:
+            rows = self.query("SELECT * FROM archive WHERE key = ? AND session_id = ? LIMIT 1", (key, session_id))
+        else:
+            rows = self.query("SELECT * FROM archive WHERE key = ? ORDER BY session_id = ? DESC LIMIT 1",
+                              (key, session_id or ""))
         return self._entry(rows[0]) if rows else None
 
     def archive_list(self, session_id: str | None = None, limit: int = 500) -> list[ArchiveEntry]:
@@ -462,6 +703,8 @@ class Store:
         for key in _HEADER_FIELDS:
             if key in values:
                 values[key] = redact_header_values(values[key])
+        for key in _TEXT_REQUEST_FIELDS & values.keys():  # a key echoed in an error body, a URL password
+            values[key] = redact_value(values[key])
         for key in _JSON_REQUEST_FIELDS & values.keys():
             values[key] = _dumps(values[key])
         columns = ", ".join(values)
@@ -485,7 +728,7 @@ class Store:
     def record_event(self, session_id: str | None, type_: str, data: dict[str, Any]) -> None:
         with self.transaction() as conn:
             conn.execute("INSERT INTO events (session_id, created_at, type, data) VALUES (?,?,?,?)",
-                         (session_id, time.time(), type_, _dumps(data, default=str)))
+                         (session_id, time.time(), type_, _dumps(redact_value(data), default=str)))
 
     def list_events(self, session_id: str, type_: str | None = None) -> list[dict[str, Any]]:
         if type_:

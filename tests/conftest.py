@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from app.redact import forget_secrets
+
 _SCRUB = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
           "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_DEFAULT_PROFILE", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL",
           # the machine's proxy and CA settings: local servers are reached directly; tests that need
@@ -28,4 +30,5 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "aws-config"))
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "aws-credentials"))
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    return home
+    yield home
+    forget_secrets()  # the redaction registry is process-wide: no test inherits another's keys

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import fields
 
@@ -13,8 +12,10 @@ from app.config import (
     config_path,
     data_home,
     example_config_path,
+    hide_url_password,
     load_settings,
 )
+from app.fsutil import atomic_write
 from app.sizes import format_size
 
 _FLAG_SETTINGS = ("max_payload", "context_window", "approval", "workspace")
@@ -37,9 +38,7 @@ def init() -> int:
         print(f"bulkhead: {target} already exists; edit it, or move it away to start over", file=sys.stderr)
         return 1
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(example_config_path().read_text(encoding="utf-8"))
+    atomic_write(target, example_config_path().read_text(encoding="utf-8"), 0o600)
     print(f"wrote {target}\nuncomment a [routes.NAME] table, then run `bulkhead config check`")
     return 0
 
@@ -61,6 +60,8 @@ def _describe(name: str, value, kind: str) -> str:
         return "—"
     if kind.startswith("size"):
         return f"{format_size(value)} ({value} bytes)"
+    if isinstance(value, tuple):
+        return ", ".join(value) or "—"
     return str(value)
 
 
@@ -83,6 +84,8 @@ def show(args=None) -> int:
             value = getattr(route, field_.name)
             if field_.name != "name" and value is not None:
                 shown = format_size(value) if field_.name == "max_payload" else value
+                if field_.name in ("base_url", "endpoint_url"):
+                    shown = hide_url_password(str(value))
                 print(f"  {field_.name} = {shown}")
     for hook in settings.hooks:
         print(f"hook {hook.event} matcher={hook.matcher or '*'} timeout={hook.timeout:g}s: {hook.command}")

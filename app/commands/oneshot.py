@@ -32,6 +32,7 @@ from app.engine.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
+from app.redact import StreamRedactor, redact_text, redact_value
 from app.sizes import format_size
 from app.textsafe import display, json_text
 
@@ -53,17 +54,27 @@ def _stderr(line: str) -> None:
         sys.stdout.write("\n")
         sys.stdout.flush()
         _stdout_midline = False
-    print(line, file=sys.stderr, flush=True)
+    print(redact_text(line), file=sys.stderr, flush=True)
+
+
+_answer = StreamRedactor()  # a known key split across two streamed chunks is still caught
 
 
 def text_printer(event: Event) -> None:
     """Human output: answer text on stdout, everything else as one line on stderr."""
     global _stdout_midline
     if isinstance(event, TextDelta):
-        sys.stdout.write(event.text)
+        shown = _answer.feed(event.text)
+        if shown:
+            sys.stdout.write(shown)
+            sys.stdout.flush()
+            _stdout_midline = not shown.endswith("\n")
+        return
+    if rest := _answer.flush():
+        sys.stdout.write(rest)
         sys.stdout.flush()
-        _stdout_midline = not event.text.endswith("\n")
-    elif isinstance(event, Notice):
+        _stdout_midline = not rest.endswith("\n")
+    if isinstance(event, Notice):
         _stderr(f"{_LEVEL_MARK.get(event.level, 'ℹ')} {event.text}")
     elif isinstance(event, Rejection):
         verb = "rejected" if event.status is not None else "failed"  # no status: no answer came back
@@ -91,7 +102,14 @@ def text_printer(event: Event) -> None:
 
 
 def json_printer(event: Event) -> None:
-    sys.stdout.write(json_text(event.to_json(), default=str) + "\n")
+    data = event.to_json()
+    if isinstance(event, TextDelta):
+        data["text"] = _answer.feed(event.text)
+        if not data["text"]:
+            return
+    elif rest := _answer.flush():
+        sys.stdout.write(json_text(TextDelta(rest).to_json(), default=str) + "\n")
+    sys.stdout.write(json_text(redact_value(data, urls=False), default=str) + "\n")
     sys.stdout.flush()
 
 
@@ -162,8 +180,13 @@ def run(args) -> int:
             return True
     else:
         approver = _terminal_approver()
+    if getattr(args, "read_only", False):
+        _stderr("bulkhead: --read-only opens a session to read it (the TUI, or `bulkhead sessions show ID`); "
+                "-p adds a turn — use --fork to go on in a copy of the session instead")
+        return 2
     engine, choice, resumed = open_engine(settings, route_name=args.route, resume=args.resume,
-                                          continue_=args.continue_, approver=approver)
+                                          continue_=args.continue_, approver=approver,
+                                          fork=getattr(args, "fork", False), what="bulkhead -p")
     printer = json_printer if args.json else text_printer
     engine.session.bus.subscribe(printer)
     denied: list[ToolApproval] = []
@@ -178,11 +201,16 @@ def run(args) -> int:
             result = await engine.submit(prompt, typed=args.prompt or "")
         finally:
             await engine.close("exit")
+        if rest := _answer.flush():
+            if args.json:
+                sys.stdout.write(json_text(TextDelta(rest).to_json()) + "\n")
+            else:
+                sys.stdout.write(rest)
         if args.json:
             json_printer_result = {"type": "result", "text": result.text, "session_id": engine.session.id,
                                    "outcome": result.outcome, "error": result.error,
                                    "denied": [{"name": d.name, "reason": d.reason} for d in denied]}
-            sys.stdout.write(json_text(json_printer_result) + "\n")
+            sys.stdout.write(json_text(redact_value(json_printer_result, urls=False)) + "\n")
         else:
             if result.text and not result.text.endswith("\n"):
                 sys.stdout.write("\n")

@@ -7,6 +7,7 @@ from datetime import datetime
 from pathlib import Path
 
 from app.engine.session import Session, SessionNotFound
+from app.fsutil import WriteFailed, atomic_write
 from app.store import Store
 from app.textsafe import json_text
 
@@ -18,9 +19,9 @@ class _ExportFailed(Exception):
 def _write(text: str, output: str | None) -> None:
     if output:
         try:
-            Path(output).write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise _ExportFailed(f"cannot write {output}: {exc.strerror or exc}") from None
+            atomic_write(Path(output), text)
+        except WriteFailed as exc:
+            raise _ExportFailed(f"cannot write {output}: {exc.reason} — {exc.unchanged}") from None
         print(f"wrote {output}", file=sys.stderr)
     else:
         sys.stdout.write(text)

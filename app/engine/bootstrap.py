@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from app.config import ConfigError, Route, Settings
 from app.engine.session import Session
+from app.lease import SessionHeld, this_process
 from app.providers.base import make_provider
 from app.secrets import get_api_key
 from app.state import State
@@ -63,23 +64,61 @@ def choose_route(settings: Settings, name: str | None = None) -> RouteChoice:
     return RouteChoice(Route(name="lab", provider="lab", model="lab-1"), None, (LAB_NOTICE,), lab=True)
 
 
-def open_session(store: Store, route: Route, *, resume: str | None, continue_: bool, workspace: Path) -> tuple[Session, bool]:
-    """(session, resumed): the one asked for, the latest (`--continue`), or a new one."""
+def open_session(store: Store, route: Route, *, resume: str | None, continue_: bool, workspace: Path,
+                 read_only: bool = False, fork: bool = False, what: str = "",
+                 notices: list[str] | None = None) -> tuple[Session, bool]:
+    """(session, resumed): the one asked for, the newest one no other bulkhead holds (`--continue`), or a
+    new one — holding its lease (`app.lease`). A session another bulkhead holds raises `SessionHeld`,
+    unless `read_only` (look without writing) or `fork` (go on in a copy) says what to do instead."""
+    notices = notices if notices is not None else []
     if resume:
-        return Session.load(store, resume), True
+        session = Session.load(store, resume)
+        if read_only or store.read_only:  # asked for, or a read-only home: look without writing
+            session.open_read_only(store.lease_holder(session.id))
+            return session, True
+        if fork:
+            return _forked(store, session, what, notices), True
+        holder = session.take_lease(what)
+        if holder is not None:
+            raise SessionHeld(session.id, session.title, holder)
+        return session, True
     if continue_:
-        latest = Session.latest(store)
-        if latest is not None:
-            return latest, True
-    return Session.create(store, route=route.name, provider=route.provider, model=route.model,
-                          workspace=str(workspace)), False
+        me = this_process(what)
+        for row in store.query("SELECT id, title FROM sessions ORDER BY updated_at DESC, created_at DESC LIMIT 50"):
+            if fork:
+                return _forked(store, Session.load(store, row["id"]), what, notices), True
+            holder = store.acquire_lease(row["id"], me)
+            if holder is None:  # ours now (loaded only then: a held session is never read whole here)
+                session = Session.load(store, row["id"])
+                session.lease = me
+                return session, True
+            title = f" “{row['title']}”" if row["title"] else ""
+            notices.append(f"session {row['id']}{title} is open in "
+                           f"another bulkhead, {holder.describe()}: -c goes on with the newest session nobody "
+                           f"holds, or a new one")
+    session = Session.create(store, route=route.name, provider=route.provider, model=route.model,
+                             workspace=str(workspace))
+    session.take_lease(what)
+    return session, False
+
+
+def _forked(store: Store, source: Session, what: str, notices: list[str]) -> Session:
+    session = Session.load(store, store.fork_session(source.id))
+    session.take_lease(what)
+    notices.append(f"forked session {source.id} into {session.id}: the conversation so far is copied, what you "
+                   f"add goes to the new session only")
+    return session
 
 
 def open_engine(settings: Settings, *, route_name: str | None = None, resume: str | None = None,
                 continue_: bool = False, workspace: Path | None = None,
                 approver: Callable[[str, dict, str], Awaitable[bool]] | None = None,
-                store: Store | None = None, state: State | None = None):
-    """An Engine ready for `start()`, plus the route choice (for the notices to show)."""
+                store: Store | None = None, state: State | None = None, read_only: bool = False,
+                fork: bool = False, what: str = ""):
+    """An Engine ready for `start()`, plus the route choice (for the notices to show).
+
+    The session is held for writing (`app.lease`) until `engine.close()`; see `open_session` for
+    `read_only`, `fork` and what happens when another bulkhead holds it."""
     from app.engine.turn import Engine
 
     store = store or Store()
@@ -92,9 +131,13 @@ def open_engine(settings: Settings, *, route_name: str | None = None, resume: st
             if not settings.routes and route_name not in (None, "lab", *IMPLICIT_MODELS):
                 route_name = None
     choice = choose_route(settings, route_name)
-    session, resumed = open_session(store, choice.route, resume=resume, continue_=continue_, workspace=workspace)
-    if (session.route, session.provider, session.model) != (choice.route.name, choice.route.provider,
-                                                              choice.route.model):
+    notices: list[str] = []
+    session, resumed = open_session(store, choice.route, resume=resume, continue_=continue_, workspace=workspace,
+                                    read_only=read_only, fork=fork, what=what, notices=notices)
+    if notices:
+        choice = replace(choice, notices=(*choice.notices, *notices))
+    if not session.read_only and (session.route, session.provider, session.model) != (
+            choice.route.name, choice.route.provider, choice.route.model):
         session.set_route(choice.route.name, choice.route.provider, choice.route.model)
     provider = make_provider(choice.route, settings, choice.api_key)
     engine = Engine(settings, session, choice.route, provider, state=state, approver=approver, workspace=workspace)

@@ -46,3 +46,8 @@ Keep every <<ccr:KEY>> marker you see, verbatim, next to what it refers to.
 Write plain prose and short lists. Do not refuse, do not ask questions, do not add commentary."""
 
 SUMMARY_HEADER = "[Summary of earlier conversation]"
+
+# Put after a prompt whose turn was interrupted (Esc, a crash) before any answer, so the next prompt
+# is not sent merged with it — the model would otherwise carry out both.
+INTERRUPTED_TURN = ("(No answer: the request above got no reply — it was interrupted or failed — and I did not act on it. "
+                    "I will only act on it if you ask again.)")

@@ -19,6 +19,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from app.redact import redact_value
+
 RECEIPTS_FILE = "compaction.jsonl"
 OUTCOMES = ("applied", "skipped", "failed")
 BYTES_PER_TOKEN = 4
@@ -70,7 +72,8 @@ def write_receipt(path: Path, record: dict[str, Any]) -> bool:
         target = Path(path)
         if target.is_dir():
             target = target / RECEIPTS_FILE
-        line = (json.dumps(record, ensure_ascii=False, default=str, separators=(",", ":")) + "\n").encode()
+        line = (json.dumps(redact_value(record), ensure_ascii=False, default=str, separators=(",", ":"))
+                + "\n").encode()
         with _lock:
             if not target.parent.exists():
                 target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import json
-import os
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -25,6 +25,7 @@ from app.engine.failures import Failure, classify
 from app.engine.messages import new_id
 from app.engine.retry import RetryPolicy
 from app.engine.session import Session
+from app.fsutil import atomic_write
 from app.providers.base import (
     Provider,
     ProviderError,
@@ -34,7 +35,7 @@ from app.providers.base import (
     ToolCallChunk,
     UsageChunk,
 )
-from app.redact import redact_headers
+from app.redact import redact_headers, redact_known, redact_text
 
 PREVIEW_STRING_CHARS = 300
 PREVIEW_LIST_ITEMS = 6
@@ -73,6 +74,7 @@ def body_preview(body: Any) -> str:
 
     def shrink(value: Any) -> Any:
         if isinstance(value, str):
+            value = redact_text(value)  # before the cut: a key cut in two would survive as a prefix
             if len(value) <= PREVIEW_STRING_CHARS:
                 return value
             return f"{value[:PREVIEW_STRING_CHARS]}… [{len(value):,} chars]"
@@ -92,6 +94,12 @@ def body_preview(body: Any) -> str:
         return json.dumps(shrink(body), ensure_ascii=False, indent=1, default=str)
     except (TypeError, ValueError):
         return "<unprintable body>"
+
+
+def redact_failure(failure: Failure) -> Failure:
+    """The failure with known secrets hidden in its reason and evidence (a gateway echoing the key)."""
+    return dataclasses.replace(failure, reason=redact_text(failure.reason),
+                               evidence=tuple(redact_text(e) for e in failure.evidence))
 
 
 class DraftWriter:
@@ -120,13 +128,9 @@ class DraftWriter:
         """Write the answer so far (`parts`, `chars` long) when enough new text arrived since the last write."""
         if chars - self._flushed < DRAFT_FLUSH_CHARS:
             return
-        text = "".join(parts)
-        with contextlib.suppress(OSError):
-            tmp = self.path.with_suffix(".tmp")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
-            os.replace(tmp, self.path)
+        text = redact_known("".join(parts))
+        with contextlib.suppress(OSError, UnicodeEncodeError):
+            atomic_write(self.path, text, 0o600, durable=False)
             self._flushed = len(text)
 
     def clear(self) -> None:
@@ -233,7 +237,7 @@ class Sender:
                 original=raised, status=request.status, request_bytes=request.actual_bytes,
                 error_type=type(raised).__name__, transport="stream-error")
             error.output_visible = visible
-            failure = classify(error, drop_threshold=self.drop_threshold)
+            failure = redact_failure(classify(error, drop_threshold=self.drop_threshold))
             latency = (time.monotonic() - started) * 1000
             record(outcome="failed", error=error, failure=failure, latency_ms=latency)
             self.session.counters.requests += 1
@@ -292,7 +296,7 @@ class Sender:
             record["actual_bytes"] = error.request_bytes or request.actual_bytes
             record["status"] = error.status
             record["response_headers"] = redact_headers(error.headers or request.response_headers)
-            record["error_body"] = (error.body or error.message or "")[:ERROR_BODY_CHARS]
+            record["error_body"] = redact_text(error.body or error.message or "")[:ERROR_BODY_CHARS]
         if failure is not None:
             record["kind"] = failure.kind
             record["reason"] = failure.reason

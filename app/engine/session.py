@@ -20,6 +20,8 @@ from app.engine.archive import ArchiveEntry
 from app.engine.costs import Counters
 from app.engine.events import Event, EventBus, MessageAdded
 from app.engine.messages import Message, View, new_id
+from app.lease import Holder, SessionReadOnly, this_process
+from app.redact import redact_value
 from app.store import SessionRow, Store
 
 
@@ -45,6 +47,9 @@ class Session:
         self.flags: dict[str, Any] = dict(row.flags)
         self.bus = EventBus()
         self.turn = max((m.meta.turn for m in master), default=0)  # the latest user turn
+        self.lease: Holder | None = None  # this process's lease, while it holds one (`app.lease`)
+        self.read_only = False  # opened to look at while another bulkhead writes it
+        self.holder: Holder | None = None  # …that other bulkhead
 
     # -- opening -------------------------------------------------------------------------------
     @classmethod
@@ -72,6 +77,36 @@ class Session:
     def latest(cls, store: Store) -> Session | None:
         row = store.latest_session()
         return cls.load(store, row.id) if row else None
+
+    # -- the lease: one writer per session -----------------------------------------------------------
+    def take_lease(self, what: str = "") -> Holder | None:
+        """Hold this session for writing; None when it is ours, else the other bulkhead that holds it."""
+        me = this_process(what)
+        holder = self.store.acquire_lease(self.id, me)
+        if holder is None:
+            self.lease = me
+        return holder
+
+    def release_lease(self) -> None:
+        lease, self.lease = self.lease, None
+        if lease is not None:
+            with contextlib.suppress(Exception):  # closing must not fail on a full disk; a dead pid frees it anyway
+                self.store.release_lease(self.id, lease)
+
+    def open_read_only(self, holder: Holder | None) -> None:
+        """Look, do not touch: every write raises `SessionReadOnly` (naming `holder`)."""
+        self.read_only, self.holder = True, holder
+
+    def _check_writable(self) -> None:
+        if self.read_only:
+            raise SessionReadOnly(self.id, self.holder)
+
+    def _take_in(self, newer: list[Message]) -> None:
+        """Master messages another process appended (found while committing a view): now ours too."""
+        for message in newer:
+            self._seq[message.id] = len(self.master)
+            self.master.append(message)
+            self.turn = max(self.turn, message.meta.turn)
 
     # -- reading ---------------------------------------------------------------------------------
     @property
@@ -102,6 +137,7 @@ class Session:
     # -- writing ---------------------------------------------------------------------------------
     def append(self, message: Message) -> Message:
         """Commit `message` to the master log and the active view."""
+        self._check_writable()
         self.store.append_message(self.id, message, self.view.id)
         self._seq[message.id] = len(self.master)
         self.master.append(message)
@@ -125,36 +161,50 @@ class Session:
 
         Raises (and changes nothing, in memory or on disk) if the store refuses.
         """
+        self._check_writable()
         view = self.view.with_messages(messages, reason)
-        self.store.commit_view(self.id, view, set(self._seq), list(archive_entries))
+        newer = self.store.commit_view(self.id, view, set(self._seq), list(archive_entries))
+        if newer:  # another process appended these since we loaded: kept in the view, never dropped
+            self._take_in(newer)
+            view = View(id=view.id, messages=view.messages + tuple(newer), parent_id=view.parent_id,
+                        reason=view.reason, created_at=view.created_at)
         self.views.append(view)
         return view
 
     def archive(self, entries: Iterable[ArchiveEntry]) -> None:
+        self._check_writable()
         self.store.archive_put(self.id, entries)
 
     def rewind(self) -> View | None:
         """Pop the active view. Messages appended after it was made are kept. None at the bottom."""
         if len(self.views) < 2:
             return None
+        self._check_writable()
         popped, parent = self.views[-1], self.views[-2]
         last_seq = max((self._seq[m.id] for m in parent.messages if m.id in self._seq), default=-1)
         newer = [m for m in popped.messages if self._seq.get(m.id, -1) > last_seq]
         restored = View(id=parent.id, messages=parent.messages + tuple(newer), parent_id=parent.parent_id,
                         reason=parent.reason, created_at=parent.created_at)
-        self.store.replace_active_view(self.id, restored, set(self._seq))
+        unknown = self.store.replace_active_view(self.id, restored, set(self._seq))
+        if unknown:
+            self._take_in(unknown)
+            restored = View(id=restored.id, messages=restored.messages + tuple(unknown), parent_id=restored.parent_id,
+                            reason=restored.reason, created_at=restored.created_at)
         self.views.pop()
         self.views[-1] = restored
         return restored
 
     def save_counters(self) -> None:
+        self._check_writable()
         self.store.update_session(self.id, counters=self.counters.to_dict())
 
     def set_flag(self, key: str, value: Any) -> None:
+        self._check_writable()
         self.flags[key] = value
         self.store.update_session(self.id, flags=self.flags)
 
     def set_route(self, route: str, provider: str, model: str) -> None:
+        self._check_writable()
         self.route, self.provider, self.model = route, provider, model
         self.store.update_session(self.id, route=route, provider=provider, model=model)
 
@@ -168,16 +218,19 @@ class Session:
         Storing is best effort: a full disk must not hide the event from the front ends.
         """
         self.emit(event)
+        if self.read_only:
+            return
         with contextlib.suppress(Exception):
             self.store.record_event(self.id, event.type, event.to_json())
 
     def _append_transcript(self, message: Message) -> None:
         """Keep transcript.jsonl (what hooks read as transcript_path) current; best effort."""
-        line = json.dumps(message.to_dict(), ensure_ascii=False)
+        record = redact_value(message.to_dict(), urls=False)  # known secrets never reach the disk
+        line = json.dumps(record, ensure_ascii=False)
         try:
             data = (line + "\n").encode("utf-8")
         except UnicodeEncodeError:  # lone surrogates from undecodable tool output: escape them
-            data = (json.dumps(message.to_dict()) + "\n").encode("ascii")
+            data = (json.dumps(record) + "\n").encode("ascii")
         with contextlib.suppress(OSError):
             fd = os.open(self.transcript_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             try:

@@ -43,7 +43,7 @@ from app.engine.failures import Failure
 from app.engine.hooks import HookResult, HookRunner
 from app.engine.messages import Image, Message, Text, ToolCall, ToolResult, new_id
 from app.engine.payload import CapInfo, calibrate, effective_cap, preflight
-from app.engine.prompts import CONTINUATION, SYSTEM_PROMPT
+from app.engine.prompts import CONTINUATION, INTERRUPTED_TURN, SYSTEM_PROMPT
 from app.engine.recovery import Recovery, TurnFailed
 from app.engine.retry import RetryPolicy
 from app.engine.sender import RequestFailed, Sender, StreamResult, leftover_drafts
@@ -173,7 +173,7 @@ class Engine:
         store, session = self.session.store, self.session
 
         def lookup(key: str) -> str | None:
-            entry = store.archive_get(key, session.id)
+            entry = store.archive_get(key, session.id, strict=True)
             return entry.content if entry else None
 
         return PassContext(settings=self.settings, turn=turn,
@@ -228,7 +228,8 @@ class Engine:
     # -- lifecycle --------------------------------------------------------------------------------
     async def start(self, *, resumed: bool = False) -> None:
         """Fire SessionStart and keep any answer a crash left half-written (marked partial)."""
-        for message_id, path in leftover_drafts(self.session.folder):
+        drafts = [] if self.session.read_only else leftover_drafts(self.session.folder)
+        for message_id, path in drafts:
             with contextlib.suppress(OSError):
                 text = path.read_text(encoding="utf-8")
                 # A crash between committing an answer and deleting its draft leaves a draft already kept.
@@ -242,9 +243,12 @@ class Engine:
         self.view_changed("start")
 
     async def close(self, reason: str = "exit") -> None:
-        await self.hooks.session_end(reason)
-        with contextlib.suppress(Exception):
-            await self.provider.aclose()
+        try:
+            await self.hooks.session_end(reason)
+            with contextlib.suppress(Exception):
+                await self.provider.aclose()
+        finally:
+            self.session.release_lease()  # another bulkhead may write it now
 
     # -- turns ------------------------------------------------------------------------------------
     async def submit(self, prompt: str, images: Sequence[Image] = (), *, typed: str | None = None) -> TurnResult:
@@ -259,6 +263,7 @@ class Engine:
                 self.emit(Notice(f"Prompt blocked by a UserPromptSubmit hook: {verdict.reason}", level="warn",
                                  code="hook_block"))
                 return TurnResult("blocked", error=verdict.reason)
+            self._close_interrupted_turn()
             turn = self.session.turn + 1
             parts: list = [Text(prompt), *images]
             if verdict.additional_context:
@@ -266,6 +271,17 @@ class Engine:
             self.session.append(Message.create("user", parts, turn=turn))
             self.emit(TurnStarted(turn=turn, prompt=prompt))
             return await self._run_turn(turn, mentions=self._mentions(prompt if typed is None else typed))
+
+    def _close_interrupted_turn(self) -> None:
+        """A turn killed before the model answered (Esc, a crash) leaves its prompt last in the view; the
+        next prompt would be sent merged with it, and the model would carry out both. Say it got no answer."""
+        view = self.session.view.messages
+        last = next((m for m in reversed(view) if m.role != "system"), None)
+        if last is None or last.role == "assistant":
+            return
+        self.session.append(Message.create("assistant", INTERRUPTED_TURN, turn=self.session.turn, origin="notice"))
+        self.emit(Notice("the previous request got no answer (it was interrupted); the model is told so, and "
+                         "your new prompt is sent on its own", code="interrupted"))
 
     async def retry(self) -> TurnResult:
         """`/retry`: ask again for the last turn (a failed or partial answer), from the current view."""
@@ -437,17 +453,20 @@ class Engine:
 
         store, session = self.session.store, self.session
 
-        def recall(key: str) -> str | None:
-            entry = store.archive_get(key, session.id)
+        def recall(key: str) -> str | None:  # the model recalls this session's archive only
+            entry = store.archive_get(key, session.id, strict=True)
             return entry.content if entry else None
 
         scale = float(session.flags.get("budget_scale", 1.0))
         result_max = max(1, int(self.settings.result_max_chars * scale))
         read_roots = [spill_folder(session.folder)]  # the payload notice sends the model back to spill files
+        credential_names = tuple(r.api_key_env for r in self.settings.routes.values() if r.api_key_env)
         for call in calls:
             args = dict(call.args)
             ctx = ToolContext(workspace=self.workspace, session_folder=session.folder,
-                              result_max_chars=budget.limit(result_max), recall=recall, cancel=self.tool_cancel)
+                              result_max_chars=budget.limit(result_max), recall=recall, cancel=self.tool_cancel,
+                              shell_env_passthrough=self.settings.shell_env_passthrough,
+                              credential_env_names=credential_names)
             self.emit(ToolCallStarted(call_id=call.id, name=call.name, args=args))
             if by_user:
                 outcome = await self._attach_mention(call, args, ctx)

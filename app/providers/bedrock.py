@@ -246,6 +246,7 @@ class BedrockProvider(Provider):
 
             session = boto3.session.Session(profile_name=self.route.profile or None,
                                             region_name=self.route.region or None)
+            _register_credentials(session)
             region = session.region_name or ("us-east-1" if self.route.endpoint_url else None)
             config = Config(retries={"total_max_attempts": 1}, read_timeout=self.settings.request_timeout,
                             connect_timeout=self.settings.connect_timeout, tcp_keepalive=True)
@@ -357,6 +358,21 @@ class BedrockProvider(Provider):
             cancel.set()
         for event in parser.finish():
             yield event
+
+
+def _register_credentials(session: Any) -> None:
+    """The AWS credentials boto3 resolved (env, profile, SSO, role) join the redaction registry."""
+    from app.redact import register_secret
+
+    try:
+        credentials = session.get_credentials()
+        frozen = credentials.get_frozen_credentials() if credentials is not None else None
+    except Exception:  # noqa: BLE001 - no credentials yet: the request will say so
+        return
+    if frozen is not None:
+        register_secret(frozen.access_key, "AWS access key id")
+        register_secret(frozen.secret_key, "AWS secret access key")
+        register_secret(frozen.token, "AWS session token")
 
 
 def _before_send(request: Any, **_: Any) -> None:

@@ -70,6 +70,8 @@ class ToolContext:
     recall: RecallLookup | None = None
     cancel: asyncio.Event | None = None
     shell_timeout_default: float = DEFAULT_SHELL_TIMEOUT
+    shell_env_passthrough: tuple[str, ...] = ()  # provider credentials the shell may still see
+    credential_env_names: tuple[str, ...] = ()  # the routes' api_key_env: dropped from the shell's env
 
     def resolve(self, raw: str | os.PathLike[str]) -> Path:
         """`raw` as an absolute, normalised path: `~` expanded, relative to the workspace.

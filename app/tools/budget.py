@@ -21,6 +21,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from app.engine.textcut import head_tail
+from app.fsutil import atomic_write
+from app.redact import redact_known
 from app.tools.base import ToolContext, ToolOutcome
 
 SPILL_DIR = "spill"
@@ -54,15 +56,7 @@ def spill_text(tool_name: str, text: str, session_folder: Path) -> Path:
     """Write `text` to its spill file (0600, folder 0700) and return the file's absolute path."""
     path = spill_path_for(tool_name, text, session_folder)
     _private_dir(path.parent)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.fchmod(fd, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape", newline="") as handle:
-            fd = -1
-            handle.write(text)
-    finally:
-        if fd >= 0:
-            os.close(fd)
+    atomic_write(path, redact_known(text).encode("utf-8", "surrogateescape"), 0o600)  # no key on disk
     return path
 
 

@@ -10,13 +10,15 @@ from __future__ import annotations
 import asyncio
 import codecs
 import difflib
+import errno
 import os
 import stat
 from pathlib import Path
 from typing import Any
 
+from app.fsutil import WriteFailed, atomic_write
 from app.sizes import format_size
-from app.tools.base import ToolContext, ToolError, ToolOutcome, error, ok
+from app.tools.base import ToolContext, ToolError, ToolOutcome, display_path, error, ok
 
 DEFAULT_READ_LIMIT = 2000
 UNRANGED_MAX_BYTES = 256 * 1024  # a read without offset/limit shows at most this much
@@ -319,9 +321,15 @@ def _glob(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
             return error(f"invalid glob pattern {pattern!r}: {exc}")
         except OSError as exc:
             return error(f"glob failed under {shown_root}: {exc.strerror or exc}")
+    matches, behind_links = _within_reach(matches, ctx.workspace, search_root)
+    note = ""
+    if behind_links:
+        links = ", ".join(sorted(behind_links)[:3])
+        note = (f"[{sum(behind_links.values()):,} matches behind symlinked folders that lead outside the workspace "
+                f"are not listed ({links}); glob that folder by its path to see them — the user will be asked]")
     if not matches:
         where = "the workspace" if shown_root == "." else shown_root
-        return ok(f"No files match {pattern} under {where}")
+        return ok(f"No files match {pattern} under {where}" + (f"\n{note}" if note else ""))
 
     def newest_first(path: Path) -> tuple[float, str]:
         try:
@@ -334,7 +342,26 @@ def _glob(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     if len(matches) > GLOB_MAX_RESULTS:
         lines.append(f"[… {len(matches) - GLOB_MAX_RESULTS:,} more matches not shown (newest first); "
                      f"use a narrower pattern or path]")
+    if note:
+        lines.append(note)
     return ok("\n".join(lines))
+
+
+def _within_reach(matches: list[Path], workspace: Path, search_root: Path) -> tuple[list[Path], dict[str, int]]:
+    """(matches whose folder really lies in the workspace or the searched folder, {symlink shown: matches
+    hidden}): `*/*` must not walk through a symlinked folder out of the workspace without asking."""
+    roots = [Path(os.path.realpath(workspace)), Path(os.path.realpath(search_root))]
+    kept: list[Path] = []
+    hidden: dict[str, int] = {}
+    for match in matches:
+        folder = Path(os.path.realpath(match.parent))
+        if any(folder == root or folder.is_relative_to(root) for root in roots):
+            kept.append(match)
+            continue
+        link = next((p for p in [match.parent, *match.parent.parents] if p.is_symlink()), match.parent)
+        shown = f"{display_path(link, workspace)}/ -> {os.path.realpath(link)}"
+        hidden[shown] = hidden.get(shown, 0) + 1
+    return kept, hidden
 
 
 # -- write_file and edit_file ------------------------------------------------------------------------
@@ -378,16 +405,27 @@ def _read_text_for_change(path: Path, shown: str, verb: str) -> str:
 
 
 def _write_text(path: Path, shown: str, text: str) -> None:
+    """Replace the file atomically (`app.fsutil`): on any failure the original is left as it was."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-    except PermissionError:
-        raise ToolError(f"permission denied: cannot write {shown}") from None
-    except IsADirectoryError:
-        raise ToolError(f"{shown} is a directory, not a file") from None
     except OSError as exc:
-        raise ToolError(f"cannot write {shown}: {exc.strerror or exc}") from None
+        raise ToolError(f"cannot write {shown}: cannot create its folder ({exc.strerror or exc}); "
+                        f"nothing was written") from None
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ToolError(f"cannot write {shown}: the content is not valid Unicode text (position {exc.start:,}); "
+                        f"nothing was written") from None
+    try:
+        atomic_write(path, data)
+    except WriteFailed as exc:
+        if exc.errno in (errno.EACCES, errno.EPERM):
+            reason = "permission denied"
+        elif exc.errno == errno.ENOSPC:
+            reason = "no space left on the device"
+        else:
+            reason = exc.reason
+        raise ToolError(f"cannot write {shown}: {reason} — {exc.unchanged}") from None
 
 
 def _line_count(text: str) -> int:

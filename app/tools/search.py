@@ -4,8 +4,9 @@ Output lines are `path:line:text`, paths relative to the workspace when the sear
 inside it (absolute otherwise), files in path order (each folder's entries sorted by
 name, depth first — what `rg --sort path` does). Both back ends skip hidden and binary
 files and do not follow symlinks, and both honour .gitignore inside git repos (the fallback
-asks `git ls-files` which paths git ignores, so its rules are git's own); the fallback also
-always skips `node_modules` and `__pycache__`. Text is cut per line and the listing is
+asks `git ls-files` which paths git ignores, so its rules are git's own — through
+`app.tools.gitsafe`, so no program the repository configures, e.g. core.fsmonitor, runs); the
+fallback also always skips `node_modules` and `__pycache__`. Text is cut per line and the listing is
 capped, identically for both (the cutting is done here, not by ripgrep).
 
 Set `USE_RIPGREP = False` (or make `shutil.which("rg")` find nothing) to force the fallback.
@@ -26,6 +27,7 @@ from typing import Any
 
 from app.tools.base import ToolContext, ToolError, ToolOutcome, error, ok
 from app.tools.files import BINARY_SAMPLE_BYTES
+from app.tools.gitsafe import git_command, git_env
 
 USE_RIPGREP = True
 MAX_MATCH_LINES = 500
@@ -213,10 +215,11 @@ def _git_ignored(root: Path) -> frozenset[str]:
     git = shutil.which("git")
     if git is None:
         return frozenset()
-    command = [git, "-C", str(root), "ls-files", "-z", "--others", "--ignored", "--exclude-standard",
-               "--directory"]
-    try:
-        done = subprocess.run(command, capture_output=True, timeout=GIT_TIMEOUT, check=False)
+    command = git_command(git, "-C", str(root), "ls-files", "-z", "--others", "--ignored", "--exclude-standard",
+                          "--directory")
+    try:  # hardened: the repository's config cannot make this auto-approved read run a program
+        done = subprocess.run(command, capture_output=True, timeout=GIT_TIMEOUT, check=False, env=git_env(),
+                              stdin=subprocess.DEVNULL)
     except (OSError, subprocess.SubprocessError):
         return frozenset()
     if done.returncode != 0:

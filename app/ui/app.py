@@ -42,6 +42,7 @@ from textual.worker import Worker, WorkerState
 
 from app.config import ConfigError, Settings, config_path
 from app.engine.events import CompactionPhase, Event, SessionStarted, ViewChanged
+from app.fsutil import atomic_write
 from app.sizes import SizeError, format_size, parse_size
 from app.state import State
 from app.textsafe import display, display_data, display_line
@@ -115,6 +116,11 @@ class ApprovalAsked(Message):
         self.future = future
 
 
+def read_only_notice(session_id: str) -> str:
+    return (f"This session is open read-only: another bulkhead is writing it. Browse and copy freely; to go on, "
+            f"fork it (`bulkhead --resume {session_id} --fork`) or pick another session with F5.")
+
+
 class BulkheadApp(App[int]):
     """bulkhead: chat on the left, the live inspector on the right."""
 
@@ -158,12 +164,14 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
                  continue_: bool = False, workspace: str | Path | None = None, state: State | None = None,
                  store=None, clock: Callable[[], float] = time.time, keymap: dict[str, str] | None = None,
                  cursor_blink: bool = True, inspector_factory: Callable[[], Widget] | None = None,
-                 ready_notices: tuple[str, ...] = ()) -> None:
+                 ready_notices: tuple[str, ...] = (), fork: bool = False, read_only: bool = False) -> None:
         super().__init__()
         self.settings = settings
         self.route_name = route_name
         self.resume = resume
         self.continue_ = continue_
+        self.fork = fork
+        self.read_only = read_only
         self.workspace = Path(workspace or settings.workspace or Path.cwd()).expanduser()
         self.state = state or State()
         self.store = store
@@ -237,7 +245,8 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         self._q("#new-output").display = False
         self._q("#completions").display = False
         self._q("#busy").display = False
-        self._open_engine(resume=self.resume, continue_=self.continue_, route_name=self.route_name)
+        self._open_engine(resume=self.resume, continue_=self.continue_, route_name=self.route_name,
+                          fork=self.fork, read_only=self.read_only)
 
     # -- themes and keys --------------------------------------------------------------------------------------
     def _apply_theme(self) -> None:
@@ -267,14 +276,34 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
 
     # -- the engine -------------------------------------------------------------------------------------------
     @work(thread=True, group="engine", exclusive=True, exit_on_error=False, name="open engine")
-    def _open_engine(self, *, resume: str | None, continue_: bool, route_name: str | None) -> None:
+    def _open_engine(self, *, resume: str | None, continue_: bool, route_name: str | None, fork: bool = False,
+                     read_only: bool = False) -> None:
         from app.engine.bootstrap import open_engine
+        from app.lease import SessionHeld
 
-        engine, choice, resumed = open_engine(self.settings, route_name=route_name, resume=resume,
-                                              continue_=continue_, workspace=self.workspace,
-                                              approver=self.approve_tool, store=self.store, state=self.state)
+        try:
+            engine, choice, resumed = open_engine(self.settings, route_name=route_name, resume=resume,
+                                                  continue_=continue_, workspace=self.workspace,
+                                                  approver=self.approve_tool, store=self.store, state=self.state,
+                                                  fork=fork, read_only=read_only, what="the TUI")
+        except SessionHeld as held:  # one writer per session: ask what to do instead
+            self.call_from_thread(self._session_held, held, route_name)
+            return
         prewarm_in_background(choice.route.provider)
         self.call_from_thread(self._engine_opened, engine, choice, resumed)
+
+    def _session_held(self, held, route_name: str | None) -> None:
+        from app.ui.screens.lease import LeaseScreen
+
+        def chosen(choice: str | None) -> None:
+            if choice == "read-only":
+                self._open_engine(resume=held.session_id, continue_=False, route_name=route_name, read_only=True)
+            elif choice == "fork":
+                self._open_engine(resume=held.session_id, continue_=False, route_name=route_name, fork=True)
+            else:
+                self._open_engine(resume=None, continue_=False, route_name=route_name)
+
+        self.push_screen(LeaseScreen(held), callback=chosen)
 
     async def _engine_opened(self, engine, choice, resumed: bool) -> None:
         self.engine = engine
@@ -295,6 +324,9 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
             await chat.add_notice(f"resumed “{session.title or session.id}” — {len(session.master)} messages",
                                   code="resume", title="session")
             await chat.render_history(session.master)
+            if session.read_only:
+                await chat.add_notice(read_only_notice(session.id), level="warn", code="read_only",
+                                      title="read-only")
         self._update_topbar()
         self._start_engine(resumed)
 
@@ -357,7 +389,8 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         session, route = engine.session, engine.route
         lab = " · lab (offline)" if route.provider == "lab" else ""
         title = f" · {session.title}" if session.title else ""  # the first prompt's words
-        self._q("#topbar", Static).update(display_line(f"bulkhead · {route.name} ({route.model}){lab}{title}"))
+        read_only = " · READ-ONLY" if session.read_only else ""
+        self._q("#topbar", Static).update(display_line(f"bulkhead · {route.name} ({route.model}){lab}{read_only}{title}"))
 
     # -- turns ------------------------------------------------------------------------------------------------
     def watch_busy(self, busy: bool) -> None:
@@ -382,6 +415,9 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
             return
         if self.engine is None:
             self.notify("The session is still opening — one moment.", severity="warning")
+            return
+        if self.engine.session.read_only:
+            self.notify(read_only_notice(self.engine.session.id), severity="warning", timeout=8)
             return
         if self.busy:
             self.notify("A turn is running — Esc cancels it; your prompt is kept.", severity="warning")
@@ -745,7 +781,7 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         written = []
         md_path = session.folder / f"export-{stamp}.md"
         text = to_markdown(session)
-        await asyncio.to_thread(md_path.write_text, text, encoding="utf-8")
+        await asyncio.to_thread(atomic_write, md_path, text, 0o600)
         written.append(md_path)
         if module_available("app.har"):
             har_path = await self._write_har(session, session.folder / f"export-{stamp}.har")
@@ -764,8 +800,7 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
 
             data = await asyncio.to_thread(to_har, session, body_limit=self.settings.har_body_limit)
             text = json_text(data, indent=1)
-            await asyncio.to_thread(path.write_text, text, encoding="utf-8")
-            path.chmod(0o600)
+            await asyncio.to_thread(atomic_write, path, text, 0o600)
             return path
         except Exception as exc:  # noqa: BLE001 - a HAR failure must not lose the Markdown export
             self.notify(f"HAR export failed: {exc}", severity="error")
@@ -904,7 +939,9 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
             self.busy = False
             self.running = ""
         text = f"{name} failed: {type(error).__name__}: {error}"
-        if isinstance(error, ConfigError):
+        from app.store import StoreError
+
+        if isinstance(error, ConfigError | StoreError):  # worded for the user already: what happened, what to do
             text = f"{error}"
         self.notify(text[:300], title="error", severity="error", timeout=10)
         with contextlib.suppress(Exception):

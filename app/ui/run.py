@@ -22,6 +22,7 @@ def run(args) -> int:
     from app.ui.app import BulkheadApp
 
     app = BulkheadApp(settings, route_name=args.route, resume=args.resume, continue_=args.continue_,
-                      workspace=args.workspace)
+                      workspace=args.workspace, fork=getattr(args, "fork", False),
+                      read_only=getattr(args, "read_only", False))
     code = app.run()
     return int(code or 0)

@@ -20,6 +20,8 @@ import base64
 import io
 import json
 import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import keyring
@@ -29,6 +31,7 @@ from keyring.backend import KeyringBackend
 from app.cli import main as cli_main
 from app.config import config_path, load_settings
 from app.engine.bootstrap import open_engine
+from app.engine.session import Session
 from tests.reliability.conftest import MODELS, RecordedSleep
 
 REPO = Path(__file__).resolve().parents[2]
@@ -274,3 +277,157 @@ def test_the_scan_finds_a_planted_key(tmp_path):
     assert any("partial.txt: core FROBOZZ-OPENAI-KEYRING" in h for h in hits)
     assert any("basic.txt: anthropic env key (base64)" in h for h in hits)
     assert any("stdout: openai env key" in h for h in hits)
+
+
+# -- issue 14: secrets echoed back, `!shell env`, a password in base_url ------------------------------------
+BASE_URL_PASSWORD = "FAKE-baseurl-PASS-GRUEBLEEN-7q"
+PROXY_PASSWORD = "FAKE-proxy-PASS-QUENDOR-3x"
+GATEWAY_KEY = "gw-FAKE-GATEWAY-KEY-ZORKMID-API-44aa55bb"  # a route's api_key_env
+GITHUB_TOKEN = "ghp_FAKEFLATHEADgithubtoken0123456789abcd"  # not a provider key: the shell keeps it, redacted
+ECHO_SECRETS = {"base_url password": BASE_URL_PASSWORD, "proxy password": PROXY_PASSWORD,
+                "gateway key (api_key_env)": GATEWAY_KEY, "github token": GITHUB_TOKEN}
+ECHO_CORES = {"GRUEBLEEN", "PASS-QUENDOR", "GATEWAY-KEY-ZORKMID", "FLATHEADgithub"}
+
+
+class EchoHandler(BaseHTTPRequestHandler):
+    """A gateway that quotes the credentials it received: in an error body and in `x-echo-authorization`."""
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+        length = int(self.headers.get("content-length") or 0)
+        self.rfile.read(length)
+        received = {name: self.headers.get(name) for name in ("x-api-key", "authorization") if self.headers.get(name)}
+        quoted = "; ".join(f"{k}={v}" for k, v in received.items())
+        if self.path.startswith("/v1/chat"):
+            body = {"error": {"message": f"Incorrect API key provided: {quoted}", "type": "invalid_request_error",
+                              "code": "invalid_api_key"}}
+        else:
+            body = {"type": "error", "error": {"type": "invalid_request_error",
+                                               "message": f"gateway says: bad credentials {quoted}"}}
+        data = json.dumps(body).encode()
+        self.send_response(400)
+        self.send_header("content-type", "application/json")
+        self.send_header("x-echo-authorization", quoted)
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture
+def echo_server():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), EchoHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def echo_needles() -> dict[str, bytes]:
+    found = needles()
+    for name, value in ECHO_SECRETS.items():
+        found[name] = value.encode()
+        found[f"{name} (base64)"] = base64.b64encode(value.encode())
+    for core in ECHO_CORES:
+        found[f"core {core}"] = core.encode()
+    return found
+
+
+def test_echoed_keys_shell_env_and_base_url_passwords_never_reach_disk_exports_or_stderr(
+        fresh_lab, echo_server, isolated_home, tmp_path, monkeypatch, capsys, secret_env):
+    monkeypatch.setenv("MY_GATEWAY_API_KEY", GATEWAY_KEY)
+    monkeypatch.setenv("GITHUB_TOKEN", GITHUB_TOKEN)
+    monkeypatch.setenv("HTTPS_PROXY", f"http://carol:{PROXY_PASSWORD}@proxy.invalid:3128")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    monkeypatch.chdir(workspace)
+    config_path().write_text(f"""\
+default_route = "claude-echo"
+retry_base_delay = 0.01
+retry_max_delay = 0.05
+retry_max_attempts = 0
+
+[routes.claude-echo]
+provider = "anthropic"
+model = "{MODELS['anthropic']}"
+base_url = "http://alice:{BASE_URL_PASSWORD}@{echo_server}"
+
+[routes.gpt-echo]
+provider = "openai"
+model = "{MODELS['openai']}"
+base_url = "http://bob:{BASE_URL_PASSWORD}@{echo_server}/v1"
+api_key_env = "MY_GATEWAY_API_KEY"
+
+[routes.claude-lab]
+provider = "anthropic"
+model = "{MODELS['anthropic']}"
+base_url = "{fresh_lab.url}"
+""", encoding="utf-8")
+    printed: dict[str, bytes] = {}
+
+    def cli(*argv: str) -> tuple[int, str]:
+        code = cli_main(list(argv))
+        out = capsys.readouterr()
+        printed[" ".join(argv)] = (out.out + out.err).encode()
+        return code, out.out + out.err
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    code, out = cli("-r", "claude-echo", "-p", "hello through a gateway that quotes my key")
+    assert code == 1 and "bad credentials" in out, out
+    code, out = cli("-r", "gpt-echo", "-p", "hello through a gateway that quotes my key")
+    assert code == 1 and "rejected" in out, out
+    code, out = cli("-r", "claude-lab", "--yes", "-p", "!shell env")
+    assert code == 0, out
+    code, out = cli("-r", "claude-lab", "--yes", "-p", "!shell echo $GITHUB_TOKEN")
+    assert code == 0 and "[redacted]" in out, out  # the answer quotes the token: streamed in pieces, still caught
+    code, out = cli("-r", "claude-lab", "--yes", "--json", "-p", "!shell echo $GITHUB_TOKEN")
+    assert code == 0, out
+    streamed = "".join(json.loads(line).get("text", "") for line in out.splitlines()
+                       if line.startswith("{") and json.loads(line).get("type") == "text")
+    printed["--json text events joined"] = streamed.encode()
+
+    from app.store import Store
+
+    store = Store()
+    sessions = [row["id"] for row in store.list_sessions()]
+    assert len(sessions) == 5
+    rows = [r for s in sessions for r in store.list_requests(s)]
+    echoed = [r for r in rows if r["status"] == 400]
+    assert len(echoed) == 2 and all("[redacted]" in r["error_body"] for r in echoed), echoed
+    assert all(r["response_headers"].get("x-echo-authorization", "").count("[redacted]") for r in echoed)
+    env_result = next(m for s in sessions for m in Session.load(store, s).master
+                      if m.role == "tool" and "PATH=" in m.all_text()).all_text()
+    for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+                 "MY_GATEWAY_API_KEY"):
+        assert f"{name}=" not in env_result, f"the shell saw {name}"
+    assert "GITHUB_TOKEN=[redacted]" in env_result  # kept for gh & co, but its value never stored
+    assert "HTTPS_PROXY=http://carol:[redacted]@proxy.invalid:3128" in env_result
+    store.close()
+
+    exports = []
+    for session_id in sessions:
+        for fmt in ("md", "json", "har"):
+            target = tmp_path / "exports" / f"{session_id}.{fmt}"
+            target.parent.mkdir(exist_ok=True)
+            code, out = cli("sessions", "export", session_id, "--format", fmt, "-o", str(target))
+            assert code == 0, out
+            exports.append(target)
+        cli("sessions", "show", session_id)
+    for argv in (("sessions", "list"), ("config", "show"), ("config", "check")):
+        cli(*argv)
+    assert "http://alice:***@" in printed["config show"].decode()
+
+    scanned = sorted(p for p in isolated_home.rglob("*") if p.is_file()) + exports
+    wanted = echo_needles()
+    hits = []
+    for where, data in [(str(p), p.read_bytes()) for p in scanned] + list(printed.items()):
+        hits += [f"{where}: {name}" for name, needle in wanted.items() if needle in data]
+    assert not hits, "secrets found:\n" + "\n".join(hits)
+    with capsys.disabled():
+        print(f"\nsecrets (echo, shell env, base_url): {len(wanted)} needles, {len(scanned)} files "
+              f"+ {len(printed)} CLI outputs scanned — none found")

@@ -378,3 +378,40 @@ async def test_edit_file_adapts_to_crlf_files(ctx: ToolContext, ws: Path) -> Non
                                            "new_string": "one\n2"}, ctx)
     assert not outcome.is_error
     assert (ws / "dos.txt").read_bytes() == b"one\r\n2\r\nthree\r\n"
+
+
+# -- glob stays in the workspace (issue 14, item 9) ---------------------------------------------------------
+async def test_glob_does_not_walk_through_a_symlinked_folder_out_of_the_workspace(ctx: ToolContext, ws: Path,
+                                                                                  tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("not yours")
+    (ws / "src").mkdir()
+    (ws / "src" / "main.py").write_text("print()\n")
+    (ws / "escape").symlink_to(outside)
+    (ws / "inner").symlink_to(ws / "src")  # a link that stays inside is fine
+
+    outcome = await run_tool("glob", {"pattern": "*/*"}, ctx)
+
+    assert "secret.txt" not in outcome.content
+    assert "src/main.py" in outcome.content and "inner/main.py" in outcome.content
+    assert f"1 matches behind symlinked folders that lead outside the workspace are not listed (escape/ -> {outside})" \
+        in outcome.content
+    everything = await run_tool("glob", {"pattern": "**/*.txt"}, ctx)
+    assert "secret.txt" not in everything.content
+
+
+async def test_glob_of_the_linked_folder_itself_lists_it_once_approved(ctx: ToolContext, ws: Path,
+                                                                       tmp_path: Path) -> None:
+    from app.tools.approval import needs_approval
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("not yours")
+    (ws / "escape").symlink_to(outside)
+    ask, why = needs_approval("glob", {"pattern": "escape/*"}, "auto-read", ws)
+    assert ask and "outside the workspace" in why
+
+    outcome = await run_tool("glob", {"pattern": "escape/*"}, ctx)  # what runs after the user said yes
+
+    assert outcome.content == "escape/secret.txt"

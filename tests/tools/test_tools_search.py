@@ -165,3 +165,53 @@ async def test_grep_outside_a_repo_ignores_nothing(ctx: ToolContext, ws: Path, b
     (ws / "trace.log").write_text("foo in a log\n")
     outcome = await run_tool("grep", {"pattern": "foo", "glob": "*.log"}, ctx)
     assert outcome.content == "trace.log:1:foo in a log"
+
+
+# -- a repository cannot make the auto-approved grep run a program (issue 14, item 8) ----------------------
+@pytest.fixture
+def evil_repo(ws: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """The workspace as a git repo with an ignored log; returns (script that touches a marker, marker)."""
+    marker = tmp_path / "ran"
+    script = tmp_path / "evil.sh"
+    script.write_text(f"#!/bin/sh\ntouch {marker}\nexit 0\n")
+    script.chmod(0o755)
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    (ws / ".gitignore").write_text("*.log\n")
+    (ws / "a" / "trace.log").write_text("foo in a log\n")
+    subprocess.run(["git", "-C", str(ws), "add", "-A"], check=True)
+    return script, marker
+
+
+@needs_git
+@pytest.mark.parametrize("source", ["repository config", "parent environment"])
+async def test_grep_fallback_never_runs_core_fsmonitor(ctx: ToolContext, ws: Path, evil_repo,
+                                                       monkeypatch: pytest.MonkeyPatch, source: str) -> None:
+    script, marker = evil_repo
+    monkeypatch.setattr(search, "USE_RIPGREP", False)
+    if source == "repository config":
+        subprocess.run(["git", "-C", str(ws), "config", "core.fsmonitor", str(script)], check=True)
+    else:
+        for name, value in (("GIT_CONFIG_COUNT", "1"), ("GIT_CONFIG_KEY_0", "core.fsmonitor"),
+                            ("GIT_CONFIG_VALUE_0", str(script))):
+            monkeypatch.setenv(name, value)
+    # the setup is armed: plain git runs the script (so this test fails where bulkhead would)
+    subprocess.run(["git", "-C", str(ws), "ls-files", "--others", "--ignored", "--exclude-standard"],
+                   capture_output=True, check=False)
+    assert marker.exists(), "this git does not run core.fsmonitor on ls-files (git 2.16+ does)"
+    marker.unlink()
+
+    outcome = await run_tool("grep", {"pattern": "foo"}, ctx)
+
+    assert not marker.exists(), f"core.fsmonitor from the {source} ran"
+    assert outcome.content == EXPECTED_FOO  # and .gitignore is still honoured
+
+
+def test_git_command_neutralises_configured_programs_and_env() -> None:
+    from app.tools.gitsafe import git_command, git_env
+
+    command = git_command("git", "status")
+    assert command[:3] == ["git", "--no-pager", "--no-optional-locks"] and command[-1] == "status"
+    for setting in ("core.fsmonitor=false", "core.hooksPath=/dev/null", "diff.external="):
+        assert command[command.index(setting) - 1] == "-c"
+    env = git_env({"GIT_DIR": "/elsewhere", "GIT_CONFIG_PARAMETERS": "'core.fsmonitor=x'", "PATH": "/bin"})
+    assert "GIT_DIR" not in env and "GIT_CONFIG_PARAMETERS" not in env and env["PATH"] == "/bin"

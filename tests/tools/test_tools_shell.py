@@ -174,3 +174,213 @@ async def test_capture_limit(ctx: ToolContext) -> None:
     result = await shell_module.run_command(shell_module.shell_argv("head -c 5000 /dev/zero | tr '\\0' a"),
                                             cwd=ctx.workspace, max_capture_bytes=1000)
     assert len(result.stdout) == 1000 and result.stdout_dropped == 4000 and result.returncode == 0
+
+
+# -- the environment: provider credentials stay out (issue 14, item 7) -----------------------------------
+CREDENTIALS = {"ANTHROPIC_API_KEY": "sk-ant-FAKE-shell-env-0001", "OPENAI_API_KEY": "sk-proj-FAKE-shell-env-0002",
+               "AZURE_OPENAI_API_KEY": "FAKE-azure-shell-env-0003", "AWS_SECRET_ACCESS_KEY": "FAKE/aws+secret0004",
+               "AWS_SESSION_TOKEN": "FAKE-aws-session-token-0005", "AWS_ACCESS_KEY_ID": "AKIAFAKESHELLENV0006",
+               "MY_GATEWAY_SECRET": "FAKE-named-by-api-key-env-0007"}
+
+
+async def test_shell_commands_do_not_see_provider_credentials(ctx: ToolContext, monkeypatch) -> None:
+    for name, value in CREDENTIALS.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("GH_TOKEN", "FAKE-kept-for-gh-0008")
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    scrubbed = ToolContext(workspace=ctx.workspace, session_folder=ctx.session_folder,
+                           credential_env_names=("MY_GATEWAY_SECRET",))
+
+    outcome = await run_tool("shell", {"command": "env"}, scrubbed)
+
+    assert not outcome.is_error
+    for name, value in CREDENTIALS.items():
+        assert f"{name}=" not in outcome.content and value not in outcome.content, name
+    assert "GH_TOKEN=FAKE-kept-for-gh-0008" in outcome.content  # not a provider credential: kept
+    assert "HTTPS_PROXY=http://proxy.example:3128" in outcome.content  # commands still reach the network
+    assert "PATH=" in outcome.content and "BULKHEAD_TOOL=shell" in outcome.content
+
+
+async def test_shell_env_passthrough_lets_named_credentials_through(ctx: ToolContext, monkeypatch) -> None:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAFAKEPASSTHROUGH1")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-proj-FAKE-stays-out-0009")
+    allowed = ToolContext(workspace=ctx.workspace, session_folder=ctx.session_folder,
+                          shell_env_passthrough=("AWS_ACCESS_KEY_ID",))
+
+    outcome = await run_tool("shell", {"command": "echo id=$AWS_ACCESS_KEY_ID openai=$OPENAI_API_KEY"}, allowed)
+
+    assert outcome.content == "id=AKIAFAKEPASSTHROUGH1 openai="
+
+
+async def test_a_keyring_key_exported_under_another_name_stays_out(ctx: ToolContext, monkeypatch) -> None:
+    from app.redact import register_secret
+
+    register_secret("sk-ant-FAKE-keyring-value-0010", "keyring anthropic")
+    monkeypatch.setenv("WHATEVER", "sk-ant-FAKE-keyring-value-0010")
+
+    outcome = await run_tool("shell", {"command": "echo [$WHATEVER]"}, ctx)
+
+    assert outcome.content == "[]"
+
+
+async def test_what_the_model_reads_is_exact_and_only_the_stored_copy_is_redacted(ctx: ToolContext, ws: Path,
+                                                                                   tmp_path: Path) -> None:
+    """A .env the model reads and may write back keeps its bytes; the database and spill files never hold
+    the key (`app.store` and `app.tools.budget` redact by value)."""
+    from app.engine.messages import Message, ToolResult
+    from app.redact import register_secret
+    from app.store import Store
+
+    register_secret("sk-proj-FAKE-in-a-dotenv-0011", "env OPENAI_API_KEY")
+    (ws / ".env").write_text("OPENAI_API_KEY=sk-proj-FAKE-in-a-dotenv-0011\nDB=postgres://app:hunter2@db/x\n")
+    small = ToolContext(workspace=ws, session_folder=tmp_path / "session", result_max_chars=1_000)
+
+    outcome = await run_tool("shell", {"command": "cat .env; seq 1 2000"}, small)
+
+    assert "OPENAI_API_KEY=sk-proj-FAKE-in-a-dotenv-0011" in outcome.content  # the model sees the file as it is
+    assert outcome.spill_path is not None
+    spilled = outcome.spill_path.read_text()
+    assert "OPENAI_API_KEY=[redacted]" in spilled and "postgres://app:hunter2@db/x" in spilled
+    store = Store(tmp_path / "db.sqlite")
+    from app.engine.session import Session
+
+    session = Session.create(store, route="r", provider="lab", model="m")
+    session.append(Message.create("tool", [ToolResult("c1", outcome.content)], turn=1, origin="tool"))
+    store.close()
+    assert b"sk-proj-FAKE-in-a-dotenv-0011" not in (tmp_path / "db.sqlite").read_bytes() + \
+        b"".join(p.read_bytes() for p in (tmp_path / "session").rglob("*") if p.is_file())
+
+
+# -- the whole tree: setsid children, orphans (issue 14, item 9) ------------------------------------------
+@pytest.fixture(params=["cgroup", "proc"])
+def tracking(request, monkeypatch):
+    """Each tree test runs with the cgroup (where this machine allows one) and with the /proc walk."""
+    from app.tools import proctree
+
+    if request.param == "cgroup":
+        if proctree.cgroup_base() is None:
+            pytest.skip("no cgroup v2 this user may create children in (the /proc walk variant still runs)")
+    else:
+        monkeypatch.setattr(proctree, "USE_CGROUPS", False)
+    return request.param
+
+
+def read_pid(path: Path) -> int | None:
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+async def test_a_timeout_kills_setsid_children_too(ws: Path, tmp_path: Path, tracking: str) -> None:
+    ctx = ToolContext(workspace=ws, session_folder=tmp_path / "s", shell_timeout_default=1)
+    command = "setsid sh -c 'echo $$ > escaped.pid; exec sleep 300' & sleep 300"
+    try:
+        outcome = await run_tool("shell", {"command": command}, ctx)
+        escaped = read_pid(ws / "escaped.pid")
+        assert escaped is not None
+        assert outcome.is_error and outcome.content.startswith("Timed out after 1 s")
+        assert not pid_alive(escaped), f"the setsid child {escaped} survived ({tracking})"
+        assert "survived" not in outcome.content
+    finally:
+        if (pid := read_pid(ws / "escaped.pid")) and pid_alive(pid):
+            os.kill(pid, 9)
+
+
+async def test_esc_kills_a_detached_grandchild_whose_parent_already_left(ws: Path, tmp_path: Path,
+                                                                       tracking: str) -> None:
+    """A double fork: the subshell exits at once and its setsid child is re-parented away from the command.
+    A cgroup still holds it; the /proc walk cannot see it, and the result says only what it can vouch for."""
+    ctx = ToolContext(workspace=ws, session_folder=tmp_path / "s", cancel=asyncio.Event())
+    command = "(setsid sh -c 'echo $$ > orphan.pid; exec sleep 300' &); echo started; sleep 300"
+    task = asyncio.ensure_future(run_tool("shell", {"command": command}, ctx))
+    try:
+        await wait_until(lambda: read_pid(ws / "orphan.pid") is not None)
+        orphan = read_pid(ws / "orphan.pid")
+        assert orphan is not None and pid_alive(orphan)
+        assert ctx.cancel is not None
+        ctx.cancel.set()
+        outcome = await task
+        assert outcome.content.startswith("Cancelled by the user (Esc)")
+        if tracking == "cgroup":
+            assert not pid_alive(orphan), outcome.content
+            assert "every process it started were killed" in outcome.content
+        else:
+            assert "every process bulkhead saw it start" in outcome.content
+    finally:
+        if (pid := read_pid(ws / "orphan.pid")) and pid_alive(pid):
+            os.kill(pid, 9)
+
+
+async def test_a_survivor_is_named_instead_of_claiming_everything_was_killed(ws: Path, tmp_path: Path,
+                                                                           monkeypatch) -> None:
+    """A process that cannot be killed (here: signals to it are swallowed) is reported, not hidden."""
+    from app.tools import proctree
+
+    real_kill = os.kill
+    protected: list[int] = []
+
+    def kill(pid: int, sig: int) -> None:
+        if pid not in protected:
+            real_kill(pid, sig)
+
+    monkeypatch.setattr(proctree.os, "kill", kill)
+    monkeypatch.setattr(shell_module, "GROUP_GONE_WAIT_SECONDS", 0.2)
+    monkeypatch.setattr(proctree, "USE_CGROUPS", False)
+    ctx = ToolContext(workspace=ws, session_folder=tmp_path / "s", shell_timeout_default=2)
+    command = "setsid sh -c 'echo $$ > stubborn.pid; exec sleep 300' & sleep 300"
+    try:
+        task = asyncio.ensure_future(run_tool("shell", {"command": command}, ctx))
+        await wait_until(lambda: read_pid(ws / "stubborn.pid") is not None)
+        protected.append(read_pid(ws / "stubborn.pid"))
+        outcome = await task
+        assert f"survived: {protected[0]} (sleep)" in outcome.content, outcome.content
+        assert "every process" not in outcome.content
+    finally:
+        if (pid := read_pid(ws / "stubborn.pid")) and pid_alive(pid):
+            real_kill(pid, 9)
+
+
+async def test_cancelling_while_the_command_starts_kills_it_and_returns(ws: Path, tmp_path: Path) -> None:
+    """Esc in the millisecond the process is being started: asyncio then waited forever for pipes a
+    child still held (a hang seen under load); now the start finishes, the tree is killed, the task ends."""
+    ctx = ToolContext(workspace=ws, session_folder=tmp_path / "s")
+    started = asyncio.Event()
+    real_spawn = shell_module._spawn
+
+    async def slow_spawn(argv, **kwargs):
+        child = await real_spawn(argv, **kwargs)
+        started.set()
+        await asyncio.sleep(0)  # the cancellation lands here, as if the pipes were still connecting
+        await wait_until(lambda: read_pid(ws / "child.pid") is not None)
+        return child
+
+    shell_module._spawn, restore = slow_spawn, real_spawn
+    try:
+        task = asyncio.ensure_future(run_tool("shell", {"command": "sleep 300 & echo $! > child.pid; wait"}, ctx))
+        await started.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(task, 30)
+        child = read_pid(ws / "child.pid")
+        assert child is not None and not pid_alive(child)
+    finally:
+        shell_module._spawn = restore
+        if (pid := read_pid(ws / "child.pid")) and pid_alive(pid):
+            os.kill(pid, 9)
+
+
+# -- binary output (issue 14, item 9) ----------------------------------------------------------------------
+async def test_binary_output_is_summarised_not_sent_as_garbage(ctx: ToolContext) -> None:
+    outcome = await run_tool("shell", {"command": "head -c 3000 /dev/urandom; printf '\\0\\1\\2' >&2; echo hi >&2"},
+                             ctx)
+    assert not outcome.is_error
+    first, second = outcome.content.splitlines()[:2]
+    assert first.startswith("[stdout: 3,000 bytes of binary data (2.9 KB), not shown; redirect it to a file")
+    assert second.startswith("[stderr: 6 bytes of binary data")
+    assert "\ufffd" not in outcome.content
+
+
+async def test_text_with_a_few_odd_bytes_is_still_text(ctx: ToolContext) -> None:
+    outcome = await run_tool("shell", {"command": "printf 'caf\\xe9 au lait\\n'"}, ctx)
+    assert outcome.content == "caf\ufffd au lait"

@@ -856,3 +856,78 @@ def test_run_refuses_without_a_terminal(capsys, monkeypatch):
     assert run_module.run(args) == 2
     assert "needs a terminal for the full-screen UI; use -p for one-shot" in capsys.readouterr().err
 
+
+
+# -- one writer per session (issue 14, item 5) ------------------------------------------------------------
+@pytest.fixture
+def session_held_elsewhere():
+    """A session whose lease a live other process holds (a `sleep` stands in for the other bulkhead)."""
+    import subprocess
+
+    from app.engine.messages import Message
+    from app.engine.session import Session
+    from app.lease import Holder, process_start, this_process
+    from app.store import Store
+
+    store = Store()
+    session = Session.create(store, route="lab", provider="lab", model="lab-1")
+    session.append(Message.create("user", "the other bulkhead's question", turn=1))
+    session.append(Message.create("assistant", "its answer", turn=1))
+    other = subprocess.Popen(["sleep", "300"])
+    store.acquire_lease(session.id, Holder(pid=other.pid, started=process_start(other.pid),
+                                           host=this_process().host, acquired_at=0, what="the TUI"))
+    try:
+        yield store, session
+    finally:
+        other.kill()
+        other.wait()
+        store.close()
+
+
+@pytest.mark.parametrize("choice", ["r", "f", "n"])
+async def test_a_held_session_offers_read_only_fork_or_new(lab, tmp_path, session_held_elsewhere, choice):
+    from app.engine.session import Session
+    from app.ui.screens.lease import LeaseScreen
+
+    store, held = session_held_elsewhere
+    app = make_app(lab_settings(lab), tmp_path, resume=held.id)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: isinstance(app.screen, LeaseScreen) and app.screen.query("#lease-body"),
+                    "the lease choice")
+        assert f"pid {held_pid(store, held.id)}" in str(app.screen.query_one("#lease-body").render())
+        await pilot.press(choice)
+        await ready(pilot)
+        session = app.engine.session
+        if choice == "r":
+            assert session.id == held.id and session.read_only
+            assert "READ-ONLY" in str(app.query_one("#topbar").render())
+            await submit(pilot, "may I write?")
+            await pilot.pause()
+            assert not app.busy and len(Session.load(store, held.id).master) == 2
+            assert app.chat.notices("read_only") and "--fork" in app.chat.notices("read_only")[-1].text
+        elif choice == "f":
+            assert session.id != held.id and not session.read_only
+            assert [m.text for m in session.master] == ["the other bulkhead's question", "its answer"]
+            await send(pilot, "in the fork")
+            assert len(Session.load(store, held.id).master) == 2
+        else:
+            assert session.id != held.id and session.master == []
+
+
+def held_pid(store, session_id: str) -> int:
+    return store.lease_holder(session_id).pid
+
+
+async def test_a_full_disk_during_a_turn_is_a_sentence_in_the_chat(lab, tmp_path):
+    app = make_app(lab_settings(lab), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        store = app.engine.session.store
+        pages = store.query("PRAGMA page_count")[0][0]
+        store.query(f"PRAGMA max_page_count = {pages + 1}")  # SQLite's own "database or disk is full"
+        await submit(pilot, "a long prompt " * 20_000)
+        await until(pilot, lambda: app.chat.notices("error"), "the error notice")
+        text = app.chat.notices("error")[0].text
+        assert "is full" in text and "Free some space" in text
+        assert "OperationalError" not in text and "Traceback" not in text and "sqlite3" not in text
+        assert not app.busy

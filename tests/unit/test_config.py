@@ -428,3 +428,43 @@ def test_config_file_is_never_written(tmp_path):
     before = (path.read_bytes(), os.stat(path).st_mtime_ns)
     load_settings(path, env={"BULKHEAD_MAX_PAYLOAD": "1MB"}, flags={"approval": "ask"})
     assert (path.read_bytes(), os.stat(path).st_mtime_ns) == before
+
+
+# --- secrets in config errors (issue 14) ---------------------------------------------------------
+SECRET_VALUE = "sk-ant-api03-FAKE-CONFIG-ERROR-KEY-0123456789abcdef"
+
+
+@pytest.mark.parametrize("text", [
+    f'api_key = "{SECRET_VALUE}"\n',                                            # an unknown key-like setting
+    f'[routes.w]\nprovider = "anthropic"\nmodel = "m"\napi_key = "{SECRET_VALUE}"\n',  # …in a route
+    f'[routes.w]\nprovider = "anthropic"\nmodel = "m"\napi_key_env = "{SECRET_VALUE}"\n',  # the key, not its name
+    f'theme = "{SECRET_VALUE}"\nmax_payload = "{SECRET_VALUE}"\n',              # a key pasted in the wrong place
+])
+def test_config_errors_never_print_a_key_like_value_whole(tmp_path, text):
+    path = write(tmp_path, text)
+    try:
+        load_settings(path, env={})
+    except ConfigError as exc:
+        message = str(exc)
+    else:
+        message = ""
+        pytest.skip("accepted") if "theme" in text else pytest.fail("no error")
+    assert "FAKE-CONFIG-ERROR-KEY" not in message and "…(" in message
+    assert str(path) in message
+
+
+def test_api_key_env_must_name_a_variable(tmp_path):
+    path = write(tmp_path, f'[routes.w]\nprovider = "openai"\nmodel = "m"\napi_key_env = "{SECRET_VALUE}"\n')
+    with pytest.raises(ConfigError, match=r"names the environment variable that holds the key") as info:
+        load_settings(path, env={})
+    assert f"{path}:4" in str(info.value)
+
+
+def test_shell_env_passthrough_is_a_list_of_names(tmp_path):
+    path = write(tmp_path, 'shell_env_passthrough = ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"]\n')
+    assert load_settings(path, env={}).shell_env_passthrough == ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
+    env = {"BULKHEAD_SHELL_ENV_PASSTHROUGH": "GH_TOKEN, OPENAI_API_KEY"}
+    assert load_settings(path, env=env).shell_env_passthrough == ("GH_TOKEN", "OPENAI_API_KEY")
+    bad = write(tmp_path, 'shell_env_passthrough = ["OK_NAME", "not a name"]\n', "bad.toml")
+    with pytest.raises(ConfigError, match=r"bad.toml:1: shell_env_passthrough: 'not a name' is not an environment"):
+        load_settings(bad, env={})

@@ -1,0 +1,121 @@
+"""One writer per session: the lease a bulkhead process holds on the session it writes.
+
+A lease is a row in the database (`leases`: session, pid, the process's start time, host, since
+when, what kind of bulkhead) taken when a session is opened for writing and dropped when it is
+closed. A second process that wants the same session is told who holds it and may open it
+read-only or fork it into a new session; `--continue` simply picks the newest session nobody
+holds. A lease whose process is gone — its pid is dead, or now belongs to a process that started
+at another time (a reused pid) — is stale and taken over, so a crash never locks a session.
+
+    holder = store.acquire_lease(session_id, this_process("TUI"))   # None: it is ours now
+    if holder: raise SessionHeld(session_id, title, holder)
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from app.store import StoreError
+
+
+@cache
+def _boot_id() -> str:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return ""
+
+
+def process_start(pid: int) -> str:
+    """When `pid` started, as a stable string (boot id + clock ticks on Linux); "" when unknown or gone."""
+    try:
+        line = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    fields = line[line.rfind(")") + 2:].split()
+    try:
+        return f"{_boot_id()}:{int(fields[19])}"
+    except (IndexError, ValueError):
+        return ""
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    stat = Path(f"/proc/{pid}/stat")
+    if stat.exists():
+        try:
+            text = stat.read_text()
+            return text[text.rfind(")") + 2] not in "ZX"
+        except OSError:
+            return False
+    return True
+
+
+@dataclass(frozen=True)
+class Holder:
+    """A process that holds (or wants) a session's lease."""
+
+    pid: int
+    started: str
+    host: str
+    acquired_at: float = 0.0
+    what: str = ""  # "the TUI", "bulkhead -p"
+
+    def same_process(self, other: Holder) -> bool:
+        return (self.pid, self.started, self.host) == (other.pid, other.started, other.host)
+
+    def alive(self) -> bool:
+        """Still running? A lease from another host cannot be checked and counts as held."""
+        if self.host != socket.gethostname():
+            return True
+        if not _pid_alive(self.pid):
+            return False
+        now = process_start(self.pid)
+        return not (self.started and now and now != self.started)
+
+    def describe(self) -> str:
+        since = time.strftime("%H:%M", time.localtime(self.acquired_at)) if self.acquired_at else "?"
+        where = "" if self.host == socket.gethostname() else f" on {self.host}"
+        return f"pid {self.pid}{where} ({self.what or 'bulkhead'}, since {since})"
+
+
+def this_process(what: str = "") -> Holder:
+    pid = os.getpid()
+    return Holder(pid=pid, started=process_start(pid), host=socket.gethostname(), acquired_at=time.time(), what=what)
+
+
+class SessionHeld(StoreError):
+    """The session is open for writing in another bulkhead; the message names it and the two ways on."""
+
+    exit_code = 2
+
+    def __init__(self, session_id: str, title: str, holder: Holder) -> None:
+        self.session_id = session_id
+        self.title = title
+        self.holder = holder
+        super().__init__(
+            f"session {session_id}{f' “{title}”' if title else ''} is open in another bulkhead, "
+            f"{holder.describe()}. Continue it as a new session with --fork "
+            f"(`bulkhead --resume {session_id} --fork …`), or open it without writing with --read-only "
+            f"(the TUI; `bulkhead sessions show {session_id}` prints it) — or close the other bulkhead first.")
+
+
+class SessionReadOnly(StoreError):
+    """A write to a session opened read-only."""
+
+    exit_code = 2
+
+    def __init__(self, session_id: str, holder: Holder | None) -> None:
+        held = f" (another bulkhead holds it, {holder.describe()})" if holder else ""
+        super().__init__(f"session {session_id} is open read-only{held}: nothing can be added to it here. To go on, "
+                         f"fork it into a new session (`bulkhead --resume {session_id} --fork`).")
