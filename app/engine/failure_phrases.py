@@ -70,7 +70,6 @@ PAYLOAD_PHRASES = (
     r"request exceeds the maximum size",
     r"requestentitytoolarge",
     r"request too long",  # API Gateway
-    r"header fields too large",  # 431
     r"max(?:imum)? (?:body|payload|request body) size",
     r"client intended to send too large body",  # nginx log line
 )
@@ -78,9 +77,23 @@ PAYLOAD_CODES = frozenset({
     "request_too_large", "requestentitytoolargeexception", "payload_too_large", "entity_too_large",
     "content_too_large", "request_entity_too_large",
 })
-PAYLOAD_STATUSES = {413: "413 Payload Too Large", 431: "431 Request Header Fields Too Large"}
-# "413" as a status in free text, never inside other digits ("req_4130", "24135 tokens").
+PAYLOAD_STATUSES = {413: "413 Payload Too Large"}
+# "413" (or 431) as a status in free text, never inside other digits ("req_4130", "24135 tokens").
 BARE_PAYLOAD_STATUS = re.compile(r"(?<![\w.])(413|431)(?=\s+(?:payload|request|content|entity|header))")
+
+# Header-size rejections: not the body (431; nginx's 400 page; IIS, Apache, Tomcat, Envoy wording).
+HEADERS_TOO_LARGE_PHRASES = (
+    r"request header fields too large",  # RFC 6585 reason phrase (Node, Envoy, Kestrel, Go)
+    r"request header or cookie too large",  # nginx 400 (large_client_header_buffers)
+    r"request header too large",  # nginx 494 reason phrase
+    r"size of (?:the )?request headers? (?:is )?too long",  # IIS "HTTP Error 400. The size of the request headers is too long."
+    r"size of a request header field exceeds server limit",  # Apache LimitRequestFieldSize
+    r"request header field (?:is )?too (?:long|large)",
+    r"headers? (?:section )?(?:is |are )?too (?:large|long|big)",  # "header too long" (Tomcat), "headers too large"
+    r"cookie too large",
+    r"request_header_fields_too_large|header_overflow|hpe_header_overflow",  # codes (Node's llhttp)
+    r"max(?:imum)? header size",
+)
 
 WAF_PHRASES = (
     r"\bfirewall\b", r"\bwaf\b", r"security polic(?:y|ies)", r"blocked by", r"\bcloudflare\b",
@@ -150,6 +163,27 @@ OVERLOADED_CODES = frozenset({
     "modelnotreadyexception",
 })
 OVERLOADED_PHRASES = (r"\boverloaded\b", r"service unavailable", r"unable to process your request")
+# A model that is loading or scaling up: wait and retry (Bedrock ModelNotReadyException, TGI/HF 503, Ollama).
+MODEL_NOT_READY_PHRASES = (r"model is (?:currently )?loading", r"not ready for inference", r"model is not ready",
+                           r"model (?:is )?(?:still )?(?:being )?(?:loaded|warming up)", r"loading model")
+# A proxy's 502/503 about its upstream: server trouble, not provider overload (Envoy, nginx, HAProxy, Kong).
+UPSTREAM_TROUBLE_PHRASES = (
+    r"upstream connect error", r"disconnect/reset before headers", r"no healthy upstream",
+    r"upstream (?:prematurely )?closed", r"upstream server is temporarily unavailable",
+    r"reset reason: (?:connection (?:termination|failure)|remote reset)", r"no server is available to handle",
+    r"an invalid response was received from the upstream server", r"failure to get a peer from the ring-balancer",
+)
+# The account's credit or quota is gone: waiting will not help (OpenAI insufficient_quota, Anthropic credit).
+QUOTA_PHRASES = (r"exceeded your current quota", r"insufficient[_ ]quota", r"credit balance is too low",
+                 r"billing hard limit", r"you have run out of credits", r"quota exceeded for quota metric .{0,60}per ?day")
+QUOTA_CODES = frozenset({"insufficient_quota", "billing_hard_limit_reached", "billing_not_active"})
+# …unless it says the quota refills within the minute (Gemini's free tier: PerMinute quotas with a retryDelay).
+QUOTA_RESETS_SOON = (r"per ?minute", r"retrydelay", r"retry_delay", r"please retry in", r"try again in")
+# One request above a tokens-per-minute limit: "… (TPM): Limit 6000, Requested 9000" (OpenAI, Groq, Azure).
+TPM_LIMIT = re.compile(r"(?:tokens per min(?:ute)?|\btpm\b).{0,40}?limit:? ?([\d,]+)(?:, used:? ?([\d,]+))?,"
+                       r" requested:? ?([\d,]+)")
+# A 407 down the exception's cause chain: the proxy refused the CONNECT tunnel (httpx ProxyError, urllib3).
+PROXY_AUTH_IN_CHAIN = re.compile(r"\b407\b|proxy authentication required")
 SERVER_ERROR_CODES = frozenset({
     "api_error", "server_error", "internalserverexception", "internal_server_error", "internal",
     "internal_error", "internalfailure", "modelstreamerrorexception",
@@ -232,5 +266,10 @@ CONNECT_RE = any_of(CONNECT_FAILURE_PHRASES)
 TIMEOUT_RE = any_of(TIMEOUT_PHRASES)
 RATE_RE = any_of(RATE_LIMIT_PHRASES)
 OVERLOADED_RE = any_of(OVERLOADED_PHRASES)
+HEADERS_TOO_LARGE_RE = any_of(HEADERS_TOO_LARGE_PHRASES)
+MODEL_NOT_READY_RE = any_of(MODEL_NOT_READY_PHRASES)
+UPSTREAM_TROUBLE_RE = any_of(UPSTREAM_TROUBLE_PHRASES)
+QUOTA_RE = any_of(QUOTA_PHRASES)
+QUOTA_RESETS_SOON_RE = any_of(QUOTA_RESETS_SOON)
 GATEWAY_TEXT = tuple((name, signs, re.compile(text) if text else None)
                       for name, signs, text in GATEWAY_FINGERPRINTS)

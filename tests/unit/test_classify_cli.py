@@ -15,7 +15,7 @@ REFERENCE_VECTORS = FIXTURES / "error-vectors.jsonl"
 EXTRA_VECTORS = FIXTURES / "failures" / "extra-vectors.jsonl"
 CLOUDFLARE_PAGE = ("<!DOCTYPE html><html><head><title>Attention Required! | Cloudflare</title></head>"
                    "<body><h1>Sorry, you have been blocked</h1></body></html>")
-RESULT_KEYS = {"id", "kind", "payload_related", "recoverable", "reason", "evidence"}
+RESULT_KEYS = {"id", "kind", "payload_related", "recoverable", "reason", "evidence", "rule_id"}
 
 
 def _vectors(path: Path) -> list[dict]:
@@ -133,7 +133,8 @@ def test_batch_from_stdin(monkeypatch, capsys):
     assert main(["classify", "--batch", "-"]) == 0
     assert _json_lines(capsys.readouterr().out) == [{
         "id": "s", "kind": "auth", "payload_related": False, "recoverable": False,
-        "reason": "Authentication or permission refused: 401 Unauthorized", "evidence": ["status 401"]}]
+        "reason": "Authentication or permission refused: 401 Unauthorized",
+        "evidence": ["status 401", "rule auth.status"], "rule_id": "auth.status"}]
 
 
 def test_unreadable_batch_file_exits_2_with_a_clear_message(tmp_path, capsys):

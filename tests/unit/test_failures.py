@@ -232,7 +232,8 @@ def test_give_up_advice_fits_the_kind(kwargs, words):
 def test_give_up_advice_for_a_network_failure_names_the_url():
     failure = classify_fields(message="Connection error.", request_bytes=1_000)
     assert give_up_advice(failure, "https://gw.example.com/v1/messages") == (
-        "check that https://gw.example.com/v1/messages is reachable (network, VPN, HTTPS_PROXY), then /retry")
+        "check that https://gw.example.com/v1/messages is reachable (network, VPN, HTTPS_PROXY), then /retry; "
+        "if only large requests are reset, `bulkhead probe` finds the gateway's cap (or lower drop_payload_min_bytes)")
 
 
 @pytest.mark.parametrize(("status", "body", "reason"), [
