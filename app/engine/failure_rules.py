@@ -25,6 +25,7 @@ from app.engine.failure_phrases import (
     APIGW_FORBIDDEN,
     AUTH_CLASSES,
     AUTH_CODES,
+    AUTH_RE,
     BEDROCK_TOO_LONG,
     BEDROCK_VALIDATION_CODE,
     BYTE_LIMIT,
@@ -66,6 +67,7 @@ from app.engine.failure_phrases import (
     WAF_HEADERS_WITHOUT_JSON,
     WAF_HTML_RE,
     WAF_RE,
+    WAF_STRONG_RE,
 )
 from app.engine.resets import judge_reset
 from app.sizes import format_size
@@ -454,7 +456,9 @@ STREAM_ERROR = Check("error event in the stream", _stream_error_note)
 HTML_NOTE = Check("gateway HTML page", _html_note)
 TOKEN_COUNTS_NOTE = Check("token counts", _token_counts)
 
-API_EVENT_CODES = code(RATE_LIMIT_CODES, OVERLOADED_CODES, SERVER_ERROR_CODES, AUTH_CODES, CONTEXT_OVERFLOW_CODES)
+API_EVENT_CODES = code(RATE_LIMIT_CODES, OVERLOADED_CODES, SERVER_ERROR_CODES, AUTH_CODES, CONTEXT_OVERFLOW_CODES,
+                       "invalid_request_error")
+API_EVENT = any_of(API_EVENT_CODES, phrase(CONTEXT_OVERFLOW_RE))  # an API error that arrived, not a dropped line
 BELOW_500 = status(None, between=(100, 499), quiet=True)
 NO_STATUS_OR_200 = status(None, 200, quiet=True)
 
@@ -542,14 +546,24 @@ def _payload_detail(case: Case, hits: Sequence[Hit]) -> str:
 
 
 def _headers_detail(case: Case, hits: Sequence[Hit]) -> str:
-    said = f"{case.status} Request Header Fields Too Large" if case.status == 431 else \
-        f"{case.status or 'error'} {next((w for w in _words(hits) if w.startswith(chr(34))), 'header too large')}"
-    sent = ""
-    if case.request_header_bytes:
-        sent = f" (bulkhead sent {format_size(case.request_header_bytes)} of headers)"
+    title = _title_of(case).strip(" ()")
+    if case.status == 431:
+        said = "431 Request Header Fields Too Large"
+    elif title:
+        said = f"{case.status or 'error'} page {title}"
+    else:
+        said = f"{case.status or 'error'} {next((w for w in _words(hits) if w.startswith(chr(34))), 'header too large')}"
+    sent = f" (bulkhead sent {format_size(case.request_header_bytes)} of headers)" if case.request_header_bytes else ""
     return (f"{said}{sent}: the request's headers, not its body, are over the gateway's limit — "
             "a long API key or token, cookies, or custom headers")
 
+
+def _header_bytes(case: Case) -> Hit | None:
+    size = case.request_header_bytes
+    return _hit(f"request headers {format_size(size)} ({size:,} bytes)") if size else None
+
+
+HEADER_BYTES = Check("request header size", _header_bytes)
 
 def _drop_detail(case: Case, hits: Sequence[Hit]) -> str:
     size = format_size(case.request_bytes) if case.request_bytes is not None else "large"
@@ -568,7 +582,17 @@ def _drop_unproven_detail(case: Case, hits: Sequence[Hit]) -> str:
 
 
 def _server_detail(case: Case, hits: Sequence[Hit]) -> str:
-    return f"{case.status} from the {'gateway' if case.html else 'server'}"
+    return f"{case.status} from the {'gateway' if case.html else 'server'}" + _title_of(case)
+
+
+def _title_of(case: Case) -> str:
+    """ (“502 Bad Gateway”): an HTML page's own title or first heading, quoted."""
+    if not case.html:
+        return ""
+    from app.providers.html import page_heading
+
+    title = page_heading(case.body or case.message)
+    return f" (“{title}”)" if title else ""
 
 
 def _overloaded_status_detail(case: Case, hits: Sequence[Hit]) -> str:
@@ -624,21 +648,21 @@ BUILT_IN_RULES: tuple[Rule, ...] = (
          detail="the proxy wants credentials (407 while opening the tunnel)"),
     Rule("net.tls-verify", OTHER, 875, (NO_HTTP_ANSWER, any_of(
         phrase(TLS_FAILURE, label="TLS"), ExceptionClass(TLS_FAILURE_CLASSES, chain=True))),
-         unless=(API_EVENT_CODES,), transient=False, headline="Could not connect",
+         unless=(API_EVENT,), transient=False, headline="Could not connect",
          detail="TLS verification failed (a proxy re-signing traffic? set SSL_CERT_FILE or REQUESTS_CA_BUNDLE "
                 "to its CA)"),
     Rule("net.connect-failed", OTHER, 870, (NO_HTTP_ANSWER, any_of(
         phrase(CONNECT_RE, label="connect"), ExceptionClass(CONNECT_FAILURE_CLASSES, chain=True))),
-         unless=(API_EVENT_CODES,), transient=True, headline="Could not connect",
+         unless=(API_EVENT,), transient=True, headline="Could not connect",
          detail="the request never left (no connection); treated as a transient network failure and retried"),
     Rule("net.cut-after-200", OTHER, 865, (status(200, quiet=True), NO_HTTP_ANSWER, DROPPED),
-         unless=(API_EVENT_CODES,), transient=True, headline="Connection dropped",
+         unless=(API_EVENT,), transient=True, headline="Connection dropped",
          notes=(Check("accepted", lambda c: _hit("the gateway had accepted the body (status 200 came first)")),),
          detail="the stream was cut after a 200, so the request size is not the cause"),
     Rule("net.reset-by-size", CONNECTION_DROP, 860, (status(None, quiet=True), DROPPED, RESET_IS_SIZE),
-         unless=(API_EVENT_CODES,), detail=_drop_detail),
+         unless=(API_EVENT,), detail=_drop_detail),
     Rule("net.reset-unproven", OTHER, 855, (status(None, quiet=True), DROPPED, RESET_UNPROVEN),
-         unless=(API_EVENT_CODES,), transient=True, headline="Connection dropped", detail=_drop_unproven_detail),
+         unless=(API_EVENT,), transient=True, headline="Connection dropped", detail=_drop_unproven_detail),
     Rule("auth.status", AUTH, 800, (status(401, 407),), notes=(code(AUTH_CODES),), detail=_auth_status_detail),
     Rule("overflow.tpm", CONTEXT_OVERFLOW, 770, (any_of(
         all_of(status(429), phrase(MUST_BE_REDUCED)), TPM_OVER_LIMIT),),
@@ -651,6 +675,12 @@ BUILT_IN_RULES: tuple[Rule, ...] = (
          detail="the model is not ready yet (loading or scaling up); retried after a wait"),
     Rule("rate.429", RATE_LIMIT, 740, (status(429),),
          notes=(code(RATE_LIMIT_CODES), phrase(RATE_RE), RETRY_AFTER), detail="429 Too Many Requests"),
+    Rule("waf.block-words", WAF_BLOCK, 695, (status(None, between=(400, 599), quiet=True), phrase(WAF_STRONG_RE)),
+         notes=(HtmlBody(), REQUEST_SIZE), detail=_waf_detail),
+    Rule("waf.action-header", WAF_BLOCK, 697, (any_of(Header("x-amzn-waf-action"), Header("cf-mitigated")),),
+         notes=(HtmlBody(), REQUEST_SIZE),
+         detail=lambda c, h: f"{c.status or 'an answer'} with {' and '.join(_words(h)) or 'a WAF action header'} "
+                             "(a CAPTCHA or challenge the API client cannot solve)"),
     Rule("waf.403", WAF_BLOCK, 700, (status(403, 406), any_of(
         HtmlBody(),
         *(Header(name, value) for name, value in WAF_HEADERS_ALWAYS),
@@ -679,9 +709,9 @@ BUILT_IN_RULES: tuple[Rule, ...] = (
          notes=(HTML_NOTE, code(SERVER_ERROR_CODES)), detail=_server_detail),
     Rule("headers.phrase", HEADERS_TOO_LARGE, 575, (status(None, between=(400, 499), quiet=True),
                                                     phrase(HEADERS_TOO_LARGE_RE)),
-         notes=(HtmlBody("HTML page from a gateway"),), detail=_headers_detail),
-    Rule("headers.431", HEADERS_TOO_LARGE, 570, (status(431),), notes=(HtmlBody("HTML page from a gateway"),),
-         detail=_headers_detail),
+         notes=(HtmlBody("HTML page from a gateway"), HEADER_BYTES), detail=_headers_detail),
+    Rule("headers.431", HEADERS_TOO_LARGE, 570, (status(431),),
+         notes=(HtmlBody("HTML page from a gateway"), HEADER_BYTES), detail=_headers_detail),
     Rule("payload.size", PAYLOAD_TOO_LARGE, 550, (any_of(
         status(413),
         Header("x-amzn-errortype", "requestentitytoolargeexception",
@@ -696,6 +726,8 @@ BUILT_IN_RULES: tuple[Rule, ...] = (
          notes=(STREAM_ERROR, RETRY_AFTER), detail="rate limited or throttled"),
     Rule("server.code", SERVER_ERROR, 500, (BELOW_500, code(SERVER_ERROR_CODES)), notes=(STREAM_ERROR,),
          detail="the provider failed internally"),
+    Rule("auth.phrase", AUTH, 495, (status(None, 400, 401, 403, quiet=True), phrase(AUTH_RE)),
+         detail="the provider refused the key (its own words)"),
     Rule("auth.code", AUTH, 490, (BELOW_500, any_of(code(AUTH_CODES), ExceptionClass(AUTH_CLASSES))),
          notes=(STREAM_ERROR,), detail="the credentials or permissions were refused"),
     Rule("overflow.pairing", CONTEXT_OVERFLOW, 400, (status(None, *GENERIC_OVERFLOW_STATUSES, quiet=True), NotHtml(),

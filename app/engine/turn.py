@@ -246,6 +246,8 @@ class Engine:
     # -- lifecycle --------------------------------------------------------------------------------
     async def start(self, *, resumed: bool = False) -> None:
         """Fire SessionStart and keep any answer a crash left half-written (marked partial)."""
+        with contextlib.suppress(OSError):
+            self.state.migrate()  # e.g. forget caps an older bulkhead learned from a 431
         for message_id, path in leftover_drafts(self.session.folder):
             with contextlib.suppress(OSError):
                 text = path.read_text(encoding="utf-8")
