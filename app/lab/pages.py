@@ -117,7 +117,7 @@ def aws_waf_403() -> Response:
 
 
 def header_431() -> Response:
-    """431 Request Header Fields Too Large as Node's HTTP server sends it (checked against node 18): no
+    """431 Request Header Fields Too Large as Node's HTTP server sends it (checked against Node 20): no
     body, `Connection: close`, the request's body never read."""
     return Response(431, (), b"", close=True)
 
