@@ -39,11 +39,8 @@ def describe_action(failure: Failure, *, fallback_cap: int = DEFAULT_FALLBACK_CA
                  if failure.stated_window_tokens else "")
         return f"compact the conversation and walk the recovery ladder (L1 → L3); no cap is learned{limit}"
     if kind == HEADERS_TOO_LARGE:
-        sent = (f" (bulkhead sent {format_size(failure.request_header_bytes)} of headers)"
-                if failure.request_header_bytes else "")
-        return ("fail: the gateway limits the request's headers, not its body — no cap is learned and compacting "
-                f"cannot help{sent}; look for a long API key or token (api_key_env), cookies or custom headers, "
-                "or ask for the gateway's header limit to be raised")
+        return ("fail: no cap is learned and compacting cannot help — shorten what the headers carry (the key in "
+                "api_key_env, a proxy's cookies) or ask for the gateway's header limit to be raised")
     if kind == AUTH:
         if failure.status == 407 or failure.rule_id == "auth.proxy-407-in-chain":
             return "fail: the proxy wants credentials (put them in HTTPS_PROXY as user:password@host)"

@@ -192,3 +192,28 @@ def test_a_reset_under_the_threshold_is_a_size_problem_only_on_evidence(evidence
     assert "bulkhead probe" in failure.reason
     if not payload:
         assert "drop_payload_min_bytes" in failure.reason and failure.transient
+
+
+# -- signals over the exception's cause chain (what issue 22 builds on) ---------------------------------------
+def test_a_407_down_the_cause_chain_is_auth_not_a_network_failure():
+    from app.engine.failures import classify
+    from app.providers.base import ProviderError
+
+    class ProxyError(Exception):  # what httpx raises when the CONNECT tunnel is refused
+        pass
+
+    ProxyError.__module__ = "httpx"
+    try:
+        try:
+            raise ProxyError("407 Proxy Authentication Required")
+        except ProxyError as inner:
+            raise ConnectionError("Connection error.") from inner
+    except ConnectionError as outer:
+        error = ProviderError("Connection error.", provider="openai", original=outer, request_bytes=900_000,
+                              transport="connection")
+    failure = classify(error)
+    assert failure.kind == "auth" and failure.rule_id == "auth.proxy-407-in-chain" and not failure.payload_related
+    assert 'cause chain says "407"' in failure.evidence
+    from app.engine.failure_words import describe_action
+
+    assert "HTTPS_PROXY" in describe_action(failure)
