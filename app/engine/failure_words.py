@@ -16,8 +16,8 @@ from app.engine.failure_rules import (
     RATE_LIMIT,
     SERVER_ERROR,
     TIMEOUT,
-    format_seconds,
 )
+from app.engine.failure_signals import format_seconds
 from app.sizes import format_size
 
 if TYPE_CHECKING:

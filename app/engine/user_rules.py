@@ -19,7 +19,8 @@ import re
 from collections.abc import Iterable
 
 from app.config import ClassifierRuleSpec
-from app.engine.failure_rules import Header, Rule, phrase, status
+from app.engine.failure_rules import Rule
+from app.engine.failure_signals import Header, phrase, status
 
 
 def build_rule(spec: ClassifierRuleSpec) -> Rule:
