@@ -99,6 +99,20 @@ class HookSpec:
 
 
 @dataclass(frozen=True)
+class ClassifierRuleSpec:
+    """One `[[classifier.rules]]` table: when every given field matches, the error is `kind`."""
+
+    kind: str
+    where: str  # "path:line" of its table, for messages and `bulkhead classify`
+    id: str = ""
+    status: tuple[int, ...] = ()
+    header: str | None = None  # "Name" or "Name: value substring"
+    phrase: str | None = None  # a regular expression (case-insensitive) over message and body
+    priority: int = 1000  # built-in rules use 0–999: a user rule wins unless told otherwise
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
 class Settings:
     """Every tunable number of DESIGN.md §4–§8. Each is also `BULKHEAD_<NAME>` in the environment."""
 
@@ -149,6 +163,7 @@ class Settings:
         default=(), metadata=_opt("names", "provider credentials the shell tool may still see"))
     routes: Mapping[str, Route] = field(default_factory=dict, metadata={"kind": "routes"})
     hooks: tuple[HookSpec, ...] = field(default=(), metadata={"kind": "hooks"})
+    classifier_rules: tuple[ClassifierRuleSpec, ...] = field(default=(), metadata={"kind": "classifier"})
     keys: Mapping[str, str] = field(default_factory=dict, metadata={"kind": "keys"})
     sources: Mapping[str, str] = field(default_factory=dict, metadata={"kind": "meta"})
     config_file: Path | None = field(default=None, metadata={"kind": "meta"})
@@ -170,7 +185,7 @@ class Settings:
 
 
 SETTING_FIELDS = {f.name: f for f in fields(Settings)
-                  if f.metadata.get("kind") not in ("routes", "hooks", "keys", "meta")}
+                  if f.metadata.get("kind") not in ("routes", "hooks", "keys", "meta", "classifier")}
 
 
 # --- locating keys in the file, for messages that name the line ---------------------------------
@@ -395,6 +410,94 @@ def _register_secrets(settings: Settings, env: Mapping[str, str]) -> None:
             register_url_password(url, f"password in routes.{route.name}")
 
 
+_CLASSIFIER_RULE_KEYS = ("id", "kind", "status", "header", "phrase", "priority", "reason")
+
+
+def _table_lines(text: str, header: str) -> list[int]:
+    """1-based lines of every `[[header]]` (an array of tables), in order."""
+    dotted = r"\s*\.\s*".join(re.escape(part) for part in header.split("."))
+    pattern = re.compile(rf"^\s*\[\[\s*{dotted}\s*\]\]")
+    return [number for number, line in enumerate(text.splitlines(), start=1) if pattern.match(line)]
+
+
+def _key_line(text: str, start: int, key: str) -> int:
+    """The line of `key = …` in the table that starts at line `start` (the table's line if not found)."""
+    key_re = re.compile(rf"^\s*[\"']?{re.escape(key)}[\"']?\s*=")
+    for number, line in enumerate(text.splitlines()[start:], start=start + 1):
+        if _HEADER_RE.match(line):
+            break
+        if key_re.match(line):
+            return number
+    return start
+
+
+def _parse_classifier(raw: Any, origin: _Origin) -> tuple[ClassifierRuleSpec, ...]:
+    """`[[classifier.rules]]`: user rules for a corporate gateway's own pages, checked here (file:line)."""
+    from app.engine.failure_rules import KINDS  # the engine owns the list of kinds
+
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{origin.where('', 'classifier')}: classifier must be a table: [[classifier.rules]]")
+    unknown = sorted(set(raw) - {"rules"})
+    if unknown:
+        raise ConfigError(f"{origin.where('classifier', unknown[0])}: unknown key {unknown[0]!r} in [classifier] "
+                          f"(only [[classifier.rules]] tables)")
+    rules = raw.get("rules", [])
+    if not isinstance(rules, list):
+        raise ConfigError(f"{origin.where('classifier', 'rules')}: classifier.rules must be [[classifier.rules]] tables")
+    starts = _table_lines(origin.text, "classifier.rules") if origin.path else []
+    specs: list[ClassifierRuleSpec] = []
+    for index, table in enumerate(rules):
+        start = starts[index] if index < len(starts) else None
+
+        def where(key: str | None = None, _start: int | None = start) -> str:
+            if origin.path is None:
+                return "config"
+            if _start is None:
+                return str(origin.path)
+            return f"{origin.path}:{_key_line(origin.text, _start, key) if key else _start}"
+
+        if not isinstance(table, dict):
+            raise ConfigError(f"{where()}: each classifier rule must be a [[classifier.rules]] table")
+        for key in table:
+            if key not in _CLASSIFIER_RULE_KEYS:
+                raise ConfigError(f"{where(key)}: unknown key {key!r} in [[classifier.rules]] "
+                                  f"(known: {', '.join(_CLASSIFIER_RULE_KEYS)})")
+        kind = table.get("kind")
+        if kind not in KINDS:
+            raise ConfigError(f"{where('kind' if 'kind' in table else None)}: classifier rule kind = {kind!r} is not one "
+                              f"of {', '.join(KINDS)}")
+        statuses = table.get("status", [])
+        statuses = [statuses] if isinstance(statuses, int) and not isinstance(statuses, bool) else statuses
+        if not isinstance(statuses, list) or not all(isinstance(v, int) and not isinstance(v, bool)
+                                                     and 100 <= v <= 999 for v in statuses):
+            raise ConfigError(f"{where('status')}: status = {_shown(table.get('status'))} is not an HTTP status "
+                              f"(100–999) or a list of them")
+        header = table.get("header")
+        if header is not None and (not isinstance(header, str) or not header.partition(":")[0].strip()):
+            raise ConfigError(f"{where('header')}: header = {_shown(header)} is not \"Name\" or \"Name: value\"")
+        phrase = table.get("phrase")
+        if phrase is not None:
+            if not isinstance(phrase, str) or not phrase:
+                raise ConfigError(f"{where('phrase')}: phrase = {_shown(phrase)} is not a regular expression")
+            try:
+                re.compile(phrase, re.IGNORECASE)
+            except re.error as exc:
+                raise ConfigError(f"{where('phrase')}: phrase = {_shown(phrase)} is not a valid regular expression "
+                                  f"({exc.msg} at position {exc.pos})") from None
+        if not statuses and header is None and phrase is None:
+            raise ConfigError(f"{where()}: a classifier rule needs at least one of status, header or phrase")
+        priority = table.get("priority", 1000)
+        if isinstance(priority, bool) or not isinstance(priority, int):
+            raise ConfigError(f"{where('priority')}: priority = {_shown(priority)} is not a whole number")
+        rule_id = table.get("id", f"{index + 1}")
+        reason = table.get("reason")
+        if not isinstance(rule_id, str | int) or (reason is not None and not isinstance(reason, str)):
+            raise ConfigError(f"{where('id' if 'reason' not in table else 'reason')}: id and reason must be strings")
+        specs.append(ClassifierRuleSpec(kind=kind, where=where(), id=f"config:{rule_id}", status=tuple(statuses),
+                                        header=header, phrase=phrase, priority=priority, reason=reason))
+    return tuple(specs)
+
+
 def load_settings(
     path: Path | None = None,
     env: Mapping[str, str] | None = None,
@@ -412,7 +515,7 @@ def load_settings(
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
     for key, value in raw.items():
-        if key in ("routes", "hooks", "keys"):
+        if key in ("routes", "hooks", "keys", "classifier"):
             continue
         if key not in SETTING_FIELDS:
             raise ConfigError(f"{origin.where('', key)}: unknown key {key!r} = {_shown(value, key)} "
@@ -441,7 +544,8 @@ def load_settings(
     routes = _parse_routes(raw.get("routes", {}), origin)
     hooks = _parse_hooks(raw.get("hooks", {}), origin, values.get("hook_timeout", 60.0))
     keys = _parse_keys(raw.get("keys", {}), origin)
-    settings = Settings(routes=routes, hooks=hooks, keys=keys, sources=sources,
+    classifier_rules = _parse_classifier(raw.get("classifier", {}), origin)
+    settings = Settings(routes=routes, hooks=hooks, keys=keys, sources=sources, classifier_rules=classifier_rules,
                         config_file=path if path.exists() else None, **values)
     _register_secrets(settings, env)
     for key in ("default_route", "compact_model"):

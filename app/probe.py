@@ -19,14 +19,15 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from app.engine.failure_rules import Rule
 from app.engine.failures import Failure, classify
+from app.engine.resets import SizeEvidence, judge_reset
 from app.engine.retry import RetryPolicy
 from app.providers.base import ProviderError
 from app.sizes import format_size
 
 REJECTION_KINDS = frozenset({"payload_too_large", "waf_block", "connection_drop"})
 SUGGESTION_MARGIN = 0.95  # suggest a max_payload a little under the largest body seen to pass
-DROP_CONFIRMATIONS = 2  # a reset counts as the gateway's "no" once it happens this many times in a row
 
 
 @dataclass(frozen=True)
@@ -97,20 +98,25 @@ class Prober:
 
     The largest size is tried first (most gateways have no cap below it) and `--min` only when
     every smaller probe was refused, so a clean run takes ⌈log2(range / precision)⌉ + 1 requests.
-    A dropped connection is a "no" only when it repeats (after that, this gateway is known to
-    say no by resetting); a cap found through drops is checked once more at the end, and
-    inconsistent answers end the probe without a cap.
+    A dropped connection is judged by the rules the classifier uses (`app/engine/resets.py`): a
+    "no" when the body is over the drop threshold, at least the smallest one refused here, or the
+    same body reset twice in a row. Once resets are this gateway's way of saying no, a single
+    reset between the largest pass and the smallest refusal counts; a cap found through resets is
+    checked once more at the end, and inconsistent answers end the probe without a cap.
     """
 
     def __init__(self, send: Callable[[int], Awaitable[ProbeAnswer]], *, drop_threshold: int,
                  retry_policy: RetryPolicy, sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-                 on_probe: Callable[[Probe], None] | None = None, max_requests: int = 60) -> None:
+                 on_probe: Callable[[Probe], None] | None = None, max_requests: int = 60,
+                 user_rules: tuple[Rule, ...] = ()) -> None:
         self.send = send
         self.drop_threshold = drop_threshold
         self.retry_policy = retry_policy
         self.sleep = sleep
         self.on_probe = on_probe
         self.max_requests = max_requests
+        self.user_rules = user_rules
+        self.sizes = SizeEvidence()  # what this gateway has shown: largest pass, smallest refusal, last reset
         self.probes: list[Probe] = []
         self.last_rejection: Failure | None = None
         self._drops_refuse = False  # learned: this gateway says no by resetting the connection
@@ -154,7 +160,6 @@ class Prober:
     async def _accepts(self, size: int) -> bool:
         """True when a body of `size` gets past the gateway; retries transient answers first."""
         transient_tries = 0
-        drops = 0
         while True:
             if len(self.probes) >= self.max_requests:
                 raise _Inconclusive(f"stopped after {self.max_requests} probe requests without a clear answer")
@@ -163,16 +168,23 @@ class Prober:
             verdict, failure = self._judge(answer)
             self._report(answer, verdict, failure)
             if verdict == "passed":
+                self.sizes.accepted(answer.size)
                 return True
             if verdict == "rejected":
+                self.sizes.refused(answer.size)
                 self.last_rejection = failure
                 return False
             if verdict == "dropped":
-                drops += 1
-                if drops >= DROP_CONFIRMATIONS or self._drops_refuse:
+                judged = judge_reset(answer.size, self.drop_threshold, self.sizes, smaller_accepted_required=False)
+                between = (self._drops_refuse and (self.sizes.accepted_max is None
+                                                   or answer.size > self.sizes.accepted_max))
+                if judged.payload or between:
                     self._drops_refuse = True
-                    self.last_rejection = self._drop_failure(size, failure, drops)
+                    self.sizes.refused(answer.size)
+                    self.last_rejection = self._drop_failure(answer.size, failure, judged.evidence if judged.payload
+                                                             else "resets are this gateway's way of saying no")
                     return False
+                self.sizes.reset(answer.size)
                 await self.sleep(self.retry_policy.delay(1) or 0.0)
                 continue
             if verdict == "error":
@@ -188,19 +200,20 @@ class Prober:
             await self.sleep(delay)
 
     @staticmethod
-    def _drop_failure(size: int, failure: Failure | None, drops: int) -> Failure:
-        evidence = tuple(failure.evidence) if failure else ()
+    def _drop_failure(size: int, failure: Failure | None, why: str) -> Failure:
+        evidence = tuple(e for e in (failure.evidence if failure else ()) if not e.startswith("rule "))
         return Failure(kind="connection_drop", payload_related=True, recoverable=True, rejected_bytes=size,
-                       reason=f"the connection is reset while sending {format_size(size)}"
-                              + (f" ({drops} times in a row)" if drops > 1 else ""),
-                       evidence=evidence + (f"reset at {size:,} bytes, smaller bodies pass",))
+                       reason=f"the connection is reset while sending {format_size(size)} ({why})",
+                       evidence=evidence + (f"reset at {size:,} bytes: {why}", "rule net.reset-by-size"),
+                       rule_id="net.reset-by-size")
 
     def _judge(self, answer: ProbeAnswer) -> tuple[str, Failure | None]:
         if answer.error is None:
             return "passed", None
         from app.engine.sender import redact_failure
 
-        failure = redact_failure(classify(answer.error, drop_threshold=self.drop_threshold))
+        failure = redact_failure(classify(answer.error, drop_threshold=self.drop_threshold, size_evidence=self.sizes,
+                                          user_rules=self.user_rules))
         if answer.error.transport == "connection" or failure.kind == "connection_drop":
             return "dropped", failure
         if failure.kind in REJECTION_KINDS and failure.payload_related:

@@ -42,8 +42,35 @@ class LearnedCap:
         )
 
 
+STATE_VERSION = 2  # 2: caps learned from a 431 (a header-size answer, never a body cap) are dropped
+
+
 def state_path() -> Path:
     return data_home() / "state.toml"
+
+
+def _from_header_rejection(entry: Any) -> bool:
+    """A cap learned before bulkhead told header-size rejections (431, "Request Header Or Cookie Too
+    Large") from body-size ones: no body size can satisfy it, so it must not survive the upgrade."""
+    if not isinstance(entry, dict):
+        return False
+    if entry.get("kind") == "headers_too_large":
+        return True
+    reason = str(entry.get("reason", "")).lower()
+    return "431" in reason or "header fields too large" in reason or "header or cookie too large" in reason
+
+
+def migrate(data: dict[str, Any]) -> bool:
+    """Bring `data` (state.toml's contents) to STATE_VERSION in place; True when anything changed."""
+    version = data.get("version")
+    if isinstance(version, int) and not isinstance(version, bool) and version >= STATE_VERSION:
+        return False
+    caps = data.get("caps")
+    if isinstance(caps, dict):
+        for endpoint in [name for name, entry in caps.items() if _from_header_rejection(entry)]:
+            del caps[endpoint]
+    data["version"] = STATE_VERSION
+    return True
 
 
 def _caps(data: dict[str, Any]) -> dict[str, Any]:
@@ -77,7 +104,9 @@ class State:
             with open(self.path, "rb") as handle:
                 seen = os.fstat(handle.fileno())
                 data = handle.read()
-            return tomllib.loads(data.decode("utf-8"))
+            contents = tomllib.loads(data.decode("utf-8"))
+            migrate(contents)  # in memory; the next write (or `migrate()`) saves it
+            return contents
         except FileNotFoundError:
             return {}
         except OSError:  # unreadable (a folder, no permission): nothing remembered, never fatal
@@ -107,8 +136,21 @@ class State:
         with self._locked():
             data = self.read()
             change(data)
+            data["version"] = STATE_VERSION
             atomic_write(self.path, tomli_w.dumps(data), 0o600)
             return data
+
+    def migrate(self) -> bool:
+        """Rewrite state.toml at the current version when it is older (True when it was rewritten)."""
+        try:
+            with open(self.path, "rb") as handle:
+                raw = tomllib.loads(handle.read().decode("utf-8"))
+        except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+            return False
+        if not migrate(raw):
+            return False
+        self.update(lambda data: None)  # read() migrates under the lock; update() writes it back
+        return True
 
     # -- learned caps ----------------------------------------------------------------------
     def learned_cap(self, endpoint: str) -> LearnedCap | None:

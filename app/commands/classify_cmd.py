@@ -13,6 +13,8 @@ import json
 import sys
 from typing import Any
 
+from app.engine.caps import DEFAULT_FALLBACK_CAP
+from app.engine.failure_rules import Rule
 from app.engine.failures import (
     DEFAULT_DROP_THRESHOLD,
     GATEWAY_NAMES,
@@ -30,14 +32,15 @@ BATCH_OPTIONAL_FIELDS = ("transport", "error_type")
 
 def run(args) -> int:
     """Dispatch: `--batch FILE` classifies many cases, otherwise one error from the flags."""
-    threshold = _drop_threshold()
+    threshold, rules, fallback_cap = _from_settings()
     batch = getattr(args, "batch", None)
     if batch:
-        return run_batch(batch, drop_threshold=threshold)
-    return run_single(args, drop_threshold=threshold)
+        return run_batch(batch, drop_threshold=threshold, user_rules=rules)
+    return run_single(args, drop_threshold=threshold, user_rules=rules, fallback_cap=fallback_cap)
 
 
-def run_single(args, *, drop_threshold: int = DEFAULT_DROP_THRESHOLD) -> int:
+def run_single(args, *, drop_threshold: int = DEFAULT_DROP_THRESHOLD, user_rules: tuple[Rule, ...] = (),
+               fallback_cap: int = DEFAULT_FALLBACK_CAP) -> int:
     """Classify the error given by --status/--body-file/--message/--header/--bytes and print it."""
     try:
         headers = parse_headers(getattr(args, "header", None) or [])
@@ -56,15 +59,16 @@ def run_single(args, *, drop_threshold: int = DEFAULT_DROP_THRESHOLD) -> int:
     if status is None and not message and body is None and not headers and request_bytes is None:
         return _usage_error("nothing to classify: give --status, --body-file, --message, --header or --bytes "
                             "(or --batch FILE.jsonl)")
-    failure = classify_fields(status, message, body, headers, request_bytes, drop_threshold=drop_threshold)
+    failure = classify_fields(status, message, body, headers, request_bytes, drop_threshold=drop_threshold,
+                              user_rules=user_rules)
     if getattr(args, "classify_json", False):
-        print(json_text(failure_json(failure)))
+        print(json_text(failure_json(failure, fallback_cap=fallback_cap)))
     else:
-        print(render_text(failure))
+        print(render_text(failure, fallback_cap=fallback_cap))
     return EXIT_OK
 
 
-def run_batch(path: str, *, drop_threshold: int = DEFAULT_DROP_THRESHOLD) -> int:
+def run_batch(path: str, *, drop_threshold: int = DEFAULT_DROP_THRESHOLD, user_rules: tuple[Rule, ...] = ()) -> int:
     """Classify one JSON object a line; write one JSON line per case (an `error` line if malformed)."""
     try:
         text = _read_text(path)
@@ -73,11 +77,12 @@ def run_batch(path: str, *, drop_threshold: int = DEFAULT_DROP_THRESHOLD) -> int
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        print(json_text(classify_line(line, number, drop_threshold=drop_threshold)))
+        print(json_text(classify_line(line, number, drop_threshold=drop_threshold, user_rules=user_rules)))
     return EXIT_OK
 
 
-def classify_line(line: str, number: int, *, drop_threshold: int = DEFAULT_DROP_THRESHOLD) -> dict[str, Any]:
+def classify_line(line: str, number: int, *, drop_threshold: int = DEFAULT_DROP_THRESHOLD,
+                  user_rules: tuple[Rule, ...] = ()) -> dict[str, Any]:
     """One batch line → its result object, or `{"id", "line", "error"}` when the line is unusable."""
     try:
         case = json.loads(line)
@@ -91,22 +96,26 @@ def classify_line(line: str, number: int, *, drop_threshold: int = DEFAULT_DROP_
     fields = {name: case.get(name) for name in BATCH_FIELDS + BATCH_OPTIONAL_FIELDS}
     failure = classify_fields(fields["status"], fields["message"] or "", fields["body"], fields["headers"],
                               fields["request_bytes"], transport=fields["transport"],
-                              error_type=fields["error_type"], drop_threshold=drop_threshold)
+                              error_type=fields["error_type"], drop_threshold=drop_threshold,
+                              user_rules=user_rules)
     return {"id": case.get("id"), "kind": failure.kind, "payload_related": failure.payload_related,
-            "recoverable": failure.recoverable, "reason": failure.reason, "evidence": list(failure.evidence)}
+            "recoverable": failure.recoverable, "reason": failure.reason, "evidence": list(failure.evidence),
+            "rule_id": failure.rule_id}
 
 
-def failure_json(failure: Failure) -> dict[str, Any]:
+def failure_json(failure: Failure, *, fallback_cap: int = DEFAULT_FALLBACK_CAP) -> dict[str, Any]:
     """The `--json` object for one failure."""
     return {
         "kind": failure.kind, "payload_related": failure.payload_related, "recoverable": failure.recoverable,
         "transient": failure.transient, "reason": failure.reason, "evidence": list(failure.evidence),
-        "gateway": failure.gateway, "action": describe_action(failure), "status": failure.status,
-        "rejected_bytes": failure.rejected_bytes, "retry_after": failure.retry_after,
+        "gateway": failure.gateway, "action": describe_action(failure, fallback_cap=fallback_cap),
+        "status": failure.status, "rejected_bytes": failure.rejected_bytes, "retry_after": failure.retry_after,
+        "rule_id": failure.rule_id, "rule_origin": failure.rule_origin,
+        "stated_window_tokens": failure.stated_window_tokens,
     }
 
 
-def render_text(failure: Failure) -> str:
+def render_text(failure: Failure, *, fallback_cap: int = DEFAULT_FALLBACK_CAP) -> str:
     """Kind, reason, gateway, evidence lines and the action, aligned for a terminal."""
     traits = [name for flag, name in ((failure.payload_related, "payload-related"),
                                       (failure.recoverable, "recoverable"),
@@ -115,9 +124,12 @@ def render_text(failure: Failure) -> str:
              f"reason    {failure.reason}"]
     if failure.gateway:
         lines.append(f"gateway   {GATEWAY_NAMES.get(failure.gateway, failure.gateway)}")
-    for index, item in enumerate(failure.evidence or ("none",)):
+    evidence = [item for item in failure.evidence if not item.startswith("rule ")]
+    for index, item in enumerate(evidence or ["none"]):
         lines.append(f"{'evidence' if index == 0 else '':10}- {item}")
-    lines.append(f"action    {describe_action(failure)}")
+    lines.append(f"rule      {failure.rule_id}" + (f"  (your rule, {failure.rule_origin})" if failure.user_rule
+                                                   else "  (built-in)"))
+    lines.append(f"action    {describe_action(failure, fallback_cap=fallback_cap)}")
     return "\n".join(lines)
 
 
@@ -141,15 +153,18 @@ def _read_text(path: str) -> str:
     return data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
 
 
-def _drop_threshold() -> int:
-    """`drop_payload_min_bytes` from the settings; a broken config falls back to the default, loudly."""
+def _from_settings() -> tuple[int, tuple[Rule, ...], int]:
+    """`drop_payload_min_bytes`, the user's `[[classifier.rules]]` and `fallback_cap` from the settings;
+    a broken config falls back to the defaults (and no user rules), loudly."""
     from app.config import ConfigError, load_settings
+    from app.engine.user_rules import build_rules
 
     try:
-        return int(load_settings().drop_payload_min_bytes)
+        settings = load_settings()
     except ConfigError as exc:
-        print(f"bulkhead: config ignored ({exc}); using the default drop threshold", file=sys.stderr)
-        return DEFAULT_DROP_THRESHOLD
+        print(f"bulkhead: config ignored ({exc}); using the defaults and no [[classifier.rules]]", file=sys.stderr)
+        return DEFAULT_DROP_THRESHOLD, (), DEFAULT_FALLBACK_CAP
+    return int(settings.drop_payload_min_bytes), build_rules(settings.classifier_rules), int(settings.fallback_cap)
 
 
 def _usage_error(text: str) -> int:

@@ -119,6 +119,10 @@ def check(args=None) -> int:
                   f"{f' (profile {route.profile})' if route.profile else ''}; region {route.region or 'from AWS config'}")
         else:
             print(f"✓ routes.{route.name}: lab model, no key needed")
+    for rule in settings.classifier_rules:
+        said = ", ".join(f"{k} {v!r}" for k, v in (("status", list(rule.status) or None), ("header", rule.header),
+                                                    ("phrase", rule.phrase)) if v)
+        print(f"✓ classifier rule {rule.id} ({rule.where}): {said} → {rule.kind} (priority {rule.priority})")
     from app.network_env import network_lines
 
     for line in network_lines():

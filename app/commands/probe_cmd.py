@@ -7,6 +7,7 @@ import sys
 
 from app.config import ConfigError, load_settings
 from app.engine.retry import RetryPolicy
+from app.engine.user_rules import build_rules
 from app.probe import Probe, ProbeAnswer, Prober, ProbeResult, max_probes_for, timed
 from app.sizes import SizeError, format_size, parse_size
 from app.textsafe import json_text
@@ -80,7 +81,7 @@ def run(args) -> int:
 
     prober = Prober(send, drop_threshold=settings.drop_payload_min_bytes,
                     retry_policy=RetryPolicy.from_settings(settings), on_probe=on_probe,
-                    max_requests=args.max_probes)
+                    max_requests=args.max_probes, user_rules=build_rules(settings.classifier_rules))
 
     async def main() -> ProbeResult:
         try:

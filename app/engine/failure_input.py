@@ -31,6 +31,7 @@ from app.engine.failure_phrases import (
     STATUS_IN_MESSAGE,
     TIMEOUT_CLASSES,
 )
+from app.engine.resets import SizeEvidence
 from app.providers.base import ProviderError, parse_retry_after
 
 
@@ -49,6 +50,9 @@ class Case:
     class_names: tuple[str, ...] = ()  # the failing exception's classes (its MRO)
     cause_names: tuple[str, ...] = ()  # classes further down its __cause__/__context__ chain
     cause_notes: tuple[str, ...] = ()
+    cause_text: str = ""  # the messages of the whole __cause__/__context__ chain, lower case
+    size_evidence: SizeEvidence | None = None  # what this endpoint showed about body sizes (resets)
+    request_header_bytes: int | None = None  # the request's header block, when the adapter measured it
     retry_after: float | None = None
     text: str = ""  # message + body: lower case, entities decoded, whitespace collapsed
     codes: frozenset[str] = frozenset()
@@ -67,8 +71,9 @@ class Case:
 def make_case(*, status: Any = None, message: Any = "", body: Any = None, headers: Any = None,
                request_bytes: Any = None, transport: Any = None, error_type: Any = None,
                drop_threshold: Any = DEFAULT_DROP_THRESHOLD, class_names: Iterable[str] = (),
-               cause_names: Iterable[str] = (), cause_notes: Iterable[str] = (),
-               extra_codes: Iterable[str] = (), retry_after: Any = None) -> Case:
+               cause_names: Iterable[str] = (), cause_notes: Iterable[str] = (), cause_text: str = "",
+               extra_codes: Iterable[str] = (), retry_after: Any = None,
+               size_evidence: SizeEvidence | None = None, request_header_bytes: Any = None) -> Case:
     message_text = _as_text(message)
     body_text = _as_text(body)
     header_map = _as_headers(headers)
@@ -79,7 +84,9 @@ def make_case(*, status: Any = None, message: Any = "", body: Any = None, header
         transport=_as_text(transport).strip().lower(), error_type=_as_text(error_type).strip(),
         drop_threshold=DEFAULT_DROP_THRESHOLD if threshold is None else threshold,
         class_names=tuple(class_names) or _class_hint(error_type), cause_names=tuple(cause_names),
-        cause_notes=tuple(cause_notes),
+        cause_notes=tuple(cause_notes), cause_text=_as_text(cause_text).lower()[:MAX_SCAN_CHARS],
+        size_evidence=size_evidence if isinstance(size_evidence, SizeEvidence) else None,
+        request_header_bytes=_as_size(request_header_bytes),
     )
     lowered_message = _scan_window(message_text).lower()
     if case.status is None:
@@ -287,6 +294,7 @@ def parts_from_exception(error: BaseException) -> dict[str, Any] | None:
         "cause_names": [name for exc in chain[1:] for name in _class_names(exc)],
         "cause_notes": [f"cause {type(exc).__name__}: {clip(safe_str(exc), 100)}"
                         for exc in chain[1:3] if safe_str(exc)],
+        "cause_text": "\n".join(f"{type(exc).__name__}: {safe_str(exc)}" for exc in chain[1:]),
     }
     botocore = _botocore_response(primary)
     message = safe_str(primary)
@@ -310,6 +318,7 @@ def parts_from_exception(error: BaseException) -> dict[str, Any] | None:
         _as_text(_dig(botocore, "Error", "Code")) if _dig(botocore, "Error", "Code") else None,
     ) if code]
     parts["retry_after"] = getattr(wrapper, "retry_after", None)
+    parts["request_header_bytes"] = getattr(wrapper, "request_header_bytes", None)
     return parts
 
 

@@ -9,22 +9,16 @@ from the provider's usage reports.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from app.config import Settings
+from app.engine.caps import LEARNED_CAP_RATIO, learned_cap_for  # noqa: F401 - the cap policy, re-exported
 from app.sizes import format_size
 from app.state import LearnedCap
 
-LEARNED_CAP_RATIO = 0.75  # seed: "¾ of the rejected size"
 FLOOR_WARN_RATIO = 0.75  # seed: warn when the base reaches ¾ of the rejected size
 DEFAULT_BYTES_PER_TOKEN = 4.0
 CALIBRATION_WEIGHT = 0.3  # how much one usage report moves the bytes-per-token estimate
-
-
-def learned_cap_for(rejected_bytes: int) -> int:
-    """The cap learned from a payload rejection of `rejected_bytes`: floor(0.75 × N)."""
-    return math.floor(LEARNED_CAP_RATIO * rejected_bytes)
 
 
 @dataclass(frozen=True)

@@ -18,17 +18,17 @@ Every attempt writes a receipt and fires PreCompact/PostCompact with trigger `re
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from app.engine.caps import learned_cap_for
 from app.engine.compaction.context import PassContext, merge_entries
 from app.engine.compaction.pipeline import recovery_candidate
 from app.engine.events import CapLearned, Compaction, Notice, RecoveryStep
 from app.engine.failures import Failure
 from app.engine.messages import Message
-from app.engine.payload import diagnose_floor, learned_cap_for
+from app.engine.payload import diagnose_floor
 from app.engine.prompts import PAYLOAD_NOTICE, PAYLOAD_NOTICE_PREFIX
 from app.engine.receipts import make_receipt, write_receipt
 from app.engine.sender import RequestFailed, StreamResult
@@ -38,8 +38,6 @@ if TYPE_CHECKING:
     from app.engine.turn import Engine
 
 TOP_LEVEL = 3
-_TOKENS_OVER_RE = re.compile(r"(\d[\d,]*)\s*tokens?\s*>\s*(\d[\d,]*)")
-_MAX_CONTEXT_RE = re.compile(r"maximum context length is (\d[\d,]*)")
 
 
 class TurnFailed(Exception):
@@ -59,14 +57,6 @@ class _Attempt:
     started: float
 
 
-def _window_from_error(text: str) -> int | None:
-    """The context window an overflow message states (`… tokens > 200000 maximum`)."""
-    match = _TOKENS_OVER_RE.search(text) or _MAX_CONTEXT_RE.search(text)
-    if not match:
-        return None
-    return int(match.group(match.lastindex or 1).replace(",", ""))
-
-
 class Recovery:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -83,11 +73,13 @@ class Recovery:
             if not self._notice_present():
                 notice = Message.create("user", PAYLOAD_NOTICE, turn=turn, origin="notice")
         elif failure.kind == "context_overflow":
-            window = _window_from_error(" ".join((failed.error.message or "", failed.error.body or "")))
+            window = failure.stated_window_tokens
             if window and window < engine.context_window:
                 session.set_flag("learned_window", window)
-                engine.emit(Notice(f"the model's context window is {window:,} tokens (from its error); "
-                                   f"bulkhead will keep requests under it", code="window_learned"))
+                what = ("its tokens-per-minute limit" if failure.rule_id == "overflow.tpm"
+                        else "the model's context window")
+                engine.emit(Notice(f"the provider takes at most {window:,} tokens per request ({what}, from its "
+                                   f"error); bulkhead will keep requests under it", code="window_learned"))
 
         base = session.view.messages + ((notice,) if notice else ())
         candidate_messages = base

@@ -21,8 +21,10 @@ from typing import Any
 
 from app.engine.costs import Usage, price_usd
 from app.engine.events import Event, RequestFinished, RequestStarted, Retry, TextDelta, UsageRecorded
+from app.engine.failure_rules import Rule
 from app.engine.failures import Failure, classify
 from app.engine.messages import new_id
+from app.engine.resets import SizeEvidence
 from app.engine.retry import RetryPolicy
 from app.engine.session import Session
 from app.fsutil import atomic_write
@@ -153,7 +155,8 @@ class Sender:
     def __init__(self, session: Session, provider: Provider, *, route: str, emit: Callable[[Event], None],
                  retry_policy: RetryPolicy, drop_threshold: int,
                  on_rejection: Callable[[Failure, Request], Awaitable[None]] | None = None,
-                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+                 size_evidence: SizeEvidence | None = None, user_rules: tuple[Rule, ...] = ()) -> None:
         self.session = session
         self.provider = provider
         self.route = route
@@ -162,6 +165,8 @@ class Sender:
         self.drop_threshold = drop_threshold
         self.on_rejection = on_rejection
         self.sleep = sleep
+        self.size_evidence = size_evidence if size_evidence is not None else SizeEvidence()
+        self.user_rules = user_rules
         self.draft = DraftWriter(session.folder)
         self._visible: list[str] = []  # what the current (or last cancelled) request made visible
 
@@ -237,7 +242,9 @@ class Sender:
                 original=raised, status=request.status, request_bytes=request.actual_bytes,
                 error_type=type(raised).__name__, transport="stream-error")
             error.output_visible = visible
-            failure = redact_failure(classify(error, drop_threshold=self.drop_threshold))
+            failure = redact_failure(classify(error, drop_threshold=self.drop_threshold,
+                                              size_evidence=self.size_evidence, user_rules=self.user_rules))
+            self._learn_sizes(error, failure, request)
             latency = (time.monotonic() - started) * 1000
             record(outcome="failed", error=error, failure=failure, latency_ms=latency)
             self.session.counters.requests += 1
@@ -270,12 +277,23 @@ class Sender:
         self.session.counters.requests += 1
         self.session.save_counters()
         self._visible = []
+        self.size_evidence.accepted(request.actual_bytes or request.predicted_bytes)
         record(outcome="ok", latency_ms=latency, usage=usage, cost=cost)
         self.emit(RequestFinished(request_id=request_id, route=self.route, purpose=request.purpose,
                                   predicted_bytes=request.predicted_bytes, bytes=request.actual_bytes,
                                   status=request.status or 200, latency_ms=round(latency, 1), level=level,
                                   started_at=started_at))
         return StreamResult("".join(text), tool_calls, usage, stop_reason, request, request_id)
+
+    def _learn_sizes(self, error: ProviderError, failure: Failure, request: Request) -> None:
+        """What this failure shows about the endpoint's body sizes (for judging the next reset)."""
+        size = error.request_bytes or request.actual_bytes or request.predicted_bytes
+        if failure.payload_related:
+            self.size_evidence.refused(size)
+        elif failure.rule_id == "net.reset-unproven":
+            self.size_evidence.reset(size)
+        else:  # anything else breaks a run of identical resets
+            self.size_evidence.last_reset = None
 
     def _record(self, request_id: str, request: Request, *, level: int, attempt: int, started_at: float,
                 outcome: str, error: ProviderError | None = None, failure: Failure | None = None,

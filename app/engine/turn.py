@@ -39,15 +39,17 @@ from app.engine.events import (
     TurnStarted,
     ViewChanged,
 )
-from app.engine.failures import Failure
+from app.engine.failures import PAYLOAD_KINDS, Failure
 from app.engine.hooks import HookResult, HookRunner
 from app.engine.messages import Image, Message, Text, ToolCall, ToolResult, new_id
 from app.engine.payload import CapInfo, calibrate, effective_cap, preflight
 from app.engine.prompts import CONTINUATION, INTERRUPTED_TURN, SYSTEM_PROMPT
 from app.engine.recovery import Recovery, TurnFailed
+from app.engine.resets import SizeEvidence
 from app.engine.retry import RetryPolicy
 from app.engine.sender import RequestFailed, Sender, StreamResult, leftover_drafts
 from app.engine.session import Session
+from app.engine.user_rules import build_rules
 from app.providers.base import Provider, Request, ToolSpec, dumps, make_provider
 from app.providers.catalog import model_limits
 from app.sizes import format_size
@@ -108,8 +110,15 @@ class Engine:
         self.route = route
         self.provider = provider
         limits = model_limits(route.provider, route.model)
-        self.model_output_cap = limits.max_output_tokens
-        self.max_tokens = min(route.max_output_tokens or self.settings.max_output_tokens, self.model_output_cap)
+        # A configured max_output_tokens (the route's, else an explicit global one) wins over the catalog's
+        # guess: for a model the catalog does not know, it is also the ceiling of the escalations.
+        configured = route.max_output_tokens or (self.settings.max_output_tokens
+                                                 if "max_output_tokens" in self.settings.sources else None)
+        cap = limits.max_output_tokens
+        if configured and (limits.source == "default" or configured > cap):
+            cap = configured
+        self.model_output_cap = cap
+        self.max_tokens = min(configured or self.settings.max_output_tokens, cap)
         self._catalog_window = route.context_window or self.settings.context_window or limits.context_window
         self.sender = self._make_sender(provider, route.name)
         self._summarizer: tuple[Provider, Sender] | None = None
@@ -196,7 +205,16 @@ class Engine:
     def _make_sender(self, provider: Provider, route_name: str) -> Sender:
         return Sender(self.session, provider, route=route_name, emit=self.emit, retry_policy=self.retry_policy,
                       drop_threshold=self.settings.drop_payload_min_bytes, on_rejection=self._on_rejection,
-                      sleep=self.sleep)
+                      sleep=self.sleep, size_evidence=self._size_evidence(provider.route),
+                      user_rules=build_rules(self.settings.classifier_rules))
+
+    def _size_evidence(self, route: Route) -> SizeEvidence:
+        """What this route's endpoint has shown about body sizes; a remembered payload cap is a refusal."""
+        evidence = SizeEvidence()
+        learned = self.state.learned_cap(route.endpoint_id)
+        if learned is not None and learned.kind in PAYLOAD_KINDS and learned.rejected_bytes:
+            evidence.refused(learned.rejected_bytes)
+        return evidence
 
     def summarizer(self) -> tuple[Provider, Sender]:
         """The summarizer route's provider (compact_model, else the session's) and a sender for it."""
@@ -228,6 +246,8 @@ class Engine:
     # -- lifecycle --------------------------------------------------------------------------------
     async def start(self, *, resumed: bool = False) -> None:
         """Fire SessionStart and keep any answer a crash left half-written (marked partial)."""
+        with contextlib.suppress(OSError):
+            self.state.migrate()  # e.g. forget caps an older bulkhead learned from a 431
         drafts = [] if self.session.read_only else leftover_drafts(self.session.folder)
         for message_id, path in drafts:
             with contextlib.suppress(OSError):

@@ -27,6 +27,7 @@ class RequestHead:
     target: str
     version: str
     headers: Mapping[str, str]  # lower-case names; a repeated header keeps its last value
+    size: int = 0  # bytes of the request line and header block as received (with the final CRLF CRLF)
 
     @property
     def path(self) -> str:
@@ -82,7 +83,7 @@ def parse_head(data: bytes) -> RequestHead:
         if not sep or not name.strip():
             raise BadRequestHead(f"bad header line {line[:80]!r}")
         headers[name.strip().lower()] = value.strip()
-    return RequestHead(parts[0].upper(), parts[1], parts[2], headers)
+    return RequestHead(parts[0].upper(), parts[1], parts[2], headers, len(data) + 4)
 
 
 @dataclass(frozen=True)

@@ -4,9 +4,12 @@ It answers from the conversation it is sent — never from randomness or the clo
 
 - By default it reports what arrived: ``Lab model · turn 3 · received 12.4 KB (≈3,100 tokens) in
   7 messages. You said: “…”``.
-- Lines of the latest user message that start with ``!`` are commands (the grammar below, also in
-  ``GRAMMAR`` for the UI). Several tool lines give several tool calls in one response. A tool is only
-  called when the request declares a tool of that name; otherwise the answer says it is not offered.
+- It answers the user's latest request, as a real model would: the last user text that is not
+  something bulkhead injected (the payload notice, a compaction notice, a summary, recalled archive
+  text). Lines of that request that start with ``!`` are commands (the grammar below, also in
+  ``GRAMMAR`` for the UI) — never ``!`` lines inside a notice, recalled text or a tool result. Several
+  tool lines give several tool calls in one response. A tool is only called when the request
+  declares a tool of that name; otherwise the answer says it is not offered.
 - When the latest user message carries tool results, it answers from them: each tool's name, size,
   first line and error flag.
 - A summarization request (system prompt starting with ``SUMMARY_SYSTEM_MARKER``) gets an extractive
@@ -39,7 +42,15 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from app.engine.prompts import CONTINUATION, SUMMARY_SYSTEM_MARKER
+from app.engine.compaction.pairing import CONTINUES_NOTICE
+from app.engine.prompts import (
+    COMPACTED_NOTICE,
+    CONTINUATION,
+    DROPPED_NOTICE,
+    PAYLOAD_NOTICE_PREFIX,
+    SUMMARY_HEADER,
+    SUMMARY_SYSTEM_MARKER,
+)
 from app.lab.conversation import (
     END_TURN,
     MAX_TOKENS,
@@ -126,6 +137,31 @@ def _user_turn_number(conv: Conversation) -> int:
 
 def _is_continuation(text: str) -> bool:
     return " ".join(text.split()) == " ".join(CONTINUATION.split())
+
+
+# Texts bulkhead puts in user messages that are not the user's request (the model reads them as context).
+INJECTED_PREFIXES = (PAYLOAD_NOTICE_PREFIX, COMPACTED_NOTICE[:40], DROPPED_NOTICE.split("(", 1)[0], SUMMARY_HEADER,
+                     "[recalled by the user]", CONTINUES_NOTICE)
+HOOK_CONTEXT_MARK = "\n\n[hook context]\n"
+
+
+def is_injected(text: str) -> bool:
+    """True for a notice, summary or recalled segment bulkhead added to the conversation."""
+    return text.lstrip().startswith(INJECTED_PREFIXES)
+
+
+def latest_request(conv: Conversation) -> tuple[Turn | None, str]:
+    """The user's latest request: (its turn, its text without hook context), walking back over user
+    turns that hold only injected texts. A turn with tool results is itself the latest request."""
+    for turn in reversed(conv.turns):
+        if turn.role != "user":
+            break
+        if turn.tool_results:
+            return turn, ""
+        for block in reversed([b for b in turn.blocks if b.kind == TEXT]):
+            if block.text.strip() and not is_injected(block.text):
+                return turn, block.text.split(HOOK_CONTEXT_MARK, 1)[0]
+    return None, ""
 
 
 def parse_commands(text: str) -> list[Command]:
@@ -258,18 +294,21 @@ def _tool_results_answer(conv: Conversation, turn: Turn) -> str:
     return "\n".join(lines)
 
 
-def _origin_turn(conv: Conversation) -> tuple[int, Turn] | None:
-    """The user turn a chain of continuations started from, with its index."""
+def _origin_turn(conv: Conversation) -> tuple[int, str] | None:
+    """The user request a chain of continuations started from: its turn's index and its text."""
     for index in range(len(conv.turns) - 1, -1, -1):
         turn = conv.turns[index]
-        if turn.role == "user" and turn.text.strip() and not _is_continuation(turn.text):
-            return index, turn
+        if turn.role != "user":
+            continue
+        for block in reversed([b for b in turn.blocks if b.kind == TEXT]):
+            if block.text.strip() and not _is_continuation(block.text) and not is_injected(block.text):
+                return index, block.text.split(HOOK_CONTEXT_MARK, 1)[0]
     return None
 
 
 def _continuation(conv: Conversation) -> list[Block]:
     origin = _origin_turn(conv)
-    commands = parse_commands(origin[1].text) if origin else []
+    commands = parse_commands(origin[1]) if origin else []
     verbs = {c.verb for c in commands}
     if origin and "big" in verbs:
         big = next(c for c in commands if c.verb == "big")
@@ -407,12 +446,11 @@ def summarize(conv: Conversation) -> str:
 def _intended(conv: Conversation) -> list[Block]:
     if conv.system.startswith(SUMMARY_SYSTEM_MARKER):
         return [Block(TEXT, summarize(conv))]
-    last = conv.last_user
+    last, said = latest_request(conv)
     if last is None:
         return [Block(TEXT, _report(conv, ""))]
     if last.tool_results:
         return [Block(TEXT, _tool_results_answer(conv, last))]
-    said = last.text
     if _is_continuation(said):
         return _continuation(conv)
     commands = parse_commands(said)

@@ -117,10 +117,9 @@ def aws_waf_403() -> Response:
 
 
 def header_431() -> Response:
-    """431 Request Header Fields Too Large, as a front proxy that refuses the request outright sends it."""
-    body = CRLF.join(["<html>", "<head><title>431 Request Header Fields Too Large</title></head>", "<body>",
-                      "<center><h1>431 Request Header Fields Too Large</h1></center>", "</body>", "</html>", ""])
-    return Response(431, (("content-type", "text/html"),), body.encode("ascii"), close=True)
+    """431 Request Header Fields Too Large as Node's HTTP server sends it (checked against Node 20): no
+    body, `Connection: close`, the request's body never read."""
+    return Response(431, (), b"", close=True)
 
 
 def captive_portal() -> Response:

@@ -286,6 +286,14 @@ class LabServer:
         cap = config.effective_cap
         declared = None if head.chunked else (head.content_length or 0)
         ctx = gateway.GatewayContext(head.host, head.path, client_ip, self._serial, config.seed)
+        if gateway.profile(config.gateway).headers:  # the cap is on the header block; bodies pass
+            if gateway.over_cap(cap, head.size):
+                record["bytes"] = declared or 0
+                record["header_bytes"] = head.size
+                self._record(record, "blocked:header-431", 431)
+                await self._send(writer, gateway.block_page("header-431", ctx), close=True)
+                return False
+            cap = None
         if declared is not None and gateway.over_cap(cap, declared):
             record["bytes"] = declared
             return await self._gateway(config, route, head, reader, writer, record, ctx, declared, body_read=False)

@@ -97,7 +97,8 @@ class ProviderError(Exception):
                  status: int | None = None, headers: Mapping[str, str] | None = None,
                  body: str | None = None, request_bytes: int | None = None,
                  output_visible: bool = False, retry_after: float | None = None,
-                 error_type: str | None = None, transport: str | None = None) -> None:
+                 error_type: str | None = None, transport: str | None = None,
+                 request_header_bytes: int | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.provider = provider
@@ -110,6 +111,7 @@ class ProviderError(Exception):
         self.retry_after = retry_after
         self.error_type = error_type  # e.g. the SDK class name or the API's error type
         self.transport = transport  # e.g. "connection", "timeout", "html-200", "stream-error"
+        self.request_header_bytes = request_header_bytes  # bytes of the request's header block, when known
 
     def __repr__(self) -> str:
         return (f"ProviderError({self.provider}, status={self.status}, bytes={self.request_bytes}, "

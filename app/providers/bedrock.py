@@ -423,7 +423,7 @@ def bedrock_error(exc: BaseException, exchange: Exchange, *, in_stream: bool) ->
             f"bedrock: HTTP {status} {code}: {_short(message or name)}", provider="bedrock", original=exc,
             status=status, headers=headers, body=body, request_bytes=exchange.actual_bytes,
             retry_after=parse_retry_after(headers), error_type=code,
-            transport="stream-error" if stream_error else None)
+            transport="stream-error" if stream_error else None, request_header_bytes=exchange.request_header_bytes)
     transport = transport_kind(exc)
     request_bytes = exchange.actual_bytes
     if request_bytes is None:

@@ -31,3 +31,22 @@ def decode_body(body: bytes | str | None, limit: int = 1 << 20) -> str | None:
     if isinstance(body, str):
         return body[:limit]
     return body[:limit].decode("utf-8", errors="replace")
+
+
+def page_heading(body: str | bytes | None, limit: int = 80) -> str:
+    """What an HTML page says it is: its `<title>`, else its first `<h1>`, as one line of text ("" if none)."""
+    if not body:
+        return ""
+    head = body[:8192]
+    if isinstance(head, bytes):
+        head = head.decode("utf-8", errors="replace")
+    import html as html_lib
+    import re
+
+    for tag in ("title", "h1"):
+        found = re.search(rf"<{tag}\b[^>]*>(.*?)</{tag}\s*>", head, re.IGNORECASE | re.DOTALL)
+        if found:
+            text = " ".join(html_lib.unescape(re.sub(r"<[^>]+>", " ", found.group(1))).split())
+            if text:
+                return text if len(text) <= limit else text[: limit - 1] + "…"
+    return ""

@@ -52,6 +52,7 @@ from app.providers.wire import (
     get,
     httpx_request_hook,
     httpx_response_hook,
+    incomplete_stream,
     index_field,
     is_local_url,
     list_field,
@@ -276,6 +277,7 @@ class OpenAIProvider(HttpxSdkProvider):
         if isinstance(data, dict) and data.get("error"):
             parser.feed(data)  # raises
         if isinstance(data, dict) and isinstance(data.get("choices"), list):
+            exchange.saw_done = True  # a whole JSON completion is complete by construction
             events.extend(parser.feed(completion_as_chunk(data)))
             return events + parser.finish()
         sse = parse_sse_text(text) if data is None else []
@@ -283,6 +285,7 @@ class OpenAIProvider(HttpxSdkProvider):
             raise unexpected_200(self.kind, text, exchange, content_type=content_type)
         for _name, payload in sse:
             if payload.strip() == "[DONE]":
+                exchange.saw_done = True
                 break
             try:
                 chunk = json.loads(payload)
@@ -356,6 +359,10 @@ class OpenAIEvents(StreamParser):
         return events
 
     def _finish(self) -> list[StreamEvent]:
+        if not self.finish_reason and not self.exchange.saw_done:
+            # Neither a finish_reason nor `[DONE]`: the stream was cut (a close-delimited body behind a proxy
+            # ends cleanly when the upstream dies). What arrived is kept, marked partial, never retried.
+            raise incomplete_stream(self.provider, self.exchange)
         events: list[StreamEvent] = []
         for index in sorted(self.calls):
             call = self.calls[index]

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from app.providers.base import ProviderError, Request, StreamEvent, dumps, parse_retry_after
-from app.providers.html import decode_body, looks_like_html
+from app.providers.html import decode_body, looks_like_html, page_heading
 from app.redact import redact_headers
 
 T = TypeVar("T")
@@ -144,14 +144,17 @@ class Exchange:
     """Facts about one request as it goes out and comes back, filled in by transport hooks."""
 
     actual_bytes: int | None = None
+    request_header_bytes: int | None = None  # the header block as sent ("Name: value\r\n" each)
     request_headers: dict[str, str] = field(default_factory=dict)
     status: int | None = None
     response_headers: dict[str, str] = field(default_factory=dict)
     error_body: str | None = None  # raw body of an error response, when a hook saw it
     unexpected_body: str | None = None  # a 200 body that is not the stream we asked for
+    saw_done: bool = False  # an SSE stream carried OpenAI's `data: [DONE]` terminator
 
     def saw_request(self, size: int | None, headers: Mapping[Any, Any] | None) -> None:
         self.actual_bytes = size
+        self.request_header_bytes = header_block_bytes(headers)
         self.request_headers = redact_headers(_text_headers(headers))
         # a new attempt (e.g. a followed redirect) starts without a response
         self.status = None
@@ -174,6 +177,22 @@ class Exchange:
 
 CURRENT_EXCHANGE: contextvars.ContextVar[Exchange | None] = contextvars.ContextVar(
     "bulkhead_exchange", default=None)
+
+
+def header_block_bytes(headers: Mapping[Any, Any] | Sequence[Any] | None) -> int | None:
+    """Bytes of a request's header lines as HTTP/1.1 sends them (`Name: value` + CRLF each)."""
+    if not headers:
+        return None
+    items = headers.raw if hasattr(headers, "raw") else (headers.items() if hasattr(headers, "items") else headers)
+    total = 0
+    try:
+        for key, value in items:
+            key = key if isinstance(key, bytes) else str(key).encode("latin-1", "replace")
+            value = value if isinstance(value, bytes) else str(value).encode("latin-1", "replace")
+            total += len(key) + 2 + len(value) + 2
+    except (TypeError, ValueError):
+        return None
+    return total
 
 
 def _text_headers(headers: Mapping[Any, Any] | None) -> dict[str, str]:
@@ -204,6 +223,50 @@ async def httpx_response_hook(response: Any) -> None:
     exchange = CURRENT_EXCHANGE.get()
     if exchange is not None:
         exchange.saw_response(response.status_code, response.headers)
+        if "event-stream" in response.headers.get("content-type", "").lower():
+            stream = getattr(response, "stream", None)
+            tap = _done_tap_class(type(stream)) if stream is not None else None
+            if tap is not None:
+                response.stream = tap(stream, exchange)
+
+
+_DONE_MARK = b"[DONE]"
+_TAPS: dict[type, type] = {}
+
+
+def _done_tap_class(stream_type: type) -> type | None:
+    """A wrapper for a streamed SSE body that notes whether `data: [DONE]` went by (the SDKs swallow it,
+    and a close-delimited body that a proxy cut ends just as quietly); bytes pass through untouched.
+
+    It subclasses the transport's own `AsyncByteStream` (found on the stream's class: the SDKs ship
+    their own httpx), which the response checks for."""
+    if stream_type in _TAPS:
+        return _TAPS[stream_type]
+    base = next((cls for cls in stream_type.__mro__ if cls.__name__ == "AsyncByteStream"), None)
+    if base is None:
+        _TAPS[stream_type] = None  # type: ignore[assignment]
+        return None
+
+    class DoneTap(base):  # type: ignore[misc, valid-type]
+        def __init__(self, stream: Any, exchange: Exchange) -> None:
+            self._stream = stream
+            self._exchange = exchange
+            self._tail = b""
+
+        async def __aiter__(self):
+            async for chunk in self._stream:
+                if not self._exchange.saw_done and chunk:
+                    window = self._tail + bytes(chunk)
+                    if _DONE_MARK in window:
+                        self._exchange.saw_done = True
+                    self._tail = window[-len(_DONE_MARK):]
+                yield chunk
+
+        async def aclose(self) -> None:
+            await self._stream.aclose()
+
+    _TAPS[stream_type] = DoneTap
+    return DoneTap
 
 
 def _content_length(headers: Any) -> int | None:
@@ -297,7 +360,8 @@ def sdk_error(provider: str, exc: BaseException, exchange: Exchange, *, in_strea
     return ProviderError(
         f"{provider}: {where} {error_type}: {detail}", provider=provider, original=exc,
         status=status, headers=headers, body=body, request_bytes=request_bytes,
-        retry_after=parse_retry_after(headers), error_type=error_type, transport=transport)
+        retry_after=parse_retry_after(headers), error_type=error_type, transport=transport,
+        request_header_bytes=exchange.request_header_bytes)
 
 
 def unexpected_200(provider: str, body: str, exchange: Exchange, *, original: BaseException | None = None,
@@ -335,15 +399,7 @@ def incomplete_stream(provider: str, exchange: Exchange) -> ProviderError:
 
 
 def _html_title(body: str) -> str:
-    lowered = body[:4096].lower()
-    start = lowered.find("<title")
-    if start < 0:
-        return ""
-    start = lowered.find(">", start)
-    end = lowered.find("</title", start)
-    if start < 0 or end < 0:
-        return ""
-    return _short(body[start + 1:end], 80)
+    return page_heading(body)
 
 
 def get(obj: Any, key: str, default: Any = None) -> Any:

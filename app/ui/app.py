@@ -825,6 +825,7 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
     async def _probe(self) -> None:
         """`bulkhead probe` for the session's route, with the defaults of the command (1 KB … 32 MB, 1 KB)."""
         from app.engine.retry import RetryPolicy
+        from app.engine.user_rules import build_rules
         from app.probe import Probe, ProbeAnswer, Prober, max_probes_for, timed
 
         engine = self.engine
@@ -846,7 +847,8 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
                 self.prompt_box.busy_text = f"probe {probe.number}: {format_size(probe.size)} → {probe.verdict}"
 
             prober = Prober(send, drop_threshold=self.settings.drop_payload_min_bytes,
-                            retry_policy=RetryPolicy.from_settings(self.settings), on_probe=on_probe, max_requests=40)
+                            retry_policy=RetryPolicy.from_settings(self.settings), on_probe=on_probe, max_requests=40,
+                            user_rules=build_rules(self.settings.classifier_rules))
             result = await prober.find(low, high, precision)
         finally:
             self.busy = False

@@ -73,8 +73,8 @@ class Harness:
 @pytest.fixture
 def make_harness(lab, tmp_path: Path, aws_env) -> Callable[..., Harness]:
     def build(provider: str = "anthropic", *, system: str | None = None, tools=None, route_extra=None,
-              approver=None, **settings_changes) -> Harness:
-        route = route_for(provider, lab.url, **(route_extra or {}))
+              approver=None, base_url: str | None = None, api_key: str = FAKE_KEY, **settings_changes) -> Harness:
+        route = route_for(provider, base_url or lab.url, **(route_extra or {}))
         settings = Settings(routes={"t": route}, default_route="t", retry_base_delay=0.01, retry_max_delay=0.05,
                             request_timeout=30.0, **settings_changes)
         store = Store()
@@ -87,7 +87,7 @@ def make_harness(lab, tmp_path: Path, aws_env) -> Callable[..., Harness]:
         async def sleep(delay: float) -> None:
             sleeps.append(delay)
 
-        engine = Engine(settings, session, route, make_provider(route, settings, FAKE_KEY), state=State(),
+        engine = Engine(settings, session, route, make_provider(route, settings, api_key), state=State(),
                         sleep=sleep, workspace=workspace, tools=tools, approver=approver)
         events: list = []
         session.bus.subscribe(events.append)

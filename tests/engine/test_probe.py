@@ -46,7 +46,7 @@ async def _probe(lab, provider: str = "anthropic", *, low=LOW, high=HIGH, precis
         await adapter.aclose()
 
 
-@pytest.mark.parametrize("gateway", ["nginx", "cloudflare", "akamai", "modsecurity", "aws-waf", "header-431",
+@pytest.mark.parametrize("gateway", ["nginx", "cloudflare", "akamai", "modsecurity", "aws-waf",
                                      "reset", "html-200", "apigw"])
 async def test_probe_finds_each_gateways_cap_within_precision_and_bound(lab, gateway):
     cap = 200 * KIB
@@ -73,6 +73,16 @@ async def test_probe_at_several_caps_through_every_provider(lab, provider, cap_k
 
     assert cap_kib * KIB - PRECISION <= result.cap_bytes <= cap_kib * KIB
     assert len(result.probes) <= CLEAN_BOUND
+
+
+async def test_a_header_limit_is_no_body_cap(lab):
+    """Behind a 431 header limit every body passes: no cap is found (and none would be saved)."""
+    lab.configure(gateway="header-431", cap=16 * KIB)
+
+    result = await _probe(lab, high=2 * MIB)
+
+    assert result.conclusive and result.cap_bytes is None and "no cap found" in result.message
+    assert [p.verdict for p in result.probes] == ["passed"]
 
 
 async def test_no_cap_up_to_max(lab):

@@ -15,7 +15,7 @@ REFERENCE_VECTORS = FIXTURES / "error-vectors.jsonl"
 EXTRA_VECTORS = FIXTURES / "failures" / "extra-vectors.jsonl"
 CLOUDFLARE_PAGE = ("<!DOCTYPE html><html><head><title>Attention Required! | Cloudflare</title></head>"
                    "<body><h1>Sorry, you have been blocked</h1></body></html>")
-RESULT_KEYS = {"id", "kind", "payload_related", "recoverable", "reason", "evidence"}
+RESULT_KEYS = {"id", "kind", "payload_related", "recoverable", "reason", "evidence", "rule_id"}
 
 
 def _vectors(path: Path) -> list[dict]:
@@ -133,7 +133,8 @@ def test_batch_from_stdin(monkeypatch, capsys):
     assert main(["classify", "--batch", "-"]) == 0
     assert _json_lines(capsys.readouterr().out) == [{
         "id": "s", "kind": "auth", "payload_related": False, "recoverable": False,
-        "reason": "Authentication or permission refused: 401 Unauthorized", "evidence": ["status 401"]}]
+        "reason": "Authentication or permission refused: 401 Unauthorized",
+        "evidence": ["status 401", "rule auth.status"], "rule_id": "auth.status"}]
 
 
 def test_unreadable_batch_file_exits_2_with_a_clear_message(tmp_path, capsys):
@@ -156,3 +157,71 @@ def test_bad_header_exits_2(capsys):
 def test_nothing_to_classify_exits_2(capsys):
     assert main(["classify"]) == 2
     assert "nothing to classify" in capsys.readouterr().err
+
+
+# -- user rules from [[classifier.rules]] (issue 15) ------------------------------------------------------
+ACME_PAGE = ("<html><head><title>ACME SecureWeb</title></head><body><h2>Request refused</h2>"
+             "<p>ACME-GW-0042: message body exceeds the policy limit for AI services.</p></body></html>")
+ACME_RULES = """\
+default_route = "lab"
+[routes.lab]
+provider = "lab"
+
+[[classifier.rules]]
+id = "acme-body-limit"
+kind = "payload_too_large"
+status = 502
+header = "X-Acme-Gateway"
+phrase = "ACME-GW-00\\\\d+: message body exceeds"
+reason = "ACME's gateway refused the body size"
+"""
+
+
+def test_a_config_rule_decides_a_corporate_page(tmp_path, monkeypatch, capsys):
+    config = tmp_path / "config.toml"
+    config.write_text(ACME_RULES, encoding="utf-8")
+    monkeypatch.setenv("BULKHEAD_CONFIG", str(config))
+    page = tmp_path / "acme.html"
+    page.write_text(ACME_PAGE, encoding="utf-8")
+    args = ["classify", "--status", "502", "--header", "X-Acme-Gateway: edge-7", "--body-file", str(page),
+            "--bytes", "300000"]
+
+    assert main([*args, "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["kind"] == "payload_too_large" and result["payload_related"]
+    assert result["rule_id"] == "config:acme-body-limit" and result["rule_origin"] == f"{config}:5"
+    assert result["reason"].endswith("ACME's gateway refused the body size")
+    assert f"rule config:acme-body-limit (your rule, {config}:5)" in result["evidence"]
+
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert f"rule      config:acme-body-limit  (your rule, {config}:5)" in out
+
+    config.write_text("", encoding="utf-8")  # without the rule: a 502 from a gateway, retried
+    assert main([*args, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["rule_id"] == "server.5xx"
+
+
+@pytest.mark.parametrize(("table", "where", "words"), [
+    ('kind = "waf_block"\nphrase = "blocked (by"\n', 6, "is not a valid regular expression (missing ), unterminated"),
+    ('kind = "blocked"\nstatus = 403\n', 5, "kind = 'blocked' is not one of context_overflow"),
+    ('kind = "waf_block"\nstatus = 99\n', 6, "is not an HTTP status"),
+    ('kind = "waf_block"\n', 4, "needs at least one of status, header or phrase"),
+    ('kind = "waf_block"\nstatus = 403\ncolour = "red"\n', 7, "unknown key 'colour'"),
+])
+def test_config_check_names_the_file_and_line_of_a_bad_rule(tmp_path, monkeypatch, capsys, table, where, words):
+    config = tmp_path / "config.toml"
+    config.write_text(f'# rules\n\n\n[[classifier.rules]]\n{table}', encoding="utf-8")
+    monkeypatch.setenv("BULKHEAD_CONFIG", str(config))
+    assert main(["config", "check"]) == 2
+    out = capsys.readouterr().out
+    assert f"✖ {config}:{where}:" in out and words in out
+
+
+def test_config_check_lists_the_rules(tmp_path, monkeypatch, capsys):
+    config = tmp_path / "config.toml"
+    config.write_text(ACME_RULES, encoding="utf-8")
+    monkeypatch.setenv("BULKHEAD_CONFIG", str(config))
+    main(["config", "check"])
+    assert f"✓ classifier rule config:acme-body-limit ({config}:5): status [502], header 'X-Acme-Gateway'" \
+        in capsys.readouterr().out

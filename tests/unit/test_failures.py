@@ -37,6 +37,7 @@ from app.providers.base import ProviderError
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 REFERENCE_VECTORS = FIXTURES / "error-vectors.jsonl"
 EXTRA_VECTORS = FIXTURES / "failures" / "extra-vectors.jsonl"
+PUBLIC_VECTORS = FIXTURES / "failures" / "public-vectors.jsonl"  # mined from public tables and docs, sources cited
 BIG_BODY_CHARS = 800_000  # comfortably above the 500,000-byte drop threshold
 SMALL_BODY_CHARS = 2_000
 SERVER_READS_BEFORE_RESET = 64 * 1024
@@ -46,7 +47,7 @@ def _load(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-ALL_VECTORS = _load(REFERENCE_VECTORS) + _load(EXTRA_VECTORS)
+ALL_VECTORS = _load(REFERENCE_VECTORS) + _load(EXTRA_VECTORS) + _load(PUBLIC_VECTORS)
 
 
 def _fields(vector: dict) -> Failure:
@@ -79,6 +80,8 @@ def test_vector_classifies_as_expected(vector):
         assert failure.gateway == vector["expected_gateway"]
     if "expected_retry_after" in vector:
         assert failure.retry_after == pytest.approx(vector["expected_retry_after"])
+    if "expected_stated_window" in vector:
+        assert failure.stated_window_tokens == vector["expected_stated_window"]
     _assert_consistent(failure, vector["request_bytes"])
 
 
@@ -232,7 +235,8 @@ def test_give_up_advice_fits_the_kind(kwargs, words):
 def test_give_up_advice_for_a_network_failure_names_the_url():
     failure = classify_fields(message="Connection error.", request_bytes=1_000)
     assert give_up_advice(failure, "https://gw.example.com/v1/messages") == (
-        "check that https://gw.example.com/v1/messages is reachable (network, VPN, HTTPS_PROXY), then /retry")
+        "check that https://gw.example.com/v1/messages is reachable (network, VPN, HTTPS_PROXY), then /retry; "
+        "if only large requests are reset, `bulkhead probe` finds the gateway's cap (or lower drop_payload_min_bytes)")
 
 
 @pytest.mark.parametrize(("status", "body", "reason"), [

@@ -198,3 +198,39 @@ def test_unreadable_state_is_not_fatal(isolated_home):
     state_path().mkdir(parents=True)  # a folder where the file should be
     assert State().get("theme") is None
     assert State().learned_cap(ENDPOINT) is None
+
+
+# -- the upgrade to state version 2 (issue 15 item 2) --------------------------------------------------
+OLD_STATE = """\
+last_route = "work"
+
+[caps."openai https://gw.example.com/v1"]
+cap_bytes = 4701
+rejected_bytes = 6268
+learned_at = "2026-11-20T10:00:00Z"
+kind = "payload_too_large"
+reason = "Request body too large: 431 Request Header Fields Too Large"
+
+[caps."anthropic https://llm.corp.example"]
+cap_bytes = 96000
+rejected_bytes = 128000
+learned_at = "2026-11-20T10:00:00Z"
+kind = "payload_too_large"
+reason = "Request body too large (nginx): 413 Payload Too Large (HTML page)"
+"""
+
+
+def test_caps_learned_from_a_431_do_not_survive_the_upgrade(tmp_path):
+    from app.state import STATE_VERSION, State
+
+    path = tmp_path / "state.toml"
+    path.write_text(OLD_STATE)
+    state = State(path)
+    assert state.learned_cap("openai https://gw.example.com/v1") is None  # gone at once, even before a write
+    assert state.learned_cap("anthropic https://llm.corp.example").cap_bytes == 96000  # a real 413 stays
+
+    assert state.migrate() is True
+    text = path.read_text()
+    assert "431" not in text and "gw.example.com" not in text and f"version = {STATE_VERSION}" in text
+    assert 'last_route = "work"' in text
+    assert state.migrate() is False  # idempotent

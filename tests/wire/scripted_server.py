@@ -6,7 +6,9 @@ exact bytes of its body that reached the server. Actions:
 - `Reply(status, headers, body)`            one complete response
 - `Stream(status, headers, chunks)`         a chunked response sent piece by piece (SSE,
                                             AWS event-stream frames); `reset=True` aborts
-                                            the connection after the chunks instead
+                                            the connection after the chunks instead;
+                                            `close_delimited=True` sends no framing and
+                                            ends the body by closing the connection
 - `Reset(after_bytes)`                      read that much of the body, then abort the
                                             connection with SO_LINGER 0 (a TCP RST)
 - `Hold()`                                  read the request, answer nothing until the
@@ -44,6 +46,8 @@ class Stream:
     headers: Mapping[str, str] = field(default_factory=dict)
     chunks: Iterable[bytes | str] = ()
     reset: bool = False  # abort (RST) after the chunks instead of ending the body
+    close_delimited: bool = False  # no framing: the body ends when the server closes (FIN), as behind a
+    #                                proxy with `chunked_transfer_encoding off` whose upstream died
 
 
 @dataclass
@@ -190,6 +194,11 @@ class ScriptedServer:
             head = _head(action.status, action.headers, {"content-length": str(len(payload))})
             conn.sendall(head + payload)
             return
+        if action.close_delimited:
+            conn.sendall(_head(action.status, action.headers, {}))
+            for chunk in action.chunks:
+                conn.sendall(chunk.encode("utf-8") if isinstance(chunk, str) else chunk)
+            return  # close() ends the body
         head = _head(action.status, action.headers, {"transfer-encoding": "chunked"})
         conn.sendall(head)
         for chunk in action.chunks:

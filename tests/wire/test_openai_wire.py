@@ -229,3 +229,35 @@ async def test_json_error_with_status_200(server, settings):
     _, error = await collect_error(provider, provider.build(simple_view(), SYSTEM, [], max_tokens=8))
     assert (error.status, error.transport, error.error_type) == (200, "stream-error", "overloaded")
     assert "model overloaded" in error.body
+
+
+# -- issue 15 item 1: a stream that ends without finish_reason or [DONE] is cut, not complete ------------
+async def test_a_close_delimited_stream_cut_mid_answer_is_incomplete(server, settings):
+    """Behind nginx with `chunked_transfer_encoding off` the upstream dying ends the body cleanly: no
+    finish_reason, no [DONE]. The text that arrived is yielded, then an IncompleteStream error."""
+    from app.engine.failures import classify
+
+    provider = make_openai(server, settings)
+    frames = F.openai_text(["Once upon ", "a time"])[:3]  # role, two deltas: no finish, no usage, no [DONE]
+    server.push(Stream(200, F.SSE, frames, close_delimited=True))
+
+    events, error = await collect_error(provider, provider.build(simple_view(), SYSTEM, [], max_tokens=256))
+
+    assert text_of(events) == "Once upon a time"
+    assert error.error_type == "IncompleteStream" and error.status == 200
+    failure = classify(error)
+    assert failure.kind == "other" and not failure.payload_related
+    assert "retried" not in failure.reason  # a cut that showed text is kept partial, never retried
+
+
+@pytest.mark.parametrize(("frames", "why"), [
+    (lambda: F.openai_text(["done"])[:-1], "finish_reason without [DONE]"),
+    (lambda: [f for f in F.openai_text(["done"]) if '"finish_reason": "stop"' not in f], "[DONE] without finish"),
+])
+async def test_either_terminator_makes_a_close_delimited_stream_complete(server, settings, frames, why):
+    provider = make_openai(server, settings)
+    server.push(Stream(200, F.SSE, frames(), close_delimited=True))
+
+    events = await collect(provider, provider.build(simple_view(), SYSTEM, [], max_tokens=256))
+
+    assert text_of(events) == "done", why
