@@ -213,6 +213,30 @@ def _header_bytes(case: Case) -> Hit | None:
 
 
 HEADER_BYTES = Check("request header size", _header_bytes)
+# Header blocks past this are refused by common servers (Node, Envoy and Kestrel cap them at 16 KiB;
+# nginx and Apache a single line at 8 KiB). Node answers its 431 and closes at once with the body
+# unread, so the client often sees a reset instead of the 431: a reset of a request with headers
+# this big is a header problem, not a transient network failure and not a body cap.
+HEADERS_SUSPECT_BYTES = 16 * 1024
+
+
+def _big_headers(case: Case) -> Hit | None:
+    size = case.request_header_bytes
+    if not size or size < HEADERS_SUSPECT_BYTES:
+        return None
+    return make_hit(f"request headers {format_size(size)} ({size:,} bytes) ≥ {format_size(HEADERS_SUSPECT_BYTES)}, "
+                    "past what common servers accept")
+
+
+BIG_HEADERS = Check("header block past common server limits", _big_headers)
+
+
+def _headers_reset_detail(case: Case, hits: Sequence[Hit]) -> str:
+    sent = format_size(case.request_header_bytes or 0)
+    return (f"the connection was reset after bulkhead sent {sent} of headers — more than servers commonly "
+            "accept (Node, Envoy and Kestrel answer 431 and close); the headers, not the body, are the likely "
+            "cause: a long API key or token, cookies, or custom headers")
+
 
 def _drop_detail(case: Case, hits: Sequence[Hit]) -> str:
     size = format_size(case.request_bytes) if case.request_bytes is not None else "large"
@@ -310,6 +334,8 @@ BUILT_IN_RULES: tuple[Rule, ...] = (
          detail="the stream was cut after a 200, so the request size is not the cause"),
     Rule("net.reset-by-size", CONNECTION_DROP, 860, (status(None, quiet=True), DROPPED, RESET_IS_SIZE),
          unless=(API_EVENT,), detail=_drop_detail),
+    Rule("headers.reset-big-headers", HEADERS_TOO_LARGE, 858, (status(None, quiet=True), DROPPED, BIG_HEADERS),
+         unless=(API_EVENT,), notes=(REQUEST_SIZE,), detail=_headers_reset_detail),
     Rule("net.reset-unproven", OTHER, 855, (status(None, quiet=True), DROPPED, RESET_UNPROVEN),
          unless=(API_EVENT,), transient=True, headline="Connection dropped", detail=_drop_unproven_detail),
     Rule("auth.status", AUTH, 800, (status(401, 407),), notes=(code(AUTH_CODES),), detail=_auth_status_detail),

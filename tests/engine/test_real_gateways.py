@@ -129,7 +129,9 @@ async def test_a_close_delimited_stream_cut_behind_nginx_is_kept_partial(make_ha
 
 async def test_node_431_on_a_long_key_is_headers_too_large_without_a_cap(make_harness, lab, gateways):
     """Item 2: Node answers 431 when the headers pass 16 KiB (a long gateway token as the key). No cap is
-    learned, no ladder runs, and the message names the culprits and the header bytes sent."""
+    learned, no ladder runs, and the message names the culprits and the header bytes sent. Node closes
+    the socket with the body unread, so depending on timing the client reads the 431 or a reset: both
+    are a header problem."""
     gateway = gateways("node", lab.port)
     assert (await make_harness("anthropic", base_url=gateway.url).engine.submit("hi")).outcome == "answered"
     h = make_harness("anthropic", base_url=gateway.url, api_key="sk-ant-" + "t" * 20_000)
@@ -138,7 +140,7 @@ async def test_node_431_on_a_long_key_is_headers_too_large_without_a_cap(make_ha
 
     assert result.outcome == "failed"
     record = _requests(h)[0]
-    assert record["status"] == 431 and record["kind"] == "headers_too_large"
+    assert record["status"] in (431, None) and record["kind"] == "headers_too_large", record["evidence"]
     assert h.engine.state.learned_cap(h.engine.route.endpoint_id) is None
     assert h.of_type("recovery") == [] and h.of_type("cap_learned") == [] and h.sleeps == []
     assert "a long API key or token, cookies, or custom headers" in result.error

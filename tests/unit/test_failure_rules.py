@@ -169,6 +169,21 @@ def test_headers_too_large_is_not_payload_related_and_names_the_culprits():
     assert "request headers 20.0 KB (20,480 bytes)" in failure.evidence
 
 
+@pytest.mark.parametrize(("header_bytes", "body", "kind"), [
+    (20_480, 4_600, "headers_too_large"),  # Node's 431 arriving as a reset: a header problem
+    (8_000, 4_600, "other"),  # ordinary headers: a transient reset, retried
+    (20_480, 900_000, "connection_drop"),  # a body past the drop threshold: the size rule wins
+])
+def test_a_reset_after_an_oversized_header_block_is_a_header_problem(header_bytes, body, kind):
+    failure = classify_fields(None, "Connection reset by peer", request_bytes=body, transport="connection",
+                              request_header_bytes=header_bytes)
+    assert failure.kind == kind, failure.evidence
+    if kind == "headers_too_large":
+        assert not failure.payload_related and not failure.transient
+        assert "rule headers.reset-big-headers" in failure.evidence
+        assert "a long API key or token, cookies, or custom headers" in failure.reason
+
+
 def test_an_html_error_page_is_quoted_by_its_title():
     page = "<html><head><title>400 Bad Request</title></head><body><h1>Bad Request</h1></body></html>"
     assert "“400 Bad Request”" in classify_fields(400, "", page, {"server": "nginx"}).reason
