@@ -187,7 +187,8 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         with Horizontal(id="main"):
             with Vertical(id="chat-column"):
                 yield Chat(id="chat")
-                yield Static("▼ new output below — Ctrl+End jumps to it", id="new-output", markup=False)
+                yield Static("↓ new output below — End (in the chat) or Alt+↓ jumps to it and follows",
+                             id="new-output", markup=False)
                 yield PromptBox(history=self.history, workspace=Path(self.workspace), id="prompt-box")
             yield self._make_inspector()
         yield Footer(id="footer")
@@ -461,12 +462,18 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
             self.notify(f"{message.name}: could not show the approval prompt; denied", severity="warning")
             return
         self.chat.focus()
+        self.prompt_box.busy_text = f"waiting for your approval of {message.name} — y approves, n denies"
+        message.future.add_done_callback(lambda _future: self.refresh_bindings())
+        self.refresh_bindings()
 
     @on(ToolBlock.Resolved)
     def _on_resolved(self, event: ToolBlock.Resolved) -> None:
         with contextlib.suppress(NoMatches):
             if self.chat.pending_approval() is None:
                 self.prompt.focus()
+                if self.busy:
+                    self.prompt_box.busy_text = f"running {event.block.tool_name}" if event.approved else "thinking"
+        self.refresh_bindings()
 
     @on(Chat.LeaveChat)
     def _on_leave_chat(self) -> None:

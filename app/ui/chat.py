@@ -5,9 +5,11 @@
   is redrawn per append, finished blocks are drawn once. At the end the whole raw text (kept on
   the item) is parsed once as a document and what changed is redrawn, in slices that never hold
   the event loop for long — `streaming` stays true until that is done.
-- Follow-bottom is decided before each append: if the view was within `FOLLOW_ROWS` of the
-  end it keeps following; otherwise the "new output below" hint shows until the user jumps
-  (End) or scrolls down.
+- Follow-bottom is explicit state (`follow`) carried out by Textual's anchor: while following,
+  every layout keeps the end in view, whatever made the content grow (a streamed fragment, a
+  block drawn later in a thread, an expanded tool block). Only the user stops it — a wheel, the
+  scrollbar, a key that moves up; back at the end (or End / Alt+↓) it follows again. While it
+  does not follow, new content below shows the "↓ new output" marker.
 - Rendered items are pruned past `RENDER_BUDGET`; the store keeps everything (/export).
 - One cursor instead of focusable items: ↑/↓ move it, c copies the item, b a code block,
   Enter folds a tool block, y/n answer an approval.
@@ -74,8 +76,8 @@ class Chat(VerticalScroll, can_focus=True):
         Binding("c", "copy_item", "Copy", tooltip="Copy the message under the cursor", id="chat.copy"),
         Binding("b", "copy_code", "Copy code", tooltip="Copy a code block of the message", id="chat.copy_code"),
         Binding("enter,space", "toggle_item", "Fold", tooltip="Fold or unfold a tool block", id="chat.toggle"),
-        Binding("y", "approve(True)", "Approve", show=False, id="chat.approve"),
-        Binding("n", "approve(False)", "Deny", show=False, id="chat.deny"),
+        Binding("y", "approve(True)", "Approve", tooltip="Approve the pending tool call", id="chat.approve"),
+        Binding("n", "approve(False)", "Deny", tooltip="Deny the pending tool call", id="chat.deny"),
         Binding("end,G", "jump_latest", "Latest", show=False, id="chat.latest"),
         Binding("home,g", "jump_top", "Top", show=False, id="chat.top"),
         Binding("escape,i", "leave", "Prompt", show=False, id="chat.leave"),
@@ -144,8 +146,33 @@ class Chat(VerticalScroll, can_focus=True):
         return bool(self._settling)
 
     # -- follow the bottom -------------------------------------------------------------------------------
+    # Textual's anchor does the following: at every layout of an anchored container its scroll
+    # position is set to the end, so no growth can slip past (a scroll_end after the append missed
+    # the growth of a block drawn later). Any scroll that is not ours releases the anchor
+    # (`release_anchor`, called by Textual); `follow` mirrors the anchor for the marker and the tests.
+    def on_mount(self) -> None:
+        self.anchor()
+
     def at_bottom(self) -> bool:
         return self.max_scroll_y - self.scroll_y <= FOLLOW_ROWS
+
+    def _follow(self) -> None:
+        """Follow the end again: anchored, the marker gone."""
+        self.follow = True
+        self.new_below = False
+        self.anchor()
+
+    def release_anchor(self) -> None:
+        """A scroll that is not a follow (the wheel, the scrollbar, a key, the cursor): once it has
+        landed, stop following unless it landed at the end."""
+        super().release_anchor()
+        self.call_after_refresh(self._after_release)
+
+    def _after_release(self) -> None:
+        if self.max_scroll_y - self.scroll_y < 1:
+            self._follow()
+        else:
+            self.follow = False
 
     def _before_append(self) -> bool:
         """Decide, before content grows, whether to keep following it."""
@@ -153,39 +180,27 @@ class Chat(VerticalScroll, can_focus=True):
 
     def _after_append(self, following: bool) -> None:
         if following:
-            self.follow = True
-            self.scroll_end(animate=False, immediate=False)
-        else:
+            if not self.follow:
+                self._follow()
+        elif self.max_scroll_y > self.scroll_y:
             self.new_below = True
 
     def watch_scroll_y(self, old: float, new: float) -> None:
         super().watch_scroll_y(old, new)
-        if self.at_bottom() and (self.new_below or not self.follow):
-            # back at the end (the user scrolled down, or the content shrank): follow again
-            self.new_below = False
-            self.follow = True
+        if not self.follow and self.at_bottom():
+            self._follow()  # the user scrolled back down to the end (or the content shrank)
 
-    # Only the user stops the following — a wheel, a key, the scrollbar — never a re-layout that
-    # moves the scroll position (a Markdown block re-rendering, pruning).
-    def _user_scrolled_up(self) -> None:
-        if not self.at_bottom():
-            self.follow = False
-
-    def on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
-        self.call_after_refresh(self._user_scrolled_up)
-
-    def on_scroll_up(self, event) -> None:
-        self.call_after_refresh(self._user_scrolled_up)
-
-    def on_scroll_to(self, event) -> None:
-        self.call_after_refresh(self._user_scrolled_up)
+    def on_resize(self, event: events.Resize) -> None:
+        """The content grew or shrank (any cause): while not following, say there is more below."""
+        if not self.follow and self.max_scroll_y - self.scroll_y > FOLLOW_ROWS:
+            self.new_below = True
 
     def action_page_up(self) -> None:
         super().action_page_up()
         self.follow = False
 
     def on_answer_view_grew(self, event: AnswerView.Grew) -> None:
-        """A slice drew more of an answer (after the stream, or a long one): follow it if following."""
+        """A slice drew more of an answer (after the stream, or a long one)."""
         event.stop()
         self._after_append(self.follow)
 
@@ -193,9 +208,7 @@ class Chat(VerticalScroll, can_focus=True):
         self.post_message(self.NewOutputBelow(below))
 
     def action_jump_latest(self) -> None:
-        self.follow = True
-        self.new_below = False
-        self.scroll_end(animate=False)
+        self._follow()
         items = self.items
         if items:
             self.cursor = len(items) - 1
@@ -252,8 +265,7 @@ class Chat(VerticalScroll, can_focus=True):
         self._pruned_marker = None
         await self.remove_children()
         self.cursor = -1
-        self.follow = True
-        self.new_below = False
+        self._follow()
 
     # -- streaming ----------------------------------------------------------------------------------------
     async def _start_answer(self) -> AssistantItem:
@@ -409,9 +421,24 @@ class Chat(VerticalScroll, can_focus=True):
                 block.collapsed = False
                 block._sync()
                 self.cursor = self.items.index(block)
-                self.scroll_to_widget(block, animate=False)
+                self.call_after_refresh(self._show_approval, block)  # once the expanded block is laid out
                 return block
         return None
+
+    def _show_approval(self, block: ToolBlock) -> None:
+        """Bring the approve/deny row into view: the newest item is shown by following the end;
+        an older one (a later block below it) is scrolled to."""
+        if not block.is_attached or not block.pending:
+            return
+        if block is self.items[-1]:
+            self._follow()
+        else:
+            self.scroll_to_widget(block.query_one(".approval-bar"), animate=False, immediate=True)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "approve":  # y / n show in the footer only while a tool call waits for them
+            return self.pending_approval() is not None
+        return True
 
     def action_approve(self, approved: bool) -> None:
         block = self.pending_approval()
@@ -427,7 +454,7 @@ class Chat(VerticalScroll, can_focus=True):
             items[old].remove_class("-cursor")
         if 0 <= new < len(items):
             items[new].add_class("-cursor")
-            if self.has_focus:
+            if self.has_focus and not (self.follow and new == len(items) - 1):  # following shows the end
                 self.scroll_to_widget(items[new], animate=False)
 
     def on_focus(self, event: events.Focus) -> None:
