@@ -157,6 +157,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bulkhead: {exc.strerror or exc}{where} — check free space and permissions, or set BULKHEAD_HOME",
               file=sys.stderr)
         return EXIT_ERROR
+    except Exception as exc:
+        from app.engine.session import SessionNotFound
+
+        if not isinstance(exc, SessionNotFound):
+            raise
+        print(f"bulkhead: {exc}", file=sys.stderr)  # --resume of an id that does not exist
+        return EXIT_USAGE
 
 
 if __name__ == "__main__":

@@ -180,6 +180,9 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         self.history = PromptHistory(history_path(self.workspace))
         self.last_copy: CopyResult | None = None
         self.engine_ready = asyncio.Event()
+        self.open_error = ""  # why the session could not open ("" while it opens or once it has)
+        self._waiting: list[str] = []  # messages sent before the session was ready, sent once it is
+        self._early_keys: list[events.Event] | None = []  # input that came before the prompt had the focus
 
     # -- layout ---------------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -233,6 +236,7 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         self._q("#new-output").display = False
         self._q("#completions").display = False
         self._q("#busy").display = False
+        self.call_later(self._replay_early_keys)
         self._open_engine(resume=self.resume, continue_=self.continue_, route_name=self.route_name)
 
     # -- themes and keys --------------------------------------------------------------------------------------
@@ -260,6 +264,8 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         keymap = self.keymap_overrides if self.keymap_overrides is not None else dict(self.settings.keys)
         if keymap:
             self.set_keymap(keymap)
+        if keymap.get("prompt.newline"):  # the prompt inserts newlines itself (in order with the text)
+            self.prompt.newline_keys = frozenset(k.strip() for k in keymap["prompt.newline"].split(",") if k.strip())
 
     # -- the engine -------------------------------------------------------------------------------------------
     @work(thread=True, group="engine", exclusive=True, exit_on_error=False, name="open engine")
@@ -300,6 +306,7 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         await engine.start(resumed=resumed)
         self.engine_ready.set()
         self.refresh_bindings()
+        self._send_waiting()
 
     def _on_bus(self, event: Event) -> None:
         if not (self._quitting or self._exit):
@@ -331,7 +338,23 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         # screen is gone (ScreenStackError): drop input once quitting.
         if isinstance(event, events.InputEvent) and self.quitting:
             return
+        if self._early_keys is not None and isinstance(event, events.Key | events.Paste) and not event.is_forwarded:
+            self._early_keys.append(event)  # typed before the prompt could take it: replayed once it can
+            return
         await super().on_event(event)
+
+    async def _replay_early_keys(self) -> None:
+        """Keys that arrived before the prompt had the focus (typed while bulkhead started), in order.
+
+        A key typed before the terminal left line mode comes as the line discipline left it: Enter
+        as a line feed, which would read as Ctrl+J (a newline) — those are Enter."""
+        early, self._early_keys = self._early_keys or [], None
+        with contextlib.suppress(NoMatches):
+            self.set_focus(self.prompt)
+        for event in early:
+            if isinstance(event, events.Key) and event.key == "ctrl+j":
+                event = events.Key("enter", "\r")
+            await super().on_event(event)
 
     async def _render_event(self, event: Event) -> None:
         dispatch = getattr(self.inspector, "dispatch", None)
@@ -366,24 +389,56 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
 
     @on(PromptArea.Submitted)
     def _on_submitted(self, event: PromptArea.Submitted) -> None:
+        """The prompt has handed over its text. Nothing typed is lost: what cannot run now goes back
+        into the prompt, and a message sent while the session opens waits and is sent when it is ready."""
         text = event.text.strip()
         if text.startswith("/") and not text.startswith("//"):
             try:
                 action_id, arg = parse_slash(text)
             except SlashError as exc:
-                self.notify(str(exc), severity="warning")
+                event.prompt.restore(event.text)
+                self._command_notice(str(exc), level="warn")
                 return
-            event.prompt.submit_done()
-            self.run_command(action_id, arg)
+            if not self.run_command(action_id, arg, typed=True):
+                event.prompt.restore(event.text)
             return
+        message = text[1:] if text.startswith("//") else event.text
         if self.engine is None:
-            self.notify("The session is still opening — one moment.", severity="warning")
+            if self.open_error:
+                event.prompt.restore(event.text)
+                self._command_notice(f"no session is open ({self.open_error}) — /model ROUTE opens one, /sessions "
+                                     f"another; your message is back in the prompt", level="error", code="session")
+                return
+            self._waiting.append(message)
+            self._show_waiting()
             return
         if self.busy:
+            event.prompt.restore(event.text)
             self.notify("A turn is running — Esc cancels it; your prompt is kept.", severity="warning")
             return
-        event.prompt.submit_done()
-        self.send(text[1:] if text.startswith("//") else event.text)
+        self.send(message)
+
+    def _show_waiting(self) -> None:
+        count = len(self._waiting)
+        self.prompt_box.waiting = (f"opening the session… {'your message is' if count == 1 else f'{count} messages are'}"
+                                   f" sent as soon as it is ready" if count else "")
+
+    def _send_waiting(self) -> None:
+        """Send the next message typed while the session was opening (one per turn, in order)."""
+        if not self._waiting or self.engine is None or self.busy or self.quitting:
+            return
+        message = self._waiting.pop(0)
+        self._show_waiting()
+        self.send(message)
+
+    def _return_waiting(self) -> None:
+        """The session did not open: the messages that waited go back into the prompt, unsent."""
+        if self._waiting:
+            prompt = self.prompt
+            for message in reversed(self._waiting):
+                prompt.restore(message)
+            self._waiting.clear()
+        self._show_waiting()
 
     def send(self, prompt: str) -> Worker:
         self.running = "turn"
@@ -397,6 +452,8 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         finally:
             self.busy = False
             self.running = ""
+            if self._waiting:
+                self.call_later(self._send_waiting)
         if result.outcome == "failed":
             failure = result.failure
             retryable = bool(failure and (failure.recoverable or getattr(failure, "retryable", False)))
@@ -574,17 +631,31 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
     def action_command(self, action_id: str, arg: str = "") -> None:
         self.run_command(action_id, arg)
 
-    def run_command(self, action_id: str, arg: str = "") -> None:
-        """Run one action of the table (slash command, palette or key), or say why it cannot run now."""
+    def run_command(self, action_id: str, arg: str = "", *, typed: bool = False) -> bool:
+        """Run one action of the table (slash command, palette or key), or say why it cannot run now
+        (a typed slash command says it in the chat, where it stays; a key or the palette in a toast).
+        True if it ran."""
         action = BY_ID[action_id]
         reason = action.why_not(self)
         if reason:
-            self.notify(f"{action.title}: {reason}", severity="warning")
-            return
+            if typed:
+                self._command_notice(f"{action.usage or action.title}: {reason}", level="warn")
+            else:
+                self.notify(f"{action.title}: {reason}", severity="warning")
+            return False
         handler = getattr(self, f"_cmd_{action_id}")
         result = handler(arg)
         if asyncio.iscoroutine(result):
             self.run_worker(result, group="command", exit_on_error=False, name=f"command {action_id}")
+        return True
+
+    def _command_notice(self, text: str, *, level: str = "info", code: str = "command") -> None:
+        """Feedback on a typed command, kept in the transcript as a notice line (a toast vanishes)."""
+        async def add() -> None:
+            with contextlib.suppress(NoMatches):
+                await self.chat.add_notice(text, level=level, code=code)
+
+        self.run_worker(add(), group="command-notice", exit_on_error=False, name="command notice")
 
     # -- slash commands (one method per action id) ---------------------------------------------------------
     def _cmd_compact(self, instructions: str) -> None:
@@ -690,6 +761,9 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
     async def _cmd_model(self, name: str) -> None:
         from app.engine.bootstrap import choose_route
 
+        if self.engine is None:  # the session could not open: try again on this route
+            self._reopen(route_name=name or None)
+            return
         if not name:
             routes = ", ".join(sorted(self.settings.routes)) or "none"
             await self.chat.add_notice(f"route in use: {self.engine.route.name}; configured: {routes} — /model ROUTE",
@@ -737,7 +811,8 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
                 await old.close("resume")
         await self.chat.clear_all()
         self.engine_ready.clear()
-        self._open_engine(resume=session_id, continue_=False, route_name=None)
+        self.resume, self.continue_ = session_id, False
+        self._reopen(route_name=None)
 
     async def _cmd_export(self, _arg: str) -> None:
         from app.export import to_markdown
@@ -897,6 +972,9 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         if worker.group in ("turn",):
             self.busy = False
             self.running = ""
+        if worker.group == "engine":
+            await self._engine_failed(error)
+            return
         text = f"{name} failed: {type(error).__name__}: {error}"
         if isinstance(error, ConfigError):
             text = f"{error}"
@@ -904,6 +982,29 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         with contextlib.suppress(Exception):
             await self.chat.add_notice(text + "  (c in the chat copies this)", level="error", code="error",
                                        title="error")
+
+    async def _engine_failed(self, error: BaseException) -> None:
+        """The session could not open (a route without a key, `--resume` of an unknown id, a database
+        that cannot be read): say why and what to do — never wait in silence."""
+        from app.engine.session import SessionNotFound
+
+        if isinstance(error, SessionNotFound):
+            self.resume, self.continue_ = None, False  # /model then opens a new session on that route
+        reason = str(error) if isinstance(error, ConfigError | SessionNotFound) else f"{type(error).__name__}: {error}"
+        self.open_error = reason
+        self._q("#topbar", Static).update("bulkhead · no session — the session could not open (see the chat)")
+        routes = ", ".join(sorted(self.settings.routes)) or "none configured"
+        self._return_waiting()
+        with contextlib.suppress(NoMatches):
+            await self.chat.add_notice(
+                f"The session could not open: {reason}\nWhat to do: fix it and /model ROUTE (routes: {routes}) to "
+                f"open it on a route, /sessions to open another session, or Ctrl+Q to quit (exit code 2). "
+                f"What you typed stays in the prompt.", level="error", code="session", title="no session")
+
+    def _reopen(self, *, route_name: str | None) -> None:
+        self.open_error = ""
+        self._q("#topbar", Static).update("bulkhead · opening the session…")
+        self._open_engine(resume=self.resume, continue_=self.continue_, route_name=route_name)
 
     async def action_quit(self) -> None:
         if self._quitting:
@@ -918,4 +1019,5 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
             self.engine = None
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(engine.close("exit"), timeout=5)
-        self.exit(0)
+        code = 2 if engine is None and self.open_error else 0  # no session is open: exit 2, as -p does
+        self.exit(code, return_code=code)

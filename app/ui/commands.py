@@ -52,7 +52,11 @@ class Action:
 # -- conditions ------------------------------------------------------------------------------------
 
 def _need_engine(app: BulkheadApp) -> str:
-    return "" if app.engine is not None else "the session is still opening"
+    if app.engine is not None:
+        return ""
+    if app.open_error:
+        return "no session is open — /model ROUTE opens one on a route, /sessions another session"
+    return "the session is still opening"
 
 
 def _need_idle(app: BulkheadApp) -> str:
@@ -96,6 +100,8 @@ def _can_recall(app: BulkheadApp) -> str:
 
 
 def _can_switch_model(app: BulkheadApp) -> str:
+    if app.engine is None and app.open_error:
+        return ""  # the way out of a session that did not open
     reason = _need_idle(app)
     if reason:
         return reason

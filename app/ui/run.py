@@ -24,4 +24,6 @@ def run(args) -> int:
     app = BulkheadApp(settings, route_name=args.route, resume=args.resume, continue_=args.continue_,
                       workspace=args.workspace)
     code = app.run()
+    if app.open_error and app.engine is None:  # quit without a session: say why on the terminal too
+        print(f"bulkhead: {app.open_error}", file=sys.stderr)
     return int(code or 0)
