@@ -40,6 +40,7 @@ from app.config import ConfigError, Settings, config_path
 from app.engine.events import CompactionPhase, Event, SessionStarted, ViewChanged
 from app.sizes import SizeError, format_size, parse_size
 from app.state import State
+from app.ui import terminal_keys
 from app.ui.chat import Chat
 from app.ui.chat_items import ToolBlock
 from app.ui.clipboard import CopyResult, system_copy
@@ -47,7 +48,7 @@ from app.ui.commands import BY_ID, BulkheadCommands, SlashError, module_availabl
 from app.ui.messages import EngineEvent
 from app.ui.prompt import PromptArea, PromptBox, PromptHistory, history_path
 
-PANEL_KEYS = 7  # ctrl+1 … ctrl+7 (alt+1 … alt+7 where ctrl+digit never arrives)
+PANEL_KEYS = 7  # alt+1 … alt+7 (ctrl+1 … ctrl+7 where the terminal reports them); ctrl+t steps through them
 DEFAULT_PANELS = ("payload", "ladder", "compaction", "archive", "requests", "hooks", "cost")
 SDK_MODULES = {"anthropic": "anthropic", "lab": "anthropic", "openai": "openai", "bedrock": "boto3"}
 NARROW_COLUMNS = 110  # a terminal narrower than this starts with the inspector hidden (F2 shows it)
@@ -143,8 +144,11 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
                 id="app.widen"),
         Binding("f5,alt+s", "command('sessions')", "Sessions", tooltip="Browse sessions and resume one",
                 id="app.sessions"),
-        *(Binding(f"ctrl+{n},alt+{n}", f"panel({n})", f"Panel {n}", show=False,
-                  tooltip=f"Show and focus inspector panel {n}", id=f"app.panel{n}") for n in range(1, PANEL_KEYS + 1)),
+        Binding("ctrl+t", "next_panel", "Panels", tooltip="Show the inspector and move to its next panel",
+                group=_view, id="app.next_panel"),
+        *(Binding(f"alt+{n},ctrl+{n}", f"panel({n})", f"Panel {n}", show=False,
+                  tooltip=f"Show and focus inspector panel {n} ({name})", id=f"app.panel{n}")
+          for n, name in enumerate(DEFAULT_PANELS[:PANEL_KEYS], start=1)),
     ]
 
     busy: reactive[bool] = reactive(False, init=False)
@@ -260,7 +264,9 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
             self.notify(f"could not remember the theme: {exc}", severity="warning")
 
     def _apply_keymap(self) -> None:
-        """User key overrides: the `[keys]` table of config.toml (binding id → key)."""
+        """User key overrides: the `[keys]` table of config.toml (binding id → key). Alt+Enter and
+        Alt+digit are taught to Textual's reader first (`app.ui.terminal_keys`)."""
+        terminal_keys.install()
         keymap = self.keymap_overrides if self.keymap_overrides is not None else dict(self.settings.keys)
         if keymap:
             self.set_keymap(keymap)
@@ -575,16 +581,35 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         if hasattr(self.inspector, "wide"):
             self.inspector.wide = self.has_class("-wide-inspector")
 
-    def action_panel(self, number: int) -> None:
+    def panel_names(self) -> tuple[str, ...]:
+        """The inspector's panels, in the order of their keys (Alt+1 … Alt+7)."""
         inspector = self.inspector
         names = tuple(getattr(inspector, "PANELS", ()) or getattr(inspector, "panel_names", ()) or DEFAULT_PANELS)
-        names = tuple(getattr(n, "NAME", n) for n in names)
+        return tuple(getattr(n, "NAME", n) for n in names)
+
+    def action_panel(self, number: int) -> None:
+        inspector = self.inspector
+        names = self.panel_names()
         if not 1 <= number <= len(names):
             return
         self.remove_class("-hide-inspector")
         show = getattr(inspector, "show_panel", None)
         if callable(show):
             show(names[number - 1])
+
+    def action_next_panel(self) -> None:
+        """Ctrl+T: the panel after the focused one (the first when none is focused)."""
+        names = self.panel_names()
+        panels = getattr(self.inspector, "panels", {})
+        focused = self.focused
+        current = next((index for index, name in enumerate(names) if focused is not None and name in panels
+                        and (focused is panels[name] or panels[name] in focused.ancestors)), -1)
+        self.action_panel((current + 1) % len(names) + 1)
+
+    def _cmd_panel(self, name: str) -> None:
+        names = self.panel_names()
+        if name in names:
+            self.action_panel(names.index(name) + 1)
 
     def action_help(self) -> None:
         from app.ui.screens.help import HelpScreen, help_markdown

@@ -149,6 +149,7 @@ ACTIONS: tuple[Action, ...] = (
            "", "", _can_probe),
     Action("export_har", "requests", "export as HAR", "Write this session's requests as a HAR file",
            "", "", _can_export_har),
+    Action("panel", "panel", "show", "Show an inspector panel and give it the keyboard (Alt+1…7, Ctrl+T)", "", ""),
     Action("toggle_inspector", "inspector", "hide / show", "Hide or show the inspector (F2)", "", ""),
     Action("widen_inspector", "inspector", "widen / narrow", "Give the inspector more room (F3)", "", ""),
     Action("jump_latest", "chat", "jump to latest", "Scroll to the newest output and follow it (End)", "", ""),
@@ -239,6 +240,11 @@ class BulkheadCommands(Provider):
                     if name != current:
                         hits.append((f"model: switch to {name}", f"Continue this session on route {name}",
                                      partial(app.run_command, "model", name)))
+                continue
+            if action.id == "panel":
+                for number, name in enumerate(app.panel_names(), start=1):
+                    hits.append((f"panel: {name}", f"Show the {name} panel and give it the keyboard (Alt+{number})",
+                                 partial(app.run_command, "panel", name)))
                 continue
             if action.needs_arg:
                 hits.append((action.title, action.help, partial(app.prefill_prompt, action.usage.split()[0] + " ")))

@@ -118,6 +118,7 @@ class PromptArea(TextArea):
         Binding(NEWLINE_KEYS, "newline", "Newline", tooltip="Insert a line break (Enter sends; \\ + Enter too)",
                 show=False, id="prompt.newline"),
         Binding("tab", "complete", "Complete", show=False, id="prompt.complete"),
+        Binding("f6", "app.focus_chat", show=False),  # TextArea's F6 (select line) would hide the app's
     ]
 
     completions: reactive[list[tuple[str, str]]] = reactive(list, init=False, always_update=True)
