@@ -124,8 +124,10 @@ _COMMANDS = {
 
 def main(argv: list[str] | None = None) -> int:
     from app.config import ConfigError
+    from app.console import prepare_streams
     from app.store import StoreError
 
+    prepare_streams()  # a terminal that is not UTF-8 gets ASCII stand-ins, never a crash or a lost chunk
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.version:

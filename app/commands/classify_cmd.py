@@ -13,6 +13,7 @@ import json
 import sys
 from typing import Any
 
+from app.console import json_text
 from app.engine.failures import (
     DEFAULT_DROP_THRESHOLD,
     GATEWAY_NAMES,
@@ -57,7 +58,7 @@ def run_single(args, *, drop_threshold: int = DEFAULT_DROP_THRESHOLD) -> int:
                             "(or --batch FILE.jsonl)")
     failure = classify_fields(status, message, body, headers, request_bytes, drop_threshold=drop_threshold)
     if getattr(args, "classify_json", False):
-        print(json.dumps(failure_json(failure), ensure_ascii=False))
+        print(json_text(failure_json(failure)))
     else:
         print(render_text(failure))
     return EXIT_OK
@@ -72,7 +73,7 @@ def run_batch(path: str, *, drop_threshold: int = DEFAULT_DROP_THRESHOLD) -> int
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        print(json.dumps(classify_line(line, number, drop_threshold=drop_threshold), ensure_ascii=False))
+        print(json_text(classify_line(line, number, drop_threshold=drop_threshold)))
     return EXIT_OK
 
 

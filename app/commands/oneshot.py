@@ -14,6 +14,7 @@ import os
 import sys
 
 from app.config import load_settings
+from app.console import json_text
 from app.engine.events import (
     CapLearned,
     Compaction,
@@ -84,7 +85,7 @@ def text_printer(event: Event) -> None:
 
 
 def json_printer(event: Event) -> None:
-    sys.stdout.write(json.dumps(event.to_json(), ensure_ascii=False, default=str) + "\n")
+    sys.stdout.write(json_text(event.to_json(), default=str) + "\n")
     sys.stdout.flush()
 
 
@@ -146,7 +147,7 @@ def run(args) -> int:
         if args.json:
             json_printer_result = {"type": "result", "text": result.text, "session_id": engine.session.id,
                                    "outcome": result.outcome, "error": result.error}
-            sys.stdout.write(json.dumps(json_printer_result, ensure_ascii=False) + "\n")
+            sys.stdout.write(json_text(json_printer_result) + "\n")
         else:
             if result.text and not result.text.endswith("\n"):
                 sys.stdout.write("\n")

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 
 from app.config import ConfigError, load_settings
+from app.console import json_text
 from app.engine.retry import RetryPolicy
 from app.probe import Probe, ProbeAnswer, Prober, ProbeResult, max_probes_for, timed
 from app.sizes import SizeError, format_size, parse_size
@@ -74,7 +74,7 @@ def run(args) -> int:
 
     def on_probe(probe: Probe) -> None:
         if args.probe_json:
-            print(json.dumps(probe.to_json(), ensure_ascii=False), flush=True)
+            print(json_text(probe.to_json()), flush=True)
         else:
             _print_probe(probe)
 
@@ -97,7 +97,7 @@ def run(args) -> int:
     if args.probe_json:
         payload = result.to_json()
         payload["saved"] = saved
-        print(json.dumps(payload, ensure_ascii=False))
+        print(json_text(payload))
     else:
         _print_result(result, route.endpoint_id, saved)
     return 0 if result.conclusive else 1
