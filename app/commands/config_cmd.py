@@ -33,11 +33,13 @@ def run(args) -> int:
 
 def init() -> int:
     target = config_path()
-    if target.exists():
+    empty = target.is_file() and target.stat().st_size == 0  # nothing in it to lose
+    if target.exists() and not empty:
         print(f"bulkhead: {target} already exists; edit it, or move it away to start over", file=sys.stderr)
         return 1
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if empty else os.O_EXCL), 0o600)
+    os.fchmod(fd, 0o600)  # an empty file that was there kept its own mode
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(example_config_path().read_text(encoding="utf-8"))
     print(f"wrote {target}\nuncomment a [routes.NAME] table, then run `bulkhead config check`")
@@ -49,7 +51,13 @@ def path() -> int:
     from app.store import database_path
 
     target = config_path()
-    print(f"config   {target}{'' if target.exists() else '  (not created yet: bulkhead config init)'}")
+    if not target.exists():
+        hint = "  (not created yet: bulkhead config init)"
+    elif target.is_file() and target.stat().st_size == 0:
+        hint = "  (empty: every default; bulkhead config init writes a commented starter)"
+    else:
+        hint = ""
+    print(f"config   {target}{hint}")
     print(f"state    {state_path()}")
     print(f"database {database_path()}")
     print(f"sessions {data_home() / 'sessions'}")
@@ -95,7 +103,10 @@ def check(args=None) -> int:
     try:
         settings = load_settings(flags=_flags(args))
     except ConfigError as exc:
-        print(f"✖ {exc}")
+        for problem in exc.problems:
+            print(f"✖ {problem}")
+        if len(exc.problems) > 1:
+            print(f"{len(exc.problems)} problems: fix them all, then run `bulkhead config check` again")
         return 2
     print(f"✓ {settings.config_file or 'no config file'}: valid")
     problems = 0
