@@ -35,9 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="A terminal chat client for coding sessions that survives gateways, WAFs and "
                     "context overflows — and shows why.",
     )
-    parser.add_argument("-p", "--print", dest="prompt", metavar="PROMPT",
-                        help="one-shot: answer PROMPT on stdout (piped stdin is appended; @path attaches a file), "
-                             "then exit")
+    parser.add_argument("-p", "--print", dest="prompt", metavar="PROMPT", nargs="?", const="",
+                        help="one-shot: answer PROMPT on stdout, then exit; piped stdin is appended, and with no "
+                             "PROMPT (or -p -) stdin is the prompt; @path attaches a file")
     parser.add_argument("--json", action="store_true", help="with -p: one JSON object per engine event")
     parser.add_argument("--yes", "-y", action="store_true", help="with -p: approve every tool call")
     parser.add_argument("--version", action="store_true", help="print the version and exit")

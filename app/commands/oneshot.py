@@ -1,6 +1,7 @@
 """`bulkhead -p PROMPT [--json]`: one turn, the answer on stdout, notices on stderr.
 
-Piped stdin is appended to the prompt. With `--json`, stdout carries one JSON object per
+Piped stdin is appended to the prompt; with no prompt (`-p` alone, or `-p -`) stdin is the prompt. The
+text of several assistant messages (before and after tool calls) is separated by a blank line. With `--json`, stdout carries one JSON object per
 engine event and finally `{"type": "result", "text", "session_id", "outcome"}`. Tools that
 need approval are asked about on the terminal when there is one, denied otherwise
 (unless `--yes`). The exit code is 0 for an answer, 1 for a failure or a partial answer.
@@ -21,6 +22,7 @@ from app.engine.events import (
     CompactionPhase,
     Event,
     HookRun,
+    MessageAdded,
     Notice,
     RecoveryStep,
     Rejection,
@@ -40,6 +42,8 @@ def settings_flags(args) -> dict:
 
 
 _stdout_midline = False  # the answer's last line on stdout is not finished yet
+_answer_started = False  # an assistant message of this turn has been printed
+_next_message = False  # the next text delta starts another assistant message (after tool calls)
 
 
 def _stderr(line: str) -> None:
@@ -54,12 +58,21 @@ def _stderr(line: str) -> None:
 
 def text_printer(event: Event) -> None:
     """Human output: answer text on stdout, everything else as one line on stderr."""
-    global _stdout_midline
+    global _stdout_midline, _answer_started, _next_message
     if isinstance(event, TextDelta):
+        if _next_message and _answer_started:  # another message of the same answer: a blank line between
+            sys.stdout.write("\n" if not _stdout_midline else "\n\n")
+        _next_message = False
+        _answer_started = True
         sys.stdout.write(event.text)
         sys.stdout.flush()
         _stdout_midline = not event.text.endswith("\n")
+    elif isinstance(event, MessageAdded):
+        if event.role == "assistant":
+            _next_message = True
     elif isinstance(event, Notice):
+        if event.code == "escalation":  # the answer continues where the token limit cut it
+            _next_message = False
         _stderr(f"{_LEVEL_MARK.get(event.level, 'ℹ')} {event.text}")
     elif isinstance(event, Rejection):
         verb = "rejected" if event.status is not None else "failed"  # no status: no answer came back
@@ -109,8 +122,15 @@ def _terminal_approver():
     return approve
 
 
+STDIN = "-"  # `-p -`: the prompt is stdin; `-p` with no prompt and stdin piped means the same
+
+
 def read_prompt(args) -> str:
-    prompt = args.prompt or ""
+    """The prompt: `-p TEXT` (with piped stdin appended), or stdin itself for `-p -` / a bare `-p`."""
+    given = args.prompt or ""
+    if given == STDIN or (not given and not sys.stdin.isatty()):
+        return sys.stdin.read()  # `-p -` on a terminal reads what is typed up to Ctrl+D
+    prompt = given
     if not sys.stdin.isatty():
         piped = sys.stdin.read()
         if piped.strip():
@@ -124,7 +144,8 @@ def run(args) -> int:
     settings = load_settings(flags=settings_flags(args))
     prompt = read_prompt(args)
     if not prompt.strip():
-        _stderr("bulkhead: nothing to ask — give a prompt: bulkhead -p \"…\" (or pipe text in)")
+        _stderr("bulkhead: nothing to ask — give a prompt: bulkhead -p \"…\", or pipe it in: "
+                "echo \"…\" | bulkhead -p (`-p -` reads stdin)")
         return 2
     if args.yes:
         async def approver(name: str, tool_args: dict, why: str) -> bool:

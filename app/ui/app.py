@@ -185,6 +185,7 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         self.last_copy: CopyResult | None = None
         self.engine_ready = asyncio.Event()
         self.open_error = ""  # why the session could not open ("" while it opens or once it has)
+        self.exit_session: tuple[str, int] | None = None  # (id, messages) of the session open at quit
         self._waiting: list[str] = []  # messages sent before the session was ready, sent once it is
         self._early_keys: list[events.Event] | None = []  # input that came before the prompt had the focus
 
@@ -1041,6 +1042,7 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         self.workers.cancel_group(self, "turn")
         engine = self.engine
         if engine is not None:
+            self.exit_session = (engine.session.id, len(engine.session.master))  # for the exit hint
             self.engine = None
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(engine.close("exit"), timeout=5)
