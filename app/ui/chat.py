@@ -112,6 +112,8 @@ class Chat(VerticalScroll, can_focus=True):
         self._code_index: dict[int, int] = {}
         self.pruned = 0
         self._pruned_marker: Static | None = None
+        self._released = False  # Textual released the anchor (a scroll that was not a follow)
+        self._anchor_check_pending = False
 
     # -- reading (tests, copy, the app) ----------------------------------------------------------------
     @property
@@ -151,7 +153,7 @@ class Chat(VerticalScroll, can_focus=True):
     # the growth of a block drawn later). Any scroll that is not ours releases the anchor
     # (`release_anchor`, called by Textual); `follow` mirrors the anchor for the marker and the tests.
     def on_mount(self) -> None:
-        self.anchor()
+        self._anchor_if_scrollable()
 
     def at_bottom(self) -> bool:
         return self.max_scroll_y - self.scroll_y <= FOLLOW_ROWS
@@ -160,12 +162,24 @@ class Chat(VerticalScroll, can_focus=True):
         """Follow the end again: anchored, the marker gone."""
         self.follow = True
         self.new_below = False
-        self.anchor()
+        self._anchor_if_scrollable()
+
+    def _anchor_if_scrollable(self) -> None:
+        """Anchor only content taller than the view: Textual anchors shorter content to the bottom of the
+        pane (a negative scroll), and a conversation starts at the top."""
+        if self.max_scroll_y > 0:
+            if not self.is_anchored or self._released:
+                self._released = False
+                self.anchor()
+        elif self.is_anchored:
+            self.anchor(False)
+            self.scroll_to(y=0, animate=False, immediate=True, release_anchor=False)
 
     def release_anchor(self) -> None:
         """A scroll that is not a follow (the wheel, the scrollbar, a key, the cursor): once it has
         landed, stop following unless it landed at the end."""
         super().release_anchor()
+        self._released = True
         self.call_after_refresh(self._after_release)
 
     def _after_release(self) -> None:
@@ -182,8 +196,16 @@ class Chat(VerticalScroll, can_focus=True):
         if following:
             if not self.follow:
                 self._follow()
+            if not self._anchor_check_pending:  # once laid out: anchor content that has become taller than the view
+                self._anchor_check_pending = True
+                self.call_after_refresh(self._check_anchor_after_layout)
         elif self.max_scroll_y > self.scroll_y:
             self.new_below = True
+
+    def _check_anchor_after_layout(self) -> None:
+        self._anchor_check_pending = False
+        if self.follow:
+            self._anchor_if_scrollable()
 
     def watch_scroll_y(self, old: float, new: float) -> None:
         super().watch_scroll_y(old, new)
@@ -191,8 +213,11 @@ class Chat(VerticalScroll, can_focus=True):
             self._follow()  # the user scrolled back down to the end (or the content shrank)
 
     def on_resize(self, event: events.Resize) -> None:
-        """The content grew or shrank (any cause): while not following, say there is more below."""
-        if not self.follow and self.max_scroll_y - self.scroll_y > FOLLOW_ROWS:
+        """The content grew or shrank (any cause): while following, anchor it once it is taller than the
+        view; while not, say there is more below."""
+        if self.follow:
+            self._anchor_if_scrollable()
+        elif self.max_scroll_y - self.scroll_y > FOLLOW_ROWS:
             self.new_below = True
 
     def action_page_up(self) -> None:

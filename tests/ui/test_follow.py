@@ -72,11 +72,13 @@ async def test_growth_the_chat_is_not_told_about_is_still_followed(lab, tmp_path
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         chat = app.chat
+        for n in range(40):  # a conversation taller than the view, followed
+            await chat.add_notice(f"earlier line {n}")
         item = AssistantItem(streaming=True)
         await chat.add(item)
-        await pilot.pause()
+        await until(pilot, lambda: chat.max_scroll_y > 0 and chat.scroll_y == chat.max_scroll_y, "the end")
         await item.write("".join(f"grown line {n}\n\n" for n in range(200)))  # not through the chat
-        await until(pilot, lambda: chat.max_scroll_y > 100, "the answer to grow")
+        await until(pilot, lambda: chat.max_scroll_y > 300, "the answer to grow")
         await until(pilot, lambda: chat.scroll_y == chat.max_scroll_y, "the chat to follow the growth")
         assert item.region.bottom <= chat.content_region.bottom
 
