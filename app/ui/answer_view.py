@@ -37,8 +37,26 @@ TAIL_DUTY = 0.25  # the open last block is re-parsed and redrawn at most this sh
 BULLETS = ("• ", "▪ ", "‣ ", "⭑ ", "◦ ")  # by list depth, as textual.widgets.Markdown
 
 
+_MARKER = re.compile(r"<<ccr:[^<>\s]+>>")  # a key, or a placeholder such as <<ccr:KEY>>
+
+
+def _ccr_marker(state, silent: bool) -> bool:
+    """`<<ccr:KEY>>` is an archive marker, shown and copied as it is — not `<` + an autolink + `>`."""
+    if not state.src.startswith("<<ccr:", state.pos):
+        return False
+    match = _MARKER.match(state.src, state.pos)
+    if match is None:
+        return False
+    if not silent:
+        state.push("text", "", 0).content = match.group(0)
+    state.pos = match.end()
+    return True
+
+
 def _markdown_parser() -> MarkdownIt:
-    return MarkdownIt("gfm-like")
+    parser = MarkdownIt("gfm-like")
+    parser.inline.ruler.after("text", "ccr_marker", _ccr_marker)
+    return parser
 
 
 _PARSER = _markdown_parser()  # the event loop's; a thread parse makes its own
@@ -281,9 +299,9 @@ class _Painter:
         for child in token.children:
             kind = child.type
             if kind == "text":
-                add(re.sub(r"\s+", " ", child.content))
+                add(child.content)  # a terminal shows spaces as they are: aligned columns stay aligned
             elif kind == "softbreak":
-                add(" ")
+                add("\n")  # a single line break is kept, as chat clients do (a plain-text table stays a table)
             elif kind == "hardbreak":
                 add("\n")
             elif kind == "code_inline":
