@@ -52,6 +52,7 @@ PANEL_KEYS = 7  # alt+1 … alt+7 (ctrl+1 … ctrl+7 where the terminal reports 
 DEFAULT_PANELS = ("payload", "ladder", "compaction", "archive", "requests", "hooks", "cost")
 SDK_MODULES = {"anthropic": "anthropic", "lab": "anthropic", "openai": "openai", "bedrock": "boto3"}
 NARROW_COLUMNS = 110  # a terminal narrower than this starts with the inspector hidden (F2 shows it)
+INSPECTOR_MIN_COLUMNS = 80  # the chat and the inspector need 40 columns each (styles/app.tcss min-width)
 INTERRUPT_QUIT_WINDOW_S = 2.0  # a second Ctrl+C on an empty, idle prompt within this quits
 GC_YOUNG_THRESHOLD = 5_000  # allocations between young collections (Python's default: 700); see tune_gc
 
@@ -461,7 +462,9 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
             self.running = ""
             if self._waiting:
                 self.call_later(self._send_waiting)
-        if result.outcome == "failed":
+        if result.outcome == "failed" and retry and result.failure is None:  # /retry had nothing to ask again
+            self._command_notice(f"/retry: {result.error}", level="warn")
+        elif result.outcome == "failed":
             failure = result.failure
             retryable = bool(failure and (failure.recoverable or getattr(failure, "retryable", False)))
             self.notify(result.error[:300] + (" — /retry asks again" if retryable else ""),
@@ -573,11 +576,26 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
             self.notify(f"The terminal is {event.size.width} columns wide: the inspector is hidden to give the "
                         f"chat room — F2 shows it.", timeout=6)
 
+    def _show_inspector(self) -> bool:
+        """Show the inspector, or say why it cannot be shown here (a terminal too narrow for both panes)."""
+        width, height = self.size
+        if width < INSPECTOR_MIN_COLUMNS:
+            self.notify(f"The terminal is {width}×{height}: the inspector needs {INSPECTOR_MIN_COLUMNS} columns beside "
+                        f"the chat — widen the terminal to see it (/cost and /context show its numbers here).",
+                        severity="warning", timeout=6)
+            return False
+        self.remove_class("-hide-inspector")
+        return True
+
     def action_toggle_inspector(self) -> None:
-        self.toggle_class("-hide-inspector")
+        if self.has_class("-hide-inspector"):
+            self._show_inspector()
+        else:
+            self.add_class("-hide-inspector")
 
     def action_widen_inspector(self) -> None:
-        self.remove_class("-hide-inspector")
+        if not self._show_inspector():
+            return
         self.toggle_class("-wide-inspector")
         if hasattr(self.inspector, "wide"):
             self.inspector.wide = self.has_class("-wide-inspector")
@@ -591,9 +609,8 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
     def action_panel(self, number: int) -> None:
         inspector = self.inspector
         names = self.panel_names()
-        if not 1 <= number <= len(names):
+        if not 1 <= number <= len(names) or not self._show_inspector():
             return
-        self.remove_class("-hide-inspector")
         show = getattr(inspector, "show_panel", None)
         if callable(show):
             show(names[number - 1])
@@ -722,7 +739,8 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
             ("tokens", f"{c.input_tokens:,} in · {c.output_tokens:,} out · {c.cache_read_tokens:,} cache read · "
                        f"{c.cache_write_tokens:,} cache write"),
             ("cost", f"${c.cost_usd:.4f}" + (f" ({c.unpriced_requests} unpriced)" if c.unpriced_requests else "")),
-            ("summarizer", f"{c.summarizer_calls} calls · {c.summarizer_input_tokens:,} in · "
+            ("summarizer", f"{c.summarizer_calls} call{'' if c.summarizer_calls == 1 else 's'} · "
+                           f"{c.summarizer_input_tokens:,} in · "
                            f"{c.summarizer_output_tokens:,} out · ${c.summarizer_cost_usd:.4f}"),
             ("compactions", joined(c.compactions) + (f" · by level: {joined(c.compactions_by_level)}"
                                                      if c.compactions_by_level else "")),
@@ -735,11 +753,16 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
 
     async def _cmd_context(self, _arg: str) -> None:
         r = self.engine.context_report()
-        cap = format_size(r["effective_cap"]) if r["effective_cap"] else "none known"
         share = f" ({r['predicted_bytes'] / r['effective_cap']:.0%} of the cap)" if r["effective_cap"] else ""
+        if r["effective_cap"]:
+            cap = f"{format_size(r['effective_cap'])} — {r['cap_source']}" + (f": {r['cap_detail']}"
+                                                                               if r.get("cap_detail") else "")
+        else:
+            cap = (f"none known — a request over {format_size(self.settings.no_cap_warn_bytes)} warns once; "
+                   f"/cap SIZE or max_payload sets one, a gateway's rejection teaches one")
         rows = [
             ("next request", f"{format_size(r['predicted_bytes'])}{share}"),
-            ("cap", f"{cap} — {r['cap_source']}" + (f": {r['cap_detail']}" if r.get("cap_detail") else "")),
+            ("cap", cap),
             ("tokens", f"≈{r['estimated_tokens']:,} of a {r['context_window']:,}-token window "
                        f"({r['bytes_per_token']:.2f} bytes/token)"),
             ("messages", f"{r['messages_in_view']:,} in the view · {r['messages_in_master']:,} in the master log"),

@@ -353,6 +353,8 @@ class Chat(VerticalScroll, can_focus=True):
             if finished is None and partial:
                 self._mark_last_partial(only_this_turn=True)
             if event.outcome == "cancelled":
+                for block in self._tools.values():
+                    block.stop()
                 kept = finished is not None or self._last_answer_of_turn_is_partial()
                 await self.add_notice("turn cancelled — what arrived is kept, marked partial" if kept else
                                       "turn cancelled before any answer arrived", level="warn", code="cancelled")
@@ -554,6 +556,8 @@ class Chat(VerticalScroll, can_focus=True):
                         block = tools[result.call_id]
                         block.done, block.is_error = True, result.is_error
                         block.result, block.chars = result.content[:500], len(result.content)
+        for block in tools.values():
+            block.stopped = not block.done  # a call the log has no result for never finished
         items = items[-PRUNE_TO:] if len(items) > RENDER_BUDGET else items
         self._tools.update({b.call_id: b for b in items if isinstance(b, ToolBlock)})
         if items:
