@@ -545,6 +545,7 @@ class AnswerView(Widget):
         self._ys: list[int] = []
         self._height = 0
         self._laid_out_height = 0
+        self._announced_height = 0  # the height the chat was last told of (Grew) or grew by an append
         self._timer: Timer | None = None
         self._keep_tokens = False  # the document defines reference links: a block alone would lose them
         self._style_table: list[RichStyle | None] = [None]
@@ -846,10 +847,13 @@ class AnswerView(Widget):
         self._relayout()
         if self._height != self._laid_out_height:  # what the last layout got from get_content_height
             self.refresh(layout=True)
-            if announce and self._height > self._laid_out_height:
-                self.post_message(self.Grew())
         elif drew:
             self.refresh()
+        # Said against what was last said, not against the last layout: a layout that ran in between
+        # (another widget's) must not swallow the news that the answer grew.
+        if announce and self._height > self._announced_height:
+            self.post_message(self.Grew())
+        self._announced_height = self._height
         if not self._jobs and (self._draw_pending() or (self._ingest_pending and self._streaming)):
             self._kick()
 

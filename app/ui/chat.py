@@ -22,10 +22,12 @@ import contextlib
 from collections.abc import Iterable
 
 from textual import events
+from textual.app import ScreenStackError
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.reactive import reactive
+from textual.timer import Timer
 from textual.widgets import Static
 
 from app.engine.events import (
@@ -52,6 +54,7 @@ from app.ui.chat_items import AssistantItem, ChatItem, NoticeItem, ReportItem, T
 
 FLUSH_INTERVAL_S = 0.05  # coalesce deltas: 20 appends (and re-layouts) a second at most
 FOLLOW_ROWS = 2  # "at the bottom" means within this many rows of the end
+SHORT_WATCH_S = 0.1  # how often a conversation shorter than the view is checked for having outgrown it
 RENDER_BUDGET = 400  # rendered items kept; older ones are pruned from the screen (never from the store)
 PRUNE_TO = 300
 
@@ -114,6 +117,7 @@ class Chat(VerticalScroll, can_focus=True):
         self._pruned_marker: Static | None = None
         self._released = False  # Textual released the anchor (a scroll that was not a follow)
         self._anchor_check_pending = False
+        self._short_watch: Timer | None = None
 
     # -- reading (tests, copy, the app) ----------------------------------------------------------------
     @property
@@ -153,6 +157,9 @@ class Chat(VerticalScroll, can_focus=True):
     # the growth of a block drawn later). Any scroll that is not ours releases the anchor
     # (`release_anchor`, called by Textual); `follow` mirrors the anchor for the marker and the tests.
     def on_mount(self) -> None:
+        # While the conversation is shorter than the view it is not anchored (see _anchor_if_scrollable);
+        # this cheap check anchors it the moment it outgrows the view, whatever made it grow.
+        self._short_watch = self.set_interval(SHORT_WATCH_S, self._check_anchor_after_layout, name="follow watch")
         self._anchor_if_scrollable()
 
     def at_bottom(self) -> bool:
@@ -171,9 +178,14 @@ class Chat(VerticalScroll, can_focus=True):
             if not self.is_anchored or self._released:
                 self._released = False
                 self.anchor()
-        elif self.is_anchored:
-            self.anchor(False)
-            self.scroll_to(y=0, animate=False, immediate=True, release_anchor=False)
+            if self._short_watch is not None:
+                self._short_watch.pause()
+        else:
+            if self.is_anchored:
+                self.anchor(False)
+                self.scroll_to(y=0, animate=False, immediate=True, release_anchor=False)
+            if self._short_watch is not None:
+                self._short_watch.resume()
 
     def release_anchor(self) -> None:
         """A scroll that is not a follow (the wheel, the scrollbar, a key, the cursor): once it has
@@ -183,7 +195,7 @@ class Chat(VerticalScroll, can_focus=True):
         self.call_after_refresh(self._after_release)
 
     def _after_release(self) -> None:
-        if self.max_scroll_y - self.scroll_y < 1:
+        if self.max_scroll_y - self.scroll_target_y < 1:  # where the scroll goes (an animated one has not yet)
             self._follow()
         else:
             self.follow = False
@@ -204,12 +216,13 @@ class Chat(VerticalScroll, can_focus=True):
 
     def _check_anchor_after_layout(self) -> None:
         self._anchor_check_pending = False
-        if self.follow:
-            self._anchor_if_scrollable()
+        if self.follow and self.is_attached and not getattr(self.app, "quitting", False):
+            with contextlib.suppress(ScreenStackError):  # the app is closing under the timer
+                self._anchor_if_scrollable()
 
     def watch_scroll_y(self, old: float, new: float) -> None:
         super().watch_scroll_y(old, new)
-        if not self.follow and self.at_bottom():
+        if not self.follow and self.at_bottom() and self.max_scroll_y - self.scroll_target_y <= FOLLOW_ROWS:
             self._follow()  # the user scrolled back down to the end (or the content shrank)
 
     def on_resize(self, event: events.Resize) -> None:

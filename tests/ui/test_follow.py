@@ -104,3 +104,35 @@ async def test_scrolled_up_the_chat_stays_put_and_says_new_output_is_below(lab, 
         await pilot.press("alt+down")  # jump to the latest and follow again
         await until(pilot, lambda: chat.follow and chat.scroll_y == chat.max_scroll_y and not marker.display,
                     "the jump to the end")
+
+
+async def test_a_short_conversation_that_outgrows_the_view_unannounced_is_followed(lab, tmp_path):
+    """Shorter than the view it starts at the top; once an untold growth makes it taller, it follows."""
+    app = make_app(lab_settings(lab), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        chat = app.chat
+        item = AssistantItem(streaming=True)
+        await chat.add(item)
+        await pilot.pause()
+        assert chat.max_scroll_y == 0 and chat.scroll_y == 0  # short: at the top, not pinned to the bottom
+        await item.write("".join(f"grown line {n}\n\n" for n in range(200)))  # not through the chat
+        await until(pilot, lambda: chat.max_scroll_y > 300 and chat.scroll_y == chat.max_scroll_y,
+                    "the chat to follow the growth")
+
+
+async def test_page_up_stops_following_and_new_output_is_marked(lab, tmp_path):
+    app = make_app(lab_settings(lab), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await send(pilot, "!big 8KB")
+        chat = app.chat
+        await until(pilot, lambda: chat.max_scroll_y > 0 and chat.scroll_y == chat.max_scroll_y, "the end")
+        await pilot.press("ctrl+o", "pageup")
+        await until(pilot, lambda: not chat.follow and chat.scroll_y < chat.max_scroll_y, "the page up")
+        where = chat.scroll_y
+        await pilot.press("escape")
+        await send(pilot, "and more")
+        marker = app.query_one("#new-output")
+        await until(pilot, lambda: marker.display, "the new-output marker")
+        assert chat.scroll_y == where
