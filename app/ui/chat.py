@@ -226,8 +226,8 @@ class Chat(VerticalScroll, can_focus=True):
             self._follow()  # the user scrolled back down to the end (or the content shrank)
 
     def on_resize(self, event: events.Resize) -> None:
-        """The content grew or shrank (any cause): while following, anchor it once it is taller than the
-        view; while not, say there is more below."""
+        """The chat was resized (the terminal, the inspector shown or hidden): following, anchor it if it is
+        now taller than the view; not following, say when there is more below."""
         if self.follow:
             self._anchor_if_scrollable()
         elif self.max_scroll_y - self.scroll_y > FOLLOW_ROWS:
