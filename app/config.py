@@ -18,7 +18,7 @@ from typing import Any
 
 import platformdirs
 
-from app.sizes import SizeError, parse_size
+from app.sizes import SizeError, format_size, parse_size
 
 PROVIDERS = ("anthropic", "openai", "bedrock", "lab")
 APPROVAL_MODES = ("ask", "auto-read", "auto-edit", "never-ask")
@@ -30,7 +30,17 @@ HOOK_EVENTS = (
 
 
 class ConfigError(Exception):
-    """A configuration problem, worded for the user (file:line: what is wrong and what to do)."""
+    """A configuration problem, worded for the user (file:line: what is wrong and what to do).
+
+    `problems` lists every problem found (a file is checked whole, so one run reports them all);
+    the message is the one problem, or all of them, one a line."""
+
+    def __init__(self, message: str = "", *, problems: list[str] | tuple[str, ...] = ()) -> None:
+        self.problems: tuple[str, ...] = tuple(problems) or ((message,) if message else ())
+        if not message and len(self.problems) > 1:
+            message = f"{len(self.problems)} problems in the configuration:\n" + "\n".join(
+                f"  {problem}" for problem in self.problems)
+        super().__init__(message or (self.problems[0] if self.problems else ""))
 
 
 def data_home() -> Path:
@@ -41,7 +51,7 @@ def data_home() -> Path:
 
 def config_path() -> Path:
     override = os.environ.get("BULKHEAD_CONFIG")
-    return Path(override).expanduser() if override else platformdirs.user_config_path("bulkhead") / "config.toml"
+    return Path(override).expanduser() if override else _default_path()
 
 
 def example_config_path() -> Path:
@@ -53,8 +63,10 @@ def example_config_path() -> Path:
     raise ConfigError("config.example.toml is missing from this installation; reinstall bulkhead")
 
 
-def _opt(kind: str, help: str, choices: tuple[str, ...] = ()) -> dict:
-    return {"kind": kind, "help": help, "choices": choices}
+def _opt(kind: str, help: str, choices: tuple[str, ...] = (), *, low: float | None = None,
+         high: float | None = None, above: float | None = None) -> dict:
+    """A setting's metadata: its kind, help, choices, and its range (`low` ≤ v ≤ `high`, v > `above`)."""
+    return {"kind": kind, "help": help, "choices": choices, "low": low, "high": high, "above": above}
 
 
 @dataclass(frozen=True)
@@ -117,14 +129,17 @@ class Settings:
     """Every tunable number of DESIGN.md §4–§8. Each is also `BULKHEAD_<NAME>` in the environment."""
 
     default_route: str | None = field(default=None, metadata=_opt("str?", "route used when none is given"))
-    max_payload: int | None = field(default=None, metadata=_opt("size?", "request body cap for every route"))
-    context_window: int | None = field(default=None, metadata=_opt("int?", "context window override (tokens)"))
-    max_output_tokens: int = field(default=8192, metadata=_opt("int", "max_tokens of a normal request"))
-    max_recovery_attempts: int = field(default=3, metadata=_opt("int", "recovery ladder attempts per failure"))
-    max_token_escalations: int = field(default=2, metadata=_opt("int", "max_tokens doublings per answer"))
-    emergency_keep_messages: int = field(default=10, metadata=_opt("int", "L2: non-system messages kept"))
-    nuclear_keep_messages: int = field(default=4, metadata=_opt("int", "L3: non-system messages kept"))
-    nuclear_message_chars: int = field(default=4000, metadata=_opt("int", "L3: cap per kept message"))
+    max_payload: int | None = field(default=None, metadata=_opt("size?", "request body cap for every route",
+                                                                       low=1024))
+    context_window: int | None = field(default=None, metadata=_opt("int?", "context window override (tokens)",
+                                                                       low=1000))
+    max_output_tokens: int = field(default=8192, metadata=_opt("int", "max_tokens of a normal request", low=1))
+    max_recovery_attempts: int = field(default=3, metadata=_opt("int", "recovery ladder attempts per failure",
+                                                                 high=10))
+    max_token_escalations: int = field(default=2, metadata=_opt("int", "max_tokens doublings per answer", high=10))
+    emergency_keep_messages: int = field(default=10, metadata=_opt("int", "L2: non-system messages kept", low=1))
+    nuclear_keep_messages: int = field(default=4, metadata=_opt("int", "L3: non-system messages kept", low=1))
+    nuclear_message_chars: int = field(default=4000, metadata=_opt("int", "L3: cap per kept message", low=100))
     assistant_cut_chars: int = field(default=5000, metadata=_opt("int", "L1: assistant messages cut above"))
     microcompact_truncate_turns: int = field(default=2, metadata=_opt("int", "tool result age for preview"))
     microcompact_summarize_turns: int = field(default=4, metadata=_opt("int", "tool result age for one line"))
@@ -132,32 +147,36 @@ class Settings:
     microcompact_summarize_min_chars: int = field(default=1000, metadata=_opt("int", "one line only above"))
     microcompact_head_chars: int = field(default=2000, metadata=_opt("int", "preview head"))
     microcompact_tail_chars: int = field(default=500, metadata=_opt("int", "preview tail"))
-    turn_budget_chars: int = field(default=200_000, metadata=_opt("int", "tool output per turn"))
-    result_max_chars: int = field(default=20_000, metadata=_opt("int", "tool output per result"))
+    turn_budget_chars: int = field(default=200_000, metadata=_opt("int", "tool output per turn", low=1000))
+    result_max_chars: int = field(default=20_000, metadata=_opt("int", "tool output per result", low=500))
     compact_model: str | None = field(default=None, metadata=_opt("str?", "route that writes summaries"))
-    compact_threshold: float = field(default=0.85, metadata=_opt("float", "window share that compacts"))
-    compact_target: float = field(default=0.50, metadata=_opt("float", "window share compaction aims at"))
-    preflight_ratio: float = field(default=0.85, metadata=_opt("float", "cap share that compacts first"))
-    preflight_target: float = field(default=0.40, metadata=_opt("float", "cap share preflight aims at"))
+    compact_threshold: float = field(default=0.85, metadata=_opt("float", "window share that compacts",
+                                                                   above=0, high=1))
+    compact_target: float = field(default=0.50, metadata=_opt("float", "window share compaction aims at",
+                                                                above=0, high=1))
+    preflight_ratio: float = field(default=0.85, metadata=_opt("float", "cap share that compacts first",
+                                                                 above=0, high=1))
+    preflight_target: float = field(default=0.40, metadata=_opt("float", "cap share preflight aims at",
+                                                                  above=0, high=1))
     no_cap_warn_bytes: int = field(default=int(2.5 * 1024 * 1024), metadata=_opt("size", "warn once above"))
-    fallback_cap: int = field(default=4 * 1024 * 1024, metadata=_opt("size", "cap when size is unknown"))
+    fallback_cap: int = field(default=4 * 1024 * 1024, metadata=_opt("size", "cap when size is unknown", low=1024))
     drop_payload_min_bytes: int = field(default=500_000, metadata=_opt("int", "drops count as payload above"))
     summary_min_chars_cap: int = field(default=80, metadata=_opt("int", "quality gate floor cap"))
     summary_skip_after_miss: int = field(default=2, metadata=_opt("int", "summaries skipped after a miss"))
     summary_keep_messages: int = field(default=6, metadata=_opt("int", "recent messages a summary keeps whole"))
     summarizer_floor_chars: int = field(default=20_000, metadata=_opt("int", "summarizer input floor"))
-    summary_timeout: float = field(default=600.0, metadata=_opt("float", "seconds a summary may take"))
-    retry_max_attempts: int = field(default=4, metadata=_opt("int", "transient retries per request"))
+    summary_timeout: float = field(default=600.0, metadata=_opt("float", "seconds a summary may take", above=0))
+    retry_max_attempts: int = field(default=4, metadata=_opt("int", "transient retries per request", high=20))
     retry_base_delay: float = field(default=1.0, metadata=_opt("float", "first backoff (seconds)"))
     retry_max_delay: float = field(default=30.0, metadata=_opt("float", "longest backoff (seconds)"))
-    request_timeout: float = field(default=600.0, metadata=_opt("float", "seconds per request"))
-    connect_timeout: float = field(default=10.0, metadata=_opt("float", "seconds to connect"))
+    request_timeout: float = field(default=600.0, metadata=_opt("float", "seconds per request", above=0))
+    connect_timeout: float = field(default=10.0, metadata=_opt("float", "seconds to connect", above=0))
     approval: str = field(default="auto-read", metadata=_opt("choice", "tool approvals", APPROVAL_MODES))
     workspace: str | None = field(default=None, metadata=_opt("str?", "folder tools work in (default: cwd)"))
     max_mentions: int = field(default=10, metadata=_opt("int", "@file mentions attached per prompt"))
     context_engine: str = field(default="local", metadata=_opt("choice", "local or provider", CONTEXT_ENGINES))
     har_body_limit: int = field(default=64 * 1024, metadata=_opt("size", "body bytes kept per HAR entry"))
-    hook_timeout: float = field(default=60.0, metadata=_opt("float", "default hook timeout (seconds)"))
+    hook_timeout: float = field(default=60.0, metadata=_opt("float", "default hook timeout (seconds)", above=0))
     theme: str | None = field(default=None, metadata=_opt("str?", "Textual theme (else the last used)"))
     shell_env_passthrough: tuple[str, ...] = field(
         default=(), metadata=_opt("names", "provider credentials the shell tool may still see"))
@@ -331,71 +350,187 @@ def _read_toml(path: Path) -> tuple[dict, str]:
         raise ConfigError(f"{path}: invalid TOML: {reason}") from None
 
 
-def _parse_routes(raw: Any, origin: _Origin) -> dict[str, Route]:
+class _Problems:
+    """Every problem of one load, in the order found (a file is checked whole, not up to its first error)."""
+
+    def __init__(self) -> None:
+        self.items: list[str] = []
+
+    def add(self, message: str) -> None:
+        self.items.append(message)
+
+    def convert(self, kind: str, value: Any, key: str, where: str, choices: tuple[str, ...] = (),
+                meta: Mapping[str, Any] | None = None) -> tuple[bool, Any]:
+        """(True, converted value), or (False, None) with the problem noted."""
+        try:
+            converted = _convert(kind, value, key, where, choices)
+            if meta is not None:
+                _check_range(converted, key, where, meta)
+            return True, converted
+        except ConfigError as exc:
+            self.add(str(exc))
+            return False, None
+
+
+def _check_range(value: Any, key: str, where: str, meta: Mapping[str, Any]) -> None:
+    """A value outside its key's range is an error that says the range (e.g. compact_threshold = 1.5)."""
+    if value is None or isinstance(value, str):
+        return
+    low, high, above = meta.get("low"), meta.get("high"), meta.get("above")
+    too_low = (low is not None and value < low) or (above is not None and value <= above)
+    too_high = high is not None and value > high
+    if not (too_low or too_high):
+        return
+    shown = format_size(value) if str(meta.get("kind", "")).startswith("size") else f"{value:g}"
+    bound = lambda v: format_size(v) if str(meta.get("kind", "")).startswith("size") else f"{v:g}"  # noqa: E731
+    if above is not None and high is not None:
+        wanted = f"more than {bound(above)} and at most {bound(high)}"
+        if high == 1 and above == 0:
+            wanted += " (a share: 0.85 means 85%)"
+    elif low is not None and high is not None:
+        wanted = f"between {bound(low)} and {bound(high)}"
+    elif high is not None:
+        wanted = f"at most {bound(high)}"
+    elif above is not None:
+        wanted = f"more than {bound(above)}"
+    else:
+        wanted = f"at least {bound(low)}"
+    raise ConfigError(f"{where}: {key} = {shown} is out of range: it must be {wanted}")
+
+
+_URL_RE = re.compile(r"^(https?)://[^/\s?#]+", re.I)
+
+
+def check_url(value: str, key: str, where: str) -> None:
+    """A base URL must say how to connect: `127.0.0.1:8787` fails every request later, so say so now."""
+    if _URL_RE.match(value):
+        return
+    if "://" not in value:
+        local = re.match(r"^(localhost|127\.|\[::1\]|0\.0\.0\.0|10\.|192\.168\.)", value)
+        raise ConfigError(f"{where}: {key} = {value!r} has no scheme — add http:// for a local server "
+                          f"(\"http://{value}\") or https:// for a remote one"
+                          + ("" if local else f" (\"https://{value}\")"))
+    raise ConfigError(f"{where}: {key} = {value!r} must start with http:// or https://")
+
+
+def _parse_routes(raw: Any, origin: _Origin, problems: _Problems) -> dict[str, Route]:
     if not isinstance(raw, dict):
-        raise ConfigError(f"{origin.where('', 'routes')}: routes must be a table of [routes.NAME] tables")
+        problems.add(f"{origin.where('', 'routes')}: routes must be a table of [routes.NAME] tables")
+        return {}
     routes: dict[str, Route] = {}
     for name, table in raw.items():
         section = f"routes.{name}"
         if not isinstance(table, dict):
-            raise ConfigError(f"{origin.where('routes', name)}: routes.{name} must be a table")
+            problems.add(f"{origin.where('routes', name)}: routes.{name} must be a table")
+            continue
         values: dict[str, Any] = {}
+        valid = True
         for key, value in table.items():
             where = origin.where(section, key)
             if key not in _ROUTE_KEYS:
                 known = ", ".join(_ROUTE_KEYS)
-                raise ConfigError(f"{where}: unknown key {key!r} = {_shown(value, key)} in [routes.{name}] "
-                                  f"(known: {known})")
-            values[key] = _convert(_ROUTE_KEYS[key], value, f"routes.{name}.{key}", where, PROVIDERS)
-            if key == "api_key_env" and not ENV_NAME_RE.match(values[key]):
-                raise ConfigError(f"{where}: routes.{name}.api_key_env names the environment variable that holds "
-                                  f"the key (e.g. \"AZURE_OPENAI_API_KEY\"), not the key itself: "
-                                  f"{_shown(values[key], key)}")
-        if "provider" not in values:
-            raise ConfigError(f"{origin.where('routes', name)}: [routes.{name}] needs provider = "
-                              f"one of {', '.join(PROVIDERS)}")
-        if "model" not in values:
-            if values["provider"] != "lab":
-                raise ConfigError(f"{origin.where('routes', name)}: [routes.{name}] needs model = \"...\"")
+                problems.add(f"{where}: unknown key {key!r} = {_shown(value, key)} in [routes.{name}] "
+                             f"(known: {known})")
+                valid = False
+                continue
+            ok, converted = problems.convert(_ROUTE_KEYS[key], value, f"routes.{name}.{key}", where, PROVIDERS,
+                                             _ROUTE_RANGES.get(key))
+            if ok and key in ("base_url", "endpoint_url") and converted:
+                try:
+                    check_url(converted, f"routes.{name}.{key}", where)
+                except ConfigError as exc:
+                    problems.add(str(exc))
+                    ok = False
+            if ok and key == "api_key_env" and not ENV_NAME_RE.match(converted):
+                problems.add(f"{where}: routes.{name}.api_key_env names the environment variable that holds "
+                             f"the key (e.g. \"AZURE_OPENAI_API_KEY\"), not the key itself: "
+                             f"{_shown(converted, key)}")
+                ok = False
+            valid = valid and ok
+            if ok:
+                values[key] = converted
+        if "provider" not in table:
+            problems.add(f"{origin.where('routes', name)}: [routes.{name}] needs provider = "
+                         f"one of {', '.join(PROVIDERS)}")
+            continue
+        if "model" not in table:
+            if values.get("provider") not in ("lab", None):
+                problems.add(f"{origin.where('routes', name)}: [routes.{name}] needs model = \"...\"")
+                continue
             values["model"] = "lab-1"
-        routes[name] = Route(name=name, **values)
+        if valid:
+            routes[name] = Route(name=name, **values)
     return routes
 
 
-def _parse_hooks(raw: Any, origin: _Origin, default_timeout: float) -> tuple[HookSpec, ...]:
+_ROUTE_RANGES: dict[str, dict[str, Any]] = {
+    "max_payload": {"kind": "size", "low": 1024},
+    "context_window": {"kind": "int", "low": 1000},
+    "max_output_tokens": {"kind": "int", "low": 1},
+}
+
+
+def _parse_hooks(raw: Any, origin: _Origin, default_timeout: float, problems: _Problems) -> tuple[HookSpec, ...]:
     if not isinstance(raw, dict):
-        raise ConfigError(f"{origin.where('', 'hooks')}: hooks must be tables like [[hooks.PreToolUse]]")
+        problems.add(f"{origin.where('', 'hooks')}: hooks must be tables like [[hooks.PreToolUse]]")
+        return ()
     specs: list[HookSpec] = []
     for event, entries in raw.items():
         if event not in HOOK_EVENTS:
-            raise ConfigError(f"{origin.where('hooks', event)}: unknown hook event {event!r} "
-                              f"(known: {', '.join(HOOK_EVENTS)})")
+            problems.add(f"{origin.where('hooks', event)}: unknown hook event {event!r} "
+                         f"(known: {', '.join(HOOK_EVENTS)})")
+            continue
         if isinstance(entries, dict):
             entries = [entries]
         if not isinstance(entries, list):
-            raise ConfigError(f"{origin.where('hooks', event)}: hooks.{event} must be [[hooks.{event}]] tables "
-                              f"with command = \"...\", not {entries!r}")
+            problems.add(f"{origin.where('hooks', event)}: hooks.{event} must be [[hooks.{event}]] tables "
+                         f"with command = \"...\", not {entries!r}")
+            continue
         for entry in entries:
             if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
-                raise ConfigError(f"{origin.where('hooks', event)}: each [[hooks.{event}]] needs command = \"...\"")
+                problems.add(f"{origin.where('hooks', event)}: each [[hooks.{event}]] needs command = \"...\"")
+                continue
             where = origin.where(f"hooks.{event}", "timeout")
-            timeout = _convert("float", entry.get("timeout", default_timeout), f"hooks.{event}.timeout", where)
+            ok, timeout = problems.convert("float", entry.get("timeout", default_timeout), f"hooks.{event}.timeout",
+                                           where, meta={"kind": "float", "above": 0})
             matcher = entry.get("matcher", "")
             if not isinstance(matcher, str):
-                raise ConfigError(f"{origin.where(f'hooks.{event}', 'matcher')}: matcher must be a string")
-            specs.append(HookSpec(event=event, command=entry["command"], matcher=matcher, timeout=timeout))
+                problems.add(f"{origin.where(f'hooks.{event}', 'matcher')}: matcher must be a string")
+                continue
+            if ok:
+                specs.append(HookSpec(event=event, command=entry["command"], matcher=matcher, timeout=timeout))
     return tuple(specs)
 
 
-def _parse_keys(raw: Any, origin: _Origin) -> dict[str, str]:
+def _parse_keys(raw: Any, origin: _Origin, problems: _Problems) -> dict[str, str]:
     """`[keys]`: binding id → key (with fallbacks, comma separated), e.g. "app.inspector" = "f4"."""
     if not isinstance(raw, dict):
-        raise ConfigError(f"{origin.where('', 'keys')}: keys must be a table: [keys] \"app.help\" = \"f1\"")
-    for binding, keys in raw.items():
-        if not isinstance(keys, str) or not keys.strip():
-            raise ConfigError(f"{origin.where('keys', binding)}: keys.{binding} = {keys!r} is not a key name "
-                              f"(e.g. \"f4\" or \"ctrl+b,alt+b\")")
-    return dict(raw)
+        problems.add(f"{origin.where('', 'keys')}: keys must be a table: [keys] \"app.help\" = \"f1\"")
+        return {}
+    keys: dict[str, str] = {}
+    for binding, value in raw.items():
+        if not isinstance(value, str) or not value.strip():
+            problems.add(f"{origin.where('keys', binding)}: keys.{binding} = {value!r} is not a key name "
+                         f"(e.g. \"f4\" or \"ctrl+b,alt+b\")")
+            continue
+        keys[binding] = value
+    return keys
+
+
+def _check_pairs(values: Mapping[str, Any], sources: Mapping[str, str], problems: _Problems) -> None:
+    """Settings that only make sense together: a target below its threshold, a backoff below its cap."""
+    pairs = (("compact_target", "compact_threshold"), ("preflight_target", "preflight_ratio"),
+             ("retry_base_delay", "retry_max_delay"))
+    for smaller, larger in pairs:
+        if smaller not in values and larger not in values:
+            continue
+        low = values.get(smaller, SETTING_FIELDS[smaller].default)
+        high = values.get(larger, SETTING_FIELDS[larger].default)
+        strict = smaller != "retry_base_delay"
+        if low is not None and high is not None and (low >= high if strict else low > high):
+            where = sources.get(smaller if smaller in values else larger, "config")
+            problems.add(f"{where}: {smaller} = {low:g} must be {'below' if strict else 'at most'} "
+                         f"{larger} = {high:g}")
 
 
 def _register_secrets(settings: Settings, env: Mapping[str, str]) -> None:
@@ -503,55 +638,84 @@ def load_settings(
     env: Mapping[str, str] | None = None,
     flags: Mapping[str, Any] | None = None,
 ) -> Settings:
-    """Build Settings from defaults, the config file (if present), the environment and flags."""
+    """Build Settings from defaults, the config file (if present), the environment and flags.
+
+    Every problem is collected (each with its file:line or variable) and raised together in one
+    ConfigError. A config file named by BULKHEAD_CONFIG that does not exist is one of them: an
+    explicit path is never silently replaced by the defaults."""
     env = os.environ if env is None else env
+    named = os.environ.get("BULKHEAD_CONFIG") if path is None else None
     path = config_path() if path is None else path
     raw: dict = {}
     origin = _Origin(None, "")
     if path.exists():
         raw, text = _read_toml(path)
         origin = _Origin(path, text)
+    elif named:
+        raise ConfigError(f"BULKHEAD_CONFIG={named}: no such file — create it (`bulkhead config init` writes a "
+                          f"commented one there), fix the path, or unset BULKHEAD_CONFIG to use {_default_path()}")
 
+    problems = _Problems()
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
     for key, value in raw.items():
         if key in ("routes", "hooks", "keys", "classifier"):
             continue
         if key not in SETTING_FIELDS:
-            raise ConfigError(f"{origin.where('', key)}: unknown key {key!r} = {_shown(value, key)} "
-                              f"(see config.example.toml for every key)")
+            problems.add(f"{origin.where('', key)}: unknown key {key!r} = {_shown(value, key)} "
+                         f"(see config.example.toml for every key)")
+            continue
         meta = SETTING_FIELDS[key].metadata
         where = origin.where("", key)
-        values[key] = _convert(meta["kind"], value, key, where, meta["choices"])
-        sources[key] = where
+        ok, converted = problems.convert(meta["kind"], value, key, where, meta["choices"], meta)
+        if ok:
+            values[key] = converted
+            sources[key] = where
 
     for key, spec in SETTING_FIELDS.items():
         env_name = f"BULKHEAD_{key.upper()}"
         if env_name in env:
             meta = spec.metadata
-            values[key] = _convert(meta["kind"], env[env_name], key, f"environment {env_name}", meta["choices"])
-            sources[key] = f"env {env_name}"
+            ok, converted = problems.convert(meta["kind"], env[env_name], key, f"environment {env_name}",
+                                             meta["choices"], meta)
+            if ok:
+                values[key] = converted
+                sources[key] = f"env {env_name}"
 
     for key, value in (flags or {}).items():
         if value is None:
             continue
         if key not in SETTING_FIELDS:
-            raise ConfigError(f"unknown setting {key!r}")
+            problems.add(f"unknown setting {key!r}")
+            continue
         meta = SETTING_FIELDS[key].metadata
-        values[key] = _convert(meta["kind"], value, key, f"--{key.replace('_', '-')}", meta["choices"])
-        sources[key] = "flag"
+        ok, converted = problems.convert(meta["kind"], value, key, f"--{key.replace('_', '-')}", meta["choices"],
+                                         meta)
+        if ok:
+            values[key] = converted
+            sources[key] = "flag"
 
-    routes = _parse_routes(raw.get("routes", {}), origin)
-    hooks = _parse_hooks(raw.get("hooks", {}), origin, values.get("hook_timeout", 60.0))
-    keys = _parse_keys(raw.get("keys", {}), origin)
-    classifier_rules = _parse_classifier(raw.get("classifier", {}), origin)
+    _check_pairs(values, sources, problems)
+    routes = _parse_routes(raw.get("routes", {}), origin, problems)
+    hooks = _parse_hooks(raw.get("hooks", {}), origin, values.get("hook_timeout", 60.0), problems)
+    keys = _parse_keys(raw.get("keys", {}), origin, problems)
+    try:
+        classifier_rules = _parse_classifier(raw.get("classifier", {}), origin)
+    except ConfigError as exc:
+        problems.add(str(exc))
+        classifier_rules = ()
+    for key in ("default_route", "compact_model"):
+        name = values.get(key)
+        if name is not None and name not in routes and name not in raw.get("routes", {}):
+            known = ", ".join(sorted(routes)) or "none"
+            problems.add(f"{sources.get(key, 'config')}: {key} = {name!r} names no route (configured routes: {known})")
+    if problems.items:
+        raise ConfigError(problems=problems.items)
     settings = Settings(routes=routes, hooks=hooks, keys=keys, sources=sources, classifier_rules=classifier_rules,
                         config_file=path if path.exists() else None, **values)
     _register_secrets(settings, env)
-    for key in ("default_route", "compact_model"):
-        name = getattr(settings, key)
-        if name is not None and name not in routes:
-            known = ", ".join(sorted(routes)) or "none"
-            where = sources.get(key, "config")
-            raise ConfigError(f"{where}: {key} = {name!r} names no route (configured routes: {known})")
     return settings
+
+
+def _default_path() -> Path:
+    return platformdirs.user_config_path("bulkhead") / "config.toml"

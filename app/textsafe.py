@@ -109,7 +109,8 @@ _UNSAFE_IN_JSON = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 def json_text(value: Any, **dumps: Any) -> str:
     """`json.dumps(value, ensure_ascii=False, **dumps)` with DEL, C1 and bidi controls escaped as
     `\\uXXXX`: the same JSON once parsed, and nothing in it a terminal would interpret."""
-    text = json.dumps(value, ensure_ascii=False, **dumps)
+    dumps.setdefault("ensure_ascii", False)
+    text = json.dumps(value, **dumps)
     return _UNSAFE_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 

@@ -25,7 +25,9 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
             monkeypatch.delenv(name, raising=False)
     home = tmp_path / "home"
     monkeypatch.setenv("BULKHEAD_HOME", str(home))
-    monkeypatch.setenv("BULKHEAD_CONFIG", str(tmp_path / "config.toml"))
+    config = tmp_path / "config.toml"
+    config.touch()  # BULKHEAD_CONFIG must name a file that exists (an empty one: every default)
+    monkeypatch.setenv("BULKHEAD_CONFIG", str(config))
     monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.fail.Keyring")
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "aws-config"))
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "aws-credentials"))

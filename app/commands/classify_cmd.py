@@ -13,6 +13,7 @@ import json
 import sys
 from typing import Any
 
+from app.console import json_text
 from app.engine.caps import DEFAULT_FALLBACK_CAP
 from app.engine.failure_rules import Rule
 from app.engine.failures import (
@@ -22,7 +23,6 @@ from app.engine.failures import (
     classify_fields,
     describe_action,
 )
-from app.textsafe import json_text
 
 EXIT_OK, EXIT_USAGE = 0, 2
 STDIN = "-"

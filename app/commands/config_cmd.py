@@ -34,11 +34,12 @@ def run(args) -> int:
 
 def init() -> int:
     target = config_path()
-    if target.exists():
+    empty = target.is_file() and target.stat().st_size == 0  # nothing in it to lose
+    if target.exists() and not empty:
         print(f"bulkhead: {target} already exists; edit it, or move it away to start over", file=sys.stderr)
         return 1
     target.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(target, example_config_path().read_text(encoding="utf-8"), 0o600)
+    atomic_write(target, example_config_path().read_text(encoding="utf-8"), 0o600)  # an empty file is replaced
     print(f"wrote {target}\nuncomment a [routes.NAME] table, then run `bulkhead config check`")
     return 0
 
@@ -48,7 +49,13 @@ def path() -> int:
     from app.store import database_path
 
     target = config_path()
-    print(f"config   {target}{'' if target.exists() else '  (not created yet: bulkhead config init)'}")
+    if not target.exists():
+        hint = "  (not created yet: bulkhead config init)"
+    elif target.is_file() and target.stat().st_size == 0:
+        hint = "  (empty: every default; bulkhead config init writes a commented starter)"
+    else:
+        hint = ""
+    print(f"config   {target}{hint}")
     print(f"state    {state_path()}")
     print(f"database {database_path()}")
     print(f"sessions {data_home() / 'sessions'}")
@@ -98,7 +105,10 @@ def check(args=None) -> int:
     try:
         settings = load_settings(flags=_flags(args))
     except ConfigError as exc:
-        print(f"✖ {exc}")
+        for problem in exc.problems:
+            print(f"✖ {problem}")
+        if len(exc.problems) > 1:
+            print(f"{len(exc.problems)} problems: fix them all, then run `bulkhead config check` again")
         return 2
     print(f"✓ {settings.config_file or 'no config file'}: valid")
     problems = 0

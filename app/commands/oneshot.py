@@ -1,12 +1,13 @@
 """`bulkhead -p PROMPT [--json]`: one turn, the answer on stdout, notices on stderr.
 
-Piped stdin is appended to the prompt, as data: only the argument's `@paths` are attached.
-With `--json`, stdout carries one JSON object per engine event and finally `{"type": "result",
-"text", "session_id", "outcome", "denied"}`. Tools that need approval are asked about on the
-controlling terminal (/dev/tty, even when stdin and stdout are pipes) when there is one, denied
-otherwise (unless `--yes`); every denial is said on stderr. The exit code is 0 for an answer,
-1 for a failure, a partial answer, or an answer given without a tool call that was denied.
-Everything printed goes through `app/textsafe.py` (the CLI wraps stdout and stderr).
+Piped stdin is appended to the prompt, as data: only the argument's `@paths` are attached. With no
+prompt (`-p` alone, or `-p -`) stdin is the prompt. The text of several assistant messages (before and
+after tool calls) is separated by a blank line. With `--json`, stdout carries one JSON object per
+engine event and finally `{"type": "result", "text", "session_id", "outcome", "denied"}`. Tools that
+need approval are asked about on the controlling terminal (/dev/tty, even when stdin and stdout are
+pipes) when there is one, denied otherwise (unless `--yes`); every denial is said on stderr. The exit
+code is 0 for an answer, 1 for a failure, a partial answer, or an answer given without a tool call
+that was denied. Everything printed goes through `app/textsafe.py` (the CLI wraps stdout and stderr).
 """
 
 from __future__ import annotations
@@ -17,12 +18,14 @@ import sys
 import threading
 
 from app.config import load_settings
+from app.console import json_text
 from app.engine.events import (
     CapLearned,
     Compaction,
     CompactionPhase,
     Event,
     HookRun,
+    MessageAdded,
     Notice,
     RecoveryStep,
     Rejection,
@@ -34,7 +37,7 @@ from app.engine.events import (
 )
 from app.redact import StreamRedactor, redact_text, redact_value
 from app.sizes import format_size
-from app.textsafe import display, json_text
+from app.textsafe import display
 
 _LEVEL_MARK = {"info": "ℹ", "warn": "⚠", "error": "✖"}
 
@@ -45,6 +48,8 @@ def settings_flags(args) -> dict:
 
 
 _stdout_midline = False  # the answer's last line on stdout is not finished yet
+_answer_started = False  # an assistant message of this turn has been printed
+_next_message = False  # the next text delta starts another assistant message (after tool calls)
 
 
 def _stderr(line: str) -> None:
@@ -62,19 +67,29 @@ _answer = StreamRedactor()  # a known key split across two streamed chunks is st
 
 def text_printer(event: Event) -> None:
     """Human output: answer text on stdout, everything else as one line on stderr."""
-    global _stdout_midline
+    global _stdout_midline, _answer_started, _next_message
     if isinstance(event, TextDelta):
         shown = _answer.feed(event.text)
-        if shown:
-            sys.stdout.write(shown)
-            sys.stdout.flush()
-            _stdout_midline = not shown.endswith("\n")
+        if not shown:
+            return
+        if _next_message and _answer_started:  # another message of the same answer: a blank line between
+            sys.stdout.write("\n" if not _stdout_midline else "\n\n")
+        _next_message = False
+        _answer_started = True
+        sys.stdout.write(shown)
+        sys.stdout.flush()
+        _stdout_midline = not shown.endswith("\n")
         return
     if rest := _answer.flush():
         sys.stdout.write(rest)
         sys.stdout.flush()
         _stdout_midline = not rest.endswith("\n")
-    if isinstance(event, Notice):
+    if isinstance(event, MessageAdded):
+        if event.role == "assistant":
+            _next_message = True
+    elif isinstance(event, Notice):
+        if event.code == "escalation":  # the answer continues where the token limit cut it
+            _next_message = False
         _stderr(f"{_LEVEL_MARK.get(event.level, 'ℹ')} {event.text}")
     elif isinstance(event, Rejection):
         verb = "rejected" if event.status is not None else "failed"  # no status: no answer came back
@@ -158,8 +173,15 @@ def _terminal_approver():
     return approve
 
 
+STDIN = "-"  # `-p -`: the prompt is stdin; `-p` with no prompt and stdin piped means the same
+
+
 def read_prompt(args) -> str:
-    prompt = args.prompt or ""
+    """The prompt: `-p TEXT` (with piped stdin appended), or stdin itself for `-p -` / a bare `-p`."""
+    given = args.prompt or ""
+    if given == STDIN or (not given and not sys.stdin.isatty()):
+        return sys.stdin.read()  # `-p -` on a terminal reads what is typed up to Ctrl+D
+    prompt = given
     if not sys.stdin.isatty():
         piped = sys.stdin.read()
         if piped.strip():
@@ -173,7 +195,8 @@ def run(args) -> int:
     settings = load_settings(flags=settings_flags(args))
     prompt = read_prompt(args)
     if not prompt.strip():
-        _stderr("bulkhead: nothing to ask — give a prompt: bulkhead -p \"…\" (or pipe text in)")
+        _stderr("bulkhead: nothing to ask — give a prompt: bulkhead -p \"…\", or pipe it in: "
+                "echo \"…\" | bulkhead -p (`-p -` reads stdin)")
         return 2
     if args.yes:
         async def approver(name: str, tool_args: dict, why: str) -> bool:

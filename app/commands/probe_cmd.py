@@ -6,11 +6,11 @@ import asyncio
 import sys
 
 from app.config import ConfigError, load_settings
+from app.console import json_text
 from app.engine.retry import RetryPolicy
 from app.engine.user_rules import build_rules
 from app.probe import Probe, ProbeAnswer, Prober, ProbeResult, max_probes_for, timed
 from app.sizes import SizeError, format_size, parse_size
-from app.textsafe import json_text
 
 
 def _sizes(args) -> tuple[int, int, int]:

@@ -73,6 +73,18 @@ class TurnResult:
     failure: Failure | None = None
 
 
+ANSWER_SEPARATOR = "\n\n"  # between the assistant messages of one turn (text, tool calls, more text)
+
+
+def join_answers(texts: Sequence[str]) -> str:
+    """The turn's answer: its assistant messages' texts, apart (a message with no text is skipped; one
+    message is returned as it is)."""
+    parts = [text for text in texts if text.strip()]
+    if len(parts) <= 1:
+        return parts[0] if parts else "".join(texts)
+    return ANSWER_SEPARATOR.join(text.strip("\n") for text in parts)
+
+
 @dataclass(frozen=True)
 class FloorSizes:
     system_bytes: int
@@ -334,7 +346,8 @@ class Engine:
     async def _run_turn(self, turn: int, mentions: Sequence[ToolCall] = ()) -> TurnResult:
         max_tokens = self.max_tokens
         escalations = 0
-        answer: list[str] = []
+        answer: list[str] = []  # one entry per assistant message; a continuation extends the last one
+        continuing = False
         self.tool_cancel.clear()
         from app.tools.budget import TurnBudget
 
@@ -347,7 +360,11 @@ class Engine:
             for _round in range(MAX_TOOL_ROUNDS):
                 await self._boundary(turn, max_tokens)
                 result = await self._request(turn, max_tokens)
-                answer.append(result.text)
+                if continuing and answer:
+                    answer[-1] += result.text
+                else:
+                    answer.append(result.text)
+                continuing = False
                 cut = result.stop_reason == "max_tokens" and not result.tool_calls
                 can_escalate = escalations < self.settings.max_token_escalations and max_tokens < self.model_output_cap
                 message = self._commit_answer(result, turn, partial=cut and not can_escalate)
@@ -360,6 +377,7 @@ class Engine:
                     self.emit(Notice(f"answer cut at the token limit — continuing with max_tokens {max_tokens:,} "
                                      f"({escalations}/{self.settings.max_token_escalations})", code="escalation"))
                     self.session.append(Message.create("user", CONTINUATION, turn=turn, origin="notice"))
+                    continuing = True
                     continue
                 if cut:
                     self.emit(Notice("answer cut at the token limit again; it is kept, marked partial",
@@ -377,12 +395,12 @@ class Engine:
                 self.emit(Notice(f"stopped after {MAX_TOOL_ROUNDS} tool rounds in one turn; say how to continue",
                                  level="warn", code="tool_rounds"))
             self.emit(TurnFinished(turn=turn, outcome="answered"))
-            return TurnResult("answered", "".join(answer))
+            return TurnResult("answered", join_answers(answer))
         except TurnFailed as failed:
             self.emit(Notice(failed.message, level="error", code="turn_failed"))
             outcome = "partial" if failed.visible else "failed"
             self.emit(TurnFinished(turn=turn, outcome=outcome, error=failed.message))
-            return TurnResult(outcome, "".join(answer), failed.message, failed.failure)
+            return TurnResult(outcome, join_answers(answer), failed.message, failed.failure)
         except asyncio.CancelledError:
             if self.sender.streamed_text:
                 self.keep_partial(self.sender.streamed_text, turn, None)

@@ -43,8 +43,26 @@ TAIL_DUTY = 0.25  # the open last block is re-parsed and redrawn at most this sh
 BULLETS = ("• ", "▪ ", "‣ ", "⭑ ", "◦ ")  # by list depth, as textual.widgets.Markdown
 
 
+_MARKER = re.compile(r"<<ccr:[^<>\s]+>>")  # a key, or a placeholder such as <<ccr:KEY>>
+
+
+def _ccr_marker(state, silent: bool) -> bool:
+    """`<<ccr:KEY>>` is an archive marker, shown and copied as it is — not `<` + an autolink + `>`."""
+    if not state.src.startswith("<<ccr:", state.pos):
+        return False
+    match = _MARKER.match(state.src, state.pos)
+    if match is None:
+        return False
+    if not silent:
+        state.push("text", "", 0).content = match.group(0)
+    state.pos = match.end()
+    return True
+
+
 def _markdown_parser() -> MarkdownIt:
-    return MarkdownIt("gfm-like")
+    parser = MarkdownIt("gfm-like")
+    parser.inline.ruler.after("text", "ccr_marker", _ccr_marker)
+    return parser
 
 
 _PARSER = _markdown_parser()  # the event loop's; a thread parse makes its own
@@ -287,9 +305,9 @@ class _Painter:
         for child in token.children:
             kind = child.type
             if kind == "text":
-                add(display(re.sub(r"\s+", " ", child.content)))
+                add(display(child.content))  # a terminal shows spaces as they are: aligned columns stay aligned
             elif kind == "softbreak":
-                add(" ")
+                add("\n")  # a single line break is kept, as chat clients do (a plain-text table stays a table)
             elif kind == "hardbreak":
                 add("\n")
             elif kind == "code_inline":
@@ -534,6 +552,7 @@ class AnswerView(Widget):
         self._ys: list[int] = []
         self._height = 0
         self._laid_out_height = 0
+        self._announced_height = 0  # the height the chat was last told of (Grew) or grew by an append
         self._timer: Timer | None = None
         self._keep_tokens = False  # the document defines reference links: a block alone would lose them
         self._style_table: list[RichStyle | None] = [None]
@@ -836,10 +855,13 @@ class AnswerView(Widget):
         self._relayout()
         if self._height != self._laid_out_height:  # what the last layout got from get_content_height
             self.refresh(layout=True)
-            if announce and self._height > self._laid_out_height:
-                self.post_message(self.Grew())
         elif drew:
             self.refresh()
+        # Said against what was last said, not against the last layout: a layout that ran in between
+        # (another widget's) must not swallow the news that the answer grew.
+        if announce and self._height > self._announced_height:
+            self.post_message(self.Grew())
+        self._announced_height = self._height
         if not self._jobs and (self._draw_pending() or (self._ingest_pending and self._streaming)):
             self._kick()
 

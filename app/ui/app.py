@@ -46,6 +46,7 @@ from app.fsutil import atomic_write
 from app.sizes import SizeError, format_size, parse_size
 from app.state import State
 from app.textsafe import display, display_data, display_line
+from app.ui import terminal_keys
 from app.ui.chat import Chat
 from app.ui.chat_items import ToolBlock
 from app.ui.clipboard import CopyResult, system_copy
@@ -53,10 +54,11 @@ from app.ui.commands import BY_ID, BulkheadCommands, SlashError, module_availabl
 from app.ui.messages import EngineEvent
 from app.ui.prompt import PromptArea, PromptBox, PromptHistory, history_path
 
-PANEL_KEYS = 7  # ctrl+1 … ctrl+7 (alt+1 … alt+7 where ctrl+digit never arrives)
+PANEL_KEYS = 7  # alt+1 … alt+7 (ctrl+1 … ctrl+7 where the terminal reports them); ctrl+t steps through them
 DEFAULT_PANELS = ("payload", "ladder", "compaction", "archive", "requests", "hooks", "cost")
 SDK_MODULES = {"anthropic": "anthropic", "lab": "anthropic", "openai": "openai", "bedrock": "boto3"}
 NARROW_COLUMNS = 110  # a terminal narrower than this starts with the inspector hidden (F2 shows it)
+INSPECTOR_MIN_COLUMNS = 80  # the chat and the inspector need 40 columns each (styles/app.tcss min-width)
 INTERRUPT_QUIT_WINDOW_S = 2.0  # a second Ctrl+C on an empty, idle prompt within this quits
 GC_YOUNG_THRESHOLD = 5_000  # allocations between young collections (Python's default: 700); see tune_gc
 
@@ -154,8 +156,11 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
                 id="app.widen"),
         Binding("f5,alt+s", "command('sessions')", "Sessions", tooltip="Browse sessions and resume one",
                 id="app.sessions"),
-        *(Binding(f"ctrl+{n},alt+{n}", f"panel({n})", f"Panel {n}", show=False,
-                  tooltip=f"Show and focus inspector panel {n}", id=f"app.panel{n}") for n in range(1, PANEL_KEYS + 1)),
+        Binding("ctrl+t", "next_panel", "Panels", tooltip="Show the inspector and move to its next panel",
+                group=_view, id="app.next_panel"),
+        *(Binding(f"alt+{n},ctrl+{n}", f"panel({n})", f"Panel {n}", show=False,
+                  tooltip=f"Show and focus inspector panel {n} ({name})", id=f"app.panel{n}")
+          for n, name in enumerate(DEFAULT_PANELS[:PANEL_KEYS], start=1)),
     ]
 
     busy: reactive[bool] = reactive(False, init=False)
@@ -193,6 +198,10 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         self.history = PromptHistory(history_path(self.workspace))
         self.last_copy: CopyResult | None = None
         self.engine_ready = asyncio.Event()
+        self.open_error = ""  # why the session could not open ("" while it opens or once it has)
+        self.exit_session: tuple[str, int] | None = None  # (id, messages) of the session open at quit
+        self._waiting: list[str] = []  # messages sent before the session was ready, sent once it is
+        self._early_keys: list[events.Event] | None = []  # input that came before the prompt had the focus
 
     # -- layout ---------------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -200,7 +209,8 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         with Horizontal(id="main"):
             with Vertical(id="chat-column"):
                 yield Chat(id="chat")
-                yield Static("▼ new output below — Ctrl+End jumps to it", id="new-output", markup=False)
+                yield Static("↓ new output below — End (in the chat) or Alt+↓ jumps to it and follows",
+                             id="new-output", markup=False)
                 yield PromptBox(history=self.history, workspace=Path(self.workspace), id="prompt-box")
             yield self._make_inspector()
         yield Footer(id="footer")
@@ -245,6 +255,7 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         self._q("#new-output").display = False
         self._q("#completions").display = False
         self._q("#busy").display = False
+        self.call_later(self._replay_early_keys)
         self._open_engine(resume=self.resume, continue_=self.continue_, route_name=self.route_name,
                           fork=self.fork, read_only=self.read_only)
 
@@ -269,10 +280,14 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
             self.notify(f"could not remember the theme: {exc}", severity="warning")
 
     def _apply_keymap(self) -> None:
-        """User key overrides: the `[keys]` table of config.toml (binding id → key)."""
+        """User key overrides: the `[keys]` table of config.toml (binding id → key). Alt+Enter and
+        Alt+digit are taught to Textual's reader first (`app.ui.terminal_keys`)."""
+        terminal_keys.install()
         keymap = self.keymap_overrides if self.keymap_overrides is not None else dict(self.settings.keys)
         if keymap:
             self.set_keymap(keymap)
+        if keymap.get("prompt.newline"):  # the prompt inserts newlines itself (in order with the text)
+            self.prompt.newline_keys = frozenset(k.strip() for k in keymap["prompt.newline"].split(",") if k.strip())
 
     # -- the engine -------------------------------------------------------------------------------------------
     @work(thread=True, group="engine", exclusive=True, exit_on_error=False, name="open engine")
@@ -336,6 +351,7 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         await engine.start(resumed=resumed)
         self.engine_ready.set()
         self.refresh_bindings()
+        self._send_waiting()
 
     def _on_bus(self, event: Event) -> None:
         if not (self._quitting or self._exit):
@@ -367,7 +383,23 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         # screen is gone (ScreenStackError): drop input once quitting.
         if isinstance(event, events.InputEvent) and self.quitting:
             return
+        if self._early_keys is not None and isinstance(event, events.Key | events.Paste) and not event.is_forwarded:
+            self._early_keys.append(event)  # typed before the prompt could take it: replayed once it can
+            return
         await super().on_event(event)
+
+    async def _replay_early_keys(self) -> None:
+        """Keys that arrived before the prompt had the focus (typed while bulkhead started), in order.
+
+        A key typed before the terminal left line mode comes as the line discipline left it: Enter
+        as a line feed, which would read as Ctrl+J (a newline) — those are Enter."""
+        early, self._early_keys = self._early_keys or [], None
+        with contextlib.suppress(NoMatches):
+            self.set_focus(self.prompt)
+        for event in early:
+            if isinstance(event, events.Key) and event.key == "ctrl+j":
+                event = events.Key("enter", "\r")
+            await super().on_event(event)
 
     async def _render_event(self, event: Event) -> None:
         dispatch = getattr(self.inspector, "dispatch", None)
@@ -403,27 +435,59 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
 
     @on(PromptArea.Submitted)
     def _on_submitted(self, event: PromptArea.Submitted) -> None:
+        """The prompt has handed over its text. Nothing typed is lost: what cannot run now goes back
+        into the prompt, and a message sent while the session opens waits and is sent when it is ready."""
         text = event.text.strip()
         if text.startswith("/") and not text.startswith("//"):
             try:
                 action_id, arg = parse_slash(text)
             except SlashError as exc:
-                self.notify(str(exc), severity="warning")
+                event.prompt.restore(event.text)
+                self._command_notice(str(exc), level="warn")
                 return
-            event.prompt.submit_done()
-            self.run_command(action_id, arg)
+            if not self.run_command(action_id, arg, typed=True):
+                event.prompt.restore(event.text)
             return
+        message = text[1:] if text.startswith("//") else event.text
         if self.engine is None:
-            self.notify("The session is still opening — one moment.", severity="warning")
+            if self.open_error:
+                event.prompt.restore(event.text)
+                self._command_notice(f"no session is open ({self.open_error}) — /model ROUTE opens one, /sessions "
+                                     f"another; your message is back in the prompt", level="error", code="session")
+                return
+            self._waiting.append(message)
+            self._show_waiting()
             return
         if self.engine.session.read_only:
             self.notify(read_only_notice(self.engine.session.id), severity="warning", timeout=8)
             return
         if self.busy:
+            event.prompt.restore(event.text)
             self.notify("A turn is running — Esc cancels it; your prompt is kept.", severity="warning")
             return
-        event.prompt.submit_done()
-        self.send(text[1:] if text.startswith("//") else event.text)
+        self.send(message)
+
+    def _show_waiting(self) -> None:
+        count = len(self._waiting)
+        self.prompt_box.waiting = (f"opening the session… {'your message is' if count == 1 else f'{count} messages are'}"
+                                   f" sent as soon as it is ready" if count else "")
+
+    def _send_waiting(self) -> None:
+        """Send the next message typed while the session was opening (one per turn, in order)."""
+        if not self._waiting or self.engine is None or self.busy or self.quitting:
+            return
+        message = self._waiting.pop(0)
+        self._show_waiting()
+        self.send(message)
+
+    def _return_waiting(self) -> None:
+        """The session did not open: the messages that waited go back into the prompt, unsent."""
+        if self._waiting:
+            prompt = self.prompt
+            for message in reversed(self._waiting):
+                prompt.restore(message)
+            self._waiting.clear()
+        self._show_waiting()
 
     def send(self, prompt: str) -> Worker:
         self.running = "turn"
@@ -437,7 +501,11 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         finally:
             self.busy = False
             self.running = ""
-        if result.outcome == "failed":
+            if self._waiting:
+                self.call_later(self._send_waiting)
+        if result.outcome == "failed" and retry and result.failure is None:  # /retry had nothing to ask again
+            self._command_notice(f"/retry: {result.error}", level="warn")
+        elif result.outcome == "failed":
             failure = result.failure
             retryable = bool(failure and (failure.recoverable or getattr(failure, "retryable", False)))
             self.notify(result.error[:300] + (" — /retry asks again" if retryable else ""),
@@ -502,12 +570,18 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
             self.notify(f"{message.name}: could not show the approval prompt; denied", severity="warning")
             return
         self.chat.focus()
+        self.prompt_box.busy_text = f"waiting for your approval of {message.name} — y approves, n denies"
+        message.future.add_done_callback(lambda _future: self.refresh_bindings())
+        self.refresh_bindings()
 
     @on(ToolBlock.Resolved)
     def _on_resolved(self, event: ToolBlock.Resolved) -> None:
         with contextlib.suppress(NoMatches):
             if self.chat.pending_approval() is None:
                 self.prompt.focus()
+                if self.busy:
+                    self.prompt_box.busy_text = f"running {event.block.tool_name}" if event.approved else "thinking"
+        self.refresh_bindings()
 
     @on(Chat.LeaveChat)
     def _on_leave_chat(self) -> None:
@@ -543,25 +617,58 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
             self.notify(f"The terminal is {event.size.width} columns wide: the inspector is hidden to give the "
                         f"chat room — F2 shows it.", timeout=6)
 
+    def _show_inspector(self) -> bool:
+        """Show the inspector, or say why it cannot be shown here (a terminal too narrow for both panes)."""
+        width, height = self.size
+        if width < INSPECTOR_MIN_COLUMNS:
+            self.notify(f"The terminal is {width}×{height}: the inspector needs {INSPECTOR_MIN_COLUMNS} columns beside "
+                        f"the chat — widen the terminal to see it (/cost and /context show its numbers here).",
+                        severity="warning", timeout=6)
+            return False
+        self.remove_class("-hide-inspector")
+        return True
+
     def action_toggle_inspector(self) -> None:
-        self.toggle_class("-hide-inspector")
+        if self.has_class("-hide-inspector"):
+            self._show_inspector()
+        else:
+            self.add_class("-hide-inspector")
 
     def action_widen_inspector(self) -> None:
-        self.remove_class("-hide-inspector")
+        if not self._show_inspector():
+            return
         self.toggle_class("-wide-inspector")
         if hasattr(self.inspector, "wide"):
             self.inspector.wide = self.has_class("-wide-inspector")
 
-    def action_panel(self, number: int) -> None:
+    def panel_names(self) -> tuple[str, ...]:
+        """The inspector's panels, in the order of their keys (Alt+1 … Alt+7)."""
         inspector = self.inspector
         names = tuple(getattr(inspector, "PANELS", ()) or getattr(inspector, "panel_names", ()) or DEFAULT_PANELS)
-        names = tuple(getattr(n, "NAME", n) for n in names)
-        if not 1 <= number <= len(names):
+        return tuple(getattr(n, "NAME", n) for n in names)
+
+    def action_panel(self, number: int) -> None:
+        inspector = self.inspector
+        names = self.panel_names()
+        if not 1 <= number <= len(names) or not self._show_inspector():
             return
-        self.remove_class("-hide-inspector")
         show = getattr(inspector, "show_panel", None)
         if callable(show):
             show(names[number - 1])
+
+    def action_next_panel(self) -> None:
+        """Ctrl+T: the panel after the focused one (the first when none is focused)."""
+        names = self.panel_names()
+        panels = getattr(self.inspector, "panels", {})
+        focused = self.focused
+        current = next((index for index, name in enumerate(names) if focused is not None and name in panels
+                        and (focused is panels[name] or panels[name] in focused.ancestors)), -1)
+        self.action_panel((current + 1) % len(names) + 1)
+
+    def _cmd_panel(self, name: str) -> None:
+        names = self.panel_names()
+        if name in names:
+            self.action_panel(names.index(name) + 1)
 
     def action_help(self) -> None:
         from app.ui.screens.help import HelpScreen, help_markdown
@@ -608,17 +715,31 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
     def action_command(self, action_id: str, arg: str = "") -> None:
         self.run_command(action_id, arg)
 
-    def run_command(self, action_id: str, arg: str = "") -> None:
-        """Run one action of the table (slash command, palette or key), or say why it cannot run now."""
+    def run_command(self, action_id: str, arg: str = "", *, typed: bool = False) -> bool:
+        """Run one action of the table (slash command, palette or key), or say why it cannot run now
+        (a typed slash command says it in the chat, where it stays; a key or the palette in a toast).
+        True if it ran."""
         action = BY_ID[action_id]
         reason = action.why_not(self)
         if reason:
-            self.notify(f"{action.title}: {reason}", severity="warning")
-            return
+            if typed:
+                self._command_notice(f"{action.usage or action.title}: {reason}", level="warn")
+            else:
+                self.notify(f"{action.title}: {reason}", severity="warning")
+            return False
         handler = getattr(self, f"_cmd_{action_id}")
         result = handler(arg)
         if asyncio.iscoroutine(result):
             self.run_worker(result, group="command", exit_on_error=False, name=f"command {action_id}")
+        return True
+
+    def _command_notice(self, text: str, *, level: str = "info", code: str = "command") -> None:
+        """Feedback on a typed command, kept in the transcript as a notice line (a toast vanishes)."""
+        async def add() -> None:
+            with contextlib.suppress(NoMatches):
+                await self.chat.add_notice(text, level=level, code=code)
+
+        self.run_worker(add(), group="command-notice", exit_on_error=False, name="command notice")
 
     # -- slash commands (one method per action id) ---------------------------------------------------------
     def _cmd_compact(self, instructions: str) -> None:
@@ -659,7 +780,8 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
             ("tokens", f"{c.input_tokens:,} in · {c.output_tokens:,} out · {c.cache_read_tokens:,} cache read · "
                        f"{c.cache_write_tokens:,} cache write"),
             ("cost", f"${c.cost_usd:.4f}" + (f" ({c.unpriced_requests} unpriced)" if c.unpriced_requests else "")),
-            ("summarizer", f"{c.summarizer_calls} calls · {c.summarizer_input_tokens:,} in · "
+            ("summarizer", f"{c.summarizer_calls} call{'' if c.summarizer_calls == 1 else 's'} · "
+                           f"{c.summarizer_input_tokens:,} in · "
                            f"{c.summarizer_output_tokens:,} out · ${c.summarizer_cost_usd:.4f}"),
             ("compactions", joined(c.compactions) + (f" · by level: {joined(c.compactions_by_level)}"
                                                      if c.compactions_by_level else "")),
@@ -672,11 +794,16 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
 
     async def _cmd_context(self, _arg: str) -> None:
         r = self.engine.context_report()
-        cap = format_size(r["effective_cap"]) if r["effective_cap"] else "none known"
         share = f" ({r['predicted_bytes'] / r['effective_cap']:.0%} of the cap)" if r["effective_cap"] else ""
+        if r["effective_cap"]:
+            cap = f"{format_size(r['effective_cap'])} — {r['cap_source']}" + (f": {r['cap_detail']}"
+                                                                               if r.get("cap_detail") else "")
+        else:
+            cap = (f"none known — a request over {format_size(self.settings.no_cap_warn_bytes)} warns once; "
+                   f"/cap SIZE or max_payload sets one, a gateway's rejection teaches one")
         rows = [
             ("next request", f"{format_size(r['predicted_bytes'])}{share}"),
-            ("cap", f"{cap} — {r['cap_source']}" + (f": {r['cap_detail']}" if r.get("cap_detail") else "")),
+            ("cap", cap),
             ("tokens", f"≈{r['estimated_tokens']:,} of a {r['context_window']:,}-token window "
                        f"({r['bytes_per_token']:.2f} bytes/token)"),
             ("messages", f"{r['messages_in_view']:,} in the view · {r['messages_in_master']:,} in the master log"),
@@ -724,6 +851,9 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
     async def _cmd_model(self, name: str) -> None:
         from app.engine.bootstrap import choose_route
 
+        if self.engine is None:  # the session could not open: try again on this route
+            self._reopen(route_name=name or None)
+            return
         if not name:
             routes = ", ".join(sorted(self.settings.routes)) or "none"
             await self.chat.add_notice(f"route in use: {self.engine.route.name}; configured: {routes} — /model ROUTE",
@@ -771,7 +901,8 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
                 await old.close("resume")
         await self.chat.clear_all()
         self.engine_ready.clear()
-        self._open_engine(resume=session_id, continue_=False, route_name=None)
+        self.resume, self.continue_ = session_id, False
+        self._reopen(route_name=None)
 
     async def _cmd_export(self, _arg: str) -> None:
         from app.export import to_markdown
@@ -940,6 +1071,9 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         if worker.group in ("turn",):
             self.busy = False
             self.running = ""
+        if worker.group == "engine":
+            await self._engine_failed(error)
+            return
         text = f"{name} failed: {type(error).__name__}: {error}"
         from app.store import StoreError
 
@@ -949,6 +1083,29 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         with contextlib.suppress(Exception):
             await self.chat.add_notice(text + "  (c in the chat copies this)", level="error", code="error",
                                        title="error")
+
+    async def _engine_failed(self, error: BaseException) -> None:
+        """The session could not open (a route without a key, `--resume` of an unknown id, a database
+        that cannot be read): say why and what to do — never wait in silence."""
+        from app.engine.session import SessionNotFound
+
+        if isinstance(error, SessionNotFound):
+            self.resume, self.continue_ = None, False  # /model then opens a new session on that route
+        reason = str(error) if isinstance(error, ConfigError | SessionNotFound) else f"{type(error).__name__}: {error}"
+        self.open_error = reason
+        self._q("#topbar", Static).update("bulkhead · no session — the session could not open (see the chat)")
+        routes = ", ".join(sorted(self.settings.routes)) or "none configured"
+        self._return_waiting()
+        with contextlib.suppress(NoMatches):
+            await self.chat.add_notice(
+                f"The session could not open: {reason}\nWhat to do: fix it and /model ROUTE (routes: {routes}) to "
+                f"open it on a route, /sessions to open another session, or Ctrl+Q to quit (exit code 2). "
+                f"What you typed stays in the prompt.", level="error", code="session", title="no session")
+
+    def _reopen(self, *, route_name: str | None) -> None:
+        self.open_error = ""
+        self._q("#topbar", Static).update("bulkhead · opening the session…")
+        self._open_engine(resume=self.resume, continue_=self.continue_, route_name=route_name)
 
     async def action_quit(self) -> None:
         if self._quitting:
@@ -960,7 +1117,9 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         self.workers.cancel_group(self, "turn")
         engine = self.engine
         if engine is not None:
+            self.exit_session = (engine.session.id, len(engine.session.master))  # for the exit hint
             self.engine = None
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(engine.close("exit"), timeout=5)
-        self.exit(0)
+        code = 2 if engine is None and self.open_error else 0  # no session is open: exit 2, as -p does
+        self.exit(code, return_code=code)

@@ -5,9 +5,11 @@
   is redrawn per append, finished blocks are drawn once. At the end the whole raw text (kept on
   the item) is parsed once as a document and what changed is redrawn, in slices that never hold
   the event loop for long — `streaming` stays true until that is done.
-- Follow-bottom is decided before each append: if the view was within `FOLLOW_ROWS` of the
-  end it keeps following; otherwise the "new output below" hint shows until the user jumps
-  (End) or scrolls down.
+- Follow-bottom is explicit state (`follow`) carried out by Textual's anchor: while following,
+  every layout keeps the end in view, whatever made the content grow (a streamed fragment, a
+  block drawn later in a thread, an expanded tool block). Only the user stops it — a wheel, the
+  scrollbar, a key that moves up; back at the end (or End / Alt+↓) it follows again. While it
+  does not follow, new content below shows the "↓ new output" marker.
 - Rendered items are pruned past `RENDER_BUDGET`; the store keeps everything (/export).
 - One cursor instead of focusable items: ↑/↓ move it, c copies the item, b a code block,
   Enter folds a tool block, y/n answer an approval.
@@ -20,10 +22,12 @@ import contextlib
 from collections.abc import Iterable
 
 from textual import events
+from textual.app import ScreenStackError
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.reactive import reactive
+from textual.timer import Timer
 from textual.widgets import Static
 
 from app.engine.events import (
@@ -51,6 +55,7 @@ from app.ui.chat_items import AssistantItem, ChatItem, NoticeItem, ReportItem, T
 
 FLUSH_INTERVAL_S = 0.05  # coalesce deltas: 20 appends (and re-layouts) a second at most
 FOLLOW_ROWS = 2  # "at the bottom" means within this many rows of the end
+SHORT_WATCH_S = 0.1  # how often a conversation shorter than the view is checked for having outgrown it
 RENDER_BUDGET = 400  # rendered items kept; older ones are pruned from the screen (never from the store)
 PRUNE_TO = 300
 
@@ -75,8 +80,8 @@ class Chat(VerticalScroll, can_focus=True):
         Binding("c", "copy_item", "Copy", tooltip="Copy the message under the cursor", id="chat.copy"),
         Binding("b", "copy_code", "Copy code", tooltip="Copy a code block of the message", id="chat.copy_code"),
         Binding("enter,space", "toggle_item", "Fold", tooltip="Fold or unfold a tool block", id="chat.toggle"),
-        Binding("y", "approve(True)", "Approve", show=False, id="chat.approve"),
-        Binding("n", "approve(False)", "Deny", show=False, id="chat.deny"),
+        Binding("y", "approve(True)", "Approve", tooltip="Approve the pending tool call", id="chat.approve"),
+        Binding("n", "approve(False)", "Deny", tooltip="Deny the pending tool call", id="chat.deny"),
         Binding("end,G", "jump_latest", "Latest", show=False, id="chat.latest"),
         Binding("home,g", "jump_top", "Top", show=False, id="chat.top"),
         Binding("escape,i", "leave", "Prompt", show=False, id="chat.leave"),
@@ -111,6 +116,9 @@ class Chat(VerticalScroll, can_focus=True):
         self._code_index: dict[int, int] = {}
         self.pruned = 0
         self._pruned_marker: Static | None = None
+        self._released = False  # Textual released the anchor (a scroll that was not a follow)
+        self._anchor_check_pending = False
+        self._short_watch: Timer | None = None
 
     # -- reading (tests, copy, the app) ----------------------------------------------------------------
     @property
@@ -145,8 +153,53 @@ class Chat(VerticalScroll, can_focus=True):
         return bool(self._settling)
 
     # -- follow the bottom -------------------------------------------------------------------------------
+    # Textual's anchor does the following: at every layout of an anchored container its scroll
+    # position is set to the end, so no growth can slip past (a scroll_end after the append missed
+    # the growth of a block drawn later). Any scroll that is not ours releases the anchor
+    # (`release_anchor`, called by Textual); `follow` mirrors the anchor for the marker and the tests.
+    def on_mount(self) -> None:
+        # While the conversation is shorter than the view it is not anchored (see _anchor_if_scrollable);
+        # this cheap check anchors it the moment it outgrows the view, whatever made it grow.
+        self._short_watch = self.set_interval(SHORT_WATCH_S, self._check_anchor_after_layout, name="follow watch")
+        self._anchor_if_scrollable()
+
     def at_bottom(self) -> bool:
         return self.max_scroll_y - self.scroll_y <= FOLLOW_ROWS
+
+    def _follow(self) -> None:
+        """Follow the end again: anchored, the marker gone."""
+        self.follow = True
+        self.new_below = False
+        self._anchor_if_scrollable()
+
+    def _anchor_if_scrollable(self) -> None:
+        """Anchor only content taller than the view: Textual anchors shorter content to the bottom of the
+        pane (a negative scroll), and a conversation starts at the top."""
+        if self.max_scroll_y > 0:
+            if not self.is_anchored or self._released:
+                self._released = False
+                self.anchor()
+            if self._short_watch is not None:
+                self._short_watch.pause()
+        else:
+            if self.is_anchored:
+                self.anchor(False)
+                self.scroll_to(y=0, animate=False, immediate=True, release_anchor=False)
+            if self._short_watch is not None:
+                self._short_watch.resume()
+
+    def release_anchor(self) -> None:
+        """A scroll that is not a follow (the wheel, the scrollbar, a key, the cursor): once it has
+        landed, stop following unless it landed at the end."""
+        super().release_anchor()
+        self._released = True
+        self.call_after_refresh(self._after_release)
+
+    def _after_release(self) -> None:
+        if self.max_scroll_y - self.scroll_target_y < 1:  # where the scroll goes (an animated one has not yet)
+            self._follow()
+        else:
+            self.follow = False
 
     def _before_append(self) -> bool:
         """Decide, before content grows, whether to keep following it."""
@@ -154,39 +207,39 @@ class Chat(VerticalScroll, can_focus=True):
 
     def _after_append(self, following: bool) -> None:
         if following:
-            self.follow = True
-            self.scroll_end(animate=False, immediate=False)
-        else:
+            if not self.follow:
+                self._follow()
+            if not self._anchor_check_pending:  # once laid out: anchor content that has become taller than the view
+                self._anchor_check_pending = True
+                self.call_after_refresh(self._check_anchor_after_layout)
+        elif self.max_scroll_y > self.scroll_y:
             self.new_below = True
+
+    def _check_anchor_after_layout(self) -> None:
+        self._anchor_check_pending = False
+        if self.follow and self.is_attached and not getattr(self.app, "quitting", False):
+            with contextlib.suppress(ScreenStackError):  # the app is closing under the timer
+                self._anchor_if_scrollable()
 
     def watch_scroll_y(self, old: float, new: float) -> None:
         super().watch_scroll_y(old, new)
-        if self.at_bottom() and (self.new_below or not self.follow):
-            # back at the end (the user scrolled down, or the content shrank): follow again
-            self.new_below = False
-            self.follow = True
+        if not self.follow and self.at_bottom() and self.max_scroll_y - self.scroll_target_y <= FOLLOW_ROWS:
+            self._follow()  # the user scrolled back down to the end (or the content shrank)
 
-    # Only the user stops the following — a wheel, a key, the scrollbar — never a re-layout that
-    # moves the scroll position (a Markdown block re-rendering, pruning).
-    def _user_scrolled_up(self) -> None:
-        if not self.at_bottom():
-            self.follow = False
-
-    def on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
-        self.call_after_refresh(self._user_scrolled_up)
-
-    def on_scroll_up(self, event) -> None:
-        self.call_after_refresh(self._user_scrolled_up)
-
-    def on_scroll_to(self, event) -> None:
-        self.call_after_refresh(self._user_scrolled_up)
+    def on_resize(self, event: events.Resize) -> None:
+        """The chat was resized (the terminal, the inspector shown or hidden): following, anchor it if it is
+        now taller than the view; not following, say when there is more below."""
+        if self.follow:
+            self._anchor_if_scrollable()
+        elif self.max_scroll_y - self.scroll_y > FOLLOW_ROWS:
+            self.new_below = True
 
     def action_page_up(self) -> None:
         super().action_page_up()
         self.follow = False
 
     def on_answer_view_grew(self, event: AnswerView.Grew) -> None:
-        """A slice drew more of an answer (after the stream, or a long one): follow it if following."""
+        """A slice drew more of an answer (after the stream, or a long one)."""
         event.stop()
         self._after_append(self.follow)
 
@@ -194,9 +247,7 @@ class Chat(VerticalScroll, can_focus=True):
         self.post_message(self.NewOutputBelow(below))
 
     def action_jump_latest(self) -> None:
-        self.follow = True
-        self.new_below = False
-        self.scroll_end(animate=False)
+        self._follow()
         items = self.items
         if items:
             self.cursor = len(items) - 1
@@ -253,8 +304,7 @@ class Chat(VerticalScroll, can_focus=True):
         self._pruned_marker = None
         await self.remove_children()
         self.cursor = -1
-        self.follow = True
-        self.new_below = False
+        self._follow()
 
     # -- streaming ----------------------------------------------------------------------------------------
     async def _start_answer(self) -> AssistantItem:
@@ -317,6 +367,8 @@ class Chat(VerticalScroll, can_focus=True):
             if finished is None and partial:
                 self._mark_last_partial(only_this_turn=True)
             if event.outcome == "cancelled":
+                for block in self._tools.values():
+                    block.stop()
                 kept = finished is not None or self._last_answer_of_turn_is_partial()
                 await self.add_notice("turn cancelled — what arrived is kept, marked partial" if kept else
                                       "turn cancelled before any answer arrived", level="warn", code="cancelled")
@@ -416,9 +468,24 @@ class Chat(VerticalScroll, can_focus=True):
                 block.collapsed = False
                 block._sync()
                 self.cursor = self.items.index(block)
-                self.scroll_to_widget(block, animate=False)
+                self.call_after_refresh(self._show_approval, block)  # once the expanded block is laid out
                 return block
         return None
+
+    def _show_approval(self, block: ToolBlock) -> None:
+        """Bring the approve/deny row into view: the newest item is shown by following the end;
+        an older one (a later block below it) is scrolled to."""
+        if not block.is_attached or not block.pending:
+            return
+        if block is self.items[-1]:
+            self._follow()
+        else:
+            self.scroll_to_widget(block.query_one(".approval-bar"), animate=False, immediate=True)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "approve":  # y / n show in the footer only while a tool call waits for them
+            return self.pending_approval() is not None
+        return True
 
     def action_approve(self, approved: bool) -> None:
         block = self.pending_approval()
@@ -434,7 +501,7 @@ class Chat(VerticalScroll, can_focus=True):
             items[old].remove_class("-cursor")
         if 0 <= new < len(items):
             items[new].add_class("-cursor")
-            if self.has_focus:
+            if self.has_focus and not (self.follow and new == len(items) - 1):  # following shows the end
                 self.scroll_to_widget(items[new], animate=False)
 
     def on_focus(self, event: events.Focus) -> None:
@@ -509,6 +576,8 @@ class Chat(VerticalScroll, can_focus=True):
                         block = tools[result.call_id]
                         block.done, block.is_error = True, result.is_error
                         block.result, block.chars = result.content[:500], len(result.content)
+        for block in tools.values():
+            block.stopped = not block.done  # a call the log has no result for never finished
         items = items[-PRUNE_TO:] if len(items) > RENDER_BUDGET else items
         self._tools.update({b.call_id: b for b in items if isinstance(b, ToolBlock)})
         if items:

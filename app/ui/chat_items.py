@@ -241,6 +241,7 @@ class ToolBlock(ChatItem):
         self.chars = 0
         self.spill_path: str | None = None
         self.done = False
+        self.stopped = False  # the turn was cancelled before the tool finished (its process was killed)
         self.collapsed = True
         self._future: asyncio.Future[bool] | None = None
         self._why = ""
@@ -261,14 +262,17 @@ class ToolBlock(ChatItem):
         self._sync()
 
     def _header(self) -> Text:
-        status = {"": ("…", "running"), "approved": ("✓", "approved"), "auto": ("✓", ""),
+        status = {"": ("…", "running"), "approved": ("…", "approved · running"), "auto": ("…", "running"),
                   "denied": ("✖", "denied"), "cancelled": ("✖", "cancelled")}[self.decision or ""]
         mark, word = status
         if self.pending:
             mark, word = "?", "waiting for your approval"
+        elif self.stopped and not self.done:
+            mark, word = "✖", ("approved · " if self.decision == "approved" else "") + "stopped before it finished"
         elif self.done:
             mark = "✖" if self.is_error else "✓"
-            word = ("error" if self.is_error else f"{self.chars:,} chars") + (f" · {word}" if word else "")
+            decided = self.decision if self.decision in ("approved", "denied", "cancelled") else ""
+            word = ("error" if self.is_error else f"{self.chars:,} chars") + (f" · {decided}" if decided else "")
         text = Text()
         text.append("▸ " if self.collapsed else "▾ ", style="dim")
         text.append(f"{mark} ", style="bold")
@@ -297,7 +301,7 @@ class ToolBlock(ChatItem):
         self.query_one(".tool-body", Static).update(self._body())
         self.set_class(self.collapsed, "-collapsed")
         self.set_class(self.pending, "-pending")
-        self.set_class(self.is_error or self.decision in ("denied", "cancelled"), "-failed")
+        self.set_class(self.is_error or self.stopped or self.decision in ("denied", "cancelled"), "-failed")
         if self.pending:
             self.query_one(".approval-why", Static).update(f"? {display(self._why)}")
 
@@ -339,6 +343,12 @@ class ToolBlock(ChatItem):
         self.answer(event.button.has_class("approve"))
 
     # -- engine events --------------------------------------------------------------------------------
+    def stop(self) -> None:
+        """The turn was cancelled: a call that had not finished never will."""
+        if not self.done:
+            self.stopped = True
+            self._sync()
+
     def set_decision(self, decision: str, reason: str) -> None:
         self.decision = decision
         self.reason = reason

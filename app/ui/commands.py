@@ -52,7 +52,11 @@ class Action:
 # -- conditions ------------------------------------------------------------------------------------
 
 def _need_engine(app: BulkheadApp) -> str:
-    return "" if app.engine is not None else "the session is still opening"
+    if app.engine is not None:
+        return ""
+    if app.open_error:
+        return "no session is open — /model ROUTE opens one on a route, /sessions another session"
+    return "the session is still opening"
 
 
 def _need_idle(app: BulkheadApp) -> str:
@@ -96,6 +100,8 @@ def _can_recall(app: BulkheadApp) -> str:
 
 
 def _can_switch_model(app: BulkheadApp) -> str:
+    if app.engine is None and app.open_error:
+        return ""  # the way out of a session that did not open
     reason = _need_idle(app)
     if reason:
         return reason
@@ -143,6 +149,7 @@ ACTIONS: tuple[Action, ...] = (
            "", "", _can_probe),
     Action("export_har", "requests", "export as HAR", "Write this session's requests as a HAR file",
            "", "", _can_export_har),
+    Action("panel", "panel", "show", "Show an inspector panel and give it the keyboard (Alt+1…7, Ctrl+T)", "", ""),
     Action("toggle_inspector", "inspector", "hide / show", "Hide or show the inspector (F2)", "", ""),
     Action("widen_inspector", "inspector", "widen / narrow", "Give the inspector more room (F3)", "", ""),
     Action("jump_latest", "chat", "jump to latest", "Scroll to the newest output and follow it (End)", "", ""),
@@ -233,6 +240,11 @@ class BulkheadCommands(Provider):
                     if name != current:
                         hits.append((f"model: switch to {name}", f"Continue this session on route {name}",
                                      partial(app.run_command, "model", name)))
+                continue
+            if action.id == "panel":
+                for number, name in enumerate(app.panel_names(), start=1):
+                    hits.append((f"panel: {name}", f"Show the {name} panel and give it the keyboard (Alt+{number})",
+                                 partial(app.run_command, "panel", name)))
                 continue
             if action.needs_arg:
                 hits.append((action.title, action.help, partial(app.prefill_prompt, action.usage.split()[0] + " ")))

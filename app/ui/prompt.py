@@ -1,10 +1,16 @@
 """The prompt: a multi-line TextArea with slash-command completion, history and a busy line.
 
-Enter sends. A newline is Ctrl+J or Alt+Enter (Shift+Enter too, where the terminal sends
-it — many never do). ↑ on the first line and ↓ on the last walk the history, which is kept
-per workspace in the data folder. Typing `/` shows the matching slash commands, typing `@`
-the matching files and folders of the workspace (one path segment at a time); Tab takes the
-highlighted one.
+Enter sends. A newline is Ctrl+J, Alt+Enter or Shift+Enter where the terminal delivers them,
+and `\\` + Enter in every terminal. ↑ on the first line and ↓ on the last walk the history,
+which is kept per workspace in the data folder. Typing `/` shows the matching slash commands,
+typing `@` the matching files and folders of the workspace (one path segment at a time); Tab
+takes the highlighted one.
+
+Typing is applied in the order it arrives, however fast: every key the prompt acts on — text,
+Enter, a newline, Tab, Backspace, the cursor keys — is handled in the prompt's own queue as it
+comes. (A key binding is otherwise run only after the key has bubbled up to the app, so in a
+burst the characters typed after it landed first.) Enter takes the text out of the prompt at
+once: what is typed after it starts the next message.
 """
 
 from __future__ import annotations
@@ -110,10 +116,12 @@ class PromptArea(TextArea):
 - **Esc** or **Ctrl+C**: cancel the running turn (idle, Ctrl+C clears the prompt; twice quits) · **Ctrl+O**: move into the chat to copy
 """
 
+    NEWLINE_KEYS = "ctrl+j,alt+enter,shift+enter"
     BINDINGS = [
-        Binding("ctrl+j,alt+enter,shift+enter", "newline", "Newline", tooltip="Insert a line break (Enter sends)",
+        Binding(NEWLINE_KEYS, "newline", "Newline", tooltip="Insert a line break (Enter sends; \\ + Enter too)",
                 show=False, id="prompt.newline"),
         Binding("tab", "complete", "Complete", show=False, id="prompt.complete"),
+        Binding("f6", "app.focus_chat", show=False),  # TextArea's F6 (select line) would hide the app's
     ]
 
     completions: reactive[list[tuple[str, str]]] = reactive(list, init=False, always_update=True)
@@ -149,17 +157,48 @@ class PromptArea(TextArea):
         self.workspace = workspace or Path.cwd()
         # The values `/model` and `/recall` take (command → [(value, help)]); set by the app.
         self.slash_arguments: Callable[[str], list[tuple[str, str]]] | None = None
+        # The keys that insert a newline (the app sets them from the [keys] table: "prompt.newline").
+        self.newline_keys: frozenset[str] = frozenset(self.NEWLINE_KEYS.split(","))
 
     async def _on_key(self, event: events.Key) -> None:
-        if event.key == "enter":
+        key = event.key
+        if key in self.newline_keys:
+            event.stop()
+            event.prevent_default()
+            self.action_newline()
+            return
+        if key == "enter":
             event.stop()
             event.prevent_default()
             if self.completions and self._completion_differs():
                 self.action_complete()
-                return
-            self.action_submit()
+            elif self._backslash_before_cursor():
+                row, column = self.cursor_location
+                self._replace_via_keyboard("\n", (row, column - 1), (row, column))
+            else:
+                self.action_submit()
+            return
+        if key == "tab" and self.completions:
+            event.stop()
+            event.prevent_default()
+            self.action_complete()
             return
         await super()._on_key(event)
+        if event.is_printable:
+            return
+        # Any other key bound on the prompt (Backspace, arrows, Ctrl+W, history…) runs here, in order
+        # with the text around it, instead of after bubbling up to the app.
+        active = self.screen.active_bindings.get(key)
+        if active is not None and active.node is self and active.enabled:
+            event.stop()
+            event.prevent_default()
+            await self.run_action(active.binding.action)
+
+    def _backslash_before_cursor(self) -> bool:
+        """`\\` + Enter: a newline in any terminal (the backslash is replaced), as in Claude Code."""
+        start, end = self.selection
+        row, column = self.cursor_location
+        return start == end and column > 0 and self.document.get_line(row)[column - 1] == "\\"
 
     def _completion_differs(self) -> bool:
         word = self.completions[self.selected][0]
@@ -174,10 +213,19 @@ class PromptArea(TextArea):
         return word, (row, column - len(word))
 
     def action_submit(self) -> None:
+        """Take the text out now (what is typed next is the next message) and hand it to the app;
+        the app puts it back (`restore`) if it cannot take it."""
         text = self.text
         if not text.strip():
             return
+        self.prompt_history.add(text)
+        self.clear()
         self.post_message(self.Submitted(self, text))
+
+    def restore(self, text: str) -> None:
+        """Put back a submitted text the app could not take, before whatever was typed since."""
+        typed = self.text
+        self.set_text(f"{text}\n{typed}" if typed.strip() else text)
 
     def action_newline(self) -> None:
         start, end = self.selection
@@ -237,17 +285,13 @@ class PromptArea(TextArea):
             return
         self.set_text(word + " ")
 
-    def submit_done(self) -> None:
-        """The app took the prompt: remember it and clear."""
-        self.prompt_history.add(self.text)
-        self.clear()
-
 
 class PromptBox(Vertical):
     """The busy line, the completion list and the prompt."""
 
     busy: reactive[bool] = reactive(False, init=False)
     busy_text: reactive[str] = reactive("", init=False)
+    waiting: reactive[str] = reactive("", init=False)  # a line about messages held until the session is ready
 
     def __init__(self, *, history: PromptHistory | None = None, workspace: Path | None = None, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -281,14 +325,23 @@ class PromptBox(Vertical):
         widget.display = True
 
     def _busy_line(self) -> str:
-        return f"● {self.busy_text or 'working'} — Esc cancels"
+        if self.busy:
+            return f"● {self.busy_text or 'working'} — Esc cancels"
+        return f"◌ {self.waiting}" if self.waiting else ""
+
+    def _show_busy_line(self) -> None:
+        widget = self.query_one("#busy", Static)
+        line = self._busy_line()
+        widget.update(line)
+        widget.display = bool(line)
 
     def watch_busy(self, busy: bool) -> None:
-        widget = self.query_one("#busy", Static)
-        widget.update(self._busy_line() if busy else "")
-        widget.display = busy
+        self._show_busy_line()
         self.set_class(busy, "-busy")
 
     def watch_busy_text(self, text: str) -> None:
         if self.busy:
-            self.query_one("#busy", Static).update(self._busy_line())
+            self._show_busy_line()
+
+    def watch_waiting(self, text: str) -> None:
+        self._show_busy_line()

@@ -25,4 +25,18 @@ def run(args) -> int:
                       workspace=args.workspace, fork=getattr(args, "fork", False),
                       read_only=getattr(args, "read_only", False))
     code = app.run()
+    if app.open_error and app.engine is None:  # quit without a session: say why on the terminal too
+        print(f"bulkhead: {app.open_error}", file=sys.stderr)
+    hint = exit_hint(app.exit_session)
+    if hint:
+        print(hint)
     return int(code or 0)
+
+
+def exit_hint(session: tuple[str, int] | None) -> str:
+    """What the terminal shows after the TUI: how to pick the session up again (if it has anything)."""
+    if not session or not session[1]:
+        return ""
+    session_id, messages = session
+    return f"bulkhead: session {session_id} kept ({messages:,} messages) — resume with bulkhead -c " \
+           f"(or bulkhead --resume {session_id})"

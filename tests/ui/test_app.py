@@ -424,13 +424,12 @@ async def test_cap_set_and_reset(lab, tmp_path):
 
 async def test_cap_reset_without_a_learned_cap_says_why(lab, tmp_path):
     app = make_app(lab_settings(lab), tmp_path)
-    notes: list[str] = []
-    async with app.run_test(size=SIZE, notifications=True) as pilot:
+    async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        original = app.notify
-        app.notify = lambda message, **kw: (notes.append(message), original(message, **kw))[1]
         await send(pilot, "/cap reset")
-        assert any("no learned cap to forget" in n for n in notes)
+        await until(pilot, lambda: app.chat.notices("command"), "the reason, in the chat")
+        assert "/cap reset: no learned cap to forget" in app.chat.notices("command")[-1].text
+        assert app.prompt.text == "/cap reset"  # what could not run is back in the prompt
 
 
 async def test_help_opens_and_closes(lab, tmp_path):
@@ -492,8 +491,8 @@ async def test_a_failure_to_open_is_a_notice_not_a_traceback(tmp_path):
     route = Route(name="work", provider="anthropic", model="claude-sonnet-4-5")
     app = make_app(load_settings().with_overrides(routes={"work": route}), tmp_path)
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: app.chat.notices("error"), "the error notice")
-        text = app.chat.notices("error")[0].text
+        await until(pilot, lambda: app.chat.notices("session"), "the error notice")
+        text = app.chat.notices("session")[0].text
         assert "needs an API key" in text and "Traceback" not in text
         assert app.is_running and app.engine is None
         await send(pilot, "/cost")  # a command that needs the engine says why instead of failing

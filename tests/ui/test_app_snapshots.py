@@ -10,6 +10,7 @@ Update with `pytest tests/ui/test_app_snapshots.py --snapshot-update`, then look
 from __future__ import annotations
 
 from datetime import UTC
+from pathlib import Path
 
 import pytest
 
@@ -33,7 +34,7 @@ def clock() -> float:
 @pytest.fixture(autouse=True)
 def fixed_config_path(monkeypatch: pytest.MonkeyPatch) -> None:
     """The help screen names keys.toml beside config.toml: keep that path the same on every machine."""
-    monkeypatch.setenv("BULKHEAD_CONFIG", "/home/you/.config/bulkhead/config.toml")
+    monkeypatch.setattr("app.ui.app.config_path", lambda: Path("/home/you/.config/bulkhead/config.toml"))
 
 
 def make_app(settings, tmp_path, **kwargs) -> BulkheadApp:

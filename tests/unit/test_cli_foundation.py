@@ -58,7 +58,7 @@ def test_config_path(tmp_path, isolated_home, capsys):
     assert f"state    {isolated_home / 'state.toml'}" in out
     assert f"database {isolated_home / 'bulkhead.db'}" in out
     assert f"sessions {isolated_home / 'sessions'}" in out
-    (tmp_path / "config.toml").write_text("", encoding="utf-8")
+    (tmp_path / "config.toml").write_text("# mine\n", encoding="utf-8")
     assert "config init" not in run_cli(capsys, "config", "path")[1]
 
 
@@ -163,7 +163,9 @@ def test_config_check_reports_a_broken_file(tmp_path, capsys):
     assert code == 2 and f"{path}:1" in out and "'sometimes'" in out
 
 
-def test_config_check_without_a_file(capsys):
+def test_config_check_without_a_file(capsys, monkeypatch, tmp_path):
+    monkeypatch.delenv("BULKHEAD_CONFIG")  # the default place, which may not exist: every default
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     code, out, _ = run_cli(capsys, "config", "check")
     assert code == 0 and "no config file" in out
 

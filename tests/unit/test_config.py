@@ -297,7 +297,7 @@ def test_non_utf8_config(tmp_path):
 
 
 def test_unreadable_config_is_a_config_error(tmp_path):
-    path = tmp_path / "config.toml"
+    path = tmp_path / "folder.toml"
     path.mkdir()  # a folder where the file should be
     with pytest.raises(ConfigError) as info:
         load_settings(path, env={})

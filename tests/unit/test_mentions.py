@@ -11,6 +11,8 @@ from app.engine.mentions import Mention, complete_mention, find_mentions, mentio
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
+    tmp_path = tmp_path / "ws"  # apart from the test's config.toml
+    tmp_path.mkdir()
     (tmp_path / "README.md").write_text("# hi\n")
     (tmp_path / "app").mkdir()
     (tmp_path / "app" / "engine.py").write_text("x = 1\n")

@@ -9,6 +9,11 @@ from textual.screen import ModalScreen
 from textual.widgets import Markdown, Static
 
 from app.ui.commands import SLASH_COMPLETIONS
+from app.ui.terminal_keys import note
+
+TERMINALS = ("Every key above arrives in xterm, tmux, GNOME Terminal, iTerm2, Windows Terminal and the VS Code "
+             "terminal unless a note under it says otherwise. `\\` + Enter is a newline everywhere; every "
+             "action is also a slash command or in the palette.")
 
 
 def _keys_list(bindings: list[tuple[str, str, str, str]]) -> str:
@@ -16,6 +21,9 @@ def _keys_list(bindings: list[tuple[str, str, str, str]]) -> str:
     for key, description, tooltip, binding_id in bindings:
         what = tooltip or description
         lines.append(f"- `{key}` — {what} · *{binding_id}*")
+        for one in dict.fromkeys(k.strip() for k in key.split(",")):
+            if note(one):
+                lines.append(f"    - `{one}`: {note(one)}")
     return "\n".join(lines)
 
 
@@ -24,12 +32,13 @@ def help_markdown(*, focused_help: str, bindings: list[tuple[str, str, str, str]
     parts = []
     if focused_help:
         parts.append(focused_help.strip())
-    parts.append("## Keys\n\n" + _keys_list(bindings))
+    parts.append("## Keys\n\n" + _keys_list(bindings) + "\n\n" + TERMINALS)
     if keymap_file:
         parts.append(f"Change a key in the `[keys]` table of `{keymap_file}`: one line per binding id, "
                      f"e.g. `\"app.inspector\" = \"f4\"`.")
     parts.append("## Slash commands\n\n" + "\n".join(f"- `{word}` — {help_}" for word, help_ in SLASH_COMPLETIONS))
-    parts.append("The command palette (**Ctrl+P**) offers the same actions — only those that apply now.")
+    parts.append("The command palette (**Ctrl+P**) offers the same actions — only those that apply now, "
+                 "including \"panel: …\" for each inspector panel. " + note("ctrl+p") + ".")
     if lab_grammar:
         parts.append("## The lab model\n\n```\n" + lab_grammar.strip() + "\n```")
     return "\n\n".join(parts)

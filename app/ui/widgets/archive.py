@@ -71,6 +71,9 @@ class ArchiveTable(DataTable):
                 return
 
 
+AGE_REFRESH_S = 10.0  # how often the age column is brought up to date
+
+
 class ArchivePanel(Panel):
     NAME = "archive"
     TITLE = "Archive"
@@ -123,7 +126,14 @@ Everything a compaction or a recovery dropped or cut is archived, content-addres
         self.table.add_column("size", key="size")
         self.table.add_column("age", key="age")
         self.table.add_column("preview", key="preview")
+        self.set_interval(AGE_REFRESH_S, self.refresh_ages, name="archive ages")
         # Panel.on_mount runs next (Textual calls each class's handler): sync, bind, replay events.
+
+    def refresh_ages(self) -> None:
+        """Ages grow while the list stands still (it is reloaded only when the archive changes)."""
+        now = self.now()
+        for key, entry in self.entries.items():
+            self.table.update_cell(key, "age", age_text(now - entry.created_at), update_width=True)
 
     def focus_panel(self) -> None:
         self.table.focus()

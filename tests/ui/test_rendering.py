@@ -1,0 +1,55 @@
+"""Answers are drawn as the user wrote them where Markdown would lose it: single line breaks are kept
+(the lab's `!help` table stays a table in the chat, as in F1), spaces are not folded, and archive
+markers `<<ccr:KEY>>` are shown — and copied — verbatim."""
+
+from __future__ import annotations
+
+from app.ui.chat_items import AssistantItem
+from app.ui.headless import ready, until
+from tests.ui.conftest import lab_settings
+from tests.ui.test_app import make_app, send
+
+SIZE = (160, 45)
+MARKER = "<<ccr:0123456789abcdef>>"
+
+
+async def test_the_lab_help_table_keeps_its_lines_and_columns(lab, tmp_path):
+    app = make_app(lab_settings(lab), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await send(pilot, "!help")
+        answer = app.chat.last_answer()
+        drawn = [line.rstrip() for line in answer.view.rendered_text().splitlines()]
+        rows = [line for line in answer.raw.splitlines() if line.startswith("  !")]
+        assert len(rows) >= 8
+        for row in rows:  # every row starts a line of its own, its column gap intact (a long one wraps)
+            assert any(line.startswith(row.strip()[:40]) for line in drawn), row
+        read = next(line for line in drawn if line.startswith("!read"))
+        ls = next(line for line in drawn if line.startswith("!ls"))
+        assert read.index("call read_file") == ls.index("call list_dir")  # the columns line up
+
+
+async def test_a_marker_is_drawn_and_copied_verbatim(lab, tmp_path):
+    app = make_app(lab_settings(lab), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        text = f"The log was archived as {MARKER} — recall it with `/recall`.\n\n- see also {MARKER}\n"
+        item = AssistantItem(text)
+        await app.chat.add(item)
+        await until(pilot, lambda: item.rendered, "the answer to be drawn")
+        drawn = item.view.rendered_text()
+        assert drawn.count(MARKER) == 2 and "<ccr:" not in drawn.replace(MARKER, "")
+        item.view.text_select_all()
+        await pilot.pause()
+        assert MARKER in (app.screen.get_selected_text() or "")  # what a mouse selection copies
+        assert item.copy_text() == text
+
+
+async def test_a_link_in_angle_brackets_is_still_a_link(lab, tmp_path):
+    app = make_app(lab_settings(lab), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        item = AssistantItem("docs at <https://example.org/docs>\n")
+        await app.chat.add(item)
+        await until(pilot, lambda: item.rendered, "the answer to be drawn")
+        assert item.view.rendered_text().strip() == "docs at https://example.org/docs"

@@ -1,0 +1,119 @@
+"""The small things of issue 16: archive ages that keep up, "1 call", /context without a cap, a shell
+stopped by Esc not shown as done, command feedback kept in the transcript, F2 where the inspector
+cannot fit says why."""
+
+from __future__ import annotations
+
+from app.config import Route
+from app.engine.archive import ArchiveEntry, archive_key
+from app.engine.events import Compaction
+from app.ui.chat_items import ReportItem
+from app.ui.headless import ready, settle, until
+from tests.ui.conftest import lab_settings
+from tests.ui.test_app import approval_for, make_app, send, submit
+
+SIZE = (160, 45)
+NOW = 1_767_225_600.0
+
+
+async def test_archive_ages_keep_up_with_the_clock(lab, tmp_path, monkeypatch):
+    from app.ui.widgets import archive as archive_module
+    from app.ui.widgets.inspector import Inspector
+
+    monkeypatch.setattr(archive_module, "AGE_REFRESH_S", 0.05)
+    now = [NOW]
+    app = make_app(lab_settings(lab), tmp_path, clock=lambda: now[0],
+                   inspector_factory=lambda: Inspector(clock=lambda: now[0], initial_tab="archive"))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        session = app.engine.session
+        entry = ArchiveEntry(archive_key("an old tool result"), "an old tool result", "microcompact", ("m1",),
+                             created_at=NOW)
+        session.store.archive_put(session.id, [entry])
+        app.inspector.dispatch(Compaction("auto", "microcompact", "applied", 2000, 1000, 3, 3,
+                                          archive_keys=(entry.key,)))
+        panel = app.inspector.archive
+        await until(pilot, lambda: entry.key in panel.row_keys, "the archived row")
+        assert panel.table.get_cell(entry.key, "age") == "0s"
+        now[0] += 74
+        await until(pilot, lambda: panel.table.get_cell(entry.key, "age") == "1m", "the age to keep up")
+
+
+async def test_cost_says_1_call_and_context_says_what_no_cap_means(lab, tmp_path):
+    app = make_app(lab_settings(lab), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        for _ in range(4):
+            await send(pilot, "!big 12KB")
+        await send(pilot, "/compact")
+        assert app.engine.session.counters.summarizer_calls == 1
+        await send(pilot, "/cost")
+        await send(pilot, "/context")
+        cost, context = (dict(item.rows) for item in app.chat.items if isinstance(item, ReportItem))
+        assert cost["summarizer"].startswith("1 call · ")
+        assert context["cap"].startswith("none known — a request over 2.5 MB warns once")
+        assert "none: no cap known" not in context["cap"]
+
+
+async def test_a_shell_stopped_by_escape_is_not_shown_as_done(lab, tmp_path):
+    app = make_app(lab_settings(lab, approval="auto-read"), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        block = await approval_for(pilot, "!shell sleep 30")
+        await pilot.press("y")
+        await until(pilot, lambda: "running" in block._header().plain, "the shell to run")
+        assert "✓" not in block._header().plain
+        await pilot.press("escape")
+        await settle(pilot)
+        header = block._header().plain
+        assert "✖ shell sleep 30" in header and "stopped before it finished" in header and "✓" not in header
+        assert block.has_class("-failed")
+
+
+async def test_command_feedback_stays_in_the_transcript(lab, tmp_path):
+    app = make_app(lab_settings(lab), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await submit(pilot, "/nope")
+        await until(pilot, lambda: app.chat.notices("command"), "the unknown command's notice")
+        assert app.chat.notices("command")[-1].text.startswith("unknown command /nope — known: ")
+        assert app.prompt.text == "/nope"  # back in the prompt to fix
+        app.prompt.set_text("")
+        await send(pilot, "hello")
+        await submit(pilot, "/retry")
+        await until(pilot, lambda: len(app.chat.notices("command")) == 2, "the /retry notice")
+        assert app.chat.notices("command")[-1].text == "/retry: the last answer is complete"
+        app.prompt.set_text("")
+        await submit(pilot, "/model")
+        await until(pilot, lambda: len(app.chat.notices("command")) == 3, "the /model notice")
+        assert "only one route is configured" in app.chat.notices("command")[-1].text
+
+
+async def test_model_switch_is_said_in_the_transcript(lab, tmp_path):
+    other = Route(name="other", provider="lab", model="lab-1", base_url=lab.url)
+    settings = lab_settings(lab)
+    settings = settings.with_overrides(routes={**settings.routes, "other": other}, default_route="lab")
+    app = make_app(settings, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await send(pilot, "/model other")
+        await until(pilot, lambda: app.engine.route.name == "other", "the switch")
+        assert any("other" in n.text for n in app.chat.notices())
+        await send(pilot, "/model nowhere")
+        await until(pilot, lambda: app.chat.notices("model"), "the error, in the chat")
+        assert "nowhere" in app.chat.notices("model")[-1].text
+
+
+async def test_f2_in_a_tiny_terminal_says_why_nothing_shows(lab, tmp_path):
+    app = make_app(lab_settings(lab), tmp_path)
+    notes: list[str] = []
+    async with app.run_test(size=(40, 12)) as pilot:
+        await ready(pilot)
+        original = app.notify
+        app.notify = lambda message, **kw: (notes.append(message), original(message, **kw))[1]
+        await pilot.press("f2")
+        assert app.has_class("-hide-inspector")
+        assert any("40×12" in n and "needs 80 columns" in n for n in notes)
+        notes.clear()
+        await pilot.press("ctrl+t")
+        assert app.has_class("-hide-inspector") and notes
