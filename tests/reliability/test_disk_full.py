@@ -19,6 +19,7 @@ import os
 import stat
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -256,10 +257,17 @@ def test_the_error_names_a_directory(tmp_path: Path) -> None:
 
 
 # -- the database: a full disk, damaged pages, a read-only home (issue 14, item 9) ---------------------------
+def empty_config() -> Path:
+    """An empty config.toml outside the (full or read-only) home: a BULKHEAD_CONFIG naming no file is an error."""
+    path = Path(tempfile.mkdtemp(prefix="bulkhead-cfg-")) / "config.toml"
+    path.touch()
+    return path
+
+
 def run_app(home: Path, *argv: str, config: Path | None = None) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BULKHEAD_", "ANTHROPIC", "OPENAI"))}
     env.update({"PYTHONPATH": str(REPO), "BULKHEAD_HOME": str(home),
-                "BULKHEAD_CONFIG": str(config or home.parent / "no-config.toml")})
+                "BULKHEAD_CONFIG": str(config or empty_config())})
     return subprocess.run([sys.executable, "-m", "app", *argv], capture_output=True, text=True, env=env,
                           stdin=subprocess.DEVNULL, timeout=120, check=False)
 
@@ -357,7 +365,7 @@ def test_resuming_on_a_read_only_home_opens_the_session_read_only(read_only_home
             "print(engine.session.read_only, len(engine.session.master))")
     env = {k: v for k, v in os.environ.items() if not k.startswith("BULKHEAD_")}
     env.update({"PYTHONPATH": str(REPO), "BULKHEAD_HOME": str(read_only_home),
-                "BULKHEAD_CONFIG": str(read_only_home.parent / "none.toml")})
+                "BULKHEAD_CONFIG": str(empty_config())})
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120,
                           check=False)
     assert done.returncode == 0, done.stderr

@@ -41,7 +41,10 @@ HOLDER = textwrap.dedent("""
 
 def env_for(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BULKHEAD_", "ANTHROPIC", "OPENAI"))}
-    env.update({"PYTHONPATH": str(REPO), "BULKHEAD_HOME": str(home), "BULKHEAD_CONFIG": str(home / "none.toml")})
+    config = home.parent / f"{home.name}-config.toml"  # an empty config: a BULKHEAD_CONFIG naming no file is an error
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.touch()
+    env.update({"PYTHONPATH": str(REPO), "BULKHEAD_HOME": str(home), "BULKHEAD_CONFIG": str(config)})
     return env
 
 
