@@ -40,6 +40,10 @@ class Compactor:
             engine.emit(Notice(f"Compaction blocked by a PreCompact hook: {verdict.reason}", level="warn",
                                code="hook_block"))
             return None
+        if trigger != "recovery" and engine.native.supported:  # context_engine = "provider": ask it first
+            native = await engine.native.compact_on_demand(trigger, instructions, cancel)
+            if native is not None:
+                return native
         started = time.monotonic()
         turn = session.turn
         max_tokens = engine.max_tokens

@@ -26,6 +26,8 @@ from app.engine.messages import new_id
 from app.engine.retry import RetryPolicy
 from app.engine.session import Session
 from app.providers.base import (
+    EditsChunk,
+    NativeChunk,
     Provider,
     ProviderError,
     Request,
@@ -51,6 +53,8 @@ class StreamResult:
     stop_reason: str
     request: Request
     request_id: str
+    natives: list[NativeChunk] = field(default_factory=list)  # compaction / reasoning items, in order
+    edits: EditsChunk | None = None  # context edits the provider applied before the model read it
 
 
 @dataclass
@@ -205,6 +209,8 @@ class Sender:
             self.draft.begin()
         tool_calls: list[ToolCallChunk] = []
         usage: Usage | None = None
+        natives: list[NativeChunk] = []
+        edits: EditsChunk | None = None
         stop_reason = "end"
         visible = False
         try:
@@ -225,6 +231,10 @@ class Sender:
                     usage = chunk.usage
                 elif isinstance(chunk, StopChunk):
                     stop_reason = chunk.reason
+                elif isinstance(chunk, NativeChunk):
+                    natives.append(chunk)
+                elif isinstance(chunk, EditsChunk):
+                    edits = chunk
         except (ProviderError, Exception) as raised:
             # An adapter raises only ProviderError; anything else is still this request's failure,
             # reported as one (never a crash of the turn), and never "recovered" (kind other).
@@ -271,7 +281,7 @@ class Sender:
                                   predicted_bytes=request.predicted_bytes, bytes=request.actual_bytes,
                                   status=request.status or 200, latency_ms=round(latency, 1), level=level,
                                   started_at=started_at))
-        return StreamResult("".join(text), tool_calls, usage, stop_reason, request, request_id)
+        return StreamResult("".join(text), tool_calls, usage, stop_reason, request, request_id, natives, edits)
 
     def _record(self, request_id: str, request: Request, *, level: int, attempt: int, started_at: float,
                 outcome: str, error: ProviderError | None = None, failure: Failure | None = None,

@@ -87,7 +87,27 @@ class StopChunk:
     raw: str = ""
 
 
-StreamEvent = TextChunk | ToolCallChunk | UsageChunk | StopChunk
+@dataclass(frozen=True)
+class NativeChunk:
+    """A provider item to keep in the answer and replay verbatim: a compaction block/item, or an
+    OpenAI reasoning item with its encrypted content (see `app.engine.messages.Native`)."""
+
+    api: str
+    item: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class EditsChunk:
+    """Context edits the provider applied to this request before the model read it (Anthropic's
+    `context_management.applied_edits`): how many edits, tool uses and input tokens they cleared."""
+
+    edits: int
+    cleared_tool_uses: int
+    cleared_input_tokens: int
+    kinds: tuple[str, ...] = ()
+
+
+StreamEvent = TextChunk | ToolCallChunk | UsageChunk | StopChunk | NativeChunk | EditsChunk
 
 
 class ProviderError(Exception):
@@ -160,6 +180,8 @@ class Provider(abc.ABC):
         self.route = route
         self.settings = settings
         self.api_key = api_key
+        # context_engine = "provider": input tokens at which the provider should compact (set by the engine)
+        self.compact_threshold: int | None = None
 
     @abc.abstractmethod
     def build(self, view: Sequence[Message], system: str, tools: Sequence[ToolSpec], *,
@@ -190,6 +212,16 @@ class Provider(abc.ABC):
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release connections."""
 
+    # -- provider-native context management (context_engine = "provider") ----------------------------
+    native_compaction: str = ""  # how this provider compacts natively, for `config check`; "" = it cannot
+
+    async def compact_natively(self, view: Sequence[Message], system: str, tools: Sequence[ToolSpec], *,
+                               instructions: str | None = None) -> tuple[Request, list[NativeChunk], Usage | None]:
+        """Ask the provider to compact `view` now (Anthropic's `compaction` parameter, OpenAI's
+        `/responses/compact`): the request sent, the compaction item(s) it returned and its usage.
+        Raises NotImplementedError where the provider has no such call; ProviderError as stream() does."""
+        raise NotImplementedError(f"{self.kind} has no native compaction")
+
 
 def make_provider(route: Route, settings: Settings, api_key: str | None = None) -> Provider:
     """The adapter for `route`. Imports only the module needed (each SDK is slow to import)."""
@@ -198,6 +230,12 @@ def make_provider(route: Route, settings: Settings, api_key: str | None = None) 
 
         return AnthropicProvider(route, settings, api_key)
     if route.provider == "openai":
+        from app.providers.openai import openai_api
+
+        if openai_api(route) == "responses":
+            from app.providers.responses import ResponsesProvider
+
+            return ResponsesProvider(route, settings, api_key)
         from app.providers.openai import OpenAIProvider
 
         return OpenAIProvider(route, settings, api_key)

@@ -139,6 +139,19 @@ def _host(url: str | None) -> str:
     return (urlsplit(url).hostname or "").lower() if url else ""
 
 
+def openai_api(route: Route) -> str:
+    """Which OpenAI API a route speaks: its `api`, else `responses` for OpenAI itself and Azure's v1
+    endpoints (`https://RESOURCE.openai.azure.com/openai/v1/`), `chat` for every other base URL —
+    Ollama, vLLM, llama.cpp, LM Studio and gateways speak Chat Completions."""
+    if route.api:
+        return route.api
+    if not route.base_url or _host(route.base_url) == "api.openai.com":
+        return "responses"
+    if _host(route.base_url).endswith(_AZURE_SUFFIXES) and "/openai/v1" in urlsplit(route.base_url).path:
+        return "responses"
+    return "chat"
+
+
 class OpenAIProvider(HttpxSdkProvider):
     kind = "openai"
     sdk_module = "openai"
