@@ -160,9 +160,11 @@ def parse(body: Any, body_bytes: int, *, count_only: bool = False) -> Conversati
 
 
 def _summary(conv: Conversation) -> str:
+    """The lab's extractive summary; the request's summarization instructions lead it."""
     from app.lab.model import summarize
 
-    return summarize(conv)
+    instructions = conv.options.get("instructions")
+    return (f"Instructions: {instructions}\n" if instructions else "") + summarize(conv)
 
 
 def _from_latest_compaction(parsed: list[tuple[str, list[Block], list[Segment]]]
@@ -210,6 +212,8 @@ def _context_options(body: dict[str, Any], parsed: list[tuple[str, list[Block], 
         if not isinstance(compaction, dict) or compaction.get("type") != "summarize":
             raise WireError("compaction.type: Input tag does not match the expected tag: 'summarize'")
         options["compaction_only"] = True
+        if isinstance(compaction.get("instructions"), str) and compaction["instructions"].strip():
+            options["instructions"] = compaction["instructions"].strip()
         return options
     if not edits:
         return options
@@ -245,6 +249,8 @@ def _context_options(body: dict[str, Any], parsed: list[tuple[str, list[Block], 
                             "cleared_input_tokens": freed})
         elif edit["type"] == "compact_20260112":
             options["compact_trigger"] = _value(edit.get("trigger"), COMPACT_TRIGGER_DEFAULT)
+            if isinstance(edit.get("instructions"), str) and edit["instructions"].strip():
+                options["instructions"] = edit["instructions"].strip()
     options["applied_edits"] = applied
     return options
 
