@@ -271,14 +271,17 @@ class ResponsesProvider(OpenAIProvider):
                           url=self._base_url().rstrip("/") + "/responses/compact", body=body,
                           predicted_bytes=predicted, max_tokens=0, purpose="compact", message_count=len(view))
         exchange = Exchange()
-        try:
-            result = await self._call(exchange, lambda client: client.responses.compact(**body))
+        try:  # the raw body: the SDK types the window's user messages as output messages (they are input)
+            raw = await self._call(exchange, lambda client: client.responses.with_raw_response.compact(**body))
         finally:
             exchange.apply(request)
-        if isinstance(result, str):
-            raise unexpected_200(self.kind, result, exchange,
-                                 content_type=exchange.response_headers.get("content-type"))
-        data = result.to_dict(mode="json", exclude_unset=True) if hasattr(result, "to_dict") else dict(result)
+        text = raw.http_response.text
+        try:
+            data = json.loads(text)
+        except ValueError:
+            data = None
+        if not isinstance(data, dict):
+            raise unexpected_200(self.kind, text, exchange, content_type=exchange.response_headers.get("content-type"))
         found = [NativeChunk(API, dict(item)) for item in data.get("output") or []
                  if isinstance(item, dict) and item.get("type") == "compaction"]
         return request, found, _usage(data.get("usage"))
