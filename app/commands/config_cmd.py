@@ -96,7 +96,7 @@ def native_lines(settings, route) -> list[str]:
     lines = []
     api = openai_api(route) if route.provider == "openai" else None
     if api:
-        why = "routes.{}.api".format(route.name) if route.api else "the default for this base_url"
+        why = f"routes.{route.name}.api" if route.api else "the default for this base_url"
         lines.append(f"speaks the OpenAI {'Responses' if api == 'responses' else 'Chat Completions'} API ({why})")
     if settings.context_engine != "provider":
         return lines

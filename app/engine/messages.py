@@ -47,6 +47,9 @@ class Image:
     data: str  # base64, as every provider wants it
 
 
+COMPACTION_SUMMARY_HEADER = "[summary of the earlier conversation]\n"  # a readable compaction sent as text
+
+
 @dataclass(frozen=True, slots=True)
 class Native:
     """A provider's own item, replayed to that provider verbatim and to no other.

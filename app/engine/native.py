@@ -104,13 +104,20 @@ class NativeContext:
         """The provider read less than was sent (edits, compaction): usage says nothing about bytes/token."""
         return result.edits is not None or any(n.item.get("type") == "compaction" for n in result.natives)
 
-    def after_answer(self, result: StreamResult, answer: Message) -> None:
-        """Mirror what the provider did to this request: a compaction, or applied context edits."""
+    async def after_answer(self, result: StreamResult, answer: Message) -> None:
+        """Mirror what the provider did to this request: a compaction, or applied context edits.
+        A provider compaction fires PostCompact (trigger auto); it happened before any PreCompact could."""
         self._book_rebuild(result)
         if answer.compaction is not None:
             if result.edits is not None:
                 self._count_edits(result, stubbed=0)
-            self.commit_compaction(answer, trigger="provider", started=time.monotonic())
+            messages_before = len(self.engine.session.view)
+            before = self.engine.measure(self.engine.session.view.messages)
+            keys = self.commit_compaction(answer, trigger="provider", started=time.monotonic())
+            if keys is not None:
+                after = self.engine.measure(self.engine.session.view.messages)
+                await self.post_compact("provider", before, after, (messages_before, len(self.engine.session.view)),
+                                        keys)
         elif result.edits is not None:
             self.mirror_edits(result, answer)
 
@@ -230,19 +237,20 @@ class NativeContext:
 
     def commit_compaction(self, anchor: Message, *, trigger: str, started: float,
                           kept: Sequence[Message] = (), tail: Sequence[Message] | None = None,
-                          replaced: Sequence[Message] | None = None) -> bool:
-        """Commit a view that starts at `anchor` (the message carrying the compaction)."""
+                          replaced: Sequence[Message] | None = None) -> list[str] | None:
+        """Commit a view that starts at `anchor` (the message carrying the compaction): the archive keys
+        it made, or None when nothing was committed."""
         engine, session = self.engine, self.engine.session
         view = list(session.view.messages)
         if replaced is None:  # the compaction came in an answer: everything before it is replaced
             position = next((i for i, m in enumerate(view) if m.id == anchor.id), None)
             if position is None:
-                return False
+                return None
             replaced = [m for m in view[:position] if m.role != "system"]
             tail = view[position + 1:]
         system = [m for m in view if m.role == "system" and m.meta.origin != "notice"]
         if not replaced:
-            return False
+            return None
         entries, named, keys = self._archive(replaced)
         size = sum(len(m.all_text().encode("utf-8", "surrogatepass")) for m in replaced)
         sources = [i for m in replaced for i in ((m.id,) if session.is_master(m) else m.meta.source_ids)]
@@ -254,7 +262,7 @@ class NativeContext:
         except Exception as exc:  # noqa: BLE001 - the store refused: the old view stays, say so
             engine.emit(Notice(f"The provider's compaction could not be saved ({exc}); the history is unchanged.",
                                level="error"))
-            return False
+            return None
         session.counters.add_compaction(trigger, 0, before - after)
         session.save_counters()
         elapsed = time.monotonic() - started
@@ -267,7 +275,7 @@ class NativeContext:
                                bytes_after=after, messages_before=len(view), messages_after=len(messages),
                                archive_keys=tuple(keys), view_id=new_view.id))
         engine.view_changed(f"compaction:{trigger}")
-        return True
+        return keys
 
     async def post_compact(self, trigger: str, before: int, after: int, messages: tuple[int, int],
                            keys: Sequence[str]) -> None:
@@ -324,11 +332,12 @@ class NativeContext:
             engine.emit(Notice("the provider's compaction saved nothing — compacting locally instead",
                                level="warn", code="compaction"))
             return None
-        if not self.commit_compaction(anchor, trigger=trigger, started=started, kept=kept, tail=tail,
-                                      replaced=replaced):
+        keys = self.commit_compaction(anchor, trigger=trigger, started=started, kept=kept, tail=tail,
+                                      replaced=replaced)
+        if keys is None:
             return None
         after = engine.measure(session.view.messages)
-        await self.post_compact(trigger, before, after, (len(view), len(session.view)), [])
+        await self.post_compact(trigger, before, after, (len(view), len(session.view)), keys)
         return PipelineResult(messages=session.view.messages, entries=[], reports=[], method="provider", level=0,
                               changed=True, summary_missed=False, reached_target=True, cancelled=False,
                               bytes_before=before, bytes_after=after)

@@ -316,7 +316,7 @@ class Engine:
                 cut = result.stop_reason == "max_tokens" and not result.tool_calls
                 can_escalate = escalations < self.settings.max_token_escalations and max_tokens < self.model_output_cap
                 message = self._commit_answer(result, turn, partial=cut and not can_escalate)
-                self.native.after_answer(result, message)
+                await self.native.after_answer(result, message)
                 if result.tool_calls:
                     await self._run_tools(result.tool_calls, turn, budget)
                     continue

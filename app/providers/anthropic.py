@@ -44,7 +44,7 @@ from typing import Any
 
 from app.config import Route, Settings
 from app.engine.costs import Usage
-from app.engine.messages import Image, Message, Native, Text, ToolCall, ToolResult
+from app.engine.messages import COMPACTION_SUMMARY_HEADER, Image, Message, Native, Text, ToolCall, ToolResult
 from app.providers.base import (
     EditsChunk,
     NativeChunk,
@@ -96,7 +96,7 @@ CLEAR_TOOL_USES = {"type": "clear_tool_uses_20250919", "trigger": {"type": "inpu
                    "keep": {"type": "tool_uses", "value": 5},
                    "clear_at_least": {"type": "input_tokens", "value": 20_000}}
 CONTEXT_MANAGEMENT = {"edits": [CLEAR_TOOL_USES]}
-SUMMARY_HEADER = "[summary of the earlier conversation]\n"
+SUMMARY_HEADER = COMPACTION_SUMMARY_HEADER
 NATIVE_API = "anthropic"
 # Keys `messages.create()` takes as arguments; anything else in a body goes through `extra_body`.
 _SDK_ARGUMENTS = frozenset({"max_tokens", "messages", "model", "metadata", "stop_sequences", "stream",

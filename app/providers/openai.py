@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 
 from app.config import Route, Settings
 from app.engine.costs import Usage
-from app.engine.messages import Image, Message, Text, ToolCall, ToolResult
+from app.engine.messages import COMPACTION_SUMMARY_HEADER, Image, Message, Native, Text, ToolCall, ToolResult
 from app.providers.base import (
     ProbeReply,
     ProviderError,
@@ -110,6 +110,9 @@ def translate(message: Message) -> _Piece:
                 texts.append(part.text)
         elif isinstance(part, Image):
             images.append(part)
+        elif isinstance(part, Native):  # another API's compaction: its readable summary, if any
+            if part.is_compaction and part.readable:
+                texts.append(COMPACTION_SUMMARY_HEADER + part.readable)
         elif isinstance(part, ToolResult):
             if message.role in ("tool", "user"):
                 out.append({"role": "tool", "tool_call_id": part.call_id, "content": _result_content(part)})

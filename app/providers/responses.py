@@ -42,7 +42,7 @@ from typing import Any
 
 from app.config import Route, Settings
 from app.engine.costs import Usage
-from app.engine.messages import Image, Message, Native, Text, ToolCall, ToolResult
+from app.engine.messages import COMPACTION_SUMMARY_HEADER, Image, Message, Native, Text, ToolCall, ToolResult
 from app.providers.base import (
     NativeChunk,
     ProbeReply,
@@ -79,7 +79,7 @@ from app.providers.wire import (
 API = "openai-responses"  # Native.api of the items this wire replays
 INCLUDE = ["reasoning.encrypted_content"]
 REPLAYED = ("reasoning", "compaction")  # output items kept in the answer and sent back verbatim
-SUMMARY_HEADER = "[summary of the earlier conversation]\n"
+SUMMARY_HEADER = COMPACTION_SUMMARY_HEADER
 _SDK_ARGUMENTS = frozenset({"model", "input", "instructions", "max_output_tokens", "stream", "store", "include",
                             "tools", "tool_choice", "context_management", "temperature", "reasoning",
                             "parallel_tool_calls", "metadata", "truncation", "user"})

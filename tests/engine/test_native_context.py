@@ -10,6 +10,7 @@ import json
 
 import pytest
 
+from app.config import HookSpec
 from app.engine.archive import markers_in
 from app.engine.messages import Native, ToolResult
 from app.engine.payload import calibrate
@@ -38,8 +39,11 @@ def _markers_resolve(h) -> None:
 
 
 @pytest.mark.parametrize("which", ["anthropic", "responses"])
-async def test_a_server_compaction_becomes_a_view_and_the_next_request_is_smaller(make_harness, lab, which):
-    h = _harness(make_harness, which, provider_compact_threshold=6_000)
+async def test_a_server_compaction_becomes_a_view_and_the_next_request_is_smaller(make_harness, lab, which,
+                                                                                   tmp_path):
+    hook_log = tmp_path / "post_compact.jsonl"
+    h = _harness(make_harness, which, provider_compact_threshold=6_000,
+                 hooks=(HookSpec("PostCompact", f"cat >> {hook_log}; echo >> {hook_log}"),))
     content = "".join(f"line {i}: the quick brown fox — ünïcødé ✓\n" for i in range(400))
     (h.engine.workspace / "notes.txt").write_text(content, encoding="utf-8")
     assert (await h.engine.submit("!read notes.txt")).outcome == "answered"
@@ -79,6 +83,10 @@ async def test_a_server_compaction_becomes_a_view_and_the_next_request_is_smalle
     message = h.engine.recall_into_view(key)
     assert message is not None and message.text == f"[recalled by the user]\n{original}"
     assert h.session.counters.compactions.get("provider") == 1
+    # PostCompact ran (the provider compacted before any PreCompact could), with the archive keys.
+    (fired,) = [json.loads(line) for line in hook_log.read_text().splitlines() if line.strip()]
+    assert fired["trigger"] == "auto" and fired["outcome"] == "applied"
+    assert fired["keys"] == receipt["archive_keys"]
 
 
 @pytest.mark.parametrize("which", ["anthropic", "responses"])

@@ -19,9 +19,9 @@ from textual.app import ComposeResult
 from textual.widgets import Static
 
 from app.engine.events import (
-    ProviderEdits,
     CapLearned,
     Event,
+    ProviderEdits,
     RecoveryStep,
     RequestFinished,
     TurnFinished,
