@@ -289,7 +289,7 @@ class NativeContext:
                                 cancel: asyncio.Event | None = None) -> PipelineResult | None:
         """Planned compaction through the provider. None when it cannot (the caller compacts locally)."""
         from app.engine.compaction.pipeline import PipelineResult
-        from app.providers.base import ProviderError
+        from app.engine.sender import RequestFailed
 
         engine, session = self.engine, self.engine.session
         if not self.supported or (cancel is not None and cancel.is_set()):
@@ -304,14 +304,15 @@ class NativeContext:
             return None
         started = time.monotonic()
         engine.emit(Notice(f"asking {engine.provider.kind} to compact {len(replaced)} messages", code="compaction"))
+        provider = engine.provider
         try:
-            request, items, usage = await engine.provider.compact_natively(
-                tuple(prefix), engine.system, engine.tools, instructions=instructions)
+            request = provider.build_compaction(tuple(prefix), engine.system, engine.tools, instructions=instructions)
+            items, usage = await engine.sender.call(request, lambda: provider.send_compaction(request))
         except NotImplementedError:
             return None
-        except ProviderError as exc:
-            engine.emit(Notice(f"the provider could not compact ({exc.message}) — compacting locally instead",
-                               level="warn", code="compaction"))
+        except RequestFailed as failed:
+            engine.emit(Notice(f"the provider could not compact ({failed.failure.reason}) — compacting locally "
+                               "instead", level="warn", code="compaction"))
             return None
         if usage is not None:
             session.counters.add_usage(usage, None, summarizer=True)

@@ -283,6 +283,42 @@ class Sender:
                                   started_at=started_at))
         return StreamResult("".join(text), tool_calls, usage, stop_reason, request, request_id, natives, edits)
 
+    async def call(self, request: Request, call: Callable[[], Awaitable[Any]]) -> Any:
+        """A request that is not a stream (native compaction): recorded and shown like every other one,
+        its failure classified. Raises RequestFailed; CancelledError passes through."""
+        request_id = new_id("r")
+        started, started_at = time.monotonic(), time.time()
+        record = functools.partial(self._record, request_id, request, level=0, attempt=0, started_at=started_at)
+        record(outcome="sending")
+        self.emit(RequestStarted(request_id=request_id, route=self.route, purpose=request.purpose,
+                                 predicted_bytes=request.predicted_bytes, attempt=0, level=0, started_at=started_at))
+        try:
+            result = await call()
+        except ProviderError as error:
+            failure = classify(error, drop_threshold=self.drop_threshold)
+            latency = (time.monotonic() - started) * 1000
+            record(outcome="failed", error=error, failure=failure, latency_ms=latency)
+            self.session.counters.requests += 1
+            self.session.counters.failed_requests += 1
+            self.session.counters.add_rejection(failure.kind)
+            self.session.save_counters()
+            self.emit(RequestFinished(request_id=request_id, route=self.route, purpose=request.purpose,
+                                      predicted_bytes=request.predicted_bytes,
+                                      bytes=error.request_bytes or request.actual_bytes, status=error.status,
+                                      latency_ms=round(latency, 1), kind=failure.kind, reason=failure.reason,
+                                      started_at=started_at))
+            if self.on_rejection is not None:
+                await self.on_rejection(failure, request)
+            raise RequestFailed(error, failure, request, "", request_id) from error
+        latency = (time.monotonic() - started) * 1000
+        self.session.counters.requests += 1
+        self.session.save_counters()
+        record(outcome="ok", latency_ms=latency)
+        self.emit(RequestFinished(request_id=request_id, route=self.route, purpose=request.purpose,
+                                  predicted_bytes=request.predicted_bytes, bytes=request.actual_bytes,
+                                  status=request.status or 200, latency_ms=round(latency, 1), started_at=started_at))
+        return result
+
     def _record(self, request_id: str, request: Request, *, level: int, attempt: int, started_at: float,
                 outcome: str, error: ProviderError | None = None, failure: Failure | None = None,
                 latency_ms: float | None = None, usage: Usage | None = None, cost: float | None = None) -> None:

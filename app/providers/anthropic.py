@@ -27,7 +27,7 @@ The SDK is imported on first use only (it is slow to import) and is created with
 - `context_management.applied_edits` in `message_delta` (cleared_tool_uses, cleared_input_tokens;
   https://platform.claude.com/docs/en/build-with-claude/context-editing) becomes an EditsChunk,
   which the engine mirrors locally.
-- `compact_natively` is the on-demand mechanism of the `compact-2026-09-04` beta: a request with
+- `build_compaction`/`send_compaction` are the on-demand mechanism of the `compact-2026-09-04` beta: a request with
   the top-level `compaction: {"type": "summarize"}` parameter (never combined with
   `context_management`) whose answer is one `compaction` block (`stop_reason: "compaction"`),
   sent first in `messages` from then on in place of the messages it summarizes.
@@ -317,17 +317,20 @@ class AnthropicProvider(HttpxSdkProvider):
             return await client.beta.messages.create(**self._call_arguments(request))
         return await client.messages.create(**self._call_arguments(request))
 
-    async def compact_natively(self, view: Sequence[Message], system: str, tools: Sequence[ToolSpec], *,
-                               instructions: str | None = None) -> tuple[Request, list[NativeChunk], Usage | None]:
-        """On-demand compaction (`compact-2026-09-04`): one request whose answer is a compaction block."""
+    def build_compaction(self, view: Sequence[Message], system: str, tools: Sequence[ToolSpec], *,
+                         instructions: str | None = None) -> Request:
+        """On-demand compaction (`compact-2026-09-04`): a non-streamed request whose answer is one
+        compaction block; never combined with `context_management`."""
         request = self.build(view, system, tools, max_tokens=self.settings.max_output_tokens, purpose="compact")
         body = {k: v for k, v in request.body.items() if k not in ("stream", "context_management")}
         body["compaction"] = {"type": "summarize", **({"instructions": instructions} if instructions else {})}
         request.body = body
         request.predicted_bytes = compact_len(body)
-        request.url = self._url()
-        arguments = {k: v for k, v in body.items() if k in _SDK_ARGUMENTS}
-        arguments["extra_body"] = {"compaction": body["compaction"]}
+        return request
+
+    async def send_compaction(self, request: Request) -> tuple[list[NativeChunk], Usage | None]:
+        arguments = {k: v for k, v in request.body.items() if k in _SDK_ARGUMENTS}
+        arguments["extra_body"] = {"compaction": request.body["compaction"]}
         arguments["extra_headers"] = {"anthropic-beta": COMPACT_ON_DEMAND_BETA}
         exchange = Exchange()
         try:
@@ -341,8 +344,8 @@ class AnthropicProvider(HttpxSdkProvider):
         found = [NativeChunk(NATIVE_API, dict(block)) for block in data.get("content") or []
                  if isinstance(block, dict) and block.get("type") == "compaction"]
         usage = data.get("usage") or {}
-        return request, found, Usage(input_tokens=int(usage.get("input_tokens") or 0),
-                                     output_tokens=int(usage.get("output_tokens") or 0))
+        return found, Usage(input_tokens=int(usage.get("input_tokens") or 0),
+                            output_tokens=int(usage.get("output_tokens") or 0))
 
     def _parser(self, exchange: Exchange) -> AnthropicEvents:
         return AnthropicEvents(self.kind, exchange)

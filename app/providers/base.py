@@ -215,11 +215,15 @@ class Provider(abc.ABC):
     # -- provider-native context management (context_engine = "provider") ----------------------------
     native_compaction: str = ""  # how this provider compacts natively, for `config check`; "" = it cannot
 
-    async def compact_natively(self, view: Sequence[Message], system: str, tools: Sequence[ToolSpec], *,
-                               instructions: str | None = None) -> tuple[Request, list[NativeChunk], Usage | None]:
-        """Ask the provider to compact `view` now (Anthropic's `compaction` parameter, OpenAI's
-        `/responses/compact`): the request sent, the compaction item(s) it returned and its usage.
-        Raises NotImplementedError where the provider has no such call; ProviderError as stream() does."""
+    def build_compaction(self, view: Sequence[Message], system: str, tools: Sequence[ToolSpec], *,
+                         instructions: str | None = None) -> Request:
+        """The request that asks the provider to compact `view` now (Anthropic's `compaction`
+        parameter, OpenAI's `/responses/compact`). NotImplementedError where there is none."""
+        raise NotImplementedError(f"{self.kind} has no native compaction")
+
+    async def send_compaction(self, request: Request) -> tuple[list[NativeChunk], Usage | None]:
+        """Send a `build_compaction` request: the compaction item(s) it returned and its usage.
+        Every failure is a ProviderError, as in stream()."""
         raise NotImplementedError(f"{self.kind} has no native compaction")
 
 

@@ -24,7 +24,7 @@ The default API of `provider = "openai"` routes on OpenAI itself and Azure's v1 
   `context_management: [{"type": "compaction", "compact_threshold": N}]` the stream carries an
   opaque `compaction` item once the rendered tokens pass N; items before the latest compaction
   item may be dropped. The standalone `POST /responses/compact` returns the window's user messages
-  followed by one compaction item (`compact_natively`).
+  followed by one compaction item (`build_compaction` + `send_compaction`).
 - Probe: `max_output_tokens: 0`, which the API refuses with a 400 (its minimum is 16) before any
   model runs — a probe that gets past the gateway costs nothing.
 
@@ -259,20 +259,24 @@ class ResponsesProvider(OpenAIProvider):
         return events + parser.finish()
 
     # -- native compaction ------------------------------------------------------------------------
-    async def compact_natively(self, view: Sequence[Message], system: str, tools: Sequence[ToolSpec], *,
-                               instructions: str | None = None) -> tuple[Request, list[NativeChunk], Usage | None]:
-        """`POST /responses/compact`: the window's user messages and one opaque compaction item."""
+    def build_compaction(self, view: Sequence[Message], system: str, tools: Sequence[ToolSpec], *,
+                         instructions: str | None = None) -> Request:
+        """`POST /responses/compact` (instructions, when given, replace the system prompt's for it)."""
         items, sizes = self._input(view)
         body: dict[str, Any] = {"model": self.route.model, "input": items}
-        if system:
-            body["instructions"] = system
+        if instructions or system:
+            body["instructions"] = f"{system}\n\n{instructions}" if system and instructions else (instructions or system)
         predicted = body_len(body, {"input": list_len(sizes, 1)}, compact_len)
-        request = Request(provider=self.kind, route=self.route.name, model=self.route.model,
-                          url=self._base_url().rstrip("/") + "/responses/compact", body=body,
-                          predicted_bytes=predicted, max_tokens=0, purpose="compact", message_count=len(view))
+        return Request(provider=self.kind, route=self.route.name, model=self.route.model,
+                       url=self._base_url().rstrip("/") + "/responses/compact", body=body, predicted_bytes=predicted,
+                       max_tokens=0, purpose="compact", message_count=len(view))
+
+    async def send_compaction(self, request: Request) -> tuple[list[NativeChunk], Usage | None]:
+        """The window's user messages and one opaque compaction item come back; the item is kept."""
         exchange = Exchange()
         try:  # the raw body: the SDK types the window's user messages as output messages (they are input)
-            raw = await self._call(exchange, lambda client: client.responses.with_raw_response.compact(**body))
+            raw = await self._call(exchange, lambda client: client.responses.with_raw_response.compact(
+                **request.body))
         finally:
             exchange.apply(request)
         text = raw.http_response.text
@@ -284,7 +288,7 @@ class ResponsesProvider(OpenAIProvider):
             raise unexpected_200(self.kind, text, exchange, content_type=exchange.response_headers.get("content-type"))
         found = [NativeChunk(API, dict(item)) for item in data.get("output") or []
                  if isinstance(item, dict) and item.get("type") == "compaction"]
-        return request, found, _usage(data.get("usage"))
+        return found, _usage(data.get("usage"))
 
 
 def _usage(usage: Any) -> Usage | None:

@@ -112,6 +112,8 @@ async def test_compact_asks_the_provider_on_demand(make_harness, lab, which):
         assert "keep the decisions" in anchor.compaction.readable  # the lab's summary names the instructions
     assert h.engine.measure(view) < before
     assert _receipts(h)[-1]["method"] == "provider" and _receipts(h)[-1]["trigger"] == "manual"
+    recorded = h.session.store.list_requests(h.session.id)[-1]  # in the Requests panel like any request
+    assert recorded["purpose"] == "compact" and recorded["outcome"] == "ok" and recorded["url"].endswith(path[3:])
     assert (await h.engine.submit("go on")).outcome == "answered"
 
 
@@ -165,3 +167,31 @@ async def test_applied_edits_are_mirrored_locally(make_harness, lab):
     assert _requests(h)[-1]["actual_bytes"] < before
     assert h.session.flags.get("expect_cache_rebuild") is False
     assert h.engine.context_report()["provider_edits"]["expected_rebuilds"] == 1
+
+
+@pytest.mark.parametrize("which", ["anthropic", "responses"])
+async def test_preflight_against_a_known_cap_compacts_through_the_provider(make_harness, lab, which):
+    h = _harness(make_harness, which, provider_compact_threshold=10_000_000, max_payload=64 * 1024)
+    h.grow(8, 8_000)
+    result = await h.engine.submit("and the next step?")
+    assert result.outcome == "answered", result.error
+    compactions = h.of_type("compaction")
+    assert (compactions[0].trigger, compactions[0].method) == ("preflight", "provider")
+    if which == "responses":  # OpenAI keeps the window's user messages: still over, the local pipeline goes on
+        assert [c.trigger for c in compactions] == ["preflight", "preflight"] and compactions[1].method != "provider"
+    else:
+        assert len(compactions) == 1
+    assert _requests(h)[-1]["actual_bytes"] < 0.85 * 64 * 1024
+
+
+@pytest.mark.parametrize("which", ["anthropic", "responses"])
+async def test_the_ladder_still_recovers_what_native_compaction_did_not_prevent(make_harness, lab, which):
+    lab.configure(gateway="nginx", cap="128KB")
+    h = _harness(make_harness, which, provider_compact_threshold=10_000_000)
+    h.grow(10, 16_000)
+    result = await h.engine.submit("what did we discuss?")
+    assert result.outcome == "answered", result.error
+    records = h.session.store.list_requests(h.session.id)
+    assert records[0]["status"] == 413 and records[0]["kind"] == "payload_too_large"
+    assert h.session.view.reason.startswith("recovery:L")
+    assert records[-1]["outcome"] == "ok" and records[-1]["actual_bytes"] <= 128 * 1024

@@ -79,14 +79,15 @@ async def test_applied_edits_are_reported_with_counts(lab):
 
 async def test_on_demand_compaction_is_one_request_with_the_compaction_parameter(lab):
     provider = _anthropic(lab)
-    request, found, usage = await provider.compact_natively(_tool_history(2, 2_000), SYSTEM, [READ_TOOL],
-                                                            instructions="keep file names")
+    request = provider.build_compaction(_tool_history(2, 2_000), SYSTEM, [READ_TOOL], instructions="keep file names")
+    found, usage = await provider.send_compaction(request)
     assert "context_management" not in request.body and request.body["compaction"] == {
         "type": "summarize", "instructions": "keep file names"}
     assert request.request_headers.get("anthropic-beta") == COMPACT_ON_DEMAND_BETA
     assert [n.item["type"] for n in found] == ["compaction"]
     assert found[0].item["content"].startswith("Instructions: keep file names")
     assert usage is not None and usage.output_tokens > 0
+    assert abs(request.predicted_bytes / request.actual_bytes - 1) <= 0.01
     record = lab.requests()[-1]
     assert record["path"] == "/v1/messages" and record["stream"] is False and record["compaction"] is True
 
@@ -103,7 +104,9 @@ async def test_openai_server_side_and_standalone_compaction(lab):
     compaction = next(e for e in events if isinstance(e, NativeChunk) and e.item["type"] == "compaction")
     assert set(compaction.item) >= {"id", "type", "encrypted_content"}
 
-    request, found, usage = await provider.compact_natively(_tool_history(2, 1_000), SYSTEM, [READ_TOOL])
+    request = provider.build_compaction(_tool_history(2, 1_000), SYSTEM, [READ_TOOL])
+    found, usage = await provider.send_compaction(request)
+    assert abs(request.predicted_bytes / request.actual_bytes - 1) <= 0.01
     assert request.url.endswith("/responses/compact") and [n.item["type"] for n in found] == ["compaction"]
     assert lab.requests()[-1]["path"] == "/v1/responses/compact" and usage is not None
 
