@@ -117,8 +117,7 @@ class Engine:
         self.sender = self._make_sender(provider, route.name)
         self._summarizer: tuple[Provider, Sender] | None = None
         self._floor_cache: FloorSizes | None = None
-        if hasattr(self, "native"):
-            self.native.prepare()
+        self.native.prepare()  # the provider's compaction threshold depends on the route's window and cap
 
     async def switch_route(self, route: Route, provider: Provider) -> None:
         """`/model ROUTE`: continue this session on another route (the old provider is closed)."""
