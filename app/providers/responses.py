@@ -12,8 +12,11 @@ The default API of `provider = "openai"` routes on OpenAI itself and Azure's v1 
   with their `encrypted_content`), its text (an assistant message) and its `function_call` items;
   each tool result is a `function_call_output`. Tools are `{"type": "function", "name",
   "description", "parameters", "strict": false}` (bulkhead's schemas are not strict-mode schemas).
-- `store=false` keeps nothing at OpenAI; reasoning therefore travels in the request, encrypted
-  (https://developers.openai.com/api/docs/guides/reasoning — "encrypted reasoning items").
+- `store=false` keeps nothing at OpenAI; reasoning therefore travels in the request, encrypted:
+  each `reasoning` item comes back whole in `response.output_item.done` and is sent back verbatim
+  before the answer it led to (https://developers.openai.com/api/docs/guides/conversation-state;
+  the SDK's `ResponseReasoningItem` says to replay the item from `output_item.done`, as the one in
+  `output_item.added` may be incomplete).
 - Streaming events (https://developers.openai.com/docs/guides/streaming-responses):
   `response.output_text.delta`, `response.output_item.added|done` (function calls, reasoning,
   compaction), `response.function_call_arguments.delta`, `response.completed` (usage:
