@@ -23,6 +23,7 @@ Bedrock Converse has no native compaction: the local pipeline runs (and `config 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -30,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from app.engine.archive import ArchiveEntry, markers_in, stub_text
 from app.engine.compaction.context import Archiver
 from app.engine.compaction.segment import archive_segment, markers_text
-from app.engine.events import Compaction, Notice, ProviderEdits
+from app.engine.events import Compaction, CompactionPhase, Notice, ProviderEdits
 from app.engine.messages import Message, Native, ToolResult
 from app.engine.receipts import make_receipt, write_receipt
 from app.sizes import format_size
@@ -285,6 +286,24 @@ class NativeContext:
                                              list(keys))
 
     # -- on demand ---------------------------------------------------------------------------------
+    @staticmethod
+    async def _unless_cancelled(work: Any, cancel: asyncio.Event | None) -> Any:
+        """Await `work`, or stop it when `cancel` is set first (None then)."""
+        task = asyncio.ensure_future(work)
+        if cancel is None:
+            return await task
+        waiter = asyncio.ensure_future(cancel.wait())
+        try:
+            await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiter.cancel()
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            return None
+        return task.result()
+
     async def compact_on_demand(self, trigger: str, instructions: str | None,
                                 cancel: asyncio.Event | None = None) -> PipelineResult | None:
         """Planned compaction through the provider. None when it cannot (the caller compacts locally)."""
@@ -303,11 +322,18 @@ class NativeContext:
         if not replaced:
             return None
         started = time.monotonic()
-        engine.emit(Notice(f"asking {engine.provider.kind} to compact {len(replaced)} messages", code="compaction"))
+        size = format_size(engine.measure(view))
+        engine.emit(CompactionPhase(trigger=trigger, phase="start",
+                                    text=f"📦 Asking {engine.provider.kind} to compact {len(replaced)} messages "
+                                         f"({size}; Esc cancels)"))
         provider = engine.provider
         try:
             request = provider.build_compaction(tuple(prefix), engine.system, engine.tools, instructions=instructions)
-            items, usage = await engine.sender.call(request, lambda: provider.send_compaction(request))
+            sent = await self._unless_cancelled(engine.sender.call(request, lambda: provider.send_compaction(request)),
+                                                cancel)
+            if sent is None:
+                return None  # Esc: the local pipeline sees the cancel and reports it
+            items, usage = sent
         except NotImplementedError:
             return None
         except RequestFailed as failed:
@@ -338,6 +364,9 @@ class NativeContext:
         if keys is None:
             return None
         after = engine.measure(session.view.messages)
+        engine.emit(CompactionPhase(trigger=trigger, phase="done",
+                                    text=f"✓ Compacted by the provider ({len(view)} → {len(session.view)} msgs, "
+                                         f"{format_size(before)} → {format_size(after)})"))
         await self.post_compact(trigger, before, after, (len(view), len(session.view)), keys)
         return PipelineResult(messages=session.view.messages, entries=[], reports=[], method="provider", level=0,
                               changed=True, summary_missed=False, reached_target=True, cancelled=False,

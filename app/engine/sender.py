@@ -294,6 +294,11 @@ class Sender:
                                  predicted_bytes=request.predicted_bytes, attempt=0, level=0, started_at=started_at))
         try:
             result = await call()
+        except asyncio.CancelledError:
+            record(outcome="cancelled", latency_ms=(time.monotonic() - started) * 1000)
+            self.session.counters.requests += 1
+            self.session.save_counters()
+            raise
         except ProviderError as error:
             failure = classify(error, drop_threshold=self.drop_threshold)
             latency = (time.monotonic() - started) * 1000

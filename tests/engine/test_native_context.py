@@ -195,3 +195,31 @@ async def test_the_ladder_still_recovers_what_native_compaction_did_not_prevent(
     assert records[0]["status"] == 413 and records[0]["kind"] == "payload_too_large"
     assert h.session.view.reason.startswith("recovery:L")
     assert records[-1]["outcome"] == "ok" and records[-1]["actual_bytes"] <= 128 * 1024
+
+
+async def test_esc_cancels_a_provider_compaction_in_flight(make_harness, lab):
+    import asyncio
+
+    h = _harness(make_harness, "anthropic", provider_compact_threshold=10_000_000)
+    h.grow(4, 3_000)
+    assert (await h.engine.submit("the latest question")).outcome == "answered"
+    view = h.session.view.id
+    lab.configure(faults="slow@1", slow_pause=30)  # the compaction request hangs
+    cancel = asyncio.Event()
+    task = asyncio.create_task(h.engine.compact(cancel=cancel))
+
+    def in_flight() -> bool:
+        records = h.session.store.list_requests(h.session.id)
+        return any(r["purpose"] == "compact" and r["outcome"] == "sending" for r in records)
+
+    for _ in range(2_000):  # a polling wait, bounded
+        if in_flight():
+            break
+        await asyncio.sleep(0.005)
+    assert in_flight()
+    cancel.set()
+    result = await asyncio.wait_for(task, 10)
+
+    assert result is not None and result.cancelled and h.session.view.id == view
+    record = [r for r in h.session.store.list_requests(h.session.id) if r["purpose"] == "compact"][-1]
+    assert record["outcome"] == "cancelled"
