@@ -253,6 +253,8 @@ class NativeContext:
         if not replaced:
             return None
         entries, named, keys = self._archive(replaced)
+        # an earlier compaction's notice leaves the view: the keys it named are named again
+        named += [k for m in view if m.role == "system" and m.meta.origin == "notice" for k in markers_in(m.text)]
         size = sum(len(m.all_text().encode("utf-8", "surrogatepass")) for m in replaced)
         sources = [i for m in replaced for i in ((m.id,) if session.is_master(m) else m.meta.source_ids)]
         notice = _notice(len(replaced), size, named, sources, session.turn)

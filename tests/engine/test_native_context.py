@@ -71,6 +71,7 @@ async def test_a_server_compaction_becomes_a_view_and_the_next_request_is_smalle
     assert after < before
     if which == "responses":
         assert lab.requests()[-1]["compacted_input"] is True  # the lab read from the compaction item on
+    first_keys = set(markers_in(view[0].text))
 
     # The receipt says method = provider; /recall gives a replaced tool result back byte for byte.
     receipt = [r for r in _receipts(h) if r["method"] == "provider"][-1]
@@ -83,8 +84,14 @@ async def test_a_server_compaction_becomes_a_view_and_the_next_request_is_smalle
     message = h.engine.recall_into_view(key)
     assert message is not None and message.text == f"[recalled by the user]\n{original}"
     assert h.session.counters.compactions.get("provider") == 1
+    # A second compaction names the first one's archive keys again: no key drops out of the view.
+    while len(h.of_type("compaction")) < 2:
+        assert (await h.engine.submit("more: " + "lorem ipsum dolor " * 300)).outcome == "answered"
+    notice = next(m for m in h.session.view.messages if m.role == "system" and m.meta.origin == "notice")
+    assert first_keys <= set(markers_in(notice.text))
+    _markers_resolve(h)
     # PostCompact ran (the provider compacted before any PreCompact could), with the archive keys.
-    (fired,) = [json.loads(line) for line in hook_log.read_text().splitlines() if line.strip()]
+    fired = [json.loads(line) for line in hook_log.read_text().splitlines() if line.strip()][0]
     assert fired["trigger"] == "auto" and fired["outcome"] == "applied"
     assert fired["keys"] == receipt["archive_keys"]
 
