@@ -101,6 +101,8 @@ NATIVE_API = "anthropic"
 # Keys `messages.create()` takes as arguments; anything else in a body goes through `extra_body`.
 _SDK_ARGUMENTS = frozenset({"max_tokens", "messages", "model", "metadata", "stop_sequences", "stream",
                             "system", "temperature", "thinking", "tool_choice", "tools", "top_k", "top_p"})
+# ... and what the beta endpoint's `create()` takes as well
+_BETA_ARGUMENTS = _SDK_ARGUMENTS | {"context_management"}
 _STOP_REASONS = {"end_turn": "end", "tool_use": "tool_use", "max_tokens": "max_tokens",
                  "stop_sequence": "stop_sequence", "compaction": "end", "pause_turn": "other"}
 PLACEHOLDER_KEY = "sk-local-placeholder"
@@ -253,16 +255,16 @@ class AnthropicProvider(HttpxSdkProvider):
             messages.append({"role": turn.role, "content": blocks})
             message_sizes.append(_OVERHEAD[turn.role] + list_len(sizes, 1))
 
-        body: dict[str, Any] = {"max_tokens": max_tokens, "messages": messages, "model": self.route.model,
-                                "stream": True}
+        body: dict[str, Any] = {"max_tokens": max_tokens, "messages": messages, "model": self.route.model}
+        if self._use_context_management() and purpose == "chat":  # where the beta SDK puts it
+            body["context_management"] = self._context_management()
+        body["stream"] = True
         known = {"messages": list_len(message_sizes, 1)}
         if system_blocks:
             body["system"] = system_blocks
             known["system"] = list_len(system_sizes, 1)
         if tools:
             body["tools"], known["tools"] = self._tools(tools)
-        if self._use_context_management() and purpose == "chat":
-            body["context_management"] = self._context_management()
         predicted = body_len(body, known, compact_len)
         return Request(provider=self.kind, route=self.route.name, model=self.route.model, url=self._url(),
                        body=body, predicted_bytes=predicted, max_tokens=max_tokens, purpose=purpose,
@@ -301,13 +303,14 @@ class AnthropicProvider(HttpxSdkProvider):
 
     # -- streaming ----------------------------------------------------------------------------
     def _call_arguments(self, request: Request) -> dict[str, Any]:
-        arguments = {k: v for k, v in request.body.items() if k in _SDK_ARGUMENTS}
-        extra = {k: v for k, v in request.body.items() if k not in _SDK_ARGUMENTS}
+        known = _BETA_ARGUMENTS if "context_management" in request.body else _SDK_ARGUMENTS
+        arguments = {k: v for k, v in request.body.items() if k in known}
+        extra = {k: v for k, v in request.body.items() if k not in known}
         if extra:
             arguments["extra_body"] = extra
-        if "context_management" in extra:
+        if "context_management" in request.body:
             betas = [CONTEXT_MANAGEMENT_BETA]
-            if any(e.get("type") == "compact_20260112" for e in extra["context_management"].get("edits", [])):
+            if any(e.get("type") == "compact_20260112" for e in request.body["context_management"].get("edits", [])):
                 betas.append(COMPACT_THRESHOLD_BETA)
             arguments["extra_headers"] = {"anthropic-beta": ",".join(betas)}
         return arguments
