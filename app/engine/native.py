@@ -17,7 +17,9 @@ caps bodies still sees the whole history unless the client drops it. So:
   bytes-per-token calibration is skipped, the next cache write is booked as an expected rebuild,
   and the totals are kept for `/context` and the Payload panel.
 
-Bedrock Converse has no native compaction: the local pipeline runs (and `config check` says so).
+Bedrock Converse has no native compaction — "Neither mechanism is supported by the Converse API"
+(https://docs.aws.amazon.com/bedrock/latest/userguide/claude-messages-compaction.html): the local
+pipeline runs, and `config check` says so.
 """
 
 from __future__ import annotations

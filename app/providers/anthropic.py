@@ -27,10 +27,12 @@ The SDK is imported on first use only (it is slow to import) and is created with
 - `context_management.applied_edits` in `message_delta` (cleared_tool_uses, cleared_input_tokens;
   https://platform.claude.com/docs/en/build-with-claude/context-editing) becomes an EditsChunk,
   which the engine mirrors locally.
-- `build_compaction`/`send_compaction` are the on-demand mechanism of the `compact-2026-09-04` beta: a request with
-  the top-level `compaction: {"type": "summarize"}` parameter (never combined with
+- `build_compaction`/`send_compaction` are the on-demand mechanism of the `compact-2026-09-04`
+  beta (https://platform.claude.com/docs/en/build-with-claude/compaction-on-demand): a request
+  with the top-level `compaction: {"type": "summarize"}` parameter (never combined with
   `context_management`) whose answer is one `compaction` block (`stop_reason: "compaction"`),
-  sent first in `messages` from then on in place of the messages it summarizes.
+  sent first in `messages` from then on in place of the messages it summarizes. Which role that
+  first message has is not said; bulkhead keeps the block in the assistant message it came in.
 """
 
 from __future__ import annotations
