@@ -23,6 +23,7 @@ from app.sizes import SizeError, format_size, parse_size
 PROVIDERS = ("anthropic", "openai", "bedrock", "lab")
 APPROVAL_MODES = ("ask", "auto-read", "auto-edit", "never-ask")
 CONTEXT_ENGINES = ("local", "provider")
+OPENAI_APIS = ("responses", "chat")  # routes.NAME.api on provider = "openai" routes
 HOOK_EVENTS = (
     "SessionStart", "SessionEnd", "UserPromptSubmit", "PreToolUse", "PostToolUse",
     "PostToolUseFailure", "PreCompact", "PostCompact", "Stop", "Notification", "RequestRejected",
@@ -84,6 +85,7 @@ class Route:
     profile: str | None = None
     endpoint_url: str | None = None
     api_key_env: str | None = None
+    api: str | None = None  # openai routes: "responses" | "chat"; None = by base_url (providers.openai)
 
     @property
     def endpoint_id(self) -> str:
@@ -98,8 +100,9 @@ class Route:
 _ROUTE_KEYS: dict[str, str] = {
     "provider": "choice", "model": "str", "base_url": "str", "max_payload": "size",
     "context_window": "int", "max_output_tokens": "int", "region": "str", "profile": "str",
-    "endpoint_url": "str", "api_key_env": "str",
+    "endpoint_url": "str", "api_key_env": "str", "api": "choice",
 }
+_ROUTE_CHOICES: dict[str, tuple[str, ...]] = {"provider": PROVIDERS, "api": OPENAI_APIS}
 
 
 @dataclass(frozen=True)
@@ -175,6 +178,8 @@ class Settings:
     workspace: str | None = field(default=None, metadata=_opt("str?", "folder tools work in (default: cwd)"))
     max_mentions: int = field(default=10, metadata=_opt("int", "@file mentions attached per prompt"))
     context_engine: str = field(default="local", metadata=_opt("choice", "local or provider", CONTEXT_ENGINES))
+    provider_compact_threshold: int = field(default=0, metadata=_opt(
+        "int", "input tokens at which the provider compacts (context_engine = provider; 0 = automatic)"))
     har_body_limit: int = field(default=64 * 1024, metadata=_opt("size", "body bytes kept per HAR entry"))
     hook_timeout: float = field(default=60.0, metadata=_opt("float", "default hook timeout (seconds)", above=0))
     theme: str | None = field(default=None, metadata=_opt("str?", "Textual theme (else the last used)"))
@@ -433,8 +438,8 @@ def _parse_routes(raw: Any, origin: _Origin, problems: _Problems) -> dict[str, R
                              f"(known: {known})")
                 valid = False
                 continue
-            ok, converted = problems.convert(_ROUTE_KEYS[key], value, f"routes.{name}.{key}", where, PROVIDERS,
-                                             _ROUTE_RANGES.get(key))
+            ok, converted = problems.convert(_ROUTE_KEYS[key], value, f"routes.{name}.{key}", where,
+                                             _ROUTE_CHOICES.get(key, PROVIDERS), _ROUTE_RANGES.get(key))
             if ok and key in ("base_url", "endpoint_url") and converted:
                 try:
                     check_url(converted, f"routes.{name}.{key}", where)
@@ -452,6 +457,10 @@ def _parse_routes(raw: Any, origin: _Origin, problems: _Problems) -> dict[str, R
         if "provider" not in table:
             problems.add(f"{origin.where('routes', name)}: [routes.{name}] needs provider = "
                          f"one of {', '.join(PROVIDERS)}")
+            continue
+        if "api" in values and values.get("provider") != "openai":
+            problems.add(f"{origin.where(section, 'api')}: api = {values['api']!r} only applies to "
+                         f"provider = \"openai\" routes ([routes.{name}] is {values.get('provider')!r}); remove it")
             continue
         if "model" not in table:
             if values.get("provider") not in ("lab", None):

@@ -99,6 +99,32 @@ def show(args=None) -> int:
     return 0
 
 
+def native_lines(settings, route) -> list[str]:
+    """Which OpenAI API a route speaks, and what context_engine = "provider" does on it."""
+    from app.providers.openai import openai_api
+
+    lines = []
+    api = openai_api(route) if route.provider == "openai" else None
+    if api:
+        why = f"routes.{route.name}.api" if route.api else "the default for this base_url"
+        lines.append(f"speaks the OpenAI {'Responses' if api == 'responses' else 'Chat Completions'} API ({why})")
+    if settings.context_engine != "provider":
+        return lines
+    if route.provider in ("anthropic", "lab"):
+        lines.append("context_engine = provider: Anthropic server-side compaction and clear_tool_uses edits, "
+                     "mirrored into the local view")
+    elif api == "responses":
+        lines.append("context_engine = provider: OpenAI Responses compaction (compact_threshold, /responses/compact), "
+                     "mirrored into the local view")
+    elif api == "chat":
+        lines.append("context_engine = provider: none — Chat Completions has no native compaction; the local "
+                     "pipeline compacts (set api = \"responses\" if the server speaks it)")
+    else:
+        lines.append("context_engine = provider: none — Bedrock Converse has no native compaction; the local "
+                     "pipeline compacts")
+    return lines
+
+
 def check(args=None) -> int:
     from app.secrets import get_api_key
 
@@ -129,6 +155,8 @@ def check(args=None) -> int:
                   f"{f' (profile {route.profile})' if route.profile else ''}; region {route.region or 'from AWS config'}")
         else:
             print(f"✓ routes.{route.name}: lab model, no key needed")
+        for line in native_lines(settings, route):
+            print(f"• routes.{route.name}: {line}")
     for rule in settings.classifier_rules:
         said = ", ".join(f"{k} {v!r}" for k, v in (("status", list(rule.status) or None), ("header", rule.header),
                                                     ("phrase", rule.phrase)) if v)

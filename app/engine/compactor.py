@@ -40,6 +40,13 @@ class Compactor:
             engine.emit(Notice(f"Compaction blocked by a PreCompact hook: {verdict.reason}", level="warn",
                                code="hook_block"))
             return None
+        if trigger != "recovery" and engine.native.supported:  # context_engine = "provider": ask it first
+            native = await engine.native.compact_on_demand(trigger, instructions, cancel)
+            over_cap = trigger == "preflight" and target_bytes is not None and native is not None \
+                and native.bytes_after > target_bytes
+            if native is not None and not over_cap:
+                return native
+            # not done, or still over a byte cap's target: the local pipeline runs on top
         started = time.monotonic()
         turn = session.turn
         max_tokens = engine.max_tokens

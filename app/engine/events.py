@@ -216,6 +216,21 @@ class Compaction(Event):
 
 
 @dataclass(frozen=True)
+class ProviderEdits(Event):
+    """The provider applied context edits to a request (Anthropic clear_tool_uses): what this one
+    cleared, how many tool results bulkhead stubbed to match, and the session's totals."""
+
+    type: ClassVar[str] = "provider_edits"
+    edits: int
+    cleared_tool_uses: int
+    cleared_input_tokens: int
+    stubbed: int = 0
+    total_edits: int = 0
+    total_tool_results: int = 0
+    total_tokens: int = 0
+
+
+@dataclass(frozen=True)
 class ViewChanged(Event):
     """The active view changed (message appended, compaction, rewind): sizes for the gauge."""
 

@@ -47,7 +47,38 @@ class Image:
     data: str  # base64, as every provider wants it
 
 
-Part = Text | ToolCall | ToolResult | Image
+COMPACTION_SUMMARY_HEADER = "[summary of the earlier conversation]\n"  # a readable compaction sent as text
+
+
+@dataclass(frozen=True, slots=True)
+class Native:
+    """A provider's own item, replayed to that provider verbatim and to no other.
+
+    `api` names the wire it belongs to (`anthropic`, `openai-responses`); `item` is the block or
+    item exactly as the provider returned it: an Anthropic `compaction` block, an OpenAI Responses
+    `reasoning` item (encrypted content, `store=false`) or `compaction` item. Other adapters skip
+    it, except that a compaction whose summary is readable (`item["content"]`) is sent as text.
+    """
+
+    api: str
+    item: Mapping[str, Any] = field(default_factory=dict, hash=False)
+
+    @property
+    def kind(self) -> str:
+        return str(self.item.get("type", ""))
+
+    @property
+    def is_compaction(self) -> bool:
+        return self.kind == "compaction"
+
+    @property
+    def readable(self) -> str:
+        """The human-readable part: an Anthropic compaction summary; "" for opaque items."""
+        content = self.item.get("content")
+        return content if isinstance(content, str) else ""
+
+
+Part = Text | ToolCall | ToolResult | Image | Native
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +160,19 @@ class Message:
                 total += len(part.name) + len(json.dumps(part.args, ensure_ascii=False))
             elif isinstance(part, Image):
                 total += len(part.data)
+            elif isinstance(part, Native):
+                total += len(json.dumps(dict(part.item), ensure_ascii=False))
         return total
+
+    @property
+    def natives(self) -> tuple[Native, ...]:
+        return tuple(p for p in self.parts if isinstance(p, Native))
+
+    @property
+    def compaction(self) -> Native | None:
+        """The provider compaction this message carries (the last one), if any."""
+        found = [p for p in self.parts if isinstance(p, Native) and p.is_compaction]
+        return found[-1] if found else None
 
     def all_text(self) -> str:
         """Every human-readable string in the message (text, results, arguments) for searches."""
@@ -141,6 +184,8 @@ class Message:
                 chunks.append(part.content)
             elif isinstance(part, ToolCall):
                 chunks.append(json.dumps(part.args, ensure_ascii=False))
+            elif isinstance(part, Native) and part.readable:
+                chunks.append(part.readable)
         return "\n".join(chunks)
 
     # -- persistence ---------------------------------------------------------------------------
@@ -169,6 +214,8 @@ def part_to_dict(part: Part) -> dict[str, Any]:
                 "is_error": part.is_error}
     if isinstance(part, Image):
         return {"type": "image", "media_type": part.media_type, "data": part.data}
+    if isinstance(part, Native):
+        return {"type": "native", "api": part.api, "item": dict(part.item)}
     raise TypeError(f"not a message part: {part!r}")
 
 
@@ -182,6 +229,8 @@ def part_from_dict(data: Mapping[str, Any]) -> Part:
         return ToolResult(data["call_id"], data["content"], bool(data.get("is_error", False)))
     if kind == "image":
         return Image(data["media_type"], data["data"])
+    if kind == "native":
+        return Native(str(data.get("api", "")), dict(data.get("item") or {}))
     raise ValueError(f"unknown message part type {kind!r}")
 
 

@@ -29,6 +29,8 @@ from app.engine.retry import RetryPolicy
 from app.engine.session import Session
 from app.fsutil import atomic_write
 from app.providers.base import (
+    EditsChunk,
+    NativeChunk,
     Provider,
     ProviderError,
     Request,
@@ -54,6 +56,8 @@ class StreamResult:
     stop_reason: str
     request: Request
     request_id: str
+    natives: list[NativeChunk] = field(default_factory=list)  # compaction / reasoning items, in order
+    edits: EditsChunk | None = None  # context edits the provider applied before the model read it
 
 
 @dataclass
@@ -214,6 +218,8 @@ class Sender:
             self.draft.begin()
         tool_calls: list[ToolCallChunk] = []
         usage: Usage | None = None
+        natives: list[NativeChunk] = []
+        edits: EditsChunk | None = None
         stop_reason = "end"
         visible = False
         try:
@@ -234,6 +240,10 @@ class Sender:
                     usage = chunk.usage
                 elif isinstance(chunk, StopChunk):
                     stop_reason = chunk.reason
+                elif isinstance(chunk, NativeChunk):
+                    natives.append(chunk)
+                elif isinstance(chunk, EditsChunk):
+                    edits = chunk
         except (ProviderError, Exception) as raised:
             # An adapter raises only ProviderError; anything else is still this request's failure,
             # reported as one (never a crash of the turn), and never "recovered" (kind other).
@@ -283,7 +293,48 @@ class Sender:
                                   predicted_bytes=request.predicted_bytes, bytes=request.actual_bytes,
                                   status=request.status or 200, latency_ms=round(latency, 1), level=level,
                                   started_at=started_at))
-        return StreamResult("".join(text), tool_calls, usage, stop_reason, request, request_id)
+        return StreamResult("".join(text), tool_calls, usage, stop_reason, request, request_id, natives, edits)
+
+    async def call(self, request: Request, call: Callable[[], Awaitable[Any]]) -> Any:
+        """A request that is not a stream (native compaction): recorded and shown like every other one,
+        its failure classified. Raises RequestFailed; CancelledError passes through."""
+        request_id = new_id("r")
+        started, started_at = time.monotonic(), time.time()
+        record = functools.partial(self._record, request_id, request, level=0, attempt=0, started_at=started_at)
+        record(outcome="sending")
+        self.emit(RequestStarted(request_id=request_id, route=self.route, purpose=request.purpose,
+                                 predicted_bytes=request.predicted_bytes, attempt=0, level=0, started_at=started_at))
+        try:
+            result = await call()
+        except asyncio.CancelledError:
+            record(outcome="cancelled", latency_ms=(time.monotonic() - started) * 1000)
+            self.session.counters.requests += 1
+            self.session.save_counters()
+            raise
+        except ProviderError as error:
+            failure = classify(error, drop_threshold=self.drop_threshold)
+            latency = (time.monotonic() - started) * 1000
+            record(outcome="failed", error=error, failure=failure, latency_ms=latency)
+            self.session.counters.requests += 1
+            self.session.counters.failed_requests += 1
+            self.session.counters.add_rejection(failure.kind)
+            self.session.save_counters()
+            self.emit(RequestFinished(request_id=request_id, route=self.route, purpose=request.purpose,
+                                      predicted_bytes=request.predicted_bytes,
+                                      bytes=error.request_bytes or request.actual_bytes, status=error.status,
+                                      latency_ms=round(latency, 1), kind=failure.kind, reason=failure.reason,
+                                      started_at=started_at))
+            if self.on_rejection is not None:
+                await self.on_rejection(failure, request)
+            raise RequestFailed(error, failure, request, "", request_id) from error
+        latency = (time.monotonic() - started) * 1000
+        self.session.counters.requests += 1
+        self.session.save_counters()
+        record(outcome="ok", latency_ms=latency)
+        self.emit(RequestFinished(request_id=request_id, route=self.route, purpose=request.purpose,
+                                  predicted_bytes=request.predicted_bytes, bytes=request.actual_bytes,
+                                  status=request.status or 200, latency_ms=round(latency, 1), started_at=started_at))
+        return result
 
     def _learn_sizes(self, error: ProviderError, failure: Failure, request: Request) -> None:
         """What this failure shows about the endpoint's body sizes (for judging the next reset)."""

@@ -41,7 +41,8 @@ from app.engine.events import (
 )
 from app.engine.failures import PAYLOAD_KINDS, Failure
 from app.engine.hooks import HookResult, HookRunner
-from app.engine.messages import Image, Message, Text, ToolCall, ToolResult, new_id
+from app.engine.messages import Image, Message, Native, Text, ToolCall, ToolResult, new_id
+from app.engine.native import NativeContext, edit_totals
 from app.engine.payload import CapInfo, calibrate, effective_cap, preflight
 from app.engine.prompts import CONTINUATION, INTERRUPTED_TURN, SYSTEM_PROMPT
 from app.engine.recovery import Recovery, TurnFailed
@@ -60,7 +61,8 @@ if TYPE_CHECKING:
 
 MAX_TOOL_ROUNDS = 50  # tool round trips in one turn before bulkhead stops and asks the user
 # Events kept in the store, so a resumed session's inspector can show them again.
-STORED_EVENTS = frozenset({"rejection", "cap_learned", "recovery", "compaction", "hook", "notice"})
+STORED_EVENTS = frozenset({"rejection", "cap_learned", "recovery", "compaction", "hook", "notice",
+                           "provider_edits"})
 
 Approver = Callable[[str, dict, str], Awaitable[bool]]  # (tool name, args, why it asks) -> approved?
 
@@ -113,6 +115,7 @@ class Engine:
         self.retry_policy = RetryPolicy.from_settings(settings, rng)
         self.recovery = Recovery(self)
         self.compactor = Compactor(self)
+        self.native = NativeContext(self)
         self.tool_cancel = asyncio.Event()
         self._lock = asyncio.Lock()
         self._use_route(route, provider)
@@ -135,6 +138,7 @@ class Engine:
         self.sender = self._make_sender(provider, route.name)
         self._summarizer: tuple[Provider, Sender] | None = None
         self._floor_cache: FloorSizes | None = None
+        self.native.prepare()  # the provider's compaction threshold depends on the route's window and cap
 
     async def switch_route(self, route: Route, provider: Provider) -> None:
         """`/model ROUTE`: continue this session on another route (the old provider is closed)."""
@@ -368,6 +372,7 @@ class Engine:
                 cut = result.stop_reason == "max_tokens" and not result.tool_calls
                 can_escalate = escalations < self.settings.max_token_escalations and max_tokens < self.model_output_cap
                 message = self._commit_answer(result, turn, partial=cut and not can_escalate)
+                await self.native.after_answer(result, message)
                 if result.tool_calls:
                     await self._run_tools(result.tool_calls, turn, budget)
                     continue
@@ -411,6 +416,7 @@ class Engine:
 
     async def _boundary(self, turn: int, max_tokens: int) -> None:
         """Before each request: compact against the byte cap or the window, or warn once."""
+        self.native.prepare()
         predicted = self.measure(self.session.view.messages, max_tokens)
         decision = preflight(predicted, self.cap_info(), settings=self.settings,
                              context_window=self.context_window, max_output_tokens=max_tokens,
@@ -458,13 +464,16 @@ class Engine:
         return result
 
     def _calibrate(self, result: StreamResult) -> None:
+        if self.native.skip_calibration(result):
+            return  # the provider read less than was sent: usage says nothing about bytes per token
         if result.usage and result.request.purpose == "chat":
             updated = calibrate(self.bytes_per_token, result.request.predicted_bytes, result.usage.input_tokens)
             if abs(updated - self.bytes_per_token) > 0.01:
                 self.session.set_flag("bytes_per_token", round(updated, 3))
 
     def _commit_answer(self, result: StreamResult, turn: int, *, partial: bool) -> Message:
-        parts: list = [Text(result.text)] if result.text else []
+        parts: list = [Native(n.api, n.item) for n in result.natives]
+        parts += [Text(result.text)] if result.text else []
         parts += [ToolCall(c.id, c.name, c.args) for c in result.tool_calls]
         if not parts:
             parts = [Text("")]
@@ -652,7 +661,11 @@ class Engine:
                 "cap_detail": cap.detail, "context_window": self.context_window,
                 "estimated_tokens": int(predicted / self.bytes_per_token),
                 "bytes_per_token": self.bytes_per_token, "views_stacked": len(self.session.views),
-                "floor_bytes": self.floor_sizes().total_bytes}
+                "floor_bytes": self.floor_sizes().total_bytes,
+                "context_engine": self.settings.context_engine,
+                "native_compaction": getattr(self.provider, "native_compaction", "") if self.native.enabled else "",
+                "compact_threshold": self.native.threshold(),
+                "provider_edits": edit_totals(self.session.flags)}
 
 
 def describe_event(event: Event) -> str:

@@ -4,7 +4,8 @@ Each request goes through the same three stages, and `/_lab/requests` records wh
 
 1. **gateway** (every path but `/_lab/*`): a body over the cap gets the profile's answer
    (`gateway.py`) before the model sees anything — verdicts `blocked:<profile>-<status>` or `reset`;
-2. **provider** (`/v1/messages`, `/v1/messages/count_tokens`, `/v1/chat/completions`,
+2. **provider** (`/v1/messages`, `/v1/messages/count_tokens`, `/v1/chat/completions`, `/v1/responses`,
+   `/v1/responses/compact`,
    `/model/{id}/converse`, `/converse-stream`, `/count-tokens`; a path prefix is allowed): malformed
    requests (`bad-request`), injected faults (`fault:<kind>`, `faults.py`), the context window
    (`overflow`), each in the provider's own shape (`wire_*.py`);
@@ -34,7 +35,7 @@ from types import ModuleType
 from typing import Any
 from urllib.parse import unquote
 
-from app.lab import gateway, model, wire_anthropic, wire_bedrock, wire_openai
+from app.lab import gateway, model, wire_anthropic, wire_bedrock, wire_openai, wire_responses
 from app.lab.cache import PromptCache
 from app.lab.config import LabConfig
 from app.lab.conversation import WireError
@@ -56,7 +57,8 @@ from app.lab.http import (
 
 log = logging.getLogger(__name__)
 
-WIRES: dict[str, ModuleType] = {"anthropic": wire_anthropic, "openai": wire_openai, "bedrock": wire_bedrock}
+WIRES: dict[str, ModuleType] = {"anthropic": wire_anthropic, "openai": wire_openai, "bedrock": wire_bedrock,
+                                 "responses": wire_responses}
 MAX_BODY_BYTES = 512 * 1024 * 1024
 READ_CHUNK = 1024 * 1024
 _BEDROCK_RE = re.compile(r"/model/([^/]+)/(converse|converse-stream|count-tokens)$")
@@ -80,6 +82,10 @@ def match_route(method: str, raw_path: str) -> Route | None:
         return Route("anthropic", "generate")
     if path.endswith("/chat/completions"):
         return Route("openai", "generate")
+    if path.endswith("/responses/compact"):
+        return Route("responses", "compact")
+    if path.endswith("/responses"):
+        return Route("responses", "generate")
     match = _BEDROCK_RE.search(path)
     if match:
         operation = "count_tokens" if match.group(2) == "count-tokens" else "generate"
@@ -89,7 +95,8 @@ def match_route(method: str, raw_path: str) -> Route | None:
 
 def not_found(method: str, path: str) -> Response:
     message = (f"{method} {path} is not a lab endpoint (POST /v1/messages, /v1/messages/count_tokens, "
-               "/v1/chat/completions, /model/{id}/converse, /model/{id}/converse-stream, /model/{id}/count-tokens)")
+               "/v1/chat/completions, /v1/responses, /v1/responses/compact, /model/{id}/converse, "
+               "/model/{id}/converse-stream, /model/{id}/count-tokens)")
     return json_response(404, {"type": "error", "error": {"type": "not_found_error", "message": message}})
 
 
@@ -358,6 +365,8 @@ class LabServer:
                 conv = wire.parse(payload, len(body), route.model_id, count_only=count_only)
             elif route.wire == "anthropic":
                 conv = wire.parse(payload, len(body), count_only=count_only)
+            elif route.wire == "responses":
+                conv = wire.parse(payload, len(body), compact=route.operation == "compact")
             else:
                 conv = wire.parse(payload, len(body))
         except WireError as exc:
@@ -383,6 +392,13 @@ class LabServer:
         if conv.input_tokens > window:
             return await self._finish(writer, head, record, wire.overflow(conv.input_tokens, window), "overflow")
         usage = wire.usage_for(conv, self._cache)
+        for key in ("reasoning_replayed", "compacted_input", "applied_edits"):  # provider-native context
+            if conv.options.get(key):
+                record[key] = conv.options[key]
+        if conv.options.get("compaction") or getattr(wire, "compaction_due", lambda _c: False)(conv):
+            record["compaction"] = True
+        if route.operation == "compact":
+            return await self._answer(wire, wire.compact(conv, usage), head, writer, record, fault, config, conv)
         reply = model.respond(conv)
         record.update(output_tokens=reply.output_tokens, stop_reason=reply.stop_reason,
                       cache_read_tokens=usage.cache_read_tokens, cache_write_tokens=usage.cache_write_tokens)

@@ -9,6 +9,7 @@ real API sends them.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from app.lab.cache import PromptCache
@@ -37,6 +38,13 @@ from app.lab.http import Response, StreamEvent, StreamResponse, json_body, json_
 
 NAME = "anthropic"
 STOP_REASONS = {END_TURN: "end_turn", TOOL_USE_STOP: "tool_use", MAX_TOKENS: "max_tokens"}
+COMPACTION = "compaction"
+SUMMARY_LABEL = "[compacted earlier conversation]\n"
+CLEARED_PLACEHOLDER = "[tool result cleared by context management]"
+# The API's documented defaults (context editing, threshold compaction).
+CLEAR_TRIGGER_DEFAULT = 100_000
+CLEAR_KEEP_DEFAULT = 3
+COMPACT_TRIGGER_DEFAULT = 150_000
 
 
 def _request_id() -> str:
@@ -74,6 +82,12 @@ def _block(raw: Any, where: str) -> tuple[Block, Segment]:
         text = _result_text(raw.get("content"))
         return (Block(TOOL_RESULT, text, id=str(raw.get("tool_use_id", "")), is_error=bool(raw.get("is_error"))),
                 segment("tool_result", text, breakpoint=mark))
+    if kind == "compaction":
+        content = raw.get("content")
+        if content is not None and (not isinstance(content, str) or not content.strip()):
+            raise WireError(f"{where}.content: compaction content must be a non-empty string or null")
+        text = SUMMARY_LABEL + (content or "")
+        return Block(TEXT, text, name=COMPACTION), segment("compaction", content or "", breakpoint=mark)
     rest = {k: v for k, v in raw.items() if k != "cache_control"}
     return Block(OTHER), segment(kind, compact_json(rest), breakpoint=mark)
 
@@ -113,26 +127,132 @@ def parse(body: Any, body_bytes: int, *, count_only: bool = False) -> Conversati
             parts.append(block.text)
             segments.append(seg)
         system_text = "\n".join(parts)
-    turns: list[Turn] = []
+    parsed: list[tuple[str, list[Block], list[Segment]]] = []
     for index, message in enumerate(messages):
         if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
             raise WireError(f"messages.{index}.role: Input should be 'user' or 'assistant'")
         content = message.get("content")
         if isinstance(content, str):
-            blocks = [Block(TEXT, content)]
-            segments.append(segment("text", content))
+            parsed.append((message["role"], [Block(TEXT, content)], [segment("text", content)]))
         elif isinstance(content, list):
-            blocks = []
+            blocks, segs = [], []
             for position, raw in enumerate(content):
                 block, seg = _block(raw, f"messages.{index}.content.{position}")
                 blocks.append(block)
-                segments.append(seg)
+                segs.append(seg)
+            parsed.append((message["role"], blocks, segs))
         else:
             raise WireError(f"messages.{index}.content: Field required")
-        turns.append(Turn(message["role"], tuple(blocks)))
-    return Conversation(NAME, model, system_text, tuple(turns), tuple(tools),
+    options: dict[str, Any] = {}
+    if not count_only:
+        parsed = _from_latest_compaction(parsed)
+        options = _context_options(body, parsed, segments)
+    turns = [Turn(role, tuple(blocks)) for role, blocks, _ in parsed]
+    segments += [seg for _, _, segs in parsed for seg in segs]
+    conv = Conversation(NAME, model, system_text, tuple(turns), tuple(tools),
                         max_tokens if not count_only else None, bool(body.get("stream")), body_bytes,
-                        len(messages), tuple(segments))
+                        len(messages), tuple(segments), options)
+    if options.get("compact_trigger") and conv.input_tokens >= options["compact_trigger"]:
+        conv = replace(conv, options={**options, "compaction": _summary(conv)})
+    elif options.get("compaction_only"):
+        conv = replace(conv, options={**options, "compaction": _summary(conv)})
+    return conv
+
+
+def _summary(conv: Conversation) -> str:
+    """The lab's extractive summary; the request's summarization instructions lead it."""
+    from app.lab.model import summarize
+
+    instructions = conv.options.get("instructions")
+    return (f"Instructions: {instructions}\n" if instructions else "") + summarize(conv)
+
+
+def _from_latest_compaction(parsed: list[tuple[str, list[Block], list[Segment]]]
+                            ) -> list[tuple[str, list[Block], list[Segment]]]:
+    """What the API reads: every block before the latest compaction block is dropped."""
+    for index in range(len(parsed) - 1, -1, -1):
+        role, blocks, segs = parsed[index]
+        positions = [i for i, b in enumerate(blocks) if b.name == COMPACTION and b.kind == TEXT]
+        if positions:
+            at = positions[-1]
+            return [(role, blocks[at:], segs[at:]), *parsed[index + 1:]]
+    return parsed
+
+
+def _edits(body: dict[str, Any]) -> list[dict[str, Any]]:
+    config = body.get("context_management")
+    if config is None:
+        return []
+    edits = config.get("edits") if isinstance(config, dict) else None
+    if not isinstance(edits, list):
+        raise WireError("context_management.edits: Input should be a valid list")
+    for index, edit in enumerate(edits):
+        if not isinstance(edit, dict) or edit.get("type") not in (
+                "clear_tool_uses_20250919", "clear_thinking_20251015", "compact_20260112"):
+            raise WireError(f"context_management.edits.{index}.type: Input tag does not match any of the expected "
+                            "tags: 'clear_tool_uses_20250919', 'clear_thinking_20251015', 'compact_20260112'")
+    return edits
+
+
+def _value(obj: Any, default: int | None) -> int | None:
+    if isinstance(obj, dict) and isinstance(obj.get("value"), int) and not isinstance(obj.get("value"), bool):
+        return obj["value"]
+    return default
+
+
+def _context_options(body: dict[str, Any], parsed: list[tuple[str, list[Block], list[Segment]]],
+                     prefix: list[Segment]) -> dict[str, Any]:
+    """Apply context editing to `parsed` in place (cleared tool results) and say what was done."""
+    edits = _edits(body)
+    options: dict[str, Any] = {}
+    if body.get("compaction") is not None:
+        if edits:
+            raise WireError("compaction: cannot be combined with context_management")
+        compaction = body["compaction"]
+        if not isinstance(compaction, dict) or compaction.get("type") != "summarize":
+            raise WireError("compaction.type: Input tag does not match the expected tag: 'summarize'")
+        options["compaction_only"] = True
+        if isinstance(compaction.get("instructions"), str) and compaction["instructions"].strip():
+            options["instructions"] = compaction["instructions"].strip()
+        return options
+    if not edits:
+        return options
+    options["context_management"] = True
+    applied: list[dict[str, Any]] = []
+
+    def tokens() -> int:
+        from app.lab.conversation import estimate_tokens
+
+        return estimate_tokens(sum(s.nbytes for s in prefix) + sum(s.nbytes for _, _, segs in parsed for s in segs))
+
+    for edit in edits:
+        if edit["type"] == "clear_tool_uses_20250919":
+            trigger = _value(edit.get("trigger"), CLEAR_TRIGGER_DEFAULT) or CLEAR_TRIGGER_DEFAULT
+            keep = _value(edit.get("keep"), CLEAR_KEEP_DEFAULT)
+            at_least = _value(edit.get("clear_at_least"), 0) or 0
+            if tokens() < trigger:
+                continue
+            places = [(m, b) for m, (_, blocks, _) in enumerate(parsed) for b, block in enumerate(blocks)
+                      if block.kind == TOOL_RESULT and block.text != CLEARED_PLACEHOLDER]
+            victims = places[: max(0, len(places) - (keep or 0))]
+            from app.lab.conversation import estimate_tokens
+
+            freed = sum(estimate_tokens(len(parsed[m][1][b].text.encode("utf-8"))) for m, b in victims)
+            if not victims or freed < at_least:
+                continue
+            for m, b in victims:
+                role, blocks, segs = parsed[m]
+                old = blocks[b]
+                blocks[b] = Block(TOOL_RESULT, CLEARED_PLACEHOLDER, id=old.id, is_error=old.is_error)
+                segs[b] = segment("tool_result", CLEARED_PLACEHOLDER, breakpoint=segs[b].breakpoint)
+            applied.append({"type": "clear_tool_uses_20250919", "cleared_tool_uses": len(victims),
+                            "cleared_input_tokens": freed})
+        elif edit["type"] == "compact_20260112":
+            options["compact_trigger"] = _value(edit.get("trigger"), COMPACT_TRIGGER_DEFAULT)
+            if isinstance(edit.get("instructions"), str) and edit["instructions"].strip():
+                options["instructions"] = edit["instructions"].strip()
+    options["applied_edits"] = applied
+    return options
 
 
 def usage_for(conv: Conversation, cache: PromptCache) -> Usage:
@@ -164,11 +284,30 @@ def _headers(rid: str) -> tuple[tuple[str, str], ...]:
     return (("request-id", rid), ("anthropic-organization-id", "lab-organization"), ("via", "bulkhead-lab"))
 
 
+def _answer(conv: Conversation, reply: Reply) -> tuple[list[dict[str, Any]], str, int]:
+    """The content blocks, stop reason and output tokens: a compaction block first when one is due;
+    a compaction request (the `compaction` parameter) gets that block alone."""
+    summary = conv.options.get("compaction")
+    compaction = [{"type": "compaction", "content": summary}] if summary else []
+    if conv.options.get("compaction_only"):
+        return compaction, "compaction", max(1, len(summary or "") // 4)
+    return compaction + _content(reply), STOP_REASONS[reply.stop_reason], reply.output_tokens
+
+
+def _context_management(conv: Conversation) -> dict[str, Any] | None:
+    if not conv.options.get("context_management"):
+        return None
+    return {"applied_edits": list(conv.options.get("applied_edits") or [])}
+
+
 def complete(conv: Conversation, reply: Reply, usage: Usage) -> Response:
     rid = _request_id()
+    content, stop_reason, output_tokens = _answer(conv, reply)
     message = {"id": f"msg_01Lab{rid[-20:]}", "type": "message", "role": "assistant", "model": conv.model,
-               "content": _content(reply), "stop_reason": STOP_REASONS[reply.stop_reason], "stop_sequence": None,
-               "usage": _usage(usage, reply.output_tokens)}
+               "content": content, "stop_reason": stop_reason, "stop_sequence": None,
+               "usage": _usage(usage, output_tokens)}
+    if _context_management(conv) is not None:
+        message["context_management"] = _context_management(conv)
     return json_response(200, message, _headers(rid))
 
 
@@ -183,7 +322,19 @@ def stream(conv: Conversation, reply: Reply, usage: Usage) -> StreamResponse:
         "id": f"msg_01Lab{rid[-20:]}", "type": "message", "role": "assistant", "model": conv.model, "content": [],
         "stop_reason": None, "stop_sequence": None, "usage": start_usage}})),
         StreamEvent(_sse("ping", {"type": "ping"}))]
-    for index, block in enumerate(reply.blocks):
+    content, stop_reason, output_tokens = _answer(conv, reply)
+    offset = 0
+    if content and content[0]["type"] == "compaction":
+        offset = 1
+        events.append(StreamEvent(_sse("content_block_start", {"type": "content_block_start", "index": 0,
+                                                                "content_block": {"type": "compaction",
+                                                                                  "content": None}})))
+        events.append(StreamEvent(_sse("content_block_delta", {
+            "type": "content_block_delta", "index": 0,
+            "delta": {"type": "compaction_delta", "content": content[0]["content"], "encrypted_content": None}})))
+        events.append(StreamEvent(_sse("content_block_stop", {"type": "content_block_stop", "index": 0})))
+    blocks = () if conv.options.get("compaction_only") else reply.blocks
+    for index, block in enumerate(blocks, start=offset):
         if block.kind == TEXT:
             events.append(StreamEvent(_sse("content_block_start", {"type": "content_block_start", "index": index,
                                                                     "content_block": {"type": "text", "text": ""}})))
@@ -200,12 +351,14 @@ def stream(conv: Conversation, reply: Reply, usage: Usage) -> StreamResponse:
                     "type": "content_block_delta", "index": index,
                     "delta": {"type": "input_json_delta", "partial_json": piece}}), content=True))
         events.append(StreamEvent(_sse("content_block_stop", {"type": "content_block_stop", "index": index})))
-    final = _usage(usage, reply.output_tokens)
+    final = _usage(usage, output_tokens)
     final.pop("service_tier")
     final.pop("cache_creation")
-    events.append(StreamEvent(_sse("message_delta", {
-        "type": "message_delta", "delta": {"stop_reason": STOP_REASONS[reply.stop_reason], "stop_sequence": None},
-        "usage": final})))
+    delta: dict[str, Any] = {"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+                             "usage": final}
+    if _context_management(conv) is not None:
+        delta["context_management"] = _context_management(conv)
+    events.append(StreamEvent(_sse("message_delta", delta)))
     events.append(StreamEvent(_sse("message_stop", {"type": "message_stop"})))
     headers = (("content-type", "text/event-stream; charset=utf-8"), ("cache-control", "no-cache"), *_headers(rid))
     return StreamResponse(200, headers, events)

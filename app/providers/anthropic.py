@@ -14,6 +14,25 @@ Wire shape (key order as the SDK sends it, so `dumps(request.body)` is the body 
 
 The SDK is imported on first use only (it is slow to import) and is created with
 `max_retries=0`: bulkhead owns retries.
+
+`context_engine = "provider"` (chat requests; the beta Messages endpoint, headers
+`context-management-2025-06-27,compact-2026-01-12`):
+
+- `context_management.edits` carries `clear_tool_uses_20250919` (the seed's settings: past
+  100,000 input tokens, keep the 5 latest tool uses, clear at least 20,000 tokens) and
+  `compact_20260112` with `trigger.value` = the engine's threshold — threshold compaction
+  (https://platform.claude.com/docs/en/build-with-claude/compaction-threshold). A `compaction`
+  block (streamed as `content_block_start` + `compaction_delta`) comes back as a NativeChunk;
+  the API drops every block before it on later requests.
+- `context_management.applied_edits` in `message_delta` (cleared_tool_uses, cleared_input_tokens;
+  https://platform.claude.com/docs/en/build-with-claude/context-editing) becomes an EditsChunk,
+  which the engine mirrors locally.
+- `build_compaction`/`send_compaction` are the on-demand mechanism of the `compact-2026-09-04`
+  beta (https://platform.claude.com/docs/en/build-with-claude/compaction-on-demand): a request
+  with the top-level `compaction: {"type": "summarize"}` parameter (never combined with
+  `context_management`) whose answer is one `compaction` block (`stop_reason: "compaction"`),
+  sent first in `messages` from then on in place of the messages it summarizes. Which role that
+  first message has is not said; bulkhead keeps the block in the assistant message it came in.
 """
 
 from __future__ import annotations
@@ -27,8 +46,10 @@ from typing import Any
 
 from app.config import Route, Settings
 from app.engine.costs import Usage
-from app.engine.messages import Image, Message, Text, ToolCall, ToolResult
+from app.engine.messages import COMPACTION_SUMMARY_HEADER, Image, Message, Native, Text, ToolCall, ToolResult
 from app.providers.base import (
+    EditsChunk,
+    NativeChunk,
     ProbeReply,
     ProviderError,
     Request,
@@ -56,6 +77,7 @@ from app.providers.wire import (
     incomplete_stream,
     index_field,
     is_local_url,
+    list_field,
     list_len,
     parse_arguments,
     parse_sse_text,
@@ -69,12 +91,22 @@ EPHEMERAL = {"type": "ephemeral"}
 CACHE_CONTROL_BYTES = compact_len({"cache_control": EPHEMERAL}) - 1  # `,"cache_control":{...}`
 CACHED_USER_TURNS = 2
 CONTEXT_MANAGEMENT_BETA = "context-management-2025-06-27"
-CONTEXT_MANAGEMENT = {"edits": [{"type": "clear_tool_uses_20250919"}]}
+COMPACT_THRESHOLD_BETA = "compact-2026-01-12"
+COMPACT_ON_DEMAND_BETA = "compact-2026-09-04"
+# The seed's clear_tool_uses settings: past 100 K input tokens, keep the 5 latest tool uses, free >= 20 K tokens.
+CLEAR_TOOL_USES = {"type": "clear_tool_uses_20250919", "trigger": {"type": "input_tokens", "value": 100_000},
+                   "keep": {"type": "tool_uses", "value": 5},
+                   "clear_at_least": {"type": "input_tokens", "value": 20_000}}
+CONTEXT_MANAGEMENT = {"edits": [CLEAR_TOOL_USES]}
+SUMMARY_HEADER = COMPACTION_SUMMARY_HEADER
+NATIVE_API = "anthropic"
 # Keys `messages.create()` takes as arguments; anything else in a body goes through `extra_body`.
 _SDK_ARGUMENTS = frozenset({"max_tokens", "messages", "model", "metadata", "stop_sequences", "stream",
                             "system", "temperature", "thinking", "tool_choice", "tools", "top_k", "top_p"})
+# ... and what the beta endpoint's `create()` takes as well
+_BETA_ARGUMENTS = _SDK_ARGUMENTS | {"context_management"}
 _STOP_REASONS = {"end_turn": "end", "tool_use": "tool_use", "max_tokens": "max_tokens",
-                 "stop_sequence": "stop_sequence"}
+                 "stop_sequence": "stop_sequence", "compaction": "end", "pause_turn": "other"}
 PLACEHOLDER_KEY = "sk-local-placeholder"
 
 
@@ -106,6 +138,11 @@ def translate(message: Message) -> _Piece:
         if isinstance(part, Text):
             if part.text.strip():  # the API rejects empty and whitespace-only text blocks
                 blocks.append({"type": "text", "text": part.text})
+        elif isinstance(part, Native):
+            if part.api == NATIVE_API and role != "system":
+                blocks.append(dict(part.item))
+            elif part.is_compaction and part.readable:  # another provider's readable summary
+                blocks.append({"type": "text", "text": SUMMARY_HEADER + part.readable})
         elif role == "system":
             continue  # only text belongs in the system prompt
         elif isinstance(part, Image):
@@ -173,6 +210,16 @@ class AnthropicProvider(HttpxSdkProvider):
     def _use_context_management(self) -> bool:
         return self.settings.context_engine == "provider"
 
+    native_compaction = ("Anthropic server-side compaction (compact_20260112 edit past the threshold; the "
+                         "compaction parameter of compact-2026-09-04 on demand) and clear_tool_uses edits")
+
+    def _context_management(self) -> dict[str, Any]:
+        edits: list[dict[str, Any]] = [CLEAR_TOOL_USES]
+        if self.compact_threshold:
+            edits.append({"type": "compact_20260112",
+                          "trigger": {"type": "input_tokens", "value": int(self.compact_threshold)}})
+        return {"edits": edits}
+
     def build(self, view: Sequence[Message], system: str, tools: Sequence[ToolSpec], *,
               max_tokens: int, purpose: str = "chat") -> Request:
         cache = purpose == "chat"
@@ -210,16 +257,16 @@ class AnthropicProvider(HttpxSdkProvider):
             messages.append({"role": turn.role, "content": blocks})
             message_sizes.append(_OVERHEAD[turn.role] + list_len(sizes, 1))
 
-        body: dict[str, Any] = {"max_tokens": max_tokens, "messages": messages, "model": self.route.model,
-                                "stream": True}
+        body: dict[str, Any] = {"max_tokens": max_tokens, "messages": messages, "model": self.route.model}
+        if self._use_context_management() and purpose == "chat":  # where the beta SDK puts it
+            body["context_management"] = self._context_management()
+        body["stream"] = True
         known = {"messages": list_len(message_sizes, 1)}
         if system_blocks:
             body["system"] = system_blocks
             known["system"] = list_len(system_sizes, 1)
         if tools:
             body["tools"], known["tools"] = self._tools(tools)
-        if self._use_context_management():
-            body["context_management"] = CONTEXT_MANAGEMENT
         predicted = body_len(body, known, compact_len)
         return Request(provider=self.kind, route=self.route.name, model=self.route.model, url=self._url(),
                        body=body, predicted_bytes=predicted, max_tokens=max_tokens, purpose=purpose,
@@ -258,16 +305,52 @@ class AnthropicProvider(HttpxSdkProvider):
 
     # -- streaming ----------------------------------------------------------------------------
     def _call_arguments(self, request: Request) -> dict[str, Any]:
-        arguments = {k: v for k, v in request.body.items() if k in _SDK_ARGUMENTS}
-        extra = {k: v for k, v in request.body.items() if k not in _SDK_ARGUMENTS}
+        known = _BETA_ARGUMENTS if "context_management" in request.body else _SDK_ARGUMENTS
+        arguments = {k: v for k, v in request.body.items() if k in known}
+        extra = {k: v for k, v in request.body.items() if k not in known}
         if extra:
             arguments["extra_body"] = extra
-        if "context_management" in extra:
-            arguments["extra_headers"] = {"anthropic-beta": CONTEXT_MANAGEMENT_BETA}
+        if "context_management" in request.body:
+            betas = [CONTEXT_MANAGEMENT_BETA]
+            if any(e.get("type") == "compact_20260112" for e in request.body["context_management"].get("edits", [])):
+                betas.append(COMPACT_THRESHOLD_BETA)
+            arguments["extra_headers"] = {"anthropic-beta": ",".join(betas)}
         return arguments
 
     async def _create(self, client: Any, request: Request) -> Any:
+        if "context_management" in request.body:  # the beta types know compaction blocks and applied edits
+            return await client.beta.messages.create(**self._call_arguments(request))
         return await client.messages.create(**self._call_arguments(request))
+
+    def build_compaction(self, view: Sequence[Message], system: str, tools: Sequence[ToolSpec], *,
+                         instructions: str | None = None) -> Request:
+        """On-demand compaction (`compact-2026-09-04`): a non-streamed request whose answer is one
+        compaction block; never combined with `context_management`."""
+        request = self.build(view, system, tools, max_tokens=self.settings.max_output_tokens, purpose="compact")
+        body = {k: v for k, v in request.body.items() if k not in ("stream", "context_management")}
+        body["compaction"] = {"type": "summarize", **({"instructions": instructions} if instructions else {})}
+        request.body = body
+        request.predicted_bytes = compact_len(body)
+        return request
+
+    async def send_compaction(self, request: Request) -> tuple[list[NativeChunk], Usage | None]:
+        arguments = {k: v for k, v in request.body.items() if k in _SDK_ARGUMENTS}
+        arguments["extra_body"] = {"compaction": request.body["compaction"]}
+        arguments["extra_headers"] = {"anthropic-beta": COMPACT_ON_DEMAND_BETA}
+        exchange = Exchange()
+        try:
+            result = await self._call(exchange, lambda client: client.beta.messages.create(**arguments))
+        finally:
+            exchange.apply(request)
+        if isinstance(result, str):
+            raise unexpected_200(self.kind, result, exchange,
+                                 content_type=exchange.response_headers.get("content-type"))
+        data = result.to_dict(mode="json", exclude_unset=True) if hasattr(result, "to_dict") else dict(result)
+        found = [NativeChunk(NATIVE_API, dict(block)) for block in data.get("content") or []
+                 if isinstance(block, dict) and block.get("type") == "compaction"]
+        usage = data.get("usage") or {}
+        return found, Usage(input_tokens=int(usage.get("input_tokens") or 0),
+                            output_tokens=int(usage.get("output_tokens") or 0))
 
     def _parser(self, exchange: Exchange) -> AnthropicEvents:
         return AnthropicEvents(self.kind, exchange)
@@ -306,7 +389,8 @@ def message_events(message: dict[str, Any]) -> list[dict[str, Any]]:
     for index, block in enumerate(message.get("content") or []):
         events.append({"type": "content_block_start", "index": index, "content_block": block})
         events.append({"type": "content_block_stop", "index": index})
-    events.append({"type": "message_delta", "delta": {"stop_reason": message.get("stop_reason")}, "usage": {}})
+    events.append({"type": "message_delta", "delta": {"stop_reason": message.get("stop_reason")}, "usage": {},
+                   "context_management": message.get("context_management")})
     events.append({"type": "message_stop"})
     return events
 
@@ -317,9 +401,19 @@ class AnthropicEvents(StreamParser):
     def __init__(self, provider: str, exchange: Exchange) -> None:
         super().__init__(provider, exchange)
         self.tools: dict[int, dict[str, Any]] = {}
+        self.compactions: dict[int, dict[str, Any]] = {}
         self.usage: dict[str, int] = {}
         self.stop_reason: str | None = None
         self.stopped = False
+        self.applied_edits: list[dict[str, Any]] = []
+
+    def _applied(self, context_management: Any) -> None:
+        edits = list_field(context_management, "applied_edits") if context_management else []
+        if edits:  # the final message_delta repeats (or replaces) what message_start said
+            self.applied_edits = [{"type": str(get(e, "type") or ""),
+                                   "cleared_tool_uses": count_field(e, "cleared_tool_uses") or 0,
+                                   "cleared_input_tokens": count_field(e, "cleared_input_tokens") or 0}
+                                  for e in edits]
 
     def _usage(self, usage: Any) -> None:
         for key in ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
@@ -339,6 +433,16 @@ class AnthropicEvents(StreamParser):
                 tool = self.tools.get(index_field(event, "index"))
                 if tool is not None:
                     tool["json"].append(text_field(delta, "partial_json"))
+            if delta_type == "compaction_delta":
+                block = self.compactions.get(index_field(event, "index"))
+                if block is not None:
+                    content = get(delta, "content")
+                    if isinstance(content, str):
+                        block["content"] = (block.get("content") or "") + content
+                    for key in ("encrypted_content", "signature"):
+                        value = get(delta, key)
+                        if isinstance(value, str):
+                            block[key] = value
             return []
         if kind == "content_block_start":
             block = get(event, "content_block")
@@ -346,6 +450,10 @@ class AnthropicEvents(StreamParser):
             if block_type == "text":
                 text = text_field(block, "text")
                 return [TextChunk(text)] if text else []
+            if block_type == "compaction":
+                data = block.to_dict(mode="json", exclude_unset=True) if hasattr(block, "to_dict") else dict(block)
+                self.compactions[index_field(event, "index")] = data
+                return []
             if block_type == "tool_use":
                 initial = get(block, "input")
                 self.tools[index_field(event, "index")] = {
@@ -354,18 +462,23 @@ class AnthropicEvents(StreamParser):
                     "json": [], "input": dict(initial) if isinstance(initial, dict) else {}}
             return []
         if kind == "content_block_stop":
+            compaction = self.compactions.pop(index_field(event, "index"), None)
+            if compaction is not None:
+                return [NativeChunk(NATIVE_API, compaction)]
             tool = self.tools.pop(index_field(event, "index"), None)
             if tool is None:
                 return []
             return [ToolCallChunk(tool["id"], tool["name"], parse_arguments("".join(tool["json"]), tool["input"]))]
         if kind == "message_start":
             self._usage(get(get(event, "message"), "usage"))
+            self._applied(get(get(event, "message"), "context_management"))
             return []
         if kind == "message_delta":
             reason = text_field(get(event, "delta"), "stop_reason")
             if reason:
                 self.stop_reason = reason
             self._usage(get(event, "usage"))
+            self._applied(get(event, "context_management"))
             return []
         if kind == "message_stop":
             self.stopped = True
@@ -386,6 +499,13 @@ class AnthropicEvents(StreamParser):
         if not self.stopped and self.stop_reason is None:
             raise incomplete_stream(self.provider, self.exchange)
         events: list[StreamEvent] = []
+        for index in sorted(self.compactions):  # a compaction block the stream never closed
+            events.append(NativeChunk(NATIVE_API, self.compactions.pop(index)))
+        if self.applied_edits:
+            events.append(EditsChunk(edits=len(self.applied_edits),
+                                     cleared_tool_uses=sum(e["cleared_tool_uses"] for e in self.applied_edits),
+                                     cleared_input_tokens=sum(e["cleared_input_tokens"] for e in self.applied_edits),
+                                     kinds=tuple(e["type"] for e in self.applied_edits)))
         for index in sorted(self.tools):  # blocks the stream never closed
             tool = self.tools.pop(index)
             events.append(ToolCallChunk(tool["id"], tool["name"], parse_arguments("".join(tool["json"]), tool["input"])))

@@ -87,7 +87,27 @@ class StopChunk:
     raw: str = ""
 
 
-StreamEvent = TextChunk | ToolCallChunk | UsageChunk | StopChunk
+@dataclass(frozen=True)
+class NativeChunk:
+    """A provider item to keep in the answer and replay verbatim: a compaction block/item, or an
+    OpenAI reasoning item with its encrypted content (see `app.engine.messages.Native`)."""
+
+    api: str
+    item: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class EditsChunk:
+    """Context edits the provider applied to this request before the model read it (Anthropic's
+    `context_management.applied_edits`): how many edits, tool uses and input tokens they cleared."""
+
+    edits: int
+    cleared_tool_uses: int
+    cleared_input_tokens: int
+    kinds: tuple[str, ...] = ()
+
+
+StreamEvent = TextChunk | ToolCallChunk | UsageChunk | StopChunk | NativeChunk | EditsChunk
 
 
 class ProviderError(Exception):
@@ -162,6 +182,8 @@ class Provider(abc.ABC):
         self.route = route
         self.settings = settings
         self.api_key = api_key
+        # context_engine = "provider": input tokens at which the provider should compact (set by the engine)
+        self.compact_threshold: int | None = None
 
     @abc.abstractmethod
     def build(self, view: Sequence[Message], system: str, tools: Sequence[ToolSpec], *,
@@ -192,6 +214,20 @@ class Provider(abc.ABC):
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release connections."""
 
+    # -- provider-native context management (context_engine = "provider") ----------------------------
+    native_compaction: str = ""  # how this provider compacts natively, for `config check`; "" = it cannot
+
+    def build_compaction(self, view: Sequence[Message], system: str, tools: Sequence[ToolSpec], *,
+                         instructions: str | None = None) -> Request:
+        """The request that asks the provider to compact `view` now (Anthropic's `compaction`
+        parameter, OpenAI's `/responses/compact`). NotImplementedError where there is none."""
+        raise NotImplementedError(f"{self.kind} has no native compaction")
+
+    async def send_compaction(self, request: Request) -> tuple[list[NativeChunk], Usage | None]:
+        """Send a `build_compaction` request: the compaction item(s) it returned and its usage.
+        Every failure is a ProviderError, as in stream()."""
+        raise NotImplementedError(f"{self.kind} has no native compaction")
+
 
 def make_provider(route: Route, settings: Settings, api_key: str | None = None) -> Provider:
     """The adapter for `route`. Imports only the module needed (each SDK is slow to import)."""
@@ -200,6 +236,12 @@ def make_provider(route: Route, settings: Settings, api_key: str | None = None) 
 
         return AnthropicProvider(route, settings, api_key)
     if route.provider == "openai":
+        from app.providers.openai import openai_api
+
+        if openai_api(route) == "responses":
+            from app.providers.responses import ResponsesProvider
+
+            return ResponsesProvider(route, settings, api_key)
         from app.providers.openai import OpenAIProvider
 
         return OpenAIProvider(route, settings, api_key)

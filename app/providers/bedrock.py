@@ -29,7 +29,7 @@ from typing import Any
 
 from app.config import Route, Settings
 from app.engine.costs import Usage
-from app.engine.messages import Image, Message, Text, ToolCall, ToolResult
+from app.engine.messages import COMPACTION_SUMMARY_HEADER, Image, Message, Native, Text, ToolCall, ToolResult
 from app.providers.base import (
     ProbeReply,
     Provider,
@@ -114,6 +114,9 @@ def translate(message: Message, *, tools: bool) -> _Piece:
         if isinstance(part, Text):
             if part.text.strip():
                 blocks.append({"text": part.text})
+        elif isinstance(part, Native):  # another provider's compaction: its readable summary, if any
+            if part.is_compaction and part.readable and role != "system":
+                blocks.append({"text": COMPACTION_SUMMARY_HEADER + part.readable})
         elif role == "system":
             continue
         elif isinstance(part, Image):

@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 
 from app.config import Route, Settings
 from app.engine.costs import Usage
-from app.engine.messages import Image, Message, Text, ToolCall, ToolResult
+from app.engine.messages import COMPACTION_SUMMARY_HEADER, Image, Message, Native, Text, ToolCall, ToolResult
 from app.providers.base import (
     ProbeReply,
     ProviderError,
@@ -111,6 +111,9 @@ def translate(message: Message) -> _Piece:
                 texts.append(part.text)
         elif isinstance(part, Image):
             images.append(part)
+        elif isinstance(part, Native):  # another API's compaction: its readable summary, if any
+            if part.is_compaction and part.readable:
+                texts.append(COMPACTION_SUMMARY_HEADER + part.readable)
         elif isinstance(part, ToolResult):
             if message.role in ("tool", "user"):
                 out.append({"role": "tool", "tool_call_id": part.call_id, "content": _result_content(part)})
@@ -138,6 +141,19 @@ def translate(message: Message) -> _Piece:
 
 def _host(url: str | None) -> str:
     return (urlsplit(url).hostname or "").lower() if url else ""
+
+
+def openai_api(route: Route) -> str:
+    """Which OpenAI API a route speaks: its `api`, else `responses` for OpenAI itself and Azure's v1
+    endpoints (`https://RESOURCE.openai.azure.com/openai/v1/`), `chat` for every other base URL —
+    Ollama, vLLM, llama.cpp, LM Studio and gateways speak Chat Completions."""
+    if route.api:
+        return route.api
+    if not route.base_url or _host(route.base_url) == "api.openai.com":
+        return "responses"
+    if _host(route.base_url).endswith(_AZURE_SUFFIXES) and "/openai/v1" in urlsplit(route.base_url).path:
+        return "responses"
+    return "chat"
 
 
 class OpenAIProvider(HttpxSdkProvider):

@@ -810,6 +810,14 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
             ("views", f"{r['views_stacked']} stacked (/rewind compact pops one)"),
             ("floor", f"{format_size(r['floor_bytes'])} (system prompt + tools)"),
         ]
+        if r.get("context_engine") == "provider":
+            rows.append(("engine", f"provider — {r['native_compaction']}, from {r['compact_threshold']:,} tokens"
+                         if r.get("native_compaction") else "provider — none on this route: the local pipeline"))
+            cleared = r.get("provider_edits") or {}
+            if cleared.get("edits"):
+                rows.append(("provider cleared", f"{cleared['edits']:,} edits · {cleared['tool_results']:,} tool "
+                             f"results ({cleared['stubbed']:,} stubbed here, archived) · {cleared['tokens']:,} "
+                             f"tokens · {cleared['expected_rebuilds']:,} cache rebuilds expected"))
         await self.chat.add_report("context — the next request", rows)
 
     def _cmd_cap_reset(self, _arg: str) -> None:

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 
 from app.engine.archive import ArchiveEntry, defang_markers, marker
 from app.engine.compaction.context import Archiver, PassContext, args_text, message_keys
-from app.engine.messages import Image, Message, Text, ToolCall, ToolResult
+from app.engine.messages import Image, Message, Native, Text, ToolCall, ToolResult
 from app.engine.prompts import PAYLOAD_NOTICE_PREFIX
 
 
@@ -30,6 +30,8 @@ def render_message_full(message: Message) -> str:
             chunks.append(f"[tool result{flag} for {part.call_id}]\n{part.content}")
         elif isinstance(part, Image):
             chunks.append(f"[image {part.media_type} base64]\n{part.data}")
+        elif isinstance(part, Native):
+            chunks.append(f"[{part.api} {part.kind}]" + (f"\n{part.readable}" if part.readable else ""))
     return "\n".join(chunks)
 
 

@@ -37,7 +37,7 @@ from app.engine.compaction.pairing import ensure_starts_with_user, repair_pairin
 from app.engine.compaction.segment import archive_segment, segment_sources
 from app.engine.compaction.truncate import is_pinned, tail_boundary
 from app.engine.compaction.verbatim import limit_verbatim, reappendable
-from app.engine.messages import Image, Message, Text, ToolCall, ToolResult
+from app.engine.messages import Image, Message, Native, Text, ToolCall, ToolResult
 from app.engine.prompts import SUMMARY_HEADER, SUMMARY_SYSTEM
 from app.sizes import format_size
 
@@ -107,6 +107,8 @@ def _piece(part: object) -> str:
         return name_call(part)
     if isinstance(part, Image):
         return f"[image {part.media_type}, {len(part.data):,} base64 chars]"
+    if isinstance(part, Native):
+        return part.readable  # a provider's readable compaction summary; opaque items say nothing
     return ""
 
 

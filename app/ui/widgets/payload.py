@@ -21,6 +21,7 @@ from textual.widgets import Static
 from app.engine.events import (
     CapLearned,
     Event,
+    ProviderEdits,
     RecoveryStep,
     RequestFinished,
     TurnFinished,
@@ -49,7 +50,7 @@ _SOURCE_WORDS = {"configured": "configured", "learned": "learned", "assumed": "a
 class PayloadPanel(Panel):
     NAME = "payload"
     TITLE = "Payload"
-    HANDLES = (ViewChanged, RequestFinished, CapLearned, TurnStarted, RecoveryStep, TurnFinished)
+    HANDLES = (ViewChanged, RequestFinished, CapLearned, TurnStarted, RecoveryStep, TurnFinished, ProviderEdits)
     BINDINGS = [copy_binding("payload", "the sizes, the cap and where it came from")]
     HELP = """\
 ## Payload
@@ -82,6 +83,7 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
         self.context_tokens: int | None = None
         self.context_window: int | None = None
         self.messages: int | None = None
+        self.provider_cleared: tuple[int, int, int] | None = None  # edits, tool results, tokens (this session)
         self.warn_ratio = PREFLIGHT_RATIO
         self.window_warn_ratio = WINDOW_WARN_RATIO
         self.no_cap_warn_bytes = NO_CAP_WARN_BYTES
@@ -123,7 +125,10 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
 
     # -- events ----------------------------------------------------------------------------------------
     def on_engine_event(self, event: Event) -> None:
-        if isinstance(event, RecoveryStep | TurnFinished):
+        if isinstance(event, ProviderEdits):
+            self.provider_cleared = (event.total_edits, event.total_tool_results, event.total_tokens)
+            self.sync()
+        elif isinstance(event, RecoveryStep | TurnFinished):
             # While the ladder sends a candidate the view stays as it was until the candidate is
             # accepted: the gauge shows the candidate (the request on the wire), not the old view.
             sending = isinstance(event, RecoveryStep) and event.outcome == "sending"
@@ -186,6 +191,9 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
                 self.context_tokens = report["estimated_tokens"]
                 self.context_window = report["context_window"]
                 self.messages = report["messages_in_view"]
+                edits = report.get("provider_edits") or {}
+                if edits.get("edits"):
+                    self.provider_cleared = (edits["edits"], edits["tool_results"], edits["tokens"])
         self._refresh_cap_detail()
         self._load_history()
         self.sync()
@@ -286,7 +294,12 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
             context.update("Context —")
         else:
             window = f" / {self.context_window:,}" if self.context_window else ""
-            context.update(f"Context {self.context_tokens:,}{window} tokens (est.)")
+            cleared = ""
+            if self.provider_cleared:
+                edits, results, tokens = self.provider_cleared
+                cleared = (f" · provider cleared {results:,} tool result{'s' if results != 1 else ''}, "
+                           f"{tokens:,} tokens in {edits:,} edit{'s' if edits != 1 else ''}")
+            context.update(f"Context {self.context_tokens:,}{window} tokens (est.){cleared}")
         self.context_gauge.warn_ratio = self.window_warn_ratio
         self.context_gauge.total = self.context_window
         self.context_gauge.value = self.context_tokens

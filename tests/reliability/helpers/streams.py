@@ -8,9 +8,10 @@ from the cause.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
-from app.providers.base import StopChunk, TextChunk, ToolCallChunk, UsageChunk
+from app.providers.base import EditsChunk, NativeChunk, StopChunk, TextChunk, ToolCallChunk, UsageChunk
 
 USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 
@@ -37,6 +38,19 @@ def problems_of(events: Sequence[object]) -> list[str]:
         elif isinstance(event, StopChunk):
             if not isinstance(event.reason, str) or not isinstance(event.raw, str):
                 problems.append(f"event {index}: StopChunk fields are {event.reason!r}, {event.raw!r}")
+        elif isinstance(event, NativeChunk):  # kept in the master log and replayed: a dict with a type
+            if not isinstance(event.item, dict) or not isinstance(event.item.get("type"), str):
+                problems.append(f"event {index}: NativeChunk.item is {event.item!r}")
+            else:
+                try:
+                    json.dumps(event.item)
+                except (TypeError, ValueError):
+                    problems.append(f"event {index}: NativeChunk.item is not JSON")
+        elif isinstance(event, EditsChunk):
+            for name in ("edits", "cleared_tool_uses", "cleared_input_tokens"):
+                value = getattr(event, name)
+                if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                    problems.append(f"event {index}: EditsChunk.{name} is {value!r}")
         else:
             problems.append(f"event {index}: unknown event type {type(event).__name__}")
     stops = [i for i, e in enumerate(events) if isinstance(e, StopChunk)]
