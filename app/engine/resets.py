@@ -1,7 +1,7 @@
 """Is a reset connection a size problem? The rules, shared by the classifier, the recovery and `bulkhead probe`.
 
 A gateway with a body cap often says no by closing the connection (nginx `return 444`,
-HAProxy `silent-drop`, a proxy that resets large uploads), and a flaky network says the same.
+HAProxy `http-request reject`, a proxy that resets large uploads), and a flaky network says the same.
 One reset proves nothing, so bulkhead judges a reset of a body of S bytes by evidence:
 
 1. S ≥ `drop_payload_min_bytes` (500,000 by default, the seed's rule for a first reset);

@@ -55,13 +55,14 @@ def _requests(h):
 
 RESETTING = {
     "nginx-return-444": ("nginx", _server(location_extra="if ($too_big) { return 444; }")),
-    "haproxy-silent-drop": ("haproxy", f"    http-request silent-drop if {{ req.hdr_val(content-length) gt {LIMIT} }}"),
+    # `reject` closes at once; `silent-drop` leaves the client waiting (a timeout or a reset, by timing)
+    "haproxy-reject": ("haproxy", f"    http-request reject if {{ req.hdr_val(content-length) gt {LIMIT} }}"),
 }
 
 
 @pytest.mark.parametrize("name", sorted(RESETTING))
 async def test_a_repeated_reset_under_500kb_is_learned_as_a_cap_and_recovered(make_harness, lab, gateways, name):
-    """Item 3: nginx `return 444` / HAProxy `silent-drop` close the connection on a ~290 KB body. The first
+    """Item 3: nginx `return 444` / HAProxy `http-request reject` close the connection on a ~290 KB body. The first
     reset is retried (under drop_payload_min_bytes); the identical second one, at an endpoint that accepted
     a small request, is the gateway's cap: learned, and the ladder recovers."""
     kind, config = RESETTING[name]
