@@ -2,7 +2,7 @@
 
     bulkhead                         TUI (new session; --resume ID, --continue)
     bulkhead -p "prompt" [--json]    one-shot: answer on stdout, notices on stderr
-    bulkhead lab | probe | classify | sessions | archive | config | auth
+    bulkhead lab | probe | classify | sessions | archive | config | auth | mcp
 
 Imports are deferred to the command that needs them, so `bulkhead --help` is instant.
 """
@@ -39,7 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="one-shot: answer PROMPT on stdout (piped stdin is appended; @path attaches a file), "
                              "then exit")
     parser.add_argument("--json", action="store_true", help="with -p: one JSON object per engine event")
-    parser.add_argument("--yes", "-y", action="store_true", help="with -p: approve every tool call")
+    parser.add_argument("--yes", "-y", action="store_true",
+                        help="with -p: approve every tool call (and start the workspace's .mcp.json servers)")
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     _add_session_flags(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -102,6 +103,21 @@ def build_parser() -> argparse.ArgumentParser:
     config_sub.add_parser("show", help="print the effective settings and where each came from")
     config_sub.add_parser("check", help="validate config.toml and the routes' credentials")
 
+    mcp = sub.add_parser("mcp", help="MCP servers: state, tools, the bytes their definitions add")
+    mcp_sub = mcp.add_subparsers(dest="action", metavar="ACTION", required=True)
+    m_list = mcp_sub.add_parser("list", help="start every server, show its state, tools and definition bytes")
+    m_tools = mcp_sub.add_parser("tools", help="one server's tools (name, read-only, bytes, description)")
+    m_tools.add_argument("name")
+    m_ping = mcp_sub.add_parser("ping", help="time one server's start and a round trip")
+    m_ping.add_argument("name")
+    for sub_parser in (m_list, m_tools, m_ping):
+        sub_parser.add_argument("--yes", "-y", dest="mcp_yes", action="store_true",
+                                help="start this workspace's .mcp.json servers without asking (not remembered)")
+    m_list.add_argument("--json", dest="mcp_json", action="store_true", help="one JSON object per server")
+    m_approve = mcp_sub.add_parser("approve", help="allow this workspace's .mcp.json servers (all, or those named)")
+    m_approve.add_argument("names", nargs="*", metavar="NAME")
+    mcp_sub.add_parser("reset", help="forget the answers given for this workspace's .mcp.json servers")
+
     auth = sub.add_parser("auth", help="store API keys in the system keyring")
     auth_sub = auth.add_subparsers(dest="action", metavar="ACTION", required=True)
     for action, text in (("set", "store a key (read without echo)"), ("status", "which keys are found where"),
@@ -119,6 +135,7 @@ _COMMANDS = {
     "archive": "app.commands.archive_cmd",
     "config": "app.commands.config_cmd",
     "auth": "app.commands.auth_cmd",
+    "mcp": "app.commands.mcp_cmd",
 }
 
 

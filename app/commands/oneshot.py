@@ -20,6 +20,7 @@ from app.engine.events import (
     CompactionPhase,
     Event,
     HookRun,
+    McpServerChanged,
     Notice,
     RecoveryStep,
     Rejection,
@@ -79,6 +80,10 @@ def text_printer(event: Event) -> None:
     elif isinstance(event, ToolCallFinished):
         mark = "✖" if event.is_error else "✓"
         _stderr(f"  {mark} {event.name}: {event.chars:,} chars")
+    elif isinstance(event, McpServerChanged) and event.state == "ready":
+        from app.textsafe import display_line
+
+        _stderr(f"⚙ MCP server {display_line(event.name)}: ready, {event.tools} tools")
     elif isinstance(event, HookRun) and event.decision != "ok":
         _stderr(f"⚓ hook {event.event} ({event.command}): {event.decision} {event.output[:200]}")
 
@@ -106,6 +111,36 @@ def _terminal_approver():
         return await asyncio.to_thread(ask)
 
     return approve
+
+
+def terminal_mcp_ask():
+    """Ask on the controlling terminal whether a workspace's `.mcp.json` servers may start; None without one."""
+    try:
+        tty = open("/dev/tty", "r+", encoding="utf-8")  # noqa: SIM115 - closed after the answer
+    except OSError:
+        return None
+    if not os.isatty(tty.fileno()):
+        tty.close()
+        return None
+
+    async def ask(specs) -> str | None:
+        from app.textsafe import display_line
+
+        def question() -> str | None:
+            try:
+                tty.write("\n? This workspace's .mcp.json names MCP servers that have not been allowed yet:\n")
+                for spec in specs:
+                    tty.write(f"    {display_line(spec.name)}  {display_line(spec.describe())}\n")
+                tty.write("  Start them? [y] yes, remember · [n] no, remember · [Enter] not now: ")
+                tty.flush()
+                answer = tty.readline().strip().lower()
+            finally:
+                tty.close()
+            return {"y": "allow", "yes": "allow", "n": "deny", "no": "deny"}.get(answer)
+
+        return await asyncio.to_thread(question)
+
+    return ask
 
 
 def read_prompt(args) -> str:
@@ -139,6 +174,8 @@ def run(args) -> int:
 
     async def main() -> int:
         await engine.start(resumed=resumed)
+        if engine.mcp is not None:  # started now, waited for before the first request
+            await engine.start_mcp(ask=None if args.yes else terminal_mcp_ask(), allow_project=args.yes)
         try:
             result = await engine.submit(prompt)
         finally:
