@@ -2,7 +2,7 @@
 
     bulkhead                         TUI (new session; --resume ID, --continue)
     bulkhead -p "prompt" [--json]    one-shot: answer on stdout, notices on stderr
-    bulkhead lab | probe | classify | sessions | archive | config | auth
+    bulkhead lab | probe | classify | sessions | archive | config | auth | mcp
 
 Imports are deferred to the command that needs them, so `bulkhead --help` is instant.
 """
@@ -94,7 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="one-shot: answer PROMPT on stdout, then exit; piped stdin is appended, and with no "
                              "PROMPT (or -p -) stdin is the prompt; @path attaches a file")
     parser.add_argument("--json", action="store_true", help="with -p: one JSON object per engine event")
-    parser.add_argument("--yes", "-y", action="store_true", help="with -p: approve every tool call")
+    parser.add_argument("--yes", "-y", action="store_true",
+                        help="with -p: approve every tool call (and start the workspace's .mcp.json servers)")
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     _add_session_flags(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -224,6 +225,28 @@ def build_parser() -> argparse.ArgumentParser:
     config_sub.add_parser("show", help="print the effective settings and where each came from")
     config_sub.add_parser("check", help="validate config.toml and the routes' credentials")
 
+    mcp = _sub(sub, "mcp", help="MCP servers: state, tools, the bytes their definitions add",
+               description="Start the configured MCP servers (config.toml's [mcp_servers.NAME] and the workspace's "
+                           ".mcp.json) and say how each is: its state, its tools and the bytes their definitions "
+                           "add to every request. A workspace's .mcp.json servers start only once allowed "
+                           "(`approve`, or the question the TUI and -p ask).",
+               examples="  bulkhead mcp list\n"
+                        "  bulkhead mcp tools github\n"
+                        "  bulkhead mcp ping github")
+    mcp_sub = mcp.add_subparsers(dest="action", metavar="ACTION", required=True)
+    m_list = mcp_sub.add_parser("list", help="start every server, show its state, tools and definition bytes")
+    m_tools = mcp_sub.add_parser("tools", help="one server's tools (name, read-only, bytes, description)")
+    m_tools.add_argument("name", help="the server's name")
+    m_ping = mcp_sub.add_parser("ping", help="time one server's start and a round trip")
+    m_ping.add_argument("name", help="the server's name")
+    for sub_parser in (m_list, m_tools, m_ping):
+        sub_parser.add_argument("--yes", "-y", dest="mcp_yes", action="store_true",
+                                help="start this workspace's .mcp.json servers without asking (not remembered)")
+    m_list.add_argument("--json", dest="mcp_json", action="store_true", help="one JSON object per server")
+    m_approve = mcp_sub.add_parser("approve", help="allow this workspace's .mcp.json servers (all, or those named)")
+    m_approve.add_argument("names", nargs="*", metavar="NAME", help="servers to allow (default: all of them)")
+    mcp_sub.add_parser("reset", help="forget the answers given for this workspace's .mcp.json servers")
+
     auth = _sub(sub, "auth", help="store API keys in the system keyring",
                 description="Store, check or delete an API key in the system keyring (read without echo, or "
                             "from stdin when piped). Without a keyring, export ANTHROPIC_API_KEY / OPENAI_API_KEY "
@@ -248,6 +271,7 @@ _COMMANDS = {
     "archive": "app.commands.archive_cmd",
     "config": "app.commands.config_cmd",
     "auth": "app.commands.auth_cmd",
+    "mcp": "app.commands.mcp_cmd",
 }
 
 

@@ -22,8 +22,9 @@ from app.sizes import SizeError, format_size, parse_size
 
 PROVIDERS = ("anthropic", "openai", "bedrock", "lab")
 APPROVAL_MODES = ("ask", "auto-read", "auto-edit", "never-ask")
-CONTEXT_ENGINES = ("local", "provider")
+CONTEXT_ENGINES = ("local", "provider")  # or "mcp:NAME": an MCP server's context_compact writes summaries
 OPENAI_APIS = ("responses", "chat")  # routes.NAME.api on provider = "openai" routes
+MCP_TOOL_SEARCH = ("auto", "bulkhead", "off")
 HOOK_EVENTS = (
     "SessionStart", "SessionEnd", "UserPromptSubmit", "PreToolUse", "PostToolUse",
     "PostToolUseFailure", "PreCompact", "PostCompact", "Stop", "Notification", "RequestRejected",
@@ -177,9 +178,22 @@ class Settings:
     approval: str = field(default="auto-read", metadata=_opt("choice", "tool approvals", APPROVAL_MODES))
     workspace: str | None = field(default=None, metadata=_opt("str?", "folder tools work in (default: cwd)"))
     max_mentions: int = field(default=10, metadata=_opt("int", "@file mentions attached per prompt"))
-    context_engine: str = field(default="local", metadata=_opt("choice", "local or provider", CONTEXT_ENGINES))
+    context_engine: str = field(default="local", metadata=_opt("engine", "local, provider or mcp:NAME",
+                                                                CONTEXT_ENGINES))
     provider_compact_threshold: int = field(default=0, metadata=_opt(
-        "int", "input tokens at which the provider compacts (context_engine = provider; 0 = automatic)"))
+        "int", "input tokens at which the provider compacts (context_engine = provider; 0 = automatic)", low=0))
+    mcp_defer_ratio: float = field(default=0.10, metadata=_opt("float", "share of the cap MCP tools may take",
+                                                               above=0, high=1))
+    mcp_tool_search: str = field(default="auto", metadata=_opt("choice", "how MCP tools are deferred",
+                                                               MCP_TOOL_SEARCH))
+    mcp_startup_timeout: float = field(default=30.0, metadata=_opt("float", "seconds an MCP server may take to start",
+                                                                   above=0))
+    mcp_tool_timeout: float = field(default=120.0, metadata=_opt("float", "seconds an MCP tool call may take",
+                                                                 above=0))
+    mcp_compact_timeout: float = field(default=180.0, metadata=_opt("float", "seconds an MCP context_compact may take",
+                                                                    above=0))
+    mcp_image_max_bytes: int = field(default=1024 * 1024, metadata=_opt("size", "largest MCP image sent to the model",
+                                                                        low=0))
     har_body_limit: int = field(default=64 * 1024, metadata=_opt("size", "body bytes kept per HAR entry"))
     hook_timeout: float = field(default=60.0, metadata=_opt("float", "default hook timeout (seconds)", above=0))
     theme: str | None = field(default=None, metadata=_opt("str?", "Textual theme (else the last used)"))
@@ -188,6 +202,7 @@ class Settings:
     routes: Mapping[str, Route] = field(default_factory=dict, metadata={"kind": "routes"})
     hooks: tuple[HookSpec, ...] = field(default=(), metadata={"kind": "hooks"})
     classifier_rules: tuple[ClassifierRuleSpec, ...] = field(default=(), metadata={"kind": "classifier"})
+    mcp_servers: Mapping[str, Any] = field(default_factory=dict, metadata={"kind": "mcp_servers"})  # app.mcp.config
     keys: Mapping[str, str] = field(default_factory=dict, metadata={"kind": "keys"})
     sources: Mapping[str, str] = field(default_factory=dict, metadata={"kind": "meta"})
     config_file: Path | None = field(default=None, metadata={"kind": "meta"})
@@ -209,7 +224,7 @@ class Settings:
 
 
 SETTING_FIELDS = {f.name: f for f in fields(Settings)
-                  if f.metadata.get("kind") not in ("routes", "hooks", "keys", "meta", "classifier")}
+                  if f.metadata.get("kind") not in ("routes", "hooks", "keys", "meta", "classifier", "mcp_servers")}
 
 
 # --- locating keys in the file, for messages that name the line ---------------------------------
@@ -307,6 +322,11 @@ def _convert(kind: str, value: Any, key: str, where: str, choices: tuple[str, ..
             if lowered in ("0", "false", "no", "off"):
                 return False
             raise ValueError
+        if base == "engine":  # a choice, or mcp:NAME
+            if str(value) in choices or re.fullmatch(r"mcp:[A-Za-z0-9_-]{1,48}", str(value)):
+                return str(value)
+            raise ConfigError(f"{where}: {key} = {value!r} is not one of {', '.join(choices)} or mcp:NAME "
+                              f"(an MCP server with a context_compact tool)")
         if base == "choice":
             if str(value) not in choices:
                 raise ConfigError(f"{where}: {key} = {_shown(value, key)} is not one of {', '.join(choices)}")
@@ -642,6 +662,18 @@ def _parse_classifier(raw: Any, origin: _Origin) -> tuple[ClassifierRuleSpec, ..
     return tuple(specs)
 
 
+def _parse_mcp_servers(raw: Any, origin: _Origin, env: Mapping[str, str]) -> dict[str, Any]:
+    """`[mcp_servers.NAME]` tables (app.mcp.config; imported only when there are some)."""
+    if not raw:
+        return {}
+    from app.mcp.config import McpConfigError, parse_config_servers
+
+    try:
+        return parse_config_servers(raw, origin.where, env)
+    except McpConfigError as exc:
+        raise ConfigError(str(exc)) from None
+
+
 def load_settings(
     path: Path | None = None,
     env: Mapping[str, str] | None = None,
@@ -668,7 +700,7 @@ def load_settings(
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
     for key, value in raw.items():
-        if key in ("routes", "hooks", "keys", "classifier"):
+        if key in ("routes", "hooks", "keys", "classifier", "mcp_servers"):
             continue
         if key not in SETTING_FIELDS:
             problems.add(f"{origin.where('', key)}: unknown key {key!r} = {_shown(value, key)} "
@@ -713,6 +745,11 @@ def load_settings(
     except ConfigError as exc:
         problems.add(str(exc))
         classifier_rules = ()
+    try:
+        mcp_servers = _parse_mcp_servers(raw.get("mcp_servers", {}), origin, env)
+    except ConfigError as exc:
+        problems.add(str(exc))
+        mcp_servers = {}
     for key in ("default_route", "compact_model"):
         name = values.get(key)
         if name is not None and name not in routes and name not in raw.get("routes", {}):
@@ -721,6 +758,7 @@ def load_settings(
     if problems.items:
         raise ConfigError(problems=problems.items)
     settings = Settings(routes=routes, hooks=hooks, keys=keys, sources=sources, classifier_rules=classifier_rules,
+                        mcp_servers=mcp_servers,
                         config_file=path if path.exists() else None, **values)
     _register_secrets(settings, env)
     return settings

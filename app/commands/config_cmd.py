@@ -96,6 +96,9 @@ def show(args=None) -> int:
                 print(f"  {field_.name} = {shown}")
     for hook in settings.hooks:
         print(f"hook {hook.event} matcher={hook.matcher or '*'} timeout={hook.timeout:g}s: {hook.command}")
+    for spec in settings.mcp_servers.values():  # names of env and headers only: their values may be secrets
+        state = "" if spec.enabled else " (enabled = false)"
+        print(f"mcp server {spec.name}{state}: {spec.describe()}" + (f" — {spec.problem}" if spec.problem else ""))
     return 0
 
 

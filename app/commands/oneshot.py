@@ -25,6 +25,7 @@ from app.engine.events import (
     CompactionPhase,
     Event,
     HookRun,
+    McpServerChanged,
     MessageAdded,
     Notice,
     RecoveryStep,
@@ -112,6 +113,10 @@ def text_printer(event: Event) -> None:
     elif isinstance(event, ToolCallFinished):
         mark = "✖" if event.is_error else "✓"
         _stderr(f"  {mark} {event.name}: {event.chars:,} chars")
+    elif isinstance(event, McpServerChanged) and event.state == "ready":
+        from app.textsafe import display_line
+
+        _stderr(f"⚙ MCP server {display_line(event.name)}: ready, {event.tools} tools")
     elif isinstance(event, HookRun) and event.decision != "ok":
         _stderr(f"⚓ hook {event.event} ({event.command}): {event.decision} {event.output[:200]}")
 
@@ -128,14 +133,14 @@ def json_printer(event: Event) -> None:
     sys.stdout.flush()
 
 
-def _terminal_approver():
-    """Ask on the controlling terminal (stdin and stdout may be pipes); None when there is none.
+def _open_terminal():
+    """(reader, writer) on the controlling terminal (stdin and stdout may be pipes); None without one.
 
     /dev/tty is opened twice, to read and to write: one text stream opened "r+" needs a seekable
     file, and a terminal is not one (io.UnsupportedOperation).
     """
     try:
-        reader = open("/dev/tty", encoding="utf-8", errors="replace")  # noqa: SIM115 - kept for the session
+        reader = open("/dev/tty", encoding="utf-8", errors="replace")  # noqa: SIM115 - closed by the caller
     except OSError:
         return None
     try:
@@ -147,6 +152,15 @@ def _terminal_approver():
         reader.close()
         writer.close()
         return None
+    return reader, writer
+
+
+def _terminal_approver():
+    """Ask on the controlling terminal about tool calls; None when there is none."""
+    tty = _open_terminal()
+    if tty is None:
+        return None
+    reader, writer = tty
     lock = threading.Lock()  # one question at a time
 
     def ask(why: str) -> bool:
@@ -171,6 +185,34 @@ def _terminal_approver():
         return await answer
 
     return approve
+
+
+def terminal_mcp_ask():
+    """Ask on the controlling terminal whether a workspace's `.mcp.json` servers may start; None without one."""
+    tty = _open_terminal()
+    if tty is None:
+        return None
+    reader, writer = tty
+
+    async def ask(specs) -> str | None:
+        from app.textsafe import display_line
+
+        def question() -> str | None:
+            try:
+                writer.write("\n? This workspace's .mcp.json names MCP servers that have not been allowed yet:\n")
+                for spec in specs:
+                    writer.write(f"    {display_line(spec.name)}  {display_line(spec.describe())}\n")
+                writer.write("  Start them? [y] yes, remember · [n] no, remember · [Enter] not now: ")
+                writer.flush()
+                answer = reader.readline().strip().lower()
+            finally:
+                reader.close()
+                writer.close()
+            return {"y": "allow", "yes": "allow", "n": "deny", "no": "deny"}.get(answer)
+
+        return await asyncio.to_thread(question)
+
+    return ask
 
 
 STDIN = "-"  # `-p -`: the prompt is stdin; `-p` with no prompt and stdin piped means the same
@@ -220,6 +262,8 @@ def run(args) -> int:
 
     async def main() -> int:
         await engine.start(resumed=resumed)
+        if engine.mcp is not None:  # started now, waited for before the first request
+            await engine.start_mcp(ask=None if args.yes else terminal_mcp_ask(), allow_project=args.yes)
         try:
             result = await engine.submit(prompt, typed=args.prompt or "")
         finally:

@@ -110,6 +110,18 @@ def _forked(store: Store, source: Session, what: str, notices: list[str]) -> Ses
     return session
 
 
+def open_mcp(settings: Settings, workspace: Path, session: Session, state: State):
+    """The session's MCP servers (not started), or None when neither config.toml nor the workspace's
+    `.mcp.json` names any — then nothing MCP is even imported."""
+    from app.mcp.config import PROJECT_FILE
+
+    if not settings.mcp_servers and not (Path(workspace) / PROJECT_FILE).exists():
+        return None
+    from app.mcp.manager import McpManager, log_folder_for
+
+    return McpManager.from_settings(settings, workspace, log_folder=log_folder_for(session.folder), state=state)
+
+
 def open_engine(settings: Settings, *, route_name: str | None = None, resume: str | None = None,
                 continue_: bool = False, workspace: Path | None = None,
                 approver: Callable[[str, dict, str], Awaitable[bool]] | None = None,
@@ -140,7 +152,8 @@ def open_engine(settings: Settings, *, route_name: str | None = None, resume: st
             choice.route.name, choice.route.provider, choice.route.model):
         session.set_route(choice.route.name, choice.route.provider, choice.route.model)
     provider = make_provider(choice.route, settings, choice.api_key)
-    engine = Engine(settings, session, choice.route, provider, state=state, approver=approver, workspace=workspace)
+    engine = Engine(settings, session, choice.route, provider, state=state, approver=approver, workspace=workspace,
+                    mcp=open_mcp(settings, workspace, session, state))
     try:
         state.set("last_route", choice.route.name)
     except OSError:

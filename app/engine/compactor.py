@@ -63,7 +63,9 @@ class Compactor:
         summarizer_window = engine.summarizer_window()
         result = await run_pipeline(before, ctx, trigger=trigger, summarizer=self.summarize,
                                     instructions=instructions, window_tokens=summarizer_window,
-                                    skip_summary=skip_summary, on_phase=on_phase, cancel=cancel)
+                                    skip_summary=skip_summary, on_phase=on_phase, cancel=cancel,
+                                    context_engine=engine.context_engine())
+        named = {"engine": result.engine} if result.engine else {}
         elapsed = time.monotonic() - started
         keys = [e.key for e in result.entries]
         sizes = {"bytes_before": result.bytes_before, "bytes_after": result.bytes_after,
@@ -74,11 +76,11 @@ class Compactor:
                 trigger=trigger, method=result.method, level=result.level, messages_before=len(before),
                 messages_after=len(before), bytes_before=result.bytes_before, bytes_after=result.bytes_before,
                 outcome=outcome, elapsed_seconds=elapsed, session_id=session.id,
-                reason="cancelled" if result.cancelled else "nothing to compact"))
+                reason="cancelled" if result.cancelled else "nothing to compact", **named))
             await engine.hooks.post_compact(hook_trigger, outcome, sizes, [])
             engine.emit(Compaction(trigger=trigger, method=result.method, outcome=outcome,
                                    bytes_before=result.bytes_before, bytes_after=result.bytes_before,
-                                   messages_before=len(before), messages_after=len(before)))
+                                   messages_before=len(before), messages_after=len(before), engine=result.engine))
             return result
         try:
             view = session.commit_view(result.messages, result.entries, reason=f"{trigger}:{result.method}")
@@ -94,12 +96,12 @@ class Compactor:
             trigger=trigger, method=result.method, level=result.level, messages_before=len(before),
             messages_after=len(result.messages), bytes_before=result.bytes_before, bytes_after=result.bytes_after,
             provider_bytes_before=result.bytes_before, provider_bytes_after=result.bytes_after, outcome="applied",
-            elapsed_seconds=elapsed, archive_keys=keys, session_id=session.id))
+            elapsed_seconds=elapsed, archive_keys=keys, session_id=session.id, **named))
         await engine.hooks.post_compact(hook_trigger, "applied", sizes, keys)
         engine.emit(Compaction(trigger=trigger, method=result.method, outcome="applied",
                                bytes_before=result.bytes_before, bytes_after=result.bytes_after,
                                messages_before=len(before), messages_after=len(result.messages),
-                               level=result.level, archive_keys=tuple(keys), view_id=view.id))
+                               level=result.level, archive_keys=tuple(keys), view_id=view.id, engine=result.engine))
         engine.view_changed(f"compaction:{trigger}")
         return result
 

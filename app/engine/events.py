@@ -213,6 +213,23 @@ class Compaction(Event):
     level: int = 0
     archive_keys: tuple[str, ...] = ()
     view_id: str | None = None
+    engine: str = ""  # who wrote the summary: "local", "mcp:NAME", "local (fallback: …)"; "" without one
+
+
+@dataclass(frozen=True)
+class McpServerChanged(Event):
+    """An MCP server changed state (starting, ready, failed, crashed, …). Texts come from the server:
+    untrusted, shown through app.textsafe."""
+
+    type: ClassVar[str] = "mcp_server"
+    name: str
+    state: str
+    reason: str = ""
+    stderr_tail: tuple[str, ...] = ()
+    tools: int = 0
+    transport: str = ""
+    source: str = ""  # config | project
+    log_path: str = ""
 
 
 @dataclass(frozen=True)
@@ -243,6 +260,7 @@ class ViewChanged(Event):
     context_tokens: int
     context_window: int | None
     reason: str = ""
+    floor: tuple[Any, ...] = ()  # app.engine.payload.FloorPart: the non-compactable base, by part
 
 
 @dataclass(frozen=True)

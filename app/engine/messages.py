@@ -39,6 +39,9 @@ class ToolResult:
     call_id: str
     content: str
     is_error: bool = False
+    # Deferred tools this result loads (a tool_search answer): Anthropic gets `tool_reference`
+    # blocks for them when the request defers those tools; every other reader sees `content`.
+    references: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,8 +213,10 @@ def part_to_dict(part: Part) -> dict[str, Any]:
     if isinstance(part, ToolCall):
         return {"type": "tool_call", "id": part.id, "name": part.name, "args": dict(part.args)}
     if isinstance(part, ToolResult):
-        return {"type": "tool_result", "call_id": part.call_id, "content": part.content,
-                "is_error": part.is_error}
+        data = {"type": "tool_result", "call_id": part.call_id, "content": part.content, "is_error": part.is_error}
+        if part.references:
+            data["references"] = list(part.references)
+        return data
     if isinstance(part, Image):
         return {"type": "image", "media_type": part.media_type, "data": part.data}
     if isinstance(part, Native):
@@ -226,7 +231,8 @@ def part_from_dict(data: Mapping[str, Any]) -> Part:
     if kind == "tool_call":
         return ToolCall(data["id"], data["name"], dict(data.get("args") or {}))
     if kind == "tool_result":
-        return ToolResult(data["call_id"], data["content"], bool(data.get("is_error", False)))
+        return ToolResult(data["call_id"], data["content"], bool(data.get("is_error", False)),
+                          tuple(data.get("references") or ()))
     if kind == "image":
         return Image(data["media_type"], data["data"])
     if kind == "native":

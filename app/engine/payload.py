@@ -9,6 +9,7 @@ from the provider's usage reports.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from app.config import Settings
@@ -89,27 +90,81 @@ def preflight(predicted_bytes: int, cap: CapInfo, *, settings: Settings, context
 
 
 @dataclass(frozen=True)
+class FloorPart:
+    """One part of the non-compactable request base, in exact request bytes."""
+
+    label: str  # "system prompt" | "instructions" | "tools (built-in)" | "tools (MCP)" | "tools (MCP) NAME"
+    bytes: int
+
+
+MCP_PART = "tools (MCP)"
+
+
+def floor_breakdown(*, system_bytes: int, builtin_tools_bytes: int, instructions_bytes: int = 0,
+                    mcp_tools_bytes: int = 0, mcp_servers: Mapping[str, int] | None = None) -> list[FloorPart]:
+    """The floor as ordered parts: system prompt, instructions, built-in tools, MCP tools (what is sent),
+    then one part per MCP server (the bytes its full definitions take, heaviest first)."""
+    parts = [FloorPart("system prompt", system_bytes)]
+    if instructions_bytes:
+        parts.append(FloorPart("instructions", instructions_bytes))
+    parts.append(FloorPart("tools (built-in)", builtin_tools_bytes))
+    if mcp_tools_bytes or mcp_servers:
+        parts.append(FloorPart(MCP_PART, mcp_tools_bytes))
+        for name, size in sorted((mcp_servers or {}).items(), key=lambda item: -item[1]):
+            parts.append(FloorPart(f"{MCP_PART} {name}", size))
+    return parts
+
+
+def describe_tools(parts: Sequence[FloorPart]) -> str:
+    """`tools: 14.2 KB, of which MCP: 9.1 KB` from a breakdown (tools = built-in + MCP sent)."""
+    builtin = sum(p.bytes for p in parts if p.label == "tools (built-in)")
+    mcp = sum(p.bytes for p in parts if p.label == MCP_PART)
+    text = f"tools: {format_size(builtin + mcp)}"
+    if any(p.label == MCP_PART for p in parts):
+        text += f", of which MCP: {format_size(mcp)}"
+    return text
+
+
+@dataclass(frozen=True)
 class FloorDiagnosis:
     fail_fast: bool
     warn: bool
     message: str
 
 
+def heaviest_servers(servers: Mapping[str, int] | None, limit: int = 3) -> str:
+    """`MCP servers big 200.0 KB, demo 1.2 KB` — the heaviest first — or ""."""
+    if not servers:
+        return ""
+    ranked = sorted(servers.items(), key=lambda item: -item[1])[:limit]
+    more = len(servers) - len(ranked)
+    return "MCP servers " + ", ".join(f"{name} {format_size(size)}" for name, size in ranked) + \
+        (f" and {more} more" if more > 0 else "")
+
+
 def diagnose_floor(system_bytes: int, tools_bytes: int, floor_bytes: int, rejected_bytes: int | None,
-                   tool_count: int) -> FloorDiagnosis:
-    """Can compaction help at all? The base (system prompt + tool schemas) is never compacted."""
+                   tool_count: int, mcp_servers: Mapping[str, int] | None = None) -> FloorDiagnosis:
+    """Can compaction help at all? The base (system prompt + tool schemas) is never compacted.
+
+    `mcp_servers` (full definition bytes by server) names the heaviest servers in the message."""
     if not rejected_bytes:
         return FloorDiagnosis(False, False, "")
     parts = f"system prompt {format_size(system_bytes)}, {tool_count} tool schemas {format_size(tools_bytes)}"
+    servers = heaviest_servers(mcp_servers)
+    if servers:
+        parts += f"; {servers}"
+    reduce = "turn tools off" if not servers else "turn off or defer the heaviest MCP servers (enabled = false, " \
+                                                  "mcp_defer_ratio)"
     if floor_bytes >= rejected_bytes:
         return FloorDiagnosis(True, False, (
             f"The non-compactable request base ({format_size(floor_bytes)}: {parts}) meets or exceeds the size "
             f"the gateway rejected ({format_size(rejected_bytes)}). History compaction cannot help — shorten "
-            f"the system prompt, turn tools off, or ask for the proxy/WAF body-size limit to be raised."))
+            f"the system prompt, {reduce}, or ask for the proxy/WAF body-size limit to be raised."))
     if floor_bytes >= FLOOR_WARN_RATIO * rejected_bytes:
         return FloorDiagnosis(False, True, (
             f"The request base alone is {format_size(floor_bytes)} ({parts}) — close to the gateway's rejection "
-            f"threshold ({format_size(rejected_bytes)}); consider a shorter system prompt or fewer tools."))
+            f"threshold ({format_size(rejected_bytes)}); consider a shorter system prompt or fewer tools"
+            + (f" ({servers.removeprefix('MCP servers ')} are the heaviest MCP servers)" if servers else "") + "."))
     return FloorDiagnosis(False, False, "")
 
 

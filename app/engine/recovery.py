@@ -201,7 +201,7 @@ class Recovery:
         known = [n for n in (rejected, remembered.rejected_bytes if remembered else None) if n]
         smallest = min(known) if known else None
         diagnosis = diagnose_floor(floor.system_bytes, floor.tools_bytes, floor.total_bytes, smallest,
-                                   len(engine.tools))
+                                   len(engine.tools), mcp_servers=dict(floor.mcp_servers))
         if diagnosis.warn:
             engine.emit(Notice(diagnosis.message, level="warn", code="floor"))
         if diagnosis.fail_fast:

@@ -30,6 +30,7 @@ from app.engine.compactor import Compactor
 from app.engine.events import (
     AnswerFinished,
     Event,
+    McpServerChanged,
     Notice,
     Rejection,
     ToolApproval,
@@ -43,7 +44,15 @@ from app.engine.failures import PAYLOAD_KINDS, Failure
 from app.engine.hooks import HookResult, HookRunner
 from app.engine.messages import Image, Message, Native, Text, ToolCall, ToolResult, new_id
 from app.engine.native import NativeContext, edit_totals
-from app.engine.payload import CapInfo, calibrate, effective_cap, preflight
+from app.engine.payload import (
+    CapInfo,
+    FloorPart,
+    calibrate,
+    effective_cap,
+    floor_breakdown,
+    heaviest_servers,
+    preflight,
+)
 from app.engine.prompts import CONTINUATION, INTERRUPTED_TURN, SYSTEM_PROMPT
 from app.engine.recovery import Recovery, TurnFailed
 from app.engine.resets import SizeEvidence
@@ -51,12 +60,14 @@ from app.engine.retry import RetryPolicy
 from app.engine.sender import RequestFailed, Sender, StreamResult, leftover_drafts
 from app.engine.session import Session
 from app.engine.user_rules import build_rules
-from app.providers.base import Provider, Request, ToolSpec, dumps, make_provider
+from app.providers.base import Provider, Request, ToolSpec, make_provider
 from app.providers.catalog import model_limits
 from app.sizes import format_size
 from app.state import State
 
 if TYPE_CHECKING:
+    from app.mcp.deferral import DeferralPlan
+    from app.mcp.manager import McpManager
     from app.tools.base import ToolOutcome
 
 MAX_TOOL_ROUNDS = 50  # tool round trips in one turn before bulkhead stops and asks the user
@@ -92,13 +103,17 @@ class FloorSizes:
     system_bytes: int
     tools_bytes: int
     total_bytes: int
+    mcp_bytes: int = 0  # what the MCP part of the tool list adds (the index when deferred)
+    parts: tuple[FloorPart, ...] = ()
+    mcp_servers: tuple[tuple[str, int], ...] = ()  # full definition bytes by server, heaviest first
 
 
 class Engine:
     def __init__(self, settings: Settings, session: Session, route: Route, provider: Provider, *,
                  state: State | None = None, approver: Approver | None = None, hooks: HookRunner | None = None,
                  sleep: Callable[[float], Awaitable[None]] = asyncio.sleep, rng: random.Random | None = None,
-                 tools: Sequence[ToolSpec] | None = None, workspace: Path | None = None) -> None:
+                 tools: Sequence[ToolSpec] | None = None, workspace: Path | None = None,
+                 mcp: McpManager | None = None) -> None:
         from app.tools.base import TOOL_SPECS
 
         self.settings = settings
@@ -108,7 +123,15 @@ class Engine:
         self.sleep = sleep
         self.workspace = Path(workspace or settings.workspace or session.workspace or Path.cwd()).expanduser()
         self.system = session.system_prompt or SYSTEM_PROMPT
-        self.tools: tuple[ToolSpec, ...] = tuple(TOOL_SPECS if tools is None else tools)
+        self.builtin_tools: tuple[ToolSpec, ...] = tuple(TOOL_SPECS if tools is None else tools)
+        self._tools_cache: tuple[object, tuple[ToolSpec, ...]] | None = None
+        self.mcp = mcp
+        self.mcp_tools = None
+        if mcp is not None:
+            from app.mcp.toolset import McpToolset
+
+            self.mcp_tools = McpToolset(mcp, settings, flags=session.flags, set_flag=session.set_flag)
+            mcp.subscribe(self._mcp_changed)
         self.hooks = hooks or HookRunner(settings.hooks, session_id=session.id,
                                          transcript_path=session.transcript_path, cwd=self.workspace,
                                          on_run=self.emit)
@@ -118,6 +141,7 @@ class Engine:
         self.native = NativeContext(self)
         self.tool_cancel = asyncio.Event()
         self._lock = asyncio.Lock()
+        self._closing = False
         self._use_route(route, provider)
 
     def _use_route(self, route: Route, provider: Provider) -> None:
@@ -137,7 +161,9 @@ class Engine:
         self._catalog_window = route.context_window or self.settings.context_window or limits.context_window
         self.sender = self._make_sender(provider, route.name)
         self._summarizer: tuple[Provider, Sender] | None = None
-        self._floor_cache: FloorSizes | None = None
+        self._floor_cache: tuple[tuple[ToolSpec, ...], FloorSizes] | None = None
+        self._plan_memo: tuple[tuple, DeferralPlan] | None = None
+        self._budget_epoch = getattr(self, "_budget_epoch", 0) + 1
         self.native.prepare()  # the provider's compaction threshold depends on the route's window and cap
 
     async def switch_route(self, route: Route, provider: Provider) -> None:
@@ -153,6 +179,8 @@ class Engine:
 
     # -- events ---------------------------------------------------------------------------------
     def emit(self, event: Event) -> None:
+        if event.type == "cap_learned":
+            self._budget_epoch += 1  # the MCP share of the cap moved
         if event.type in STORED_EVENTS:
             self.session.record_event(event)
         else:
@@ -185,14 +213,125 @@ class Engine:
     def measure(self, messages: Sequence[Message], max_tokens: int | None = None) -> int:
         return self.provider.measure(tuple(messages), self.system, self.tools, max_tokens=max_tokens or self.max_tokens)
 
+    # -- tools (built-in + MCP, deferred when they crowd the payload) -----------------------------
+    @property
+    def tools(self) -> tuple[ToolSpec, ...]:
+        """What every request declares: the built-in tools, then the MCP part of the deferral plan.
+
+        The same tuple (and ToolSpec objects) until the plan changes, so the providers' caches hold."""
+        plan = self.mcp_plan()
+        if plan is None:
+            return self.builtin_tools
+        if self._tools_cache is None or self._tools_cache[0] is not plan:
+            self._tools_cache = (plan, self.builtin_tools + plan.specs)
+        return self._tools_cache[1]
+
+    def _tool_bytes(self, specs: Sequence[ToolSpec]) -> int:
+        """Exact bytes `specs` add to a request of this route (built into an empty request and measured)."""
+        base = self.provider.measure((), self.system, self.builtin_tools, max_tokens=self.max_tokens)
+        with_specs = self.provider.measure((), self.system, self.builtin_tools + tuple(specs), max_tokens=self.max_tokens)
+        return with_specs - base
+
+    def mcp_budgets(self) -> tuple[int, int | None]:
+        """(share of the effective cap, share of the byte cap alone) that MCP definitions may take."""
+        ratio = self.settings.mcp_defer_ratio
+        cap = self.cap_info().bytes
+        window_bytes = int(self.usable_window_tokens() * self.bytes_per_token)
+        effective = min(cap, window_bytes) if cap else window_bytes
+        share = int(ratio * effective) // 1024 * 1024  # in whole KiB: calibration nudges do not re-plan
+        return share, (int(ratio * cap) if cap else None)
+
+    def mcp_plan(self) -> DeferralPlan | None:
+        """How MCP tools are sent now (app.mcp.deferral); None without MCP.
+
+        Re-planned when the servers' tools, the loaded tools or the budgets may have changed: the
+        budgets are read again after every view change and every learned cap (`_budget_epoch`)."""
+        if self.mcp_tools is None:
+            return None
+        key = (self._budget_epoch, self.mcp.generation, self.mcp_tools.loaded)
+        if self._plan_memo is not None and self._plan_memo[0] == key:
+            return self._plan_memo[1]
+        budget, byte_budget = self.mcp_budgets()
+        native = self.route.provider == "anthropic"
+        plan = self.mcp_tools.plan(budget_bytes=budget, byte_budget=byte_budget, native_possible=native,
+                                   measure=self._tool_bytes, key=(self.route.name, id(self.provider), self.system))
+        self._plan_memo = (key, plan)
+        return plan
+
     def floor_sizes(self) -> FloorSizes:
-        if self._floor_cache is None:
-            total = self.measure(())
-            system_bytes = len(dumps(self.system))
-            tools_bytes = len(dumps([{"name": t.name, "description": t.description,
-                                      "input_schema": dict(t.input_schema)} for t in self.tools]))
-            self._floor_cache = FloorSizes(system_bytes, tools_bytes, total)
-        return self._floor_cache
+        """The non-compactable base: system prompt and tool definitions, in exact request bytes."""
+        tools = self.tools
+        if self._floor_cache is None or self._floor_cache[0] is not tools:
+            measure = self.provider.measure
+            empty = measure((), "", (), max_tokens=self.max_tokens)
+            bare = measure((), self.system, (), max_tokens=self.max_tokens)
+            builtin = measure((), self.system, self.builtin_tools, max_tokens=self.max_tokens)
+            total = measure((), self.system, tools, max_tokens=self.max_tokens)
+            plan = self.mcp_plan()
+            servers = tuple(plan.per_server.items()) if plan is not None else ()
+            parts = floor_breakdown(system_bytes=bare - empty, builtin_tools_bytes=builtin - bare,
+                                    mcp_tools_bytes=total - builtin, mcp_servers=dict(servers))
+            sizes = FloorSizes(bare - empty, total - bare, total, total - builtin, tuple(parts), servers)
+            self._floor_cache = (tools, sizes)
+        return self._floor_cache[1]
+
+    # -- MCP ----------------------------------------------------------------------------------------
+    async def start_mcp(self, *, ask=None, allow_project: bool = False) -> None:
+        """Start the MCP servers in the background (front ends call this after their first frame).
+
+        `ask(specs)` asks about a workspace's `.mcp.json` servers ("allow" | "deny" | None);
+        `allow_project` starts them without asking or remembering (`-p --yes`)."""
+        if self.mcp is None:
+            return
+        for note in self.mcp.notes:
+            self.emit(Notice(note, level="warn", code="mcp"))
+        await self.mcp.start(ask=ask, allow_project=allow_project)
+        pending = [s for s in self.mcp.statuses() if s.state == "pending"]
+        if pending:
+            names = ", ".join(s.name for s in pending)
+            self.emit(Notice(f"MCP servers from this workspace's .mcp.json are not started: {names} — "
+                             f"/mcp restart NAME (or `bulkhead mcp approve`) allows one", level="warn", code="mcp"))
+
+    def _mcp_changed(self, connection) -> None:
+        if self._closing:  # servers stopping at exit: nothing to tell
+            return
+        status = connection.status()
+        self.emit(McpServerChanged(name=status.name, state=status.state.value, reason=status.reason,
+                                   stderr_tail=status.stderr_tail, tools=len(status.tools),
+                                   transport=status.transport, source=status.source, log_path=status.log_path))
+        if status.state.value in ("failed", "crashed"):
+            from app.textsafe import display_line
+
+            # the reason and the stderr lines come from the server: shown escaped, never as they are
+            verb = "did not start" if status.state.value == "failed" else "stopped working"
+            tail = ""
+            if status.stderr_tail:
+                tail = " — last stderr lines:\n" + "\n".join(f"  {display_line(line)}" for line in status.stderr_tail)
+            self.emit(Notice(f"MCP server {status.name} {verb}: {display_line(status.reason)}. The session goes on "
+                             f"without its tools; /mcp restart {status.name} tries again.{tail}", level="warn",
+                             code="mcp"))
+        if status.state.value in ("ready", "failed", "crashed", "stopped"):
+            with contextlib.suppress(Exception):
+                self.view_changed("mcp")
+
+    def context_engine(self):
+        """The external summarizer of `context_engine = "mcp:NAME"` (app.engine.compaction.summarize), or None."""
+        name = self.settings.context_engine
+        if not name.startswith("mcp:"):
+            return None
+        from app.engine.compaction.summarize import ContextEngine
+        from app.mcp.context_engine import McpContextEngine
+
+        writer = McpContextEngine(self.mcp, name.removeprefix("mcp:"), timeout=self.settings.mcp_compact_timeout)
+        return ContextEngine(name, writer, timeout=self.settings.mcp_compact_timeout)
+
+    async def _await_mcp(self) -> None:
+        """Before a turn's first request: let starting MCP servers finish (each bounded by its timeout)."""
+        if self.mcp is None or not self.mcp.starting():
+            return
+        self.emit(Notice(f"waiting for MCP servers to start: {', '.join(self.mcp.starting())} "
+                         f"(at most {self.settings.mcp_startup_timeout:g} s; Esc cancels)", code="mcp_wait"))
+        await self.mcp.wait_settled()
 
     def pass_context(self, turn: int, max_tokens: int, *, target_bytes: int | None) -> PassContext:
         store, session = self.session.store, self.session
@@ -205,15 +344,17 @@ class Engine:
                            budget_scale=float(session.flags.get("budget_scale", 1.0)),
                            session_folder=session.folder, archive_lookup=lookup,
                            measure=lambda messages: self.measure(messages, max_tokens),
-                           target_bytes=target_bytes, is_master=session.is_master)
+                           target_bytes=target_bytes, is_master=session.is_master,
+                           repeatable_tools=self.mcp.read_only_tools() if self.mcp is not None else frozenset())
 
     def view_changed(self, reason: str = "") -> ViewChanged:
+        self._budget_epoch += 1
         cap = self.cap_info()
         predicted = self.measure(self.session.view.messages)
         event = ViewChanged(view_id=self.session.view.id, messages=len(self.session.view), predicted_bytes=predicted,
                             effective_cap=cap.bytes, cap_source=cap.source,
                             context_tokens=int(predicted / self.bytes_per_token), context_window=self.context_window,
-                            reason=reason)
+                            reason=reason, floor=self.floor_sizes().parts)
         self.emit(event)
         return event
 
@@ -281,6 +422,10 @@ class Engine:
     async def close(self, reason: str = "exit") -> None:
         try:
             await self.hooks.session_end(reason)
+            self._closing = True
+            if self.mcp is not None:
+                with contextlib.suppress(Exception):
+                    await self.mcp.close()
             with contextlib.suppress(Exception):
                 await self.provider.aclose()
         finally:
@@ -358,6 +503,7 @@ class Engine:
         budget = TurnBudget(max(1, int(self.settings.turn_budget_chars * float(self.session.flags.get("budget_scale", 1.0)))))
         stop_hook_active = False
         try:
+            await self._await_mcp()
             if mentions:  # attached as if the model had read them, before it answers
                 self.session.append(Message.create("assistant", list(mentions), turn=turn, origin="mention"))
                 await self._run_tools(mentions, turn, budget, by_user=True)
@@ -426,10 +572,13 @@ class Engine:
             self.session.set_flag("no_cap_warned", True)
             self.emit(Notice(decision.message, level="warn", code="no_cap_warning"))
         elif decision.action == "compact":
-            floor = self.floor_sizes().total_bytes
+            sizes = self.floor_sizes()
+            floor = sizes.total_bytes
             if decision.target_bytes is not None and floor >= decision.target_bytes:
+                servers = heaviest_servers(dict(sizes.mcp_servers))
+                heavy = f"; the heaviest {servers}" if servers else ""
                 self.emit(Notice(f"{decision.message.split(' — ')[0]} — but the request base alone (system prompt "
-                                 f"and tool schemas, {format_size(floor)}) is above the compaction target "
+                                 f"and tool schemas, {format_size(floor)}{heavy}) is above the compaction target "
                                  f"({format_size(decision.target_bytes)}): compacting history cannot help; "
                                  f"shorten the system prompt or turn tools off", level="warn", code="floor"))
                 return
@@ -530,8 +679,9 @@ class Engine:
             if after.additional_context:  # Claude Code feeds a PostToolUse hook's reason back to the model
                 content += f"\n\n[hook] {after.additional_context}"
             origin = "recall" if call.name == "recall" and not outcome.is_error else "tool"
+            result = ToolResult(call.id, content, outcome.is_error, outcome.references)
             self.session.append(Message.create(
-                "tool", [ToolResult(call.id, content, outcome.is_error)], turn=turn, origin=origin,
+                "tool", [result, *outcome.images], turn=turn, origin=origin,
                 preserve_verbatim=outcome.preserve_verbatim and not outcome.is_error))
             self.emit(ToolCallFinished(call_id=call.id, name=call.name, is_error=outcome.is_error,
                                        preview=content[:500], chars=outcome.chars_total,
@@ -563,7 +713,6 @@ class Engine:
         """One model tool call through the PreToolUse hook and the approval rules: (outcome, the
         input it ran with — a hook's `updatedInput` may have replaced it)."""
         from app.tools.approval import denied_outcome, describe_call, needs_approval, outside_workspace
-        from app.tools.base import run_tool
 
         verdict = await self.hooks.pre_tool_use(call.name, args)
         if verdict.blocked:
@@ -574,21 +723,32 @@ class Engine:
             args = dict(verdict.updated_input)
             self.emit(Notice(text=f"A PreToolUse hook changed the input of {call.name}: now "
                                   f"{describe_call(call.name, args, self.workspace)}", code="hook_input"))
-        ask, why = needs_approval(call.name, args, self.settings.approval, self.workspace,
-                                  extra_read_roots=read_roots)
+        if self.mcp_tools is not None and self.mcp_tools.handles(call.name):
+            ask, why = self.mcp_tools.needs_approval(call.name, self.settings.approval)
+        else:
+            ask, why = needs_approval(call.name, args, self.settings.approval, self.workspace,
+                                      extra_read_roots=read_roots)
         if verdict.permission == "ask":
             ask, why = True, why or "a PreToolUse hook asked for confirmation"
         elif verdict.permission == "allow" and not outside_workspace(call.name, args, self.workspace, read_roots):
             ask, why = False, "allowed by a PreToolUse hook"
         if not ask:
             self.emit(ToolApproval(call_id=call.id, name=call.name, decision="auto", reason=why))
-            return await run_tool(call.name, args, ctx), args
+            return await self._execute(call.name, args, ctx), args
         approved = await self._ask(call.name, args, f"{why}: {describe_call(call.name, args, self.workspace)}")
         self.emit(ToolApproval(call_id=call.id, name=call.name, decision="approved" if approved else "denied",
                                reason=why))
         if approved:
-            return await run_tool(call.name, args, ctx), args
+            return await self._execute(call.name, args, ctx), args
         return denied_outcome(call.name, why, by="user" if self.approver else "no_terminal"), args
+
+    async def _execute(self, name: str, args: dict, ctx) -> ToolOutcome:
+        """Run one tool call that may run: an MCP tool (or tool_search) through its server, else a built-in."""
+        if self.mcp_tools is not None and self.mcp_tools.handles(name):
+            return await self.mcp_tools.run(name, args, ctx)
+        from app.tools.base import run_tool
+
+        return await run_tool(name, args, ctx)
 
     async def _ask(self, name: str, args: dict, why: str) -> bool:
         if self.approver is None:

@@ -28,6 +28,7 @@ Grammar::
     !shell CMD…              shell {command: "CMD…"}
     !write PATH TEXT…        write_file {path, content: "TEXT…"}   (a literal \\n becomes a newline)
     !recall KEY…             recall {keys: [KEY, …]}    (bare keys or <<ccr:KEY>> markers)
+    !call TOOL {JSON}        any tool the request offers, e.g. !call mcp__demo__echo {"text": "hi"}
     !big SIZE                answer with SIZE of text, e.g. !big 40KB (KB = 1024 bytes)
     !cut                     answer past max_tokens, so the answer stops at max_tokens
     !echo TEXT…              answer TEXT as it is, \\n \\t \\e \\xHH \\uHHHH \\\\ decoded
@@ -37,6 +38,7 @@ Grammar::
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import shlex
 from collections.abc import Sequence
@@ -73,6 +75,7 @@ The lab model understands lines of your message that start with "!":
   !shell CMD…              call shell {command}
   !write PATH TEXT…        call write_file {path, content}  (\\n in TEXT is a newline)
   !recall KEY…             call recall {keys}  (bare keys or <<ccr:KEY>> markers)
+  !call TOOL {JSON}        call any offered tool, e.g. !call mcp__demo__echo {"text": "hi"}
   !big SIZE                answer with that much text, e.g. !big 40KB
   !cut                     answer past max_tokens (stops at max_tokens; continue to finish)
   !echo TEXT…              answer TEXT as it is (\\n \\t \\e \\xHH \\uHHHH decoded)
@@ -87,7 +90,7 @@ SUMMARY_INPUT_SHARE = 0.10
 ECHO_CHARS = 80
 
 TOOL_COMMANDS = {"read": "read_file", "ls": "list_dir", "grep": "grep", "shell": "shell",
-                 "write": "write_file", "recall": "recall"}
+                 "write": "write_file", "recall": "recall", "call": ""}  # !call names its tool
 _MARKER_RE = re.compile(r"<<ccr:[0-9a-f]{16}>>")
 _KEY_RE = re.compile(r"^(?:<<ccr:)?([0-9a-fA-F]{16})(?:>>)?$")
 _RANGE_RE = re.compile(r"^(\d+)\s*[-:]\s*(\d+)$")
@@ -184,8 +187,27 @@ def _split_args(args: str) -> list[str]:
         return args.split()
 
 
+def _generic_call(args: str) -> tuple[str, dict] | str:
+    """`!call TOOL {JSON}`: any tool by name, with a JSON object as its input (none: `{}`)."""
+    name, _, raw = args.strip().partition(" ")
+    if not name:
+        return "usage: !call TOOL {JSON}, e.g. !call mcp__demo__echo {\"text\": \"hi\"}"
+    raw = raw.strip()
+    if not raw:
+        return name, {}
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        return f"!call {name}: the input is not JSON ({exc.msg} at char {exc.pos}): {raw[:80]}"
+    if not isinstance(value, dict):
+        return f"!call {name}: the input must be a JSON object, got {type(value).__name__}"
+    return name, value
+
+
 def tool_call(command: Command) -> tuple[str, dict] | str:
     """The tool name and input for a tool command, or a usage message when the arguments are wrong."""
+    if command.verb == "call":
+        return _generic_call(command.args)
     name = TOOL_COMMANDS[command.verb]
     if command.verb == "read":
         parts = _split_args(command.args)

@@ -61,8 +61,20 @@ def _result_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(part.get("text", "") for part in content if isinstance(part, dict) and part.get("type") == "text")
+        texts = [part.get("text", "") for part in content if isinstance(part, dict) and part.get("type") == "text"]
+        loaded = _references(content)
+        if loaded:
+            texts.append(f"[tool definitions loaded: {', '.join(loaded)}]")
+        return "\n".join(texts)
     return ""
+
+
+def _references(content: Any) -> list[str]:
+    """The tool names of the `tool_reference` blocks in a tool result (Anthropic's tool search)."""
+    if not isinstance(content, list):
+        return []
+    return [str(part.get("tool_name", "")) for part in content
+            if isinstance(part, dict) and part.get("type") == "tool_reference"]
 
 
 def _block(raw: Any, where: str) -> tuple[Block, Segment]:
@@ -109,12 +121,18 @@ def parse(body: Any, body_bytes: int, *, count_only: bool = False) -> Conversati
             raise WireError("max_tokens: Input should be greater than or equal to 1")
     segments: list[Segment] = []
     tools: list[str] = []
+    deferred: dict[str, str] = {}  # defer_loading tools: not read by the model until a tool_reference loads them
     for index, tool in enumerate(body.get("tools") or []):
         if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
             raise WireError(f"tools.{index}.name: Field required")
-        tools.append(tool["name"])
         described = tool["name"] + "\n" + str(tool.get("description", "")) + compact_json(tool.get("input_schema", {}))
+        if tool.get("defer_loading") is True:
+            deferred[tool["name"]] = described
+            continue
+        tools.append(tool["name"])
         segments.append(segment("tool", described, breakpoint=bool(tool.get("cache_control"))))
+    if deferred and not tools:
+        raise WireError("tools: at least one tool must not have defer_loading set")
     system = body.get("system")
     system_text = ""
     if isinstance(system, str):
@@ -140,6 +158,15 @@ def parse(body: Any, body_bytes: int, *, count_only: bool = False) -> Conversati
                 block, seg = _block(raw, f"messages.{index}.content.{position}")
                 blocks.append(block)
                 segs.append(seg)
+                if isinstance(raw, dict) and raw.get("type") == "tool_result":
+                    for name in _references(raw.get("content")):
+                        if name not in deferred:
+                            raise WireError(f"messages.{index}.content.{position}: tool_reference to {name!r}, which "
+                                            f"is not a tool of this request with defer_loading: true",
+                                            code="tool_reference_unresolved")
+                        if name not in tools:  # the API expands the reference into the definition
+                            tools.append(name)
+                            segments.append(segment("tool", deferred[name]))
             parsed.append((message["role"], blocks, segs))
         else:
             raise WireError(f"messages.{index}.content: Field required")

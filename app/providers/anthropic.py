@@ -117,6 +117,7 @@ class _Piece:
     role: str  # system | user | assistant
     blocks: tuple[dict[str, Any], ...]
     sizes: tuple[int, ...]
+    references: frozenset[str] = frozenset()  # deferred tools its tool_reference blocks name
 
 
 def _role_overhead(role: str) -> int:
@@ -130,10 +131,16 @@ def _is_tool_result(block: dict[str, Any]) -> bool:
     return block["type"] == "tool_result"
 
 
-def translate(message: Message) -> _Piece:
-    """A message's Anthropic content blocks, each measured once."""
+def translate(message: Message, *, references: bool = True) -> _Piece:
+    """A message's Anthropic content blocks, each measured once.
+
+    A tool result that loads deferred tools (`references`) is sent as `tool_reference` blocks —
+    only those, as the API expands them into the definitions; with `references=False` (the request
+    does not defer those tools) it is sent as its text.
+    """
     role = "user" if message.role == "tool" else message.role
     blocks: list[dict[str, Any]] = []
+    named: set[str] = set()
     for part in message.parts:
         if isinstance(part, Text):
             if part.text.strip():  # the API rejects empty and whitespace-only text blocks
@@ -156,14 +163,18 @@ def translate(message: Message) -> _Piece:
                                                        f"{json.dumps(dict(part.args), ensure_ascii=False)}]"})
         elif isinstance(part, ToolResult):
             if role == "user":
+                content: Any = part.content
+                if part.references and references and not part.is_error:
+                    content = [{"type": "tool_reference", "tool_name": name} for name in part.references]
+                    named.update(part.references)
                 block: dict[str, Any] = {"type": "tool_result", "tool_use_id": part.call_id,
-                                         "content": part.content}
+                                         "content": content}
                 if part.is_error:
                     block["is_error"] = True
                 blocks.append(block)
             elif part.content.strip():
                 blocks.append({"type": "text", "text": f"[tool result]\n{part.content}"})
-    return _Piece(role, tuple(blocks), tuple(compact_len(b) for b in blocks))
+    return _Piece(role, tuple(blocks), tuple(compact_len(b) for b in blocks), frozenset(named))
 
 
 class AnthropicProvider(HttpxSdkProvider):
@@ -201,8 +212,8 @@ class AnthropicProvider(HttpxSdkProvider):
 
     def _tools(self, tools: Sequence[ToolSpec]) -> tuple[list[dict[str, Any]], int]:
         def make() -> tuple[list[dict[str, Any]], int]:
-            wire = [{"name": t.name, "description": t.description, "input_schema": dict(t.input_schema)}
-                    for t in tools]
+            wire = [{"name": t.name, "description": t.description, "input_schema": dict(t.input_schema),
+                     **({"defer_loading": True} if t.defer_loading else {})} for t in tools]
             return wire, compact_len(wire)
 
         return self._tools_slot.get(tuple(tools), make)
@@ -231,8 +242,11 @@ class AnthropicProvider(HttpxSdkProvider):
             system_sizes.append(size)
 
         turns: list[Turn] = []
+        deferred = frozenset(t.name for t in tools if t.defer_loading)
         for message in view:
             piece = self._pieces.get(message.id, lambda m=message: translate(m))
+            if piece.references and not piece.references <= deferred:  # those tools are not deferred now
+                piece = self._pieces.get(message.id + "\x00text", lambda m=message: translate(m, references=False))
             if piece.role == "system":
                 system_blocks.extend(piece.blocks)
                 system_sizes.extend(piece.sizes)

@@ -32,11 +32,16 @@ def dumps(obj: Any) -> bytes:
 
 @dataclass(frozen=True)
 class ToolSpec:
-    """A tool as every provider is told about it."""
+    """A tool as every provider is told about it.
+
+    `defer_loading`: Anthropic's tool search — the definition is sent but the model does not read
+    it until a `tool_reference` loads it (app.mcp.deferral); other providers send it as usual.
+    """
 
     name: str
     description: str
     input_schema: Mapping[str, Any]
+    defer_loading: bool = False
 
 
 @dataclass

@@ -45,6 +45,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from app.engine.messages import Image
 from app.providers.base import ToolSpec
 
 ToolKind = Literal["read", "edit", "shell", "recall"]
@@ -92,7 +93,9 @@ class ToolOutcome:
     `content` is what the model sees (possibly a head+tail preview); `chars_total` is the
     length of the full text before any cut; `spill_path` names the file holding the full
     text when it was cut; `preserve_verbatim` marks recall output, which compaction must
-    keep as is (message meta `preserve_verbatim`).
+    keep as is (message meta `preserve_verbatim`). `images` are shown to the model with the
+    result (an MCP tool's image content); `references` name deferred tools a `tool_search`
+    result loads (Anthropic's `tool_reference` blocks).
     """
 
     content: str
@@ -100,6 +103,8 @@ class ToolOutcome:
     spill_path: Path | None = None
     preserve_verbatim: bool = False
     chars_total: int = 0
+    images: tuple[Image, ...] = ()
+    references: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.chars_total:

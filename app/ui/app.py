@@ -41,7 +41,7 @@ from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
 from app.config import ConfigError, Settings, config_path
-from app.engine.events import CompactionPhase, Event, SessionStarted, ViewChanged
+from app.engine.events import CompactionPhase, Event, McpServerChanged, SessionStarted, ViewChanged
 from app.fsutil import atomic_write
 from app.sizes import SizeError, format_size, parse_size
 from app.state import State
@@ -351,7 +351,28 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         await engine.start(resumed=resumed)
         self.engine_ready.set()
         self.refresh_bindings()
+        if engine.mcp is not None:
+            self._start_mcp(engine)
         self._send_waiting()
+
+    @work(group="mcp", exit_on_error=False, name="start MCP servers")
+    async def _start_mcp(self, engine) -> None:
+        """After the first frame: the SDK is imported in a thread, the servers start in the background."""
+        await engine.start_mcp(ask=self.ask_mcp_trust)
+
+    async def ask_mcp_trust(self, specs) -> str | None:
+        """Ask once whether this workspace's `.mcp.json` servers may start ("allow" | "deny" | None)."""
+        from app.mcp.config import PROJECT_FILE
+        from app.ui.screens.mcp_trust import McpTrustScreen
+
+        future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+
+        def answered(result: str | None) -> None:
+            if not future.done():
+                future.set_result(result)
+
+        self.push_screen(McpTrustScreen(specs, str(self.workspace / PROJECT_FILE)), callback=answered)
+        return await future
 
     def _on_bus(self, event: Event) -> None:
         if not (self._quitting or self._exit):
@@ -411,7 +432,7 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         await self.chat.handle(event)
         if isinstance(event, CompactionPhase) and self.busy:
             self.prompt_box.busy_text = event.text
-        elif isinstance(event, SessionStarted | ViewChanged):
+        elif isinstance(event, SessionStarted | ViewChanged | McpServerChanged):
             self._update_topbar()
 
     def _update_topbar(self) -> None:
@@ -422,7 +443,13 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         lab = " · lab (offline)" if route.provider == "lab" else ""
         title = f" · {session.title}" if session.title else ""  # the first prompt's words
         read_only = " · READ-ONLY" if session.read_only else ""
-        self._q("#topbar", Static).update(display_line(f"bulkhead · {route.name} ({route.model}){lab}{read_only}{title}"))
+        mcp = ""
+        if engine.mcp is not None and engine.mcp.connections:
+            statuses = engine.mcp.statuses()
+            ready = sum(1 for s in statuses if s.state == "ready")
+            mcp = f" · MCP {ready}/{len(statuses)}"
+        self._q("#topbar", Static).update(
+            display_line(f"bulkhead · {route.name} ({route.model}){lab}{mcp}{read_only}{title}"))
 
     # -- turns ------------------------------------------------------------------------------------------------
     def watch_busy(self, busy: bool) -> None:
@@ -763,6 +790,32 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
     def _cmd_rewind(self, _arg: str) -> None:
         self.engine.rewind()
 
+    async def _cmd_mcp(self, arg: str) -> None:
+        """`/mcp`: each server's state, tools and the bytes their definitions add; `/mcp restart NAME`."""
+        from app.mcp.report import engine_report
+
+        engine = self.engine
+        words = arg.split()
+        if words and words[0] == "restart":
+            if len(words) != 2 or engine.mcp is None or words[1] not in engine.mcp.connections:
+                known = ", ".join(engine.mcp.connections) if engine.mcp is not None else "none configured"
+                await self.chat.add_notice(f"usage: /mcp restart NAME (servers: {known})", level="warn", code="mcp")
+                return
+            await self.chat.add_notice(f"restarting MCP server {words[1]}…", code="mcp", title="mcp")
+            if not engine.mcp.started:
+                await engine.start_mcp()
+            status = await engine.mcp.restart(words[1])
+            if status.state == "ready":
+                await self.chat.add_notice(f"MCP server {words[1]} is ready: {len(status.tools)} tools", code="mcp",
+                                           title="mcp")
+            return
+        if words:
+            await self.chat.add_notice("usage: /mcp (servers, tools, bytes) or /mcp restart NAME", level="warn",
+                                       code="mcp")
+            return
+        title, rows = engine_report(engine)
+        await self.chat.add_report(title, rows)
+
     def _cmd_retry(self, _arg: str) -> None:
         self.running = "turn"
         self.busy = True
@@ -837,7 +890,10 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         engine.view_changed("cap")
 
     def slash_arguments(self, command: str) -> list[tuple[str, str]]:
-        """What `/model` and `/recall` can take, for the prompt's completion list."""
+        """What `/model`, `/recall` and `/mcp` can take, for the prompt's completion list."""
+        if command == "/mcp":
+            mcp = self.engine.mcp if self.engine is not None else None
+            return [(f"restart {s.name}", f"{s.state} · {len(s.tools)} tools") for s in (mcp.statuses() if mcp else [])]
         if command == "/model":
             current = self.engine.route.name if self.engine else ""
             return [(name, f"{route.provider} · {route.model}" + (" (in use)" if name == current else ""))

@@ -140,6 +140,8 @@ ACTIONS: tuple[Action, ...] = (
            "/recall", "/recall KEY", _can_recall, needs_arg=True),
     Action("model", "model", "switch route", "Continue this session on another configured route",
            "/model", "/model ROUTE", _can_switch_model, needs_arg=True),
+    Action("mcp", "mcp", "servers", "MCP servers: state, tools and the bytes their definitions add; /mcp restart NAME",
+           "/mcp", "/mcp [restart NAME]", _need_engine),
     Action("sessions", "sessions", "open", "Browse sessions and resume one", "/sessions", "/sessions",
            lambda app: "a turn is running (Esc cancels it)" if app.busy else ""),
     Action("export", "session", "export", "Write the session as Markdown (and HAR) to its folder",
@@ -168,13 +170,14 @@ SLASH_COMPLETIONS: tuple[tuple[str, str], ...] = (
     ("/cap", "set a request body cap for this session — /cap SIZE"),
     ("/recall", "put an archived segment back — /recall KEY"),
     ("/model", "switch to another route — /model ROUTE"),
+    ("/mcp", "MCP servers: state, tools, definition bytes — /mcp restart NAME"),
     ("/sessions", "browse and resume sessions"),
     ("/export", "write the session as Markdown (and HAR)"),
     ("/help", "keys, commands and the lab grammar"),
 )
 
 
-ARGUMENT_COMMANDS = ("/model", "/recall")  # commands whose argument the prompt completes
+ARGUMENT_COMMANDS = ("/model", "/recall", "/mcp")  # commands whose argument the prompt completes
 MAX_ARGUMENT_COMPLETIONS = 8
 
 

@@ -80,3 +80,21 @@ def test_recall_output_is_never_touched():
     recalled = [m for m in out.messages if m.meta.preserve_verbatim]
     assert len(recalled) == 1 and recalled[0] in b.view
     assert out.report.counts == {"stubbed": 1}
+
+
+def test_a_read_only_mcp_tool_called_again_with_the_same_arguments_supersedes_its_earlier_result():
+    from dataclasses import replace
+
+    b = Builder()
+    b.system()
+    for i, query in enumerate(("okapi", "okapi", "zebra")):
+        b.user(f"search {i}")
+        b.tool("mcp__docs__search", {"query": query}, big_text(4_000, f"r{i}"))
+        b.assistant("found it")
+    ctx = replace(ctx_for(b.view), repeatable_tools=frozenset({"mcp__docs__search"}))
+    first, second, third = contents(dedup_reads(b.view, ctx).messages)
+    assert first.startswith('[Earlier result of mcp__docs__search {"query": "okapi"} superseded by a later '
+                            'identical call]') and markers_in(first)
+    assert second == big_text(4_000, "r1") and third == big_text(4_000, "r2")  # newest and different args stay
+    untouched = dedup_reads(b.view, ctx_for(b.view))  # not known to be read-only: nothing is superseded
+    assert not untouched.changed

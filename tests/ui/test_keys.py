@@ -5,9 +5,9 @@ of its keys reaches its action."""
 from __future__ import annotations
 
 import pytest
+from textual._xterm_parser import XTermParser
 from textual.actions import parse
 from textual.binding import Binding
-from textual._xterm_parser import XTermParser
 
 from app.ui import terminal_keys
 from app.ui.app import BulkheadApp

@@ -1,4 +1,4 @@
-"""The core never imports the UI: app/engine, app/providers, app/tools and app/lab import no `textual`."""
+"""The core never imports the UI: app/engine, app/providers, app/tools, app/lab and app/mcp import no `textual`."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 APP = Path(__file__).resolve().parents[2] / "app"
-CORE = ("engine", "providers", "tools", "lab")
+CORE = ("engine", "providers", "tools", "lab", "mcp")
 FORBIDDEN = ("textual",)
 
 
@@ -77,6 +77,7 @@ def test_importing_the_core_loads_no_textual():
     code = ("import json, sys\n"
             "import app.engine.session, app.store, app.config, app.state, app.secrets, app.export\n"
             "import app.engine.events, app.engine.messages, app.providers.base\n"
+            "import app.mcp.manager, app.mcp.toolset, app.mcp.deferral, app.mcp.context_engine\n"
             "print(json.dumps(sorted(m for m in sys.modules if m == 'textual' or m.startswith(('textual.', 'app.ui')))))\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                             cwd=APP.parent)
@@ -93,3 +94,28 @@ def test_cli_help_loads_no_textual():
                             cwd=APP.parent)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "False"
+
+
+def test_opening_an_engine_without_mcp_servers_imports_neither_the_sdk_nor_the_manager(tmp_path):
+    """No MCP configured: the SDK (~0.6 s) and the manager stay out of the startup path."""
+    code = ("import json, sys, os\n"
+            "from app.config import Settings\n"
+            "from app.engine.bootstrap import open_engine\n"
+            "engine, _choice, _resumed = open_engine(Settings(), workspace=os.getcwd())\n"
+            "print(json.dumps(sorted(m for m in sys.modules if m == 'mcp' or m.startswith(('mcp.', 'app.mcp.manager',\n"
+            "                                                                                 'app.mcp.connection')))))\n")
+    env = {"PATH": "/usr/bin:/bin", "BULKHEAD_HOME": str(tmp_path / "home"), "PYTHONPATH": str(APP.parent),
+           "BULKHEAD_CONFIG": str(tmp_path / "none.toml"), "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring"}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                            cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == []
+
+
+def test_importing_the_mcp_package_does_not_import_the_sdk():
+    code = ("import json, sys\nimport app.mcp.manager, app.mcp.toolset, app.mcp.report, app.mcp.context_engine\n"
+            "print(json.dumps(sorted(m for m in sys.modules if m == 'mcp' or m.startswith('mcp.'))))\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                            cwd=APP.parent)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == []

@@ -79,6 +79,8 @@ class PassContext:
     measure: Callable[[Messages], int] = default_measure  # provider-predicted request bytes of a view
     target_bytes: int | None = None  # what the view must fit in (None: no size goal)
     is_master: Callable[[Message], bool] | None = None
+    # Read-only tools (MCP tools marked readOnlyHint): a later identical call supersedes an earlier result.
+    repeatable_tools: frozenset[str] = frozenset()
 
     # -- helpers ------------------------------------------------------------------------------
     def master(self, message: Message) -> bool:
@@ -130,6 +132,7 @@ class Report:
     bytes_freed: int = 0
     ok: bool = True
     detail: str = ""
+    engine: str = ""  # the summary pass: who wrote the summary ("local", "mcp:NAME"), and any fallback
 
 
 @dataclass(frozen=True)

@@ -3,11 +3,14 @@
 When a later `read_file` of the same path (normalised) covers the same or a wider line range,
 each earlier read becomes a one-line stub (archived first); a narrower later read never
 replaces a wider earlier one; the newest read stays verbatim; recall output is never touched.
-A read that failed (an error result) supersedes nothing.
+A read that failed (an error result) supersedes nothing. Likewise a read-only tool called
+again with the same arguments (`ctx.repeatable_tools`: MCP tools marked `readOnlyHint`)
+supersedes its earlier results.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import posixpath
 from dataclasses import dataclass
@@ -36,6 +39,7 @@ class ReadRange:
     path: str
     start: float  # first line (the tool's `offset`; absent = 0)
     end: float  # one past the last line (`offset + limit`; no limit = end of file)
+    kind: str = "read"  # read (a file read) | call (a read-only tool's call: name and arguments)
 
     def covers(self, other: ReadRange) -> bool:
         return self.path == other.path and self.start <= other.start and self.end >= other.end
@@ -84,12 +88,23 @@ def read_range(call: ToolCall) -> ReadRange | None:
     return ReadRange(normalise_path(path), start, end)
 
 
+def _repeat_range(call: ToolCall, repeatable: frozenset[str]) -> ReadRange | None:
+    """An identical call of a read-only tool as a 'range' that only an identical later call covers."""
+    if call.name not in repeatable:
+        return None
+    try:
+        key = json.dumps(dict(call.args), sort_keys=True, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return None
+    return ReadRange(f"{call.name} {key}", 0, math.inf, kind="call")
+
+
 def dedup_reads(messages: Messages, ctx: PassContext) -> PassResult:
     ranges: dict[str, ReadRange] = {}
     for message in messages:
         if message.role == "assistant":
             for call in message.tool_calls:
-                found = read_range(call)
+                found = read_range(call) or _repeat_range(call, ctx.repeatable_tools)
                 if found is not None:
                     ranges[call.id] = found
     if not ranges:
@@ -126,7 +141,8 @@ def dedup_reads(messages: Messages, ctx: PassContext) -> PassResult:
         changed = False
         for pi, rng in parts_to_stub.items():
             part = parts[pi]
-            summary = f"[Earlier read of {rng.path} ({rng.describe()}) superseded by a later read]"
+            summary = (f"[Earlier read of {rng.path} ({rng.describe()}) superseded by a later read]" if rng.kind == "read"
+                       else f"[Earlier result of {rng.path[:200]} superseded by a later identical call]")
             if len(summary) + 60 >= len(part.content):
                 continue  # already a stub, or too small to be worth one
             keys = archiver.stash(part.content, message)

@@ -31,7 +31,7 @@ from app.engine.compaction.context import Messages, PassContext, PassResult, Rep
 from app.engine.compaction.dedup import dedup_reads
 from app.engine.compaction.microcompact import microcompact
 from app.engine.compaction.pairing import ensure_starts_with_user, repair_pairing
-from app.engine.compaction.summarize import Summarizer, summarize_pass
+from app.engine.compaction.summarize import ContextEngine, Summarizer, summarize_pass
 from app.engine.compaction.truncate import keep_recent, nuclear, shrink_to_fit
 from app.engine.messages import Message
 from app.sizes import format_size
@@ -40,7 +40,8 @@ Pass = Callable[[Messages, PassContext], PassResult]
 PhaseCallback = Callable[[str, str], None]
 
 # Phase keys given to `on_phase(key, text)`, in the order they can occur.
-PHASES = ("start", "trim", "summarize", "summary_applied", "summary_rejected", "nuclear", "done", "cancelled")
+PHASES = ("start", "trim", "summarize", "engine_fallback", "summary_applied", "summary_rejected", "nuclear", "done",
+          "cancelled")
 
 TRIM_PASSES: tuple[Pass, ...] = (microcompact, dedup_reads, enforce_budgets, repair_pairing,
                                  ensure_starts_with_user)
@@ -74,6 +75,7 @@ class PipelineResult:
     bytes_after: int = 0
     summary_calls: int = 0
     phases: list[tuple[str, str]] = field(default_factory=list)
+    engine: str = ""  # who wrote the summary, when one was asked for: "local", "mcp:NAME", or a fallback
 
     @property
     def outcome(self) -> str:
@@ -155,7 +157,8 @@ async def run_pipeline(messages: Sequence[Message], ctx: PassContext, *, trigger
                        summarizer: Summarizer | None = None, instructions: str | None = None,
                        window_tokens: int, skip_summary: bool = False,
                        on_phase: PhaseCallback | None = None, cancel: asyncio.Event | None = None,
-                       force_summary: bool | None = None) -> PipelineResult:
+                       force_summary: bool | None = None,
+                       context_engine: ContextEngine | None = None) -> PipelineResult:
     """Compact `messages` toward `ctx.target_bytes`, cheapest first (see the module docstring).
 
     `trigger` is auto | manual | preflight | recovery | budget (only "manual" changes behaviour:
@@ -184,6 +187,7 @@ async def run_pipeline(messages: Sequence[Message], ctx: PassContext, *, trigger
                               target is None or before <= target, True, before, before, summary_calls, phases)
 
     summary_calls = 0
+    engine = ""
     goal = f" → target {_size(target)}" if target is not None else ""
     phase("start", f"📦 Compacting history ({len(original)} msgs, {_size(before)}{goal})")
     if cancel is not None and cancel.is_set():
@@ -202,15 +206,21 @@ async def run_pipeline(messages: Sequence[Message], ctx: PassContext, *, trigger
     if (not fits or manual) and summarizer is not None and not skip_summary:
         if cancel is not None and cancel.is_set():
             return cancelled()
-        phase("summarize", "🧠 Summarizing old messages… (Esc cancels)")
+        via = f" via {context_engine.name}" if context_engine is not None else ""
+        phase("summarize", f"🧠 Summarizing old messages{via}… (Esc cancels)")
         task = asyncio.ensure_future(summarize_pass(view, ctx.with_entries(entries), summarizer=summarizer,
-                                                    instructions=instructions, window_tokens=window_tokens))
+                                                    instructions=instructions, window_tokens=window_tokens,
+                                                    context_engine=context_engine))
         try:
             result = await _await_unless_cancelled(task, cancel)
         except _Cancelled:
             return cancelled()
         reports.append(result.report)
         summary_calls = int(result.report.counts.get("calls", 0))
+        engine = result.report.engine
+        if engine.startswith("local (fallback"):
+            phase("engine_fallback", f"↩ {engine.removeprefix('local (fallback: ').rstrip(')')} — "
+                                     f"the built-in summarizer writes this summary")
         if result.report.ok:
             count_before = len(view)
             view, entries = result.messages, merge_entries(entries, result.entries)
@@ -218,7 +228,8 @@ async def run_pipeline(messages: Sequence[Message], ctx: PassContext, *, trigger
             fits = target is None or size <= target
             summary_missed = not fits
             method, level = "summary", 2
-            phase("summary_applied", f"✓ Summary applied ({count_before} → {len(view)} msgs, "
+            by = f" by {engine}" if engine and engine != "local" and not engine.startswith("local (") else ""
+            phase("summary_applied", f"✓ Summary applied{by} ({count_before} → {len(view)} msgs, "
                                      f"{_size(before)} → {_size(size)})")
         elif summary_calls:
             summary_failed = summary_missed = True
@@ -247,4 +258,4 @@ async def run_pipeline(messages: Sequence[Message], ctx: PassContext, *, trigger
     else:
         phase("done", "✓ Nothing to compact")
     return PipelineResult(view, entries, reports, method, level, changed, summary_missed, reached, False,
-                          before, size, summary_calls, phases)
+                          before, size, summary_calls, phases, engine)

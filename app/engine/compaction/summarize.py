@@ -19,6 +19,7 @@ import asyncio
 import json
 import re
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 
 from app.engine.archive import MARKER_RE, markers_in, recall_suffix
 from app.engine.compaction.context import (
@@ -43,8 +44,21 @@ from app.sizes import format_size
 
 Summarizer = Callable[[str, str], Awaitable[str]]
 
+
+@dataclass(frozen=True)
+class ContextEngine:
+    """An external summarizer (the seed's `context_engine = "mcp:NAME"`): `write(segment, budget_chars,
+    instruction)` gets the same budgeted rendering the built-in summarizer reads. Its answer passes the
+    same quality gate; an error, a timeout or an empty/rejected answer falls back to the built-in
+    summarizer for that compaction."""
+
+    name: str  # e.g. "mcp:context"
+    write: Callable[[str, int, str], Awaitable[str]]
+    timeout: float = 180.0
+
 CHARS_PER_TOKEN = 4
 SUMMARY_ATTEMPTS = 2  # one retry on a rejected answer
+SUMMARY_BUDGET_CHARS = 4096 * CHARS_PER_TOKEN  # what a summary may hold: the summarizer's max_tokens, in chars
 FLOOR_RATIO = 20  # the too-short floor is 1/20 of the segment's chars, capped (default 80)
 ARG_PREVIEW_CHARS = 160
 
@@ -226,13 +240,34 @@ def _clean_summary(text: str, known: set[str], ctx: PassContext) -> str:
     return MARKER_RE.sub(fix, text.strip())
 
 
+async def _ask_engine(engine: ContextEngine, rendered: str, instructions: str | None,
+                      segment_chars: int, cap: int) -> tuple[str | None, str]:
+    """(summary, "") from the external engine, or (None, why it is not used)."""
+    try:
+        reply = await asyncio.wait_for(engine.write(rendered, SUMMARY_BUDGET_CHARS, (instructions or "").strip()),
+                                       timeout=engine.timeout)
+    except asyncio.CancelledError:
+        raise
+    except TimeoutError:
+        return None, f"no answer within {engine.timeout:g} s"
+    except Exception as exc:  # noqa: BLE001 - the engine's failure is a fallback, never a crash
+        return None, (str(exc) or type(exc).__name__)[:300]
+    if not (reply or "").strip():
+        return None, "empty answer"
+    reply = reply.strip()[:SUMMARY_BUDGET_CHARS]
+    ok, reason = quality_gate(reply, segment_chars, cap)
+    return (reply, "") if ok else (None, reason)
+
+
 async def summarize_pass(messages: Messages, ctx: PassContext, *, summarizer: Summarizer,
-                         instructions: str | None = None, window_tokens: int) -> PassResult:
+                         instructions: str | None = None, window_tokens: int,
+                         context_engine: ContextEngine | None = None) -> PassResult:
     """Replace the older segment with a gated summary; `report.ok` False (view unchanged) if none passes.
 
     `report.counts["calls"]` is how many times the summarizer was asked (0, 1 or 2).
     Cancellation (`asyncio.CancelledError`) propagates; a summarizer that raises or times out
-    counts as a rejected answer.
+    counts as a rejected answer. With a `context_engine` it is asked first; when it fails the
+    built-in summarizer writes this summary (`report.engine` says which did, and why).
     """
     settings = ctx.settings
     entries: list = []
@@ -259,7 +294,13 @@ async def summarize_pass(messages: Messages, ctx: PassContext, *, summarizer: Su
     calls = 0
     reasons: list[str] = []
     answer: str | None = None
-    for attempt in range(SUMMARY_ATTEMPTS):
+    engine_used = "local"
+    if context_engine is not None:
+        answer, why = await _ask_engine(context_engine, rendered, instructions, segment_chars,
+                                        settings.summary_min_chars_cap)
+        engine_used = context_engine.name if answer is not None else \
+            f"local (fallback: {context_engine.name} — {why})"
+    for attempt in range(SUMMARY_ATTEMPTS if answer is None else 0):
         text = request if attempt == 0 else (
             request + f"\n\n(Your previous answer was rejected: {reasons[-1]}. Write the summary itself.)")
         calls += 1
@@ -280,7 +321,8 @@ async def summarize_pass(messages: Messages, ctx: PassContext, *, summarizer: Su
         reasons.append(reason)
     if answer is None:
         detail = "; ".join(f"attempt {i + 1}: {r}" for i, r in enumerate(reasons))
-        return PassResult(tuple(messages), [], Report("summary", ok=False, detail=detail, counts={"calls": calls}))
+        return PassResult(tuple(messages), [], Report("summary", ok=False, detail=detail, counts={"calls": calls},
+                                                      engine=engine_used))
 
     archiver = Archiver(ctx, "summary")
     archived = archive_segment(rest, archiver)
@@ -303,9 +345,10 @@ async def summarize_pass(messages: Messages, ctx: PassContext, *, summarizer: Su
             candidate = result.messages
             entries = merge_entries(entries, result.entries)
     before, after = ctx.measure(tuple(messages)), ctx.measure(candidate)
-    line = (f"🧠 summary: {len(rest)} messages → 1 ({len(clean):,} chars), "
+    by = f" by {engine_used}" if engine_used != "local" else ""
+    line = (f"🧠 summary{by}: {len(rest)} messages → 1 ({len(clean):,} chars), "
             f"{format_size(before)} → {format_size(after)}"
             + (f", {len(pinned)} verbatim kept" if pinned else ""))
     return PassResult(candidate, entries, Report(
         "summary", line, True, {"calls": calls, "summarized": len(rest), "verbatim": len(pinned)},
-        max(0, before - after), detail="; ".join(reasons)))
+        max(0, before - after), detail="; ".join(reasons), engine=engine_used))

@@ -210,7 +210,9 @@ before the last compaction.
         elif self.failed_text:
             status.update(f"✗ Last: {self.trigger} · failed")
         elif self.result is not None:
-            status.update(f"Last: {self.result.trigger} · {self.result.method} · {self.result.outcome}")
+            shown = self.result.engine not in ("", "local")  # only an external engine (or its fallback) is news
+            engine = f" · {_engine_text(self.result.engine)}" if shown else ""
+            status.update(f"Last: {self.result.trigger} · {self.result.method} · {self.result.outcome}{engine}")
         else:
             status.update("Idle")
         self.set_class(self.failed_text != "" or (self.result is not None and self.result.outcome == "failed"),
@@ -220,6 +222,14 @@ before the last compaction.
         if self._timer is not None:
             self._timer.stop()
             self._timer = None
+
+
+def _engine_text(engine: str) -> str:
+    """`summary by mcp:context`, or `summary by the built-in summarizer (mcp:context failed)`."""
+    if engine.startswith("local (fallback: "):
+        failed = engine.removeprefix("local (fallback: ").split(" — ")[0]
+        return f"summary by the built-in summarizer ({failed} failed)"
+    return "summary by the built-in summarizer" if engine == "local" else f"summary by {engine}"
 
 
 def _result_text(event: Compaction) -> str:

@@ -92,11 +92,13 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
         self.sparkline = SizeSparkline(SPARKLINE_SAMPLES, id="payload-sparkline")
         self._seen_requests: set[str] = set()
         self._detail_asked: tuple | None = None
+        self.floor: tuple = ()  # FloorPart of the last ViewChanged
 
     def compose(self) -> ComposeResult:
         yield Static(id="payload-next", classes="panel-line", markup=False)
         yield self.gauge
         yield Static(id="payload-cap", classes="panel-detail", markup=False)
+        yield Static(id="payload-floor", classes="panel-detail", markup=False)
         yield Static(id="payload-spark-title", classes="panel-line", markup=False)
         yield self.sparkline
         yield Static(id="payload-context", classes="panel-line", markup=False)
@@ -123,6 +125,22 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
             detail = f"{source}: {detail}"
         return f"cap {format_size(self.cap_bytes)} · {detail}"
 
+    @property
+    def floor_label(self) -> str:
+        """`floor 9.1 KB · tools: 7.4 KB, of which MCP: 2.6 KB (deferred)` — shown when MCP tools are in
+        play (the floor is what compaction cannot shrink)."""
+        from app.engine.payload import MCP_PART, describe_tools
+
+        parts = self.floor
+        if not any(getattr(p, "label", "") == MCP_PART for p in parts):
+            return ""
+        total = sum(p.bytes for p in parts if not p.label.startswith(f"{MCP_PART} "))
+        text = f"floor {format_size(total)} · {describe_tools(parts)}"
+        plan = self.engine.mcp_plan() if self.engine is not None and hasattr(self.engine, "mcp_plan") else None
+        if plan is not None and plan.deferred:
+            text += f" (deferred from {format_size(plan.full_bytes)})"
+        return text
+
     # -- events ----------------------------------------------------------------------------------------
     def on_engine_event(self, event: Event) -> None:
         if isinstance(event, ProviderEdits):
@@ -147,6 +165,7 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
                 self._detail_asked = None
             self.cap_bytes = event.effective_cap
             self.cap_source = event.cap_source if event.effective_cap else "none"
+            self.floor = tuple(event.floor)
             self._refresh_cap_detail()
             self.sync()
         elif isinstance(event, RequestFinished):
@@ -253,6 +272,7 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
         if not self.ready:
             return ""
         lines = [str(self.query_one("#payload-next", Static).render()), self.cap_label,
+                 *([self.floor_label] if self.floor_label else []),
                  str(self.query_one("#payload-spark-title", Static).render()),
                  str(self.query_one("#payload-context", Static).render())]
         sizes = ", ".join(format_size(s.bytes) + (f" ({s.kind})" if s.kind else "") for s in self.samples[-20:])
@@ -287,6 +307,9 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
             else:
                 next_line.update(f"Next request {format_size(predicted)} {against}{messages}")
         self.query_one("#payload-cap", Static).update(self.cap_label)
+        floor = self.query_one("#payload-floor", Static)
+        floor.display = bool(self.floor_label)
+        floor.update(self.floor_label)
         self.sparkline.set_cap(self.cap_bytes)
         self._sync_spark_title()
         context = self.query_one("#payload-context", Static)
