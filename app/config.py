@@ -141,6 +141,8 @@ class Settings:
     approval: str = field(default="auto-read", metadata=_opt("choice", "tool approvals", APPROVAL_MODES))
     workspace: str | None = field(default=None, metadata=_opt("str?", "folder tools work in (default: cwd)"))
     max_mentions: int = field(default=10, metadata=_opt("int", "@file mentions attached per prompt"))
+    mention_index_max_files: int = field(default=200_000, metadata=_opt("int", "files the @ completion lists"))
+    mention_index_ttl: float = field(default=30.0, metadata=_opt("float", "seconds before @ relists the files"))
     context_engine: str = field(default="local", metadata=_opt("choice", "local or provider", CONTEXT_ENGINES))
     har_body_limit: int = field(default=64 * 1024, metadata=_opt("size", "body bytes kept per HAR entry"))
     hook_timeout: float = field(default=60.0, metadata=_opt("float", "default hook timeout (seconds)"))

@@ -37,7 +37,7 @@ from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
 from app.config import ConfigError, Settings, config_path
-from app.engine.events import CompactionPhase, Event, SessionStarted, ViewChanged
+from app.engine.events import CompactionPhase, Event, SessionStarted, TurnFinished, ViewChanged
 from app.sizes import SizeError, format_size, parse_size
 from app.state import State
 from app.ui.chat import Chat
@@ -178,6 +178,8 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         self._recall_keys: tuple[tuple[str, str] | None, list[tuple[str, str]]] = (None, [])  # (session, view)
         self._theme_ready = False
         self.history = PromptHistory(history_path(self.workspace))
+        self._files_listing = False  # the workspace's files are being listed (for @ completion)
+        self._files_stale = False  # a turn ran since they were listed: tools may have made files
         self.last_copy: CopyResult | None = None
         self.engine_ready = asyncio.Event()
 
@@ -228,6 +230,7 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         prompt = self.prompt
         prompt.cursor_blink = self.cursor_blink
         prompt.slash_arguments = self.slash_arguments
+        prompt.wants_files = self.want_files
         prompt.focus()
         self._q("#new-output").display = False
         self._q("#completions").display = False
@@ -344,6 +347,8 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
             self.prompt_box.busy_text = event.text
         elif isinstance(event, SessionStarted | ViewChanged):
             self._update_topbar()
+        elif isinstance(event, TurnFinished):
+            self._files_stale = True
 
     def _update_topbar(self) -> None:
         engine = self.engine
@@ -353,6 +358,59 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         lab = " · lab (offline)" if route.provider == "lab" else ""
         title = f" · {session.title}" if session.title else ""
         self._q("#topbar", Static).update(f"bulkhead · {route.name} ({route.model}){lab}{title}")
+
+    # -- the workspace's files, for @ completion ------------------------------------------------------------
+    def want_files(self) -> None:
+        """The prompt completes an `@`: list the workspace's files in a worker when there is no list yet,
+        or it is older than `mention_index_ttl`, or a turn ran since (the prompt meanwhile uses the old one)."""
+        if self._files_listing:
+            return
+        matcher = self.prompt.file_matcher
+        if (matcher is not None and not self._files_stale
+                and self.clock() - matcher.index.built_at < self.settings.mention_index_ttl):
+            return
+        self._files_listing, self._files_stale = True, False
+        if matcher is None:
+            self.prompt.files_status = "listing the workspace's files…"
+        self._list_files()
+
+    @work(thread=True, group="file-index", exclusive=True, exit_on_error=False, name="list workspace files")
+    def _list_files(self) -> None:
+        from app.engine.file_index import FuzzyPaths, build_file_index
+
+        def progress(count: int) -> None:
+            with contextlib.suppress(Exception):  # the app may be closing
+                self.call_from_thread(self._files_progress, count)
+
+        matcher = None
+        try:
+            index = build_file_index(self.workspace, max_files=self.settings.mention_index_max_files,
+                                     progress=progress, now=self.clock)
+            matcher = FuzzyPaths(index)
+        finally:
+            with contextlib.suppress(Exception):
+                self.call_from_thread(self._files_listed, matcher)
+
+    def _files_progress(self, count: int) -> None:
+        with contextlib.suppress(NoMatches):
+            if self.prompt.file_matcher is None:
+                self.prompt.files_status = f"listing the workspace's files… {count:,} so far"
+                self.prompt.refresh_completions()
+
+    def _files_listed(self, matcher) -> None:
+        self._files_listing = False
+        with contextlib.suppress(NoMatches):
+            prompt = self.prompt
+            if matcher is None:
+                prompt.files_status = "could not list the workspace's files"
+                return
+            index = matcher.index
+            prompt.file_matcher = matcher
+            prompt.files_status = (f"{index.files:,} files" + (" (git)" if index.source == "git" else "")
+                                   + (f" — the first {index.files:,} only (mention_index_max_files)"
+                                      if index.truncated else ""))
+            if prompt.completions and prompt.completions[0][0].startswith("@"):
+                prompt.refresh_completions()
 
     # -- turns ------------------------------------------------------------------------------------------------
     def watch_busy(self, busy: bool) -> None:
