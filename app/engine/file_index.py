@@ -30,6 +30,8 @@ import time
 from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import accumulate, repeat
+from operator import add
 from pathlib import Path
 
 GIT_LIST_TIMEOUT_S = 20.0  # past this, the walk lists the files instead
@@ -154,8 +156,8 @@ def static_order(mtimes: dict[str, float], now: float) -> list[str]:
 
 # -- matching ---------------------------------------------------------------------------------------
 
-FUZZY_RANKED = 200  # fuzzy matches ranked by tightness when the candidates are many (the first, in static order)
-SUBSET_SHARE = 0.25  # scan only the candidates' text when they are at most this share of all paths
+FUZZY_RANKED = 100  # fuzzy matches ranked by tightness when the candidates are many (the first, in static order)
+SUBSET_SHARE = 0.15  # scan only the candidates' text when they are at most this share of all paths
 _SEPARATORS = "/._- "
 
 
@@ -169,9 +171,16 @@ def _char_bit(char: str) -> int:
 
 
 def letter_mask(text: str) -> int:
+    """Which characters `text` holds, and (bits 63+) which letters it holds twice or more."""
     mask = 0
-    for char in set(text):
-        mask |= _char_bit(char)
+    seen: set[str] = set()
+    for char in text:
+        if char in seen:
+            if "a" <= char <= "z":
+                mask |= 1 << (63 + ord(char) - 97)
+        else:
+            seen.add(char)
+            mask |= _char_bit(char)
     return mask
 
 
@@ -187,26 +196,25 @@ class _Text:
     """Lines joined into one string, so a regex scans them all at C speed; a match maps back to its path."""
 
     def __init__(self, lines: list[str], ids: list[int] | None = None) -> None:
-        self.text = "\n".join(lines) + "\n"
+        # A newline before every line too: "\nquery" finds the lines that start with the query with a
+        # fast literal search, where `(?m)^query` tests every position.
+        self.text = "\n" + "\n".join(lines) + "\n"
         self.lines = lines
         self.ids = ids  # line number → path index (None: the same)
-        starts = [0] * len(lines)
-        offset = 0
-        for number, line in enumerate(lines):
-            starts[number] = offset
-            offset += len(line) + 1
-        self.starts = starts
+        self.starts = list(accumulate(map(add, map(len, lines), repeat(1)), initial=1))[:-1]  # all at C speed
 
     def scan(self, pattern: re.Pattern[str], limit: int) -> list[tuple[int, tuple[int, int]]]:
         """(path index, looseness) of the first match in each of the first `limit` matching lines."""
         found: list[tuple[int, tuple[int, int]]] = []
         last = -1
         starts, ids, lines = self.starts, self.ids, self.lines
-        for match in pattern.finditer(self.text):
-            line = bisect_right(starts, match.start()) - 1
+        text = self.text
+        for match in pattern.finditer(text):
+            position = match.start() + (text[match.start()] == "\n")  # a "\nquery" match: the next line
+            line = bisect_right(starts, position) - 1
             if line != last:
                 last = line
-                start = match.start() - starts[line]
+                start = position - starts[line]
                 mid_word = start > 0 and lines[line][start - 1] not in _SEPARATORS
                 found.append((line if ids is None else ids[line], (match.end() - match.start(), int(mid_word))))
                 if len(found) >= limit:
@@ -265,8 +273,8 @@ class FuzzyPaths:
     @staticmethod
     def _rank(query: str, names: _Text, paths: _Text, limit: int) -> list[int]:
         """Ranks, best first — 0: the name is the query (any extension), 1: the name starts with it,
-        2: the name holds it, 3: the path holds it, 4: its letters in order in the name, 5: in the
-        path. Within ranks 0–3 static order decides; within 4–5 the tightest match (fewest letters
+        2: the name holds it, 3: the path holds it (a query with a "/"), 4: its letters in order in the
+        name, 5: in the path. Within ranks 0–3 static order decides; within 4–5 the tightest match (fewest letters
         skipped, then starting a word), among the first FUZZY_RANKED in static order."""
         escaped = re.escape(query)
         chosen: list[int] = []
@@ -279,8 +287,10 @@ class FuzzyPaths:
                     chosen.append(i)
             return len(chosen) >= limit
 
-        for text, pattern in ((names, rf"(?m)^{escaped}(?:\.[^\n]*)?/?$"), (names, f"(?m)^{escaped}"),
-                              (names, escaped), (paths, escaped)):
+        tiers = [(names, rf"\n{escaped}(?:\.[^\n]*)?(?=\n)"), (names, f"\n{escaped}"), (names, escaped)]
+        if "/" in query:  # else a folder holding the query is a fuzzy match of looseness 0: found below
+            tiers.append((paths, escaped))
+        for text, pattern in tiers:
             if add(text.scan(re.compile(pattern), limit + len(chosen))):
                 return chosen[:limit]
         fuzzy = fuzzy_pattern(query)
