@@ -22,6 +22,8 @@ from app.engine.events import Event, EventBus, MessageAdded
 from app.engine.messages import Message, View, new_id
 from app.store import SessionRow, Store
 
+TITLE_MAX_CHARS = 120  # a title set with /rename or the sessions screen
+
 
 class SessionNotFound(Exception):
     pass
@@ -153,6 +155,16 @@ class Session:
     def set_flag(self, key: str, value: Any) -> None:
         self.flags[key] = value
         self.store.update_session(self.id, flags=self.flags)
+
+    def rename(self, title: str) -> str:
+        """`/rename TITLE`: the session's title (one line, at most TITLE_MAX_CHARS); returns it."""
+        cleaned = " ".join(title.split())[:TITLE_MAX_CHARS]
+        cleaned = "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in cleaned)
+        if not cleaned:
+            raise ValueError("a title needs some text: /rename TITLE")
+        self.title = cleaned
+        self.store.update_session(self.id, title=cleaned)
+        return cleaned
 
     def set_route(self, route: str, provider: str, model: str) -> None:
         self.route, self.provider, self.model = route, provider, model
