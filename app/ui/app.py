@@ -762,14 +762,28 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         prewarm_in_background(choice.route.provider)
 
     def _cmd_sessions(self, _arg: str) -> None:
-        from app.ui.screens.sessions import SessionsScreen
+        from app.engine.session_admin import delete_session
+        from app.ui.screens.sessions import SessionsActions, SessionsScreen
 
         if self.store is None:
             from app.store import Store
 
             self.store = Store()
+        store = self.store
         current = self.engine.session.id if self.engine else None
-        self.push_screen(SessionsScreen(self.store.list_sessions(), current_id=current, now=self.clock),
+
+        def rename(session_id: str, title: str) -> str:
+            if self.engine is not None and session_id == self.engine.session.id:
+                title = self.engine.session.rename(title)
+                self._update_topbar()
+                return title
+            from app.engine.session import Session
+
+            return Session.load(store, session_id).rename(title)
+
+        actions = SessionsActions(search=store.search_sessions, rename=rename,
+                                  delete=lambda session_id: delete_session(store, session_id, current_id=current))
+        self.push_screen(SessionsScreen(store.list_sessions(), current_id=current, now=self.clock, actions=actions),
                          callback=self._resume_selected)
 
     def _resume_selected(self, session_id: str | None) -> None:
@@ -777,18 +791,45 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
             return
         self._switch_session(session_id)
 
+    def _cmd_new(self, _arg: str) -> None:
+        self._switch_session(None)
+
+    async def _cmd_quit(self, _arg: str) -> None:
+        await self.action_quit()
+
+    async def _cmd_rename(self, title: str) -> None:
+        try:
+            title = self.engine.session.rename(title)
+        except ValueError as exc:
+            await self.chat.add_notice(str(exc), level="warn", code="rename", title="session")
+            return
+        self._update_topbar()
+        await self.chat.add_notice(f"this session is now “{title}”", code="rename", title="session")
+
     @work(group="session-switch", exclusive=True, exit_on_error=False, name="switch session")
-    async def _switch_session(self, session_id: str) -> None:
+    async def _switch_session(self, session_id: str | None) -> None:
+        """Resume `session_id` here, or (None: /new, /clear) start a fresh session on the same route."""
         old = self.engine
+        route_name = None
+        previous = ""
         if old is not None:
+            if session_id is None:  # stay on the route in use (an implicit route has no name in the config)
+                route_name = old.route.name if old.route.name in self.settings.routes else self.route_name
+                previous = f"“{old.session.title}” ({old.session.id})" if old.session.title else old.session.id
             if self._unsubscribe:
                 self._unsubscribe()
             self.engine = None
             with contextlib.suppress(Exception):
-                await old.close("resume")
+                await old.close("resume" if session_id else "clear")
+        elif session_id is None:
+            route_name = self.route_name
         await self.chat.clear_all()
         self.engine_ready.clear()
-        self._open_engine(resume=session_id, continue_=False, route_name=None)
+        self._files_stale = True
+        if previous:
+            await self.chat.add_notice(f"new session — the previous one, {previous}, stays resumable (F5, or "
+                                       f"bulkhead --resume {old.session.id})", code="new", title="session")
+        self._open_engine(resume=session_id, continue_=False, route_name=route_name)
 
     async def _cmd_export(self, _arg: str) -> None:
         from app.export import to_markdown

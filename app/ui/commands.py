@@ -75,13 +75,19 @@ def _can_retry(app: BulkheadApp) -> str:
     reason = _need_idle(app)
     if reason:
         return reason
+    from app.engine.turn import retry_point
+
     view = app.engine.session.view.messages
     if not view:
         return "nothing to retry yet"
     last = view[-1]
-    if last.role == "assistant" and not last.meta.partial:
-        return "the last answer is complete"
+    if last.role == "assistant" and not last.meta.partial and retry_point(view) is None:
+        return "no prompt of yours in the view to ask again"
     return ""
+
+
+def _not_busy(app: BulkheadApp) -> str:
+    return "a turn is running (Esc cancels it)" if app.busy else ""
 
 
 def _can_reset_cap(app: BulkheadApp) -> str:
@@ -119,8 +125,12 @@ ACTIONS: tuple[Action, ...] = (
            "/compact", "/compact [instructions]", _can_compact),
     Action("rewind", "session", "rewind compact", "Restore the view before the last compaction",
            "/rewind", "/rewind compact", _can_rewind),
-    Action("retry", "turn", "retry", "Ask again for the last (failed or partial) answer",
+    Action("retry", "turn", "retry", "Ask again for the last answer (failed, partial or complete)",
            "/retry", "/retry", _can_retry),
+    Action("new", "session", "new", "Start a fresh session on this route (this one stays resumable: F5)",
+           "/new", "/new", _not_busy),
+    Action("rename", "session", "rename", "Give this session a title, e.g. /rename parser bug",
+           "/rename", "/rename TITLE", _need_engine, needs_arg=True),
     Action("cancel", "turn", "cancel", "Cancel the running turn or compaction (Esc)", "", "", _need_busy),
     Action("cost", "cost", "show", "Tokens, cost, compactions and rejections of this session",
            "/cost", "/cost", _need_engine),
@@ -139,6 +149,7 @@ ACTIONS: tuple[Action, ...] = (
     Action("export", "session", "export", "Write the session as Markdown (and HAR) to its folder",
            "/export", "/export", _need_engine),
     Action("help", "help", "show", "Keys, slash commands and the lab grammar", "/help", "/help"),
+    Action("quit", "app", "quit", "Quit bulkhead (the session stays resumable: bulkhead -c)", "/quit", "/quit"),
     Action("probe", "gateway", "probe this route", "Find the largest request body this route's gateway accepts",
            "", "", _can_probe),
     Action("export_har", "requests", "export as HAR", "Write this session's requests as a HAR file",
@@ -154,7 +165,10 @@ BY_ID = {action.id: action for action in ACTIONS}
 SLASH_COMPLETIONS: tuple[tuple[str, str], ...] = (
     ("/compact", "summarize older history now — /compact [instructions]"),
     ("/rewind compact", "restore the view before the last compaction"),
-    ("/retry", "ask again for the last answer"),
+    ("/retry", "ask again for the last answer (partial or complete)"),
+    ("/new", "start a fresh session; this one stays resumable (F5)"),
+    ("/clear", "the same as /new: a fresh session, this one kept"),
+    ("/rename", "give this session a title — /rename TITLE"),
     ("/cost", "tokens, cost, compactions, rejections"),
     ("/context", "bytes, cap and window of the next request"),
     ("/cap reset", "forget the learned cap for this endpoint"),
@@ -164,6 +178,8 @@ SLASH_COMPLETIONS: tuple[tuple[str, str], ...] = (
     ("/sessions", "browse and resume sessions"),
     ("/export", "write the session as Markdown (and HAR)"),
     ("/help", "keys, commands and the lab grammar"),
+    ("/exit", "quit bulkhead (also /quit, Ctrl+Q)"),
+    ("/quit", "quit bulkhead"),
 )
 
 
@@ -211,6 +227,14 @@ def parse_slash(text: str) -> tuple[str, str]:
         return "recall", rest
     if word == "/model":
         return "model", rest
+    if word in ("/new", "/clear"):
+        return "new", ""
+    if word in ("/exit", "/quit"):
+        return "quit", ""
+    if word == "/rename":
+        if not rest:
+            raise SlashError("usage: /rename TITLE")
+        return "rename", rest
     for action in ACTIONS:
         if action.slash == word and action.id not in ("cap_reset", "cap_set"):
             return action.id, rest
