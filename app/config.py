@@ -143,6 +143,7 @@ class Settings:
     max_mentions: int = field(default=10, metadata=_opt("int", "@file mentions attached per prompt"))
     mention_index_max_files: int = field(default=200_000, metadata=_opt("int", "files the @ completion lists"))
     mention_index_ttl: float = field(default=30.0, metadata=_opt("float", "seconds before @ relists the files"))
+    model_list_timeout: float = field(default=20.0, metadata=_opt("float", "seconds /model waits for a model list"))
     context_engine: str = field(default="local", metadata=_opt("choice", "local or provider", CONTEXT_ENGINES))
     har_body_limit: int = field(default=64 * 1024, metadata=_opt("size", "body bytes kept per HAR entry"))
     hook_timeout: float = field(default=60.0, metadata=_opt("float", "default hook timeout (seconds)"))

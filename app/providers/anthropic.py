@@ -29,6 +29,7 @@ from app.config import Route, Settings
 from app.engine.costs import Usage
 from app.engine.messages import Image, Message, Text, ToolCall, ToolResult
 from app.providers.base import (
+    ListedModel,
     ProbeReply,
     ProviderError,
     Request,
@@ -255,6 +256,15 @@ class AnthropicProvider(HttpxSdkProvider):
         filler = "x" * max(1, size - compact_len(envelope))
         return await self._probe_call(lambda client: client.messages.count_tokens(
             model=self.route.model, messages=[{"role": "user", "content": filler}]))
+
+    # -- the model list ------------------------------------------------------------------------
+    async def list_models(self) -> list[ListedModel]:
+        """`GET /v1/models` (every page), through the same client and gateway as the chat."""
+
+        async def call(client: Any) -> list[ListedModel]:
+            return [ListedModel(m.id, getattr(m, "display_name", "") or "") async for m in client.models.list(limit=100)]
+
+        return await self._call(Exchange(), call)
 
     # -- streaming ----------------------------------------------------------------------------
     def _call_arguments(self, request: Request) -> dict[str, Any]:
