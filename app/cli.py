@@ -18,6 +18,8 @@ EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 
 def _add_session_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--route", "-r", metavar="ROUTE", help="route from config.toml to use")
+    parser.add_argument("--model", "-m", metavar="MODEL",
+                        help="model for this run, instead of the route's (e.g. claude-opus-5); /model remembers one")
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--resume", metavar="ID", help="resume the session with this id (or id prefix)")
     group.add_argument("--continue", "-c", dest="continue_", action="store_true",

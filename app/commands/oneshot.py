@@ -131,7 +131,8 @@ def run(args) -> int:
     else:
         approver = _terminal_approver()
     engine, choice, resumed = open_engine(settings, route_name=args.route, resume=args.resume,
-                                          continue_=args.continue_, approver=approver)
+                                          continue_=args.continue_, approver=approver,
+                                          model=getattr(args, "model", None))
     printer = json_printer if args.json else text_printer
     engine.session.bus.subscribe(printer)
     for note in choice.notices:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from app.config import ConfigError, Route, Settings
@@ -75,11 +75,27 @@ def open_session(store: Store, route: Route, *, resume: str | None, continue_: b
                           workspace=str(workspace)), False
 
 
+def with_model(choice: RouteChoice, state: State, model: str | None = None) -> RouteChoice:
+    """The route with the model for this run: `model` (--model) if given, else the one /model chose for
+    this route (state.toml), else the configured one — with a notice whenever it is not the configured one."""
+    route = choice.route
+    if model and model != route.model:
+        note = f"route {route.name}: model {model} for this run (--model; config.toml says {route.model})"
+    elif not model and (remembered := state.chosen_model(route.name)) and remembered != route.model:
+        model = remembered
+        note = (f"route {route.name}: model {model}, chosen with /model (config.toml says {route.model}; "
+                f"/model changes it again)")
+    else:
+        return choice
+    return replace(choice, route=replace(route, model=model), notices=(*choice.notices, note))
+
+
 def open_engine(settings: Settings, *, route_name: str | None = None, resume: str | None = None,
                 continue_: bool = False, workspace: Path | None = None,
                 approver: Callable[[str, dict, str], Awaitable[bool]] | None = None,
-                store: Store | None = None, state: State | None = None):
-    """An Engine ready for `start()`, plus the route choice (for the notices to show)."""
+                store: Store | None = None, state: State | None = None, model: str | None = None):
+    """An Engine ready for `start()`, plus the route choice (for the notices to show). `model`
+    (`--model`) overrides the route's model for this run."""
     from app.engine.turn import Engine
 
     store = store or Store()
@@ -91,7 +107,7 @@ def open_engine(settings: Settings, *, route_name: str | None = None, resume: st
             route_name = latest.route or None
             if not settings.routes and route_name not in (None, "lab", *IMPLICIT_MODELS):
                 route_name = None
-    choice = choose_route(settings, route_name)
+    choice = with_model(choose_route(settings, route_name), state, model)
     session, resumed = open_session(store, choice.route, resume=resume, continue_=continue_, workspace=workspace)
     if (session.route, session.provider, session.model) != (choice.route.name, choice.route.provider,
                                                               choice.route.model):

@@ -153,8 +153,9 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
                  continue_: bool = False, workspace: str | Path | None = None, state: State | None = None,
                  store=None, clock: Callable[[], float] = time.time, keymap: dict[str, str] | None = None,
                  cursor_blink: bool = True, inspector_factory: Callable[[], Widget] | None = None,
-                 ready_notices: tuple[str, ...] = ()) -> None:
+                 ready_notices: tuple[str, ...] = (), model: str | None = None) -> None:
         super().__init__()
+        self.model_override = model  # --model: this run's model on the first route
         self.settings = settings
         self.route_name = route_name
         self.resume = resume
@@ -235,7 +236,8 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         self._q("#new-output").display = False
         self._q("#completions").display = False
         self._q("#busy").display = False
-        self._open_engine(resume=self.resume, continue_=self.continue_, route_name=self.route_name)
+        self._open_engine(resume=self.resume, continue_=self.continue_, route_name=self.route_name,
+                          model=self.model_override)
 
     # -- themes and keys --------------------------------------------------------------------------------------
     def _apply_theme(self) -> None:
@@ -265,12 +267,14 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
 
     # -- the engine -------------------------------------------------------------------------------------------
     @work(thread=True, group="engine", exclusive=True, exit_on_error=False, name="open engine")
-    def _open_engine(self, *, resume: str | None, continue_: bool, route_name: str | None) -> None:
+    def _open_engine(self, *, resume: str | None, continue_: bool, route_name: str | None,
+                     model: str | None = None) -> None:
         from app.engine.bootstrap import open_engine
 
         engine, choice, resumed = open_engine(self.settings, route_name=route_name, resume=resume,
                                               continue_=continue_, workspace=self.workspace,
-                                              approver=self.approve_tool, store=self.store, state=self.state)
+                                              approver=self.approve_tool, store=self.store, state=self.state,
+                                              model=model)
         prewarm_in_background(choice.route.provider)
         self.call_from_thread(self._engine_opened, engine, choice, resumed)
 
@@ -738,19 +742,26 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
     def _cmd_recall(self, key: str) -> None:
         self.engine.recall_into_view(key)
 
-    async def _cmd_model(self, name: str) -> None:
-        from app.engine.bootstrap import choose_route
+    async def _cmd_model(self, name: str, model: str | None = None) -> None:
+        """`/model` opens the picker; `/model ROUTE` continues on that route (with the model /model chose
+        for it); the picker's choice comes back here with its model, and is remembered for the route."""
+        from app.engine.bootstrap import choose_route, with_model
 
         if not name:
-            routes = ", ".join(sorted(self.settings.routes)) or "none"
-            await self.chat.add_notice(f"route in use: {self.engine.route.name}; configured: {routes} — /model ROUTE",
-                                       code="model")
+            self._open_model_picker()
             return
         try:
             choice = await asyncio.to_thread(choose_route, self.settings, name)
         except ConfigError as exc:
             await self.chat.add_notice(str(exc), level="error", code="model")
             return
+        if model is not None:
+            configured = choice.route.model
+            try:
+                self.state.choose_model(choice.route.name, None if model == configured else model)
+            except OSError as exc:
+                self.notify(f"could not remember the model: {exc}", severity="warning")
+        choice = with_model(choice, self.state)
         from app.providers.base import make_provider
 
         provider = make_provider(choice.route, self.settings, choice.api_key)
@@ -760,6 +771,35 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
             bind(self.engine)
         self._update_topbar()
         prewarm_in_background(choice.route.provider)
+
+    def _open_model_picker(self) -> None:
+        from app.providers.models import list_route_models
+        from app.secrets import get_api_key
+        from app.ui.screens.models import ModelScreen
+
+        routes = list(self.settings.routes.values()) or [self.engine.route]
+        settings = self.settings
+
+        async def load(route):
+            if route.provider in ("anthropic", "openai"):
+                key = (await asyncio.to_thread(get_api_key, route.provider, route.api_key_env)).value
+            else:
+                key = None
+            if route.name == self.engine.route.name and self.choice is not None:
+                key = key or self.choice.api_key
+            return await list_route_models(route, settings, key, timeout=settings.model_list_timeout)
+
+        current = (self.engine.route.name, self.engine.route.model)
+        self.push_screen(ModelScreen(routes, current=current, load=load), callback=self._model_picked)
+
+    def _model_picked(self, picked: tuple[str, str] | None) -> None:
+        if not picked or self.engine is None:
+            return
+        route_name, model = picked
+        if (route_name, model) == (self.engine.route.name, self.engine.route.model):
+            return
+        self.run_worker(self._cmd_model(route_name, model), group="command", exit_on_error=False,
+                        name="command model")
 
     def _cmd_sessions(self, _arg: str) -> None:
         from app.engine.session_admin import delete_session
@@ -810,11 +850,12 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
     async def _switch_session(self, session_id: str | None) -> None:
         """Resume `session_id` here, or (None: /new, /clear) start a fresh session on the same route."""
         old = self.engine
-        route_name = None
+        route_name = model = None
         previous = ""
         if old is not None:
-            if session_id is None:  # stay on the route in use (an implicit route has no name in the config)
+            if session_id is None:  # stay on the route and model in use (an implicit route has no config name)
                 route_name = old.route.name if old.route.name in self.settings.routes else self.route_name
+                model = old.route.model
                 previous = f"“{old.session.title}” ({old.session.id})" if old.session.title else old.session.id
             if self._unsubscribe:
                 self._unsubscribe()
@@ -822,14 +863,14 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
             with contextlib.suppress(Exception):
                 await old.close("resume" if session_id else "clear")
         elif session_id is None:
-            route_name = self.route_name
+            route_name, model = self.route_name, self.model_override
         await self.chat.clear_all()
         self.engine_ready.clear()
         self._files_stale = True
         if previous:
             await self.chat.add_notice(f"new session — the previous one, {previous}, stays resumable (F5, or "
                                        f"bulkhead --resume {old.session.id})", code="new", title="session")
-        self._open_engine(resume=session_id, continue_=False, route_name=route_name)
+        self._open_engine(resume=session_id, continue_=False, route_name=route_name, model=model)
 
     async def _cmd_export(self, _arg: str) -> None:
         from app.export import to_markdown

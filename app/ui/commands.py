@@ -102,10 +102,7 @@ def _can_recall(app: BulkheadApp) -> str:
 
 
 def _can_switch_model(app: BulkheadApp) -> str:
-    reason = _need_idle(app)
-    if reason:
-        return reason
-    return "" if len(app.settings.routes) > 1 else "only one route is configured (add [routes.NAME] in config.toml)"
+    return _need_idle(app)
 
 
 def _can_probe(app: BulkheadApp) -> str:
@@ -142,8 +139,8 @@ ACTIONS: tuple[Action, ...] = (
            "/cap", "/cap SIZE", _need_idle, needs_arg=True),
     Action("recall", "archive", "recall segment", "Put an archived segment back into the conversation",
            "/recall", "/recall KEY", _can_recall, needs_arg=True),
-    Action("model", "model", "switch route", "Continue this session on another configured route",
-           "/model", "/model ROUTE", _can_switch_model, needs_arg=True),
+    Action("model", "model", "choose", "Pick a route and model (each route's models, window and output cap)",
+           "/model", "/model [ROUTE]", _can_switch_model),
     Action("sessions", "sessions", "open", "Browse sessions and resume one", "/sessions", "/sessions",
            lambda app: "a turn is running (Esc cancels it)" if app.busy else ""),
     Action("export", "session", "export", "Write the session as Markdown (and HAR) to its folder",
@@ -174,7 +171,7 @@ SLASH_COMPLETIONS: tuple[tuple[str, str], ...] = (
     ("/cap reset", "forget the learned cap for this endpoint"),
     ("/cap", "set a request body cap for this session — /cap SIZE"),
     ("/recall", "put an archived segment back — /recall KEY"),
-    ("/model", "switch to another route — /model ROUTE"),
+    ("/model", "pick a route and model (the list of each route's models) — /model [ROUTE]"),
     ("/sessions", "browse and resume sessions"),
     ("/export", "write the session as Markdown (and HAR)"),
     ("/help", "keys, commands and the lab grammar"),
@@ -252,6 +249,7 @@ class BulkheadCommands(Provider):
             if not action.applies(app):
                 continue
             if action.id == "model":
+                hits.append((action.title, action.help, partial(app.run_command, "model", "")))
                 current = app.engine.route.name if app.engine else ""
                 for name in sorted(app.settings.routes):
                     if name != current:

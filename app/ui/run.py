@@ -22,6 +22,6 @@ def run(args) -> int:
     from app.ui.app import BulkheadApp
 
     app = BulkheadApp(settings, route_name=args.route, resume=args.resume, continue_=args.continue_,
-                      workspace=args.workspace)
+                      workspace=args.workspace, model=getattr(args, "model", None))
     code = app.run()
     return int(code or 0)
