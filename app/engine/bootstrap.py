@@ -79,10 +79,11 @@ def with_model(choice: RouteChoice, state: State, model: str | None = None) -> R
     """The route with the model for this run: `model` (--model) if given, else the one /model chose for
     this route (state.toml), else the configured one — with a notice whenever it is not the configured one."""
     route = choice.route
-    if model and model != route.model:
+    remembered = state.chosen_model(route.name)
+    if model and model not in (route.model, remembered):
         note = f"route {route.name}: model {model} for this run (--model; config.toml says {route.model})"
-    elif not model and (remembered := state.chosen_model(route.name)) and remembered != route.model:
-        model = remembered
+    elif (model or remembered) and (model or remembered) != route.model:
+        model = model or remembered
         note = (f"route {route.name}: model {model}, chosen with /model (config.toml says {route.model}; "
                 f"/model changes it again)")
     else:

@@ -399,7 +399,8 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         with contextlib.suppress(NoMatches):
             if self.prompt.file_matcher is None:
                 self.prompt.files_status = f"listing the workspace's files… {count:,} so far"
-                self.prompt.refresh_completions()
+                if self.prompt.typing_mention():
+                    self.prompt.refresh_completions()
 
     def _files_listed(self, matcher) -> None:
         self._files_listing = False
@@ -413,7 +414,7 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
             prompt.files_status = (f"{index.files:,} files" + (" (git)" if index.source == "git" else "")
                                    + (f" — the first {index.files:,} only (mention_index_max_files)"
                                       if index.truncated else ""))
-            if prompt.completions and prompt.completions[0][0].startswith("@"):
+            if prompt.typing_mention():  # what was typed meanwhile gets the fuzzy list now
                 prompt.refresh_completions()
 
     # -- turns ------------------------------------------------------------------------------------------------

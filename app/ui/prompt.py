@@ -166,6 +166,10 @@ class PromptArea(TextArea):
         word = mention_at_end(self.document.get_line(row)[:column])
         return word, (row, column - len(word))
 
+    def typing_mention(self) -> bool:
+        """The cursor is at the end of an `@…` word (its completion list is or would be showing)."""
+        return bool(self._mention_at_cursor()[0])
+
     def action_submit(self) -> None:
         text = self.text
         if not text.strip():

@@ -33,12 +33,10 @@ async def test_at_is_fuzzy_and_never_offers_ignored_files(lab, tmp_path):
     app = make_app(lab_settings(lab), root)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        await pilot.press(*"look at @")
-        await until(pilot, lambda: app.prompt.file_matcher is not None, "the workspace's files")
+        await pilot.press(*"look at @clipy")  # typed before the first listing is done
+        await until(pilot, lambda: app.prompt.completions and app.prompt.completions[0][0] == "@app/cli.py",
+                    "the fuzzy list once the files are listed")
         assert "files (git)" in app.prompt.files_status
-        await pilot.press(*"clipy")
-        words = [word for word, _ in app.prompt.completions]
-        assert words[0] == "@app/cli.py"
         await pilot.press("tab")
         assert app.prompt.text == "look at @app/cli.py "
         app.prompt.set_text("")

@@ -35,7 +35,7 @@ async def test_the_picker_lists_each_routes_models_and_remembers_the_choice(lab,
         await send(pilot, "/model")
         await until(pilot, lambda: isinstance(app.screen, ModelScreen), "the model picker")
         picker = app.screen
-        await until(pilot, lambda: not picker.loading, "every route's list")
+        await until(pilot, lambda: not picker.pending, "every route's list")
         rows = {(r["route"], r["model"]): r for r in picker.rows if not r["error"]}
         assert {("lab", "lab-1"), ("lab", "lab-1-mini"), ("compat", "lab-1"), ("compat", "lab-1-mini"),
                 ("broken", "qwen2.5-coder")} <= set(rows)

@@ -52,7 +52,7 @@ class ModelScreen(ModalScreen[tuple[str, str] | None]):
         self.load = load
         self.rows: list[dict[str, Any]] = []  # every row known, in route order
         self.shown: list[dict[str, Any]] = []
-        self.loading = {route.name for route in routes}
+        self.pending = {route.name for route in routes}
         self.errors: dict[str, str] = {}
 
     def compose(self) -> ComposeResult:
@@ -90,7 +90,7 @@ class ModelScreen(ModalScreen[tuple[str, str] | None]):
         self._loaded(route, list(found.models), found.error)
 
     def _loaded(self, route: Any, models: list[Any], error: str) -> None:
-        self.loading.discard(route.name)
+        self.pending.discard(route.name)
         rows = [r for r in self.rows if r["route"] != route.name]
         at = next((i for i, r in enumerate(self.rows) if r["route"] == route.name), len(rows))
         mine = [{"route": route.name, "model": m.model, "name": m.name, "window": m.window, "max_output": m.max_output,
@@ -120,7 +120,7 @@ class ModelScreen(ModalScreen[tuple[str, str] | None]):
         if target is not None:
             table.move_cursor(row=keys.index(target))
         total = sum(1 for r in self.rows if not r["error"])
-        state = (f"loading {len(self.loading)} of {len(self.routes)} route(s)…" if self.loading
+        state = (f"loading {len(self.pending)} of {len(self.routes)} route(s)…" if self.pending
                  else f"{total} models on {len(self.routes)} route(s)")
         failed = f" · {len(self.errors)} could not list theirs" if self.errors else ""
         self.query_one("#models-title", Static).update(f"Models — {state}{failed}")
