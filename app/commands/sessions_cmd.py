@@ -97,25 +97,35 @@ def _remove(store: Store, args) -> int:
     return 0
 
 
+def _rename(store: Store, args) -> int:
+    from app.engine.session import rename_session
+
+    row = store.find_session(args.id)
+    if row is None:
+        print(f"bulkhead: no session {args.id!r}; `bulkhead sessions list` shows them", file=sys.stderr)
+        return 1
+    try:
+        title = rename_session(store, row.id, " ".join(args.title))
+    except ValueError as exc:
+        print(f"bulkhead: {exc}", file=sys.stderr)
+        return 2
+    print(f"{row.id} is now “{title}”", file=sys.stderr)
+    return 0
+
+
 def run(args) -> int:
     store = Store()
     if args.action == "list":
         return _list(store, getattr(args, "sessions_json", False))
     if args.action == "rm":
         return _remove(store, args)
+    if args.action == "rename":
+        return _rename(store, args)
     try:
         session = Session.load(store, args.id)
     except SessionNotFound as exc:
         print(f"bulkhead: {exc}", file=sys.stderr)
         return 1
-    if args.action == "rename":
-        try:
-            title = session.rename(" ".join(args.title))
-        except ValueError as exc:
-            print(f"bulkhead: {exc}", file=sys.stderr)
-            return 2
-        print(f"{session.id} is now “{title}”", file=sys.stderr)
-        return 0
     if args.action == "show":
         from app.export import to_markdown
 

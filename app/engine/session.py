@@ -29,6 +29,17 @@ class SessionNotFound(Exception):
     pass
 
 
+def rename_session(store: Store, session_id: str, title: str) -> str:
+    """Set a session's title — one line, at most TITLE_MAX_CHARS, valid UTF-8 — without loading it;
+    returns the title stored. ValueError when nothing is left of it."""
+    cleaned = " ".join(title.split())[:TITLE_MAX_CHARS]
+    cleaned = "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in cleaned)
+    if not cleaned:
+        raise ValueError("a title needs some text: /rename TITLE")
+    store.update_session(session_id, title=cleaned)
+    return cleaned
+
+
 class Session:
     def __init__(self, store: Store, row: SessionRow, master: list[Message], views: list[View]) -> None:
         self.store = store
@@ -157,14 +168,9 @@ class Session:
         self.store.update_session(self.id, flags=self.flags)
 
     def rename(self, title: str) -> str:
-        """`/rename TITLE`: the session's title (one line, at most TITLE_MAX_CHARS); returns it."""
-        cleaned = " ".join(title.split())[:TITLE_MAX_CHARS]
-        cleaned = "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in cleaned)
-        if not cleaned:
-            raise ValueError("a title needs some text: /rename TITLE")
-        self.title = cleaned
-        self.store.update_session(self.id, title=cleaned)
-        return cleaned
+        """`/rename TITLE`: the session's title (see `rename_session`); returns it."""
+        self.title = rename_session(self.store, self.id, title)
+        return self.title
 
     def set_route(self, route: str, provider: str, model: str) -> None:
         self.route, self.provider, self.model = route, provider, model

@@ -818,9 +818,9 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
                 title = self.engine.session.rename(title)
                 self._update_topbar()
                 return title
-            from app.engine.session import Session
+            from app.engine.session import rename_session
 
-            return Session.load(store, session_id).rename(title)
+            return rename_session(store, session_id, title)
 
         actions = SessionsActions(search=store.search_sessions, rename=rename,
                                   delete=lambda session_id: delete_session(store, session_id, current_id=current))
