@@ -28,6 +28,7 @@ from textual.widgets import Static, TextArea
 from app.config import data_home
 from app.engine.file_index import FuzzyPaths
 from app.engine.mentions import complete_mention, describe_completion, is_explicit_path, mention_at_end
+from app.textsafe import display_line
 from app.ui.commands import complete_slash
 
 HISTORY_LIMIT = 1000
@@ -283,8 +284,8 @@ class PromptBox(Vertical):
             style = "reverse bold" if index == event.selected else "bold"
             if index:
                 text.append("\n")
-            text.append(f" {word} ", style=style)
-            text.append(f"  {help_}", style="dim")
+            text.append(f" {display_line(word)} ", style=style)  # file names are outside text
+            text.append(f"  {display_line(help_)}", style="dim")
         mention = event.completions[0][0].startswith("@")
         status = self.prompt.files_status if mention else ""
         text.append("\n Tab completes · ↑/↓ choose · Enter " + ("takes it" if mention else "runs")
