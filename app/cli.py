@@ -60,6 +60,8 @@ def _sub(sub, name: str, *, help: str, description: str, examples: str = ""):
 def _add_session_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--route", "-r", metavar="ROUTE", help="route from config.toml to use (default: "
                         "default_route, else the only route, else a key's implicit route, else the lab)")
+    parser.add_argument("--model", "-m", metavar="MODEL",
+                        help="model for this run, instead of the route's (e.g. claude-opus-5); /model remembers one")
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--resume", metavar="ID", help="resume the session with this id (or id prefix)")
     group.add_argument("--continue", "-c", dest="continue_", action="store_true",
@@ -172,15 +174,26 @@ def build_parser() -> argparse.ArgumentParser:
     classify.add_argument("--batch", metavar="FILE.jsonl",
                           help="classify one JSON object per line (see above); '-' reads stdin")
 
-    sessions = _sub(sub, "sessions", help="list, show or export sessions",
+    sessions = _sub(sub, "sessions", help="list, show, export, rename or delete sessions",
                     description="Sessions live in one SQLite database in the data folder (`bulkhead config path`). "
                                 "Each keeps its whole master log; export writes it as Markdown, JSON or HAR "
-                                "(the requests, for a network team).",
+                                "(the requests, for a network team). rm deletes one with its archive, requests and "
+                                "folder (never one another bulkhead holds).",
                     examples="  bulkhead sessions list\n"
                              "  bulkhead sessions show s_1a2b\n"
-                             "  bulkhead sessions export s_1a2b --format har -o session.har")
+                             "  bulkhead sessions export s_1a2b --format har -o session.har\n"
+                             "  bulkhead sessions rm s_1a2b --yes")
     sessions_sub = sessions.add_subparsers(dest="action", metavar="ACTION", required=True)
-    sessions_sub.add_parser("list", help="recent sessions", description="The most recent sessions, newest first.")
+    s_list = sessions_sub.add_parser("list", help="recent sessions", description="The most recent sessions, newest first.")
+    s_list.add_argument("--json", dest="sessions_json", action="store_true",
+                        help="one JSON array: id, title, route, provider, model, workspace, times, messages")
+    rm = sessions_sub.add_parser("rm", help="delete a session with its archive, requests and folder",
+                                 description="Delete one session with its archive, requests and folder (asks first).")
+    rm.add_argument("id", help="a session id or a unique prefix of one")
+    rm.add_argument("--yes", "-y", dest="rm_yes", action="store_true", help="do not ask for confirmation")
+    rename = sessions_sub.add_parser("rename", help="set a session's title", description="Set a session's title.")
+    rename.add_argument("id", help="a session id or a unique prefix of one")
+    rename.add_argument("title", nargs="+", help="the new title")
     show = sessions_sub.add_parser("show", help="one session's messages",
                                    description="Print one session's messages (its master log).")
     show.add_argument("id", help="a session id or a unique prefix of one")

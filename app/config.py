@@ -178,6 +178,9 @@ class Settings:
     approval: str = field(default="auto-read", metadata=_opt("choice", "tool approvals", APPROVAL_MODES))
     workspace: str | None = field(default=None, metadata=_opt("str?", "folder tools work in (default: cwd)"))
     max_mentions: int = field(default=10, metadata=_opt("int", "@file mentions attached per prompt"))
+    mention_index_max_files: int = field(default=200_000, metadata=_opt("int", "files the @ completion lists", low=1))
+    mention_index_ttl: float = field(default=30.0, metadata=_opt("float", "seconds before @ relists the files", low=0))
+    model_list_timeout: float = field(default=20.0, metadata=_opt("float", "seconds /model waits for a model list", above=0))
     context_engine: str = field(default="local", metadata=_opt("engine", "local, provider or mcp:NAME",
                                                                 CONTEXT_ENGINES))
     provider_compact_threshold: int = field(default=0, metadata=_opt(

@@ -1,4 +1,5 @@
-"""`state.toml`: what bulkhead learns and remembers — learned caps per endpoint, last route, theme.
+"""`state.toml`: what bulkhead learns and remembers — learned caps per endpoint, the model chosen per
+route (`[models]`, by /model), last route, theme.
 
 Machine-written with tomli-w, atomically (temp file + rename), under a file lock so two
 bulkhead processes never lose each other's updates. The user's config.toml is never touched.
@@ -186,6 +187,26 @@ class State:
 
         self.update(change)
         return removed[0]
+
+    # -- the model chosen per route (/model) ----------------------------------------------------
+    def chosen_model(self, route: str) -> str | None:
+        models = self.read().get("models")
+        value = models.get(route) if isinstance(models, dict) else None
+        return value if isinstance(value, str) and value else None
+
+    def choose_model(self, route: str, model: str | None) -> None:
+        """Remember `model` for `route` (None forgets it: the route's configured model again)."""
+
+        def change(data: dict[str, Any]) -> None:
+            models = data.get("models")
+            if not isinstance(models, dict):
+                models = data["models"] = {}
+            if model:
+                models[route] = model
+            else:
+                models.pop(route, None)
+
+        self.update(change)
 
     # -- preferences ---------------------------------------------------------------------------
     def get(self, key: str, default: Any = None) -> Any:

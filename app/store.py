@@ -13,6 +13,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import shutil
 import sqlite3
 import threading
 import time
@@ -440,10 +441,37 @@ class Store:
 
     def list_sessions(self, limit: int = 100) -> list[dict[str, Any]]:
         rows = self.query(
-            "SELECT s.id, s.title, s.route, s.model, s.created_at, s.updated_at, "
+            "SELECT s.id, s.title, s.route, s.provider, s.model, s.workspace, s.created_at, s.updated_at, "
             "(SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id AND m.seq IS NOT NULL) AS messages "
             "FROM sessions s ORDER BY s.updated_at DESC LIMIT ?", (limit,))
         return [dict(r) for r in rows]
+
+    def search_sessions(self, text: str, limit: int = 100) -> list[str]:
+        """Ids of the sessions whose title or any message holds `text` (case-insensitive), newest first."""
+        needle = text.strip().lower()
+        if not needle:
+            return []
+        rows = self.query(
+            "SELECT s.id FROM sessions s WHERE instr(lower(s.title), ?) > 0 OR EXISTS (SELECT 1 FROM messages m "
+            "WHERE m.session_id = s.id AND m.seq IS NOT NULL AND instr(lower(m.parts), ?) > 0) "
+            "ORDER BY s.updated_at DESC LIMIT ?", (needle, needle, limit))
+        return [row["id"] for row in rows]
+
+    def delete_session(self, session_id: str) -> bool:
+        """Remove a session and everything it owns — messages, views, archive, requests, events, and its
+        folder — in one transaction (the folder after it commits). False when there is no such session."""
+        with self.transaction() as conn:
+            if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
+                return False
+            conn.execute("DELETE FROM view_entries WHERE view_id IN (SELECT id FROM views WHERE session_id = ?)",
+                         (session_id,))
+            for table in ("views", "archive", "requests", "events", "messages"):
+                conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
+            conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+        folder = self.home / "sessions" / session_id
+        if folder.is_dir() and not folder.is_symlink():
+            shutil.rmtree(folder, ignore_errors=True)
+        return True
 
     def update_session(self, session_id: str, **fields_: Any) -> None:
         allowed = {"title", "route", "provider", "model", "counters", "flags", "system_prompt"}

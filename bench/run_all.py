@@ -21,8 +21,8 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-BENCHES = ("payload", "compaction", "ladder", "archive_search", "tui_stream", "paste", "startup", "memory",
-           "peer_gptme")
+BENCHES = ("payload", "compaction", "ladder", "archive_search", "tui_stream", "paste", "mention", "startup",
+           "memory", "peer_gptme")
 
 
 def command(name: str, full: bool, gptme_python: str | None) -> list[str]:

@@ -251,7 +251,8 @@ def run(args) -> int:
         return 2
     engine, choice, resumed = open_engine(settings, route_name=args.route, resume=args.resume,
                                           continue_=args.continue_, approver=approver,
-                                          fork=getattr(args, "fork", False), what="bulkhead -p")
+                                          fork=getattr(args, "fork", False), what="bulkhead -p",
+                                          model=getattr(args, "model", None))
     printer = json_printer if args.json else text_printer
     engine.session.bus.subscribe(printer)
     denied: list[ToolApproval] = []

@@ -1,9 +1,11 @@
-"""`bulkhead sessions list|show ID|export ID --format md|json|har`."""
+"""`bulkhead sessions list [--json] | show ID | export ID --format md|json|har | rename ID TITLE | rm ID [--yes]`."""
 
 from __future__ import annotations
 
+import json
+import os
 import sys
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 from app.engine.session import Session, SessionNotFound
@@ -27,16 +29,100 @@ def _write(text: str, output: str | None) -> None:
         sys.stdout.write(text)
 
 
+def _iso(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _list(store: Store, as_json: bool) -> int:
+    rows = store.list_sessions()
+    if as_json:
+        from app.engine.session_admin import session_holder
+
+        listed = [{"id": row["id"], "title": row["title"], "route": row["route"], "provider": row["provider"],
+                   "model": row["model"], "workspace": row["workspace"], "created_at": _iso(row["created_at"]),
+                   "updated_at": _iso(row["updated_at"]), "messages": row["messages"],
+                   "held_by": session_holder(store, row["id"])} for row in rows]
+        sys.stdout.write(json.dumps(listed, ensure_ascii=False, indent=2) + "\n")
+        return 0
+    if not rows:
+        print("no sessions yet — start one with `bulkhead` or `bulkhead -p \"hello\"`")
+    for row in rows:
+        when = datetime.fromtimestamp(row["updated_at"]).strftime("%Y-%m-%d %H:%M")
+        print(f"{row['id']}  {when}  {row['messages']:5} msgs  {row['route'] or '-':10}  {row['title'][:60]}")
+    return 0
+
+
+def _confirm(question: str) -> bool | None:
+    """Ask on the terminal; None when there is none to ask on."""
+    try:
+        tty = open("/dev/tty", "r+", encoding="utf-8")  # noqa: SIM115 - closed below
+    except OSError:
+        return None
+    with tty:
+        if not os.isatty(tty.fileno()):
+            return None
+        tty.write(f"{question} [y/N] ")
+        tty.flush()
+        return tty.readline().strip().lower() in ("y", "yes")
+
+
+def _remove(store: Store, args) -> int:
+    from app.engine.session_admin import SessionBusy, delete_session, session_holder
+
+    row = store.find_session(args.id)
+    if row is None:
+        print(f"bulkhead: no session {args.id!r} (or the prefix names several); `bulkhead sessions list` shows them",
+              file=sys.stderr)
+        return 1
+    holder = session_holder(store, row.id)
+    if holder:
+        print(f"bulkhead: {row.id} is open in another bulkhead ({holder}); close it there, then delete it",
+              file=sys.stderr)
+        return 1
+    count = len(store.load_master(row.id))
+    what = f"{row.id} “{row.title or '(untitled)'}” ({count} messages, its archive, requests and folder)"
+    if not args.rm_yes:
+        answer = _confirm(f"delete session {what}?")
+        if answer is None:
+            print(f"bulkhead: deleting {row.id} needs a confirmation: run it in a terminal, or add --yes",
+                  file=sys.stderr)
+            return 2
+        if not answer:
+            print("kept it", file=sys.stderr)
+            return 1
+    try:
+        delete_session(store, row.id)
+    except SessionBusy as exc:
+        print(f"bulkhead: {exc}", file=sys.stderr)
+        return 1
+    print(f"deleted session {what}", file=sys.stderr)
+    return 0
+
+
+def _rename(store: Store, args) -> int:
+    from app.engine.session import rename_session
+
+    row = store.find_session(args.id)
+    if row is None:
+        print(f"bulkhead: no session {args.id!r}; `bulkhead sessions list` shows them", file=sys.stderr)
+        return 1
+    try:
+        title = rename_session(store, row.id, " ".join(args.title))
+    except ValueError as exc:
+        print(f"bulkhead: {exc}", file=sys.stderr)
+        return 2
+    print(f"{row.id} is now “{title}”", file=sys.stderr)
+    return 0
+
+
 def run(args) -> int:
     store = Store()
     if args.action == "list":
-        rows = store.list_sessions()
-        if not rows:
-            print("no sessions yet — start one with `bulkhead` or `bulkhead -p \"hello\"`")
-        for row in rows:
-            when = datetime.fromtimestamp(row["updated_at"]).strftime("%Y-%m-%d %H:%M")
-            print(f"{row['id']}  {when}  {row['messages']:5} msgs  {row['route'] or '-':10}  {row['title'][:60]}")
-        return 0
+        return _list(store, getattr(args, "sessions_json", False))
+    if args.action == "rm":
+        return _remove(store, args)
+    if args.action == "rename":
+        return _rename(store, args)
     try:
         session = Session.load(store, args.id)
     except SessionNotFound as exc:

@@ -122,15 +122,32 @@ def open_mcp(settings: Settings, workspace: Path, session: Session, state: State
     return McpManager.from_settings(settings, workspace, log_folder=log_folder_for(session.folder), state=state)
 
 
+def with_model(choice: RouteChoice, state: State, model: str | None = None) -> RouteChoice:
+    """The route with the model for this run: `model` (--model) if given, else the one /model chose for
+    this route (state.toml), else the configured one — with a notice whenever it is not the configured one."""
+    route = choice.route
+    remembered = state.chosen_model(route.name)
+    if model and model not in (route.model, remembered):
+        note = f"route {route.name}: model {model} for this run (--model; config.toml says {route.model})"
+    elif (model or remembered) and (model or remembered) != route.model:
+        model = model or remembered
+        note = (f"route {route.name}: model {model}, chosen with /model (config.toml says {route.model}; "
+                f"/model changes it again)")
+    else:
+        return choice
+    return replace(choice, route=replace(route, model=model), notices=(*choice.notices, note))
+
+
 def open_engine(settings: Settings, *, route_name: str | None = None, resume: str | None = None,
                 continue_: bool = False, workspace: Path | None = None,
                 approver: Callable[[str, dict, str], Awaitable[bool]] | None = None,
                 store: Store | None = None, state: State | None = None, read_only: bool = False,
-                fork: bool = False, what: str = ""):
+                fork: bool = False, what: str = "", model: str | None = None):
     """An Engine ready for `start()`, plus the route choice (for the notices to show).
 
     The session is held for writing (`app.lease`) until `engine.close()`; see `open_session` for
-    `read_only`, `fork` and what happens when another bulkhead holds it."""
+    `read_only`, `fork` and what happens when another bulkhead holds it. `model` (`--model`)
+    overrides the route's model for this run."""
     from app.engine.turn import Engine
 
     store = store or Store()
@@ -142,7 +159,7 @@ def open_engine(settings: Settings, *, route_name: str | None = None, resume: st
             route_name = latest.route or None
             if not settings.routes and route_name not in (None, "lab", *IMPLICIT_MODELS):
                 route_name = None
-    choice = choose_route(settings, route_name)
+    choice = with_model(choose_route(settings, route_name), state, model)
     notices: list[str] = []
     session, resumed = open_session(store, choice.route, resume=resume, continue_=continue_, workspace=workspace,
                                     read_only=read_only, fork=fork, what=what, notices=notices)

@@ -13,7 +13,10 @@ Code, a mention is the user's own request: no PreToolUse hook and no approval pr
 workspace. A path outside it asks, like any read there (refused when nobody can be asked). Only
 text the user typed carries mentions: text piped into `bulkhead -p` is data (`Engine.submit(typed=…)`).
 
-Completion (the prompt's `@` list) goes one path segment at a time, like a shell.
+Completion (the prompt's `@` list) is fuzzy over the workspace's files (`app.engine.file_index`:
+git's view of them, so nothing .gitignore'd is offered); a path that leaves the workspace —
+absolute, `~/…`, `./…`, `../…` — completes one segment at a time, like a shell, and never
+offers the generated folders the index skips (`__pycache__`, `node_modules`, …).
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from app.engine.file_index import SKIP_DIRS
 
 _STARTS_A_MENTION = r"(?<![^\s(\[{\"'])@"  # `@` at the start, or after a space, an opening bracket or quote
 MENTION_RE = re.compile(_STARTS_A_MENTION + r"(\S+)")
@@ -75,6 +80,16 @@ def mention_at_end(text: str) -> str:
     return match.group(0) if match else ""
 
 
+def is_explicit_path(typed: str) -> bool:
+    """What follows `@` names a place itself (absolute, home, ./ or ../): complete it segment by segment."""
+    return typed.startswith(("/", "~", "./", "../")) or typed in (".", "..")
+
+
+def describe_completion(path: str, is_dir: bool) -> tuple[str, str]:
+    """A fuzzy match as a completion row: (`@path`, "file" | "folder")."""
+    return f"@{path}", "folder" if is_dir else "file"
+
+
 def complete_mention(token: str, workspace: Path) -> list[tuple[str, str]]:
     """Completions for the word being typed when it starts with `@`: `(@path, "file"|"folder")`,
     one segment at a time; folders end in `/`. Hidden entries only when the segment starts with `.`."""
@@ -86,7 +101,7 @@ def complete_mention(token: str, workspace: Path) -> list[tuple[str, str]]:
     hidden = prefix.startswith(".")
     try:
         with os.scandir(folder) as scan:
-            entries = sorted((entry for entry in scan if entry.name.startswith(prefix)
+            entries = sorted((entry for entry in scan if entry.name.startswith(prefix) and entry.name not in SKIP_DIRS
                               and (hidden or not entry.name.startswith("."))), key=lambda entry: entry.name)
     except OSError:
         return []

@@ -24,9 +24,22 @@ from app.lease import Holder, SessionReadOnly, this_process
 from app.redact import redact_value
 from app.store import SessionRow, Store
 
+TITLE_MAX_CHARS = 120  # a title set with /rename or the sessions screen
+
 
 class SessionNotFound(Exception):
     pass
+
+
+def rename_session(store: Store, session_id: str, title: str) -> str:
+    """Set a session's title — one line, at most TITLE_MAX_CHARS, valid UTF-8 — without loading it;
+    returns the title stored. ValueError when nothing is left of it."""
+    cleaned = " ".join(title.split())[:TITLE_MAX_CHARS]
+    cleaned = "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in cleaned)
+    if not cleaned:
+        raise ValueError("a title needs some text: /rename TITLE")
+    store.update_session(session_id, title=cleaned)
+    return cleaned
 
 
 class Session:
@@ -202,6 +215,11 @@ class Session:
         self._check_writable()
         self.flags[key] = value
         self.store.update_session(self.id, flags=self.flags)
+
+    def rename(self, title: str) -> str:
+        """`/rename TITLE`: the session's title (see `rename_session`); returns it."""
+        self.title = rename_session(self.store, self.id, title)
+        return self.title
 
     def set_route(self, route: str, provider: str, model: str) -> None:
         self._check_writable()

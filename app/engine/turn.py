@@ -465,7 +465,12 @@ class Engine:
                          "your new prompt is sent on its own", code="interrupted"))
 
     async def retry(self) -> TurnResult:
-        """`/retry`: ask again for the last turn (a failed or partial answer), from the current view."""
+        """`/retry`: ask again for the last answer — failed, partial or complete — from the current view.
+
+        A failed turn is sent again as it stands; a partial answer is dropped from the view and asked
+        for again; a complete one is regenerated from the prompt that asked for it (the view goes back
+        to just after that prompt and its @attachments, so tools run again). The master log keeps
+        every earlier answer."""
         async with self._lock:
             view = self.session.view.messages
             if not view:
@@ -474,7 +479,12 @@ class Engine:
             if last.role == "assistant" and last.meta.partial:
                 self.session.commit_view(view[:-1], [], reason="retry")
             elif last.role == "assistant":
-                return TurnResult("failed", error="the last answer is complete; nothing to retry")
+                cut = retry_point(view)
+                if cut is None:
+                    return TurnResult("failed", error="no prompt of yours in the view to ask again")
+                self.session.commit_view(view[:cut], [], reason="retry")
+                self.emit(Notice("asking again for the last answer (the previous one stays in the session's log)",
+                                 code="retry"))
             turn = self.session.turn
             self.emit(TurnStarted(turn=turn, prompt="/retry"))
             return await self._run_turn(turn)
@@ -826,6 +836,21 @@ class Engine:
                 "native_compaction": getattr(self.provider, "native_compaction", "") if self.native.enabled else "",
                 "compact_threshold": self.native.threshold(),
                 "provider_edits": edit_totals(self.session.flags)}
+
+
+def retry_point(view: Sequence[Message]) -> int | None:
+    """Where the view is cut to regenerate its last answer: just after the user's last prompt and the
+    @attachments that came with it (None when the view holds no prompt of the user's)."""
+    prompt = next((i for i in range(len(view) - 1, -1, -1)
+                   if view[i].role == "user" and view[i].meta.origin == "user"), None)
+    if prompt is None:
+        return None
+    cut = prompt + 1
+    if cut < len(view) and view[cut].role == "assistant" and view[cut].meta.origin == "mention":
+        cut += 1
+        while cut < len(view) and view[cut].role == "tool":
+            cut += 1
+    return cut
 
 
 def describe_event(event: Event) -> str:

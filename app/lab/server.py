@@ -16,7 +16,8 @@ Content-Length when the gateway answered first), wire, verdict, status (None for
 for model requests also model, operation, stream, input_tokens and, when answered, output_tokens,
 stop_reason (neutral: end_turn/tool_use/max_tokens) and cache read/write tokens.
 
-Control plane (never behind the gateway, never logged): `GET /_lab/health`, `GET|DELETE /_lab/requests`,
+Model lists (`models.py`: `GET /v1/models`, Bedrock's `/foundation-models` and `/inference-profiles`)
+are answered at once, never logged. Control plane (never behind the gateway, never logged): `GET /_lab/health`, `GET|DELETE /_lab/requests`,
 `GET|POST /_lab/config` (JSON {gateway, cap, window, faults, seed, slow_pause}), `DELETE /_lab/cache`.
 """
 
@@ -35,7 +36,7 @@ from types import ModuleType
 from typing import Any
 from urllib.parse import unquote
 
-from app.lab import gateway, model, wire_anthropic, wire_bedrock, wire_openai, wire_responses
+from app.lab import gateway, model, models, wire_anthropic, wire_bedrock, wire_openai, wire_responses
 from app.lab.cache import PromptCache
 from app.lab.config import LabConfig
 from app.lab.conversation import WireError
@@ -285,6 +286,9 @@ class LabServer:
             except _BodyTooLarge:
                 return await self._send(writer, json_response(413, {"error": "too large"}), close=True)
             return await self._send(writer, self._control(head.method, head.path, body), close=not head.keep_alive)
+        listed = models.listing(head.method, head.path, dict(head.headers), self._config.effective_window)
+        if listed is not None:  # the model list (GET, no body): answered like a provider, never logged
+            return await self._send(writer, json_response(200, listed), close=not head.keep_alive)
         self._serial += 1
         config = self._config
         route = match_route(head.method, head.raw_path)

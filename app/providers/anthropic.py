@@ -49,6 +49,7 @@ from app.engine.costs import Usage
 from app.engine.messages import COMPACTION_SUMMARY_HEADER, Image, Message, Native, Text, ToolCall, ToolResult
 from app.providers.base import (
     EditsChunk,
+    ListedModel,
     NativeChunk,
     ProbeReply,
     ProviderError,
@@ -316,6 +317,15 @@ class AnthropicProvider(HttpxSdkProvider):
         filler = "x" * max(1, size - compact_len(envelope))
         return await self._probe_call(lambda client: client.messages.count_tokens(
             model=self.route.model, messages=[{"role": "user", "content": filler}]))
+
+    # -- the model list ------------------------------------------------------------------------
+    async def list_models(self) -> list[ListedModel]:
+        """`GET /v1/models` (every page), through the same client and gateway as the chat."""
+
+        async def call(client: Any) -> list[ListedModel]:
+            return [ListedModel(m.id, getattr(m, "display_name", "") or "") async for m in client.models.list(limit=100)]
+
+        return await self._call(Exchange(), call)
 
     # -- streaming ----------------------------------------------------------------------------
     def _call_arguments(self, request: Request) -> dict[str, Any]:

@@ -115,6 +115,17 @@ class EditsChunk:
 StreamEvent = TextChunk | ToolCallChunk | UsageChunk | StopChunk | NativeChunk | EditsChunk
 
 
+@dataclass(frozen=True)
+class ListedModel:
+    """A model an endpoint says it offers: its id, a display name, and its window when the endpoint
+    says (vLLM's `max_model_len`); `note` says how it is reached (e.g. "inference profile")."""
+
+    id: str
+    name: str = ""
+    window: int | None = None
+    note: str = ""
+
+
 class ProviderError(Exception):
     """Any failure of a provider call, with everything the classifier and the inspector need."""
 
@@ -211,6 +222,10 @@ class Provider(abc.ABC):
         raises ProviderError for everything else, exactly as `stream()` does.
         """
         raise NotImplementedError(f"{self.kind} routes cannot be probed")
+
+    async def list_models(self) -> list[ListedModel]:
+        """The models this route's endpoint offers (for the /model picker); raises ProviderError."""
+        raise NotImplementedError(f"{self.kind} routes cannot list their models")
 
     @property
     def endpoint_url(self) -> str:

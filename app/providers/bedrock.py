@@ -31,6 +31,7 @@ from app.config import Route, Settings
 from app.engine.costs import Usage
 from app.engine.messages import COMPACTION_SUMMARY_HEADER, Image, Message, Native, Text, ToolCall, ToolResult
 from app.providers.base import (
+    ListedModel,
     ProbeReply,
     Provider,
     ProviderError,
@@ -292,6 +293,50 @@ class BedrockProvider(Provider):
         except Exception as exc:  # noqa: BLE001 - every SDK failure becomes a ProviderError
             raise bedrock_error(exc, exchange, in_stream=False) from exc
         return ProbeReply(exchange.status or 200, exchange.actual_bytes)
+
+    # -- the model list ------------------------------------------------------------------------
+    def _control_endpoint(self) -> str | None:
+        """Bedrock's control plane (`bedrock`, not `bedrock-runtime`): the route's endpoint_url with
+        `bedrock-runtime.` made `bedrock.`; another endpoint (a gateway, a VPC endpoint) as it is."""
+        url = self.route.endpoint_url
+        return url.replace("://bedrock-runtime.", "://bedrock.", 1) if url else None
+
+    async def list_models(self) -> list[ListedModel]:
+        """ListFoundationModels (text output) and ListInferenceProfiles, every page."""
+
+        def work() -> list[ListedModel]:
+            import boto3
+            from botocore.config import Config
+
+            session = boto3.session.Session(profile_name=self.route.profile or None,
+                                            region_name=self.route.region or None)
+            region = session.region_name or "us-east-1"
+            config = Config(retries={"total_max_attempts": 1}, read_timeout=self.settings.connect_timeout * 3,
+                            connect_timeout=self.settings.connect_timeout)
+            client = session.client("bedrock", region_name=region, endpoint_url=self._control_endpoint(),
+                                    config=config)
+            try:
+                listed = []
+                for model in client.list_foundation_models(byOutputModality="TEXT").get("modelSummaries", []):
+                    on_demand = "ON_DEMAND" in (model.get("inferenceTypesSupported") or ["ON_DEMAND"])
+                    listed.append(ListedModel(model["modelId"], model.get("modelName", ""),
+                                              note="" if on_demand else "needs an inference profile"))
+                token = None
+                while True:
+                    page = client.list_inference_profiles(**({"nextToken": token} if token else {}))
+                    for profile in page.get("inferenceProfileSummaries", []):
+                        listed.append(ListedModel(profile["inferenceProfileId"],
+                                                  profile.get("inferenceProfileName", ""), note="inference profile"))
+                    token = page.get("nextToken")
+                    if not token:
+                        return listed
+            finally:
+                client.close()
+
+        try:
+            return await asyncio.to_thread(work)
+        except Exception as exc:  # noqa: BLE001 - every SDK failure becomes a ProviderError
+            raise bedrock_error(exc, Exchange(), in_stream=False) from exc
 
     # -- streaming ----------------------------------------------------------------------------
     async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:

@@ -14,7 +14,7 @@ from typing import Any
 
 from app.config import Route, Settings
 from app.providers.anthropic import AnthropicProvider
-from app.providers.base import ProbeReply, Request, StreamEvent
+from app.providers.base import ListedModel, ProbeReply, Request, StreamEvent
 from app.providers.wire import Exchange, wrap_unknown
 
 LAB_API_KEY = "sk-lab-placeholder"  # the lab accepts any key; the SDK wants one
@@ -66,6 +66,10 @@ class LabProvider(AnthropicProvider):
     async def probe(self, size: int) -> ProbeReply:
         await self.ensure_started()
         return await super().probe(size)
+
+    async def list_models(self) -> list[ListedModel]:
+        await self.ensure_started()
+        return await super().list_models()
 
     async def aclose(self) -> None:
         await super().aclose()

@@ -29,6 +29,7 @@ from app.config import Route, Settings
 from app.engine.costs import Usage
 from app.engine.messages import COMPACTION_SUMMARY_HEADER, Image, Message, Native, Text, ToolCall, ToolResult
 from app.providers.base import (
+    ListedModel,
     ProbeReply,
     ProviderError,
     Request,
@@ -264,6 +265,22 @@ class OpenAIProvider(HttpxSdkProvider):
         filler = "x" * max(1, size - compact_len(envelope))
         return await self._probe_call(lambda client: client.chat.completions.create(
             model=self.route.model, messages=[{"role": "user", "content": filler}], **{field: 0}))
+
+    # -- the model list ------------------------------------------------------------------------
+    async def list_models(self) -> list[ListedModel]:
+        """`GET {base_url}/models`: OpenAI, Azure's v1, Ollama, vLLM (its `max_model_len` is the window),
+        llama.cpp, LM Studio."""
+
+        async def call(client: Any) -> list[ListedModel]:
+            listed = []
+            async for model in client.models.list():
+                extra = getattr(model, "model_extra", None) or {}
+                window = extra.get("max_model_len") or extra.get("context_length")
+                listed.append(ListedModel(model.id, "", int(window) if isinstance(window, int) and window > 0
+                                          else None, str(getattr(model, "owned_by", "") or "")))
+            return listed
+
+        return await self._call(Exchange(), call)
 
     # -- streaming ----------------------------------------------------------------------------
     def _call_arguments(self, request: Request) -> dict[str, Any]:

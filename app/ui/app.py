@@ -41,7 +41,14 @@ from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
 from app.config import ConfigError, Settings, config_path
-from app.engine.events import CompactionPhase, Event, McpServerChanged, SessionStarted, ViewChanged
+from app.engine.events import (
+    CompactionPhase,
+    Event,
+    McpServerChanged,
+    SessionStarted,
+    TurnFinished,
+    ViewChanged,
+)
 from app.fsutil import atomic_write
 from app.sizes import SizeError, format_size, parse_size
 from app.state import State
@@ -169,8 +176,10 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
                  continue_: bool = False, workspace: str | Path | None = None, state: State | None = None,
                  store=None, clock: Callable[[], float] = time.time, keymap: dict[str, str] | None = None,
                  cursor_blink: bool = True, inspector_factory: Callable[[], Widget] | None = None,
-                 ready_notices: tuple[str, ...] = (), fork: bool = False, read_only: bool = False) -> None:
+                 ready_notices: tuple[str, ...] = (), fork: bool = False, read_only: bool = False,
+                 model: str | None = None) -> None:
         super().__init__()
+        self.model_override = model  # --model: this run's model on the first route
         self.settings = settings
         self.route_name = route_name
         self.resume = resume
@@ -196,6 +205,8 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         self._recall_keys: tuple[tuple[str, str] | None, list[tuple[str, str]]] = (None, [])  # (session, view)
         self._theme_ready = False
         self.history = PromptHistory(history_path(self.workspace))
+        self._files_listing = False  # the workspace's files are being listed (for @ completion)
+        self._files_stale = False  # a turn ran since they were listed: tools may have made files
         self.last_copy: CopyResult | None = None
         self.engine_ready = asyncio.Event()
         self.open_error = ""  # why the session could not open ("" while it opens or once it has)
@@ -251,13 +262,14 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         prompt = self.prompt
         prompt.cursor_blink = self.cursor_blink
         prompt.slash_arguments = self.slash_arguments
+        prompt.wants_files = self.want_files
         prompt.focus()
         self._q("#new-output").display = False
         self._q("#completions").display = False
         self._q("#busy").display = False
         self.call_later(self._replay_early_keys)
         self._open_engine(resume=self.resume, continue_=self.continue_, route_name=self.route_name,
-                          fork=self.fork, read_only=self.read_only)
+                          fork=self.fork, read_only=self.read_only, model=self.model_override)
 
     # -- themes and keys --------------------------------------------------------------------------------------
     def _apply_theme(self) -> None:
@@ -292,7 +304,7 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
     # -- the engine -------------------------------------------------------------------------------------------
     @work(thread=True, group="engine", exclusive=True, exit_on_error=False, name="open engine")
     def _open_engine(self, *, resume: str | None, continue_: bool, route_name: str | None, fork: bool = False,
-                     read_only: bool = False) -> None:
+                     read_only: bool = False, model: str | None = None) -> None:
         from app.engine.bootstrap import open_engine
         from app.lease import SessionHeld
 
@@ -300,7 +312,7 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
             engine, choice, resumed = open_engine(self.settings, route_name=route_name, resume=resume,
                                                   continue_=continue_, workspace=self.workspace,
                                                   approver=self.approve_tool, store=self.store, state=self.state,
-                                                  fork=fork, read_only=read_only, what="the TUI")
+                                                  fork=fork, read_only=read_only, what="the TUI", model=model)
         except SessionHeld as held:  # one writer per session: ask what to do instead
             self.call_from_thread(self._session_held, held, route_name)
             return
@@ -434,6 +446,8 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
             self.prompt_box.busy_text = event.text
         elif isinstance(event, SessionStarted | ViewChanged | McpServerChanged):
             self._update_topbar()
+        elif isinstance(event, TurnFinished):
+            self._files_stale = True
 
     def _update_topbar(self) -> None:
         engine = self.engine
@@ -450,6 +464,60 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
             mcp = f" · MCP {ready}/{len(statuses)}"
         self._q("#topbar", Static).update(
             display_line(f"bulkhead · {route.name} ({route.model}){lab}{mcp}{read_only}{title}"))
+
+    # -- the workspace's files, for @ completion ------------------------------------------------------------
+    def want_files(self) -> None:
+        """The prompt completes an `@`: list the workspace's files in a worker when there is no list yet,
+        or it is older than `mention_index_ttl`, or a turn ran since (the prompt meanwhile uses the old one)."""
+        if self._files_listing:
+            return
+        matcher = self.prompt.file_matcher
+        if (matcher is not None and not self._files_stale
+                and self.clock() - matcher.index.built_at < self.settings.mention_index_ttl):
+            return
+        self._files_listing, self._files_stale = True, False
+        if matcher is None:
+            self.prompt.files_status = "listing the workspace's files…"
+        self._list_files()
+
+    @work(thread=True, group="file-index", exclusive=True, exit_on_error=False, name="list workspace files")
+    def _list_files(self) -> None:
+        from app.engine.file_index import FuzzyPaths, build_file_index
+
+        def progress(count: int) -> None:
+            with contextlib.suppress(Exception):  # the app may be closing
+                self.call_from_thread(self._files_progress, count)
+
+        matcher = None
+        try:
+            index = build_file_index(self.workspace, max_files=self.settings.mention_index_max_files,
+                                     progress=progress, now=self.clock)
+            matcher = FuzzyPaths(index)
+        finally:
+            with contextlib.suppress(Exception):
+                self.call_from_thread(self._files_listed, matcher)
+
+    def _files_progress(self, count: int) -> None:
+        with contextlib.suppress(NoMatches):
+            if self.prompt.file_matcher is None:
+                self.prompt.files_status = f"listing the workspace's files… {count:,} so far"
+                if self.prompt.typing_mention():
+                    self.prompt.refresh_completions()
+
+    def _files_listed(self, matcher) -> None:
+        self._files_listing = False
+        with contextlib.suppress(NoMatches):
+            prompt = self.prompt
+            if matcher is None:
+                prompt.files_status = "could not list the workspace's files"
+                return
+            index = matcher.index
+            prompt.file_matcher = matcher
+            prompt.files_status = (f"{index.files:,} files" + (" (git)" if index.source == "git" else "")
+                                   + (f" — the first {index.files:,} only (mention_index_max_files)"
+                                      if index.truncated else ""))
+            if prompt.typing_mention():  # what was typed meanwhile gets the fuzzy list now
+                prompt.refresh_completions()
 
     # -- turns ------------------------------------------------------------------------------------------------
     def watch_busy(self, busy: bool) -> None:
@@ -912,22 +980,29 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
     def _cmd_recall(self, key: str) -> None:
         self.engine.recall_into_view(key)
 
-    async def _cmd_model(self, name: str) -> None:
-        from app.engine.bootstrap import choose_route
+    async def _cmd_model(self, name: str, model: str | None = None) -> None:
+        """`/model` opens the picker; `/model ROUTE` continues on that route (with the model /model chose
+        for it); the picker's choice comes back here with its model, and is remembered for the route."""
+        from app.engine.bootstrap import choose_route, with_model
 
         if self.engine is None:  # the session could not open: try again on this route
             self._reopen(route_name=name or None)
             return
         if not name:
-            routes = ", ".join(sorted(self.settings.routes)) or "none"
-            await self.chat.add_notice(f"route in use: {self.engine.route.name}; configured: {routes} — /model ROUTE",
-                                       code="model")
+            self._open_model_picker()
             return
         try:
             choice = await asyncio.to_thread(choose_route, self.settings, name)
         except ConfigError as exc:
             await self.chat.add_notice(str(exc), level="error", code="model")
             return
+        if model is not None:
+            configured = choice.route.model
+            try:
+                self.state.choose_model(choice.route.name, None if model == configured else model)
+            except OSError as exc:
+                self.notify(f"could not remember the model: {exc}", severity="warning")
+        choice = with_model(choice, self.state)
         from app.providers.base import make_provider
 
         provider = make_provider(choice.route, self.settings, choice.api_key)
@@ -938,15 +1013,58 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         self._update_topbar()
         prewarm_in_background(choice.route.provider)
 
+    def _open_model_picker(self) -> None:
+        from app.providers.models import list_route_models
+        from app.secrets import get_api_key
+        from app.ui.screens.models import ModelScreen
+
+        routes = list(self.settings.routes.values()) or [self.engine.route]
+        settings = self.settings
+
+        async def load(route):
+            if route.provider in ("anthropic", "openai"):
+                key = (await asyncio.to_thread(get_api_key, route.provider, route.api_key_env)).value
+            else:
+                key = None
+            if route.name == self.engine.route.name and self.choice is not None:
+                key = key or self.choice.api_key
+            return await list_route_models(route, settings, key, timeout=settings.model_list_timeout)
+
+        current = (self.engine.route.name, self.engine.route.model)
+        self.push_screen(ModelScreen(routes, current=current, load=load), callback=self._model_picked)
+
+    def _model_picked(self, picked: tuple[str, str] | None) -> None:
+        if not picked or self.engine is None:
+            return
+        route_name, model = picked
+        if (route_name, model) == (self.engine.route.name, self.engine.route.model):
+            return
+        self.run_worker(self._cmd_model(route_name, model), group="command", exit_on_error=False,
+                        name="command model")
+
     def _cmd_sessions(self, _arg: str) -> None:
-        from app.ui.screens.sessions import SessionsScreen
+        from app.engine.session_admin import delete_session
+        from app.ui.screens.sessions import SessionsActions, SessionsScreen
 
         if self.store is None:
             from app.store import Store
 
             self.store = Store()
+        store = self.store
         current = self.engine.session.id if self.engine else None
-        self.push_screen(SessionsScreen(self.store.list_sessions(), current_id=current, now=self.clock),
+
+        def rename(session_id: str, title: str) -> str:
+            if self.engine is not None and session_id == self.engine.session.id:
+                title = self.engine.session.rename(title)
+                self._update_topbar()
+                return title
+            from app.engine.session import rename_session
+
+            return rename_session(store, session_id, title)
+
+        actions = SessionsActions(search=store.search_sessions, rename=rename,
+                                  delete=lambda session_id: delete_session(store, session_id, current_id=current))
+        self.push_screen(SessionsScreen(store.list_sessions(), current_id=current, now=self.clock, actions=actions),
                          callback=self._resume_selected)
 
     def _resume_selected(self, session_id: str | None) -> None:
@@ -954,19 +1072,47 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
             return
         self._switch_session(session_id)
 
+    def _cmd_new(self, _arg: str) -> None:
+        self._switch_session(None)
+
+    async def _cmd_quit(self, _arg: str) -> None:
+        await self.action_quit()
+
+    async def _cmd_rename(self, title: str) -> None:
+        try:
+            title = self.engine.session.rename(title)
+        except ValueError as exc:
+            await self.chat.add_notice(str(exc), level="warn", code="rename", title="session")
+            return
+        self._update_topbar()
+        await self.chat.add_notice(f"this session is now “{title}”", code="rename", title="session")
+
     @work(group="session-switch", exclusive=True, exit_on_error=False, name="switch session")
-    async def _switch_session(self, session_id: str) -> None:
+    async def _switch_session(self, session_id: str | None) -> None:
+        """Resume `session_id` here, or (None: /new, /clear) start a fresh session on the same route."""
         old = self.engine
+        route_name = model = None
+        previous = ""
         if old is not None:
+            if session_id is None:  # stay on the route and model in use (an implicit route has no config name)
+                route_name = old.route.name if old.route.name in self.settings.routes else self.route_name
+                model = old.route.model
+                previous = f"“{old.session.title}” ({old.session.id})" if old.session.title else old.session.id
             if self._unsubscribe:
                 self._unsubscribe()
             self.engine = None
             with contextlib.suppress(Exception):
-                await old.close("resume")
+                await old.close("resume" if session_id else "clear")
+        elif session_id is None:
+            route_name, model = self.route_name, self.model_override
         await self.chat.clear_all()
         self.engine_ready.clear()
         self.resume, self.continue_ = session_id, False
-        self._reopen(route_name=None)
+        self._files_stale = True
+        if previous:
+            await self.chat.add_notice(f"new session — the previous one, {previous}, stays resumable (F5, or "
+                                       f"bulkhead --resume {old.session.id})", code="new", title="session")
+        self._reopen(route_name=route_name, model=model)
 
     async def _cmd_export(self, _arg: str) -> None:
         from app.export import to_markdown
@@ -1166,10 +1312,10 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
                 f"open it on a route, /sessions to open another session, or Ctrl+Q to quit (exit code 2). "
                 f"What you typed stays in the prompt.", level="error", code="session", title="no session")
 
-    def _reopen(self, *, route_name: str | None) -> None:
+    def _reopen(self, *, route_name: str | None, model: str | None = None) -> None:
         self.open_error = ""
         self._q("#topbar", Static).update("bulkhead · opening the session…")
-        self._open_engine(resume=self.resume, continue_=self.continue_, route_name=route_name)
+        self._open_engine(resume=self.resume, continue_=self.continue_, route_name=route_name, model=model)
 
     async def action_quit(self) -> None:
         if self._quitting:

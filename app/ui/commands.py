@@ -79,13 +79,19 @@ def _can_retry(app: BulkheadApp) -> str:
     reason = _need_idle(app)
     if reason:
         return reason
+    from app.engine.turn import retry_point
+
     view = app.engine.session.view.messages
     if not view:
         return "nothing to retry yet"
     last = view[-1]
-    if last.role == "assistant" and not last.meta.partial:
-        return "the last answer is complete"
+    if last.role == "assistant" and not last.meta.partial and retry_point(view) is None:
+        return "no prompt of yours in the view to ask again"
     return ""
+
+
+def _not_busy(app: BulkheadApp) -> str:
+    return "a turn is running (Esc cancels it)" if app.busy else ""
 
 
 def _can_reset_cap(app: BulkheadApp) -> str:
@@ -102,10 +108,7 @@ def _can_recall(app: BulkheadApp) -> str:
 def _can_switch_model(app: BulkheadApp) -> str:
     if app.engine is None and app.open_error:
         return ""  # the way out of a session that did not open
-    reason = _need_idle(app)
-    if reason:
-        return reason
-    return "" if len(app.settings.routes) > 1 else "only one route is configured (add [routes.NAME] in config.toml)"
+    return _need_idle(app)
 
 
 def _can_probe(app: BulkheadApp) -> str:
@@ -125,8 +128,12 @@ ACTIONS: tuple[Action, ...] = (
            "/compact", "/compact [instructions]", _can_compact),
     Action("rewind", "session", "rewind compact", "Restore the view before the last compaction",
            "/rewind", "/rewind compact", _can_rewind),
-    Action("retry", "turn", "retry", "Ask again for the last (failed or partial) answer",
+    Action("retry", "turn", "retry", "Ask again for the last answer (failed, partial or complete)",
            "/retry", "/retry", _can_retry),
+    Action("new", "session", "new", "Start a fresh session on this route (this one stays resumable: F5)",
+           "/new", "/new", _not_busy),
+    Action("rename", "session", "rename", "Give this session a title, e.g. /rename parser bug",
+           "/rename", "/rename TITLE", _need_engine, needs_arg=True),
     Action("cancel", "turn", "cancel", "Cancel the running turn or compaction (Esc)", "", "", _need_busy),
     Action("cost", "cost", "show", "Tokens, cost, compactions and rejections of this session",
            "/cost", "/cost", _need_engine),
@@ -138,8 +145,8 @@ ACTIONS: tuple[Action, ...] = (
            "/cap", "/cap SIZE", _need_idle, needs_arg=True),
     Action("recall", "archive", "recall segment", "Put an archived segment back into the conversation",
            "/recall", "/recall KEY", _can_recall, needs_arg=True),
-    Action("model", "model", "switch route", "Continue this session on another configured route",
-           "/model", "/model ROUTE", _can_switch_model, needs_arg=True),
+    Action("model", "model", "choose", "Pick a route and model (each route's models, window and output cap)",
+           "/model", "/model [ROUTE]", _can_switch_model),
     Action("mcp", "mcp", "servers", "MCP servers: state, tools and the bytes their definitions add; /mcp restart NAME",
            "/mcp", "/mcp [restart NAME]", _need_engine),
     Action("sessions", "sessions", "open", "Browse sessions and resume one", "/sessions", "/sessions",
@@ -147,6 +154,7 @@ ACTIONS: tuple[Action, ...] = (
     Action("export", "session", "export", "Write the session as Markdown (and HAR) to its folder",
            "/export", "/export", _need_engine),
     Action("help", "help", "show", "Keys, slash commands and the lab grammar", "/help", "/help"),
+    Action("quit", "app", "quit", "Quit bulkhead (the session stays resumable: bulkhead -c)", "/quit", "/quit"),
     Action("probe", "gateway", "probe this route", "Find the largest request body this route's gateway accepts",
            "", "", _can_probe),
     Action("export_har", "requests", "export as HAR", "Write this session's requests as a HAR file",
@@ -163,17 +171,22 @@ BY_ID = {action.id: action for action in ACTIONS}
 SLASH_COMPLETIONS: tuple[tuple[str, str], ...] = (
     ("/compact", "summarize older history now — /compact [instructions]"),
     ("/rewind compact", "restore the view before the last compaction"),
-    ("/retry", "ask again for the last answer"),
+    ("/retry", "ask again for the last answer (partial or complete)"),
+    ("/new", "start a fresh session; this one stays resumable (F5)"),
+    ("/clear", "the same as /new: a fresh session, this one kept"),
+    ("/rename", "give this session a title — /rename TITLE"),
     ("/cost", "tokens, cost, compactions, rejections"),
     ("/context", "bytes, cap and window of the next request"),
     ("/cap reset", "forget the learned cap for this endpoint"),
     ("/cap", "set a request body cap for this session — /cap SIZE"),
     ("/recall", "put an archived segment back — /recall KEY"),
-    ("/model", "switch to another route — /model ROUTE"),
+    ("/model", "pick a route and model (the list of each route's models) — /model [ROUTE]"),
     ("/mcp", "MCP servers: state, tools, definition bytes — /mcp restart NAME"),
     ("/sessions", "browse and resume sessions"),
     ("/export", "write the session as Markdown (and HAR)"),
     ("/help", "keys, commands and the lab grammar"),
+    ("/exit", "quit bulkhead (also /quit, Ctrl+Q)"),
+    ("/quit", "quit bulkhead"),
 )
 
 
@@ -221,6 +234,14 @@ def parse_slash(text: str) -> tuple[str, str]:
         return "recall", rest
     if word == "/model":
         return "model", rest
+    if word in ("/new", "/clear"):
+        return "new", ""
+    if word in ("/exit", "/quit"):
+        return "quit", ""
+    if word == "/rename":
+        if not rest:
+            raise SlashError("usage: /rename TITLE")
+        return "rename", rest
     for action in ACTIONS:
         if action.slash == word and action.id not in ("cap_reset", "cap_set"):
             return action.id, rest
@@ -238,6 +259,7 @@ class BulkheadCommands(Provider):
             if not action.applies(app):
                 continue
             if action.id == "model":
+                hits.append((action.title, action.help, partial(app.run_command, "model", "")))
                 current = app.engine.route.name if app.engine else ""
                 for name in sorted(app.settings.routes):
                     if name != current:

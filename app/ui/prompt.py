@@ -3,8 +3,9 @@
 Enter sends. A newline is Ctrl+J, Alt+Enter or Shift+Enter where the terminal delivers them,
 and `\\` + Enter in every terminal. ↑ on the first line and ↓ on the last walk the history,
 which is kept per workspace in the data folder. Typing `/` shows the matching slash commands,
-typing `@` the matching files and folders of the workspace (one path segment at a time); Tab
-takes the highlighted one.
+typing `@` the workspace's files and folders that fuzzily match what follows (`@clipy` →
+`app/cli.py`; the app lists them in a worker and hands the prompt a `FuzzyPaths`); Tab takes the
+highlighted one.
 
 Typing is applied in the order it arrives, however fast: every key the prompt acts on — text,
 Enter, a newline, Tab, Backspace, the cursor keys — is handled in the prompt's own queue as it
@@ -34,7 +35,8 @@ from textual.strip import Strip
 from textual.widgets import Static, TextArea
 
 from app.config import data_home
-from app.engine.mentions import complete_mention, mention_at_end
+from app.engine.file_index import FuzzyPaths
+from app.engine.mentions import complete_mention, describe_completion, is_explicit_path, mention_at_end
 from app.textsafe import display_line, without_unsafe
 from app.ui.commands import complete_slash
 
@@ -112,7 +114,7 @@ class PromptArea(TextArea):
 - **Enter**: send · **Ctrl+J** or **Alt+Enter** (Shift+Enter where it arrives): new line
 - **↑** on the first line / **↓** on the last: previous / next prompt of this workspace
 - **/**: slash commands — **Tab** completes the highlighted one, ↑/↓ choose
-- **@path**: attach a file (or list a folder) of the workspace to the prompt — **Tab** completes the path
+- **@path**: attach a file (or list a folder) of the workspace — fuzzy: `@clipy` finds `app/cli.py` (recent and shallow files first, nothing .gitignore'd); **Tab** takes the highlighted one
 - **Esc** or **Ctrl+C**: cancel the running turn (idle, Ctrl+C clears the prompt; twice quits) · **Ctrl+O**: move into the chat to copy
 """
 
@@ -159,6 +161,10 @@ class PromptArea(TextArea):
         self.slash_arguments: Callable[[str], list[tuple[str, str]]] | None = None
         # The keys that insert a newline (the app sets them from the [keys] table: "prompt.newline").
         self.newline_keys: frozenset[str] = frozenset(self.NEWLINE_KEYS.split(","))
+        # Fuzzy `@` completion: the app's file list, what it says about it, and how to ask for a fresh one.
+        self.file_matcher: FuzzyPaths | None = None
+        self.files_status = ""
+        self.wants_files: Callable[[], None] | None = None
 
     async def _on_key(self, event: events.Key) -> None:
         key = event.key
@@ -212,6 +218,10 @@ class PromptArea(TextArea):
         word = mention_at_end(self.document.get_line(row)[:column])
         return word, (row, column - len(word))
 
+    def typing_mention(self) -> bool:
+        """The cursor is at the end of an `@…` word (its completion list is or would be showing)."""
+        return bool(self._mention_at_cursor()[0])
+
     def action_submit(self) -> None:
         """Take the text out now (what is typed next is the next message) and hand it to the app;
         the app puts it back (`restore`) if it cannot take it."""
@@ -261,12 +271,25 @@ class PromptArea(TextArea):
 
     # -- completion ------------------------------------------------------------------------------------
     def on_text_area_changed(self, event: TextArea.Changed) -> None:
+        self.refresh_completions()
+
+    def refresh_completions(self) -> None:
         completions = complete_slash(self.text, self.slash_arguments)
         if not completions:
             word = self._mention_at_cursor()[0]
-            completions = [c for c in complete_mention(word, self.workspace) if c[0] != word] if word else []
+            completions = [c for c in self.complete_file(word) if c[0] != word] if word else []
         self.completions = completions
         self.selected = 0
+
+    def complete_file(self, word: str) -> list[tuple[str, str]]:
+        """`@…` completions: fuzzy over the workspace's files, segment by segment for a path outside it
+        (or while the first listing is still running)."""
+        typed = word[1:]
+        if self.wants_files is not None:
+            self.wants_files()  # the app lists the files (again) in a worker when it has none or they are old
+        if self.file_matcher is None or is_explicit_path(typed):
+            return complete_mention(word, self.workspace)
+        return [describe_completion(path, is_dir) for path, is_dir in self.file_matcher.complete(typed)]
 
     def watch_completions(self, completions: list[tuple[str, str]]) -> None:
         self.post_message(self.CompletionsChanged(completions, self.selected))
@@ -317,10 +340,12 @@ class PromptBox(Vertical):
             style = "reverse bold" if index == event.selected else "bold"
             if index:
                 text.append("\n")
-            text.append(f" {display_line(word)} ", style=style)  # file names from disk: shown, never interpreted
+            text.append(f" {display_line(word)} ", style=style)  # file names are outside text
             text.append(f"  {display_line(help_)}", style="dim")
-        text.append("\n Tab completes · ↑/↓ choose · Enter "
-                    + ("takes it" if event.completions[0][0].startswith("@") else "runs"), style="dim italic")
+        mention = event.completions[0][0].startswith("@")
+        status = self.prompt.files_status if mention else ""
+        text.append("\n Tab completes · ↑/↓ choose · Enter " + ("takes it" if mention else "runs")
+                    + (f" · {status}" if status else ""), style="dim italic")
         widget.update(text)
         widget.display = True
 

@@ -23,7 +23,7 @@ def run(args) -> int:
 
     app = BulkheadApp(settings, route_name=args.route, resume=args.resume, continue_=args.continue_,
                       workspace=args.workspace, fork=getattr(args, "fork", False),
-                      read_only=getattr(args, "read_only", False))
+                      read_only=getattr(args, "read_only", False), model=getattr(args, "model", None))
     code = app.run()
     if app.open_error and app.engine is None:  # quit without a session: say why on the terminal too
         print(f"bulkhead: {app.open_error}", file=sys.stderr)

@@ -572,13 +572,16 @@ async def test_completion_offers_compact_for_co(lab, tmp_path):
 
 
 async def test_at_completes_workspace_paths_and_the_mention_is_attached(lab, tmp_path):
-    (tmp_path / "src").mkdir()
-    (tmp_path / "src" / "parser.py").write_text("def parse():\n    return 42\n")
-    app = make_app(lab_settings(lab), tmp_path)
+    ws = tmp_path / "ws"  # not tmp_path itself: the test's data folder lives there
+    (ws / "src").mkdir(parents=True)
+    (ws / "src" / "parser.py").write_text("def parse():\n    return 42\n")
+    app = make_app(lab_settings(lab), ws)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        await pilot.press(*"explain @s")
-        assert [w for w, _ in app.prompt.completions] == ["@src/"]
+        await pilot.press(*"explain @")
+        await until(pilot, lambda: app.prompt.file_matcher is not None, "the workspace's files")
+        await pilot.press("s")
+        assert [w for w, _ in app.prompt.completions] == ["@src/", "@src/parser.py"]
         await pilot.press("tab")  # a folder: completion goes on inside it
         assert app.prompt.text == "explain @src/"
         assert [w for w, _ in app.prompt.completions] == ["@src/parser.py"]

@@ -1,19 +1,29 @@
-"""The sessions screen: recent sessions, Enter resumes one (the screen's result is its id)."""
+"""The sessions screen (F5, /sessions): search, resume, rename, delete.
+
+Typing in the search box filters at once by title, id, route and model, and a worker searches the
+messages of every session too (the store's `search_sessions`). Enter resumes the highlighted
+session (the screen's result is its id); **r** renames it in place; **d** deletes it after a
+confirmation — never the session in use, nor one another bulkhead holds. The screen holds no
+store: the app hands it what to call (`SessionsActions`).
+"""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from rich.text import Text
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import DataTable, Static
+from textual.widgets import DataTable, Input, Static
 
 from app.textsafe import display_line
+from app.ui.screens.confirm import ConfirmScreen
 
 
 def age(seconds: float) -> str:
@@ -28,35 +38,80 @@ def age(seconds: float) -> str:
     return f"{int(seconds // 86400)} d ago"
 
 
+@dataclass(frozen=True)
+class SessionsActions:
+    """What the screen may do, each raising an exception whose text is shown when it cannot."""
+
+    search: Callable[[str], list[str]]  # ids of sessions whose messages or title hold the text
+    rename: Callable[[str, str], str]  # (id, title) → the title stored
+    delete: Callable[[str], None]
+
+
+def _matches(row: dict[str, Any], needle: str) -> bool:
+    return any(needle in str(row.get(key) or "").lower() for key in ("title", "id", "route", "model"))
+
+
 class SessionsScreen(ModalScreen[str | None]):
     """Browse sessions; Enter resumes the highlighted one, Esc goes back."""
 
     HELP = """\
 ## Sessions
 
-- **↑ / ↓**: choose · **Enter**: resume it here · **Esc**: back
+- **type** (or **/**): search titles, ids, routes and every message · **↑ / ↓**: choose
+- **Enter**: resume it here · **r**: rename it · **d**: delete it (asks first) · **Esc**: back
 """
     BINDINGS = [
         Binding("escape", "cancel", "Back", id="sessions.back"),
         Binding("enter", "resume", "Resume", id="sessions.resume", priority=True),
+        Binding("r", "rename", "Rename", id="sessions.rename"),
+        Binding("d,delete", "delete", "Delete", id="sessions.delete"),
+        Binding("slash", "search", "Search", id="sessions.search", show=False),
     ]
 
     def __init__(self, sessions: list[dict[str, Any]], *, current_id: str | None = None,
-                 now: Callable[[], float] = time.time) -> None:
+                 now: Callable[[], float] = time.time, actions: SessionsActions | None = None) -> None:
         super().__init__()
-        self.sessions = sessions
+        self.all_sessions = list(sessions)
+        self.sessions = list(sessions)  # the rows shown, in order
         self.current_id = current_id
         self.now = now
+        self.actions = actions
+        self.found_in_messages: set[str] = set()
+        self.status = ""
+        self._cursor_id: str | None = None  # the highlighted session, kept across refills
 
     def compose(self) -> ComposeResult:
         with Vertical(id="sessions-dialog"):
-            yield Static(f"Sessions — {len(self.sessions)} · Enter resumes · Esc back", id="sessions-title",
-                         markup=False)
+            yield Static("", id="sessions-title", markup=False)
+            yield Input(placeholder="search titles and messages…", id="sessions-search")
             yield DataTable(id="sessions-table", cursor_type="row", zebra_stripes=True)
+            yield Input(id="sessions-rename", placeholder="a new title — Enter saves, Esc keeps the old one")
+            yield Static("Enter resumes · r renames · d deletes · type to search · Esc back", id="sessions-keys",
+                         markup=False)
+
+    @property
+    def table(self) -> DataTable:
+        return self.query_one("#sessions-table", DataTable)
+
+    @property
+    def search_box(self) -> Input:
+        return self.query_one("#sessions-search", Input)
+
+    @property
+    def rename_box(self) -> Input:
+        return self.query_one("#sessions-rename", Input)
 
     def on_mount(self) -> None:
-        table = self.query_one(DataTable)
-        table.add_columns("id", "title", "route", "messages", "updated")
+        self.table.add_columns("id", "title", "route", "messages", "updated")
+        self.rename_box.display = False
+        self._fill()
+        self.table.focus()
+
+    # -- the table -----------------------------------------------------------------------------------
+    def _fill(self) -> None:
+        table = self.table
+        keep = self._cursor_id
+        table.clear()
         now = self.now()
         for row in self.sessions:
             mark = " ●" if row["id"] == self.current_id else ""
@@ -66,14 +121,149 @@ class SessionsScreen(ModalScreen[str | None]):
                                                                      f"{row.get('model') or ''}")),
                           str(row.get("messages", 0)), age(now - float(row.get("updated_at") or now)),
                           key=row["id"])
-        table.focus()
+        ids = [row["id"] for row in self.sessions]
+        if keep in ids:
+            table.move_cursor(row=ids.index(keep))
+        self._update_title()
 
+    def _update_title(self) -> None:
+        shown, total = len(self.sessions), len(self.all_sessions)
+        count = f"{total}" if shown == total else f"{shown} of {total}"
+        text = f"Sessions — {count}" + (f" · {self.status}" if self.status else "")
+        self.query_one("#sessions-title", Static).update(text)
+
+    @on(DataTable.RowHighlighted)
+    def _row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._cursor_id = event.row_key.value if event.row_key is not None else None
+
+    def _highlighted(self) -> dict[str, Any] | None:
+        row = self.table.cursor_row
+        return self.sessions[row] if self.sessions and 0 <= row < len(self.sessions) else None
+
+    # -- search --------------------------------------------------------------------------------------
+    def action_search(self) -> None:
+        self.search_box.focus()
+
+    def on_key(self, event) -> None:
+        # Typing a letter on the table starts a search (r and d are the table's own keys).
+        if (self.focused is self.table and event.character and event.character.isprintable()
+                and event.character not in "rd/" and len(event.character) == 1):
+            self.search_box.focus()
+            self.search_box.value += event.character
+            self.search_box.cursor_position = len(self.search_box.value)
+            event.stop()
+
+    @on(Input.Changed, "#sessions-search")
+    def _search_changed(self, event: Input.Changed) -> None:
+        self.found_in_messages = set()
+        self._apply_filter()
+        text = event.value.strip()
+        if text and self.actions is not None:
+            self.status = "searching the messages…"
+            self._update_title()
+            self._search_messages(text)
+        else:
+            self.status = ""
+            self._update_title()
+
+    def _apply_filter(self) -> None:
+        needle = self.search_box.value.strip().lower()
+        self.sessions = [row for row in self.all_sessions
+                         if not needle or _matches(row, needle) or row["id"] in self.found_in_messages]
+        self._fill()
+
+    @work(thread=True, exclusive=True, group="sessions-search", exit_on_error=False, name="search sessions")
+    def _search_messages(self, text: str) -> None:
+        try:
+            ids = set(self.actions.search(text))
+            error = ""
+        except Exception as exc:  # noqa: BLE001 - a search that fails says so and filters by title only
+            ids, error = set(), f"searching the messages failed: {exc}"
+        self.app.call_from_thread(self._searched, text, ids, error)
+
+    def _searched(self, text: str, ids: set[str], error: str) -> None:
+        if text != self.search_box.value.strip():
+            return  # typing went on; a newer search is running
+        self.found_in_messages = ids
+        self.status = error
+        self._apply_filter()
+
+    @on(Input.Submitted, "#sessions-search")
+    def _search_submitted(self) -> None:
+        self.table.focus()
+
+    # -- actions -------------------------------------------------------------------------------------
     def action_cancel(self) -> None:
+        if self.rename_box.display:
+            self._end_rename()
+            return
+        if self.focused is self.search_box and self.search_box.value:
+            self.search_box.value = ""
+            self.table.focus()
+            return
         self.dismiss(None)
 
     def action_resume(self) -> None:
-        table = self.query_one(DataTable)
-        if not self.sessions or table.cursor_row < 0:
-            self.dismiss(None)
+        if self.focused is self.rename_box:
+            self._save_rename()
             return
-        self.dismiss(self.sessions[table.cursor_row]["id"])
+        if self.focused is self.search_box:
+            self.table.focus()
+            return
+        row = self._highlighted()
+        self.dismiss(row["id"] if row else None)
+
+    def action_rename(self) -> None:
+        row = self._highlighted()
+        if row is None or self.actions is None:
+            return
+        box = self.rename_box
+        box.value = row.get("title") or ""
+        box.display = True
+        box.focus()
+
+    def _save_rename(self) -> None:
+        row = self._highlighted()
+        if row is None or self.actions is None:
+            self._end_rename()
+            return
+        try:
+            title = self.actions.rename(row["id"], self.rename_box.value)
+        except Exception as exc:  # noqa: BLE001 - shown, the old title stays
+            self.status = f"not renamed: {exc}"
+        else:
+            row["title"] = title
+            self.status = f"renamed “{display_line(title)[:40]}”"
+        self._end_rename()
+        self._fill()
+
+    def _end_rename(self) -> None:
+        self.rename_box.display = False
+        self.table.focus()
+
+    def action_delete(self) -> None:
+        row = self._highlighted()
+        if row is None or self.actions is None:
+            return
+        if row["id"] == self.current_id:
+            self.status = "that is the session in use — /new first, then delete it"
+            self._update_title()
+            return
+        title = display_line(row.get("title") or "(untitled)")[:60]
+        question = (f"Delete session {row['id']} “{title}”?\n{row.get('messages', 0)} messages, its archive, "
+                    f"requests and folder go too. This cannot be undone.")
+        self.app.push_screen(ConfirmScreen(question), callback=lambda yes: self._delete(row, yes))
+
+    def _delete(self, row: dict[str, Any], yes: bool | None) -> None:
+        if not yes:
+            self.status = "kept"
+            self._update_title()
+            return
+        try:
+            self.actions.delete(row["id"])
+        except Exception as exc:  # noqa: BLE001 - e.g. another bulkhead holds it: say so, keep the row
+            self.status = f"not deleted: {exc}"
+        else:
+            self.all_sessions = [r for r in self.all_sessions if r["id"] != row["id"]]
+            self.status = f"deleted {row['id']}"
+        self._apply_filter()
