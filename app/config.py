@@ -72,6 +72,7 @@ class Route:
     profile: str | None = None
     endpoint_url: str | None = None
     api_key_env: str | None = None
+    images: bool | None = None  # does the model take image blocks (None: bulkhead guesses by provider)
 
     @property
     def endpoint_id(self) -> str:
@@ -86,7 +87,7 @@ class Route:
 _ROUTE_KEYS: dict[str, str] = {
     "provider": "choice", "model": "str", "base_url": "str", "max_payload": "size",
     "context_window": "int", "max_output_tokens": "int", "region": "str", "profile": "str",
-    "endpoint_url": "str", "api_key_env": "str",
+    "endpoint_url": "str", "api_key_env": "str", "images": "bool",
 }
 
 
@@ -141,6 +142,11 @@ class Settings:
     approval: str = field(default="auto-read", metadata=_opt("choice", "tool approvals", APPROVAL_MODES))
     workspace: str | None = field(default=None, metadata=_opt("str?", "folder tools work in (default: cwd)"))
     max_mentions: int = field(default=10, metadata=_opt("int", "@file mentions attached per prompt"))
+    image_max_bytes: int = field(default=5 * 1024 * 1024, metadata=_opt("size", "largest image attached"))
+    checkpoint_max_bytes: int = field(default=16 * 1024 * 1024,
+                                      metadata=_opt("size", "largest file /undo can restore"))
+    instructions_max_bytes: int = field(default=256 * 1024,
+                                        metadata=_opt("size", "AGENTS.md / CLAUDE.md bytes in the system prompt"))
     context_engine: str = field(default="local", metadata=_opt("choice", "local or provider", CONTEXT_ENGINES))
     har_body_limit: int = field(default=64 * 1024, metadata=_opt("size", "body bytes kept per HAR entry"))
     hook_timeout: float = field(default=60.0, metadata=_opt("float", "default hook timeout (seconds)"))
@@ -148,6 +154,7 @@ class Settings:
     routes: Mapping[str, Route] = field(default_factory=dict, metadata={"kind": "routes"})
     hooks: tuple[HookSpec, ...] = field(default=(), metadata={"kind": "hooks"})
     keys: Mapping[str, str] = field(default_factory=dict, metadata={"kind": "keys"})
+    permissions: Mapping[str, tuple[str, ...]] = field(default_factory=dict, metadata={"kind": "permissions"})
     sources: Mapping[str, str] = field(default_factory=dict, metadata={"kind": "meta"})
     config_file: Path | None = field(default=None, metadata={"kind": "meta"})
 
@@ -168,7 +175,7 @@ class Settings:
 
 
 SETTING_FIELDS = {f.name: f for f in fields(Settings)
-                  if f.metadata.get("kind") not in ("routes", "hooks", "keys", "meta")}
+                  if f.metadata.get("kind") not in ("routes", "hooks", "keys", "permissions", "meta")}
 
 
 # --- locating keys in the file, for messages that name the line ---------------------------------
@@ -345,6 +352,29 @@ def _parse_keys(raw: Any, origin: _Origin) -> dict[str, str]:
     return dict(raw)
 
 
+def _parse_permissions(raw: Any, origin: _Origin) -> dict[str, tuple[str, ...]]:
+    """`[permissions]`: allow / ask / deny lists of rules in Claude Code's syntax (app.engine.permissions)."""
+    from app.engine.permissions import RuleError, parse_rule
+
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{origin.where('', 'permissions')}: permissions must be a table: [permissions] "
+                          f"allow = [\"Bash(npm test:*)\"]")
+    parsed: dict[str, tuple[str, ...]] = {}
+    for kind, rules in raw.items():
+        where = origin.where("permissions", kind)
+        if kind not in ("allow", "ask", "deny"):
+            raise ConfigError(f"{where}: unknown key {kind!r} in [permissions] (known: allow, ask, deny)")
+        if not isinstance(rules, list):
+            raise ConfigError(f"{where}: permissions.{kind} must be a list of rules, e.g. [\"Bash(npm test:*)\"]")
+        for rule in rules:
+            try:
+                parse_rule(rule)
+            except RuleError as exc:
+                raise ConfigError(f"{where}: permissions.{kind}: {exc}") from None
+        parsed[kind] = tuple(rules)
+    return parsed
+
+
 def load_settings(
     path: Path | None = None,
     env: Mapping[str, str] | None = None,
@@ -362,7 +392,7 @@ def load_settings(
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
     for key, value in raw.items():
-        if key in ("routes", "hooks", "keys"):
+        if key in ("routes", "hooks", "keys", "permissions"):
             continue
         if key not in SETTING_FIELDS:
             raise ConfigError(f"{origin.where('', key)}: unknown key {key!r} = {_shown(value)} "
@@ -391,7 +421,8 @@ def load_settings(
     routes = _parse_routes(raw.get("routes", {}), origin)
     hooks = _parse_hooks(raw.get("hooks", {}), origin, values.get("hook_timeout", 60.0))
     keys = _parse_keys(raw.get("keys", {}), origin)
-    settings = Settings(routes=routes, hooks=hooks, keys=keys, sources=sources,
+    permissions = _parse_permissions(raw.get("permissions", {}), origin)
+    settings = Settings(routes=routes, hooks=hooks, keys=keys, permissions=permissions, sources=sources,
                         config_file=path if path.exists() else None, **values)
     for key in ("default_route", "compact_model"):
         name = getattr(settings, key)

@@ -228,6 +228,8 @@ class ViewChanged(Event):
     context_tokens: int
     context_window: int | None
     reason: str = ""
+    floor: tuple[tuple[str, int], ...] = ()  # (label, bytes): system prompt, instructions, tools (built-in, MCP)
+    floor_bytes: int | None = None  # a request with no messages, exactly
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,13 @@ from the provider's usage reports.
 
 from __future__ import annotations
 
+import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from app.config import Settings
+from app.engine.instructions import join_system
 from app.sizes import format_size
 from app.state import LearnedCap
 
@@ -95,27 +98,73 @@ def preflight(predicted_bytes: int, cap: CapInfo, *, settings: Settings, context
 
 
 @dataclass(frozen=True)
+class FloorPart:
+    """One part of the non-compactable base of every request, with its serialized bytes."""
+
+    label: str  # "system prompt" | "instructions" | "tools (built-in)" | "tools (MCP)" | "tools (MCP: NAME)"
+    bytes: int
+
+
+def _json_len(value: object) -> int:
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+
+
+def floor_breakdown(base_system: str, instructions: str, tools: Sequence[object]) -> list[FloorPart]:
+    """The floor's parts: the system prompt, project instructions (AGENTS.md, CLAUDE.md) and tool
+    definitions — built-in and MCP (`mcp__SERVER__TOOL`) apart. Parts of 0 bytes are left out."""
+    full = join_system(base_system, instructions)
+    parts = [FloorPart("system prompt", _json_len(base_system)),
+             FloorPart("instructions", _json_len(full) - _json_len(base_system) if instructions else 0)]
+    groups: dict[str, list[dict]] = {}
+    for tool in tools:
+        name = getattr(tool, "name", "")
+        label = "tools (MCP)" if name.startswith("mcp__") else "tools (built-in)"
+        groups.setdefault(label, []).append({"name": name, "description": getattr(tool, "description", ""),
+                                             "input_schema": dict(getattr(tool, "input_schema", {}) or {})})
+    for label in ("tools (built-in)", "tools (MCP)"):
+        if groups.get(label):
+            parts.append(FloorPart(label, _json_len(groups[label])))
+    return [part for part in parts if part.bytes > 0]
+
+
+def describe_floor(parts: Sequence[FloorPart]) -> str:
+    """`system prompt 1.1 KB, instructions 40.2 KB, tools (built-in) 6.0 KB`."""
+    return ", ".join(f"{part.label} {format_size(part.bytes)}" for part in parts)
+
+
+@dataclass(frozen=True)
 class FloorDiagnosis:
     fail_fast: bool
     warn: bool
     message: str
 
 
-def diagnose_floor(system_bytes: int, tools_bytes: int, floor_bytes: int, rejected_bytes: int | None,
-                   tool_count: int) -> FloorDiagnosis:
-    """Can compaction help at all? The base (system prompt + tool schemas) is never compacted."""
+_REDUCE = {"system prompt": "shorten the system prompt",
+           "instructions": "shorten AGENTS.md / CLAUDE.md (or lower instructions_max_bytes)",
+           "tools (built-in)": "turn tools off", "tools (MCP)": "turn MCP servers off"}
+
+
+def diagnose_floor(parts: Sequence[FloorPart], floor_bytes: int, rejected_bytes: int | None) -> FloorDiagnosis:
+    """Can compaction help at all? The base (system prompt, instructions, tool definitions) is never
+    compacted; the message names its biggest part and what to reduce."""
     if not rejected_bytes:
         return FloorDiagnosis(False, False, "")
-    parts = f"system prompt {format_size(system_bytes)}, {tool_count} tool schemas {format_size(tools_bytes)}"
+    listed = describe_floor(parts)
+    biggest = max(parts, key=lambda part: part.bytes) if parts else None
+    largest = "reduce it"
+    if biggest is not None:
+        advice = _REDUCE.get(biggest.label) or ("turn MCP servers off" if biggest.label.startswith("tools (MCP")
+                                                else "reduce it")
+        largest = f"the biggest part is {biggest.label} ({format_size(biggest.bytes)}): {advice}"
     if floor_bytes >= rejected_bytes:
         return FloorDiagnosis(True, False, (
-            f"The non-compactable request base ({format_size(floor_bytes)}: {parts}) meets or exceeds the size "
-            f"the gateway rejected ({format_size(rejected_bytes)}). History compaction cannot help — shorten "
-            f"the system prompt, turn tools off, or ask for the proxy/WAF body-size limit to be raised."))
+            f"The non-compactable request base ({format_size(floor_bytes)}: {listed}) meets or exceeds the size "
+            f"the gateway rejected ({format_size(rejected_bytes)}). History compaction cannot help — {largest}, "
+            f"or ask for the proxy/WAF body-size limit to be raised."))
     if floor_bytes >= FLOOR_WARN_RATIO * rejected_bytes:
         return FloorDiagnosis(False, True, (
-            f"The request base alone is {format_size(floor_bytes)} ({parts}) — close to the gateway's rejection "
-            f"threshold ({format_size(rejected_bytes)}); consider a shorter system prompt or fewer tools."))
+            f"The request base alone is {format_size(floor_bytes)} ({listed}) — close to the gateway's rejection "
+            f"threshold ({format_size(rejected_bytes)}); {largest}."))
     return FloorDiagnosis(False, False, "")
 
 

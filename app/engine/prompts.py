@@ -46,3 +46,6 @@ Keep every <<ccr:KEY>> marker you see, verbatim, next to what it refers to.
 Write plain prose and short lists. Do not refuse, do not ask questions, do not add commentary."""
 
 SUMMARY_HEADER = "[Summary of earlier conversation]"
+
+# The first words of the `/init` prompt (app.engine.project_init); the lab model recognises them.
+INIT_MARKER = "[bulkhead /init]"

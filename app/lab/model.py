@@ -24,6 +24,7 @@ Grammar::
     !grep PATTERN [PATH]     grep {pattern, path}       (default "."; quote patterns with spaces)
     !shell CMD…              shell {command: "CMD…"}
     !write PATH TEXT…        write_file {path, content: "TEXT…"}   (a literal \\n becomes a newline)
+    !edit PATH OLD NEW       edit_file {path, old_string: OLD, new_string: NEW}   (shell-style quoting; \\n too)
     !recall KEY…             recall {keys: [KEY, …]}    (bare keys or <<ccr:KEY>> markers)
     !big SIZE                answer with SIZE of text, e.g. !big 40KB (KB = 1024 bytes)
     !cut                     answer past max_tokens, so the answer stops at max_tokens
@@ -38,7 +39,7 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from app.engine.prompts import CONTINUATION, SUMMARY_SYSTEM_MARKER
+from app.engine.prompts import CONTINUATION, INIT_MARKER, SUMMARY_SYSTEM_MARKER
 from app.lab.conversation import (
     END_TURN,
     MAX_TOKENS,
@@ -60,6 +61,7 @@ The lab model understands lines of your message that start with "!":
   !grep PATTERN [PATH]     call grep {pattern, path}
   !shell CMD…              call shell {command}
   !write PATH TEXT…        call write_file {path, content}  (\\n in TEXT is a newline)
+  !edit PATH OLD NEW       call edit_file {path, old_string, new_string}  (quote words with spaces)
   !recall KEY…             call recall {keys}  (bare keys or <<ccr:KEY>> markers)
   !big SIZE                answer with that much text, e.g. !big 40KB
   !cut                     answer past max_tokens (stops at max_tokens; continue to finish)
@@ -74,7 +76,7 @@ SUMMARY_INPUT_SHARE = 0.10
 ECHO_CHARS = 80
 
 TOOL_COMMANDS = {"read": "read_file", "ls": "list_dir", "grep": "grep", "shell": "shell",
-                 "write": "write_file", "recall": "recall"}
+                 "write": "write_file", "edit": "edit_file", "recall": "recall"}
 _MARKER_RE = re.compile(r"<<ccr:[0-9a-f]{16}>>")
 _KEY_RE = re.compile(r"^(?:<<ccr:)?([0-9a-fA-F]{16})(?:>>)?$")
 _RANGE_RE = re.compile(r"^(\d+)\s*[-:]\s*(\d+)$")
@@ -178,6 +180,12 @@ def tool_call(command: Command) -> tuple[str, dict] | str:
         if not path:
             return "usage: !write PATH TEXT…"
         return name, {"path": path, "content": content.replace("\\n", "\n")}
+    if command.verb == "edit":
+        parts = _split_args(command.args)
+        if len(parts) != 3:
+            return "usage: !edit PATH OLD NEW (quote OLD and NEW when they hold spaces)"
+        return name, {"path": parts[0], "old_string": parts[1].replace("\\n", "\n"),
+                      "new_string": parts[2].replace("\\n", "\n")}
     keys = []
     for part in _split_args(command.args):
         match = _KEY_RE.match(part)
@@ -308,6 +316,21 @@ def _commands_answer(conv: Conversation, commands: Sequence[Command]) -> list[Bl
     return blocks + calls
 
 
+def _init_answer(conv: Conversation, said: str) -> list[Block]:
+    """`/init`: one write_file call with a deterministic AGENTS.md (app.lab.init_answer)."""
+    from app.lab.init_answer import answer
+
+    result = answer(said)
+    if isinstance(result, str):
+        return [Block(TEXT, result)]
+    name, args = result
+    if name not in conv.tools:
+        return [Block(TEXT, f"Lab model · /init: the tool {name} is not offered, so I cannot write {args['path']}.")]
+    call_id = f"labinit{hashlib.sha256(said.encode()).hexdigest()[:12]}"
+    return [Block(TEXT, f"Lab model · /init: writing {args['path']} from what bulkhead found."),
+            Block(TOOL_USE, name=name, input=args, id=call_id)]
+
+
 # --- summaries -------------------------------------------------------------------------------------
 
 def _segment_lines(conv: Conversation) -> list[str]:
@@ -396,6 +419,8 @@ def _intended(conv: Conversation) -> list[Block]:
     said = last.text
     if _is_continuation(said):
         return _continuation(conv)
+    if said.lstrip().startswith(INIT_MARKER):
+        return _init_answer(conv, said)
     commands = parse_commands(said)
     if commands:
         return _commands_answer(conv, commands)

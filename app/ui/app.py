@@ -630,6 +630,8 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         await self.chat.add_report("cost — this session", rows)
 
     async def _cmd_context(self, _arg: str) -> None:
+        from app.engine.payload import describe_floor
+
         r = self.engine.context_report()
         cap = format_size(r["effective_cap"]) if r["effective_cap"] else "none known"
         share = f" ({r['predicted_bytes'] / r['effective_cap']:.0%} of the cap)" if r["effective_cap"] else ""
@@ -640,7 +642,7 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
                        f"({r['bytes_per_token']:.2f} bytes/token)"),
             ("messages", f"{r['messages_in_view']:,} in the view · {r['messages_in_master']:,} in the master log"),
             ("views", f"{r['views_stacked']} stacked (/rewind compact pops one)"),
-            ("floor", f"{format_size(r['floor_bytes'])} (system prompt + tools)"),
+            ("floor", f"{format_size(r['floor_bytes'])} ({describe_floor(r['floor_parts'])})"),
         ]
         await self.chat.add_report("context — the next request", rows)
 

@@ -67,6 +67,8 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
 - The sparkline shows one column per request; `✗` marks a payload rejection (413, WAF block,
   dropped connection, context overflow), `!` another failure.
 - Context: estimated input tokens against the model's context window.
+- Floor: what every request carries and compaction never shrinks — the system prompt, your project
+  instructions (AGENTS.md / CLAUDE.md) and the tool definitions, with bytes for each.
 
 `/cap reset` forgets a learned cap; `/context` shows the same numbers in the chat.
 """
@@ -81,6 +83,8 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
         self.context_tokens: int | None = None
         self.context_window: int | None = None
         self.messages: int | None = None
+        self.floor: tuple[tuple[str, int], ...] = ()  # (label, bytes) of the non-compactable base
+        self.floor_bytes: int | None = None
         self.warn_ratio = PREFLIGHT_RATIO
         self.window_warn_ratio = WINDOW_WARN_RATIO
         self.no_cap_warn_bytes = NO_CAP_WARN_BYTES
@@ -94,6 +98,7 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
         yield Static(id="payload-next", classes="panel-line", markup=False)
         yield self.gauge
         yield Static(id="payload-cap", classes="panel-detail", markup=False)
+        yield Static(id="payload-floor", classes="panel-detail", markup=False)
         yield Static(id="payload-spark-title", classes="panel-line", markup=False)
         yield self.sparkline
         yield Static(id="payload-context", classes="panel-line", markup=False)
@@ -120,6 +125,14 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
             detail = f"{source}: {detail}"
         return f"cap {format_size(self.cap_bytes)} · {detail}"
 
+    @property
+    def floor_label(self) -> str:
+        """`Floor 9.6 KB: system prompt 512 B · instructions 1.2 KB · tools (built-in) 7.0 KB`."""
+        if self.floor_bytes is None:
+            return "Floor —"
+        parts = " · ".join(f"{label} {format_size(size)}" for label, size in self.floor)
+        return f"Floor {format_size(self.floor_bytes)}" + (f": {parts}" if parts else "")
+
     # -- events ----------------------------------------------------------------------------------------
     def on_engine_event(self, event: Event) -> None:
         if isinstance(event, RecoveryStep | TurnFinished):
@@ -136,6 +149,8 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
             self.messages = event.messages
             self.context_tokens = event.context_tokens
             self.context_window = event.context_window
+            if event.floor_bytes is not None:
+                self.floor, self.floor_bytes = event.floor, event.floor_bytes
             if event.effective_cap != self.cap_bytes or event.cap_source != self.cap_source:
                 self.cap_detail = _SOURCE_WORDS.get(event.cap_source, event.cap_source)
                 self._detail_asked = None
@@ -185,6 +200,8 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
                 self.context_tokens = report["estimated_tokens"]
                 self.context_window = report["context_window"]
                 self.messages = report["messages_in_view"]
+                self.floor = tuple((part.label, part.bytes) for part in report.get("floor_parts", ()))
+                self.floor_bytes = report.get("floor_bytes")
         self._refresh_cap_detail()
         self._load_history()
         self.sync()
@@ -243,7 +260,7 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
     def copy_text(self) -> str:
         if not self.ready:
             return ""
-        lines = [str(self.query_one("#payload-next", Static).render()), self.cap_label,
+        lines = [str(self.query_one("#payload-next", Static).render()), self.cap_label, self.floor_label,
                  str(self.query_one("#payload-spark-title", Static).render()),
                  str(self.query_one("#payload-context", Static).render())]
         sizes = ", ".join(format_size(s.bytes) + (f" ({s.kind})" if s.kind else "") for s in self.samples[-20:])
@@ -278,6 +295,7 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
             else:
                 next_line.update(f"Next request {format_size(predicted)} {against}{messages}")
         self.query_one("#payload-cap", Static).update(self.cap_label)
+        self.query_one("#payload-floor", Static).update(self.floor_label)
         self.sparkline.set_cap(self.cap_bytes)
         self._sync_spark_title()
         context = self.query_one("#payload-context", Static)
