@@ -132,6 +132,10 @@ def run(args) -> int:
         approver = _terminal_approver()
     engine, choice, resumed = open_engine(settings, route_name=args.route, resume=args.resume,
                                           continue_=args.continue_, approver=approver)
+    if prompt.startswith("/"):  # a custom command from .bulkhead/commands, .claude/commands or the config folder
+        from app.engine.custom_commands import expand_slash
+
+        prompt = expand_slash(prompt, engine.workspace) or prompt
     printer = json_printer if args.json else text_printer
     engine.session.bus.subscribe(printer)
     for note in choice.notices:

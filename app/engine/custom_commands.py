@@ -131,3 +131,14 @@ def discover(workspace: Path, *, global_dir: Path | None = None,
                                         description=meta.get("description") or _first_line(body),
                                         argument_hint=meta.get("argument-hint", ""), body=body)
     return sorted(found.values(), key=lambda command: command.name), problems
+
+
+def expand_slash(text: str, workspace: Path) -> str | None:
+    """`/name arguments` as the custom command's prompt, or None when no command has that name
+    (`bulkhead -p "/review the parser"`)."""
+    word, _, arguments = text.strip().partition(" ")
+    name = word.removeprefix("/")
+    for command in discover(workspace)[0]:
+        if command.name == name:
+            return command.expand(arguments)
+    return None

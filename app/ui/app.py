@@ -40,6 +40,7 @@ from app.config import ConfigError, Settings, config_path
 from app.engine.events import CompactionPhase, Event, SessionStarted, ViewChanged
 from app.sizes import SizeError, format_size, parse_size
 from app.state import State
+from app.textsafe import display_line
 from app.ui.chat import Chat
 from app.ui.chat_items import ToolBlock
 from app.ui.clipboard import CopyResult, system_copy
@@ -180,6 +181,8 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         self.history = PromptHistory(history_path(self.workspace))
         self.last_copy: CopyResult | None = None
         self.engine_ready = asyncio.Event()
+        self.custom_commands: list = []  # app.engine.custom_commands.CustomCommand, from Markdown files
+        self._command_problems: list[str] = []
 
     # -- layout ---------------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -228,6 +231,7 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         prompt = self.prompt
         prompt.cursor_blink = self.cursor_blink
         prompt.slash_arguments = self.slash_arguments
+        prompt.slash_extra = self.custom_completions
         prompt.focus()
         self._q("#new-output").display = False
         self._q("#completions").display = False
@@ -269,6 +273,7 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
                                               continue_=continue_, workspace=self.workspace,
                                               approver=self.approve_tool, store=self.store, state=self.state)
         prewarm_in_background(choice.route.provider)
+        self._command_problems = self.refresh_custom_commands()
         self.call_from_thread(self._engine_opened, engine, choice, resumed)
 
     async def _engine_opened(self, engine, choice, resumed: bool) -> None:
@@ -285,6 +290,8 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
                                   title="lab model" if choice.lab else "route")
         for note in self.ready_notices:
             await chat.add_notice(note, code="app")
+        for problem in self._command_problems:
+            await chat.add_notice(display_line(problem), level="warn", code="commands", title="custom command")
         if resumed:
             session = engine.session
             await chat.add_notice(f"resumed “{session.title or session.id}” — {len(session.master)} messages",
@@ -366,10 +373,19 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
     @on(PromptArea.Submitted)
     def _on_submitted(self, event: PromptArea.Submitted) -> None:
         text = event.text.strip()
+        if text.startswith("#") and "\n" not in text:  # `# always run make check`: remember it (as Claude Code)
+            event.prompt.submit_done()
+            self.run_command("memory", text[1:].strip())
+            return
         if text.startswith("/") and not text.startswith("//"):
             try:
                 action_id, arg = parse_slash(text)
             except SlashError as exc:
+                custom = self.custom_command(text)
+                if custom is not None:
+                    event.prompt.submit_done()
+                    self.run_custom(custom, text.partition(" ")[2])
+                    return
                 self.notify(str(exc), severity="warning")
                 return
             event.prompt.submit_done()
@@ -382,7 +398,7 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
             self.notify("A turn is running — Esc cancels it; your prompt is kept.", severity="warning")
             return
         event.prompt.submit_done()
-        self.send(text[1:] if text.startswith("//") else event.text)
+        self.send(text[1:] if text.startswith(("//", "\\#")) else event.text)
 
     def send(self, prompt: str) -> Worker:
         self.running = "turn"
@@ -442,17 +458,21 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         self._last_interrupt = now
         self.notify("Press Ctrl+C again to quit (or Ctrl+Q)", timeout=INTERRUPT_QUIT_WINDOW_S)
 
-    async def approve_tool(self, name: str, args: dict, why: str) -> bool:
-        """The engine's approver: an inline approve/deny in the tool's block."""
-        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+    async def approve_tool(self, name: str, args: dict, why: str) -> bool | str:
+        """The engine's approver: an inline bar in the tool's block — yes, always for this session,
+        always for this project (the answer names the rule the engine then remembers), no."""
+        future: asyncio.Future[bool | str] = asyncio.get_running_loop().create_future()
         self.post_message(ApprovalAsked(name, args, why, future))
         return await future
 
     def on_approval_asked(self, message: ApprovalAsked) -> None:
         if message.future.done():
             return
+        from app.engine.permissions import suggest_rule
+
         try:
-            block = self.chat.ask_approval(message.name, message.why, message.future)
+            block = self.chat.ask_approval(message.name, message.why, message.future,
+                                           remember=suggest_rule(message.name, message.args, self.workspace))
         except NoMatches:  # quitting
             message.future.cancel()
             return
@@ -544,8 +564,14 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
             from app.lab.model import GRAMMAR
 
             grammar = GRAMMAR
+        self.refresh_custom_commands()
+        commands = [(c.slash + (f" {c.argument_hint}" if c.argument_hint else ""), c.description, c.source)
+                    for c in self.custom_commands]
+        rules = self.engine.permissions.listing() if self.engine is not None else []
         self.push_screen(HelpScreen(help_markdown(focused_help=focused_help, bindings=bindings,
-                                                  lab_grammar=grammar, keymap_file=str(config_path()))))
+                                                  lab_grammar=grammar, keymap_file=str(config_path()),
+                                                  custom_commands=commands, permissions=rules,
+                                                  approval_mode=self.settings.approval)))
 
     def prefill_prompt(self, text: str) -> None:
         self.prompt.set_text(text)
@@ -600,6 +626,97 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
 
     def _cmd_rewind(self, _arg: str) -> None:
         self.engine.rewind()
+
+    async def _cmd_undo(self, _arg: str) -> None:
+        await self.engine.undo()  # its notice says which files came back
+
+    def _cmd_rewind_to(self, _arg: str) -> None:
+        from app.ui.screens.rewind import RewindScreen
+
+        self.push_screen(RewindScreen(self.engine.rewind_points(), now=self.clock), callback=self._rewind_chosen)
+
+    def _rewind_chosen(self, choice: tuple[str, bool] | None) -> None:
+        if choice is not None:
+            self.run_worker(self._rewind(*choice), group="command", exit_on_error=False, name="rewind")
+
+    async def _rewind(self, message_id: str, files: bool) -> None:
+        """Back to just before a prompt: the chat shows the conversation as it was, the prompt holds that
+        prompt again (edit and send it), and the files come back too when asked."""
+        engine = self.engine
+        kept = engine.view_before(message_id)
+        await self.chat.clear_all()
+        await self.chat.render_history(kept)
+        prompt, _restored = await engine.rewind_to(message_id, files=files)
+        self.prefill_prompt(prompt.text)
+
+    def _cmd_init(self, _arg: str) -> None:
+        from app.engine.project_init import init_prompt
+
+        self.send(init_prompt(self.workspace))
+
+    async def _cmd_memory(self, text: str) -> None:
+        engine = self.engine
+        if text:
+            try:
+                await asyncio.to_thread(engine.remember, text)
+            except OSError as exc:
+                await self.chat.add_notice(f"could not add it to the instructions: {exc}", level="error",
+                                           code="memory")
+            return
+        from app.engine.instructions import memory_file
+
+        loaded = engine.instructions
+        rows = [(display_line(str(f.path)), f"{format_size(f.bytes)} · " + {
+                    "global": "yours, every project", "project": "this project"}.get(
+                    f.scope, f"imported by {display_line(f.imported_by.name if f.imported_by else '?')}"))
+                for f in loaded.files]
+        rows += [("problem", display_line(p)) for p in loaded.problems]
+        rows.append(("/memory TEXT", f"adds a line to {display_line(str(memory_file(engine.workspace)))} "
+                                     f"(as does a prompt starting with #)"))
+        title = (f"instructions — {format_size(loaded.bytes)} of the system prompt" if loaded.files
+                 else "instructions — no AGENTS.md or CLAUDE.md yet (/init writes one)")
+        await self.chat.add_report(title, rows)
+
+    def _cmd_permissions(self, _arg: str) -> None:
+        from app.ui.screens.permissions import PermissionsScreen
+
+        engine = self.engine
+        self.push_screen(PermissionsScreen(engine.permissions.listing(), engine.permissions.problems,
+                                           mode=self.settings.approval, workspace=str(engine.workspace)))
+
+    # -- custom commands ----------------------------------------------------------------------------------
+    def refresh_custom_commands(self) -> list[str]:
+        """Read the Markdown command files again (they may be added while bulkhead runs); what was skipped."""
+        from app.engine.custom_commands import discover
+        from app.ui.commands import ACTIONS
+
+        self.custom_commands, problems = discover(self.workspace, reserved=[a.slash for a in ACTIONS if a.slash])
+        return problems
+
+    def custom_completions(self) -> list[tuple[str, str]]:
+        return [(command.slash, display_line(f"{command.argument_hint + ' — ' if command.argument_hint else ''}"
+                                             f"{command.description} ({command.source})"))
+                for command in self.custom_commands]
+
+    def custom_command(self, text: str):
+        """The custom command `text` names (read the files again when it names none)."""
+        word = text.split(maxsplit=1)[0].lstrip("/")
+        for attempt in range(2):
+            for command in self.custom_commands:
+                if command.name == word:
+                    return command
+            if attempt == 0:
+                self.refresh_custom_commands()
+        return None
+
+    def run_custom(self, command, arguments: str) -> None:
+        """Send a custom command's prompt (its file's text, `$ARGUMENTS` filled in)."""
+        reason = "the session is still opening" if self.engine is None else (
+            "a turn is running (Esc cancels it)" if self.busy else "")
+        if reason:
+            self.notify(f"{command.slash}: {reason}", severity="warning")
+            return
+        self.send(command.expand(arguments))
 
     def _cmd_retry(self, _arg: str) -> None:
         self.running = "turn"

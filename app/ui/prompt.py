@@ -103,7 +103,9 @@ class PromptArea(TextArea):
 - **Enter**: send · **Ctrl+J** or **Alt+Enter** (Shift+Enter where it arrives): new line
 - **↑** on the first line / **↓** on the last: previous / next prompt of this workspace
 - **/**: slash commands — **Tab** completes the highlighted one, ↑/↓ choose
-- **@path**: attach a file (or list a folder) of the workspace to the prompt — **Tab** completes the path
+- **@path**: attach a file (or list a folder) of the workspace to the prompt — **Tab** completes the path;
+  `@shot.png` (or a pasted image path) attaches the image where the route takes images
+- **# text** on one line: add it to the project's AGENTS.md (as `/memory text`)
 - **Esc** or **Ctrl+C**: cancel the running turn (idle, Ctrl+C clears the prompt; twice quits) · **Ctrl+O**: move into the chat to copy
 """
 
@@ -137,6 +139,8 @@ class PromptArea(TextArea):
         self.workspace = workspace or Path.cwd()
         # The values `/model` and `/recall` take (command → [(value, help)]); set by the app.
         self.slash_arguments: Callable[[str], list[tuple[str, str]]] | None = None
+        # More slash commands to offer (the custom ones from Markdown files); set by the app.
+        self.slash_extra: Callable[[], list[tuple[str, str]]] | None = None
 
     async def _on_key(self, event: events.Key) -> None:
         if event.key == "enter":
@@ -201,7 +205,8 @@ class PromptArea(TextArea):
 
     # -- completion ------------------------------------------------------------------------------------
     def on_text_area_changed(self, event: TextArea.Changed) -> None:
-        completions = complete_slash(self.text, self.slash_arguments)
+        completions = complete_slash(self.text, self.slash_arguments,
+                                     self.slash_extra() if self.slash_extra and self.text.startswith("/") else ())
         if not completions:
             word = self._mention_at_cursor()[0]
             completions = [c for c in complete_mention(word, self.workspace) if c[0] != word] if word else []
