@@ -43,6 +43,7 @@ class InstructionFile:
     scope: str  # global | project | import
     bytes: int
     imported_by: Path | None = None
+    shown: str = ""  # relative to the repository root, ~/… or absolute
 
 
 @dataclass(frozen=True)
@@ -163,7 +164,7 @@ class _Loader:
             size = len(section.encode("utf-8")) + 2
         self.used += size
         self.sections.append(section)
-        self.files.append(InstructionFile(path, scope, len(text.encode("utf-8")), imported_by))
+        self.files.append(InstructionFile(path, scope, len(text.encode("utf-8")), imported_by, self.label(path)))
         for written, target in import_paths(text, path.parent):
             if not target.is_file():
                 continue  # an e-mail handle, a decorator, a file that is not there: plain text

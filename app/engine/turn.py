@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app.config import Route, Settings
-from app.engine.compaction.context import PassContext
 from app.engine.checkpoints import Checkpoints, Restored
+from app.engine.compaction.context import PassContext
 from app.engine.compactor import Compactor
 from app.engine.events import (
     AnswerFinished,
@@ -43,10 +43,10 @@ from app.engine.events import (
 )
 from app.engine.failures import Failure
 from app.engine.hooks import HookResult, HookRunner
-from app.engine.messages import Image, Message, Text, ToolCall, ToolResult, new_id
 from app.engine.instructions import INSTRUCTION_NAMES, Instructions
-from app.engine.permissions import Permissions
+from app.engine.messages import Image, Message, Text, ToolCall, ToolResult, new_id
 from app.engine.payload import CapInfo, FloorPart, calibrate, effective_cap, floor_breakdown, preflight
+from app.engine.permissions import Permissions
 from app.engine.prompts import CONTINUATION, SYSTEM_PROMPT
 from app.engine.recovery import Recovery, TurnFailed
 from app.engine.retry import RetryPolicy
@@ -198,12 +198,13 @@ class Engine:
         loaded = self.instructions
         if loaded.files:
             def name(file) -> str:
-                shown = display_line(file.path.name if file.scope != "import" else str(file.path))
+                shown = display_line(file.shown or file.path.name)
                 return {"global": f"global {shown}", "import": f"{shown} (imported)"}.get(file.scope, shown)
 
             listed = ", ".join(f"{name(f)} {format_size(f.bytes)}" for f in loaded.files)
+            in_request = dict((p.label, p.bytes) for p in self.floor_sizes().parts).get("instructions", loaded.bytes)
             self.emit(Notice(f"project instructions in the system prompt: {listed} — "
-                             f"{format_size(loaded.bytes)} of the request floor", code="instructions"))
+                             f"{format_size(in_request)} of every request", code="instructions"))
         for problem in loaded.problems:
             self.emit(Notice(display_line(problem), level="warn", code="instructions"))
 
@@ -575,21 +576,21 @@ class Engine:
             args = dict(verdict.updated_input)
             self.emit(Notice(text=f"A PreToolUse hook changed the input of {call.name}: now "
                                   f"{describe_call(call.name, args, self.workspace)}", code="hook_input"))
-        rule = self.permissions.check(call.name, args)
-        if rule.kind == "deny":
-            self.emit(ToolApproval(call_id=call.id, name=call.name, decision="denied", reason=rule.reason))
-            return denied_outcome(call.name, rule.reason, by="rule"), args
+        ruling = self.permissions.check(call.name, args)
+        if ruling.kind == "deny":
+            self.emit(ToolApproval(call_id=call.id, name=call.name, decision="denied", reason=ruling.reason))
+            return denied_outcome(call.name, ruling.reason, by="rule"), args
         ask, why = needs_approval(call.name, args, self.settings.approval, self.workspace,
                                   extra_read_roots=read_roots)
         outside = bool(outside_workspace(call.name, args, self.workspace, read_roots))
         if verdict.permission == "ask":
             ask, why = True, why or "a PreToolUse hook asked for confirmation"
-        elif rule.kind == "ask":
-            ask, why = True, rule.reason
+        elif ruling.kind == "ask":
+            ask, why = True, ruling.reason
         elif verdict.permission == "allow" and not outside:
             ask, why = False, "allowed by a PreToolUse hook"
-        elif rule.kind == "allow" and (not outside or rule.rule.names_paths):
-            ask, why = False, rule.reason
+        elif ruling.kind == "allow" and (not outside or ruling.rule.names_paths):
+            ask, why = False, ruling.reason
         if not ask:
             self.emit(ToolApproval(call_id=call.id, name=call.name, decision="auto", reason=why))
             return await self._run_tool(call.id, call.name, args, ctx), args
@@ -705,6 +706,14 @@ class Engine:
         return [(message, len({c.path for c in changed if c.turn >= message.meta.turn}))
                 for message in self.session.master if message.role == "user" and message.meta.origin == "user"]
 
+    def view_before(self, message_id: str) -> list[Message]:
+        """The conversation just before prompt `message_id`: the newest view holding it, cut there."""
+        for view in reversed(self.session.views):
+            ids = [m.id for m in view.messages]
+            if message_id in ids:
+                return list(view.messages[:ids.index(message_id)])
+        return []
+
     async def rewind_to(self, message_id: str, *, files: bool) -> tuple[Message, list[Restored]]:
         """`/rewind`: the conversation as it was just before prompt `message_id` — a new view (the master
         log keeps everything; `/rewind compact` pops it again) — and, with `files`, every file changed
@@ -715,12 +724,7 @@ class Engine:
             prompt = next((m for m in self.session.master if m.id == message_id), None)
             if prompt is None or prompt.role != "user":
                 raise ValueError(f"no prompt {message_id!r} in this session")
-            holder = next((v for v in reversed(self.session.views) if any(m.id == message_id for m in v.messages)),
-                          None)
-            kept: list[Message] = []
-            if holder is not None:
-                ids = [m.id for m in holder.messages]
-                kept = list(holder.messages[:ids.index(message_id)])
+            kept = self.view_before(message_id)
             self.session.commit_view(kept, [], reason="rewind")
             restored = await asyncio.to_thread(self.checkpoints.restore_since, prompt.meta.turn) if files else []
             where = f"turn {prompt.meta.turn}"

@@ -658,7 +658,7 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         engine = self.engine
         if text:
             try:
-                await asyncio.to_thread(engine.remember, text)
+                engine.remember(text)  # one short append
             except OSError as exc:
                 await self.chat.add_notice(f"could not add it to the instructions: {exc}", level="error",
                                            code="memory")

@@ -4,6 +4,7 @@ in the payload, refused with a clear notice where the route takes none."""
 from __future__ import annotations
 
 import base64
+
 import pytest
 
 from app.engine.messages import Image
