@@ -87,6 +87,7 @@ class Route:
     endpoint_url: str | None = None
     api_key_env: str | None = None
     api: str | None = None  # openai routes: "responses" | "chat"; None = by base_url (providers.openai)
+    images: bool | None = None  # does the model take image blocks (None: bulkhead guesses by provider)
 
     @property
     def endpoint_id(self) -> str:
@@ -101,7 +102,7 @@ class Route:
 _ROUTE_KEYS: dict[str, str] = {
     "provider": "choice", "model": "str", "base_url": "str", "max_payload": "size",
     "context_window": "int", "max_output_tokens": "int", "region": "str", "profile": "str",
-    "endpoint_url": "str", "api_key_env": "str", "api": "choice",
+    "endpoint_url": "str", "api_key_env": "str", "api": "choice", "images": "bool",
 }
 _ROUTE_CHOICES: dict[str, tuple[str, ...]] = {"provider": PROVIDERS, "api": OPENAI_APIS}
 
@@ -178,6 +179,11 @@ class Settings:
     approval: str = field(default="auto-read", metadata=_opt("choice", "tool approvals", APPROVAL_MODES))
     workspace: str | None = field(default=None, metadata=_opt("str?", "folder tools work in (default: cwd)"))
     max_mentions: int = field(default=10, metadata=_opt("int", "@file mentions attached per prompt"))
+    image_max_bytes: int = field(default=5 * 1024 * 1024, metadata=_opt("size", "largest image attached", low=0))
+    checkpoint_max_bytes: int = field(default=16 * 1024 * 1024,
+                                      metadata=_opt("size", "largest file /undo can restore", low=0))
+    instructions_max_bytes: int = field(default=256 * 1024,
+                                        metadata=_opt("size", "AGENTS.md / CLAUDE.md bytes in the system prompt", low=0))
     mention_index_max_files: int = field(default=200_000, metadata=_opt("int", "files the @ completion lists", low=1))
     mention_index_ttl: float = field(default=30.0, metadata=_opt("float", "seconds before @ relists the files", low=0))
     model_list_timeout: float = field(default=20.0, metadata=_opt("float", "seconds /model waits for a model list", above=0))
@@ -207,6 +213,7 @@ class Settings:
     classifier_rules: tuple[ClassifierRuleSpec, ...] = field(default=(), metadata={"kind": "classifier"})
     mcp_servers: Mapping[str, Any] = field(default_factory=dict, metadata={"kind": "mcp_servers"})  # app.mcp.config
     keys: Mapping[str, str] = field(default_factory=dict, metadata={"kind": "keys"})
+    permissions: Mapping[str, tuple[str, ...]] = field(default_factory=dict, metadata={"kind": "permissions"})
     sources: Mapping[str, str] = field(default_factory=dict, metadata={"kind": "meta"})
     config_file: Path | None = field(default=None, metadata={"kind": "meta"})
 
@@ -227,7 +234,8 @@ class Settings:
 
 
 SETTING_FIELDS = {f.name: f for f in fields(Settings)
-                  if f.metadata.get("kind") not in ("routes", "hooks", "keys", "meta", "classifier", "mcp_servers")}
+                  if f.metadata.get("kind") not in ("routes", "hooks", "keys", "meta", "classifier", "mcp_servers",
+                                                    "permissions")}
 
 
 # --- locating keys in the file, for messages that name the line ---------------------------------
@@ -677,6 +685,29 @@ def _parse_mcp_servers(raw: Any, origin: _Origin, env: Mapping[str, str]) -> dic
         raise ConfigError(str(exc)) from None
 
 
+def _parse_permissions(raw: Any, origin: _Origin) -> dict[str, tuple[str, ...]]:
+    """`[permissions]`: allow / ask / deny lists of rules in Claude Code's syntax (app.engine.permissions)."""
+    from app.engine.permissions import RuleError, parse_rule
+
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{origin.where('', 'permissions')}: permissions must be a table: [permissions] "
+                          f"allow = [\"Bash(npm test:*)\"]")
+    parsed: dict[str, tuple[str, ...]] = {}
+    for kind, rules in raw.items():
+        where = origin.where("permissions", kind)
+        if kind not in ("allow", "ask", "deny"):
+            raise ConfigError(f"{where}: unknown key {kind!r} in [permissions] (known: allow, ask, deny)")
+        if not isinstance(rules, list):
+            raise ConfigError(f"{where}: permissions.{kind} must be a list of rules, e.g. [\"Bash(npm test:*)\"]")
+        for rule in rules:
+            try:
+                parse_rule(rule)
+            except RuleError as exc:
+                raise ConfigError(f"{where}: permissions.{kind}: {exc}") from None
+        parsed[kind] = tuple(rules)
+    return parsed
+
+
 def load_settings(
     path: Path | None = None,
     env: Mapping[str, str] | None = None,
@@ -703,7 +734,7 @@ def load_settings(
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
     for key, value in raw.items():
-        if key in ("routes", "hooks", "keys", "classifier", "mcp_servers"):
+        if key in ("routes", "hooks", "keys", "classifier", "mcp_servers", "permissions"):
             continue
         if key not in SETTING_FIELDS:
             problems.add(f"{origin.where('', key)}: unknown key {key!r} = {_shown(value, key)} "
@@ -753,6 +784,11 @@ def load_settings(
     except ConfigError as exc:
         problems.add(str(exc))
         mcp_servers = {}
+    try:
+        permissions = _parse_permissions(raw.get("permissions", {}), origin)
+    except ConfigError as exc:
+        problems.add(str(exc))
+        permissions = {}
     for key in ("default_route", "compact_model"):
         name = values.get(key)
         if name is not None and name not in routes and name not in raw.get("routes", {}):
@@ -761,7 +797,7 @@ def load_settings(
     if problems.items:
         raise ConfigError(problems=problems.items)
     settings = Settings(routes=routes, hooks=hooks, keys=keys, sources=sources, classifier_rules=classifier_rules,
-                        mcp_servers=mcp_servers,
+                        mcp_servers=mcp_servers, permissions=permissions,
                         config_file=path if path.exists() else None, **values)
     _register_secrets(settings, env)
     return settings

@@ -253,6 +253,10 @@ def run(args) -> int:
                                           continue_=args.continue_, approver=approver,
                                           fork=getattr(args, "fork", False), what="bulkhead -p",
                                           model=getattr(args, "model", None))
+    if prompt.startswith("/"):  # a custom command from .bulkhead/commands, .claude/commands or the config folder
+        from app.engine.custom_commands import expand_slash
+
+        prompt = expand_slash(prompt, engine.workspace) or prompt
     printer = json_printer if args.json else text_printer
     engine.session.bus.subscribe(printer)
     denied: list[ToolApproval] = []

@@ -261,6 +261,7 @@ class ViewChanged(Event):
     context_window: int | None
     reason: str = ""
     floor: tuple[Any, ...] = ()  # app.engine.payload.FloorPart: the non-compactable base, by part
+    floor_bytes: int | None = None  # a request with no messages, exactly
 
 
 @dataclass(frozen=True)

@@ -98,6 +98,8 @@ class FloorPart:
 
 
 MCP_PART = "tools (MCP)"
+# The parts that add up to the floor (a "tools (MCP) NAME" part details MCP_PART by server).
+FLOOR_LABELS = ("system prompt", "instructions", "tools (built-in)", MCP_PART)
 
 
 def floor_breakdown(*, system_bytes: int, builtin_tools_bytes: int, instructions_bytes: int = 0,
@@ -125,6 +127,12 @@ def describe_tools(parts: Sequence[FloorPart]) -> str:
     return text
 
 
+def describe_floor(parts: Sequence[FloorPart]) -> str:
+    """`system prompt 1.1 KB, instructions 40.2 KB, tools (built-in) 6.0 KB` (per-server parts left out)."""
+    return ", ".join(f"{part.label} {format_size(part.bytes)}" for part in parts
+                     if part.label in FLOOR_LABELS and part.bytes > 0)
+
+
 @dataclass(frozen=True)
 class FloorDiagnosis:
     fail_fast: bool
@@ -142,29 +150,38 @@ def heaviest_servers(servers: Mapping[str, int] | None, limit: int = 3) -> str:
         (f" and {more} more" if more > 0 else "")
 
 
-def diagnose_floor(system_bytes: int, tools_bytes: int, floor_bytes: int, rejected_bytes: int | None,
-                   tool_count: int, mcp_servers: Mapping[str, int] | None = None) -> FloorDiagnosis:
-    """Can compaction help at all? The base (system prompt + tool schemas) is never compacted.
+_REDUCE = {"system prompt": "shorten the system prompt",
+           "instructions": "shorten AGENTS.md / CLAUDE.md (or lower instructions_max_bytes)",
+           "tools (built-in)": "turn tools off",
+           MCP_PART: "turn off or defer the heaviest MCP servers (enabled = false, mcp_defer_ratio)"}
 
-    `mcp_servers` (full definition bytes by server) names the heaviest servers in the message."""
+
+def diagnose_floor(parts: Sequence[FloorPart], floor_bytes: int, rejected_bytes: int | None,
+                   mcp_servers: Mapping[str, int] | None = None) -> FloorDiagnosis:
+    """Can compaction help at all? The base (system prompt, instructions, tool definitions) is never
+    compacted; the message lists its parts, names the biggest and what to reduce, and the heaviest
+    MCP servers (`mcp_servers`: full definition bytes by server)."""
     if not rejected_bytes:
         return FloorDiagnosis(False, False, "")
-    parts = f"system prompt {format_size(system_bytes)}, {tool_count} tool schemas {format_size(tools_bytes)}"
+    listed = describe_floor(parts)
     servers = heaviest_servers(mcp_servers)
     if servers:
-        parts += f"; {servers}"
-    reduce = "turn tools off" if not servers else "turn off or defer the heaviest MCP servers (enabled = false, " \
-                                                  "mcp_defer_ratio)"
+        listed += f"; {servers}"
+    shown = [part for part in parts if part.label in FLOOR_LABELS]
+    biggest = max(shown, key=lambda part: part.bytes) if shown else None
+    largest = "reduce it"
+    if biggest is not None:
+        largest = (f"the biggest part is {biggest.label} ({format_size(biggest.bytes)}): "
+                   f"{_REDUCE.get(biggest.label, 'reduce it')}")
     if floor_bytes >= rejected_bytes:
         return FloorDiagnosis(True, False, (
-            f"The non-compactable request base ({format_size(floor_bytes)}: {parts}) meets or exceeds the size "
-            f"the gateway rejected ({format_size(rejected_bytes)}). History compaction cannot help — shorten "
-            f"the system prompt, {reduce}, or ask for the proxy/WAF body-size limit to be raised."))
+            f"The non-compactable request base ({format_size(floor_bytes)}: {listed}) meets or exceeds the size "
+            f"the gateway rejected ({format_size(rejected_bytes)}). History compaction cannot help — {largest}, "
+            f"or ask for the proxy/WAF body-size limit to be raised."))
     if floor_bytes >= FLOOR_WARN_RATIO * rejected_bytes:
         return FloorDiagnosis(False, True, (
-            f"The request base alone is {format_size(floor_bytes)} ({parts}) — close to the gateway's rejection "
-            f"threshold ({format_size(rejected_bytes)}); consider a shorter system prompt or fewer tools"
-            + (f" ({servers.removeprefix('MCP servers ')} are the heaviest MCP servers)" if servers else "") + "."))
+            f"The request base alone is {format_size(floor_bytes)} ({listed}) — close to the gateway's rejection "
+            f"threshold ({format_size(rejected_bytes)}); {largest}."))
     return FloorDiagnosis(False, False, "")
 
 

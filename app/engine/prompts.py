@@ -51,3 +51,6 @@ SUMMARY_HEADER = "[Summary of earlier conversation]"
 # is not sent merged with it — the model would otherwise carry out both.
 INTERRUPTED_TURN = ("(No answer: the request above got no reply — it was interrupted or failed — and I did not act on it. "
                     "I will only act on it if you ask again.)")
+
+# The first words of the `/init` prompt (app.engine.project_init); the lab model recognises them.
+INIT_MARKER = "[bulkhead /init]"

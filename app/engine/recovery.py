@@ -200,8 +200,7 @@ class Recovery:
         remembered = engine.state.learned_cap(engine.route.endpoint_id)
         known = [n for n in (rejected, remembered.rejected_bytes if remembered else None) if n]
         smallest = min(known) if known else None
-        diagnosis = diagnose_floor(floor.system_bytes, floor.tools_bytes, floor.total_bytes, smallest,
-                                   len(engine.tools), mcp_servers=dict(floor.mcp_servers))
+        diagnosis = diagnose_floor(floor.parts, floor.total_bytes, smallest, mcp_servers=dict(floor.mcp_servers))
         if diagnosis.warn:
             engine.emit(Notice(diagnosis.message, level="warn", code="floor"))
         if diagnosis.fail_fast:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import random
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app.config import Route, Settings
+from app.engine.checkpoints import Checkpoints, Restored
 from app.engine.compaction.context import PassContext
 from app.engine.compactor import Compactor
 from app.engine.events import (
@@ -42,6 +44,7 @@ from app.engine.events import (
 )
 from app.engine.failures import PAYLOAD_KINDS, Failure
 from app.engine.hooks import HookResult, HookRunner
+from app.engine.instructions import INSTRUCTION_NAMES, Instructions
 from app.engine.messages import Image, Message, Native, Text, ToolCall, ToolResult, new_id
 from app.engine.native import NativeContext, edit_totals
 from app.engine.payload import (
@@ -53,6 +56,7 @@ from app.engine.payload import (
     heaviest_servers,
     preflight,
 )
+from app.engine.permissions import Permissions
 from app.engine.prompts import CONTINUATION, INTERRUPTED_TURN, SYSTEM_PROMPT
 from app.engine.recovery import Recovery, TurnFailed
 from app.engine.resets import SizeEvidence
@@ -64,6 +68,7 @@ from app.providers.base import Provider, Request, ToolSpec, make_provider
 from app.providers.catalog import model_limits
 from app.sizes import format_size
 from app.state import State
+from app.textsafe import display_line
 
 if TYPE_CHECKING:
     from app.mcp.deferral import DeferralPlan
@@ -75,7 +80,9 @@ MAX_TOOL_ROUNDS = 50  # tool round trips in one turn before bulkhead stops and a
 STORED_EVENTS = frozenset({"rejection", "cap_learned", "recovery", "compaction", "hook", "notice",
                            "provider_edits"})
 
-Approver = Callable[[str, dict, str], Awaitable[bool]]  # (tool name, args, why it asks) -> approved?
+# (tool name, args, why it asks) -> True / "once", "session", "project" (allow; the last two remember
+# an allow rule) or False / "deny"
+Approver = Callable[[str, dict, str], Awaitable[bool | str]]
 
 
 @dataclass(frozen=True)
@@ -100,9 +107,13 @@ def join_answers(texts: Sequence[str]) -> str:
 
 @dataclass(frozen=True)
 class FloorSizes:
-    system_bytes: int
-    tools_bytes: int
-    total_bytes: int
+    """The non-compactable base of every request: its parts (system prompt, instructions, tools) and
+    the exact bytes of a request with no messages."""
+
+    system_bytes: int  # the system prompt bulkhead writes
+    instructions_bytes: int  # AGENTS.md / CLAUDE.md joined to it
+    tools_bytes: int  # every tool definition sent (built-in and MCP)
+    total_bytes: int  # a request with no messages, exactly
     mcp_bytes: int = 0  # what the MCP part of the tool list adds (the index when deferred)
     parts: tuple[FloorPart, ...] = ()
     mcp_servers: tuple[tuple[str, int], ...] = ()  # full definition bytes by server, heaviest first
@@ -122,7 +133,9 @@ class Engine:
         self.approver = approver
         self.sleep = sleep
         self.workspace = Path(workspace or settings.workspace or session.workspace or Path.cwd()).expanduser()
-        self.system = session.system_prompt or SYSTEM_PROMPT
+        self.base_system = session.system_prompt or SYSTEM_PROMPT
+        self.instructions = Instructions("")
+        self.system = self.base_system  # + the project instructions, once loaded (load_instructions)
         self.builtin_tools: tuple[ToolSpec, ...] = tuple(TOOL_SPECS if tools is None else tools)
         self._tools_cache: tuple[object, tuple[ToolSpec, ...]] | None = None
         self.mcp = mcp
@@ -140,9 +153,15 @@ class Engine:
         self.compactor = Compactor(self)
         self.native = NativeContext(self)
         self.tool_cancel = asyncio.Event()
+        self.checkpoints = Checkpoints(session.folder, max_bytes=settings.checkpoint_max_bytes)
+        self._turn_running = session.turn
+        self._instructions_changed = False
         self._lock = asyncio.Lock()
         self._closing = False
         self._use_route(route, provider)
+        self.load_instructions()
+        self.permissions = Permissions.load(self.workspace, settings.permissions,
+                                            settings.config_file.name if settings.config_file else "config.toml")
 
     def _use_route(self, route: Route, provider: Provider) -> None:
         """Derive everything that depends on the route: limits, the sender, cached sizes."""
@@ -259,21 +278,27 @@ class Engine:
         return plan
 
     def floor_sizes(self) -> FloorSizes:
-        """The non-compactable base: system prompt and tool definitions, in exact request bytes."""
-        tools = self.tools
-        if self._floor_cache is None or self._floor_cache[0] is not tools:
-            measure = self.provider.measure
-            empty = measure((), "", (), max_tokens=self.max_tokens)
-            bare = measure((), self.system, (), max_tokens=self.max_tokens)
-            builtin = measure((), self.system, self.builtin_tools, max_tokens=self.max_tokens)
-            total = measure((), self.system, tools, max_tokens=self.max_tokens)
+        """The non-compactable base — system prompt, project instructions, tool definitions (built-in and
+        MCP) — in exact request bytes: requests with no messages, built with and without each part."""
+        tools, system = self.tools, self.system
+        cached = self._floor_cache
+        if cached is None or cached[0] is not tools or cached[1] != system:
+            measure, max_tokens = self.provider.measure, self.max_tokens
+            empty = measure((), "", (), max_tokens=max_tokens)
+            base = measure((), self.base_system, (), max_tokens=max_tokens)
+            bare = measure((), system, (), max_tokens=max_tokens)
+            builtin = measure((), system, self.builtin_tools, max_tokens=max_tokens)
+            total = measure((), system, tools, max_tokens=max_tokens)
             plan = self.mcp_plan()
             servers = tuple(plan.per_server.items()) if plan is not None else ()
-            parts = floor_breakdown(system_bytes=bare - empty, builtin_tools_bytes=builtin - bare,
-                                    mcp_tools_bytes=total - builtin, mcp_servers=dict(servers))
-            sizes = FloorSizes(bare - empty, total - bare, total, total - builtin, tuple(parts), servers)
-            self._floor_cache = (tools, sizes)
-        return self._floor_cache[1]
+            parts = floor_breakdown(system_bytes=base - empty, instructions_bytes=max(0, bare - base),
+                                    builtin_tools_bytes=builtin - bare, mcp_tools_bytes=total - builtin,
+                                    mcp_servers=dict(servers))
+            sizes = FloorSizes(system_bytes=base - empty, instructions_bytes=max(0, bare - base),
+                               tools_bytes=total - bare, total_bytes=total, mcp_bytes=total - builtin,
+                               parts=tuple(parts), mcp_servers=servers)
+            self._floor_cache = (tools, system, sizes)
+        return self._floor_cache[2]
 
     # -- MCP ----------------------------------------------------------------------------------------
     async def start_mcp(self, *, ask=None, allow_project: bool = False) -> None:
@@ -333,6 +358,31 @@ class Engine:
                          f"(at most {self.settings.mcp_startup_timeout:g} s; Esc cancels)", code="mcp_wait"))
         await self.mcp.wait_settled()
 
+    def load_instructions(self) -> Instructions:
+        """(Re)read AGENTS.md / CLAUDE.md into the system prompt (at start, after /memory and /init)."""
+        from app.engine.instructions import join_system, load_instructions
+
+        self.instructions = load_instructions(self.workspace, max_bytes=self.settings.instructions_max_bytes)
+        self.system = join_system(self.base_system, self.instructions.text)
+        self._floor_cache = None
+        return self.instructions
+
+    def _announce_instructions(self) -> None:
+        """One notice naming the instruction files in the system prompt, and one per problem (a refused
+        import, the size cut)."""
+        loaded = self.instructions
+        if loaded.files:
+            def name(file) -> str:
+                shown = display_line(file.shown or file.path.name)
+                return {"global": f"global {shown}", "import": f"{shown} (imported)"}.get(file.scope, shown)
+
+            listed = ", ".join(f"{name(f)} {format_size(f.bytes)}" for f in loaded.files)
+            in_request = dict((p.label, p.bytes) for p in self.floor_sizes().parts).get("instructions", loaded.bytes)
+            self.emit(Notice(f"project instructions in the system prompt: {listed} — "
+                             f"{format_size(in_request)} of every request", code="instructions"))
+        for problem in loaded.problems:
+            self.emit(Notice(display_line(problem), level="warn", code="instructions"))
+
     def pass_context(self, turn: int, max_tokens: int, *, target_bytes: int | None) -> PassContext:
         store, session = self.session.store, self.session
 
@@ -351,10 +401,11 @@ class Engine:
         self._budget_epoch += 1
         cap = self.cap_info()
         predicted = self.measure(self.session.view.messages)
+        floor = self.floor_sizes()
         event = ViewChanged(view_id=self.session.view.id, messages=len(self.session.view), predicted_bytes=predicted,
                             effective_cap=cap.bytes, cap_source=cap.source,
                             context_tokens=int(predicted / self.bytes_per_token), context_window=self.context_window,
-                            reason=reason, floor=self.floor_sizes().parts)
+                            reason=reason, floor=floor.parts, floor_bytes=floor.total_bytes)
         self.emit(event)
         return event
 
@@ -417,6 +468,9 @@ class Engine:
                                      "marked partial.", level="warn", code="partial"))
                 path.unlink()
         await self.hooks.session_start("resume" if resumed else "startup")
+        self._announce_instructions()
+        for problem in self.permissions.problems:
+            self.emit(Notice(display_line(problem), level="warn", code="permissions"))
         self.view_changed("start")
 
     async def close(self, reason: str = "exit") -> None:
@@ -446,7 +500,7 @@ class Engine:
                 return TurnResult("blocked", error=verdict.reason)
             self._close_interrupted_turn()
             turn = self.session.turn + 1
-            parts: list = [Text(prompt), *images]
+            parts: list = [Text(prompt), *images, *self._prompt_images(prompt)]
             if verdict.additional_context:
                 parts.append(Text(f"\n\n[hook context]\n{verdict.additional_context}"))
             self.session.append(Message.create("user", parts, turn=turn))
@@ -491,22 +545,61 @@ class Engine:
 
     def _mentions(self, prompt: str) -> list[ToolCall]:
         """The prompt's `@paths` as the read_file / list_dir calls that attach them."""
+        from app.engine.images import is_image_file
         from app.engine.mentions import find_mentions
 
         limit = self.settings.max_mentions
         if limit <= 0 or "@" not in prompt:  # 0 turns mentions off
             return []
         found, extra = find_mentions(prompt, self.workspace, limit)
+        found = [m for m in found if m.is_dir or not is_image_file(self.workspace / os.path.expanduser(m.path))]
         if extra:
             self.emit(Notice(f"only the first {limit} @mentions are attached ({extra} more left out; "
                              f"max_mentions in config.toml)", level="warn", code="mention"))
         return [ToolCall(new_id("tm"), mention.tool, {"path": mention.path}) for mention in found]
+
+    def _prompt_images(self, prompt: str) -> list[Image]:
+        """The images the prompt names (`@shot.png`, a pasted path), as image parts — or, where the
+        route takes none or one is too big, a notice saying so."""
+        from app.engine.images import accepts_images, is_image_file, load_image, pasted_images
+        from app.engine.mentions import find_mentions
+
+        refs: dict[Path, str] = {}
+        if "@" in prompt and self.settings.max_mentions > 0:
+            for mention in find_mentions(prompt, self.workspace, self.settings.max_mentions)[0]:
+                path = self.workspace / os.path.expanduser(mention.path)
+                if not mention.is_dir and is_image_file(path):
+                    refs.setdefault(path.resolve(), "@" + mention.path)
+        for ref in pasted_images(prompt, self.workspace):
+            if is_image_file(ref.path):
+                refs.setdefault(ref.path.resolve(), ref.shown)
+        if not refs:
+            return []
+        accepted, why_not = accepts_images(self.route)
+        if not accepted:
+            self.emit(Notice(f"not attached: {', '.join(display_line(s) for s in refs.values())} — route "
+                             f"{self.route.name} does not take images ({display_line(why_not)})",
+                             level="warn", code="image"))
+            return []
+        images: list[Image] = []
+        for path, shown in refs.items():
+            try:
+                image = load_image(path, self.settings.image_max_bytes)
+            except ValueError as exc:
+                self.emit(Notice(display_line(str(exc)), level="warn", code="image"))
+                continue
+            images.append(image)
+            self.emit(Notice(f"attached {display_line(shown)} as an image ({image.media_type}, "
+                             f"{format_size(path.stat().st_size)}; {format_size(len(image.data))} as base64 "
+                             f"in the request)", code="image"))
+        return images
 
     async def _run_turn(self, turn: int, mentions: Sequence[ToolCall] = ()) -> TurnResult:
         max_tokens = self.max_tokens
         escalations = 0
         answer: list[str] = []  # one entry per assistant message; a continuation extends the last one
         continuing = False
+        self._turn_running = turn  # the turn file changes are checkpointed under
         self.tool_cancel.clear()
         from app.tools.budget import TurnBudget
 
@@ -568,6 +661,10 @@ class Engine:
             self.emit(TurnFinished(turn=turn, outcome="cancelled"))
             raise
         finally:
+            if self._instructions_changed:
+                self._instructions_changed = False
+                self.load_instructions()
+                self._announce_instructions()
             self.view_changed("turn")
 
     async def _boundary(self, turn: int, max_tokens: int) -> None:
@@ -585,12 +682,16 @@ class Engine:
             sizes = self.floor_sizes()
             floor = sizes.total_bytes
             if decision.target_bytes is not None and floor >= decision.target_bytes:
+                from app.engine.payload import FLOOR_LABELS, describe_floor
+
+                shown = [part for part in sizes.parts if part.label in FLOOR_LABELS]
+                biggest = max(shown, key=lambda part: part.bytes).label if shown else "system prompt"
                 servers = heaviest_servers(dict(sizes.mcp_servers))
                 heavy = f"; the heaviest {servers}" if servers else ""
-                self.emit(Notice(f"{decision.message.split(' — ')[0]} — but the request base alone (system prompt "
-                                 f"and tool schemas, {format_size(floor)}{heavy}) is above the compaction target "
-                                 f"({format_size(decision.target_bytes)}): compacting history cannot help; "
-                                 f"shorten the system prompt or turn tools off", level="warn", code="floor"))
+                self.emit(Notice(f"{decision.message.split(' — ')[0]} — but the request base alone "
+                                 f"({format_size(floor)}: {describe_floor(sizes.parts)}{heavy}) is above the "
+                                 f"compaction target ({format_size(decision.target_bytes)}): compacting history "
+                                 f"cannot help; reduce the biggest part, {biggest}", level="warn", code="floor"))
                 return
             self.emit(Notice(decision.message, code="preflight"))
             await self.compactor.run(trigger=decision.trigger, target_bytes=decision.target_bytes)
@@ -708,7 +809,7 @@ class Engine:
             self.emit(ToolApproval(call_id=call.id, name=call.name, decision="auto", reason="attached by you with @"))
             return await run_tool(call.name, args, ctx)
         why = f"@{args.get('path', '')} is outside the workspace ({outside[0]})"
-        approved = await self._ask(call.name, args, f"{why}: attach it?")
+        approved = await self._ask(call.name, args, f"{why}: attach it?") != "deny"
         self.emit(ToolApproval(call_id=call.id, name=call.name, decision="approved" if approved else "denied",
                                reason=why))
         if approved:
@@ -720,8 +821,11 @@ class Engine:
         return denied_outcome(call.name, why)
 
     async def _run_guarded(self, call, args: dict, ctx, read_roots) -> tuple[ToolOutcome, dict]:
-        """One model tool call through the PreToolUse hook and the approval rules: (outcome, the
-        input it ran with — a hook's `updatedInput` may have replaced it)."""
+        """One model tool call through the PreToolUse hook, the permission rules and the approval mode:
+        (outcome, the input it ran with — a hook's `updatedInput` may have replaced it).
+
+        Order: a deny rule wins; then a hook's or a rule's "ask"; then a hook's or a rule's "allow"
+        (for a path outside the workspace only a rule that names it); then the approval mode."""
         from app.tools.approval import denied_outcome, describe_call, needs_approval, outside_workspace
 
         verdict = await self.hooks.pre_tool_use(call.name, args)
@@ -733,42 +837,97 @@ class Engine:
             args = dict(verdict.updated_input)
             self.emit(Notice(text=f"A PreToolUse hook changed the input of {call.name}: now "
                                   f"{describe_call(call.name, args, self.workspace)}", code="hook_input"))
+        ruling = self.permissions.check(call.name, args)
+        if ruling.kind == "deny":
+            self.emit(ToolApproval(call_id=call.id, name=call.name, decision="denied", reason=ruling.reason))
+            return denied_outcome(call.name, ruling.reason, by="rule"), args
         if self.mcp_tools is not None and self.mcp_tools.handles(call.name):
             ask, why = self.mcp_tools.needs_approval(call.name, self.settings.approval)
         else:
             ask, why = needs_approval(call.name, args, self.settings.approval, self.workspace,
                                       extra_read_roots=read_roots)
+        outside = bool(outside_workspace(call.name, args, self.workspace, read_roots))
         if verdict.permission == "ask":
             ask, why = True, why or "a PreToolUse hook asked for confirmation"
-        elif verdict.permission == "allow" and not outside_workspace(call.name, args, self.workspace, read_roots):
+        elif ruling.kind == "ask":
+            ask, why = True, ruling.reason
+        elif verdict.permission == "allow" and not outside:
             ask, why = False, "allowed by a PreToolUse hook"
+        elif ruling.kind == "allow" and (not outside or ruling.rule.names_paths):
+            ask, why = False, ruling.reason
         if not ask:
             self.emit(ToolApproval(call_id=call.id, name=call.name, decision="auto", reason=why))
-            return await self._execute(call.name, args, ctx), args
-        approved = await self._ask(call.name, args, f"{why}: {describe_call(call.name, args, self.workspace)}")
+            return await self._run_tool(call.id, call.name, args, ctx), args
+        answer = await self._ask(call.name, args, f"{why}: {describe_call(call.name, args, self.workspace)}")
+        if answer in ("session", "project"):
+            self._remember(call.name, args, answer)
+        approved = answer != "deny"
         self.emit(ToolApproval(call_id=call.id, name=call.name, decision="approved" if approved else "denied",
                                reason=why))
         if approved:
-            return await self._execute(call.name, args, ctx), args
+            return await self._run_tool(call.id, call.name, args, ctx), args
         return denied_outcome(call.name, why, by="user" if self.approver else "no_terminal"), args
 
-    async def _execute(self, name: str, args: dict, ctx) -> ToolOutcome:
-        """Run one tool call that may run: an MCP tool (or tool_search) through its server, else a built-in."""
+    async def _run_tool(self, call_id: str, name: str, args: dict, ctx) -> ToolOutcome:
+        """Run a tool the user (or a rule) let through. Before a file tool changes a file, its bytes
+        and mode are checkpointed (a separate step before the write: `/undo`, `/rewind`)."""
+        from app.engine.checkpoints import CheckpointError
+        from app.tools.approval import target_paths
+        from app.tools.base import EDIT_TOOLS, run_tool
+
+        snapshot = None
+        paths = target_paths(name, args, self.workspace) if name in EDIT_TOOLS else []
+        if paths:
+            try:
+                snapshot = await asyncio.to_thread(self.checkpoints.snapshot, paths[0],
+                                                   turn=self._turn_running, call_id=call_id)
+            except CheckpointError as exc:
+                self.emit(Notice(f"{display_line(str(exc))}; /undo will not restore it", level="warn",
+                                 code="checkpoint"))
         if self.mcp_tools is not None and self.mcp_tools.handles(name):
-            return await self.mcp_tools.run(name, args, ctx)
-        from app.tools.base import run_tool
+            outcome = await self.mcp_tools.run(name, args, ctx)  # an MCP tool (or tool_search), through its server
+        else:
+            outcome = await run_tool(name, args, ctx)
+        if snapshot is not None:
+            with contextlib.suppress(OSError):
+                await asyncio.to_thread(self.checkpoints.forget_if_unchanged, snapshot)
+        if paths and paths[0].name in INSTRUCTION_NAMES and not outcome.is_error:
+            self._instructions_changed = True  # reloaded when the turn ends (/init writes AGENTS.md)
+        return outcome
 
-        return await run_tool(name, args, ctx)
+    def _remember(self, name: str, args: dict, scope: str) -> None:
+        """"Always" in an approval: an allow rule for this call, for the session or the project."""
+        from app.engine.permissions import suggest_rule
 
-    async def _ask(self, name: str, args: dict, why: str) -> bool:
-        if self.approver is None:
-            return False
+        rule = suggest_rule(name, args, self.workspace)
+        if scope == "session":
+            self.permissions.add_session_rule(rule)
+            self.emit(Notice(f"allowed for the rest of this session: {display_line(rule)}", code="permissions"))
+            return
         try:
-            return bool(await self.approver(name, args, why))
+            path = self.permissions.save_project_rule(rule)
+        except OSError as exc:
+            self.permissions.add_session_rule(rule)
+            self.emit(Notice(f"{display_line(str(exc))} — allowed for this session only", level="warn",
+                             code="permissions"))
+            return
+        self.emit(Notice(f"allowed in this project from now on: {display_line(rule)} (saved in {path})",
+                         code="permissions"))
+
+    async def _ask(self, name: str, args: dict, why: str) -> str:
+        """The user's answer: "once", "session", "project" (allow) or "deny". An approver may answer
+        True / False (yes / no) or one of those words."""
+        if self.approver is None:
+            return "deny"
+        try:
+            answer = await self.approver(name, args, why)
         except asyncio.CancelledError:
             raise
         except Exception:  # noqa: BLE001 - a broken prompt means "no"
-            return False
+            return "deny"
+        if answer in ("once", "session", "project", "deny"):
+            return answer
+        return "once" if answer is True else "deny"
 
     # -- user commands ----------------------------------------------------------------------------
     async def compact(self, instructions: str | None = None, cancel: asyncio.Event | None = None):
@@ -788,6 +947,73 @@ class Engine:
         self.emit(Notice(f"restored the view before the last compaction ({len(restored)} messages)", code="rewind"))
         self.view_changed("rewind")
         return True
+
+    async def undo(self) -> list[Restored]:
+        """`/undo`: the files changed by the last turn that changed any go back to how they were before
+        it (exact bytes and mode; a file it created is removed). The model is told, in the conversation."""
+        from app.engine.checkpoints import describe
+
+        async with self._lock:
+            turn, results = await asyncio.to_thread(self.checkpoints.undo_last_turn)
+            if turn is None:
+                self.emit(Notice("nothing to undo: no file was changed by write_file or edit_file in this session "
+                                 "(shell commands are not checkpointed)", code="undo"))
+                return []
+            said = describe(results, self.workspace)
+            self.emit(Notice(f"undid the file changes of turn {turn}: {display_line(said)}", code="undo"))
+            self.session.append(Message.create(
+                "user", f"[bulkhead] The user undid the file changes of turn {turn} ({said}). Those files are "
+                        f"now as they were before that turn.", turn=self.session.turn, origin="notice"))
+            self.view_changed("undo")
+            return results
+
+    def rewind_points(self) -> list[tuple[Message, int]]:
+        """The session's prompts, oldest first, each with how many files changed since (for `/rewind`)."""
+        changed = self.checkpoints.active()
+        return [(message, len({c.path for c in changed if c.turn >= message.meta.turn}))
+                for message in self.session.master if message.role == "user" and message.meta.origin == "user"]
+
+    def view_before(self, message_id: str) -> list[Message]:
+        """The conversation just before prompt `message_id`: the newest view holding it, cut there."""
+        for view in reversed(self.session.views):
+            ids = [m.id for m in view.messages]
+            if message_id in ids:
+                return list(view.messages[:ids.index(message_id)])
+        return []
+
+    async def rewind_to(self, message_id: str, *, files: bool) -> tuple[Message, list[Restored]]:
+        """`/rewind`: the conversation as it was just before prompt `message_id` — a new view (the master
+        log keeps everything; `/rewind compact` pops it again) — and, with `files`, every file changed
+        since back as it was. Returns the prompt (to edit and send again) and what was restored."""
+        from app.engine.checkpoints import describe
+
+        async with self._lock:
+            prompt = next((m for m in self.session.master if m.id == message_id), None)
+            if prompt is None or prompt.role != "user":
+                raise ValueError(f"no prompt {message_id!r} in this session")
+            kept = self.view_before(message_id)
+            self.session.commit_view(kept, [], reason="rewind")
+            restored = await asyncio.to_thread(self.checkpoints.restore_since, prompt.meta.turn) if files else []
+            where = f"turn {prompt.meta.turn}"
+            self.emit(Notice(f"rewound the conversation to just before your prompt of {where} ({len(kept)} messages "
+                             f"in view; the full log is kept — /rewind compact goes back)"
+                             + (f"; files: {display_line(describe(restored, self.workspace))}" if restored else
+                                "; files left as they are" if not files else "; no file had changed since"),
+                             code="rewind"))
+            self.view_changed("rewind")
+            return prompt, restored
+
+    def remember(self, text: str) -> Path:
+        """`/memory TEXT` and a `#` line: append to the project's instructions file, then reload it."""
+        from app.engine.instructions import append_memory, memory_file
+
+        path = memory_file(self.workspace)
+        append_memory(path, text)
+        self.load_instructions()
+        self.emit(Notice(f"remembered in {display_line(str(path))}: {display_line(' '.join(text.split()))}",
+                         code="memory"))
+        self.view_changed("instructions")
+        return path
 
     def recall_into_view(self, key_text: str) -> Message | None:
         """`/recall KEY` (and Enter in the archive browser): put archived content back, as the recall tool would."""
@@ -831,7 +1057,7 @@ class Engine:
                 "cap_detail": cap.detail, "context_window": self.context_window,
                 "estimated_tokens": int(predicted / self.bytes_per_token),
                 "bytes_per_token": self.bytes_per_token, "views_stacked": len(self.session.views),
-                "floor_bytes": self.floor_sizes().total_bytes,
+                "floor_bytes": self.floor_sizes().total_bytes, "floor_parts": self.floor_sizes().parts,
                 "context_engine": self.settings.context_engine,
                 "native_compaction": getattr(self.provider, "native_compaction", "") if self.native.enabled else "",
                 "compact_threshold": self.native.threshold(),

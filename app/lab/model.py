@@ -27,6 +27,7 @@ Grammar::
     !grep PATTERN [PATH]     grep {pattern, path}       (default "."; quote patterns with spaces)
     !shell CMD…              shell {command: "CMD…"}
     !write PATH TEXT…        write_file {path, content: "TEXT…"}   (a literal \\n becomes a newline)
+    !edit PATH OLD NEW       edit_file {path, old_string: OLD, new_string: NEW}   (shell-style quoting; \\n too)
     !recall KEY…             recall {keys: [KEY, …]}    (bare keys or <<ccr:KEY>> markers)
     !call TOOL {JSON}        any tool the request offers, e.g. !call mcp__demo__echo {"text": "hi"}
     !big SIZE                answer with SIZE of text, e.g. !big 40KB (KB = 1024 bytes)
@@ -49,6 +50,7 @@ from app.engine.prompts import (
     COMPACTED_NOTICE,
     CONTINUATION,
     DROPPED_NOTICE,
+    INIT_MARKER,
     PAYLOAD_NOTICE_PREFIX,
     SUMMARY_HEADER,
     SUMMARY_SYSTEM_MARKER,
@@ -74,6 +76,7 @@ The lab model understands lines of your message that start with "!":
   !grep PATTERN [PATH]     call grep {pattern, path}
   !shell CMD…              call shell {command}
   !write PATH TEXT…        call write_file {path, content}  (\\n in TEXT is a newline)
+  !edit PATH OLD NEW       call edit_file {path, old_string, new_string}  (quote words with spaces)
   !recall KEY…             call recall {keys}  (bare keys or <<ccr:KEY>> markers)
   !call TOOL {JSON}        call any offered tool, e.g. !call mcp__demo__echo {"text": "hi"}
   !big SIZE                answer with that much text, e.g. !big 40KB
@@ -90,7 +93,7 @@ SUMMARY_INPUT_SHARE = 0.10
 ECHO_CHARS = 80
 
 TOOL_COMMANDS = {"read": "read_file", "ls": "list_dir", "grep": "grep", "shell": "shell",
-                 "write": "write_file", "recall": "recall", "call": ""}  # !call names its tool
+                 "write": "write_file", "edit": "edit_file", "recall": "recall", "call": ""}  # !call names its tool
 _MARKER_RE = re.compile(r"<<ccr:[0-9a-f]{16}>>")
 _KEY_RE = re.compile(r"^(?:<<ccr:)?([0-9a-fA-F]{16})(?:>>)?$")
 _RANGE_RE = re.compile(r"^(\d+)\s*[-:]\s*(\d+)$")
@@ -238,6 +241,12 @@ def tool_call(command: Command) -> tuple[str, dict] | str:
         if not path:
             return "usage: !write PATH TEXT…"
         return name, {"path": path, "content": content.replace("\\n", "\n")}
+    if command.verb == "edit":
+        parts = _split_args(command.args)
+        if len(parts) != 3:
+            return "usage: !edit PATH OLD NEW (quote OLD and NEW when they hold spaces)"
+        return name, {"path": parts[0], "old_string": parts[1].replace("\\n", "\n"),
+                      "new_string": parts[2].replace("\\n", "\n")}
     keys = []
     for part in _split_args(command.args):
         match = _KEY_RE.match(part)
@@ -388,6 +397,21 @@ def _commands_answer(conv: Conversation, commands: Sequence[Command]) -> list[Bl
     return blocks + calls
 
 
+def _init_answer(conv: Conversation, said: str) -> list[Block]:
+    """`/init`: one write_file call with a deterministic AGENTS.md (app.lab.init_answer)."""
+    from app.lab.init_answer import answer
+
+    result = answer(said)
+    if isinstance(result, str):
+        return [Block(TEXT, result)]
+    name, args = result
+    if name not in conv.tools:
+        return [Block(TEXT, f"Lab model · /init: the tool {name} is not offered, so I cannot write {args['path']}.")]
+    call_id = f"labinit{hashlib.sha256(said.encode()).hexdigest()[:12]}"
+    return [Block(TEXT, f"Lab model · /init: writing {args['path']} from what bulkhead found."),
+            Block(TOOL_USE, name=name, input=args, id=call_id)]
+
+
 # --- summaries -------------------------------------------------------------------------------------
 
 def _segment_lines(conv: Conversation) -> list[str]:
@@ -475,6 +499,8 @@ def _intended(conv: Conversation) -> list[Block]:
         return [Block(TEXT, _tool_results_answer(conv, last))]
     if _is_continuation(said):
         return _continuation(conv)
+    if said.lstrip().startswith(INIT_MARKER):
+        return _init_answer(conv, said)
     commands = parse_commands(said)
     if commands:
         return _commands_answer(conv, commands)

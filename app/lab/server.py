@@ -13,7 +13,8 @@ Each request goes through the same three stages, and `/_lab/requests` records wh
 
 Each record in the log: id, time (UTC ISO 8601), method, path, bytes (body size, or the declared
 Content-Length when the gateway answered first), wire, verdict, status (None for reset/drop/timeout);
-for model requests also model, operation, stream, input_tokens and, when answered, output_tokens,
+for model requests also model, operation, stream, input_tokens, system_bytes and system_tail (the
+last 4,096 characters of the system prompt: project instructions end up there) and, when answered, output_tokens,
 stop_reason (neutral: end_turn/tool_use/max_tokens) and cache read/write tokens.
 
 Model lists (`models.py`: `GET /v1/models`, Bedrock's `/foundation-models` and `/inference-profiles`)
@@ -103,6 +104,9 @@ def not_found(method: str, path: str) -> Response:
 
 class _BodyTooLarge(Exception):
     pass
+
+
+SYSTEM_TAIL_CHARS = 4096  # the end of the system prompt (where project instructions go) kept in the log
 
 
 def _now() -> str:
@@ -377,7 +381,8 @@ class LabServer:
             return await self._finish(writer, head, record, wire.bad_request(exc), "bad-request")
         if route.force_stream:
             conv = replace(conv, stream=True)
-        record.update(model=conv.model, operation=route.operation, stream=conv.stream, input_tokens=conv.input_tokens)
+        record.update(model=conv.model, operation=route.operation, stream=conv.stream, input_tokens=conv.input_tokens,
+                      system_bytes=len(conv.system.encode("utf-8")), system_tail=conv.system[-SYSTEM_TAIL_CHARS:])
         fault = self._plan.next()  # token counting is rate-limited and can fail like any provider request
         if fault in STATUS_FAULTS:
             return await self._finish(writer, head, record, wire.fault(fault, conv), f"fault:{fault}")

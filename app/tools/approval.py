@@ -32,7 +32,7 @@ from app.config import APPROVAL_MODES
 from app.tools.base import EDIT_TOOLS, READ_TOOLS, TOOLS, ToolError, ToolOutcome, error, resolve_path
 from app.tools.files import split_glob
 
-DeniedBy = Literal["user", "no_terminal", "hook"]
+DeniedBy = Literal["user", "no_terminal", "hook", "rule"]
 
 
 def _real(path: Path) -> Path:
@@ -126,7 +126,8 @@ def denied_outcome(name: str, reason: str = "", *, by: DeniedBy = "user") -> Too
 
     `by="user"`: the user said no (`reason`, if any, is what they said or why it asked);
     `by="no_terminal"`: one-shot mode with nobody to ask and no `--yes`;
-    `by="hook"`: a PreToolUse hook blocked it (`reason` is the hook's).
+    `by="hook"`: a PreToolUse hook blocked it (`reason` is the hook's);
+    `by="rule"`: a deny rule of the permission settings (`reason` names the rule and its file).
     """
     detail = f": {reason}" if reason else ""
     if by == "no_terminal":
@@ -135,5 +136,8 @@ def denied_outcome(name: str, reason: str = "", *, by: DeniedBy = "user") -> Too
                      f"you would have run.")
     if by == "hook":
         return error(f"Blocked by a PreToolUse hook; this {name} call was not run{detail}")
+    if by == "rule":
+        return error(f"Denied by the user's permission settings; this {name} call was not run{detail}. "
+                     f"Do not retry it; choose another approach or ask the user.")
     return error(f"The user denied this {name} call{detail}. It was not run. Do not retry it unchanged; "
                  f"ask the user how to proceed or choose another approach.")

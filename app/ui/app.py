@@ -213,6 +213,8 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         self.exit_session: tuple[str, int] | None = None  # (id, messages) of the session open at quit
         self._waiting: list[str] = []  # messages sent before the session was ready, sent once it is
         self._early_keys: list[events.Event] | None = []  # input that came before the prompt had the focus
+        self.custom_commands: list = []  # app.engine.custom_commands.CustomCommand, from Markdown files
+        self._command_problems: list[str] = []
 
     # -- layout ---------------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -263,6 +265,7 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         prompt.cursor_blink = self.cursor_blink
         prompt.slash_arguments = self.slash_arguments
         prompt.wants_files = self.want_files
+        prompt.slash_extra = self.custom_completions
         prompt.focus()
         self._q("#new-output").display = False
         self._q("#completions").display = False
@@ -317,6 +320,7 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
             self.call_from_thread(self._session_held, held, route_name)
             return
         prewarm_in_background(choice.route.provider)
+        self._command_problems = self.refresh_custom_commands()
         self.call_from_thread(self._engine_opened, engine, choice, resumed)
 
     def _session_held(self, held, route_name: str | None) -> None:
@@ -346,6 +350,8 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
                                   title="lab model" if choice.lab else "route")
         for note in self.ready_notices:
             await chat.add_notice(note, code="app")
+        for problem in self._command_problems:
+            await chat.add_notice(display_line(problem), level="warn", code="commands", title="custom command")
         if resumed:
             session = engine.session
             await chat.add_notice(f"resumed “{session.title or session.id}” — {len(session.master)} messages",
@@ -533,17 +539,26 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         """The prompt has handed over its text. Nothing typed is lost: what cannot run now goes back
         into the prompt, and a message sent while the session opens waits and is sent when it is ready."""
         text = event.text.strip()
+        if text.startswith("#") and "\n" not in text:  # `# always run make check`: remember it (as Claude Code)
+            if not self.run_command("memory", text[1:].strip(), typed=True):
+                event.prompt.restore(event.text)
+            return
         if text.startswith("/") and not text.startswith("//"):
             try:
                 action_id, arg = parse_slash(text)
             except SlashError as exc:
+                custom = self.custom_command(text)
+                if custom is not None:
+                    if not self.run_custom(custom, text.partition(" ")[2]):
+                        event.prompt.restore(event.text)
+                    return
                 event.prompt.restore(event.text)
                 self._command_notice(str(exc), level="warn")
                 return
             if not self.run_command(action_id, arg, typed=True):
                 event.prompt.restore(event.text)
             return
-        message = text[1:] if text.startswith("//") else event.text
+        message = text[1:] if text.startswith(("//", "\\#")) else event.text  # `//x`, `\#x`: sent as typed
         if self.engine is None:
             if self.open_error:
                 event.prompt.restore(event.text)
@@ -554,6 +569,7 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
             self._show_waiting()
             return
         if self.engine.session.read_only:
+            event.prompt.restore(event.text)
             self.notify(read_only_notice(self.engine.session.id), severity="warning", timeout=8)
             return
         if self.busy:
@@ -646,17 +662,21 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         self._last_interrupt = now
         self.notify("Press Ctrl+C again to quit (or Ctrl+Q)", timeout=INTERRUPT_QUIT_WINDOW_S)
 
-    async def approve_tool(self, name: str, args: dict, why: str) -> bool:
-        """The engine's approver: an inline approve/deny in the tool's block."""
-        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+    async def approve_tool(self, name: str, args: dict, why: str) -> bool | str:
+        """The engine's approver: an inline bar in the tool's block — yes, always for this session,
+        always for this project (the answer names the rule the engine then remembers), no."""
+        future: asyncio.Future[bool | str] = asyncio.get_running_loop().create_future()
         self.post_message(ApprovalAsked(display(name), display_data(args), display(why), future))
         return await future
 
     def on_approval_asked(self, message: ApprovalAsked) -> None:
         if message.future.done():
             return
+        from app.engine.permissions import suggest_rule
+
         try:
-            block = self.chat.ask_approval(message.name, message.why, message.future)
+            block = self.chat.ask_approval(message.name, message.why, message.future,
+                                           remember=suggest_rule(message.name, message.args, self.workspace))
         except NoMatches:  # quitting
             message.future.cancel()
             return
@@ -787,8 +807,14 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
             from app.lab.model import GRAMMAR
 
             grammar = GRAMMAR
+        self.refresh_custom_commands()
+        commands = [(c.slash + (f" {c.argument_hint}" if c.argument_hint else ""), c.description, c.source)
+                    for c in self.custom_commands]
+        rules = self.engine.permissions.listing() if self.engine is not None else []
         self.push_screen(HelpScreen(help_markdown(focused_help=focused_help, bindings=bindings,
-                                                  lab_grammar=grammar, keymap_file=str(config_path()))))
+                                                  lab_grammar=grammar, keymap_file=str(config_path()),
+                                                  custom_commands=commands, permissions=rules,
+                                                  approval_mode=self.settings.approval)))
 
     def prefill_prompt(self, text: str) -> None:
         self.prompt.set_text(text)
@@ -884,6 +910,98 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         title, rows = engine_report(engine)
         await self.chat.add_report(title, rows)
 
+    async def _cmd_undo(self, _arg: str) -> None:
+        await self.engine.undo()  # its notice says which files came back
+
+    def _cmd_rewind_to(self, _arg: str) -> None:
+        from app.ui.screens.rewind import RewindScreen
+
+        self.push_screen(RewindScreen(self.engine.rewind_points(), now=self.clock), callback=self._rewind_chosen)
+
+    def _rewind_chosen(self, choice: tuple[str, bool] | None) -> None:
+        if choice is not None:
+            self.run_worker(self._rewind(*choice), group="command", exit_on_error=False, name="rewind")
+
+    async def _rewind(self, message_id: str, files: bool) -> None:
+        """Back to just before a prompt: the chat shows the conversation as it was, the prompt holds that
+        prompt again (edit and send it), and the files come back too when asked."""
+        engine = self.engine
+        kept = engine.view_before(message_id)
+        await self.chat.clear_all()
+        await self.chat.render_history(kept)
+        prompt, _restored = await engine.rewind_to(message_id, files=files)
+        self.prefill_prompt(prompt.text)
+
+    def _cmd_init(self, _arg: str) -> None:
+        from app.engine.project_init import init_prompt
+
+        self.send(init_prompt(self.workspace))
+
+    async def _cmd_memory(self, text: str) -> None:
+        engine = self.engine
+        if text:
+            try:
+                engine.remember(text)  # one short append
+            except OSError as exc:
+                await self.chat.add_notice(f"could not add it to the instructions: {exc}", level="error",
+                                           code="memory")
+            return
+        from app.engine.instructions import memory_file
+
+        loaded = engine.instructions
+        rows = [(display_line(str(f.path)), f"{format_size(f.bytes)} · " + {
+                    "global": "yours, every project", "project": "this project"}.get(
+                    f.scope, f"imported by {display_line(f.imported_by.name if f.imported_by else '?')}"))
+                for f in loaded.files]
+        rows += [("problem", display_line(p)) for p in loaded.problems]
+        rows.append(("/memory TEXT", f"adds a line to {display_line(str(memory_file(engine.workspace)))} "
+                                     f"(as does a prompt starting with #)"))
+        title = (f"instructions — {format_size(loaded.bytes)} of the system prompt" if loaded.files
+                 else "instructions — no AGENTS.md or CLAUDE.md yet (/init writes one)")
+        await self.chat.add_report(title, rows)
+
+    def _cmd_permissions(self, _arg: str) -> None:
+        from app.ui.screens.permissions import PermissionsScreen
+
+        engine = self.engine
+        self.push_screen(PermissionsScreen(engine.permissions.listing(), engine.permissions.problems,
+                                           mode=self.settings.approval, workspace=str(engine.workspace)))
+
+    # -- custom commands ----------------------------------------------------------------------------------
+    def refresh_custom_commands(self) -> list[str]:
+        """Read the Markdown command files again (they may be added while bulkhead runs); what was skipped."""
+        from app.engine.custom_commands import discover
+        from app.ui.commands import ACTIONS
+
+        self.custom_commands, problems = discover(self.workspace, reserved=[a.slash for a in ACTIONS if a.slash])
+        return problems
+
+    def custom_completions(self) -> list[tuple[str, str]]:
+        return [(command.slash, display_line(f"{command.argument_hint + ' — ' if command.argument_hint else ''}"
+                                             f"{command.description} ({command.source})"))
+                for command in self.custom_commands]
+
+    def custom_command(self, text: str):
+        """The custom command `text` names (read the files again when it names none)."""
+        word = text.split(maxsplit=1)[0].lstrip("/")
+        for attempt in range(2):
+            for command in self.custom_commands:
+                if command.name == word:
+                    return command
+            if attempt == 0:
+                self.refresh_custom_commands()
+        return None
+
+    def run_custom(self, command, arguments: str) -> bool:
+        """Send a custom command's prompt (its file's text, `$ARGUMENTS` filled in); False when it cannot run now."""
+        reason = "the session is still opening" if self.engine is None else (
+            "a turn is running (Esc cancels it)" if self.busy else "")
+        if reason:
+            self.notify(f"{command.slash}: {reason} — your command is back in the prompt", severity="warning")
+            return False
+        self.send(command.expand(arguments))
+        return True
+
     def _cmd_retry(self, _arg: str) -> None:
         self.running = "turn"
         self.busy = True
@@ -914,6 +1032,8 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         await self.chat.add_report("cost — this session", rows)
 
     async def _cmd_context(self, _arg: str) -> None:
+        from app.engine.payload import describe_floor
+
         r = self.engine.context_report()
         share = f" ({r['predicted_bytes'] / r['effective_cap']:.0%} of the cap)" if r["effective_cap"] else ""
         if r["effective_cap"]:
@@ -929,7 +1049,7 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
                        f"({r['bytes_per_token']:.2f} bytes/token)"),
             ("messages", f"{r['messages_in_view']:,} in the view · {r['messages_in_master']:,} in the master log"),
             ("views", f"{r['views_stacked']} stacked (/rewind compact pops one)"),
-            ("floor", f"{format_size(r['floor_bytes'])} (system prompt + tools)"),
+            ("floor", f"{format_size(r['floor_bytes'])} ({describe_floor(r['floor_parts'])})"),
         ]
         if r.get("context_engine") == "provider":
             rows.append(("engine", f"provider — {r['native_compaction']}, from {r['compact_threshold']:,} tokens"

@@ -69,7 +69,8 @@ class Chat(VerticalScroll, can_focus=True):
 - **↑ / ↓** (or **k / j**): move the cursor between messages
 - **c**: copy the message under the cursor · **b**: copy a code block (again for the next one)
 - **Enter**: fold or unfold a tool block
-- **y / n**: approve or deny the pending tool call
+- **y / n**: approve or deny the pending tool call · **a** / **p**: approve it and allow the same call
+  for the rest of the session / in this project from now on (saved in `.bulkhead/settings.toml`)
 - **End** (or **G**): jump to the latest output and follow it · **Home** (or **g**): the top
 - **Esc** or **i**: back to the prompt
 """
@@ -82,6 +83,10 @@ class Chat(VerticalScroll, can_focus=True):
         Binding("enter,space", "toggle_item", "Fold", tooltip="Fold or unfold a tool block", id="chat.toggle"),
         Binding("y", "approve(True)", "Approve", tooltip="Approve the pending tool call", id="chat.approve"),
         Binding("n", "approve(False)", "Deny", tooltip="Deny the pending tool call", id="chat.deny"),
+        Binding("a", "approve('session')", "Always (session)", id="chat.always_session",
+                tooltip="Approve the pending call and allow it for the rest of the session"),
+        Binding("p", "approve('project')", "Always (project)", id="chat.always_project",
+                tooltip="Approve the pending call and allow it in this project (.bulkhead/settings.toml)"),
         Binding("end,G", "jump_latest", "Latest", show=False, id="chat.latest"),
         Binding("home,g", "jump_top", "Top", show=False, id="chat.top"),
         Binding("escape,i", "leave", "Prompt", show=False, id="chat.leave"),
@@ -460,11 +465,13 @@ class Chat(VerticalScroll, can_focus=True):
                 return
 
     # -- approvals ----------------------------------------------------------------------------------------
-    def ask_approval(self, name: str, why: str, future: asyncio.Future[bool]) -> ToolBlock | None:
-        """Attach an approval prompt to the newest unanswered block of tool `name`."""
+    def ask_approval(self, name: str, why: str, future: asyncio.Future[bool | str],
+                     remember: str = "") -> ToolBlock | None:
+        """Attach an approval prompt to the newest unanswered block of tool `name` (`remember`: the rule
+        "always" keeps)."""
         for block in reversed(self.tool_blocks()):
             if block.tool_name == name and not block.decision and not block.pending:
-                block.ask(why, future)
+                block.ask(why, future, remember)
                 block.collapsed = False
                 block._sync()
                 self.cursor = self.items.index(block)
@@ -487,7 +494,7 @@ class Chat(VerticalScroll, can_focus=True):
             return self.pending_approval() is not None
         return True
 
-    def action_approve(self, approved: bool) -> None:
+    def action_approve(self, approved: bool | str) -> None:
         block = self.pending_approval()
         if block is None:
             self.app.bell()

@@ -19,12 +19,12 @@ import re
 from rich.console import RenderableType
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Horizontal
+from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Button, Static
 
-from app.textsafe import display
+from app.textsafe import display, display_line
 from app.ui.answer_view import AnswerView
 
 _CODE_BLOCK_RE = re.compile(r"^(```+|~~~+)[^\n]*\n(.*?)^\1[ \t]*$", re.M | re.S)
@@ -243,8 +243,9 @@ class ToolBlock(ChatItem):
         self.done = False
         self.stopped = False  # the turn was cancelled before the tool finished (its process was killed)
         self.collapsed = True
-        self._future: asyncio.Future[bool] | None = None
+        self._future: asyncio.Future[bool | str] | None = None
         self._why = ""
+        self.remember = ""  # the allow rule "always" would keep, e.g. Bash(make test)
 
     @property
     def pending(self) -> bool:
@@ -253,10 +254,19 @@ class ToolBlock(ChatItem):
     def compose(self) -> ComposeResult:
         yield Static(self._header(), classes="tool-header")
         yield Static(self._body(), classes="tool-body", markup=False)
-        with Horizontal(classes="approval-bar"):
+        with Vertical(classes="approval-bar"):
             yield Static("", classes="approval-why", markup=False)
-            yield Button("Approve (y)", variant="success", classes="approve", compact=True)
-            yield Button("Deny (n)", variant="error", classes="deny", compact=True)
+            with Horizontal(classes="approval-buttons"):
+                yield from self._approval_buttons()
+
+    @staticmethod
+    def _approval_buttons() -> ComposeResult:
+        yield Button("Approve (y)", variant="success", classes="approve", compact=True)
+        yield Button("Session (a)", classes="always-session", compact=True,
+                     tooltip="Approve, and allow this exact call for the rest of the session")
+        yield Button("Project (p)", classes="always-project", compact=True,
+                     tooltip="Approve, and allow this exact call in this project from now on (.bulkhead/settings.toml)")
+        yield Button("Deny (n)", variant="error", classes="deny", compact=True)
 
     def on_mount(self) -> None:
         self._sync()
@@ -303,7 +313,9 @@ class ToolBlock(ChatItem):
         self.set_class(self.pending, "-pending")
         self.set_class(self.is_error or self.stopped or self.decision in ("denied", "cancelled"), "-failed")
         if self.pending:
-            self.query_one(".approval-why", Static).update(f"? {display(self._why)}")
+            remember = (f"\n  a / p: also allow {display_line(self.remember)} for this session / in this project"
+                        if self.remember else "")
+            self.query_one(".approval-why", Static).update(f"? {display(self._why)}{remember}")
 
     def toggle(self) -> None:
         self.collapsed = not self.collapsed
@@ -315,9 +327,10 @@ class ToolBlock(ChatItem):
             self.toggle()
 
     # -- approval ------------------------------------------------------------------------------------
-    def ask(self, why: str, future: asyncio.Future[bool]) -> None:
+    def ask(self, why: str, future: asyncio.Future[bool | str], remember: str = "") -> None:
         self._why = why
         self._future = future
+        self.remember = remember
         future.add_done_callback(lambda f: self._on_future_done(f))
         self._sync()
 
@@ -327,20 +340,24 @@ class ToolBlock(ChatItem):
             self.reason = "the turn was cancelled"
         self._sync()
 
-    def answer(self, approved: bool) -> bool:
-        """Resolve the pending approval; False when there was none."""
+    def answer(self, approved: bool | str) -> bool:
+        """Resolve the pending approval — True (once), "session" or "project" (always), False (no);
+        False when there was none."""
         if not self.pending:
             return False
         assert self._future is not None
         self._future.set_result(approved)
         self.decision = "approved" if approved else "denied"
+        if approved in ("session", "project"):
+            self.reason = f"always ({'this session' if approved == 'session' else 'this project'}): {self.remember}"
         self._sync()
-        self.post_message(self.Resolved(self, approved))
+        self.post_message(self.Resolved(self, bool(approved)))
         return True
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
-        self.answer(event.button.has_class("approve"))
+        answers = {"approve": True, "always-session": "session", "always-project": "project", "deny": False}
+        self.answer(next(answer for cls, answer in answers.items() if event.button.has_class(cls)))
 
     # -- engine events --------------------------------------------------------------------------------
     def stop(self) -> None:

@@ -11,12 +11,15 @@ now and a slash command that cannot run says why instead of failing.
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.markup import escape
+
+from app.textsafe import display_line
 
 if TYPE_CHECKING:
     from app.ui.app import BulkheadApp
@@ -94,6 +97,22 @@ def _not_busy(app: BulkheadApp) -> str:
     return "a turn is running (Esc cancels it)" if app.busy else ""
 
 
+def _can_undo(app: BulkheadApp) -> str:
+    reason = _need_idle(app)
+    if reason:
+        return reason
+    return "" if app.engine.checkpoints.last_turn() is not None else \
+        "no file change to undo (write_file and edit_file changes are checkpointed; shell commands are not)"
+
+
+def _can_rewind_to(app: BulkheadApp) -> str:
+    reason = _need_idle(app)
+    if reason:
+        return reason
+    return "" if any(m.role == "user" and m.meta.origin == "user" for m in app.engine.session.master) else \
+        "no prompt to go back to yet"
+
+
 def _can_reset_cap(app: BulkheadApp) -> str:
     reason = _need_idle(app)
     if reason:
@@ -128,6 +147,12 @@ ACTIONS: tuple[Action, ...] = (
            "/compact", "/compact [instructions]", _can_compact),
     Action("rewind", "session", "rewind compact", "Restore the view before the last compaction",
            "/rewind", "/rewind compact", _can_rewind),
+    Action("rewind_to", "session", "rewind to a prompt",
+           "Back to just before one of your prompts — the conversation, and the files if you choose",
+           "/rewind", "/rewind", _can_rewind_to),
+    Action("undo", "files", "undo the last turn's changes",
+           "Restore the files the last turn changed (write_file, edit_file) and say which", "/undo", "/undo",
+           _can_undo),
     Action("retry", "turn", "retry", "Ask again for the last answer (failed, partial or complete)",
            "/retry", "/retry", _can_retry),
     Action("new", "session", "new", "Start a fresh session on this route (this one stays resumable: F5)",
@@ -153,6 +178,13 @@ ACTIONS: tuple[Action, ...] = (
            lambda app: "a turn is running (Esc cancels it)" if app.busy else ""),
     Action("export", "session", "export", "Write the session as Markdown (and HAR) to its folder",
            "/export", "/export", _need_engine),
+    Action("init", "project", "write AGENTS.md", "Ask the model to write a starter AGENTS.md for this project",
+           "/init", "/init", _need_idle),
+    Action("memory", "project", "remember a line", "Add a line to the project's AGENTS.md (no text: list the "
+           "instruction files in the system prompt)", "/memory", "/memory [TEXT]", _need_idle),
+    Action("permissions", "permissions", "show rules",
+           "Every permission rule in force (allow, ask, deny) and the file it comes from", "/permissions",
+           "/permissions", _need_engine),
     Action("help", "help", "show", "Keys, slash commands and the lab grammar", "/help", "/help"),
     Action("quit", "app", "quit", "Quit bulkhead (the session stays resumable: bulkhead -c)", "/quit", "/quit"),
     Action("probe", "gateway", "probe this route", "Find the largest request body this route's gateway accepts",
@@ -170,7 +202,9 @@ BY_ID = {action.id: action for action in ACTIONS}
 
 SLASH_COMPLETIONS: tuple[tuple[str, str], ...] = (
     ("/compact", "summarize older history now — /compact [instructions]"),
+    ("/rewind", "back to before one of your prompts (optionally the files too)"),
     ("/rewind compact", "restore the view before the last compaction"),
+    ("/undo", "restore the files the last turn changed"),
     ("/retry", "ask again for the last answer (partial or complete)"),
     ("/new", "start a fresh session; this one stays resumable (F5)"),
     ("/clear", "the same as /new: a fresh session, this one kept"),
@@ -184,6 +218,9 @@ SLASH_COMPLETIONS: tuple[tuple[str, str], ...] = (
     ("/mcp", "MCP servers: state, tools, definition bytes — /mcp restart NAME"),
     ("/sessions", "browse and resume sessions"),
     ("/export", "write the session as Markdown (and HAR)"),
+    ("/init", "ask the model to write a starter AGENTS.md"),
+    ("/memory", "add a line to AGENTS.md — /memory TEXT (or start a prompt with #)"),
+    ("/permissions", "the permission rules in force and where they come from"),
     ("/help", "keys, commands and the lab grammar"),
     ("/exit", "quit bulkhead (also /quit, Ctrl+Q)"),
     ("/quit", "quit bulkhead"),
@@ -195,9 +232,10 @@ MAX_ARGUMENT_COMPLETIONS = 8
 
 
 def complete_slash(text: str, arguments: Callable[[str], list[tuple[str, str]]] | None = None,
-                   ) -> list[tuple[str, str]]:
+                   extra: Sequence[tuple[str, str]] = ()) -> list[tuple[str, str]]:
     """Completions for what the prompt holds: `/co` → /compact, /cost, /context; with `arguments`
-    (command → its values and help), `/model w` → /model work and `/recall 3f` → /recall 3f2a…."""
+    (command → its values and help), `/model w` → /model work and `/recall 3f` → /recall 3f2a…;
+    `extra` adds more commands (the custom ones from Markdown files)."""
     if not text.startswith("/") or "\n" in text:
         return []
     lowered = text.lower()
@@ -206,8 +244,12 @@ def complete_slash(text: str, arguments: Callable[[str], list[tuple[str, str]]] 
         matches = [(f"{command.lower()} {value}", help_) for value, help_ in arguments(command.lower())
                    if value.lower().startswith(typed.lower()) and value != typed]
         return matches[:MAX_ARGUMENT_COMPLETIONS]
-    return [(word, help_) for word, help_ in SLASH_COMPLETIONS
-            if word.startswith(lowered) and word != lowered.rstrip()]
+    words = (*SLASH_COMPLETIONS, *extra)
+    longer = [(word, help_) for word, help_ in words
+              if word.lower().startswith(lowered) and word.lower() != lowered.rstrip()]
+    # `/rewind` is a command of its own besides `/rewind compact`: offered first, so Enter runs it
+    exact = [(word, help_) for word, help_ in words if word.lower() == lowered]
+    return exact[:1] + longer if longer and exact else longer
 
 
 class SlashError(ValueError):
@@ -222,8 +264,8 @@ def parse_slash(text: str) -> tuple[str, str]:
         return "compact", rest
     if word == "/rewind":
         if rest.lower() not in ("compact", ""):
-            raise SlashError("usage: /rewind compact")
-        return "rewind", ""
+            raise SlashError("usage: /rewind (choose a prompt) or /rewind compact")
+        return ("rewind", "") if rest else ("rewind_to", "")
     if word == "/cap":
         if not rest:
             return "context", ""
@@ -275,6 +317,13 @@ class BulkheadCommands(Provider):
                 hits.append((action.title, action.help, partial(app.prefill_prompt, action.usage.split()[0] + " ")))
             else:
                 hits.append((action.title, action.help, partial(app.run_command, action.id, "")))
+        if app.engine is not None and not app.busy:
+            for command in app.custom_commands:
+                takes_arguments = command.argument_hint or "$ARGUMENTS" in command.body or "$1" in command.body
+                run = (partial(app.prefill_prompt, command.slash + " ") if takes_arguments
+                       else partial(app.run_custom, command, ""))
+                # the palette reads help as markup: a description from a file is escaped (names cannot hold "[")
+                hits.append((f"command: {command.slash}", escape(display_line(command.description)), run))
         return hits
 
     async def discover(self) -> Hits:

@@ -115,6 +115,8 @@ class PromptArea(TextArea):
 - **↑** on the first line / **↓** on the last: previous / next prompt of this workspace
 - **/**: slash commands — **Tab** completes the highlighted one, ↑/↓ choose
 - **@path**: attach a file (or list a folder) of the workspace — fuzzy: `@clipy` finds `app/cli.py` (recent and shallow files first, nothing .gitignore'd); **Tab** takes the highlighted one
+  (`@shot.png`, or a pasted image path, attaches the image where the route takes images)
+- **# text** on one line: add it to the project's AGENTS.md (as `/memory text`)
 - **Esc** or **Ctrl+C**: cancel the running turn (idle, Ctrl+C clears the prompt; twice quits) · **Ctrl+O**: move into the chat to copy
 """
 
@@ -165,6 +167,8 @@ class PromptArea(TextArea):
         self.file_matcher: FuzzyPaths | None = None
         self.files_status = ""
         self.wants_files: Callable[[], None] | None = None
+        # More slash commands to offer (the custom ones from Markdown files); set by the app.
+        self.slash_extra: Callable[[], list[tuple[str, str]]] | None = None
 
     async def _on_key(self, event: events.Key) -> None:
         key = event.key
@@ -274,7 +278,8 @@ class PromptArea(TextArea):
         self.refresh_completions()
 
     def refresh_completions(self) -> None:
-        completions = complete_slash(self.text, self.slash_arguments)
+        completions = complete_slash(self.text, self.slash_arguments,
+                                     self.slash_extra() if self.slash_extra and self.text.startswith("/") else ())
         if not completions:
             word = self._mention_at_cursor()[0]
             completions = [c for c in self.complete_file(word) if c[0] != word] if word else []

@@ -164,8 +164,10 @@ async def test_learning_a_cap_switches_native_deferral_to_the_index(make_engine,
 
 
 async def test_floor_diagnosis_names_the_heaviest_servers():
-    from app.engine.payload import diagnose_floor
+    from app.engine.payload import diagnose_floor, floor_breakdown
 
-    verdict = diagnose_floor(400, 210_000, 215_000, 200_000, 412, mcp_servers={"big": 205_000, "demo": 2_300})
+    servers = {"big": 205_000, "demo": 2_300}
+    parts = floor_breakdown(system_bytes=400, builtin_tools_bytes=7_000, mcp_tools_bytes=207_300, mcp_servers=servers)
+    verdict = diagnose_floor(parts, 215_000, 200_000, mcp_servers=servers)
     assert verdict.fail_fast and "MCP servers big 200.2 KB, demo 2.2 KB" in verdict.message
     assert "enabled = false" in verdict.message

@@ -69,6 +69,8 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
 - The sparkline shows one column per request; `✗` marks a payload rejection (413, WAF block,
   dropped connection, context overflow), `!` another failure.
 - Context: estimated input tokens against the model's context window.
+- Floor: what every request carries and compaction never shrinks — the system prompt, your project
+  instructions (AGENTS.md / CLAUDE.md) and the tool definitions, with bytes for each.
 
 `/cap reset` forgets a learned cap; `/context` shows the same numbers in the chat.
 """
@@ -84,6 +86,8 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
         self.context_window: int | None = None
         self.messages: int | None = None
         self.provider_cleared: tuple[int, int, int] | None = None  # edits, tool results, tokens (this session)
+        self.floor: tuple = ()  # app.engine.payload.FloorPart of the last ViewChanged: the non-compactable base
+        self.floor_bytes: int | None = None
         self.warn_ratio = PREFLIGHT_RATIO
         self.window_warn_ratio = WINDOW_WARN_RATIO
         self.no_cap_warn_bytes = NO_CAP_WARN_BYTES
@@ -92,7 +96,6 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
         self.sparkline = SizeSparkline(SPARKLINE_SAMPLES, id="payload-sparkline")
         self._seen_requests: set[str] = set()
         self._detail_asked: tuple | None = None
-        self.floor: tuple = ()  # FloorPart of the last ViewChanged
 
     def compose(self) -> ComposeResult:
         yield Static(id="payload-next", classes="panel-line", markup=False)
@@ -127,18 +130,21 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
 
     @property
     def floor_label(self) -> str:
-        """`floor 9.1 KB · tools: 7.4 KB, of which MCP: 2.6 KB (deferred)` — shown when MCP tools are in
-        play (the floor is what compaction cannot shrink)."""
-        from app.engine.payload import MCP_PART, describe_tools
+        """`Floor 9.6 KB: system prompt 512 B · instructions 1.2 KB · tools (built-in) 7.0 KB`, and when MCP
+        tools are in play `· tools: 7.4 KB, of which MCP: 2.6 KB (deferred from 311.7 KB)` (the floor is
+        what compaction cannot shrink)."""
+        from app.engine.payload import FLOOR_LABELS, MCP_PART, describe_tools
 
-        parts = self.floor
-        if not any(getattr(p, "label", "") == MCP_PART for p in parts):
-            return ""
-        total = sum(p.bytes for p in parts if not p.label.startswith(f"{MCP_PART} "))
-        text = f"floor {format_size(total)} · {describe_tools(parts)}"
-        plan = self.engine.mcp_plan() if self.engine is not None and hasattr(self.engine, "mcp_plan") else None
-        if plan is not None and plan.deferred:
-            text += f" (deferred from {format_size(plan.full_bytes)})"
+        if self.floor_bytes is None:
+            return "Floor —"
+        parts = " · ".join(f"{p.label} {format_size(p.bytes)}" for p in self.floor
+                           if p.label in FLOOR_LABELS and p.bytes > 0)
+        text = f"Floor {format_size(self.floor_bytes)}" + (f": {parts}" if parts else "")
+        if any(p.label == MCP_PART for p in self.floor):
+            text += f" — {describe_tools(self.floor)}"
+            plan = self.engine.mcp_plan() if self.engine is not None and hasattr(self.engine, "mcp_plan") else None
+            if plan is not None and plan.deferred:
+                text += f" (deferred from {format_size(plan.full_bytes)})"
         return text
 
     # -- events ----------------------------------------------------------------------------------------
@@ -160,12 +166,13 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
             self.messages = event.messages
             self.context_tokens = event.context_tokens
             self.context_window = event.context_window
+            if event.floor_bytes is not None:
+                self.floor, self.floor_bytes = event.floor, event.floor_bytes
             if event.effective_cap != self.cap_bytes or event.cap_source != self.cap_source:
                 self.cap_detail = _SOURCE_WORDS.get(event.cap_source, event.cap_source)
                 self._detail_asked = None
             self.cap_bytes = event.effective_cap
             self.cap_source = event.cap_source if event.effective_cap else "none"
-            self.floor = tuple(event.floor)
             self._refresh_cap_detail()
             self.sync()
         elif isinstance(event, RequestFinished):
@@ -213,6 +220,8 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
                 edits = report.get("provider_edits") or {}
                 if edits.get("edits"):
                     self.provider_cleared = (edits["edits"], edits["tool_results"], edits["tokens"])
+                self.floor = tuple(report.get("floor_parts", ()))
+                self.floor_bytes = report.get("floor_bytes")
         self._refresh_cap_detail()
         self._load_history()
         self.sync()
@@ -271,8 +280,7 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
     def copy_text(self) -> str:
         if not self.ready:
             return ""
-        lines = [str(self.query_one("#payload-next", Static).render()), self.cap_label,
-                 *([self.floor_label] if self.floor_label else []),
+        lines = [str(self.query_one("#payload-next", Static).render()), self.cap_label, self.floor_label,
                  str(self.query_one("#payload-spark-title", Static).render()),
                  str(self.query_one("#payload-context", Static).render())]
         sizes = ", ".join(format_size(s.bytes) + (f" ({s.kind})" if s.kind else "") for s in self.samples[-20:])
@@ -307,9 +315,7 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
             else:
                 next_line.update(f"Next request {format_size(predicted)} {against}{messages}")
         self.query_one("#payload-cap", Static).update(self.cap_label)
-        floor = self.query_one("#payload-floor", Static)
-        floor.display = bool(self.floor_label)
-        floor.update(self.floor_label)
+        self.query_one("#payload-floor", Static).update(self.floor_label)
         self.sparkline.set_cap(self.cap_bytes)
         self._sync_spark_title()
         context = self.query_one("#payload-context", Static)

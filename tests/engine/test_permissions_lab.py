@@ -1,0 +1,114 @@
+"""Permission rules in real turns against the lab: deny wins, allow skips the prompt, outside the
+workspace asks unless a rule names the path, and "always" answers are remembered."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+
+
+def asker(answer):
+    asked: list[tuple[str, str]] = []
+
+    async def approve(name, args, why):
+        asked.append((name, why))
+        return answer
+
+    approve.asked = asked
+    return approve
+
+
+async def test_an_allow_rule_runs_a_command_without_asking(make_harness):
+    approve = asker(False)
+    h = make_harness(approver=approve, permissions={"allow": ("Bash(echo:*)",)})
+
+    await h.engine.submit("!shell echo allowed-by-rule")
+
+    assert approve.asked == []
+    assert "allowed-by-rule" in h.session.master[2].tool_results[0].content
+    decision = h.of_type("tool_approval")[0]
+    assert decision.decision == "auto" and "Bash(echo:*)" in decision.reason
+
+
+async def test_deny_wins_even_in_never_ask_mode_and_over_an_allow(make_harness):
+    approve = asker(True)
+    h = make_harness(approver=approve, approval="never-ask",
+                     permissions={"allow": ("Bash",), "deny": ("Bash(rm:*)",)})
+    target = h.engine.workspace / "keep.txt"
+    target.write_text("precious")
+
+    await h.engine.submit("!shell rm keep.txt")
+
+    assert target.exists() and approve.asked == []
+    result = h.session.master[2].tool_results[0]
+    assert result.is_error and "permission settings" in result.content and "Bash(rm:*)" in result.content
+
+
+async def test_an_ask_rule_asks_even_in_never_ask_mode(make_harness):
+    approve = asker(False)
+    h = make_harness(approver=approve, approval="never-ask", permissions={"ask": ("Bash(git push:*)",)})
+    await h.engine.submit("!shell git push origin main")
+    assert approve.asked and "ask rule Bash(git push:*)" in approve.asked[0][1]
+
+
+async def test_outside_the_workspace_asks_unless_a_rule_names_the_path(make_harness, tmp_path):
+    outside = tmp_path / "outside.txt"
+    outside.write_text("beyond the workspace\n")
+    approve = asker(False)
+    h = make_harness(approver=approve, permissions={"allow": ("Read",)})  # a bare rule names no path
+    await h.engine.submit(f"!read {outside}")
+    assert len(approve.asked) == 1 and "outside the workspace" in approve.asked[0][1]
+
+    approve = asker(False)
+    h = make_harness(approver=approve, permissions={"allow": (f"Read(/{outside})",)})  # `//abs/path`
+    await h.engine.submit(f"!read {outside}")
+    assert approve.asked == []
+    assert "beyond the workspace" in h.session.master[2].tool_results[0].content
+
+
+async def test_always_for_this_session_stops_asking_for_that_command(make_harness):
+    approve = asker("session")
+    h = make_harness(approver=approve)
+
+    await h.engine.submit("!shell echo one")
+    await h.engine.submit("!shell echo one")
+    await h.engine.submit("!shell echo two")
+
+    assert [why.split(":")[0] for _name, why in approve.asked] == ["shell runs a shell command (approval mode "
+                                                                   "auto-read)"] * 2  # the first and `echo two`
+    assert ("allow", "Bash(echo one)", "this session") in h.engine.permissions.listing()
+    assert not (h.engine.workspace / ".bulkhead").exists()  # nothing written for a session rule
+
+
+async def test_always_for_this_project_is_saved_and_read_by_the_next_session(make_harness):
+    approve = asker("project")
+    h = make_harness(approver=approve)
+
+    await h.engine.submit("!shell echo saved")
+
+    settings = h.engine.workspace / ".bulkhead" / "settings.toml"
+    assert tomllib.loads(settings.read_text())["permissions"]["allow"] == ["Bash(echo saved)"]
+    notice = [e.text for e in h.of_type("notice") if e.code == "permissions"][-1]
+    assert "Bash(echo saved)" in notice and "settings.toml" in notice
+    later = asker(False)
+    h2 = make_harness(approver=later)
+    await h2.engine.submit("!shell echo saved")
+    assert later.asked == [] and "saved" in h2.session.master[2].tool_results[0].content
+
+
+async def test_claude_code_settings_apply_unchanged(make_harness):
+    approve = asker(False)
+    h = make_harness(approver=approve)
+    claude = h.engine.workspace / ".claude"
+    claude.mkdir()
+    (claude / "settings.json").write_text(json.dumps({"permissions": {"allow": ["Bash(echo:*)"],
+                                                                      "deny": ["Read(./.env)"]}}))
+    (h.engine.workspace / ".env").write_text("API_KEY=not-for-the-model\n")
+    h2 = make_harness(approver=approve)  # a new engine reads the project's settings
+
+    await h2.engine.submit("!shell echo from-claude-settings\n!read .env")
+
+    results = [r for m in h2.session.master for r in m.tool_results]
+    assert "from-claude-settings" in results[0].content
+    assert results[1].is_error and "not-for-the-model" not in results[1].content
+    assert approve.asked == []
