@@ -23,7 +23,7 @@ async def test_an_agents_md_marker_reaches_the_request_and_the_floor_breakdown(m
     model_requests = [r for r in lab.requests() if r.get("operation") == "generate"]
     assert model_requests and MARKER in model_requests[-1]["system_tail"]
     view = h.of_type("view")[-1]
-    floor = dict(view.floor)
+    floor = {part.label: part.bytes for part in view.floor}
     assert list(floor) == ["system prompt", "instructions", "tools (built-in)"]
     instructions = load_instructions(h.engine.workspace, max_bytes=h.engine.settings.instructions_max_bytes)
     assert floor["instructions"] >= instructions.bytes  # JSON escaping only adds
@@ -36,7 +36,7 @@ async def test_an_agents_md_marker_reaches_the_request_and_the_floor_breakdown(m
 async def test_without_instruction_files_the_request_is_unchanged(make_harness, lab):
     h = make_harness()
     await h.engine.submit("hello")
-    assert [label for label, _ in h.of_type("view")[-1].floor] == ["system prompt", "tools (built-in)"]
+    assert [part.label for part in h.of_type("view")[-1].floor] == ["system prompt", "tools (built-in)"]
     assert h.engine.system == h.engine.base_system
 
 

@@ -23,7 +23,8 @@ def touch(root: Path, relative: str, mtime: float = NOW - 30 * 86400) -> None:
     os.utime(path, (mtime, mtime))
 
 
-def tree(root: Path) -> Path:
+def tree(base: Path) -> Path:
+    root = base / "repo"  # not the test's own folder (it holds the test's empty config.toml)
     for relative in ("app/cli.py", "app/config.py", "app/ui/app.py", "README.md", "tests/test_cli.py",
                      "app/__pycache__/cli.cpython-311.pyc", "node_modules/left-pad/index.js",
                      "build/out.log", ".github/workflows/ci.yml"):
@@ -61,8 +62,8 @@ def test_outside_git_the_walk_skips_generated_folders(tmp_path: Path, monkeypatc
 def test_max_files_truncates_and_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("app.engine.file_index.shutil.which", lambda name: None)
     for n in range(30):
-        touch(tmp_path, f"f{n}.txt")
-    index = build_file_index(tmp_path, max_files=10, now=lambda: NOW)
+        touch(tmp_path / "repo", f"f{n}.txt")
+    index = build_file_index(tmp_path / "repo", max_files=10, now=lambda: NOW)
     assert index.truncated and index.files == 10
 
 
