@@ -408,6 +408,13 @@ class _Problems:
             return False, None
 
 
+def _shown_number(value: Any, meta: Mapping[str, Any]) -> str:
+    """A number as the error shows it; an integer too long for a float is shown by its digit count."""
+    if isinstance(value, int) and abs(value) >= 10**18:
+        return f"{str(value)[:6]}… ({len(str(abs(value)))} digits)"
+    return format_size(value) if str(meta.get("kind", "")).startswith("size") else f"{value:g}"
+
+
 def _check_range(value: Any, key: str, where: str, meta: Mapping[str, Any]) -> None:
     """A value outside its key's range is an error that says the range (e.g. compact_threshold = 1.5)."""
     if value is None or isinstance(value, str):
@@ -417,8 +424,8 @@ def _check_range(value: Any, key: str, where: str, meta: Mapping[str, Any]) -> N
     too_high = high is not None and value > high
     if not (too_low or too_high):
         return
-    shown = format_size(value) if str(meta.get("kind", "")).startswith("size") else f"{value:g}"
-    bound = lambda v: format_size(v) if str(meta.get("kind", "")).startswith("size") else f"{v:g}"  # noqa: E731
+    shown = _shown_number(value, meta)
+    bound = lambda v: _shown_number(v, meta)  # noqa: E731
     if above is not None and high is not None:
         wanted = f"more than {bound(above)} and at most {bound(high)}"
         if high == 1 and above == 0:

@@ -58,31 +58,29 @@ def plan_lines(plan: Any, budget: int | None, budget_source: str) -> list[str]:
             f"{format_size(plan.sent_bytes)} sent; {share}"]
 
 
-def engine_report(engine: Any) -> tuple[str, list[tuple[str, Any]]]:
-    """`/mcp`: (title, rows) for the chat's report."""
-    from rich.text import Text
-
+def engine_report(engine: Any) -> tuple[str, list[tuple[str, str]]]:
+    """`/mcp`: (title, rows) for the chat's report; plain strings, which the report shows as text, never markup."""
     mcp = engine.mcp
     if mcp is None or not mcp.connections:
         return ("MCP servers — none configured",
-                [("how", Text("add [mcp_servers.NAME] to config.toml (command/args/env, or url) or a .mcp.json "
-                              "to the workspace"))])
+                [("how", "add [mcp_servers.NAME] to config.toml (command/args/env, or url) or a .mcp.json "
+                         "to the workspace")])
     floor = engine.floor_sizes()
     plan = engine.mcp_plan()
     per_server = dict(floor.mcp_servers)
-    rows: list[tuple[str, Any]] = []
+    rows: list[tuple[str, str]] = []
     for status in mcp.statuses():
-        rows.append((display_line(status.name), Text(f"{STATE_MARKS.get(status.state, ' ')} "
-                                                      + status_line(status, per_server.get(status.name)))))
-        rows.extend(("", Text(line)) for line in detail_lines(status))
+        rows.append((display_line(status.name),
+                     f"{STATE_MARKS.get(status.state, ' ')} " + status_line(status, per_server.get(status.name))))
+        rows.extend(("", line) for line in detail_lines(status))
     budget, _byte_budget = engine.mcp_budgets()
     cap = engine.cap_info()
     source = f"mcp_defer_ratio {engine.settings.mcp_defer_ratio:.0%} of " + (
         f"the {cap.source} cap" if cap.bytes and cap.bytes <= engine.usable_window_tokens() * engine.bytes_per_token
         else "the context window")
-    rows.extend(("definitions", Text(line)) for line in plan_lines(plan, budget, source))
-    rows.append(("per request", Text(f"tools {format_size(floor.tools_bytes)}, of which MCP "
-                                     f"{format_size(floor.mcp_bytes)}")))
+    rows.extend(("definitions", line) for line in plan_lines(plan, budget, source))
+    rows.append(("per request", f"tools {format_size(floor.tools_bytes)}, of which MCP "
+                                f"{format_size(floor.mcp_bytes)}"))
     ready = sum(1 for s in mcp.statuses() if s.state == "ready")
     return f"MCP servers — {ready} of {len(mcp.connections)} ready", rows
 

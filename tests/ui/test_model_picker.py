@@ -73,6 +73,7 @@ async def test_model_flag_overrides_for_one_run(lab, tmp_path):
 
 def test_print_mode_takes_model(tmp_path):
     """`bulkhead -p hello -m lab-1-mini` on the built-in lab: the session records that model."""
+    (tmp_path / "c.toml").write_text("")
     env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")}
     env.update(PYTHONPATH=str(REPO), BULKHEAD_HOME=str(tmp_path / "home"), BULKHEAD_CONFIG=str(tmp_path / "c.toml"))
     done = subprocess.run([sys.executable, "-m", "app", "-p", "hello", "-m", "lab-1-mini", "--json"],

@@ -40,7 +40,7 @@ async def test_agents_md_reaches_the_request_and_the_payload_panel_breaks_the_fl
         await send(pilot, "hello")
         assert MARKER in lab.requests()[-1]["system_tail"]
         payload = app.inspector.payload
-        parts = dict(payload.floor)
+        parts = {part.label: part.bytes for part in payload.floor}
         floor = app.engine.floor_sizes()
         assert parts == {part.label: part.bytes for part in floor.parts}
         assert f"instructions {format_size(parts['instructions'])}" in payload.floor_label

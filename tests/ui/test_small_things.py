@@ -80,12 +80,8 @@ async def test_command_feedback_stays_in_the_transcript(lab, tmp_path):
         assert app.prompt.text == "/nope"  # back in the prompt to fix
         app.prompt.set_text("")
         await send(pilot, "hello")
-        await submit(pilot, "/retry")
-        await until(pilot, lambda: len(app.chat.notices("command")) == 2, "the /retry notice")
-        assert app.chat.notices("command")[-1].text == "/retry: the last answer is complete"
-        app.prompt.set_text("")
         await submit(pilot, "/model")
-        await until(pilot, lambda: len(app.chat.notices("command")) == 3, "the /model notice")
+        await until(pilot, lambda: len(app.chat.notices("command")) == 2, "the /model notice")
         assert "only one route is configured" in app.chat.notices("command")[-1].text
 
 
