@@ -380,11 +380,7 @@ async def run_app(args, url: str, workspace: Path) -> dict:
     results: dict = {}
     try:
         async with app.run_test(size=SIZE) as pilot:
-            try:  # `--resume` first writes a 2 MiB / 4,000-message session (`bench.common.synthetic_session`, through
-`Session.append`) and opens the app on it (`BulkheadApp(resume=ID)`): the same phases, measured in a long
-session (each request then carries the whole 2 MiB history to the paced server).
-
-Textual captures stdout/stderr while it runs: say what went wrong on the real stderr
+            try:  # Textual captures stdout/stderr while it runs: say what went wrong on the real stderr
                 await measure(args, url, app, pilot, results)
             except BaseException:
                 import traceback
