@@ -153,6 +153,8 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
                 show=False, id="app.cancel"),
         Binding("ctrl+c", "interrupt", "Interrupt", priority=True, show=False, id="app.interrupt",
                 tooltip="Cancel the running turn; else copy the selection or clear the prompt; twice quits"),
+        Binding("ctrl+f", "find", "Find", tooltip="Find text anywhere in the conversation (/find)", show=False,
+                priority=True, id="app.find"),
         Binding("ctrl+o,f6", "focus_chat", "Chat", tooltip="Move into the chat to copy or fold (Esc returns)",
                 id="app.chat"),
         Binding("ctrl+end,alt+down", "jump_latest", "Latest", tooltip="Jump to the newest output and follow it",
@@ -1336,6 +1338,14 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
 
     def _cmd_jump_latest(self, _arg: str) -> None:
         self.action_jump_latest()
+
+    async def _cmd_find(self, text: str) -> None:
+        said = await self.chat.find(text)
+        self.notify(said, title="find", timeout=6)
+
+    def action_find(self) -> None:
+        """Ctrl+F: the prompt holds `/find ` (the last query again, to step to the next older match)."""
+        self.prefill_prompt(f"/find {self.chat.find_query}".rstrip() + " ")
 
     def _cmd_copy_last(self, _arg: str) -> None:
         self.copy(self.chat_last_answer(), "the last answer")

@@ -195,6 +195,8 @@ ACTIONS: tuple[Action, ...] = (
     Action("toggle_inspector", "inspector", "hide / show", "Hide or show the inspector (F2)", "", ""),
     Action("widen_inspector", "inspector", "widen / narrow", "Give the inspector more room (F3)", "", ""),
     Action("jump_latest", "chat", "jump to latest", "Scroll to the newest output and follow it (End)", "", ""),
+    Action("find", "chat", "find", "Find text anywhere in the conversation, on screen or not (Ctrl+F)",
+           "/find", "/find TEXT", needs_arg=True),
     Action("copy_last", "chat", "copy last answer", "Copy the last answer (OSC 52 + system clipboard)", "", "",
            lambda app: "" if app.chat_last_answer() else "no answer yet"),
 )
@@ -221,6 +223,7 @@ SLASH_COMPLETIONS: tuple[tuple[str, str], ...] = (
     ("/init", "ask the model to write a starter AGENTS.md"),
     ("/memory", "add a line to AGENTS.md — /memory TEXT (or start a prompt with #)"),
     ("/permissions", "the permission rules in force and where they come from"),
+    ("/find", "find text anywhere in the conversation — /find TEXT (Ctrl+F; again: the next older match)"),
     ("/help", "keys, commands and the lab grammar"),
     ("/exit", "quit bulkhead (also /quit, Ctrl+Q)"),
     ("/quit", "quit bulkhead"),
