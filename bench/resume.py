@@ -78,8 +78,9 @@ async def _child(session_id: str, workspace: str, scroll: bool) -> dict:
     frames: list[float] = []
     result: dict = {}
     start = time.perf_counter()
-    app = BulkheadApp(load_settings(), resume=session_id or None, workspace=workspace, cursor_blink=False,
-                      keymap={})
+    app = BulkheadApp(
+        load_settings(), resume=session_id or None, workspace=workspace, cursor_blink=False, keymap={}
+    )
     original_display = app._display
 
     def display(screen, renderable):
@@ -173,15 +174,25 @@ async def _scroll_back(app, pilot, frames: list[float]) -> dict:
     await task
     window = [f for f in frames if start <= f <= end]
     frame_gaps = [(b - a) * 1000 for a, b in zip(window, window[1:], strict=False)]
-    return {"scroll_presses": presses, "scroll_s": end - start, "scroll_loop_gap_max_ms": max(gaps, default=0.0),
-            "scroll_frame_gap_max_ms": max(frame_gaps, default=0.0), "scroll_reached_top": chat.scroll_y <= 0,
-            "scroll_items_shown": len(chat.items)}
+    return {
+        "scroll_presses": presses,
+        "scroll_s": end - start,
+        "scroll_loop_gap_max_ms": max(gaps, default=0.0),
+        "scroll_frame_gap_max_ms": max(frame_gaps, default=0.0),
+        "scroll_reached_top": chat.scroll_y <= 0,
+        "scroll_items_shown": len(chat.items),
+    }
 
 
 def run_child(home: Path, session_id: str, scroll: bool) -> dict:
-    done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", session_id or "-",
-                           "1" if scroll else "0"],
-                          env=isolated_env(home), capture_output=True, text=True, timeout=600, cwd=home)
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--child", session_id or "-", "1" if scroll else "0"],
+        env=isolated_env(home),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=home,
+    )
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     if done.returncode or not lines:
         raise RuntimeError(f"child failed ({done.returncode}): {done.stderr[-1500:]}")
@@ -201,10 +212,14 @@ def build_sessions(home: Path, sessions) -> dict[str, tuple[str, int, int]]:
     for label, size_mb, messages in sessions:
         session = Session.create(store, route="lab", provider="lab", model="lab-1", workspace=str(home))
         if messages:
-            for message in synthetic_session(size_mb, messages)[1:]:  # the engine brings its own system prompt
+            for message in synthetic_session(size_mb, messages)[
+                1:
+            ]:  # the engine brings its own system prompt
                 session.append(message)
-        stored = store.query("SELECT coalesce(sum(length(CAST(parts AS BLOB))), 0) FROM messages "
-                             "WHERE session_id = ?", (session.id,))[0][0]
+        stored = store.query(
+            "SELECT coalesce(sum(length(CAST(parts AS BLOB))), 0) FROM messages WHERE session_id = ?",
+            (session.id,),
+        )[0][0]
         built[label] = (session.id, messages, stored)
     store.close()
     return built
@@ -227,55 +242,85 @@ def main(argv: list[str] | None = None) -> int:
         (home / "config.toml").write_text("")
         started = time.perf_counter()
         built = build_sessions(home, sessions)
-        out.text(f"resume: fresh processes, BulkheadApp(resume=…) in run_test {SIZE[0]}×{SIZE[1]}, lab route; "
-                 f"sessions written in {time.perf_counter() - started:.0f} s; median of {runs} runs; {machine_note()}")
+        out.text(
+            f"resume: fresh processes, BulkheadApp(resume=…) in run_test {SIZE[0]}×{SIZE[1]}, lab route; "
+            f"sessions written in {time.perf_counter() - started:.0f} s; median of {runs} runs; {machine_note()}"
+        )
         for _ in range(runs):
             for label, _mb, _n in sessions:
                 r = run_child(home, built[label][0], label == SCROLL_SESSION)
                 for key, value in r.items():
                     results.setdefault(label, {}).setdefault(key, []).append(value)
-    m = {label: {k: (median(v) if isinstance(v[0], int | float) and not isinstance(v[0], bool) else v[-1])
-                 for k, v in r.items()} for label, r in results.items()}
+    m = {
+        label: {
+            k: (median(v) if isinstance(v[0], int | float) and not isinstance(v[0], bool) else v[-1])
+            for k, v in r.items()
+        }
+        for label, r in results.items()
+    }
     base = m["empty"]
-    out.text(f"{'session':<10} {'stored':>8} {'ready ms':>9} {'×empty':>7} {'key→frame p50/p99 ms':>21} "
-             f"{'×empty p50/p99':>15} {'RSS +MB':>8} {'×size':>6} {'items':>6}")
+    out.text(
+        f"{'session':<10} {'stored':>8} {'ready ms':>9} {'×empty':>7} {'key→frame p50/p99 ms':>21} "
+        f"{'×empty p50/p99':>15} {'RSS +MB':>8} {'×size':>6} {'items':>6}"
+    )
     for label, _mb, n in sessions:
         r = m[label]
         stored = built[label][2]
         rss_delta = (r["rss_kb"] - base["rss_kb"]) / 1024
         size_mb = stored / 2**20
-        record = {"session": label, "messages": n, "stored_mb": round(size_mb, 2), "ready_ms": round(r["ready_ms"], 1),
-                  "ready_ratio": round(ratio(r["ready_ms"], base["ready_ms"]), 2),
-                  "key_frame_p50_ms": round(r["key_frame_p50_ms"], 2), "key_frame_p99_ms": round(r["key_frame_p99_ms"], 2),
-                  "key_p50_ratio": round(ratio(r["key_frame_p50_ms"], base["key_frame_p50_ms"]), 2),
-                  "key_p99_ratio": round(ratio(r["key_frame_p99_ms"], base["key_frame_p99_ms"]), 2),
-                  "rss_mb": round(r["rss_kb"] / 1024, 1), "rss_growth_mb": round(rss_delta, 1),
-                  "rss_growth_per_size": round(rss_delta / size_mb, 2) if n else None, "chat_items": r["chat_items"]}
-        for key in ("scroll_presses", "scroll_s", "scroll_loop_gap_max_ms", "scroll_frame_gap_max_ms",
-                    "scroll_reached_top", "scroll_items_shown"):
+        record = {
+            "session": label,
+            "messages": n,
+            "stored_mb": round(size_mb, 2),
+            "ready_ms": round(r["ready_ms"], 1),
+            "ready_ratio": round(ratio(r["ready_ms"], base["ready_ms"]), 2),
+            "key_frame_p50_ms": round(r["key_frame_p50_ms"], 2),
+            "key_frame_p99_ms": round(r["key_frame_p99_ms"], 2),
+            "key_p50_ratio": round(ratio(r["key_frame_p50_ms"], base["key_frame_p50_ms"]), 2),
+            "key_p99_ratio": round(ratio(r["key_frame_p99_ms"], base["key_frame_p99_ms"]), 2),
+            "rss_mb": round(r["rss_kb"] / 1024, 1),
+            "rss_growth_mb": round(rss_delta, 1),
+            "rss_growth_per_size": round(rss_delta / size_mb, 2) if n else None,
+            "chat_items": r["chat_items"],
+        }
+        for key in (
+            "scroll_presses",
+            "scroll_s",
+            "scroll_loop_gap_max_ms",
+            "scroll_frame_gap_max_ms",
+            "scroll_reached_top",
+            "scroll_items_shown",
+        ):
             if key in r:
                 record[key] = round(r[key], 1) if isinstance(r[key], float) else r[key]
-        out.record(record, f"{label:<10} {size_mb:>6.1f}MB {r['ready_ms']:>9.0f} {fmt_ratio(record['ready_ratio']):>7} "
-                           f"{r['key_frame_p50_ms']:>10.1f}/{r['key_frame_p99_ms']:<10.1f} "
-                           f"{fmt_ratio(record['key_p50_ratio']):>7}/{fmt_ratio(record['key_p99_ratio']):<7} "
-                           f"{rss_delta:>+8.1f} {(fmt_ratio(record['rss_growth_per_size']) if n else '—'):>6} "
-                           f"{r['chat_items']:>6}")
+        out.record(
+            record,
+            f"{label:<10} {size_mb:>6.1f}MB {r['ready_ms']:>9.0f} {fmt_ratio(record['ready_ratio']):>7} "
+            f"{r['key_frame_p50_ms']:>10.1f}/{r['key_frame_p99_ms']:<10.1f} "
+            f"{fmt_ratio(record['key_p50_ratio']):>7}/{fmt_ratio(record['key_p99_ratio']):<7} "
+            f"{rss_delta:>+8.1f} {(fmt_ratio(record['rss_growth_per_size']) if n else '—'):>6} "
+            f"{r['chat_items']:>6}",
+        )
     s = m[SCROLL_SESSION]
-    out.text(f"scroll back ({SCROLL_SESSION}): {s['scroll_presses']} PageUp in {s['scroll_s']:.1f} s, longest loop gap "
-             f"{fmt_ms(s['scroll_loop_gap_max_ms'])} ms, longest frame gap {fmt_ms(s['scroll_frame_gap_max_ms'])} ms; "
-             f"top reached: {s['scroll_reached_top']}; items shown then: {s['scroll_items_shown']}")
+    out.text(
+        f"scroll back ({SCROLL_SESSION}): {s['scroll_presses']} PageUp in {s['scroll_s']:.1f} s, longest loop gap "
+        f"{fmt_ms(s['scroll_loop_gap_max_ms'])} ms, longest frame gap {fmt_ms(s['scroll_frame_gap_max_ms'])} ms; "
+        f"top reached: {s['scroll_reached_top']}; items shown then: {s['scroll_items_shown']}"
+    )
     big, many = m["10MB/800"], m["2MB/4000"]
     big_size = built["10MB/800"][2] / 2**20
-    out.headline("resume a long session in the TUI (lab route, 160×48)",
-                 f"ready: empty {fmt_ms(base['ready_ms'])} ms, 10 MB/800 {fmt_ms(big['ready_ms'])} ms, "
-                 f"2 MB/4,000 {fmt_ms(many['ready_ms'])} ms; key→frame p99 {fmt_ms(many['key_frame_p99_ms'])} ms in "
-                 f"4,000 (empty {fmt_ms(base['key_frame_p99_ms'])}); PageUp to the top of 4,000: max frame gap "
-                 f"{fmt_ms(s['scroll_frame_gap_max_ms'])} ms, {s['scroll_items_shown']} items",
-                 f"ready ×empty {fmt_ratio(ratio(big['ready_ms'], base['ready_ms']))} / "
-                 f"{fmt_ratio(ratio(many['ready_ms'], base['ready_ms']))}; key p99 ×empty "
-                 f"{fmt_ratio(ratio(many['key_frame_p99_ms'], base['key_frame_p99_ms']))}; RSS +"
-                 f"{(big['rss_kb'] - base['rss_kb']) / 1024:.0f} MB = "
-                 f"{fmt_ratio((big['rss_kb'] - base['rss_kb']) / 1024 / big_size)} the 10 MB session")
+    out.headline(
+        "resume a long session in the TUI (lab route, 160×48)",
+        f"ready: empty {fmt_ms(base['ready_ms'])} ms, 10 MB/800 {fmt_ms(big['ready_ms'])} ms, "
+        f"2 MB/4,000 {fmt_ms(many['ready_ms'])} ms; key→frame p99 {fmt_ms(many['key_frame_p99_ms'])} ms in "
+        f"4,000 (empty {fmt_ms(base['key_frame_p99_ms'])}); PageUp to the top of 4,000: max frame gap "
+        f"{fmt_ms(s['scroll_frame_gap_max_ms'])} ms, {s['scroll_items_shown']} items",
+        f"ready ×empty {fmt_ratio(ratio(big['ready_ms'], base['ready_ms']))} / "
+        f"{fmt_ratio(ratio(many['ready_ms'], base['ready_ms']))}; key p99 ×empty "
+        f"{fmt_ratio(ratio(many['key_frame_p99_ms'], base['key_frame_p99_ms']))}; RSS +"
+        f"{(big['rss_kb'] - base['rss_kb']) / 1024:.0f} MB = "
+        f"{fmt_ratio((big['rss_kb'] - base['rss_kb']) / 1024 / big_size)} the 10 MB session",
+    )
     return 0
 
 

@@ -67,7 +67,7 @@ class DraftWriter:
         if len(parts) < self._parts_seen:  # a new list: a new stream
             self._parts_seen = 0
         if self._parts_seen < len(parts):
-            self._tail += "".join(parts[self._parts_seen:])
+            self._tail += "".join(parts[self._parts_seen :])
             self._parts_seen = len(parts)
         if len(self._tail) < DRAFT_FLUSH_CHARS:
             return
@@ -88,7 +88,7 @@ class DraftWriter:
                 self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
             view = memoryview(data)
             while view:
-                view = view[os.write(self._fd, view):]
+                view = view[os.write(self._fd, view) :]
             self.bytes_written += len(data)
             self._unsynced += len(data)
             if self._unsynced >= DRAFT_FSYNC_CHARS:
@@ -114,5 +114,5 @@ def leftover_drafts(folder: Path) -> list[tuple[str, Path]]:
     """(message id, path) of every draft a crashed process left in a session folder."""
     found = []
     for path in sorted(folder.glob(f"{DRAFT_PREFIX}*.txt")):
-        found.append((path.stem[len(DRAFT_PREFIX):], path))
+        found.append((path.stem[len(DRAFT_PREFIX) :], path))
     return found

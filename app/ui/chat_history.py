@@ -76,8 +76,9 @@ def entries_from_messages(messages: Iterable[EngineMessage]) -> list[HistoryEntr
             text = "".join(p.text for p in message.parts if isinstance(p, TextPart))
             if text:
                 partial = message.meta.partial
-                entries.append(HistoryEntry("assistant", text,
-                                            lambda t=text, p=partial: AssistantItem(t, partial=p)))
+                entries.append(
+                    HistoryEntry("assistant", text, lambda t=text, p=partial: AssistantItem(t, partial=p))
+                )
             for call in message.parts:
                 if isinstance(call, ToolCall):
                     state = _ToolState(call.id, call.name, dict(call.args))
@@ -99,10 +100,20 @@ def entries_from_messages(messages: Iterable[EngineMessage]) -> list[HistoryEntr
 def entry_of(item: ChatItem) -> HistoryEntry:
     """An item leaving the screen as an entry that builds an equal item again."""
     if isinstance(item, ToolBlock):
-        state = _ToolState(item.call_id, item.tool_name, item.args, decision=item.decision or "auto",
-                           reason=item.reason, done=item.done, stopped=item.stopped or not item.done,
-                           is_error=item.is_error, result=item.result, chars=item.chars,
-                           spill_path=item.spill_path, collapsed=item.collapsed)
+        state = _ToolState(
+            item.call_id,
+            item.tool_name,
+            item.args,
+            decision=item.decision or "auto",
+            reason=item.reason,
+            done=item.done,
+            stopped=item.stopped or not item.done,
+            is_error=item.is_error,
+            result=item.result,
+            chars=item.chars,
+            spill_path=item.spill_path,
+            collapsed=item.collapsed,
+        )
         return _tool_entry(state)
     if isinstance(item, AssistantItem):
         text, partial = item.raw, item.partial
@@ -112,8 +123,9 @@ def entry_of(item: ChatItem) -> HistoryEntry:
         return HistoryEntry("user", text, lambda: UserItem(text, origin=origin))
     if isinstance(item, NoticeItem):
         text, level, code, title = item.text, item.level, item.code, item.title
-        return HistoryEntry("notice", item.copy_text(),
-                            lambda: NoticeItem(text, level=level, code=code, title=title))
+        return HistoryEntry(
+            "notice", item.copy_text(), lambda: NoticeItem(text, level=level, code=code, title=title)
+        )
     if isinstance(item, ReportItem):
         title, rows = item.title, list(item.rows)
         return HistoryEntry("report", item.copy_text(), lambda: ReportItem(title, rows))

@@ -21,8 +21,11 @@ def long_session(tmp_path) -> str:
         session.append(Message.create("user", f"prompt number {i}: look at module {i}", turn=i + 1))
         call = ToolCall(f"call_{i}", "read_file", {"path": f"app/module_{i}.py"})
         session.append(Message.create("assistant", [call], turn=i + 1))
-        session.append(Message.create("tool", [ToolResult(call.id, f"contents of module {i} — marker-{i}-end")],
-                                      turn=i + 1))
+        session.append(
+            Message.create(
+                "tool", [ToolResult(call.id, f"contents of module {i} — marker-{i}-end")], turn=i + 1
+            )
+        )
         session.append(Message.create("assistant", f"answer number {i}: module {i} is fine", turn=i + 1))
     store.close()
     return session.id

@@ -22,7 +22,7 @@ def stream(writer: DraftWriter, text: str, delta: int = 16) -> list[str]:
     parts: list[str] = []
     chars = 0
     for i in range(0, len(text), delta):
-        parts.append(text[i:i + delta])
+        parts.append(text[i : i + delta])
         chars += len(parts[-1])
         writer.update(parts, chars)
     return parts
