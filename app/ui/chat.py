@@ -511,8 +511,8 @@ class Chat(VerticalScroll, can_focus=True):
         mounted = self.items
         if older <= position < older + len(mounted):
             item = mounted[position - older]
-        elif self._answer is not None or self.pending_approval() is not None:
-            # A stream or an approval is live at the end: page in down to the match instead of re-windowing.
+        elif self._answer is not None or any(b.pending or not (b.done or b.stopped) for b in self.tool_blocks()):
+            # A stream, a running tool or an approval is live: page in down to the match instead of re-windowing.
             while position < len(self._older):
                 self._paging = True
                 await self._page_older(len(self._older) - position)
