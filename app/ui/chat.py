@@ -513,15 +513,20 @@ class Chat(VerticalScroll, can_focus=True):
             item = mounted[position - older]
         elif self._answer is not None or any(b.pending or not (b.done or b.stopped) for b in self.tool_blocks()):
             # A stream, a running tool or an approval is live: page in down to the match instead of re-windowing.
-            while position < len(self._older):
+            if position < older:
                 self._paging = True
-                await self._page_older(len(self._older) - position)
-            item = self.items[0] if position >= len(self._older) else None
-            if position >= older + len(mounted):
-                while self._newer and position >= len(self._older) + len(self.items):
+                widgets = await self._page_older(older - position)
+                item = widgets[0] if widgets else None
+            else:
+                item = None
+                while self._newer and item is None:
+                    before = len(self._older) + len(self.items)
                     self._paging = True
-                    await self._page_newer()
-            item = self.items[position - len(self._older)]
+                    widgets = await self._page_newer()
+                    if before <= position < before + len(widgets):
+                        item = widgets[position - before]
+                    elif not widgets:
+                        break
         else:
             item = await self._rewindow(position)
         if item is None:
