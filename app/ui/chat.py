@@ -12,7 +12,7 @@
   does not follow, new content below shows the "↓ new output" marker.
 - Only a window of the conversation is mounted (see `app.ui.chat_history`): a resumed session mounts
   its last `chat_window_items` items and keeps the rest as entries without widgets, paged in
-  (`chat_window_items` at a time) as the user scrolls up to them; items scrolled far out of a live
+  (a third of `chat_window_items` at a time) as the user scrolls up to them; items scrolled far out of a live
   session (past `RENDER_BUDGET`) become entries again. `/find` (Ctrl+F) searches every item, on
   screen or not, and brings the match into view; the store keeps everything (/export).
 - Engine events are dispatched by type (`handle` is a `functools.singledispatchmethod`).
@@ -395,11 +395,16 @@ class Chat(VerticalScroll, can_focus=True):
             self._paging = True
             self.call_later(self._page_newer)
 
+    @property
+    def page_items(self) -> int:
+        """Items paged in per step while scrolling: a third of the window (a short stall per page)."""
+        return max(10, self.window_items // 3)
+
     async def _page_older(self, count: int | None = None) -> list[ChatItem]:
-        """Mount the last `count` (a window's worth) older entries above the mounted items, keeping what
+        """Mount the last `count` (a page's worth) older entries above the mounted items, keeping what
         is on screen where it is."""
         try:
-            count = min(len(self._older), count or self.window_items)
+            count = min(len(self._older), count or self.page_items)
             if not count:
                 return []
             entries, self._older = self._older[-count:], self._older[:-count]
@@ -434,7 +439,7 @@ class Chat(VerticalScroll, can_focus=True):
 
     async def _page_newer(self, count: int | None = None) -> list[ChatItem]:
         try:
-            count = min(len(self._newer), count or self.window_items)
+            count = min(len(self._newer), count or self.page_items)
             if not count:
                 return []
             entries, self._newer = self._newer[:count], self._newer[count:]

@@ -46,7 +46,7 @@ class _ToolState:
     collapsed: bool = True
 
     def build(self) -> ToolBlock:
-        block = ToolBlock(self.call_id, self.name, self.args)
+        block = ToolBlock(self.call_id, self.name, self.args, approvable=False)
         block.decision, block.reason = self.decision, self.reason
         block.done, block.stopped, block.is_error = self.done, self.stopped, self.is_error
         block.result, block.chars, block.spill_path = self.result, self.chars, self.spill_path
