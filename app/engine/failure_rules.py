@@ -254,6 +254,17 @@ def _drop_unproven_detail(case: Case, hits: Sequence[Hit]) -> str:
             "gateway cap; `bulkhead probe` finds it)")
 
 
+def _tls_detail(case: Case, hits: Sequence[Hit]) -> str:
+    """The certificate hint names what the failing route's SDK reads, and bulkhead's own `ca_bundle`."""
+    from app.ca_bundle import SDK_NAMES, sdk_reads
+
+    said = "TLS verification failed: the server's certificate is not trusted (a proxy re-signing traffic?)"
+    if case.provider in SDK_NAMES:
+        return (f"{said}; set ca_bundle in config.toml to its CA bundle, or {sdk_reads(case.provider)}, "
+                f"which {SDK_NAMES[case.provider]} reads")
+    return f"{said}; set ca_bundle in config.toml to its CA bundle (bulkhead hands it to every provider's SDK)"
+
+
 def _server_detail(case: Case, hits: Sequence[Hit]) -> str:
     return f"{case.status} from the {'gateway' if case.html else 'server'}" + _title_of(case)
 
@@ -321,9 +332,7 @@ BUILT_IN_RULES: tuple[Rule, ...] = (
          detail="the proxy wants credentials (407 while opening the tunnel)"),
     Rule("net.tls-verify", OTHER, 875, (NO_HTTP_ANSWER, any_of(
         phrase(TLS_FAILURE, label="TLS"), ExceptionClass(TLS_FAILURE_CLASSES, chain=True))),
-         unless=(API_EVENT,), transient=False, headline="Could not connect",
-         detail="TLS verification failed (a proxy re-signing traffic? set SSL_CERT_FILE or REQUESTS_CA_BUNDLE "
-                "to its CA)"),
+         unless=(API_EVENT,), transient=False, headline="Could not connect", detail=_tls_detail),
     Rule("net.connect-failed", OTHER, 870, (NO_HTTP_ANSWER, any_of(
         phrase(CONNECT_RE, label="connect"), ExceptionClass(CONNECT_FAILURE_CLASSES, chain=True))),
          unless=(API_EVENT,), transient=True, headline="Could not connect",

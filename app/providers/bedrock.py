@@ -27,6 +27,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from app.ca_bundle import botocore_verify
 from app.config import Route, Settings
 from app.engine.costs import Usage
 from app.engine.messages import COMPACTION_SUMMARY_HEADER, Image, Message, Native, Text, ToolCall, ToolResult
@@ -255,7 +256,8 @@ class BedrockProvider(Provider):
             config = Config(retries={"total_max_attempts": 1}, read_timeout=self.settings.request_timeout,
                             connect_timeout=self.settings.connect_timeout, tcp_keepalive=True)
             client = session.client("bedrock-runtime", region_name=region,
-                                    endpoint_url=self.route.endpoint_url or None, config=config)
+                                    endpoint_url=self.route.endpoint_url or None, config=config,
+                                    verify=botocore_verify(self.route, self.settings))
             client.meta.events.register("before-send.bedrock-runtime.*", _before_send)
             client.meta.events.register("before-parse.bedrock-runtime.ConverseStream", _before_parse)
             self._client = client
@@ -314,7 +316,7 @@ class BedrockProvider(Provider):
             config = Config(retries={"total_max_attempts": 1}, read_timeout=self.settings.connect_timeout * 3,
                             connect_timeout=self.settings.connect_timeout)
             client = session.client("bedrock", region_name=region, endpoint_url=self._control_endpoint(),
-                                    config=config)
+                                    config=config, verify=botocore_verify(self.route, self.settings))
             try:
                 listed = []
                 for model in client.list_foundation_models(byOutputModality="TEXT").get("modelSummaries", []):
