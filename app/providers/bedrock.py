@@ -263,6 +263,19 @@ class BedrockProvider(Provider):
             self._client = client
             return client
 
+    def _fresh_connection(self) -> None:
+        """After a failed request the next one goes on a new connection (issue 22): a gateway that answered
+        413 before reading the whole body may read the rest as a new request and queue a stray reply (Caddy's
+        431) on the pooled connection. Closing the client closes its idle pooled connections; one still in use
+        is closed when it is given back. The next request makes a new client."""
+        with self._client_lock:
+            client, self._client = self._client, None
+        if client is not None:
+            try:
+                client.close()
+            except Exception:  # noqa: BLE001 - closing is best effort
+                pass
+
     async def aclose(self) -> None:
         client, self._client = self._client, None
         if client is not None:
@@ -293,6 +306,7 @@ class BedrockProvider(Provider):
         try:
             await asyncio.to_thread(work)
         except Exception as exc:  # noqa: BLE001 - every SDK failure becomes a ProviderError
+            await asyncio.to_thread(self._fresh_connection)
             raise bedrock_error(exc, exchange, in_stream=False) from exc
         return ProbeReply(exchange.status or 200, exchange.actual_bytes)
 
@@ -368,6 +382,7 @@ class BedrockProvider(Provider):
                         post("event", event)
                 post("end", None)
             except Exception as exc:  # noqa: BLE001 - handed to the event loop, wrapped there
+                self._fresh_connection()
                 post("error", exc)
             finally:
                 _THREAD.exchange = None
