@@ -265,6 +265,12 @@ def _tls_detail(case: Case, hits: Sequence[Hit]) -> str:
     return f"{said}; set ca_bundle in config.toml to its CA bundle (bulkhead hands it to every provider's SDK)"
 
 
+def _ca_bundle_detail(case: Case, hits: Sequence[Hit]) -> str:
+    """The route's CA bundle does not exist (`app.ca_bundle`): its own words (variable, path), once."""
+    said = case.message.split("CaBundleMissing: ", 1)[-1].strip().splitlines()[0]
+    return said.split(": ", 1)[1] if said.startswith("routes.") and ": " in said else said
+
+
 def _server_detail(case: Case, hits: Sequence[Hit]) -> str:
     return f"{case.status} from the {'gateway' if case.html else 'server'}" + _title_of(case)
 
@@ -317,6 +323,8 @@ def _upstream_detail(case: Case, hits: Sequence[Hit]) -> str:
 
 # Every built-in rule; priorities are unique (higher wins).
 BUILT_IN_RULES: tuple[Rule, ...] = (
+    Rule("net.ca-bundle-missing", OTHER, 905, (ExceptionClass(frozenset({"cabundlemissing"}), first_only=True),),
+         transient=False, headline="Could not connect", detail=_ca_bundle_detail),
     Rule("timeout", TIMEOUT, 900, (any_of(
         transport("timeout", line="transport: timeout"),
         ExceptionClass(TIMEOUT_CLASSES, first_only=True),

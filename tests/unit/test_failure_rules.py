@@ -285,3 +285,22 @@ def test_a_wrong_proxy_password_is_auth_too():
                               transport="connection")
     failure = classify(error)
     assert failure.kind == "auth" and not failure.transient
+
+
+def test_a_missing_bundle_met_after_route_setup_says_variable_path_and_does_not_exist(tmp_path, monkeypatch):
+    """`bulkhead probe` or a summarizer route builds its client without `choose_route`: same words, not retried."""
+    import asyncio
+
+    from app.config import Route, Settings
+    from app.engine.failures import classify
+    from app.providers.base import make_provider
+
+    missing = tmp_path / "corp.pem"
+    monkeypatch.setenv("SSL_CERT_FILE", str(missing))
+    provider = make_provider(Route(name="t", provider="openai", model="m", base_url="https://127.0.0.1:9/v1"),
+                             Settings(), "sk-FAKE")
+    with pytest.raises(Exception) as raised:
+        asyncio.run(provider.probe(10))
+    failure = classify(raised.value)
+    assert failure.rule_id == "net.ca-bundle-missing" and not failure.transient and "\n" not in failure.reason
+    assert f"SSL_CERT_FILE = {missing} does not exist" in failure.reason
