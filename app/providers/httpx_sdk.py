@@ -12,6 +12,7 @@ import asyncio
 import importlib
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import aclosing
 from typing import Any
 
 from app.providers.base import ProbeReply, Provider, ProviderError, Request, StreamEvent
@@ -128,8 +129,9 @@ class HttpxSdkProvider(Provider):
         client = None
         try:
             client = await self._acquire(exchange)
-            async for event in self._stream(client, exchange, request):
-                yield event
+            async with aclosing(self._stream(client, exchange, request)) as events:  # closed before the release
+                async for event in events:
+                    yield event
         except ProviderError:
             self._fresh_connection()
             raise
