@@ -28,8 +28,11 @@ HTTPX_VARIABLES = ("SSL_CERT_FILE", "SSL_CERT_DIR")
 BOTOCORE_VARIABLES = ("AWS_CA_BUNDLE",)
 SHARED_VARIABLES = ("REQUESTS_CA_BUNDLE", "SSL_CERT_FILE", "SSL_CERT_DIR", "AWS_CA_BUNDLE")
 _DIR_VARIABLES = frozenset({"SSL_CERT_DIR"})
-SDK_NAMES = {"anthropic": "the Anthropic SDK (httpx)", "openai": "the OpenAI SDK (httpx)",
-             "bedrock": "boto3 (botocore)"}
+SDK_NAMES = {
+    "anthropic": "the Anthropic SDK (httpx)",
+    "openai": "the OpenAI SDK (httpx)",
+    "bedrock": "boto3 (botocore)",
+}
 
 
 @dataclass(frozen=True)
@@ -47,13 +50,17 @@ class CaBundle:
     def problem(self, route_name: str, provider: str) -> str | None:
         """What is wrong with this bundle for `provider`, worded for the user; None when it is usable."""
         if provider == "bedrock" and os.path.isdir(self.path):
-            return (f"routes.{route_name}: {self.source} = {self.path} is a folder; Bedrock (botocore) takes one "
-                    "bundle file — point it at a PEM file with your proxy's CA")
+            return (
+                f"routes.{route_name}: {self.source} = {self.path} is a folder; Bedrock (botocore) takes one "
+                "bundle file — point it at a PEM file with your proxy's CA"
+            )
         if not self.exists:
             kind = "folder" if self.is_dir else "file"
-            return (f"routes.{route_name}: {self.source} = {self.path} does not exist (no such {kind}); "
-                    f"{provider} requests would fail TLS verification — point it at your proxy's CA bundle, "
-                    "or unset it")
+            return (
+                f"routes.{route_name}: {self.source} = {self.path} does not exist (no such {kind}); "
+                f"{provider} requests would fail TLS verification — point it at your proxy's CA bundle, "
+                "or unset it"
+            )
         return None
 
 
@@ -79,8 +86,14 @@ def _aws_profile_bundle(profile: str | None, env: Mapping[str, str]) -> CaBundle
     return CaBundle(os.path.expanduser(value), f"ca_bundle in AWS profile {name} ({path})")
 
 
-def resolve(provider: str, *, setting: str | None = None, setting_source: str = "ca_bundle in config.toml",
-            profile: str | None = None, env: Mapping[str, str] | None = None) -> CaBundle | None:
+def resolve(
+    provider: str,
+    *,
+    setting: str | None = None,
+    setting_source: str = "ca_bundle in config.toml",
+    profile: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> CaBundle | None:
     """The bundle a route of `provider` uses, or None for the SDK's default. See the module doc."""
     env = os.environ if env is None else env
     if provider == "lab":
@@ -107,9 +120,18 @@ def for_route(route: Any, settings: Any, env: Mapping[str, str] | None = None) -
     """`resolve` for a configured route."""
     env = os.environ if env is None else env
     setting = getattr(settings, "ca_bundle", None)
-    source = "BULKHEAD_CA_BUNDLE" if setting and env.get("BULKHEAD_CA_BUNDLE") == setting else "ca_bundle in config.toml"
-    return resolve(route.provider, setting=setting, setting_source=source, profile=getattr(route, "profile", None),
-                   env=env)
+    source = (
+        "BULKHEAD_CA_BUNDLE"
+        if setting and env.get("BULKHEAD_CA_BUNDLE") == setting
+        else "ca_bundle in config.toml"
+    )
+    return resolve(
+        route.provider,
+        setting=setting,
+        setting_source=source,
+        profile=getattr(route, "profile", None),
+        env=env,
+    )
 
 
 class CaBundleMissing(ValueError):

