@@ -11,7 +11,7 @@ environment, first match wins:
    `REQUESTS_CA_BUNDLE`, `SSL_CERT_FILE`, `SSL_CERT_DIR` (httpx only: botocore takes a file),
    `AWS_CA_BUNDLE`.
 
-Nothing found: each SDK keeps its own default (certifi's bundle). A bundle that does not exist is
+Nothing found: each SDK keeps its own default (httpx: the system's trust store; botocore: certifi's). A bundle that does not exist is
 a `ConfigError` at route setup (`problem`), before the first request.
 """
 
@@ -28,6 +28,11 @@ HTTPX_VARIABLES = ("SSL_CERT_FILE", "SSL_CERT_DIR")
 BOTOCORE_VARIABLES = ("AWS_CA_BUNDLE",)
 SHARED_VARIABLES = ("REQUESTS_CA_BUNDLE", "SSL_CERT_FILE", "SSL_CERT_DIR", "AWS_CA_BUNDLE")
 _DIR_VARIABLES = frozenset({"SSL_CERT_DIR"})
+DEFAULT_STORE = {
+    "anthropic": "the system's trust store",
+    "openai": "the system's trust store",
+    "bedrock": "certifi's bundle",
+}
 SDK_NAMES = {
     "anthropic": "the Anthropic SDK (httpx)",
     "openai": "the OpenAI SDK (httpx)",

@@ -130,14 +130,14 @@ def native_lines(settings, route) -> list[str]:
 
 def ca_bundle_line(settings, route) -> tuple[bool, str]:
     """Which CA bundle the route trusts and where that came from (`app.ca_bundle`); "" for the lab."""
-    from app.ca_bundle import SDK_NAMES, for_route
+    from app.ca_bundle import DEFAULT_STORE, SDK_NAMES, for_route
 
     if route.provider not in SDK_NAMES:
         return True, ""
     bundle = for_route(route, settings)
     sdk = SDK_NAMES[route.provider]
     if bundle is None:
-        return True, (f"CA bundle: {sdk}'s default (certifi); behind a TLS-inspecting proxy set ca_bundle "
+        return True, (f"CA bundle: {sdk}'s default ({DEFAULT_STORE[route.provider]}); behind a TLS-inspecting proxy set ca_bundle "
                       "in config.toml to its CA")
     problem = bundle.problem(route.name, route.provider)
     if problem:
