@@ -5,6 +5,7 @@ Each is `handler(app, arg)` registered in `app.ui.actions`.
 
 from __future__ import annotations
 
+from app.config import config_path
 from app.ui.actions import Host, handles
 
 
@@ -49,7 +50,6 @@ def open_help(app: Host) -> None:
     """F1: help for the focused pane, every key (as the keymap has it), the commands and the lab grammar."""
     from textual.binding import Binding
 
-    from app.config import config_path
     from app.ui.screens.help import HelpScreen, help_markdown
 
     focused_help = ""

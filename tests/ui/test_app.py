@@ -22,11 +22,11 @@ from app.engine.events import AnswerFinished, Compaction, Notice, TextDelta
 from app.state import State
 from app.ui.app import SDK_MODULES, BulkheadApp
 from app.ui.chat_items import AssistantItem, ReportItem, ToolBlock, UserItem, code_blocks
-from app.ui.palette import applicable_titles
-from app.ui.slash import complete_slash, parse_slash
 from app.ui.headless import ready, settle, until
 from app.ui.messages import EngineEvent
+from app.ui.palette import applicable_titles
 from app.ui.prompt import PromptHistory, history_path
+from app.ui.slash import complete_slash, parse_slash
 from tests.ui.conftest import lab_settings
 
 SIZE = (160, 48)

@@ -34,7 +34,7 @@ def clock() -> float:
 @pytest.fixture(autouse=True)
 def fixed_config_path(monkeypatch: pytest.MonkeyPatch) -> None:
     """The help screen names keys.toml beside config.toml: keep that path the same on every machine."""
-    monkeypatch.setattr("app.config.config_path", lambda: Path("/home/you/.config/bulkhead/config.toml"))
+    monkeypatch.setattr("app.ui.view_actions.config_path", lambda: Path("/home/you/.config/bulkhead/config.toml"))
 
 
 def make_app(settings, tmp_path, **kwargs) -> BulkheadApp:
