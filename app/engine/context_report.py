@@ -24,7 +24,9 @@ class ContextReport:
     predicted_bytes: int
     effective_cap: int | None
     cap_source: str  # configured | learned | assumed | none
-    cap_detail: str  # e.g. "learned 2026-11-29 10:02 from a waf_block rejection of 412.5 KB (Rejected by a WAF)"
+    cap_detail: (
+        str  # e.g. "learned 2026-11-29 10:02 from a waf_block rejection of 412.5 KB (Rejected by a WAF)"
+    )
     context_window: int
     estimated_tokens: int
     bytes_per_token: float

@@ -69,17 +69,21 @@ def _recovery(event: RecoveryStep) -> Description:
     sizes = ""
     if event.bytes_before is not None and event.bytes_after is not None:
         sizes = f" ({format_size(event.bytes_before)} → {format_size(event.bytes_after)})"
-    level = {"failed": "error", "exhausted": "error", "refused": "error", "not_smaller": "warn"}.get(event.outcome,
-                                                                                                    "info")
-    text = (f"L{event.level} attempt {event.attempt}/{event.max_attempts}: {event.outcome.replace('_', ' ')}{sizes}"
-            + (f" — {event.reason}" if event.reason else ""))
+    level = {"failed": "error", "exhausted": "error", "refused": "error", "not_smaller": "warn"}.get(
+        event.outcome, "info"
+    )
+    text = (
+        f"L{event.level} attempt {event.attempt}/{event.max_attempts}: {event.outcome.replace('_', ' ')}{sizes}"
+        + (f" — {event.reason}" if event.reason else "")
+    )
     return Description(text, level=level, code="recovery", title="recovery", mark="⛑")
 
 
 @describe.register
 def _retry(event: Retry) -> Description:
-    text = (f"{event.kind}: retry {event.attempt}/{event.max_attempts} in {event.delay_s:.1f} s"
-            + (f" — {event.reason}" if event.reason else ""))
+    text = f"{event.kind}: retry {event.attempt}/{event.max_attempts} in {event.delay_s:.1f} s" + (
+        f" — {event.reason}" if event.reason else ""
+    )
     return Description(text, code="retry", title="retry", mark="↻")
 
 
@@ -87,9 +91,13 @@ def _retry(event: Retry) -> Description:
 def _rejection(event: Rejection) -> Description:
     size = f", {format_size(event.bytes)}" if event.bytes else ""
     status = f"{event.status} " if event.status else ""
-    return Description(f"{status}{event.kind}{size}: {event.reason}" + (" — recovering" if event.recoverable else ""),
-                       level="warn" if event.recoverable else "error", code="rejection",
-                       title="rejected" if event.status is not None else "failed", mark="⚠")
+    return Description(
+        f"{status}{event.kind}{size}: {event.reason}" + (" — recovering" if event.recoverable else ""),
+        level="warn" if event.recoverable else "error",
+        code="rejection",
+        title="rejected" if event.status is not None else "failed",
+        mark="⚠",
+    )
 
 
 @describe.register
@@ -97,12 +105,21 @@ def _compaction(event: Compaction) -> Description:
     if event.outcome == "applied":
         archived = f", {len(event.archive_keys)} segment(s) archived" if event.archive_keys else ""
         level = f" L{event.level}" if event.level and event.method != f"L{event.level}" else ""
-        return Description(f"{event.method}{level}: {format_size(event.bytes_before)} → "
-                           f"{format_size(event.bytes_after)}, {event.messages_before} → "
-                           f"{event.messages_after} messages{archived} (/rewind compact undoes it)",
-                           code="compaction", title=f"compacted ({event.trigger})", mark="📦")
-    return Description(f"{event.method}: {event.outcome}", level="warn" if event.outcome == "failed" else "info",
-                       code="compaction", title=f"compaction ({event.trigger})", mark="📦")
+        return Description(
+            f"{event.method}{level}: {format_size(event.bytes_before)} → "
+            f"{format_size(event.bytes_after)}, {event.messages_before} → "
+            f"{event.messages_after} messages{archived} (/rewind compact undoes it)",
+            code="compaction",
+            title=f"compacted ({event.trigger})",
+            mark="📦",
+        )
+    return Description(
+        f"{event.method}: {event.outcome}",
+        level="warn" if event.outcome == "failed" else "info",
+        code="compaction",
+        title=f"compaction ({event.trigger})",
+        mark="📦",
+    )
 
 
 @describe.register
@@ -116,9 +133,13 @@ def _hook(event: HookRun) -> Description | None:
         return None
     lines = event.output.strip().splitlines()
     detail = f" — {lines[0][:HOOK_OUTPUT_CHARS]}" if lines else ""
-    return Description(f"{event.event} hook `{event.command}`: {event.decision}{detail}",
-                       level="warn" if event.decision in ("error", "timeout") else "info", code="hook",
-                       title="hook", mark="⚓")
+    return Description(
+        f"{event.event} hook `{event.command}`: {event.decision}{detail}",
+        level="warn" if event.decision in ("error", "timeout") else "info",
+        code="hook",
+        title="hook",
+        mark="⚓",
+    )
 
 
 @describe.register
@@ -131,29 +152,51 @@ def _tool_call(event: ToolCallStarted) -> Description:
 def _tool_approval(event: ToolApproval) -> Description | None:
     if event.decision != "denied":
         return None
-    return Description(f"{event.name} denied — {event.reason}", level="warn", code="tool", title="tool", mark="✖")
+    return Description(
+        f"{event.name} denied — {event.reason}", level="warn", code="tool", title="tool", mark="✖"
+    )
 
 
 @describe.register
 def _tool_result(event: ToolCallFinished) -> Description:
-    return Description(f"{event.name}: {event.chars:,} chars", level="error" if event.is_error else "info",
-                       code="tool", title="tool", mark="✖" if event.is_error else "✓")
+    return Description(
+        f"{event.name}: {event.chars:,} chars",
+        level="error" if event.is_error else "info",
+        code="tool",
+        title="tool",
+        mark="✖" if event.is_error else "✓",
+    )
 
 
 @describe.register
 def _mcp_server(event: McpServerChanged) -> Description:
     if event.state == "ready":
-        return Description(f"MCP server {event.name}: ready, {event.tools} tools", code="mcp", title="mcp", mark="⚙")
-    return Description(f"MCP server {event.name}: {event.state}" + (f" — {event.reason}" if event.reason else ""),
-                       level="warn" if event.state in ("failed", "error") else "info", code="mcp", title="mcp",
-                       mark="⚙")
+        return Description(
+            f"MCP server {event.name}: ready, {event.tools} tools", code="mcp", title="mcp", mark="⚙"
+        )
+    return Description(
+        f"MCP server {event.name}: {event.state}" + (f" — {event.reason}" if event.reason else ""),
+        level="warn" if event.state in ("failed", "error") else "info",
+        code="mcp",
+        title="mcp",
+        mark="⚙",
+    )
 
 
 @describe.register
 def _cap_learned(event: CapLearned) -> Description:
     if event.assumed:
-        return Description(f"assumed a cap of {format_size(event.cap_bytes)} for {event.endpoint} after a rejection "
-                           f"of unknown size", level="warn", code="cap", title="cap")
+        return Description(
+            f"assumed a cap of {format_size(event.cap_bytes)} for {event.endpoint} after a rejection "
+            f"of unknown size",
+            level="warn",
+            code="cap",
+            title="cap",
+        )
     rejected = f" from a rejection of {format_size(event.rejected_bytes)}" if event.rejected_bytes else ""
-    return Description(f"learned a cap of {format_size(event.cap_bytes)} for {event.endpoint}{rejected}",
-                       level="warn", code="cap", title="cap")
+    return Description(
+        f"learned a cap of {format_size(event.cap_bytes)} for {event.endpoint}{rejected}",
+        level="warn",
+        code="cap",
+        title="cap",
+    )

@@ -140,6 +140,7 @@ class Engine:
         self.system = self.base_system  # + the project instructions, once loaded (load_instructions)
         self.builtin_tools: tuple[ToolSpec, ...] = tuple(TOOL_SPECS if tools is None else tools)
         self._tools_cache: tuple[object, tuple[ToolSpec, ...]] | None = None
+        self._cap_detail_memo: tuple[tuple, str] | None = None  # (endpoint, cap) → its words (cap_detail)
         self.mcp = mcp
         self.mcp_tools = None
         if mcp is not None:
@@ -237,9 +238,8 @@ class Engine:
         Reads state.toml only when the cap changes (the answer is kept per cap)."""
         cap = cap or self.cap_info()
         key = (self.route.endpoint_id, cap.bytes, cap.source, cap.detail)
-        memo = getattr(self, "_cap_detail_memo", None)
-        if memo is not None and memo[0] == key:
-            return memo[1]
+        if self._cap_detail_memo is not None and self._cap_detail_memo[0] == key:
+            return self._cap_detail_memo[1]
         detail = cap.detail
         if cap.source == "learned" and detail:
             learned = self.state.learned_cap(self.route.endpoint_id)

@@ -21,6 +21,7 @@ from typing import Any
 Host = Any  # app.ui.app.BulkheadApp: engine, busy, open_error, archive_count(), chat_last_answer()
 Handler = Callable[[Host, str], "Awaitable[None] | None"]
 
+
 def module_available(name: str) -> bool:
     """Whether an optional part of bulkhead (e.g. `app.probe`, `app.har`) is installed."""
     try:
@@ -49,6 +50,7 @@ class Action:
 
 
 # -- conditions ------------------------------------------------------------------------------------
+
 
 def _need_engine(app: Host) -> str:
     if app.engine is not None:
@@ -97,16 +99,22 @@ def _can_undo(app: Host) -> str:
     reason = _need_idle(app)
     if reason:
         return reason
-    return "" if app.engine.checkpoints.last_turn() is not None else \
-        "no file change to undo (write_file and edit_file changes are checkpointed; shell commands are not)"
+    return (
+        ""
+        if app.engine.checkpoints.last_turn() is not None
+        else "no file change to undo (write_file and edit_file changes are checkpointed; shell commands are not)"
+    )
 
 
 def _can_rewind_to(app: Host) -> str:
     reason = _need_idle(app)
     if reason:
         return reason
-    return "" if any(m.role == "user" and m.meta.origin == "user" for m in app.engine.session.master) else \
-        "no prompt to go back to yet"
+    return (
+        ""
+        if any(m.role == "user" and m.meta.origin == "user" for m in app.engine.session.master)
+        else "no prompt to go back to yet"
+    )
 
 
 def _can_reset_cap(app: Host) -> str:
@@ -139,60 +147,220 @@ def _can_export_har(app: Host) -> str:
 
 
 ACTIONS: tuple[Action, ...] = (
-    Action("compact", "session", "compact", "Summarize older history now (optional instructions)",
-           "/compact", "/compact [instructions]", _can_compact),
-    Action("rewind", "session", "rewind compact", "Restore the view before the last compaction",
-           "/rewind", "/rewind compact", _can_rewind),
-    Action("rewind_to", "session", "rewind to a prompt",
-           "Back to just before one of your prompts — the conversation, and the files if you choose",
-           "/rewind", "/rewind", _can_rewind_to),
-    Action("undo", "files", "undo the last turn's changes",
-           "Restore the files the last turn changed (write_file, edit_file) and say which", "/undo", "/undo",
-           _can_undo),
-    Action("retry", "turn", "retry", "Ask again for the last answer (failed, partial or complete)",
-           "/retry", "/retry", _can_retry),
-    Action("new", "session", "new", "Start a fresh session on this route (this one stays resumable: F5)",
-           "/new", "/new", _not_busy),
-    Action("rename", "session", "rename", "Give this session a title, e.g. /rename parser bug",
-           "/rename", "/rename TITLE", _need_engine, needs_arg=True),
+    Action(
+        "compact",
+        "session",
+        "compact",
+        "Summarize older history now (optional instructions)",
+        "/compact",
+        "/compact [instructions]",
+        _can_compact,
+    ),
+    Action(
+        "rewind",
+        "session",
+        "rewind compact",
+        "Restore the view before the last compaction",
+        "/rewind",
+        "/rewind compact",
+        _can_rewind,
+    ),
+    Action(
+        "rewind_to",
+        "session",
+        "rewind to a prompt",
+        "Back to just before one of your prompts — the conversation, and the files if you choose",
+        "/rewind",
+        "/rewind",
+        _can_rewind_to,
+    ),
+    Action(
+        "undo",
+        "files",
+        "undo the last turn's changes",
+        "Restore the files the last turn changed (write_file, edit_file) and say which",
+        "/undo",
+        "/undo",
+        _can_undo,
+    ),
+    Action(
+        "retry",
+        "turn",
+        "retry",
+        "Ask again for the last answer (failed, partial or complete)",
+        "/retry",
+        "/retry",
+        _can_retry,
+    ),
+    Action(
+        "new",
+        "session",
+        "new",
+        "Start a fresh session on this route (this one stays resumable: F5)",
+        "/new",
+        "/new",
+        _not_busy,
+    ),
+    Action(
+        "rename",
+        "session",
+        "rename",
+        "Give this session a title, e.g. /rename parser bug",
+        "/rename",
+        "/rename TITLE",
+        _need_engine,
+        needs_arg=True,
+    ),
     Action("cancel", "turn", "cancel", "Cancel the running turn or compaction (Esc)", "", "", _need_busy),
-    Action("cost", "cost", "show", "Tokens, cost, compactions and rejections of this session",
-           "/cost", "/cost", _need_engine),
-    Action("context", "context", "show", "Messages, bytes, the cap in force and the context window",
-           "/context", "/context", _need_engine),
-    Action("cap_reset", "cap", "reset learned cap", "Forget the cap learned for this endpoint",
-           "/cap", "/cap reset", _can_reset_cap),
-    Action("cap_set", "cap", "set for this session", "Set a request body cap for this session, e.g. /cap 256KB",
-           "/cap", "/cap SIZE", _need_idle, needs_arg=True),
-    Action("recall", "archive", "recall segment", "Put an archived segment back into the conversation",
-           "/recall", "/recall KEY", _can_recall, needs_arg=True),
-    Action("model", "model", "choose", "Pick a route and model (each route's models, window and output cap)",
-           "/model", "/model [ROUTE]", _can_switch_model),
-    Action("mcp", "mcp", "servers", "MCP servers: state, tools and the bytes their definitions add; /mcp restart NAME",
-           "/mcp", "/mcp [restart NAME]", _need_engine),
-    Action("sessions", "sessions", "open", "Browse sessions and resume one", "/sessions", "/sessions",
-           lambda app: "a turn is running (Esc cancels it)" if app.busy else ""),
-    Action("export", "session", "export", "Write the session as Markdown (and HAR) to its folder",
-           "/export", "/export", _need_engine),
-    Action("init", "project", "write AGENTS.md", "Ask the model to write a starter AGENTS.md for this project",
-           "/init", "/init", _need_idle),
-    Action("memory", "project", "remember a line", "Add a line to the project's AGENTS.md (no text: list the "
-           "instruction files in the system prompt)", "/memory", "/memory [TEXT]", _need_idle),
-    Action("permissions", "permissions", "show rules",
-           "Every permission rule in force (allow, ask, deny) and the file it comes from", "/permissions",
-           "/permissions", _need_engine),
+    Action(
+        "cost",
+        "cost",
+        "show",
+        "Tokens, cost, compactions and rejections of this session",
+        "/cost",
+        "/cost",
+        _need_engine,
+    ),
+    Action(
+        "context",
+        "context",
+        "show",
+        "Messages, bytes, the cap in force and the context window",
+        "/context",
+        "/context",
+        _need_engine,
+    ),
+    Action(
+        "cap_reset",
+        "cap",
+        "reset learned cap",
+        "Forget the cap learned for this endpoint",
+        "/cap",
+        "/cap reset",
+        _can_reset_cap,
+    ),
+    Action(
+        "cap_set",
+        "cap",
+        "set for this session",
+        "Set a request body cap for this session, e.g. /cap 256KB",
+        "/cap",
+        "/cap SIZE",
+        _need_idle,
+        needs_arg=True,
+    ),
+    Action(
+        "recall",
+        "archive",
+        "recall segment",
+        "Put an archived segment back into the conversation",
+        "/recall",
+        "/recall KEY",
+        _can_recall,
+        needs_arg=True,
+    ),
+    Action(
+        "model",
+        "model",
+        "choose",
+        "Pick a route and model (each route's models, window and output cap)",
+        "/model",
+        "/model [ROUTE]",
+        _can_switch_model,
+    ),
+    Action(
+        "mcp",
+        "mcp",
+        "servers",
+        "MCP servers: state, tools and the bytes their definitions add; /mcp restart NAME",
+        "/mcp",
+        "/mcp [restart NAME]",
+        _need_engine,
+    ),
+    Action(
+        "sessions",
+        "sessions",
+        "open",
+        "Browse sessions and resume one",
+        "/sessions",
+        "/sessions",
+        lambda app: "a turn is running (Esc cancels it)" if app.busy else "",
+    ),
+    Action(
+        "export",
+        "session",
+        "export",
+        "Write the session as Markdown (and HAR) to its folder",
+        "/export",
+        "/export",
+        _need_engine,
+    ),
+    Action(
+        "init",
+        "project",
+        "write AGENTS.md",
+        "Ask the model to write a starter AGENTS.md for this project",
+        "/init",
+        "/init",
+        _need_idle,
+    ),
+    Action(
+        "memory",
+        "project",
+        "remember a line",
+        "Add a line to the project's AGENTS.md (no text: list the instruction files in the system prompt)",
+        "/memory",
+        "/memory [TEXT]",
+        _need_idle,
+    ),
+    Action(
+        "permissions",
+        "permissions",
+        "show rules",
+        "Every permission rule in force (allow, ask, deny) and the file it comes from",
+        "/permissions",
+        "/permissions",
+        _need_engine,
+    ),
     Action("help", "help", "show", "Keys, slash commands and the lab grammar", "/help", "/help"),
-    Action("quit", "app", "quit", "Quit bulkhead (the session stays resumable: bulkhead -c)", "/quit", "/quit"),
-    Action("probe", "gateway", "probe this route", "Find the largest request body this route's gateway accepts",
-           "", "", _can_probe),
-    Action("export_har", "requests", "export as HAR", "Write this session's requests as a HAR file",
-           "", "", _can_export_har),
-    Action("panel", "panel", "show", "Show an inspector panel and give it the keyboard (Alt+1…7, Ctrl+T)", "", ""),
+    Action(
+        "quit", "app", "quit", "Quit bulkhead (the session stays resumable: bulkhead -c)", "/quit", "/quit"
+    ),
+    Action(
+        "probe",
+        "gateway",
+        "probe this route",
+        "Find the largest request body this route's gateway accepts",
+        "",
+        "",
+        _can_probe,
+    ),
+    Action(
+        "export_har",
+        "requests",
+        "export as HAR",
+        "Write this session's requests as a HAR file",
+        "",
+        "",
+        _can_export_har,
+    ),
+    Action(
+        "panel", "panel", "show", "Show an inspector panel and give it the keyboard (Alt+1…7, Ctrl+T)", "", ""
+    ),
     Action("toggle_inspector", "inspector", "hide / show", "Hide or show the inspector (F2)", "", ""),
     Action("widen_inspector", "inspector", "widen / narrow", "Give the inspector more room (F3)", "", ""),
-    Action("jump_latest", "chat", "jump to latest", "Scroll to the newest output and follow it (End)", "", ""),
-    Action("copy_last", "chat", "copy last answer", "Copy the last answer (OSC 52 + system clipboard)", "", "",
-           lambda app: "" if app.chat_last_answer() else "no answer yet"),
+    Action(
+        "jump_latest", "chat", "jump to latest", "Scroll to the newest output and follow it (End)", "", ""
+    ),
+    Action(
+        "copy_last",
+        "chat",
+        "copy last answer",
+        "Copy the last answer (OSC 52 + system clipboard)",
+        "",
+        "",
+        lambda app: "" if app.chat_last_answer() else "no answer yet",
+    ),
 )
 BY_ID = {action.id: action for action in ACTIONS}
 
@@ -202,12 +370,15 @@ HANDLERS: dict[str, Handler] = {}
 
 def handles(*action_ids: str) -> Callable[[Handler], Handler]:
     """Register the function below as the handler of `action_ids` (each id has one)."""
+
     def register(function: Handler) -> Handler:
         for action_id in action_ids:
             if action_id not in BY_ID:
                 raise KeyError(f"no action {action_id!r} in the table")
             if action_id in HANDLERS:
-                raise KeyError(f"action {action_id!r} has a handler already: {HANDLERS[action_id].__qualname__}")
+                raise KeyError(
+                    f"action {action_id!r} has a handler already: {HANDLERS[action_id].__qualname__}"
+                )
             HANDLERS[action_id] = function
         return function
 

@@ -30,8 +30,9 @@ class Copying:
 
     def _copied(self, result: CopyResult, what: str) -> None:
         self.last_copy = result
-        self.notify(result.describe(what), title="copy", severity="information" if result.ok else "error",
-                    timeout=6)
+        self.notify(
+            result.describe(what), title="copy", severity="information" if result.ok else "error", timeout=6
+        )
 
     def on_chat_copy_item(self, event) -> None:
         self.copy(event.text, event.what)

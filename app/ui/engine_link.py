@@ -33,8 +33,10 @@ from app.ui.startup import prewarm_in_background
 
 
 def read_only_notice(session_id: str) -> str:
-    return (f"This session is open read-only: another bulkhead is writing it. Browse and copy freely; to go on, "
-            f"fork it (`bulkhead --resume {session_id} --fork`) or pick another session with F5.")
+    return (
+        f"This session is open read-only: another bulkhead is writing it. Browse and copy freely; to go on, "
+        f"fork it (`bulkhead --resume {session_id} --fork`) or pick another session with F5."
+    )
 
 
 class EngineLink:
@@ -44,16 +46,34 @@ class EngineLink:
     app: Any
 
     @work(thread=True, group="engine", exclusive=True, exit_on_error=False, name="open engine")
-    def open_engine(self, *, resume: str | None, continue_: bool, route_name: str | None, fork: bool = False,
-                    read_only: bool = False, model: str | None = None) -> None:
+    def open_engine(
+        self,
+        *,
+        resume: str | None,
+        continue_: bool,
+        route_name: str | None,
+        fork: bool = False,
+        read_only: bool = False,
+        model: str | None = None,
+    ) -> None:
         from app.engine.bootstrap import open_engine
         from app.lease import SessionHeld
 
         try:
-            engine, choice, resumed = open_engine(self.settings, route_name=route_name, resume=resume,
-                                                  continue_=continue_, workspace=self.workspace,
-                                                  approver=self.approve_tool, store=self.store, state=self.state,
-                                                  fork=fork, read_only=read_only, what="the TUI", model=model)
+            engine, choice, resumed = open_engine(
+                self.settings,
+                route_name=route_name,
+                resume=resume,
+                continue_=continue_,
+                workspace=self.workspace,
+                approver=self.approve_tool,
+                store=self.store,
+                state=self.state,
+                fork=fork,
+                read_only=read_only,
+                what="the TUI",
+                model=model,
+            )
         except SessionHeld as held:  # one writer per session: ask what to do instead
             self.call_from_thread(self._session_held, held, route_name)
             return
@@ -66,7 +86,9 @@ class EngineLink:
 
         def chosen(choice: str | None) -> None:
             if choice == "read-only":
-                self.open_engine(resume=held.session_id, continue_=False, route_name=route_name, read_only=True)
+                self.open_engine(
+                    resume=held.session_id, continue_=False, route_name=route_name, read_only=True
+                )
             elif choice == "fork":
                 self.open_engine(resume=held.session_id, continue_=False, route_name=route_name, fork=True)
             else:
@@ -82,20 +104,27 @@ class EngineLink:
         self.show_session_in_inspector()
         chat = self.chat
         for note in choice.notices:
-            await chat.add_notice(note, code="lab" if choice.lab else "route",
-                                  title="lab model" if choice.lab else "route")
+            await chat.add_notice(
+                note, code="lab" if choice.lab else "route", title="lab model" if choice.lab else "route"
+            )
         for note in self.ready_notices:
             await chat.add_notice(note, code="app")
         for problem in self._command_problems:
-            await chat.add_notice(display_line(problem), level="warn", code="commands", title="custom command")
+            await chat.add_notice(
+                display_line(problem), level="warn", code="commands", title="custom command"
+            )
         if resumed:
             session = engine.session
-            await chat.add_notice(f"resumed “{session.title or session.id}” — {len(session.master)} messages",
-                                  code="resume", title="session")
+            await chat.add_notice(
+                f"resumed “{session.title or session.id}” — {len(session.master)} messages",
+                code="resume",
+                title="session",
+            )
             await chat.render_history(session.master)
             if session.read_only:
-                await chat.add_notice(read_only_notice(session.id), level="warn", code="read_only",
-                                      title="read-only")
+                await chat.add_notice(
+                    read_only_notice(session.id), level="warn", code="read_only", title="read-only"
+                )
         self.update_topbar()
         self._start_engine(resumed)
 
@@ -177,7 +206,8 @@ class EngineLink:
             ready = sum(1 for s in statuses if s.state == "ready")
             mcp = f" · MCP {ready}/{len(statuses)}"
         self._q("#topbar", Static).update(
-            display_line(f"bulkhead · {route.name} ({route.model}){lab}{mcp}{read_only}{title}"))
+            display_line(f"bulkhead · {route.name} ({route.model}){lab}{mcp}{read_only}{title}")
+        )
 
     # -- switching, failing, reopening ------------------------------------------------------------------------
     @work(group="session-switch", exclusive=True, exit_on_error=False, name="switch session")
@@ -187,10 +217,14 @@ class EngineLink:
         route_name = model = None
         previous = ""
         if old is not None:
-            if session_id is None:  # stay on the route and model in use (an implicit route has no config name)
+            if (
+                session_id is None
+            ):  # stay on the route and model in use (an implicit route has no config name)
                 route_name = old.route.name if old.route.name in self.settings.routes else self.route_name
                 model = old.route.model
-                previous = f"“{old.session.title}” ({old.session.id})" if old.session.title else old.session.id
+                previous = (
+                    f"“{old.session.title}” ({old.session.id})" if old.session.title else old.session.id
+                )
             if self._unsubscribe:
                 self._unsubscribe()
             self.engine = None
@@ -203,8 +237,12 @@ class EngineLink:
         self.resume, self.continue_ = session_id, False
         self.files_stale = True
         if previous:
-            await self.chat.add_notice(f"new session — the previous one, {previous}, stays resumable (F5, or "
-                                       f"bulkhead --resume {old.session.id})", code="new", title="session")
+            await self.chat.add_notice(
+                f"new session — the previous one, {previous}, stays resumable (F5, or "
+                f"bulkhead --resume {old.session.id})",
+                code="new",
+                title="session",
+            )
         self.reopen(route_name=route_name, model=model)
 
     async def engine_failed(self, error: BaseException) -> None:
@@ -214,7 +252,11 @@ class EngineLink:
 
         if isinstance(error, SessionNotFound):
             self.resume, self.continue_ = None, False  # /model then opens a new session on that route
-        reason = str(error) if isinstance(error, ConfigError | SessionNotFound) else f"{type(error).__name__}: {error}"
+        reason = (
+            str(error)
+            if isinstance(error, ConfigError | SessionNotFound)
+            else f"{type(error).__name__}: {error}"
+        )
         self.open_error = reason
         self._q("#topbar", Static).update("bulkhead · no session — the session could not open (see the chat)")
         routes = ", ".join(sorted(self.settings.routes)) or "none configured"
@@ -223,7 +265,11 @@ class EngineLink:
             await self.chat.add_notice(
                 f"The session could not open: {reason}\nWhat to do: fix it and /model ROUTE (routes: {routes}) to "
                 f"open it on a route, /sessions to open another session, or Ctrl+Q to quit (exit code 2). "
-                f"What you typed stays in the prompt.", level="error", code="session", title="no session")
+                f"What you typed stays in the prompt.",
+                level="error",
+                code="session",
+                title="no session",
+            )
 
     def reopen(self, *, route_name: str | None, model: str | None = None) -> None:
         self.open_error = ""

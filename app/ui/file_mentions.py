@@ -23,8 +23,11 @@ class FileMentions:
         if self.files_listing:
             return
         matcher = self.prompt.file_matcher
-        if (matcher is not None and not self.files_stale
-                and self.clock() - matcher.index.built_at < self.settings.mention_index_ttl):
+        if (
+            matcher is not None
+            and not self.files_stale
+            and self.clock() - matcher.index.built_at < self.settings.mention_index_ttl
+        ):
             return
         self.files_listing, self.files_stale = True, False
         if matcher is None:
@@ -41,8 +44,12 @@ class FileMentions:
 
         matcher = None
         try:
-            index = build_file_index(self.workspace, max_files=self.settings.mention_index_max_files,
-                                     progress=progress, now=self.clock)
+            index = build_file_index(
+                self.workspace,
+                max_files=self.settings.mention_index_max_files,
+                progress=progress,
+                now=self.clock,
+            )
             matcher = FuzzyPaths(index)
         finally:
             with contextlib.suppress(Exception):
@@ -64,8 +71,10 @@ class FileMentions:
                 return
             index = matcher.index
             prompt.file_matcher = matcher
-            prompt.files_status = (f"{index.files:,} files" + (" (git)" if index.source == "git" else "")
-                                   + (f" — the first {index.files:,} only (mention_index_max_files)"
-                                      if index.truncated else ""))
+            prompt.files_status = (
+                f"{index.files:,} files"
+                + (" (git)" if index.source == "git" else "")
+                + (f" — the first {index.files:,} only (mention_index_max_files)" if index.truncated else "")
+            )
             if prompt.typing_mention():  # what was typed meanwhile gets the fuzzy list now
                 prompt.refresh_completions()

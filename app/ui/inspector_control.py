@@ -28,16 +28,22 @@ class InspectorControl:
         self._narrow = narrow
         self.set_class(narrow, "-hide-inspector")
         if narrow and first:
-            self.notify(f"The terminal is {event.size.width} columns wide: the inspector is hidden to give the "
-                        f"chat room — F2 shows it.", timeout=6)
+            self.notify(
+                f"The terminal is {event.size.width} columns wide: the inspector is hidden to give the "
+                f"chat room — F2 shows it.",
+                timeout=6,
+            )
 
     def _show_inspector(self) -> bool:
         """Show the inspector, or say why it cannot be shown here (a terminal too narrow for both panes)."""
         width, height = self.size
         if width < INSPECTOR_MIN_COLUMNS:
-            self.notify(f"The terminal is {width}×{height}: the inspector needs {INSPECTOR_MIN_COLUMNS} columns beside "
-                        f"the chat — widen the terminal to see it (/cost and /context show its numbers here).",
-                        severity="warning", timeout=6)
+            self.notify(
+                f"The terminal is {width}×{height}: the inspector needs {INSPECTOR_MIN_COLUMNS} columns beside "
+                f"the chat — widen the terminal to see it (/cost and /context show its numbers here).",
+                severity="warning",
+                timeout=6,
+            )
             return False
         self.remove_class("-hide-inspector")
         return True
@@ -69,6 +75,14 @@ class InspectorControl:
         names = self.panel_names()
         panels = self.inspector.panels
         focused = self.focused
-        current = next((index for index, name in enumerate(names) if focused is not None and name in panels
-                        and (focused is panels[name] or panels[name] in focused.ancestors)), -1)
+        current = next(
+            (
+                index
+                for index, name in enumerate(names)
+                if focused is not None
+                and name in panels
+                and (focused is panels[name] or panels[name] in focused.ancestors)
+            ),
+            -1,
+        )
         self.action_panel((current + 1) % len(names) + 1)

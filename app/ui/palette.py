@@ -48,23 +48,38 @@ def palette_hits(app: PaletteHost) -> list[tuple[str, str, Callable[[], Any]]]:
             current = app.engine.route.name if app.engine else ""
             for name in sorted(app.settings.routes):
                 if name != current:
-                    hits.append((f"model: switch to {name}", f"Continue this session on route {name}",
-                                 partial(app.run_command, "model", name)))
+                    hits.append(
+                        (
+                            f"model: switch to {name}",
+                            f"Continue this session on route {name}",
+                            partial(app.run_command, "model", name),
+                        )
+                    )
             continue
         if action.id == "panel":
             for number, name in enumerate(app.panel_names(), start=1):
-                hits.append((f"panel: {name}", f"Show the {name} panel and give it the keyboard (Alt+{number})",
-                             partial(app.run_command, "panel", name)))
+                hits.append(
+                    (
+                        f"panel: {name}",
+                        f"Show the {name} panel and give it the keyboard (Alt+{number})",
+                        partial(app.run_command, "panel", name),
+                    )
+                )
             continue
         if action.needs_arg:
-            hits.append((action.title, action.help, partial(app.prefill_prompt, action.usage.split()[0] + " ")))
+            hits.append(
+                (action.title, action.help, partial(app.prefill_prompt, action.usage.split()[0] + " "))
+            )
         else:
             hits.append((action.title, action.help, partial(app.run_command, action.id, "")))
     if app.engine is not None and not app.busy:
         for command in app.custom_commands:
             takes_arguments = command.argument_hint or "$ARGUMENTS" in command.body or "$1" in command.body
-            run = (partial(app.prefill_prompt, command.slash + " ") if takes_arguments
-                   else partial(app.run_custom, command, ""))
+            run = (
+                partial(app.prefill_prompt, command.slash + " ")
+                if takes_arguments
+                else partial(app.run_custom, command, "")
+            )
             # the palette reads help as markup: a description from a file is escaped (names cannot hold "[")
             hits.append((f"command: {command.slash}", escape(display_line(command.description)), run))
     return hits

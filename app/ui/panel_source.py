@@ -24,5 +24,10 @@ def panel_source(engine: Engine) -> PanelSource:
     except Exception:  # noqa: BLE001 - a half-built engine: the panels keep their empty state
         report = None
     session = engine.session
-    return PanelSource(session_id=session.id, store=session.store, counters=session.counters, report=report,
-                       max_recovery_attempts=engine.settings.max_recovery_attempts)
+    return PanelSource(
+        session_id=session.id,
+        store=session.store,
+        counters=session.counters,
+        report=report,
+        max_recovery_attempts=engine.settings.max_recovery_attempts,
+    )

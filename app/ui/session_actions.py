@@ -43,10 +43,15 @@ def sessions(app: Host, _arg: str) -> None:
             return
         app.switch_session(session_id)
 
-    actions = SessionsActions(search=store.search_sessions, rename=rename,
-                              delete=lambda session_id: delete_session(store, session_id, current_id=current))
-    app.push_screen(SessionsScreen(store.list_sessions(), current_id=current, now=app.clock, actions=actions),
-                    callback=resume)
+    actions = SessionsActions(
+        search=store.search_sessions,
+        rename=rename,
+        delete=lambda session_id: delete_session(store, session_id, current_id=current),
+    )
+    app.push_screen(
+        SessionsScreen(store.list_sessions(), current_id=current, now=app.clock, actions=actions),
+        callback=resume,
+    )
 
 
 @handles("new")
@@ -170,7 +175,9 @@ def _open_model_picker(app: Host) -> None:
         route_name, chosen = choice
         if (route_name, chosen) == (app.engine.route.name, app.engine.route.model):
             return
-        app.run_worker(model(app, route_name, chosen), group="command", exit_on_error=False, name="command model")
+        app.run_worker(
+            model(app, route_name, chosen), group="command", exit_on_error=False, name="command model"
+        )
 
     current = (app.engine.route.name, app.engine.route.model)
     app.push_screen(ModelScreen(routes, current=current, load=load), callback=picked)

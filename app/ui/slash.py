@@ -1,7 +1,7 @@
 """Slash commands as text: what the prompt completes and what a typed line means. No textual here.
 
-    parse_slash("/cap 256KB")      → ("cap_set", "256KB")
-    complete_slash("/co")          → [("/compact", …), ("/cost", …), ("/context", …)]
+parse_slash("/cap 256KB")      → ("cap_set", "256KB")
+complete_slash("/co")          → [("/compact", …), ("/cost", …), ("/context", …)]
 """
 
 from __future__ import annotations
@@ -41,8 +41,11 @@ ARGUMENT_COMMANDS = ("/model", "/recall", "/mcp")  # commands whose argument the
 MAX_ARGUMENT_COMPLETIONS = 8
 
 
-def complete_slash(text: str, arguments: Callable[[str], list[tuple[str, str]]] | None = None,
-                   extra: Sequence[tuple[str, str]] = ()) -> list[tuple[str, str]]:
+def complete_slash(
+    text: str,
+    arguments: Callable[[str], list[tuple[str, str]]] | None = None,
+    extra: Sequence[tuple[str, str]] = (),
+) -> list[tuple[str, str]]:
     """Completions for what the prompt holds: `/co` → /compact, /cost, /context; with `arguments`
     (command → its values and help), `/model w` → /model work and `/recall 3f` → /recall 3f2a…;
     `extra` adds more commands (the custom ones from Markdown files)."""
@@ -51,12 +54,18 @@ def complete_slash(text: str, arguments: Callable[[str], list[tuple[str, str]]] 
     lowered = text.lower()
     command, space, typed = text.partition(" ")
     if space and arguments is not None and command.lower() in ARGUMENT_COMMANDS:
-        matches = [(f"{command.lower()} {value}", help_) for value, help_ in arguments(command.lower())
-                   if value.lower().startswith(typed.lower()) and value != typed]
+        matches = [
+            (f"{command.lower()} {value}", help_)
+            for value, help_ in arguments(command.lower())
+            if value.lower().startswith(typed.lower()) and value != typed
+        ]
         return matches[:MAX_ARGUMENT_COMPLETIONS]
     words = (*SLASH_COMPLETIONS, *extra)
-    longer = [(word, help_) for word, help_ in words
-              if word.lower().startswith(lowered) and word.lower() != lowered.rstrip()]
+    longer = [
+        (word, help_)
+        for word, help_ in words
+        if word.lower().startswith(lowered) and word.lower() != lowered.rstrip()
+    ]
     # `/rewind` is a command of its own besides `/rewind compact`: offered first, so Enter runs it
     exact = [(word, help_) for word, help_ in words if word.lower() == lowered]
     return exact[:1] + longer if longer and exact else longer

@@ -1,7 +1,7 @@
 """What the TUI does around its first frame: find its stylesheet, tune the collector, import the SDK early.
 
-    tune_gc()                              # fewer full collections while answers stream
-    prewarm_in_background("anthropic")     # import the route's SDK in a daemon thread
+tune_gc()                              # fewer full collections while answers stream
+prewarm_in_background("anthropic")     # import the route's SDK in a daemon thread
 """
 
 from __future__ import annotations

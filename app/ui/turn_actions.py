@@ -29,7 +29,9 @@ def compact(app: Host, instructions: str) -> None:
         finally:
             app.activity = ""
         if cancel.is_set():
-            await app.chat.add_notice("compaction cancelled — the view is unchanged", level="warn", code="compaction")
+            await app.chat.add_notice(
+                "compaction cancelled — the view is unchanged", level="warn", code="compaction"
+            )
         elif result is None:
             app.notify("compaction did not run (blocked by a hook)", severity="warning")
 
@@ -106,8 +108,12 @@ async def cap_set(app: Host, size: str) -> None:
     engine = app.engine
     sources = {**engine.settings.sources, "max_payload": "/cap (this session only)"}
     engine.settings = engine.settings.with_overrides(max_payload=cap, sources=sources)
-    await app.chat.add_notice(f"request body cap set to {format_size(cap)} for this session (not saved: put "
-                              f"max_payload in config.toml to keep it)", code="cap", title="cap")
+    await app.chat.add_notice(
+        f"request body cap set to {format_size(cap)} for this session (not saved: put "
+        f"max_payload in config.toml to keep it)",
+        code="cap",
+        title="cap",
+    )
     engine.view_changed("cap")
 
 
@@ -118,7 +124,9 @@ async def memory(app: Host, text: str) -> None:
         try:
             engine.remember(text)  # one short append
         except OSError as exc:
-            await app.chat.add_notice(f"could not add it to the instructions: {exc}", level="error", code="memory")
+            await app.chat.add_notice(
+                f"could not add it to the instructions: {exc}", level="error", code="memory"
+            )
         return
     from app.engine.instructions import memory_file
 
@@ -130,8 +138,14 @@ def permissions(app: Host, _arg: str) -> None:
     from app.ui.screens.permissions import PermissionsScreen
 
     engine = app.engine
-    app.push_screen(PermissionsScreen(engine.permissions.listing(), engine.permissions.problems,
-                                      mode=app.settings.approval, workspace=str(engine.workspace)))
+    app.push_screen(
+        PermissionsScreen(
+            engine.permissions.listing(),
+            engine.permissions.problems,
+            mode=app.settings.approval,
+            workspace=str(engine.workspace),
+        )
+    )
 
 
 @handles("cost")
@@ -141,8 +155,9 @@ async def cost(app: Host, _arg: str) -> None:
 
 @handles("context")
 async def context(app: Host, _arg: str) -> None:
-    await app.chat.add_report(*context_report(app.engine.context_report(),
-                                              no_cap_warn_bytes=app.settings.no_cap_warn_bytes))
+    await app.chat.add_report(
+        *context_report(app.engine.context_report(), no_cap_warn_bytes=app.settings.no_cap_warn_bytes)
+    )
 
 
 @handles("mcp")
@@ -155,18 +170,23 @@ async def mcp(app: Host, arg: str) -> None:
     if words and words[0] == "restart":
         if len(words) != 2 or engine.mcp is None or words[1] not in engine.mcp.connections:
             known = ", ".join(engine.mcp.connections) if engine.mcp is not None else "none configured"
-            await app.chat.add_notice(f"usage: /mcp restart NAME (servers: {known})", level="warn", code="mcp")
+            await app.chat.add_notice(
+                f"usage: /mcp restart NAME (servers: {known})", level="warn", code="mcp"
+            )
             return
         await app.chat.add_notice(f"restarting MCP server {words[1]}…", code="mcp", title="mcp")
         if not engine.mcp.started:
             await engine.start_mcp()
         status = await engine.mcp.restart(words[1])
         if status.state == "ready":
-            await app.chat.add_notice(f"MCP server {words[1]} is ready: {len(status.tools)} tools", code="mcp",
-                                      title="mcp")
+            await app.chat.add_notice(
+                f"MCP server {words[1]} is ready: {len(status.tools)} tools", code="mcp", title="mcp"
+            )
         return
     if words:
-        await app.chat.add_notice("usage: /mcp (servers, tools, bytes) or /mcp restart NAME", level="warn", code="mcp")
+        await app.chat.add_notice(
+            "usage: /mcp (servers, tools, bytes) or /mcp restart NAME", level="warn", code="mcp"
+        )
         return
     await app.chat.add_report(*engine_report(engine))
 
@@ -191,9 +211,13 @@ async def _probe(app: Host) -> None:
     provider = engine.provider
     low, high, precision = PROBE_LOW, PROBE_HIGH, PROBE_PRECISION
     try:
-        await app.chat.add_notice(f"probing route {engine.route.name} from {format_size(low)} to "
-                                  f"{format_size(high)} (≈{max_probes_for(low, high, precision)} requests) "
-                                  f"using {provider.probe_method or 'the provider'}", code="probe", title="probe")
+        await app.chat.add_notice(
+            f"probing route {engine.route.name} from {format_size(low)} to "
+            f"{format_size(high)} (≈{max_probes_for(low, high, precision)} requests) "
+            f"using {provider.probe_method or 'the provider'}",
+            code="probe",
+            title="probe",
+        )
 
         async def send(size: int) -> ProbeAnswer:
             async def call() -> tuple[int, int | None]:
@@ -205,9 +229,14 @@ async def _probe(app: Host) -> None:
         def on_probe(probe: Probe) -> None:
             app.prompt_box.busy_text = f"probe {probe.number}: {format_size(probe.size)} → {probe.verdict}"
 
-        prober = Prober(send, drop_threshold=app.settings.drop_payload_min_bytes,
-                        retry_policy=RetryPolicy.from_settings(app.settings), on_probe=on_probe,
-                        max_requests=PROBE_MAX_REQUESTS, user_rules=build_rules(app.settings.classifier_rules))
+        prober = Prober(
+            send,
+            drop_threshold=app.settings.drop_payload_min_bytes,
+            retry_policy=RetryPolicy.from_settings(app.settings),
+            on_probe=on_probe,
+            max_requests=PROBE_MAX_REQUESTS,
+            user_rules=build_rules(app.settings.classifier_rules),
+        )
         result = await prober.find(low, high, precision)
     finally:
         app.activity = ""

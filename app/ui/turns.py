@@ -47,7 +47,9 @@ class TurnControl:
     def on_prompt_area_submitted(self, event: PromptArea.Submitted) -> None:
         """The prompt has handed over its text: a message, a `#` memory line, or a slash command."""
         text = event.text.strip()
-        if text.startswith("#") and "\n" not in text:  # `# always run make check`: remember it (as Claude Code)
+        if (
+            text.startswith("#") and "\n" not in text
+        ):  # `# always run make check`: remember it (as Claude Code)
             if not self.run_command("memory", text[1:].strip(), typed=True):
                 event.prompt.restore(event.text)
             return
@@ -70,8 +72,12 @@ class TurnControl:
         if self.engine is None:
             if self.open_error:
                 event.prompt.restore(event.text)
-                self.command_notice(f"no session is open ({self.open_error}) — /model ROUTE opens one, /sessions "
-                                    f"another; your message is back in the prompt", level="error", code="session")
+                self.command_notice(
+                    f"no session is open ({self.open_error}) — /model ROUTE opens one, /sessions "
+                    f"another; your message is back in the prompt",
+                    level="error",
+                    code="session",
+                )
                 return
             self._waiting.append(message)
             self._show_waiting()
@@ -88,8 +94,12 @@ class TurnControl:
 
     def _show_waiting(self) -> None:
         count = len(self._waiting)
-        self.prompt_box.waiting = (f"opening the session… {'your message is' if count == 1 else f'{count} messages are'}"
-                                   f" sent as soon as it is ready" if count else "")
+        self.prompt_box.waiting = (
+            f"opening the session… {'your message is' if count == 1 else f'{count} messages are'}"
+            f" sent as soon as it is ready"
+            if count
+            else ""
+        )
 
     def send_waiting(self) -> None:
         """Send the next message typed while the session was opening (one per turn, in order)."""
@@ -137,11 +147,17 @@ class TurnControl:
         elif result.outcome == "failed":
             failure = result.failure
             retryable = bool(failure and (failure.recoverable or getattr(failure, "retryable", False)))
-            self.notify(result.error[:300] + (" — /retry asks again" if retryable else ""),
-                        title="turn failed", severity="error", timeout=8)
+            self.notify(
+                result.error[:300] + (" — /retry asks again" if retryable else ""),
+                title="turn failed",
+                severity="error",
+                timeout=8,
+            )
         elif result.outcome == "partial":
-            self.notify("The answer was cut short; it is kept, marked partial — /retry asks again.",
-                        severity="warning")
+            self.notify(
+                "The answer was cut short; it is kept, marked partial — /retry asks again.",
+                severity="warning",
+            )
 
     def action_cancel(self) -> None:
         if not self.busy or self.engine is None or len(self.screen_stack) > 1:
@@ -194,8 +210,12 @@ class TurnControl:
         from app.engine.permissions import suggest_rule
 
         try:
-            block = self.chat.ask_approval(message.name, message.why, message.future,
-                                           remember=suggest_rule(message.name, message.args, self.workspace))
+            block = self.chat.ask_approval(
+                message.name,
+                message.why,
+                message.future,
+                remember=suggest_rule(message.name, message.args, self.workspace),
+            )
         except NoMatches:  # quitting
             message.future.cancel()
             return
@@ -213,7 +233,9 @@ class TurnControl:
             if self.chat.pending_approval() is None:
                 self.prompt.focus()
                 if self.busy:
-                    self.prompt_box.busy_text = f"running {event.block.tool_name}" if event.approved else "thinking"
+                    self.prompt_box.busy_text = (
+                        f"running {event.block.tool_name}" if event.approved else "thinking"
+                    )
         self.refresh_bindings()
 
     # -- commands ---------------------------------------------------------------------------------------------
@@ -239,6 +261,7 @@ class TurnControl:
 
     def command_notice(self, text: str, *, level: str = "info", code: str = "command") -> None:
         """Feedback on a typed command, kept in the transcript as a notice line (a toast vanishes)."""
+
         async def add() -> None:
             with contextlib.suppress(NoMatches):
                 await self.chat.add_notice(text, level=level, code=code)
@@ -249,13 +272,22 @@ class TurnControl:
         """Read the Markdown command files again (they may be added while bulkhead runs); what was skipped."""
         from app.engine.custom_commands import discover
 
-        self.custom_commands, problems = discover(self.workspace, reserved=[a.slash for a in ACTIONS if a.slash])
+        self.custom_commands, problems = discover(
+            self.workspace, reserved=[a.slash for a in ACTIONS if a.slash]
+        )
         return problems
 
     def custom_completions(self) -> list[tuple[str, str]]:
-        return [(command.slash, display_line(f"{command.argument_hint + ' — ' if command.argument_hint else ''}"
-                                             f"{command.description} ({command.source})"))
-                for command in self.custom_commands]
+        return [
+            (
+                command.slash,
+                display_line(
+                    f"{command.argument_hint + ' — ' if command.argument_hint else ''}"
+                    f"{command.description} ({command.source})"
+                ),
+            )
+            for command in self.custom_commands
+        ]
 
     def custom_command(self, text: str):
         """The custom command `text` names (read the files again when it names none)."""
@@ -270,8 +302,11 @@ class TurnControl:
 
     def run_custom(self, command, arguments: str) -> bool:
         """Send a custom command's prompt (its file's text, `$ARGUMENTS` filled in); False when it cannot run now."""
-        reason = "the session is still opening" if self.engine is None else (
-            "a turn is running (Esc cancels it)" if self.busy else "")
+        reason = (
+            "the session is still opening"
+            if self.engine is None
+            else ("a turn is running (Esc cancels it)" if self.busy else "")
+        )
         if reason:
             self.notify(f"{command.slash}: {reason} — your command is back in the prompt", severity="warning")
             return False

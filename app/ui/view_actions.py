@@ -72,9 +72,21 @@ def open_help(app: Host) -> None:
 
         grammar = GRAMMAR
     app.refresh_custom_commands()
-    commands = [(c.slash + (f" {c.argument_hint}" if c.argument_hint else ""), c.description, c.source)
-                for c in app.custom_commands]
+    commands = [
+        (c.slash + (f" {c.argument_hint}" if c.argument_hint else ""), c.description, c.source)
+        for c in app.custom_commands
+    ]
     rules = app.engine.permissions.listing() if app.engine is not None else []
-    app.push_screen(HelpScreen(help_markdown(focused_help=focused_help, bindings=bindings, lab_grammar=grammar,
-                                             keymap_file=str(config_path()), custom_commands=commands,
-                                             permissions=rules, approval_mode=app.settings.approval)))
+    app.push_screen(
+        HelpScreen(
+            help_markdown(
+                focused_help=focused_help,
+                bindings=bindings,
+                lab_grammar=grammar,
+                keymap_file=str(config_path()),
+                custom_commands=commands,
+                permissions=rules,
+                approval_mode=app.settings.approval,
+            )
+        )
+    )
