@@ -49,8 +49,9 @@ class Description:
 
     @property
     def line(self) -> str:
-        """`mark text`, for stderr and logs."""
-        return f"{self.mark or LEVEL_MARKS.get(self.level, 'ℹ')} {self.text}"
+        """`mark title  text` for stderr and logs, as the chat shows it (its label, then the words)."""
+        mark = self.mark or LEVEL_MARKS.get(self.level, "ℹ")
+        return f"{mark} {self.title}  {self.text}" if self.title else f"{mark} {self.text}"
 
 
 @singledispatch
@@ -124,7 +125,7 @@ def _compaction(event: Compaction) -> Description:
 
 @describe.register
 def _compaction_phase(event: CompactionPhase) -> Description:
-    return Description(event.text, code="compaction", title=f"compaction ({event.trigger})", mark=" ")
+    return Description(event.text, code="compaction", mark=" ")
 
 
 @describe.register
@@ -145,16 +146,14 @@ def _hook(event: HookRun) -> Description | None:
 @describe.register
 def _tool_call(event: ToolCallStarted) -> Description:
     args = json.dumps(event.args, ensure_ascii=False, default=str)[:TOOL_ARGS_CHARS]
-    return Description(f"{event.name} {args}", code="tool", title="tool", mark="→")
+    return Description(f"{event.name} {args}", code="tool", mark="→")
 
 
 @describe.register
 def _tool_approval(event: ToolApproval) -> Description | None:
     if event.decision != "denied":
         return None
-    return Description(
-        f"{event.name} denied — {event.reason}", level="warn", code="tool", title="tool", mark="✖"
-    )
+    return Description(f"{event.name} denied — {event.reason}", level="warn", code="tool", mark="✖")
 
 
 @describe.register
@@ -163,7 +162,6 @@ def _tool_result(event: ToolCallFinished) -> Description:
         f"{event.name}: {event.chars:,} chars",
         level="error" if event.is_error else "info",
         code="tool",
-        title="tool",
         mark="✖" if event.is_error else "✓",
     )
 
@@ -171,14 +169,11 @@ def _tool_result(event: ToolCallFinished) -> Description:
 @describe.register
 def _mcp_server(event: McpServerChanged) -> Description:
     if event.state == "ready":
-        return Description(
-            f"MCP server {event.name}: ready, {event.tools} tools", code="mcp", title="mcp", mark="⚙"
-        )
+        return Description(f"MCP server {event.name}: ready, {event.tools} tools", code="mcp", mark="⚙")
     return Description(
         f"MCP server {event.name}: {event.state}" + (f" — {event.reason}" if event.reason else ""),
         level="warn" if event.state in ("failed", "error") else "info",
         code="mcp",
-        title="mcp",
         mark="⚙",
     )
 
@@ -191,12 +186,10 @@ def _cap_learned(event: CapLearned) -> Description:
             f"of unknown size",
             level="warn",
             code="cap",
-            title="cap",
         )
     rejected = f" from a rejection of {format_size(event.rejected_bytes)}" if event.rejected_bytes else ""
     return Description(
         f"learned a cap of {format_size(event.cap_bytes)} for {event.endpoint}{rejected}",
         level="warn",
         code="cap",
-        title="cap",
     )

@@ -73,7 +73,7 @@ def test_the_turn_log_and_p_use_the_same_words(capsys):
     words = describe(event).text
     assert describe_event(event) == f"retry: {words}"
     oneshot.text_printer(event)
-    assert capsys.readouterr().err.strip() == f"↻ {words}"
+    assert capsys.readouterr().err.strip() == f"↻ retry  {words}"  # the chat's label, then its words
     oneshot.text_printer(Compaction("auto", "L1", "applied", 10, 5, 3, 2))  # phases tell it in -p
     oneshot.text_printer(CapLearned(1000, 1300, "lab", "413"))  # its notice tells it
     assert capsys.readouterr().err == ""
