@@ -176,6 +176,8 @@ class Settings:
     retry_max_delay: float = field(default=30.0, metadata=_opt("float", "longest backoff (seconds)"))
     request_timeout: float = field(default=600.0, metadata=_opt("float", "seconds per request", above=0))
     connect_timeout: float = field(default=10.0, metadata=_opt("float", "seconds to connect", above=0))
+    ca_bundle: str | None = field(default=None, metadata=_opt(
+        "str?", "CA bundle (PEM file; a folder for Anthropic/OpenAI) every provider trusts"))
     approval: str = field(default="auto-read", metadata=_opt("choice", "tool approvals", APPROVAL_MODES))
     workspace: str | None = field(default=None, metadata=_opt("str?", "folder tools work in (default: cwd)"))
     max_mentions: int = field(default=10, metadata=_opt("int", "@file mentions attached per prompt"))

@@ -1,7 +1,8 @@
 """What the providers' HTTP stacks take from the environment: proxies and CA bundles.
 
 The Anthropic and OpenAI SDKs (httpx) and boto3 all read `HTTPS_PROXY` / `HTTP_PROXY` /
-`NO_PROXY`; the httpx SDKs trust `SSL_CERT_FILE` / `SSL_CERT_DIR`, boto3 `AWS_CA_BUNDLE`.
+`NO_PROXY`; the httpx SDKs trust `SSL_CERT_FILE` / `SSL_CERT_DIR`, boto3 `AWS_CA_BUNDLE`, and bulkhead
+hands one bundle to all of them (`ca_bundle`, see `app.ca_bundle`).
 `bulkhead config check` reports them — proxy passwords hidden — and flags a CA bundle that
 does not exist, the usual cause of TLS errors behind a TLS-inspecting proxy.
 """
@@ -14,8 +15,10 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 PROXY_VARIABLES = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "NO_PROXY")
+# Who trusts each bundle variable (bulkhead hands the route's bundle to its SDK: `app.ca_bundle`).
 CA_VARIABLES = (("SSL_CERT_FILE", "Anthropic, OpenAI", False), ("SSL_CERT_DIR", "Anthropic, OpenAI", True),
-                ("AWS_CA_BUNDLE", "Bedrock", False))
+                ("AWS_CA_BUNDLE", "Bedrock", False),
+                ("REQUESTS_CA_BUNDLE", "every route whose SDK's own variable is unset", False))
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ _SCRUB = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "AWS_ACCESS_KEY_ID", "AWS_SECRE
           # the machine's proxy and CA settings: local servers are reached directly; tests that need
           # a proxy or a bundle set their own
           "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy", "NO_PROXY",
-          "no_proxy", "SSL_CERT_FILE", "SSL_CERT_DIR", "AWS_CA_BUNDLE")
+          "no_proxy", "SSL_CERT_FILE", "SSL_CERT_DIR", "AWS_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")
 
 
 @pytest.fixture(autouse=True)

@@ -128,6 +128,24 @@ def native_lines(settings, route) -> list[str]:
     return lines
 
 
+def ca_bundle_line(settings, route) -> tuple[bool, str]:
+    """Which CA bundle the route trusts and where that came from (`app.ca_bundle`); "" for the lab."""
+    from app.ca_bundle import DEFAULT_STORE, SDK_NAMES, for_route
+
+    if route.provider not in SDK_NAMES:
+        return True, ""
+    bundle = for_route(route, settings)
+    sdk = SDK_NAMES[route.provider]
+    if bundle is None:
+        return True, (f"CA bundle: {sdk}'s default ({DEFAULT_STORE[route.provider]}); behind a TLS-inspecting proxy set ca_bundle "
+                      "in config.toml to its CA")
+    problem = bundle.problem(route.name, route.provider)
+    if problem:
+        return False, problem.split(": ", 1)[1]
+    kind = "folder" if bundle.is_dir else "file"
+    return True, f"CA bundle {bundle.path} ({kind}, from {bundle.source}), handed to {sdk} as verify="
+
+
 def check(args=None) -> int:
     from app.secrets import get_api_key
 
@@ -160,6 +178,10 @@ def check(args=None) -> int:
             print(f"✓ routes.{route.name}: lab model, no key needed")
         for line in native_lines(settings, route):
             print(f"• routes.{route.name}: {line}")
+        ok, line = ca_bundle_line(settings, route)
+        if line:
+            problems += not ok
+            print(f"{'✓' if ok else '✖'} routes.{route.name}: {line}")
     for rule in settings.classifier_rules:
         said = ", ".join(f"{k} {v!r}" for k, v in (("status", list(rule.status) or None), ("header", rule.header),
                                                     ("phrase", rule.phrase)) if v)

@@ -19,28 +19,19 @@ import threading
 
 from app.config import load_settings
 from app.console import json_text
+from app.engine.describe import describe
 from app.engine.events import (
     CapLearned,
     Compaction,
-    CompactionPhase,
     Event,
-    HookRun,
     McpServerChanged,
     MessageAdded,
     Notice,
-    RecoveryStep,
-    Rejection,
-    Retry,
     TextDelta,
     ToolApproval,
-    ToolCallFinished,
-    ToolCallStarted,
 )
 from app.redact import StreamRedactor, redact_text, redact_value
-from app.sizes import format_size
 from app.textsafe import display
-
-_LEVEL_MARK = {"info": "ℹ", "warn": "⚠", "error": "✖"}
 
 
 def settings_flags(args) -> dict:
@@ -88,37 +79,26 @@ def text_printer(event: Event) -> None:
     if isinstance(event, MessageAdded):
         if event.role == "assistant":
             _next_message = True
-    elif isinstance(event, Notice):
-        if event.code == "escalation":  # the answer continues where the token limit cut it
-            _next_message = False
-        _stderr(f"{_LEVEL_MARK.get(event.level, 'ℹ')} {event.text}")
-    elif isinstance(event, Rejection):
-        verb = "rejected" if event.status is not None else "failed"  # no status: no answer came back
-        _stderr(f"⚠ {verb} ({event.kind}, {format_size(event.bytes)}): {event.reason}")
-    elif isinstance(event, Retry):
-        _stderr(f"↻ {event.kind}: retry {event.attempt}/{event.max_attempts} in {event.delay_s:.1f}s")
-    elif isinstance(event, RecoveryStep):
-        _stderr(f"⛑ recovery L{event.level} attempt {event.attempt}/{event.max_attempts}: {event.outcome} — "
-                f"{event.reason}")
-    elif isinstance(event, CapLearned) and event.assumed:
-        pass  # the notice says it
-    elif isinstance(event, CompactionPhase):
-        _stderr(f"  {event.text}")
-    elif isinstance(event, Compaction) and event.outcome != "applied":
-        _stderr(f"  compaction ({event.trigger}): {event.outcome}")
-    elif isinstance(event, ToolCallStarted):
-        _stderr(f"→ {event.name} {json_text(event.args)[:160]}")
-    elif isinstance(event, ToolApproval) and event.decision == "denied":
-        _stderr(f"  ✖ {event.name} denied — {event.reason}")
-    elif isinstance(event, ToolCallFinished):
-        mark = "✖" if event.is_error else "✓"
-        _stderr(f"  {mark} {event.name}: {event.chars:,} chars")
-    elif isinstance(event, McpServerChanged) and event.state == "ready":
-        from app.textsafe import display_line
+        return
+    if isinstance(event, Notice) and event.code == "escalation":  # the answer continues where the token limit cut it
+        _next_message = False
+    if not _told_on_stderr(event):
+        return
+    description = describe(event)
+    if description is not None:
+        _stderr(description.line)
 
-        _stderr(f"⚙ MCP server {display_line(event.name)}: ready, {event.tools} tools")
-    elif isinstance(event, HookRun) and event.decision != "ok":
-        _stderr(f"⚓ hook {event.event} ({event.command}): {event.decision} {event.output[:200]}")
+
+def _told_on_stderr(event: Event) -> bool:
+    """What -p tells on stderr besides notices: failures, retries, recovery, tools, a server ready; a learned
+    cap has its own notice and an applied compaction its own phase lines."""
+    if isinstance(event, CapLearned):
+        return False
+    if isinstance(event, Compaction):
+        return event.outcome != "applied"
+    if isinstance(event, McpServerChanged):
+        return event.state == "ready"
+    return True
 
 
 def json_printer(event: Event) -> None:

@@ -40,7 +40,19 @@ def _is_local(url: str | None) -> bool:
 
 
 def choose_route(settings: Settings, name: str | None = None) -> RouteChoice:
-    """The route to use and its key, or a ConfigError that says what to do."""
+    """The route to use and its key, or a ConfigError that says what to do (no key; a CA bundle that
+    does not exist — said here, before the first request)."""
+    from app.ca_bundle import CaBundleMissing, check_route
+
+    choice = _choose_route(settings, name)
+    try:
+        check_route(choice.route, settings)
+    except CaBundleMissing as exc:
+        raise ConfigError(str(exc)) from None
+    return choice
+
+
+def _choose_route(settings: Settings, name: str | None = None) -> RouteChoice:
     if settings.routes:
         route = settings.route(name)
         key = None

@@ -262,6 +262,11 @@ class ViewChanged(Event):
     reason: str = ""
     floor: tuple[Any, ...] = ()  # app.engine.payload.FloorPart: the non-compactable base, by part
     floor_bytes: int | None = None  # a request with no messages, exactly
+    cap_detail: str = ""  # where the cap came from, e.g. "max_payload from config.toml" ("" unknown)
+    preflight_ratio: float | None = None  # the share of the cap that compacts first (Settings.preflight_ratio)
+    compact_threshold: float | None = None  # the share of the window that compacts (Settings.compact_threshold)
+    no_cap_warn_bytes: int | None = None  # with no cap, the size that warns (Settings.no_cap_warn_bytes)
+    mcp_deferred_from: int | None = None  # MCP definitions deferred: the bytes they would add in full
 
 
 @dataclass(frozen=True)

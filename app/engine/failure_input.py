@@ -59,6 +59,7 @@ class Case:
     html: bool = False
     json_envelope: bool = False
     gateway: str | None = None
+    provider: str = ""  # the adapter's kind ("anthropic", "bedrock", …) when known: hints name its SDK
 
     def status_evidence(self) -> str:
         return f"status {self.status}{self.status_note}"
@@ -73,7 +74,8 @@ def make_case(*, status: Any = None, message: Any = "", body: Any = None, header
                drop_threshold: Any = DEFAULT_DROP_THRESHOLD, class_names: Iterable[str] = (),
                cause_names: Iterable[str] = (), cause_notes: Iterable[str] = (), cause_text: str = "",
                extra_codes: Iterable[str] = (), retry_after: Any = None,
-               size_evidence: SizeEvidence | None = None, request_header_bytes: Any = None) -> Case:
+               size_evidence: SizeEvidence | None = None, request_header_bytes: Any = None,
+               provider: Any = None) -> Case:
     message_text = _as_text(message)
     body_text = _as_text(body)
     header_map = _as_headers(headers)
@@ -86,7 +88,7 @@ def make_case(*, status: Any = None, message: Any = "", body: Any = None, header
         class_names=tuple(class_names) or _class_hint(error_type), cause_names=tuple(cause_names),
         cause_notes=tuple(cause_notes), cause_text=_as_text(cause_text).lower()[:MAX_SCAN_CHARS],
         size_evidence=size_evidence if isinstance(size_evidence, SizeEvidence) else None,
-        request_header_bytes=_as_size(request_header_bytes),
+        request_header_bytes=_as_size(request_header_bytes), provider=_as_text(provider).strip().lower(),
     )
     lowered_message = _scan_window(message_text).lower()
     if case.status is None:
@@ -319,6 +321,7 @@ def parts_from_exception(error: BaseException) -> dict[str, Any] | None:
     ) if code]
     parts["retry_after"] = getattr(wrapper, "retry_after", None)
     parts["request_header_bytes"] = getattr(wrapper, "request_header_bytes", None)
+    parts["provider"] = getattr(wrapper, "provider", None)
     return parts
 
 

@@ -143,17 +143,20 @@ APIGW_FORBIDDEN = "forbiddenexception"  # API Gateway's refusal; Bedrock itself 
 WAF_STATUSES = frozenset({403, 406})
 NON_STREAM_200 = "non-sse-200"  # the adapter's flag for a 200 that is neither the stream nor HTML
 
+# TLS ended mid-handshake or mid-upload (an h2-only server refusing HTTP/1.1 included): a drop
+TLS_DROP_PHRASES = (r"eof occurred in violation of protocol", r"unexpected_eof_while_reading",
+                    r"tlsv1 alert no application protocol", r"no application protocol")
 CONNECTION_DROP_PHRASES = (
     r"connection error\.?", r"connection was closed before we received a valid response",
     r"broken pipe", r"unexpected eof", r"connection reset", r"\bstream (?:was )?reset\b",
     r"\bstream error\b", r"rst_stream", r"peer closed connection", r"server disconnected",
     r"remote end closed connection", r"connection aborted", r"errno 104", r"econnreset", r"epipe",
-    r"incomplete (?:chunked )?read", r"connection closed",
+    r"incomplete (?:chunked )?read", r"connection closed", *TLS_DROP_PHRASES,
 )
 CONNECTION_DROP_CLASSES = frozenset({
     "apiconnectionerror", "connectionclosederror", "remoteprotocolerror", "readerror", "writeerror",
     "connectionreseterror", "brokenpipeerror", "protocolerror", "remotedisconnected", "incompleteread",
-    "connectionabortederror", "responsestreamingerror", "chunkedencodingerror",
+    "connectionabortederror", "responsestreamingerror", "chunkedencodingerror", "ssleoferror", "sslzeroreturnerror",
 })
 CONNECT_FAILURE_PHRASES = (
     r"connection refused", r"could not connect to the endpoint", r"name or service not known",
@@ -164,8 +167,14 @@ CONNECT_FAILURE_CLASSES = frozenset({
     "connecterror", "connectionrefusederror", "endpointconnectionerror", "gaierror",
     "proxyconnectionerror", "newconnectionerror",
 })
-TLS_FAILURE = re.compile(r"certificate verify failed|sslcertverificationerror|ssl validation failed")
-TLS_FAILURE_CLASSES = frozenset({"sslcertverificationerror", "sslerror"})
+# Only a real verification failure is a certificate problem (issue 22): an EOF or reset during the
+# handshake or the upload ("SSL validation failed for … EOF occurred in violation of protocol" from
+# botocore) is a dropped connection, judged by size like any drop.
+TLS_FAILURE = re.compile(
+    r"certificate verify failed|certificate_verify_failed|sslcertverificationerror|unable to get local issuer"
+    r"|self[- ]signed certificate|unable to verify the first certificate|hostname mismatch"
+    r"|certificate is not valid for|doesn't match '|tlsv1 alert unknown ca|certificate has expired")
+TLS_FAILURE_CLASSES = frozenset({"sslcertverificationerror"})
 
 TIMEOUT_CLASSES = frozenset({
     "apitimeouterror", "readtimeout", "writetimeout", "connecttimeout", "pooltimeout", "timeoutexception",

@@ -254,6 +254,23 @@ def _drop_unproven_detail(case: Case, hits: Sequence[Hit]) -> str:
             "gateway cap; `bulkhead probe` finds it)")
 
 
+def _tls_detail(case: Case, hits: Sequence[Hit]) -> str:
+    """The certificate hint names what the failing route's SDK reads, and bulkhead's own `ca_bundle`."""
+    from app.ca_bundle import SDK_NAMES, sdk_reads
+
+    said = "TLS verification failed: the server's certificate is not trusted (a proxy re-signing traffic?)"
+    if case.provider in SDK_NAMES:
+        return (f"{said}; set ca_bundle in config.toml to its CA bundle, or {sdk_reads(case.provider)}, "
+                f"which {SDK_NAMES[case.provider]} reads")
+    return f"{said}; set ca_bundle in config.toml to its CA bundle (bulkhead hands it to every provider's SDK)"
+
+
+def _ca_bundle_detail(case: Case, hits: Sequence[Hit]) -> str:
+    """The route's CA bundle does not exist (`app.ca_bundle`): its own words (variable, path), once."""
+    said = case.message.split("CaBundleMissing: ", 1)[-1].strip().splitlines()[0]
+    return said.split(": ", 1)[1] if said.startswith("routes.") and ": " in said else said
+
+
 def _server_detail(case: Case, hits: Sequence[Hit]) -> str:
     return f"{case.status} from the {'gateway' if case.html else 'server'}" + _title_of(case)
 
@@ -306,6 +323,8 @@ def _upstream_detail(case: Case, hits: Sequence[Hit]) -> str:
 
 # Every built-in rule; priorities are unique (higher wins).
 BUILT_IN_RULES: tuple[Rule, ...] = (
+    Rule("net.ca-bundle-missing", OTHER, 905, (ExceptionClass(frozenset({"cabundlemissing"}), first_only=True),),
+         transient=False, headline="Could not connect", detail=_ca_bundle_detail),
     Rule("timeout", TIMEOUT, 900, (any_of(
         transport("timeout", line="transport: timeout"),
         ExceptionClass(TIMEOUT_CLASSES, first_only=True),
@@ -321,9 +340,7 @@ BUILT_IN_RULES: tuple[Rule, ...] = (
          detail="the proxy wants credentials (407 while opening the tunnel)"),
     Rule("net.tls-verify", OTHER, 875, (NO_HTTP_ANSWER, any_of(
         phrase(TLS_FAILURE, label="TLS"), ExceptionClass(TLS_FAILURE_CLASSES, chain=True))),
-         unless=(API_EVENT,), transient=False, headline="Could not connect",
-         detail="TLS verification failed (a proxy re-signing traffic? set SSL_CERT_FILE or REQUESTS_CA_BUNDLE "
-                "to its CA)"),
+         unless=(API_EVENT,), transient=False, headline="Could not connect", detail=_tls_detail),
     Rule("net.connect-failed", OTHER, 870, (NO_HTTP_ANSWER, any_of(
         phrase(CONNECT_RE, label="connect"), ExceptionClass(CONNECT_FAILURE_CLASSES, chain=True))),
          unless=(API_EVENT,), transient=True, headline="Could not connect",

@@ -114,7 +114,8 @@ class Failure:
 def classify_fields(status: Any = None, message: Any = "", body: Any = None, headers: Any = None,
                     request_bytes: Any = None, *, transport: Any = None, error_type: Any = None,
                     drop_threshold: Any = DEFAULT_DROP_THRESHOLD, size_evidence: SizeEvidence | None = None,
-                    user_rules: Sequence[Rule] = (), request_header_bytes: Any = None) -> Failure:
+                    user_rules: Sequence[Rule] = (), request_header_bytes: Any = None,
+                    provider: Any = None) -> Failure:
     """Classify a failure from its raw parts (status, message, body text, headers, request size).
 
     Never raises: unreadable input is classified as kind `other` with the problem in `evidence`.
@@ -123,7 +124,7 @@ def classify_fields(status: Any = None, message: Any = "", body: Any = None, hea
         case = make_case(status=status, message=message, body=body, headers=headers,
                          request_bytes=request_bytes, transport=transport, error_type=error_type,
                          drop_threshold=drop_threshold, size_evidence=size_evidence,
-                         request_header_bytes=request_header_bytes)
+                         request_header_bytes=request_header_bytes, provider=provider)
         return decide(case, user_rules)
     except Exception as exc:  # the classifier must never raise
         return _unclassifiable(exc)

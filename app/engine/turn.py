@@ -29,6 +29,8 @@ from app.config import Route, Settings
 from app.engine.checkpoints import Checkpoints, Restored
 from app.engine.compaction.context import PassContext
 from app.engine.compactor import Compactor
+from app.engine.context_report import ContextReport
+from app.engine.describe import describe
 from app.engine.events import (
     AnswerFinished,
     Event,
@@ -138,6 +140,7 @@ class Engine:
         self.system = self.base_system  # + the project instructions, once loaded (load_instructions)
         self.builtin_tools: tuple[ToolSpec, ...] = tuple(TOOL_SPECS if tools is None else tools)
         self._tools_cache: tuple[object, tuple[ToolSpec, ...]] | None = None
+        self._cap_detail_memo: tuple[tuple, str] | None = None  # (endpoint, cap) → its words (cap_detail)
         self.mcp = mcp
         self.mcp_tools = None
         if mcp is not None:
@@ -228,6 +231,22 @@ class Engine:
         configured, where = self.configured_cap()
         return effective_cap(configured, self.state.learned_cap(self.route.endpoint_id),
                              self.session.flags.get("assumed_cap"), where)
+
+    def cap_detail(self, cap: CapInfo | None = None) -> str:
+        """Where the cap in force came from, in words; a learned cap adds the rejection's reason.
+
+        Reads state.toml only when the cap changes (the answer is kept per cap)."""
+        cap = cap or self.cap_info()
+        key = (self.route.endpoint_id, cap.bytes, cap.source, cap.detail)
+        if self._cap_detail_memo is not None and self._cap_detail_memo[0] == key:
+            return self._cap_detail_memo[1]
+        detail = cap.detail
+        if cap.source == "learned" and detail:
+            learned = self.state.learned_cap(self.route.endpoint_id)
+            if learned is not None and learned.reason:
+                detail += f" ({learned.reason.split(':')[0].strip()})"
+        self._cap_detail_memo = (key, detail)
+        return detail
 
     def measure(self, messages: Sequence[Message], max_tokens: int | None = None) -> int:
         return self.provider.measure(tuple(messages), self.system, self.tools, max_tokens=max_tokens or self.max_tokens)
@@ -402,10 +421,16 @@ class Engine:
         cap = self.cap_info()
         predicted = self.measure(self.session.view.messages)
         floor = self.floor_sizes()
+        plan = self.mcp_plan()
+        settings = self.settings
         event = ViewChanged(view_id=self.session.view.id, messages=len(self.session.view), predicted_bytes=predicted,
                             effective_cap=cap.bytes, cap_source=cap.source,
                             context_tokens=int(predicted / self.bytes_per_token), context_window=self.context_window,
-                            reason=reason, floor=floor.parts, floor_bytes=floor.total_bytes)
+                            reason=reason, floor=floor.parts, floor_bytes=floor.total_bytes,
+                            cap_detail=self.cap_detail(cap), preflight_ratio=settings.preflight_ratio,
+                            compact_threshold=settings.compact_threshold,
+                            no_cap_warn_bytes=settings.no_cap_warn_bytes,
+                            mcp_deferred_from=plan.full_bytes if plan is not None and plan.deferred else None)
         self.emit(event)
         return event
 
@@ -1047,21 +1072,21 @@ class Engine:
         self.view_changed("cap")
         return forgotten
 
-    def context_report(self) -> dict:
-        """What `/context` shows."""
+    def context_report(self) -> ContextReport:
+        """What `/context` and the Payload panel show about the next request."""
         cap = self.cap_info()
         view = self.session.view
         predicted = self.measure(view.messages)
-        return {"messages_in_view": len(view), "messages_in_master": len(self.session.master),
-                "predicted_bytes": predicted, "effective_cap": cap.bytes, "cap_source": cap.source,
-                "cap_detail": cap.detail, "context_window": self.context_window,
-                "estimated_tokens": int(predicted / self.bytes_per_token),
-                "bytes_per_token": self.bytes_per_token, "views_stacked": len(self.session.views),
-                "floor_bytes": self.floor_sizes().total_bytes, "floor_parts": self.floor_sizes().parts,
-                "context_engine": self.settings.context_engine,
-                "native_compaction": getattr(self.provider, "native_compaction", "") if self.native.enabled else "",
-                "compact_threshold": self.native.threshold(),
-                "provider_edits": edit_totals(self.session.flags)}
+        floor = self.floor_sizes()
+        return ContextReport(
+            messages_in_view=len(view), messages_in_master=len(self.session.master), predicted_bytes=predicted,
+            effective_cap=cap.bytes, cap_source=cap.source, cap_detail=self.cap_detail(cap),
+            context_window=self.context_window, estimated_tokens=int(predicted / self.bytes_per_token),
+            bytes_per_token=self.bytes_per_token, views_stacked=len(self.session.views),
+            floor_bytes=floor.total_bytes, floor_parts=tuple(floor.parts),
+            context_engine=self.settings.context_engine,
+            native_compaction=getattr(self.provider, "native_compaction", "") if self.native.enabled else "",
+            compact_threshold=self.native.threshold(), provider_edits=edit_totals(self.session.flags))
 
 
 def retry_point(view: Sequence[Message]) -> int | None:
@@ -1080,7 +1105,10 @@ def retry_point(view: Sequence[Message]) -> int | None:
 
 
 def describe_event(event: Event) -> str:
-    """One line for stderr / logs."""
+    """One line for stderr / logs: the presenter's words (`app.engine.describe`), else the event's fields."""
+    description = describe(event)
+    if description is not None:
+        return f"{event.type}: {description.text}"
     data = event.to_json()
     data.pop("type", None)
     return f"{event.type}: " + json.dumps(data, ensure_ascii=False, default=str)[:300]

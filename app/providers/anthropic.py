@@ -44,6 +44,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from app.ca_bundle import httpx_verify
 from app.config import Route, Settings
 from app.engine.costs import Usage
 from app.engine.messages import COMPACTION_SUMMARY_HEADER, Image, Message, Native, Text, ToolCall, ToolResult
@@ -302,7 +303,7 @@ class AnthropicProvider(HttpxSdkProvider):
 
         timeout = anthropic.Timeout(self.settings.request_timeout, connect=self.settings.connect_timeout)
         http_client = anthropic.DefaultAsyncHttpxClient(
-            timeout=timeout,
+            timeout=timeout, verify=httpx_verify(self.route, self.settings),
             event_hooks={"request": [httpx_request_hook], "response": [httpx_response_hook]})
         return anthropic.AsyncAnthropic(
             api_key=self._resolve_key(), base_url=self._base_url(), max_retries=0, timeout=timeout,

@@ -27,6 +27,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from app.ca_bundle import botocore_verify
 from app.config import Route, Settings
 from app.engine.costs import Usage
 from app.engine.messages import COMPACTION_SUMMARY_HEADER, Image, Message, Native, Text, ToolCall, ToolResult
@@ -255,11 +256,25 @@ class BedrockProvider(Provider):
             config = Config(retries={"total_max_attempts": 1}, read_timeout=self.settings.request_timeout,
                             connect_timeout=self.settings.connect_timeout, tcp_keepalive=True)
             client = session.client("bedrock-runtime", region_name=region,
-                                    endpoint_url=self.route.endpoint_url or None, config=config)
+                                    endpoint_url=self.route.endpoint_url or None, config=config,
+                                    verify=botocore_verify(self.route, self.settings))
             client.meta.events.register("before-send.bedrock-runtime.*", _before_send)
             client.meta.events.register("before-parse.bedrock-runtime.ConverseStream", _before_parse)
             self._client = client
             return client
+
+    def _fresh_connection(self) -> None:
+        """After a failed request the next one goes on a new connection (issue 22): a gateway that answered
+        413 before reading the whole body may read the rest as a new request and queue a stray reply (Caddy's
+        431) on the pooled connection. Closing the client closes its idle pooled connections; one still in use
+        is closed when it is given back. The next request makes a new client."""
+        with self._client_lock:
+            client, self._client = self._client, None
+        if client is not None:
+            try:
+                client.close()
+            except Exception:  # noqa: BLE001 - closing is best effort
+                pass
 
     async def aclose(self) -> None:
         client, self._client = self._client, None
@@ -291,6 +306,7 @@ class BedrockProvider(Provider):
         try:
             await asyncio.to_thread(work)
         except Exception as exc:  # noqa: BLE001 - every SDK failure becomes a ProviderError
+            await asyncio.to_thread(self._fresh_connection)
             raise bedrock_error(exc, exchange, in_stream=False) from exc
         return ProbeReply(exchange.status or 200, exchange.actual_bytes)
 
@@ -314,7 +330,7 @@ class BedrockProvider(Provider):
             config = Config(retries={"total_max_attempts": 1}, read_timeout=self.settings.connect_timeout * 3,
                             connect_timeout=self.settings.connect_timeout)
             client = session.client("bedrock", region_name=region, endpoint_url=self._control_endpoint(),
-                                    config=config)
+                                    config=config, verify=botocore_verify(self.route, self.settings))
             try:
                 listed = []
                 for model in client.list_foundation_models(byOutputModality="TEXT").get("modelSummaries", []):
@@ -366,6 +382,7 @@ class BedrockProvider(Provider):
                         post("event", event)
                 post("end", None)
             except Exception as exc:  # noqa: BLE001 - handed to the event loop, wrapped there
+                self._fresh_connection()
                 post("error", exc)
             finally:
                 _THREAD.exchange = None

@@ -12,6 +12,7 @@ import asyncio
 import importlib
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import aclosing
 from typing import Any
 
 from app.providers.base import ProbeReply, Provider, ProviderError, Request, StreamEvent
@@ -34,6 +35,8 @@ class HttpxSdkProvider(Provider):
         super().__init__(*args, **kwargs)
         self._client: Any = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._users: dict[int, int] = {}  # id(client) -> requests using it now
+        self._retired: list[Any] = []  # clients replaced after a failure, closed once unused
 
     # -- what each adapter provides ------------------------------------------------------------------
     def _new_client(self) -> Any:
@@ -60,27 +63,56 @@ class HttpxSdkProvider(Provider):
 
     async def aclose(self) -> None:
         client, self._client = self._client, None
-        if client is not None:
-            try:
-                await client.close()
-            except Exception:  # noqa: BLE001 - closing is best effort
-                pass
+        retired, self._retired = self._retired, []
+        for old in (client, *retired):
+            if old is not None:
+                await _close(old)
 
-    async def _call(self, exchange: Exchange, call: Callable[[Any], Awaitable[Any]]) -> Any:
-        """Run one SDK call with the exchange hooks recording it; every failure is a ProviderError."""
+    async def _acquire(self, exchange: Exchange) -> Any:
+        """The client for one request (counted as in use until `_release`)."""
         try:
             if self.sdk_module and self.sdk_module not in sys.modules:
                 await asyncio.to_thread(importlib.import_module, self.sdk_module)  # never block the loop on it
             client = self._client_for_loop()
         except Exception as exc:  # noqa: BLE001 - e.g. no credentials: still provider-origin
             raise wrap_unknown(self.kind, exc, exchange, in_stream=False) from exc
+        self._users[id(client)] = self._users.get(id(client), 0) + 1
+        return client
+
+    async def _release(self, client: Any) -> None:
+        left = self._users.get(id(client), 1) - 1
+        if left > 0:
+            self._users[id(client)] = left
+            return
+        self._users.pop(id(client), None)
+        if any(old is client for old in self._retired):
+            self._retired = [old for old in self._retired if old is not client]
+            await _close(client)
+
+    def _fresh_connection(self) -> None:
+        """After a failed request the next one goes on a new connection (issue 22): a gateway that answered
+        413 before reading the whole body may read the rest as a new request and queue a stray reply (Caddy's
+        431) on the pooled connection, which httpx would take as the answer to the retry. The client (and its
+        pool) is replaced; the old one is closed as soon as no request uses it."""
+        client, self._client = self._client, None
+        if client is not None:
+            self._retired.append(client)
+
+    async def _call(self, exchange: Exchange, call: Callable[[Any], Awaitable[Any]], *, client: Any = None) -> Any:
+        """Run one SDK call with the exchange hooks recording it; every failure is a ProviderError."""
+        own = client is None
+        if own:
+            client = await self._acquire(exchange)
         token = CURRENT_EXCHANGE.set(exchange)
         try:
             return await call(client)
         except Exception as exc:  # noqa: BLE001 - every SDK failure becomes a ProviderError
+            self._fresh_connection()
             raise sdk_error(self.kind, exc, exchange, in_stream=False, type_attrs=self.type_attrs) from exc
         finally:
             CURRENT_EXCHANGE.reset(token)
+            if own:
+                await self._release(client)
 
     async def _probe_call(self, call: Callable[[Any], Awaitable[Any]]) -> ProbeReply:
         """A probe request (see `bulkhead probe`): any answer from the provider is a reply."""
@@ -94,8 +126,24 @@ class HttpxSdkProvider(Provider):
     # -- streaming -------------------------------------------------------------------------------------
     async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
         exchange = Exchange()
+        client = None
         try:
-            result = await self._call(exchange, lambda client: self._create(client, request))
+            client = await self._acquire(exchange)
+            async with aclosing(self._stream(client, exchange, request)) as events:  # closed before the release
+                async for event in events:
+                    yield event
+        except ProviderError:
+            self._fresh_connection()
+            raise
+        finally:
+            if client is not None:
+                await self._release(client)
+            else:
+                exchange.apply(request)
+
+    async def _stream(self, client: Any, exchange: Exchange, request: Request) -> AsyncIterator[StreamEvent]:
+        try:
+            result = await self._call(exchange, lambda c: self._create(c, request), client=client)
         finally:
             exchange.apply(request)
         response = getattr(result, "response", None)
@@ -134,3 +182,10 @@ class HttpxSdkProvider(Provider):
             await close_quietly(result)
         for event in parser.finish():
             yield event
+
+
+async def _close(client: Any) -> None:
+    try:
+        await client.close()
+    except Exception:  # noqa: BLE001 - closing is best effort
+        pass

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from app.ca_bundle import httpx_verify
 from app.config import Route, Settings
 from app.engine.costs import Usage
 from app.engine.messages import COMPACTION_SUMMARY_HEADER, Image, Message, Native, Text, ToolCall, ToolResult
@@ -248,7 +249,7 @@ class OpenAIProvider(HttpxSdkProvider):
         key = self._resolve_key()
         timeout = openai.Timeout(self.settings.request_timeout, connect=self.settings.connect_timeout)
         http_client = openai.DefaultAsyncHttpxClient(
-            timeout=timeout,
+            timeout=timeout, verify=httpx_verify(self.route, self.settings),
             event_hooks={"request": [httpx_request_hook], "response": [httpx_response_hook]})
         headers = {"api-key": key} if self.is_azure and key else None
         return openai.AsyncOpenAI(api_key=key, base_url=self._base_url(), max_retries=0, timeout=timeout,

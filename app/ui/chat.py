@@ -36,6 +36,7 @@ from textual.reactive import reactive
 from textual.timer import Timer
 from textual.widgets import Static
 
+from app.engine.describe import describe
 from app.engine.events import (
     AnswerFinished,
     Compaction,
@@ -53,7 +54,6 @@ from app.engine.events import (
     TurnFinished,
 )
 from app.engine.messages import Message as EngineMessage
-from app.sizes import format_size
 from app.ui.answer_view import AnswerView
 from app.ui.chat_history import HistoryEntry, entries_from_messages, entry_of
 from app.ui.chat_items import AssistantItem, ChatItem, NoticeItem, ReportItem, ToolBlock, UserItem
@@ -672,44 +672,23 @@ class Chat(VerticalScroll, can_focus=True):
     async def _show_notice(self, event: Notice) -> None:
         await self.add_notice(event.text, level=event.level, code=event.code)
 
-    @handle.register
-    async def _show_recovery_step(self, event: RecoveryStep) -> None:
-        sizes = ""
-        if event.bytes_before is not None and event.bytes_after is not None:
-            sizes = f" ({format_size(event.bytes_before)} → {format_size(event.bytes_after)})"
-        level = {"failed": "error", "exhausted": "error", "refused": "error", "not_smaller": "warn"}.get(
-            event.outcome, "info")
-        await self.add_notice(f"L{event.level} attempt {event.attempt}/{event.max_attempts}: "
-                              f"{event.outcome.replace('_', ' ')}{sizes}" + (f" — {event.reason}" if event.reason else ""),
-                              level=level, code="recovery", title="recovery")
-
-    @handle.register
-    async def _show_compaction_event(self, event: Compaction) -> None:
-        await self._on_compaction(event)
-
-    @handle.register
-    async def _show_retry(self, event: Retry) -> None:
-        await self.add_notice(f"{event.kind}: retry {event.attempt}/{event.max_attempts} in {event.delay_s:.1f} s"
-                              + (f" — {event.reason}" if event.reason else ""), code="retry", title="retry")
+    @handle.register(RecoveryStep)
+    @handle.register(Compaction)
+    @handle.register(Retry)
+    @handle.register(Rejection)
+    async def _show_described(self, event: Event) -> None:
+        await self._add_described(event)  # the words are app.engine.describe's (the same as -p and the log)
 
     @handle.register
     async def _show_hook_run(self, event: HookRun) -> None:
-        if event.decision not in ("error", "timeout"):
-            return
-        # A broken hook (a crash, invalid JSON, a timeout) must not go unnoticed; blocks show where they act.
-        lines = event.output.strip().splitlines()
-        detail = f" — {lines[0]}" if lines else ""
-        await self.add_notice(f"{event.event} hook `{event.command}`: {event.decision}{detail} (the Hooks "
-                              f"panel shows its output)", level="warn", code="hook", title="hook")
+        if event.decision in ("error", "timeout"):
+            # A broken hook (a crash, invalid JSON, a timeout) must not go unnoticed; blocks show where they act.
+            await self._add_described(event, " (the Hooks panel shows its output)")
 
-    @handle.register
-    async def _show_rejection(self, event: Rejection) -> None:
-        size = f", {format_size(event.bytes)}" if event.bytes else ""
-        status = f"{event.status} " if event.status else ""
-        await self.add_notice(f"{status}{event.kind}{size}: {event.reason}"
-                              + (" — recovering" if event.recoverable else ""),
-                              level="warn" if event.recoverable else "error", code="rejection",
-                              title="rejected" if event.status is not None else "failed")
+    async def _add_described(self, event: Event, more: str = "") -> None:
+        line = describe(event)
+        if line is not None:
+            await self.add_notice(line.text + more, level=line.level, code=line.code, title=line.title)
 
     async def _on_message_added(self, event: MessageAdded) -> None:
         if event.role == "assistant":
@@ -724,18 +703,6 @@ class Chat(VerticalScroll, can_focus=True):
             elif event.origin == "recall":
                 await self.add(UserItem(event.text, origin="recall"))
             # "notice" user messages (the continuation prompt) are bulkhead's own plumbing: not shown
-
-    async def _on_compaction(self, event: Compaction) -> None:
-        if event.outcome == "applied":
-            archived = f", {len(event.archive_keys)} segment(s) archived" if event.archive_keys else ""
-            level = f" L{event.level}" if event.level and event.method != f"L{event.level}" else ""
-            await self.add_notice(f"{event.method}{level}: {format_size(event.bytes_before)} → "
-                                  f"{format_size(event.bytes_after)}, {event.messages_before} → "
-                                  f"{event.messages_after} messages{archived} (/rewind compact undoes it)",
-                                  code="compaction", title=f"compacted ({event.trigger})")
-        else:
-            await self.add_notice(f"{event.method}: {event.outcome}", level="warn" if event.outcome == "failed" else "info",
-                                  code="compaction", title=f"compaction ({event.trigger})")
 
     def _last_answer_of_turn_is_partial(self) -> bool:
         for item in reversed(self.items):

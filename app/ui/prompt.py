@@ -38,7 +38,7 @@ from app.config import data_home
 from app.engine.file_index import FuzzyPaths
 from app.engine.mentions import complete_mention, describe_completion, is_explicit_path, mention_at_end
 from app.textsafe import display_line, without_unsafe
-from app.ui.commands import complete_slash
+from app.ui.slash import complete_slash
 
 HISTORY_LIMIT = 1000
 

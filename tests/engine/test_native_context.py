@@ -164,7 +164,7 @@ async def test_applied_edits_are_mirrored_locally(make_harness, lab):
     assert h.session.flags.get("bytes_per_token") == expected
     assert calibrate(expected, edited["predicted_bytes"], edited["usage"]["input_tokens"]) != expected
     assert h.session.flags.get("expect_cache_rebuild") is True
-    report = h.engine.context_report()["provider_edits"]
+    report = h.engine.context_report().provider_edits
     assert (report["edits"], report["tool_results"], report["stubbed"]) == (1, 2, 2)
     assert report["tokens"] == edits[0].cleared_input_tokens
     assert _receipts(h)[-1]["trigger"] == "provider-edit"
@@ -173,7 +173,7 @@ async def test_applied_edits_are_mirrored_locally(make_harness, lab):
     assert (await h.engine.submit("thanks")).outcome == "answered"
     assert _requests(h)[-1]["actual_bytes"] < before
     assert h.session.flags.get("expect_cache_rebuild") is False
-    assert h.engine.context_report()["provider_edits"]["expected_rebuilds"] == 1
+    assert h.engine.context_report().provider_edits["expected_rebuilds"] == 1
 
 
 @pytest.mark.parametrize("which", ["anthropic", "responses"])

@@ -22,21 +22,15 @@ from app.engine.events import AnswerFinished, Compaction, Notice, TextDelta
 from app.state import State
 from app.ui.app import SDK_MODULES, BulkheadApp
 from app.ui.chat_items import AssistantItem, ReportItem, ToolBlock, UserItem, code_blocks
-from app.ui.commands import applicable_titles, complete_slash, parse_slash
 from app.ui.headless import ready, settle, until
 from app.ui.messages import EngineEvent
+from app.ui.palette import applicable_titles
 from app.ui.prompt import PromptHistory, history_path
+from app.ui.slash import complete_slash, parse_slash
 from tests.ui.conftest import lab_settings
 
 SIZE = (160, 48)
 WAIT_S = 60.0
-
-
-class InspectorPlaceholder(Static):
-    """A stand-in inspector for the tests that are about the chat (mounting the real one is slower)."""
-
-    def dispatch(self, event) -> None:
-        pass
 
 
 # -- helpers --------------------------------------------------------------------------------------------
@@ -76,7 +70,6 @@ def markdown_answer(steps: int) -> str:
 
 
 def make_app(settings, tmp_path: Path, **kwargs) -> BulkheadApp:
-    kwargs.setdefault("inspector_factory", lambda: InspectorPlaceholder("inspector", id="inspector"))
     kwargs.setdefault("keymap", {})
     return BulkheadApp(settings, workspace=tmp_path, cursor_blink=False, **kwargs)
 
@@ -303,7 +296,7 @@ async def test_quit_does_not_wait_for_the_sdk_import(lab, tmp_path, monkeypatch)
         started.set()
         release.wait(WAIT_S)
 
-    monkeypatch.setattr("app.ui.app.prewarm_sdk", slow_import)
+    monkeypatch.setattr("app.ui.startup.prewarm_sdk", slow_import)
     monkeypatch.setitem(SDK_MODULES, "lab", "bulkhead_sdk_not_imported_yet")
     app = make_app(lab_settings(lab), tmp_path)
     try:
@@ -737,7 +730,7 @@ async def test_a_narrow_terminal_starts_with_the_inspector_hidden(lab, tmp_path)
 
 
 async def test_copy_message_and_code_block(lab, tmp_path, monkeypatch):
-    monkeypatch.setattr("app.ui.app.system_copy", lambda text: (None, ""))
+    monkeypatch.setattr("app.ui.copying.system_copy", lambda text: (None, ""))
     app = make_app(lab_settings(lab), tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
@@ -775,8 +768,8 @@ async def test_inspector_requests_reach_the_engine_and_the_clipboard(lab, tmp_pa
     from app.ui.widgets.common import CopyRequested
     from app.ui.widgets.inspector import Inspector
 
-    monkeypatch.setattr("app.ui.app.system_copy", lambda text: (None, ""))
-    app = make_app(lab_settings(lab), tmp_path, inspector_factory=lambda: Inspector(clock=lambda: 0.0))
+    monkeypatch.setattr("app.ui.copying.system_copy", lambda text: (None, ""))
+    app = make_app(lab_settings(lab), tmp_path, inspector=Inspector(clock=lambda: 0.0))
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         for _ in range(3):
@@ -793,6 +786,38 @@ async def test_inspector_requests_reach_the_engine_and_the_clipboard(lab, tmp_pa
         await until(pilot, lambda: app.focused is app.inspector.archive.table, "the archive's focus")
         await pilot.press("ctrl+o")
         assert app.focused is app.chat
+
+
+async def test_archive_recall_goes_through_the_apps_busy_guard(lab, tmp_path):
+    """The Archive panel only asks; the app refuses while something runs and recalls once idle."""
+    from app.ui.widgets.archive import ArchiveRecallRequested
+
+    app = make_app(lab_settings(lab), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        for _ in range(3):
+            await send(pilot, "!big 12KB")
+        await send(pilot, "/compact")
+        session = app.engine.session
+        key = session.store.archive_list(session.id, limit=1)[0].key
+        before = len(session.master)
+        app.activity = "turn"  # as while a turn streams
+        assert app.busy and app.running == "turn"
+        app.inspector.archive.post_message(ArchiveRecallRequested(key))
+        await pilot.pause()
+        assert len(session.master) == before  # refused: the conversation is not changed under a running turn
+        app.activity = ""
+        app.inspector.archive.post_message(ArchiveRecallRequested(key))
+        await until(pilot, lambda: len(session.master) == before + 1, "the recall")
+        assert session.master[-1].meta.origin == "recall"
+
+
+def test_every_action_has_one_handler():
+    from app.ui.actions import ACTIONS, HANDLERS, handles
+
+    assert {action.id for action in ACTIONS} == set(HANDLERS)
+    with pytest.raises(KeyError, match="has a handler already"):
+        handles("compact")(lambda app, arg: None)
 
 
 # -- sessions ------------------------------------------------------------------------------------------

@@ -34,12 +34,12 @@ def clock() -> float:
 @pytest.fixture(autouse=True)
 def fixed_config_path(monkeypatch: pytest.MonkeyPatch) -> None:
     """The help screen names keys.toml beside config.toml: keep that path the same on every machine."""
-    monkeypatch.setattr("app.ui.app.config_path", lambda: Path("/home/you/.config/bulkhead/config.toml"))
+    monkeypatch.setattr("app.ui.view_actions.config_path", lambda: Path("/home/you/.config/bulkhead/config.toml"))
 
 
 def make_app(settings, tmp_path, **kwargs) -> BulkheadApp:
     return BulkheadApp(settings, workspace=tmp_path, cursor_blink=False, keymap={}, clock=clock,
-                       inspector_factory=lambda: Inspector(clock=clock, tz=UTC, initial_tab="cost"), **kwargs)
+                       inspector=Inspector(clock=clock, tz=UTC, initial_tab="cost"), **kwargs)
 
 
 def test_empty_start_with_the_lab_notice(snap_compare, tmp_path):

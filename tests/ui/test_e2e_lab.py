@@ -32,7 +32,7 @@ async def test_413_recovery_is_visible_end_to_end(tmp_path):
         route = Route(name="gateway", provider="lab", model="lab-1", base_url=lab.url)
         settings = load_settings().with_overrides(routes={"gateway": route})
         app = BulkheadApp(settings, workspace=tmp_path, cursor_blink=False, keymap={},
-                          inspector_factory=lambda: Inspector(clock=lambda: 0.0, tz=UTC))
+                          inspector=Inspector(clock=lambda: 0.0, tz=UTC))
         async with app.run_test(size=SIZE) as pilot:
             await until(pilot, app.engine_ready.is_set, "the engine")
             inspector: Inspector = app.inspector

@@ -12,7 +12,7 @@ from textual.binding import Binding
 from app.ui import terminal_keys
 from app.ui.app import BulkheadApp
 from app.ui.chat import Chat
-from app.ui.commands import applicable_titles
+from app.ui.palette import applicable_titles
 from app.ui.headless import ready, until
 from app.ui.prompt import PromptArea
 from app.ui.screens.help import HelpScreen
@@ -83,7 +83,7 @@ async def test_each_key_of_a_default_binding_reaches_its_action(lab, tmp_path, w
 async def test_ctrl_t_steps_through_the_panels_and_the_palette_names_each(lab, tmp_path):
     from app.ui.widgets.inspector import PANEL_NAMES, Inspector
 
-    app = make_app(lab_settings(lab), tmp_path, inspector_factory=lambda: Inspector(clock=lambda: 0.0))
+    app = make_app(lab_settings(lab), tmp_path, inspector=Inspector(clock=lambda: 0.0))
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         inspector = app.inspector

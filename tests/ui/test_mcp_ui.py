@@ -98,7 +98,7 @@ async def test_a_failing_server_is_explained_in_the_chat_and_the_session_goes_on
 
 async def test_payload_panel_floor_names_the_mcp_part(lab, tmp_path):
     app = make_app(lab_settings(lab, mcp_servers={"demo": demo_spec("demo", "--big", "400")},
-                                max_payload=128 * 1024), tmp_path, inspector_factory=None)
+                                max_payload=128 * 1024), tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await until(pilot, lambda: servers_ready(app), "the big server")

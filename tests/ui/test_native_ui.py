@@ -21,7 +21,7 @@ SIZE = (160, 48)
 async def test_a_provider_compaction_shows_in_chat_compaction_panel_and_context(lab, tmp_path):
     settings = lab_settings(lab, context_engine="provider", provider_compact_threshold=600)
     app = BulkheadApp(settings, workspace=tmp_path, cursor_blink=False, keymap={},
-                      inspector_factory=lambda: Inspector(clock=lambda: 0.0, tz=UTC))
+                      inspector=Inspector(clock=lambda: 0.0, tz=UTC))
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         for n in range(4):

@@ -8,6 +8,7 @@ the SVGs in `__snapshots__/test_panel_snapshots/`.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from app.engine.events import (
@@ -72,7 +73,8 @@ def test_recovered_from_a_waf_block(snap_compare, tmp_path):
         inspector.dispatch(RecoveryStep(2, 2, 3, 422_400, 120_000, "succeeded", "waf_block", "recovered at L2"))
         inspector.dispatch(Compaction("recovery", "L2", "applied", 422_400, 120_000, 30, 11, level=2,
                                       archive_keys=("d" * 16,)))
-        inspector.dispatch(view(122_880, 316_800, "learned", tokens=30_720))
+        # the engine's ViewChanged says where the cap came from (the panels never ask the engine)
+        inspector.dispatch(replace(view(122_880, 316_800, "learned", tokens=30_720), cap_detail=engine.cap_detail()))
         await settle(pilot)
         inspector.show_panel("requests")
         await pilot.pause()

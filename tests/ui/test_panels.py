@@ -39,6 +39,7 @@ from app.providers.base import make_provider
 from app.state import State
 from app.store import Store
 from app.ui.explain import explain_request, recovery_after, request_report
+from app.ui.panel_source import panel_source
 from app.ui.widgets import archive as archive_module
 from app.ui.widgets import hooks as hooks_module
 from app.ui.widgets import requests as requests_module
@@ -68,7 +69,10 @@ class InspectorApp(App):
         self.copies: list[str] = []
 
     def compose(self) -> ComposeResult:
-        yield Inspector(self.engine, clock=lambda: FIXED_NOW, tz=UTC, **self.options)
+        inspector = Inspector(clock=lambda: FIXED_NOW, tz=UTC, **self.options)
+        if self.engine is not None:  # what the real app does once the session is open
+            inspector.show_session(panel_source(self.engine))
+        yield inspector
 
     def on_mount(self) -> None:
         for field in self.query(Input):
@@ -82,13 +86,13 @@ class InspectorApp(App):
 
     def on_archive_recall_requested(self, message) -> None:
         self.recalls.append(message.key)
-        if self.act:
-            self.inspector.recall(message.key)
+        if self.act:  # what the real app does (when no turn runs)
+            self.engine.recall_into_view(message.key)
 
     def on_rewind_requested(self, message) -> None:
         self.rewinds += 1
         if self.act:
-            self.inspector.rewind()
+            self.engine.rewind()
 
     def on_copy_requested(self, message) -> None:
         self.copies.append(message.text)
@@ -132,7 +136,7 @@ async def test_empty_state_before_the_engine_exists():
     async with app.run_test(size=(80, 50)) as pilot:
         await settle(pilot)
         inspector = app.inspector
-        assert inspector.engine is None
+        assert inspector.source is None
         assert inspector.payload.cap_label == "no cap known · warns above 2.5 MB"
         assert inspector.payload.gauge.level == "idle"
         assert "waiting" in str(inspector.query_one("#payload-next", Static).render())
@@ -254,12 +258,13 @@ async def test_rebinding_to_another_session_rebuilds_the_panels(tmp_path):
         inspector = app.inspector
         inspector.dispatch(RequestStarted("r1", "lab", "chat", 1000))
         old_requests = inspector.requests
-        inspector.bind_engine(second)
+        inspector.show_session(panel_source(second))
         await settle(pilot)
-        assert inspector.requests is not old_requests and inspector.requests.engine is second
+        assert inspector.requests is not old_requests and inspector.requests.session_id == second.session.id
         assert inspector.requests.table.row_count == 0
-        inspector.bind_engine(second)  # the same session again (e.g. after /model): panels kept
-        assert inspector.requests.engine is second
+        kept = inspector.requests
+        inspector.show_session(panel_source(second))  # the same session again (e.g. after /model): panels kept
+        assert inspector.requests is kept and inspector.requests.session_id == second.session.id
     first.session.store.close()
     second.session.store.close()
 
@@ -303,7 +308,7 @@ async def test_payload_gauge_against_no_cap_then_learned_cap(engine):
         await settle(pilot)
         payload = app.inspector.payload
         # bound: the engine's own numbers, before any event
-        assert payload.predicted_bytes == engine.context_report()["predicted_bytes"]
+        assert payload.predicted_bytes == engine.context_report().predicted_bytes
         assert payload.cap_label == "no cap known · warns above 2.5 MB"
 
         app.inspector.dispatch(view(2_000_000, None, "none"))
@@ -316,8 +321,9 @@ async def test_payload_gauge_against_no_cap_then_learned_cap(engine):
         learned_at = datetime(2026, 1, 1, 13, 58, tzinfo=UTC)
         engine.state.learn_cap(engine.route.endpoint_id, 316_800, rejected_bytes=422_400, kind="waf_block",
                                reason=WAF_REASON, now=learned_at)
-        app.inspector.dispatch(view(200_000, 316_800, "learned"))
+        event = engine.view_changed("cap")  # the engine's own event (through the bus): it says where the cap came from
         await pilot.pause()
+        assert event.cap_detail.endswith("(Rejected by a WAF (Cloudflare))") and event.preflight_ratio == 0.85
         assert payload.cap_bytes == 316_800 and payload.gauge.total == 316_800
         assert payload.cap_label == ("cap 309.4 KB · learned 2026-01-01 13:58 from a waf_block rejection of "
                                      "412.5 KB (Rejected by a WAF (Cloudflare))")
@@ -620,24 +626,25 @@ async def test_archive_rewind_key_restores_the_previous_view(engine):
         assert app.rewinds == 2 and len(engine.session.views) == 1
 
 
-async def test_archive_direct_actions_call_the_engine(engine):
-    keys = seed_archive(engine.session)
-    app = InspectorApp(engine, act=False, direct_actions=True)
-    async with app.run_test(size=(100, 50)) as pilot:
-        await settle(pilot)
-        app.inspector.show_panel("archive")
-        await pilot.pause()
-        before = len(engine.session.master)
-        await pilot.press("enter")
-        await pilot.pause()
-        assert app.recalls == []  # the inspector handled it; the message never reached the app
-        assert len(engine.session.master) == before + 1 and ARCHIVED[2][1] in engine.session.master[-1].text
-        await pilot.press("u")
-        await pilot.pause()
-        assert app.rewinds == 0 and len(engine.session.views) == 1
-        assert app.inspector.recall_selected().meta.origin == "recall"
-        assert app.inspector.recall("no key here") is None
-        assert keys
+def test_no_widget_holds_or_imports_the_engine():
+    """The panels render events and read the store through a PanelSource: no Engine in app/ui/widgets."""
+    import ast
+    from pathlib import Path
+
+    import app.ui.widgets as widgets
+
+    folder = Path(widgets.__file__).parent
+    for path in sorted(folder.glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                assert node.module != "app.engine.turn", f"{path.name} imports app.engine.turn"
+            if isinstance(node, ast.Name | ast.Attribute):
+                name = node.id if isinstance(node, ast.Name) else node.attr
+                assert name not in ("Engine", "bind_engine", "direct_actions"), f"{path.name} uses {name}"
+    inspector = Inspector()
+    for widget in (inspector, *inspector.panels.values()):
+        assert not hasattr(widget, "engine"), widget
 
 
 async def test_archive_adds_new_segments_incrementally(engine, monkeypatch):

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from app.sizes import format_size
-from app.ui.commands import applicable_titles, complete_slash
+from app.ui.palette import applicable_titles
+from app.ui.slash import complete_slash
 from app.ui.headless import ready, settle, until
 from app.ui.screens.help import HelpScreen
 from app.ui.screens.permissions import PermissionsScreen
@@ -34,7 +35,7 @@ def ws(tmp_path: Path) -> Path:
 
 async def test_agents_md_reaches_the_request_and_the_payload_panel_breaks_the_floor_down(lab, ws):
     (ws / "AGENTS.md").write_text(f"# House rules\n{MARKER}\n")
-    app = make_app(lab_settings(lab), ws, inspector_factory=lambda: Inspector(clock=lambda: 0.0, tz=UTC))
+    app = make_app(lab_settings(lab), ws, inspector=Inspector(clock=lambda: 0.0, tz=UTC))
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await send(pilot, "hello")

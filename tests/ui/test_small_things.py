@@ -23,7 +23,7 @@ async def test_archive_ages_keep_up_with_the_clock(lab, tmp_path, monkeypatch):
     monkeypatch.setattr(archive_module, "AGE_REFRESH_S", 0.05)
     now = [NOW]
     app = make_app(lab_settings(lab), tmp_path, clock=lambda: now[0],
-                   inspector_factory=lambda: Inspector(clock=lambda: now[0], initial_tab="archive"))
+                   inspector=Inspector(clock=lambda: now[0], initial_tab="archive"))
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         session = app.engine.session

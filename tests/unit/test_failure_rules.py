@@ -27,6 +27,7 @@ KIND_OF = {rule.id: rule.kind for rule in BUILT_IN_RULES}
 PINNED = {
     ("headers.phrase", "payload.size"): "gw-iis-header-too-long",  # "Request Too Long" page about headers
     ("net.connect-failed", "net.reset-by-size"): "x-connection-refused-big",  # never left: not a size
+    ("net.tls-verify", "net.reset-by-size"): "x-bedrock-tls-unknown-ca",  # a certificate refused: not a size
     ("overflow.tpm", "payload.size"): "x-groq-413-request-too-large",  # TPM words win over a 413
     ("overflow.tpm", "rate.429"): "ll-openai-request-too-large-tpm",  # one request over TPM: waiting won't help
     ("overflow.tpm", "rate.code"): "doc-groq-413-tpm",
@@ -232,3 +233,74 @@ def test_a_407_down_the_cause_chain_is_auth_not_a_network_failure():
     from app.engine.failure_words import describe_action
 
     assert "HTTPS_PROXY" in describe_action(failure)
+
+
+# -- TLS (issue 22): only a verification failure is a certificate problem ----------------------------------
+_BEDROCK_URL = "https://bedrock-runtime.us-east-1.amazonaws.com/model/m/converse-stream"
+
+
+@pytest.mark.parametrize(("provider", "names", "not_named"), [
+    ("anthropic", ("SSL_CERT_FILE", "ca_bundle", "Anthropic"), ("AWS_CA_BUNDLE", "REQUESTS_CA_BUNDLE")),
+    ("openai", ("SSL_CERT_FILE", "ca_bundle", "OpenAI"), ("AWS_CA_BUNDLE", "REQUESTS_CA_BUNDLE")),
+    ("bedrock", ("AWS_CA_BUNDLE", "ca_bundle", "botocore"), ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE")),
+])
+def test_the_certificate_hint_names_what_the_failing_routes_sdk_reads(provider, names, not_named):
+    message = ("[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: unable to get local issuer certificate "
+               "(_ssl.c:1006)")
+    if provider == "bedrock":
+        message = f"SSL validation failed for {_BEDROCK_URL} {message}"
+    failure = classify_fields(None, message, request_bytes=9000, transport="connection", provider=provider)
+    assert failure.rule_id == "net.tls-verify" and not failure.transient
+    assert all(name in failure.reason for name in names), failure.reason
+    assert not any(name in failure.reason for name in not_named), failure.reason
+
+
+@pytest.mark.parametrize("said", ["EOF occurred in violation of protocol (_ssl.c:2427)",
+                                  "[SSL: TLSV1_ALERT_NO_APPLICATION_PROTOCOL] tlsv1 alert no application protocol"])
+def test_a_tls_close_on_bedrock_is_a_drop_judged_by_size_not_a_certificate_problem(said):
+    message = f"SSL validation failed for {_BEDROCK_URL} {said}"
+    big = classify_fields(None, message, request_bytes=700_000, transport="connection", error_type="SSLError",
+                          provider="bedrock")
+    assert big.kind == "connection_drop" and big.rule_id == "net.reset-by-size", big.evidence
+    assert "certificate" not in big.reason.lower() and "CA" not in big.reason
+    small = classify_fields(None, message, request_bytes=9000, transport="connection", error_type="SSLError",
+                            provider="bedrock")
+    assert small.rule_id == "net.reset-unproven" and small.transient
+
+
+def test_a_wrong_proxy_password_is_auth_too():
+    from app.engine.failures import classify
+    from app.providers.base import ProviderError
+
+    class ProxyError(Exception):
+        pass
+
+    try:
+        try:
+            raise ProxyError("407 Proxy Authentication Required")
+        except ProxyError as inner:
+            raise OSError("Tunnel connection failed") from inner
+    except OSError as outer:
+        error = ProviderError("Could not connect to the endpoint URL", provider="bedrock", original=outer,
+                              transport="connection")
+    failure = classify(error)
+    assert failure.kind == "auth" and not failure.transient
+
+
+def test_a_missing_bundle_met_after_route_setup_says_variable_path_and_does_not_exist(tmp_path, monkeypatch):
+    """`bulkhead probe` or a summarizer route builds its client without `choose_route`: same words, not retried."""
+    import asyncio
+
+    from app.config import Route, Settings
+    from app.engine.failures import classify
+    from app.providers.base import make_provider
+
+    missing = tmp_path / "corp.pem"
+    monkeypatch.setenv("SSL_CERT_FILE", str(missing))
+    provider = make_provider(Route(name="t", provider="openai", model="m", base_url="https://127.0.0.1:9/v1"),
+                             Settings(), "sk-FAKE")
+    with pytest.raises(Exception) as raised:
+        asyncio.run(provider.probe(10))
+    failure = classify(raised.value)
+    assert failure.rule_id == "net.ca-bundle-missing" and not failure.transient and "\n" not in failure.reason
+    assert f"SSL_CERT_FILE = {missing} does not exist" in failure.reason

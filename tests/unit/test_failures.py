@@ -53,7 +53,7 @@ ALL_VECTORS = _load(REFERENCE_VECTORS) + _load(EXTRA_VECTORS) + _load(PUBLIC_VEC
 def _fields(vector: dict) -> Failure:
     return classify_fields(vector["status"], vector["message"], vector["body"], vector["headers"],
                            vector["request_bytes"], transport=vector.get("transport"),
-                           error_type=vector.get("error_type"))
+                           error_type=vector.get("error_type"), provider=vector.get("provider"))
 
 
 # -- vectors -----------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Markdown, Static
 
 from app.textsafe import display_line
-from app.ui.commands import SLASH_COMPLETIONS
+from app.ui.slash import SLASH_COMPLETIONS
 from app.ui.terminal_keys import note
 
 TERMINALS = ("Every key above arrives in xterm, tmux, GNOME Terminal, iTerm2, Windows Terminal and the VS Code "

@@ -7,9 +7,8 @@ tool would; **u** (or ctrl+z) asks to restore the view before the last compactio
 
 Recall and rewind change the conversation, so the panel only *asks*: it posts
 `ArchiveRecallRequested(key)` / `RewindRequested()`, which bubble to the app. The app decides
-(e.g. not while a turn is streaming) and calls `recall_selected()` / `recall(key)` /
-`rewind()` here, or the engine itself. `Inspector(direct_actions=True)` makes the inspector
-handle both messages itself. Archived content is outside text: every place it is shown (the
+(e.g. not while a turn is streaming) and carries them out through its busy guard; the panel
+never changes the conversation itself. Archived content is outside text: every place it is shown (the
 row, the preview, the copy) goes through `app.textsafe.display`.
 """
 
@@ -152,8 +151,8 @@ Everything a compaction or a recovery dropped or cut is archived, content-addres
         """The table's keys, top to bottom."""
         return [row.key.value for row in self.table.ordered_rows]
 
-    # -- engine ------------------------------------------------------------------------------------------
-    def on_engine_bound(self) -> None:
+    # -- session -----------------------------------------------------------------------------------------
+    def on_session_shown(self) -> None:
         self.reload()
 
     def on_engine_event(self, event: Event) -> None:
@@ -224,7 +223,7 @@ Everything a compaction or a recovery dropped or cut is archived, content-addres
         if entry is None:
             if self.query_text.strip():
                 self.preview_text = display(f"Nothing in the archive matches {self.query_text!r}.")
-            elif self.engine is None:
+            elif self.source is None:
                 self.preview_text = "Waiting for the session…"
             else:
                 self.preview_text = EMPTY_PREVIEW
@@ -271,18 +270,3 @@ Everything a compaction or a recovery dropped or cut is archived, content-addres
         entry = self.entries.get(key) if key else None
         if entry is not None:
             self.post_message(CopyRequested(display(entry.content), what=f"archived segment ccr:{entry.key}"))
-
-    def recall(self, key: str):
-        """Recall `key` into the conversation through the engine; the new message, or None."""
-        if self.engine is None:
-            return None
-        return self.engine.recall_into_view(key)
-
-    def recall_selected(self):
-        """Recall the selected segment through the engine (what Enter asks for)."""
-        key = self.selected_key
-        return self.recall(key) if key else None
-
-    def rewind(self) -> bool:
-        """Restore the view before the last compaction through the engine."""
-        return bool(self.engine.rewind()) if self.engine is not None else False

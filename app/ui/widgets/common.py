@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -24,16 +24,38 @@ from textual.reactive import reactive
 from textual.widget import Widget
 from textual.widgets import DataTable
 
+from app.config import Settings
+from app.engine.costs import Counters
 from app.engine.events import Event
 
 if TYPE_CHECKING:
-    from app.engine.turn import Engine
+    from app.engine.context_report import ContextReport
 
 Clock = Callable[[], float]
 
 PENDING_EVENTS_MAX = 2_000  # events kept for a panel that is not mounted yet
-NO_CAP_WARN_BYTES = int(2.5 * 1024 * 1024)  # DESIGN.md §4, Settings.no_cap_warn_bytes
-PREFLIGHT_RATIO = 0.85  # DESIGN.md §4, Settings.preflight_ratio
+
+
+def setting_default(name: str) -> Any:
+    """The default of one typed setting (`app.config.Settings`): the panels' values before an event says more."""
+    for item in fields(Settings):
+        if item.name == name:
+            return item.default
+    raise KeyError(name)
+
+
+@dataclass(frozen=True)
+class PanelSource:
+    """What the panels read besides events: one session's records in the store (read only), its live
+    counters, the engine's report on the next request when the session opened, and one limit.
+
+    The app builds it (`app.ui.panel_source.panel_source`); panels never see the engine."""
+
+    session_id: str
+    store: Any  # app.store.Store: panels only read from it
+    counters: Counters = field(default_factory=Counters)
+    report: ContextReport | None = None
+    max_recovery_attempts: int = field(default_factory=lambda: setting_default("max_recovery_attempts"))
 PAYLOAD_FAILURE_KINDS = frozenset({"payload_too_large", "waf_block", "connection_drop", "context_overflow"})
 
 
@@ -112,7 +134,7 @@ class CopyRequested(Message):
 
 # -- the panel base --------------------------------------------------------------------------------
 class Panel(Vertical):
-    """One inspector panel: reacts to engine events, may read the engine once bound."""
+    """One inspector panel: renders engine events; reads the session's store once given a `PanelSource`."""
 
     NAME: ClassVar[str] = ""
     TITLE: ClassVar[str] = ""
@@ -124,7 +146,7 @@ class Panel(Vertical):
         super().__init__(id=id or f"panel-{self.NAME}", classes=classes)
         self.clock = clock
         self.tz = tz
-        self.engine: Engine | None = None
+        self.source: PanelSource | None = None
         self._pending: deque[Event] = deque(maxlen=PENDING_EVENTS_MAX)
         self._bind_pending = False
         self.ready = False  # set when mounted: from then on events render at once
@@ -137,12 +159,12 @@ class Panel(Vertical):
             return
         self.on_engine_event(event)
 
-    def bind_engine(self, engine: Engine) -> None:
-        self.engine = engine
+    def show_session(self, source: PanelSource) -> None:
+        self.source = source
         if not self.ready:
             self._bind_pending = True
             return
-        self.on_engine_bound()
+        self.on_session_shown()
 
     def focus_panel(self) -> None:
         """Give the keyboard to this panel (its table when it has one)."""
@@ -152,8 +174,8 @@ class Panel(Vertical):
     def on_engine_event(self, event: Event) -> None:  # pragma: no cover - every panel overrides
         pass
 
-    def on_engine_bound(self) -> None:
-        pass
+    def on_session_shown(self) -> None:
+        """A session's source was given (`self.source`): load its history from the store."""
 
     def sync(self) -> None:
         """Render the panel's state into its widgets."""
@@ -172,7 +194,7 @@ class Panel(Vertical):
         self.sync()
         if self._bind_pending:
             self._bind_pending = False
-            self.on_engine_bound()
+            self.on_session_shown()
         while self._pending:
             self.on_engine_event(self._pending.popleft())
 
@@ -185,11 +207,11 @@ class Panel(Vertical):
 
     @property
     def session_id(self) -> str | None:
-        return self.engine.session.id if self.engine is not None else None
+        return self.source.session_id if self.source is not None else None
 
     @property
     def store(self) -> Any:
-        return self.engine.session.store if self.engine is not None else None
+        return self.source.store if self.source is not None else None
 
     def now(self) -> float:
         return self.clock()
@@ -227,7 +249,7 @@ class Gauge(Widget):
 
     value: reactive[int | None] = reactive(None)
     total: reactive[int | None] = reactive(None)
-    warn_ratio: reactive[float] = reactive(PREFLIGHT_RATIO)
+    warn_ratio: reactive[float] = reactive(setting_default("preflight_ratio"))
     soft: reactive[bool] = reactive(False)
 
     @property

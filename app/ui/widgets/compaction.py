@@ -123,7 +123,7 @@ before the last compaction.
         self._add_phase(f"L{event.level}", f"{mark} L{event.level} attempt {event.attempt}/{event.max_attempts}: "
                                            f"{event.outcome} — {one_line(event.reason, 160)}")
 
-    def on_engine_bound(self) -> None:
+    def on_session_shown(self) -> None:
         """A resumed session: show its earlier compactions from the store."""
         if self.store is None or self.history:
             return

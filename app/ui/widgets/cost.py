@@ -1,9 +1,9 @@
 """Cost panel: the session's counters — tokens by kind, cost, the summarizer apart, compactions,
 rejections, recoveries and bytes saved.
 
-The numbers are the engine's (`engine.session.counters`, persisted with the session); they
-are re-read on the events that change them. Before the engine exists, or in a front end
-without one, the panel keeps its own count from UsageRecorded / CountersChanged events.
+The numbers are the session's live counters (`PanelSource.counters`, persisted with the
+session); they are re-read on the events that change them. Before a session is shown, or in a
+front end without one, the panel keeps its own count from UsageRecorded / CountersChanged events.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ recoveries that worked and that did not; bytes saved by compaction. `/cost` prin
 
     def __init__(self, *, clock: Clock = time.time, tz: tzinfo | None = None) -> None:
         super().__init__(clock=clock, tz=tz)
-        self.local = Counters()  # used only while no engine is bound
+        self.local = Counters()  # used only until a session's source gives the live counters
         self.values: dict[str, str] = {}
 
     def compose(self) -> ComposeResult:
@@ -76,12 +76,12 @@ recoveries that worked and that did not; bytes saved by compaction. `/cost` prin
 
     @property
     def counters(self) -> Counters:
-        if self.engine is not None:
-            return self.engine.session.counters
+        if self.source is not None:
+            return self.source.counters
         return self.local
 
     def on_engine_event(self, event: Event) -> None:
-        if self.engine is None:
+        if self.source is None:
             if isinstance(event, CountersChanged) and event.counters:
                 self.local = Counters.from_dict(event.counters)
             elif isinstance(event, UsageRecorded):
@@ -90,7 +90,7 @@ recoveries that worked and that did not; bytes saved by compaction. `/cost` prin
                                      summarizer=event.purpose == "summary")
         self.sync()
 
-    def on_engine_bound(self) -> None:
+    def on_session_shown(self) -> None:
         self.sync()
 
     def copy_text(self) -> str:
@@ -123,7 +123,7 @@ recoveries that worked and that did not; bytes saved by compaction. `/cost` prin
             "bytes saved": format_size(c.bytes_saved) if c.bytes_saved else "0 B",
         }
         if not c.requests and not c.input_tokens and not c.summarizer_calls:
-            values["cost"] = values["total"] = "$0.0000" if self.engine is not None else "—"
+            values["cost"] = values["total"] = "$0.0000" if self.source is not None else "—"
         self.values = values
         self.query_one("#cost-table", Static).update(_table(values))
 

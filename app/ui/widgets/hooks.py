@@ -126,7 +126,7 @@ the decision bulkhead took from it and how long it ran.
                 "—" if run.exit_code is None else str(run.exit_code), Text(run.decision, style=style),
                 f"{run.duration_ms:.0f}")
 
-    def on_engine_bound(self) -> None:
+    def on_session_shown(self) -> None:
         if self.store is not None and not self.runs:
             self._load()
 

@@ -1,16 +1,18 @@
 """The inspector beside the chat: Payload and Ladder always in view, the other panels in tabs.
 
-    inspector = Inspector(clock=time.time)          # may be mounted before the engine exists
+    inspector = Inspector(clock=time.time)          # may be mounted before a session is open
     inspector.dispatch(event)                       # every engine event, on the UI thread
-    inspector.bind_engine(engine)                   # once the engine exists (again after /model)
+    inspector.show_session(source)                  # a PanelSource once the session is open (again after /model)
     inspector.show_panel("archive")                 # switch tab if needed and focus the panel
 
 Layout: `#inspector-top` holds Payload and Ladder (side by side when the inspector has the
 `-wide` class, or `inspector.wide = True`); `#inspector-tabs` holds Compaction, Archive,
 Requests, Hooks and Cost. `App.-hide-inspector` (or the `-hidden` class) hides it.
 
-Messages that bubble to the app: `ArchiveRecallRequested(key)`, `RewindRequested()` (unless
-`direct_actions=True`, then the inspector calls the engine itself) and `CopyRequested(text)`.
+The inspector never holds the engine: it renders events, reads the session's records through
+the `PanelSource` it is given, and asks the app for everything that changes the conversation.
+Messages that bubble to the app: `ArchiveRecallRequested(key)`, `RewindRequested()` and
+`CopyRequested(text)`.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from datetime import tzinfo
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -29,7 +31,7 @@ from textual.widgets import TabbedContent, TabPane
 
 from app.engine.events import Event
 from app.ui.widgets.archive import ArchivePanel, ArchiveRecallRequested, RewindRequested
-from app.ui.widgets.common import Clock, CopyRequested, Panel, read_styles
+from app.ui.widgets.common import Clock, CopyRequested, Panel, PanelSource, read_styles
 from app.ui.widgets.compaction import CompactionPanel
 from app.ui.widgets.cost import CostPanel
 from app.ui.widgets.hooks import HooksPanel
@@ -37,10 +39,7 @@ from app.ui.widgets.ladder import LadderPanel
 from app.ui.widgets.payload import PayloadPanel
 from app.ui.widgets.requests import RequestsPanel
 
-if TYPE_CHECKING:
-    from app.engine.turn import Engine
-
-__all__ = ["ArchiveRecallRequested", "CopyRequested", "Inspector", "PANEL_NAMES", "RewindRequested"]
+__all__ = ["ArchiveRecallRequested", "CopyRequested", "Inspector", "PANEL_NAMES", "PanelSource", "RewindRequested"]
 
 PANEL_NAMES = ("payload", "ladder", "compaction", "archive", "requests", "hooks", "cost")
 TOP_PANELS = ("payload", "ladder")
@@ -73,25 +72,20 @@ always in view; **Compaction**, **Archive**, **Requests**, **Hooks** and **Cost*
 
     wide: reactive[bool] = reactive(False)
 
-    def __init__(self, engine: Engine | None = None, *, clock: Clock = time.time, tz: tzinfo | None = None,
-                 direct_actions: bool = False, initial_tab: str = "requests", id: str | None = "inspector",
-                 classes: str | None = None) -> None:
+    def __init__(self, *, clock: Clock = time.time, tz: tzinfo | None = None, initial_tab: str = "requests",
+                 id: str | None = "inspector", classes: str | None = None) -> None:
         """`clock` stamps events that carry no time (tests inject a fixed one); `tz` formats times
-        (None: local). With `direct_actions`, Enter/u in the Archive call the engine here instead of
-        leaving `ArchiveRecallRequested` / `RewindRequested` to the app."""
+        (None: local)."""
         super().__init__(id=id, classes=classes)
         if initial_tab not in TABBED_PANELS:
             raise ValueError(f"initial_tab must be one of {', '.join(TABBED_PANELS)}")
         self.clock = clock
         self.tz = tz
-        self.direct_actions = direct_actions
         self.initial_tab = initial_tab
-        self.engine: Engine | None = None
+        self.source: PanelSource | None = None
         self.errors: deque[BaseException] = deque(maxlen=MAX_ERRORS)
         self._routes: dict[type, tuple[Callable[[Event], None], ...]] = {}
         self._make_panels()
-        if engine is not None:
-            self.bind_engine(engine)
 
     def _make_panels(self) -> None:
         options = {"clock": self.clock, "tz": self.tz}
@@ -134,16 +128,16 @@ always in view; **Compaction**, **Archive**, **Requests**, **Hooks** and **Cost*
                 self.errors.append(exc)
                 self.log.error(f"inspector panel failed on {event.type}: {exc!r}")
 
-    def bind_engine(self, engine: Engine) -> None:
-        """Read from `engine` from now on. A different session rebuilds the panels from scratch."""
-        previous = self.engine
-        self.engine = engine
-        if previous is not None and previous.session.id != engine.session.id:
+    def show_session(self, source: PanelSource) -> None:
+        """Show the session `source` describes from now on. A different session rebuilds the panels."""
+        previous = self.source
+        self.source = source
+        if previous is not None and previous.session_id != source.session_id:
             self._make_panels()
             if self.is_mounted:
-                self.call_later(self.recompose)  # the new panels bind when they mount
+                self.call_later(self.recompose)  # the new panels read the source when they mount
         for panel in self.panels.values():
-            panel.bind_engine(engine)
+            panel.show_session(source)
 
     def show_panel(self, name: str) -> Panel:
         """Bring panel `name` (one of PANEL_NAMES) into view and give it the keyboard."""
@@ -169,27 +163,6 @@ always in view; **Compaction**, **Archive**, **Requests**, **Hooks** and **Cost*
         if not self.is_mounted:
             return self.initial_tab
         return self.query_one("#inspector-tabs", TabbedContent).active.removeprefix("tab-")
-
-    # -- direct engine actions (the app may call these from its handlers) --------------------------------
-    def recall(self, key: str):
-        """Recall archived segment `key` into the conversation via the engine (Message or None)."""
-        return self.archive.recall(key)
-
-    def recall_selected(self):
-        return self.archive.recall_selected()
-
-    def rewind(self) -> bool:
-        return self.archive.rewind()
-
-    def on_archive_recall_requested(self, message: ArchiveRecallRequested) -> None:
-        if self.direct_actions:
-            message.stop()
-            self.recall(message.key)
-
-    def on_rewind_requested(self, message: RewindRequested) -> None:
-        if self.direct_actions:
-            message.stop()
-            self.rewind()
 
     # -- tabs ---------------------------------------------------------------------------------------------------
     def _step_tab(self, step: int) -> None:

@@ -19,10 +19,9 @@ from textual.widgets import Static
 
 from app.engine.events import Event, RecoveryStep, Rejection, RequestFinished, Retry, TurnStarted
 from app.sizes import format_size
-from app.ui.widgets.common import Clock, Panel, copy_binding, one_line
+from app.ui.widgets.common import Clock, Panel, copy_binding, one_line, setting_default
 
 STEPS = (("L0", "as sent"), ("L1", "repair"), ("L2", "last 10"), ("L3", "last 4"))
-DEFAULT_MAX_ATTEMPTS = 3  # Settings.max_recovery_attempts
 MAX_ATTEMPT_ROWS = 8
 
 
@@ -61,7 +60,7 @@ conversation unchanged. Everything dropped is in the Archive panel (`/rewind com
         super().__init__(clock=clock, tz=tz)
         self.level = 0
         self.attempt = 0
-        self.max_attempts = DEFAULT_MAX_ATTEMPTS
+        self.max_attempts: int = setting_default("max_recovery_attempts")
         self.outcome = "idle"
         self.attempts: list[AttemptRow] = []
         self.failure_kind = ""
@@ -148,9 +147,9 @@ conversation unchanged. Everything dropped is in the Archive panel (`/rewind com
         self.attempts.append(row)
         del self.attempts[:-MAX_ATTEMPT_ROWS]
 
-    def on_engine_bound(self) -> None:
-        if self.engine is not None:
-            self.max_attempts = int(getattr(self.engine.settings, "max_recovery_attempts", self.max_attempts))
+    def on_session_shown(self) -> None:
+        if self.source is not None:
+            self.max_attempts = self.source.max_recovery_attempts
         self.sync()
 
     def copy_text(self) -> str:

@@ -18,6 +18,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.widgets import Static
 
+from app.engine.context_report import ContextReport
 from app.engine.events import (
     CapLearned,
     Event,
@@ -29,20 +30,17 @@ from app.engine.events import (
     ViewChanged,
 )
 from app.sizes import format_size
-from app.textsafe import display_line
 from app.ui.widgets.common import (
-    NO_CAP_WARN_BYTES,
-    PREFLIGHT_RATIO,
     Clock,
     Gauge,
     Panel,
     SizeSample,
     SizeSparkline,
     copy_binding,
+    setting_default,
 )
 
 SPARKLINE_SAMPLES = 240
-WINDOW_WARN_RATIO = 0.85  # Settings.compact_threshold: planned compaction above this share of the window
 
 _SOURCE_WORDS = {"configured": "configured", "learned": "learned", "assumed": "assumed", "none": "no cap known"}
 
@@ -88,14 +86,15 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
         self.provider_cleared: tuple[int, int, int] | None = None  # edits, tool results, tokens (this session)
         self.floor: tuple = ()  # app.engine.payload.FloorPart of the last ViewChanged: the non-compactable base
         self.floor_bytes: int | None = None
-        self.warn_ratio = PREFLIGHT_RATIO
-        self.window_warn_ratio = WINDOW_WARN_RATIO
-        self.no_cap_warn_bytes = NO_CAP_WARN_BYTES
+        # the typed settings' defaults until a ViewChanged carries the session's own
+        self.warn_ratio: float = setting_default("preflight_ratio")
+        self.window_warn_ratio: float = setting_default("compact_threshold")
+        self.no_cap_warn_bytes: int = setting_default("no_cap_warn_bytes")
+        self.mcp_deferred_from: int | None = None  # MCP definitions deferred: what they would add in full
         self.gauge = Gauge(id="payload-gauge")
         self.context_gauge = Gauge(id="payload-context-gauge")
         self.sparkline = SizeSparkline(SPARKLINE_SAMPLES, id="payload-sparkline")
         self._seen_requests: set[str] = set()
-        self._detail_asked: tuple | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(id="payload-next", classes="panel-line", markup=False)
@@ -142,9 +141,8 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
         text = f"Floor {format_size(self.floor_bytes)}" + (f": {parts}" if parts else "")
         if any(p.label == MCP_PART for p in self.floor):
             text += f" — {describe_tools(self.floor)}"
-            plan = self.engine.mcp_plan() if self.engine is not None and hasattr(self.engine, "mcp_plan") else None
-            if plan is not None and plan.deferred:
-                text += f" (deferred from {format_size(plan.full_bytes)})"
+            if self.mcp_deferred_from is not None:
+                text += f" (deferred from {format_size(self.mcp_deferred_from)})"
         return text
 
     # -- events ----------------------------------------------------------------------------------------
@@ -168,12 +166,19 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
             self.context_window = event.context_window
             if event.floor_bytes is not None:
                 self.floor, self.floor_bytes = event.floor, event.floor_bytes
-            if event.effective_cap != self.cap_bytes or event.cap_source != self.cap_source:
+            self.mcp_deferred_from = event.mcp_deferred_from
+            if event.cap_detail:
+                self.cap_detail = event.cap_detail
+            elif event.effective_cap != self.cap_bytes or event.cap_source != self.cap_source:
                 self.cap_detail = _SOURCE_WORDS.get(event.cap_source, event.cap_source)
-                self._detail_asked = None
             self.cap_bytes = event.effective_cap
             self.cap_source = event.cap_source if event.effective_cap else "none"
-            self._refresh_cap_detail()
+            if event.preflight_ratio is not None:
+                self.warn_ratio = event.preflight_ratio
+            if event.compact_threshold is not None:
+                self.window_warn_ratio = event.compact_threshold
+            if event.no_cap_warn_bytes is not None:
+                self.no_cap_warn_bytes = event.no_cap_warn_bytes
             self.sync()
         elif isinstance(event, RequestFinished):
             if event.request_id in self._seen_requests:
@@ -192,68 +197,29 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
             if self.cap_bytes is None or event.cap_bytes <= self.cap_bytes:
                 self.cap_bytes = event.cap_bytes
                 self.cap_source = "assumed" if event.assumed else "learned"
-                self._detail_asked = None
-            self._refresh_cap_detail()
             self.sync()
 
-    def on_engine_bound(self) -> None:
-        engine = self.engine
-        if engine is None:
-            return
-        settings = engine.settings
-        self.warn_ratio = float(getattr(settings, "preflight_ratio", PREFLIGHT_RATIO))
-        self.window_warn_ratio = float(getattr(settings, "compact_threshold", WINDOW_WARN_RATIO))
-        self.no_cap_warn_bytes = int(getattr(settings, "no_cap_warn_bytes", NO_CAP_WARN_BYTES))
-        if self.predicted_bytes is None:
-            try:
-                report = engine.context_report()
-            except Exception:  # noqa: BLE001 - a half-built engine: keep the empty state
-                report = None
-            if report:
-                self.predicted_bytes = report["predicted_bytes"]
-                self.cap_bytes = report["effective_cap"]
-                self.cap_source = report["cap_source"]
-                self.cap_detail = report["cap_detail"]
-                self.context_tokens = report["estimated_tokens"]
-                self.context_window = report["context_window"]
-                self.messages = report["messages_in_view"]
-                edits = report.get("provider_edits") or {}
-                if edits.get("edits"):
-                    self.provider_cleared = (edits["edits"], edits["tool_results"], edits["tokens"])
-                self.floor = tuple(report.get("floor_parts", ()))
-                self.floor_bytes = report.get("floor_bytes")
-        self._refresh_cap_detail()
+    def on_session_shown(self) -> None:
+        report = self.source.report if self.source is not None else None
+        if report is not None and self.predicted_bytes is None:
+            self.show_report(report)
         self._load_history()
         self.sync()
 
-    def _refresh_cap_detail(self) -> None:
-        """Ask the engine where the cap came from (configured where / learned when, from what).
-
-        Reads state.toml, so only when the cap changed (not on every ViewChanged)."""
-        if self.engine is None or self.cap_bytes is None:
-            return
-        asked = (id(self.engine), self.cap_bytes, self.cap_source)
-        if asked == self._detail_asked:
-            return
-        self._detail_asked = asked
-        try:
-            info = self.engine.cap_info()
-        except Exception:  # noqa: BLE001 - state.toml unreadable: keep what the event said
-            return
-        if info.bytes == self.cap_bytes and info.source == self.cap_source and info.detail:
-            self.cap_detail = info.detail
-            if info.source == "learned":
-                self.cap_detail += self._learned_reason()
-
-    def _learned_reason(self) -> str:
-        engine = self.engine
-        try:
-            learned = engine.state.learned_cap(engine.route.endpoint_id) if engine else None
-        except Exception:  # noqa: BLE001
-            return ""
-        if learned is None or not learned.reason:
-            return ""
-        return f" ({display_line(learned.reason.split(':')[0].strip())})"
+    def show_report(self, report: ContextReport) -> None:
+        """The engine's numbers on the next request when the session opened (before any ViewChanged)."""
+        self.predicted_bytes = report.predicted_bytes
+        self.cap_bytes = report.effective_cap
+        self.cap_source = report.cap_source if report.effective_cap else "none"
+        self.cap_detail = report.cap_detail or _SOURCE_WORDS.get(report.cap_source, report.cap_source)
+        self.context_tokens = report.estimated_tokens
+        self.context_window = report.context_window
+        self.messages = report.messages_in_view
+        edits = report.provider_edits
+        if edits.get("edits"):
+            self.provider_cleared = (edits["edits"], edits["tool_results"], edits["tokens"])
+        self.floor = tuple(report.floor_parts)
+        self.floor_bytes = report.floor_bytes
 
     @work(exclusive=True, group="payload-history")
     async def _load_history(self) -> None:

@@ -175,8 +175,8 @@ error body and a preview of what was sent.
             Text(record.get("route") or ""),
         )
 
-    # -- engine and store ----------------------------------------------------------------------------------
-    def on_engine_bound(self) -> None:
+    # -- the store -----------------------------------------------------------------------------------------
+    def on_session_shown(self) -> None:
         self.reload()
 
     def reload(self) -> None:

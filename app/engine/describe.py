@@ -1,0 +1,195 @@
+"""One presenter: an engine event in words, the same for the chat, `-p` and the logs.
+
+    line = describe(event)            # Description | None (None: the event is not told as a line)
+    line.text, line.level, line.code, line.title, line.mark
+
+The chat shows `text` as a notice (`title` its label, `code` its kind, `level` its colour);
+`-p` prints `mark text` on stderr; the turn log writes `text`. The words are the chat's: what a
+user reads in the TUI is what a script reads on stderr. Outside text in an event (a provider's
+reason, a hook's output) is left as it came: each front end makes it safe where it prints it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import singledispatch
+
+from app.engine.events import (
+    CapLearned,
+    Compaction,
+    CompactionPhase,
+    Event,
+    HookRun,
+    McpServerChanged,
+    Notice,
+    RecoveryStep,
+    Rejection,
+    Retry,
+    ToolApproval,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from app.sizes import format_size
+
+LEVEL_MARKS = {"info": "ℹ", "warn": "⚠", "error": "✖"}
+TOOL_ARGS_CHARS = 160  # a tool call's arguments on one line, cut
+HOOK_OUTPUT_CHARS = 200  # a failing hook's first line of output, cut
+
+
+@dataclass(frozen=True)
+class Description:
+    """One event in words."""
+
+    text: str
+    level: str = "info"  # info | warn | error
+    code: str = ""  # the notice's kind: recovery, retry, rejection, compaction, hook, tool, mcp, …
+    title: str = ""  # the chat's label for it ("" : the code's)
+    mark: str = ""  # a one-character sign for line output ("" : the level's)
+
+    @property
+    def line(self) -> str:
+        """`mark title  text` for stderr and logs, as the chat shows it (its label, then the words)."""
+        mark = self.mark or LEVEL_MARKS.get(self.level, "ℹ")
+        return f"{mark} {self.title}  {self.text}" if self.title else f"{mark} {self.text}"
+
+
+@singledispatch
+def describe(event: Event) -> Description | None:
+    """`event` in words, or None when it is not told as a line (text deltas, sizes, usage…)."""
+    return None
+
+
+@describe.register
+def _notice(event: Notice) -> Description:
+    return Description(event.text, level=event.level, code=event.code)
+
+
+@describe.register
+def _recovery(event: RecoveryStep) -> Description:
+    sizes = ""
+    if event.bytes_before is not None and event.bytes_after is not None:
+        sizes = f" ({format_size(event.bytes_before)} → {format_size(event.bytes_after)})"
+    level = {"failed": "error", "exhausted": "error", "refused": "error", "not_smaller": "warn"}.get(
+        event.outcome, "info"
+    )
+    text = (
+        f"L{event.level} attempt {event.attempt}/{event.max_attempts}: {event.outcome.replace('_', ' ')}{sizes}"
+        + (f" — {event.reason}" if event.reason else "")
+    )
+    return Description(text, level=level, code="recovery", title="recovery", mark="⛑")
+
+
+@describe.register
+def _retry(event: Retry) -> Description:
+    text = f"{event.kind}: retry {event.attempt}/{event.max_attempts} in {event.delay_s:.1f} s" + (
+        f" — {event.reason}" if event.reason else ""
+    )
+    return Description(text, code="retry", title="retry", mark="↻")
+
+
+@describe.register
+def _rejection(event: Rejection) -> Description:
+    size = f", {format_size(event.bytes)}" if event.bytes else ""
+    status = f"{event.status} " if event.status else ""
+    return Description(
+        f"{status}{event.kind}{size}: {event.reason}" + (" — recovering" if event.recoverable else ""),
+        level="warn" if event.recoverable else "error",
+        code="rejection",
+        title="rejected" if event.status is not None else "failed",
+        mark="⚠",
+    )
+
+
+@describe.register
+def _compaction(event: Compaction) -> Description:
+    if event.outcome == "applied":
+        archived = f", {len(event.archive_keys)} segment(s) archived" if event.archive_keys else ""
+        level = f" L{event.level}" if event.level and event.method != f"L{event.level}" else ""
+        return Description(
+            f"{event.method}{level}: {format_size(event.bytes_before)} → "
+            f"{format_size(event.bytes_after)}, {event.messages_before} → "
+            f"{event.messages_after} messages{archived} (/rewind compact undoes it)",
+            code="compaction",
+            title=f"compacted ({event.trigger})",
+            mark="📦",
+        )
+    return Description(
+        f"{event.method}: {event.outcome}",
+        level="warn" if event.outcome == "failed" else "info",
+        code="compaction",
+        title=f"compaction ({event.trigger})",
+        mark="📦",
+    )
+
+
+@describe.register
+def _compaction_phase(event: CompactionPhase) -> Description:
+    return Description(event.text, code="compaction", mark=" ")
+
+
+@describe.register
+def _hook(event: HookRun) -> Description | None:
+    if event.decision == "ok":
+        return None
+    lines = event.output.strip().splitlines()
+    detail = f" — {lines[0][:HOOK_OUTPUT_CHARS]}" if lines else ""
+    return Description(
+        f"{event.event} hook `{event.command}`: {event.decision}{detail}",
+        level="warn" if event.decision in ("error", "timeout") else "info",
+        code="hook",
+        title="hook",
+        mark="⚓",
+    )
+
+
+@describe.register
+def _tool_call(event: ToolCallStarted) -> Description:
+    args = json.dumps(event.args, ensure_ascii=False, default=str)[:TOOL_ARGS_CHARS]
+    return Description(f"{event.name} {args}", code="tool", mark="→")
+
+
+@describe.register
+def _tool_approval(event: ToolApproval) -> Description | None:
+    if event.decision != "denied":
+        return None
+    return Description(f"{event.name} denied — {event.reason}", level="warn", code="tool", mark="✖")
+
+
+@describe.register
+def _tool_result(event: ToolCallFinished) -> Description:
+    return Description(
+        f"{event.name}: {event.chars:,} chars",
+        level="error" if event.is_error else "info",
+        code="tool",
+        mark="✖" if event.is_error else "✓",
+    )
+
+
+@describe.register
+def _mcp_server(event: McpServerChanged) -> Description:
+    if event.state == "ready":
+        return Description(f"MCP server {event.name}: ready, {event.tools} tools", code="mcp", mark="⚙")
+    return Description(
+        f"MCP server {event.name}: {event.state}" + (f" — {event.reason}" if event.reason else ""),
+        level="warn" if event.state in ("failed", "error") else "info",
+        code="mcp",
+        mark="⚙",
+    )
+
+
+@describe.register
+def _cap_learned(event: CapLearned) -> Description:
+    if event.assumed:
+        return Description(
+            f"assumed a cap of {format_size(event.cap_bytes)} for {event.endpoint} after a rejection "
+            f"of unknown size",
+            level="warn",
+            code="cap",
+        )
+    rejected = f" from a rejection of {format_size(event.rejected_bytes)}" if event.rejected_bytes else ""
+    return Description(
+        f"learned a cap of {format_size(event.cap_bytes)} for {event.endpoint}{rejected}",
+        level="warn",
+        code="cap",
+    )

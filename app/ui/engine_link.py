@@ -1,0 +1,277 @@
+"""The app's side of the engine: open a session in a worker, bring its events in, switch or reopen it.
+
+The engine (database, session, route, key lookup) opens in a thread worker so the first frame never
+waits; a session held by another bulkhead asks what to do (`LeaseScreen`); a session that cannot open
+says why in the chat and keeps what was typed. Engine events reach the widgets as `EngineEvent`
+messages, made safe for display at this one door (`app.textsafe.display_data`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from textual import work
+from textual.app import ScreenStackError
+from textual.css.query import NoMatches
+from textual.widgets import Static
+
+from app.config import ConfigError
+from app.engine.events import (
+    CompactionPhase,
+    Event,
+    McpServerChanged,
+    SessionStarted,
+    TurnFinished,
+    ViewChanged,
+)
+from app.textsafe import display_data, display_line
+from app.ui.messages import EngineEvent
+from app.ui.panel_source import panel_source
+from app.ui.startup import prewarm_in_background
+
+
+def read_only_notice(session_id: str) -> str:
+    return (
+        f"This session is open read-only: another bulkhead is writing it. Browse and copy freely; to go on, "
+        f"fork it (`bulkhead --resume {session_id} --fork`) or pick another session with F5."
+    )
+
+
+class EngineLink:
+    """Mixed into `BulkheadApp`: opening, starting, switching and closing the session's engine."""
+
+    engine: Any
+    app: Any
+
+    @work(thread=True, group="engine", exclusive=True, exit_on_error=False, name="open engine")
+    def open_engine(
+        self,
+        *,
+        resume: str | None,
+        continue_: bool,
+        route_name: str | None,
+        fork: bool = False,
+        read_only: bool = False,
+        model: str | None = None,
+    ) -> None:
+        from app.engine.bootstrap import open_engine
+        from app.lease import SessionHeld
+
+        try:
+            engine, choice, resumed = open_engine(
+                self.settings,
+                route_name=route_name,
+                resume=resume,
+                continue_=continue_,
+                workspace=self.workspace,
+                approver=self.approve_tool,
+                store=self.store,
+                state=self.state,
+                fork=fork,
+                read_only=read_only,
+                what="the TUI",
+                model=model,
+            )
+        except SessionHeld as held:  # one writer per session: ask what to do instead
+            self.call_from_thread(self._session_held, held, route_name)
+            return
+        prewarm_in_background(choice.route.provider)
+        self._command_problems = self.refresh_custom_commands()
+        self.call_from_thread(self._engine_opened, engine, choice, resumed)
+
+    def _session_held(self, held, route_name: str | None) -> None:
+        from app.ui.screens.lease import LeaseScreen
+
+        def chosen(choice: str | None) -> None:
+            if choice == "read-only":
+                self.open_engine(
+                    resume=held.session_id, continue_=False, route_name=route_name, read_only=True
+                )
+            elif choice == "fork":
+                self.open_engine(resume=held.session_id, continue_=False, route_name=route_name, fork=True)
+            else:
+                self.open_engine(resume=None, continue_=False, route_name=route_name)
+
+        self.push_screen(LeaseScreen(held), callback=chosen)
+
+    async def _engine_opened(self, engine, choice, resumed: bool) -> None:
+        self.engine = engine
+        self.choice = choice
+        self.store = engine.session.store
+        self._unsubscribe = engine.session.bus.subscribe(self._on_bus)
+        self.show_session_in_inspector()
+        chat = self.chat
+        for note in choice.notices:
+            await chat.add_notice(
+                note, code="lab" if choice.lab else "route", title="lab model" if choice.lab else "route"
+            )
+        for note in self.ready_notices:
+            await chat.add_notice(note, code="app")
+        for problem in self._command_problems:
+            await chat.add_notice(
+                display_line(problem), level="warn", code="commands", title="custom command"
+            )
+        if resumed:
+            session = engine.session
+            await chat.add_notice(
+                f"resumed “{session.title or session.id}” — {len(session.master)} messages",
+                code="resume",
+                title="session",
+            )
+            await chat.render_history(session.master)
+            if session.read_only:
+                await chat.add_notice(
+                    read_only_notice(session.id), level="warn", code="read_only", title="read-only"
+                )
+        self.update_topbar()
+        self._start_engine(resumed)
+
+    def show_session_in_inspector(self) -> None:
+        """Give the inspector the open session's source (the panels never see the engine)."""
+        if self.engine is not None:
+            with contextlib.suppress(NoMatches):
+                self.inspector.show_session(panel_source(self.engine))
+
+    @work(group="engine-start", exit_on_error=False, name="start engine")
+    async def _start_engine(self, resumed: bool) -> None:
+        engine = self.engine
+        await engine.start(resumed=resumed)
+        self.engine_ready.set()
+        self.refresh_bindings()
+        if engine.mcp is not None:
+            self._start_mcp(engine)
+        self.send_waiting()
+
+    @work(group="mcp", exit_on_error=False, name="start MCP servers")
+    async def _start_mcp(self, engine) -> None:
+        """After the first frame: the SDK is imported in a thread, the servers start in the background."""
+        await engine.start_mcp(ask=self.ask_mcp_trust)
+
+    async def ask_mcp_trust(self, specs) -> str | None:
+        """Ask once whether this workspace's `.mcp.json` servers may start ("allow" | "deny" | None)."""
+        from app.mcp.config import PROJECT_FILE
+        from app.ui.screens.mcp_trust import McpTrustScreen
+
+        future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+
+        def answered(result: str | None) -> None:
+            if not future.done():
+                future.set_result(result)
+
+        self.push_screen(McpTrustScreen(specs, str(self.workspace / PROJECT_FILE)), callback=answered)
+        return await future
+
+    # -- events -------------------------------------------------------------------------------------------
+    def _on_bus(self, event: Event) -> None:
+        if not (self._quitting or self._exit):
+            self.post_message(EngineEvent(display_data(event)))  # the one door engine text comes in by
+
+    async def on_engine_event(self, message: EngineEvent) -> None:
+        if self.quitting:  # events still queued when the user quit: nothing left to draw them on
+            return
+        try:
+            await self._render_event(message.event)
+        except NoMatches:  # a widget is gone: the app is closing
+            pass
+        except ScreenStackError:
+            if not self.quitting:
+                raise
+
+    async def _render_event(self, event: Event) -> None:
+        try:
+            self.inspector.dispatch(event)
+        except Exception as exc:  # noqa: BLE001 - a panel bug must not stop the chat
+            self.log.error(f"inspector failed on {event.type}: {exc!r}")
+        await self.chat.handle(event)
+        if isinstance(event, CompactionPhase) and self.busy:
+            self.prompt_box.busy_text = event.text
+        elif isinstance(event, SessionStarted | ViewChanged | McpServerChanged):
+            self.update_topbar()
+        elif isinstance(event, TurnFinished):
+            self.files_stale = True
+
+    def update_topbar(self) -> None:
+        engine = self.engine
+        if engine is None:
+            return
+        session, route = engine.session, engine.route
+        lab = " · lab (offline)" if route.provider == "lab" else ""
+        title = f" · {session.title}" if session.title else ""  # the first prompt's words
+        read_only = " · READ-ONLY" if session.read_only else ""
+        mcp = ""
+        if engine.mcp is not None and engine.mcp.connections:
+            statuses = engine.mcp.statuses()
+            ready = sum(1 for s in statuses if s.state == "ready")
+            mcp = f" · MCP {ready}/{len(statuses)}"
+        self._q("#topbar", Static).update(
+            display_line(f"bulkhead · {route.name} ({route.model}){lab}{mcp}{read_only}{title}")
+        )
+
+    # -- switching, failing, reopening ------------------------------------------------------------------------
+    @work(group="session-switch", exclusive=True, exit_on_error=False, name="switch session")
+    async def switch_session(self, session_id: str | None) -> None:
+        """Resume `session_id` here, or (None: /new, /clear) start a fresh session on the same route."""
+        old = self.engine
+        route_name = model = None
+        previous = ""
+        if old is not None:
+            if (
+                session_id is None
+            ):  # stay on the route and model in use (an implicit route has no config name)
+                route_name = old.route.name if old.route.name in self.settings.routes else self.route_name
+                model = old.route.model
+                previous = (
+                    f"“{old.session.title}” ({old.session.id})" if old.session.title else old.session.id
+                )
+            if self._unsubscribe:
+                self._unsubscribe()
+            self.engine = None
+            with contextlib.suppress(Exception):
+                await old.close("resume" if session_id else "clear")
+        elif session_id is None:
+            route_name, model = self.route_name, self.model_override
+        await self.chat.clear_all()
+        self.engine_ready.clear()
+        self.resume, self.continue_ = session_id, False
+        self.files_stale = True
+        if previous:
+            await self.chat.add_notice(
+                f"new session — the previous one, {previous}, stays resumable (F5, or "
+                f"bulkhead --resume {old.session.id})",
+                code="new",
+                title="session",
+            )
+        self.reopen(route_name=route_name, model=model)
+
+    async def engine_failed(self, error: BaseException) -> None:
+        """The session could not open (a route without a key, `--resume` of an unknown id, a database
+        that cannot be read): say why and what to do — never wait in silence."""
+        from app.engine.session import SessionNotFound
+
+        if isinstance(error, SessionNotFound):
+            self.resume, self.continue_ = None, False  # /model then opens a new session on that route
+        reason = (
+            str(error)
+            if isinstance(error, ConfigError | SessionNotFound)
+            else f"{type(error).__name__}: {error}"
+        )
+        self.open_error = reason
+        self._q("#topbar", Static).update("bulkhead · no session — the session could not open (see the chat)")
+        routes = ", ".join(sorted(self.settings.routes)) or "none configured"
+        self.return_waiting()
+        with contextlib.suppress(NoMatches):
+            await self.chat.add_notice(
+                f"The session could not open: {reason}\nWhat to do: fix it and /model ROUTE (routes: {routes}) to "
+                f"open it on a route, /sessions to open another session, or Ctrl+Q to quit (exit code 2). "
+                f"What you typed stays in the prompt.",
+                level="error",
+                code="session",
+                title="no session",
+            )
+
+    def reopen(self, *, route_name: str | None, model: str | None = None) -> None:
+        self.open_error = ""
+        self._q("#topbar", Static).update("bulkhead · opening the session…")
+        self.open_engine(resume=self.resume, continue_=self.continue_, route_name=route_name, model=model)

@@ -1,0 +1,67 @@
+"""The main screen: the top bar, the chat and the prompt on the left, the inspector on the right.
+
+    bulkhead · route (model) · title              ← #topbar
+    ┌ #chat-column ─────────────┐ ┌ #inspector ┐
+    │ Chat, ↓ new output hint   │ │ panels     │
+    │ PromptBox                 │ │            │
+    └───────────────────────────┘ └────────────┘
+    Footer
+
+The app's default screen (`BulkheadApp.get_default_screen`); help, sessions and pickers open above it.
+Its styles are `styles/app.tcss` (the app's stylesheet, which the other screens share).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from app.ui.chat import Chat
+from app.ui.prompt import PromptBox, PromptHistory
+from app.ui.widgets.inspector import Inspector
+
+NEW_OUTPUT_HINT = "↓ new output below — End (in the chat) or Alt+↓ jumps to it and follows"
+
+
+class MainScreen(Screen):
+    """Chat beside the inspector; the hint for output below the fold; the prompt."""
+
+    def __init__(self, *, history: PromptHistory, workspace: Path, inspector: Inspector) -> None:
+        super().__init__(id="_default")
+        self.history = history
+        self.workspace = workspace
+        self.inspector = inspector
+
+    def compose(self) -> ComposeResult:
+        yield Static("bulkhead · opening the session…", id="topbar", markup=False)
+        with Horizontal(id="main"):
+            with Vertical(id="chat-column"):
+                yield Chat(id="chat")
+                yield Static(NEW_OUTPUT_HINT, id="new-output", markup=False)
+                yield PromptBox(history=self.history, workspace=Path(self.workspace), id="prompt-box")
+            yield self.inspector
+        yield Footer(id="footer")
+
+    def on_mount(self) -> None:
+        for selector in ("#new-output", "#completions", "#busy"):
+            self.query_one(selector).display = False
+        self.app.main_screen_mounted()
+
+    def on_chat_leave_chat(self) -> None:
+        with contextlib.suppress(NoMatches):
+            self.query_one("#prompt").focus()
+
+    def on_chat_new_output_below(self, event: Chat.NewOutputBelow) -> None:
+        with contextlib.suppress(NoMatches):
+            self.query_one("#new-output").display = event.below
+
+    def on_click(self, event) -> None:
+        widget = getattr(event, "widget", None)
+        if widget is not None and widget.id == "new-output":
+            self.query_one("#chat", Chat).action_jump_latest()

@@ -1,0 +1,183 @@
+"""Handlers of the actions on sessions and routes: /sessions (F5), /new, /rename, /export, the HAR
+export and /model (the picker, or a route by name).
+
+Each is `handler(app, arg)` registered in `app.ui.actions`. Opening and switching sessions is the
+app's (`app.ui.engine_link`); these decide what to open.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+from app.config import ConfigError
+from app.fsutil import atomic_write
+from app.ui.actions import Host, handles, module_available
+from app.ui.startup import prewarm_in_background
+
+
+@handles("sessions")
+def sessions(app: Host, _arg: str) -> None:
+    from app.engine.session_admin import delete_session
+    from app.ui.screens.sessions import SessionsActions, SessionsScreen
+
+    if app.store is None:
+        from app.store import Store
+
+        app.store = Store()
+    store = app.store
+    current = app.engine.session.id if app.engine else None
+
+    def rename(session_id: str, title: str) -> str:
+        if app.engine is not None and session_id == app.engine.session.id:
+            title = app.engine.session.rename(title)
+            app.update_topbar()
+            return title
+        from app.engine.session import rename_session
+
+        return rename_session(store, session_id, title)
+
+    def resume(session_id: str | None) -> None:
+        if not session_id or (app.engine is not None and session_id == app.engine.session.id):
+            return
+        app.switch_session(session_id)
+
+    actions = SessionsActions(
+        search=store.search_sessions,
+        rename=rename,
+        delete=lambda session_id: delete_session(store, session_id, current_id=current),
+    )
+    app.push_screen(
+        SessionsScreen(store.list_sessions(), current_id=current, now=app.clock, actions=actions),
+        callback=resume,
+    )
+
+
+@handles("new")
+def new(app: Host, _arg: str) -> None:
+    app.switch_session(None)
+
+
+@handles("rename")
+async def rename(app: Host, title: str) -> None:
+    try:
+        title = app.engine.session.rename(title)
+    except ValueError as exc:
+        await app.chat.add_notice(str(exc), level="warn", code="rename", title="session")
+        return
+    app.update_topbar()
+    await app.chat.add_notice(f"this session is now “{title}”", code="rename", title="session")
+
+
+def _stamp(app: Host) -> str:
+    return time.strftime("%Y%m%d-%H%M%S", time.localtime(app.clock()))
+
+
+@handles("export")
+async def export(app: Host, _arg: str) -> None:
+    from app.export import to_markdown
+
+    session = app.engine.session
+    stamp = _stamp(app)
+    written = []
+    md_path = session.folder / f"export-{stamp}.md"
+    text = to_markdown(session)
+    await asyncio.to_thread(atomic_write, md_path, text, 0o600)
+    written.append(md_path)
+    if module_available("app.har"):
+        har_path = await write_har(app, session, session.folder / f"export-{stamp}.har")
+        if har_path is not None:
+            written.append(har_path)
+    names = " and ".join(str(p) for p in written)
+    app.notify(f"Exported to {names}", title="export", timeout=8)
+    await app.chat.add_notice(f"exported to {names}", code="export", title="export")
+
+
+async def write_har(app: Host, session, path: Path) -> Path | None:
+    """The session's requests as HAR 1.2 (`app.har`: redacted headers, bodies cut to har_body_limit)."""
+    from app.textsafe import json_text
+
+    try:
+        from app.har import to_har
+
+        data = await asyncio.to_thread(to_har, session, body_limit=app.settings.har_body_limit)
+        text = json_text(data, indent=1)
+        await asyncio.to_thread(atomic_write, path, text, 0o600)
+        return path
+    except Exception as exc:  # noqa: BLE001 - a HAR failure must not lose the Markdown export
+        app.notify(f"HAR export failed: {exc}", severity="error")
+    return None
+
+
+@handles("export_har")
+async def export_har(app: Host, _arg: str) -> None:
+    session = app.engine.session
+    path = await write_har(app, session, session.folder / f"requests-{_stamp(app)}.har")
+    if path is not None:
+        app.notify(f"HAR written to {path}", title="export", timeout=8)
+        await app.chat.add_notice(f"requests exported as HAR to {path}", code="export", title="export")
+
+
+@handles("model")
+async def model(app: Host, name: str, chosen_model: str | None = None) -> None:
+    """`/model` opens the picker; `/model ROUTE` continues on that route (with the model /model chose
+    for it); the picker's choice comes back here with its model, and is remembered for the route."""
+    from app.engine.bootstrap import choose_route, with_model
+
+    if app.engine is None:  # the session could not open: try again on this route
+        app.reopen(route_name=name or None)
+        return
+    if not name:
+        _open_model_picker(app)
+        return
+    try:
+        choice = await asyncio.to_thread(choose_route, app.settings, name)
+    except ConfigError as exc:
+        await app.chat.add_notice(str(exc), level="error", code="model")
+        return
+    if chosen_model is not None:
+        configured = choice.route.model
+        try:
+            app.state.choose_model(choice.route.name, None if chosen_model == configured else chosen_model)
+        except OSError as exc:
+            app.notify(f"could not remember the model: {exc}", severity="warning")
+    choice = with_model(choice, app.state)
+    from app.providers.base import make_provider
+
+    provider = make_provider(choice.route, app.settings, choice.api_key)
+    await app.engine.switch_route(choice.route, provider)  # its notice says so in the chat
+    app.show_session_in_inspector()
+    app.update_topbar()
+    prewarm_in_background(choice.route.provider)
+
+
+def _open_model_picker(app: Host) -> None:
+    from app.providers.models import list_route_models
+    from app.secrets import get_api_key
+    from app.ui.screens.models import ModelScreen
+
+    routes = list(app.settings.routes.values()) or [app.engine.route]
+    settings = app.settings
+
+    async def load(route):
+        if route.provider in ("anthropic", "openai"):
+            key = (await asyncio.to_thread(get_api_key, route.provider, route.api_key_env)).value
+        else:
+            key = None
+        if route.name == app.engine.route.name and app.choice is not None:
+            key = key or app.choice.api_key
+        return await list_route_models(route, settings, key, timeout=settings.model_list_timeout)
+
+    def picked(choice: tuple[str, str] | None) -> None:
+        if not choice or app.engine is None:
+            return
+        route_name, chosen = choice
+        if (route_name, chosen) == (app.engine.route.name, app.engine.route.model):
+            return
+        app.run_worker(
+            model(app, route_name, chosen), group="command", exit_on_error=False, name="command model"
+        )
+
+    current = (app.engine.route.name, app.engine.route.model)
+    app.push_screen(ModelScreen(routes, current=current, load=load), callback=picked)

@@ -1,0 +1,111 @@
+"""Slash commands as text: what the prompt completes and what a typed line means. No textual here.
+
+parse_slash("/cap 256KB")      → ("cap_set", "256KB")
+complete_slash("/co")          → [("/compact", …), ("/cost", …), ("/context", …)]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from app.ui.actions import ACTIONS
+
+SLASH_COMPLETIONS: tuple[tuple[str, str], ...] = (
+    ("/compact", "summarize older history now — /compact [instructions]"),
+    ("/rewind", "back to before one of your prompts (optionally the files too)"),
+    ("/rewind compact", "restore the view before the last compaction"),
+    ("/undo", "restore the files the last turn changed"),
+    ("/retry", "ask again for the last answer (partial or complete)"),
+    ("/new", "start a fresh session; this one stays resumable (F5)"),
+    ("/clear", "the same as /new: a fresh session, this one kept"),
+    ("/rename", "give this session a title — /rename TITLE"),
+    ("/cost", "tokens, cost, compactions, rejections"),
+    ("/context", "bytes, cap and window of the next request"),
+    ("/cap reset", "forget the learned cap for this endpoint"),
+    ("/cap", "set a request body cap for this session — /cap SIZE"),
+    ("/recall", "put an archived segment back — /recall KEY"),
+    ("/model", "pick a route and model (the list of each route's models) — /model [ROUTE]"),
+    ("/mcp", "MCP servers: state, tools, definition bytes — /mcp restart NAME"),
+    ("/sessions", "browse and resume sessions"),
+    ("/export", "write the session as Markdown (and HAR)"),
+    ("/init", "ask the model to write a starter AGENTS.md"),
+    ("/memory", "add a line to AGENTS.md — /memory TEXT (or start a prompt with #)"),
+    ("/permissions", "the permission rules in force and where they come from"),
+    ("/find", "find text anywhere in the conversation — /find TEXT (Ctrl+F; again: the next older match)"),
+    ("/help", "keys, commands and the lab grammar"),
+    ("/exit", "quit bulkhead (also /quit, Ctrl+Q)"),
+    ("/quit", "quit bulkhead"),
+)
+
+
+ARGUMENT_COMMANDS = ("/model", "/recall", "/mcp")  # commands whose argument the prompt completes
+MAX_ARGUMENT_COMPLETIONS = 8
+
+
+def complete_slash(
+    text: str,
+    arguments: Callable[[str], list[tuple[str, str]]] | None = None,
+    extra: Sequence[tuple[str, str]] = (),
+) -> list[tuple[str, str]]:
+    """Completions for what the prompt holds: `/co` → /compact, /cost, /context; with `arguments`
+    (command → its values and help), `/model w` → /model work and `/recall 3f` → /recall 3f2a…;
+    `extra` adds more commands (the custom ones from Markdown files)."""
+    if not text.startswith("/") or "\n" in text:
+        return []
+    lowered = text.lower()
+    command, space, typed = text.partition(" ")
+    if space and arguments is not None and command.lower() in ARGUMENT_COMMANDS:
+        matches = [
+            (f"{command.lower()} {value}", help_)
+            for value, help_ in arguments(command.lower())
+            if value.lower().startswith(typed.lower()) and value != typed
+        ]
+        return matches[:MAX_ARGUMENT_COMPLETIONS]
+    words = (*SLASH_COMPLETIONS, *extra)
+    longer = [
+        (word, help_)
+        for word, help_ in words
+        if word.lower().startswith(lowered) and word.lower() != lowered.rstrip()
+    ]
+    # `/rewind` is a command of its own besides `/rewind compact`: offered first, so Enter runs it
+    exact = [(word, help_) for word, help_ in words if word.lower() == lowered]
+    return exact[:1] + longer if longer and exact else longer
+
+
+class SlashError(ValueError):
+    """A slash command that does not parse; the message is shown to the user."""
+
+
+def parse_slash(text: str) -> tuple[str, str]:
+    """`/cap 256KB` → ("cap_set", "256KB"). Raises SlashError with a usage line."""
+    word, _, rest = text.strip().partition(" ")
+    word, rest = word.lower(), rest.strip()
+    if word == "/compact":
+        return "compact", rest
+    if word == "/rewind":
+        if rest.lower() not in ("compact", ""):
+            raise SlashError("usage: /rewind (choose a prompt) or /rewind compact")
+        return ("rewind", "") if rest else ("rewind_to", "")
+    if word == "/cap":
+        if not rest:
+            return "context", ""
+        return ("cap_reset", "") if rest.lower() == "reset" else ("cap_set", rest)
+    if word == "/recall":
+        if not rest:
+            raise SlashError("usage: /recall KEY (16 hex digits, or a <<ccr:KEY>> marker)")
+        return "recall", rest
+    if word == "/model":
+        return "model", rest
+    if word in ("/new", "/clear"):
+        return "new", ""
+    if word in ("/exit", "/quit"):
+        return "quit", ""
+    if word == "/rename":
+        if not rest:
+            raise SlashError("usage: /rename TITLE")
+        return "rename", rest
+    for action in ACTIONS:
+        if action.slash == word and action.id not in ("cap_reset", "cap_set"):
+            return action.id, rest
+    known = " ".join(sorted({a.slash for a in ACTIONS if a.slash}))
+    raise SlashError(f"unknown command {word} — known: {known}")

@@ -1,0 +1,314 @@
+"""The app's side of a turn: the prompt's text becomes a message, a slash command or a custom command;
+one turn runs at a time (`activity`); Esc and Ctrl+C cancel it; tools ask for approval in the chat.
+
+Nothing typed is lost: what cannot run now goes back into the prompt, and a message sent while the
+session opens waits and is sent when it is ready.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from typing import Any
+
+from textual import work
+from textual.actions import SkipAction
+from textual.css.query import NoMatches
+from textual.message import Message
+from textual.worker import Worker
+
+from app.textsafe import display, display_data, display_line
+from app.ui.actions import ACTIONS, BY_ID, handler
+from app.ui.engine_link import read_only_notice
+from app.ui.prompt import PromptArea
+from app.ui.slash import SlashError, parse_slash
+
+INTERRUPT_QUIT_WINDOW_S = 2.0  # a second Ctrl+C on an empty, idle prompt within this quits
+
+
+class ApprovalAsked(Message):
+    """The engine's approver awaits `future`; the chat's tool block resolves it."""
+
+    def __init__(self, name: str, args: dict, why: str, future: asyncio.Future[bool]) -> None:
+        super().__init__()
+        self.name = name
+        self.args = args
+        self.why = why
+        self.future = future
+
+
+class TurnControl:
+    """Mixed into `BulkheadApp`: prompts, commands, turns, cancelling and approvals."""
+
+    engine: Any
+
+    # -- the prompt -------------------------------------------------------------------------------------------
+    def on_prompt_area_submitted(self, event: PromptArea.Submitted) -> None:
+        """The prompt has handed over its text: a message, a `#` memory line, or a slash command."""
+        text = event.text.strip()
+        if (
+            text.startswith("#") and "\n" not in text
+        ):  # `# always run make check`: remember it (as Claude Code)
+            if not self.run_command("memory", text[1:].strip(), typed=True):
+                event.prompt.restore(event.text)
+            return
+        if text.startswith("/") and not text.startswith("//"):
+            try:
+                action_id, arg = parse_slash(text)
+            except SlashError as exc:
+                custom = self.custom_command(text)
+                if custom is not None:
+                    if not self.run_custom(custom, text.partition(" ")[2]):
+                        event.prompt.restore(event.text)
+                    return
+                event.prompt.restore(event.text)
+                self.command_notice(str(exc), level="warn")
+                return
+            if not self.run_command(action_id, arg, typed=True):
+                event.prompt.restore(event.text)
+            return
+        message = text[1:] if text.startswith(("//", "\\#")) else event.text  # `//x`, `\#x`: sent as typed
+        if self.engine is None:
+            if self.open_error:
+                event.prompt.restore(event.text)
+                self.command_notice(
+                    f"no session is open ({self.open_error}) — /model ROUTE opens one, /sessions "
+                    f"another; your message is back in the prompt",
+                    level="error",
+                    code="session",
+                )
+                return
+            self._waiting.append(message)
+            self._show_waiting()
+            return
+        if self.engine.session.read_only:
+            event.prompt.restore(event.text)
+            self.notify(read_only_notice(self.engine.session.id), severity="warning", timeout=8)
+            return
+        if self.busy:
+            event.prompt.restore(event.text)
+            self.notify("A turn is running — Esc cancels it; your prompt is kept.", severity="warning")
+            return
+        self.send(message)
+
+    def _show_waiting(self) -> None:
+        count = len(self._waiting)
+        self.prompt_box.waiting = (
+            f"opening the session… {'your message is' if count == 1 else f'{count} messages are'}"
+            f" sent as soon as it is ready"
+            if count
+            else ""
+        )
+
+    def send_waiting(self) -> None:
+        """Send the next message typed while the session was opening (one per turn, in order)."""
+        if not self._waiting or self.engine is None or self.busy or self.quitting:
+            return
+        message = self._waiting.pop(0)
+        self._show_waiting()
+        self.send(message)
+
+    def return_waiting(self) -> None:
+        """The session did not open: the messages that waited go back into the prompt, unsent."""
+        if self._waiting:
+            prompt = self.prompt
+            for message in reversed(self._waiting):
+                prompt.restore(message)
+            self._waiting.clear()
+        self._show_waiting()
+
+    # -- turns ------------------------------------------------------------------------------------------------
+    def watch_activity(self, activity: str) -> None:
+        if not self.screen_stack or not self.screen_stack[0].query("#prompt-box"):
+            return
+        self.prompt_box.busy = bool(activity)
+        if activity:
+            self.prompt_box.busy_text = "compacting" if activity == "compact" else "thinking"
+        self.refresh_bindings()
+
+    def send(self, prompt: str) -> Worker:
+        return self.start_turn(prompt)
+
+    def start_turn(self, prompt: str, *, retry: bool = False) -> Worker:
+        self.activity = "turn"
+        return self._turn(prompt, retry)
+
+    @work(group="turn", exclusive=True, exit_on_error=False, name="turn")
+    async def _turn(self, prompt: str, retry: bool = False) -> None:
+        try:
+            result = await (self.engine.retry() if retry else self.engine.submit(prompt))
+        finally:
+            self.activity = ""
+            if self._waiting:
+                self.call_later(self.send_waiting)
+        if result.outcome == "failed" and retry and result.failure is None:  # /retry had nothing to ask again
+            self.command_notice(f"/retry: {result.error}", level="warn")
+        elif result.outcome == "failed":
+            failure = result.failure
+            retryable = bool(failure and (failure.recoverable or getattr(failure, "retryable", False)))
+            self.notify(
+                result.error[:300] + (" — /retry asks again" if retryable else ""),
+                title="turn failed",
+                severity="error",
+                timeout=8,
+            )
+        elif result.outcome == "partial":
+            self.notify(
+                "The answer was cut short; it is kept, marked partial — /retry asks again.",
+                severity="warning",
+            )
+
+    def action_cancel(self) -> None:
+        if not self.busy or self.engine is None or len(self.screen_stack) > 1:
+            raise SkipAction()  # Esc then closes the palette / help / sessions screen, or leaves the chat
+        self.engine.tool_cancel.set()
+        if self.activity == "compact" and self.compact_cancel is not None:
+            self.compact_cancel.set()
+            self.prompt_box.busy_text = "cancelling the compaction"
+            return
+        self.workers.cancel_group(self, "turn")
+
+    async def action_interrupt(self) -> None:
+        """Ctrl+C as in other terminal agents: cancel what runs; else copy the selection, else clear
+        the prompt (↑ brings it back); on an empty, idle prompt a second press within 2 s quits."""
+        if len(self.screen_stack) > 1:
+            raise SkipAction()  # the palette, help or sessions screen handles its own Ctrl+C
+        if self.busy and self.engine is not None:
+            self.action_cancel()
+            return
+        selected = self.screen.get_selected_text()
+        if not selected and isinstance(self.focused, PromptArea):
+            selected = self.focused.selected_text
+        if selected:
+            self.copy(selected, "the selection")
+            return
+        prompt = self.prompt
+        if prompt.text.strip():
+            self.history.add(prompt.text)
+            prompt.set_text("")
+            self.notify("Prompt cleared — ↑ brings it back", timeout=3)
+            return
+        now = time.monotonic()
+        if now - self._last_interrupt <= INTERRUPT_QUIT_WINDOW_S:
+            await self.action_quit()
+            return
+        self._last_interrupt = now
+        self.notify("Press Ctrl+C again to quit (or Ctrl+Q)", timeout=INTERRUPT_QUIT_WINDOW_S)
+
+    # -- approvals --------------------------------------------------------------------------------------------
+    async def approve_tool(self, name: str, args: dict, why: str) -> bool | str:
+        """The engine's approver: an inline bar in the tool's block — yes, always for this session,
+        always for this project (the answer names the rule the engine then remembers), no."""
+        future: asyncio.Future[bool | str] = asyncio.get_running_loop().create_future()
+        self.post_message(ApprovalAsked(display(name), display_data(args), display(why), future))
+        return await future
+
+    def on_approval_asked(self, message: ApprovalAsked) -> None:
+        if message.future.done():
+            return
+        from app.engine.permissions import suggest_rule
+
+        try:
+            block = self.chat.ask_approval(
+                message.name,
+                message.why,
+                message.future,
+                remember=suggest_rule(message.name, message.args, self.workspace),
+            )
+        except NoMatches:  # quitting
+            message.future.cancel()
+            return
+        if block is None:  # the block was pruned or never shown: deny rather than hang
+            message.future.set_result(False)
+            self.notify(f"{message.name}: could not show the approval prompt; denied", severity="warning")
+            return
+        self.chat.focus()
+        self.prompt_box.busy_text = f"waiting for your approval of {message.name} — y approves, n denies"
+        message.future.add_done_callback(lambda _future: self.refresh_bindings())
+        self.refresh_bindings()
+
+    def on_tool_block_resolved(self, event) -> None:
+        with contextlib.suppress(NoMatches):
+            if self.chat.pending_approval() is None:
+                self.prompt.focus()
+                if self.busy:
+                    self.prompt_box.busy_text = (
+                        f"running {event.block.tool_name}" if event.approved else "thinking"
+                    )
+        self.refresh_bindings()
+
+    # -- commands ---------------------------------------------------------------------------------------------
+    def action_command(self, action_id: str, arg: str = "") -> None:
+        self.run_command(action_id, arg)
+
+    def run_command(self, action_id: str, arg: str = "", *, typed: bool = False) -> bool:
+        """Run one action of the table (slash command, palette or key), or say why it cannot run now
+        (a typed slash command says it in the chat, where it stays; a key or the palette in a toast).
+        True if it ran."""
+        action = BY_ID[action_id]
+        reason = action.why_not(self)
+        if reason:
+            if typed:
+                self.command_notice(f"{action.usage or action.title}: {reason}", level="warn")
+            else:
+                self.notify(f"{action.title}: {reason}", severity="warning")
+            return False
+        result = handler(action_id)(self, arg)
+        if asyncio.iscoroutine(result):
+            self.run_worker(result, group="command", exit_on_error=False, name=f"command {action_id}")
+        return True
+
+    def command_notice(self, text: str, *, level: str = "info", code: str = "command") -> None:
+        """Feedback on a typed command, kept in the transcript as a notice line (a toast vanishes)."""
+
+        async def add() -> None:
+            with contextlib.suppress(NoMatches):
+                await self.chat.add_notice(text, level=level, code=code)
+
+        self.run_worker(add(), group="command-notice", exit_on_error=False, name="command notice")
+
+    def refresh_custom_commands(self) -> list[str]:
+        """Read the Markdown command files again (they may be added while bulkhead runs); what was skipped."""
+        from app.engine.custom_commands import discover
+
+        self.custom_commands, problems = discover(
+            self.workspace, reserved=[a.slash for a in ACTIONS if a.slash]
+        )
+        return problems
+
+    def custom_completions(self) -> list[tuple[str, str]]:
+        return [
+            (
+                command.slash,
+                display_line(
+                    f"{command.argument_hint + ' — ' if command.argument_hint else ''}"
+                    f"{command.description} ({command.source})"
+                ),
+            )
+            for command in self.custom_commands
+        ]
+
+    def custom_command(self, text: str):
+        """The custom command `text` names (read the files again when it names none)."""
+        word = text.split(maxsplit=1)[0].lstrip("/")
+        for attempt in range(2):
+            for command in self.custom_commands:
+                if command.name == word:
+                    return command
+            if attempt == 0:
+                self.refresh_custom_commands()
+        return None
+
+    def run_custom(self, command, arguments: str) -> bool:
+        """Send a custom command's prompt (its file's text, `$ARGUMENTS` filled in); False when it cannot run now."""
+        reason = (
+            "the session is still opening"
+            if self.engine is None
+            else ("a turn is running (Esc cancels it)" if self.busy else "")
+        )
+        if reason:
+            self.notify(f"{command.slash}: {reason} — your command is back in the prompt", severity="warning")
+            return False
+        self.send(command.expand(arguments))
+        return True
