@@ -208,6 +208,8 @@ class Settings:
     har_body_limit: int = field(default=64 * 1024, metadata=_opt("size", "body bytes kept per HAR entry"))
     hook_timeout: float = field(default=60.0, metadata=_opt("float", "default hook timeout (seconds)", above=0))
     theme: str | None = field(default=None, metadata=_opt("str?", "Textual theme (else the last used)"))
+    chat_window_items: int = field(default=60, metadata=_opt("int", "chat items mounted on resume and per page",
+                                                             low=10, high=2000))
     shell_env_passthrough: tuple[str, ...] = field(
         default=(), metadata=_opt("names", "provider credentials the shell tool may still see"))
     routes: Mapping[str, Route] = field(default_factory=dict, metadata={"kind": "routes"})

@@ -226,6 +226,9 @@ def rss_kb() -> int:
 
 def isolated_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
     """A copy of the environment with a private BULKHEAD_HOME and config and no provider credentials."""
+    config = home / "config.toml"
+    if home.is_dir() and not config.exists():
+        config.write_text("")  # a named BULKHEAD_CONFIG that does not exist is an error: an empty one
     env = {k: v for k, v in os.environ.items() if not k.startswith("BULKHEAD_") and k not in SCRUB_ENV}
     env.update(BULKHEAD_HOME=str(home), BULKHEAD_CONFIG=str(home / "config.toml"),
                PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring",

@@ -21,12 +21,15 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-BENCHES = ("payload", "compaction", "ladder", "archive_search", "tui_stream", "paste", "mention", "startup",
-           "memory", "peer_gptme")
+BENCHES = ("payload", "compaction", "ladder", "archive_search", "tui_stream", "tui_stream_resume", "resume",
+           "paste", "mention", "startup", "memory", "peer_gptme")
+# A row that is another bench's script run with extra flags.
+VARIANTS = {"tui_stream_resume": ("tui_stream", ["--resume"])}
 
 
 def command(name: str, full: bool, gptme_python: str | None) -> list[str]:
-    cmd = [sys.executable, str(HERE / f"{name}.py"), "--json"]
+    script, extra = VARIANTS.get(name, (name, []))
+    cmd = [sys.executable, str(HERE / f"{script}.py"), "--json", *extra]
     if name == "compaction":
         cmd += ["--runs", "7" if full else "3"]  # compaction.py predates --quick
     elif not full:

@@ -5,6 +5,7 @@
     python3 bench/tui_stream.py --quick         # 4 s phases
     python3 bench/tui_stream.py --source lab    # the lab's `slow` fault paces a `!big` answer instead
     python3 bench/tui_stream.py --tps 4000 --seconds 20 --key-rate 15
+    python3 bench/tui_stream.py --resume        # the same in a resumed 4,000-message (2 MiB) session
 
 The real app (`BulkheadApp`, with the real inspector) runs headless in this process with
 `App.run_test(size=(160, 48))`; the engine talks to a local server over HTTP through the real
@@ -43,6 +44,10 @@ How the UI is measured (all in this process, on the app's event loop):
 - rendered: from the last delta until the chat no longer streams AND the app has handled every event
   queued before (so a final render awaited inside the app's event handler counts); the JSON adds
   `render_done_loop_gap_max_ms`, the longest loop gap in that window.
+
+`--resume` first writes a 2 MiB / 4,000-message session (`bench.common.synthetic_session`, through
+`Session.append`) and opens the app on it (`BulkheadApp(resume=ID)`): the same phases, measured in a long
+session (each request then carries the whole 2 MiB history to the paced server).
 
 Textual captures stdout/stderr while the app runs; `BENCH_VERBOSE=1` prints progress to the real
 stderr. `--text prose` streams long plain paragraphs instead of block-rich Markdown (the UI's cost
@@ -342,6 +347,24 @@ async def until(predicate, timeout: float, what: str) -> None:
         await asyncio.sleep(0.01)
 
 
+RESUME_SIZE = (2, 4000)  # (MiB, messages) of the session --resume opens
+
+
+def build_resume_session(workspace: Path) -> str:
+    """Write the long session --resume opens (in this process's BULKHEAD_HOME); its id."""
+    from app.engine.session import Session
+    from app.store import Store
+    from bench.common import synthetic_session
+
+    store = Store()
+    session = Session.create(store, route="bench", provider="anthropic", model="claude-sonnet-4-5",
+                             workspace=str(workspace))
+    for message in synthetic_session(*RESUME_SIZE)[1:]:
+        session.append(message)
+    store.close()
+    return session.id
+
+
 async def run_app(args, url: str, workspace: Path) -> dict:
     from app.config import Route, load_settings
     from app.ui.app import BulkheadApp
@@ -351,7 +374,9 @@ async def run_app(args, url: str, workspace: Path) -> dict:
     route = Route(name="bench", provider=provider, model="claude-sonnet-4-5" if provider == "anthropic" else "lab-1",
                   base_url=url, max_output_tokens=64_000)
     settings = load_settings().with_overrides(routes={"bench": route})
-    app = BulkheadApp(settings, workspace=workspace, cursor_blink=False, keymap={})
+    resume = build_resume_session(workspace) if args.resume else None
+    app = BulkheadApp(settings, workspace=workspace, cursor_blink=False, keymap={}, route_name="bench",
+                      resume=resume)
     results: dict = {}
     try:
         async with app.run_test(size=SIZE) as pilot:
@@ -447,6 +472,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--delta-chars", type=int, default=16, help="chars per text_delta (paced source)")
     p.add_argument("--text", choices=tuple(TEXTS), default="markdown",
                    help="what the paced source streams: block-rich Markdown (default) or long plain paragraphs")
+    p.add_argument("--resume", action="store_true",
+                   help="measure in a resumed 2 MiB / 4,000-message session instead of a new one")
     p.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     args.seconds = args.seconds or (4.0 if args.quick else 10.0)
@@ -466,7 +493,8 @@ def main(argv: list[str] | None = None) -> int:
                     proc.stdin.close()
                 proc.terminate()
                 proc.wait(timeout=10)
-    out.text(f"TUI stream: {args.source} source at {args.tps:,.0f} tok/s, typing {args.key_rate:g} keys/s, "
+    where = f" in a resumed {RESUME_SIZE[1]:,}-message session" if args.resume else ""
+    out.text(f"TUI stream{where}: {args.source} source at {args.tps:,.0f} tok/s, typing {args.key_rate:g} keys/s, "
              f"{args.seconds:g} s phases, {SIZE[0]}×{SIZE[1]} headless; {machine_note()}")
     out.text(f"{'phase':<7} {'loop gap p50/p99/max ms':>24} {'frame gap p50/p99/max ms':>25} {'fps':>5} "
              f"{'key→value p50/p99':>18} {'key→frame p50/p99':>18} {'keys':>5}")
@@ -494,7 +522,7 @@ def main(argv: list[str] | None = None) -> int:
                 "loop_gap_p99_growth": round(growth, 2), "keys_sent": results["keys_sent"],
                 "keys_applied": results["keys_applied"],
                 "typed_ok": results["typed_ok"]})
-    out.headline(f"TUI streaming {args.tps:,.0f} tok/s while typing ({args.source})",
+    out.headline(f"TUI streaming {args.tps:,.0f} tok/s while typing ({args.source}){where}",
                  f"frame gap p50/p99 {fmt_ms(s['frame_gap_p50_ms'])}/{fmt_ms(s['frame_gap_p99_ms'])} ms, "
                  f"loop gap p99 {fmt_ms(s['loop_gap_p99_ms'])} ms, key→frame p99 "
                  f"{fmt_ms(s['key_to_frame_p99_ms'])} ms, {s['delivered_tps']:,} tok/s delivered",

@@ -9,17 +9,16 @@ failure is never retried — the partial answer is the caller's to keep.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import functools
 import json
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from app.engine.costs import Usage, price_usd
+from app.engine.draft import DRAFT_FLUSH_CHARS, DRAFT_PREFIX, DraftWriter, leftover_drafts  # noqa: F401 - re-exported
 from app.engine.events import Event, RequestFinished, RequestStarted, Retry, TextDelta, UsageRecorded
 from app.engine.failure_rules import Rule
 from app.engine.failures import Failure, classify
@@ -27,7 +26,6 @@ from app.engine.messages import new_id
 from app.engine.resets import SizeEvidence
 from app.engine.retry import RetryPolicy
 from app.engine.session import Session
-from app.fsutil import atomic_write
 from app.providers.base import (
     EditsChunk,
     NativeChunk,
@@ -39,13 +37,11 @@ from app.providers.base import (
     ToolCallChunk,
     UsageChunk,
 )
-from app.redact import redact_headers, redact_known, redact_text
+from app.redact import redact_headers, redact_text
 
 PREVIEW_STRING_CHARS = 300
 PREVIEW_LIST_ITEMS = 6
 ERROR_BODY_CHARS = 16_384
-DRAFT_FLUSH_CHARS = 2_000
-DRAFT_PREFIX = "draft-"
 
 
 @dataclass
@@ -106,53 +102,6 @@ def redact_failure(failure: Failure) -> Failure:
     """The failure with known secrets hidden in its reason and evidence (a gateway echoing the key)."""
     return dataclasses.replace(failure, reason=redact_text(failure.reason),
                                evidence=tuple(redact_text(e) for e in failure.evidence))
-
-
-class DraftWriter:
-    """Keeps the answer being streamed on disk, so a crash loses at most the unflushed tail.
-
-    The draft file is named after the id the answer will have (`draft-<message id>.txt`), so
-    after a crash the next start can tell a draft whose answer was committed (delete it) from
-    one that was cut short (keep it as a partial answer): see `leftover_drafts`.
-    """
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-        self.message_id = new_id()
-        self._flushed = 0
-
-    @property
-    def path(self) -> Path:
-        return self.folder / f"{DRAFT_PREFIX}{self.message_id}.txt"
-
-    def begin(self) -> str:
-        """A new answer starts: the id it will be committed under."""
-        self.clear()
-        return self.message_id
-
-    def update(self, parts: list[str], chars: int) -> None:
-        """Write the answer so far (`parts`, `chars` long) when enough new text arrived since the last write."""
-        if chars - self._flushed < DRAFT_FLUSH_CHARS:
-            return
-        text = redact_known("".join(parts))
-        with contextlib.suppress(OSError, UnicodeEncodeError):
-            atomic_write(self.path, text, 0o600, durable=False)
-            self._flushed = len(text)
-
-    def clear(self) -> None:
-        """The answer was committed (or kept partial): drop its draft; the next answer gets a new id."""
-        self._flushed = 0
-        with contextlib.suppress(OSError):
-            self.path.unlink()
-        self.message_id = new_id()
-
-
-def leftover_drafts(folder: Path) -> list[tuple[str, Path]]:
-    """(message id, path) of every draft a crashed process left in a session folder."""
-    found = []
-    for path in sorted(folder.glob(f"{DRAFT_PREFIX}*.txt")):
-        found.append((path.stem[len(DRAFT_PREFIX):], path))
-    return found
 
 
 class Sender:

@@ -353,6 +353,15 @@ ACTIONS: tuple[Action, ...] = (
         "jump_latest", "chat", "jump to latest", "Scroll to the newest output and follow it (End)", "", ""
     ),
     Action(
+        "find",
+        "chat",
+        "find",
+        "Find text anywhere in the conversation, on screen or not (Ctrl+F)",
+        "/find",
+        "/find TEXT",
+        needs_arg=True,
+    ),
+    Action(
         "copy_last",
         "chat",
         "copy last answer",

@@ -81,6 +81,8 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
                 show=False, id="app.cancel"),
         Binding("ctrl+c", "interrupt", "Interrupt", priority=True, show=False, id="app.interrupt",
                 tooltip="Cancel the running turn; else copy the selection or clear the prompt; twice quits"),
+        Binding("ctrl+f", "find", "Find", tooltip="Find text anywhere in the conversation (/find)", show=False,
+                priority=True, id="app.find"),
         Binding("ctrl+o,f6", "focus_chat", "Chat", tooltip="Move into the chat to copy or fold (Esc returns)",
                 id="app.chat"),
         Binding("ctrl+end,alt+down", "jump_latest", "Latest", tooltip="Jump to the newest output and follow it",
@@ -262,6 +264,10 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
 
     def action_jump_latest(self) -> None:
         self.chat.action_jump_latest()
+
+    def action_find(self) -> None:
+        """Ctrl+F: the prompt holds `/find ` (the last query again, to step to the next older match)."""
+        self.prefill_prompt(f"/find {self.chat.find_query}".rstrip() + " ")
 
     def action_help(self) -> None:
         view_actions.open_help(self)

@@ -10,7 +10,12 @@
   block drawn later in a thread, an expanded tool block). Only the user stops it — a wheel, the
   scrollbar, a key that moves up; back at the end (or End / Alt+↓) it follows again. While it
   does not follow, new content below shows the "↓ new output" marker.
-- Rendered items are pruned past `RENDER_BUDGET`; the store keeps everything (/export).
+- Only a window of the conversation is mounted (see `app.ui.chat_history`): a resumed session mounts
+  its last `chat_window_items` items and keeps the rest as entries without widgets, paged in
+  (a third of `chat_window_items` at a time) as the user scrolls up to them; items scrolled far out of a live
+  session (past `RENDER_BUDGET`) become entries again. `/find` (Ctrl+F) searches every item, on
+  screen or not, and brings the match into view; the store keeps everything (/export).
+- Engine events are dispatched by type (`handle` is a `functools.singledispatchmethod`).
 - One cursor instead of focusable items: ↑/↓ move it, c copies the item, b a code block,
   Enter folds a tool block, y/n answer an approval.
 """
@@ -19,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import Iterable
 
 from textual import events
@@ -48,16 +54,16 @@ from app.engine.events import (
     TurnFinished,
 )
 from app.engine.messages import Message as EngineMessage
-from app.engine.messages import Text as TextPart
-from app.engine.messages import ToolCall, ToolResult
 from app.ui.answer_view import AnswerView
+from app.ui.chat_history import HistoryEntry, entries_from_messages, entry_of
 from app.ui.chat_items import AssistantItem, ChatItem, NoticeItem, ReportItem, ToolBlock, UserItem
 
 FLUSH_INTERVAL_S = 0.05  # coalesce deltas: 20 appends (and re-layouts) a second at most
 FOLLOW_ROWS = 2  # "at the bottom" means within this many rows of the end
 SHORT_WATCH_S = 0.1  # how often a conversation shorter than the view is checked for having outgrown it
-RENDER_BUDGET = 400  # rendered items kept; older ones are pruned from the screen (never from the store)
+RENDER_BUDGET = 400  # mounted items kept in a live session; older ones become entries (never leave the store)
 PRUNE_TO = 300
+CHAT_WINDOW_ITEMS = 60  # default of the `chat_window_items` setting: items mounted on resume, and per page
 
 
 class Chat(VerticalScroll, can_focus=True):
@@ -124,6 +130,16 @@ class Chat(VerticalScroll, can_focus=True):
         self._released = False  # Textual released the anchor (a scroll that was not a follow)
         self._anchor_check_pending = False
         self._short_watch: Timer | None = None
+        # The window: entries above the mounted items (`_older`, shown by `_pruned_marker`) and below them
+        # (`_newer`, only after /find jumped back; shown by `_newer_marker`).
+        self._older: list[HistoryEntry] = []
+        self._newer: list[HistoryEntry] = []
+        self._newer_marker: Static | None = None
+        self._paging = False
+        self._page_before: ChatItem | None = None  # older entries go just above this item (None: the first)
+        self._found: ChatItem | None = None
+        self._find_query = ""
+        self._find_position: int | None = None  # index of the last match in the whole conversation
 
     # -- reading (tests, copy, the app) ----------------------------------------------------------------
     @property
@@ -228,7 +244,10 @@ class Chat(VerticalScroll, can_focus=True):
 
     def watch_scroll_y(self, old: float, new: float) -> None:
         super().watch_scroll_y(old, new)
-        if not self.follow and self.at_bottom() and self.max_scroll_y - self.scroll_target_y <= FOLLOW_ROWS:
+        if self._older or self._newer:
+            self._maybe_page()
+        if (not self.follow and not self._newer and self.at_bottom()
+                and self.max_scroll_y - self.scroll_target_y <= FOLLOW_ROWS):
             self._follow()  # the user scrolled back down to the end (or the content shrank)
 
     def on_resize(self, event: events.Resize) -> None:
@@ -242,6 +261,7 @@ class Chat(VerticalScroll, can_focus=True):
     def action_page_up(self) -> None:
         super().action_page_up()
         self.follow = False
+        self._maybe_page()
 
     def on_answer_view_grew(self, event: AnswerView.Grew) -> None:
         """A slice drew more of an answer (after the stream, or a long one)."""
@@ -252,44 +272,281 @@ class Chat(VerticalScroll, can_focus=True):
         self.post_message(self.NewOutputBelow(below))
 
     def action_jump_latest(self) -> None:
+        if self._newer:  # /find went far back: the latest window again, then follow it
+            self.call_later(self._latest_again)
+            return
         self._follow()
         items = self.items
         if items:
             self.cursor = len(items) - 1
 
+    async def _latest_again(self) -> None:
+        await self._rewindow(self._total() - 1, at_end=True)
+        self.action_jump_latest()
+
     def action_jump_top(self) -> None:
+        """The top of what is mounted; older items page in from there (a page at a time, as scrolling does)."""
         self.follow = False
         self.scroll_home(animate=False)
         if self.items:
             self.cursor = 0
+        self._maybe_page()
 
     # -- mounting -----------------------------------------------------------------------------------------
+    @property
+    def window_items(self) -> int:
+        """Items mounted on resume and per page (the `chat_window_items` setting)."""
+        settings = getattr(self.app, "settings", None)
+        return max(10, int(getattr(settings, "chat_window_items", CHAT_WINDOW_ITEMS) or CHAT_WINDOW_ITEMS))
+
+    @property
+    def older_count(self) -> int:
+        """Items of the conversation above the mounted ones, not built yet."""
+        return len(self._older)
+
+    @property
+    def find_query(self) -> str:
+        """The last /find query ("" before any)."""
+        return self._find_query
+
+    @property
+    def newer_count(self) -> int:
+        return len(self._newer)
+
     async def add(self, *items: ChatItem) -> None:
+        if self._newer:  # the user read far back (/find): new output brings the latest back first
+            await self._rewindow(self._total() - 1, at_end=True)
         following = self._before_append()
-        await self.mount_all(items)
+        await self.mount_all(items, before=self._newer_marker) if self._newer_marker is not None else \
+            await self.mount_all(items)
         self._settling.update(i for i in items if isinstance(i, AssistantItem) and not i.streaming)
         await self._prune()
         self._after_append(following)
 
     async def _prune(self) -> None:
         children = self.items
-        if len(children) <= RENDER_BUDGET:
+        if len(children) <= RENDER_BUDGET or not self.follow:  # never take away what the user reads
             return
-        doomed = [c for c in children[: len(children) - PRUNE_TO] if c is not self._answer and
-                  not (isinstance(c, ToolBlock) and c.pending)]
+        doomed: list[ChatItem] = []
+        for child in children[: len(children) - PRUNE_TO]:
+            if child is self._answer or (isinstance(child, ToolBlock) and child.pending):
+                break  # keep the mounted items contiguous
+            doomed.append(child)
+        if not doomed:
+            return
         self.pruned += len(doomed)
         for block in doomed:
             if isinstance(block, ToolBlock):
                 self._tools.pop(block.call_id, None)
-        await self.remove_children(doomed)
-        label = (f"… {self.pruned:,} earlier items are not shown here (the session keeps them all; "
-                 f"/export writes the full transcript)")
-        if self._pruned_marker is None:
-            self._pruned_marker = Static(label, classes="pruned-marker", markup=False)
-            await self.mount(self._pruned_marker, before=0)
+        anchor = self._page_before
+        if anchor is not None and anchor in doomed:  # the hidden entries sat between the doomed items
+            split = doomed.index(anchor)
+            self._older = [*map(entry_of, doomed[:split]), *self._older, *map(entry_of, doomed[split:])]
         else:
-            self._pruned_marker.update(label)
+            self._older = [*map(entry_of, doomed), *self._older]
+        self._page_before = None
+        await self.remove_children(doomed)
+        await self._update_markers()
         self.cursor = min(self.cursor, len(self.items) - 1)
+
+    async def _update_markers(self) -> None:
+        older = len(self._older)
+        if older:
+            label = (f"↑ {older:,} earlier items are not shown yet — scroll up (PageUp) to page them in; "
+                     f"/find (Ctrl+F) searches them all")
+            if self._pruned_marker is None:
+                self._pruned_marker = Static(label, classes="pruned-marker", markup=False)
+                await self.mount(self._pruned_marker, before=0)
+            else:
+                self._pruned_marker.update(label)
+        elif self._pruned_marker is not None:
+            marker, self._pruned_marker = self._pruned_marker, None
+            await marker.remove()
+        newer = len(self._newer)
+        if newer:
+            label = f"↓ {newer:,} later items — scroll down to page them in; End shows the latest"
+            if self._newer_marker is None:
+                self._newer_marker = Static(label, classes="pruned-marker", markup=False)
+                await self.mount(self._newer_marker)
+            else:
+                self._newer_marker.update(label)
+        elif self._newer_marker is not None:
+            marker, self._newer_marker = self._newer_marker, None
+            await marker.remove()
+
+    def _register(self, items: Iterable[ChatItem]) -> None:
+        for item in items:
+            if isinstance(item, ToolBlock):
+                self._tools[item.call_id] = item
+
+    def _total(self) -> int:
+        return len(self._older) + len(self.items) + len(self._newer)
+
+    # -- paging -----------------------------------------------------------------------------------------
+    def _maybe_page(self) -> None:
+        """Near the top (or the bottom) of what is mounted, with more beyond: page it in."""
+        if self._paging or not self.is_attached:
+            return
+        margin = max(2, self.size.height)
+        if self._older and self.scroll_y <= margin:
+            self._paging = True
+            self.call_later(self._page_older)
+        elif self._newer and self.max_scroll_y - self.scroll_y <= margin:
+            self._paging = True
+            self.call_later(self._page_newer)
+
+    @property
+    def page_items(self) -> int:
+        """Items paged in per step while scrolling: a third of the window (a short stall per page)."""
+        return max(10, self.window_items // 3)
+
+    async def _page_older(self, count: int | None = None) -> list[ChatItem]:
+        """Mount the last `count` (a page's worth) older entries above the mounted items, keeping what
+        is on screen where it is."""
+        try:
+            count = min(len(self._older), count or self.page_items)
+            if not count:
+                return []
+            entries, self._older = self._older[-count:], self._older[:-count]
+            widgets = [entry.build() for entry in entries]
+            self._register(widgets)
+            anchor = self._page_before
+            first = anchor if anchor is not None and anchor.is_attached else next(iter(self.items), None)
+            height_before = self.virtual_size.height
+            scroll_before = self.scroll_y
+            at = self.items.index(first) if first is not None else 0
+            if first is not None:
+                await self.mount_all(widgets, before=first)
+            elif self._pruned_marker is not None:
+                await self.mount_all(widgets, after=self._pruned_marker)
+            else:
+                await self.mount_all(widgets)
+            self._page_before = widgets[0]
+            self.pruned = max(0, self.pruned - count)
+            if self.cursor >= at:  # the cursor stays on its item
+                self.set_reactive(Chat.cursor, self.cursor + count)
+            await self._update_markers()
+            self.call_after_refresh(self._keep_place, height_before, scroll_before)
+            return widgets
+        finally:
+            self._paging = False
+
+    def _keep_place(self, height_before: int, scroll_before: float) -> None:
+        """Content grew above the view: scroll by as much, so what the user read stays put."""
+        grown = self.virtual_size.height - height_before
+        if grown > 0 and not self.follow:
+            self.scroll_to(y=scroll_before + grown, animate=False, immediate=True, release_anchor=False)
+
+    async def _page_newer(self, count: int | None = None) -> list[ChatItem]:
+        try:
+            count = min(len(self._newer), count or self.page_items)
+            if not count:
+                return []
+            entries, self._newer = self._newer[:count], self._newer[count:]
+            widgets = [entry.build() for entry in entries]
+            self._register(widgets)
+            await self.mount_all(widgets, before=self._newer_marker) if self._newer_marker is not None else \
+                await self.mount_all(widgets)
+            await self._update_markers()
+            return widgets
+        finally:
+            self._paging = False
+
+    async def _rewindow(self, target: int, *, at_end: bool = False) -> ChatItem | None:
+        """Mount the window of the whole conversation around item `target` (the last window when
+        `at_end`) instead of what is mounted now; the widget of `target`."""
+        mounted = self.items
+        entries = [*self._older, *(entry_of(item) for item in mounted), *self._newer]
+        if not entries:
+            return None
+        target = max(0, min(target, len(entries) - 1))
+        window = self.window_items
+        start = max(0, len(entries) - window) if at_end else max(0, min(target - window // 2, len(entries) - window))
+        end = min(len(entries), start + window)
+        self._tools.clear()
+        await self.remove_children([*mounted, *(m for m in (self._pruned_marker, self._newer_marker) if m)])
+        self._pruned_marker = self._newer_marker = None
+        self._page_before = None
+        self._older, self._newer = entries[:start], entries[end:]
+        self.pruned = len(self._older)
+        widgets = [entry.build() for entry in entries[start:end]]
+        self._register(widgets)
+        await self.mount_all(widgets)
+        await self._update_markers()
+        self.cursor = -1
+        if at_end:
+            self._follow()
+        else:
+            self.follow = False
+            self.release_anchor()
+        return widgets[target - start] if start <= target < end else None
+
+    # -- find -------------------------------------------------------------------------------------------
+    def _texts(self) -> list[str]:
+        """The searchable text of every item of the conversation, in order (mounted or not)."""
+        return [*(e.text for e in self._older), *(i.copy_text() for i in self.items), *(e.text for e in self._newer)]
+
+    async def find(self, query: str) -> str:
+        """Find `query` (case-insensitive) anywhere in the conversation, newest first; the same query again
+        finds the next older match, wrapping around. Brings the match into view; says what it found."""
+        query = query.strip()
+        if not query:
+            return "usage: /find TEXT (Ctrl+F) — searches the whole conversation, on screen or not"
+        needle = query.casefold()
+        texts = self._texts()
+        matches = [i for i, text in enumerate(texts) if needle in text.casefold()]
+        if not matches:
+            self._find_query, self._find_position = query, None
+            return f"“{query}” is not in this conversation ({len(texts):,} items searched)"
+        if query == self._find_query and self._find_position is not None:
+            older = [i for i in matches if i < self._find_position]
+            position = older[-1] if older else matches[-1]
+        else:
+            position = matches[-1]
+        self._find_query, self._find_position = query, position
+        rank = len(matches) - matches.index(position)
+        item = await self._bring_into_view(position)
+        if item is not None:
+            self._mark_found(item)
+        return (f"“{query}”: match {rank:,} of {len(matches):,} (newest first) — /find {query} again "
+                f"for the next older one")
+
+    async def _bring_into_view(self, position: int) -> ChatItem | None:
+        older = len(self._older)
+        mounted = self.items
+        if older <= position < older + len(mounted):
+            item = mounted[position - older]
+        elif self._answer is not None or any(b.pending or not (b.done or b.stopped) for b in self.tool_blocks()):
+            # A stream, a running tool or an approval is live: page in down to the match instead of re-windowing.
+            if position < older:
+                self._paging = True
+                widgets = await self._page_older(older - position)
+                item = widgets[0] if widgets else None
+            else:
+                item = None
+                while self._newer and item is None:
+                    before = len(self._older) + len(self.items)
+                    self._paging = True
+                    widgets = await self._page_newer()
+                    if before <= position < before + len(widgets):
+                        item = widgets[position - before]
+                    elif not widgets:
+                        break
+        else:
+            item = await self._rewindow(position)
+        if item is None:
+            return None
+        self.follow = False
+        self.release_anchor()
+        self.cursor = self.items.index(item)
+        self.call_after_refresh(self.scroll_to_widget, item, animate=False, top=True)
+        return item
+
+    def _mark_found(self, item: ChatItem) -> None:
+        if self._found is not None and self._found.is_attached:
+            self._found.remove_class("-found")
+        item.add_class("-found")
+        self._found = item
 
     async def add_notice(self, text: str, *, level: str = "info", code: str = "", title: str = "") -> NoticeItem:
         item = NoticeItem(text, level=level, code=code, title=title)
@@ -306,7 +563,10 @@ class Chat(VerticalScroll, can_focus=True):
         self._settling.clear()
         self._tools.clear()
         self.pruned = 0
-        self._pruned_marker = None
+        self._pruned_marker = self._newer_marker = None
+        self._older, self._newer = [], []
+        self._page_before = None
+        self._found, self._find_position = None, None
         await self.remove_children()
         self.cursor = -1
         self._follow()
@@ -353,49 +613,75 @@ class Chat(VerticalScroll, can_focus=True):
             return answer
 
     # -- engine events ------------------------------------------------------------------------------------
+    @functools.singledispatchmethod
     async def handle(self, event: Event) -> None:
-        """Render one engine event (called by the app, in order)."""
-        if isinstance(event, TextDelta):
-            if self._answer is None:
-                await self._start_answer()
-            self._pending.append(event.text)
-            self._schedule_flush()
-        elif isinstance(event, MessageAdded):
-            await self._on_message_added(event)
-        elif isinstance(event, AnswerFinished):
-            finished = await self._finish_answer(partial=event.partial or None)
-            if finished is None and event.partial:
-                self._mark_last_partial()
-        elif isinstance(event, TurnFinished):
-            partial = event.outcome in ("partial", "cancelled")
-            finished = await self._finish_answer(partial=True if partial else None)
-            if finished is None and partial:
-                self._mark_last_partial(only_this_turn=True)
-            if event.outcome == "cancelled":
-                for block in self._tools.values():
-                    block.stop()
-                kept = finished is not None or self._last_answer_of_turn_is_partial()
-                await self.add_notice("turn cancelled — what arrived is kept, marked partial" if kept else
-                                      "turn cancelled before any answer arrived", level="warn", code="cancelled")
-        elif isinstance(event, ToolCallStarted):
-            await self._finish_answer()
-            block = ToolBlock(event.call_id, event.name, event.args)
-            self._tools[event.call_id] = block
-            await self.add(block)
-        elif isinstance(event, ToolApproval):
-            block = self._tools.get(event.call_id)
-            if block is not None:
-                block.set_decision(event.decision, event.reason)
-        elif isinstance(event, ToolCallFinished):
-            block = self._tools.get(event.call_id)
-            if block is not None:
-                block.set_result(is_error=event.is_error, preview=event.preview, chars=event.chars,
-                                 spill_path=event.spill_path)
-        elif isinstance(event, Notice):
-            await self.add_notice(event.text, level=event.level, code=event.code)
-        elif isinstance(event, RecoveryStep | Compaction | Retry | Rejection):
-            await self._add_described(event)  # the words are app.engine.describe's (the same as -p and the log)
-        elif isinstance(event, HookRun) and event.decision in ("error", "timeout"):
+        """Render one engine event (called by the app, in order); one handler per event type below,
+        and an event type the chat does not show lands here."""
+
+    @handle.register
+    async def _show_text(self, event: TextDelta) -> None:
+        if self._answer is None:
+            await self._start_answer()
+        self._pending.append(event.text)
+        self._schedule_flush()
+
+    @handle.register
+    async def _show_message(self, event: MessageAdded) -> None:
+        await self._on_message_added(event)
+
+    @handle.register
+    async def _show_answer_finished(self, event: AnswerFinished) -> None:
+        finished = await self._finish_answer(partial=event.partial or None)
+        if finished is None and event.partial:
+            self._mark_last_partial()
+
+    @handle.register
+    async def _show_turn_finished(self, event: TurnFinished) -> None:
+        partial = event.outcome in ("partial", "cancelled")
+        finished = await self._finish_answer(partial=True if partial else None)
+        if finished is None and partial:
+            self._mark_last_partial(only_this_turn=True)
+        if event.outcome == "cancelled":
+            for block in self._tools.values():
+                block.stop()
+            kept = finished is not None or self._last_answer_of_turn_is_partial()
+            await self.add_notice("turn cancelled — what arrived is kept, marked partial" if kept else
+                                  "turn cancelled before any answer arrived", level="warn", code="cancelled")
+
+    @handle.register
+    async def _show_tool_started(self, event: ToolCallStarted) -> None:
+        await self._finish_answer()
+        block = ToolBlock(event.call_id, event.name, event.args)
+        self._tools[event.call_id] = block
+        await self.add(block)
+
+    @handle.register
+    async def _show_tool_approval(self, event: ToolApproval) -> None:
+        block = self._tools.get(event.call_id)
+        if block is not None:
+            block.set_decision(event.decision, event.reason)
+
+    @handle.register
+    async def _show_tool_finished(self, event: ToolCallFinished) -> None:
+        block = self._tools.get(event.call_id)
+        if block is not None:
+            block.set_result(is_error=event.is_error, preview=event.preview, chars=event.chars,
+                             spill_path=event.spill_path)
+
+    @handle.register
+    async def _show_notice(self, event: Notice) -> None:
+        await self.add_notice(event.text, level=event.level, code=event.code)
+
+    @handle.register(RecoveryStep)
+    @handle.register(Compaction)
+    @handle.register(Retry)
+    @handle.register(Rejection)
+    async def _show_described(self, event: Event) -> None:
+        await self._add_described(event)  # the words are app.engine.describe's (the same as -p and the log)
+
+    @handle.register
+    async def _show_hook_run(self, event: HookRun) -> None:
+        if event.decision in ("error", "timeout"):
             # A broken hook (a crash, invalid JSON, a timeout) must not go unnoticed; blocks show where they act.
             await self._add_described(event, " (the Hooks panel shows its output)")
 
@@ -531,33 +817,23 @@ class Chat(VerticalScroll, can_focus=True):
 
     # -- resume -----------------------------------------------------------------------------------------------
     async def render_history(self, messages: Iterable[EngineMessage]) -> None:
-        """Render a resumed session's master log (tool results joined to their calls)."""
-        items: list[ChatItem] = []
-        tools: dict[str, ToolBlock] = {}
-        for message in messages:
-            origin = message.meta.origin
-            if message.role == "user" and origin in ("user", "recall"):
-                items.append(UserItem(message.text, origin=origin))
-            elif message.role == "assistant":
-                text = "".join(p.text for p in message.parts if isinstance(p, TextPart))
-                if text:
-                    items.append(AssistantItem(text, partial=message.meta.partial))
-                for call in message.parts:
-                    if isinstance(call, ToolCall):
-                        block = ToolBlock(call.id, call.name, dict(call.args))
-                        block.decision = "auto"
-                        tools[call.id] = block
-                        items.append(block)
-            elif message.role == "tool":
-                for result in message.parts:
-                    if isinstance(result, ToolResult) and result.call_id in tools:
-                        block = tools[result.call_id]
-                        block.done, block.is_error = True, result.is_error
-                        block.result, block.chars = result.content[:500], len(result.content)
-        for block in tools.values():
-            block.stopped = not block.done  # a call the log has no result for never finished
-        items = items[-PRUNE_TO:] if len(items) > RENDER_BUDGET else items
-        self._tools.update({b.call_id: b for b in items if isinstance(b, ToolBlock)})
-        if items:
-            with contextlib.suppress(Exception):
-                await self.add(*items)
+        """Show a resumed session's master log (tool results joined to their calls): its last
+        `chat_window_items` items are mounted, the others wait as entries until the user scrolls or
+        searches to them — resuming costs what is on screen, not the length of the session."""
+        entries = entries_from_messages(messages)
+        if not entries:
+            return
+        window = self.window_items
+        shown, hidden = entries[-window:], entries[:-window]
+        if self._newer:
+            await self._rewindow(self._total() - 1, at_end=True)
+        items = [entry.build() for entry in shown]
+        with contextlib.suppress(Exception):
+            await self.add(*items)
+            self._register(items)
+            if hidden:
+                if self._page_before is None or not self._page_before.is_attached:
+                    self._page_before = items[0]  # what is mounted above (notices) stays above the history
+                self._older.extend(hidden)
+                self.pruned += len(hidden)
+                await self._update_markers()

@@ -229,8 +229,9 @@ class ToolBlock(ChatItem):
             self.block = block
             self.approved = approved
 
-    def __init__(self, call_id: str, name: str, args: dict, **kwargs) -> None:
+    def __init__(self, call_id: str, name: str, args: dict, *, approvable: bool = True, **kwargs) -> None:
         super().__init__(**kwargs)
+        self.approvable = approvable  # False: a block of the history (no approval bar: 8 widgets fewer)
         self.call_id = call_id
         self.tool_name = display(name)
         self.args = dict(args)  # shown through display(): see _header and _body
@@ -254,6 +255,8 @@ class ToolBlock(ChatItem):
     def compose(self) -> ComposeResult:
         yield Static(self._header(), classes="tool-header")
         yield Static(self._body(), classes="tool-body", markup=False)
+        if not self.approvable:
+            return
         with Vertical(classes="approval-bar"):
             yield Static("", classes="approval-why", markup=False)
             with Horizontal(classes="approval-buttons"):

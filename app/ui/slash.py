@@ -31,6 +31,7 @@ SLASH_COMPLETIONS: tuple[tuple[str, str], ...] = (
     ("/init", "ask the model to write a starter AGENTS.md"),
     ("/memory", "add a line to AGENTS.md — /memory TEXT (or start a prompt with #)"),
     ("/permissions", "the permission rules in force and where they come from"),
+    ("/find", "find text anywhere in the conversation — /find TEXT (Ctrl+F; again: the next older match)"),
     ("/help", "keys, commands and the lab grammar"),
     ("/exit", "quit bulkhead (also /quit, Ctrl+Q)"),
     ("/quit", "quit bulkhead"),

@@ -31,6 +31,12 @@ def jump_latest(app: Host, _arg: str) -> None:
     app.action_jump_latest()
 
 
+@handles("find")
+async def find(app: Host, text: str) -> None:
+    said = await app.chat.find(text)
+    app.notify(said, title="find", timeout=6)
+
+
 @handles("copy_last")
 def copy_last(app: Host, _arg: str) -> None:
     app.copy(app.chat_last_answer(), "the last answer")

@@ -1,0 +1,127 @@
+"""A long session's chat mounts what is on screen: resume draws a window, older items page in as the user
+scrolls up, /find (Ctrl+F) finds text in items that were never drawn and brings them into view."""
+
+from __future__ import annotations
+
+from app.engine.messages import Message, ToolCall, ToolResult
+from app.engine.session import Session
+from app.store import Store
+from app.ui.chat_items import NoticeItem, ToolBlock, UserItem
+from app.ui.headless import ready, until
+from tests.ui.conftest import lab_settings
+from tests.ui.test_app import SIZE, make_app, submit
+
+PROMPTS = 400  # × (prompt, answer with a tool call, tool result, closing answer): 1,600 messages, 1,200 items
+
+
+def long_session(tmp_path) -> str:
+    store = Store()
+    session = Session.create(store, route="lab", provider="lab", model="lab-1", workspace=str(tmp_path))
+    for i in range(PROMPTS):
+        session.append(Message.create("user", f"prompt number {i}: look at module {i}", turn=i + 1))
+        call = ToolCall(f"call_{i}", "read_file", {"path": f"app/module_{i}.py"})
+        session.append(Message.create("assistant", [call], turn=i + 1))
+        session.append(
+            Message.create(
+                "tool", [ToolResult(call.id, f"contents of module {i} — marker-{i}-end")], turn=i + 1
+            )
+        )
+        session.append(Message.create("assistant", f"answer number {i}: module {i} is fine", turn=i + 1))
+    store.close()
+    return session.id
+
+
+def users(app) -> list[str]:
+    return [i.text for i in app.chat.items if isinstance(i, UserItem)]
+
+
+def on_screen(app, item) -> bool:
+    chat = app.chat
+    top = chat.scroll_y
+    return item.virtual_region.y < top + chat.size.height and item.virtual_region.bottom > top
+
+
+async def test_resume_draws_a_window_and_pages_older_items_in_up_to_the_first(lab, tmp_path):
+    session_id = long_session(tmp_path)
+    settings = lab_settings(lab, chat_window_items=40)
+    app = make_app(settings, tmp_path, resume=session_id)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        chat = app.chat
+        history = [i for i in chat.items if not isinstance(i, NoticeItem)]
+        assert len(history) == 40  # O(visible), not 1,200
+        assert chat.older_count == 3 * PROMPTS - 40
+        assert users(app)[-1] == f"prompt number {PROMPTS - 1}: look at module {PROMPTS - 1}"
+        assert "earlier items are not shown yet" in str(chat._pruned_marker.render())
+        chat.focus()
+        await pilot.pause()
+        for _ in range(30):  # PageUp up to the top of what is drawn: the page before it comes in
+            if chat.older_count < 3 * PROMPTS - 40:
+                break
+            await pilot.press("pageup")
+            await pilot.pause()
+        await until(pilot, lambda: chat.older_count <= 3 * PROMPTS - 40 - 13, "a page of older items")
+        assert chat.scroll_y > 0  # what was on screen stays there: the page went in above it
+        for _ in range(100):  # Home: the top of what is drawn, and the page before it comes in
+            if chat.older_count == 0 and chat.scroll_y <= 0:
+                break
+            await pilot.press("home")
+            await pilot.pause()
+        assert chat.older_count == 0 and chat._pruned_marker is None
+        assert users(app)[0] == "prompt number 0: look at module 0"
+        assert len(users(app)) == PROMPTS
+        assert not chat.follow
+        # the tool blocks paged in keep their results
+        first_block = next(i for i in chat.items if isinstance(i, ToolBlock))
+        assert first_block.done and "marker-0-end" in first_block.copy_text()
+        await app.action_quit()
+
+
+async def test_find_reaches_an_item_never_drawn_and_end_returns_to_the_latest(lab, tmp_path):
+    session_id = long_session(tmp_path)
+    settings = lab_settings(lab, chat_window_items=40)
+    app = make_app(settings, tmp_path, resume=session_id)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        chat = app.chat
+        assert not any("marker-7-end" in i.copy_text() for i in chat.items)
+        await pilot.press("ctrl+f")
+        assert app.prompt.text == "/find " and app.prompt.has_focus
+        await submit(pilot, "/find MARKER-7-END")  # case does not matter
+        await until(pilot, lambda: any(i.has_class("-found") for i in chat.items), "the match")
+        found = next(i for i in chat.items if i.has_class("-found"))
+        assert isinstance(found, ToolBlock) and "marker-7-end" in found.copy_text()
+        assert chat.current_item() is found
+        await until(pilot, lambda: on_screen(app, found), "the match on screen")
+        assert len(chat.items) <= 45 and chat.newer_count > 0  # a window around the match, not everything
+        # the same query again: the next older match; a query found nowhere says so
+        await submit(pilot, "/find answer number")
+        await until(pilot, lambda: chat.find_query == "answer number", "the second find")
+        newest = next(i for i in chat.items if i.has_class("-found"))
+        assert f"answer number {PROMPTS - 1}:" in newest.copy_text()
+        said = await chat.find("answer number")
+        assert "match 2 of" in said
+        said = await chat.find("no such words anywhere")
+        assert "not in this conversation" in said
+        # End: the latest window again, following
+        chat.focus()
+        await pilot.press("end")
+        await until(pilot, lambda: chat.newer_count == 0 and chat.follow, "the latest")
+        assert users(app)[-1] == f"prompt number {PROMPTS - 1}: look at module {PROMPTS - 1}"
+        await app.action_quit()
+
+
+async def test_a_live_session_past_the_budget_keeps_pruned_items_findable(lab, tmp_path, monkeypatch):
+    monkeypatch.setattr("app.ui.chat.RENDER_BUDGET", 30)
+    monkeypatch.setattr("app.ui.chat.PRUNE_TO", 20)
+    app = make_app(lab_settings(lab), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        for n in range(45):
+            await app.chat.add_notice(f"note {n}.", code="bulk")
+        assert len(app.chat.items) <= 30 and app.chat.older_count >= 15
+        said = await app.chat.find("note 3.")
+        assert "match 1 of 1" in said
+        found = next(i for i in app.chat.items if i.has_class("-found"))
+        assert found.copy_text() == "note 3."
+        await app.action_quit()
