@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from app.config import data_home
-from app.engine.archive import ArchiveEntry
-from app.engine.messages import Message, View, meta_from_dict, meta_to_dict, part_from_dict, part_to_dict
+from app.model.archive import ArchiveEntry
+from app.model.messages import Message, View, meta_from_dict, meta_to_dict, part_from_dict, part_to_dict
 from app.redact import redact_headers, redact_known, redact_value
 
 SCHEMA_VERSION = 2
@@ -529,7 +529,7 @@ class Store:
 
     def fork_session(self, source_id: str) -> str:
         """A new session holding a copy of `source_id`'s master log, active view and archive; its id."""
-        from app.engine.messages import new_id
+        from app.model.messages import new_id
 
         fork_id = new_id("s")
         view_id = new_id("v")

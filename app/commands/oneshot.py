@@ -19,7 +19,7 @@ import threading
 
 from app.config import load_settings
 from app.console import json_text
-from app.engine.events import (
+from app.model.events import (
     CapLearned,
     Compaction,
     CompactionPhase,

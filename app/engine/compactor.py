@@ -14,20 +14,20 @@ import time
 from typing import TYPE_CHECKING
 
 from app.engine.compaction.pipeline import PipelineResult, run_pipeline
-from app.engine.events import Compaction, CompactionPhase, Notice
-from app.engine.messages import Message
 from app.engine.receipts import make_receipt, write_receipt
+from app.model.events import Compaction, CompactionPhase, Notice
+from app.model.messages import Message
 from app.providers.base import SUMMARY_PURPOSE
 
 if TYPE_CHECKING:
-    from app.engine.turn import Engine
+    from app.engine.host import CompactorHost
 
 SUMMARY_MAX_TOKENS = 4096
 HOOK_TRIGGERS = {"auto": "auto", "preflight": "auto", "manual": "manual", "recovery": "recovery"}
 
 
 class Compactor:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: CompactorHost) -> None:
         self.engine = engine
 
     async def run(self, *, trigger: str, target_bytes: int | None, instructions: str | None = None,

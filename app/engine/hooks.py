@@ -59,7 +59,7 @@ from pathlib import Path
 from typing import Any
 
 from app.config import HOOK_EVENTS, HookSpec
-from app.engine.events import HookRun
+from app.model.events import HookRun
 from app.tools.shell import ProcessResult, run_command, shell_argv
 
 DEFAULT_TIMEOUT = 60.0

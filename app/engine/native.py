@@ -30,12 +30,12 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from app.engine.archive import ArchiveEntry, markers_in, stub_text
 from app.engine.compaction.context import Archiver
 from app.engine.compaction.segment import archive_segment, markers_text
-from app.engine.events import Compaction, CompactionPhase, Notice, ProviderEdits
-from app.engine.messages import Message, Native, ToolResult
 from app.engine.receipts import make_receipt, write_receipt
+from app.model.archive import ArchiveEntry, markers_in, stub_text
+from app.model.events import Compaction, CompactionPhase, Notice, ProviderEdits
+from app.model.messages import Message, Native, ToolResult
 from app.sizes import format_size
 
 if TYPE_CHECKING:

@@ -97,6 +97,20 @@ class FloorPart:
     bytes: int
 
 
+@dataclass(frozen=True)
+class FloorSizes:
+    """The non-compactable base of every request: its parts (system prompt, instructions, tools) and
+    the exact bytes of a request with no messages."""
+
+    system_bytes: int  # the system prompt bulkhead writes
+    instructions_bytes: int  # AGENTS.md / CLAUDE.md joined to it
+    tools_bytes: int  # every tool definition sent (built-in and MCP)
+    total_bytes: int  # a request with no messages, exactly
+    mcp_bytes: int = 0  # what the MCP part of the tool list adds (the index when deferred)
+    parts: tuple[FloorPart, ...] = ()
+    mcp_servers: tuple[tuple[str, int], ...] = ()  # full definition bytes by server, heaviest first
+
+
 MCP_PART = "tools (MCP)"
 # The parts that add up to the floor (a "tools (MCP) NAME" part details MCP_PART by server).
 FLOOR_LABELS = ("system prompt", "instructions", "tools (built-in)", MCP_PART)

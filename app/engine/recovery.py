@@ -25,17 +25,17 @@ from typing import TYPE_CHECKING
 from app.engine.caps import learned_cap_for
 from app.engine.compaction.context import PassContext, merge_entries
 from app.engine.compaction.pipeline import recovery_candidate
-from app.engine.events import CapLearned, Compaction, Notice, RecoveryStep
 from app.engine.failures import Failure
-from app.engine.messages import Message
 from app.engine.payload import diagnose_floor
 from app.engine.prompts import PAYLOAD_NOTICE, PAYLOAD_NOTICE_PREFIX
 from app.engine.receipts import make_receipt, write_receipt
 from app.engine.sender import RequestFailed, StreamResult
+from app.model.events import CapLearned, Compaction, Notice, RecoveryStep
+from app.model.messages import Message
 from app.sizes import format_size
 
 if TYPE_CHECKING:
-    from app.engine.turn import Engine
+    from app.engine.host import RecoveryHost
 
 TOP_LEVEL = 3
 
@@ -58,7 +58,7 @@ class _Attempt:
 
 
 class Recovery:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: RecoveryHost) -> None:
         self.engine = engine
 
     # -- the ladder -------------------------------------------------------------------------------

@@ -29,27 +29,13 @@ from app.config import Route, Settings
 from app.engine.checkpoints import Checkpoints, Restored
 from app.engine.compaction.context import PassContext
 from app.engine.compactor import Compactor
-from app.engine.events import (
-    AnswerFinished,
-    Event,
-    McpServerChanged,
-    Notice,
-    Rejection,
-    ToolApproval,
-    ToolCallFinished,
-    ToolCallStarted,
-    TurnFinished,
-    TurnStarted,
-    ViewChanged,
-)
 from app.engine.failures import PAYLOAD_KINDS, Failure
 from app.engine.hooks import HookResult, HookRunner
 from app.engine.instructions import INSTRUCTION_NAMES, Instructions
-from app.engine.messages import Image, Message, Native, Text, ToolCall, ToolResult, new_id
 from app.engine.native import NativeContext, edit_totals
 from app.engine.payload import (
     CapInfo,
-    FloorPart,
+    FloorSizes,
     calibrate,
     effective_cap,
     floor_breakdown,
@@ -64,6 +50,20 @@ from app.engine.retry import RetryPolicy
 from app.engine.sender import RequestFailed, Sender, StreamResult, leftover_drafts
 from app.engine.session import Session
 from app.engine.user_rules import build_rules
+from app.model.events import (
+    AnswerFinished,
+    Event,
+    McpServerChanged,
+    Notice,
+    Rejection,
+    ToolApproval,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnFinished,
+    TurnStarted,
+    ViewChanged,
+)
+from app.model.messages import Image, Message, Native, Text, ToolCall, ToolResult, new_id
 from app.providers.base import Provider, Request, ToolSpec, make_provider
 from app.providers.catalog import model_limits
 from app.sizes import format_size
@@ -105,27 +105,13 @@ def join_answers(texts: Sequence[str]) -> str:
     return ANSWER_SEPARATOR.join(text.strip("\n") for text in parts)
 
 
-@dataclass(frozen=True)
-class FloorSizes:
-    """The non-compactable base of every request: its parts (system prompt, instructions, tools) and
-    the exact bytes of a request with no messages."""
-
-    system_bytes: int  # the system prompt bulkhead writes
-    instructions_bytes: int  # AGENTS.md / CLAUDE.md joined to it
-    tools_bytes: int  # every tool definition sent (built-in and MCP)
-    total_bytes: int  # a request with no messages, exactly
-    mcp_bytes: int = 0  # what the MCP part of the tool list adds (the index when deferred)
-    parts: tuple[FloorPart, ...] = ()
-    mcp_servers: tuple[tuple[str, int], ...] = ()  # full definition bytes by server, heaviest first
-
-
 class Engine:
     def __init__(self, settings: Settings, session: Session, route: Route, provider: Provider, *,
                  state: State | None = None, approver: Approver | None = None, hooks: HookRunner | None = None,
                  sleep: Callable[[float], Awaitable[None]] = asyncio.sleep, rng: random.Random | None = None,
                  tools: Sequence[ToolSpec] | None = None, workspace: Path | None = None,
                  mcp: McpManager | None = None) -> None:
-        from app.tools.base import TOOL_SPECS
+        from app.tools.registry import TOOL_SPECS
 
         self.settings = settings
         self.session = session
@@ -802,7 +788,7 @@ class Engine:
         """The user's `@path`: attached without asking inside the workspace; a path outside it asks,
         like any read there (refused, and said so, when there is nobody to ask)."""
         from app.tools.approval import denied_outcome, outside_workspace
-        from app.tools.base import run_tool
+        from app.tools.registry import run_tool
 
         outside = outside_workspace(call.name, args, self.workspace)
         if not outside:
@@ -873,7 +859,7 @@ class Engine:
         and mode are checkpointed (a separate step before the write: `/undo`, `/rewind`)."""
         from app.engine.checkpoints import CheckpointError
         from app.tools.approval import target_paths
-        from app.tools.base import EDIT_TOOLS, run_tool
+        from app.tools.registry import EDIT_TOOLS, run_tool
 
         snapshot = None
         paths = target_paths(name, args, self.workspace) if name in EDIT_TOOLS else []
@@ -1017,7 +1003,7 @@ class Engine:
 
     def recall_into_view(self, key_text: str) -> Message | None:
         """`/recall KEY` (and Enter in the archive browser): put archived content back, as the recall tool would."""
-        from app.engine.archive import format_recall, parse_recall_keys
+        from app.model.archive import format_recall, parse_recall_keys
 
         keys = parse_recall_keys(key_text)
         if not keys:

@@ -45,8 +45,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.config import Route, Settings
-from app.engine.costs import Usage
-from app.engine.messages import COMPACTION_SUMMARY_HEADER, Image, Message, Native, Text, ToolCall, ToolResult
+from app.model.costs import Usage
+from app.model.messages import COMPACTION_SUMMARY_HEADER, Image, Message, Native, Text, ToolCall, ToolResult
 from app.providers.base import (
     EditsChunk,
     ListedModel,

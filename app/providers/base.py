@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.config import Route, Settings
-from app.engine.costs import Usage
-from app.engine.messages import Message
+from app.model.costs import Usage
+from app.model.messages import Message
 
 SUMMARY_PURPOSE = "summary"
 
@@ -95,7 +95,7 @@ class StopChunk:
 @dataclass(frozen=True)
 class NativeChunk:
     """A provider item to keep in the answer and replay verbatim: a compaction block/item, or an
-    OpenAI reasoning item with its encrypted content (see `app.engine.messages.Native`)."""
+    OpenAI reasoning item with its encrypted content (see `app.model.messages.Native`)."""
 
     api: str
     item: dict[str, Any]

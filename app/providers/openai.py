@@ -26,8 +26,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from app.config import Route, Settings
-from app.engine.costs import Usage
-from app.engine.messages import COMPACTION_SUMMARY_HEADER, Image, Message, Native, Text, ToolCall, ToolResult
+from app.model.costs import Usage
+from app.model.messages import COMPACTION_SUMMARY_HEADER, Image, Message, Native, Text, ToolCall, ToolResult
 from app.providers.base import (
     ListedModel,
     ProbeReply,

@@ -41,7 +41,8 @@ from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
 from app.config import ConfigError, Settings, config_path
-from app.engine.events import (
+from app.fsutil import atomic_write
+from app.model.events import (
     CompactionPhase,
     Event,
     McpServerChanged,
@@ -49,7 +50,6 @@ from app.engine.events import (
     TurnFinished,
     ViewChanged,
 )
-from app.fsutil import atomic_write
 from app.sizes import SizeError, format_size, parse_size
 from app.state import State
 from app.textsafe import display, display_data, display_line
@@ -1134,7 +1134,7 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         prewarm_in_background(choice.route.provider)
 
     def _open_model_picker(self) -> None:
-        from app.providers.models import list_route_models
+        from app.engine.model_list import list_route_models
         from app.secrets import get_api_key
         from app.ui.screens.models import ModelScreen
 

@@ -30,7 +30,7 @@ from textual.reactive import reactive
 from textual.timer import Timer
 from textual.widgets import Static
 
-from app.engine.events import (
+from app.model.events import (
     AnswerFinished,
     Compaction,
     Event,
@@ -46,9 +46,9 @@ from app.engine.events import (
     ToolCallStarted,
     TurnFinished,
 )
-from app.engine.messages import Message as EngineMessage
-from app.engine.messages import Text as TextPart
-from app.engine.messages import ToolCall, ToolResult
+from app.model.messages import Message as EngineMessage
+from app.model.messages import Text as TextPart
+from app.model.messages import ToolCall, ToolResult
 from app.sizes import format_size
 from app.ui.answer_view import AnswerView
 from app.ui.chat_items import AssistantItem, ChatItem, NoticeItem, ReportItem, ToolBlock, UserItem

@@ -33,8 +33,8 @@ from pathlib import Path
 
 import pytest
 
-from app.engine.archive import markers_in
 from app.engine.session import Session
+from app.model.archive import markers_in
 from app.store import Store
 
 KILLS = int(os.environ.get("BULKHEAD_CRASH_KILLS", "30"))
@@ -328,8 +328,8 @@ def _text_of(parts_json: str) -> str:
 
 async def test_regression_a_draft_left_after_its_answer_was_committed_is_not_appended_again(tmp_path, aws_env):
     from app.config import Settings
-    from app.engine.messages import Message
     from app.engine.turn import Engine
+    from app.model.messages import Message
     from app.providers.base import make_provider
     from tests.reliability.conftest import FAKE_KEY, route_for
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from app.engine.events import (
+from app.model.events import (
     CapLearned,
     Compaction,
     CompactionPhase,

@@ -8,8 +8,8 @@ import typing
 
 import pytest
 
-from app.engine import events as events_module
-from app.engine.events import Event, EventBus, MessageAdded, Notice, Rejection
+from app.model import events as events_module
+from app.model.events import Event, EventBus, MessageAdded, Notice, Rejection
 
 EVENT_CLASSES = [obj for obj in vars(events_module).values()
                  if isinstance(obj, type) and issubclass(obj, Event) and obj is not Event]

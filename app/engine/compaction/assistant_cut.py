@@ -14,7 +14,7 @@ from app.engine.compaction.context import (
     utf8_len,
 )
 from app.engine.compaction.cut import preview, water_cap
-from app.engine.messages import Text
+from app.model.messages import Text
 from app.sizes import format_size
 
 

@@ -24,7 +24,7 @@ from app.engine.compaction.context import (
 )
 from app.engine.compaction.cut import MIN_CUT_CHARS, preview, water_cap
 from app.engine.compaction.microcompact import call_names
-from app.engine.messages import ToolResult
+from app.model.messages import ToolResult
 from app.sizes import format_size
 from app.tools.budget import spill_note, spill_text
 

@@ -28,7 +28,7 @@ from app.engine.compaction.context import (
     utf8_len,
 )
 from app.engine.compaction.cut import one_line
-from app.engine.messages import ToolCall, ToolResult
+from app.model.messages import ToolCall, ToolResult
 from app.sizes import format_size
 
 READ_TOOLS = frozenset({"read_file"})

@@ -28,8 +28,8 @@ from app.engine.compaction.segment import (
     notice_message,
     segment_sources,
 )
-from app.engine.messages import Message, ToolCall, ToolResult
 from app.engine.prompts import DROPPED_NOTICE
+from app.model.messages import Message, ToolCall, ToolResult
 
 MISSING_RESULT = "[tool result missing — dropped during compaction]"
 ORPHAN_HEADER = "[Tool output kept without its call]"

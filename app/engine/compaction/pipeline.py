@@ -24,7 +24,6 @@ import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from app.engine.archive import ArchiveEntry
 from app.engine.compaction.assistant_cut import cut_long_assistant
 from app.engine.compaction.budget import enforce_budgets
 from app.engine.compaction.context import Messages, PassContext, PassResult, Report, merge_entries, same_view
@@ -33,7 +32,8 @@ from app.engine.compaction.microcompact import microcompact
 from app.engine.compaction.pairing import ensure_starts_with_user, repair_pairing
 from app.engine.compaction.summarize import ContextEngine, Summarizer, summarize_pass
 from app.engine.compaction.truncate import keep_recent, nuclear, shrink_to_fit
-from app.engine.messages import Message
+from app.model.archive import ArchiveEntry
+from app.model.messages import Message
 from app.sizes import format_size
 
 Pass = Callable[[Messages, PassContext], PassResult]

@@ -24,7 +24,7 @@ from textual.reactive import reactive
 from textual.widget import Widget
 from textual.widgets import DataTable
 
-from app.engine.events import Event
+from app.model.events import Event
 
 if TYPE_CHECKING:
     from app.engine.turn import Engine

@@ -18,7 +18,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.widgets import Static
 
-from app.engine.events import (
+from app.model.events import (
     CapLearned,
     Event,
     ProviderEdits,
