@@ -478,7 +478,8 @@ class Store:
         unknown = set(fields_) - allowed
         if unknown:
             raise ValueError(f"cannot update session fields {unknown}")
-        values = {k: json.dumps(v) if k in ("counters", "flags") else redact_known(v) for k, v in fields_.items()}
+        values: dict[str, Any] = {k: json.dumps(v) if k in ("counters", "flags") else redact_known(v)
+                                  for k, v in fields_.items()}
         values["updated_at"] = time.time()
         assignments = ", ".join(f"{k} = ?" for k in values)
         with self.transaction() as conn:

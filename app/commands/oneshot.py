@@ -133,6 +133,11 @@ def json_printer(event: Event) -> None:
     sys.stdout.flush()
 
 
+def _settle(future: asyncio.Future[bool], value: bool) -> None:
+    if not future.done():
+        future.set_result(value)
+
+
 def _open_terminal():
     """(reader, writer) on the controlling terminal (stdin and stdout may be pipes); None without one.
 
@@ -179,7 +184,7 @@ def _terminal_approver():
                 result = ask(why)
             except (OSError, ValueError):  # the terminal went away: no
                 result = False
-            loop.call_soon_threadsafe(lambda: answer.done() or answer.set_result(result))
+            loop.call_soon_threadsafe(_settle, answer, result)
 
         threading.Thread(target=run, name="ask on the terminal", daemon=True).start()
         return await answer

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from app.engine.compaction.pipeline import PipelineResult, run_pipeline
 from app.engine.receipts import make_receipt, write_receipt
@@ -65,7 +65,7 @@ class Compactor:
                                     instructions=instructions, window_tokens=summarizer_window,
                                     skip_summary=skip_summary, on_phase=on_phase, cancel=cancel,
                                     context_engine=engine.context_engine())
-        named = {"engine": result.engine} if result.engine else {}
+        named: dict[str, Any] = {"engine": result.engine} if result.engine else {}
         elapsed = time.monotonic() - started
         keys = [e.key for e in result.entries]
         sizes = {"bytes_before": result.bytes_before, "bytes_after": result.bytes_after,

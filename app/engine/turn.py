@@ -166,7 +166,7 @@ class Engine:
         self._catalog_window = route.context_window or self.settings.context_window or limits.context_window
         self.sender = self._make_sender(provider, route.name)
         self._summarizer: tuple[Provider, Sender] | None = None
-        self._floor_cache: tuple[tuple[ToolSpec, ...], FloorSizes] | None = None
+        self._floor_cache: tuple[tuple[ToolSpec, ...], str, FloorSizes] | None = None
         self._plan_memo: tuple[tuple, DeferralPlan] | None = None
         self._budget_epoch = getattr(self, "_budget_epoch", 0) + 1
         self.native.prepare()  # the provider's compaction threshold depends on the route's window and cap
@@ -251,7 +251,7 @@ class Engine:
 
         Re-planned when the servers' tools, the loaded tools or the budgets may have changed: the
         budgets are read again after every view change and every learned cap (`_budget_epoch`)."""
-        if self.mcp_tools is None:
+        if self.mcp_tools is None or self.mcp is None:
             return None
         key = (self._budget_epoch, self.mcp.generation, self.mcp_tools.loaded)
         if self._plan_memo is not None and self._plan_memo[0] == key:
@@ -283,8 +283,8 @@ class Engine:
             sizes = FloorSizes(system_bytes=base - empty, instructions_bytes=max(0, bare - base),
                                tools_bytes=total - bare, total_bytes=total, mcp_bytes=total - builtin,
                                parts=tuple(parts), mcp_servers=servers)
-            self._floor_cache = (tools, system, sizes)
-        return self._floor_cache[2]
+            cached = self._floor_cache = (tools, system, sizes)
+        return cached[2]
 
     # -- MCP ----------------------------------------------------------------------------------------
     async def start_mcp(self, *, ask=None, allow_project: bool = False) -> None:
@@ -839,7 +839,7 @@ class Engine:
             ask, why = True, ruling.reason
         elif verdict.permission == "allow" and not outside:
             ask, why = False, "allowed by a PreToolUse hook"
-        elif ruling.kind == "allow" and (not outside or ruling.rule.names_paths):
+        elif ruling.kind == "allow" and (not outside or (ruling.rule is not None and ruling.rule.names_paths)):
             ask, why = False, ruling.reason
         if not ask:
             self.emit(ToolApproval(call_id=call.id, name=call.name, decision="auto", reason=why))

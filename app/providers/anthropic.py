@@ -42,6 +42,7 @@ import os
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from app.config import Route, Settings
@@ -245,9 +246,9 @@ class AnthropicProvider(HttpxSdkProvider):
         turns: list[Turn] = []
         deferred = frozenset(t.name for t in tools if t.defer_loading)
         for message in view:
-            piece = self._pieces.get(message.id, lambda m=message: translate(m))
+            piece = self._pieces.get(message.id, partial(translate, message))
             if piece.references and not piece.references <= deferred:  # those tools are not deferred now
-                piece = self._pieces.get(message.id + "\x00text", lambda m=message: translate(m, references=False))
+                piece = self._pieces.get(message.id + "\x00text", partial(translate, message, references=False))
             if piece.role == "system":
                 system_blocks.extend(piece.blocks)
                 system_sizes.extend(piece.sizes)

@@ -25,6 +25,7 @@ import threading
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from app.config import Route, Settings
@@ -199,7 +200,7 @@ class BedrockProvider(Provider):
         turns: list[Turn] = []
         for message in view:
             key = message.id if with_tools else message.id + "\x00text"
-            piece = self._pieces.get(key, lambda m=message: translate(m, tools=with_tools))
+            piece = self._pieces.get(key, partial(translate, message, tools=with_tools))
             if piece.role == "system":
                 system_blocks.extend(piece.blocks)
                 system_sizes.extend(piece.sizes)

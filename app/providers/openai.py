@@ -22,6 +22,7 @@ import os
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -217,7 +218,7 @@ class OpenAIProvider(HttpxSdkProvider):
             messages.append(message)
             sizes.append(size)
         for item in view:
-            piece = self._pieces.get(item.id, lambda m=item: translate(m))
+            piece = self._pieces.get(item.id, partial(translate, item))
             messages.extend(piece.messages)
             sizes.extend(piece.sizes)
         body: dict[str, Any] = {"model": self.route.model, "stream": True, "messages": messages,

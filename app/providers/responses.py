@@ -41,6 +41,7 @@ import json
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from app.config import Route, Settings
@@ -183,7 +184,7 @@ class ResponsesProvider(OpenAIProvider):
         items: list[dict[str, Any]] = []
         sizes: list[int] = []
         for message in view:
-            piece = self._items.get(message.id, lambda m=message: translate(m))
+            piece = self._items.get(message.id, partial(translate, message))
             items.extend(piece.items)
             sizes.extend(piece.sizes)
         return items, sizes

@@ -259,7 +259,7 @@ def _python_grep(pattern: str, root: Path, file_glob: str | None, where: str,
     keep = _glob_filter(file_glob)
     if root.is_dir():
         walked = _walk(root, _git_ignored(root))
-        files = (path for path in walked if keep(path.relative_to(root).as_posix(), path.name))
+        files: Iterator[Path] = (path for path in walked if keep(path.relative_to(root).as_posix(), path.name))
     else:
         files = iter([root])
     collector = _Collector()

@@ -75,7 +75,7 @@ def microcompact(messages: Messages, ctx: PassContext) -> PassResult:
                     elif keys is not None:
                         new_content = preview(part.content, 0, keys, head=settings.microcompact_head_chars,
                                               tail=settings.microcompact_tail_chars)
-            if new_content is None or len(new_content) >= len(part.content):
+            if not isinstance(part, ToolResult) or new_content is None or len(new_content) >= len(part.content):
                 parts.append(part)
                 continue
             if summarize:

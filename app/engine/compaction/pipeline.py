@@ -126,7 +126,7 @@ class _Cancelled(Exception):
     pass
 
 
-async def _await_unless_cancelled(task: asyncio.Task, cancel: asyncio.Event | None) -> PassResult:
+async def _await_unless_cancelled(task: asyncio.Task[PassResult], cancel: asyncio.Event | None) -> PassResult:
     """The task's result; `_Cancelled` when `cancel` is set first or the task was cancelled."""
     waiter = asyncio.ensure_future(cancel.wait()) if cancel is not None else None
     try:

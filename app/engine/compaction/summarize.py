@@ -38,7 +38,7 @@ from app.engine.compaction.segment import archive_segment, segment_sources
 from app.engine.compaction.truncate import is_pinned, tail_boundary
 from app.engine.compaction.verbatim import limit_verbatim, reappendable
 from app.engine.prompts import SUMMARY_HEADER, SUMMARY_SYSTEM
-from app.model.archive import MARKER_RE, markers_in, recall_suffix
+from app.model.archive import MARKER_RE, ArchiveEntry, markers_in, recall_suffix
 from app.model.messages import Image, Message, Native, Text, ToolCall, ToolResult
 from app.sizes import format_size
 
@@ -270,7 +270,7 @@ async def summarize_pass(messages: Messages, ctx: PassContext, *, summarizer: Su
     built-in summarizer writes this summary (`report.engine` says which did, and why).
     """
     settings = ctx.settings
-    entries: list = []
+    entries: list[ArchiveEntry] = []
     view = tuple(messages)
     quarter = limit_verbatim(view, ctx, reason="summary")
     if quarter.changed:
