@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from app.config import Settings
 from app.engine.caps import LEARNED_CAP_RATIO, learned_cap_for  # noqa: F401 - the cap policy, re-exported
+from app.model.events import CapSource, CompactionTrigger
 from app.sizes import format_size
 from app.state import LearnedCap
 
@@ -27,7 +29,7 @@ class CapInfo:
     """The cap that applies and why, for the gauge and the notices."""
 
     bytes: int | None
-    source: str  # configured | learned | assumed | none
+    source: CapSource
     detail: str  # e.g. "learned 2026-11-29 10:02 from a 413 of 126.4 KB"
 
 
@@ -52,8 +54,8 @@ def effective_cap(configured: int | None, learned: LearnedCap | None, assumed: i
 class Preflight:
     """What to do before sending: nothing, compact (to `target_bytes`), or warn once."""
 
-    action: str  # none | compact | warn
-    trigger: str = ""  # preflight (byte cap) | auto (context window)
+    action: Literal["none", "compact", "warn"]
+    trigger: CompactionTrigger = "auto"  # preflight (byte cap) | auto (context window); read when compacting
     target_bytes: int | None = None
     message: str = ""
 

@@ -31,7 +31,7 @@ from app.engine.prompts import PAYLOAD_NOTICE, PAYLOAD_NOTICE_PREFIX
 from app.engine.receipts import make_receipt, write_receipt
 from app.engine.sender import RequestFailed, StreamResult
 from app.model.archive import ArchiveEntry
-from app.model.events import CapLearned, Compaction, Notice, RecoveryStep
+from app.model.events import CapLearned, Compaction, Notice, RecoveryOutcome, RecoveryStep
 from app.model.messages import Message
 from app.sizes import format_size
 
@@ -97,7 +97,7 @@ class Recovery:
             entries = merge_entries(entries, chain.entries)
             request = engine.provider.build(candidate_messages, engine.system, engine.tools, max_tokens=max_tokens)
             cap = engine.cap_info().bytes
-            skip = ""
+            skip: RecoveryOutcome | None = None
             if request.predicted_bytes >= rejected:
                 skip = "not_smaller"
             elif failure.payload_related and cap and request.predicted_bytes > cap and attempt < settings.max_recovery_attempts:

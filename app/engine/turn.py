@@ -60,6 +60,7 @@ from app.model.events import (
     ToolCallFinished,
     ToolCallStarted,
     TurnFinished,
+    TurnOutcome,
     TurnStarted,
     ViewChanged,
 )
@@ -638,7 +639,7 @@ class Engine:
             return TurnResult("answered", join_answers(answer))
         except TurnFailed as failed:
             self.emit(Notice(failed.message, level="error", code="turn_failed"))
-            outcome = "partial" if failed.visible else "failed"
+            outcome: TurnOutcome = "partial" if failed.visible else "failed"
             self.emit(TurnFinished(turn=turn, outcome=outcome, error=failed.message))
             return TurnResult(outcome, join_answers(answer), failed.message, failed.failure)
         except asyncio.CancelledError:

@@ -47,6 +47,7 @@ from typing import Any
 
 from app.config import Route, Settings
 from app.model.costs import Usage
+from app.model.events import RequestPurpose
 from app.model.messages import COMPACTION_SUMMARY_HEADER, Image, Message, Native, Text, ToolCall, ToolResult
 from app.providers.base import (
     EditsChunk,
@@ -234,7 +235,7 @@ class AnthropicProvider(HttpxSdkProvider):
         return {"edits": edits}
 
     def build(self, view: Sequence[Message], system: str, tools: Sequence[ToolSpec], *,
-              max_tokens: int, purpose: str = "chat") -> Request:
+              max_tokens: int, purpose: RequestPurpose = "chat") -> Request:
         cache = purpose == "chat"
         system_blocks: list[dict[str, Any]] = []
         system_sizes: list[int] = []

@@ -20,9 +20,10 @@ from typing import Any
 
 from app.config import Route, Settings
 from app.model.costs import Usage
+from app.model.events import RequestPurpose
 from app.model.messages import Message
 
-SUMMARY_PURPOSE = "summary"
+SUMMARY_PURPOSE: RequestPurpose = "summary"
 
 
 def dumps(obj: Any) -> bytes:
@@ -55,7 +56,7 @@ class Request:
     body: dict[str, Any]
     predicted_bytes: int
     max_tokens: int
-    purpose: str = "chat"  # chat | summary | probe
+    purpose: RequestPurpose = "chat"
     message_count: int = 0
     # Filled in by the transport as the request goes out and comes back:
     actual_bytes: int | None = None
@@ -203,7 +204,7 @@ class Provider(abc.ABC):
 
     @abc.abstractmethod
     def build(self, view: Sequence[Message], system: str, tools: Sequence[ToolSpec], *,
-              max_tokens: int, purpose: str = "chat") -> Request:
+              max_tokens: int, purpose: RequestPurpose = "chat") -> Request:
         """Translate a view into a request, with its exact predicted body size."""
 
     @abc.abstractmethod

@@ -30,6 +30,7 @@ from typing import Any
 
 from app.config import Route, Settings
 from app.model.costs import Usage
+from app.model.events import RequestPurpose
 from app.model.messages import COMPACTION_SUMMARY_HEADER, Image, Message, Native, Text, ToolCall, ToolResult
 from app.providers.base import (
     ListedModel,
@@ -187,7 +188,7 @@ class BedrockProvider(Provider):
         return slot[1], slot[2]
 
     def build(self, view: Sequence[Message], system: str, tools: Sequence[ToolSpec], *,
-              max_tokens: int, purpose: str = "chat") -> Request:
+              max_tokens: int, purpose: RequestPurpose = "chat") -> Request:
         with_tools = bool(tools)
         cache = purpose == "chat" and supports_prompt_cache("bedrock", self.route.model)
         system_blocks: list[dict[str, Any]] = []

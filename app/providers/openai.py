@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 
 from app.config import Route, Settings
 from app.model.costs import Usage
+from app.model.events import RequestPurpose
 from app.model.messages import COMPACTION_SUMMARY_HEADER, Image, Message, Native, Text, ToolCall, ToolResult
 from app.providers.base import (
     ListedModel,
@@ -210,7 +211,7 @@ class OpenAIProvider(HttpxSdkProvider):
         return self._tools_slot.get(tuple(tools), make)
 
     def build(self, view: Sequence[Message], system: str, tools: Sequence[ToolSpec], *,
-              max_tokens: int, purpose: str = "chat") -> Request:
+              max_tokens: int, purpose: RequestPurpose = "chat") -> Request:
         messages: list[dict[str, Any]] = []
         sizes: list[int] = []
         if system:

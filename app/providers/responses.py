@@ -46,6 +46,7 @@ from typing import Any
 
 from app.config import Route, Settings
 from app.model.costs import Usage
+from app.model.events import RequestPurpose
 from app.model.messages import COMPACTION_SUMMARY_HEADER, Image, Message, Native, Text, ToolCall, ToolResult
 from app.providers.base import (
     NativeChunk,
@@ -190,7 +191,7 @@ class ResponsesProvider(OpenAIProvider):
         return items, sizes
 
     def build(self, view: Sequence[Message], system: str, tools: Sequence[ToolSpec], *,
-              max_tokens: int, purpose: str = "chat") -> Request:
+              max_tokens: int, purpose: RequestPurpose = "chat") -> Request:
         items, sizes = self._input(view)
         body: dict[str, Any] = {"model": self.route.model, "input": items}
         if system:
