@@ -22,7 +22,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 BENCHES = ("payload", "compaction", "ladder", "archive_search", "tui_stream", "paste", "mention", "startup",
-           "memory", "peer_gptme")
+           "memory", "peer_gptme", "markdown_render")
 
 
 def command(name: str, full: bool, gptme_python: str | None) -> list[str]:

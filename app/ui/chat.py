@@ -50,7 +50,7 @@ from app.model.messages import Message as EngineMessage
 from app.model.messages import Text as TextPart
 from app.model.messages import ToolCall, ToolResult
 from app.sizes import format_size
-from app.ui.answer_view import AnswerView
+from app.ui.markdown.widget import AnswerView
 from app.ui.chat_items import AssistantItem, ChatItem, NoticeItem, ReportItem, ToolBlock, UserItem
 
 FLUSH_INTERVAL_S = 0.05  # coalesce deltas: 20 appends (and re-layouts) a second at most

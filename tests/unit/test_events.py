@@ -18,6 +18,9 @@ EVENT_CLASSES = [obj for obj in vars(events_module).values()
 
 def _sample_value(annotation: str):
     hint = annotation.replace(" ", "")
+    alias = getattr(events_module, hint, None)  # a closed set (NoticeLevel, CompactionTrigger, …): one of its values
+    if typing.get_origin(alias) is typing.Literal:
+        return typing.get_args(alias)[0]
     if hint.startswith("tuple"):
         return ("a", "b")
     if hint.startswith("dict"):
