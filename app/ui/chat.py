@@ -50,8 +50,8 @@ from app.model.messages import Message as EngineMessage
 from app.model.messages import Text as TextPart
 from app.model.messages import ToolCall, ToolResult
 from app.sizes import format_size
-from app.ui.markdown.widget import AnswerView
 from app.ui.chat_items import AssistantItem, ChatItem, NoticeItem, ReportItem, ToolBlock, UserItem
+from app.ui.markdown.widget import AnswerView
 
 FLUSH_INTERVAL_S = 0.05  # coalesce deltas: 20 appends (and re-layouts) a second at most
 FOLLOW_ROWS = 2  # "at the bottom" means within this many rows of the end
