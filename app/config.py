@@ -324,10 +324,10 @@ def _convert(kind: str, value: Any, key: str, where: str, choices: tuple[str, ..
         if base == "float":
             if isinstance(value, bool):
                 raise ValueError
-            number = float(value)
-            if not math.isfinite(number) or number < 0:
+            real = float(value)
+            if not math.isfinite(real) or real < 0:
                 raise ValueError
-            return number
+            return real
         if base == "bool":
             if isinstance(value, bool):
                 return value

@@ -66,7 +66,7 @@ codecs.register_error(ERRORS, _handle)
 
 def is_utf8(encoding: str | None) -> bool:
     try:
-        return bool(encoding) and codecs.lookup(encoding).name == "utf-8"
+        return encoding is not None and encoding != "" and codecs.lookup(encoding).name == "utf-8"
     except LookupError:
         return False
 

@@ -11,8 +11,8 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from app.engine.messages import Image, Text, ToolCall, ToolResult
 from app.engine.session import Session
+from app.model.messages import Image, Text, ToolCall, ToolResult
 from app.redact import redact_headers, redact_known, redact_value
 from app.textsafe import display
 

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from app.config import data_home
-from app.engine.archive import ArchiveEntry
-from app.engine.messages import Message, View, meta_from_dict, meta_to_dict, part_from_dict, part_to_dict
+from app.model.archive import ArchiveEntry
+from app.model.messages import Message, View, meta_from_dict, meta_to_dict, part_from_dict, part_to_dict
 from app.redact import redact_headers, redact_known, redact_value
 
 SCHEMA_VERSION = 2
@@ -478,7 +478,8 @@ class Store:
         unknown = set(fields_) - allowed
         if unknown:
             raise ValueError(f"cannot update session fields {unknown}")
-        values = {k: json.dumps(v) if k in ("counters", "flags") else redact_known(v) for k, v in fields_.items()}
+        values: dict[str, Any] = {k: json.dumps(v) if k in ("counters", "flags") else redact_known(v)
+                                  for k, v in fields_.items()}
         values["updated_at"] = time.time()
         assignments = ", ".join(f"{k} = ?" for k in values)
         with self.transaction() as conn:
@@ -529,7 +530,7 @@ class Store:
 
     def fork_session(self, source_id: str) -> str:
         """A new session holding a copy of `source_id`'s master log, active view and archive; its id."""
-        from app.engine.messages import new_id
+        from app.model.messages import new_id
 
         fork_id = new_id("s")
         view_id = new_id("v")

@@ -135,7 +135,7 @@ def make_content(i: int, rng: random.Random) -> str:
 
 def build(store, entries: int, out: Output) -> tuple[float, int, list[str]]:
     """Insert `entries` entries over SESSIONS sessions; returns (seconds, content bytes, session ids)."""
-    from app.engine.archive import make_entry
+    from app.model.archive import make_entry
 
     rng = random.Random(10)
     session_ids = [f"s_bench_{n:03d}" for n in range(SESSIONS)]

@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     from app.engine.compaction.context import PassContext
     from app.engine.compaction.pipeline import recovery_candidate
     from app.engine.prompts import SYSTEM_PROMPT
-    from app.tools.base import TOOL_SPECS
+    from app.tools.registry import TOOL_SPECS
 
     settings = Settings()
     tools = tuple(TOOL_SPECS)

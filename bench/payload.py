@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Output("payload", args.json)
 
     from app.engine.prompts import SYSTEM_PROMPT
-    from app.tools.base import TOOL_SPECS
+    from app.tools.registry import TOOL_SPECS
 
     tools = tuple(TOOL_SPECS)
     out.text(f"payload meter: full (fresh adapter, every message serialised) vs incremental (warm cache + one "

@@ -76,7 +76,7 @@ def gptme_call(call) -> str:
 
 def export_jsonl(view, path: Path) -> int:
     """Write `view` as gptme JSONL; returns the number of lines."""
-    from app.engine.messages import Text, ToolCall, ToolResult
+    from app.model.messages import Text, ToolCall, ToolResult
 
     start = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)
     lines = []

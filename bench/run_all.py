@@ -22,7 +22,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 BENCHES = ("payload", "compaction", "ladder", "archive_search", "tui_stream", "tui_stream_resume", "resume",
-           "paste", "mention", "startup", "memory", "peer_gptme")
+           "paste", "mention", "startup", "memory", "peer_gptme", "markdown_render")
 # A row that is another bench's script run with extra flags.
 VARIANTS = {"tui_stream_resume": ("tui_stream", ["--resume"])}
 

@@ -101,7 +101,7 @@ async def shoot_recovery(out: Path, workspace: Path) -> list[str]:
             await until(pilot, app.engine_ready.is_set, "the engine")
             # When the gateway refuses a request, the lab starts answering slowly — the engine's bus calls
             # subscribers inline, before the recovery sends its retry — so the shot catches the ladder at work.
-            from app.engine.events import Rejection
+            from app.model.events import Rejection
 
             def slow_down(event) -> None:
                 if isinstance(event, Rejection):

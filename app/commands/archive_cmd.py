@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from datetime import datetime
 
-from app.engine.archive import parse_recall_keys
+from app.model.archive import parse_recall_keys
 from app.sizes import format_size
 from app.store import Store
 from app.textsafe import display

@@ -188,7 +188,7 @@ def check(args=None) -> int:
         print(f"✓ classifier rule {rule.id} ({rule.where}): {said} → {rule.kind} (priority {rule.priority})")
     from app.network_env import network_lines
 
-    for line in network_lines():
-        problems += not line.ok
-        print(f"{'•' if line.ok else '✖'} network: {line.text}")
+    for network in network_lines():
+        problems += not network.ok
+        print(f"{'•' if network.ok else '✖'} network: {network.text}")
     return 1 if problems else 0

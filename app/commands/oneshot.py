@@ -20,7 +20,7 @@ import threading
 from app.config import load_settings
 from app.console import json_text
 from app.engine.describe import describe
-from app.engine.events import (
+from app.model.events import (
     CapLearned,
     Compaction,
     Event,
@@ -113,6 +113,11 @@ def json_printer(event: Event) -> None:
     sys.stdout.flush()
 
 
+def _settle(future: asyncio.Future[bool], value: bool) -> None:
+    if not future.done():
+        future.set_result(value)
+
+
 def _open_terminal():
     """(reader, writer) on the controlling terminal (stdin and stdout may be pipes); None without one.
 
@@ -159,7 +164,7 @@ def _terminal_approver():
                 result = ask(why)
             except (OSError, ValueError):  # the terminal went away: no
                 result = False
-            loop.call_soon_threadsafe(lambda: answer.done() or answer.set_result(result))
+            loop.call_soon_threadsafe(_settle, answer, result)
 
         threading.Thread(target=run, name="ask on the terminal", daemon=True).start()
         return await answer

@@ -36,7 +36,7 @@ class RouteChoice:
 
 
 def _is_local(url: str | None) -> bool:
-    return bool(url) and any(host in url for host in _LOCAL_HOSTS)
+    return url is not None and any(host in url for host in _LOCAL_HOSTS)
 
 
 def choose_route(settings: Settings, name: str | None = None) -> RouteChoice:
@@ -147,6 +147,7 @@ def with_model(choice: RouteChoice, state: State, model: str | None = None) -> R
                 f"/model changes it again)")
     else:
         return choice
+    assert model is not None  # both branches above chose one
     return replace(choice, route=replace(route, model=model), notices=(*choice.notices, note))
 
 

@@ -26,7 +26,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 Action = Literal["restored", "removed", "unchanged", "skipped"]
 
@@ -42,7 +42,7 @@ class Snapshot:
     blob: str | None = None  # sha256 of the previous bytes
     size: int = 0
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"kind": "snapshot", "id": self.id, "turn": self.turn, "call_id": self.call_id,
                 "path": self.path, "existed": self.existed, "mode": self.mode, "blob": self.blob,
                 "size": self.size, "at": time.time()}
@@ -195,7 +195,7 @@ class Checkpoints:
         self._write_line(snapshot.to_json())
         return snapshot
 
-    def _write_line(self, entry: dict) -> None:
+    def _write_line(self, entry: dict[str, Any]) -> None:
         self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd = os.open(self.index, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:

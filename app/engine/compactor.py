@@ -11,26 +11,33 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from app.engine.compaction.pipeline import PipelineResult, run_pipeline
-from app.engine.events import Compaction, CompactionPhase, Notice
-from app.engine.messages import Message
 from app.engine.receipts import make_receipt, write_receipt
+from app.model.events import (
+    Compaction,
+    CompactionOutcome,
+    CompactionPhase,
+    CompactionStage,
+    CompactionTrigger,
+    Notice,
+)
+from app.model.messages import Message
 from app.providers.base import SUMMARY_PURPOSE
 
 if TYPE_CHECKING:
-    from app.engine.turn import Engine
+    from app.engine.host import CompactorHost
 
 SUMMARY_MAX_TOKENS = 4096
 HOOK_TRIGGERS = {"auto": "auto", "preflight": "auto", "manual": "manual", "recovery": "recovery"}
 
 
 class Compactor:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: CompactorHost) -> None:
         self.engine = engine
 
-    async def run(self, *, trigger: str, target_bytes: int | None, instructions: str | None = None,
+    async def run(self, *, trigger: CompactionTrigger, target_bytes: int | None, instructions: str | None = None,
                   cancel: asyncio.Event | None = None) -> PipelineResult | None:
         """Compact the active view toward `target_bytes`. Returns None when a hook blocked it."""
         engine, session, settings = self.engine, self.engine.session, self.engine.settings
@@ -57,7 +64,7 @@ class Compactor:
             session.set_flag("summary_skips_left", skips_left - 1)
         before = session.view.messages
 
-        def on_phase(key: str, text: str) -> None:
+        def on_phase(key: CompactionStage, text: str) -> None:
             engine.emit(CompactionPhase(trigger=trigger, phase=key, text=text))
 
         summarizer_window = engine.summarizer_window()
@@ -65,13 +72,13 @@ class Compactor:
                                     instructions=instructions, window_tokens=summarizer_window,
                                     skip_summary=skip_summary, on_phase=on_phase, cancel=cancel,
                                     context_engine=engine.context_engine())
-        named = {"engine": result.engine} if result.engine else {}
+        named: dict[str, Any] = {"engine": result.engine} if result.engine else {}
         elapsed = time.monotonic() - started
         keys = [e.key for e in result.entries]
         sizes = {"bytes_before": result.bytes_before, "bytes_after": result.bytes_after,
                  "messages_before": len(before), "messages_after": len(result.messages)}
         if result.cancelled or not result.changed:
-            outcome = "skipped"
+            outcome: CompactionOutcome = "skipped"
             write_receipt(session.receipts_path, make_receipt(
                 trigger=trigger, method=result.method, level=result.level, messages_before=len(before),
                 messages_after=len(before), bytes_before=result.bytes_before, bytes_after=result.bytes_before,

@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass
 from functools import singledispatch
 
-from app.engine.events import (
+from app.model.events import (
     CapLearned,
     Compaction,
     CompactionPhase,

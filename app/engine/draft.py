@@ -18,7 +18,7 @@ import contextlib
 import os
 from pathlib import Path
 
-from app.engine.messages import new_id
+from app.model.messages import new_id
 from app.redact import known_secrets, redact_known
 
 DRAFT_FLUSH_CHARS = 2_000  # write the draft when this much new text arrived

@@ -145,7 +145,7 @@ def static_order(mtimes: dict[str, float], now: float) -> list[str]:
     threshold = times[min(len(times) - 1, int(len(times) * RECENT_SHARE))]
     recent_after = max(threshold, now - RECENT_SECONDS)
 
-    def key(path: str) -> tuple:
+    def key(path: str) -> tuple[bool, float, int, bool, int, str]:
         modified = mtimes[path]
         recent = modified > recent_after
         return (not recent, -modified if recent else 0.0, path.count("/", 0, len(path) - 1),

@@ -59,7 +59,7 @@ from pathlib import Path
 from typing import Any
 
 from app.config import HOOK_EVENTS, HookSpec
-from app.engine.events import HookRun
+from app.model.events import HookDecision, HookRun
 from app.tools.shell import ProcessResult, run_command, shell_argv
 
 DEFAULT_TIMEOUT = 60.0
@@ -281,7 +281,7 @@ class HookRunner:
         self._report(verdict.run)
         return verdict
 
-    def _hook_run(self, spec: HookSpec, event: str, started: float, exit_code: int | None, decision: str,
+    def _hook_run(self, spec: HookSpec, event: str, started: float, exit_code: int | None, decision: HookDecision,
                   output: str, duration_s: float | None = None) -> HookRun:
         duration = duration_s if duration_s is not None else time.monotonic() - started
         return HookRun(event=event, matcher=spec.matcher, command=spec.command,
@@ -292,7 +292,7 @@ class HookRunner:
                timeout: float) -> _Verdict:
         stdout, stderr = result.text("stdout"), result.text("stderr")
 
-        def run(decision: str, output: str) -> HookRun:
+        def run(decision: HookDecision, output: str) -> HookRun:
             return self._hook_run(spec, event, 0.0, result.returncode, decision, output, result.duration_s)
 
         if result.start_error:
@@ -321,12 +321,12 @@ class HookRunner:
         return self._judge_json(spec, event, data, blockable, run, stdout, stderr)
 
     def _judge_json(self, spec: HookSpec, event: str, data: dict[str, Any] | None, blockable: bool,
-                    run: Callable[[str, str], HookRun], stdout: str, stderr: str) -> _Verdict:
+                    run: Callable[[HookDecision, str], HookRun], stdout: str, stderr: str) -> _Verdict:
         output = stdout if stdout.strip() else stderr
         if data is None:
             return _Verdict(run("ok", output))
         verdict = _Verdict(run("ok", output))
-        decision = "ok"
+        decision: HookDecision = "ok"
         verdict.system_message = _text(data.get("systemMessage"))
         specific = data.get("hookSpecificOutput")
         specific = specific if isinstance(specific, dict) else {}

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.config import Route
-from app.engine.messages import Image
+from app.model.messages import Image
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp")
 _SUFFIX = r"\.(?:png|jpe?g|gif|webp)"

@@ -30,12 +30,12 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from app.engine.archive import ArchiveEntry, markers_in, stub_text
 from app.engine.compaction.context import Archiver
 from app.engine.compaction.segment import archive_segment, markers_text
-from app.engine.events import Compaction, CompactionPhase, Notice, ProviderEdits
-from app.engine.messages import Message, Native, ToolResult
 from app.engine.receipts import make_receipt, write_receipt
+from app.model.archive import ArchiveEntry, markers_in, stub_text
+from app.model.events import Compaction, CompactionPhase, CompactionTrigger, Notice, ProviderEdits
+from app.model.messages import Message, Native, ToolResult
 from app.sizes import format_size
 
 if TYPE_CHECKING:
@@ -238,7 +238,7 @@ class NativeContext:
         entries = archiver.entries
         return entries, named, [e.key for e in entries]
 
-    def commit_compaction(self, anchor: Message, *, trigger: str, started: float,
+    def commit_compaction(self, anchor: Message, *, trigger: CompactionTrigger, started: float,
                           kept: Sequence[Message] = (), tail: Sequence[Message] | None = None,
                           replaced: Sequence[Message] | None = None) -> list[str] | None:
         """Commit a view that starts at `anchor` (the message carrying the compaction): the archive keys
@@ -282,7 +282,7 @@ class NativeContext:
         engine.view_changed(f"compaction:{trigger}")
         return keys
 
-    async def post_compact(self, trigger: str, before: int, after: int, messages: tuple[int, int],
+    async def post_compact(self, trigger: CompactionTrigger, before: int, after: int, messages: tuple[int, int],
                            keys: Sequence[str]) -> None:
         sizes = {"bytes_before": before, "bytes_after": after, "messages_before": messages[0],
                  "messages_after": messages[1]}
@@ -308,7 +308,7 @@ class NativeContext:
             return None
         return task.result()
 
-    async def compact_on_demand(self, trigger: str, instructions: str | None,
+    async def compact_on_demand(self, trigger: CompactionTrigger, instructions: str | None,
                                 cancel: asyncio.Event | None = None) -> PipelineResult | None:
         """Planned compaction through the provider. None when it cannot (the caller compacts locally)."""
         from app.engine.compaction.pipeline import PipelineResult

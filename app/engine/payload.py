@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from app.config import Settings
 from app.engine.caps import LEARNED_CAP_RATIO, learned_cap_for  # noqa: F401 - the cap policy, re-exported
+from app.model.events import CapSource, CompactionTrigger
 from app.sizes import format_size
 from app.state import LearnedCap
 
@@ -27,7 +29,7 @@ class CapInfo:
     """The cap that applies and why, for the gauge and the notices."""
 
     bytes: int | None
-    source: str  # configured | learned | assumed | none
+    source: CapSource
     detail: str  # e.g. "learned 2026-11-29 10:02 from a 413 of 126.4 KB"
 
 
@@ -52,8 +54,8 @@ def effective_cap(configured: int | None, learned: LearnedCap | None, assumed: i
 class Preflight:
     """What to do before sending: nothing, compact (to `target_bytes`), or warn once."""
 
-    action: str  # none | compact | warn
-    trigger: str = ""  # preflight (byte cap) | auto (context window)
+    action: Literal["none", "compact", "warn"]
+    trigger: CompactionTrigger = "auto"  # preflight (byte cap) | auto (context window); read when compacting
     target_bytes: int | None = None
     message: str = ""
 
@@ -95,6 +97,20 @@ class FloorPart:
 
     label: str  # "system prompt" | "instructions" | "tools (built-in)" | "tools (MCP)" | "tools (MCP) NAME"
     bytes: int
+
+
+@dataclass(frozen=True)
+class FloorSizes:
+    """The non-compactable base of every request: its parts (system prompt, instructions, tools) and
+    the exact bytes of a request with no messages."""
+
+    system_bytes: int  # the system prompt bulkhead writes
+    instructions_bytes: int  # AGENTS.md / CLAUDE.md joined to it
+    tools_bytes: int  # every tool definition sent (built-in and MCP)
+    total_bytes: int  # a request with no messages, exactly
+    mcp_bytes: int = 0  # what the MCP part of the tool list adds (the index when deferred)
+    parts: tuple[FloorPart, ...] = ()
+    mcp_servers: tuple[tuple[str, int], ...] = ()  # full definition bytes by server, heaviest first
 
 
 MCP_PART = "tools (MCP)"

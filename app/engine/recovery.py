@@ -25,17 +25,18 @@ from typing import TYPE_CHECKING
 from app.engine.caps import learned_cap_for
 from app.engine.compaction.context import PassContext, merge_entries
 from app.engine.compaction.pipeline import recovery_candidate
-from app.engine.events import CapLearned, Compaction, Notice, RecoveryStep
 from app.engine.failures import Failure
-from app.engine.messages import Message
 from app.engine.payload import diagnose_floor
 from app.engine.prompts import PAYLOAD_NOTICE, PAYLOAD_NOTICE_PREFIX
 from app.engine.receipts import make_receipt, write_receipt
 from app.engine.sender import RequestFailed, StreamResult
+from app.model.archive import ArchiveEntry
+from app.model.events import CapLearned, Compaction, Notice, RecoveryOutcome, RecoveryStep
+from app.model.messages import Message
 from app.sizes import format_size
 
 if TYPE_CHECKING:
-    from app.engine.turn import Engine
+    from app.engine.host import RecoveryHost
 
 TOP_LEVEL = 3
 
@@ -58,7 +59,7 @@ class _Attempt:
 
 
 class Recovery:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: RecoveryHost) -> None:
         self.engine = engine
 
     # -- the ladder -------------------------------------------------------------------------------
@@ -83,7 +84,7 @@ class Recovery:
 
         base = session.view.messages + ((notice,) if notice else ())
         candidate_messages = base
-        entries: list = []
+        entries: list[ArchiveEntry] = []
         bytes_before = rejected
         last = failed
         for attempt in range(1, settings.max_recovery_attempts + 1):
@@ -96,7 +97,7 @@ class Recovery:
             entries = merge_entries(entries, chain.entries)
             request = engine.provider.build(candidate_messages, engine.system, engine.tools, max_tokens=max_tokens)
             cap = engine.cap_info().bytes
-            skip = ""
+            skip: RecoveryOutcome | None = None
             if request.predicted_bytes >= rejected:
                 skip = "not_smaller"
             elif failure.payload_related and cap and request.predicted_bytes > cap and attempt < settings.max_recovery_attempts:
@@ -222,7 +223,7 @@ class Recovery:
             return True
         return any(PAYLOAD_NOTICE_PREFIX in m.all_text() for m in session.view.messages)
 
-    def _context(self, turn: int, max_tokens: int, failure: Failure, entries: list) -> PassContext:
+    def _context(self, turn: int, max_tokens: int, failure: Failure, entries: list[ArchiveEntry]) -> PassContext:
         engine = self.engine
         ctx = engine.pass_context(turn, max_tokens, target_bytes=self._target(failure))
         return ctx.with_entries(entries) if entries else ctx
@@ -237,7 +238,7 @@ class Recovery:
         return window_target
 
     async def _finish_attempt(self, step: _Attempt, outcome: str, before: tuple[Message, ...],
-                              after: tuple[Message, ...], bytes_before: int, bytes_after: int, entries: list,
+                              after: tuple[Message, ...], bytes_before: int, bytes_after: int, entries: list[ArchiveEntry],
                               *, retry_success: bool | None) -> None:
         engine = self.engine
         keys = [e.key for e in entries]

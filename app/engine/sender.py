@@ -17,15 +17,15 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.engine.costs import Usage, price_usd
 from app.engine.draft import DRAFT_FLUSH_CHARS, DRAFT_PREFIX, DraftWriter, leftover_drafts  # noqa: F401 - re-exported
-from app.engine.events import Event, RequestFinished, RequestStarted, Retry, TextDelta, UsageRecorded
 from app.engine.failure_rules import Rule
 from app.engine.failures import Failure, classify
-from app.engine.messages import new_id
 from app.engine.resets import SizeEvidence
 from app.engine.retry import RetryPolicy
 from app.engine.session import Session
+from app.model.costs import Usage, price_usd
+from app.model.events import Event, RequestFinished, RequestStarted, Retry, TextDelta, UsageRecorded
+from app.model.messages import new_id
 from app.providers.base import (
     EditsChunk,
     NativeChunk,

@@ -16,11 +16,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from app.engine.archive import ArchiveEntry
-from app.engine.costs import Counters
-from app.engine.events import Event, EventBus, MessageAdded
-from app.engine.messages import Message, View, new_id
 from app.lease import Holder, SessionReadOnly, this_process
+from app.model.archive import ArchiveEntry
+from app.model.costs import Counters
+from app.model.events import Event, EventBus, MessageAdded
+from app.model.messages import Message, View, new_id
 from app.redact import redact_value
 from app.store import SessionRow, Store
 

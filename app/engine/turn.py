@@ -31,27 +31,13 @@ from app.engine.compaction.context import PassContext
 from app.engine.compactor import Compactor
 from app.engine.context_report import ContextReport
 from app.engine.describe import describe
-from app.engine.events import (
-    AnswerFinished,
-    Event,
-    McpServerChanged,
-    Notice,
-    Rejection,
-    ToolApproval,
-    ToolCallFinished,
-    ToolCallStarted,
-    TurnFinished,
-    TurnStarted,
-    ViewChanged,
-)
 from app.engine.failures import PAYLOAD_KINDS, Failure
 from app.engine.hooks import HookResult, HookRunner
 from app.engine.instructions import INSTRUCTION_NAMES, Instructions
-from app.engine.messages import Image, Message, Native, Text, ToolCall, ToolResult, new_id
 from app.engine.native import NativeContext, edit_totals
 from app.engine.payload import (
     CapInfo,
-    FloorPart,
+    FloorSizes,
     calibrate,
     effective_cap,
     floor_breakdown,
@@ -66,6 +52,21 @@ from app.engine.retry import RetryPolicy
 from app.engine.sender import RequestFailed, Sender, StreamResult, leftover_drafts
 from app.engine.session import Session
 from app.engine.user_rules import build_rules
+from app.model.events import (
+    AnswerFinished,
+    Event,
+    McpServerChanged,
+    Notice,
+    Rejection,
+    ToolApproval,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnFinished,
+    TurnOutcome,
+    TurnStarted,
+    ViewChanged,
+)
+from app.model.messages import Image, Message, Native, Text, ToolCall, ToolResult, new_id
 from app.providers.base import Provider, Request, ToolSpec, make_provider
 from app.providers.catalog import model_limits
 from app.sizes import format_size
@@ -107,27 +108,13 @@ def join_answers(texts: Sequence[str]) -> str:
     return ANSWER_SEPARATOR.join(text.strip("\n") for text in parts)
 
 
-@dataclass(frozen=True)
-class FloorSizes:
-    """The non-compactable base of every request: its parts (system prompt, instructions, tools) and
-    the exact bytes of a request with no messages."""
-
-    system_bytes: int  # the system prompt bulkhead writes
-    instructions_bytes: int  # AGENTS.md / CLAUDE.md joined to it
-    tools_bytes: int  # every tool definition sent (built-in and MCP)
-    total_bytes: int  # a request with no messages, exactly
-    mcp_bytes: int = 0  # what the MCP part of the tool list adds (the index when deferred)
-    parts: tuple[FloorPart, ...] = ()
-    mcp_servers: tuple[tuple[str, int], ...] = ()  # full definition bytes by server, heaviest first
-
-
 class Engine:
     def __init__(self, settings: Settings, session: Session, route: Route, provider: Provider, *,
                  state: State | None = None, approver: Approver | None = None, hooks: HookRunner | None = None,
                  sleep: Callable[[float], Awaitable[None]] = asyncio.sleep, rng: random.Random | None = None,
                  tools: Sequence[ToolSpec] | None = None, workspace: Path | None = None,
                  mcp: McpManager | None = None) -> None:
-        from app.tools.base import TOOL_SPECS
+        from app.tools.registry import TOOL_SPECS
 
         self.settings = settings
         self.session = session
@@ -183,7 +170,7 @@ class Engine:
         self._catalog_window = route.context_window or self.settings.context_window or limits.context_window
         self.sender = self._make_sender(provider, route.name)
         self._summarizer: tuple[Provider, Sender] | None = None
-        self._floor_cache: tuple[tuple[ToolSpec, ...], FloorSizes] | None = None
+        self._floor_cache: tuple[tuple[ToolSpec, ...], str, FloorSizes] | None = None
         self._plan_memo: tuple[tuple, DeferralPlan] | None = None
         self._budget_epoch = getattr(self, "_budget_epoch", 0) + 1
         self.native.prepare()  # the provider's compaction threshold depends on the route's window and cap
@@ -284,7 +271,7 @@ class Engine:
 
         Re-planned when the servers' tools, the loaded tools or the budgets may have changed: the
         budgets are read again after every view change and every learned cap (`_budget_epoch`)."""
-        if self.mcp_tools is None:
+        if self.mcp_tools is None or self.mcp is None:
             return None
         key = (self._budget_epoch, self.mcp.generation, self.mcp_tools.loaded)
         if self._plan_memo is not None and self._plan_memo[0] == key:
@@ -316,8 +303,8 @@ class Engine:
             sizes = FloorSizes(system_bytes=base - empty, instructions_bytes=max(0, bare - base),
                                tools_bytes=total - bare, total_bytes=total, mcp_bytes=total - builtin,
                                parts=tuple(parts), mcp_servers=servers)
-            self._floor_cache = (tools, system, sizes)
-        return self._floor_cache[2]
+            cached = self._floor_cache = (tools, system, sizes)
+        return cached[2]
 
     # -- MCP ----------------------------------------------------------------------------------------
     async def start_mcp(self, *, ask=None, allow_project: bool = False) -> None:
@@ -677,7 +664,7 @@ class Engine:
             return TurnResult("answered", join_answers(answer))
         except TurnFailed as failed:
             self.emit(Notice(failed.message, level="error", code="turn_failed"))
-            outcome = "partial" if failed.visible else "failed"
+            outcome: TurnOutcome = "partial" if failed.visible else "failed"
             self.emit(TurnFinished(turn=turn, outcome=outcome, error=failed.message))
             return TurnResult(outcome, join_answers(answer), failed.message, failed.failure)
         except asyncio.CancelledError:
@@ -827,7 +814,7 @@ class Engine:
         """The user's `@path`: attached without asking inside the workspace; a path outside it asks,
         like any read there (refused, and said so, when there is nobody to ask)."""
         from app.tools.approval import denied_outcome, outside_workspace
-        from app.tools.base import run_tool
+        from app.tools.registry import run_tool
 
         outside = outside_workspace(call.name, args, self.workspace)
         if not outside:
@@ -878,7 +865,7 @@ class Engine:
             ask, why = True, ruling.reason
         elif verdict.permission == "allow" and not outside:
             ask, why = False, "allowed by a PreToolUse hook"
-        elif ruling.kind == "allow" and (not outside or ruling.rule.names_paths):
+        elif ruling.kind == "allow" and (not outside or (ruling.rule is not None and ruling.rule.names_paths)):
             ask, why = False, ruling.reason
         if not ask:
             self.emit(ToolApproval(call_id=call.id, name=call.name, decision="auto", reason=why))
@@ -898,7 +885,7 @@ class Engine:
         and mode are checkpointed (a separate step before the write: `/undo`, `/rewind`)."""
         from app.engine.checkpoints import CheckpointError
         from app.tools.approval import target_paths
-        from app.tools.base import EDIT_TOOLS, run_tool
+        from app.tools.registry import EDIT_TOOLS, run_tool
 
         snapshot = None
         paths = target_paths(name, args, self.workspace) if name in EDIT_TOOLS else []
@@ -1042,7 +1029,7 @@ class Engine:
 
     def recall_into_view(self, key_text: str) -> Message | None:
         """`/recall KEY` (and Enter in the archive browser): put archived content back, as the recall tool would."""
-        from app.engine.archive import format_recall, parse_recall_keys
+        from app.model.archive import format_recall, parse_recall_keys
 
         keys = parse_recall_keys(key_text)
         if not keys:
@@ -1086,7 +1073,7 @@ class Engine:
             floor_bytes=floor.total_bytes, floor_parts=tuple(floor.parts),
             context_engine=self.settings.context_engine,
             native_compaction=getattr(self.provider, "native_compaction", "") if self.native.enabled else "",
-            compact_threshold=self.native.threshold(), provider_edits=edit_totals(self.session.flags))
+            compact_threshold=self.native.threshold() or 0, provider_edits=edit_totals(self.session.flags))
 
 
 def retry_point(view: Sequence[Message]) -> int | None:

@@ -20,11 +20,11 @@ from collections.abc import Iterable
 
 from app.config import ClassifierRuleSpec
 from app.engine.failure_rules import Rule
-from app.engine.failure_signals import Header, phrase, status
+from app.engine.failure_signals import Header, Signal, phrase, status
 
 
 def build_rule(spec: ClassifierRuleSpec) -> Rule:
-    signals = []
+    signals: list[Signal] = []
     if spec.status:
         signals.append(status(*spec.status))
     if spec.header:

@@ -200,7 +200,7 @@ def _generic_call(args: str) -> tuple[str, dict] | str:
         return name, {}
     try:
         value = json.loads(raw)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         return f"!call {name}: the input is not JSON ({exc.msg} at char {exc.pos}): {raw[:80]}"
     if not isinstance(value, dict):
         return f"!call {name}: the input must be a JSON object, got {type(value).__name__}"
@@ -288,7 +288,8 @@ def filler(size: int) -> str:
 
 def _cut_text(max_tokens: int) -> str:
     target = max_tokens * 4 + 400
-    parts, n = [], 0
+    parts: list[str] = []
+    n = 0
     while sum(len(p) for p in parts) < target:
         n += 1
         parts.append(f"Lab model · !cut · paragraph {n}: this answer is deliberately longer than max_tokens "

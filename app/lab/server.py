@@ -235,7 +235,8 @@ class LabServer:
 
     async def _read_body(self, head: RequestHead, reader: asyncio.StreamReader) -> bytes:
         if head.chunked:
-            parts, total = [], 0
+            parts: list[bytes] = []
+            total = 0
             while True:
                 line = await reader.readuntil(b"\r\n")
                 try:

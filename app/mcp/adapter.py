@@ -33,8 +33,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from app.engine.messages import Image
 from app.mcp.connection import McpTool
+from app.model.messages import Image
 from app.providers.base import ToolSpec
 from app.sizes import format_size
 from app.tools.base import ToolOutcome, error, ok

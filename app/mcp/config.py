@@ -203,6 +203,13 @@ def _check(kind: str, value: Any, key: str, name: str, where: Callable[[str], st
 
 
 # -- config.toml -------------------------------------------------------------------------------------
+def _config_where(where: Callable[[str, str], str], name: str) -> Callable[[str], str]:
+    return lambda key: where(f"mcp_servers.{name}", key) if key else where("mcp_servers", name)
+
+
+def _project_where(path: Path, name: str) -> Callable[[str], str]:
+    return lambda key: f"{path} (mcpServers.{name}{'.' + key if key else ''})"
+
 
 def parse_config_servers(raw: Any, where: Callable[[str, str], str],
                          env: Mapping[str, str] | None = None) -> dict[str, McpServerSpec]:
@@ -212,8 +219,7 @@ def parse_config_servers(raw: Any, where: Callable[[str, str], str],
     servers = {}
     for name, table in raw.items():
         servers[name] = parse_server(name, table, source="config", env=env,
-                                     where=lambda key, n=name: where(f"mcp_servers.{n}", key) if key
-                                     else where("mcp_servers", n))
+                                     where=_config_where(where, name))
     return servers
 
 
@@ -250,7 +256,7 @@ def read_project_servers(workspace: Path, env: Mapping[str, str] | None = None) 
     for name, entry in table.items():
         try:
             servers[name] = parse_server(name, entry, source="project", env=env,
-                                         where=lambda key, n=name: f"{path} (mcpServers.{n}{'.' + key if key else ''})")
+                                         where=_project_where(path, name))
         except McpConfigError as exc:
             problems.append(str(exc))
     return ProjectServers(path, servers, "; ".join(problems))

@@ -42,12 +42,14 @@ import os
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from app.ca_bundle import httpx_verify
 from app.config import Route, Settings
-from app.engine.costs import Usage
-from app.engine.messages import COMPACTION_SUMMARY_HEADER, Image, Message, Native, Text, ToolCall, ToolResult
+from app.model.costs import Usage
+from app.model.events import RequestPurpose
+from app.model.messages import COMPACTION_SUMMARY_HEADER, Image, Message, Native, Text, ToolCall, ToolResult
 from app.providers.base import (
     EditsChunk,
     ListedModel,
@@ -234,7 +236,7 @@ class AnthropicProvider(HttpxSdkProvider):
         return {"edits": edits}
 
     def build(self, view: Sequence[Message], system: str, tools: Sequence[ToolSpec], *,
-              max_tokens: int, purpose: str = "chat") -> Request:
+              max_tokens: int, purpose: RequestPurpose = "chat") -> Request:
         cache = purpose == "chat"
         system_blocks: list[dict[str, Any]] = []
         system_sizes: list[int] = []
@@ -246,9 +248,9 @@ class AnthropicProvider(HttpxSdkProvider):
         turns: list[Turn] = []
         deferred = frozenset(t.name for t in tools if t.defer_loading)
         for message in view:
-            piece = self._pieces.get(message.id, lambda m=message: translate(m))
+            piece = self._pieces.get(message.id, partial(translate, message))
             if piece.references and not piece.references <= deferred:  # those tools are not deferred now
-                piece = self._pieces.get(message.id + "\x00text", lambda m=message: translate(m, references=False))
+                piece = self._pieces.get(message.id + "\x00text", partial(translate, message, references=False))
             if piece.role == "system":
                 system_blocks.extend(piece.blocks)
                 system_sizes.extend(piece.sizes)

@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.config import Route, Settings
-from app.engine.costs import Usage
-from app.engine.messages import Message
+from app.model.costs import Usage
+from app.model.events import RequestPurpose
+from app.model.messages import Message
 
-SUMMARY_PURPOSE = "summary"
+SUMMARY_PURPOSE: RequestPurpose = "summary"
 
 
 def dumps(obj: Any) -> bytes:
@@ -55,7 +56,7 @@ class Request:
     body: dict[str, Any]
     predicted_bytes: int
     max_tokens: int
-    purpose: str = "chat"  # chat | summary | probe
+    purpose: RequestPurpose = "chat"
     message_count: int = 0
     # Filled in by the transport as the request goes out and comes back:
     actual_bytes: int | None = None
@@ -95,7 +96,7 @@ class StopChunk:
 @dataclass(frozen=True)
 class NativeChunk:
     """A provider item to keep in the answer and replay verbatim: a compaction block/item, or an
-    OpenAI reasoning item with its encrypted content (see `app.engine.messages.Native`)."""
+    OpenAI reasoning item with its encrypted content (see `app.model.messages.Native`)."""
 
     api: str
     item: dict[str, Any]
@@ -203,7 +204,7 @@ class Provider(abc.ABC):
 
     @abc.abstractmethod
     def build(self, view: Sequence[Message], system: str, tools: Sequence[ToolSpec], *,
-              max_tokens: int, purpose: str = "chat") -> Request:
+              max_tokens: int, purpose: RequestPurpose = "chat") -> Request:
         """Translate a view into a request, with its exact predicted body size."""
 
     @abc.abstractmethod

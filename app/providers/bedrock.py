@@ -25,12 +25,14 @@ import threading
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from app.ca_bundle import botocore_verify
 from app.config import Route, Settings
-from app.engine.costs import Usage
-from app.engine.messages import COMPACTION_SUMMARY_HEADER, Image, Message, Native, Text, ToolCall, ToolResult
+from app.model.costs import Usage
+from app.model.events import RequestPurpose
+from app.model.messages import COMPACTION_SUMMARY_HEADER, Image, Message, Native, Text, ToolCall, ToolResult
 from app.providers.base import (
     ListedModel,
     ProbeReply,
@@ -187,7 +189,7 @@ class BedrockProvider(Provider):
         return slot[1], slot[2]
 
     def build(self, view: Sequence[Message], system: str, tools: Sequence[ToolSpec], *,
-              max_tokens: int, purpose: str = "chat") -> Request:
+              max_tokens: int, purpose: RequestPurpose = "chat") -> Request:
         with_tools = bool(tools)
         cache = purpose == "chat" and supports_prompt_cache("bedrock", self.route.model)
         system_blocks: list[dict[str, Any]] = []
@@ -200,7 +202,7 @@ class BedrockProvider(Provider):
         turns: list[Turn] = []
         for message in view:
             key = message.id if with_tools else message.id + "\x00text"
-            piece = self._pieces.get(key, lambda m=message: translate(m, tools=with_tools))
+            piece = self._pieces.get(key, partial(translate, message, tools=with_tools))
             if piece.role == "system":
                 system_blocks.extend(piece.blocks)
                 system_sizes.extend(piece.sizes)

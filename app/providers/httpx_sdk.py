@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 from typing import Any
 
@@ -141,7 +141,7 @@ class HttpxSdkProvider(Provider):
             else:
                 exchange.apply(request)
 
-    async def _stream(self, client: Any, exchange: Exchange, request: Request) -> AsyncIterator[StreamEvent]:
+    async def _stream(self, client: Any, exchange: Exchange, request: Request) -> AsyncGenerator[StreamEvent, None]:
         try:
             result = await self._call(exchange, lambda c: self._create(c, request), client=client)
         finally:

@@ -22,13 +22,15 @@ import os
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
 from app.ca_bundle import httpx_verify
 from app.config import Route, Settings
-from app.engine.costs import Usage
-from app.engine.messages import COMPACTION_SUMMARY_HEADER, Image, Message, Native, Text, ToolCall, ToolResult
+from app.model.costs import Usage
+from app.model.events import RequestPurpose
+from app.model.messages import COMPACTION_SUMMARY_HEADER, Image, Message, Native, Text, ToolCall, ToolResult
 from app.providers.base import (
     ListedModel,
     ProbeReply,
@@ -210,7 +212,7 @@ class OpenAIProvider(HttpxSdkProvider):
         return self._tools_slot.get(tuple(tools), make)
 
     def build(self, view: Sequence[Message], system: str, tools: Sequence[ToolSpec], *,
-              max_tokens: int, purpose: str = "chat") -> Request:
+              max_tokens: int, purpose: RequestPurpose = "chat") -> Request:
         messages: list[dict[str, Any]] = []
         sizes: list[int] = []
         if system:
@@ -218,7 +220,7 @@ class OpenAIProvider(HttpxSdkProvider):
             messages.append(message)
             sizes.append(size)
         for item in view:
-            piece = self._pieces.get(item.id, lambda m=item: translate(m))
+            piece = self._pieces.get(item.id, partial(translate, item))
             messages.extend(piece.messages)
             sizes.extend(piece.sizes)
         body: dict[str, Any] = {"model": self.route.model, "stream": True, "messages": messages,

@@ -41,11 +41,13 @@ import json
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from app.config import Route, Settings
-from app.engine.costs import Usage
-from app.engine.messages import COMPACTION_SUMMARY_HEADER, Image, Message, Native, Text, ToolCall, ToolResult
+from app.model.costs import Usage
+from app.model.events import RequestPurpose
+from app.model.messages import COMPACTION_SUMMARY_HEADER, Image, Message, Native, Text, ToolCall, ToolResult
 from app.providers.base import (
     NativeChunk,
     ProbeReply,
@@ -183,13 +185,13 @@ class ResponsesProvider(OpenAIProvider):
         items: list[dict[str, Any]] = []
         sizes: list[int] = []
         for message in view:
-            piece = self._items.get(message.id, lambda m=message: translate(m))
+            piece = self._items.get(message.id, partial(translate, message))
             items.extend(piece.items)
             sizes.extend(piece.sizes)
         return items, sizes
 
     def build(self, view: Sequence[Message], system: str, tools: Sequence[ToolSpec], *,
-              max_tokens: int, purpose: str = "chat") -> Request:
+              max_tokens: int, purpose: RequestPurpose = "chat") -> Request:
         items, sizes = self._input(view)
         body: dict[str, Any] = {"model": self.route.model, "input": items}
         if system:

@@ -29,8 +29,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from app.config import APPROVAL_MODES
-from app.tools.base import EDIT_TOOLS, READ_TOOLS, TOOLS, ToolError, ToolOutcome, error, resolve_path
+from app.tools.base import ToolError, ToolOutcome, error, resolve_path
 from app.tools.files import split_glob
+from app.tools.registry import EDIT_TOOLS, READ_TOOLS, TOOLS
 
 DeniedBy = Literal["user", "no_terminal", "hook", "rule"]
 

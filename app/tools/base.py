@@ -1,4 +1,4 @@
-"""The tool contract: what the model is told (`TOOL_SPECS`), what a call gets and gives back.
+"""The tool contract: what a tool is (`ToolInfo`), what a call gets and gives back.
 
     outcome = await run_tool("read_file", {"path": "app/cli.py"}, ctx)
     ToolResult(call_id, outcome.content, outcome.is_error)
@@ -32,8 +32,9 @@ One tool call in the turn loop, end to end:
                    else hooks.post_tool_use(call.name, call.args, outcome.content))
     turn_budget.charge(outcome)
 
-The implementations live in `files`, `search`, `shell` and `recall`; this module only
-knows their names, schemas and kinds (the kind drives approvals, `app.tools.approval`).
+Each tool module (`files`, `search`, `shell`, `recall`) declares its own `ToolInfo(spec, kind, handler)`s;
+`app.tools.registry` gathers them into `TOOLS` / `TOOL_SPECS` and holds `run_tool`. This module is the contract
+they share (the kind drives approvals, `app.tools.approval`).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from app.engine.messages import Image
+from app.model.messages import Image
 from app.providers.base import ToolSpec
 
 ToolKind = Literal["read", "edit", "shell", "recall"]
@@ -149,12 +150,16 @@ def display_path(path: Path, workspace: Path) -> str:
 
 
 # -- the tools the model is told about ---------------------------------------------------------------
+Handler = Callable[[dict[str, Any], ToolContext], Awaitable[ToolOutcome]]
+
+
 @dataclass(frozen=True)
 class ToolInfo:
-    """A tool's schema plus what approvals need: its kind and which arguments are paths."""
+    """One tool, declared in its own module: its schema, its kind (approvals), its handler, its path arguments."""
 
     spec: ToolSpec
     kind: ToolKind
+    handler: Handler
     path_args: tuple[str, ...] = ()
     path_defaults: Mapping[str, str] = field(default_factory=dict)
 
@@ -163,189 +168,11 @@ class ToolInfo:
         return self.spec.name
 
 
-def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+def schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
     return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
 
 
-_PATH = {"type": "string", "description": "File path, relative to the workspace or absolute (~ expands)."}
-
-TOOLS: Mapping[str, ToolInfo] = {
-    info.name: info
-    for info in (
-        ToolInfo(ToolSpec(
-            "read_file",
-            "Read a text file. Returns numbered lines (cat -n style) and a final note with the total "
-            "line count. Reads at most `limit` lines from `offset` (1-based); prefer ranged reads of "
-            "large files. Binary files are not shown.",
-            _schema({
-                "path": _PATH,
-                "offset": {"type": "integer", "minimum": 1, "description": "First line to read (1-based)."},
-                "limit": {"type": "integer", "minimum": 1, "description": "Most lines to read (default 2000)."},
-            }, ["path"])), "read", ("path",)),
-        ToolInfo(ToolSpec(
-            "list_dir",
-            "List a directory: sub-directories (ending in /) first, then files with their sizes.",
-            _schema({"path": {**_PATH, "description": "Directory (default: the workspace)."}}, [])),
-            "read", ("path",), {"path": "."}),
-        ToolInfo(ToolSpec(
-            "glob",
-            "Find files by glob pattern (e.g. `**/*.py`, `src/**/test_*.py`), newest first.",
-            _schema({
-                "pattern": {"type": "string", "description": "Glob pattern; ** matches any depth."},
-                "path": {**_PATH, "description": "Directory to search (default: the workspace)."},
-            }, ["pattern"])), "read", ("path",), {"path": "."}),
-        ToolInfo(ToolSpec(
-            "grep",
-            "Search file contents with a regular expression. Output lines are `path:line:text`. "
-            "Hidden and binary files are skipped. Use `glob` (e.g. `*.py`) to restrict which files.",
-            _schema({
-                "pattern": {"type": "string", "description": "Regular expression (use (?i) to ignore case)."},
-                "path": {**_PATH, "description": "File or directory to search (default: the workspace)."},
-                "glob": {"type": "string", "description": "Only search files matching this glob."},
-            }, ["pattern"])), "read", ("path",), {"path": "."}),
-        ToolInfo(ToolSpec(
-            "shell",
-            "Run a shell command in the workspace (bash -c) and return its stdout, stderr and exit code. "
-            "No terminal and no input: interactive programs get end-of-file. Killed, with every process "
-            "it started, at the timeout or when the user cancels.",
-            _schema({
-                "command": {"type": "string", "description": "The command line."},
-                "timeout": {"type": "number", "minimum": 1, "maximum": MAX_SHELL_TIMEOUT,
-                            "description": f"Seconds before it is killed (default {DEFAULT_SHELL_TIMEOUT:g})."},
-            }, ["command"])), "shell"),
-        ToolInfo(ToolSpec(
-            "write_file",
-            "Write a whole file (created with its parent folders if missing, else overwritten). "
-            "Returns a unified diff against the previous content. Prefer edit_file for changes.",
-            _schema({
-                "path": _PATH,
-                "content": {"type": "string", "description": "The complete new content."},
-            }, ["path", "content"])), "edit", ("path",)),
-        ToolInfo(ToolSpec(
-            "edit_file",
-            "Replace an exact string in a file and return the unified diff. `old_string` must occur "
-            "exactly once (include surrounding lines to make it unique) unless replace_all is true.",
-            _schema({
-                "path": _PATH,
-                "old_string": {"type": "string", "description": "Exact text to replace, whitespace included."},
-                "new_string": {"type": "string", "description": "Replacement text."},
-                "replace_all": {"type": "boolean", "description": "Replace every occurrence (default false)."},
-            }, ["path", "old_string", "new_string"])), "edit", ("path",)),
-        ToolInfo(ToolSpec(
-            "recall",
-            "Restore archived content by its key, exactly as it was. Keys appear in markers like "
-            "<<ccr:0123456789abcdef>>; pass one key or several.",
-            _schema({
-                "keys": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
-                         "description": "One key, several keys separated by spaces, or a list of keys."},
-            }, ["keys"])), "recall"),
-    )
-}
-
-TOOL_SPECS: tuple[ToolSpec, ...] = tuple(info.spec for info in TOOLS.values())
-NEVER_BUDGETED = frozenset({"recall"})  # the model asked for the full content
-READ_TOOLS = frozenset(name for name, info in TOOLS.items() if info.kind in ("read", "recall"))
-EDIT_TOOLS = frozenset(name for name, info in TOOLS.items() if info.kind == "edit")
-
-Handler = Callable[[dict[str, Any], ToolContext], Awaitable[ToolOutcome]]
-
-
-def _handlers() -> dict[str, Handler]:
-    # Imported here: the implementations import this module for its types.
-    from app.tools import files, recall, search, shell
-
-    return {
-        "read_file": files.read_file, "list_dir": files.list_dir, "glob": files.glob,
-        "write_file": files.write_file, "edit_file": files.edit_file,
-        "grep": search.grep, "shell": shell.shell, "recall": recall.recall,
-    }
-
-
-# -- arguments ---------------------------------------------------------------------------------------
-def _check_args(info: ToolInfo, args: Any) -> dict[str, Any]:
-    """Arguments checked against the schema, leniently: numbers given as strings are accepted."""
-    if args is None:
-        args = {}
-    if not isinstance(args, Mapping):
-        raise ToolError(f"arguments must be a JSON object, got {type(args).__name__}")
-    schema = info.spec.input_schema
-    properties: Mapping[str, Any] = schema.get("properties", {})
-    missing = [name for name in schema.get("required", ()) if args.get(name) is None]
-    if missing:
-        raise ToolError(f"missing required argument{'s' if len(missing) > 1 else ''}: {', '.join(missing)}")
-    checked: dict[str, Any] = {}
-    for key, value in args.items():
-        prop = properties.get(key)
-        if prop is None:
-            known = ", ".join(properties) or "none"
-            raise ToolError(f"unknown argument {key!r} (arguments: {known})")
-        if value is None:
-            continue
-        checked[key] = _coerce(key, value, prop)
-    return checked
-
-
-def _coerce(key: str, value: Any, prop: Mapping[str, Any]) -> Any:
-    kind = prop.get("type")
-    if kind == "string" and not isinstance(value, str):
-        raise ToolError(f"{key} must be a string, got {type(value).__name__}")
-    if kind in ("integer", "number"):
-        if isinstance(value, bool):
-            raise ToolError(f"{key} must be a number, got a boolean")
-        if isinstance(value, str):
-            try:
-                value = float(value.strip())
-            except ValueError:
-                raise ToolError(f"{key} must be a number, got {value!r}") from None
-        if not isinstance(value, int | float) or value != value:
-            raise ToolError(f"{key} must be a number, got {type(value).__name__}")
-        if kind == "integer":
-            if not float(value).is_integer():
-                raise ToolError(f"{key} must be a whole number, got {value!r}")
-            value = int(value)
-        minimum = prop.get("minimum")
-        if minimum is not None and value < minimum:
-            raise ToolError(f"{key} must be at least {minimum}, got {value!r}")
-        maximum = prop.get("maximum")
-        if maximum is not None and value > maximum:
-            raise ToolError(f"{key} must be at most {maximum:g}, got {value!r}")
-    if kind == "boolean" and not isinstance(value, bool):
-        lowered = str(value).strip().lower()
-        if lowered not in ("true", "false", "1", "0"):
-            raise ToolError(f"{key} must be true or false, got {value!r}")
-        value = lowered in ("true", "1")
-    if "anyOf" in prop and not isinstance(value, str | list):
-        raise ToolError(f"{key} must be a string or a list of strings, got {type(value).__name__}")
-    return value
-
-
-# -- the one entry point -----------------------------------------------------------------------------
-async def run_tool(name: str, args: Mapping[str, Any] | None, ctx: ToolContext) -> ToolOutcome:
-    """Run tool `name` with the model's `args`; every failure is an error outcome, never an exception.
-
-    Approvals are not checked here (see `app.tools.approval.needs_approval`): call this only
-    for calls that may run. The result is already budget-cut (except recall's).
-    """
-    from app.tools.budget import apply_budget
-
-    info = TOOLS.get(name)
-    if info is None:
-        return error(f"Unknown tool {name!r}. Available tools: {', '.join(TOOLS)}.")
-    try:
-        checked = _check_args(info, args)
-    except ToolError as exc:
-        return error(f"Invalid arguments for {name}: {exc}.")
-    try:
-        outcome = await _handlers()[name](checked, ctx)
-    except ToolError as exc:
-        outcome = error(f"{name}: {exc}")
-    except asyncio.CancelledError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - a bug in a tool must not end the turn
-        outcome = error(f"{name} failed unexpectedly: {type(exc).__name__}: {exc}")
-    if outcome.preserve_verbatim or name in NEVER_BUDGETED:
-        return outcome
-    return apply_budget(name, outcome, ctx)
+PATH_ARG = {"type": "string", "description": "File path, relative to the workspace or absolute (~ expands)."}
 
 
 def with_result_limit(ctx: ToolContext, result_max_chars: int) -> ToolContext:

@@ -20,8 +20,8 @@ import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from app.engine.textcut import head_tail
 from app.fsutil import atomic_write
+from app.model.textcut import head_tail
 from app.redact import redact_known
 from app.tools.base import ToolContext, ToolOutcome
 

@@ -17,8 +17,19 @@ from pathlib import Path
 from typing import Any
 
 from app.fsutil import WriteFailed, atomic_write
+from app.providers.base import ToolSpec
 from app.sizes import format_size
-from app.tools.base import ToolContext, ToolError, ToolOutcome, display_path, error, ok
+from app.tools.base import (
+    PATH_ARG,
+    ToolContext,
+    ToolError,
+    ToolInfo,
+    ToolOutcome,
+    display_path,
+    error,
+    ok,
+    schema,
+)
 
 DEFAULT_READ_LIMIT = 2000
 UNRANGED_MAX_BYTES = 256 * 1024  # a read without offset/limit shows at most this much
@@ -527,3 +538,48 @@ def _edit_file(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     added, removed = _diff_counts(diff)
     replaced = f"{count} replacements" if count > 1 else "1 replacement"
     return ok(f"Edited {shown}: {replaced} (+{added} −{removed} lines)\n{diff}")
+
+
+# -- what the model is told ---------------------------------------------------------------------------
+TOOLS: tuple[ToolInfo, ...] = (
+    ToolInfo(ToolSpec(
+        "read_file",
+        "Read a text file. Returns numbered lines (cat -n style) and a final note with the total "
+        "line count. Reads at most `limit` lines from `offset` (1-based); prefer ranged reads of "
+        "large files. Binary files are not shown.",
+        schema({
+            "path": PATH_ARG,
+            "offset": {"type": "integer", "minimum": 1, "description": "First line to read (1-based)."},
+            "limit": {"type": "integer", "minimum": 1, "description": "Most lines to read (default 2000)."},
+        }, ["path"])), "read", read_file, ("path",)),
+    ToolInfo(ToolSpec(
+        "list_dir",
+        "List a directory: sub-directories (ending in /) first, then files with their sizes.",
+        schema({"path": {**PATH_ARG, "description": "Directory (default: the workspace)."}}, [])),
+        "read", list_dir, ("path",), {"path": "."}),
+    ToolInfo(ToolSpec(
+        "glob",
+        "Find files by glob pattern (e.g. `**/*.py`, `src/**/test_*.py`), newest first.",
+        schema({
+            "pattern": {"type": "string", "description": "Glob pattern; ** matches any depth."},
+            "path": {**PATH_ARG, "description": "Directory to search (default: the workspace)."},
+        }, ["pattern"])), "read", glob, ("path",), {"path": "."}),
+    ToolInfo(ToolSpec(
+        "write_file",
+        "Write a whole file (created with its parent folders if missing, else overwritten). "
+        "Returns a unified diff against the previous content. Prefer edit_file for changes.",
+        schema({
+            "path": PATH_ARG,
+            "content": {"type": "string", "description": "The complete new content."},
+        }, ["path", "content"])), "edit", write_file, ("path",)),
+    ToolInfo(ToolSpec(
+        "edit_file",
+        "Replace an exact string in a file and return the unified diff. `old_string` must occur "
+        "exactly once (include surrounding lines to make it unique) unless replace_all is true.",
+        schema({
+            "path": PATH_ARG,
+            "old_string": {"type": "string", "description": "Exact text to replace, whitespace included."},
+            "new_string": {"type": "string", "description": "Replacement text."},
+            "replace_all": {"type": "boolean", "description": "Replace every occurrence (default false)."},
+        }, ["path", "old_string", "new_string"])), "edit", edit_file, ("path",)),
+)

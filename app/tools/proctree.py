@@ -66,7 +66,7 @@ def read_proc(pid: int) -> ProcInfo | None:
 
 
 def all_processes() -> list[ProcInfo]:
-    found = []
+    found: list[ProcInfo] = []
     try:
         entries = list(os.scandir(_PROC))
     except OSError:

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.engine.archive import format_recall, parse_recall_keys
-from app.tools.base import ToolContext, ToolOutcome, error
+from app.model.archive import format_recall, parse_recall_keys
+from app.providers.base import ToolSpec
+from app.tools.base import ToolContext, ToolInfo, ToolOutcome, error, schema
 
 NOT_FOUND = "[not found in the archive]"
 
@@ -45,3 +46,16 @@ async def recall(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         details = "; ".join(f"ccr:{k}: {v.strip('[]')}" for k, v in problems.items() if v != NOT_FOUND)
         return error(f"recall: not found in the archive: {names}" + (f" ({details})" if details else ""))
     return ToolOutcome(content=format_recall({key: found.get(key) for key in keys}), preserve_verbatim=True)
+
+
+# -- what the model is told ---------------------------------------------------------------------------
+TOOLS: tuple[ToolInfo, ...] = (
+    ToolInfo(ToolSpec(
+        "recall",
+        "Restore archived content by its key, exactly as it was. Keys appear in markers like "
+        "<<ccr:0123456789abcdef>>; pass one key or several.",
+        schema({
+            "keys": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
+                     "description": "One key, several keys separated by spaces, or a list of keys."},
+        }, ["keys"])), "recall", recall),
+)

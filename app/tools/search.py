@@ -25,7 +25,8 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
-from app.tools.base import ToolContext, ToolError, ToolOutcome, error, ok
+from app.providers.base import ToolSpec
+from app.tools.base import PATH_ARG, ToolContext, ToolError, ToolInfo, ToolOutcome, error, ok, schema
 from app.tools.files import BINARY_SAMPLE_BYTES
 from app.tools.gitsafe import git_command, git_env
 
@@ -258,7 +259,7 @@ def _python_grep(pattern: str, root: Path, file_glob: str | None, where: str,
     keep = _glob_filter(file_glob)
     if root.is_dir():
         walked = _walk(root, _git_ignored(root))
-        files = (path for path in walked if keep(path.relative_to(root).as_posix(), path.name))
+        files: Iterator[Path] = (path for path in walked if keep(path.relative_to(root).as_posix(), path.name))
     else:
         files = iter([root])
     collector = _Collector()
@@ -278,3 +279,17 @@ def _python_grep(pattern: str, root: Path, file_glob: str | None, where: str,
         except OSError:
             continue
     return collector.render(pattern, where)
+
+
+# -- what the model is told ---------------------------------------------------------------------------
+TOOLS: tuple[ToolInfo, ...] = (
+    ToolInfo(ToolSpec(
+        "grep",
+        "Search file contents with a regular expression. Output lines are `path:line:text`. "
+        "Hidden and binary files are skipped. Use `glob` (e.g. `*.py`) to restrict which files.",
+        schema({
+            "pattern": {"type": "string", "description": "Regular expression (use (?i) to ignore case)."},
+            "path": {**PATH_ARG, "description": "File or directory to search (default: the workspace)."},
+            "glob": {"type": "string", "description": "Only search files matching this glob."},
+        }, ["pattern"])), "read", grep, ("path",), {"path": "."}),
+)

@@ -23,11 +23,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from app.providers.base import ToolSpec
 from app.redact import known_secrets
 from app.secrets import is_provider_credential
 from app.sizes import format_size
 from app.tools import proctree
-from app.tools.base import MAX_SHELL_TIMEOUT, ToolContext, ToolOutcome, error, ok
+from app.tools.base import (
+    DEFAULT_SHELL_TIMEOUT,
+    MAX_SHELL_TIMEOUT,
+    ToolContext,
+    ToolInfo,
+    ToolOutcome,
+    error,
+    ok,
+    schema,
+)
 from app.tools.files import BINARY_SAMPLE_BYTES, looks_binary
 from app.tools.proctree import ProcessTree, ProcInfo
 
@@ -363,3 +373,18 @@ async def shell(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     if result.start_error:
         return error(f"shell: {result.start_error}")
     return _render(result, command, timeout)
+
+
+# -- what the model is told ---------------------------------------------------------------------------
+TOOLS: tuple[ToolInfo, ...] = (
+    ToolInfo(ToolSpec(
+        "shell",
+        "Run a shell command in the workspace (bash -c) and return its stdout, stderr and exit code. "
+        "No terminal and no input: interactive programs get end-of-file. Killed, with every process "
+        "it started, at the timeout or when the user cancels.",
+        schema({
+            "command": {"type": "string", "description": "The command line."},
+            "timeout": {"type": "number", "minimum": 1, "maximum": MAX_SHELL_TIMEOUT,
+                        "description": f"Seconds before it is killed (default {DEFAULT_SHELL_TIMEOUT:g})."},
+        }, ["command"])), "shell", shell),
+)

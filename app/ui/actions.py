@@ -16,10 +16,11 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 Host = Any  # app.ui.app.BulkheadApp: engine, busy, open_error, archive_count(), chat_last_answer()
 Handler = Callable[[Host, str], "Awaitable[None] | None"]
+Registered = TypeVar("Registered", bound=Callable[..., Any])  # a handler keeps its own signature
 
 
 def module_available(name: str) -> bool:
@@ -377,10 +378,10 @@ BY_ID = {action.id: action for action in ACTIONS}
 HANDLERS: dict[str, Handler] = {}
 
 
-def handles(*action_ids: str) -> Callable[[Handler], Handler]:
+def handles(*action_ids: str) -> Callable[[Registered], Registered]:
     """Register the function below as the handler of `action_ids` (each id has one)."""
 
-    def register(function: Handler) -> Handler:
+    def register(function: Registered) -> Registered:
         for action_id in action_ids:
             if action_id not in BY_ID:
                 raise KeyError(f"no action {action_id!r} in the table")

@@ -37,7 +37,7 @@ from textual.timer import Timer
 from textual.widgets import Static
 
 from app.engine.describe import describe
-from app.engine.events import (
+from app.model.events import (
     AnswerFinished,
     Compaction,
     Event,
@@ -53,10 +53,10 @@ from app.engine.events import (
     ToolCallStarted,
     TurnFinished,
 )
-from app.engine.messages import Message as EngineMessage
-from app.ui.answer_view import AnswerView
+from app.model.messages import Message as EngineMessage
 from app.ui.chat_history import HistoryEntry, entries_from_messages, entry_of
 from app.ui.chat_items import AssistantItem, ChatItem, NoticeItem, ReportItem, ToolBlock, UserItem
+from app.ui.markdown.widget import AnswerView
 
 FLUSH_INTERVAL_S = 0.05  # coalesce deltas: 20 appends (and re-layouts) a second at most
 FOLLOW_ROWS = 2  # "at the bottom" means within this many rows of the end

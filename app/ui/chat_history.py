@@ -9,12 +9,13 @@ an item scrolled far out of view becomes an entry again (`entry_of`), keeping ev
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from app.engine.messages import Message as EngineMessage
-from app.engine.messages import Text as TextPart
-from app.engine.messages import ToolCall, ToolResult
+from app.model.messages import Message as EngineMessage
+from app.model.messages import Text as TextPart
+from app.model.messages import ToolCall, ToolResult
 from app.ui.chat_items import AssistantItem, ChatItem, NoticeItem, ReportItem, ToolBlock, UserItem
 
 TOOL_RESULT_SHOWN = 500  # characters of a resumed tool result a tool block shows (and a search sees)
@@ -71,13 +72,13 @@ def entries_from_messages(messages: Iterable[EngineMessage]) -> list[HistoryEntr
         origin = message.meta.origin
         if message.role == "user" and origin in ("user", "recall"):
             text = message.text
-            entries.append(HistoryEntry("user", text, lambda t=text, o=origin: UserItem(t, origin=o)))
+            entries.append(HistoryEntry("user", text, functools.partial(UserItem, text, origin=origin)))
         elif message.role == "assistant":
             text = "".join(p.text for p in message.parts if isinstance(p, TextPart))
             if text:
                 partial = message.meta.partial
                 entries.append(
-                    HistoryEntry("assistant", text, lambda t=text, p=partial: AssistantItem(t, partial=p))
+                    HistoryEntry("assistant", text, functools.partial(AssistantItem, text, partial=partial))
                 )
             for call in message.parts:
                 if isinstance(call, ToolCall):

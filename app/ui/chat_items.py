@@ -25,7 +25,7 @@ from textual.widget import Widget
 from textual.widgets import Button, Static
 
 from app.textsafe import display, display_line
-from app.ui.answer_view import AnswerView
+from app.ui.markdown.widget import AnswerView
 
 _CODE_BLOCK_RE = re.compile(r"^(```+|~~~+)[^\n]*\n(.*?)^\1[ \t]*$", re.M | re.S)
 NOTICE_MARKS = {"info": "ℹ", "warn": "⚠", "error": "✖"}

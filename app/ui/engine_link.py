@@ -18,7 +18,7 @@ from textual.css.query import NoMatches
 from textual.widgets import Static
 
 from app.config import ConfigError
-from app.engine.events import (
+from app.model.events import (
     CompactionPhase,
     Event,
     McpServerChanged,

@@ -51,7 +51,7 @@ class MainScreen(Screen):
     def on_mount(self) -> None:
         for selector in ("#new-output", "#completions", "#busy"):
             self.query_one(selector).display = False
-        self.app.main_screen_mounted()
+        self.app.main_screen_mounted()  # type: ignore[attr-defined]  # BulkheadApp's; screens see App[Any]
 
     def on_chat_leave_chat(self) -> None:
         with contextlib.suppress(NoMatches):

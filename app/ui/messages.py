@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.message import Message
 
-from app.engine.events import Event
+from app.model.events import Event
 
 
 class EngineEvent(Message):

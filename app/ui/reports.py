@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from app.engine.context_report import ContextReport
-from app.engine.costs import Counters
+from app.model.costs import Counters
 from app.sizes import format_size
 from app.textsafe import display_line
 

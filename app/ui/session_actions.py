@@ -153,7 +153,7 @@ async def model(app: Host, name: str, chosen_model: str | None = None) -> None:
 
 
 def _open_model_picker(app: Host) -> None:
-    from app.providers.models import list_route_models
+    from app.engine.model_list import list_route_models
     from app.secrets import get_api_key
     from app.ui.screens.models import ModelScreen
 

@@ -30,7 +30,7 @@ INTERRUPT_QUIT_WINDOW_S = 2.0  # a second Ctrl+C on an empty, idle prompt within
 class ApprovalAsked(Message):
     """The engine's approver awaits `future`; the chat's tool block resolves it."""
 
-    def __init__(self, name: str, args: dict, why: str, future: asyncio.Future[bool]) -> None:
+    def __init__(self, name: str, args: dict, why: str, future: asyncio.Future[bool | str]) -> None:
         super().__init__()
         self.name = name
         self.args = args
@@ -42,6 +42,7 @@ class TurnControl:
     """Mixed into `BulkheadApp`: prompts, commands, turns, cancelling and approvals."""
 
     engine: Any
+    _last_interrupt: float
 
     # -- the prompt -------------------------------------------------------------------------------------------
     def on_prompt_area_submitted(self, event: PromptArea.Submitted) -> None:

@@ -8,10 +8,10 @@ import json
 from collections.abc import Iterable, Sequence
 
 from app.config import Settings
-from app.engine.archive import MARKER_RE, REASONS, ArchiveEntry, archive_key, defang_markers, markers_in
 from app.engine.compaction.context import PassContext, part_strings
 from app.engine.compaction.pairing import pairing_problems, starts_with_user
-from app.engine.messages import Image, Message, Text, ToolCall, ToolResult
+from app.model.archive import MARKER_RE, REASONS, ArchiveEntry, archive_key, defang_markers, markers_in
+from app.model.messages import Image, Message, Text, ToolCall, ToolResult
 
 _ids = itertools.count(1)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.engine.archive import (
+from app.model.archive import (
     MARKER_RE,
     archive_key,
     defang_markers,
@@ -41,14 +41,14 @@ def test_recall_suffix_names_every_key_once():
 
 
 def test_format_recall_one_key_is_the_content_alone():
-    from app.engine.archive import format_recall
+    from app.model.archive import format_recall
 
     content = "line 1\nline 2 ✓\n"
     assert format_recall({archive_key(content): content}) == content
 
 
 def test_format_recall_sections_and_missing_keys():
-    from app.engine.archive import format_recall
+    from app.model.archive import format_recall
 
     out = format_recall({K1: "alpha", K2: None})
     assert f"=== ccr:{K1} (5 chars) ===\nalpha" in out

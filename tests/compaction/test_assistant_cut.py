@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from compaction_helpers import Builder, big_text, check_view, ctx_for
 
-from app.engine.archive import archive_key, markers_in
 from app.engine.compaction.assistant_cut import cut_long_assistant
+from app.model.archive import archive_key, markers_in
 
 
 def test_cut_over_5000_chars():

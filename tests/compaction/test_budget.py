@@ -9,8 +9,8 @@ import stat
 from compaction_helpers import Builder, big_text, check_view, ctx_for
 
 from app.config import Settings
-from app.engine.archive import archive_key, markers_in
 from app.engine.compaction.budget import enforce_budgets
+from app.model.archive import archive_key, markers_in
 from app.tools.budget import spill_path_for
 
 

@@ -6,8 +6,8 @@ import re
 
 from compaction_helpers import Builder, big_text, check_view, ctx_for
 
-from app.engine.archive import archive_key, markers_in
 from app.engine.compaction.dedup import dedup_reads, normalise_path
+from app.model.archive import archive_key, markers_in
 
 
 def reads(*specs, verbatim_recall: bool = False):

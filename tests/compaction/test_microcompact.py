@@ -6,10 +6,10 @@ import re
 
 from compaction_helpers import Builder, big_text, check_view, ctx_for
 
-from app.engine.archive import archive_key, marker, markers_in
 from app.engine.compaction.context import merge_entries
 from app.engine.compaction.microcompact import microcompact
 from app.engine.compaction.truncate import nuclear
+from app.model.archive import archive_key, marker, markers_in
 
 ONE_LINE = re.compile(r"^\[Old tool result cleared — ([\d,]+) lines, ([\d,]+) chars, (\w+)\] "
                       r"\[full content recoverable via @recall <<ccr:([0-9a-f]{16})>>\]$")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from compaction_helpers import Builder, big_text, check_view, ctx_for
 
-from app.engine.archive import archive_key, marker
 from app.engine.compaction.pairing import (
     MISSING_RESULT,
     ensure_starts_with_user,
@@ -12,8 +11,9 @@ from app.engine.compaction.pairing import (
     repair_pairing,
     starts_with_user,
 )
-from app.engine.messages import ToolCall
 from app.engine.prompts import DROPPED_NOTICE
+from app.model.archive import archive_key, marker
+from app.model.messages import ToolCall
 
 
 def test_valid_view_is_untouched():

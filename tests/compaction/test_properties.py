@@ -17,7 +17,6 @@ from hypothesis import HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
 
 from app.config import Settings
-from app.engine.archive import archive_key, marker
 from app.engine.compaction.assistant_cut import cut_long_assistant
 from app.engine.compaction.budget import enforce_budgets
 from app.engine.compaction.context import content_bytes, merge_entries
@@ -27,7 +26,8 @@ from app.engine.compaction.pairing import ensure_starts_with_user, pairing_probl
 from app.engine.compaction.pipeline import recovery_candidate, run_pipeline
 from app.engine.compaction.summarize import summarize_pass
 from app.engine.compaction.truncate import keep_recent, nuclear, shrink_to_fit
-from app.engine.messages import Image, Message, Text, ToolCall
+from app.model.archive import archive_key, marker
+from app.model.messages import Image, Message, Text, ToolCall
 
 
 def property_settings(examples: int):

@@ -8,7 +8,6 @@ import pytest
 from compaction_helpers import Builder, big_text, check_view, ctx_for, fake_summarizer, run
 
 from app.config import Settings
-from app.engine.archive import archive_key, marker, markers_in
 from app.engine.compaction.summarize import (
     name_call,
     quality_gate,
@@ -17,8 +16,9 @@ from app.engine.compaction.summarize import (
     summarizer_budget,
     summary_floor,
 )
-from app.engine.messages import Message, Text, ToolCall
 from app.engine.prompts import SUMMARY_HEADER, SUMMARY_SYSTEM
+from app.model.archive import archive_key, marker, markers_in
+from app.model.messages import Message, Text, ToolCall
 
 GOOD = ("The user asked to fix the parser in app/parse.py; the assistant ran the tests (→ shell: pytest), "
         "found an off-by-one error and fixed it. Next: update the changelog.")

@@ -7,12 +7,12 @@ import re
 from compaction_helpers import Builder, big_text, check_view, ctx_for
 
 from app.config import Settings
-from app.engine.archive import archive_key, marker, markers_in
 from app.engine.compaction.pairing import pairing_problems
 from app.engine.compaction.truncate import keep_recent, nuclear, shrink_to_fit
 from app.engine.compaction.verbatim import limit_verbatim
-from app.engine.messages import Text
 from app.engine.prompts import COMPACTED_NOTICE, DROPPED_NOTICE
+from app.model.archive import archive_key, marker, markers_in
+from app.model.messages import Text
 
 
 def chat(turns: int, size: int = 200) -> Builder:
@@ -49,7 +49,7 @@ def test_keep_recent_never_splits_a_tool_group_and_keeps_verbatim():
     b.user("use them")
     b.assistant("parallel", [])
     b.messages.pop()
-    from app.engine.messages import ToolCall
+    from app.model.messages import ToolCall
 
     calls = [ToolCall(f"c{i}", "shell", {"command": f"echo {i}"}) for i in range(4)]
     b.assistant("parallel", calls)

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from app.config import Route, Settings
-from app.engine.messages import Message
 from app.engine.session import Session
 from app.engine.turn import Engine
 from app.lab.embedded import start_embedded_lab
+from app.model.messages import Message
 from app.providers.base import make_provider
 from app.state import State
 from app.store import Store

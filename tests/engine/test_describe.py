@@ -7,7 +7,8 @@ import sys
 
 from app.commands import oneshot
 from app.engine.describe import describe
-from app.engine.events import (
+from app.engine.turn import describe_event
+from app.model.events import (
     CapLearned,
     Compaction,
     HookRun,
@@ -21,7 +22,6 @@ from app.engine.events import (
     ToolCallFinished,
     UsageRecorded,
 )
-from app.engine.turn import describe_event
 
 
 def test_recovery_rejection_retry_compaction_in_words():

@@ -7,7 +7,7 @@ import base64
 
 import pytest
 
-from app.engine.messages import Image
+from app.model.messages import Image
 from tests.unit.test_images import png
 
 

@@ -11,9 +11,9 @@ import json
 import pytest
 
 from app.config import HookSpec
-from app.engine.archive import markers_in
-from app.engine.messages import Native, ToolResult
 from app.engine.payload import calibrate
+from app.model.archive import markers_in
+from app.model.messages import Native, ToolResult
 
 NATIVE = {"anthropic": {}, "responses": {"api": "responses"}}
 

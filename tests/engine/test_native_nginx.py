@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from app.config import Route, Settings
-from app.engine.messages import Text
 from app.engine.session import Session
 from app.engine.turn import Engine
+from app.model.messages import Text
 from app.providers.base import make_provider
 from app.sizes import KIB
 from app.state import State

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from app.engine.archive import ArchiveEntry, archive_key
-from app.engine.messages import Message, ToolCall, ToolResult
 from app.engine.session import Session, SessionNotFound
 from app.engine.session_admin import SessionBusy, delete_session
 from app.engine.turn import retry_point
+from app.model.archive import ArchiveEntry, archive_key
+from app.model.messages import Message, ToolCall, ToolResult
 from app.store import Store
 
 

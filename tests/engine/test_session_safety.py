@@ -7,9 +7,9 @@ import asyncio
 
 import pytest
 
-from app.engine.archive import ArchiveEntry, archive_key
-from app.engine.messages import Message, ToolResult
 from app.engine.session import Session
+from app.model.archive import ArchiveEntry, archive_key
+from app.model.messages import Message, ToolResult
 
 OTHER_SECRET = "the other project's design notes: launch codes 0000"
 

@@ -9,8 +9,8 @@ import stat
 import pytest
 
 from app.config import HookSpec
-from app.engine.archive import markers_in
 from app.engine.prompts import CONTINUATION
+from app.model.archive import markers_in
 
 PROVIDERS = ("anthropic", "openai", "bedrock")
 

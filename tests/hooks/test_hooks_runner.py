@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from app.config import HOOK_EVENTS, HookSpec
-from app.engine.events import HookRun
 from app.engine.hooks import EVENT_FIELDS, HookRunner, can_block, expand_command, matcher_matches
+from app.model.events import HookRun
 from app.tools.approval import denied_outcome
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 from app.config import HookSpec
-from app.engine.messages import Image
 from app.mcp.deferral import SEARCH_TOOL
+from app.model.messages import Image
 from tests.mcp.conftest import demo_spec
 
 

@@ -31,13 +31,19 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from app.engine.archive import markers_in
+import pytest
+
 from app.engine.session import Session
+from app.model.archive import markers_in
 from app.store import Store
 
 KILLS = int(os.environ.get("BULKHEAD_CRASH_KILLS", "30"))
 SEED = int(os.environ.get("BULKHEAD_CRASH_SEED", "7"))
 RUN_DEADLINE_S = 120.0  # a child that says nothing for this long is hung: the test fails
+# About one round in ten runs to the end without a kill; three runs per kill (plus slack) is far above that, so a
+# loop that reaches it is not killing anything (a child that exits at once, e.g. when `app` is not importable).
+MAX_RUNS = KILLS * 3 + 10
+APP = [sys.executable, "-m", "app"]
 
 
 @dataclass
@@ -186,6 +192,23 @@ def _run_and_maybe_kill(args: list[str], *, cwd: Path, home: Path, kill_at: int,
         proc.stdout.close()
 
 
+def _one_more_run(report: CrashReport, child: list[str]) -> None:
+    """Count a run; fail once the loop has run far more often than its kills need (it is not killing anything)."""
+    if report.runs >= MAX_RUNS:
+        raise AssertionError(f"{report.runs} runs for {report.kills} of {KILLS} kills: the child ({' '.join(child)}) "
+                             f"is not producing output to interrupt — {report}")
+    report.runs += 1
+
+
+def _fail_on_child_traceback(run: Run, stderr_path: Path, report: CrashReport) -> None:
+    """The first child that prints a traceback (or exits with neither 0 nor 1 on its own) fails the test now."""
+    stderr = stderr_path.read_text(errors="replace")
+    if "Traceback" in stderr:
+        raise AssertionError(f"run {report.runs} printed a traceback (exit {run.returncode}):\n{stderr[-1600:]}")
+    if not run.killed and run.returncode not in (0, 1):
+        raise AssertionError(f"run {report.runs} exited {run.returncode}:\n{stderr[-1600:]}")
+
+
 def _round(rng: random.Random) -> tuple[str, bool, int]:
     """(prompt, --json?, kill point): mostly big answers to interrupt, sometimes a tool round or a chat.
 
@@ -242,17 +265,15 @@ def test_sigkill_anywhere_loses_nothing(tmp_path, isolated_home, capsys):
                 report.drafts_recovered += 1
 
     while report.kills < KILLS:
-        report.runs += 1
+        _one_more_run(report, APP)
         prompt, use_json, kill_at = _round(rng)
-        args = [sys.executable, "-m", "app", "-p", prompt, "--continue"] + (["--json"] if use_json else [])
+        args = APP + ["-p", prompt, "--continue"] + (["--json"] if use_json else [])
         run = _run_and_maybe_kill(args, cwd=workspace, home=home, kill_at=kill_at, count_lines=use_json,
                                   stderr_path=tmp_path / f"stderr-{report.runs}.txt")
+        _fail_on_child_traceback(run, tmp_path / f"stderr-{report.runs}.txt", report)
         verify_after_restart()  # this run was the restart after the previous kill
         if not run.killed:
             report.completed += 1
-            stderr = (tmp_path / f"stderr-{report.runs}.txt").read_text(errors="replace")
-            if "Traceback" in stderr or run.returncode not in (0, 1):
-                report.problems.append(f"run {report.runs} exited {run.returncode}: {stderr[-800:]}")
             continue
         report.kills += 1
         snapshot = run.snapshot
@@ -276,10 +297,11 @@ def test_sigkill_anywhere_loses_nothing(tmp_path, isolated_home, capsys):
         report.problems += [f"after kill {report.kills}: {p}" for p in _integrity_problems(home)]
 
     # One last run to the end: it resumes after the final kill and must see everything.
-    final = _run_and_maybe_kill([sys.executable, "-m", "app", "-p", "are we whole?", "--continue", "--json"],
+    final = _run_and_maybe_kill(APP + ["-p", "are we whole?", "--continue", "--json"],
                                 cwd=workspace, home=home, kill_at=10**9, count_lines=True,
                                 stderr_path=tmp_path / "stderr-final.txt")
     report.runs += 1
+    _fail_on_child_traceback(final, tmp_path / "stderr-final.txt", report)
     verify_after_restart()
     report.problems += [f"at the end: {p}" for p in _integrity_problems(home)]
     result = json.loads(final.output.decode().splitlines()[-1])
@@ -306,8 +328,8 @@ def _text_of(parts_json: str) -> str:
 
 async def test_regression_a_draft_left_after_its_answer_was_committed_is_not_appended_again(tmp_path, aws_env):
     from app.config import Settings
-    from app.engine.messages import Message
     from app.engine.turn import Engine
+    from app.model.messages import Message
     from app.providers.base import make_provider
     from tests.reliability.conftest import FAKE_KEY, route_for
 
@@ -327,3 +349,22 @@ async def test_regression_a_draft_left_after_its_answer_was_committed_is_not_app
 
     partials = [m for m in Session.load(store, session.id).master if m.meta.partial]
     assert partials == [], "the committed answer came back a second time, as a partial copy"
+
+
+def test_a_child_that_cannot_start_fails_the_crash_loop_at_its_first_run(tmp_path):
+    """Regression: with `app` not importable every run "completed" and the kill loop spun 22,291 times."""
+    broken = [sys.executable, "-c", "import bulkhead_module_that_does_not_exist"]
+    report = CrashReport()
+    _one_more_run(report, broken)
+    run = _run_and_maybe_kill(broken, cwd=tmp_path, home=tmp_path, kill_at=10**9, count_lines=False,
+                              stderr_path=tmp_path / "stderr.txt")
+
+    with pytest.raises(AssertionError, match="printed a traceback"):
+        _fail_on_child_traceback(run, tmp_path / "stderr.txt", report)
+
+
+def test_the_crash_loop_is_bounded_when_no_run_is_killed():
+    report = CrashReport(runs=MAX_RUNS)
+
+    with pytest.raises(AssertionError, match="is not producing output"):
+        _one_more_run(report, APP)

@@ -26,7 +26,8 @@ import pytest
 
 from app import fsutil
 from app.fsutil import WriteFailed, atomic_write
-from app.tools.base import ToolContext, run_tool
+from app.tools.base import ToolContext
+from app.tools.registry import run_tool
 
 REPO = Path(__file__).resolve().parents[2]
 LINES = 6000
@@ -107,8 +108,8 @@ async def test_write_file_creating_a_file_on_a_full_disk_creates_nothing(tiny_di
 
 def test_export_to_a_full_disk_keeps_the_previous_export(tiny_disk: Path, tmp_path: Path, capsys) -> None:
     from app.cli import main
-    from app.engine.messages import Message
     from app.engine.session import Session
+    from app.model.messages import Message
     from app.store import Store
 
     store = Store()
@@ -146,7 +147,8 @@ def test_state_toml_on_a_full_disk_keeps_what_was_learned(tiny_disk: Path) -> No
 CHILD = """
 import asyncio, json, resource, signal, sys
 from pathlib import Path
-from app.tools.base import ToolContext, run_tool
+from app.tools.base import ToolContext
+from app.tools.registry import run_tool
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)           # the write call fails with EFBIG instead
 resource.setrlimit(resource.RLIMIT_FSIZE, (16 * 1024, 16 * 1024))
 ws = Path(sys.argv[1])
@@ -273,8 +275,8 @@ def run_app(home: Path, *argv: str, config: Path | None = None) -> subprocess.Co
 
 
 def make_session(home: Path, messages: int = 3, size: int = 200) -> str:
-    from app.engine.messages import Message
     from app.engine.session import Session
+    from app.model.messages import Message
     from app.store import Store
 
     store = Store(home / "bulkhead.db")
@@ -286,8 +288,8 @@ def make_session(home: Path, messages: int = 3, size: int = 200) -> str:
 
 
 def test_a_full_disk_during_a_write_is_one_clear_sentence(tmp_path: Path) -> None:
-    from app.engine.messages import Message
     from app.engine.session import Session
+    from app.model.messages import Message
     from app.store import DiskFull, Store
 
     store = Store(tmp_path / "bulkhead.db")

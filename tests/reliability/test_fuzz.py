@@ -40,10 +40,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.config import SETTING_FIELDS, ConfigError, Settings, load_settings
-from app.engine.archive import archive_key, marker, markers_in, parse_recall_keys
 from app.engine.failures import KINDS, PAYLOAD_KINDS, Failure, classify, classify_fields
 from app.lab import eventstream
 from app.lab.eventstream import EventStreamError, decode_frames
+from app.model.archive import archive_key, marker, markers_in, parse_recall_keys
 from app.providers.anthropic import AnthropicEvents, AnthropicProvider
 from app.providers.base import ProviderError
 from app.providers.bedrock import BedrockEvents

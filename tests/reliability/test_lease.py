@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from app.engine.messages import Message
 from app.engine.session import Session
 from app.lease import Holder, SessionHeld, SessionReadOnly, process_start, this_process
+from app.model.messages import Message
 from app.store import Store
 
 REPO = Path(__file__).resolve().parents[2]

@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from app.config import Settings
-from app.engine.events import Event
 from app.engine.session import Session
 from app.engine.turn import Engine
+from app.model.events import Event
 from app.providers.base import make_provider
 from app.sizes import KIB, format_size
 from app.state import State
@@ -303,7 +303,7 @@ async def test_fault_soak(reliability_lab, tmp_path, aws_env, capsys):
 # -- the auditor is not blind: each broken promise, staged by hand, is reported -----------------------
 
 def _staged_session() -> Session:
-    from app.engine.messages import Message
+    from app.model.messages import Message
 
     session = Session.create(Store(), route="t", provider="anthropic", model="m")
     session.append(Message.create("user", "hello", turn=1))
@@ -311,7 +311,7 @@ def _staged_session() -> Session:
 
 
 def _request(request_id: str, kind: str | None = None, text: str = "") -> list[Event]:
-    from app.engine.events import RequestFinished, RequestStarted, TextDelta
+    from app.model.events import RequestFinished, RequestStarted, TextDelta
 
     events: list[Event] = [RequestStarted(request_id=request_id, route="t", purpose="chat", predicted_bytes=10)]
     if text:
@@ -329,7 +329,7 @@ def test_the_auditor_reports_an_answer_received_but_not_stored():
 
 
 def test_the_auditor_reports_a_retry_after_visible_output():
-    from app.engine.events import TurnStarted
+    from app.model.events import TurnStarted
 
     session = _staged_session()
     events = [TurnStarted(turn=1, prompt="hello"), *_request("r1", "connection_drop", "half an ans"),
@@ -339,7 +339,7 @@ def test_the_auditor_reports_a_retry_after_visible_output():
 
 
 def test_the_auditor_reports_a_vanished_message_a_dangling_marker_and_wrong_counters():
-    from app.engine.messages import Message
+    from app.model.messages import Message
 
     session = _staged_session()
     session.append(Message.create("assistant", "see <<ccr:0123456789abcdef>>", turn=1))
@@ -352,7 +352,7 @@ def test_the_auditor_reports_a_vanished_message_a_dangling_marker_and_wrong_coun
 
 
 def test_the_auditor_reports_a_view_that_opens_with_an_answer():
-    from app.engine.messages import Message
+    from app.model.messages import Message
 
     session = Session.create(Store(), route="t", provider="anthropic", model="m")
     session.append(Message.create("assistant", "I speak first", turn=1))

@@ -22,8 +22,8 @@ import pytest
 from textual.geometry import Region
 
 from app.config import HookSpec, Route, load_settings
-from app.engine.archive import make_entry
 from app.lab.embedded import start_embedded_lab
+from app.model.archive import make_entry
 from app.ui.app import BulkheadApp
 from app.ui.headless import ready, settle, until
 from tests.reliability.helpers.terminal import run_bulkhead

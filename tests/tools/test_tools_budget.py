@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from app.tools import budget
-from app.tools.base import ToolContext, ToolOutcome, run_tool, with_result_limit
+from app.tools.base import ToolContext, ToolOutcome, with_result_limit
+from app.tools.registry import run_tool
 
 
 @pytest.fixture

@@ -9,7 +9,8 @@ import jsonschema
 import pytest
 
 from app.tools import files
-from app.tools.base import TOOL_SPECS, TOOLS, ToolContext, run_tool
+from app.tools.base import ToolContext
+from app.tools.registry import TOOL_SPECS, TOOLS, run_tool
 
 
 @pytest.fixture

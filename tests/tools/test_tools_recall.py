@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from app.engine.archive import archive_key
-from app.tools.base import ToolContext, run_tool
+from app.model.archive import archive_key
+from app.tools.base import ToolContext
+from app.tools.registry import run_tool
 
 FIRST = "def f():\r\n    return 'é'  \n\n\ttrailing spaces   "  # CRLF, unicode, no final newline
 SECOND = "second entry\n" * 3 + "=== <<ccr:0000000000000000>> === looks like a header\n"

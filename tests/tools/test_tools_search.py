@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from app.tools import search
-from app.tools.base import ToolContext, run_tool
+from app.tools.base import ToolContext
+from app.tools.registry import run_tool
 
 HAVE_RG = shutil.which("rg") is not None
 needs_rg = pytest.mark.skipif(not HAVE_RG, reason="ripgrep (rg) is not installed; CI installs it")

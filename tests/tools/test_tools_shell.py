@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from app.tools import shell as shell_module
-from app.tools.base import ToolContext, run_tool
+from app.tools.base import ToolContext
+from app.tools.registry import run_tool
 
 
 def pid_alive(pid: int) -> bool:
@@ -227,7 +228,7 @@ async def test_what_the_model_reads_is_exact_and_only_the_stored_copy_is_redacte
                                                                                    tmp_path: Path) -> None:
     """A .env the model reads and may write back keeps its bytes; the database and spill files never hold
     the key (`app.store` and `app.tools.budget` redact by value)."""
-    from app.engine.messages import Message, ToolResult
+    from app.model.messages import Message, ToolResult
     from app.redact import register_secret
     from app.store import Store
 

@@ -17,8 +17,8 @@ from textual import events
 from textual.widgets import Static
 
 from app.config import Route, load_settings
-from app.engine.archive import ArchiveEntry, archive_key
-from app.engine.events import AnswerFinished, Compaction, Notice, TextDelta
+from app.model.archive import ArchiveEntry, archive_key
+from app.model.events import AnswerFinished, Compaction, Notice, TextDelta
 from app.state import State
 from app.ui.app import SDK_MODULES, BulkheadApp
 from app.ui.chat_items import AssistantItem, ReportItem, ToolBlock, UserItem, code_blocks
@@ -891,9 +891,9 @@ def session_held_elsewhere():
     """A session whose lease a live other process holds (a `sleep` stands in for the other bulkhead)."""
     import subprocess
 
-    from app.engine.messages import Message
     from app.engine.session import Session
     from app.lease import Holder, process_start, this_process
+    from app.model.messages import Message
     from app.store import Store
 
     store = Store()

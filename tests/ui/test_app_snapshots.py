@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from app.config import load_settings
-from app.engine.messages import Message
 from app.engine.session import Session
+from app.model.messages import Message
 from app.store import Store
 from app.ui.app import BulkheadApp
 from app.ui.headless import ready, settle, until

@@ -3,8 +3,8 @@ scrolls up, /find (Ctrl+F) finds text in items that were never drawn and brings 
 
 from __future__ import annotations
 
-from app.engine.messages import Message, ToolCall, ToolResult
 from app.engine.session import Session
+from app.model.messages import Message, ToolCall, ToolResult
 from app.store import Store
 from app.ui.chat_items import NoticeItem, ToolBlock, UserItem
 from app.ui.headless import ready, until

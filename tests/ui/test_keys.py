@@ -12,8 +12,8 @@ from textual.binding import Binding
 from app.ui import terminal_keys
 from app.ui.app import BulkheadApp
 from app.ui.chat import Chat
-from app.ui.palette import applicable_titles
 from app.ui.headless import ready, until
+from app.ui.palette import applicable_titles
 from app.ui.prompt import PromptArea
 from app.ui.screens.help import HelpScreen
 from tests.ui.conftest import lab_settings

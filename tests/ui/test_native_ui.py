@@ -7,7 +7,7 @@ from datetime import UTC
 
 from textual.widgets import Static
 
-from app.engine.events import ProviderEdits
+from app.model.events import ProviderEdits
 from app.ui.app import BulkheadApp
 from app.ui.chat_items import ReportItem
 from app.ui.headless import ready, settle

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from app.engine.events import (
+from app.model.events import (
     CapLearned,
     Compaction,
     CompactionPhase,

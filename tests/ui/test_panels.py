@@ -15,8 +15,10 @@ from textual.binding import Binding
 from textual.widgets import DataTable, Input, Static
 
 from app.config import Route, Settings
-from app.engine.archive import ArchiveEntry, archive_key
-from app.engine.events import (
+from app.engine.session import Session
+from app.engine.turn import Engine
+from app.model.archive import ArchiveEntry, archive_key
+from app.model.events import (
     CapLearned,
     Compaction,
     CompactionPhase,
@@ -32,9 +34,7 @@ from app.engine.events import (
     UsageRecorded,
     ViewChanged,
 )
-from app.engine.messages import Message
-from app.engine.session import Session
-from app.engine.turn import Engine
+from app.model.messages import Message
 from app.providers.base import make_provider
 from app.state import State
 from app.store import Store

@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from app.sizes import format_size
-from app.ui.palette import applicable_titles
-from app.ui.slash import complete_slash
 from app.ui.headless import ready, settle, until
+from app.ui.palette import applicable_titles
 from app.ui.screens.help import HelpScreen
 from app.ui.screens.permissions import PermissionsScreen
 from app.ui.screens.rewind import RewindScreen
+from app.ui.slash import complete_slash
 from app.ui.widgets.inspector import Inspector
 from tests.ui.conftest import lab_settings
 from tests.ui.test_app import SIZE, approval_for, make_app, send, submit

@@ -3,8 +3,8 @@ F5 screen's search, rename and delete (with confirmation)."""
 
 from __future__ import annotations
 
-from app.engine.messages import Message
 from app.engine.session import Session
+from app.model.messages import Message
 from app.ui.chat_items import UserItem
 from app.ui.headless import ready, until
 from app.ui.screens.confirm import ConfirmScreen

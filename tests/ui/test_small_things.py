@@ -5,8 +5,8 @@ cannot fit says why."""
 from __future__ import annotations
 
 from app.config import Route
-from app.engine.archive import ArchiveEntry, archive_key
-from app.engine.events import Compaction
+from app.model.archive import ArchiveEntry, archive_key
+from app.model.events import Compaction
 from app.ui.chat_items import ReportItem
 from app.ui.headless import ready, settle, until
 from tests.ui.conftest import lab_settings

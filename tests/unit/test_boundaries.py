@@ -76,7 +76,7 @@ def test_the_checker_sees_every_import_form(tmp_path):
 def test_importing_the_core_loads_no_textual():
     code = ("import json, sys\n"
             "import app.engine.session, app.store, app.config, app.state, app.secrets, app.export\n"
-            "import app.engine.events, app.engine.messages, app.providers.base\n"
+            "import app.model.events, app.model.messages, app.providers.base\n"
             "import app.mcp.manager, app.mcp.toolset, app.mcp.deferral, app.mcp.context_engine\n"
             "print(json.dumps(sorted(m for m in sys.modules if m == 'textual' or m.startswith(('textual.', 'app.ui')))))\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,

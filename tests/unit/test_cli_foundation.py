@@ -13,9 +13,9 @@ import pytest
 
 from app.cli import main
 from app.config import example_config_path
-from app.engine.archive import make_entry, marker
-from app.engine.messages import Image, Message, Text, ToolCall, ToolResult
 from app.engine.session import Session
+from app.model.archive import make_entry, marker
+from app.model.messages import Image, Message, Text, ToolCall, ToolResult
 from app.store import Store
 from app.textsafe import display
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from app.engine.messages import Message
 from app.engine.session import Session
+from app.model.messages import Message
 from app.store import Store
 
 HELPER = Path(__file__).parent / "helpers" / "append_writer.py"

@@ -8,6 +8,7 @@ would wrap it in.
 from __future__ import annotations
 
 import json
+import os
 import socket
 import socketserver
 import struct
@@ -41,6 +42,21 @@ PUBLIC_VECTORS = FIXTURES / "failures" / "public-vectors.jsonl"  # mined from pu
 BIG_BODY_CHARS = 800_000  # comfortably above the 500,000-byte drop threshold
 SMALL_BODY_CHARS = 2_000
 SERVER_READS_BEFORE_RESET = 64 * 1024
+REPOSITORY = Path(__file__).resolve().parents[2]
+
+
+def _shared_reference(name: str) -> Path | None:
+    """The team's shared reference folder: `BULKHEAD_SHARED`, else a `shared/` beside the repository or above it.
+
+    Worktrees live at different depths (`/work/main`, `/work/wt/NAME`), so the folder is found by walking up from
+    the repository instead of by an absolute path.
+    """
+    override = os.environ.get("BULKHEAD_SHARED")
+    candidates = [Path(override)] if override else [parent / "shared" for parent in REPOSITORY.parents]
+    for folder in candidates:
+        if (folder / "reference" / name).is_file():
+            return folder / "reference" / name
+    return None
 
 
 def _load(path: Path) -> list[dict]:
@@ -58,9 +74,9 @@ def _fields(vector: dict) -> Failure:
 
 # -- vectors -----------------------------------------------------------------------------------------
 def test_fixture_is_a_faithful_copy_of_the_reference_vectors():
-    reference = Path("/work/shared/reference/error-vectors.jsonl")
-    if not reference.exists():
-        pytest.skip("shared reference folder not mounted")
+    reference = _shared_reference("error-vectors.jsonl")
+    if reference is None:
+        pytest.skip("no shared/reference folder above the repository (set BULKHEAD_SHARED to point at it)")
     assert REFERENCE_VECTORS.read_text(encoding="utf-8") == reference.read_text(encoding="utf-8")
 
 

@@ -10,8 +10,8 @@ import pytest
 
 from app import redact
 from app.config import Route, load_settings
-from app.engine.messages import Message
 from app.engine.session import Session
+from app.model.messages import Message
 from app.redact import (
     REDACTED,
     forget_secrets,

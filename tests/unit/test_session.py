@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from app.engine import messages as messages_module
-from app.engine.archive import ArchiveEntry, make_entry, marker, markers_in, stub_text
-from app.engine.events import MessageAdded
-from app.engine.messages import Message, ToolCall, ToolResult, View
 from app.engine.session import Session, SessionNotFound
+from app.model import messages as messages_module
+from app.model.archive import ArchiveEntry, make_entry, marker, markers_in, stub_text
+from app.model.events import MessageAdded
+from app.model.messages import Message, ToolCall, ToolResult, View
 from app.store import Store
 
 
@@ -243,7 +243,7 @@ def test_archive_and_events(store):
     session.archive([entry])
     session.archive([entry])
     assert [e.key for e in store.archive_list(session.id)] == [entry.key]
-    from app.engine.events import Notice
+    from app.model.events import Notice
 
     got = []
     session.bus.subscribe(got.append)

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from app.cli import main
-from app.engine.messages import Message
 from app.engine.session import Session
+from app.model.messages import Message
 from app.store import Store
 
 REPO = Path(__file__).resolve().parents[2]

@@ -11,9 +11,9 @@ import stat
 import pytest
 
 from app import store as store_module
-from app.engine.archive import ArchiveEntry, make_entry
-from app.engine.messages import Image, Message, Meta, Text, ToolCall, ToolResult, View, new_id
 from app.engine.session import Session
+from app.model.archive import ArchiveEntry, make_entry
+from app.model.messages import Image, Message, Meta, Text, ToolCall, ToolResult, View, new_id
 from app.store import SCHEMA_VERSION, Store, StoreError, database_path
 
 UNICODE = [

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from app.engine.messages import Image, Message, Text, ToolCall, ToolResult
+from app.model.messages import Image, Message, Text, ToolCall, ToolResult
 from app.providers.base import (
     Provider,
     ProviderError,

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from app.config import Settings
-from app.engine.messages import Message, Text, ToolCall, ToolResult
+from app.model.messages import Message, Text, ToolCall, ToolResult
 from app.providers.base import dumps
 
 from . import frames as F

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from app.config import Settings
-from app.engine.messages import Message, ToolCall, ToolResult
 from app.lab import eventstream
+from app.model.messages import Message, ToolCall, ToolResult
 
 from . import frames as F
 from .common import (

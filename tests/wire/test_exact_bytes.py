@@ -13,7 +13,7 @@ import random
 
 import pytest
 
-from app.engine.messages import Image, Message, Text, ToolCall, ToolResult
+from app.model.messages import Image, Message, Text, ToolCall, ToolResult
 from app.providers.base import dumps
 
 from . import frames as F

@@ -10,7 +10,7 @@ import sys
 import app.providers.anthropic, app.providers.openai, app.providers.bedrock, app.providers.lab
 import app.providers.catalog, app.providers.wire, app.providers.html
 from app.config import Route, Settings
-from app.engine.messages import Message
+from app.model.messages import Message
 from app.providers.base import ToolSpec, make_provider
 
 tool = ToolSpec("read_file", "Read a file.", {"type": "object"})

@@ -10,8 +10,8 @@ import json
 import pytest
 
 from app.config import Route, Settings
+from app.engine.model_list import list_route_models
 from app.lab.embedded import start_embedded_lab
-from app.providers.models import list_route_models
 from tests.wire.scripted_server import Hold, Reply, ScriptedServer
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from app.config import Route, Settings
-from app.engine.messages import Message, Native, Text, ToolCall, ToolResult, part_from_dict, part_to_dict
 from app.lab.embedded import start_embedded_lab
+from app.model.messages import Message, Native, Text, ToolCall, ToolResult, part_from_dict, part_to_dict
 from app.providers.anthropic import COMPACT_ON_DEMAND_BETA, COMPACT_THRESHOLD_BETA, CONTEXT_MANAGEMENT_BETA
 from app.providers.base import EditsChunk, NativeChunk, TextChunk, make_provider
 from app.providers.bedrock import translate as bedrock_translate

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from app.config import Route, Settings
-from app.engine.messages import Message, ToolCall, ToolResult
+from app.model.messages import Message, ToolCall, ToolResult
 from app.providers.base import dumps
 
 from . import frames as F

@@ -13,10 +13,10 @@ import random
 import pytest
 
 from app.config import Route, Settings
-from app.engine.costs import price_usd
 from app.engine.failures import classify
-from app.engine.messages import Image, Message, Native, Text, ToolCall, ToolResult
 from app.lab.embedded import start_embedded_lab
+from app.model.costs import price_usd
+from app.model.messages import Image, Message, Native, Text, ToolCall, ToolResult
 from app.providers.base import (
     NativeChunk,
     ProviderError,

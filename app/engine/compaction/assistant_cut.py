@@ -14,7 +14,7 @@ from app.engine.compaction.context import (
     utf8_len,
 )
 from app.engine.compaction.cut import preview, water_cap
-from app.engine.messages import Text
+from app.model.messages import Part, Text
 from app.sizes import format_size
 
 
@@ -29,7 +29,7 @@ def cut_long_assistant(messages: Messages, ctx: PassContext, *, reason: str = "L
             out.append(message)
             continue
         cap = water_cap(sizes, limit)
-        parts = []
+        parts: list[Part] = []
         changed = False
         for part in message.parts:
             if isinstance(part, Text) and len(part.text) > cap:

@@ -24,7 +24,7 @@ from app.engine.compaction.context import (
 )
 from app.engine.compaction.cut import MIN_CUT_CHARS, preview, water_cap
 from app.engine.compaction.microcompact import call_names
-from app.engine.messages import ToolResult
+from app.model.messages import Part, ToolResult
 from app.sizes import format_size
 from app.tools.budget import spill_note, spill_text
 
@@ -60,12 +60,13 @@ def enforce_budgets(messages: Messages, ctx: PassContext) -> PassResult:
             continue
         cap = turn_cap.get(message.meta.turn, math.inf)
         allowance = int(min(per_result, cap))
-        parts = []
+        parts: list[Part] = []
         changed = False
-        for part in message.parts:
-            if not isinstance(part, ToolResult) or len(part.content) <= allowance:
-                parts.append(part)
+        for any_part in message.parts:
+            if not isinstance(any_part, ToolResult) or len(any_part.content) <= allowance:
+                parts.append(any_part)
                 continue
+            part = any_part
             keys = archiver.stash(part.content, message)
             if keys is None:
                 parts.append(part)

@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from app.config import Settings
-from app.engine.archive import (
+from app.model.archive import (
     ArchiveEntry,
     defang_markers,
     make_entry,
     markers_in,
 )
-from app.engine.messages import Image, Message, Text, ToolCall, ToolResult
+from app.model.messages import Image, Message, Text, ToolCall, ToolResult
 
 Messages = tuple[Message, ...]
 

@@ -10,9 +10,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from app.engine.archive import recall_suffix, strip_markers
 from app.engine.compaction.context import Archiver, PassContext, args_text, derive
-from app.engine.messages import Image, Message, Text, ToolCall, ToolResult
+from app.model.archive import recall_suffix, strip_markers
+from app.model.messages import Image, Message, Text, ToolCall, ToolResult
 
 # The smallest allowance a cut may leave for text around its gap line and recall suffix.
 MIN_CUT_CHARS = 240

@@ -28,7 +28,7 @@ from app.engine.compaction.context import (
     utf8_len,
 )
 from app.engine.compaction.cut import one_line
-from app.engine.messages import ToolCall, ToolResult
+from app.model.messages import ToolCall, ToolResult
 from app.sizes import format_size
 
 READ_TOOLS = frozenset({"read_file"})
@@ -141,6 +141,8 @@ def dedup_reads(messages: Messages, ctx: PassContext) -> PassResult:
         changed = False
         for pi, rng in parts_to_stub.items():
             part = parts[pi]
+            if not isinstance(part, ToolResult):  # the ranges name tool results only
+                continue
             summary = (f"[Earlier read of {rng.path} ({rng.describe()}) superseded by a later read]" if rng.kind == "read"
                        else f"[Earlier result of {rng.path[:200]} superseded by a later identical call]")
             if len(summary) + 60 >= len(part.content):

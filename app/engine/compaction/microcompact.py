@@ -10,7 +10,6 @@ line carries its marker forward. Recall output and verbatim messages are never t
 
 from __future__ import annotations
 
-from app.engine.archive import markers_in
 from app.engine.compaction.context import (
     Archiver,
     Messages,
@@ -23,8 +22,9 @@ from app.engine.compaction.context import (
     utf8_len,
 )
 from app.engine.compaction.cut import content_type, one_line, preview
-from app.engine.messages import Message, ToolResult
-from app.engine.textcut import line_count
+from app.model.archive import markers_in
+from app.model.messages import Message, ToolResult
+from app.model.textcut import line_count
 from app.sizes import format_size
 
 
@@ -75,7 +75,7 @@ def microcompact(messages: Messages, ctx: PassContext) -> PassResult:
                     elif keys is not None:
                         new_content = preview(part.content, 0, keys, head=settings.microcompact_head_chars,
                                               tail=settings.microcompact_tail_chars)
-            if new_content is None or len(new_content) >= len(part.content):
+            if not isinstance(part, ToolResult) or new_content is None or len(new_content) >= len(part.content):
                 parts.append(part)
                 continue
             if summarize:

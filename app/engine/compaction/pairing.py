@@ -28,8 +28,8 @@ from app.engine.compaction.segment import (
     notice_message,
     segment_sources,
 )
-from app.engine.messages import Message, ToolCall, ToolResult
 from app.engine.prompts import DROPPED_NOTICE
+from app.model.messages import Message, Part, ToolCall, ToolResult
 
 MISSING_RESULT = "[tool result missing — dropped during compaction]"
 ORPHAN_HEADER = "[Tool output kept without its call]"
@@ -109,8 +109,8 @@ def repair_pairing(messages: Messages, ctx: PassContext, *, reason: str = "recov
                 pending = {c.id: c for c in message.tool_calls}
                 owner = message
             continue
-        keep: list = []
-        orphans: list = []
+        keep: list[Part] = []
+        orphans: list[Part] = []
         for part in message.parts:
             if pending is not None and isinstance(part, ToolResult) and part.call_id in pending:
                 keep.append(part)

@@ -24,7 +24,6 @@ import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from app.engine.archive import ArchiveEntry
 from app.engine.compaction.assistant_cut import cut_long_assistant
 from app.engine.compaction.budget import enforce_budgets
 from app.engine.compaction.context import Messages, PassContext, PassResult, Report, merge_entries, same_view
@@ -33,14 +32,16 @@ from app.engine.compaction.microcompact import microcompact
 from app.engine.compaction.pairing import ensure_starts_with_user, repair_pairing
 from app.engine.compaction.summarize import ContextEngine, Summarizer, summarize_pass
 from app.engine.compaction.truncate import keep_recent, nuclear, shrink_to_fit
-from app.engine.messages import Message
+from app.model.archive import ArchiveEntry
+from app.model.events import CompactionStage, CompactionTrigger
+from app.model.messages import Message
 from app.sizes import format_size
 
 Pass = Callable[[Messages, PassContext], PassResult]
-PhaseCallback = Callable[[str, str], None]
+PhaseCallback = Callable[[CompactionStage, str], None]
 
 # Phase keys given to `on_phase(key, text)`, in the order they can occur.
-PHASES = ("start", "trim", "summarize", "engine_fallback", "summary_applied", "summary_rejected", "nuclear", "done",
+PHASES: tuple[CompactionStage, ...] = ("start", "trim", "summarize", "engine_fallback", "summary_applied", "summary_rejected", "nuclear", "done",
           "cancelled")
 
 TRIM_PASSES: tuple[Pass, ...] = (microcompact, dedup_reads, enforce_budgets, repair_pairing,
@@ -74,7 +75,7 @@ class PipelineResult:
     bytes_before: int = 0
     bytes_after: int = 0
     summary_calls: int = 0
-    phases: list[tuple[str, str]] = field(default_factory=list)
+    phases: list[tuple[CompactionStage, str]] = field(default_factory=list)
     engine: str = ""  # who wrote the summary, when one was asked for: "local", "mcp:NAME", or a fallback
 
     @property
@@ -126,7 +127,7 @@ class _Cancelled(Exception):
     pass
 
 
-async def _await_unless_cancelled(task: asyncio.Task, cancel: asyncio.Event | None) -> PassResult:
+async def _await_unless_cancelled(task: asyncio.Task[PassResult], cancel: asyncio.Event | None) -> PassResult:
     """The task's result; `_Cancelled` when `cancel` is set first or the task was cancelled."""
     waiter = asyncio.ensure_future(cancel.wait()) if cancel is not None else None
     try:
@@ -153,7 +154,7 @@ def _size(n: int | None) -> str:
     return format_size(n)
 
 
-async def run_pipeline(messages: Sequence[Message], ctx: PassContext, *, trigger: str,
+async def run_pipeline(messages: Sequence[Message], ctx: PassContext, *, trigger: CompactionTrigger,
                        summarizer: Summarizer | None = None, instructions: str | None = None,
                        window_tokens: int, skip_summary: bool = False,
                        on_phase: PhaseCallback | None = None, cancel: asyncio.Event | None = None,
@@ -167,10 +168,10 @@ async def run_pipeline(messages: Sequence[Message], ctx: PassContext, *, trigger
     """
     original = tuple(messages)
     target = ctx.target_bytes
-    phases: list[tuple[str, str]] = []
+    phases: list[tuple[CompactionStage, str]] = []
     reports: list[Report] = []
 
-    def phase(key: str, text: str) -> None:
+    def phase(key: CompactionStage, text: str) -> None:
         phases.append((key, text))
         if on_phase is not None:
             with contextlib.suppress(Exception):  # a broken listener never breaks a compaction
@@ -183,8 +184,9 @@ async def run_pipeline(messages: Sequence[Message], ctx: PassContext, *, trigger
 
     def cancelled() -> PipelineResult:
         phase("cancelled", "✗ Compaction cancelled — history left as it was")
-        return PipelineResult(original, [], reports, "none", 0, False, False,
-                              target is None or before <= target, True, before, before, summary_calls, phases)
+        return PipelineResult(messages=original, entries=[], reports=reports, method="none", level=0, changed=False,
+                              summary_missed=False, reached_target=target is None or before <= target, cancelled=True,
+                              bytes_before=before, bytes_after=before, summary_calls=summary_calls, phases=phases)
 
     summary_calls = 0
     engine = ""
@@ -257,5 +259,6 @@ async def run_pipeline(messages: Sequence[Message], ctx: PassContext, *, trigger
                       + ("" if reached else f" — still over the target {_size(target)}"))
     else:
         phase("done", "✓ Nothing to compact")
-    return PipelineResult(view, entries, reports, method, level, changed, summary_missed, reached, False,
-                          before, size, summary_calls, phases, engine)
+    return PipelineResult(messages=view, entries=entries, reports=reports, method=method, level=level, changed=changed,
+                          summary_missed=summary_missed, reached_target=reached, cancelled=False, bytes_before=before,
+                          bytes_after=size, summary_calls=summary_calls, phases=phases, engine=engine)

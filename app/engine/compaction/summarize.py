@@ -21,7 +21,6 @@ import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
-from app.engine.archive import MARKER_RE, markers_in, recall_suffix
 from app.engine.compaction.context import (
     Archiver,
     Messages,
@@ -38,8 +37,9 @@ from app.engine.compaction.pairing import ensure_starts_with_user, repair_pairin
 from app.engine.compaction.segment import archive_segment, segment_sources
 from app.engine.compaction.truncate import is_pinned, tail_boundary
 from app.engine.compaction.verbatim import limit_verbatim, reappendable
-from app.engine.messages import Image, Message, Native, Text, ToolCall, ToolResult
 from app.engine.prompts import SUMMARY_HEADER, SUMMARY_SYSTEM
+from app.model.archive import MARKER_RE, ArchiveEntry, markers_in, recall_suffix
+from app.model.messages import Image, Message, Native, Text, ToolCall, ToolResult
 from app.sizes import format_size
 
 Summarizer = Callable[[str, str], Awaitable[str]]
@@ -270,7 +270,7 @@ async def summarize_pass(messages: Messages, ctx: PassContext, *, summarizer: Su
     built-in summarizer writes this summary (`report.engine` says which did, and why).
     """
     settings = ctx.settings
-    entries: list = []
+    entries: list[ArchiveEntry] = []
     view = tuple(messages)
     quarter = limit_verbatim(view, ctx, reason="summary")
     if quarter.changed:

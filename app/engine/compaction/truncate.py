@@ -40,8 +40,9 @@ from app.engine.compaction.segment import (
     segment_sources,
 )
 from app.engine.compaction.verbatim import is_verbatim, limit_verbatim, reappendable
-from app.engine.messages import Message
 from app.engine.prompts import COMPACTED_NOTICE, DROPPED_NOTICE
+from app.model.archive import ArchiveEntry
+from app.model.messages import Message
 from app.sizes import format_size
 
 SHRINK_MAX_ROUNDS = 24
@@ -63,7 +64,8 @@ def is_pinned(message: Message) -> bool:
     return is_verbatim(message) or is_payload_notice(message)
 
 
-def _finish(messages: Messages, entries: list, ctx: PassContext, reason: str) -> tuple[Messages, list]:
+def _finish(messages: Messages, entries: list[ArchiveEntry], ctx: PassContext,
+            reason: str) -> tuple[Messages, list[ArchiveEntry]]:
     """Quarter rule, then the safety net: valid pairing and a user message first."""
     for step in (lambda v: limit_verbatim(v, ctx, reason=reason),
                  lambda v: repair_pairing(v, ctx, reason=reason),

@@ -24,8 +24,8 @@ from app.engine.compaction.context import (
 )
 from app.engine.compaction.cut import one_line
 from app.engine.compaction.segment import as_user_message
-from app.engine.messages import Message, Text, ToolResult
-from app.engine.textcut import line_count
+from app.model.messages import Message, Text, ToolResult
+from app.model.textcut import line_count
 from app.sizes import format_size
 
 VERBATIM_SHARE = 4  # verbatim messages may hold at most 1/4 of the budget

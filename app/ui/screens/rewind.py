@@ -12,7 +12,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
-from app.engine.messages import Message
+from app.model.messages import Message
 from app.textsafe import display_line
 from app.ui.screens.sessions import age
 

@@ -44,7 +44,7 @@ class SessionsActions:
 
     search: Callable[[str], list[str]]  # ids of sessions whose messages or title hold the text
     rename: Callable[[str, str], str]  # (id, title) → the title stored
-    delete: Callable[[str], None]
+    delete: Callable[[str], object]  # what it returns is not used
 
 
 def _matches(row: dict[str, Any], needle: str) -> bool:

@@ -28,8 +28,8 @@ from textual.coordinate import Coordinate
 from textual.message import Message
 from textual.widgets import DataTable, Input, Static
 
-from app.engine.archive import ArchiveEntry
-from app.engine.events import Compaction, Event
+from app.model.archive import ArchiveEntry
+from app.model.events import Compaction, Event
 from app.sizes import format_size
 from app.textsafe import display
 from app.ui.widgets.common import Clock, CopyRequested, Panel, age_text, clock_text, head_text, one_line

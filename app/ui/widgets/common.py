@@ -25,8 +25,8 @@ from textual.widget import Widget
 from textual.widgets import DataTable
 
 from app.config import Settings
-from app.engine.costs import Counters
-from app.engine.events import Event
+from app.model.costs import Counters
+from app.model.events import Event
 
 if TYPE_CHECKING:
     from app.engine.context_report import ContextReport

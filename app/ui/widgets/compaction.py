@@ -19,7 +19,7 @@ from textual.containers import VerticalScroll
 from textual.timer import Timer
 from textual.widgets import Static
 
-from app.engine.events import Compaction, CompactionPhase, Event, RecoveryStep
+from app.model.events import Compaction, CompactionPhase, Event, RecoveryStep
 from app.sizes import format_size
 from app.textsafe import display_data
 from app.ui.widgets.common import Clock, Panel, clock_text, copy_binding, one_line

@@ -18,8 +18,8 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from app.engine.costs import Counters, Usage
-from app.engine.events import (
+from app.model.costs import Counters, Usage
+from app.model.events import (
     Compaction,
     CountersChanged,
     Event,

@@ -23,7 +23,7 @@ from textual.containers import VerticalScroll
 from textual.coordinate import Coordinate
 from textual.widgets import DataTable, Static
 
-from app.engine.events import Event, HookRun
+from app.model.events import Event, HookRun
 from app.textsafe import display_data
 from app.ui.widgets.common import Clock, Panel, clock_text, copy_binding, head_text, one_line
 

@@ -29,7 +29,7 @@ from textual.containers import Vertical
 from textual.reactive import reactive
 from textual.widgets import TabbedContent, TabPane
 
-from app.engine.events import Event
+from app.model.events import Event
 from app.ui.widgets.archive import ArchivePanel, ArchiveRecallRequested, RewindRequested
 from app.ui.widgets.common import Clock, CopyRequested, Panel, PanelSource, read_styles
 from app.ui.widgets.compaction import CompactionPanel

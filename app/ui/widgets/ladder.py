@@ -17,7 +17,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import Static
 
-from app.engine.events import Event, RecoveryStep, Rejection, RequestFinished, Retry, TurnStarted
+from app.model.events import Event, RecoveryStep, Rejection, RequestFinished, Retry, TurnStarted
 from app.sizes import format_size
 from app.ui.widgets.common import Clock, Panel, copy_binding, one_line, setting_default
 

@@ -19,7 +19,7 @@ from textual.app import ComposeResult
 from textual.widgets import Static
 
 from app.engine.context_report import ContextReport
-from app.engine.events import (
+from app.model.events import (
     CapLearned,
     Event,
     ProviderEdits,

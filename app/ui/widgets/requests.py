@@ -28,7 +28,7 @@ from textual.containers import VerticalScroll
 from textual.coordinate import Coordinate
 from textual.widgets import DataTable, Static
 
-from app.engine.events import CapLearned, Event, RequestFinished, RequestStarted
+from app.model.events import CapLearned, Event, RequestFinished, RequestStarted
 from app.sizes import format_size
 from app.textsafe import display_data
 from app.ui.explain import explain_request, request_report

@@ -25,12 +25,12 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from app.engine.archive import markers_in
 from app.engine.compaction.pairing import pairing_problems, starts_with_user
-from app.engine.events import MessageAdded, RequestFinished, RequestStarted, TextDelta, TurnStarted
-from app.engine.messages import Text
 from app.engine.prompts import PAYLOAD_NOTICE_PREFIX
 from app.engine.session import Session
+from app.model.archive import markers_in
+from app.model.events import MessageAdded, RequestFinished, RequestStarted, TextDelta, TurnStarted
+from app.model.messages import Text
 from app.store import Store
 
 ALL_ROWS = 10**9

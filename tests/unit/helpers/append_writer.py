@@ -10,7 +10,7 @@ import random
 import sys
 from pathlib import Path
 
-from app.engine.messages import Message, ToolCall, ToolResult
+from app.model.messages import Message, ToolCall, ToolResult
 from app.store import Store
 
 

@@ -9,7 +9,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
+
+# The closed sets events carry (values as stored in the database, receipts and `--json`).
+NoticeLevel = Literal["info", "warn", "error"]
+RequestPurpose = Literal["chat", "summary", "probe", "compact"]  # compact: a provider-side compaction request
+ApprovalDecision = Literal["approved", "denied", "auto"]
+RecoveryOutcome = Literal["sending", "not_smaller", "over_cap", "succeeded", "failed", "exhausted", "refused"]
+CompactionStage = Literal["start", "trim", "summarize", "engine_fallback", "summary_applied", "summary_rejected",
+                          "nuclear", "done", "cancelled"]
+# provider: a compaction the provider made in its answer; provider-edit: its context editing cleared tool results
+CompactionTrigger = Literal["auto", "manual", "preflight", "recovery", "provider", "provider-edit"]
+CompactionOutcome = Literal["applied", "skipped", "failed"]
+CapSource = Literal["configured", "learned", "assumed", "none"]
+HookDecision = Literal["ok", "block", "error", "timeout"]
+TurnOutcome = Literal["answered", "failed", "cancelled", "partial"]
 
 
 @dataclass(frozen=True)
@@ -39,7 +53,7 @@ class Notice(Event):
 
     type: ClassVar[str] = "notice"
     text: str
-    level: str = "info"  # info | warn | error
+    level: NoticeLevel = "info"
     code: str = ""  # e.g. "lab", "payload_notice", "preflight", "no_cap_warning", "floor"
 
 
@@ -67,7 +81,7 @@ class RequestStarted(Event):
     type: ClassVar[str] = "request_started"
     request_id: str
     route: str
-    purpose: str  # chat | summary | probe
+    purpose: RequestPurpose
     predicted_bytes: int
     attempt: int = 0
     level: int = 0
@@ -111,7 +125,7 @@ class ToolApproval(Event):
     type: ClassVar[str] = "tool_approval"
     call_id: str
     name: str
-    decision: str  # approved | denied | auto
+    decision: ApprovalDecision
     reason: str = ""
 
 
@@ -175,7 +189,7 @@ class RecoveryStep(Event):
     max_attempts: int
     bytes_before: int | None
     bytes_after: int | None
-    outcome: str  # sending | not_smaller | succeeded | failed | exhausted | refused
+    outcome: RecoveryOutcome
     kind: str = ""
     reason: str = ""
 
@@ -196,16 +210,16 @@ class CompactionPhase(Event):
 
     type: ClassVar[str] = "compaction_phase"
     trigger: str
-    phase: str  # start | microcompact | dedup | budget | summary | l3 | done | cancelled
+    phase: CompactionStage
     text: str
 
 
 @dataclass(frozen=True)
 class Compaction(Event):
     type: ClassVar[str] = "compaction"
-    trigger: str  # auto | manual | preflight | recovery
+    trigger: CompactionTrigger
     method: str
-    outcome: str  # applied | skipped | failed
+    outcome: CompactionOutcome
     bytes_before: int
     bytes_after: int
     messages_before: int
@@ -256,7 +270,7 @@ class ViewChanged(Event):
     messages: int
     predicted_bytes: int
     effective_cap: int | None
-    cap_source: str  # configured | learned | assumed | none
+    cap_source: CapSource
     context_tokens: int
     context_window: int | None
     reason: str = ""
@@ -277,7 +291,7 @@ class HookRun(Event):
     command: str
     duration_ms: float
     exit_code: int | None
-    decision: str  # ok | block | error | timeout
+    decision: HookDecision
     output: str = ""
 
 
@@ -291,7 +305,7 @@ class CountersChanged(Event):
 class TurnFinished(Event):
     type: ClassVar[str] = "turn_finished"
     turn: int
-    outcome: str  # answered | failed | cancelled | partial
+    outcome: TurnOutcome
     error: str = ""
 
 

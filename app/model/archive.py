@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 MARKER_RE = re.compile(r"<<ccr:([0-9a-f]{16})>>")
@@ -109,7 +110,7 @@ def strip_markers(text: str) -> str:
     return defang_markers(STUB_SUFFIX_RE.sub("", text))
 
 
-def recall_suffix(keys: list[str] | tuple[str, ...]) -> str:
+def recall_suffix(keys: Sequence[str]) -> str:
     """`[full content recoverable via @recall <<ccr:A>> <<ccr:B>>]`, or "" without keys."""
     keys = list(dict.fromkeys(keys))
     if not keys:

@@ -203,8 +203,11 @@ class Message:
                    meta=meta_from_dict(data.get("meta", {})))
 
 
+_DEFAULT_ORIGINS: dict[str, Origin] = {"user": "user", "assistant": "model", "tool": "tool", "system": "system"}
+
+
 def _default_origin(role: str) -> Origin:
-    return {"user": "user", "assistant": "model", "tool": "tool", "system": "system"}[role]
+    return _DEFAULT_ORIGINS[role]
 
 
 def part_to_dict(part: Part) -> dict[str, Any]:

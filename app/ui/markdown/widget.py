@@ -1,4 +1,4 @@
-"""A streamed answer, drawn line by line: one widget however long the answer grows.
+"""The answer view: a streamed answer, drawn line by line: one widget however long the answer grows.
 
 Mounting a Markdown block widget per paragraph made Textual re-lay out the whole screen
 for each block (≈1,000 mounts for a 32 KB answer): typing stalled for seconds while an
@@ -15,17 +15,14 @@ nothing drawn holds an escape sequence, a C1 control or a bidi override.
 from __future__ import annotations
 
 import asyncio
-import functools
-import re
 from bisect import bisect_right
 from time import perf_counter
 
-from markdown_it import MarkdownIt
 from markdown_it.token import Token
 from rich.cells import cell_len
+from rich.color import Color
 from rich.segment import Segment
 from rich.style import Style as RichStyle
-from textual.content import Content, Span
 from textual.message import Message
 from textual.selection import Selection
 from textual.strip import Strip
@@ -33,120 +30,17 @@ from textual.style import Style
 from textual.timer import Timer
 from textual.widget import Widget
 
-from app.textsafe import display, display_line
+from app.textsafe import display
+from app.ui.markdown.painter import STYLE_NAMES, DrawnLine, Line, Painter, block_margins
+from app.ui.markdown.parser import PARSER, REFERENCE_DEFINITION, parse_markdown, split_blocks
 
 SLICE_S = 0.012  # the most drawing one slice does before it gives the event loop back
 SLICE_GAP_S = 0.004  # the pause between two slices: frames, keys and timers run in it
-SYNC_PARSE_CHARS = 24_000  # parse a whole answer on the loop up to this size (≈15 ms); larger ones in a thread
+SYNC_PARSE_CHARS = (
+    24_000  # parse a whole answer on the loop up to this size (≈15 ms); larger ones in a thread
+)
 BIG_BLOCK_CHARS = 4_000  # a block larger than this is parsed and drawn in a thread (a code block: ≈12 ms)
 TAIL_DUTY = 0.25  # the open last block is re-parsed and redrawn at most this share of the time
-BULLETS = ("• ", "▪ ", "‣ ", "⭑ ", "◦ ")  # by list depth, as textual.widgets.Markdown
-
-
-_MARKER = re.compile(r"<<ccr:[^<>\s]+>>")  # a key, or a placeholder such as <<ccr:KEY>>
-
-
-def _ccr_marker(state, silent: bool) -> bool:
-    """`<<ccr:KEY>>` is an archive marker, shown and copied as it is — not `<` + an autolink + `>`."""
-    if not state.src.startswith("<<ccr:", state.pos):
-        return False
-    match = _MARKER.match(state.src, state.pos)
-    if match is None:
-        return False
-    if not silent:
-        state.push("text", "", 0).content = match.group(0)
-    state.pos = match.end()
-    return True
-
-
-def _markdown_parser() -> MarkdownIt:
-    parser = MarkdownIt("gfm-like")
-    parser.inline.ruler.after("text", "ccr_marker", _ccr_marker)
-    return parser
-
-
-_PARSER = _markdown_parser()  # the event loop's; a thread parse makes its own
-
-
-def parse_markdown(text: str) -> tuple[list[Token], dict]:
-    """Tokens of a whole document and its env (reference definitions land there)."""
-    env: dict = {}
-    return _markdown_parser().parse(text, env), env
-
-
-def top_level_groups(tokens: list[Token]) -> list[tuple[int, list[Token]]]:
-    """Split a token stream into its top-level blocks: (first source line, tokens) each."""
-    groups: list[tuple[int, list[Token]]] = []
-    depth = 0
-    for token in tokens:
-        if depth == 0:
-            start = token.map[0] if token.map else (groups[-1][0] if groups else 0)
-            groups.append((start, [token]))
-        else:
-            groups[-1][1].append(token)
-        depth = max(0, depth + token.nesting)
-    return groups
-
-
-def line_starts(text: str) -> list[int]:
-    """Offset of the first character of each line (markdown-it counts lines by "\n" only)."""
-    starts = [0]
-    index = text.find("\n")
-    while index != -1:
-        starts.append(index + 1)
-        index = text.find("\n", index + 1)
-    return starts
-
-
-def split_blocks(text: str, tokens: list[Token]) -> list[tuple[str, list[Token]]]:
-    """(source, tokens) of each top-level block; the sources put together are `text`."""
-    groups = top_level_groups(tokens)
-    starts = line_starts(text)
-
-    def offset(line: int) -> int:
-        return starts[line] if line < len(starts) else len(text)
-
-    blocks = []
-    for index, (start, group) in enumerate(groups):
-        begin = 0 if index == 0 else offset(start)
-        end = offset(groups[index + 1][0]) if index + 1 < len(groups) else len(text)
-        blocks.append((text[begin:end], group))
-    return blocks
-
-
-_REFERENCE_DEFINITION = re.compile(r"^ {0,3}\[[^\]\n]+\]:", re.M)  # `[label]: url` (may sit in a quote or list: rare)
-
-
-@functools.cache
-def _builtin_lexer_names() -> frozenset[str]:
-    from pygments.lexers import get_all_lexers
-
-    return frozenset(alias for _name, aliases, _files, _mimes in get_all_lexers(plugins=False) for alias in aliases)
-
-
-@functools.lru_cache(maxsize=512)
-def code_language(info: str) -> str:
-    """The lexer a fenced block is highlighted with: the first word of its info string if Pygments has a
-    built-in lexer by that name, else "text". Never a plugin lookup nor a guess: an unknown name (as a
-    fence's first line streams in: "py", "pyt"…) makes Pygments load every plugin's entry point, and a
-    guess runs every lexer over the code — 300 ms on the event loop here."""
-    name = info.split()[0].lower() if info.strip() else ""
-    return name if name in _builtin_lexer_names() else "text"
-
-
-def _block_margins(token: Token) -> tuple[int, int]:
-    """Blank lines above and below a top-level block (collapsed between neighbours), as Markdown's CSS."""
-    if token.type == "heading_open":
-        return (2, 1) if token.tag in ("h1", "h2") else (1, 1)
-    if token.type in ("fence", "code_block", "blockquote_open", "hr"):
-        return 1, 1
-    return 0, 1
-
-
-# A drawn line: (text, index into the painter's style table) pairs. Tuples of str and int are not
-# tracked by the garbage collector, so a long answer adds next to nothing to each full collection
-# (Strips — 15 objects each — for every line of every answer made those collections take 150 ms+).
-DrawnLine = tuple[tuple[str, int], ...]
 
 
 class _Block:
@@ -157,7 +51,7 @@ class _Block:
     def __init__(self, source: str, tokens: list[Token] | None) -> None:
         self.source = source
         self.tokens = tokens  # dropped once drawn; parsed again from the source if it must be redrawn
-        self.top, self.bottom = _block_margins(tokens[0]) if tokens else (0, 0)
+        self.top, self.bottom = block_margins(tokens[0]) if tokens else (0, 0)
         self.lines: list[DrawnLine] | None = None
         self.drawn_for: tuple | None = None
         self._estimate: tuple[int, int] = (-1, 0)
@@ -170,293 +64,6 @@ class _Block:
             usable = max(1, width - 4)
             self._estimate = (width, sum(max(1, -(-cell_len(line) // usable)) for line in lines))
         return self._estimate[1]
-
-
-class _Node:
-    __slots__ = ("token", "kind", "children", "inline")
-
-    def __init__(self, token: Token, kind: str) -> None:
-        self.token = token
-        self.kind = kind
-        self.children: list[_Node] = []
-        self.inline: Token | None = None
-
-
-def _tree(tokens: list[Token]) -> list[_Node]:
-    roots: list[_Node] = []
-    stack: list[_Node] = []
-    for token in tokens:
-        if token.nesting == 1:
-            node = _Node(token, token.type.removesuffix("_open"))
-            (stack[-1].children if stack else roots).append(node)
-            stack.append(node)
-        elif token.nesting == -1:
-            if stack:
-                stack.pop()
-        elif token.type == "inline" and stack:
-            stack[-1].inline = token
-        else:
-            (stack[-1].children if stack else roots).append(_Node(token, token.type))
-    return roots
-
-
-Line = list[Segment]
-
-
-class _Painter:
-    """Draws the tokens of one block into lines of segments, in the view's styles."""
-
-    def __init__(self, base: Style, styles: dict[str, Style], ansi: bool, dark: bool,
-                 table: list[RichStyle | None], index: dict[RichStyle | None, int]) -> None:
-        self.base = base
-        self.styles = styles
-        self.ansi = ansi
-        self.dark = dark
-        self.table = table  # the style table of the drawn lines: the view's, kept across themes
-        self._index = index
-
-    def paint(self, tokens: list[Token], width: int) -> list[Line]:
-        """The block's lines of segments (pure: safe to run in a thread)."""
-        return self._flow(_tree(tokens), max(1, width), self.base, "top", 0)
-
-    def encode(self, lines: list[Line]) -> list[DrawnLine]:
-        """Lines as (text, style number) pairs (on the event loop: it grows the style table)."""
-        index = self._index
-        table = self.table
-        drawn: list[DrawnLine] = []
-        for line in lines:
-            pairs = []
-            for segment in line:
-                style = segment.style
-                number = index.get(style)
-                if number is None:
-                    number = index[style] = len(table)
-                    table.append(style)
-                pairs.append((segment.text, number))
-            drawn.append(tuple(pairs))
-        return drawn
-
-    # -- structure -----------------------------------------------------------------------------------------
-    def _flow(self, nodes: list[_Node], width: int, base: Style, context: str, depth: int) -> list[Line]:
-        out: list[Line] = []
-        previous_bottom: int | None = None
-        for node in nodes:
-            top, bottom = self._margins(node, context)
-            lines = self._node(node, width, base, context, depth)
-            if previous_bottom is not None:
-                out.extend([] for _ in range(max(previous_bottom, top)))
-            out.extend(lines)
-            previous_bottom = bottom
-        return out
-
-    @staticmethod
-    def _margins(node: _Node, context: str) -> tuple[int, int]:
-        if context == "top":
-            return _block_margins(node.token)
-        if node.kind in ("paragraph", "bullet_list", "ordered_list"):
-            return (0, 1) if context == "quote" else (0, 0)
-        return 1, 1
-
-    def _node(self, node: _Node, width: int, base: Style, context: str, depth: int) -> list[Line]:
-        kind = node.kind
-        if kind == "paragraph":
-            return self._text(self.inline(node.inline), width, base)
-        if kind == "heading":
-            return self._heading(node, width, base)
-        if kind in ("bullet_list", "ordered_list"):
-            return self._list(node, width, base, depth)
-        if kind == "blockquote":
-            return self._quote(node, width, base, depth)
-        if kind in ("fence", "code_block"):
-            return self._fence(node.token, width, base)
-        if kind == "hr":
-            return [[Segment("─" * width, (base + self.styles["hr"]).rich_style)]]
-        if kind == "table":
-            return self._table(node, width, base)
-        if kind == "inline":
-            return self._text(self.inline(node.token), width, base)
-        if node.children:
-            return self._flow(node.children, width, base, context, depth)
-        text = display(node.token.content.rstrip("\n")) if node.token.content else ""
-        return self._text(Content(text), width, base) if text else []
-
-    # -- text ------------------------------------------------------------------------------------------------
-    def inline(self, token: Token | None) -> Content:
-        """Inline Markdown as Content (as Markdown's blocks do it: em, strong, s, code, links, images)."""
-        if token is None or token.children is None:
-            return Content("")
-        parts: list[str] = []
-        spans: list[Span] = []
-        stack: list[tuple[Style, int]] = []
-        position = 0
-        styles = self.styles
-
-        def add(text: str) -> None:
-            nonlocal position
-            parts.append(text)
-            position += len(text)
-
-        def close() -> None:
-            if stack:
-                style, start = stack.pop()
-                if position > start:
-                    spans.append(Span(start, position, style))
-
-        for child in token.children:
-            kind = child.type
-            if kind == "text":
-                add(display(child.content))  # a terminal shows spaces as they are: aligned columns stay aligned
-            elif kind == "softbreak":
-                add("\n")  # a single line break is kept, as chat clients do (a plain-text table stays a table)
-            elif kind == "hardbreak":
-                add("\n")
-            elif kind == "code_inline":
-                stack.append((styles["code-inline"], position))
-                add(display(child.content))
-                close()
-            elif kind == "em_open":
-                stack.append((styles["em"], position))
-            elif kind == "strong_open":
-                stack.append((styles["strong"], position))
-            elif kind == "s_open":
-                stack.append((styles["strike"], position))
-            elif kind == "link_open":  # the link goes into an OSC 8 sequence: made safe as well
-                stack.append((styles["link"] + Style(link=display_line(str(child.attrs.get("href", "")))), position))
-            elif kind == "image":
-                stack.append((styles["link"] + Style(link=display_line(str(child.attrs.get("src", "")))), position))
-                add("🖼  " + (f"({display(str(child.attrs.get('alt')))})" if child.attrs.get("alt") else ""))
-                add(display("".join(grandchild.content for grandchild in child.children or ())))
-                close()
-            elif kind == "html_inline":
-                add(display(child.content))
-            elif kind.endswith("_close"):
-                close()
-        while stack:
-            close()
-        return Content("".join(parts), spans=spans)
-
-    @staticmethod
-    def _segments(content: Content, base: Style) -> Line:
-        return [Segment(text, style.rich_style) for text, style in content.render(base, end="") if text]
-
-    def _text(self, content: Content, width: int, base: Style, *, align: str = "left",
-              fill: bool = False) -> list[Line]:
-        lines: list[Line] = []
-        for line in content.wrap(width) or [Content("")]:
-            segments = self._segments(line, base)
-            spare = width - line.cell_length
-            if align == "center" and spare > 0:
-                segments.insert(0, Segment(" " * (spare // 2), base.rich_style))
-                spare -= spare // 2
-            if fill and spare > 0:
-                segments.append(Segment(" " * spare, base.rich_style))
-            lines.append(segments)
-        return lines
-
-    # -- blocks ----------------------------------------------------------------------------------------------
-    def _heading(self, node: _Node, width: int, base: Style) -> list[Line]:
-        level = node.token.tag if node.token.tag in ("h1", "h2", "h3", "h4", "h5", "h6") else "h6"
-        style = base + self.styles[level]
-        h1 = level == "h1"
-        return self._text(self.inline(node.inline), width, style, align="center" if h1 else "left", fill=h1)
-
-    def _list(self, node: _Node, width: int, base: Style, depth: int) -> list[Line]:
-        items = [child for child in node.children if child.kind == "list_item"]
-        if not items:
-            return []
-        if node.kind == "ordered_list":
-            first = items[0].token.info
-            start = int(first) if first.isdigit() else 1
-            numbers = [f"{n}. " for n in range(start, start + len(items))]
-            size = max(len(n) for n in numbers)
-            symbols = [n.rjust(size + 1) for n in numbers]
-            inner_depth = depth
-        else:
-            symbols = [BULLETS[depth % len(BULLETS)]] * len(items)
-            inner_depth = depth + 1
-        bullet = (base + self.styles["bullet"]).rich_style
-        out: list[Line] = []
-        for item, symbol in zip(items, symbols, strict=True):
-            indent = cell_len(symbol)
-            inner = self._flow(item.children, max(1, width - indent), base, "list", inner_depth) or [[]]
-            for index, line in enumerate(inner):
-                prefix = Segment(symbol, bullet) if index == 0 else Segment(" " * indent, base.rich_style)
-                out.append([prefix, *line])
-        return out
-
-    def _quote(self, node: _Node, width: int, base: Style, depth: int) -> list[Line]:
-        style = base + self.styles["quote"]
-        border = Segment("▌", (style + self.styles["quote-border"]).rich_style)
-        pad = style.rich_style
-        inner_width = max(1, width - 3)
-        out: list[Line] = []
-        for line in self._flow(node.children, inner_width, style, "quote", depth) or [[]]:
-            spare = max(0, inner_width - sum(segment.cell_length for segment in line))
-            out.append([border, Segment(" ", pad), *line, Segment(" " * (spare + 1), pad)])
-        return out
-
-    def _fence(self, token: Token, width: int, base: Style) -> list[Line]:
-        from textual.highlight import (
-            ANSIDarkHighlightTheme,
-            ANSILightHighlightTheme,
-            HighlightTheme,
-            highlight,
-        )
-
-        theme = (ANSIDarkHighlightTheme if self.dark else ANSILightHighlightTheme) if self.ansi else HighlightTheme
-        code = display(token.content.rstrip())
-        style = base + self.styles["fence"]
-        pad = style.rich_style
-        side = 2 if width >= 12 else 0
-        inner = max(1, width - 2 * side)
-        code_lines: list[Line] = []
-        for line in highlight(code, language=code_language(token.info), theme=theme).split("\n"):
-            for piece in (line.fold(inner) if line.cell_length > inner else [line]):
-                segments = self._segments(piece, style)
-                spare = max(0, inner - piece.cell_length)
-                code_lines.append([Segment(" " * side, pad), *segments, Segment(" " * (spare + side), pad)])
-        blank = [Segment(" " * width, pad)]
-        return [blank, *code_lines, list(blank)]
-
-    def _table(self, node: _Node, width: int, base: Style) -> list[Line]:
-        head: list[list[Content]] = []
-        body: list[list[Content]] = []
-        for section in node.children:
-            for row in section.children:
-                cells = [self.inline(cell.inline) for cell in row.children]
-                (head if section.kind == "thead" else body).append(cells)
-        rows = head + body
-        columns = max((len(row) for row in rows), default=0)
-        if not columns:
-            return []
-        natural = [max((row[c].cell_length for row in rows if c < len(row)), default=0) for c in range(columns)]
-        widths = [max(1, w) for w in natural]
-        available = max(columns, width - 3 * (columns - 1))
-        while sum(widths) > available:
-            widest = max(range(columns), key=widths.__getitem__)
-            if widths[widest] <= 1:
-                break
-            widths[widest] -= 1
-        rule_style = (base + self.styles["table-lines"]).rich_style
-        header_style = base + self.styles["table-header"]
-        out: list[Line] = []
-        for index, row in enumerate(rows):
-            style = header_style if index < len(head) else base
-            cells = [self._text(row[c] if c < len(row) else Content(""), widths[c], style) for c in range(columns)]
-            for k in range(max(len(cell) for cell in cells)):
-                line: Line = []
-                for c, cell in enumerate(cells):
-                    part = cell[k] if k < len(cell) else []
-                    spare = widths[c] - sum(segment.cell_length for segment in part)
-                    line.extend(part)
-                    if spare > 0:
-                        line.append(Segment(" " * spare, base.rich_style))
-                    if c < columns - 1:
-                        line.append(Segment(" │ ", rule_style))
-                out.append(line)
-            if head and index == len(head) - 1:
-                out.append([Segment("─┼─".join("─" * w for w in widths), rule_style)])
-        return out
 
 
 def _swap_background(strip: Strip, old: object, new: RichStyle) -> Strip:
@@ -510,8 +117,8 @@ class AnswerView(Widget):
     AnswerView > .answer--link { text-style: underline; }
     AnswerView > .answer--code-inline { background: $warning 10%; color: $text-warning 95%; }
     AnswerView:light > .answer--code-inline { background: $error 5%; color: $text-error 95%; }
-    AnswerView > .answer--fence { color: rgb(210,210,210); background: black 10%; }
-    AnswerView:light > .answer--fence { background: white 30%; }
+    AnswerView > .answer--fence { color: $foreground 85%; background: $background-darken-1; }
+    AnswerView:light > .answer--fence { background: $background-lighten-1; }
     AnswerView > .answer--quote { background: $boost; }
     AnswerView > .answer--quote-border { color: $text-primary 50%; }
     AnswerView:light > .answer--quote-border { color: $text-secondary; }
@@ -522,8 +129,7 @@ class AnswerView(Widget):
     AnswerView > .answer--table-lines { color: $foreground 20%; }
     """
 
-    STYLE_NAMES = ("h1", "h2", "h3", "h4", "h5", "h6", "em", "strong", "strike", "link", "code-inline", "fence",
-                   "quote", "quote-border", "bullet", "hr", "table-header", "table-lines")
+    STYLE_NAMES = STYLE_NAMES
     COMPONENT_CLASSES = {f"answer--{name}" for name in STYLE_NAMES}
 
     class Grew(Message):
@@ -544,9 +150,9 @@ class AnswerView(Widget):
         self._generation = 0  # bumped whenever the text is replaced: late thread results are dropped
         self._jobs = 0  # parses or big blocks' drawings running in a thread (one started at a time)
         self._width = 0
-        self._painter: _Painter | None = None
+        self._painter: Painter | None = None
         self._painter_key: tuple = ()
-        self._painted_bg = None
+        self._painted_bg: Color | None = None
         self._line_background = None
         self._display: list[_Block] = []
         self._ys: list[int] = []
@@ -580,7 +186,8 @@ class AnswerView(Widget):
 
     def rendered_text(self) -> str:
         """The text of the drawn lines (what the screen shows, without styles)."""
-        return self.get_selection(Selection(None, None))[0]
+        selected = self.get_selection(Selection(None, None))
+        return selected[0] if selected is not None else ""
 
     def on_mount(self) -> None:
         if self._parse_pending:
@@ -631,13 +238,13 @@ class AnswerView(Widget):
             self._parsed = False
             self._start_parse()
         elif not self._parsed:
-            if _REFERENCE_DEFINITION.search(self._text):
+            if REFERENCE_DEFINITION.search(self._text):
                 self._start_parse()
             elif len(self._text) - self._settled_chars > BIG_BLOCK_CHARS:
                 self._ingest_in_thread(final=True)
             else:
-                tail = self._text[self._settled_chars:]
-                self._take_pieces(split_blocks(tail, _PARSER.parse(tail)), final=True)
+                tail = self._text[self._settled_chars :]
+                self._take_pieces(split_blocks(tail, PARSER.parse(tail)), final=True)
                 self._relayout()
                 self._kick(0)
 
@@ -698,13 +305,13 @@ class AnswerView(Widget):
 
     def _ingest(self) -> None:
         self._ingest_pending = False
-        tail = self._text[self._settled_chars:]
-        self._take_pieces(split_blocks(tail, _PARSER.parse(tail)))
+        tail = self._text[self._settled_chars :]
+        self._take_pieces(split_blocks(tail, PARSER.parse(tail)))
 
     def _ingest_in_thread(self, *, final: bool = False) -> None:
         """The open block is too big to parse on the loop at every append: parse (and draw) it in a thread."""
         self._ingest_pending = False
-        tail = self._text[self._settled_chars:]
+        tail = self._text[self._settled_chars :]
         generation, settled = self._generation, self._settled_chars
         painter, width = self._ensure_painter() if self._width else None, self._width
 
@@ -721,7 +328,12 @@ class AnswerView(Widget):
             if generation == self._generation and settled == self._settled_chars and self._streaming != final:
                 self._take_pieces(pieces, final=final)
                 last = self._display_last() if final else self._tail
-                if lines is not None and last is not None and painter is self._painter:
+                if (
+                    lines is not None
+                    and last is not None
+                    and painter is not None
+                    and painter is self._painter
+                ):
                     last.lines = painter.encode(lines)
                     last.drawn_for = (width, self._painter_key)
                 self._relayout()
@@ -763,16 +375,24 @@ class AnswerView(Widget):
         app = self.app
         return app.theme, app.current_theme.dark if app.current_theme else True, app.native_ansi_color
 
-    def _ensure_painter(self) -> _Painter:
+    def _ensure_painter(self) -> Painter:
         key = self._theme_key()
         if self._painter is None or key != self._painter_key:
             base = self.visual_style
-            styles = {name: self.get_visual_style(f"answer--{name}", partial=True) for name in self.STYLE_NAMES}
+            styles = {
+                name: self.get_visual_style(f"answer--{name}", partial=True) for name in self.STYLE_NAMES
+            }
             styles["em"] = styles["em"] + Style(italic=True)
             styles["strong"] = styles["strong"] + Style(bold=True)
             styles["strike"] = styles["strike"] + Style(strike=True)
-            self._painter = _Painter(base, styles, ansi=bool(key[2]), dark=bool(key[1]),
-                                     table=self._style_table, index=self._style_index)
+            self._painter = Painter(
+                base,
+                styles,
+                ansi=bool(key[2]),
+                dark=bool(key[1]),
+                table=self._style_table,
+                index=self._style_index,
+            )
             self._painter_key = key
             self._painted_bg = base.rich_style.bgcolor
         return self._painter
@@ -805,7 +425,7 @@ class AnswerView(Widget):
                 continue
             if drew and perf_counter() > deadline:
                 break
-            tokens = block.tokens if block.tokens is not None else _PARSER.parse(block.source)
+            tokens = block.tokens if block.tokens is not None else PARSER.parse(block.source)
             block.lines = painter.encode(painter.paint(tokens, self._width))
             block.drawn_for = key
             if block is not self._tail and not self._keep_tokens:
@@ -867,7 +487,9 @@ class AnswerView(Widget):
 
     def _kick(self, delay: float = SLICE_GAP_S) -> None:
         if self._timer is None and self.is_attached:
-            self._timer = self.set_timer(max(delay, 0.001), self._on_timer, name="answer slice")  # 0 divides by 0
+            self._timer = self.set_timer(
+                max(delay, 0.001), self._on_timer, name="answer slice"
+            )  # 0 divides by 0
 
     # -- the line API --------------------------------------------------------------------------------------
     def get_content_height(self, container, viewport, width: int) -> int:

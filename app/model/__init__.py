@@ -1,0 +1,1 @@
+"""The shared data model: messages, events, costs, archive entries. Imports nothing of the app."""
