@@ -30,13 +30,18 @@ class HelpFormatter(argparse.HelpFormatter):
             if any(line.startswith("  ") for line in lines[1:]) or paragraph.startswith("  "):
                 out.append("\n".join(indent + line for line in lines))  # examples: as written
             else:
-                out.append(textwrap.fill(" ".join(lines), width, initial_indent=indent, subsequent_indent=indent))
+                out.append(
+                    textwrap.fill(" ".join(lines), width, initial_indent=indent, subsequent_indent=indent)
+                )
         return "\n\n".join(out)
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
-        if "(default" in text or not action.option_strings or action.default in (None, False, "", [],
-                                                                                 argparse.SUPPRESS):
+        if (
+            "(default" in text
+            or not action.option_strings
+            or action.default in (None, False, "", [], argparse.SUPPRESS)
+        ):
             return text
         return text + " (default: %(default)s)"
 
@@ -53,199 +58,320 @@ def port(value: str) -> int:
 
 
 def _sub(sub, name: str, *, help: str, description: str, examples: str = ""):
-    return sub.add_parser(name, help=help, description=description, formatter_class=HelpFormatter,
-                          epilog=("examples:\n" + examples) if examples else None)
+    return sub.add_parser(
+        name,
+        help=help,
+        description=description,
+        formatter_class=HelpFormatter,
+        epilog=("examples:\n" + examples) if examples else None,
+    )
 
 
 def _add_session_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--route", "-r", metavar="ROUTE", help="route from config.toml to use (default: "
-                        "default_route, else the only route, else a key's implicit route, else the lab)")
-    parser.add_argument("--model", "-m", metavar="MODEL",
-                        help="model for this run, instead of the route's (e.g. claude-opus-5); /model remembers one")
+    parser.add_argument(
+        "--route",
+        "-r",
+        metavar="ROUTE",
+        help="route from config.toml to use (default: "
+        "default_route, else the only route, else a key's implicit route, else the lab)",
+    )
+    parser.add_argument(
+        "--model",
+        "-m",
+        metavar="MODEL",
+        help="model for this run, instead of the route's (e.g. claude-opus-5); /model remembers one",
+    )
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--resume", metavar="ID", help="resume the session with this id (or id prefix)")
-    group.add_argument("--continue", "-c", dest="continue_", action="store_true",
-                       help="continue the most recent session no other bulkhead has open")
-    parser.add_argument("--fork", action="store_true",
-                        help="with --resume/--continue: go on in a copy of the session (e.g. one open elsewhere)")
-    parser.add_argument("--read-only", action="store_true",
-                        help="with --resume: open the session to read it, even while another bulkhead writes it")
-    parser.add_argument("--max-payload", metavar="SIZE", help="request body cap, e.g. 128KB (overrides config)")
+    group.add_argument(
+        "--continue",
+        "-c",
+        dest="continue_",
+        action="store_true",
+        help="continue the most recent session no other bulkhead has open",
+    )
+    parser.add_argument(
+        "--fork",
+        action="store_true",
+        help="with --resume/--continue: go on in a copy of the session (e.g. one open elsewhere)",
+    )
+    parser.add_argument(
+        "--read-only",
+        action="store_true",
+        help="with --resume: open the session to read it, even while another bulkhead writes it",
+    )
+    parser.add_argument(
+        "--max-payload", metavar="SIZE", help="request body cap, e.g. 128KB (overrides config)"
+    )
     parser.add_argument("--context-window", metavar="TOKENS", type=int, help="context window override")
-    parser.add_argument("--approval", choices=("ask", "auto-read", "auto-edit", "never-ask"),
-                        help="tool approval mode (default: approval in config.toml, else auto-read)")
+    parser.add_argument(
+        "--approval",
+        choices=("ask", "auto-read", "auto-edit", "never-ask"),
+        help="tool approval mode (default: approval in config.toml, else auto-read)",
+    )
     parser.add_argument("--workspace", metavar="DIR", help="folder the tools work in (default: current)")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="bulkhead", formatter_class=HelpFormatter,
+        prog="bulkhead",
+        formatter_class=HelpFormatter,
         description="A terminal chat client for coding sessions that survives gateways, WAFs and context "
-                    "overflows — and shows why.\n\nWith no COMMAND, bulkhead starts the full-screen chat (the "
-                    "TUI) in the current folder: a new session, or --continue / --resume one. With -p it "
-                    "answers once on stdout and exits. With nothing configured it uses its built-in lab "
-                    "model (offline, no key).",
+        "overflows — and shows why.\n\nWith no COMMAND, bulkhead starts the full-screen chat (the "
+        "TUI) in the current folder: a new session, or --continue / --resume one. With -p it "
+        "answers once on stdout and exits. With nothing configured it uses its built-in lab "
+        "model (offline, no key).",
         epilog="examples:\n"
-               "  bulkhead                               the chat, a new session\n"
-               "  bulkhead -c                            continue the latest session\n"
-               "  bulkhead -p \"explain @app/cli.py\"      one answer on stdout\n"
-               "  git diff | bulkhead -p \"review this\"   piped stdin is appended to the prompt\n"
-               "  bulkhead COMMAND --help                what a command does, its flags and examples",
+        "  bulkhead                               the chat, a new session\n"
+        "  bulkhead -c                            continue the latest session\n"
+        '  bulkhead -p "explain @app/cli.py"      one answer on stdout\n'
+        '  git diff | bulkhead -p "review this"   piped stdin is appended to the prompt\n'
+        "  bulkhead COMMAND --help                what a command does, its flags and examples",
     )
-    parser.add_argument("-p", "--print", dest="prompt", metavar="PROMPT", nargs="?", const="",
-                        help="one-shot: answer PROMPT on stdout, then exit; piped stdin is appended, and with no "
-                             "PROMPT (or -p -) stdin is the prompt; @path attaches a file")
+    parser.add_argument(
+        "-p",
+        "--print",
+        dest="prompt",
+        metavar="PROMPT",
+        nargs="?",
+        const="",
+        help="one-shot: answer PROMPT on stdout, then exit; piped stdin is appended, and with no "
+        "PROMPT (or -p -) stdin is the prompt; @path attaches a file",
+    )
     parser.add_argument("--json", action="store_true", help="with -p: one JSON object per engine event")
-    parser.add_argument("--yes", "-y", action="store_true",
-                        help="with -p: approve every tool call (and start the workspace's .mcp.json servers)")
+    parser.add_argument(
+        "--yes",
+        "-y",
+        action="store_true",
+        help="with -p: approve every tool call (and start the workspace's .mcp.json servers)",
+    )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     _add_session_flags(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    lab = _sub(sub, "lab", help="run the local gateway simulator and lab model",
-               description="Run a local server that speaks the Anthropic, OpenAI and Bedrock wire formats behind a "
-                           "simulated gateway (a body cap and how it is enforced, a context window, faults), "
-                           "answered by the offline lab model. Point a route's base_url at it to reproduce your "
-                           "gateway's behaviour without a key. GET /_lab/requests shows what it received; "
-                           "POST /_lab/config changes it while it runs. Ctrl+C stops it.",
-               examples="  bulkhead lab                                         no gateway, port 8787\n"
-                        "  bulkhead lab --gateway nginx --cap 128KB             a 413 page above 128 KB\n"
-                        "  bulkhead lab --gateway cloudflare --cap 256KB --faults \"429:0.05,drop@7\" --seed 1")
+    lab = _sub(
+        sub,
+        "lab",
+        help="run the local gateway simulator and lab model",
+        description="Run a local server that speaks the Anthropic, OpenAI and Bedrock wire formats behind a "
+        "simulated gateway (a body cap and how it is enforced, a context window, faults), "
+        "answered by the offline lab model. Point a route's base_url at it to reproduce your "
+        "gateway's behaviour without a key. GET /_lab/requests shows what it received; "
+        "POST /_lab/config changes it while it runs. Ctrl+C stops it.",
+        examples="  bulkhead lab                                         no gateway, port 8787\n"
+        "  bulkhead lab --gateway nginx --cap 128KB             a 413 page above 128 KB\n"
+        '  bulkhead lab --gateway cloudflare --cap 256KB --faults "429:0.05,drop@7" --seed 1',
+    )
     lab.add_argument("--host", default="127.0.0.1", help="address to listen on (loopback by default)")
     lab.add_argument("--port", type=port, default=8787, help="TCP port to listen on (1–65535)")
-    lab.add_argument("--gateway", default="none", metavar="PROFILE",
-                     help="how the cap is enforced: none, nginx, cloudflare, akamai, modsecurity, aws-waf, "
-                          "header-431, reset, html-200, apigw, apigw-waf")
+    lab.add_argument(
+        "--gateway",
+        default="none",
+        metavar="PROFILE",
+        help="how the cap is enforced: none, nginx, cloudflare, akamai, modsecurity, aws-waf, "
+        "header-431, reset, html-200, apigw, apigw-waf",
+    )
     lab.add_argument("--cap", metavar="SIZE", help="body cap the gateway enforces (e.g. 128KB; none: no cap)")
-    lab.add_argument("--window", type=int, metavar="TOKENS",
-                     help="context window of the lab model (none: no overflow)")
-    lab.add_argument("--faults", metavar="SPEC",
-                     help='KIND:RATE or KIND@N[+M], comma separated, e.g. "429:0.1,529:0.05,drop@3"; kinds: '
-                          '429 529 500 503 drop slow timeout cut stream-error (none: no faults)')
+    lab.add_argument(
+        "--window", type=int, metavar="TOKENS", help="context window of the lab model (none: no overflow)"
+    )
+    lab.add_argument(
+        "--faults",
+        metavar="SPEC",
+        help='KIND:RATE or KIND@N[+M], comma separated, e.g. "429:0.1,529:0.05,drop@3"; kinds: '
+        "429 529 500 503 drop slow timeout cut stream-error (none: no faults)",
+    )
     lab.add_argument("--seed", type=int, default=0, help="seed of the random faults")
 
-    probe = _sub(sub, "probe", help="find the largest request body a route's gateway accepts",
-                 description="Bisect the request body size between --min and --max until the largest accepted "
-                             "size is known to within --precision. The probes never run the model: Anthropic's "
-                             "and Bedrock's count-tokens endpoints, and for OpenAI-compatible routes a completion "
-                             "with max_tokens 0 that the provider refuses once it is past the gateway. Rate "
-                             "limits, overloads and flaky connections are retried and reported, never taken for "
-                             "a cap. --save remembers the cap for this endpoint (state.toml).",
-                 examples="  bulkhead probe                              the default route, 1 KB … 32 MB\n"
-                          "  bulkhead probe --route work --max 16MB --save\n"
-                          "  bulkhead probe --json | jq 'select(.type == \"result\").cap_bytes'")
-    probe.add_argument("--route", "-r", dest="probe_route", metavar="ROUTE",
-                       help="route to probe (default: the session's default route)")
+    probe = _sub(
+        sub,
+        "probe",
+        help="find the largest request body a route's gateway accepts",
+        description="Bisect the request body size between --min and --max until the largest accepted "
+        "size is known to within --precision. The probes never run the model: Anthropic's "
+        "and Bedrock's count-tokens endpoints, and for OpenAI-compatible routes a completion "
+        "with max_tokens 0 that the provider refuses once it is past the gateway. Rate "
+        "limits, overloads and flaky connections are retried and reported, never taken for "
+        "a cap. --save remembers the cap for this endpoint (state.toml).",
+        examples="  bulkhead probe                              the default route, 1 KB … 32 MB\n"
+        "  bulkhead probe --route work --max 16MB --save\n"
+        "  bulkhead probe --json | jq 'select(.type == \"result\").cap_bytes'",
+    )
+    probe.add_argument(
+        "--route",
+        "-r",
+        dest="probe_route",
+        metavar="ROUTE",
+        help="route to probe (default: the session's default route)",
+    )
     probe.add_argument("--min", default="1KB", metavar="SIZE", help="smallest body to try (should pass)")
     probe.add_argument("--max", default="32MB", metavar="SIZE", help="largest body to try")
-    probe.add_argument("--precision", default="1KB", metavar="SIZE",
-                       help="stop when the cap is known to within this much")
+    probe.add_argument(
+        "--precision", default="1KB", metavar="SIZE", help="stop when the cap is known to within this much"
+    )
     probe.add_argument("--max-probes", type=int, default=40, metavar="N", help="at most this many requests")
     probe.add_argument("--save", action="store_true", help="remember the cap found for this endpoint")
-    probe.add_argument("--json", dest="probe_json", action="store_true",
-                       help="one JSON object per probe, then {\"type\": \"result\", \"cap_bytes\", …}")
+    probe.add_argument(
+        "--json",
+        dest="probe_json",
+        action="store_true",
+        help='one JSON object per probe, then {"type": "result", "cap_bytes", …}',
+    )
 
-    classify = _sub(sub, "classify", help="explain one provider/gateway error in words",
-                    description="Classify one error the way the recovery ladder does — kind (payload_too_large, "
-                                "waf_block, context_overflow, …), whether it is payload-related and recoverable, "
-                                "the evidence that decided it and what bulkhead would do — from what you saw: "
-                                "the status, the response body, headers, the exception message and the size of "
-                                "the rejected request.\n\n"
-                                "--batch FILE.jsonl classifies one JSON object per line ('-' = stdin) and prints "
-                                "one JSON verdict per line. Fields of a line (all optional): id, status (int), "
-                                "message (str), body (str), headers (object of name: value), request_bytes "
-                                "(int), transport (\"connection\", \"timeout\", \"html-200\" or \"non-sse-200\"), "
-                                "error_type (the SDK's exception name). A verdict: {id, kind, payload_related, recoverable, reason, evidence}; "
-                                "an unusable line gives {id, line, error}.",
-                    examples="  bulkhead classify --status 413 --bytes 422400\n"
-                             "  bulkhead classify --status 403 --header 'cf-ray: 8f3a1c2b9d7e4a61-SJC' "
-                             "--body-file page.html --json\n"
-                             "  bulkhead classify --batch errors.jsonl     "
-                             "# {\"id\": 1, \"status\": 413, \"body\": \"...\", \"request_bytes\": 900000}")
-    classify.add_argument("--status", type=int, metavar="CODE", help="HTTP status of the response (none: no "
-                          "response came back, e.g. a dropped connection)")
+    classify = _sub(
+        sub,
+        "classify",
+        help="explain one provider/gateway error in words",
+        description="Classify one error the way the recovery ladder does — kind (payload_too_large, "
+        "waf_block, context_overflow, …), whether it is payload-related and recoverable, "
+        "the evidence that decided it and what bulkhead would do — from what you saw: "
+        "the status, the response body, headers, the exception message and the size of "
+        "the rejected request.\n\n"
+        "--batch FILE.jsonl classifies one JSON object per line ('-' = stdin) and prints "
+        "one JSON verdict per line. Fields of a line (all optional): id, status (int), "
+        "message (str), body (str), headers (object of name: value), request_bytes "
+        '(int), transport ("connection", "timeout", "html-200" or "non-sse-200"), '
+        "error_type (the SDK's exception name). A verdict: {id, kind, payload_related, recoverable, reason, evidence}; "
+        "an unusable line gives {id, line, error}.",
+        examples="  bulkhead classify --status 413 --bytes 422400\n"
+        "  bulkhead classify --status 403 --header 'cf-ray: 8f3a1c2b9d7e4a61-SJC' "
+        "--body-file page.html --json\n"
+        "  bulkhead classify --batch errors.jsonl     "
+        '# {"id": 1, "status": 413, "body": "...", "request_bytes": 900000}',
+    )
+    classify.add_argument(
+        "--status",
+        type=int,
+        metavar="CODE",
+        help="HTTP status of the response (none: no response came back, e.g. a dropped connection)",
+    )
     classify.add_argument("--body-file", metavar="FILE", help="file with the response body ('-' for stdin)")
     classify.add_argument("--message", default="", help="the exception message, if any")
-    classify.add_argument("--header", action="append", default=[], metavar="'K: V'",
-                          help="a response header, repeatable")
+    classify.add_argument(
+        "--header", action="append", default=[], metavar="'K: V'", help="a response header, repeatable"
+    )
     classify.add_argument("--bytes", type=int, metavar="N", help="size of the rejected request body in bytes")
-    classify.add_argument("--json", dest="classify_json", action="store_true",
-                          help="print the verdict as one JSON object instead of text")
-    classify.add_argument("--batch", metavar="FILE.jsonl",
-                          help="classify one JSON object per line (see above); '-' reads stdin")
+    classify.add_argument(
+        "--json",
+        dest="classify_json",
+        action="store_true",
+        help="print the verdict as one JSON object instead of text",
+    )
+    classify.add_argument(
+        "--batch", metavar="FILE.jsonl", help="classify one JSON object per line (see above); '-' reads stdin"
+    )
 
-    sessions = _sub(sub, "sessions", help="list, show, export, rename or delete sessions",
-                    description="Sessions live in one SQLite database in the data folder (`bulkhead config path`). "
-                                "Each keeps its whole master log; export writes it as Markdown, JSON or HAR "
-                                "(the requests, for a network team). rm deletes one with its archive, requests and "
-                                "folder (never one another bulkhead holds).",
-                    examples="  bulkhead sessions list\n"
-                             "  bulkhead sessions show s_1a2b\n"
-                             "  bulkhead sessions export s_1a2b --format har -o session.har\n"
-                             "  bulkhead sessions rm s_1a2b --yes")
+    sessions = _sub(
+        sub,
+        "sessions",
+        help="list, show, export, rename or delete sessions",
+        description="Sessions live in one SQLite database in the data folder (`bulkhead config path`). "
+        "Each keeps its whole master log; export writes it as Markdown, JSON or HAR "
+        "(the requests, for a network team). rm deletes one with its archive, requests and "
+        "folder (never one another bulkhead holds).",
+        examples="  bulkhead sessions list\n"
+        "  bulkhead sessions show s_1a2b\n"
+        "  bulkhead sessions export s_1a2b --format har -o session.har\n"
+        "  bulkhead sessions rm s_1a2b --yes",
+    )
     sessions_sub = sessions.add_subparsers(dest="action", metavar="ACTION", required=True)
-    s_list = sessions_sub.add_parser("list", help="recent sessions", description="The most recent sessions, newest first.")
-    s_list.add_argument("--json", dest="sessions_json", action="store_true",
-                        help="one JSON array: id, title, route, provider, model, workspace, times, messages")
-    rm = sessions_sub.add_parser("rm", help="delete a session with its archive, requests and folder",
-                                 description="Delete one session with its archive, requests and folder (asks first).")
+    s_list = sessions_sub.add_parser(
+        "list", help="recent sessions", description="The most recent sessions, newest first."
+    )
+    s_list.add_argument(
+        "--json",
+        dest="sessions_json",
+        action="store_true",
+        help="one JSON array: id, title, route, provider, model, workspace, times, messages",
+    )
+    rm = sessions_sub.add_parser(
+        "rm",
+        help="delete a session with its archive, requests and folder",
+        description="Delete one session with its archive, requests and folder (asks first).",
+    )
     rm.add_argument("id", help="a session id or a unique prefix of one")
     rm.add_argument("--yes", "-y", dest="rm_yes", action="store_true", help="do not ask for confirmation")
-    rename = sessions_sub.add_parser("rename", help="set a session's title", description="Set a session's title.")
+    rename = sessions_sub.add_parser(
+        "rename", help="set a session's title", description="Set a session's title."
+    )
     rename.add_argument("id", help="a session id or a unique prefix of one")
     rename.add_argument("title", nargs="+", help="the new title")
-    show = sessions_sub.add_parser("show", help="one session's messages",
-                                   description="Print one session's messages (its master log).")
+    show = sessions_sub.add_parser(
+        "show", help="one session's messages", description="Print one session's messages (its master log)."
+    )
     show.add_argument("id", help="a session id or a unique prefix of one")
-    export = sessions_sub.add_parser("export", help="export a session", formatter_class=HelpFormatter,
-                                     description="Write one session as Markdown, JSON or HAR.")
+    export = sessions_sub.add_parser(
+        "export",
+        help="export a session",
+        formatter_class=HelpFormatter,
+        description="Write one session as Markdown, JSON or HAR.",
+    )
     export.add_argument("id", help="a session id or a unique prefix of one")
     export.add_argument("--format", choices=("md", "json", "har"), default="md", help="what to write")
     export.add_argument("--output", "-o", metavar="FILE", help="write here instead of stdout")
 
-    archive = _sub(sub, "archive", help="browse the archive of compacted content",
-                   description="Everything a compaction removed from the view is archived byte for byte under a "
-                               "key (<<ccr:KEY>> markers in the conversation). List it, search it (full text), "
-                               "print one segment; /recall KEY in the chat puts it back.",
-                   examples="  bulkhead archive list --session s_1a2b\n"
-                            "  bulkhead archive search 'stack trace'\n"
-                            "  bulkhead archive show 3f2a9c0d1e4b5a6f")
+    archive = _sub(
+        sub,
+        "archive",
+        help="browse the archive of compacted content",
+        description="Everything a compaction removed from the view is archived byte for byte under a "
+        "key (<<ccr:KEY>> markers in the conversation). List it, search it (full text), "
+        "print one segment; /recall KEY in the chat puts it back.",
+        examples="  bulkhead archive list --session s_1a2b\n"
+        "  bulkhead archive search 'stack trace'\n"
+        "  bulkhead archive show 3f2a9c0d1e4b5a6f",
+    )
     archive_sub = archive.add_subparsers(dest="action", metavar="ACTION", required=True)
-    a_list = archive_sub.add_parser("list", help="archived segments, newest first",
-                                    description="Archived segments, newest first.")
+    a_list = archive_sub.add_parser(
+        "list", help="archived segments, newest first", description="Archived segments, newest first."
+    )
     a_list.add_argument("--session", metavar="ID", help="only this session's (default: every session)")
-    a_search = archive_sub.add_parser("search", help="full-text search", description="Full-text search (FTS5).")
-    a_search.add_argument("query", help="words to find (FTS5 syntax: \"a phrase\", word*, a OR b)")
+    a_search = archive_sub.add_parser(
+        "search", help="full-text search", description="Full-text search (FTS5)."
+    )
+    a_search.add_argument("query", help='words to find (FTS5 syntax: "a phrase", word*, a OR b)')
     a_search.add_argument("--session", metavar="ID", help="only this session's (default: every session)")
-    a_show = archive_sub.add_parser("show", help="print an archived segment (control characters shown as escapes)",
-                                    description="Print one archived segment as it was archived; control characters "
-                                                "and escape sequences are shown as visible escapes unless --raw.")
+    a_show = archive_sub.add_parser(
+        "show",
+        help="print an archived segment (control characters shown as escapes)",
+        description="Print one archived segment as it was archived; control characters "
+        "and escape sequences are shown as visible escapes unless --raw.",
+    )
     a_show.add_argument("key", help="the 16 hex digits of the key, or a <<ccr:KEY>> marker")
-    a_show.add_argument("--raw", action="store_true",
-                        help="the stored bytes unchanged, escape sequences included (for a file or a pipe)")
+    a_show.add_argument(
+        "--raw",
+        action="store_true",
+        help="the stored bytes unchanged, escape sequences included (for a file or a pipe)",
+    )
 
-    config = _sub(sub, "config", help="create, locate, show or check the configuration",
-                  description="bulkhead reads config.toml (BULKHEAD_CONFIG names another file), then BULKHEAD_* "
-                              "environment variables, then flags. It never writes your config.toml: what it "
-                              "learns goes to state.toml. `check` reports every problem with its file:line and "
-                              "the routes' credentials.",
-                  examples="  bulkhead config init     write a commented starter config.toml\n"
-                           "  bulkhead config check    every problem, with its line; exit 2 if any\n"
-                           "  bulkhead config show     each setting's value and where it came from")
+    config = _sub(
+        sub,
+        "config",
+        help="create, locate, show or check the configuration",
+        description="bulkhead reads config.toml (BULKHEAD_CONFIG names another file), then BULKHEAD_* "
+        "environment variables, then flags. It never writes your config.toml: what it "
+        "learns goes to state.toml. `check` reports every problem with its file:line and "
+        "the routes' credentials.",
+        examples="  bulkhead config init     write a commented starter config.toml\n"
+        "  bulkhead config check    every problem, with its line; exit 2 if any\n"
+        "  bulkhead config show     each setting's value and where it came from",
+    )
     config_sub = config.add_subparsers(dest="action", metavar="ACTION", required=True)
     config_sub.add_parser("init", help="write a commented starter config.toml")
     config_sub.add_parser("path", help="print where config.toml, state.toml and the data live")
     config_sub.add_parser("show", help="print the effective settings and where each came from")
     config_sub.add_parser("check", help="validate config.toml and the routes' credentials")
 
-    mcp = _sub(sub, "mcp", help="MCP servers: state, tools, the bytes their definitions add",
-               description="Start the configured MCP servers (config.toml's [mcp_servers.NAME] and the workspace's "
-                           ".mcp.json) and say how each is: its state, its tools and the bytes their definitions "
-                           "add to every request. A workspace's .mcp.json servers start only once allowed "
-                           "(`approve`, or the question the TUI and -p ask).",
-               examples="  bulkhead mcp list\n"
-                        "  bulkhead mcp tools github\n"
-                        "  bulkhead mcp ping github")
+    mcp = _sub(
+        sub,
+        "mcp",
+        help="MCP servers: state, tools, the bytes their definitions add",
+        description="Start the configured MCP servers (config.toml's [mcp_servers.NAME] and the workspace's "
+        ".mcp.json) and say how each is: its state, its tools and the bytes their definitions "
+        "add to every request. A workspace's .mcp.json servers start only once allowed "
+        "(`approve`, or the question the TUI and -p ask).",
+        examples="  bulkhead mcp list\n  bulkhead mcp tools github\n  bulkhead mcp ping github",
+    )
     mcp_sub = mcp.add_subparsers(dest="action", metavar="ACTION", required=True)
     m_list = mcp_sub.add_parser("list", help="start every server, show its state, tools and definition bytes")
     m_tools = mcp_sub.add_parser("tools", help="one server's tools (name, read-only, bytes, description)")
@@ -253,26 +379,44 @@ def build_parser() -> argparse.ArgumentParser:
     m_ping = mcp_sub.add_parser("ping", help="time one server's start and a round trip")
     m_ping.add_argument("name", help="the server's name")
     for sub_parser in (m_list, m_tools, m_ping):
-        sub_parser.add_argument("--yes", "-y", dest="mcp_yes", action="store_true",
-                                help="start this workspace's .mcp.json servers without asking (not remembered)")
+        sub_parser.add_argument(
+            "--yes",
+            "-y",
+            dest="mcp_yes",
+            action="store_true",
+            help="start this workspace's .mcp.json servers without asking (not remembered)",
+        )
     m_list.add_argument("--json", dest="mcp_json", action="store_true", help="one JSON object per server")
-    m_approve = mcp_sub.add_parser("approve", help="allow this workspace's .mcp.json servers (all, or those named)")
+    m_approve = mcp_sub.add_parser(
+        "approve", help="allow this workspace's .mcp.json servers (all, or those named)"
+    )
     m_approve.add_argument("names", nargs="*", metavar="NAME", help="servers to allow (default: all of them)")
     mcp_sub.add_parser("reset", help="forget the answers given for this workspace's .mcp.json servers")
 
-    auth = _sub(sub, "auth", help="store API keys in the system keyring",
-                description="Store, check or delete an API key in the system keyring (read without echo, or "
-                            "from stdin when piped). Without a keyring, export ANTHROPIC_API_KEY / OPENAI_API_KEY "
-                            "(or a route's api_key_env) instead. Keys never reach the database, logs or exports.",
-                examples="  bulkhead auth set anthropic\n"
-                         "  bulkhead auth status\n"
-                         "  pass show work/openai | bulkhead auth set openai")
+    auth = _sub(
+        sub,
+        "auth",
+        help="store API keys in the system keyring",
+        description="Store, check or delete an API key in the system keyring (read without echo, or "
+        "from stdin when piped). Without a keyring, export ANTHROPIC_API_KEY / OPENAI_API_KEY "
+        "(or a route's api_key_env) instead. Keys never reach the database, logs or exports.",
+        examples="  bulkhead auth set anthropic\n"
+        "  bulkhead auth status\n"
+        "  pass show work/openai | bulkhead auth set openai",
+    )
     auth_sub = auth.add_subparsers(dest="action", metavar="ACTION", required=True)
-    for action, text in (("set", "store a key (read without echo)"), ("status", "which keys are found where"),
-                         ("delete", "remove a stored key")):
+    for action, text in (
+        ("set", "store a key (read without echo)"),
+        ("status", "which keys are found where"),
+        ("delete", "remove a stored key"),
+    ):
         p = auth_sub.add_parser(action, help=text, description=text[0].upper() + text[1:] + ".")
-        p.add_argument("provider", nargs="?" if action == "status" else None, choices=("anthropic", "openai"),
-                       help="whose key" + (" (default: both)" if action == "status" else ""))
+        p.add_argument(
+            "provider",
+            nargs="?" if action == "status" else None,
+            choices=("anthropic", "openai"),
+            help="whose key" + (" (default: both)" if action == "status" else ""),
+        )
     return parser
 
 
@@ -329,8 +473,13 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_OK
     except OSError as exc:  # a full disk, a folder without permission: one clear line, no traceback
         where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
-        print(display(f"bulkhead: {exc.strerror or exc}{where} — check free space and permissions, or set "
-                      f"BULKHEAD_HOME"), file=sys.stderr)
+        print(
+            display(
+                f"bulkhead: {exc.strerror or exc}{where} — check free space and permissions, or set "
+                f"BULKHEAD_HOME"
+            ),
+            file=sys.stderr,
+        )
         return EXIT_ERROR
     except Exception as exc:
         from app.engine.session import SessionNotFound

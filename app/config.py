@@ -26,8 +26,17 @@ CONTEXT_ENGINES = ("local", "provider")  # or "mcp:NAME": an MCP server's contex
 OPENAI_APIS = ("responses", "chat")  # routes.NAME.api on provider = "openai" routes
 MCP_TOOL_SEARCH = ("auto", "bulkhead", "off")
 HOOK_EVENTS = (
-    "SessionStart", "SessionEnd", "UserPromptSubmit", "PreToolUse", "PostToolUse",
-    "PostToolUseFailure", "PreCompact", "PostCompact", "Stop", "Notification", "RequestRejected",
+    "SessionStart",
+    "SessionEnd",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "PreCompact",
+    "PostCompact",
+    "Stop",
+    "Notification",
+    "RequestRejected",
 )
 
 
@@ -41,7 +50,8 @@ class ConfigError(Exception):
         self.problems: tuple[str, ...] = tuple(problems) or ((message,) if message else ())
         if not message and len(self.problems) > 1:
             message = f"{len(self.problems)} problems in the configuration:\n" + "\n".join(
-                f"  {problem}" for problem in self.problems)
+                f"  {problem}" for problem in self.problems
+            )
         super().__init__(message or (self.problems[0] if self.problems else ""))
 
 
@@ -65,8 +75,15 @@ def example_config_path() -> Path:
     raise ConfigError("config.example.toml is missing from this installation; reinstall bulkhead")
 
 
-def _opt(kind: str, help: str, choices: tuple[str, ...] = (), *, low: float | None = None,
-         high: float | None = None, above: float | None = None) -> dict:
+def _opt(
+    kind: str,
+    help: str,
+    choices: tuple[str, ...] = (),
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    above: float | None = None,
+) -> dict:
     """A setting's metadata: its kind, help, choices, and its range (`low` ≤ v ≤ `high`, v > `above`)."""
     return {"kind": kind, "help": help, "choices": choices, "low": low, "high": high, "above": above}
 
@@ -100,9 +117,18 @@ class Route:
 
 
 _ROUTE_KEYS: dict[str, str] = {
-    "provider": "choice", "model": "str", "base_url": "str", "max_payload": "size",
-    "context_window": "int", "max_output_tokens": "int", "region": "str", "profile": "str",
-    "endpoint_url": "str", "api_key_env": "str", "api": "choice", "images": "bool",
+    "provider": "choice",
+    "model": "str",
+    "base_url": "str",
+    "max_payload": "size",
+    "context_window": "int",
+    "max_output_tokens": "int",
+    "region": "str",
+    "profile": "str",
+    "endpoint_url": "str",
+    "api_key_env": "str",
+    "api": "choice",
+    "images": "bool",
 }
 _ROUTE_CHOICES: dict[str, tuple[str, ...]] = {"provider": PROVIDERS, "api": OPENAI_APIS}
 
@@ -134,17 +160,28 @@ class Settings:
     """Every tunable number of DESIGN.md §4–§8. Each is also `BULKHEAD_<NAME>` in the environment."""
 
     default_route: str | None = field(default=None, metadata=_opt("str?", "route used when none is given"))
-    max_payload: int | None = field(default=None, metadata=_opt("size?", "request body cap for every route",
-                                                                       low=1024))
-    context_window: int | None = field(default=None, metadata=_opt("int?", "context window override (tokens)",
-                                                                       low=1000))
-    max_output_tokens: int = field(default=8192, metadata=_opt("int", "max_tokens of a normal request", low=1))
-    max_recovery_attempts: int = field(default=3, metadata=_opt("int", "recovery ladder attempts per failure",
-                                                                 high=10))
-    max_token_escalations: int = field(default=2, metadata=_opt("int", "max_tokens doublings per answer", high=10))
-    emergency_keep_messages: int = field(default=10, metadata=_opt("int", "L2: non-system messages kept", low=1))
+    max_payload: int | None = field(
+        default=None, metadata=_opt("size?", "request body cap for every route", low=1024)
+    )
+    context_window: int | None = field(
+        default=None, metadata=_opt("int?", "context window override (tokens)", low=1000)
+    )
+    max_output_tokens: int = field(
+        default=8192, metadata=_opt("int", "max_tokens of a normal request", low=1)
+    )
+    max_recovery_attempts: int = field(
+        default=3, metadata=_opt("int", "recovery ladder attempts per failure", high=10)
+    )
+    max_token_escalations: int = field(
+        default=2, metadata=_opt("int", "max_tokens doublings per answer", high=10)
+    )
+    emergency_keep_messages: int = field(
+        default=10, metadata=_opt("int", "L2: non-system messages kept", low=1)
+    )
     nuclear_keep_messages: int = field(default=4, metadata=_opt("int", "L3: non-system messages kept", low=1))
-    nuclear_message_chars: int = field(default=4000, metadata=_opt("int", "L3: cap per kept message", low=100))
+    nuclear_message_chars: int = field(
+        default=4000, metadata=_opt("int", "L3: cap per kept message", low=100)
+    )
     assistant_cut_chars: int = field(default=5000, metadata=_opt("int", "L1: assistant messages cut above"))
     microcompact_truncate_turns: int = field(default=2, metadata=_opt("int", "tool result age for preview"))
     microcompact_summarize_turns: int = field(default=4, metadata=_opt("int", "tool result age for one line"))
@@ -155,67 +192,108 @@ class Settings:
     turn_budget_chars: int = field(default=200_000, metadata=_opt("int", "tool output per turn", low=1000))
     result_max_chars: int = field(default=20_000, metadata=_opt("int", "tool output per result", low=500))
     compact_model: str | None = field(default=None, metadata=_opt("str?", "route that writes summaries"))
-    compact_threshold: float = field(default=0.85, metadata=_opt("float", "window share that compacts",
-                                                                   above=0, high=1))
-    compact_target: float = field(default=0.50, metadata=_opt("float", "window share compaction aims at",
-                                                                above=0, high=1))
-    preflight_ratio: float = field(default=0.85, metadata=_opt("float", "cap share that compacts first",
-                                                                 above=0, high=1))
-    preflight_target: float = field(default=0.40, metadata=_opt("float", "cap share preflight aims at",
-                                                                  above=0, high=1))
+    compact_threshold: float = field(
+        default=0.85, metadata=_opt("float", "window share that compacts", above=0, high=1)
+    )
+    compact_target: float = field(
+        default=0.50, metadata=_opt("float", "window share compaction aims at", above=0, high=1)
+    )
+    preflight_ratio: float = field(
+        default=0.85, metadata=_opt("float", "cap share that compacts first", above=0, high=1)
+    )
+    preflight_target: float = field(
+        default=0.40, metadata=_opt("float", "cap share preflight aims at", above=0, high=1)
+    )
     no_cap_warn_bytes: int = field(default=int(2.5 * 1024 * 1024), metadata=_opt("size", "warn once above"))
-    fallback_cap: int = field(default=4 * 1024 * 1024, metadata=_opt("size", "cap when size is unknown", low=1024))
+    fallback_cap: int = field(
+        default=4 * 1024 * 1024, metadata=_opt("size", "cap when size is unknown", low=1024)
+    )
     drop_payload_min_bytes: int = field(default=500_000, metadata=_opt("int", "drops count as payload above"))
     summary_min_chars_cap: int = field(default=80, metadata=_opt("int", "quality gate floor cap"))
     summary_skip_after_miss: int = field(default=2, metadata=_opt("int", "summaries skipped after a miss"))
-    summary_keep_messages: int = field(default=6, metadata=_opt("int", "recent messages a summary keeps whole"))
+    summary_keep_messages: int = field(
+        default=6, metadata=_opt("int", "recent messages a summary keeps whole")
+    )
     summarizer_floor_chars: int = field(default=20_000, metadata=_opt("int", "summarizer input floor"))
-    summary_timeout: float = field(default=600.0, metadata=_opt("float", "seconds a summary may take", above=0))
+    summary_timeout: float = field(
+        default=600.0, metadata=_opt("float", "seconds a summary may take", above=0)
+    )
     retry_max_attempts: int = field(default=4, metadata=_opt("int", "transient retries per request", high=20))
     retry_base_delay: float = field(default=1.0, metadata=_opt("float", "first backoff (seconds)"))
     retry_max_delay: float = field(default=30.0, metadata=_opt("float", "longest backoff (seconds)"))
     request_timeout: float = field(default=600.0, metadata=_opt("float", "seconds per request", above=0))
     connect_timeout: float = field(default=10.0, metadata=_opt("float", "seconds to connect", above=0))
-    ca_bundle: str | None = field(default=None, metadata=_opt(
-        "str?", "CA bundle (PEM file; a folder for Anthropic/OpenAI) every provider trusts"))
+    ca_bundle: str | None = field(
+        default=None,
+        metadata=_opt("str?", "CA bundle (PEM file; a folder for Anthropic/OpenAI) every provider trusts"),
+    )
     approval: str = field(default="auto-read", metadata=_opt("choice", "tool approvals", APPROVAL_MODES))
     workspace: str | None = field(default=None, metadata=_opt("str?", "folder tools work in (default: cwd)"))
     max_mentions: int = field(default=10, metadata=_opt("int", "@file mentions attached per prompt"))
-    image_max_bytes: int = field(default=5 * 1024 * 1024, metadata=_opt("size", "largest image attached", low=0))
-    checkpoint_max_bytes: int = field(default=16 * 1024 * 1024,
-                                      metadata=_opt("size", "largest file /undo can restore", low=0))
-    instructions_max_bytes: int = field(default=256 * 1024,
-                                        metadata=_opt("size", "AGENTS.md / CLAUDE.md bytes in the system prompt", low=0))
-    mention_index_max_files: int = field(default=200_000, metadata=_opt("int", "files the @ completion lists", low=1))
-    mention_index_ttl: float = field(default=30.0, metadata=_opt("float", "seconds before @ relists the files", low=0))
-    model_list_timeout: float = field(default=20.0, metadata=_opt("float", "seconds /model waits for a model list", above=0))
-    context_engine: str = field(default="local", metadata=_opt("engine", "local, provider or mcp:NAME",
-                                                                CONTEXT_ENGINES))
-    provider_compact_threshold: int = field(default=0, metadata=_opt(
-        "int", "input tokens at which the provider compacts (context_engine = provider; 0 = automatic)", low=0))
-    mcp_defer_ratio: float = field(default=0.10, metadata=_opt("float", "share of the cap MCP tools may take",
-                                                               above=0, high=1))
-    mcp_tool_search: str = field(default="auto", metadata=_opt("choice", "how MCP tools are deferred",
-                                                               MCP_TOOL_SEARCH))
-    mcp_startup_timeout: float = field(default=30.0, metadata=_opt("float", "seconds an MCP server may take to start",
-                                                                   above=0))
-    mcp_tool_timeout: float = field(default=120.0, metadata=_opt("float", "seconds an MCP tool call may take",
-                                                                 above=0))
-    mcp_compact_timeout: float = field(default=180.0, metadata=_opt("float", "seconds an MCP context_compact may take",
-                                                                    above=0))
-    mcp_image_max_bytes: int = field(default=1024 * 1024, metadata=_opt("size", "largest MCP image sent to the model",
-                                                                        low=0))
+    image_max_bytes: int = field(
+        default=5 * 1024 * 1024, metadata=_opt("size", "largest image attached", low=0)
+    )
+    checkpoint_max_bytes: int = field(
+        default=16 * 1024 * 1024, metadata=_opt("size", "largest file /undo can restore", low=0)
+    )
+    instructions_max_bytes: int = field(
+        default=256 * 1024, metadata=_opt("size", "AGENTS.md / CLAUDE.md bytes in the system prompt", low=0)
+    )
+    mention_index_max_files: int = field(
+        default=200_000, metadata=_opt("int", "files the @ completion lists", low=1)
+    )
+    mention_index_ttl: float = field(
+        default=30.0, metadata=_opt("float", "seconds before @ relists the files", low=0)
+    )
+    model_list_timeout: float = field(
+        default=20.0, metadata=_opt("float", "seconds /model waits for a model list", above=0)
+    )
+    context_engine: str = field(
+        default="local", metadata=_opt("engine", "local, provider or mcp:NAME", CONTEXT_ENGINES)
+    )
+    provider_compact_threshold: int = field(
+        default=0,
+        metadata=_opt(
+            "int",
+            "input tokens at which the provider compacts (context_engine = provider; 0 = automatic)",
+            low=0,
+        ),
+    )
+    mcp_defer_ratio: float = field(
+        default=0.10, metadata=_opt("float", "share of the cap MCP tools may take", above=0, high=1)
+    )
+    mcp_tool_search: str = field(
+        default="auto", metadata=_opt("choice", "how MCP tools are deferred", MCP_TOOL_SEARCH)
+    )
+    mcp_startup_timeout: float = field(
+        default=30.0, metadata=_opt("float", "seconds an MCP server may take to start", above=0)
+    )
+    mcp_tool_timeout: float = field(
+        default=120.0, metadata=_opt("float", "seconds an MCP tool call may take", above=0)
+    )
+    mcp_compact_timeout: float = field(
+        default=180.0, metadata=_opt("float", "seconds an MCP context_compact may take", above=0)
+    )
+    mcp_image_max_bytes: int = field(
+        default=1024 * 1024, metadata=_opt("size", "largest MCP image sent to the model", low=0)
+    )
     har_body_limit: int = field(default=64 * 1024, metadata=_opt("size", "body bytes kept per HAR entry"))
-    hook_timeout: float = field(default=60.0, metadata=_opt("float", "default hook timeout (seconds)", above=0))
+    hook_timeout: float = field(
+        default=60.0, metadata=_opt("float", "default hook timeout (seconds)", above=0)
+    )
     theme: str | None = field(default=None, metadata=_opt("str?", "Textual theme (else the last used)"))
-    chat_window_items: int = field(default=60, metadata=_opt("int", "chat items mounted on resume and per page",
-                                                             low=10, high=2000))
+    chat_window_items: int = field(
+        default=60, metadata=_opt("int", "chat items mounted on resume and per page", low=10, high=2000)
+    )
     shell_env_passthrough: tuple[str, ...] = field(
-        default=(), metadata=_opt("names", "provider credentials the shell tool may still see"))
+        default=(), metadata=_opt("names", "provider credentials the shell tool may still see")
+    )
     routes: Mapping[str, Route] = field(default_factory=dict, metadata={"kind": "routes"})
     hooks: tuple[HookSpec, ...] = field(default=(), metadata={"kind": "hooks"})
     classifier_rules: tuple[ClassifierRuleSpec, ...] = field(default=(), metadata={"kind": "classifier"})
-    mcp_servers: Mapping[str, Any] = field(default_factory=dict, metadata={"kind": "mcp_servers"})  # app.mcp.config
+    mcp_servers: Mapping[str, Any] = field(
+        default_factory=dict, metadata={"kind": "mcp_servers"}
+    )  # app.mcp.config
     keys: Mapping[str, str] = field(default_factory=dict, metadata={"kind": "keys"})
     permissions: Mapping[str, tuple[str, ...]] = field(default_factory=dict, metadata={"kind": "permissions"})
     sources: Mapping[str, str] = field(default_factory=dict, metadata={"kind": "meta"})
@@ -228,18 +306,25 @@ class Settings:
             return self.routes[name]
         if name:
             known = ", ".join(sorted(self.routes)) or "none"
-            raise ConfigError(f"no route named {name!r} (configured routes: {known}); see `bulkhead config show`")
+            raise ConfigError(
+                f"no route named {name!r} (configured routes: {known}); see `bulkhead config show`"
+            )
         if len(self.routes) == 1:
             return next(iter(self.routes.values()))
-        raise ConfigError("several routes are configured and none is the default: set default_route in config.toml")
+        raise ConfigError(
+            "several routes are configured and none is the default: set default_route in config.toml"
+        )
 
     def with_overrides(self, **changes: Any) -> Settings:
         return replace(self, **changes)
 
 
-SETTING_FIELDS = {f.name: f for f in fields(Settings)
-                  if f.metadata.get("kind") not in ("routes", "hooks", "keys", "meta", "classifier", "mcp_servers",
-                                                    "permissions")}
+SETTING_FIELDS = {
+    f.name: f
+    for f in fields(Settings)
+    if f.metadata.get("kind")
+    not in ("routes", "hooks", "keys", "meta", "classifier", "mcp_servers", "permissions")
+}
 
 
 # --- locating keys in the file, for messages that name the line ---------------------------------
@@ -282,8 +367,11 @@ def hide_url_password(url: str) -> str:
 
 def _shown(value: Any, key: str = "") -> str:
     """A value for an error message: its repr, shortened — or only its shape when it may be a secret."""
-    if isinstance(value, str) and value and (_SECRET_NAME_RE.search(key.rsplit(".", 1)[-1])
-                                             or _KEY_LIKE_RE.match(value.strip())):
+    if (
+        isinstance(value, str)
+        and value
+        and (_SECRET_NAME_RE.search(key.rsplit(".", 1)[-1]) or _KEY_LIKE_RE.match(value.strip()))
+    ):
         from app.secrets import mask
 
         return f"'{mask(value)}' (hidden: it may be a secret)"
@@ -340,8 +428,10 @@ def _convert(kind: str, value: Any, key: str, where: str, choices: tuple[str, ..
         if base == "engine":  # a choice, or mcp:NAME
             if str(value) in choices or re.fullmatch(r"mcp:[A-Za-z0-9_-]{1,48}", str(value)):
                 return str(value)
-            raise ConfigError(f"{where}: {key} = {value!r} is not one of {', '.join(choices)} or mcp:NAME "
-                              f"(an MCP server with a context_compact tool)")
+            raise ConfigError(
+                f"{where}: {key} = {value!r} is not one of {', '.join(choices)} or mcp:NAME "
+                f"(an MCP server with a context_compact tool)"
+            )
         if base == "choice":
             if str(value) not in choices:
                 raise ConfigError(f"{where}: {key} = {_shown(value, key)} is not one of {', '.join(choices)}")
@@ -356,8 +446,10 @@ def _convert(kind: str, value: Any, key: str, where: str, choices: tuple[str, ..
                 raise ValueError
             bad = [v for v in items if v and not ENV_NAME_RE.match(v)]
             if bad:
-                raise ConfigError(f"{where}: {key}: {_shown(bad[0], key)} is not an environment variable name "
-                                  f"(letters, digits and _, e.g. \"GITHUB_TOKEN\")")
+                raise ConfigError(
+                    f"{where}: {key}: {_shown(bad[0], key)} is not an environment variable name "
+                    f'(letters, digits and _, e.g. "GITHUB_TOKEN")'
+                )
             return tuple(v for v in items if v)
     except SizeError as exc:
         text = str(exc)
@@ -365,8 +457,13 @@ def _convert(kind: str, value: Any, key: str, where: str, choices: tuple[str, ..
             text = text.replace(repr(value), _shown(value, key)).replace(value, _shown(value, key))
         raise ConfigError(f"{where}: {key}: {text}") from None
     except (TypeError, ValueError, OverflowError):
-        wanted = {"int": "a whole number ≥ 0", "float": "a number ≥ 0", "bool": "true or false",
-                  "str": "a string", "names": "a list of variable names, e.g. [\"GITHUB_TOKEN\"]"}.get(base, base)
+        wanted = {
+            "int": "a whole number ≥ 0",
+            "float": "a number ≥ 0",
+            "bool": "true or false",
+            "str": "a string",
+            "names": 'a list of variable names, e.g. ["GITHUB_TOKEN"]',
+        }.get(base, base)
         raise ConfigError(f"{where}: {key} = {_shown(value, key)} is not {wanted}") from None
     raise AssertionError(f"unknown setting kind {kind}")
 
@@ -377,8 +474,10 @@ def _read_toml(path: Path) -> tuple[dict, str]:
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:
-        raise ConfigError(f"{path}: cannot read the config file ({exc.strerror or exc}); "
-                          "check it, or point BULKHEAD_CONFIG elsewhere") from None
+        raise ConfigError(
+            f"{path}: cannot read the config file ({exc.strerror or exc}); "
+            "check it, or point BULKHEAD_CONFIG elsewhere"
+        ) from None
     try:
         return tomllib.loads(text), text
     except tomllib.TOMLDecodeError as exc:
@@ -399,8 +498,15 @@ class _Problems:
     def add(self, message: str) -> None:
         self.items.append(message)
 
-    def convert(self, kind: str, value: Any, key: str, where: str, choices: tuple[str, ...] = (),
-                meta: Mapping[str, Any] | None = None) -> tuple[bool, Any]:
+    def convert(
+        self,
+        kind: str,
+        value: Any,
+        key: str,
+        where: str,
+        choices: tuple[str, ...] = (),
+        meta: Mapping[str, Any] | None = None,
+    ) -> tuple[bool, Any]:
         """(True, converted value), or (False, None) with the problem noted."""
         try:
             converted = _convert(kind, value, key, where, choices)
@@ -454,9 +560,10 @@ def check_url(value: str, key: str, where: str) -> None:
         return
     if "://" not in value:
         local = re.match(r"^(localhost|127\.|\[::1\]|0\.0\.0\.0|10\.|192\.168\.)", value)
-        raise ConfigError(f"{where}: {key} = {value!r} has no scheme — add http:// for a local server "
-                          f"(\"http://{value}\") or https:// for a remote one"
-                          + ("" if local else f" (\"https://{value}\")"))
+        raise ConfigError(
+            f"{where}: {key} = {value!r} has no scheme — add http:// for a local server "
+            f'("http://{value}") or https:// for a remote one' + ("" if local else f' ("https://{value}")')
+        )
     raise ConfigError(f"{where}: {key} = {value!r} must start with http:// or https://")
 
 
@@ -476,12 +583,19 @@ def _parse_routes(raw: Any, origin: _Origin, problems: _Problems) -> dict[str, R
             where = origin.where(section, key)
             if key not in _ROUTE_KEYS:
                 known = ", ".join(_ROUTE_KEYS)
-                problems.add(f"{where}: unknown key {key!r} = {_shown(value, key)} in [routes.{name}] "
-                             f"(known: {known})")
+                problems.add(
+                    f"{where}: unknown key {key!r} = {_shown(value, key)} in [routes.{name}] (known: {known})"
+                )
                 valid = False
                 continue
-            ok, converted = problems.convert(_ROUTE_KEYS[key], value, f"routes.{name}.{key}", where,
-                                             _ROUTE_CHOICES.get(key, PROVIDERS), _ROUTE_RANGES.get(key))
+            ok, converted = problems.convert(
+                _ROUTE_KEYS[key],
+                value,
+                f"routes.{name}.{key}",
+                where,
+                _ROUTE_CHOICES.get(key, PROVIDERS),
+                _ROUTE_RANGES.get(key),
+            )
             if ok and key in ("base_url", "endpoint_url") and converted:
                 try:
                     check_url(converted, f"routes.{name}.{key}", where)
@@ -489,24 +603,30 @@ def _parse_routes(raw: Any, origin: _Origin, problems: _Problems) -> dict[str, R
                     problems.add(str(exc))
                     ok = False
             if ok and key == "api_key_env" and not ENV_NAME_RE.match(converted):
-                problems.add(f"{where}: routes.{name}.api_key_env names the environment variable that holds "
-                             f"the key (e.g. \"AZURE_OPENAI_API_KEY\"), not the key itself: "
-                             f"{_shown(converted, key)}")
+                problems.add(
+                    f"{where}: routes.{name}.api_key_env names the environment variable that holds "
+                    f'the key (e.g. "AZURE_OPENAI_API_KEY"), not the key itself: '
+                    f"{_shown(converted, key)}"
+                )
                 ok = False
             valid = valid and ok
             if ok:
                 values[key] = converted
         if "provider" not in table:
-            problems.add(f"{origin.where('routes', name)}: [routes.{name}] needs provider = "
-                         f"one of {', '.join(PROVIDERS)}")
+            problems.add(
+                f"{origin.where('routes', name)}: [routes.{name}] needs provider = "
+                f"one of {', '.join(PROVIDERS)}"
+            )
             continue
         if "api" in values and values.get("provider") != "openai":
-            problems.add(f"{origin.where(section, 'api')}: api = {values['api']!r} only applies to "
-                         f"provider = \"openai\" routes ([routes.{name}] is {values.get('provider')!r}); remove it")
+            problems.add(
+                f"{origin.where(section, 'api')}: api = {values['api']!r} only applies to "
+                f'provider = "openai" routes ([routes.{name}] is {values.get("provider")!r}); remove it'
+            )
             continue
         if "model" not in table:
             if values.get("provider") not in ("lab", None):
-                problems.add(f"{origin.where('routes', name)}: [routes.{name}] needs model = \"...\"")
+                problems.add(f'{origin.where("routes", name)}: [routes.{name}] needs model = "..."')
                 continue
             values["model"] = "lab-1"
         if valid:
@@ -521,48 +641,63 @@ _ROUTE_RANGES: dict[str, dict[str, Any]] = {
 }
 
 
-def _parse_hooks(raw: Any, origin: _Origin, default_timeout: float, problems: _Problems) -> tuple[HookSpec, ...]:
+def _parse_hooks(
+    raw: Any, origin: _Origin, default_timeout: float, problems: _Problems
+) -> tuple[HookSpec, ...]:
     if not isinstance(raw, dict):
         problems.add(f"{origin.where('', 'hooks')}: hooks must be tables like [[hooks.PreToolUse]]")
         return ()
     specs: list[HookSpec] = []
     for event, entries in raw.items():
         if event not in HOOK_EVENTS:
-            problems.add(f"{origin.where('hooks', event)}: unknown hook event {event!r} "
-                         f"(known: {', '.join(HOOK_EVENTS)})")
+            problems.add(
+                f"{origin.where('hooks', event)}: unknown hook event {event!r} "
+                f"(known: {', '.join(HOOK_EVENTS)})"
+            )
             continue
         if isinstance(entries, dict):
             entries = [entries]
         if not isinstance(entries, list):
-            problems.add(f"{origin.where('hooks', event)}: hooks.{event} must be [[hooks.{event}]] tables "
-                         f"with command = \"...\", not {entries!r}")
+            problems.add(
+                f"{origin.where('hooks', event)}: hooks.{event} must be [[hooks.{event}]] tables "
+                f'with command = "...", not {entries!r}'
+            )
             continue
         for entry in entries:
             if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
-                problems.add(f"{origin.where('hooks', event)}: each [[hooks.{event}]] needs command = \"...\"")
+                problems.add(f'{origin.where("hooks", event)}: each [[hooks.{event}]] needs command = "..."')
                 continue
             where = origin.where(f"hooks.{event}", "timeout")
-            ok, timeout = problems.convert("float", entry.get("timeout", default_timeout), f"hooks.{event}.timeout",
-                                           where, meta={"kind": "float", "above": 0})
+            ok, timeout = problems.convert(
+                "float",
+                entry.get("timeout", default_timeout),
+                f"hooks.{event}.timeout",
+                where,
+                meta={"kind": "float", "above": 0},
+            )
             matcher = entry.get("matcher", "")
             if not isinstance(matcher, str):
                 problems.add(f"{origin.where(f'hooks.{event}', 'matcher')}: matcher must be a string")
                 continue
             if ok:
-                specs.append(HookSpec(event=event, command=entry["command"], matcher=matcher, timeout=timeout))
+                specs.append(
+                    HookSpec(event=event, command=entry["command"], matcher=matcher, timeout=timeout)
+                )
     return tuple(specs)
 
 
 def _parse_keys(raw: Any, origin: _Origin, problems: _Problems) -> dict[str, str]:
     """`[keys]`: binding id → key (with fallbacks, comma separated), e.g. "app.inspector" = "f4"."""
     if not isinstance(raw, dict):
-        problems.add(f"{origin.where('', 'keys')}: keys must be a table: [keys] \"app.help\" = \"f1\"")
+        problems.add(f'{origin.where("", "keys")}: keys must be a table: [keys] "app.help" = "f1"')
         return {}
     keys: dict[str, str] = {}
     for binding, value in raw.items():
         if not isinstance(value, str) or not value.strip():
-            problems.add(f"{origin.where('keys', binding)}: keys.{binding} = {value!r} is not a key name "
-                         f"(e.g. \"f4\" or \"ctrl+b,alt+b\")")
+            problems.add(
+                f"{origin.where('keys', binding)}: keys.{binding} = {value!r} is not a key name "
+                f'(e.g. "f4" or "ctrl+b,alt+b")'
+            )
             continue
         keys[binding] = value
     return keys
@@ -570,8 +705,11 @@ def _parse_keys(raw: Any, origin: _Origin, problems: _Problems) -> dict[str, str
 
 def _check_pairs(values: Mapping[str, Any], sources: Mapping[str, str], problems: _Problems) -> None:
     """Settings that only make sense together: a target below its threshold, a backoff below its cap."""
-    pairs = (("compact_target", "compact_threshold"), ("preflight_target", "preflight_ratio"),
-             ("retry_base_delay", "retry_max_delay"))
+    pairs = (
+        ("compact_target", "compact_threshold"),
+        ("preflight_target", "preflight_ratio"),
+        ("retry_base_delay", "retry_max_delay"),
+    )
     for smaller, larger in pairs:
         if smaller not in values and larger not in values:
             continue
@@ -580,8 +718,9 @@ def _check_pairs(values: Mapping[str, Any], sources: Mapping[str, str], problems
         strict = smaller != "retry_base_delay"
         if low is not None and high is not None and (low >= high if strict else low > high):
             where = sources.get(smaller if smaller in values else larger, "config")
-            problems.add(f"{where}: {smaller} = {low:g} must be {'below' if strict else 'at most'} "
-                         f"{larger} = {high:g}")
+            problems.add(
+                f"{where}: {smaller} = {low:g} must be {'below' if strict else 'at most'} {larger} = {high:g}"
+            )
 
 
 def _register_secrets(settings: Settings, env: Mapping[str, str]) -> None:
@@ -622,14 +761,20 @@ def _parse_classifier(raw: Any, origin: _Origin) -> tuple[ClassifierRuleSpec, ..
     from app.engine.failure_rules import KINDS  # the engine owns the list of kinds
 
     if not isinstance(raw, dict):
-        raise ConfigError(f"{origin.where('', 'classifier')}: classifier must be a table: [[classifier.rules]]")
+        raise ConfigError(
+            f"{origin.where('', 'classifier')}: classifier must be a table: [[classifier.rules]]"
+        )
     unknown = sorted(set(raw) - {"rules"})
     if unknown:
-        raise ConfigError(f"{origin.where('classifier', unknown[0])}: unknown key {unknown[0]!r} in [classifier] "
-                          f"(only [[classifier.rules]] tables)")
+        raise ConfigError(
+            f"{origin.where('classifier', unknown[0])}: unknown key {unknown[0]!r} in [classifier] "
+            f"(only [[classifier.rules]] tables)"
+        )
     rules = raw.get("rules", [])
     if not isinstance(rules, list):
-        raise ConfigError(f"{origin.where('classifier', 'rules')}: classifier.rules must be [[classifier.rules]] tables")
+        raise ConfigError(
+            f"{origin.where('classifier', 'rules')}: classifier.rules must be [[classifier.rules]] tables"
+        )
     starts = _table_lines(origin.text, "classifier.rules") if origin.path else []
     specs: list[ClassifierRuleSpec] = []
     for index, table in enumerate(rules):
@@ -646,21 +791,28 @@ def _parse_classifier(raw: Any, origin: _Origin) -> tuple[ClassifierRuleSpec, ..
             raise ConfigError(f"{where()}: each classifier rule must be a [[classifier.rules]] table")
         for key in table:
             if key not in _CLASSIFIER_RULE_KEYS:
-                raise ConfigError(f"{where(key)}: unknown key {key!r} in [[classifier.rules]] "
-                                  f"(known: {', '.join(_CLASSIFIER_RULE_KEYS)})")
+                raise ConfigError(
+                    f"{where(key)}: unknown key {key!r} in [[classifier.rules]] "
+                    f"(known: {', '.join(_CLASSIFIER_RULE_KEYS)})"
+                )
         kind = table.get("kind")
         if kind not in KINDS:
-            raise ConfigError(f"{where('kind' if 'kind' in table else None)}: classifier rule kind = {kind!r} is not one "
-                              f"of {', '.join(KINDS)}")
+            raise ConfigError(
+                f"{where('kind' if 'kind' in table else None)}: classifier rule kind = {kind!r} is not one "
+                f"of {', '.join(KINDS)}"
+            )
         statuses = table.get("status", [])
         statuses = [statuses] if isinstance(statuses, int) and not isinstance(statuses, bool) else statuses
-        if not isinstance(statuses, list) or not all(isinstance(v, int) and not isinstance(v, bool)
-                                                     and 100 <= v <= 999 for v in statuses):
-            raise ConfigError(f"{where('status')}: status = {_shown(table.get('status'))} is not an HTTP status "
-                              f"(100–999) or a list of them")
+        if not isinstance(statuses, list) or not all(
+            isinstance(v, int) and not isinstance(v, bool) and 100 <= v <= 999 for v in statuses
+        ):
+            raise ConfigError(
+                f"{where('status')}: status = {_shown(table.get('status'))} is not an HTTP status "
+                f"(100–999) or a list of them"
+            )
         header = table.get("header")
         if header is not None and (not isinstance(header, str) or not header.partition(":")[0].strip()):
-            raise ConfigError(f"{where('header')}: header = {_shown(header)} is not \"Name\" or \"Name: value\"")
+            raise ConfigError(f'{where("header")}: header = {_shown(header)} is not "Name" or "Name: value"')
         phrase = table.get("phrase")
         if phrase is not None:
             if not isinstance(phrase, str) or not phrase:
@@ -668,8 +820,10 @@ def _parse_classifier(raw: Any, origin: _Origin) -> tuple[ClassifierRuleSpec, ..
             try:
                 re.compile(phrase, re.IGNORECASE)
             except re.error as exc:
-                raise ConfigError(f"{where('phrase')}: phrase = {_shown(phrase)} is not a valid regular expression "
-                                  f"({exc.msg} at position {exc.pos})") from None
+                raise ConfigError(
+                    f"{where('phrase')}: phrase = {_shown(phrase)} is not a valid regular expression "
+                    f"({exc.msg} at position {exc.pos})"
+                ) from None
         if not statuses and header is None and phrase is None:
             raise ConfigError(f"{where()}: a classifier rule needs at least one of status, header or phrase")
         priority = table.get("priority", 1000)
@@ -678,9 +832,21 @@ def _parse_classifier(raw: Any, origin: _Origin) -> tuple[ClassifierRuleSpec, ..
         rule_id = table.get("id", f"{index + 1}")
         reason = table.get("reason")
         if not isinstance(rule_id, str | int) or (reason is not None and not isinstance(reason, str)):
-            raise ConfigError(f"{where('id' if 'reason' not in table else 'reason')}: id and reason must be strings")
-        specs.append(ClassifierRuleSpec(kind=kind, where=where(), id=f"config:{rule_id}", status=tuple(statuses),
-                                        header=header, phrase=phrase, priority=priority, reason=reason))
+            raise ConfigError(
+                f"{where('id' if 'reason' not in table else 'reason')}: id and reason must be strings"
+            )
+        specs.append(
+            ClassifierRuleSpec(
+                kind=kind,
+                where=where(),
+                id=f"config:{rule_id}",
+                status=tuple(statuses),
+                header=header,
+                phrase=phrase,
+                priority=priority,
+                reason=reason,
+            )
+        )
     return tuple(specs)
 
 
@@ -701,15 +867,19 @@ def _parse_permissions(raw: Any, origin: _Origin) -> dict[str, tuple[str, ...]]:
     from app.engine.permissions import RuleError, parse_rule
 
     if not isinstance(raw, dict):
-        raise ConfigError(f"{origin.where('', 'permissions')}: permissions must be a table: [permissions] "
-                          f"allow = [\"Bash(npm test:*)\"]")
+        raise ConfigError(
+            f"{origin.where('', 'permissions')}: permissions must be a table: [permissions] "
+            f'allow = ["Bash(npm test:*)"]'
+        )
     parsed: dict[str, tuple[str, ...]] = {}
     for kind, rules in raw.items():
         where = origin.where("permissions", kind)
         if kind not in ("allow", "ask", "deny"):
             raise ConfigError(f"{where}: unknown key {kind!r} in [permissions] (known: allow, ask, deny)")
         if not isinstance(rules, list):
-            raise ConfigError(f"{where}: permissions.{kind} must be a list of rules, e.g. [\"Bash(npm test:*)\"]")
+            raise ConfigError(
+                f'{where}: permissions.{kind} must be a list of rules, e.g. ["Bash(npm test:*)"]'
+            )
         for rule in rules:
             try:
                 parse_rule(rule)
@@ -738,8 +908,10 @@ def load_settings(
         raw, text = _read_toml(path)
         origin = _Origin(path, text)
     elif named:
-        raise ConfigError(f"BULKHEAD_CONFIG={named}: no such file — create it (`bulkhead config init` writes a "
-                          f"commented one there), fix the path, or unset BULKHEAD_CONFIG to use {_default_path()}")
+        raise ConfigError(
+            f"BULKHEAD_CONFIG={named}: no such file — create it (`bulkhead config init` writes a "
+            f"commented one there), fix the path, or unset BULKHEAD_CONFIG to use {_default_path()}"
+        )
 
     problems = _Problems()
     values: dict[str, Any] = {}
@@ -748,8 +920,10 @@ def load_settings(
         if key in ("routes", "hooks", "keys", "classifier", "mcp_servers", "permissions"):
             continue
         if key not in SETTING_FIELDS:
-            problems.add(f"{origin.where('', key)}: unknown key {key!r} = {_shown(value, key)} "
-                         f"(see config.example.toml for every key)")
+            problems.add(
+                f"{origin.where('', key)}: unknown key {key!r} = {_shown(value, key)} "
+                f"(see config.example.toml for every key)"
+            )
             continue
         meta = SETTING_FIELDS[key].metadata
         where = origin.where("", key)
@@ -762,8 +936,9 @@ def load_settings(
         env_name = f"BULKHEAD_{key.upper()}"
         if env_name in env:
             meta = spec.metadata
-            ok, converted = problems.convert(meta["kind"], env[env_name], key, f"environment {env_name}",
-                                             meta["choices"], meta)
+            ok, converted = problems.convert(
+                meta["kind"], env[env_name], key, f"environment {env_name}", meta["choices"], meta
+            )
             if ok:
                 values[key] = converted
                 sources[key] = f"env {env_name}"
@@ -775,8 +950,9 @@ def load_settings(
             problems.add(f"unknown setting {key!r}")
             continue
         meta = SETTING_FIELDS[key].metadata
-        ok, converted = problems.convert(meta["kind"], value, key, f"--{key.replace('_', '-')}", meta["choices"],
-                                         meta)
+        ok, converted = problems.convert(
+            meta["kind"], value, key, f"--{key.replace('_', '-')}", meta["choices"], meta
+        )
         if ok:
             values[key] = converted
             sources[key] = "flag"
@@ -804,12 +980,22 @@ def load_settings(
         name = values.get(key)
         if name is not None and name not in routes and name not in raw.get("routes", {}):
             known = ", ".join(sorted(routes)) or "none"
-            problems.add(f"{sources.get(key, 'config')}: {key} = {name!r} names no route (configured routes: {known})")
+            problems.add(
+                f"{sources.get(key, 'config')}: {key} = {name!r} names no route (configured routes: {known})"
+            )
     if problems.items:
         raise ConfigError(problems=problems.items)
-    settings = Settings(routes=routes, hooks=hooks, keys=keys, sources=sources, classifier_rules=classifier_rules,
-                        mcp_servers=mcp_servers, permissions=permissions,
-                        config_file=path if path.exists() else None, **values)
+    settings = Settings(
+        routes=routes,
+        hooks=hooks,
+        keys=keys,
+        sources=sources,
+        classifier_rules=classifier_rules,
+        mcp_servers=mcp_servers,
+        permissions=permissions,
+        config_file=path if path.exists() else None,
+        **values,
+    )
     _register_secrets(settings, env)
     return settings
 

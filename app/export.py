@@ -24,9 +24,15 @@ def _when(ts: float) -> str:
 def to_markdown(session: Session) -> str:
     """The session for people to read. Everything in it may have come from outside (prompts, answers,
     tool output, file names), so it goes through `display()`: a `cat` of the file is safe."""
-    lines = [f"# {session.title or 'bulkhead session'}", "",
-             f"- session: `{session.id}`", f"- route: {session.route} ({session.provider} · {session.model})",
-             f"- started: {_when(session.created_at)}", f"- messages: {len(session.master)}", ""]
+    lines = [
+        f"# {session.title or 'bulkhead session'}",
+        "",
+        f"- session: `{session.id}`",
+        f"- route: {session.route} ({session.provider} · {session.model})",
+        f"- started: {_when(session.created_at)}",
+        f"- messages: {len(session.master)}",
+        "",
+    ]
     for message in session.master:
         label = {"user": "User", "assistant": "Assistant", "tool": "Tool", "system": "System"}[message.role]
         if message.meta.origin == "notice":
@@ -39,8 +45,14 @@ def to_markdown(session: Session) -> str:
             if isinstance(part, Text):
                 lines += [part.text, ""]
             elif isinstance(part, ToolCall):
-                lines += [f"**tool call** `{part.name}`", "", "```json",
-                          json.dumps(dict(part.args), ensure_ascii=False, indent=2), "```", ""]
+                lines += [
+                    f"**tool call** `{part.name}`",
+                    "",
+                    "```json",
+                    json.dumps(dict(part.args), ensure_ascii=False, indent=2),
+                    "```",
+                    "",
+                ]
             elif isinstance(part, ToolResult):
                 fence = "````" if "```" in part.content else "```"
                 title = "tool error" if part.is_error else "tool result"
@@ -51,18 +63,33 @@ def to_markdown(session: Session) -> str:
 
 
 def to_json(session: Session) -> dict[str, Any]:
-    return redact_value({
-        "id": session.id, "title": session.title, "route": session.route, "provider": session.provider,
-        "model": session.model, "created_at": session.created_at,
-        "messages": [m.to_dict() for m in session.master],
-        "view": [m.id for m in session.view.messages],
-        "derived": [m.to_dict() for m in session.view.messages if not session.is_master(m)],
-        "counters": session.counters.to_dict(),
-        "requests": [_redacted(record) for record in session.store.list_requests(session.id)],
-    }, urls=False)
+    return redact_value(
+        {
+            "id": session.id,
+            "title": session.title,
+            "route": session.route,
+            "provider": session.provider,
+            "model": session.model,
+            "created_at": session.created_at,
+            "messages": [m.to_dict() for m in session.master],
+            "view": [m.id for m in session.view.messages],
+            "derived": [m.to_dict() for m in session.view.messages if not session.is_master(m)],
+            "counters": session.counters.to_dict(),
+            "requests": [_redacted(record) for record in session.store.list_requests(session.id)],
+        },
+        urls=False,
+    )
 
 
 def _redacted(record: dict[str, Any]) -> dict[str, Any]:
     """A request record with secret headers hidden, even one stored by an older bulkhead."""
-    return redact_value({**record, **{key: redact_headers(record.get(key))
-                                      for key in ("request_headers", "response_headers") if key in record}})
+    return redact_value(
+        {
+            **record,
+            **{
+                key: redact_headers(record.get(key))
+                for key in ("request_headers", "response_headers")
+                if key in record
+            },
+        }
+    )

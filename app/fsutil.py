@@ -57,8 +57,9 @@ def _target(path: Path) -> Path:
     return path
 
 
-def atomic_write(path: str | os.PathLike[str], data: bytes | str, mode: int | None = None, *,
-                 durable: bool = True) -> Path:
+def atomic_write(
+    path: str | os.PathLike[str], data: bytes | str, mode: int | None = None, *, durable: bool = True
+) -> Path:
     """Replace `path`'s content with `data` in one atomic step; return the path written.
 
     `mode` None keeps the existing file's permission bits (a new file gets 0666 minus the
@@ -76,8 +77,9 @@ def atomic_write(path: str | os.PathLike[str], data: bytes | str, mode: int | No
     if info is not None and not stat.S_ISREG(info.st_mode):
         kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
         raise WriteFailed(None, f"it is {kind}", target, existed=True)
-    final_mode = mode if mode is not None else (
-        stat.S_IMODE(info.st_mode) if info is not None else 0o666 & ~_umask())
+    final_mode = (
+        mode if mode is not None else (stat.S_IMODE(info.st_mode) if info is not None else 0o666 & ~_umask())
+    )
 
     folder = target.parent
     tmp = folder / f"{TEMP_PREFIX}{target.name[:80]}-{secrets.token_hex(4)}{TEMP_SUFFIX}"

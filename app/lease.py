@@ -37,7 +37,7 @@ def process_start(pid: int) -> str:
         line = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return ""
-    fields = line[line.rfind(")") + 2:].split()
+    fields = line[line.rfind(")") + 2 :].split()
     try:
         return f"{_boot_id()}:{int(fields[19])}"
     except (IndexError, ValueError):
@@ -91,7 +91,9 @@ class Holder:
 
 def this_process(what: str = "") -> Holder:
     pid = os.getpid()
-    return Holder(pid=pid, started=process_start(pid), host=socket.gethostname(), acquired_at=time.time(), what=what)
+    return Holder(
+        pid=pid, started=process_start(pid), host=socket.gethostname(), acquired_at=time.time(), what=what
+    )
 
 
 class SessionHeld(StoreError):
@@ -107,7 +109,8 @@ class SessionHeld(StoreError):
             f"session {session_id}{f' “{title}”' if title else ''} is open in another bulkhead, "
             f"{holder.describe()}. Continue it as a new session with --fork "
             f"(`bulkhead --resume {session_id} --fork …`), or open it without writing with --read-only "
-            f"(the TUI; `bulkhead sessions show {session_id}` prints it) — or close the other bulkhead first.")
+            f"(the TUI; `bulkhead sessions show {session_id}` prints it) — or close the other bulkhead first."
+        )
 
 
 class SessionReadOnly(StoreError):
@@ -117,5 +120,7 @@ class SessionReadOnly(StoreError):
 
     def __init__(self, session_id: str, holder: Holder | None) -> None:
         held = f" (another bulkhead holds it, {holder.describe()})" if holder else ""
-        super().__init__(f"session {session_id} is open read-only{held}: nothing can be added to it here. To go on, "
-                         f"fork it into a new session (`bulkhead --resume {session_id} --fork`).")
+        super().__init__(
+            f"session {session_id} is open read-only{held}: nothing can be added to it here. To go on, "
+            f"fork it into a new session (`bulkhead --resume {session_id} --fork`)."
+        )

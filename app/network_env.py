@@ -16,9 +16,12 @@ from urllib.parse import urlsplit
 
 PROXY_VARIABLES = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "NO_PROXY")
 # Who trusts each bundle variable (bulkhead hands the route's bundle to its SDK: `app.ca_bundle`).
-CA_VARIABLES = (("SSL_CERT_FILE", "Anthropic, OpenAI", False), ("SSL_CERT_DIR", "Anthropic, OpenAI", True),
-                ("AWS_CA_BUNDLE", "Bedrock", False),
-                ("REQUESTS_CA_BUNDLE", "every route whose SDK's own variable is unset", False))
+CA_VARIABLES = (
+    ("SSL_CERT_FILE", "Anthropic, OpenAI", False),
+    ("SSL_CERT_DIR", "Anthropic, OpenAI", True),
+    ("AWS_CA_BUNDLE", "Bedrock", False),
+    ("REQUESTS_CA_BUNDLE", "every route whose SDK's own variable is unset", False),
+)
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,11 @@ def network_lines(env: Mapping[str, str] | None = None) -> list[NetworkLine]:
             lines.append(NetworkLine(True, f"{name}={value} (trusted by {used_by})"))
         else:
             kind = "folder" if is_dir else "file"
-            lines.append(NetworkLine(False, f"{name}={value}: no such {kind} — {used_by} requests will fail TLS "
-                                            f"verification; point it at your proxy's CA bundle or unset it"))
+            lines.append(
+                NetworkLine(
+                    False,
+                    f"{name}={value}: no such {kind} — {used_by} requests will fail TLS "
+                    f"verification; point it at your proxy's CA bundle or unset it",
+                )
+            )
     return lines

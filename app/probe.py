@@ -54,9 +54,17 @@ class Probe:
     latency_ms: float
 
     def to_json(self) -> dict:
-        return {"type": "probe", "probe": self.number, "bytes": self.size, "verdict": self.verdict,
-                "status": self.status, "kind": self.kind, "reason": self.reason, "evidence": list(self.evidence),
-                "latency_ms": round(self.latency_ms, 1)}
+        return {
+            "type": "probe",
+            "probe": self.number,
+            "bytes": self.size,
+            "verdict": self.verdict,
+            "status": self.status,
+            "kind": self.kind,
+            "reason": self.reason,
+            "evidence": list(self.evidence),
+            "latency_ms": round(self.latency_ms, 1),
+        }
 
 
 @dataclass
@@ -77,9 +85,17 @@ class ProbeResult:
         return max(1024, int(self.cap_bytes * SUGGESTION_MARGIN) // 1024 * 1024)
 
     def to_json(self) -> dict:
-        return {"type": "result", "cap_bytes": self.cap_bytes, "smallest_rejected_bytes": self.smallest_rejected,
-                "kind": self.kind, "evidence": list(self.evidence), "probes": len(self.probes),
-                "conclusive": self.conclusive, "suggested_max_payload": self.suggestion, "message": self.message}
+        return {
+            "type": "result",
+            "cap_bytes": self.cap_bytes,
+            "smallest_rejected_bytes": self.smallest_rejected,
+            "kind": self.kind,
+            "evidence": list(self.evidence),
+            "probes": len(self.probes),
+            "conclusive": self.conclusive,
+            "suggested_max_payload": self.suggestion,
+            "message": self.message,
+        }
 
 
 def max_probes_for(low: int, high: int, precision: int) -> int:
@@ -105,10 +121,17 @@ class Prober:
     checked once more at the end, and inconsistent answers end the probe without a cap.
     """
 
-    def __init__(self, send: Callable[[int], Awaitable[ProbeAnswer]], *, drop_threshold: int,
-                 retry_policy: RetryPolicy, sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-                 on_probe: Callable[[Probe], None] | None = None, max_requests: int = 60,
-                 user_rules: tuple[Rule, ...] = ()) -> None:
+    def __init__(
+        self,
+        send: Callable[[int], Awaitable[ProbeAnswer]],
+        *,
+        drop_threshold: int,
+        retry_policy: RetryPolicy,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        on_probe: Callable[[Probe], None] | None = None,
+        max_requests: int = 60,
+        user_rules: tuple[Rule, ...] = (),
+    ) -> None:
         self.send = send
         self.drop_threshold = drop_threshold
         self.retry_policy = retry_policy
@@ -126,8 +149,15 @@ class Prober:
         """Bisect between `low` and `high`; the sizes reported are the bytes that really crossed the wire."""
         try:
             if await self._accepts(high):
-                return self._result(None, None, None, conclusive=True, message=(
-                    f"no cap found: a {format_size(self._sent)} body passed (raise --max to look further)"))
+                return self._result(
+                    None,
+                    None,
+                    None,
+                    conclusive=True,
+                    message=(
+                        f"no cap found: a {format_size(self._sent)} body passed (raise --max to look further)"
+                    ),
+                )
             passed, rejected, low_seen = low, high, False
             passed_sent, rejected_sent = low, self._sent
             while rejected - passed > precision:
@@ -139,30 +169,62 @@ class Prober:
             if not low_seen:
                 if not await self._accepts(low):
                     failure = self.last_rejection
-                    return self._result(None, self._sent, failure, conclusive=True, message=(
-                        f"the gateway refuses even {format_size(self._sent)}: "
-                        f"{failure.reason if failure else 'rejected'} — lower --min, or check the route"))
+                    return self._result(
+                        None,
+                        self._sent,
+                        failure,
+                        conclusive=True,
+                        message=(
+                            f"the gateway refuses even {format_size(self._sent)}: "
+                            f"{failure.reason if failure else 'rejected'} — lower --min, or check the route"
+                        ),
+                    )
                 passed_sent = self._sent
             if self._drops_refuse and rejected != high and await self._accepts(rejected):
-                raise _Inconclusive(f"inconsistent answers at {format_size(rejected)} (a reset, then a pass): "
-                                    f"the connection looks flaky rather than capped; no cap is reported")
-            return self._result(passed_sent, rejected_sent, self.last_rejection, conclusive=True, message=(
-                f"cap found: bodies up to {format_size(passed_sent)} pass, {format_size(rejected_sent)} is refused"))
+                raise _Inconclusive(
+                    f"inconsistent answers at {format_size(rejected)} (a reset, then a pass): "
+                    f"the connection looks flaky rather than capped; no cap is reported"
+                )
+            return self._result(
+                passed_sent,
+                rejected_sent,
+                self.last_rejection,
+                conclusive=True,
+                message=(
+                    f"cap found: bodies up to {format_size(passed_sent)} pass, {format_size(rejected_sent)} is refused"
+                ),
+            )
         except _Inconclusive as stop:
             return self._result(None, None, self.last_rejection, conclusive=False, message=stop.message)
 
-    def _result(self, cap: int | None, rejected: int | None, failure: Failure | None, *, conclusive: bool,
-                message: str) -> ProbeResult:
-        return ProbeResult(cap_bytes=cap, smallest_rejected=rejected, kind=failure.kind if failure else None,
-                           evidence=tuple(failure.evidence) if failure else (), probes=self.probes,
-                           conclusive=conclusive, message=message, rejection=failure)
+    def _result(
+        self,
+        cap: int | None,
+        rejected: int | None,
+        failure: Failure | None,
+        *,
+        conclusive: bool,
+        message: str,
+    ) -> ProbeResult:
+        return ProbeResult(
+            cap_bytes=cap,
+            smallest_rejected=rejected,
+            kind=failure.kind if failure else None,
+            evidence=tuple(failure.evidence) if failure else (),
+            probes=self.probes,
+            conclusive=conclusive,
+            message=message,
+            rejection=failure,
+        )
 
     async def _accepts(self, size: int) -> bool:
         """True when a body of `size` gets past the gateway; retries transient answers first."""
         transient_tries = 0
         while True:
             if len(self.probes) >= self.max_requests:
-                raise _Inconclusive(f"stopped after {self.max_requests} probe requests without a clear answer")
+                raise _Inconclusive(
+                    f"stopped after {self.max_requests} probe requests without a clear answer"
+                )
             answer = await self.send(size)
             self._sent = answer.size
             verdict, failure = self._judge(answer)
@@ -175,61 +237,99 @@ class Prober:
                 self.last_rejection = failure
                 return False
             if verdict == "dropped":
-                judged = judge_reset(answer.size, self.drop_threshold, self.sizes, smaller_accepted_required=False)
-                between = (self._drops_refuse and (self.sizes.accepted_max is None
-                                                   or answer.size > self.sizes.accepted_max))
+                judged = judge_reset(
+                    answer.size, self.drop_threshold, self.sizes, smaller_accepted_required=False
+                )
+                between = self._drops_refuse and (
+                    self.sizes.accepted_max is None or answer.size > self.sizes.accepted_max
+                )
                 if judged.payload or between:
                     self._drops_refuse = True
                     self.sizes.refused(answer.size)
-                    self.last_rejection = self._drop_failure(answer.size, failure, judged.evidence if judged.payload
-                                                             else "resets are this gateway's way of saying no")
+                    self.last_rejection = self._drop_failure(
+                        answer.size,
+                        failure,
+                        judged.evidence if judged.payload else "resets are this gateway's way of saying no",
+                    )
                     return False
                 self.sizes.reset(answer.size)
                 await self.sleep(self.retry_policy.delay(1) or 0.0)
                 continue
             if verdict == "error":
-                raise _Inconclusive(f"the probe cannot go on: {failure.reason if failure else 'unknown error'}"
-                                    + (" — check the route's key (`bulkhead config check`)"
-                                       if failure and failure.kind == "auth" else ""))
+                raise _Inconclusive(
+                    f"the probe cannot go on: {failure.reason if failure else 'unknown error'}"
+                    + (
+                        " — check the route's key (`bulkhead config check`)"
+                        if failure and failure.kind == "auth"
+                        else ""
+                    )
+                )
             transient_tries += 1
             delay = self.retry_policy.delay(transient_tries, failure.retry_after if failure else None)
             if delay is None:
-                raise _Inconclusive(f"{failure.kind if failure else 'transient failures'} persisted at "
-                                    f"{format_size(size)} after {transient_tries} tries; no cap is reported "
-                                    f"(try again later)")
+                raise _Inconclusive(
+                    f"{failure.kind if failure else 'transient failures'} persisted at "
+                    f"{format_size(size)} after {transient_tries} tries; no cap is reported "
+                    f"(try again later)"
+                )
             await self.sleep(delay)
 
     @staticmethod
     def _drop_failure(size: int, failure: Failure | None, why: str) -> Failure:
         evidence = tuple(e for e in (failure.evidence if failure else ()) if not e.startswith("rule "))
-        return Failure(kind="connection_drop", payload_related=True, recoverable=True, rejected_bytes=size,
-                       reason=f"the connection is reset while sending {format_size(size)} ({why})",
-                       evidence=evidence + (f"reset at {size:,} bytes: {why}", "rule net.reset-by-size"),
-                       rule_id="net.reset-by-size")
+        return Failure(
+            kind="connection_drop",
+            payload_related=True,
+            recoverable=True,
+            rejected_bytes=size,
+            reason=f"the connection is reset while sending {format_size(size)} ({why})",
+            evidence=evidence + (f"reset at {size:,} bytes: {why}", "rule net.reset-by-size"),
+            rule_id="net.reset-by-size",
+        )
 
     def _judge(self, answer: ProbeAnswer) -> tuple[str, Failure | None]:
         if answer.error is None:
             return "passed", None
         from app.engine.sender import redact_failure
 
-        failure = redact_failure(classify(answer.error, drop_threshold=self.drop_threshold, size_evidence=self.sizes,
-                                          user_rules=self.user_rules))
+        failure = redact_failure(
+            classify(
+                answer.error,
+                drop_threshold=self.drop_threshold,
+                size_evidence=self.sizes,
+                user_rules=self.user_rules,
+            )
+        )
         if answer.error.transport == "connection" or failure.kind == "connection_drop":
             return "dropped", failure
         if failure.kind in REJECTION_KINDS and failure.payload_related:
             return "rejected", failure
-        if failure.kind in ("context_overflow", "other") and not failure.transient and answer.status \
-                and 400 <= answer.status < 500 and not _html(answer.error):
-            return "passed", failure  # the provider answered (e.g. our max_tokens: 0): the gateway let it through
+        if (
+            failure.kind in ("context_overflow", "other")
+            and not failure.transient
+            and answer.status
+            and 400 <= answer.status < 500
+            and not _html(answer.error)
+        ):
+            return (
+                "passed",
+                failure,
+            )  # the provider answered (e.g. our max_tokens: 0): the gateway let it through
         if failure.transient or failure.kind in ("rate_limit", "overloaded", "server_error", "timeout"):
             return "transient", failure
         return "error", failure
 
     def _report(self, answer: ProbeAnswer, verdict: str, failure: Failure | None) -> None:
-        probe = Probe(number=len(self.probes) + 1, size=answer.size, verdict=verdict, status=answer.status,
-                      kind=failure.kind if failure else None,
-                      reason=(failure.reason if failure else "accepted"),
-                      evidence=tuple(failure.evidence) if failure else (), latency_ms=answer.latency_ms)
+        probe = Probe(
+            number=len(self.probes) + 1,
+            size=answer.size,
+            verdict=verdict,
+            status=answer.status,
+            kind=failure.kind if failure else None,
+            reason=(failure.reason if failure else "accepted"),
+            evidence=tuple(failure.evidence) if failure else (),
+            latency_ms=answer.latency_ms,
+        )
         self.probes.append(probe)
         if self.on_probe is not None:
             self.on_probe(probe)
@@ -246,5 +346,7 @@ async def timed(send: Callable[[], Awaitable[tuple[int, int | None]]], size: int
     try:
         status, sent = await send()
     except ProviderError as error:
-        return ProbeAnswer(error.request_bytes or size, error.status, (time.monotonic() - started) * 1000, error)
+        return ProbeAnswer(
+            error.request_bytes or size, error.status, (time.monotonic() - started) * 1000, error
+        )
     return ProbeAnswer(sent or size, status or 200, (time.monotonic() - started) * 1000)

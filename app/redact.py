@@ -30,16 +30,29 @@ from urllib.parse import quote
 
 REDACTED = "[redacted]"
 # Header names whose values are secrets (lower case).
-SECRET_HEADERS = frozenset({
-    "authorization", "proxy-authorization", "x-api-key", "api-key", "x-amz-security-token", "cookie",
-    "set-cookie", "x-goog-api-key", "anthropic-api-key", "openai-api-key",
-})
+SECRET_HEADERS = frozenset(
+    {
+        "authorization",
+        "proxy-authorization",
+        "x-api-key",
+        "api-key",
+        "x-amz-security-token",
+        "cookie",
+        "set-cookie",
+        "x-goog-api-key",
+        "anthropic-api-key",
+        "openai-api-key",
+    }
+)
 # …and any header with one of these as a dash-separated word (`x-auth-token`, not `…-tokens-remaining`).
-SECRET_HEADER_RE = re.compile(r"(?:^|[-_])(?:token|auth|secret|password|passwd|signature|credentials?|"
-                              r"api[-_]?key|apikey)(?:$|[-_])")
+SECRET_HEADER_RE = re.compile(
+    r"(?:^|[-_])(?:token|auth|secret|password|passwd|signature|credentials?|"
+    r"api[-_]?key|apikey)(?:$|[-_])"
+)
 # Request headers whose value is a reusable credential (a SigV4 `authorization` is per request: not kept).
-CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "api-key",
-                                "x-amz-security-token", "x-goog-api-key"})
+CREDENTIAL_HEADERS = frozenset(
+    {"authorization", "proxy-authorization", "x-api-key", "api-key", "x-amz-security-token", "x-goog-api-key"}
+)
 # Shorter values are only hidden by position (in URLs): replacing them everywhere would hit ordinary words.
 MIN_SECRET_CHARS = 8
 MAX_KNOWN_SECRETS = 512  # a bound, so a long session never grows the registry without end
@@ -193,8 +206,8 @@ class StreamRedactor:
     def feed(self, text: str) -> str:
         data = redact_known(self._pending + text)
         hold = _longest_secret_prefix_suffix(data)
-        self._pending = data[len(data) - hold:] if hold else ""
-        return data[:len(data) - hold] if hold else data
+        self._pending = data[len(data) - hold :] if hold else ""
+        return data[: len(data) - hold] if hold else data
 
     def flush(self) -> str:
         rest, self._pending = redact_known(self._pending), ""

@@ -21,20 +21,34 @@ KEYED_PROVIDERS = tuple(ENV_VARS)
 
 # Provider credentials the shell tool's commands never see (unless `shell_env_passthrough` names them):
 # the `*_API_KEY` family, these, and every route's `api_key_env`. The AWS key id goes with its secret.
-PROVIDER_CREDENTIAL_VARS = frozenset({
-    "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN",
-    "AWS_BEARER_TOKEN_BEDROCK", "ANTHROPIC_AUTH_TOKEN", "AZURE_OPENAI_AD_TOKEN",
-})
+PROVIDER_CREDENTIAL_VARS = frozenset(
+    {
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_SECURITY_TOKEN",
+        "AWS_BEARER_TOKEN_BEDROCK",
+        "ANTHROPIC_AUTH_TOKEN",
+        "AZURE_OPENAI_AD_TOKEN",
+    }
+)
 API_KEY_VAR_RE = re.compile(r"(?:^|_)API_?KEY$", re.I)
 # Variables whose values are registered as secrets (redacted wherever they appear), a wider net.
-SECRET_VAR_RE = re.compile(r"(?:^|_)(?:API_?KEY|APIKEY|SECRET|SECRET_ACCESS_KEY|ACCESS_KEY_ID|TOKEN|"
-                           r"SESSION_TOKEN|PASSWORD|PASSWD|CREDENTIALS?)(?:_|$)", re.I)
+SECRET_VAR_RE = re.compile(
+    r"(?:^|_)(?:API_?KEY|APIKEY|SECRET|SECRET_ACCESS_KEY|ACCESS_KEY_ID|TOKEN|"
+    r"SESSION_TOKEN|PASSWORD|PASSWD|CREDENTIALS?)(?:_|$)",
+    re.I,
+)
 
 
 def is_provider_credential(name: str, extra_names: Iterable[str] = ()) -> bool:
     """True for a variable holding a provider credential (`OPENAI_API_KEY`, `AWS_SECRET_ACCESS_KEY`, a
     route's `api_key_env`)."""
-    return name in PROVIDER_CREDENTIAL_VARS or API_KEY_VAR_RE.search(name) is not None or name in set(extra_names)
+    return (
+        name in PROVIDER_CREDENTIAL_VARS
+        or API_KEY_VAR_RE.search(name) is not None
+        or name in set(extra_names)
+    )
 
 
 def register_environment_secrets(env: Mapping[str, str] | None = None, names: Iterable[str] = ()) -> None:
@@ -116,8 +130,9 @@ def set_api_key(provider: str, value: str) -> None:
     try:
         keyring.set_password(SERVICE, provider, value)
     except Exception as exc:  # noqa: BLE001 - backends raise all sorts (D-Bus, locked collections)
-        raise SecretStoreError(f"the keyring refused the key ({exc.__class__.__name__}: {exc}). "
-                               f"Export {name} instead.") from None
+        raise SecretStoreError(
+            f"the keyring refused the key ({exc.__class__.__name__}: {exc}). Export {name} instead."
+        ) from None
 
 
 def delete_api_key(provider: str) -> bool:
@@ -131,7 +146,9 @@ def delete_api_key(provider: str) -> bool:
     except keyring_error:
         return False
     except Exception as exc:  # noqa: BLE001 - a broken backend is a message, not a traceback
-        raise SecretStoreError(f"the keyring could not delete the key ({exc.__class__.__name__}: {exc})") from None
+        raise SecretStoreError(
+            f"the keyring could not delete the key ({exc.__class__.__name__}: {exc})"
+        ) from None
 
 
 def mask(value: str | None) -> str:

@@ -17,9 +17,15 @@ MAX_SIZE = 2**63 - 1  # the largest byte count SQLite (and any gateway) can hold
 
 _UNITS = {
     "b": 1,
-    "k": KIB, "kb": KIB, "kib": KIB,
-    "m": MIB, "mb": MIB, "mib": MIB,
-    "g": GIB, "gb": GIB, "gib": GIB,
+    "k": KIB,
+    "kb": KIB,
+    "kib": KIB,
+    "m": MIB,
+    "mb": MIB,
+    "mib": MIB,
+    "g": GIB,
+    "gb": GIB,
+    "gib": GIB,
 }
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?|\.\d+)\s*([a-zA-Z]*)\s*$")
 

@@ -157,13 +157,23 @@ class State:
     def learned_cap(self, endpoint: str) -> LearnedCap | None:
         return _cap_entry(_caps(self.read()), endpoint)
 
-    def learn_cap(self, endpoint: str, cap_bytes: int, *, rejected_bytes: int | None, kind: str,
-                  reason: str, now: datetime | None = None) -> LearnedCap:
+    def learn_cap(
+        self,
+        endpoint: str,
+        cap_bytes: int,
+        *,
+        rejected_bytes: int | None,
+        kind: str,
+        reason: str,
+        now: datetime | None = None,
+    ) -> LearnedCap:
         """Remember a cap for `endpoint`. It only tightens: a larger cap than the known one is ignored."""
         learned = LearnedCap(
-            cap_bytes=int(cap_bytes), rejected_bytes=rejected_bytes,
+            cap_bytes=int(cap_bytes),
+            rejected_bytes=rejected_bytes,
             learned_at=(now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            kind=kind, reason=reason,
+            kind=kind,
+            reason=reason,
         )
         result: list[LearnedCap] = []
 

@@ -137,13 +137,35 @@ _MIGRATIONS: dict[int, str] = {
 }
 
 REQUEST_FIELDS = (
-    "id", "session_id", "created_at", "route", "provider", "model", "url", "purpose", "attempt", "level",
-    "predicted_bytes", "actual_bytes", "status", "latency_ms", "kind", "reason", "evidence",
-    "request_headers", "response_headers", "body_preview", "error_body", "usage", "outcome",
+    "id",
+    "session_id",
+    "created_at",
+    "route",
+    "provider",
+    "model",
+    "url",
+    "purpose",
+    "attempt",
+    "level",
+    "predicted_bytes",
+    "actual_bytes",
+    "status",
+    "latency_ms",
+    "kind",
+    "reason",
+    "evidence",
+    "request_headers",
+    "response_headers",
+    "body_preview",
+    "error_body",
+    "usage",
+    "outcome",
 )
 _JSON_REQUEST_FIELDS = {"evidence", "request_headers", "response_headers", "usage"}
 _HEADER_FIELDS = ("request_headers", "response_headers")
 _TEXT_REQUEST_FIELDS = {"url", "reason", "evidence", "body_preview", "error_body"}
+
+
 def redact_header_values(headers: Any) -> Any:
     """Headers safe to store (`app.redact`), whatever the adapter forgot; other values pass through."""
     return redact_headers(headers) if isinstance(headers, Mapping) else headers
@@ -178,21 +200,33 @@ def database_error(exc: sqlite3.Error, path: Path, doing: str = "save") -> Store
     text = str(exc)
     lowered = text.lower()
     io_error = name.startswith("SQLITE_IOERR") or "disk i/o error" in lowered
-    if name == "SQLITE_FULL" or "disk is full" in lowered or (io_error and _free_bytes(path.parent) < LOW_SPACE_BYTES):
-        return DiskFull(f"the disk holding {path} is full: bulkhead could not {doing} (SQLite: {text}). Nothing "
-                        f"saved before is lost. Free some space — or set BULKHEAD_HOME to a folder on another "
-                        f"disk — and go on.")
-    if name in ("SQLITE_CORRUPT", "SQLITE_NOTADB") or "disk image is malformed" in lowered \
-            or "file is not a database" in lowered:
+    if (
+        name == "SQLITE_FULL"
+        or "disk is full" in lowered
+        or (io_error and _free_bytes(path.parent) < LOW_SPACE_BYTES)
+    ):
+        return DiskFull(
+            f"the disk holding {path} is full: bulkhead could not {doing} (SQLite: {text}). Nothing "
+            f"saved before is lost. Free some space — or set BULKHEAD_HOME to a folder on another "
+            f"disk — and go on."
+        )
+    if (
+        name in ("SQLITE_CORRUPT", "SQLITE_NOTADB")
+        or "disk image is malformed" in lowered
+        or "file is not a database" in lowered
+    ):
         return DatabaseDamaged(
             f"the database {path} is damaged (SQLite: {text}). Do not delete it: quit bulkhead, copy it somewhere "
             f"safe, and recover what it holds with `sqlite3 {path} .recover | sqlite3 recovered.db` (then move "
-            f"recovered.db into its place). To keep working meanwhile, set BULKHEAD_HOME to a new folder.")
+            f"recovered.db into its place). To keep working meanwhile, set BULKHEAD_HOME to a new folder."
+        )
     if name.startswith("SQLITE_READONLY") or "readonly" in lowered or "read-only" in lowered:
         return ReadOnlyHome(_read_only_message(path, text))
     if io_error:
-        return DatabaseIOError(f"bulkhead could not {doing}: reading or writing {path} failed (SQLite: {text}). Check the "
-                          f"disk (free space, a network share that went away), then go on.")
+        return DatabaseIOError(
+            f"bulkhead could not {doing}: reading or writing {path} failed (SQLite: {text}). Check the "
+            f"disk (free space, a network share that went away), then go on."
+        )
     return None
 
 
@@ -208,9 +242,11 @@ def _free_bytes(folder: Path) -> int:
 
 
 def _read_only_message(path: Path, detail: str) -> str:
-    return (f"{path} is read-only ({detail}): bulkhead can read your sessions but cannot save anything there. The "
-            f"database itself is fine — do not move it away. Make {path.parent} writable, or set BULKHEAD_HOME to a "
-            f"writable folder.")
+    return (
+        f"{path} is read-only ({detail}): bulkhead can read your sessions but cannot save anything there. The "
+        f"database itself is fine — do not move it away. Make {path.parent} writable, or set BULKHEAD_HOME to a "
+        f"writable folder."
+    )
 
 
 def _writable(path: Path) -> bool:
@@ -256,21 +292,31 @@ def _dumps(obj: Any, **options: Any) -> str:
 
 def _message_row(session_id: str, message: Message, seq: int | None) -> tuple:
     # Known secrets never reach the disk (`app.redact`): a key pasted in a prompt, echoed by a tool.
-    return (message.id, session_id, seq, message.role,
-            _dumps(redact_value([part_to_dict(p) for p in message.parts], urls=False)),
-            _dumps(redact_value(meta_to_dict(message.meta), urls=False)), message.meta.created_at or time.time())
+    return (
+        message.id,
+        session_id,
+        seq,
+        message.role,
+        _dumps(redact_value([part_to_dict(p) for p in message.parts], urls=False)),
+        _dumps(redact_value(meta_to_dict(message.meta), urls=False)),
+        message.meta.created_at or time.time(),
+    )
 
 
-_INSERT_MESSAGE = ("INSERT INTO messages (id, session_id, seq, role, parts, meta, created_at) "
-                   "VALUES (?,?,?,?,?,?,?)")
+_INSERT_MESSAGE = (
+    "INSERT INTO messages (id, session_id, seq, role, parts, meta, created_at) VALUES (?,?,?,?,?,?,?)"
+)
 # A derived message already stored (a view reused it) is kept; any other constraint still fails.
 _INSERT_DERIVED = _INSERT_MESSAGE + " ON CONFLICT(id) DO NOTHING"
 
 
 def _message_from_row(row: sqlite3.Row) -> Message:
-    return Message(id=row["id"], role=row["role"],
-                   parts=tuple(part_from_dict(p) for p in json.loads(row["parts"])),
-                   meta=meta_from_dict(json.loads(row["meta"])))
+    return Message(
+        id=row["id"],
+        role=row["role"],
+        parts=tuple(part_from_dict(p) for p in json.loads(row["parts"])),
+        meta=meta_from_dict(json.loads(row["meta"])),
+    )
 
 
 class Store:
@@ -288,16 +334,21 @@ class Store:
             if not self.path.exists():
                 os.close(os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600))
             _tighten(self.path, 0o600)
-            self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None,
-                                         timeout=30.0)
+            self._conn = sqlite3.connect(
+                self.path, check_same_thread=False, isolation_level=None, timeout=30.0
+            )
         except (OSError, sqlite3.Error) as exc:
             if isinstance(exc, OSError) and exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
                 raise ReadOnlyHome(_read_only_message(self.path, exc.strerror or str(exc))) from None
             if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
-                raise DiskFull(f"the disk holding {self.path} is full: bulkhead cannot create its database. Free "
-                               f"some space, or set BULKHEAD_HOME to a folder on another disk.") from None
-            raise StoreError(f"cannot open the database {self.path}: {exc}. "
-                             "Check the folder's permissions or set BULKHEAD_HOME.") from None
+                raise DiskFull(
+                    f"the disk holding {self.path} is full: bulkhead cannot create its database. Free "
+                    f"some space, or set BULKHEAD_HOME to a folder on another disk."
+                ) from None
+            raise StoreError(
+                f"cannot open the database {self.path}: {exc}. "
+                "Check the folder's permissions or set BULKHEAD_HOME."
+            ) from None
         self._conn.row_factory = sqlite3.Row
         self._lock = threading.RLock()
         try:
@@ -309,7 +360,8 @@ class Store:
             self._conn.close()
             raise database_error(exc, self.path, "open its database") or StoreError(
                 f"cannot use the database {self.path}: {exc}. Set BULKHEAD_HOME to another folder to start "
-                f"afresh there; keep this file, it may still hold your sessions.") from None
+                f"afresh there; keep this file, it may still hold your sessions."
+            ) from None
         except StoreError:
             self._conn.close()
             raise
@@ -319,7 +371,9 @@ class Store:
         conn = None
         for uri in (f"file:{self.path}?mode=ro", f"file:{self.path}?immutable=1"):
             try:
-                conn = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None, timeout=30.0)
+                conn = sqlite3.connect(
+                    uri, uri=True, check_same_thread=False, isolation_level=None, timeout=30.0
+                )
                 version = conn.execute("PRAGMA user_version").fetchone()[0]
                 break
             except sqlite3.Error as exc:
@@ -328,12 +382,17 @@ class Store:
                 conn = None
                 if "immutable" in uri:
                     raise database_error(exc, self.path, "read it") or ReadOnlyHome(
-                        _read_only_message(self.path, f"and SQLite cannot read it there: {exc}")) from None
+                        _read_only_message(self.path, f"and SQLite cannot read it there: {exc}")
+                    ) from None
         assert conn is not None
         if version != SCHEMA_VERSION:
             conn.close()
-            raise ReadOnlyHome(_read_only_message(self.path, f"schema {version}, this bulkhead needs "
-                                                             f"{SCHEMA_VERSION} and cannot upgrade it there"))
+            raise ReadOnlyHome(
+                _read_only_message(
+                    self.path,
+                    f"schema {version}, this bulkhead needs {SCHEMA_VERSION} and cannot upgrade it there",
+                )
+            )
         conn.row_factory = sqlite3.Row
         self._conn = conn
 
@@ -342,7 +401,9 @@ class Store:
         with self._lock:
             version = self._conn.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION:
-                raise StoreError(f"{self.path} was written by a newer bulkhead (schema {version}); upgrade bulkhead")
+                raise StoreError(
+                    f"{self.path} was written by a newer bulkhead (schema {version}); upgrade bulkhead"
+                )
             for target in range(version + 1, SCHEMA_VERSION + 1):
                 self._conn.execute("BEGIN IMMEDIATE")
                 try:
@@ -408,18 +469,40 @@ class Store:
         return folder
 
     # -- sessions ------------------------------------------------------------------------------
-    def create_session(self, session_id: str, *, title: str = "", route: str = "", provider: str = "",
-                       model: str = "", workspace: str = "", system_prompt: str = "",
-                       initial_view_id: str) -> None:
+    def create_session(
+        self,
+        session_id: str,
+        *,
+        title: str = "",
+        route: str = "",
+        provider: str = "",
+        model: str = "",
+        workspace: str = "",
+        system_prompt: str = "",
+        initial_view_id: str,
+    ) -> None:
         now = time.time()
         with self.transaction() as conn:
             conn.execute(
                 "INSERT INTO sessions (id, title, route, provider, model, workspace, system_prompt, "
                 "created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?)",
-                (session_id, redact_known(title), route, provider, model, workspace, redact_known(system_prompt),
-                 now, now))
-            conn.execute("INSERT INTO views (id, session_id, parent_id, reason, state, created_at) "
-                         "VALUES (?,?,NULL,'initial','active',?)", (initial_view_id, session_id, now))
+                (
+                    session_id,
+                    redact_known(title),
+                    route,
+                    provider,
+                    model,
+                    workspace,
+                    redact_known(system_prompt),
+                    now,
+                    now,
+                ),
+            )
+            conn.execute(
+                "INSERT INTO views (id, session_id, parent_id, reason, state, created_at) "
+                "VALUES (?,?,NULL,'initial','active',?)",
+                (initial_view_id, session_id, now),
+            )
 
     def get_session(self, session_id: str) -> SessionRow | None:
         rows = self.query("SELECT * FROM sessions WHERE id = ?", (session_id,))
@@ -431,8 +514,10 @@ class Store:
         if exact or not prefix:
             return exact
         # substr, not LIKE: `_` and `%` in what the user typed are plain characters
-        rows = self.query("SELECT * FROM sessions WHERE substr(id, 1, ?) = ? ORDER BY updated_at DESC LIMIT 2",
-                          (len(prefix), prefix))
+        rows = self.query(
+            "SELECT * FROM sessions WHERE substr(id, 1, ?) = ? ORDER BY updated_at DESC LIMIT 2",
+            (len(prefix), prefix),
+        )
         return self._session_row(rows[0]) if len(rows) == 1 else None
 
     def latest_session(self) -> SessionRow | None:
@@ -443,7 +528,9 @@ class Store:
         rows = self.query(
             "SELECT s.id, s.title, s.route, s.provider, s.model, s.workspace, s.created_at, s.updated_at, "
             "(SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id AND m.seq IS NOT NULL) AS messages "
-            "FROM sessions s ORDER BY s.updated_at DESC LIMIT ?", (limit,))
+            "FROM sessions s ORDER BY s.updated_at DESC LIMIT ?",
+            (limit,),
+        )
         return [dict(r) for r in rows]
 
     def search_sessions(self, text: str, limit: int = 100) -> list[str]:
@@ -454,7 +541,9 @@ class Store:
         rows = self.query(
             "SELECT s.id FROM sessions s WHERE instr(lower(s.title), ?) > 0 OR EXISTS (SELECT 1 FROM messages m "
             "WHERE m.session_id = s.id AND m.seq IS NOT NULL AND instr(lower(m.parts), ?) > 0) "
-            "ORDER BY s.updated_at DESC LIMIT ?", (needle, needle, limit))
+            "ORDER BY s.updated_at DESC LIMIT ?",
+            (needle, needle, limit),
+        )
         return [row["id"] for row in rows]
 
     def delete_session(self, session_id: str) -> bool:
@@ -463,8 +552,10 @@ class Store:
         with self.transaction() as conn:
             if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
                 return False
-            conn.execute("DELETE FROM view_entries WHERE view_id IN (SELECT id FROM views WHERE session_id = ?)",
-                         (session_id,))
+            conn.execute(
+                "DELETE FROM view_entries WHERE view_id IN (SELECT id FROM views WHERE session_id = ?)",
+                (session_id,),
+            )
             for table in ("views", "archive", "requests", "events", "messages"):
                 conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
             conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
@@ -478,8 +569,9 @@ class Store:
         unknown = set(fields_) - allowed
         if unknown:
             raise ValueError(f"cannot update session fields {unknown}")
-        values: dict[str, Any] = {k: json.dumps(v) if k in ("counters", "flags") else redact_known(v)
-                                  for k, v in fields_.items()}
+        values: dict[str, Any] = {
+            k: json.dumps(v) if k in ("counters", "flags") else redact_known(v) for k, v in fields_.items()
+        }
         values["updated_at"] = time.time()
         assignments = ", ".join(f"{k} = ?" for k in values)
         with self.transaction() as conn:
@@ -501,14 +593,21 @@ class Store:
         with self.transaction() as conn:
             row = conn.execute("SELECT * FROM leases WHERE session_id = ?", (session_id,)).fetchone()
             if row is not None:
-                holder = Holder(pid=row["pid"], started=row["started"], host=row["host"],
-                                acquired_at=row["acquired_at"], what=row["what"])
+                holder = Holder(
+                    pid=row["pid"],
+                    started=row["started"],
+                    host=row["host"],
+                    acquired_at=row["acquired_at"],
+                    what=row["what"],
+                )
                 if not holder.same_process(me) and holder.alive():
                     return holder
-            conn.execute("INSERT INTO leases (session_id, pid, started, host, acquired_at, what) VALUES (?,?,?,?,?,?) "
-                         "ON CONFLICT(session_id) DO UPDATE SET pid = excluded.pid, started = excluded.started, "
-                         "host = excluded.host, acquired_at = excluded.acquired_at, what = excluded.what",
-                         (session_id, me.pid, me.started, me.host, me.acquired_at, me.what))
+            conn.execute(
+                "INSERT INTO leases (session_id, pid, started, host, acquired_at, what) VALUES (?,?,?,?,?,?) "
+                "ON CONFLICT(session_id) DO UPDATE SET pid = excluded.pid, started = excluded.started, "
+                "host = excluded.host, acquired_at = excluded.acquired_at, what = excluded.what",
+                (session_id, me.pid, me.started, me.host, me.acquired_at, me.what),
+            )
         return None
 
     def lease_holder(self, session_id: str):
@@ -518,15 +617,22 @@ class Store:
         rows = self.query("SELECT * FROM leases WHERE session_id = ?", (session_id,))
         if not rows:
             return None
-        holder = Holder(pid=rows[0]["pid"], started=rows[0]["started"], host=rows[0]["host"],
-                        acquired_at=rows[0]["acquired_at"], what=rows[0]["what"])
+        holder = Holder(
+            pid=rows[0]["pid"],
+            started=rows[0]["started"],
+            host=rows[0]["host"],
+            acquired_at=rows[0]["acquired_at"],
+            what=rows[0]["what"],
+        )
         return holder if holder.alive() else None
 
     def release_lease(self, session_id: str, me) -> None:
         """Drop `me`'s lease on `session_id` (someone else's is left alone)."""
         with self.transaction() as conn:
-            conn.execute("DELETE FROM leases WHERE session_id = ? AND pid = ? AND started = ? AND host = ?",
-                         (session_id, me.pid, me.started, me.host))
+            conn.execute(
+                "DELETE FROM leases WHERE session_id = ? AND pid = ? AND started = ? AND host = ?",
+                (session_id, me.pid, me.started, me.host),
+            )
 
     def fork_session(self, source_id: str) -> str:
         """A new session holding a copy of `source_id`'s master log, active view and archive; its id."""
@@ -540,10 +646,22 @@ class Store:
             if source is None:
                 raise StoreError(f"no session {source_id!r} to fork")
             title = f"{source['title']} (fork)" if source["title"] else ""
-            conn.execute("INSERT INTO sessions (id, title, route, provider, model, workspace, system_prompt, "
-                         "created_at, updated_at, counters, flags) VALUES (?,?,?,?,?,?,?,?,?,'{}',?)",
-                         (fork_id, title, source["route"], source["provider"], source["model"], source["workspace"],
-                          source["system_prompt"], now, now, source["flags"]))
+            conn.execute(
+                "INSERT INTO sessions (id, title, route, provider, model, workspace, system_prompt, "
+                "created_at, updated_at, counters, flags) VALUES (?,?,?,?,?,?,?,?,?,'{}',?)",
+                (
+                    fork_id,
+                    title,
+                    source["route"],
+                    source["provider"],
+                    source["model"],
+                    source["workspace"],
+                    source["system_prompt"],
+                    now,
+                    now,
+                    source["flags"],
+                ),
+            )
             rows = conn.execute("SELECT * FROM messages WHERE session_id = ?", (source_id,)).fetchall()
             mapping = {row["id"]: new_id("m") for row in rows}
 
@@ -554,41 +672,75 @@ class Store:
                 meta = json.loads(row["meta"])
                 if meta.get("source_ids"):
                     meta["source_ids"] = remap(meta["source_ids"])
-                conn.execute(_INSERT_MESSAGE, (mapping[row["id"]], fork_id, row["seq"], row["role"], row["parts"],
-                                               json.dumps(meta, ensure_ascii=False), row["created_at"]))
+                conn.execute(
+                    _INSERT_MESSAGE,
+                    (
+                        mapping[row["id"]],
+                        fork_id,
+                        row["seq"],
+                        row["role"],
+                        row["parts"],
+                        json.dumps(meta, ensure_ascii=False),
+                        row["created_at"],
+                    ),
+                )
             for entry in conn.execute("SELECT * FROM archive WHERE session_id = ?", (source_id,)).fetchall():
-                conn.execute("INSERT INTO archive (key, session_id, reason, bytes, created_at, source_ids, content) "
-                             "VALUES (?,?,?,?,?,?,?)",
-                             (entry["key"], fork_id, entry["reason"], entry["bytes"], entry["created_at"],
-                              json.dumps(remap(json.loads(entry["source_ids"]))), entry["content"]))
-            active = conn.execute("SELECT id FROM views WHERE session_id = ? AND state = 'active'",
-                                  (source_id,)).fetchone()
-            conn.execute("INSERT INTO views (id, session_id, parent_id, reason, state, created_at) "
-                         "VALUES (?,?,NULL,'fork','active',?)", (view_id, fork_id, now))
+                conn.execute(
+                    "INSERT INTO archive (key, session_id, reason, bytes, created_at, source_ids, content) "
+                    "VALUES (?,?,?,?,?,?,?)",
+                    (
+                        entry["key"],
+                        fork_id,
+                        entry["reason"],
+                        entry["bytes"],
+                        entry["created_at"],
+                        json.dumps(remap(json.loads(entry["source_ids"]))),
+                        entry["content"],
+                    ),
+                )
+            active = conn.execute(
+                "SELECT id FROM views WHERE session_id = ? AND state = 'active'", (source_id,)
+            ).fetchone()
+            conn.execute(
+                "INSERT INTO views (id, session_id, parent_id, reason, state, created_at) "
+                "VALUES (?,?,NULL,'fork','active',?)",
+                (view_id, fork_id, now),
+            )
             if active is not None:
-                entries = conn.execute("SELECT pos, message_id FROM view_entries WHERE view_id = ? ORDER BY pos",
-                                       (active["id"],)).fetchall()
-                conn.executemany("INSERT INTO view_entries (view_id, pos, message_id) VALUES (?,?,?)",
-                                 [(view_id, e["pos"], mapping[e["message_id"]]) for e in entries
-                                  if e["message_id"] in mapping])
+                entries = conn.execute(
+                    "SELECT pos, message_id FROM view_entries WHERE view_id = ? ORDER BY pos", (active["id"],)
+                ).fetchall()
+                conn.executemany(
+                    "INSERT INTO view_entries (view_id, pos, message_id) VALUES (?,?,?)",
+                    [
+                        (view_id, e["pos"], mapping[e["message_id"]])
+                        for e in entries
+                        if e["message_id"] in mapping
+                    ],
+                )
         return fork_id
 
     # -- master log and views ----------------------------------------------------------------
     def append_message(self, session_id: str, message: Message, view_id: str) -> int:
         """Add `message` to the master log and to the end of the active view, atomically."""
         with self.transaction() as conn:
-            seq = conn.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM messages WHERE session_id = ?",
-                               (session_id,)).fetchone()[0]
+            seq = conn.execute(
+                "SELECT COALESCE(MAX(seq), -1) + 1 FROM messages WHERE session_id = ?", (session_id,)
+            ).fetchone()[0]
             conn.execute(_INSERT_MESSAGE, _message_row(session_id, message, seq))
-            pos = conn.execute("SELECT COALESCE(MAX(pos), -1) + 1 FROM view_entries WHERE view_id = ?",
-                               (view_id,)).fetchone()[0]
-            conn.execute("INSERT INTO view_entries (view_id, pos, message_id) VALUES (?,?,?)",
-                         (view_id, pos, message.id))
+            pos = conn.execute(
+                "SELECT COALESCE(MAX(pos), -1) + 1 FROM view_entries WHERE view_id = ?", (view_id,)
+            ).fetchone()[0]
+            conn.execute(
+                "INSERT INTO view_entries (view_id, pos, message_id) VALUES (?,?,?)",
+                (view_id, pos, message.id),
+            )
             conn.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (time.time(), session_id))
         return seq
 
-    def commit_view(self, session_id: str, view: View, master_ids: set[str],
-                    archive_entries: Iterable[ArchiveEntry] = ()) -> list[Message]:
+    def commit_view(
+        self, session_id: str, view: View, master_ids: set[str], archive_entries: Iterable[ArchiveEntry] = ()
+    ) -> list[Message]:
         """Make `view` the active one, with its derived messages and archive entries — all or nothing.
 
         Master messages the caller does not know of (another process appended them after this one
@@ -601,13 +753,18 @@ class Store:
                 if message.id not in master_ids:
                     conn.execute(_INSERT_DERIVED, _message_row(session_id, message, None))
             self._insert_archive(conn, session_id, archive_entries)
-            conn.execute("UPDATE views SET state = 'stacked' WHERE session_id = ? AND state = 'active'",
-                         (session_id,))
-            conn.execute("INSERT INTO views (id, session_id, parent_id, reason, state, created_at) "
-                         "VALUES (?,?,?,?,'active',?)",
-                         (view.id, session_id, view.parent_id, view.reason, view.created_at or time.time()))
-            conn.executemany("INSERT INTO view_entries (view_id, pos, message_id) VALUES (?,?,?)",
-                             [(view.id, pos, m.id) for pos, m in enumerate([*view.messages, *newer])])
+            conn.execute(
+                "UPDATE views SET state = 'stacked' WHERE session_id = ? AND state = 'active'", (session_id,)
+            )
+            conn.execute(
+                "INSERT INTO views (id, session_id, parent_id, reason, state, created_at) "
+                "VALUES (?,?,?,?,'active',?)",
+                (view.id, session_id, view.parent_id, view.reason, view.created_at or time.time()),
+            )
+            conn.executemany(
+                "INSERT INTO view_entries (view_id, pos, message_id) VALUES (?,?,?)",
+                [(view.id, pos, m.id) for pos, m in enumerate([*view.messages, *newer])],
+            )
         return newer
 
     def replace_active_view(self, session_id: str, view: View, master_ids: set[str]) -> list[Message]:
@@ -618,24 +775,30 @@ class Store:
             for message in view.messages:
                 if message.id not in master_ids:
                     conn.execute(_INSERT_DERIVED, _message_row(session_id, message, None))
-            conn.execute("UPDATE views SET state = 'popped' WHERE session_id = ? AND state = 'active'",
-                         (session_id,))
+            conn.execute(
+                "UPDATE views SET state = 'popped' WHERE session_id = ? AND state = 'active'", (session_id,)
+            )
             conn.execute("DELETE FROM view_entries WHERE view_id = ?", (view.id,))
             conn.execute("UPDATE views SET state = 'active' WHERE id = ?", (view.id,))
-            conn.executemany("INSERT INTO view_entries (view_id, pos, message_id) VALUES (?,?,?)",
-                             [(view.id, pos, m.id) for pos, m in enumerate([*view.messages, *newer])])
+            conn.executemany(
+                "INSERT INTO view_entries (view_id, pos, message_id) VALUES (?,?,?)",
+                [(view.id, pos, m.id) for pos, m in enumerate([*view.messages, *newer])],
+            )
         return newer
 
     @staticmethod
     def _unknown_master(conn: sqlite3.Connection, session_id: str, master_ids: set[str]) -> list[Message]:
         """Master messages appended after the caller's copy was loaded (seq numbers are dense from 0)."""
-        rows = conn.execute("SELECT * FROM messages WHERE session_id = ? AND seq >= ? ORDER BY seq",
-                            (session_id, len(master_ids))).fetchall()
+        rows = conn.execute(
+            "SELECT * FROM messages WHERE session_id = ? AND seq >= ? ORDER BY seq",
+            (session_id, len(master_ids)),
+        ).fetchall()
         return [_message_from_row(row) for row in rows if row["id"] not in master_ids]
 
     def load_master(self, session_id: str) -> list[Message]:
-        rows = self.query("SELECT * FROM messages WHERE session_id = ? AND seq IS NOT NULL ORDER BY seq",
-                          (session_id,))
+        rows = self.query(
+            "SELECT * FROM messages WHERE session_id = ? AND seq IS NOT NULL ORDER BY seq", (session_id,)
+        )
         return [_message_from_row(r) for r in rows]
 
     def load_views(self, session_id: str, known: Mapping[str, Message] | None = None) -> list[View]:
@@ -644,22 +807,35 @@ class Store:
         Messages are decoded once and shared: those in `known` (the master log, usually) and
         every message that several stacked views hold are the same objects.
         """
-        views = self.query("SELECT * FROM views WHERE session_id = ? AND state IN ('stacked', 'active') "
-                           "ORDER BY state = 'active', rowid", (session_id,))  # rowid = push order
+        views = self.query(
+            "SELECT * FROM views WHERE session_id = ? AND state IN ('stacked', 'active') "
+            "ORDER BY state = 'active', rowid",
+            (session_id,),
+        )  # rowid = push order
         cache: dict[str, Message] = dict(known or {})
         result: list[View] = []
         for view in views:
-            ids = [r[0] for r in self.query("SELECT message_id FROM view_entries WHERE view_id = ? ORDER BY pos",
-                                            (view["id"],))]
+            ids = [
+                r[0]
+                for r in self.query(
+                    "SELECT message_id FROM view_entries WHERE view_id = ? ORDER BY pos", (view["id"],)
+                )
+            ]
             missing = [i for i in dict.fromkeys(ids) if i not in cache]
             for start in range(0, len(missing), 500):
-                chunk = missing[start:start + 500]
+                chunk = missing[start : start + 500]
                 placeholders = ",".join("?" for _ in chunk)
                 for row in self.query(f"SELECT * FROM messages WHERE id IN ({placeholders})", chunk):
                     cache[row["id"]] = _message_from_row(row)
-            result.append(View(id=view["id"], messages=tuple(cache[i] for i in ids),
-                               parent_id=view["parent_id"], reason=view["reason"],
-                               created_at=view["created_at"]))
+            result.append(
+                View(
+                    id=view["id"],
+                    messages=tuple(cache[i] for i in ids),
+                    parent_id=view["parent_id"],
+                    reason=view["reason"],
+                    created_at=view["created_at"],
+                )
+            )
         return result
 
     # -- archive -----------------------------------------------------------------------------
@@ -668,30 +844,47 @@ class Store:
         for entry in entries:
             # Content-addressed: the same key twice in a session is one entry. Any other
             # constraint (missing field, unknown session) fails the whole transaction.
-            conn.execute("INSERT INTO archive (key, session_id, reason, bytes, created_at, "
-                         "source_ids, content) VALUES (?,?,?,?,?,?,?) "
-                         "ON CONFLICT(session_id, key) DO NOTHING",
-                         (entry.key, session_id, entry.reason, entry.bytes, entry.created_at,
-                          json.dumps(list(entry.source_ids)), redact_known(entry.content)))
+            conn.execute(
+                "INSERT INTO archive (key, session_id, reason, bytes, created_at, "
+                "source_ids, content) VALUES (?,?,?,?,?,?,?) "
+                "ON CONFLICT(session_id, key) DO NOTHING",
+                (
+                    entry.key,
+                    session_id,
+                    entry.reason,
+                    entry.bytes,
+                    entry.created_at,
+                    json.dumps(list(entry.source_ids)),
+                    redact_known(entry.content),
+                ),
+            )
 
     def archive_put(self, session_id: str, entries: Iterable[ArchiveEntry]) -> None:
         with self.transaction() as conn:
             self._insert_archive(conn, session_id, entries)
 
-    def archive_get(self, key: str, session_id: str | None = None, *, strict: bool = False) -> ArchiveEntry | None:
+    def archive_get(
+        self, key: str, session_id: str | None = None, *, strict: bool = False
+    ) -> ArchiveEntry | None:
         """The entry for `key`, this session's first; with `strict`, only this session's (what the
         model may recall: never another conversation's content)."""
         if strict:
-            rows = self.query("SELECT * FROM archive WHERE key = ? AND session_id = ? LIMIT 1", (key, session_id))
+            rows = self.query(
+                "SELECT * FROM archive WHERE key = ? AND session_id = ? LIMIT 1", (key, session_id)
+            )
         else:
-            rows = self.query("SELECT * FROM archive WHERE key = ? ORDER BY session_id = ? DESC LIMIT 1",
-                              (key, session_id or ""))
+            rows = self.query(
+                "SELECT * FROM archive WHERE key = ? ORDER BY session_id = ? DESC LIMIT 1",
+                (key, session_id or ""),
+            )
         return self._entry(rows[0]) if rows else None
 
     def archive_list(self, session_id: str | None = None, limit: int = 500) -> list[ArchiveEntry]:
         if session_id:
-            rows = self.query("SELECT * FROM archive WHERE session_id = ? ORDER BY created_at DESC, rowid DESC "
-                              "LIMIT ?", (session_id, limit))
+            rows = self.query(
+                "SELECT * FROM archive WHERE session_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ?",
+                (session_id, limit),
+            )
         else:
             rows = self.query("SELECT * FROM archive ORDER BY created_at DESC, rowid DESC LIMIT ?", (limit,))
         return [self._entry(r) for r in rows]
@@ -699,11 +892,16 @@ class Store:
     def archive_keys(self, session_id: str, limit: int = 200) -> list[tuple[str, str, int, str]]:
         """A session's newest archive keys, read light (the content stays on disk):
         (key, reason, bytes, the first 60 characters)."""
-        rows = self.query("SELECT key, reason, bytes, substr(content, 1, 60) AS head FROM archive "
-                          "WHERE session_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ?", (session_id, limit))
+        rows = self.query(
+            "SELECT key, reason, bytes, substr(content, 1, 60) AS head FROM archive "
+            "WHERE session_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ?",
+            (session_id, limit),
+        )
         return [(row["key"], row["reason"], row["bytes"], row["head"]) for row in rows]
 
-    def archive_search(self, query: str, session_id: str | None = None, limit: int = 100) -> list[ArchiveEntry]:
+    def archive_search(
+        self, query: str, session_id: str | None = None, limit: int = 100
+    ) -> list[ArchiveEntry]:
         """Full-text search; every word of the query must start a word of the entry (prefix match)."""
         # Each word becomes a quoted FTS5 string (no operator survives quoting); NUL and other
         # control characters, which FTS5 strings cannot hold, separate words.
@@ -712,8 +910,11 @@ class Store:
         if not words:
             return self.archive_list(session_id, limit)
         match = " ".join(f'"{w}"*' for w in words)
-        sql = ("SELECT a.* FROM archive_fts f JOIN archive a ON a.rowid = f.rowid WHERE archive_fts MATCH ? "
-               + ("AND a.session_id = ? " if session_id else "") + "ORDER BY rank LIMIT ?")
+        sql = (
+            "SELECT a.* FROM archive_fts f JOIN archive a ON a.rowid = f.rowid WHERE archive_fts MATCH ? "
+            + ("AND a.session_id = ? " if session_id else "")
+            + "ORDER BY rank LIMIT ?"
+        )
         params = (match, session_id, limit) if session_id else (match, limit)
         try:
             return [self._entry(r) for r in self.query(sql, params)]
@@ -722,9 +923,14 @@ class Store:
 
     @staticmethod
     def _entry(row: sqlite3.Row) -> ArchiveEntry:
-        return ArchiveEntry(key=row["key"], content=row["content"], reason=row["reason"],
-                            source_ids=tuple(json.loads(row["source_ids"])), created_at=row["created_at"],
-                            session_id=row["session_id"])
+        return ArchiveEntry(
+            key=row["key"],
+            content=row["content"],
+            reason=row["reason"],
+            source_ids=tuple(json.loads(row["source_ids"])),
+            created_at=row["created_at"],
+            session_id=row["session_id"],
+        )
 
     # -- requests and events -------------------------------------------------------------------
     def record_request(self, record: dict[str, Any]) -> None:
@@ -740,12 +946,17 @@ class Store:
         placeholders = ", ".join("?" for _ in values)
         updates = ", ".join(f"{k} = excluded.{k}" for k in values if k != "id")
         with self.transaction() as conn:
-            conn.execute(f"INSERT INTO requests ({columns}) VALUES ({placeholders}) "
-                         f"ON CONFLICT(id) DO UPDATE SET {updates}", tuple(values.values()))
+            conn.execute(
+                f"INSERT INTO requests ({columns}) VALUES ({placeholders}) "
+                f"ON CONFLICT(id) DO UPDATE SET {updates}",
+                tuple(values.values()),
+            )
 
     def list_requests(self, session_id: str | None, limit: int = 10_000) -> list[dict[str, Any]]:
-        rows = self.query("SELECT * FROM requests WHERE session_id IS ? ORDER BY created_at, rowid LIMIT ?",
-                          (session_id, limit))
+        rows = self.query(
+            "SELECT * FROM requests WHERE session_id IS ? ORDER BY created_at, rowid LIMIT ?",
+            (session_id, limit),
+        )
         result = []
         for row in rows:
             data = dict(row)
@@ -756,13 +967,16 @@ class Store:
 
     def record_event(self, session_id: str | None, type_: str, data: dict[str, Any]) -> None:
         with self.transaction() as conn:
-            conn.execute("INSERT INTO events (session_id, created_at, type, data) VALUES (?,?,?,?)",
-                         (session_id, time.time(), type_, _dumps(redact_value(data), default=str)))
+            conn.execute(
+                "INSERT INTO events (session_id, created_at, type, data) VALUES (?,?,?,?)",
+                (session_id, time.time(), type_, _dumps(redact_value(data), default=str)),
+            )
 
     def list_events(self, session_id: str, type_: str | None = None) -> list[dict[str, Any]]:
         if type_:
-            rows = self.query("SELECT * FROM events WHERE session_id = ? AND type = ? ORDER BY id",
-                              (session_id, type_))
+            rows = self.query(
+                "SELECT * FROM events WHERE session_id = ? AND type = ? ORDER BY id", (session_id, type_)
+            )
         else:
             rows = self.query("SELECT * FROM events WHERE session_id = ? ORDER BY id", (session_id,))
         return [{**dict(r), "data": json.loads(r["data"])} for r in rows]

@@ -45,25 +45,92 @@ SESSIONS = 50
 BATCH = 50
 RARE_EVERY = 2_500  # "quokka" is planted in 1 entry out of 2,500 (20 in 50k)
 
-IDENTS = ["request", "response", "session", "payload", "archive", "handler", "config", "router", "cache",
-          "token", "stream", "buffer", "socket", "client", "server", "message", "parser", "encoder",
-          "serializer", "validator", "gateway", "retry", "backoff", "compact", "summary", "ledger", "invoice",
-          "account", "widget", "screen", "render", "layout", "queue", "worker", "scheduler", "metric"]
-VERBS = ["get", "set", "load", "save", "build", "parse", "render", "send", "fetch", "update", "delete",
-         "serialize", "validate", "compact", "measure", "flush", "open", "close", "retry", "resolve"]
+IDENTS = [
+    "request",
+    "response",
+    "session",
+    "payload",
+    "archive",
+    "handler",
+    "config",
+    "router",
+    "cache",
+    "token",
+    "stream",
+    "buffer",
+    "socket",
+    "client",
+    "server",
+    "message",
+    "parser",
+    "encoder",
+    "serializer",
+    "validator",
+    "gateway",
+    "retry",
+    "backoff",
+    "compact",
+    "summary",
+    "ledger",
+    "invoice",
+    "account",
+    "widget",
+    "screen",
+    "render",
+    "layout",
+    "queue",
+    "worker",
+    "scheduler",
+    "metric",
+]
+VERBS = [
+    "get",
+    "set",
+    "load",
+    "save",
+    "build",
+    "parse",
+    "render",
+    "send",
+    "fetch",
+    "update",
+    "delete",
+    "serialize",
+    "validate",
+    "compact",
+    "measure",
+    "flush",
+    "open",
+    "close",
+    "retry",
+    "resolve",
+]
 SERVICES = ["api-gateway", "auth", "billing", "search", "ingest", "scheduler", "proxy", "nginx", "worker"]
-LOG_MESSAGES = ["connection reset by peer", "upstream timed out while reading response header",
-                "request entity too large", "retrying after backoff", "cache miss for key",
-                "user authenticated", "rate limit exceeded for client", "payload accepted",
-                "TLS handshake failed", "health check passed", "deadlock detected, rolling back",
-                "serialization error in field", "queue depth above threshold", "worker restarted"]
-PROSE_WORDS = ("the of and to in that is for it with as was on be by this are from or have an they which "
-               "one you were all we when there can an your more if will about would so what up out them "
-               "some other into time could these two may first then do any like my now over such our man "
-               "me even most made after also did many before must through back years where much way well "
-               "gateway proxy session context window compaction archive summary recovery cap payload "
-               "request answer model tool result file test failure fix refactor module function class "
-               "performance latency memory stream render terminal keyboard database index query").split()
+LOG_MESSAGES = [
+    "connection reset by peer",
+    "upstream timed out while reading response header",
+    "request entity too large",
+    "retrying after backoff",
+    "cache miss for key",
+    "user authenticated",
+    "rate limit exceeded for client",
+    "payload accepted",
+    "TLS handshake failed",
+    "health check passed",
+    "deadlock detected, rolling back",
+    "serialization error in field",
+    "queue depth above threshold",
+    "worker restarted",
+]
+PROSE_WORDS = (
+    "the of and to in that is for it with as was on be by this are from or have an they which "
+    "one you were all we when there can an your more if will about would so what up out them "
+    "some other into time could these two may first then do any like my now over such our man "
+    "me even most made after also did many before must through back years where much way well "
+    "gateway proxy session context window compaction archive summary recovery cap payload "
+    "request answer model tool result file test failure fix refactor module function class "
+    "performance latency memory stream render terminal keyboard database index query"
+).split()
 
 
 def code_entry(rng: random.Random, size: int) -> str:
@@ -76,7 +143,9 @@ def code_entry(rng: random.Random, size: int) -> str:
         lines.append(f'    """{verb.title()} the {ident} and return the {rng.choice(IDENTS)}."""')
         for _ in range(rng.randint(2, 6)):
             other = rng.choice(IDENTS)
-            lines.append(f"    {other} = self.{rng.choice(VERBS)}_{other}({ident}, retries={rng.randint(0, 5)})")
+            lines.append(
+                f"    {other} = self.{rng.choice(VERBS)}_{other}({ident}, retries={rng.randint(0, 5)})"
+            )
         lines.append(f"    return {rng.choice(IDENTS)}")
         lines.append("")
     return "\n".join(lines)[:size]
@@ -89,15 +158,21 @@ def log_entry(rng: random.Random, size: int) -> str:
         level = rng.choice(["INFO", "INFO", "INFO", "WARN", "ERROR", "DEBUG"])
         service = rng.choice(SERVICES)
         status = rng.choice([200, 200, 200, 201, 304, 403, 413, 429, 500, 502, 503])
-        lines.append(f"2026-05-{rng.randint(1, 28):02d}T{hour:02d}:{minute:02d}:{second:02d}Z {level:<5} "
-                     f"[{service}] {rng.choice(LOG_MESSAGES)} status={status} "
-                     f"latency_ms={rng.randint(1, 9000)} req_id={rng.getrandbits(48):012x}")
+        lines.append(
+            f"2026-05-{rng.randint(1, 28):02d}T{hour:02d}:{minute:02d}:{second:02d}Z {level:<5} "
+            f"[{service}] {rng.choice(LOG_MESSAGES)} status={status} "
+            f"latency_ms={rng.randint(1, 9000)} req_id={rng.getrandbits(48):012x}"
+        )
         if level == "ERROR" and rng.random() < 0.3:
             lines.append("Traceback (most recent call last):")
-            lines.append(f'  File "app/{rng.choice(IDENTS)}.py", line {rng.randint(1, 900)}, in '
-                         f"{rng.choice(VERBS)}_{rng.choice(IDENTS)}")
-            lines.append(f"{rng.choice(['TimeoutError', 'ConnectionResetError', 'ValueError'])}: "
-                         f"{rng.choice(LOG_MESSAGES)}")
+            lines.append(
+                f'  File "app/{rng.choice(IDENTS)}.py", line {rng.randint(1, 900)}, in '
+                f"{rng.choice(VERBS)}_{rng.choice(IDENTS)}"
+            )
+            lines.append(
+                f"{rng.choice(['TimeoutError', 'ConnectionResetError', 'ValueError'])}: "
+                f"{rng.choice(LOG_MESSAGES)}"
+            )
     return "\n".join(lines)[:size]
 
 
@@ -157,7 +232,9 @@ def build(store, entries: int, out: Output) -> tuple[float, int, list[str]]:
             store.archive_put(session_id, batch)
             elapsed += time.perf_counter() - start
         if not out.as_json and (s + 1) % 10 == 0:
-            print(f"  … {(s + 1) * per_session:,} entries inserted ({elapsed:.1f} s in archive_put)", flush=True)
+            print(
+                f"  … {(s + 1) * per_session:,} entries inserted ({elapsed:.1f} s in archive_put)", flush=True
+            )
     return elapsed, total_bytes, session_ids
 
 
@@ -205,14 +282,23 @@ def main(argv: list[str] | None = None) -> int:
             out.text(f"inserting {entries:,} entries in {SESSIONS} sessions (batches of {BATCH}) …")
             insert_s, content_bytes, session_ids = build(store, entries, out)
         db_bytes = sum(f.stat().st_size for f in store.path.parent.glob(store.path.name + "*"))
-        out.record({"kind": "insert", "entries": entries, "seconds": round(insert_s, 2),
-                    "entries_per_s": round(entries / insert_s) if insert_s == insert_s else None,
-                    "content_bytes": content_bytes, "db_bytes": db_bytes},
-                   f"insert: {entries:,} entries ({fmt_bytes(content_bytes)} of content) in {insert_s:.1f} s "
-                   f"= {entries / insert_s:,.0f} entries/s; database {fmt_bytes(db_bytes)}")
+        out.record(
+            {
+                "kind": "insert",
+                "entries": entries,
+                "seconds": round(insert_s, 2),
+                "entries_per_s": round(entries / insert_s) if insert_s == insert_s else None,
+                "content_bytes": content_bytes,
+                "db_bytes": db_bytes,
+            },
+            f"insert: {entries:,} entries ({fmt_bytes(content_bytes)} of content) in {insert_s:.1f} s "
+            f"= {entries / insert_s:,.0f} entries/s; database {fmt_bytes(db_bytes)}",
+        )
         scoped = session_ids[len(session_ids) // 2]
-        out.text(f"\n{'query':<28} {'terms':<28} {'hits':>6} {'global ms':>10} {'session ms':>11} "
-                 f"{'scoped/global':>14}")
+        out.text(
+            f"\n{'query':<28} {'terms':<28} {'hits':>6} {'global ms':>10} {'session ms':>11} "
+            f"{'scoped/global':>14}"
+        )
         medians: dict[str, float] = {}
         session_by: dict[str, float] = {}
         matches_by: dict[str, int] = {}
@@ -228,28 +314,44 @@ def main(argv: list[str] | None = None) -> int:
                     samples.append((time.perf_counter() - start) * 1000)
                 timings[where] = median(samples)
                 hits[where] = len(found)
-            matches = store.query("SELECT count(*) FROM archive_fts WHERE archive_fts MATCH ?",
-                                  (" ".join(f'"{w}"*' for w in query.split()),))[0][0]
+            matches = store.query(
+                "SELECT count(*) FROM archive_fts WHERE archive_fts MATCH ?",
+                (" ".join(f'"{w}"*' for w in query.split()),),
+            )[0][0]
             medians[label] = timings["global"]
             session_by[label] = timings["session"]
             matches_by[label] = matches
-            out.record({"kind": "query", "query": label, "terms": query, "matches": matches,
-                        "returned_global": hits["global"], "returned_session": hits["session"],
-                        "global_ms": round(timings["global"], 3), "session_ms": round(timings["session"], 3)},
-                       f"{label:<28} {query:<28} {matches:>6} {fmt_ms(timings['global']):>10} "
-                       f"{fmt_ms(timings['session']):>11} {fmt_ratio(ratio(timings['session'], timings['global'])):>14}")
+            out.record(
+                {
+                    "kind": "query",
+                    "query": label,
+                    "terms": query,
+                    "matches": matches,
+                    "returned_global": hits["global"],
+                    "returned_session": hits["session"],
+                    "global_ms": round(timings["global"], 3),
+                    "session_ms": round(timings["session"], 3),
+                },
+                f"{label:<28} {query:<28} {matches:>6} {fmt_ms(timings['global']):>10} "
+                f"{fmt_ms(timings['session']):>11} {fmt_ratio(ratio(timings['session'], timings['global'])):>14}",
+            )
         store.close()
     hitting = [k for k, _ in QUERIES if matches_by[k] >= 1000]
     low = min(medians[k] for k in hitting)
     high = max(medians[k] for k in hitting)
     scoped = [ratio(session_by[k], medians[k]) for k in hitting]
-    figure = (f"{fmt_ms(low)}–{fmt_ms(high)} ms for queries with {min(matches_by[k] for k in hitting):,}–"
-              f"{max(matches_by[k] for k in hitting):,} matches; rare word {fmt_ms(medians['single word, rare'])} ms, "
-              f"no hit {fmt_ms(medians['no hit'])} ms")
+    figure = (
+        f"{fmt_ms(low)}–{fmt_ms(high)} ms for queries with {min(matches_by[k] for k in hitting):,}–"
+        f"{max(matches_by[k] for k in hitting):,} matches; rare word {fmt_ms(medians['single word, rare'])} ms, "
+        f"no hit {fmt_ms(medians['no hit'])} ms"
+    )
     if insert_s == insert_s:
         figure += f"; insert {entries / insert_s:,.0f} entries/s"
-    out.headline(f"archive search, {entries:,} entries (FTS5, ranked)", figure,
-                 f"session-scoped / global {fmt_ratio(min(scoped))}–{fmt_ratio(max(scoped))}")
+    out.headline(
+        f"archive search, {entries:,} entries (FTS5, ranked)",
+        figure,
+        f"session-scoped / global {fmt_ratio(min(scoped))}–{fmt_ratio(max(scoped))}",
+    )
     return 0
 
 

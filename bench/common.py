@@ -43,11 +43,21 @@ MB = 1024 * 1024
 SIZES = ((1, 400), (5, 400), (10, 800))  # (MiB, messages) of the sessions the benchmarks use
 PATHS = [f"app/module_{i}.py" for i in range(12)]
 # Variables that would make a benchmark talk to a real provider or read the user's files.
-SCRUB_ENV = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
-             "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_DEFAULT_PROFILE", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL")
+SCRUB_ENV = (
+    "ANTHROPIC_API_KEY",
+    "OPENAI_API_KEY",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_PROFILE",
+    "AWS_DEFAULT_PROFILE",
+    "ANTHROPIC_BASE_URL",
+    "OPENAI_BASE_URL",
+)
 
 
 # -- synthetic sessions ----------------------------------------------------------------------------
+
 
 def filler(size: int, seed: int) -> str:
     line = f"{seed:05d} │ def handler_{seed}(request): return process(request, mode='fast')  # ✓ ünïcødé\n"
@@ -75,8 +85,11 @@ def _session(cycles: int, messages: int, large: int) -> tuple[Message, ...]:
         if kind == 0:
             offset = [None, 0, 100, 200][i % 4]
             limit = [None, 400, 200][i % 3]
-            args = {"path": PATHS[i % len(PATHS)], **({} if offset is None else {"offset": offset}),
-                    **({} if limit is None else {"limit": limit})}
+            args = {
+                "path": PATHS[i % len(PATHS)],
+                **({} if offset is None else {"offset": offset}),
+                **({} if limit is None else {"limit": limit}),
+            }
             call = ToolCall(f"call_{i}", "read_file", args)
         elif kind == 1:
             call = ToolCall(f"call_{i}", "shell", {"command": f"pytest -q tests/test_{i % 12}.py"})
@@ -86,8 +99,11 @@ def _session(cycles: int, messages: int, large: int) -> tuple[Message, ...]:
         out.append(Message.create("tool", [ToolResult(call.id, filler(large, i))], turn=turn))
     for extra in range(messages - 3 * cycles):  # pad to the exact count: an answer, then a prompt
         role = "assistant" if extra % 2 == 0 else "user"
-        out.append(Message.create(role, f"Done with step {cycles - 1}." if role == "assistant" else "next",
-                                  turn=turn))
+        out.append(
+            Message.create(
+                role, f"Done with step {cycles - 1}." if role == "assistant" else "next", turn=turn
+            )
+        )
     return tuple(out)
 
 
@@ -104,22 +120,32 @@ def mixed_session(size_mb: int, messages: int, images: int = 4) -> tuple[Message
     step = max(1, len(users) // (images + 1))
     for n, index in enumerate(users[step::step][:images]):
         message = view[index]
-        view[index] = Message(id=message.id, role="user",
-                              parts=(*message.parts, fake_image(size_mb * MB // 100, n)), meta=message.meta)
+        view[index] = Message(
+            id=message.id,
+            role="user",
+            parts=(*message.parts, fake_image(size_mb * MB // 100, n)),
+            meta=message.meta,
+        )
     return tuple(view)
 
 
 def new_tool_turn(n: int, size: int = 8_000) -> tuple[Message, ...]:
     """One more exchange to append to a session: (assistant with a tool call, its result)."""
     call = ToolCall(f"call_new_{n}", "read_file", {"path": f"app/new_{n}.py"})
-    return (Message.create("assistant", [Text(f"Reading new file {n} — ✓"), call], turn=10_000 + n),
-            Message.create("tool", [ToolResult(call.id, filler(size, 90_000 + n))], turn=10_000 + n))
+    return (
+        Message.create("assistant", [Text(f"Reading new file {n} — ✓"), call], turn=10_000 + n),
+        Message.create("tool", [ToolResult(call.id, filler(size, 90_000 + n))], turn=10_000 + n),
+    )
 
 
 def bench_route(provider: str) -> Route:
     """A route for `provider` that never leaves the machine (adapters only build and measure here)."""
-    models = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-4o",
-              "bedrock": "anthropic.claude-3-5-sonnet-20241022-v2:0", "lab": "lab-1"}
+    models = {
+        "anthropic": "claude-sonnet-4-5",
+        "openai": "gpt-4o",
+        "bedrock": "anthropic.claude-3-5-sonnet-20241022-v2:0",
+        "lab": "lab-1",
+    }
     return Route(name=f"bench-{provider}", provider=provider, model=models[provider])
 
 
@@ -143,11 +169,14 @@ def provider_measure() -> tuple[Callable[[tuple[Message, ...]], int], str]:
         measure(synthetic_session(1, 30))  # import and warm the adapter once
         return measure, "anthropic adapter build().predicted_bytes"
     except Exception as exc:  # no adapter in this tree: fall back to JSON bytes
-        print(f"(anthropic adapter unavailable: {type(exc).__name__}: {exc}; using JSON bytes)", file=sys.stderr)
+        print(
+            f"(anthropic adapter unavailable: {type(exc).__name__}: {exc}; using JSON bytes)", file=sys.stderr
+        )
         return JsonMeasure(), "sum(len(json)) per message"
 
 
 # -- timing ---------------------------------------------------------------------------------------
+
 
 def time_ms(fn: Callable[[], Any]) -> tuple[float, Any]:
     start = time.perf_counter()
@@ -204,6 +233,7 @@ def fmt_bytes(n: int | float) -> str:
 
 # -- memory ----------------------------------------------------------------------------------------
 
+
 def proc_status_kb(field: str) -> int:
     """A `kB` field of /proc/self/status (VmRSS, VmHWM, …); 0 where /proc is not there."""
     with contextlib.suppress(OSError):
@@ -224,16 +254,22 @@ def rss_kb() -> int:
 
 # -- environment --------------------------------------------------------------------------------------
 
+
 def isolated_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
     """A copy of the environment with a private BULKHEAD_HOME and config and no provider credentials."""
     config = home / "config.toml"
     if home.is_dir() and not config.exists():
         config.write_text("")  # a named BULKHEAD_CONFIG that does not exist is an error: an empty one
     env = {k: v for k, v in os.environ.items() if not k.startswith("BULKHEAD_") and k not in SCRUB_ENV}
-    env.update(BULKHEAD_HOME=str(home), BULKHEAD_CONFIG=str(home / "config.toml"),
-               PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring",
-               AWS_CONFIG_FILE=str(home / "aws-config"), AWS_SHARED_CREDENTIALS_FILE=str(home / "aws-credentials"),
-               AWS_EC2_METADATA_DISABLED="true", PYTHONPATH=str(ROOT))
+    env.update(
+        BULKHEAD_HOME=str(home),
+        BULKHEAD_CONFIG=str(home / "config.toml"),
+        PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring",
+        AWS_CONFIG_FILE=str(home / "aws-config"),
+        AWS_SHARED_CREDENTIALS_FILE=str(home / "aws-credentials"),
+        AWS_EC2_METADATA_DISABLED="true",
+        PYTHONPATH=str(ROOT),
+    )
     env.update(extra or {})
     return env
 
@@ -258,11 +294,14 @@ def machine_note() -> str:
     load = ""
     with contextlib.suppress(OSError):
         load = " · load " + " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    return (f"{os.cpu_count()} cores{load} · Python {sys.version.split()[0]} · shared, noisy machine: "
-            "compare ratios measured in one run")
+    return (
+        f"{os.cpu_count()} cores{load} · Python {sys.version.split()[0]} · shared, noisy machine: "
+        "compare ratios measured in one run"
+    )
 
 
 # -- output ---------------------------------------------------------------------------------------------
+
 
 def parser(description: str, *, runs: int | None = None) -> argparse.ArgumentParser:
     """The flags every benchmark takes: --json, --quick (and --runs when it repeats a measurement)."""
@@ -294,8 +333,12 @@ class Output:
     def headline(self, what: str, figure: str, ratio_text: str = "") -> None:
         """The one-line summary `run_all.py` puts in the README's table."""
         if self.as_json:
-            print(json.dumps({"bench": self.bench, "headline": {"what": what, "figure": figure,
-                                                                 "ratio": ratio_text}}, ensure_ascii=False),
-                  flush=True)
+            print(
+                json.dumps(
+                    {"bench": self.bench, "headline": {"what": what, "figure": figure, "ratio": ratio_text}},
+                    ensure_ascii=False,
+                ),
+                flush=True,
+            )
         else:
             print(f"\nheadline: {what}: {figure}" + (f" ({ratio_text})" if ratio_text else ""), flush=True)

@@ -36,17 +36,20 @@ from app.engine.compaction.pipeline import run_pipeline  # noqa: E402
 from app.model.messages import Message  # noqa: E402
 from bench.common import SIZES, provider_measure, synthetic_session  # noqa: E402
 
-FAKE_SUMMARY = ("The user and the assistant built and tested the project step by step: files under app/ were "
-                "read and edited, the test suite was run repeatedly (→ shell: pytest -q) and the failures "
-                "fixed. Next steps: finish the remaining modules and update the README.")
+FAKE_SUMMARY = (
+    "The user and the assistant built and tested the project step by step: files under app/ were "
+    "read and edited, the test suite was run repeatedly (→ shell: pytest -q) and the failures "
+    "fixed. Next steps: finish the remaining modules and update the README."
+)
 
 
 async def fake_summarizer(system: str, text: str) -> str:
     return FAKE_SUMMARY
 
 
-async def run_size(view: tuple[Message, ...], measure, target_ratio: float, summarizer,
-                   runs: int) -> tuple[list[float], int, int, str]:
+async def run_size(
+    view: tuple[Message, ...], measure, target_ratio: float, summarizer, runs: int
+) -> tuple[list[float], int, int, str]:
     """Time `runs` pipeline runs on `view` inside one event loop (loop start-up is not compaction)."""
     master = {m.id for m in view}
     timings: list[float] = []
@@ -54,8 +57,13 @@ async def run_size(view: tuple[Message, ...], measure, target_ratio: float, summ
     method = ""
     for _ in range(runs):
         before = measure(view)  # warm: a live session has every original message measured already
-        ctx = PassContext(settings=Settings(), turn=max(m.meta.turn for m in view), measure=measure,
-                          target_bytes=int(before * target_ratio), is_master=lambda m: m.id in master)
+        ctx = PassContext(
+            settings=Settings(),
+            turn=max(m.meta.turn for m in view),
+            measure=measure,
+            target_bytes=int(before * target_ratio),
+            is_master=lambda m: m.id in master,
+        )
         start = time.perf_counter()
         result = await run_pipeline(view, ctx, trigger="auto", summarizer=summarizer, window_tokens=200_000)
         timings.append((time.perf_counter() - start) * 1000)
@@ -74,20 +82,34 @@ def main(argv: list[str] | None = None) -> int:
     measure, how = provider_measure()
     summarizer = fake_summarizer if args.summarizer == "fake" else None
     if not args.json:
-        print(f"measure: {how}; target = {args.target_ratio:g} × size; summarizer: {args.summarizer}; "
-              f"{args.runs} runs per size")
+        print(
+            f"measure: {how}; target = {args.target_ratio:g} × size; summarizer: {args.summarizer}; "
+            f"{args.runs} runs per size"
+        )
         print(f"{'size':>6} {'msgs':>5} {'median ms':>10} {'min ms':>8} {'before':>12} {'after':>10}  method")
     for size_mb, messages in SIZES:
         view = synthetic_session(size_mb, messages)
-        timings, before, after, method = asyncio.run(run_size(view, measure, args.target_ratio, summarizer,
-                                                              args.runs))
+        timings, before, after, method = asyncio.run(
+            run_size(view, measure, args.target_ratio, summarizer, args.runs)
+        )
         median = statistics.median(timings)
         if args.json:
-            print(json.dumps({"size_mb": size_mb, "messages": len(view) - 1, "median_ms": round(median, 2),
-                              "bytes_before": before, "bytes_after": after}))
+            print(
+                json.dumps(
+                    {
+                        "size_mb": size_mb,
+                        "messages": len(view) - 1,
+                        "median_ms": round(median, 2),
+                        "bytes_before": before,
+                        "bytes_after": after,
+                    }
+                )
+            )
         else:
-            print(f"{size_mb:>4}MB {len(view) - 1:>5} {median:>10.1f} {min(timings):>8.1f} {before:>12,} "
-                  f"{after:>10,}  {method}")
+            print(
+                f"{size_mb:>4}MB {len(view) - 1:>5} {median:>10.1f} {min(timings):>8.1f} {before:>12,} "
+                f"{after:>10,}  {method}"
+            )
     return 0
 
 

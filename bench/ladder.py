@@ -70,10 +70,14 @@ def main(argv: list[str] | None = None) -> int:
         return adapter.build(view, SYSTEM_PROMPT, tools, max_tokens=MAX_TOKENS).predicted_bytes
 
     floor = measure(())
-    out.text(f"recovery ladder: candidate + rebuilt request measured (anthropic adapter, system + {len(tools)} "
-             f"tools = {floor:,} B floor); {runs} runs; {machine_note()}")
-    out.text(f"{'size':>5} {'level':<10} {'cand ms':>8} {'total ms':>9} {'msgs':>10} {'bytes after':>12} "
-             f"{'target':>10}  smaller")
+    out.text(
+        f"recovery ladder: candidate + rebuilt request measured (anthropic adapter, system + {len(tools)} "
+        f"tools = {floor:,} B floor); {runs} runs; {machine_note()}"
+    )
+    out.text(
+        f"{'size':>5} {'level':<10} {'cand ms':>8} {'total ms':>9} {'msgs':>10} {'bytes after':>12} "
+        f"{'target':>10}  smaller"
+    )
     headline = None
     walks: dict[int, float] = {}
     for size_mb, messages in SIZES:
@@ -86,11 +90,21 @@ def main(argv: list[str] | None = None) -> int:
         turn = max(m.meta.turn for m in view)
 
         def ctx_for(target_bytes: int, turn: int = turn, master: set[str] = master) -> PassContext:
-            return PassContext(settings=settings, turn=turn, measure=measure, target_bytes=target_bytes,
-                               is_master=lambda message: message.id in master)
+            return PassContext(
+                settings=settings,
+                turn=turn,
+                measure=measure,
+                target_bytes=target_bytes,
+                is_master=lambda message: message.id in master,
+            )
 
-        cases = [("L1", (1,), target), ("L2", (2,), target), ("L3", (3,), target),
-                 ("L3 shrink", (3,), floor + TIGHT_EXTRA), ("walk", (1, 2, 3), target)]
+        cases = [
+            ("L1", (1,), target),
+            ("L2", (2,), target),
+            ("L3", (3,), target),
+            ("L3 shrink", (3,), floor + TIGHT_EXTRA),
+            ("walk", (1, 2, 3), target),
+        ]
         for name, levels, goal in cases:
             cand_ms: list[float] = []
             total_ms: list[float] = []
@@ -108,24 +122,37 @@ def main(argv: list[str] | None = None) -> int:
                 cand_ms.append(spent_building * 1000)
                 count = len(candidate)
             smaller = after < rejected
-            record = {"size_mb": size_mb, "level": name, "candidate_ms": round(median(cand_ms), 3),
-                      "total_ms": round(median(total_ms), 3), "messages_before": len(view),
-                      "messages_after": count, "bytes_before": rejected, "bytes_after": after,
-                      "target_bytes": goal, "smaller": smaller, "fits": after <= goal}
-            out.record(record, f"{size_mb:>3}MB {name:<10} {fmt_ms(median(cand_ms)):>8} "
-                               f"{fmt_ms(median(total_ms)):>9} {len(view):>4}→{count:<5} {after:>12,} "
-                               f"{goal:>10,}  {'yes' if smaller else 'NO'}"
-                               + ("" if after <= goal else " (over target)"))
+            record = {
+                "size_mb": size_mb,
+                "level": name,
+                "candidate_ms": round(median(cand_ms), 3),
+                "total_ms": round(median(total_ms), 3),
+                "messages_before": len(view),
+                "messages_after": count,
+                "bytes_before": rejected,
+                "bytes_after": after,
+                "target_bytes": goal,
+                "smaller": smaller,
+                "fits": after <= goal,
+            }
+            out.record(
+                record,
+                f"{size_mb:>3}MB {name:<10} {fmt_ms(median(cand_ms)):>8} "
+                f"{fmt_ms(median(total_ms)):>9} {len(view):>4}→{count:<5} {after:>12,} "
+                f"{goal:>10,}  {'yes' if smaller else 'NO'}" + ("" if after <= goal else " (over target)"),
+            )
             if name == "walk":
                 walks[size_mb] = median(total_ms)
                 headline = (size_mb, median(total_ms), rejected, after)
     if headline:
         size_mb, total, rejected, after = headline
         smallest = min(walks)
-        out.headline(f"recovery ladder L1→L2→L3 candidates, {size_mb} MB session",
-                     f"{fmt_ms(total)} ms for all three, measured with the real request "
-                     f"({fmt_bytes(rejected)} → {fmt_bytes(after)})",
-                     f"{size_mb} MB / {smallest} MB walk: {fmt_ratio(ratio(total, walks[smallest]))}")
+        out.headline(
+            f"recovery ladder L1→L2→L3 candidates, {size_mb} MB session",
+            f"{fmt_ms(total)} ms for all three, measured with the real request "
+            f"({fmt_bytes(rejected)} → {fmt_bytes(after)})",
+            f"{size_mb} MB / {smallest} MB walk: {fmt_ratio(ratio(total, walks[smallest]))}",
+        )
     return 0
 
 

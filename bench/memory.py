@@ -74,8 +74,12 @@ def child_engine(session_id: str) -> dict:
     predicted = engine.measure(session.view.messages)
     marks["payload measured"] = snapshot()
     shared = all(a is b for a, b in zip(session.master, session.view.messages, strict=False))
-    return {"rss_kb": marks, "predicted_bytes": predicted, "messages": len(session.master),
-            "view_shares_master_objects": shared}
+    return {
+        "rss_kb": marks,
+        "predicted_bytes": predicted,
+        "messages": len(session.master),
+        "view_shares_master_objects": shared,
+    }
 
 
 def child_tui(session_id: str, workspace: str) -> dict:
@@ -87,7 +91,9 @@ def child_tui(session_id: str, workspace: str) -> dict:
     result: dict = {}
 
     async def main() -> None:
-        app = BulkheadApp(load_settings(), resume=session_id, workspace=workspace, cursor_blink=False, keymap={})
+        app = BulkheadApp(
+            load_settings(), resume=session_id, workspace=workspace, cursor_blink=False, keymap={}
+        )
         async with app.run_test(size=(160, 48)) as pilot:
             while not app.engine_ready.is_set():
                 await asyncio.sleep(0.01)
@@ -104,8 +110,14 @@ def child_tui(session_id: str, workspace: str) -> dict:
 
 
 def run_child(home: Path, kind: str, session_id: str) -> dict:
-    done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", kind, session_id],
-                          env=isolated_env(home), capture_output=True, text=True, timeout=300, cwd=home)
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--child", kind, session_id],
+        env=isolated_env(home),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=home,
+    )
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     if done.returncode or not lines:
         raise RuntimeError(f"{kind} child failed ({done.returncode}): {done.stderr[-1500:]}")
@@ -125,8 +137,9 @@ def build_sessions(home: Path) -> tuple[str, str, int]:
     big = Session.create(store, route="lab", provider="lab", model="lab-1", workspace=str(home))
     for message in mixed_session(SIZE_MB, MESSAGES)[1:]:  # the engine brings its own system prompt
         big.append(message)
-    stored = store.query("SELECT sum(length(CAST(parts AS BLOB))) FROM messages WHERE session_id = ?",
-                         (big.id,))[0][0]
+    stored = store.query(
+        "SELECT sum(length(CAST(parts AS BLOB))) FROM messages WHERE session_id = ?", (big.id,)
+    )[0][0]
     store.close()
     return empty.id, big.id, stored
 
@@ -144,8 +157,10 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bulkhead-memory-") as folder:
         home = Path(folder)
         empty_id, big_id, stored = build_sessions(home)
-        out.text(f"memory: RSS of fresh processes, empty session vs {SIZE_MB} MiB / {MESSAGES} messages "
-                 f"({stored / 2**20:.1f} MiB of parts in the database); median of {runs} runs; {machine_note()}")
+        out.text(
+            f"memory: RSS of fresh processes, empty session vs {SIZE_MB} MiB / {MESSAGES} messages "
+            f"({stored / 2**20:.1f} MiB of parts in the database); median of {runs} runs; {machine_note()}"
+        )
         results: dict[str, dict[str, list]] = {"empty": {}, "10MB": {}}
         extra: dict[str, dict] = {"empty": {}, "10MB": {}}
         for label, session_id in (("empty", empty_id), ("10MB", big_id)):
@@ -164,17 +179,28 @@ def main(argv: list[str] | None = None) -> int:
         loaded = median(results["10MB"][stage]) / 1024
         delta = loaded - base
         deltas[stage] = delta
-        out.record({"stage": stage, "empty_mb": round(base, 1), "loaded_mb": round(loaded, 1),
-                    "delta_mb": round(delta, 1), "delta_per_session_mb": round(delta / (stored / 2**20), 2)},
-                   f"{stage:<22} {base:>9.1f} {loaded:>9.1f} {delta:>+9.1f} {fmt_ratio(delta / (stored / 2**20)):>11}")
+        out.record(
+            {
+                "stage": stage,
+                "empty_mb": round(base, 1),
+                "loaded_mb": round(loaded, 1),
+                "delta_mb": round(delta, 1),
+                "delta_per_session_mb": round(delta / (stored / 2**20), 2),
+            },
+            f"{stage:<22} {base:>9.1f} {loaded:>9.1f} {delta:>+9.1f} {fmt_ratio(delta / (stored / 2**20)):>11}",
+        )
     big = extra["10MB"]
-    out.text(f"10 MB session: {big.get('messages')} messages, predicted request {big.get('predicted_bytes', 0):,} B; "
-             f"chat items rendered {big.get('chat_items')}; the view shares the master's Message objects: "
-             f"{'yes' if big.get('view_shares_master_objects') else 'NO (loaded twice from the database)'}")
-    out.headline(f"resident memory, {SIZE_MB} MB session open",
-                 f"+{deltas['payload measured']:.0f} MB engine process, +{deltas['TUI mounted']:.0f} MB with the TUI "
-                 f"(empty session: {median(results['empty']['TUI mounted']) / 1024:.0f} MB)",
-                 f"TUI delta / session size {fmt_ratio(deltas['TUI mounted'] / (stored / 2**20))}")
+    out.text(
+        f"10 MB session: {big.get('messages')} messages, predicted request {big.get('predicted_bytes', 0):,} B; "
+        f"chat items rendered {big.get('chat_items')}; the view shares the master's Message objects: "
+        f"{'yes' if big.get('view_shares_master_objects') else 'NO (loaded twice from the database)'}"
+    )
+    out.headline(
+        f"resident memory, {SIZE_MB} MB session open",
+        f"+{deltas['payload measured']:.0f} MB engine process, +{deltas['TUI mounted']:.0f} MB with the TUI "
+        f"(empty session: {median(results['empty']['TUI mounted']) / 1024:.0f} MB)",
+        f"TUI delta / session size {fmt_ratio(deltas['TUI mounted'] / (stored / 2**20))}",
+    )
     return 0
 
 

@@ -43,10 +43,12 @@ from bench.common import (  # noqa: E402
     temp_home,
 )
 
-WORDS = ("app core engine util service model view controller api client server config test spec lib src "
-         "pkg internal cmd handler router store db cache auth user account payment order item list detail "
-         "common shared component widget page hook style asset doc script build tool data schema migration "
-         "parser lexer render session prompt payload archive gateway").split()
+WORDS = (
+    "app core engine util service model view controller api client server config test spec lib src "
+    "pkg internal cmd handler router store db cache auth user account payment order item list detail "
+    "common shared component widget page hook style asset doc script build tool data schema migration "
+    "parser lexer render session prompt payload archive gateway"
+).split()
 EXTS = (".py", ".ts", ".tsx", ".js", ".go", ".rs", ".java", ".md", ".json", ".yml", ".css", ".html", ".txt")
 DEPTHS = (1, 2, 2, 3, 3, 3, 4, 4, 5, 6, 7)
 YEAR = 365 * 86400
@@ -73,8 +75,11 @@ def make_tree(root: Path, files: int, seed: int) -> list[str]:
     folders = make_folders(rng, files)
     paths: dict[str, None] = {}
     while len(paths) < files:
-        name = (rng.choice(WORDS) + rng.choice(("", "_" + rng.choice(WORDS), str(rng.randint(0, 99))))
-                + rng.choice(EXTS))
+        name = (
+            rng.choice(WORDS)
+            + rng.choice(("", "_" + rng.choice(WORDS), str(rng.randint(0, 99))))
+            + rng.choice(EXTS)
+        )
         paths[rng.choice(folders) + name] = None
     made: set[Path] = set()
     for number, relative in enumerate(paths):
@@ -128,7 +133,9 @@ def main() -> None:
     p.add_argument("--files", type=int, default=100_000, help="files in the generated tree (default 100,000)")
     p.add_argument("--queries", type=int, help="queries typed (default 120, --quick 40)")
     p.add_argument("--seed", type=int, default=7)
-    p.add_argument("--git", action="store_true", help="also make the tree a git work tree and time `git ls-files`")
+    p.add_argument(
+        "--git", action="store_true", help="also make the tree a git work tree and time `git ls-files`"
+    )
     args = p.parse_args()
     from app.engine.file_index import FuzzyPaths, build_file_index
 
@@ -140,8 +147,10 @@ def main() -> None:
         root.mkdir()
         started = time.perf_counter()
         written = make_tree(root, args.files, args.seed)
-        out.record({"tree_files": len(written), "write_s": round(time.perf_counter() - started, 1)},
-                   f"tree written: {len(written):,} files in {time.perf_counter() - started:.1f} s")
+        out.record(
+            {"tree_files": len(written), "write_s": round(time.perf_counter() - started, 1)},
+            f"tree written: {len(written):,} files in {time.perf_counter() - started:.1f} s",
+        )
         if args.git:
             import subprocess
 
@@ -155,10 +164,18 @@ def main() -> None:
         matcher = FuzzyPaths(index)
         prepare_s = time.perf_counter() - started
         ignored = sum("__pycache__" in path for path in index.paths)
-        out.record({"index_source": index.source, "index_files": index.files, "index_paths": len(index.paths),
-                    "build_s": round(build_s, 2), "prepare_s": round(prepare_s, 2), "ignored_listed": ignored},
-                   f"listed ({index.source}): {index.files:,} files + {len(index.paths) - index.files:,} folders "
-                   f"in {build_s:.2f} s, prepared in {prepare_s:.2f} s; __pycache__ entries listed: {ignored}")
+        out.record(
+            {
+                "index_source": index.source,
+                "index_files": index.files,
+                "index_paths": len(index.paths),
+                "build_s": round(build_s, 2),
+                "prepare_s": round(prepare_s, 2),
+                "ignored_listed": ignored,
+            },
+            f"listed ({index.source}): {index.files:,} files + {len(index.paths) - index.files:,} folders "
+            f"in {build_s:.2f} s, prepared in {prepare_s:.2f} s; __pycache__ entries listed: {ignored}",
+        )
         queries = make_queries(written, count, args.seed)
         ours: list[float] = []
         naive: list[float] = []
@@ -182,18 +199,31 @@ def main() -> None:
                 naive.append((time.perf_counter() - begun) * 1000)
         p50, p99, worst = median(ours), percentile(ours, 99), max(ours)
         naive_p99 = percentile(naive, 99)
-        out.record({"keystrokes": len(ours), "p50_ms": round(p50, 2), "p99_ms": round(p99, 2),
-                    "max_ms": round(worst, 2), "naive_p50_ms": round(median(naive), 2),
-                    "naive_p99_ms": round(naive_p99, 2), "target_first": first, "target_in_8": shown,
-                    "queries": len(queries)},
-                   f"per keystroke ({len(ours):,}): p50 {fmt_ms(p50)} ms, p99 {fmt_ms(p99)} ms, max {fmt_ms(worst)} ms"
-                   f" — naive p50 {fmt_ms(median(naive))} ms, p99 {fmt_ms(naive_p99)} ms")
-        out.text(f"the file a query was made from: among the 8 shown {shown}/{len(queries)}; a file of its "
-                 f"name first {first}/{len(queries)} (names repeat across the tree)")
-        out.headline(f"fuzzy @ completion, {index.files:,}-file tree",
-                     f"p99 {fmt_ms(p99)} ms per keystroke (p50 {fmt_ms(p50)} ms; listing {build_s:.1f} s in a worker); "
-                     f"made-from file shown {shown}/{len(queries)}",
-                     f"naive / bulkhead p99 {fmt_ratio(ratio(naive_p99, p99))}")
+        out.record(
+            {
+                "keystrokes": len(ours),
+                "p50_ms": round(p50, 2),
+                "p99_ms": round(p99, 2),
+                "max_ms": round(worst, 2),
+                "naive_p50_ms": round(median(naive), 2),
+                "naive_p99_ms": round(naive_p99, 2),
+                "target_first": first,
+                "target_in_8": shown,
+                "queries": len(queries),
+            },
+            f"per keystroke ({len(ours):,}): p50 {fmt_ms(p50)} ms, p99 {fmt_ms(p99)} ms, max {fmt_ms(worst)} ms"
+            f" — naive p50 {fmt_ms(median(naive))} ms, p99 {fmt_ms(naive_p99)} ms",
+        )
+        out.text(
+            f"the file a query was made from: among the 8 shown {shown}/{len(queries)}; a file of its "
+            f"name first {first}/{len(queries)} (names repeat across the tree)"
+        )
+        out.headline(
+            f"fuzzy @ completion, {index.files:,}-file tree",
+            f"p99 {fmt_ms(p99)} ms per keystroke (p50 {fmt_ms(p50)} ms; listing {build_s:.1f} s in a worker); "
+            f"made-from file shown {shown}/{len(queries)}",
+            f"naive / bulkhead p99 {fmt_ratio(ratio(naive_p99, p99))}",
+        )
 
 
 if __name__ == "__main__":

@@ -55,8 +55,9 @@ async def one_run(log: str, fold: bool) -> tuple[float, float]:
                 pasted = time.monotonic() - started
                 started = time.monotonic()
                 await pilot.press("enter")
-                await until(pilot, lambda: not app.busy and app.chat.last_answer() is not None, "the answer",
-                            WAIT_S)
+                await until(
+                    pilot, lambda: not app.busy and app.chat.last_answer() is not None, "the answer", WAIT_S
+                )
                 await pilot.pause()
                 answered = time.monotonic() - started
                 await app.action_quit()
@@ -80,16 +81,25 @@ def main() -> None:
             paste_ms, answer_ms = median([r[0] for r in results]), median([r[1] for r in results])
             medians[fold] = answer_ms
             label = "on" if fold else "off"
-            out.record({"lines": lines, "bytes": len(log), "folding": fold, "paste_ms": round(paste_ms, 1),
-                        "send_to_answer_ms": round(answer_ms, 1)},
-                       f"{fmt_bytes(len(log)):>14}  {label:>8}  {fmt_ms(paste_ms):>9}  {fmt_ms(answer_ms):>15}")
+            out.record(
+                {
+                    "lines": lines,
+                    "bytes": len(log),
+                    "folding": fold,
+                    "paste_ms": round(paste_ms, 1),
+                    "send_to_answer_ms": round(answer_ms, 1),
+                },
+                f"{fmt_bytes(len(log)):>14}  {label:>8}  {fmt_ms(paste_ms):>9}  {fmt_ms(answer_ms):>15}",
+            )
         speedup = ratio(medians[False], medians[True])
         out.text(f"{'':>14}  send→answer without / with folding: {fmt_ratio(speedup)}")
         headline = (len(log), medians[True], medians[False], speedup)
     size, folded, unfolded, speedup = headline
-    out.headline(f"a pasted {fmt_bytes(size)} log, send → answer on screen",
-                 f"{fmt_ms(folded)} ms (unfolded: {fmt_ms(unfolded)} ms)",
-                 f"unfolded / folded {fmt_ratio(speedup)}")
+    out.headline(
+        f"a pasted {fmt_bytes(size)} log, send → answer on screen",
+        f"{fmt_ms(folded)} ms (unfolded: {fmt_ms(unfolded)} ms)",
+        f"unfolded / folded {fmt_ratio(speedup)}",
+    )
 
 
 if __name__ == "__main__":

@@ -54,10 +54,14 @@ def bench_adapter(provider: str, view, system: str, tools, full_runs: int, inc_r
     extra = new_tool_turn(0)
     for _ in range(full_runs):
         adapter = make_adapter(provider)  # fresh: nothing cached
-        elapsed, request = time_ms(lambda a=adapter: a.build(view + extra, system, tools, max_tokens=MAX_TOKENS))
+        elapsed, request = time_ms(
+            lambda a=adapter: a.build(view + extra, system, tools, max_tokens=MAX_TOKENS)
+        )
         full.append(elapsed)
         predicted = request.predicted_bytes
-        assert adapter.serialized_messages == len(view) + len(extra), "a fresh adapter serialises every message"
+        assert adapter.serialized_messages == len(view) + len(extra), (
+            "a fresh adapter serialises every message"
+        )
     exact = None
     if provider in ("anthropic", "openai"):
         exact = len(dumps(request.body)) == request.predicted_bytes
@@ -71,9 +75,17 @@ def bench_adapter(provider: str, view, system: str, tools, full_runs: int, inc_r
         before = warm.serialized_messages
         elapsed, _ = time_ms(lambda c=current: warm.build(c, system, tools, max_tokens=MAX_TOKENS))
         incremental.append(elapsed)
-        assert warm.serialized_messages - before == 2, "incremental: only the appended messages are serialised"
-    return {"full_ms": median(full), "incremental_ms": median(incremental), "bytes": predicted,
-            "exact": exact, "full_runs": full_runs, "incremental_runs": inc_runs}
+        assert warm.serialized_messages - before == 2, (
+            "incremental: only the appended messages are serialised"
+        )
+    return {
+        "full_ms": median(full),
+        "incremental_ms": median(incremental),
+        "bytes": predicted,
+        "exact": exact,
+        "full_runs": full_runs,
+        "incremental_runs": inc_runs,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -89,10 +101,14 @@ def main(argv: list[str] | None = None) -> int:
     from app.tools.registry import TOOL_SPECS
 
     tools = tuple(TOOL_SPECS)
-    out.text(f"payload meter: full (fresh adapter, every message serialised) vs incremental (warm cache + one "
-             f"new exchange); {full_runs} full / {inc_runs} incremental runs; {machine_note()}")
-    out.text(f"{'size':>5} {'msgs':>5} {'adapter':<10} {'bytes':>11} {'full ms':>9} {'incr ms':>9} "
-             f"{'full/incr':>10}  exact")
+    out.text(
+        f"payload meter: full (fresh adapter, every message serialised) vs incremental (warm cache + one "
+        f"new exchange); {full_runs} full / {inc_runs} incremental runs; {machine_note()}"
+    )
+    out.text(
+        f"{'size':>5} {'msgs':>5} {'adapter':<10} {'bytes':>11} {'full ms':>9} {'incr ms':>9} "
+        f"{'full/incr':>10}  exact"
+    )
     headline = None
     for size_mb, messages in SIZES:
         if size_mb not in wanted:
@@ -102,19 +118,30 @@ def main(argv: list[str] | None = None) -> int:
             r = bench_adapter(provider, view, SYSTEM_PROMPT, tools, full_runs, inc_runs)
             r_ratio = ratio(r["full_ms"], r["incremental_ms"])
             exact = {True: "yes", False: "NO", None: "-"}[r["exact"]]
-            out.record({"size_mb": size_mb, "messages": len(view) - 1, "adapter": provider,
-                        "bytes": r["bytes"], "full_ms": round(r["full_ms"], 3),
-                        "incremental_ms": round(r["incremental_ms"], 3), "ratio": round(r_ratio, 1),
-                        "exact": r["exact"]},
-                       f"{size_mb:>3}MB {len(view) - 1:>5} {provider:<10} {r['bytes']:>11,} "
-                       f"{fmt_ms(r['full_ms']):>9} {fmt_ms(r['incremental_ms']):>9} {fmt_ratio(r_ratio):>10}  {exact}")
+            out.record(
+                {
+                    "size_mb": size_mb,
+                    "messages": len(view) - 1,
+                    "adapter": provider,
+                    "bytes": r["bytes"],
+                    "full_ms": round(r["full_ms"], 3),
+                    "incremental_ms": round(r["incremental_ms"], 3),
+                    "ratio": round(r_ratio, 1),
+                    "exact": r["exact"],
+                },
+                f"{size_mb:>3}MB {len(view) - 1:>5} {provider:<10} {r['bytes']:>11,} "
+                f"{fmt_ms(r['full_ms']):>9} {fmt_ms(r['incremental_ms']):>9} {fmt_ratio(r_ratio):>10}  {exact}",
+            )
             if provider == "anthropic":
                 headline = (size_mb, r, r_ratio)
     if headline:
         size_mb, r, r_ratio = headline
-        out.headline(f"payload meter, {size_mb} MB session (anthropic)",
-                     f"incremental {fmt_ms(r['incremental_ms'])} ms vs full {fmt_ms(r['full_ms'])} ms "
-                     f"({fmt_bytes(r['bytes'])})", f"full/incremental {fmt_ratio(r_ratio)}")
+        out.headline(
+            f"payload meter, {size_mb} MB session (anthropic)",
+            f"incremental {fmt_ms(r['incremental_ms'])} ms vs full {fmt_ms(r['full_ms'])} ms "
+            f"({fmt_bytes(r['bytes'])})",
+            f"full/incremental {fmt_ratio(r_ratio)}",
+        )
     return 0
 
 

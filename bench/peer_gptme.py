@@ -85,8 +85,14 @@ def export_jsonl(view, path: Path) -> int:
         if message.role == "tool":
             for part in message.parts:
                 if isinstance(part, ToolResult):
-                    lines.append({"role": "system", "content": part.content, "timestamp": stamp,
-                                  "call_id": part.call_id})
+                    lines.append(
+                        {
+                            "role": "system",
+                            "content": part.content,
+                            "timestamp": stamp,
+                            "call_id": part.call_id,
+                        }
+                    )
             continue
         texts = [p.text for p in message.parts if isinstance(p, Text)]
         calls = [gptme_call(p) for p in message.parts if isinstance(p, ToolCall)]
@@ -97,7 +103,7 @@ def export_jsonl(view, path: Path) -> int:
     return len(lines)
 
 
-GPTME_CHILD = textwrap.dedent('''
+GPTME_CHILD = textwrap.dedent("""
     import json, sys, time
     from gptme.logmanager import Log
     from gptme.message import len_tokens
@@ -120,7 +126,7 @@ GPTME_CHILD = textwrap.dedent('''
                       "tokens_after": len_tokens(out, model), "messages_after": len(out),
                       "chars_before": sum(len(m.content) for m in msgs),
                       "chars_after": sum(len(m.content) for m in out), "timings_ms": timings}))
-''')
+""")
 
 
 def run_gptme(python: str, path: Path, runs: int) -> dict:
@@ -128,8 +134,14 @@ def run_gptme(python: str, path: Path, runs: int) -> dict:
     env.update(GPTME_TIKTOKEN_TIMEOUT="0", PYTHONWARNINGS="ignore")
     with tempfile.TemporaryDirectory(prefix="gptme-home-") as home:
         env.update(HOME=home, XDG_CONFIG_HOME=f"{home}/config", XDG_DATA_HOME=f"{home}/data")
-        done = subprocess.run([python, "-c", GPTME_CHILD, str(path), str(runs), str(TARGET_RATIO)],
-                              capture_output=True, text=True, env=env, timeout=600, cwd=home)
+        done = subprocess.run(
+            [python, "-c", GPTME_CHILD, str(path), str(runs), str(TARGET_RATIO)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=600,
+            cwd=home,
+        )
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     if done.returncode or not lines:
         raise RuntimeError(f"gptme run failed ({done.returncode}): {done.stderr[-1500:]}")
@@ -141,8 +153,13 @@ def run_bulkhead(view, runs: int) -> dict:
 
     measure, how = provider_measure()
     timings, before, after, method = asyncio.run(run_size(view, measure, TARGET_RATIO, None, runs + 1))
-    return {"timings_ms": timings[1:], "bytes_before": before, "bytes_after": after, "method": method,
-            "measure": how}
+    return {
+        "timings_ms": timings[1:],
+        "bytes_before": before,
+        "bytes_after": after,
+        "method": method,
+        "measure": how,
+    }
 
 
 def bulkhead_chars_after(view) -> tuple[int, int]:
@@ -153,21 +170,31 @@ def bulkhead_chars_after(view) -> tuple[int, int]:
 
     measure, _ = provider_measure()
     master = {m.id for m in view}
-    ctx = PassContext(settings=Settings(), turn=max(m.meta.turn for m in view), measure=measure,
-                      target_bytes=int(measure(view) * TARGET_RATIO), is_master=lambda m: m.id in master)
+    ctx = PassContext(
+        settings=Settings(),
+        turn=max(m.meta.turn for m in view),
+        measure=measure,
+        target_bytes=int(measure(view) * TARGET_RATIO),
+        is_master=lambda m: m.id in master,
+    )
     result = asyncio.run(run_pipeline(view, ctx, trigger="auto", summarizer=None, window_tokens=200_000))
     return sum(m.char_size() for m in view), sum(m.char_size() for m in result.messages)
 
 
 def pip_error(python: str) -> str:
-    return (f"gptme is not importable with {python}. Install it: python3 -m venv /tmp/gptme-venv && "
-            f"/tmp/gptme-venv/bin/pip install gptme=={GPTME_VERSION}")
+    return (
+        f"gptme is not importable with {python}. Install it: python3 -m venv /tmp/gptme-venv && "
+        f"/tmp/gptme-venv/bin/pip install gptme=={GPTME_VERSION}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     p = parser(__doc__.split("\n\n")[0], runs=7)
-    p.add_argument("--gptme-python", default=DEFAULT_VENV_PYTHON,
-                   help=f"the python of a venv with gptme=={GPTME_VERSION} (default {DEFAULT_VENV_PYTHON})")
+    p.add_argument(
+        "--gptme-python",
+        default=DEFAULT_VENV_PYTHON,
+        help=f"the python of a venv with gptme=={GPTME_VERSION} (default {DEFAULT_VENV_PYTHON})",
+    )
     p.add_argument("--export", metavar="FILE", help="write the exported history here (kept)")
     args = p.parse_args(argv)
     runs = args.runs or (3 if args.quick else 7)
@@ -177,40 +204,67 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="peer-gptme-") as folder:
         path = Path(args.export) if args.export else Path(folder) / "history.jsonl"
         lines = export_jsonl(view, path)
-        out.text(f"peer: the same {SIZE_MB} MiB / {MESSAGES}-message history ({lines} gptme messages, "
-                 f"{path.stat().st_size:,} B of JSONL); target {TARGET_RATIO:g} × size; {runs} runs + 1 warm-up; "
-                 f"{machine_note()}")
+        out.text(
+            f"peer: the same {SIZE_MB} MiB / {MESSAGES}-message history ({lines} gptme messages, "
+            f"{path.stat().st_size:,} B of JSONL); target {TARGET_RATIO:g} × size; {runs} runs + 1 warm-up; "
+            f"{machine_note()}"
+        )
         bulk = run_bulkhead(view, runs)
         chars_before, chars_after = bulkhead_chars_after(view)
         b_med = median(bulk["timings_ms"])
-        out.record({"tool": "bulkhead", "median_ms": round(b_med, 2), "min_ms": round(min(bulk["timings_ms"]), 2),
-                    "bytes_before": bulk["bytes_before"], "bytes_after": bulk["bytes_after"],
-                    "chars_before": chars_before, "chars_after": chars_after, "method": bulk["method"]},
-                   f"bulkhead run_pipeline (rule-based, {bulk['measure']}): median {fmt_ms(b_med)} ms "
-                   f"(min {fmt_ms(min(bulk['timings_ms']))}); request {bulk['bytes_before']:,} → "
-                   f"{bulk['bytes_after']:,} B; content {chars_before:,} → {chars_after:,} chars ({bulk['method']})")
+        out.record(
+            {
+                "tool": "bulkhead",
+                "median_ms": round(b_med, 2),
+                "min_ms": round(min(bulk["timings_ms"]), 2),
+                "bytes_before": bulk["bytes_before"],
+                "bytes_after": bulk["bytes_after"],
+                "chars_before": chars_before,
+                "chars_after": chars_after,
+                "method": bulk["method"],
+            },
+            f"bulkhead run_pipeline (rule-based, {bulk['measure']}): median {fmt_ms(b_med)} ms "
+            f"(min {fmt_ms(min(bulk['timings_ms']))}); request {bulk['bytes_before']:,} → "
+            f"{bulk['bytes_after']:,} B; content {chars_before:,} → {chars_after:,} chars ({bulk['method']})",
+        )
         python = args.gptme_python
         if not Path(python).exists():
             out.record({"tool": "gptme", "error": pip_error(python)}, f"gptme: {pip_error(python)}")
-            out.headline("peer: gptme rule-based compactor vs bulkhead pipeline (5 MB)",
-                         f"bulkhead {fmt_ms(b_med)} ms; gptme not run (not installed)")
+            out.headline(
+                "peer: gptme rule-based compactor vs bulkhead pipeline (5 MB)",
+                f"bulkhead {fmt_ms(b_med)} ms; gptme not run (not installed)",
+            )
             return 1
         gpt = run_gptme(python, path, runs)
     g_med = median(gpt["timings_ms"])
-    out.record({"tool": "gptme", "version": gpt["version"], "median_ms": round(g_med, 2),
-                "min_ms": round(min(gpt["timings_ms"]), 2), "tokens_before": gpt["tokens_before"],
-                "limit_tokens": gpt["limit"], "tokens_after": gpt["tokens_after"],
-                "messages_after": gpt["messages_after"], "chars_before": gpt["chars_before"],
-                "chars_after": gpt["chars_after"]},
-               f"gptme {gpt['version']} auto_compact_log: median {fmt_ms(g_med)} ms (min "
-               f"{fmt_ms(min(gpt['timings_ms']))}); {gpt['tokens_before']:,} → {gpt['tokens_after']:,} tokens "
-               f"(limit {gpt['limit']:,}); content {gpt['chars_before']:,} → {gpt['chars_after']:,} chars; "
-               f"{gpt['messages']} → {gpt['messages_after']} messages")
+    out.record(
+        {
+            "tool": "gptme",
+            "version": gpt["version"],
+            "median_ms": round(g_med, 2),
+            "min_ms": round(min(gpt["timings_ms"]), 2),
+            "tokens_before": gpt["tokens_before"],
+            "limit_tokens": gpt["limit"],
+            "tokens_after": gpt["tokens_after"],
+            "messages_after": gpt["messages_after"],
+            "chars_before": gpt["chars_before"],
+            "chars_after": gpt["chars_after"],
+        },
+        f"gptme {gpt['version']} auto_compact_log: median {fmt_ms(g_med)} ms (min "
+        f"{fmt_ms(min(gpt['timings_ms']))}); {gpt['tokens_before']:,} → {gpt['tokens_after']:,} tokens "
+        f"(limit {gpt['limit']:,}); content {gpt['chars_before']:,} → {gpt['chars_after']:,} chars; "
+        f"{gpt['messages']} → {gpt['messages_after']} messages",
+    )
     r = ratio(g_med, b_med)
-    out.record({"tool": "ratio", "gptme_over_bulkhead": round(r, 2)},
-               f"ratio gptme / bulkhead (same run): {fmt_ratio(r)}")
-    out.headline(f"peer: gptme {gpt['version']} rule-based compactor vs bulkhead pipeline, same 5 MB history",
-                 f"gptme {fmt_ms(g_med)} ms vs bulkhead {fmt_ms(b_med)} ms", f"gptme/bulkhead {fmt_ratio(r)}")
+    out.record(
+        {"tool": "ratio", "gptme_over_bulkhead": round(r, 2)},
+        f"ratio gptme / bulkhead (same run): {fmt_ratio(r)}",
+    )
+    out.headline(
+        f"peer: gptme {gpt['version']} rule-based compactor vs bulkhead pipeline, same 5 MB history",
+        f"gptme {fmt_ms(g_med)} ms vs bulkhead {fmt_ms(b_med)} ms",
+        f"gptme/bulkhead {fmt_ratio(r)}",
+    )
     return 0
 
 

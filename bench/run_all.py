@@ -21,8 +21,21 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-BENCHES = ("payload", "compaction", "ladder", "archive_search", "tui_stream", "tui_stream_resume", "resume",
-           "paste", "mention", "startup", "memory", "peer_gptme", "markdown_render")
+BENCHES = (
+    "payload",
+    "compaction",
+    "ladder",
+    "archive_search",
+    "tui_stream",
+    "tui_stream_resume",
+    "resume",
+    "paste",
+    "mention",
+    "startup",
+    "memory",
+    "peer_gptme",
+    "markdown_render",
+)
 # A row that is another bench's script run with extra flags.
 VARIANTS = {"tui_stream_resume": ("tui_stream", ["--resume"])}
 
@@ -44,10 +57,12 @@ def compaction_row(records: list[dict]) -> dict:
     big = max(rows, key=lambda r: r["size_mb"])
     small = min(rows, key=lambda r: r["size_mb"])
     per_mb = (big["median_ms"] / big["size_mb"]) / (small["median_ms"] / small["size_mb"])
-    return {"what": f"planned compaction pipeline, {big['size_mb']} MB / {big['messages']} messages",
-            "figure": f"{big['median_ms']:.0f} ms ({big['bytes_before'] / 2**20:.1f} MB → "
-                      f"{big['bytes_after'] / 1024:.0f} KB)",
-            "ratio": f"ms per MB, {big['size_mb']} MB / {small['size_mb']} MB: {per_mb:.2f}×"}
+    return {
+        "what": f"planned compaction pipeline, {big['size_mb']} MB / {big['messages']} messages",
+        "figure": f"{big['median_ms']:.0f} ms ({big['bytes_before'] / 2**20:.1f} MB → "
+        f"{big['bytes_after'] / 1024:.0f} KB)",
+        "ratio": f"ms per MB, {big['size_mb']} MB / {small['size_mb']} MB: {per_mb:.2f}×",
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -61,8 +76,9 @@ def main(argv: list[str] | None = None) -> int:
     failures: list[str] = []
     for name in names:
         cmd = command(name, args.full, args.gptme_python)
-        shown = "python3 " + " ".join(str(Path(c).relative_to(HERE.parent)) if c.startswith(str(HERE)) else c
-                                      for c in cmd[1:])
+        shown = "python3 " + " ".join(
+            str(Path(c).relative_to(HERE.parent)) if c.startswith(str(HERE)) else c for c in cmd[1:]
+        )
         print(f"running {shown} …", file=sys.stderr, flush=True)
         start = time.perf_counter()
         done = subprocess.run(cmd, capture_output=True, text=True, cwd=HERE.parent)

@@ -63,7 +63,9 @@ ROWS, COLS = 48, 160
 FIRST_FRAME_MARK = "bulkhead ·".encode()
 SESSION_MARK = b"(offline)"
 TIMEOUT_S = 60.0
-QUIT_AFTER_S = 3.0  # Ctrl+Q this long after the session opened (quitting earlier also waits for the SDK import)
+QUIT_AFTER_S = (
+    3.0  # Ctrl+Q this long after the session opened (quitting earlier also waits for the SDK import)
+)
 
 
 def pty_run() -> dict:
@@ -124,12 +126,14 @@ def pty_run() -> dict:
             os.close(fd)
     if first is None:
         raise RuntimeError(f"no first frame within {TIMEOUT_S:.0f} s; last output: {seen[-300:]!r}")
-    return {"first_frame_ms": (first - start) * 1000,
-            "session_open_ms": (session - start) * 1000 if session else float("nan"),
-            "quit_ms": (exited - quit_at) * 1000 if exited else float("nan")}
+    return {
+        "first_frame_ms": (first - start) * 1000,
+        "session_open_ms": (session - start) * 1000 if session else float("nan"),
+        "quit_ms": (exited - quit_at) * 1000 if exited else float("nan"),
+    }
 
 
-IN_PROCESS = textwrap.dedent('''
+IN_PROCESS = textwrap.dedent("""
     import asyncio, json, sys, time
     t_script = time.monotonic()
     from app.config import load_settings
@@ -158,24 +162,34 @@ IN_PROCESS = textwrap.dedent('''
 
     asyncio.run(main())
     print(json.dumps({"script": t_script, "imported": t_imported, **marks}), file=sys.__stdout__)
-''')
+""")
 
 
 def in_process_run() -> dict:
     with tempfile.TemporaryDirectory(prefix="bulkhead-startup-") as folder:
         home = Path(folder)
         start = time.monotonic()
-        done = subprocess.run([sys.executable, "-c", IN_PROCESS, str(home)], env=isolated_env(home),
-                              capture_output=True, text=True, timeout=TIMEOUT_S, cwd=home)
+        done = subprocess.run(
+            [sys.executable, "-c", IN_PROCESS, str(home)],
+            env=isolated_env(home),
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_S,
+            cwd=home,
+        )
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     if done.returncode or not lines:
         raise RuntimeError(f"in-process run failed ({done.returncode}): {done.stderr[-800:]}")
     m = json.loads(lines[-1])
-    return {"interpreter_ms": (m["script"] - start) * 1000, "import_app_ms": (m["imported"] - m["script"]) * 1000,
-            "construct_to_first_frame_ms": (m["first_frame"] - m["constructed"]) * 1000,
-            "start_to_first_frame_ms": (m["first_frame"] - start) * 1000,
-            "first_frame_to_engine_ready_ms": (m["engine_ready"] - m["first_frame"]) * 1000,
-            "sdk_at_first_frame": m["sdk_at_first_frame"], "sdk_at_engine_ready": m["sdk_at_engine_ready"]}
+    return {
+        "interpreter_ms": (m["script"] - start) * 1000,
+        "import_app_ms": (m["imported"] - m["script"]) * 1000,
+        "construct_to_first_frame_ms": (m["first_frame"] - m["constructed"]) * 1000,
+        "start_to_first_frame_ms": (m["first_frame"] - start) * 1000,
+        "first_frame_to_engine_ready_ms": (m["engine_ready"] - m["first_frame"]) * 1000,
+        "sdk_at_first_frame": m["sdk_at_first_frame"],
+        "sdk_at_engine_ready": m["sdk_at_engine_ready"],
+    }
 
 
 def oneshot_command() -> tuple[list[str], str]:
@@ -190,26 +204,43 @@ def oneshot_run() -> dict:
     with tempfile.TemporaryDirectory(prefix="bulkhead-startup-") as folder:
         home = Path(folder)
         start = time.perf_counter()
-        proc = subprocess.Popen(command, env=isolated_env(home), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                stdin=subprocess.DEVNULL, cwd=home)
+        proc = subprocess.Popen(
+            command,
+            env=isolated_env(home),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            cwd=home,
+        )
         first_byte = os.read(proc.stdout.fileno(), 1)  # unbuffered: communicate() reads the rest
         first = time.perf_counter()
         rest, err = proc.communicate(timeout=TIMEOUT_S)
         end = time.perf_counter()
     if proc.returncode or not first_byte:
         raise RuntimeError(f"one-shot failed ({proc.returncode}): {err.decode(errors='replace')[-800:]}")
-    return {"first_answer_byte_ms": (first - start) * 1000, "exit_ms": (end - start) * 1000,
-            "answer": (first_byte + rest).decode(errors="replace").strip()[:80]}
+    return {
+        "first_answer_byte_ms": (first - start) * 1000,
+        "exit_ms": (end - start) * 1000,
+        "answer": (first_byte + rest).decode(errors="replace").strip()[:80],
+    }
 
 
-IMPORT_TIMER = "import time; t = time.perf_counter(); import {module}; print((time.perf_counter() - t) * 1000)"
+IMPORT_TIMER = (
+    "import time; t = time.perf_counter(); import {module}; print((time.perf_counter() - t) * 1000)"
+)
 IMPORTS = ("anthropic", "openai", "boto3", "app.ui.app", "textual.app")
 
 
 def import_ms(module: str) -> float:
     with tempfile.TemporaryDirectory(prefix="bulkhead-startup-") as folder:
-        done = subprocess.run([sys.executable, "-c", IMPORT_TIMER.format(module=module)], capture_output=True,
-                              text=True, env=isolated_env(Path(folder)), timeout=TIMEOUT_S, cwd=ROOT)
+        done = subprocess.run(
+            [sys.executable, "-c", IMPORT_TIMER.format(module=module)],
+            capture_output=True,
+            text=True,
+            env=isolated_env(Path(folder)),
+            timeout=TIMEOUT_S,
+            cwd=ROOT,
+        )
     if done.returncode:
         raise RuntimeError(f"import {module} failed: {done.stderr[-300:]}")
     return float(done.stdout.strip().splitlines()[-1])
@@ -226,47 +257,79 @@ def main(argv: list[str] | None = None) -> int:
     first = median([r["first_frame_ms"] for r in ptys])
     session = median([r["session_open_ms"] for r in ptys])
     quit_ms = median([r["quit_ms"] for r in ptys])
-    out.record({"kind": "pty", "first_frame_ms": round(first, 1), "session_open_ms": round(session, 1),
-                "quit_ms": round(quit_ms, 1), "runs": runs},
-               f"python3 -m app on a pty: first frame {fmt_ms(first)} ms · session open {fmt_ms(session)} ms · "
-               f"Ctrl+Q → exit {fmt_ms(quit_ms)} ms (3 s after it opened)   (medians; min first frame "
-               f"{fmt_ms(min(r['first_frame_ms'] for r in ptys))} ms)")
+    out.record(
+        {
+            "kind": "pty",
+            "first_frame_ms": round(first, 1),
+            "session_open_ms": round(session, 1),
+            "quit_ms": round(quit_ms, 1),
+            "runs": runs,
+        },
+        f"python3 -m app on a pty: first frame {fmt_ms(first)} ms · session open {fmt_ms(session)} ms · "
+        f"Ctrl+Q → exit {fmt_ms(quit_ms)} ms (3 s after it opened)   (medians; min first frame "
+        f"{fmt_ms(min(r['first_frame_ms'] for r in ptys))} ms)",
+    )
 
     inproc = [in_process_run() for _ in range(runs)]
-    fields = ("interpreter_ms", "import_app_ms", "construct_to_first_frame_ms", "start_to_first_frame_ms",
-              "first_frame_to_engine_ready_ms")
+    fields = (
+        "interpreter_ms",
+        "import_app_ms",
+        "construct_to_first_frame_ms",
+        "start_to_first_frame_ms",
+        "first_frame_to_engine_ready_ms",
+    )
     med = {k: median([r[k] for r in inproc]) for k in fields}
     sdk_first = sum(r["sdk_at_first_frame"] for r in inproc)
     sdk_ready = sum(r["sdk_at_engine_ready"] for r in inproc)
-    out.record({"kind": "in_process", **{k: round(v, 1) for k, v in med.items()},
-                "sdk_imported_at_first_frame": f"{sdk_first}/{runs}", "sdk_imported_at_engine_ready": f"{sdk_ready}/{runs}"},
-               f"in-process (run_test): interpreter {fmt_ms(med['interpreter_ms'])} ms + import app.ui.app "
-               f"{fmt_ms(med['import_app_ms'])} ms + App → first frame {fmt_ms(med['construct_to_first_frame_ms'])} ms "
-               f"= first frame at {fmt_ms(med['start_to_first_frame_ms'])} ms; engine ready "
-               f"{fmt_ms(med['first_frame_to_engine_ready_ms'])} ms later; SDK already imported at the first "
-               f"frame in {sdk_first}/{runs} runs")
+    out.record(
+        {
+            "kind": "in_process",
+            **{k: round(v, 1) for k, v in med.items()},
+            "sdk_imported_at_first_frame": f"{sdk_first}/{runs}",
+            "sdk_imported_at_engine_ready": f"{sdk_ready}/{runs}",
+        },
+        f"in-process (run_test): interpreter {fmt_ms(med['interpreter_ms'])} ms + import app.ui.app "
+        f"{fmt_ms(med['import_app_ms'])} ms + App → first frame {fmt_ms(med['construct_to_first_frame_ms'])} ms "
+        f"= first frame at {fmt_ms(med['start_to_first_frame_ms'])} ms; engine ready "
+        f"{fmt_ms(med['first_frame_to_engine_ready_ms'])} ms later; SDK already imported at the first "
+        f"frame in {sdk_first}/{runs} runs",
+    )
 
     _, label = oneshot_command()
     shots = [oneshot_run() for _ in range(runs)]
     shot_first = median([r["first_answer_byte_ms"] for r in shots])
     shot_exit = median([r["exit_ms"] for r in shots])
-    out.record({"kind": "oneshot", "command": label, "first_answer_byte_ms": round(shot_first, 1),
-                "exit_ms": round(shot_exit, 1), "answer": shots[0]["answer"]},
-               f"{label}: first answer byte {fmt_ms(shot_first)} ms · exit {fmt_ms(shot_exit)} ms   "
-               f"(answer: {shots[0]['answer'][:60]!r}…)")
+    out.record(
+        {
+            "kind": "oneshot",
+            "command": label,
+            "first_answer_byte_ms": round(shot_first, 1),
+            "exit_ms": round(shot_exit, 1),
+            "answer": shots[0]["answer"],
+        },
+        f"{label}: first answer byte {fmt_ms(shot_first)} ms · exit {fmt_ms(shot_exit)} ms   "
+        f"(answer: {shots[0]['answer'][:60]!r}…)",
+    )
 
     imports = {module: median([import_ms(module) for _ in range(runs)]) for module in IMPORTS}
     for module, value in imports.items():
-        out.record({"kind": "import", "module": module, "median_ms": round(value, 1)},
-                   f"import {module:<12} {fmt_ms(value):>7} ms")
+        out.record(
+            {"kind": "import", "module": module, "median_ms": round(value, 1)},
+            f"import {module:<12} {fmt_ms(value):>7} ms",
+        )
     sdk = imports["anthropic"]
-    out.text(f"the anthropic SDK import ({fmt_ms(sdk)} ms) is {fmt_ratio(ratio(sdk, first))} of the pty first "
-             f"frame; {'it is not' if sdk_first == 0 else 'it IS'} imported before the first frame")
-    out.headline("startup to first frame (pty, lab session)",
-                 f"first frame {fmt_ms(first)} ms, session open {fmt_ms(session)} ms; `{label}` answers in "
-                 f"{fmt_ms(shot_first)} ms; SDK import {fmt_ms(sdk)} ms not on the first-frame path"
-                 if sdk_first == 0 else f"first frame {fmt_ms(first)} ms (SDK imported before it!)",
-                 f"SDK import / first frame {fmt_ratio(ratio(sdk, first))}")
+    out.text(
+        f"the anthropic SDK import ({fmt_ms(sdk)} ms) is {fmt_ratio(ratio(sdk, first))} of the pty first "
+        f"frame; {'it is not' if sdk_first == 0 else 'it IS'} imported before the first frame"
+    )
+    out.headline(
+        "startup to first frame (pty, lab session)",
+        f"first frame {fmt_ms(first)} ms, session open {fmt_ms(session)} ms; `{label}` answers in "
+        f"{fmt_ms(shot_first)} ms; SDK import {fmt_ms(sdk)} ms not on the first-frame path"
+        if sdk_first == 0
+        else f"first frame {fmt_ms(first)} ms (SDK imported before it!)",
+        f"SDK import / first frame {fmt_ratio(ratio(sdk, first))}",
+    )
     return 0
 
 

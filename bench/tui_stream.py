@@ -93,6 +93,7 @@ STREAM_PROMPT = "explain the plan in detail"
 
 # -- the paced server (runs in its own process) ------------------------------------------------------------
 
+
 def markdown_text(chars: int) -> str:
     """Markdown like a coding answer: headings, paragraphs, lists and code blocks."""
     blocks: list[str] = []
@@ -100,20 +101,34 @@ def markdown_text(chars: int) -> str:
     while sum(len(b) + 2 for b in blocks) < chars:
         n += 1
         blocks.append(f"## Step {n}: refactor the `payload_{n}` module")
-        blocks.append(f"The request builder in step {n} measures every message once and caches the size, so "
-                      f"the **incremental** cost stays flat as the session grows; the *gateway* cap is "
-                      f"checked before sending — see `app/engine/payload.py` line {n * 7}.")
-        blocks.append("\n".join(f"- item {n}.{i}: keep `{['head', 'tail', 'stub', 'marker'][i % 4]}` "
-                                f"under {i * 128} bytes ✓" for i in range(1, 5)))
-        blocks.append("```python\n" + "\n".join(f"def handler_{n}_{i}(request):\n    return process(request, "
-                                                  f"size={i * 1024})" for i in range(3)) + "\n```")
+        blocks.append(
+            f"The request builder in step {n} measures every message once and caches the size, so "
+            f"the **incremental** cost stays flat as the session grows; the *gateway* cap is "
+            f"checked before sending — see `app/engine/payload.py` line {n * 7}."
+        )
+        blocks.append(
+            "\n".join(
+                f"- item {n}.{i}: keep `{['head', 'tail', 'stub', 'marker'][i % 4]}` under {i * 128} bytes ✓"
+                for i in range(1, 5)
+            )
+        )
+        blocks.append(
+            "```python\n"
+            + "\n".join(
+                f"def handler_{n}_{i}(request):\n    return process(request, size={i * 1024})"
+                for i in range(3)
+            )
+            + "\n```"
+        )
     return "\n\n".join(blocks)[:chars]
 
 
 def prose_text(chars: int) -> str:
     """Plain paragraphs of ~600 chars: far fewer Markdown blocks for the same length."""
-    sentence = ("The request builder measures every message once and caches its size, so the incremental "
-                "cost stays flat as the session grows, and the gateway cap is checked before sending. ")
+    sentence = (
+        "The request builder measures every message once and caches its size, so the incremental "
+        "cost stays flat as the session grows, and the gateway cap is checked before sending. "
+    )
     paragraph = sentence * 3
     return "\n\n".join([paragraph.strip()] * (chars // len(paragraph) + 1))[:chars]
 
@@ -129,8 +144,14 @@ def _chunk(data: bytes) -> bytes:
     return f"{len(data):x}\r\n".encode() + data + b"\r\n"
 
 
-async def _serve_one(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, tps: float, seconds: float,
-                     delta_chars: int, kind: str) -> None:
+async def _serve_one(
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    tps: float,
+    seconds: float,
+    delta_chars: int,
+    kind: str,
+) -> None:
     try:
         while True:
             head = await reader.readuntil(b"\r\n\r\n")
@@ -142,17 +163,50 @@ async def _serve_one(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
             body = json.loads(await reader.readexactly(length) or b"{}")
             last = body.get("messages", [{}])[-1]
             content = last.get("content")
-            prompt = content if isinstance(content, str) else " ".join(
-                b.get("text", "") for b in content or [] if isinstance(b, dict))
-            text = "Hi — warm." if WARMUP_PROMPT in prompt else TEXTS[kind](int(tps * CHARS_PER_TOKEN * seconds))
-            writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n"
-                         b"request-id: req_bench\r\n\r\n")
-            writer.write(_chunk(_sse("message_start", {"type": "message_start", "message": {
-                "id": "msg_bench", "type": "message", "role": "assistant", "model": body.get("model", "x"),
-                "content": [], "stop_reason": None, "stop_sequence": None,
-                "usage": {"input_tokens": 10, "output_tokens": 1}}})))
-            writer.write(_chunk(_sse("content_block_start", {"type": "content_block_start", "index": 0,
-                                                             "content_block": {"type": "text", "text": ""}})))
+            prompt = (
+                content
+                if isinstance(content, str)
+                else " ".join(b.get("text", "") for b in content or [] if isinstance(b, dict))
+            )
+            text = (
+                "Hi — warm." if WARMUP_PROMPT in prompt else TEXTS[kind](int(tps * CHARS_PER_TOKEN * seconds))
+            )
+            writer.write(
+                b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n"
+                b"request-id: req_bench\r\n\r\n"
+            )
+            writer.write(
+                _chunk(
+                    _sse(
+                        "message_start",
+                        {
+                            "type": "message_start",
+                            "message": {
+                                "id": "msg_bench",
+                                "type": "message",
+                                "role": "assistant",
+                                "model": body.get("model", "x"),
+                                "content": [],
+                                "stop_reason": None,
+                                "stop_sequence": None,
+                                "usage": {"input_tokens": 10, "output_tokens": 1},
+                            },
+                        },
+                    )
+                )
+            )
+            writer.write(
+                _chunk(
+                    _sse(
+                        "content_block_start",
+                        {
+                            "type": "content_block_start",
+                            "index": 0,
+                            "content_block": {"type": "text", "text": ""},
+                        },
+                    )
+                )
+            )
             await writer.drain()
             interval = delta_chars / (CHARS_PER_TOKEN * tps)
             start = time.perf_counter()
@@ -160,14 +214,32 @@ async def _serve_one(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                 delay = start + k * interval - time.perf_counter()
                 if delay > 0:
                     await asyncio.sleep(delay)
-                writer.write(_chunk(_sse("content_block_delta", {
-                    "type": "content_block_delta", "index": 0,
-                    "delta": {"type": "text_delta", "text": text[i:i + delta_chars]}})))
+                writer.write(
+                    _chunk(
+                        _sse(
+                            "content_block_delta",
+                            {
+                                "type": "content_block_delta",
+                                "index": 0,
+                                "delta": {"type": "text_delta", "text": text[i : i + delta_chars]},
+                            },
+                        )
+                    )
+                )
                 await writer.drain()
             writer.write(_chunk(_sse("content_block_stop", {"type": "content_block_stop", "index": 0})))
-            writer.write(_chunk(_sse("message_delta", {"type": "message_delta", "delta": {
-                "stop_reason": "end_turn", "stop_sequence": None},
-                "usage": {"output_tokens": len(text) // CHARS_PER_TOKEN}})))
+            writer.write(
+                _chunk(
+                    _sse(
+                        "message_delta",
+                        {
+                            "type": "message_delta",
+                            "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                            "usage": {"output_tokens": len(text) // CHARS_PER_TOKEN},
+                        },
+                    )
+                )
+            )
             writer.write(_chunk(_sse("message_stop", {"type": "message_stop"})))
             writer.write(b"0\r\n\r\n")
             await writer.drain()
@@ -179,8 +251,9 @@ async def _serve_one(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
 
 def serve(tps: float, seconds: float, delta_chars: int, kind: str) -> None:
     async def main() -> None:
-        server = await asyncio.start_server(lambda r, w: _serve_one(r, w, tps, seconds, delta_chars, kind),
-                                            "127.0.0.1", 0)
+        server = await asyncio.start_server(
+            lambda r, w: _serve_one(r, w, tps, seconds, delta_chars, kind), "127.0.0.1", 0
+        )
         print(server.sockets[0].getsockname()[1], flush=True)
         deadline = time.monotonic() + 600  # never outlive a forgotten benchmark
         while time.monotonic() < deadline and sys.stdin.readable():
@@ -194,6 +267,7 @@ def serve(tps: float, seconds: float, delta_chars: int, kind: str) -> None:
 
 # -- starting the source -----------------------------------------------------------------------------------
 
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -203,16 +277,38 @@ def free_port() -> int:
 def start_source(args, home: Path) -> tuple[subprocess.Popen, str]:
     env = isolated_env(home)
     if args.source == "paced":
-        proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--serve", "--tps", str(args.tps),
-                                 "--seconds", str(args.seconds), "--delta-chars", str(args.delta_chars),
-                                 "--text", args.text],
-                                stdout=subprocess.PIPE, stdin=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                str(Path(__file__).resolve()),
+                "--serve",
+                "--tps",
+                str(args.tps),
+                "--seconds",
+                str(args.seconds),
+                "--delta-chars",
+                str(args.delta_chars),
+                "--text",
+                args.text,
+            ],
+            stdout=subprocess.PIPE,
+            stdin=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd=ROOT,
+        )
         port = int(proc.stdout.readline())
         return proc, f"http://127.0.0.1:{port}"
     port = free_port()
     log_file = (home / "lab.log").open("w")  # a file, not a pipe: a chatty lab never blocks on a full pipe
-    proc = subprocess.Popen([sys.executable, "-m", "app", "lab", "--port", str(port)], stdout=log_file,
-                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=ROOT)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app", "lab", "--port", str(port)],
+        stdout=log_file,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        env=env,
+        cwd=ROOT,
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -225,12 +321,17 @@ def start_source(args, home: Path) -> tuple[subprocess.Popen, str]:
 
 
 def lab_configure(url: str, **changes) -> None:
-    request = urllib.request.Request(url + "/_lab/config", data=json.dumps(changes).encode(), method="POST",
-                                     headers={"content-type": "application/json"})
+    request = urllib.request.Request(
+        url + "/_lab/config",
+        data=json.dumps(changes).encode(),
+        method="POST",
+        headers={"content-type": "application/json"},
+    )
     urllib.request.urlopen(request, timeout=5).read()
 
 
 # -- the measurement ---------------------------------------------------------------------------------------
+
 
 class Probes:
     """Loop-gap probe, frame timestamps, key send/change times and TextDelta times, on the app's loop."""
@@ -320,9 +421,11 @@ class Probes:
             "loop_gap_p99_first_half_ms": round(percentile(early, 99), 2),
             "loop_gap_p99_second_half_ms": round(percentile(late, 99), 2),
             "seconds": round(seconds, 2),
-            "loop_gap_p50_ms": round(percentile(gaps, 50), 2), "loop_gap_p99_ms": round(percentile(gaps, 99), 2),
+            "loop_gap_p50_ms": round(percentile(gaps, 50), 2),
+            "loop_gap_p99_ms": round(percentile(gaps, 99), 2),
             "loop_gap_max_ms": round(max(gaps, default=float("nan")), 2),
-            "frames": len(frames), "fps": round(len(frames) / seconds, 1) if seconds else None,
+            "frames": len(frames),
+            "fps": round(len(frames) / seconds, 1) if seconds else None,
             "frame_gap_p50_ms": round(percentile(intervals, 50), 2),
             "frame_gap_p99_ms": round(percentile(intervals, 99), 2),
             "frame_gap_max_ms": round(max(intervals, default=float("nan")), 2),
@@ -357,8 +460,9 @@ def build_resume_session(workspace: Path) -> str:
     from bench.common import synthetic_session
 
     store = Store()
-    session = Session.create(store, route="bench", provider="anthropic", model="claude-sonnet-4-5",
-                             workspace=str(workspace))
+    session = Session.create(
+        store, route="bench", provider="anthropic", model="claude-sonnet-4-5", workspace=str(workspace)
+    )
     for message in synthetic_session(*RESUME_SIZE)[1:]:
         session.append(message)
     store.close()
@@ -371,12 +475,18 @@ async def run_app(args, url: str, workspace: Path) -> dict:
 
     provider = "anthropic" if args.source == "paced" else "lab"
     # max_output_tokens: the lab model stops at max_tokens (4 chars a token); let the whole !big answer through.
-    route = Route(name="bench", provider=provider, model="claude-sonnet-4-5" if provider == "anthropic" else "lab-1",
-                  base_url=url, max_output_tokens=64_000)
+    route = Route(
+        name="bench",
+        provider=provider,
+        model="claude-sonnet-4-5" if provider == "anthropic" else "lab-1",
+        base_url=url,
+        max_output_tokens=64_000,
+    )
     settings = load_settings().with_overrides(routes={"bench": route})
     resume = build_resume_session(workspace) if args.resume else None
-    app = BulkheadApp(settings, workspace=workspace, cursor_blink=False, keymap={}, route_name="bench",
-                      resume=resume)
+    app = BulkheadApp(
+        settings, workspace=workspace, cursor_blink=False, keymap={}, route_name="bench", resume=resume
+    )
     results: dict = {}
     try:
         async with app.run_test(size=SIZE) as pilot:
@@ -392,8 +502,10 @@ async def run_app(args, url: str, workspace: Path) -> dict:
             raise
         # Measured already: an error while the app shuts down is reported, not fatal to the figures.
         results["exit_error"] = f"{type(exc).__name__}: {exc}"
-        print(f"warning: the app raised {results['exit_error']} while shutting down (after the measurement)",
-              file=sys.stderr)
+        print(
+            f"warning: the app raised {results['exit_error']} while shutting down (after the measurement)",
+            file=sys.stderr,
+        )
     log("app exited")
     return results
 
@@ -446,15 +558,20 @@ async def measure(args, url: str, app, pilot, results: dict) -> None:
     chars = sum(n for t, n in probes.deltas)
     duration = stream_end - stream_start
     answer = app.chat.last_answer()
-    results["stream"].update({
-        "target_tps": args.tps, "chars": chars, "deltas": len(probes.deltas),
-        "delivered_tps": round(chars / CHARS_PER_TOKEN / duration) if duration else None,
-        "first_delta_ms": round((stream_start - sent_at) * 1000, 1),
-        "render_done_after_last_delta_ms": round((finished - stream_end) * 1000, 1),
-        "render_done_loop_gap_max_ms": round(max((g * 1000 for t, g in probes.loop_gaps if stream_end < t <= finished),
-                                                 default=0.0), 1),
-        "answer_chars_rendered": len(answer.raw) if answer else 0,
-    })
+    results["stream"].update(
+        {
+            "target_tps": args.tps,
+            "chars": chars,
+            "deltas": len(probes.deltas),
+            "delivered_tps": round(chars / CHARS_PER_TOKEN / duration) if duration else None,
+            "first_delta_ms": round((stream_start - sent_at) * 1000, 1),
+            "render_done_after_last_delta_ms": round((finished - stream_end) * 1000, 1),
+            "render_done_loop_gap_max_ms": round(
+                max((g * 1000 for t, g in probes.loop_gaps if stream_end < t <= finished), default=0.0), 1
+            ),
+            "answer_chars_rendered": len(answer.raw) if answer else 0,
+        }
+    )
     await pilot.pause()
     await app.workers.wait_for_complete()
     await pilot.pause()
@@ -470,10 +587,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seconds", type=float, default=None, help="length of each phase (default 10; --quick 4)")
     p.add_argument("--key-rate", type=float, default=10, help="keys per second the simulated user types")
     p.add_argument("--delta-chars", type=int, default=16, help="chars per text_delta (paced source)")
-    p.add_argument("--text", choices=tuple(TEXTS), default="markdown",
-                   help="what the paced source streams: block-rich Markdown (default) or long plain paragraphs")
-    p.add_argument("--resume", action="store_true",
-                   help="measure in a resumed 2 MiB / 4,000-message session instead of a new one")
+    p.add_argument(
+        "--text",
+        choices=tuple(TEXTS),
+        default="markdown",
+        help="what the paced source streams: block-rich Markdown (default) or long plain paragraphs",
+    )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="measure in a resumed 2 MiB / 4,000-message session instead of a new one",
+    )
     p.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     args.seconds = args.seconds or (4.0 if args.quick else 10.0)
@@ -494,39 +618,59 @@ def main(argv: list[str] | None = None) -> int:
                 proc.terminate()
                 proc.wait(timeout=10)
     where = f" in a resumed {RESUME_SIZE[1]:,}-message session" if args.resume else ""
-    out.text(f"TUI stream{where}: {args.source} source at {args.tps:,.0f} tok/s, typing {args.key_rate:g} keys/s, "
-             f"{args.seconds:g} s phases, {SIZE[0]}×{SIZE[1]} headless; {machine_note()}")
-    out.text(f"{'phase':<7} {'loop gap p50/p99/max ms':>24} {'frame gap p50/p99/max ms':>25} {'fps':>5} "
-             f"{'key→value p50/p99':>18} {'key→frame p50/p99':>18} {'keys':>5}")
+    out.text(
+        f"TUI stream{where}: {args.source} source at {args.tps:,.0f} tok/s, typing {args.key_rate:g} keys/s, "
+        f"{args.seconds:g} s phases, {SIZE[0]}×{SIZE[1]} headless; {machine_note()}"
+    )
+    out.text(
+        f"{'phase':<7} {'loop gap p50/p99/max ms':>24} {'frame gap p50/p99/max ms':>25} {'fps':>5} "
+        f"{'key→value p50/p99':>18} {'key→frame p50/p99':>18} {'keys':>5}"
+    )
     for phase in ("idle", "stream"):
         r = results[phase]
-        out.record({"phase": phase, "source": args.source, **r},
-                   f"{phase:<7} {r['loop_gap_p50_ms']:>8.1f}/{r['loop_gap_p99_ms']:.1f}/{r['loop_gap_max_ms']:<7.1f} "
-                   f"{r['frame_gap_p50_ms']:>10.1f}/{r['frame_gap_p99_ms']:.1f}/{r['frame_gap_max_ms']:<7.1f} "
-                   f"{r['fps']:>5} {r['key_to_value_p50_ms']:>8.1f}/{r['key_to_value_p99_ms']:<8.1f} "
-                   f"{r['key_to_frame_p50_ms']:>8.1f}/{r['key_to_frame_p99_ms']:<8.1f} {r['keys']:>5}")
+        out.record(
+            {"phase": phase, "source": args.source, **r},
+            f"{phase:<7} {r['loop_gap_p50_ms']:>8.1f}/{r['loop_gap_p99_ms']:.1f}/{r['loop_gap_max_ms']:<7.1f} "
+            f"{r['frame_gap_p50_ms']:>10.1f}/{r['frame_gap_p99_ms']:.1f}/{r['frame_gap_max_ms']:<7.1f} "
+            f"{r['fps']:>5} {r['key_to_value_p50_ms']:>8.1f}/{r['key_to_value_p99_ms']:<8.1f} "
+            f"{r['key_to_frame_p50_ms']:>8.1f}/{r['key_to_frame_p99_ms']:<8.1f} {r['keys']:>5}",
+        )
     s, i = results["stream"], results["idle"]
-    out.text(f"stream: {s['deltas']:,} deltas, {s['chars']:,} chars in {s['seconds']} s → delivered "
-             f"{s['delivered_tps']:,} tok/s (target {s['target_tps']:,.0f}); first delta after "
-             f"{s['first_delta_ms']} ms; rendered answer {s['answer_chars_rendered']:,} chars, complete "
-             f"{s['render_done_after_last_delta_ms']} ms after the last delta; keys applied "
-             f"{results['keys_applied']}/{results['keys_sent']}")
+    out.text(
+        f"stream: {s['deltas']:,} deltas, {s['chars']:,} chars in {s['seconds']} s → delivered "
+        f"{s['delivered_tps']:,} tok/s (target {s['target_tps']:,.0f}); first delta after "
+        f"{s['first_delta_ms']} ms; rendered answer {s['answer_chars_rendered']:,} chars, complete "
+        f"{s['render_done_after_last_delta_ms']} ms after the last delta; keys applied "
+        f"{results['keys_applied']}/{results['keys_sent']}"
+    )
     gap_ratio = ratio(s["loop_gap_p99_ms"], i["loop_gap_p99_ms"])
     key_ratio = ratio(s["key_to_frame_p99_ms"], i["key_to_frame_p99_ms"])
     growth = ratio(s["loop_gap_p99_second_half_ms"], s["loop_gap_p99_first_half_ms"])
-    out.text(f"stream / idle (same run): loop gap p99 {fmt_ratio(gap_ratio)}, key→frame p99 {fmt_ratio(key_ratio)}; "
-             f"loop gap p99 second half / first half of the stream {fmt_ratio(growth)} "
-             f"({fmt_ms(s['loop_gap_p99_second_half_ms'])} vs {fmt_ms(s['loop_gap_p99_first_half_ms'])} ms)")
-    out.record({"phase": "summary", "delivered_tps": s["delivered_tps"], "target_tps": args.tps,
-                "loop_gap_p99_ratio": round(gap_ratio, 2), "key_to_frame_p99_ratio": round(key_ratio, 2),
-                "loop_gap_p99_growth": round(growth, 2), "keys_sent": results["keys_sent"],
-                "keys_applied": results["keys_applied"],
-                "typed_ok": results["typed_ok"]})
-    out.headline(f"TUI streaming {args.tps:,.0f} tok/s while typing ({args.source}){where}",
-                 f"frame gap p50/p99 {fmt_ms(s['frame_gap_p50_ms'])}/{fmt_ms(s['frame_gap_p99_ms'])} ms, "
-                 f"loop gap p99 {fmt_ms(s['loop_gap_p99_ms'])} ms, key→frame p99 "
-                 f"{fmt_ms(s['key_to_frame_p99_ms'])} ms, {s['delivered_tps']:,} tok/s delivered",
-                 f"loop gap p99 stream/idle {fmt_ratio(gap_ratio)}")
+    out.text(
+        f"stream / idle (same run): loop gap p99 {fmt_ratio(gap_ratio)}, key→frame p99 {fmt_ratio(key_ratio)}; "
+        f"loop gap p99 second half / first half of the stream {fmt_ratio(growth)} "
+        f"({fmt_ms(s['loop_gap_p99_second_half_ms'])} vs {fmt_ms(s['loop_gap_p99_first_half_ms'])} ms)"
+    )
+    out.record(
+        {
+            "phase": "summary",
+            "delivered_tps": s["delivered_tps"],
+            "target_tps": args.tps,
+            "loop_gap_p99_ratio": round(gap_ratio, 2),
+            "key_to_frame_p99_ratio": round(key_ratio, 2),
+            "loop_gap_p99_growth": round(growth, 2),
+            "keys_sent": results["keys_sent"],
+            "keys_applied": results["keys_applied"],
+            "typed_ok": results["typed_ok"],
+        }
+    )
+    out.headline(
+        f"TUI streaming {args.tps:,.0f} tok/s while typing ({args.source}){where}",
+        f"frame gap p50/p99 {fmt_ms(s['frame_gap_p50_ms'])}/{fmt_ms(s['frame_gap_p99_ms'])} ms, "
+        f"loop gap p99 {fmt_ms(s['loop_gap_p99_ms'])} ms, key→frame p99 "
+        f"{fmt_ms(s['key_to_frame_p99_ms'])} ms, {s['delivered_tps']:,} tok/s delivered",
+        f"loop gap p99 stream/idle {fmt_ratio(gap_ratio)}",
+    )
     return 0
 
 

@@ -45,8 +45,10 @@ async def until(pilot, predicate: Callable[[], object], what: str, timeout: floa
         app = pilot.app
         ladder = app.inspector.ladder
         records = [r.get("status") for r in app.inspector.requests.records.values()]
-        raise TimeoutError(f"{exc} (busy={app.busy} streaming={app.chat.streaming} level={ladder.level} "
-                           f"outcome={ladder.outcome} records={records})") from None
+        raise TimeoutError(
+            f"{exc} (busy={app.busy} streaming={app.chat.streaming} level={ladder.level} "
+            f"outcome={ladder.outcome} records={records})"
+        ) from None
 
 
 async def settle(pilot) -> None:
@@ -62,8 +64,13 @@ def make_app(lab_url: str, workspace: Path, **settings_overrides):
 
     route = Route(name="gateway", provider="lab", model="lab-1", base_url=lab_url)
     settings = load_settings().with_overrides(routes={"gateway": route}, **settings_overrides)
-    return BulkheadApp(settings, workspace=workspace, cursor_blink=False, keymap={},
-                       inspector_factory=lambda: Inspector(tz=UTC))
+    return BulkheadApp(
+        settings,
+        workspace=workspace,
+        cursor_blink=False,
+        keymap={},
+        inspector_factory=lambda: Inspector(tz=UTC),
+    )
 
 
 def rejected(app, status: int) -> list[dict]:
@@ -78,6 +85,7 @@ async def grow(pilot, status: int, *, wait_for_end: bool = True) -> None:
         app.prompt.set_text(GROW)
         await pilot.press("enter")
         if not wait_for_end:
+
             def answered(turn: int = turn) -> bool:
                 session = app.engine.session
                 return not app.busy and session.turn > turn and session.master[-1].role == "assistant"
@@ -110,8 +118,11 @@ async def shoot_recovery(out: Path, workspace: Path) -> list[str]:
             app.engine.session.bus.subscribe(slow_down)
             await grow(pilot, 413, wait_for_end=False)
             ladder = app.inspector.ladder
-            await until(pilot, lambda: ladder.level >= 1 and app.chat.streaming
-                        and len(app.chat.last_answer().raw) >= 40, "the recovery's answer streaming in")
+            await until(
+                pilot,
+                lambda: ladder.level >= 1 and app.chat.streaming and len(app.chat.last_answer().raw) >= 40,
+                "the recovery's answer streaming in",
+            )
             app.inspector.show_panel("requests")
             await pilot.pause()
             app.save_screenshot("recovery.svg", str(out))

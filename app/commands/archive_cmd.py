@@ -24,17 +24,26 @@ def _line(entry) -> str:
 def run(args) -> int:
     store = Store()
     if args.action in ("list", "search"):
-        entries = (store.archive_list(args.session) if args.action == "list"
-                   else store.archive_search(args.query, args.session))
+        entries = (
+            store.archive_list(args.session)
+            if args.action == "list"
+            else store.archive_search(args.query, args.session)
+        )
         if not entries:
-            print("nothing archived yet" if args.action == "list" else f"no archived segment matches {args.query!r}")
+            print(
+                "nothing archived yet"
+                if args.action == "list"
+                else f"no archived segment matches {args.query!r}"
+            )
         for entry in entries:
             print(_line(entry))
         return 0
     keys = parse_recall_keys(args.key)
     if not keys:
-        print(f"bulkhead: {args.key!r} is not an archive key (16 hex digits, e.g. <<ccr:3f2a9c0d1e4b5a67>>)",
-              file=sys.stderr)
+        print(
+            f"bulkhead: {args.key!r} is not an archive key (16 hex digits, e.g. <<ccr:3f2a9c0d1e4b5a67>>)",
+            file=sys.stderr,
+        )
         return 2
     status = 0
     for key in keys:

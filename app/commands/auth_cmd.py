@@ -38,5 +38,9 @@ def run(args) -> int:
     except SecretStoreError as exc:
         print(f"bulkhead: {exc}", file=sys.stderr)
         return 1
-    print(f"removed the {args.provider} key from the keyring" if removed else f"no {args.provider} key was stored")
+    print(
+        f"removed the {args.provider} key from the keyring"
+        if removed
+        else f"no {args.provider} key was stored"
+    )
     return 0

@@ -39,8 +39,13 @@ def run(args) -> int:
     return run_single(args, drop_threshold=threshold, user_rules=rules, fallback_cap=fallback_cap)
 
 
-def run_single(args, *, drop_threshold: int = DEFAULT_DROP_THRESHOLD, user_rules: tuple[Rule, ...] = (),
-               fallback_cap: int = DEFAULT_FALLBACK_CAP) -> int:
+def run_single(
+    args,
+    *,
+    drop_threshold: int = DEFAULT_DROP_THRESHOLD,
+    user_rules: tuple[Rule, ...] = (),
+    fallback_cap: int = DEFAULT_FALLBACK_CAP,
+) -> int:
     """Classify the error given by --status/--body-file/--message/--header/--bytes and print it."""
     try:
         headers = parse_headers(getattr(args, "header", None) or [])
@@ -57,10 +62,13 @@ def run_single(args, *, drop_threshold: int = DEFAULT_DROP_THRESHOLD, user_rules
     message = getattr(args, "message", "") or ""
     request_bytes = getattr(args, "bytes", None)
     if status is None and not message and body is None and not headers and request_bytes is None:
-        return _usage_error("nothing to classify: give --status, --body-file, --message, --header or --bytes "
-                            "(or --batch FILE.jsonl)")
-    failure = classify_fields(status, message, body, headers, request_bytes, drop_threshold=drop_threshold,
-                              user_rules=user_rules)
+        return _usage_error(
+            "nothing to classify: give --status, --body-file, --message, --header or --bytes "
+            "(or --batch FILE.jsonl)"
+        )
+    failure = classify_fields(
+        status, message, body, headers, request_bytes, drop_threshold=drop_threshold, user_rules=user_rules
+    )
     if getattr(args, "classify_json", False):
         print(json_text(failure_json(failure, fallback_cap=fallback_cap)))
     else:
@@ -68,7 +76,9 @@ def run_single(args, *, drop_threshold: int = DEFAULT_DROP_THRESHOLD, user_rules
     return EXIT_OK
 
 
-def run_batch(path: str, *, drop_threshold: int = DEFAULT_DROP_THRESHOLD, user_rules: tuple[Rule, ...] = ()) -> int:
+def run_batch(
+    path: str, *, drop_threshold: int = DEFAULT_DROP_THRESHOLD, user_rules: tuple[Rule, ...] = ()
+) -> int:
     """Classify one JSON object a line; write one JSON line per case (an `error` line if malformed)."""
     try:
         text = _read_text(path)
@@ -81,54 +91,92 @@ def run_batch(path: str, *, drop_threshold: int = DEFAULT_DROP_THRESHOLD, user_r
     return EXIT_OK
 
 
-def classify_line(line: str, number: int, *, drop_threshold: int = DEFAULT_DROP_THRESHOLD,
-                  user_rules: tuple[Rule, ...] = ()) -> dict[str, Any]:
+def classify_line(
+    line: str, number: int, *, drop_threshold: int = DEFAULT_DROP_THRESHOLD, user_rules: tuple[Rule, ...] = ()
+) -> dict[str, Any]:
     """One batch line → its result object, or `{"id", "line", "error"}` when the line is unusable."""
     try:
         case = json.loads(line)
     except ValueError as exc:
-        reason = f"not valid JSON ({exc.msg}, column {exc.colno})" if isinstance(exc, json.JSONDecodeError) \
+        reason = (
+            f"not valid JSON ({exc.msg}, column {exc.colno})"
+            if isinstance(exc, json.JSONDecodeError)
             else "not valid JSON"
+        )
         return {"id": None, "line": number, "error": f"line {number}: {reason}"}
     if not isinstance(case, dict):
-        return {"id": None, "line": number,
-                "error": f"line {number}: expected a JSON object, got {type(case).__name__}"}
+        return {
+            "id": None,
+            "line": number,
+            "error": f"line {number}: expected a JSON object, got {type(case).__name__}",
+        }
     fields = {name: case.get(name) for name in BATCH_FIELDS + BATCH_OPTIONAL_FIELDS}
-    failure = classify_fields(fields["status"], fields["message"] or "", fields["body"], fields["headers"],
-                              fields["request_bytes"], transport=fields["transport"],
-                              error_type=fields["error_type"], drop_threshold=drop_threshold,
-                              user_rules=user_rules)
-    return {"id": case.get("id"), "kind": failure.kind, "payload_related": failure.payload_related,
-            "recoverable": failure.recoverable, "reason": failure.reason, "evidence": list(failure.evidence),
-            "rule_id": failure.rule_id}
+    failure = classify_fields(
+        fields["status"],
+        fields["message"] or "",
+        fields["body"],
+        fields["headers"],
+        fields["request_bytes"],
+        transport=fields["transport"],
+        error_type=fields["error_type"],
+        drop_threshold=drop_threshold,
+        user_rules=user_rules,
+    )
+    return {
+        "id": case.get("id"),
+        "kind": failure.kind,
+        "payload_related": failure.payload_related,
+        "recoverable": failure.recoverable,
+        "reason": failure.reason,
+        "evidence": list(failure.evidence),
+        "rule_id": failure.rule_id,
+    }
 
 
 def failure_json(failure: Failure, *, fallback_cap: int = DEFAULT_FALLBACK_CAP) -> dict[str, Any]:
     """The `--json` object for one failure."""
     return {
-        "kind": failure.kind, "payload_related": failure.payload_related, "recoverable": failure.recoverable,
-        "transient": failure.transient, "reason": failure.reason, "evidence": list(failure.evidence),
-        "gateway": failure.gateway, "action": describe_action(failure, fallback_cap=fallback_cap),
-        "status": failure.status, "rejected_bytes": failure.rejected_bytes, "retry_after": failure.retry_after,
-        "rule_id": failure.rule_id, "rule_origin": failure.rule_origin,
+        "kind": failure.kind,
+        "payload_related": failure.payload_related,
+        "recoverable": failure.recoverable,
+        "transient": failure.transient,
+        "reason": failure.reason,
+        "evidence": list(failure.evidence),
+        "gateway": failure.gateway,
+        "action": describe_action(failure, fallback_cap=fallback_cap),
+        "status": failure.status,
+        "rejected_bytes": failure.rejected_bytes,
+        "retry_after": failure.retry_after,
+        "rule_id": failure.rule_id,
+        "rule_origin": failure.rule_origin,
         "stated_window_tokens": failure.stated_window_tokens,
     }
 
 
 def render_text(failure: Failure, *, fallback_cap: int = DEFAULT_FALLBACK_CAP) -> str:
     """Kind, reason, gateway, evidence lines and the action, aligned for a terminal."""
-    traits = [name for flag, name in ((failure.payload_related, "payload-related"),
-                                      (failure.recoverable, "recoverable"),
-                                      (failure.transient, "transient: retried")) if flag]
-    lines = [f"kind      {failure.kind}  ({', '.join(traits) or 'not recoverable'})",
-             f"reason    {failure.reason}"]
+    traits = [
+        name
+        for flag, name in (
+            (failure.payload_related, "payload-related"),
+            (failure.recoverable, "recoverable"),
+            (failure.transient, "transient: retried"),
+        )
+        if flag
+    ]
+    lines = [
+        f"kind      {failure.kind}  ({', '.join(traits) or 'not recoverable'})",
+        f"reason    {failure.reason}",
+    ]
     if failure.gateway:
         lines.append(f"gateway   {GATEWAY_NAMES.get(failure.gateway, failure.gateway)}")
     evidence = [item for item in failure.evidence if not item.startswith("rule ")]
     for index, item in enumerate(evidence or ["none"]):
         lines.append(f"{'evidence' if index == 0 else '':10}- {item}")
-    lines.append(f"rule      {failure.rule_id}" + (f"  (your rule, {failure.rule_origin})" if failure.user_rule
-                                                   else "  (built-in)"))
+    lines.append(
+        f"rule      {failure.rule_id}"
+        + (f"  (your rule, {failure.rule_origin})" if failure.user_rule else "  (built-in)")
+    )
     lines.append(f"action    {describe_action(failure, fallback_cap=fallback_cap)}")
     return "\n".join(lines)
 
@@ -162,9 +210,16 @@ def _from_settings() -> tuple[int, tuple[Rule, ...], int]:
     try:
         settings = load_settings()
     except ConfigError as exc:
-        print(f"bulkhead: config ignored ({exc}); using the defaults and no [[classifier.rules]]", file=sys.stderr)
+        print(
+            f"bulkhead: config ignored ({exc}); using the defaults and no [[classifier.rules]]",
+            file=sys.stderr,
+        )
         return DEFAULT_DROP_THRESHOLD, (), DEFAULT_FALLBACK_CAP
-    return int(settings.drop_payload_min_bytes), build_rules(settings.classifier_rules), int(settings.fallback_cap)
+    return (
+        int(settings.drop_payload_min_bytes),
+        build_rules(settings.classifier_rules),
+        int(settings.fallback_cap),
+    )
 
 
 def _usage_error(text: str) -> int:

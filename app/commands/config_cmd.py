@@ -39,7 +39,9 @@ def init() -> int:
         print(f"bulkhead: {target} already exists; edit it, or move it away to start over", file=sys.stderr)
         return 1
     target.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(target, example_config_path().read_text(encoding="utf-8"), 0o600)  # an empty file is replaced
+    atomic_write(
+        target, example_config_path().read_text(encoding="utf-8"), 0o600
+    )  # an empty file is replaced
     print(f"wrote {target}\nuncomment a [routes.NAME] table, then run `bulkhead config check`")
     return 0
 
@@ -98,7 +100,10 @@ def show(args=None) -> int:
         print(f"hook {hook.event} matcher={hook.matcher or '*'} timeout={hook.timeout:g}s: {hook.command}")
     for spec in settings.mcp_servers.values():  # names of env and headers only: their values may be secrets
         state = "" if spec.enabled else " (enabled = false)"
-        print(f"mcp server {spec.name}{state}: {spec.describe()}" + (f" — {spec.problem}" if spec.problem else ""))
+        print(
+            f"mcp server {spec.name}{state}: {spec.describe()}"
+            + (f" — {spec.problem}" if spec.problem else "")
+        )
     return 0
 
 
@@ -110,21 +115,31 @@ def native_lines(settings, route) -> list[str]:
     api = openai_api(route) if route.provider == "openai" else None
     if api:
         why = f"routes.{route.name}.api" if route.api else "the default for this base_url"
-        lines.append(f"speaks the OpenAI {'Responses' if api == 'responses' else 'Chat Completions'} API ({why})")
+        lines.append(
+            f"speaks the OpenAI {'Responses' if api == 'responses' else 'Chat Completions'} API ({why})"
+        )
     if settings.context_engine != "provider":
         return lines
     if route.provider in ("anthropic", "lab"):
-        lines.append("context_engine = provider: Anthropic server-side compaction and clear_tool_uses edits, "
-                     "mirrored into the local view")
+        lines.append(
+            "context_engine = provider: Anthropic server-side compaction and clear_tool_uses edits, "
+            "mirrored into the local view"
+        )
     elif api == "responses":
-        lines.append("context_engine = provider: OpenAI Responses compaction (compact_threshold, /responses/compact), "
-                     "mirrored into the local view")
+        lines.append(
+            "context_engine = provider: OpenAI Responses compaction (compact_threshold, /responses/compact), "
+            "mirrored into the local view"
+        )
     elif api == "chat":
-        lines.append("context_engine = provider: none — Chat Completions has no native compaction; the local "
-                     "pipeline compacts (set api = \"responses\" if the server speaks it)")
+        lines.append(
+            "context_engine = provider: none — Chat Completions has no native compaction; the local "
+            'pipeline compacts (set api = "responses" if the server speaks it)'
+        )
     else:
-        lines.append("context_engine = provider: none — Bedrock Converse has no native compaction; the local "
-                     "pipeline compacts")
+        lines.append(
+            "context_engine = provider: none — Bedrock Converse has no native compaction; the local "
+            "pipeline compacts"
+        )
     return lines
 
 
@@ -137,8 +152,10 @@ def ca_bundle_line(settings, route) -> tuple[bool, str]:
     bundle = for_route(route, settings)
     sdk = SDK_NAMES[route.provider]
     if bundle is None:
-        return True, (f"CA bundle: {sdk}'s default ({DEFAULT_STORE[route.provider]}); behind a TLS-inspecting proxy set ca_bundle "
-                      "in config.toml to its CA")
+        return True, (
+            f"CA bundle: {sdk}'s default ({DEFAULT_STORE[route.provider]}); behind a TLS-inspecting proxy set ca_bundle "
+            "in config.toml to its CA"
+        )
     problem = bundle.problem(route.name, route.provider)
     if problem:
         return False, problem.split(": ", 1)[1]
@@ -162,18 +179,26 @@ def check(args=None) -> int:
     for route in settings.routes.values():
         if route.provider in ("anthropic", "openai"):
             lookup = get_api_key(route.provider, route.api_key_env)
-            local = bool(route.base_url and any(h in route.base_url for h in ("localhost", "127.0.0.1", "[::1]")))
+            local = bool(
+                route.base_url and any(h in route.base_url for h in ("localhost", "127.0.0.1", "[::1]"))
+            )
             if lookup.value:
                 print(f"✓ routes.{route.name}: key from {lookup.source}")
             elif local:
                 print(f"✓ routes.{route.name}: local endpoint, no key needed")
             else:
                 problems += 1
-                name = route.api_key_env or ("ANTHROPIC_API_KEY" if route.provider == "anthropic" else "OPENAI_API_KEY")
-                print(f"✖ routes.{route.name}: no API key — run `bulkhead auth set {route.provider}` or export {name}")
+                name = route.api_key_env or (
+                    "ANTHROPIC_API_KEY" if route.provider == "anthropic" else "OPENAI_API_KEY"
+                )
+                print(
+                    f"✖ routes.{route.name}: no API key — run `bulkhead auth set {route.provider}` or export {name}"
+                )
         elif route.provider == "bedrock":
-            print(f"• routes.{route.name}: AWS credentials come from the AWS chain"
-                  f"{f' (profile {route.profile})' if route.profile else ''}; region {route.region or 'from AWS config'}")
+            print(
+                f"• routes.{route.name}: AWS credentials come from the AWS chain"
+                f"{f' (profile {route.profile})' if route.profile else ''}; region {route.region or 'from AWS config'}"
+            )
         else:
             print(f"✓ routes.{route.name}: lab model, no key needed")
         for line in native_lines(settings, route):
@@ -183,8 +208,15 @@ def check(args=None) -> int:
             problems += not ok
             print(f"{'✓' if ok else '✖'} routes.{route.name}: {line}")
     for rule in settings.classifier_rules:
-        said = ", ".join(f"{k} {v!r}" for k, v in (("status", list(rule.status) or None), ("header", rule.header),
-                                                    ("phrase", rule.phrase)) if v)
+        said = ", ".join(
+            f"{k} {v!r}"
+            for k, v in (
+                ("status", list(rule.status) or None),
+                ("header", rule.header),
+                ("phrase", rule.phrase),
+            )
+            if v
+        )
         print(f"✓ classifier rule {rule.id} ({rule.where}): {said} → {rule.kind} (priority {rule.priority})")
     from app.network_env import network_lines
 

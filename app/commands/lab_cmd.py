@@ -16,23 +16,25 @@ EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 
 def banner(url: str, config: LabConfig) -> str:
     """The start-up text: where the lab listens and how to point bulkhead and the SDKs at it."""
-    return "\n".join([
-        f"bulkhead lab listening on {url} · {config.describe()}",
-        "",
-        "Point bulkhead at it (config.toml; any API key is accepted, e.g. ANTHROPIC_API_KEY=lab):",
-        "  [routes.lab]",
-        '  provider = "anthropic"',
-        '  model = "lab-1"',
-        f'  base_url = "{url}"',
-        "The SDKs, through their environment:",
-        f"  anthropic: ANTHROPIC_BASE_URL={url} ANTHROPIC_API_KEY=lab",
-        f"  openai:    OPENAI_BASE_URL={url}/v1 OPENAI_API_KEY=lab",
-        f"  bedrock:   AWS_ENDPOINT_URL_BEDROCK_RUNTIME={url} AWS_ACCESS_KEY_ID=lab AWS_SECRET_ACCESS_KEY=lab "
-        "AWS_REGION=us-east-1",
-        f"Change settings live: curl -X POST {url}/_lab/config -d '{{\"gateway\": \"nginx\", \"cap\": \"128KB\"}}'; "
-        f"see what arrived: {url}/_lab/requests",
-        "Ctrl+C stops.",
-    ])
+    return "\n".join(
+        [
+            f"bulkhead lab listening on {url} · {config.describe()}",
+            "",
+            "Point bulkhead at it (config.toml; any API key is accepted, e.g. ANTHROPIC_API_KEY=lab):",
+            "  [routes.lab]",
+            '  provider = "anthropic"',
+            '  model = "lab-1"',
+            f'  base_url = "{url}"',
+            "The SDKs, through their environment:",
+            f"  anthropic: ANTHROPIC_BASE_URL={url} ANTHROPIC_API_KEY=lab",
+            f"  openai:    OPENAI_BASE_URL={url}/v1 OPENAI_API_KEY=lab",
+            f"  bedrock:   AWS_ENDPOINT_URL_BEDROCK_RUNTIME={url} AWS_ACCESS_KEY_ID=lab AWS_SECRET_ACCESS_KEY=lab "
+            "AWS_REGION=us-east-1",
+            f'Change settings live: curl -X POST {url}/_lab/config -d \'{{"gateway": "nginx", "cap": "128KB"}}\'; '
+            f"see what arrived: {url}/_lab/requests",
+            "Ctrl+C stops.",
+        ]
+    )
 
 
 def log_line(record: dict[str, Any]) -> str:
@@ -40,8 +42,10 @@ def log_line(record: dict[str, Any]) -> str:
     clock = str(record.get("time", ""))[11:19]
     status = record.get("status")
     extra = f"  ≈{record['input_tokens']:,} tok" if record.get("input_tokens") is not None else ""
-    return (f"{clock}  {record.get('method', '?')} {record.get('path', '?')}  {format_size(record.get('bytes', 0))}  "
-            f"{record.get('verdict', '?')} {status if status is not None else '-'}{extra}")
+    return (
+        f"{clock}  {record.get('method', '?')} {record.get('path', '?')}  {format_size(record.get('bytes', 0))}  "
+        f"{record.get('verdict', '?')} {status if status is not None else '-'}{extra}"
+    )
 
 
 def _config_from(args: Any) -> LabConfig:

@@ -33,8 +33,9 @@ def _manager(args, settings: Settings):
     from app.mcp.manager import McpManager, cli_log_folder
     from app.state import State
 
-    return McpManager.from_settings(settings, _workspace(args, settings), log_folder=cli_log_folder(),
-                                    state=State())
+    return McpManager.from_settings(
+        settings, _workspace(args, settings), log_folder=cli_log_folder(), state=State()
+    )
 
 
 def run(args) -> int:
@@ -43,8 +44,10 @@ def run(args) -> int:
         return {"approve": approve, "reset": reset}[args.action](args, settings)
     manager = _manager(args, settings)
     if manager is None:
-        print("no MCP servers: add [mcp_servers.NAME] to config.toml (`bulkhead config path`) or a .mcp.json to "
-              f"{_workspace(args, settings)}")
+        print(
+            "no MCP servers: add [mcp_servers.NAME] to config.toml (`bulkhead config path`) or a .mcp.json to "
+            f"{_workspace(args, settings)}"
+        )
         return 0
     if args.action != "list" and args.name not in manager.connections:
         known = ", ".join(manager.connections) or "none"
@@ -80,7 +83,11 @@ def _measurer(route: Route, settings: Settings):
     base = provider.measure((), "", (), max_tokens=settings.max_output_tokens)
 
     def measure(specs) -> int:
-        return provider.measure((), "", tuple(specs), max_tokens=settings.max_output_tokens) - base if specs else 0
+        return (
+            provider.measure((), "", tuple(specs), max_tokens=settings.max_output_tokens) - base
+            if specs
+            else 0
+        )
 
     return measure
 
@@ -96,12 +103,23 @@ def _share(route: Route, settings: Settings) -> tuple[int, int | None, str]:
     if learned:
         caps.append(learned.cap_bytes)
     cap = min(caps) if caps else None
-    window = (route.context_window or settings.context_window or model_limits(route.provider, route.model).context_window)
+    window = (
+        route.context_window
+        or settings.context_window
+        or model_limits(route.provider, route.model).context_window
+    )
     window_bytes = max(1024, window - settings.max_output_tokens) * 4
     if cap and cap <= window_bytes:
-        return int(ratio * cap), int(ratio * cap), f"mcp_defer_ratio {ratio:.0%} of the {format_size(cap)} cap"
-    return (int(ratio * window_bytes), int(ratio * cap) if cap else None,
-            f"mcp_defer_ratio {ratio:.0%} of the {window:,}-token context window")
+        return (
+            int(ratio * cap),
+            int(ratio * cap),
+            f"mcp_defer_ratio {ratio:.0%} of the {format_size(cap)} cap",
+        )
+    return (
+        int(ratio * window_bytes),
+        int(ratio * cap) if cap else None,
+        f"mcp_defer_ratio {ratio:.0%} of the {window:,}-token context window",
+    )
 
 
 async def _list(args, settings: Settings, manager) -> int:
@@ -119,25 +137,54 @@ async def _list(args, settings: Settings, manager) -> int:
         sizes = {name: measure(specs) for name, specs in by_server.items()}
         statuses = manager.statuses()
         budget, byte_budget, source = _share(route, settings)
-        plan = plan_tools([spec for _t, spec in pairs], manager.servers_by_tool(), budget_bytes=budget,
-                          byte_budget=byte_budget, measure=measure, setting=settings.mcp_tool_search,
-                          native_possible=route.provider == "anthropic")
+        plan = plan_tools(
+            [spec for _t, spec in pairs],
+            manager.servers_by_tool(),
+            budget_bytes=budget,
+            byte_budget=byte_budget,
+            measure=measure,
+            setting=settings.mcp_tool_search,
+            native_possible=route.provider == "anthropic",
+        )
         if getattr(args, "mcp_json", False) or args.json:
             for status in statuses:
-                print(json.dumps({"name": status.name, "state": status.state.value, "source": status.source,
-                                  "transport": status.transport, "tools": len(status.tools),
-                                  "definition_bytes": sizes.get(status.name, 0), "reason": status.reason,
-                                  "stderr_tail": list(status.stderr_tail), "log": status.log_path},
-                                 ensure_ascii=False))
-            print(json.dumps({"type": "result", "route": route.name, "format": route.provider,
-                              "definition_bytes": plan.full_bytes, "sent_bytes": plan.sent_bytes,
-                              "budget_bytes": budget, "mode": plan.mode}))
+                print(
+                    json.dumps(
+                        {
+                            "name": status.name,
+                            "state": status.state.value,
+                            "source": status.source,
+                            "transport": status.transport,
+                            "tools": len(status.tools),
+                            "definition_bytes": sizes.get(status.name, 0),
+                            "reason": status.reason,
+                            "stderr_tail": list(status.stderr_tail),
+                            "log": status.log_path,
+                        },
+                        ensure_ascii=False,
+                    )
+                )
+            print(
+                json.dumps(
+                    {
+                        "type": "result",
+                        "route": route.name,
+                        "format": route.provider,
+                        "definition_bytes": plan.full_bytes,
+                        "sent_bytes": plan.sent_bytes,
+                        "budget_bytes": budget,
+                        "mode": plan.mode,
+                    }
+                )
+            )
         else:
             for line in server_table(statuses, sizes):
                 print(line)
             if pairs:
-                print(f"\nMCP tool definitions add {format_size(plan.full_bytes)} to every request of route "
-                      f"{route.name} ({route.provider} format).")
+                print(
+                    f"\nMCP tool definitions add {format_size(plan.full_bytes)} to every request of route "
+                    f"{route.name} ({route.provider} format)."
+                )
                 for line in plan_lines(plan, budget, source):
                     print(line)
     finally:
@@ -161,8 +208,10 @@ async def _tools(args, settings: Settings, manager) -> int:
         width = max((len(spec.name) for _t, spec in pairs), default=10)
         for tool, spec in pairs:
             flag = "read-only" if tool.read_only else "         "
-            print(f"{display_line(spec.name).ljust(width)}  {flag}  {format_size(measure([spec])):>9}  "
-                  f"{display_line(one_line(spec.description, 80))}")
+            print(
+                f"{display_line(spec.name).ljust(width)}  {flag}  {format_size(measure([spec])):>9}  "
+                f"{display_line(one_line(spec.description, 80))}"
+            )
         total = measure([spec for _t, spec in pairs])
         print(f"\n{len(pairs)} tools, {format_size(total)} of definitions")
     finally:
@@ -183,8 +232,10 @@ async def _ping(args, settings: Settings, manager) -> int:
             return 1
         ready_ms = (time.monotonic() - started) * 1000
         round_trip = await connection.ping()
-        print(f"{display_line(args.name)}: ready in {ready_ms:,.0f} ms ({display_line(status.server_version) or 'unnamed'}"
-              f", protocol {status.protocol}); {len(status.tools)} tools; round trip {round_trip * 1000:,.1f} ms")
+        print(
+            f"{display_line(args.name)}: ready in {ready_ms:,.0f} ms ({display_line(status.server_version) or 'unnamed'}"
+            f", protocol {status.protocol}); {len(status.tools)} tools; round trip {round_trip * 1000:,.1f} ms"
+        )
     finally:
         await manager.close()
     return 0
@@ -196,7 +247,9 @@ def approve(args, settings: Settings) -> int:
     if args.names:
         unknown = [n for n in args.names if n not in {s.name for s in project}]
         if unknown:
-            print(f"bulkhead: not a server of this workspace's .mcp.json: {', '.join(unknown)}", file=sys.stderr)
+            print(
+                f"bulkhead: not a server of this workspace's .mcp.json: {', '.join(unknown)}", file=sys.stderr
+            )
             return 2
         project = [s for s in project if s.name in args.names]
     if not project or manager is None or manager.approvals is None:
@@ -212,6 +265,8 @@ def reset(args, settings: Settings) -> int:
     from app.state import State
 
     forgotten = ProjectApprovals(State(), _workspace(args, settings)).forget()
-    print(f"forgot {forgotten} answer{'s' if forgotten != 1 else ''} for {_workspace(args, settings)}'s .mcp.json "
-          f"servers; they will be asked about again")
+    print(
+        f"forgot {forgotten} answer{'s' if forgotten != 1 else ''} for {_workspace(args, settings)}'s .mcp.json "
+        f"servers; they will be asked about again"
+    )
     return 0

@@ -35,8 +35,12 @@ from app.textsafe import display
 
 
 def settings_flags(args) -> dict:
-    return {"max_payload": args.max_payload, "context_window": args.context_window, "approval": args.approval,
-            "workspace": args.workspace}
+    return {
+        "max_payload": args.max_payload,
+        "context_window": args.context_window,
+        "approval": args.approval,
+        "workspace": args.workspace,
+    }
 
 
 _stdout_midline = False  # the answer's last line on stdout is not finished yet
@@ -80,7 +84,9 @@ def text_printer(event: Event) -> None:
         if event.role == "assistant":
             _next_message = True
         return
-    if isinstance(event, Notice) and event.code == "escalation":  # the answer continues where the token limit cut it
+    if (
+        isinstance(event, Notice) and event.code == "escalation"
+    ):  # the answer continues where the token limit cut it
         _next_message = False
     if not _told_on_stderr(event):
         return
@@ -184,7 +190,9 @@ def terminal_mcp_ask():
 
         def question() -> str | None:
             try:
-                writer.write("\n? This workspace's .mcp.json names MCP servers that have not been allowed yet:\n")
+                writer.write(
+                    "\n? This workspace's .mcp.json names MCP servers that have not been allowed yet:\n"
+                )
                 for spec in specs:
                     writer.write(f"    {display_line(spec.name)}  {display_line(spec.describe())}\n")
                 writer.write("  Start them? [y] yes, remember · [n] no, remember · [Enter] not now: ")
@@ -222,23 +230,36 @@ def run(args) -> int:
     settings = load_settings(flags=settings_flags(args))
     prompt = read_prompt(args)
     if not prompt.strip():
-        _stderr("bulkhead: nothing to ask — give a prompt: bulkhead -p \"…\", or pipe it in: "
-                "echo \"…\" | bulkhead -p (`-p -` reads stdin)")
+        _stderr(
+            'bulkhead: nothing to ask — give a prompt: bulkhead -p "…", or pipe it in: '
+            'echo "…" | bulkhead -p (`-p -` reads stdin)'
+        )
         return 2
     if args.yes:
+
         async def approver(name: str, tool_args: dict, why: str) -> bool:
             return True
     else:
         approver = _terminal_approver()
     if getattr(args, "read_only", False):
-        _stderr("bulkhead: --read-only opens a session to read it (the TUI, or `bulkhead sessions show ID`); "
-                "-p adds a turn — use --fork to go on in a copy of the session instead")
+        _stderr(
+            "bulkhead: --read-only opens a session to read it (the TUI, or `bulkhead sessions show ID`); "
+            "-p adds a turn — use --fork to go on in a copy of the session instead"
+        )
         return 2
-    engine, choice, resumed = open_engine(settings, route_name=args.route, resume=args.resume,
-                                          continue_=args.continue_, approver=approver,
-                                          fork=getattr(args, "fork", False), what="bulkhead -p",
-                                          model=getattr(args, "model", None))
-    if prompt.startswith("/"):  # a custom command from .bulkhead/commands, .claude/commands or the config folder
+    engine, choice, resumed = open_engine(
+        settings,
+        route_name=args.route,
+        resume=args.resume,
+        continue_=args.continue_,
+        approver=approver,
+        fork=getattr(args, "fork", False),
+        what="bulkhead -p",
+        model=getattr(args, "model", None),
+    )
+    if prompt.startswith(
+        "/"
+    ):  # a custom command from .bulkhead/commands, .claude/commands or the config folder
         from app.engine.custom_commands import expand_slash
 
         prompt = expand_slash(prompt, engine.workspace) or prompt
@@ -246,7 +267,10 @@ def run(args) -> int:
     engine.session.bus.subscribe(printer)
     denied: list[ToolApproval] = []
     engine.session.bus.subscribe(
-        lambda event: denied.append(event) if isinstance(event, ToolApproval) and event.decision == "denied" else None)
+        lambda event: (
+            denied.append(event) if isinstance(event, ToolApproval) and event.decision == "denied" else None
+        )
+    )
     for note in choice.notices:
         printer(Notice(note, code="lab" if choice.lab else "route"))
 
@@ -264,23 +288,36 @@ def run(args) -> int:
             else:
                 sys.stdout.write(rest)
         if args.json:
-            json_printer_result = {"type": "result", "text": result.text, "session_id": engine.session.id,
-                                   "outcome": result.outcome, "error": result.error,
-                                   "denied": [{"name": d.name, "reason": d.reason} for d in denied]}
+            json_printer_result = {
+                "type": "result",
+                "text": result.text,
+                "session_id": engine.session.id,
+                "outcome": result.outcome,
+                "error": result.error,
+                "denied": [{"name": d.name, "reason": d.reason} for d in denied],
+            }
             sys.stdout.write(json_text(redact_value(json_printer_result, urls=False)) + "\n")
         else:
             if result.text and not result.text.endswith("\n"):
                 sys.stdout.write("\n")
             if result.outcome in ("failed", "partial"):  # the advice names TUI commands: say where they are
-                _stderr(f"  the session is kept: `bulkhead --resume {engine.session.id}` opens it (/retry, "
-                        f"/compact, /model work there); `bulkhead -c -p …` continues it here")
+                _stderr(
+                    f"  the session is kept: `bulkhead --resume {engine.session.id}` opens it (/retry, "
+                    f"/compact, /model work there); `bulkhead -c -p …` continues it here"
+                )
             if denied:
                 names = ", ".join(dict.fromkeys(d.name for d in denied))
                 one = len(denied) == 1
-                why = ("" if approver is not None else " — there was no terminal to ask: run it in a terminal to be "
-                       "asked, or pass --yes to allow tool calls")
-                _stderr(f"bulkhead: {len(denied)} tool call{'' if one else 's'} denied ({names}); the answer was "
-                        f"given without {'it' if one else 'them'} (exit status 1){why}")
+                why = (
+                    ""
+                    if approver is not None
+                    else " — there was no terminal to ask: run it in a terminal to be "
+                    "asked, or pass --yes to allow tool calls"
+                )
+                _stderr(
+                    f"bulkhead: {len(denied)} tool call{'' if one else 's'} denied ({names}); the answer was "
+                    f"given without {'it' if one else 'them'} (exit status 1){why}"
+                )
         sys.stdout.flush()
         return 0 if result.outcome == "answered" and not denied else 1
 

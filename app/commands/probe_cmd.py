@@ -26,21 +26,26 @@ def _sizes(args) -> tuple[int, int, int]:
 def _print_probe(probe: Probe) -> None:
     status = f"{probe.status}" if probe.status else "no answer"
     detail = "" if probe.verdict == "passed" and probe.kind is None else f" — {probe.kind}: {probe.reason}"
-    print(f"  probe {probe.number:>2}: {format_size(probe.size):>9} ({probe.size:,} bytes) → {probe.verdict:<9} "
-          f"[{status}, {probe.latency_ms:,.0f} ms]{detail}", flush=True)
+    print(
+        f"  probe {probe.number:>2}: {format_size(probe.size):>9} ({probe.size:,} bytes) → {probe.verdict:<9} "
+        f"[{status}, {probe.latency_ms:,.0f} ms]{detail}",
+        flush=True,
+    )
 
 
 def _print_result(result: ProbeResult, endpoint: str, saved: bool) -> None:
     print()
     print(("✓ " if result.conclusive else "✖ ") + result.message)
     if result.cap_bytes is not None:
-        print(f"  largest body accepted: {result.cap_bytes:,} bytes ({format_size(result.cap_bytes)}); "
-              f"smallest refused: {result.smallest_rejected:,} bytes")
+        print(
+            f"  largest body accepted: {result.cap_bytes:,} bytes ({format_size(result.cap_bytes)}); "
+            f"smallest refused: {result.smallest_rejected:,} bytes"
+        )
         if result.kind:
             print(f"  how the gateway says no: {result.kind}")
             for line in result.evidence:
                 print(f"    · {line}")
-        print(f"  suggestion: max_payload = \"{result.suggestion // 1024}KB\"   (in [routes.…] or config.toml)")
+        print(f'  suggestion: max_payload = "{result.suggestion // 1024}KB"   (in [routes.…] or config.toml)')
         if saved:
             print(f"  saved as the learned cap for {endpoint} in state.toml (`/cap reset` forgets it)")
         else:
@@ -60,8 +65,10 @@ def run(args) -> int:
     provider = make_provider(route, settings, choice.api_key)
     if not args.probe_json:
         where = route.base_url or route.endpoint_url or f"{route.provider} default endpoint"
-        print(f"Probing route {route.name} ({where}) from {format_size(low)} to {format_size(high)}, "
-              f"precision {format_size(precision)} (≈{max_probes_for(low, high, precision)} requests).")
+        print(
+            f"Probing route {route.name} ({where}) from {format_size(low)} to {format_size(high)}, "
+            f"precision {format_size(precision)} (≈{max_probes_for(low, high, precision)} requests)."
+        )
         print(f"Probes use {provider.probe_method}.")
         for note in choice.notices:
             print(f"ℹ {note}", file=sys.stderr)
@@ -79,9 +86,14 @@ def run(args) -> int:
         else:
             _print_probe(probe)
 
-    prober = Prober(send, drop_threshold=settings.drop_payload_min_bytes,
-                    retry_policy=RetryPolicy.from_settings(settings), on_probe=on_probe,
-                    max_requests=args.max_probes, user_rules=build_rules(settings.classifier_rules))
+    prober = Prober(
+        send,
+        drop_threshold=settings.drop_payload_min_bytes,
+        retry_policy=RetryPolicy.from_settings(settings),
+        on_probe=on_probe,
+        max_requests=args.max_probes,
+        user_rules=build_rules(settings.classifier_rules),
+    )
 
     async def main() -> ProbeResult:
         try:
@@ -92,8 +104,13 @@ def run(args) -> int:
     result = asyncio.run(main())
     saved = False
     if args.save and result.cap_bytes is not None:
-        State().learn_cap(route.endpoint_id, result.cap_bytes, rejected_bytes=result.smallest_rejected,
-                          kind=result.kind or "payload_too_large", reason=f"bulkhead probe: {result.message}")
+        State().learn_cap(
+            route.endpoint_id,
+            result.cap_bytes,
+            rejected_bytes=result.smallest_rejected,
+            kind=result.kind or "payload_too_large",
+            reason=f"bulkhead probe: {result.message}",
+        )
         saved = True
     if args.probe_json:
         payload = result.to_json()

@@ -38,14 +38,25 @@ def _list(store: Store, as_json: bool) -> int:
     if as_json:
         from app.engine.session_admin import session_holder
 
-        listed = [{"id": row["id"], "title": row["title"], "route": row["route"], "provider": row["provider"],
-                   "model": row["model"], "workspace": row["workspace"], "created_at": _iso(row["created_at"]),
-                   "updated_at": _iso(row["updated_at"]), "messages": row["messages"],
-                   "held_by": session_holder(store, row["id"])} for row in rows]
+        listed = [
+            {
+                "id": row["id"],
+                "title": row["title"],
+                "route": row["route"],
+                "provider": row["provider"],
+                "model": row["model"],
+                "workspace": row["workspace"],
+                "created_at": _iso(row["created_at"]),
+                "updated_at": _iso(row["updated_at"]),
+                "messages": row["messages"],
+                "held_by": session_holder(store, row["id"]),
+            }
+            for row in rows
+        ]
         sys.stdout.write(json.dumps(listed, ensure_ascii=False, indent=2) + "\n")
         return 0
     if not rows:
-        print("no sessions yet — start one with `bulkhead` or `bulkhead -p \"hello\"`")
+        print('no sessions yet — start one with `bulkhead` or `bulkhead -p "hello"`')
     for row in rows:
         when = datetime.fromtimestamp(row["updated_at"]).strftime("%Y-%m-%d %H:%M")
         print(f"{row['id']}  {when}  {row['messages']:5} msgs  {row['route'] or '-':10}  {row['title'][:60]}")
@@ -71,21 +82,27 @@ def _remove(store: Store, args) -> int:
 
     row = store.find_session(args.id)
     if row is None:
-        print(f"bulkhead: no session {args.id!r} (or the prefix names several); `bulkhead sessions list` shows them",
-              file=sys.stderr)
+        print(
+            f"bulkhead: no session {args.id!r} (or the prefix names several); `bulkhead sessions list` shows them",
+            file=sys.stderr,
+        )
         return 1
     holder = session_holder(store, row.id)
     if holder:
-        print(f"bulkhead: {row.id} is open in another bulkhead ({holder}); close it there, then delete it",
-              file=sys.stderr)
+        print(
+            f"bulkhead: {row.id} is open in another bulkhead ({holder}); close it there, then delete it",
+            file=sys.stderr,
+        )
         return 1
     count = len(store.load_master(row.id))
     what = f"{row.id} “{row.title or '(untitled)'}” ({count} messages, its archive, requests and folder)"
     if not args.rm_yes:
         answer = _confirm(f"delete session {what}?")
         if answer is None:
-            print(f"bulkhead: deleting {row.id} needs a confirmation: run it in a terminal, or add --yes",
-                  file=sys.stderr)
+            print(
+                f"bulkhead: deleting {row.id} needs a confirmation: run it in a terminal, or add --yes",
+                file=sys.stderr,
+            )
             return 2
         if not answer:
             print("kept it", file=sys.stderr)

@@ -21,9 +21,11 @@ from app.state import State
 from app.store import Store
 
 IMPLICIT_MODELS = {"anthropic": "claude-sonnet-5-5", "openai": "gpt-5.5"}
-LAB_NOTICE = ("No provider is configured, so bulkhead is using its built-in lab model (offline, no key; it "
-              "answers from what it receives — try `!read README.md` or `!big 40KB`). To use a real model, "
-              "export ANTHROPIC_API_KEY or OPENAI_API_KEY, or add a route: `bulkhead config init`.")
+LAB_NOTICE = (
+    "No provider is configured, so bulkhead is using its built-in lab model (offline, no key; it "
+    "answers from what it receives — try `!read README.md` or `!big 40KB`). To use a real model, "
+    "export ANTHROPIC_API_KEY or OPENAI_API_KEY, or add a route: `bulkhead config init`."
+)
 _LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]", "0.0.0.0")
 
 
@@ -59,10 +61,13 @@ def _choose_route(settings: Settings, name: str | None = None) -> RouteChoice:
         if route.provider in ("anthropic", "openai"):
             key = get_api_key(route.provider, route.api_key_env).value
             if not key and not _is_local(route.base_url):
-                variable = route.api_key_env or ("ANTHROPIC_API_KEY" if route.provider == "anthropic"
-                                                 else "OPENAI_API_KEY")
-                raise ConfigError(f"routes.{route.name} needs an API key: run `bulkhead auth set {route.provider}` "
-                                  f"or export {variable}")
+                variable = route.api_key_env or (
+                    "ANTHROPIC_API_KEY" if route.provider == "anthropic" else "OPENAI_API_KEY"
+                )
+                raise ConfigError(
+                    f"routes.{route.name} needs an API key: run `bulkhead auth set {route.provider}` "
+                    f"or export {variable}"
+                )
         return RouteChoice(route, key, lab=route.provider == "lab")
     if name and name != "lab":
         raise ConfigError(f"no route named {name!r}: no routes are configured (`bulkhead config init`)")
@@ -70,15 +75,28 @@ def _choose_route(settings: Settings, name: str | None = None) -> RouteChoice:
         for provider, model in IMPLICIT_MODELS.items():
             lookup = get_api_key(provider)
             if lookup.value:
-                note = (f"No route configured: using {provider} ({model}) with the key from {lookup.source}. "
-                        f"Add a route in config.toml to choose the model or a gateway.")
-                return RouteChoice(Route(name=provider, provider=provider, model=model), lookup.value, (note,))
+                note = (
+                    f"No route configured: using {provider} ({model}) with the key from {lookup.source}. "
+                    f"Add a route in config.toml to choose the model or a gateway."
+                )
+                return RouteChoice(
+                    Route(name=provider, provider=provider, model=model), lookup.value, (note,)
+                )
     return RouteChoice(Route(name="lab", provider="lab", model="lab-1"), None, (LAB_NOTICE,), lab=True)
 
 
-def open_session(store: Store, route: Route, *, resume: str | None, continue_: bool, workspace: Path,
-                 read_only: bool = False, fork: bool = False, what: str = "",
-                 notices: list[str] | None = None) -> tuple[Session, bool]:
+def open_session(
+    store: Store,
+    route: Route,
+    *,
+    resume: str | None,
+    continue_: bool,
+    workspace: Path,
+    read_only: bool = False,
+    fork: bool = False,
+    what: str = "",
+    notices: list[str] | None = None,
+) -> tuple[Session, bool]:
     """(session, resumed): the one asked for, the newest one no other bulkhead holds (`--continue`), or a
     new one — holding its lease (`app.lease`). A session another bulkhead holds raises `SessionHeld`,
     unless `read_only` (look without writing) or `fork` (go on in a copy) says what to do instead."""
@@ -96,7 +114,9 @@ def open_session(store: Store, route: Route, *, resume: str | None, continue_: b
         return session, True
     if continue_:
         me = this_process(what)
-        for row in store.query("SELECT id, title FROM sessions ORDER BY updated_at DESC, created_at DESC LIMIT 50"):
+        for row in store.query(
+            "SELECT id, title FROM sessions ORDER BY updated_at DESC, created_at DESC LIMIT 50"
+        ):
             if fork:
                 return _forked(store, Session.load(store, row["id"]), what, notices), True
             holder = store.acquire_lease(row["id"], me)
@@ -105,11 +125,14 @@ def open_session(store: Store, route: Route, *, resume: str | None, continue_: b
                 session.lease = me
                 return session, True
             title = f" “{row['title']}”" if row["title"] else ""
-            notices.append(f"session {row['id']}{title} is open in "
-                           f"another bulkhead, {holder.describe()}: -c goes on with the newest session nobody "
-                           f"holds, or a new one")
-    session = Session.create(store, route=route.name, provider=route.provider, model=route.model,
-                             workspace=str(workspace))
+            notices.append(
+                f"session {row['id']}{title} is open in "
+                f"another bulkhead, {holder.describe()}: -c goes on with the newest session nobody "
+                f"holds, or a new one"
+            )
+    session = Session.create(
+        store, route=route.name, provider=route.provider, model=route.model, workspace=str(workspace)
+    )
     session.take_lease(what)
     return session, False
 
@@ -117,8 +140,10 @@ def open_session(store: Store, route: Route, *, resume: str | None, continue_: b
 def _forked(store: Store, source: Session, what: str, notices: list[str]) -> Session:
     session = Session.load(store, store.fork_session(source.id))
     session.take_lease(what)
-    notices.append(f"forked session {source.id} into {session.id}: the conversation so far is copied, what you "
-                   f"add goes to the new session only")
+    notices.append(
+        f"forked session {source.id} into {session.id}: the conversation so far is copied, what you "
+        f"add goes to the new session only"
+    )
     return session
 
 
@@ -131,7 +156,9 @@ def open_mcp(settings: Settings, workspace: Path, session: Session, state: State
         return None
     from app.mcp.manager import McpManager, log_folder_for
 
-    return McpManager.from_settings(settings, workspace, log_folder=log_folder_for(session.folder), state=state)
+    return McpManager.from_settings(
+        settings, workspace, log_folder=log_folder_for(session.folder), state=state
+    )
 
 
 def with_model(choice: RouteChoice, state: State, model: str | None = None) -> RouteChoice:
@@ -143,19 +170,31 @@ def with_model(choice: RouteChoice, state: State, model: str | None = None) -> R
         note = f"route {route.name}: model {model} for this run (--model; config.toml says {route.model})"
     elif (model or remembered) and (model or remembered) != route.model:
         model = model or remembered
-        note = (f"route {route.name}: model {model}, chosen with /model (config.toml says {route.model}; "
-                f"/model changes it again)")
+        note = (
+            f"route {route.name}: model {model}, chosen with /model (config.toml says {route.model}; "
+            f"/model changes it again)"
+        )
     else:
         return choice
     assert model is not None  # both branches above chose one
     return replace(choice, route=replace(route, model=model), notices=(*choice.notices, note))
 
 
-def open_engine(settings: Settings, *, route_name: str | None = None, resume: str | None = None,
-                continue_: bool = False, workspace: Path | None = None,
-                approver: Callable[[str, dict, str], Awaitable[bool]] | None = None,
-                store: Store | None = None, state: State | None = None, read_only: bool = False,
-                fork: bool = False, what: str = "", model: str | None = None):
+def open_engine(
+    settings: Settings,
+    *,
+    route_name: str | None = None,
+    resume: str | None = None,
+    continue_: bool = False,
+    workspace: Path | None = None,
+    approver: Callable[[str, dict, str], Awaitable[bool]] | None = None,
+    store: Store | None = None,
+    state: State | None = None,
+    read_only: bool = False,
+    fork: bool = False,
+    what: str = "",
+    model: str | None = None,
+):
     """An Engine ready for `start()`, plus the route choice (for the notices to show).
 
     The session is held for writing (`app.lease`) until `engine.close()`; see `open_session` for
@@ -174,16 +213,36 @@ def open_engine(settings: Settings, *, route_name: str | None = None, resume: st
                 route_name = None
     choice = with_model(choose_route(settings, route_name), state, model)
     notices: list[str] = []
-    session, resumed = open_session(store, choice.route, resume=resume, continue_=continue_, workspace=workspace,
-                                    read_only=read_only, fork=fork, what=what, notices=notices)
+    session, resumed = open_session(
+        store,
+        choice.route,
+        resume=resume,
+        continue_=continue_,
+        workspace=workspace,
+        read_only=read_only,
+        fork=fork,
+        what=what,
+        notices=notices,
+    )
     if notices:
         choice = replace(choice, notices=(*choice.notices, *notices))
     if not session.read_only and (session.route, session.provider, session.model) != (
-            choice.route.name, choice.route.provider, choice.route.model):
+        choice.route.name,
+        choice.route.provider,
+        choice.route.model,
+    ):
         session.set_route(choice.route.name, choice.route.provider, choice.route.model)
     provider = make_provider(choice.route, settings, choice.api_key)
-    engine = Engine(settings, session, choice.route, provider, state=state, approver=approver, workspace=workspace,
-                    mcp=open_mcp(settings, workspace, session, state))
+    engine = Engine(
+        settings,
+        session,
+        choice.route,
+        provider,
+        state=state,
+        approver=approver,
+        workspace=workspace,
+        mcp=open_mcp(settings, workspace, session, state),
+    )
     try:
         state.set("last_route", choice.route.name)
     except OSError:

@@ -43,9 +43,18 @@ class Snapshot:
     size: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": "snapshot", "id": self.id, "turn": self.turn, "call_id": self.call_id,
-                "path": self.path, "existed": self.existed, "mode": self.mode, "blob": self.blob,
-                "size": self.size, "at": time.time()}
+        return {
+            "kind": "snapshot",
+            "id": self.id,
+            "turn": self.turn,
+            "call_id": self.call_id,
+            "path": self.path,
+            "existed": self.existed,
+            "mode": self.mode,
+            "blob": self.blob,
+            "size": self.size,
+            "at": time.time(),
+        }
 
 
 @dataclass(frozen=True)
@@ -80,16 +89,28 @@ class Checkpoints:
         if not stat.S_ISREG(info.st_mode):
             return None
         if info.st_size > self.max_bytes:
-            raise CheckpointError(f"{path} is {info.st_size:,} bytes, more than checkpoint_max_bytes "
-                                  f"({self.max_bytes:,}): it cannot be checkpointed, so it was not changed")
+            raise CheckpointError(
+                f"{path} is {info.st_size:,} bytes, more than checkpoint_max_bytes "
+                f"({self.max_bytes:,}): it cannot be checkpointed, so it was not changed"
+            )
         try:
             data = path.read_bytes()
         except OSError as exc:
             raise CheckpointError(f"cannot checkpoint {path}: {exc.strerror or exc}") from None
         digest = hashlib.sha256(data).hexdigest()
         self._store_blob(digest, data)
-        return self._append(Snapshot(_new_id(), turn, call_id, str(path), existed=True,
-                                     mode=stat.S_IMODE(info.st_mode), blob=digest, size=len(data)))
+        return self._append(
+            Snapshot(
+                _new_id(),
+                turn,
+                call_id,
+                str(path),
+                existed=True,
+                mode=stat.S_IMODE(info.st_mode),
+                blob=digest,
+                size=len(data),
+            )
+        )
 
     def forget_if_unchanged(self, snapshot: Snapshot) -> bool:
         """After a tool failed: drop the snapshot when the file is still as it was (nothing to undo)."""
@@ -110,9 +131,18 @@ class Checkpoints:
                 except ValueError:
                     continue  # a line cut by a crash
                 if entry.get("kind") == "snapshot":
-                    snapshots.append(Snapshot(entry["id"], int(entry["turn"]), entry.get("call_id", ""),
-                                              entry["path"], bool(entry["existed"]), entry.get("mode"),
-                                              entry.get("blob"), int(entry.get("size", 0))))
+                    snapshots.append(
+                        Snapshot(
+                            entry["id"],
+                            int(entry["turn"]),
+                            entry.get("call_id", ""),
+                            entry["path"],
+                            bool(entry["existed"]),
+                            entry.get("mode"),
+                            entry.get("blob"),
+                            int(entry.get("size", 0)),
+                        )
+                    )
                 else:
                     gone.update(entry.get("ids", ()))
         return [s for s in snapshots if s.id not in gone]
@@ -167,7 +197,11 @@ class Checkpoints:
             return not snapshot.existed
         except OSError:
             return False
-        if not snapshot.existed or not stat.S_ISREG(info.st_mode) or stat.S_IMODE(info.st_mode) != snapshot.mode:
+        if (
+            not snapshot.existed
+            or not stat.S_ISREG(info.st_mode)
+            or stat.S_IMODE(info.st_mode) != snapshot.mode
+        ):
             return False
         try:
             return hashlib.sha256(path.read_bytes()).hexdigest() == snapshot.blob
@@ -232,11 +266,16 @@ def _write_exactly(path: Path, data: bytes, mode: int | None) -> None:
 
 def describe(results: Iterable[Restored], workspace: Path) -> str:
     """`restored app/x.py; removed new.txt (it did not exist before)`."""
+
     def shown(path: str) -> str:
         with contextlib.suppress(ValueError):
             return Path(path).relative_to(workspace).as_posix()
         return path
 
-    words = {"restored": "restored {}", "removed": "removed {} (it did not exist before)",
-             "unchanged": "{} was already as before", "skipped": "could not restore {}: {}"}
+    words = {
+        "restored": "restored {}",
+        "removed": "removed {} (it did not exist before)",
+        "unchanged": "{} was already as before",
+        "skipped": "could not restore {}: {}",
+    }
     return "; ".join(words[r.action].format(shown(r.path), r.detail) for r in results)

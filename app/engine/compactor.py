@@ -37,20 +37,35 @@ class Compactor:
     def __init__(self, engine: CompactorHost) -> None:
         self.engine = engine
 
-    async def run(self, *, trigger: CompactionTrigger, target_bytes: int | None, instructions: str | None = None,
-                  cancel: asyncio.Event | None = None) -> PipelineResult | None:
+    async def run(
+        self,
+        *,
+        trigger: CompactionTrigger,
+        target_bytes: int | None,
+        instructions: str | None = None,
+        cancel: asyncio.Event | None = None,
+    ) -> PipelineResult | None:
         """Compact the active view toward `target_bytes`. Returns None when a hook blocked it."""
         engine, session, settings = self.engine, self.engine.session, self.engine.settings
         hook_trigger = HOOK_TRIGGERS.get(trigger, "auto")
         verdict = await engine.hooks.pre_compact(hook_trigger, instructions or "")
         if verdict.blocked:
-            engine.emit(Notice(f"Compaction blocked by a PreCompact hook: {verdict.reason}", level="warn",
-                               code="hook_block"))
+            engine.emit(
+                Notice(
+                    f"Compaction blocked by a PreCompact hook: {verdict.reason}",
+                    level="warn",
+                    code="hook_block",
+                )
+            )
             return None
         if trigger != "recovery" and engine.native.supported:  # context_engine = "provider": ask it first
             native = await engine.native.compact_on_demand(trigger, instructions, cancel)
-            over_cap = trigger == "preflight" and target_bytes is not None and native is not None \
+            over_cap = (
+                trigger == "preflight"
+                and target_bytes is not None
+                and native is not None
                 and native.bytes_after > target_bytes
+            )
             if native is not None and not over_cap:
                 return native
             # not done, or still over a byte cap's target: the local pipeline runs on top
@@ -68,47 +83,107 @@ class Compactor:
             engine.emit(CompactionPhase(trigger=trigger, phase=key, text=text))
 
         summarizer_window = engine.summarizer_window()
-        result = await run_pipeline(before, ctx, trigger=trigger, summarizer=self.summarize,
-                                    instructions=instructions, window_tokens=summarizer_window,
-                                    skip_summary=skip_summary, on_phase=on_phase, cancel=cancel,
-                                    context_engine=engine.context_engine())
+        result = await run_pipeline(
+            before,
+            ctx,
+            trigger=trigger,
+            summarizer=self.summarize,
+            instructions=instructions,
+            window_tokens=summarizer_window,
+            skip_summary=skip_summary,
+            on_phase=on_phase,
+            cancel=cancel,
+            context_engine=engine.context_engine(),
+        )
         named: dict[str, Any] = {"engine": result.engine} if result.engine else {}
         elapsed = time.monotonic() - started
         keys = [e.key for e in result.entries]
-        sizes = {"bytes_before": result.bytes_before, "bytes_after": result.bytes_after,
-                 "messages_before": len(before), "messages_after": len(result.messages)}
+        sizes = {
+            "bytes_before": result.bytes_before,
+            "bytes_after": result.bytes_after,
+            "messages_before": len(before),
+            "messages_after": len(result.messages),
+        }
         if result.cancelled or not result.changed:
             outcome: CompactionOutcome = "skipped"
-            write_receipt(session.receipts_path, make_receipt(
-                trigger=trigger, method=result.method, level=result.level, messages_before=len(before),
-                messages_after=len(before), bytes_before=result.bytes_before, bytes_after=result.bytes_before,
-                outcome=outcome, elapsed_seconds=elapsed, session_id=session.id,
-                reason="cancelled" if result.cancelled else "nothing to compact", **named))
+            write_receipt(
+                session.receipts_path,
+                make_receipt(
+                    trigger=trigger,
+                    method=result.method,
+                    level=result.level,
+                    messages_before=len(before),
+                    messages_after=len(before),
+                    bytes_before=result.bytes_before,
+                    bytes_after=result.bytes_before,
+                    outcome=outcome,
+                    elapsed_seconds=elapsed,
+                    session_id=session.id,
+                    reason="cancelled" if result.cancelled else "nothing to compact",
+                    **named,
+                ),
+            )
             await engine.hooks.post_compact(hook_trigger, outcome, sizes, [])
-            engine.emit(Compaction(trigger=trigger, method=result.method, outcome=outcome,
-                                   bytes_before=result.bytes_before, bytes_after=result.bytes_before,
-                                   messages_before=len(before), messages_after=len(before), engine=result.engine))
+            engine.emit(
+                Compaction(
+                    trigger=trigger,
+                    method=result.method,
+                    outcome=outcome,
+                    bytes_before=result.bytes_before,
+                    bytes_after=result.bytes_before,
+                    messages_before=len(before),
+                    messages_after=len(before),
+                    engine=result.engine,
+                )
+            )
             return result
         try:
             view = session.commit_view(result.messages, result.entries, reason=f"{trigger}:{result.method}")
         except Exception as exc:  # noqa: BLE001 - the store refused: the old view stays, say so
-            engine.emit(Notice(f"Compaction could not be saved ({exc}); the history is unchanged.", level="error"))
+            engine.emit(
+                Notice(f"Compaction could not be saved ({exc}); the history is unchanged.", level="error")
+            )
             await engine.hooks.post_compact(hook_trigger, "failed", sizes, keys)
             return result
         if result.summary_missed:
             session.set_flag("summary_skips_left", settings.summary_skip_after_miss)
         session.counters.add_compaction(trigger, result.level, result.bytes_before - result.bytes_after)
         session.save_counters()
-        write_receipt(session.receipts_path, make_receipt(
-            trigger=trigger, method=result.method, level=result.level, messages_before=len(before),
-            messages_after=len(result.messages), bytes_before=result.bytes_before, bytes_after=result.bytes_after,
-            provider_bytes_before=result.bytes_before, provider_bytes_after=result.bytes_after, outcome="applied",
-            elapsed_seconds=elapsed, archive_keys=keys, session_id=session.id, **named))
+        write_receipt(
+            session.receipts_path,
+            make_receipt(
+                trigger=trigger,
+                method=result.method,
+                level=result.level,
+                messages_before=len(before),
+                messages_after=len(result.messages),
+                bytes_before=result.bytes_before,
+                bytes_after=result.bytes_after,
+                provider_bytes_before=result.bytes_before,
+                provider_bytes_after=result.bytes_after,
+                outcome="applied",
+                elapsed_seconds=elapsed,
+                archive_keys=keys,
+                session_id=session.id,
+                **named,
+            ),
+        )
         await engine.hooks.post_compact(hook_trigger, "applied", sizes, keys)
-        engine.emit(Compaction(trigger=trigger, method=result.method, outcome="applied",
-                               bytes_before=result.bytes_before, bytes_after=result.bytes_after,
-                               messages_before=len(before), messages_after=len(result.messages),
-                               level=result.level, archive_keys=tuple(keys), view_id=view.id, engine=result.engine))
+        engine.emit(
+            Compaction(
+                trigger=trigger,
+                method=result.method,
+                outcome="applied",
+                bytes_before=result.bytes_before,
+                bytes_after=result.bytes_after,
+                messages_before=len(before),
+                messages_after=len(result.messages),
+                level=result.level,
+                archive_keys=tuple(keys),
+                view_id=view.id,
+                engine=result.engine,
+            )
+        )
         engine.view_changed(f"compaction:{trigger}")
         return result
 
@@ -117,6 +192,8 @@ class Compactor:
         engine = self.engine
         provider, sender = engine.summarizer()
         message = Message.create("user", user_text, turn=engine.session.turn, origin="notice")
-        request = provider.build((message,), system, (), max_tokens=SUMMARY_MAX_TOKENS, purpose=SUMMARY_PURPOSE)
+        request = provider.build(
+            (message,), system, (), max_tokens=SUMMARY_MAX_TOKENS, purpose=SUMMARY_PURPOSE
+        )
         result = await sender.send(request, stream_text=False)
         return result.text

@@ -49,8 +49,9 @@ class CustomCommand:
         except ValueError:
             words = arguments.split()
         used = "$ARGUMENTS" in body or bool(_POSITIONAL_RE.search(body))
-        body = _POSITIONAL_RE.sub(lambda m: words[int(m.group(1)) - 1] if int(m.group(1)) <= len(words) else "",
-                                  body)
+        body = _POSITIONAL_RE.sub(
+            lambda m: words[int(m.group(1)) - 1] if int(m.group(1)) <= len(words) else "", body
+        )
         body = body.replace("$ARGUMENTS", arguments)
         if arguments and not used:
             body = body.rstrip("\n") + f"\n\nARGUMENTS: {arguments}"
@@ -69,7 +70,7 @@ def _front_matter(text: str) -> tuple[dict[str, str], str]:
                 key, colon, value = line.partition(":")
                 if colon and key.strip():
                     meta[key.strip().lower()] = value.strip().strip("'\"")
-            return meta, "".join(lines[index + 1:]).lstrip("\n")
+            return meta, "".join(lines[index + 1 :]).lstrip("\n")
     return {}, text
 
 
@@ -89,28 +90,36 @@ def command_folders(workspace: Path, global_dir: Path) -> list[tuple[Path, str]]
     root = project_root(workspace)
     if root != workspace.resolve():
         roots.append(root)
-    folders = [(base / folder / "commands", f"{folder}/commands") for base in roots
-               for folder in (".bulkhead", ".claude")]
+    folders = [
+        (base / folder / "commands", f"{folder}/commands")
+        for base in roots
+        for folder in (".bulkhead", ".claude")
+    ]
     return [*folders, (Path(global_dir) / "commands", "global")]
 
 
-def discover(workspace: Path, *, global_dir: Path | None = None,
-             reserved: Iterable[str] = ()) -> tuple[list[CustomCommand], list[str]]:
+def discover(
+    workspace: Path, *, global_dir: Path | None = None, reserved: Iterable[str] = ()
+) -> tuple[list[CustomCommand], list[str]]:
     """The custom commands for `workspace`, sorted by name, and what was skipped (and why)."""
     from app.engine.instructions import global_folder
 
     reserved = {name.lstrip("/").lower() for name in reserved}
     found: dict[str, CustomCommand] = {}
     problems: list[str] = []
-    for folder, source in command_folders(workspace, global_dir if global_dir is not None else global_folder()):
+    for folder, source in command_folders(
+        workspace, global_dir if global_dir is not None else global_folder()
+    ):
         if not folder.is_dir():
             continue
         for path in sorted(folder.rglob("*.md")):
             relative = path.relative_to(folder).with_suffix("")
             name = ":".join(relative.parts)
             if not _NAME_RE.match(name):
-                problems.append(f"{source}/{relative.as_posix()}.md: {name!r} cannot be typed as a command name "
-                                f"(letters, digits, _ . - only); skipped")
+                problems.append(
+                    f"{source}/{relative.as_posix()}.md: {name!r} cannot be typed as a command name "
+                    f"(letters, digits, _ . - only); skipped"
+                )
                 continue
             if name.lower() in reserved:
                 problems.append(f"{source}/{relative.as_posix()}.md: /{name} is a built-in command; skipped")
@@ -119,17 +128,24 @@ def discover(workspace: Path, *, global_dir: Path | None = None,
                 continue
             try:
                 if path.stat().st_size > MAX_COMMAND_BYTES:
-                    problems.append(f"{source}/{relative.as_posix()}.md is larger than {MAX_COMMAND_BYTES:,} bytes; "
-                                    f"skipped")
+                    problems.append(
+                        f"{source}/{relative.as_posix()}.md is larger than {MAX_COMMAND_BYTES:,} bytes; "
+                        f"skipped"
+                    )
                     continue
                 text = path.read_text(encoding="utf-8", errors="replace")
             except OSError as exc:
                 problems.append(f"{path}: {exc.strerror or exc}; skipped")
                 continue
             meta, body = _front_matter(text)
-            found[name] = CustomCommand(name=name, path=path, source=source,
-                                        description=meta.get("description") or _first_line(body),
-                                        argument_hint=meta.get("argument-hint", ""), body=body)
+            found[name] = CustomCommand(
+                name=name,
+                path=path,
+                source=source,
+                description=meta.get("description") or _first_line(body),
+                argument_hint=meta.get("argument-hint", ""),
+                body=body,
+            )
     return sorted(found.values(), key=lambda command: command.name), problems
 
 

@@ -69,26 +69,47 @@ class Case:
 
 
 # -- normalising input ------------------------------------------------------------------------------
-def make_case(*, status: Any = None, message: Any = "", body: Any = None, headers: Any = None,
-               request_bytes: Any = None, transport: Any = None, error_type: Any = None,
-               drop_threshold: Any = DEFAULT_DROP_THRESHOLD, class_names: Iterable[str] = (),
-               cause_names: Iterable[str] = (), cause_notes: Iterable[str] = (), cause_text: str = "",
-               extra_codes: Iterable[str] = (), retry_after: Any = None,
-               size_evidence: SizeEvidence | None = None, request_header_bytes: Any = None,
-               provider: Any = None) -> Case:
+def make_case(
+    *,
+    status: Any = None,
+    message: Any = "",
+    body: Any = None,
+    headers: Any = None,
+    request_bytes: Any = None,
+    transport: Any = None,
+    error_type: Any = None,
+    drop_threshold: Any = DEFAULT_DROP_THRESHOLD,
+    class_names: Iterable[str] = (),
+    cause_names: Iterable[str] = (),
+    cause_notes: Iterable[str] = (),
+    cause_text: str = "",
+    extra_codes: Iterable[str] = (),
+    retry_after: Any = None,
+    size_evidence: SizeEvidence | None = None,
+    request_header_bytes: Any = None,
+    provider: Any = None,
+) -> Case:
     message_text = _as_text(message)
     body_text = _as_text(body)
     header_map = _as_headers(headers)
     threshold = _as_size(drop_threshold)
     case = Case(
-        status=_as_status(status), status_note="", message=message_text, body=body_text,
-        headers=header_map, request_bytes=_as_size(request_bytes),
-        transport=_as_text(transport).strip().lower(), error_type=_as_text(error_type).strip(),
+        status=_as_status(status),
+        status_note="",
+        message=message_text,
+        body=body_text,
+        headers=header_map,
+        request_bytes=_as_size(request_bytes),
+        transport=_as_text(transport).strip().lower(),
+        error_type=_as_text(error_type).strip(),
         drop_threshold=DEFAULT_DROP_THRESHOLD if threshold is None else threshold,
-        class_names=tuple(class_names) or _class_hint(error_type), cause_names=tuple(cause_names),
-        cause_notes=tuple(cause_notes), cause_text=_as_text(cause_text).lower()[:MAX_SCAN_CHARS],
+        class_names=tuple(class_names) or _class_hint(error_type),
+        cause_names=tuple(cause_names),
+        cause_notes=tuple(cause_notes),
+        cause_text=_as_text(cause_text).lower()[:MAX_SCAN_CHARS],
         size_evidence=size_evidence if isinstance(size_evidence, SizeEvidence) else None,
-        request_header_bytes=_as_size(request_header_bytes), provider=_as_text(provider).strip().lower(),
+        request_header_bytes=_as_size(request_header_bytes),
+        provider=_as_text(provider).strip().lower(),
     )
     lowered_message = _scan_window(message_text).lower()
     if case.status is None:
@@ -141,7 +162,7 @@ def _as_status(value: Any) -> int | None:
 
 def _as_size(value: Any) -> int | None:
     number = _as_int(value)
-    return number if number is not None and 0 <= number < 2 ** 62 else None
+    return number if number is not None and 0 <= number < 2**62 else None
 
 
 def _as_int(value: Any) -> int | None:
@@ -194,7 +215,7 @@ def _scan_window(text: str) -> str:
     if len(text) <= MAX_SCAN_CHARS:
         return text
     head = MAX_SCAN_CHARS * 3 // 4
-    return text[:head] + "\n…\n" + text[-(MAX_SCAN_CHARS - head):]
+    return text[:head] + "\n…\n" + text[-(MAX_SCAN_CHARS - head) :]
 
 
 def _looks_like_json_error(body: str, lowered_message: str) -> bool:
@@ -294,8 +315,9 @@ def parts_from_exception(error: BaseException) -> dict[str, Any] | None:
     parts: dict[str, Any] = {
         "class_names": [] if primary is wrapper else _class_names(primary),  # error_type names the class
         "cause_names": [name for exc in chain[1:] for name in _class_names(exc)],
-        "cause_notes": [f"cause {type(exc).__name__}: {clip(safe_str(exc), 100)}"
-                        for exc in chain[1:3] if safe_str(exc)],
+        "cause_notes": [
+            f"cause {type(exc).__name__}: {clip(safe_str(exc), 100)}" for exc in chain[1:3] if safe_str(exc)
+        ],
         "cause_text": "\n".join(f"{type(exc).__name__}: {safe_str(exc)}" for exc in chain[1:]),
     }
     botocore = _botocore_response(primary)
@@ -304,21 +326,36 @@ def parts_from_exception(error: BaseException) -> dict[str, Any] | None:
         message = f"{wrapper.message}\n{message}" if primary is not wrapper else wrapper.message
     parts["message"] = message
     parts["status"] = _first_present(
-        getattr(wrapper, "status", None), _as_status(getattr(primary, "status_code", None)),
+        getattr(wrapper, "status", None),
+        _as_status(getattr(primary, "status_code", None)),
         _as_status(_dig(botocore, "ResponseMetadata", "HTTPStatusCode")),
         _as_status(_dig(botocore, "Error", "Code")),
     )
     parts["body"] = _first_present(getattr(wrapper, "body", None), _sdk_body(primary))
-    parts["headers"] = (getattr(wrapper, "headers", None) or _sdk_headers(primary)
-                        or _dig(botocore, "ResponseMetadata", "HTTPHeaders") or None)
-    parts["request_bytes"] = _first_present(getattr(wrapper, "request_bytes", None), _sdk_request_bytes(primary))
+    parts["headers"] = (
+        getattr(wrapper, "headers", None)
+        or _sdk_headers(primary)
+        or _dig(botocore, "ResponseMetadata", "HTTPHeaders")
+        or None
+    )
+    parts["request_bytes"] = _first_present(
+        getattr(wrapper, "request_bytes", None), _sdk_request_bytes(primary)
+    )
     parts["transport"] = getattr(wrapper, "transport", None) or _sdk_transport(parts["class_names"])
     parts["error_type"] = getattr(wrapper, "error_type", None)
-    parts["extra_codes"] = [code for code in (
-        _as_text(getattr(primary, "type", None)) if isinstance(getattr(primary, "type", None), str) else None,
-        _as_text(getattr(primary, "code", None)) if isinstance(getattr(primary, "code", None), str) else None,
-        _as_text(_dig(botocore, "Error", "Code")) if _dig(botocore, "Error", "Code") else None,
-    ) if code]
+    parts["extra_codes"] = [
+        code
+        for code in (
+            _as_text(getattr(primary, "type", None))
+            if isinstance(getattr(primary, "type", None), str)
+            else None,
+            _as_text(getattr(primary, "code", None))
+            if isinstance(getattr(primary, "code", None), str)
+            else None,
+            _as_text(_dig(botocore, "Error", "Code")) if _dig(botocore, "Error", "Code") else None,
+        )
+        if code
+    ]
     parts["retry_after"] = getattr(wrapper, "retry_after", None)
     parts["request_header_bytes"] = getattr(wrapper, "request_header_bytes", None)
     parts["provider"] = getattr(wrapper, "provider", None)
@@ -394,13 +431,14 @@ def _sdk_transport(class_names: list[str]) -> str | None:
         return "connection"
     return None
 
+
 API_MESSAGE_MAX_CHARS = 100_000  # bodies longer than this are not parsed for the provider's own words
 
 
 def api_message(case: Case) -> str:
     """The provider's own words from a JSON error body (`error.message`, `error` as a string,
     `message`, `Message`, `detail`), whitespace collapsed; "" when the body is not such JSON."""
-    for text in (case.body, case.message[case.message.find("{"):] if "{" in case.message else ""):
+    for text in (case.body, case.message[case.message.find("{") :] if "{" in case.message else ""):
         if not text or len(text) > API_MESSAGE_MAX_CHARS:
             continue
         try:

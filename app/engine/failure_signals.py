@@ -65,8 +65,9 @@ class Status:
 
     def __call__(self, case: Case) -> Hit | None:
         status = case.status
-        inside = status in self.codes or (status is not None and self.between is not None
-                                          and self.between[0] <= status <= self.between[1])
+        inside = status in self.codes or (
+            status is not None and self.between is not None and self.between[0] <= status <= self.between[1]
+        )
         if not inside:
             return None
         if self.quiet or status is None:
@@ -118,7 +119,9 @@ class Phrase:
         return make_hit(f'phrase "{said}"{suffix}', f'"{clip(found.group(0), 40)}"')
 
 
-def phrase(pattern: str | re.Pattern[str], *, html_only: bool = False, label: str = "", clip_at: int = 60) -> Phrase:
+def phrase(
+    pattern: str | re.Pattern[str], *, html_only: bool = False, label: str = "", clip_at: int = 60
+) -> Phrase:
     return Phrase(_pattern(pattern), html_only, label, clip_at)
 
 
@@ -247,7 +250,9 @@ class AllOf:
 
 def _merge(hits: Sequence[Hit]) -> Hit:
     value = next((hit.value for hit in hits if hit.value is not None), None)
-    return Hit(tuple(line for hit in hits for line in hit.lines), tuple(w for hit in hits for w in hit.words), value)
+    return Hit(
+        tuple(line for hit in hits for line in hit.lines), tuple(w for hit in hits for w in hit.words), value
+    )
 
 
 def any_of(*signals: Signal) -> AnyOf:
@@ -281,8 +286,11 @@ def _dropped(case: Case) -> Hit | None:
     """The connection went away: the transport flag, a drop exception (also down the chain), or drop wording."""
     lines: list[str] = []
     if case.transport == "connection":
-        lines.append("transport: connection dropped (no HTTP response)" if case.status is None
-                     else f"transport: connection cut after status {case.status}")
+        lines.append(
+            "transport: connection dropped (no HTTP response)"
+            if case.status is None
+            else f"transport: connection cut after status {case.status}"
+        )
     name = next((n for n in case.class_names if n.lower() in CONNECTION_DROP_CLASSES), None)
     if name:
         lines.append(f"exception {name}")
@@ -341,7 +349,9 @@ def _request_size(case: Case) -> Hit | None:
 
 
 def _retry_after(case: Case) -> Hit | None:
-    return make_hit(f"retry-after {format_seconds(case.retry_after)}") if case.retry_after is not None else None
+    return (
+        make_hit(f"retry-after {format_seconds(case.retry_after)}") if case.retry_after is not None else None
+    )
 
 
 def _cf_ray_on_json(case: Case) -> Hit | None:
@@ -398,8 +408,16 @@ STREAM_ERROR = Check("error event in the stream", _stream_error_note)
 HTML_NOTE = Check("gateway HTML page", _html_note)
 TOKEN_COUNTS_NOTE = Check("token counts", token_counts)
 
-API_EVENT_CODES = code(RATE_LIMIT_CODES, OVERLOADED_CODES, SERVER_ERROR_CODES, AUTH_CODES, CONTEXT_OVERFLOW_CODES,
-                       "invalid_request_error")
-API_EVENT = any_of(API_EVENT_CODES, phrase(CONTEXT_OVERFLOW_RE))  # an API error that arrived, not a dropped line
+API_EVENT_CODES = code(
+    RATE_LIMIT_CODES,
+    OVERLOADED_CODES,
+    SERVER_ERROR_CODES,
+    AUTH_CODES,
+    CONTEXT_OVERFLOW_CODES,
+    "invalid_request_error",
+)
+API_EVENT = any_of(
+    API_EVENT_CODES, phrase(CONTEXT_OVERFLOW_RE)
+)  # an API error that arrived, not a dropped line
 BELOW_500 = status(None, between=(100, 499), quiet=True)
 NO_STATUS_OR_200 = status(None, 200, quiet=True)

@@ -30,26 +30,39 @@ def describe_action(failure: Failure, *, fallback_cap: int = DEFAULT_FALLBACK_CA
     if kind in PAYLOAD_KINDS:
         if failure.rejected_bytes:
             cap = learned_cap_for(failure.rejected_bytes)
-            return (f"learn a cap of ¾ × {format_size(failure.rejected_bytes)} = {format_size(cap)} "
-                    f"and walk the recovery ladder")
-        return (f"assume a {format_size(fallback_cap)} cap (rejected size unknown; fallback_cap) "
-                f"and walk the recovery ladder")
+            return (
+                f"learn a cap of ¾ × {format_size(failure.rejected_bytes)} = {format_size(cap)} "
+                f"and walk the recovery ladder"
+            )
+        return (
+            f"assume a {format_size(fallback_cap)} cap (rejected size unknown; fallback_cap) "
+            f"and walk the recovery ladder"
+        )
     if kind == CONTEXT_OVERFLOW:
-        limit = (f"; requests stay under the {failure.stated_window_tokens:,} tokens the error states"
-                 if failure.stated_window_tokens else "")
+        limit = (
+            f"; requests stay under the {failure.stated_window_tokens:,} tokens the error states"
+            if failure.stated_window_tokens
+            else ""
+        )
         return f"compact the conversation and walk the recovery ladder (L1 → L3); no cap is learned{limit}"
     if kind == HEADERS_TOO_LARGE:
-        return ("fail: no cap is learned and compacting cannot help — shorten what the headers carry (the key in "
-                "api_key_env, a proxy's cookies) or ask for the gateway's header limit to be raised")
+        return (
+            "fail: no cap is learned and compacting cannot help — shorten what the headers carry (the key in "
+            "api_key_env, a proxy's cookies) or ask for the gateway's header limit to be raised"
+        )
     if kind == AUTH:
         if failure.status == 407 or failure.rule_id == "auth.proxy-407-in-chain":
             return "fail: the proxy wants credentials (put them in HTTPS_PROXY as user:password@host)"
-        return ("fail: check your API key (`bulkhead auth set anthropic|openai`, or the AWS credential "
-                "chain) and that it may use this model")
+        return (
+            "fail: check your API key (`bulkhead auth set anthropic|openai`, or the AWS credential "
+            "chain) and that it may use this model"
+        )
     if failure.transient:
         if failure.retry_after is not None:
-            return (f"retry with backoff (honouring retry-after {format_seconds(failure.retry_after)}), "
-                    f"a bounded number of times; never compact")
+            return (
+                f"retry with backoff (honouring retry-after {format_seconds(failure.retry_after)}), "
+                f"a bounded number of times; never compact"
+            )
         return "retry with backoff and jitter, a bounded number of times; never compact"
     if failure.rule_id == "quota.exhausted":
         return "fail: the account's quota or credit is used up — check billing for this key, or switch route"
@@ -69,8 +82,10 @@ def give_up_advice(failure: Failure, url: str | None = None) -> str:
         return "no answer in time: /retry; for long answers raise request_timeout in config.toml"
     where = url or "the route's base_url"
     if failure.rule_id == "net.reset-unproven" and failure.rejected_bytes:
-        return (f"check that {where} is reachable (network, VPN, HTTPS_PROXY), then /retry; if only large "
-                "requests are reset, `bulkhead probe` finds the gateway's cap (or lower drop_payload_min_bytes)")
+        return (
+            f"check that {where} is reachable (network, VPN, HTTPS_PROXY), then /retry; if only large "
+            "requests are reset, `bulkhead probe` finds the gateway's cap (or lower drop_payload_min_bytes)"
+        )
     return f"check that {where} is reachable (network, VPN, HTTPS_PROXY), then /retry"
 
 
@@ -82,13 +97,18 @@ def explain(failure: Failure, *, learned_cap: int | None = None, level: int | No
     if failure.rejected_bytes is not None and format_size(failure.rejected_bytes) not in sentence:
         sentence += f", request {format_size(failure.rejected_bytes)}"
     if learned_cap is not None and level is not None:
-        sentence += f"; bulkhead learned a {format_size(learned_cap)} cap and recovered at ladder level {level}"
+        sentence += (
+            f"; bulkhead learned a {format_size(learned_cap)} cap and recovered at ladder level {level}"
+        )
     elif learned_cap is not None:
         sentence += f"; bulkhead learned a {format_size(learned_cap)} cap"
     elif level is not None:
         sentence += f"; bulkhead recovered at ladder level {level}"
     else:
         action = describe_action(failure)
-        sentence += (f"; bulkhead stops here: {action.removeprefix('fail: ')}" if action.startswith("fail: ")
-                     else f"; bulkhead will {action}")
+        sentence += (
+            f"; bulkhead stops here: {action.removeprefix('fail: ')}"
+            if action.startswith("fail: ")
+            else f"; bulkhead will {action}"
+        )
     return sentence

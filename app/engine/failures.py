@@ -69,13 +69,32 @@ HEADLINES = {
 }
 
 GATEWAY_NAMES = {
-    "nginx": "nginx", "cloudflare": "Cloudflare", "akamai": "Akamai", "modsecurity": "ModSecurity",
-    "aws-waf": "AWS WAF", "cloudfront": "CloudFront", "awselb": "AWS load balancer",
-    "apigw": "API Gateway", "envoy": "Envoy", "zscaler": "Zscaler", "imperva": "Imperva",
-    "f5": "F5 BIG-IP", "sucuri": "Sucuri", "haproxy": "HAProxy", "caddy": "Caddy", "squid": "Squid",
-    "fortinet": "FortiGate/FortiWeb", "paloalto": "Palo Alto", "barracuda": "Barracuda", "fastly": "Fastly",
-    "azure-frontdoor": "Azure Front Door", "azure-appgw": "Azure Application Gateway", "kong": "Kong",
-    "apigee": "Apigee", "azure-apim": "Azure API Management", "iis": "IIS",
+    "nginx": "nginx",
+    "cloudflare": "Cloudflare",
+    "akamai": "Akamai",
+    "modsecurity": "ModSecurity",
+    "aws-waf": "AWS WAF",
+    "cloudfront": "CloudFront",
+    "awselb": "AWS load balancer",
+    "apigw": "API Gateway",
+    "envoy": "Envoy",
+    "zscaler": "Zscaler",
+    "imperva": "Imperva",
+    "f5": "F5 BIG-IP",
+    "sucuri": "Sucuri",
+    "haproxy": "HAProxy",
+    "caddy": "Caddy",
+    "squid": "Squid",
+    "fortinet": "FortiGate/FortiWeb",
+    "paloalto": "Palo Alto",
+    "barracuda": "Barracuda",
+    "fastly": "Fastly",
+    "azure-frontdoor": "Azure Front Door",
+    "azure-appgw": "Azure Application Gateway",
+    "kong": "Kong",
+    "apigee": "Apigee",
+    "azure-apim": "Azure API Management",
+    "iis": "IIS",
 }
 _GATEWAY_KINDS = (WAF_BLOCK, PAYLOAD_TOO_LARGE, HEADERS_TOO_LARGE, TIMEOUT, SERVER_ERROR, OVERLOADED, AUTH)
 
@@ -111,27 +130,51 @@ class Failure:
 
 
 # -- public API -------------------------------------------------------------------------------------
-def classify_fields(status: Any = None, message: Any = "", body: Any = None, headers: Any = None,
-                    request_bytes: Any = None, *, transport: Any = None, error_type: Any = None,
-                    drop_threshold: Any = DEFAULT_DROP_THRESHOLD, size_evidence: SizeEvidence | None = None,
-                    user_rules: Sequence[Rule] = (), request_header_bytes: Any = None,
-                    provider: Any = None) -> Failure:
+def classify_fields(
+    status: Any = None,
+    message: Any = "",
+    body: Any = None,
+    headers: Any = None,
+    request_bytes: Any = None,
+    *,
+    transport: Any = None,
+    error_type: Any = None,
+    drop_threshold: Any = DEFAULT_DROP_THRESHOLD,
+    size_evidence: SizeEvidence | None = None,
+    user_rules: Sequence[Rule] = (),
+    request_header_bytes: Any = None,
+    provider: Any = None,
+) -> Failure:
     """Classify a failure from its raw parts (status, message, body text, headers, request size).
 
     Never raises: unreadable input is classified as kind `other` with the problem in `evidence`.
     """
     try:
-        case = make_case(status=status, message=message, body=body, headers=headers,
-                         request_bytes=request_bytes, transport=transport, error_type=error_type,
-                         drop_threshold=drop_threshold, size_evidence=size_evidence,
-                         request_header_bytes=request_header_bytes, provider=provider)
+        case = make_case(
+            status=status,
+            message=message,
+            body=body,
+            headers=headers,
+            request_bytes=request_bytes,
+            transport=transport,
+            error_type=error_type,
+            drop_threshold=drop_threshold,
+            size_evidence=size_evidence,
+            request_header_bytes=request_header_bytes,
+            provider=provider,
+        )
         return decide(case, user_rules)
     except Exception as exc:  # the classifier must never raise
         return _unclassifiable(exc)
 
 
-def classify(error: BaseException, *, drop_threshold: int = DEFAULT_DROP_THRESHOLD,
-             size_evidence: SizeEvidence | None = None, user_rules: Sequence[Rule] = ()) -> Failure:
+def classify(
+    error: BaseException,
+    *,
+    drop_threshold: int = DEFAULT_DROP_THRESHOLD,
+    size_evidence: SizeEvidence | None = None,
+    user_rules: Sequence[Rule] = (),
+) -> Failure:
     """Classify an exception: a `ProviderError`, or defensively a raw anthropic/openai/botocore error.
 
     Fields are read by attribute and class name (no SDK is imported); the rules are the same as
@@ -141,9 +184,12 @@ def classify(error: BaseException, *, drop_threshold: int = DEFAULT_DROP_THRESHO
         parts = parts_from_exception(error)
         if parts is None:
             name = qualified_name(error)
-            return Failure(kind=OTHER, reason=f"{HEADLINES[OTHER]}: {name} did not come from a provider call, "
-                                               f"so it is never recovered",
-                           evidence=(f"exception {name} (not a provider error)",))
+            return Failure(
+                kind=OTHER,
+                reason=f"{HEADLINES[OTHER]}: {name} did not come from a provider call, "
+                f"so it is never recovered",
+                evidence=(f"exception {name} (not a provider error)",),
+            )
         case = make_case(drop_threshold=drop_threshold, size_evidence=size_evidence, **parts)
         return decide(case, user_rules)
     except Exception as exc:  # the classifier must never raise
@@ -170,14 +216,31 @@ def _from_verdict(case: Case, verdict: Verdict) -> Failure:
     stated = None
     if rule.states_window:
         stated = next((hit.value for hit in verdict.hits + verdict.notes if isinstance(hit.value, int)), None)
-    return _failure(case, kind=rule.kind, detail=rule.describe(case, verdict.hits), evidence=evidence,
-                    rule_id=rule.id, origin=rule.origin, transient=rule.transient, headline=rule.headline,
-                    stated_window=stated)
+    return _failure(
+        case,
+        kind=rule.kind,
+        detail=rule.describe(case, verdict.hits),
+        evidence=evidence,
+        rule_id=rule.id,
+        origin=rule.origin,
+        transient=rule.transient,
+        headline=rule.headline,
+        stated_window=stated,
+    )
 
 
-def _failure(case: Case, *, kind: str, detail: str, evidence: list[str], rule_id: str, origin: str = "built-in",
-             transient: bool | None = None, headline: str | None = None,
-             stated_window: int | None = None) -> Failure:
+def _failure(
+    case: Case,
+    *,
+    kind: str,
+    detail: str,
+    evidence: list[str],
+    rule_id: str,
+    origin: str = "built-in",
+    transient: bool | None = None,
+    headline: str | None = None,
+    stated_window: int | None = None,
+) -> Failure:
     payload_related = kind in PAYLOAD_KINDS
     transient = kind in TRANSIENT_KINDS if transient is None else transient
     gateway = case.gateway
@@ -191,12 +254,20 @@ def _failure(case: Case, *, kind: str, detail: str, evidence: list[str], rule_id
         lines.append(f"gateway {gateway}")
     lines.append(f"rule {rule_id}" + ("" if origin == "built-in" else f" (your rule, {origin})"))
     return Failure(
-        kind=kind, payload_related=payload_related,
-        recoverable=payload_related or kind == CONTEXT_OVERFLOW, transient=transient,
-        rejected_bytes=case.request_bytes, reason=f"{headline}: {detail}",
-        evidence=tuple(dict.fromkeys(line for line in lines if line)), status=case.status, gateway=gateway,
-        retry_after=case.retry_after if transient else None, rule_id=rule_id, rule_origin=origin,
-        stated_window_tokens=stated_window, request_header_bytes=case.request_header_bytes,
+        kind=kind,
+        payload_related=payload_related,
+        recoverable=payload_related or kind == CONTEXT_OVERFLOW,
+        transient=transient,
+        rejected_bytes=case.request_bytes,
+        reason=f"{headline}: {detail}",
+        evidence=tuple(dict.fromkeys(line for line in lines if line)),
+        status=case.status,
+        gateway=gateway,
+        retry_after=case.retry_after if transient else None,
+        rule_id=rule_id,
+        rule_origin=origin,
+        stated_window_tokens=stated_window,
+        request_header_bytes=case.request_header_bytes,
     )
 
 
@@ -207,7 +278,11 @@ def _fallback(case: Case) -> tuple[str, str, list[str]]:
             evidence.append("HTML body")
         if case.transport:
             evidence.append(f"transport: {case.transport}")
-            return OTHER, f"{case.status} with a body that is not the API's answer and no known signal", evidence
+            return (
+                OTHER,
+                f"{case.status} with a body that is not the API's answer and no known signal",
+                evidence,
+            )
         evidence.append("no transport flag (an adapter marks an HTML 200 as html-200)")
         return OTHER, f"{case.status} by itself is no rejection", evidence
     if case.html:
@@ -219,15 +294,22 @@ def _fallback(case: Case) -> tuple[str, str, list[str]]:
             title = page_title(case.body or case.message)
             if title:
                 evidence.append(f'page title "{title}"')
-                return OTHER, f"{case.status} page “{title}” with no sign of size, overflow, WAF or overload", evidence
+                return (
+                    OTHER,
+                    f"{case.status} page “{title}” with no sign of size, overflow, WAF or overload",
+                    evidence,
+                )
             return OTHER, f"{case.status} with no sign of size, overflow, WAF or overload", evidence
         said = api_message(case)
         if not said:
             return OTHER, f"{case.status} with no sign of size, overflow, WAF or overload", evidence
         evidence.append(f'message "{clip(said, 80)}"')
         hint = _invalid_request_hint(case.status, said.lower())
-        return OTHER, (f"{case.status} from the provider: “{clip(said, 200)}”" + (f" — {hint}" if hint else "")), \
-            evidence
+        return (
+            OTHER,
+            (f"{case.status} from the provider: “{clip(said, 200)}”" + (f" — {hint}" if hint else "")),
+            evidence,
+        )
     if case.message or case.body:
         evidence.append(f'message "{clip(" ".join((case.message or case.body).split()), 80)}"')
     return OTHER, "no known signal (no status, no recognised wording)", evidence or ["no signal"]
@@ -242,8 +324,13 @@ def page_title(text: str) -> str:
 
 def _invalid_request_hint(status: int, said: str) -> str:
     """What to change when the provider refuses a request as invalid (the usual cases)."""
-    if "model" in said and (status == 404 or any(word in said for word in (
-            "not found", "does not exist", "invalid", "not supported", "unknown", "no such"))):
+    if "model" in said and (
+        status == 404
+        or any(
+            word in said
+            for word in ("not found", "does not exist", "invalid", "not supported", "unknown", "no such")
+        )
+    ):
         return "check the route's `model` (the provider does not know it, or your key may not use it)"
     if "max_tokens" in said or "max_output_tokens" in said or "maximum allowed number of output" in said:
         return "lower `max_output_tokens` in config.toml (or the route's own)"
@@ -254,8 +341,11 @@ def _invalid_request_hint(status: int, said: str) -> str:
 
 def _unclassifiable(exc: BaseException) -> Failure:
     name = type(exc).__name__
-    return Failure(kind=OTHER, reason=f"{HEADLINES[OTHER]}: the error could not be read ({name})",
-                   evidence=(f"classifier error {name}: {clip(safe_str(exc), 120)}",))
+    return Failure(
+        kind=OTHER,
+        reason=f"{HEADLINES[OTHER]}: the error could not be read ({name})",
+        evidence=(f"classifier error {name}: {clip(safe_str(exc), 120)}",),
+    )
 
 
 # Wording and policy live in failure_words; re-exported for the callers that import them from here.

@@ -35,8 +35,26 @@ from operator import add
 from pathlib import Path
 
 GIT_LIST_TIMEOUT_S = 20.0  # past this, the walk lists the files instead
-SKIP_DIRS = frozenset({".git", ".hg", ".svn", "__pycache__", "node_modules", ".venv", "venv", ".tox", ".nox",
-                       ".mypy_cache", ".pytest_cache", ".ruff_cache", ".cache", ".eggs", ".idea", ".DS_Store"})
+SKIP_DIRS = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        "__pycache__",
+        "node_modules",
+        ".venv",
+        "venv",
+        ".tox",
+        ".nox",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".cache",
+        ".eggs",
+        ".idea",
+        ".DS_Store",
+    }
+)
 RECENT_SECONDS = 7 * 24 * 3600  # a file modified in the last week, and newer than most, ranks as recent
 RECENT_SHARE = 0.10  # "newer than most": newer than the file at this share from the newest end
 PROGRESS_EVERY = 5_000  # files between two progress callbacks while listing
@@ -66,8 +84,9 @@ def _git_files(root: Path) -> list[str] | None:
         return None
     command = [git, "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard"]
     try:
-        done = subprocess.run(command, capture_output=True, timeout=GIT_LIST_TIMEOUT_S, check=False,
-                              stdin=subprocess.DEVNULL)
+        done = subprocess.run(
+            command, capture_output=True, timeout=GIT_LIST_TIMEOUT_S, check=False, stdin=subprocess.DEVNULL
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     if done.returncode != 0:
@@ -100,9 +119,13 @@ def _walk_files(root: Path, limit: int, progress: Callable[[int], None] | None) 
     return found
 
 
-def build_file_index(root: str | Path, *, max_files: int = 200_000,
-                     progress: Callable[[int], None] | None = None,
-                     now: Callable[[], float] = time.time) -> FileIndex:
+def build_file_index(
+    root: str | Path,
+    *,
+    max_files: int = 200_000,
+    progress: Callable[[int], None] | None = None,
+    now: Callable[[], float] = time.time,
+) -> FileIndex:
     """List `root`'s files (git's view when it is a work tree), stat them, and order them statically."""
     started = time.perf_counter()
     root = Path(root).expanduser()
@@ -133,8 +156,15 @@ def build_file_index(root: str | Path, *, max_files: int = 200_000,
             progress(number)
     everything = {**folders, **mtimes}
     ordered = static_order(everything, now())
-    return FileIndex(root=root, paths=tuple(ordered), built_at=now(), source=source, truncated=truncated,
-                     files=len(mtimes), elapsed_s=time.perf_counter() - started)
+    return FileIndex(
+        root=root,
+        paths=tuple(ordered),
+        built_at=now(),
+        source=source,
+        truncated=truncated,
+        files=len(mtimes),
+        elapsed_s=time.perf_counter() - started,
+    )
 
 
 def static_order(mtimes: dict[str, float], now: float) -> list[str]:
@@ -148,15 +178,23 @@ def static_order(mtimes: dict[str, float], now: float) -> list[str]:
     def key(path: str) -> tuple[bool, float, int, bool, int, str]:
         modified = mtimes[path]
         recent = modified > recent_after
-        return (not recent, -modified if recent else 0.0, path.count("/", 0, len(path) - 1),
-                path.endswith("/"), len(path), path)
+        return (
+            not recent,
+            -modified if recent else 0.0,
+            path.count("/", 0, len(path) - 1),
+            path.endswith("/"),
+            len(path),
+            path,
+        )
 
     return sorted(mtimes, key=key)
 
 
 # -- matching ---------------------------------------------------------------------------------------
 
-FUZZY_RANKED = 100  # fuzzy matches ranked by tightness when the candidates are many (the first, in static order)
+FUZZY_RANKED = (
+    100  # fuzzy matches ranked by tightness when the candidates are many (the first, in static order)
+)
 SUBSET_SHARE = 0.15  # scan only the candidates' text when they are at most this share of all paths
 _SEPARATORS = "/._- "
 
@@ -216,7 +254,9 @@ class _Text:
                 last = line
                 start = position - starts[line]
                 mid_word = start > 0 and lines[line][start - 1] not in _SEPARATORS
-                found.append((line if ids is None else ids[line], (match.end() - match.start(), int(mid_word))))
+                found.append(
+                    (line if ids is None else ids[line], (match.end() - match.start(), int(mid_word)))
+                )
                 if len(found) >= limit:
                     break
         return found

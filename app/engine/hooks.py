@@ -71,8 +71,12 @@ BLOCKING_EVENTS = frozenset({"PreToolUse", "UserPromptSubmit", "PreCompact"})
 FEEDBACK_EVENTS = frozenset({"PostToolUse", "PostToolUseFailure", "Stop"})
 # The payload field a matcher is tested against, per event; events not listed ignore matchers.
 MATCH_FIELDS: Mapping[str, str] = {
-    "PreToolUse": "tool_name", "PostToolUse": "tool_name", "PostToolUseFailure": "tool_name",
-    "PreCompact": "trigger", "PostCompact": "trigger", "SessionStart": "source",
+    "PreToolUse": "tool_name",
+    "PostToolUse": "tool_name",
+    "PostToolUseFailure": "tool_name",
+    "PreCompact": "trigger",
+    "PostCompact": "trigger",
+    "SessionStart": "source",
 }
 # The fields each event's payload carries (beyond session_id, transcript_path, cwd, hook_event_name).
 EVENT_FIELDS: Mapping[str, tuple[str, ...]] = {
@@ -90,8 +94,13 @@ EVENT_FIELDS: Mapping[str, tuple[str, ...]] = {
 }
 # Claude Code's tool names, so matchers written for it keep working.
 CLAUDE_TOOL_NAMES: Mapping[str, str] = {
-    "shell": "Bash", "read_file": "Read", "write_file": "Write", "edit_file": "Edit",
-    "glob": "Glob", "grep": "Grep", "list_dir": "LS",
+    "shell": "Bash",
+    "read_file": "Read",
+    "write_file": "Write",
+    "edit_file": "Edit",
+    "glob": "Glob",
+    "grep": "Grep",
+    "list_dir": "LS",
 }
 _PERMISSION_RANK = {"allow": 1, "ask": 2, "deny": 3}
 
@@ -181,7 +190,7 @@ def _preview(text: str) -> str:
     text = text.strip()
     if len(text) <= OUTPUT_PREVIEW_CHARS:
         return text
-    return text[:OUTPUT_PREVIEW_CHARS - 1] + "…"
+    return text[: OUTPUT_PREVIEW_CHARS - 1] + "…"
 
 
 def _parse_json(stdout: str) -> tuple[dict[str, Any] | None, str]:
@@ -206,9 +215,16 @@ def _text(value: Any) -> str:
 class HookRunner:
     """Runs the configured hooks of a session. Cheap when no hook is configured."""
 
-    def __init__(self, specs: Sequence[HookSpec], *, session_id: str, transcript_path: Path, cwd: Path,
-                 on_run: Callable[[HookRun], None] | None = None,
-                 env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        specs: Sequence[HookSpec],
+        *,
+        session_id: str,
+        transcript_path: Path,
+        cwd: Path,
+        on_run: Callable[[HookRun], None] | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         self.specs = tuple(specs)
         self.session_id = session_id
         self.transcript_path = Path(transcript_path)
@@ -225,24 +241,38 @@ class HookRunner:
         if event not in HOOK_EVENTS:
             raise ValueError(f"unknown hook event {event!r} (known: {', '.join(HOOK_EVENTS)})")
         uses_matcher = event in MATCH_FIELDS
-        return [spec for spec in self.specs
-                if spec.event == event and (not uses_matcher or matcher_matches(spec.matcher, match))]
+        return [
+            spec
+            for spec in self.specs
+            if spec.event == event and (not uses_matcher or matcher_matches(spec.matcher, match))
+        ]
 
     def stdin_payload(self, event: str, payload: Mapping[str, Any]) -> dict[str, Any]:
         """The JSON object a hook reads on stdin for `event`."""
-        base = {"session_id": self.session_id, "transcript_path": str(self.transcript_path),
-                "cwd": str(self.cwd), "hook_event_name": event}
+        base = {
+            "session_id": self.session_id,
+            "transcript_path": str(self.transcript_path),
+            "cwd": str(self.cwd),
+            "hook_event_name": event,
+        }
         return {**base, **{k: v for k, v in payload.items() if k not in base}}
 
     def environment(self, event: str) -> dict[str, str]:
         env = dict(self.base_env)
-        env.update({"BULKHEAD_SESSION_ID": self.session_id, "BULKHEAD_HOOK_EVENT": event,
-                    "BULKHEAD_PROJECT_DIR": str(self.cwd), "CLAUDE_PROJECT_DIR": str(self.cwd)})
+        env.update(
+            {
+                "BULKHEAD_SESSION_ID": self.session_id,
+                "BULKHEAD_HOOK_EVENT": event,
+                "BULKHEAD_PROJECT_DIR": str(self.cwd),
+                "CLAUDE_PROJECT_DIR": str(self.cwd),
+            }
+        )
         return env
 
     # -- running --------------------------------------------------------------------------------
-    async def run(self, event: str, payload: Mapping[str, Any] | None = None, *,
-                  match: str | None = None) -> HookResult:
+    async def run(
+        self, event: str, payload: Mapping[str, Any] | None = None, *, match: str | None = None
+    ) -> HookResult:
         """Run every hook configured for `event` whose matcher accepts `match`, in parallel.
 
         `match` defaults to the payload's matcher field (tool_name, trigger or source).
@@ -261,35 +291,63 @@ class HookRunner:
             stdin = json.dumps({**self.stdin_payload(event, {}), "payload_error": str(exc)}).encode()
         blockable = can_block(event, payload)
         env = self.environment(event)
-        verdicts = await asyncio.gather(*(self._run_one(spec, event, stdin, env, blockable) for spec in specs))
+        verdicts = await asyncio.gather(
+            *(self._run_one(spec, event, stdin, env, blockable) for spec in specs)
+        )
         return self._merge(list(verdicts))
 
-    async def _run_one(self, spec: HookSpec, event: str, stdin: bytes, env: dict[str, str],
-                       blockable: bool) -> _Verdict:
+    async def _run_one(
+        self, spec: HookSpec, event: str, stdin: bytes, env: dict[str, str], blockable: bool
+    ) -> _Verdict:
         started = time.monotonic()
         timeout = spec.timeout if spec.timeout and spec.timeout > 0 else DEFAULT_TIMEOUT
         try:
-            result = await run_command(shell_argv(expand_command(spec.command)), cwd=self.cwd, env=env,
-                                       input=stdin, timeout=timeout, kill_grace=HOOK_KILL_GRACE,
-                                       max_capture_bytes=MAX_HOOK_OUTPUT_BYTES, kill_stragglers=True)
+            result = await run_command(
+                shell_argv(expand_command(spec.command)),
+                cwd=self.cwd,
+                env=env,
+                input=stdin,
+                timeout=timeout,
+                kill_grace=HOOK_KILL_GRACE,
+                max_capture_bytes=MAX_HOOK_OUTPUT_BYTES,
+                kill_stragglers=True,
+            )
             verdict = self._judge(spec, event, result, blockable, timeout)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - a hook must never break the engine
-            verdict = _Verdict(self._hook_run(spec, event, started, None, "error",
-                                              f"hook runner error: {type(exc).__name__}: {exc}"))
+            verdict = _Verdict(
+                self._hook_run(
+                    spec, event, started, None, "error", f"hook runner error: {type(exc).__name__}: {exc}"
+                )
+            )
         self._report(verdict.run)
         return verdict
 
-    def _hook_run(self, spec: HookSpec, event: str, started: float, exit_code: int | None, decision: HookDecision,
-                  output: str, duration_s: float | None = None) -> HookRun:
+    def _hook_run(
+        self,
+        spec: HookSpec,
+        event: str,
+        started: float,
+        exit_code: int | None,
+        decision: HookDecision,
+        output: str,
+        duration_s: float | None = None,
+    ) -> HookRun:
         duration = duration_s if duration_s is not None else time.monotonic() - started
-        return HookRun(event=event, matcher=spec.matcher, command=spec.command,
-                       duration_ms=round(duration * 1000, 1), exit_code=exit_code, decision=decision,
-                       output=_preview(output))
+        return HookRun(
+            event=event,
+            matcher=spec.matcher,
+            command=spec.command,
+            duration_ms=round(duration * 1000, 1),
+            exit_code=exit_code,
+            decision=decision,
+            output=_preview(output),
+        )
 
-    def _judge(self, spec: HookSpec, event: str, result: ProcessResult, blockable: bool,
-               timeout: float) -> _Verdict:
+    def _judge(
+        self, spec: HookSpec, event: str, result: ProcessResult, blockable: bool, timeout: float
+    ) -> _Verdict:
         stdout, stderr = result.text("stdout"), result.text("stderr")
 
         def run(decision: HookDecision, output: str) -> HookRun:
@@ -298,8 +356,13 @@ class HookRunner:
         if result.start_error:
             return _Verdict(run("error", result.start_error))
         if result.timed_out:
-            return _Verdict(run("timeout", f"timed out after {timeout:g} s; the hook and its child processes "
-                                           f"were killed" + (f"\n{stderr or stdout}" if stderr or stdout else "")))
+            return _Verdict(
+                run(
+                    "timeout",
+                    f"timed out after {timeout:g} s; the hook and its child processes "
+                    f"were killed" + (f"\n{stderr or stdout}" if stderr or stdout else ""),
+                )
+            )
         code = result.returncode
         if code == 2:
             reason = stderr.strip() or f"blocked by hook `{spec.command}` (exit 2, no reason given)"
@@ -315,13 +378,24 @@ class HookRunner:
             problem = f"the hook printed invalid JSON on stdout ({invalid})"
             if event == "PreToolUse":
                 reason = f"{problem}, so the call is blocked to be safe — fix the hook `{spec.command}`"
-                return _Verdict(run("block", f"{reason}\n{stdout.strip()}"), block_reason=reason, permission="deny")
-            return _Verdict(run("error", f"{problem}; it was ignored — fix the hook `{spec.command}`\n"
-                                         f"{stdout.strip()}"))
+                return _Verdict(
+                    run("block", f"{reason}\n{stdout.strip()}"), block_reason=reason, permission="deny"
+                )
+            return _Verdict(
+                run("error", f"{problem}; it was ignored — fix the hook `{spec.command}`\n{stdout.strip()}")
+            )
         return self._judge_json(spec, event, data, blockable, run, stdout, stderr)
 
-    def _judge_json(self, spec: HookSpec, event: str, data: dict[str, Any] | None, blockable: bool,
-                    run: Callable[[HookDecision, str], HookRun], stdout: str, stderr: str) -> _Verdict:
+    def _judge_json(
+        self,
+        spec: HookSpec,
+        event: str,
+        data: dict[str, Any] | None,
+        blockable: bool,
+        run: Callable[[HookDecision, str], HookRun],
+        stdout: str,
+        stderr: str,
+    ) -> _Verdict:
         output = stdout if stdout.strip() else stderr
         if data is None:
             return _Verdict(run("ok", output))
@@ -350,8 +424,10 @@ class HookRunner:
             if isinstance(updated, dict):
                 verdict.updated_input = updated
             elif updated is not None:
-                verdict.run = run("error", f"updatedInput ignored: it must be a JSON object, not "
-                                           f"{type(updated).__name__}\n{output}")
+                verdict.run = run(
+                    "error",
+                    f"updatedInput ignored: it must be a JSON object, not {type(updated).__name__}\n{output}",
+                )
         elif str(data.get("decision") or "").lower() == "block":
             reason = _text(data.get("reason"))
             if blockable:
@@ -401,14 +477,26 @@ class HookRunner:
     async def pre_tool_use(self, tool_name: str, tool_input: Mapping[str, Any]) -> HookResult:
         return await self.run("PreToolUse", {"tool_name": tool_name, "tool_input": dict(tool_input)})
 
-    async def post_tool_use(self, tool_name: str, tool_input: Mapping[str, Any], tool_response: Any) -> HookResult:
-        return await self.run("PostToolUse", {"tool_name": tool_name, "tool_input": dict(tool_input),
-                                              "tool_response": tool_response})
+    async def post_tool_use(
+        self, tool_name: str, tool_input: Mapping[str, Any], tool_response: Any
+    ) -> HookResult:
+        return await self.run(
+            "PostToolUse",
+            {"tool_name": tool_name, "tool_input": dict(tool_input), "tool_response": tool_response},
+        )
 
-    async def post_tool_use_failure(self, tool_name: str, tool_input: Mapping[str, Any], tool_response: Any,
-                                    error: str) -> HookResult:
-        return await self.run("PostToolUseFailure", {"tool_name": tool_name, "tool_input": dict(tool_input),
-                                                     "tool_response": tool_response, "error": error})
+    async def post_tool_use_failure(
+        self, tool_name: str, tool_input: Mapping[str, Any], tool_response: Any, error: str
+    ) -> HookResult:
+        return await self.run(
+            "PostToolUseFailure",
+            {
+                "tool_name": tool_name,
+                "tool_input": dict(tool_input),
+                "tool_response": tool_response,
+                "error": error,
+            },
+        )
 
     async def user_prompt_submit(self, prompt: str) -> HookResult:
         return await self.run("UserPromptSubmit", {"prompt": prompt})
@@ -416,10 +504,12 @@ class HookRunner:
     async def pre_compact(self, trigger: str, custom_instructions: str = "") -> HookResult:
         return await self.run("PreCompact", {"trigger": trigger, "custom_instructions": custom_instructions})
 
-    async def post_compact(self, trigger: str, outcome: str, sizes: Mapping[str, Any],
-                           keys: Sequence[str]) -> HookResult:
-        return await self.run("PostCompact", {"trigger": trigger, "outcome": outcome, "sizes": dict(sizes),
-                                              "keys": list(keys)})
+    async def post_compact(
+        self, trigger: str, outcome: str, sizes: Mapping[str, Any], keys: Sequence[str]
+    ) -> HookResult:
+        return await self.run(
+            "PostCompact", {"trigger": trigger, "outcome": outcome, "sizes": dict(sizes), "keys": list(keys)}
+        )
 
     async def session_start(self, source: str) -> HookResult:
         return await self.run("SessionStart", {"source": source})
@@ -433,7 +523,10 @@ class HookRunner:
     async def notification(self, message: str) -> HookResult:
         return await self.run("Notification", {"message": message})
 
-    async def request_rejected(self, kind: str, evidence: Sequence[str], bytes: int | None,
-                               learned_cap: int | None) -> HookResult:
-        return await self.run("RequestRejected", {"kind": kind, "evidence": list(evidence), "bytes": bytes,
-                                                  "learned_cap": learned_cap})
+    async def request_rejected(
+        self, kind: str, evidence: Sequence[str], bytes: int | None, learned_cap: int | None
+    ) -> HookResult:
+        return await self.run(
+            "RequestRejected",
+            {"kind": kind, "evidence": list(evidence), "bytes": bytes, "learned_cap": learned_cap},
+        )

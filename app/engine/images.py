@@ -28,9 +28,17 @@ _PASTED_RE = re.compile(
     rf"""'((?:~|/)[^'\n]*?{_SUFFIX})'"""  # '/path/with spaces.png'
     rf"""|"((?:~|/)[^"\n]*?{_SUFFIX})\""""  # "/path/with spaces.png"
     rf"""|(?<![^\s(\[])((?:~|/)(?:\\ |[^\s'"])*?{_SUFFIX})(?=$|[\s,;:)\]])""",  # /path/with\ spaces.png
-    re.I)
-_VISION_BEDROCK = ("anthropic.", "claude", "amazon.nova", "meta.llama3-2-11b", "meta.llama3-2-90b",
-                   "meta.llama4", "mistral.pixtral")
+    re.I,
+)
+_VISION_BEDROCK = (
+    "anthropic.",
+    "claude",
+    "amazon.nova",
+    "meta.llama3-2-11b",
+    "meta.llama3-2-90b",
+    "meta.llama4",
+    "mistral.pixtral",
+)
 _NO_VISION_OPENAI = ("gpt-3.5", "gpt-4-32k", "o1-mini", "o3-mini")
 
 
@@ -86,13 +94,18 @@ def accepts_images(route: Route) -> tuple[bool, str]:
         return True, ""
     if route.provider == "bedrock":
         ok = any(marker in model for marker in _VISION_BEDROCK)
-        return ok, f"the Bedrock model {route.model} is not known to take images (set images = true on the route)"
+        return (
+            ok,
+            f"the Bedrock model {route.model} is not known to take images (set images = true on the route)",
+        )
     if route.provider == "openai":
         base = (route.base_url or "").lower()
         official = not base or "api.openai.com" in base or ".openai.azure.com" in base
         if not official:
-            return False, (f"{route.base_url} is an OpenAI-compatible server that may not take images "
-                           f"(set images = true on [routes.{route.name}] if its model does)")
+            return False, (
+                f"{route.base_url} is an OpenAI-compatible server that may not take images "
+                f"(set images = true on [routes.{route.name}] if its model does)"
+            )
         ok = not model.startswith(_NO_VISION_OPENAI) and model not in ("gpt-4", "gpt-4-0613")
         return ok, f"the model {route.model} does not take images"
     return False, f"the {route.provider} provider does not take images"
@@ -105,8 +118,10 @@ def load_image(path: Path, max_bytes: int) -> Image:
     except OSError as exc:
         raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
     if size > max_bytes:
-        raise ValueError(f"{path.name} is {size:,} bytes, more than image_max_bytes ({max_bytes:,}); "
-                         f"not attached — shrink it or raise image_max_bytes")
+        raise ValueError(
+            f"{path.name} is {size:,} bytes, more than image_max_bytes ({max_bytes:,}); "
+            f"not attached — shrink it or raise image_max_bytes"
+        )
     try:
         data = path.read_bytes()
     except OSError as exc:

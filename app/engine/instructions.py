@@ -32,9 +32,11 @@ _FENCE_RE = re.compile(r"^\s{0,3}(```|~~~)")
 _CODE_SPAN_RE = re.compile(r"(`+)(?:(?!\1).)+?\1")
 _IMPORT_RE = re.compile(r"(?<![\w@`])@([^\s`@]+)")
 _TRAILING = ".,;:!?)]}'\"`"
-HEADER = ("# Project instructions\n"
-          "The user keeps these instructions in AGENTS.md / CLAUDE.md files. Follow them; "
-          "the more specific (later) ones win where they differ.")
+HEADER = (
+    "# Project instructions\n"
+    "The user keeps these instructions in AGENTS.md / CLAUDE.md files. Follow them; "
+    "the more specific (later) ones win where they differ."
+)
 
 
 @dataclass(frozen=True)
@@ -136,45 +138,66 @@ class _Loader:
         home = Path.home()
         return "~/" + path.relative_to(home).as_posix() if _inside(path, home) else str(path)
 
-    def add(self, path: Path, scope: str, *, depth: int = 0, imported_by: Path | None = None,
-            confine: Path | None = None) -> None:
+    def add(
+        self,
+        path: Path,
+        scope: str,
+        *,
+        depth: int = 0,
+        imported_by: Path | None = None,
+        confine: Path | None = None,
+    ) -> None:
         real = Path(os.path.realpath(path))
         if real in self.seen or self.cut:
             return
         text = _read(real)
         if text is None:
             if imported_by is not None:
-                self.problems.append(f"{self.label(imported_by)}: @{self.label(path)} is not a readable text "
-                                     f"file; not imported")
+                self.problems.append(
+                    f"{self.label(imported_by)}: @{self.label(path)} is not a readable text "
+                    f"file; not imported"
+                )
             return
         self.seen.add(real)
         what = {"global": "your global instructions", "project": "project instructions"}.get(
-            scope, f"imported by {self.label(imported_by) if imported_by else '?'}")
+            scope, f"imported by {self.label(imported_by) if imported_by else '?'}"
+        )
         section = f"## {self.label(path)} ({what})\n{text.rstrip()}\n"
         size = len(section.encode("utf-8")) + 2
         if self.used + size > self.max_bytes:
             room = self.max_bytes - self.used - 200
             self.cut = True
-            self.problems.append(f"project instructions are cut at {self.max_bytes:,} bytes "
-                                 f"(instructions_max_bytes): {self.label(path)} and what follows are "
-                                 f"{'shortened' if room > 0 else 'left out'}")
+            self.problems.append(
+                f"project instructions are cut at {self.max_bytes:,} bytes "
+                f"(instructions_max_bytes): {self.label(path)} and what follows are "
+                f"{'shortened' if room > 0 else 'left out'}"
+            )
             if room <= 0:
                 return
-            section = section.encode("utf-8")[:room].decode("utf-8", "ignore") + "\n[… cut: instructions_max_bytes]\n"
+            section = (
+                section.encode("utf-8")[:room].decode("utf-8", "ignore")
+                + "\n[… cut: instructions_max_bytes]\n"
+            )
             size = len(section.encode("utf-8")) + 2
         self.used += size
         self.sections.append(section)
-        self.files.append(InstructionFile(path, scope, len(text.encode("utf-8")), imported_by, self.label(path)))
+        self.files.append(
+            InstructionFile(path, scope, len(text.encode("utf-8")), imported_by, self.label(path))
+        )
         for written, target in import_paths(text, path.parent):
             if not target.is_file():
                 continue  # an e-mail handle, a decorator, a file that is not there: plain text
             if depth + 1 > MAX_IMPORT_DEPTH:
-                self.problems.append(f"{self.label(path)}: @{written} is more than {MAX_IMPORT_DEPTH} imports "
-                                     f"deep; not imported")
+                self.problems.append(
+                    f"{self.label(path)}: @{written} is more than {MAX_IMPORT_DEPTH} imports "
+                    f"deep; not imported"
+                )
                 continue
             if confine is not None and not _inside(Path(os.path.realpath(target)), confine):
-                self.problems.append(f"{self.label(path)}: @{written} is outside the project ({confine}); "
-                                     f"imports from project files stay inside it — not imported")
+                self.problems.append(
+                    f"{self.label(path)}: @{written} is outside the project ({confine}); "
+                    f"imports from project files stay inside it — not imported"
+                )
                 continue
             self.add(target, "import", depth=depth + 1, imported_by=path, confine=confine)
 

@@ -101,8 +101,16 @@ def complete_mention(token: str, workspace: Path) -> list[tuple[str, str]]:
     hidden = prefix.startswith(".")
     try:
         with os.scandir(folder) as scan:
-            entries = sorted((entry for entry in scan if entry.name.startswith(prefix) and entry.name not in SKIP_DIRS
-                              and (hidden or not entry.name.startswith("."))), key=lambda entry: entry.name)
+            entries = sorted(
+                (
+                    entry
+                    for entry in scan
+                    if entry.name.startswith(prefix)
+                    and entry.name not in SKIP_DIRS
+                    and (hidden or not entry.name.startswith("."))
+                ),
+                key=lambda entry: entry.name,
+            )
     except OSError:
         return []
     completions: list[tuple[str, str]] = []

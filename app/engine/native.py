@@ -53,18 +53,28 @@ REBUILD_FLAG = "expect_cache_rebuild"
 
 
 def _notice(count: int, size: int, keys: Sequence[str], sources: Sequence[str], turn: int) -> Message:
-    text = (f"[bulkhead] The provider compacted the {count} earlier messages ({format_size(size)}) into the "
-            f"summary that follows; the originals are archived: {markers_text(keys)} — the recall tool "
-            f"gives them back.")
-    return Message.create("system", text, origin="notice", archive_keys=tuple(dict.fromkeys(keys)),
-                          source_ids=tuple(sources), turn=turn)
+    text = (
+        f"[bulkhead] The provider compacted the {count} earlier messages ({format_size(size)}) into the "
+        f"summary that follows; the originals are archived: {markers_text(keys)} — the recall tool "
+        f"gives them back."
+    )
+    return Message.create(
+        "system",
+        text,
+        origin="notice",
+        archive_keys=tuple(dict.fromkeys(keys)),
+        source_ids=tuple(sources),
+        turn=turn,
+    )
 
 
 def edit_totals(flags: dict[str, Any]) -> dict[str, int]:
     """What the provider's context edits cleared in this session (for /context and the Payload panel)."""
     stored = flags.get(EDITS_FLAG) or {}
-    return {key: int(stored.get(key, 0)) for key in
-            ("edits", "tool_results", "tokens", "stubbed", "expected_rebuilds", "rebuild_tokens")}
+    return {
+        key: int(stored.get(key, 0))
+        for key in ("edits", "tool_results", "tokens", "stubbed", "expected_rebuilds", "rebuild_tokens")
+    }
 
 
 class NativeContext:
@@ -119,8 +129,9 @@ class NativeContext:
             keys = self.commit_compaction(answer, trigger="provider", started=time.monotonic())
             if keys is not None:
                 after = self.engine.measure(self.engine.session.view.messages)
-                await self.post_compact("provider", before, after, (messages_before, len(self.engine.session.view)),
-                                        keys)
+                await self.post_compact(
+                    "provider", before, after, (messages_before, len(self.engine.session.view)), keys
+                )
         elif result.edits is not None:
             self.mirror_edits(result, answer)
 
@@ -143,10 +154,17 @@ class NativeContext:
         totals["stubbed"] += stubbed
         session.set_flag(EDITS_FLAG, totals)
         session.set_flag(REBUILD_FLAG, True)
-        self.engine.emit(ProviderEdits(edits=edits.edits, cleared_tool_uses=edits.cleared_tool_uses,
-                                       cleared_input_tokens=edits.cleared_input_tokens, stubbed=stubbed,
-                                       total_edits=totals["edits"], total_tool_results=totals["tool_results"],
-                                       total_tokens=totals["tokens"]))
+        self.engine.emit(
+            ProviderEdits(
+                edits=edits.edits,
+                cleared_tool_uses=edits.cleared_tool_uses,
+                cleared_input_tokens=edits.cleared_input_tokens,
+                stubbed=stubbed,
+                total_edits=totals["edits"],
+                total_tool_results=totals["tool_results"],
+                total_tokens=totals["tokens"],
+            )
+        )
         return totals
 
     # -- applied edits ---------------------------------------------------------------------------
@@ -180,9 +198,14 @@ class NativeContext:
                         continue
                 parts.append(part)
             if changed:
-                replaced[message.id] = message.derive(parts, origin="stub", source_ids=ctx.master_ids(message),
-                                                      archive_keys=tuple(k for p in parts if isinstance(p, ToolResult)
-                                                                         for k in markers_in(p.content)))
+                replaced[message.id] = message.derive(
+                    parts,
+                    origin="stub",
+                    source_ids=ctx.master_ids(message),
+                    archive_keys=tuple(
+                        k for p in parts if isinstance(p, ToolResult) for k in markers_in(p.content)
+                    ),
+                )
         self._count_edits(result, stubbed)
         if not replaced:
             return
@@ -192,19 +215,45 @@ class NativeContext:
         try:
             new_view = session.commit_view(messages, entries, reason="provider:edits")
         except Exception as exc:  # noqa: BLE001 - the store refused: keep the old view, say so
-            engine.emit(Notice(f"The provider's cleared tool results could not be mirrored ({exc}).", level="warn"))
+            engine.emit(
+                Notice(f"The provider's cleared tool results could not be mirrored ({exc}).", level="warn")
+            )
             return
         after = engine.measure(messages)
         keys = [e.key for e in entries]
-        write_receipt(session.receipts_path, make_receipt(
-            trigger="provider-edit", method="provider", level=0, messages_before=len(view),
-            messages_after=len(messages), bytes_before=before, bytes_after=after, provider_bytes_before=before,
-            provider_bytes_after=after, outcome="applied", elapsed_seconds=0.0, archive_keys=keys,
-            session_id=session.id, cleared_tool_uses=edits.cleared_tool_uses,
-            cleared_input_tokens=edits.cleared_input_tokens))
-        engine.emit(Compaction(trigger="provider-edit", method="provider", outcome="applied", bytes_before=before,
-                               bytes_after=after, messages_before=len(view), messages_after=len(messages),
-                               archive_keys=tuple(keys), view_id=new_view.id))
+        write_receipt(
+            session.receipts_path,
+            make_receipt(
+                trigger="provider-edit",
+                method="provider",
+                level=0,
+                messages_before=len(view),
+                messages_after=len(messages),
+                bytes_before=before,
+                bytes_after=after,
+                provider_bytes_before=before,
+                provider_bytes_after=after,
+                outcome="applied",
+                elapsed_seconds=0.0,
+                archive_keys=keys,
+                session_id=session.id,
+                cleared_tool_uses=edits.cleared_tool_uses,
+                cleared_input_tokens=edits.cleared_input_tokens,
+            ),
+        )
+        engine.emit(
+            Compaction(
+                trigger="provider-edit",
+                method="provider",
+                outcome="applied",
+                bytes_before=before,
+                bytes_after=after,
+                messages_before=len(view),
+                messages_after=len(messages),
+                archive_keys=tuple(keys),
+                view_id=new_view.id,
+            )
+        )
         engine.view_changed("provider-edits")
 
     @staticmethod
@@ -238,9 +287,16 @@ class NativeContext:
         entries = archiver.entries
         return entries, named, [e.key for e in entries]
 
-    def commit_compaction(self, anchor: Message, *, trigger: CompactionTrigger, started: float,
-                          kept: Sequence[Message] = (), tail: Sequence[Message] | None = None,
-                          replaced: Sequence[Message] | None = None) -> list[str] | None:
+    def commit_compaction(
+        self,
+        anchor: Message,
+        *,
+        trigger: CompactionTrigger,
+        started: float,
+        kept: Sequence[Message] = (),
+        tail: Sequence[Message] | None = None,
+        replaced: Sequence[Message] | None = None,
+    ) -> list[str] | None:
         """Commit a view that starts at `anchor` (the message carrying the compaction): the archive keys
         it made, or None when nothing was committed."""
         engine, session = self.engine, self.engine.session
@@ -250,13 +306,15 @@ class NativeContext:
             if position is None:
                 return None
             replaced = [m for m in view[:position] if m.role != "system"]
-            tail = view[position + 1:]
+            tail = view[position + 1 :]
         system = [m for m in view if m.role == "system" and m.meta.origin != "notice"]
         if not replaced:
             return None
         entries, named, keys = self._archive(replaced)
         # an earlier compaction's notice leaves the view: the keys it named are named again
-        named += [k for m in view if m.role == "system" and m.meta.origin == "notice" for k in markers_in(m.text)]
+        named += [
+            k for m in view if m.role == "system" and m.meta.origin == "notice" for k in markers_in(m.text)
+        ]
         size = sum(len(m.all_text().encode("utf-8", "surrogatepass")) for m in replaced)
         sources = [i for m in replaced for i in ((m.id,) if session.is_master(m) else m.meta.source_ids)]
         notice = _notice(len(replaced), size, named, sources, session.turn)
@@ -265,29 +323,68 @@ class NativeContext:
         try:
             new_view = session.commit_view(messages, entries, reason=f"{trigger}:provider")
         except Exception as exc:  # noqa: BLE001 - the store refused: the old view stays, say so
-            engine.emit(Notice(f"The provider's compaction could not be saved ({exc}); the history is unchanged.",
-                               level="error"))
+            engine.emit(
+                Notice(
+                    f"The provider's compaction could not be saved ({exc}); the history is unchanged.",
+                    level="error",
+                )
+            )
             return None
         session.counters.add_compaction(trigger, 0, before - after)
         session.save_counters()
         elapsed = time.monotonic() - started
-        write_receipt(session.receipts_path, make_receipt(
-            trigger=trigger, method="provider", level=0, messages_before=len(view), messages_after=len(messages),
-            bytes_before=before, bytes_after=after, provider_bytes_before=before, provider_bytes_after=after,
-            outcome="applied", elapsed_seconds=elapsed, archive_keys=keys, session_id=session.id,
-            provider=engine.provider.kind))
-        engine.emit(Compaction(trigger=trigger, method="provider", outcome="applied", bytes_before=before,
-                               bytes_after=after, messages_before=len(view), messages_after=len(messages),
-                               archive_keys=tuple(keys), view_id=new_view.id))
+        write_receipt(
+            session.receipts_path,
+            make_receipt(
+                trigger=trigger,
+                method="provider",
+                level=0,
+                messages_before=len(view),
+                messages_after=len(messages),
+                bytes_before=before,
+                bytes_after=after,
+                provider_bytes_before=before,
+                provider_bytes_after=after,
+                outcome="applied",
+                elapsed_seconds=elapsed,
+                archive_keys=keys,
+                session_id=session.id,
+                provider=engine.provider.kind,
+            ),
+        )
+        engine.emit(
+            Compaction(
+                trigger=trigger,
+                method="provider",
+                outcome="applied",
+                bytes_before=before,
+                bytes_after=after,
+                messages_before=len(view),
+                messages_after=len(messages),
+                archive_keys=tuple(keys),
+                view_id=new_view.id,
+            )
+        )
         engine.view_changed(f"compaction:{trigger}")
         return keys
 
-    async def post_compact(self, trigger: CompactionTrigger, before: int, after: int, messages: tuple[int, int],
-                           keys: Sequence[str]) -> None:
-        sizes = {"bytes_before": before, "bytes_after": after, "messages_before": messages[0],
-                 "messages_after": messages[1]}
-        await self.engine.hooks.post_compact("manual" if trigger == "manual" else "auto", "applied", sizes,
-                                             list(keys))
+    async def post_compact(
+        self,
+        trigger: CompactionTrigger,
+        before: int,
+        after: int,
+        messages: tuple[int, int],
+        keys: Sequence[str],
+    ) -> None:
+        sizes = {
+            "bytes_before": before,
+            "bytes_after": after,
+            "messages_before": messages[0],
+            "messages_after": messages[1],
+        }
+        await self.engine.hooks.post_compact(
+            "manual" if trigger == "manual" else "auto", "applied", sizes, list(keys)
+        )
 
     # -- on demand ---------------------------------------------------------------------------------
     @staticmethod
@@ -308,8 +405,9 @@ class NativeContext:
             return None
         return task.result()
 
-    async def compact_on_demand(self, trigger: CompactionTrigger, instructions: str | None,
-                                cancel: asyncio.Event | None = None) -> PipelineResult | None:
+    async def compact_on_demand(
+        self, trigger: CompactionTrigger, instructions: str | None, cancel: asyncio.Event | None = None
+    ) -> PipelineResult | None:
         """Planned compaction through the provider. None when it cannot (the caller compacts locally)."""
         from app.engine.compaction.pipeline import PipelineResult
         from app.engine.sender import RequestFailed
@@ -318,8 +416,9 @@ class NativeContext:
         if not self.supported or (cancel is not None and cancel.is_set()):
             return None
         view = list(session.view.messages)
-        last_prompt = max((i for i, m in enumerate(view) if m.role == "user" and m.meta.origin == "user"),
-                          default=None)
+        last_prompt = max(
+            (i for i, m in enumerate(view) if m.role == "user" and m.meta.origin == "user"), default=None
+        )
         split = last_prompt if last_prompt is not None else len(view)
         prefix, tail = view[:split], view[split:]
         replaced = [m for m in prefix if m.role != "system"]
@@ -327,51 +426,97 @@ class NativeContext:
             return None
         started = time.monotonic()
         size = format_size(engine.measure(view))
-        engine.emit(CompactionPhase(trigger=trigger, phase="start",
-                                    text=f"📦 Asking {engine.provider.kind} to compact {len(replaced)} messages "
-                                         f"({size}; Esc cancels)"))
+        engine.emit(
+            CompactionPhase(
+                trigger=trigger,
+                phase="start",
+                text=f"📦 Asking {engine.provider.kind} to compact {len(replaced)} messages "
+                f"({size}; Esc cancels)",
+            )
+        )
         provider = engine.provider
         try:
-            request = provider.build_compaction(tuple(prefix), engine.system, engine.tools, instructions=instructions)
-            sent = await self._unless_cancelled(engine.sender.call(request, lambda: provider.send_compaction(request)),
-                                                cancel)
+            request = provider.build_compaction(
+                tuple(prefix), engine.system, engine.tools, instructions=instructions
+            )
+            sent = await self._unless_cancelled(
+                engine.sender.call(request, lambda: provider.send_compaction(request)), cancel
+            )
             if sent is None:
                 return None  # Esc: the local pipeline sees the cancel and reports it
             items, usage = sent
         except NotImplementedError:
             return None
         except RequestFailed as failed:
-            engine.emit(Notice(f"the provider could not compact ({failed.failure.reason}) — compacting locally "
-                               "instead", level="warn", code="compaction"))
+            engine.emit(
+                Notice(
+                    f"the provider could not compact ({failed.failure.reason}) — compacting locally instead",
+                    level="warn",
+                    code="compaction",
+                )
+            )
             return None
         if usage is not None:
             session.counters.add_usage(usage, None, summarizer=True)
             session.save_counters()
         if not items:
-            engine.emit(Notice("the provider's compaction returned no compaction block — compacting locally "
-                               "instead", level="warn", code="compaction"))
+            engine.emit(
+                Notice(
+                    "the provider's compaction returned no compaction block — compacting locally instead",
+                    level="warn",
+                    code="compaction",
+                )
+            )
             return None
-        anchor = Message.create("assistant", [Native(item.api, item.item) for item in items[-1:]],
-                                turn=session.turn, origin="summary",
-                                source_ids=tuple(m.id for m in replaced if session.is_master(m)))
+        anchor = Message.create(
+            "assistant",
+            [Native(item.api, item.item) for item in items[-1:]],
+            turn=session.turn,
+            origin="summary",
+            source_ids=tuple(m.id for m in replaced if session.is_master(m)),
+        )
         # OpenAI's compacted window keeps the user messages before its compaction item.
-        kept = [m for m in replaced if m.role == "user" and m.meta.origin == "user"] \
-            if request.url.endswith("/responses/compact") else []
+        kept = (
+            [m for m in replaced if m.role == "user" and m.meta.origin == "user"]
+            if request.url.endswith("/responses/compact")
+            else []
+        )
         before = engine.measure(view)
         candidate = [*[m for m in prefix if m.role == "system"], *kept, anchor, *tail]
         if engine.measure(candidate) >= before:
-            engine.emit(Notice("the provider's compaction saved nothing — compacting locally instead",
-                               level="warn", code="compaction"))
+            engine.emit(
+                Notice(
+                    "the provider's compaction saved nothing — compacting locally instead",
+                    level="warn",
+                    code="compaction",
+                )
+            )
             return None
-        keys = self.commit_compaction(anchor, trigger=trigger, started=started, kept=kept, tail=tail,
-                                      replaced=replaced)
+        keys = self.commit_compaction(
+            anchor, trigger=trigger, started=started, kept=kept, tail=tail, replaced=replaced
+        )
         if keys is None:
             return None
         after = engine.measure(session.view.messages)
-        engine.emit(CompactionPhase(trigger=trigger, phase="done",
-                                    text=f"✓ Compacted by the provider ({len(view)} → {len(session.view)} msgs, "
-                                         f"{format_size(before)} → {format_size(after)})"))
+        engine.emit(
+            CompactionPhase(
+                trigger=trigger,
+                phase="done",
+                text=f"✓ Compacted by the provider ({len(view)} → {len(session.view)} msgs, "
+                f"{format_size(before)} → {format_size(after)})",
+            )
+        )
         await self.post_compact(trigger, before, after, (len(view), len(session.view)), keys)
-        return PipelineResult(messages=session.view.messages, entries=[], reports=[], method="provider", level=0,
-                              changed=True, summary_missed=False, reached_target=True, cancelled=False,
-                              bytes_before=before, bytes_after=after)
+        return PipelineResult(
+            messages=session.view.messages,
+            entries=[],
+            reports=[],
+            method="provider",
+            level=0,
+            changed=True,
+            summary_missed=False,
+            reached_target=True,
+            cancelled=False,
+            bytes_before=before,
+            bytes_after=after,
+        )

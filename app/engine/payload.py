@@ -33,16 +33,18 @@ class CapInfo:
     detail: str  # e.g. "learned 2026-11-29 10:02 from a 413 of 126.4 KB"
 
 
-def effective_cap(configured: int | None, learned: LearnedCap | None, assumed: int | None,
-                  configured_where: str = "config") -> CapInfo:
+def effective_cap(
+    configured: int | None, learned: LearnedCap | None, assumed: int | None, configured_where: str = "config"
+) -> CapInfo:
     candidates: list[CapInfo] = []
     if configured:
         candidates.append(CapInfo(configured, "configured", f"max_payload from {configured_where}"))
     if learned:
         rejected = f" of {format_size(learned.rejected_bytes)}" if learned.rejected_bytes else ""
         when = learned.learned_at.replace("T", " ").rstrip("Z")[:16]
-        candidates.append(CapInfo(learned.cap_bytes, "learned",
-                                  f"learned {when} from a {learned.kind} rejection{rejected}"))
+        candidates.append(
+            CapInfo(learned.cap_bytes, "learned", f"learned {when} from a {learned.kind} rejection{rejected}")
+        )
     if assumed:
         candidates.append(CapInfo(assumed, "assumed", "assumed after a rejection of unknown size"))
     if not candidates:
@@ -60,8 +62,16 @@ class Preflight:
     message: str = ""
 
 
-def preflight(predicted_bytes: int, cap: CapInfo, *, settings: Settings, context_window: int,
-              max_output_tokens: int, bytes_per_token: float, warned_no_cap: bool) -> Preflight:
+def preflight(
+    predicted_bytes: int,
+    cap: CapInfo,
+    *,
+    settings: Settings,
+    context_window: int,
+    max_output_tokens: int,
+    bytes_per_token: float,
+    warned_no_cap: bool,
+) -> Preflight:
     """Decide before a request: compact against the byte cap, against the window, or warn once.
 
     When both limits call for compaction the smaller target wins.
@@ -71,23 +81,37 @@ def preflight(predicted_bytes: int, cap: CapInfo, *, settings: Settings, context
         share = predicted_bytes / cap.bytes
         if share > settings.preflight_ratio:
             label = {"configured": "configured cap", "learned": "learned cap"}.get(cap.source, "cap")
-            decisions.append(Preflight(
-                "compact", "preflight", int(cap.bytes * settings.preflight_target),
-                f"pre-flight: history {format_size(predicted_bytes)} ≈ {share:.0%} of {label} "
-                f"({format_size(cap.bytes)}) — compacting"))
+            decisions.append(
+                Preflight(
+                    "compact",
+                    "preflight",
+                    int(cap.bytes * settings.preflight_target),
+                    f"pre-flight: history {format_size(predicted_bytes)} ≈ {share:.0%} of {label} "
+                    f"({format_size(cap.bytes)}) — compacting",
+                )
+            )
     usable_tokens = max(1, context_window - max_output_tokens)
     estimated_tokens = predicted_bytes / bytes_per_token
     if estimated_tokens > settings.compact_threshold * usable_tokens:
-        decisions.append(Preflight(
-            "compact", "auto", int(settings.compact_target * usable_tokens * bytes_per_token),
-            f"context ≈ {estimated_tokens:,.0f} tokens, {estimated_tokens / usable_tokens:.0%} of the usable "
-            f"window ({usable_tokens:,} tokens) — compacting"))
+        decisions.append(
+            Preflight(
+                "compact",
+                "auto",
+                int(settings.compact_target * usable_tokens * bytes_per_token),
+                f"context ≈ {estimated_tokens:,.0f} tokens, {estimated_tokens / usable_tokens:.0%} of the usable "
+                f"window ({usable_tokens:,} tokens) — compacting",
+            )
+        )
     if decisions:
         return min(decisions, key=lambda d: d.target_bytes or 0)
     if cap.bytes is None and predicted_bytes > settings.no_cap_warn_bytes and not warned_no_cap:
-        return Preflight("warn", message=(
-            f"history {format_size(predicted_bytes)} — if you are behind a proxy/gateway, set max_payload "
-            f"(e.g. \"5MB\") in config.toml or export BULKHEAD_MAX_PAYLOAD=5MB (adjust to the proxy limit)"))
+        return Preflight(
+            "warn",
+            message=(
+                f"history {format_size(predicted_bytes)} — if you are behind a proxy/gateway, set max_payload "
+                f'(e.g. "5MB") in config.toml or export BULKHEAD_MAX_PAYLOAD=5MB (adjust to the proxy limit)'
+            ),
+        )
     return Preflight("none")
 
 
@@ -118,8 +142,14 @@ MCP_PART = "tools (MCP)"
 FLOOR_LABELS = ("system prompt", "instructions", "tools (built-in)", MCP_PART)
 
 
-def floor_breakdown(*, system_bytes: int, builtin_tools_bytes: int, instructions_bytes: int = 0,
-                    mcp_tools_bytes: int = 0, mcp_servers: Mapping[str, int] | None = None) -> list[FloorPart]:
+def floor_breakdown(
+    *,
+    system_bytes: int,
+    builtin_tools_bytes: int,
+    instructions_bytes: int = 0,
+    mcp_tools_bytes: int = 0,
+    mcp_servers: Mapping[str, int] | None = None,
+) -> list[FloorPart]:
     """The floor as ordered parts: system prompt, instructions, built-in tools, MCP tools (what is sent),
     then one part per MCP server (the bytes its full definitions take, heaviest first)."""
     parts = [FloorPart("system prompt", system_bytes)]
@@ -145,8 +175,11 @@ def describe_tools(parts: Sequence[FloorPart]) -> str:
 
 def describe_floor(parts: Sequence[FloorPart]) -> str:
     """`system prompt 1.1 KB, instructions 40.2 KB, tools (built-in) 6.0 KB` (per-server parts left out)."""
-    return ", ".join(f"{part.label} {format_size(part.bytes)}" for part in parts
-                     if part.label in FLOOR_LABELS and part.bytes > 0)
+    return ", ".join(
+        f"{part.label} {format_size(part.bytes)}"
+        for part in parts
+        if part.label in FLOOR_LABELS and part.bytes > 0
+    )
 
 
 @dataclass(frozen=True)
@@ -162,18 +195,27 @@ def heaviest_servers(servers: Mapping[str, int] | None, limit: int = 3) -> str:
         return ""
     ranked = sorted(servers.items(), key=lambda item: -item[1])[:limit]
     more = len(servers) - len(ranked)
-    return "MCP servers " + ", ".join(f"{name} {format_size(size)}" for name, size in ranked) + \
-        (f" and {more} more" if more > 0 else "")
+    return (
+        "MCP servers "
+        + ", ".join(f"{name} {format_size(size)}" for name, size in ranked)
+        + (f" and {more} more" if more > 0 else "")
+    )
 
 
-_REDUCE = {"system prompt": "shorten the system prompt",
-           "instructions": "shorten AGENTS.md / CLAUDE.md (or lower instructions_max_bytes)",
-           "tools (built-in)": "turn tools off",
-           MCP_PART: "turn off or defer the heaviest MCP servers (enabled = false, mcp_defer_ratio)"}
+_REDUCE = {
+    "system prompt": "shorten the system prompt",
+    "instructions": "shorten AGENTS.md / CLAUDE.md (or lower instructions_max_bytes)",
+    "tools (built-in)": "turn tools off",
+    MCP_PART: "turn off or defer the heaviest MCP servers (enabled = false, mcp_defer_ratio)",
+}
 
 
-def diagnose_floor(parts: Sequence[FloorPart], floor_bytes: int, rejected_bytes: int | None,
-                   mcp_servers: Mapping[str, int] | None = None) -> FloorDiagnosis:
+def diagnose_floor(
+    parts: Sequence[FloorPart],
+    floor_bytes: int,
+    rejected_bytes: int | None,
+    mcp_servers: Mapping[str, int] | None = None,
+) -> FloorDiagnosis:
     """Can compaction help at all? The base (system prompt, instructions, tool definitions) is never
     compacted; the message lists its parts, names the biggest and what to reduce, and the heaviest
     MCP servers (`mcp_servers`: full definition bytes by server)."""
@@ -187,17 +229,29 @@ def diagnose_floor(parts: Sequence[FloorPart], floor_bytes: int, rejected_bytes:
     biggest = max(shown, key=lambda part: part.bytes) if shown else None
     largest = "reduce it"
     if biggest is not None:
-        largest = (f"the biggest part is {biggest.label} ({format_size(biggest.bytes)}): "
-                   f"{_REDUCE.get(biggest.label, 'reduce it')}")
+        largest = (
+            f"the biggest part is {biggest.label} ({format_size(biggest.bytes)}): "
+            f"{_REDUCE.get(biggest.label, 'reduce it')}"
+        )
     if floor_bytes >= rejected_bytes:
-        return FloorDiagnosis(True, False, (
-            f"The non-compactable request base ({format_size(floor_bytes)}: {listed}) meets or exceeds the size "
-            f"the gateway rejected ({format_size(rejected_bytes)}). History compaction cannot help — {largest}, "
-            f"or ask for the proxy/WAF body-size limit to be raised."))
+        return FloorDiagnosis(
+            True,
+            False,
+            (
+                f"The non-compactable request base ({format_size(floor_bytes)}: {listed}) meets or exceeds the size "
+                f"the gateway rejected ({format_size(rejected_bytes)}). History compaction cannot help — {largest}, "
+                f"or ask for the proxy/WAF body-size limit to be raised."
+            ),
+        )
     if floor_bytes >= FLOOR_WARN_RATIO * rejected_bytes:
-        return FloorDiagnosis(False, True, (
-            f"The request base alone is {format_size(floor_bytes)} ({listed}) — close to the gateway's rejection "
-            f"threshold ({format_size(rejected_bytes)}); {largest}."))
+        return FloorDiagnosis(
+            False,
+            True,
+            (
+                f"The request base alone is {format_size(floor_bytes)} ({listed}) — close to the gateway's rejection "
+                f"threshold ({format_size(rejected_bytes)}); {largest}."
+            ),
+        )
     return FloorDiagnosis(False, False, "")
 
 

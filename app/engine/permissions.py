@@ -51,10 +51,23 @@ KINDS: tuple[Kind, ...] = ("deny", "ask", "allow")  # the order rules are evalua
 READS = ("read_file", "list_dir", "glob", "grep")
 EDITS = ("edit_file", "write_file")
 TOOL_ALIASES: Mapping[str, tuple[str, ...]] = {
-    "Bash": ("shell",), "Read": READS, "Edit": EDITS, "Write": EDITS, "MultiEdit": ("edit_file",),
-    "Glob": ("glob",), "Grep": ("grep",), "LS": ("list_dir",), "WebFetch": ("web_fetch",),
-    "shell": ("shell",), "read_file": ("read_file",), "list_dir": ("list_dir",), "glob": ("glob",),
-    "grep": ("grep",), "edit_file": ("edit_file",), "write_file": ("write_file",), "recall": ("recall",),
+    "Bash": ("shell",),
+    "Read": READS,
+    "Edit": EDITS,
+    "Write": EDITS,
+    "MultiEdit": ("edit_file",),
+    "Glob": ("glob",),
+    "Grep": ("grep",),
+    "LS": ("list_dir",),
+    "WebFetch": ("web_fetch",),
+    "shell": ("shell",),
+    "read_file": ("read_file",),
+    "list_dir": ("list_dir",),
+    "glob": ("glob",),
+    "grep": ("grep",),
+    "edit_file": ("edit_file",),
+    "write_file": ("write_file",),
+    "recall": ("recall",),
     "web_fetch": ("web_fetch",),
 }
 PATH_TOOLS = frozenset(READS + EDITS)
@@ -73,16 +86,22 @@ class RuleError(ValueError):
 def parse_rule(text: str) -> tuple[str, str | None]:
     """`Bash(npm test:*)` → ("Bash", "npm test:*"); `Read` → ("Read", None)."""
     if not isinstance(text, str):
-        raise RuleError(f"{text!r} is not a rule: rules are strings like \"Bash(npm test:*)\" or \"Read(./src/**)\"")
+        raise RuleError(
+            f'{text!r} is not a rule: rules are strings like "Bash(npm test:*)" or "Read(./src/**)"'
+        )
     match = _RULE_RE.match(text)
     if not match:
-        raise RuleError(f"{text!r} is not a rule: write Tool or Tool(specifier), e.g. \"Bash(npm test:*)\", "
-                        f"\"Read(./src/**)\", \"WebFetch(domain:example.com)\", \"mcp__github\"")
+        raise RuleError(
+            f'{text!r} is not a rule: write Tool or Tool(specifier), e.g. "Bash(npm test:*)", '
+            f'"Read(./src/**)", "WebFetch(domain:example.com)", "mcp__github"'
+        )
     tool, specifier = match.group(1), match.group(2)
     if tool not in TOOL_ALIASES and not tool.startswith("mcp__"):
         known = ", ".join(k for k in TOOL_ALIASES if k[0].isupper())
-        raise RuleError(f"{text!r}: unknown tool {tool!r} (Claude Code's {known}, bulkhead's tool names, "
-                        f"or mcp__SERVER[__TOOL])")
+        raise RuleError(
+            f"{text!r}: unknown tool {tool!r} (Claude Code's {known}, bulkhead's tool names, "
+            f"or mcp__SERVER[__TOOL])"
+        )
     specifier = specifier.strip() if specifier is not None else None
     if specifier in ("", "*"):
         specifier = None
@@ -108,7 +127,7 @@ def split_command(command: str) -> list[str]:
             elif char == quote:
                 quote = ""
         elif char == "\\" and i + 1 < len(command):
-            current.append(command[i:i + 2])
+            current.append(command[i : i + 2])
             i += 1
         elif char in "'\"":
             quote = char
@@ -132,7 +151,9 @@ def split_command(command: str) -> list[str]:
 
 def _command_regex(pattern: str) -> re.Pattern[str]:
     if pattern.endswith(":*"):  # the older prefix syntax: anything starting with what comes before
-        return re.compile("^" + ".*".join(re.escape(chunk) for chunk in pattern[:-2].split("*")) + ".*$", re.S)
+        return re.compile(
+            "^" + ".*".join(re.escape(chunk) for chunk in pattern[:-2].split("*")) + ".*$", re.S
+        )
     if pattern.endswith(" *"):  # `cmd *`: cmd alone, or cmd and arguments (a word boundary)
         head, tail = pattern[:-2], r"(?:\s.*)?"
     else:
@@ -166,8 +187,10 @@ def command_matches(pattern: str, command: str, kind: Kind) -> bool:
         parts = split_command(command)
         return bool(parts) and all(_simple_matches(pattern, _strip_wrappers(p, env=False)) for p in parts)
     candidates = [command, *split_command(command)]
-    return any(_simple_matches(pattern, _strip_wrappers(c, env=True)) or _simple_matches(pattern, c.strip())
-               for c in candidates)
+    return any(
+        _simple_matches(pattern, _strip_wrappers(c, env=True)) or _simple_matches(pattern, c.strip())
+        for c in candidates
+    )
 
 
 # -- paths -------------------------------------------------------------------------------------------
@@ -190,10 +213,12 @@ def _glob_regex(pattern: str) -> str:
         elif pattern[i] == "\\" and i + 1 < len(pattern):
             out.append(re.escape(pattern[i + 1]))
             i += 2
-        elif pattern[i] == "[" and "]" in pattern[i + 2:]:
+        elif pattern[i] == "[" and "]" in pattern[i + 2 :]:
             end = pattern.index("]", i + 2)
-            inner = pattern[i + 1:end]
-            out.append("[" + ("^" + inner[1:] if inner.startswith("!") else inner).replace("\\", "\\\\") + "]")
+            inner = pattern[i + 1 : end]
+            out.append(
+                "[" + ("^" + inner[1:] if inner.startswith("!") else inner).replace("\\", "\\\\") + "]"
+            )
             i = end + 1
         else:
             out.append(re.escape(pattern[i]))
@@ -224,7 +249,9 @@ class PathPattern:
         prefix = "" if anchored else "(?:.*/)?"
         # A literal last part (a folder name) covers what is inside it; `*` stays in one folder (Claude Code).
         inside = "" if any(c in pattern.rsplit("/", 1)[-1] for c in "*?[") else "(?:/.*)?"
-        return cls(Path(os.path.normpath(root)), re.compile(f"^{prefix}{_glob_regex(pattern)}{inside}$", re.S))
+        return cls(
+            Path(os.path.normpath(root)), re.compile(f"^{prefix}{_glob_regex(pattern)}{inside}$", re.S)
+        )
 
     def matches(self, path: Path) -> bool:
         try:
@@ -318,7 +345,7 @@ def _rules_from(data: Any, source: str, base: Path, problems: list[str]) -> list
     for kind in ("allow", "ask", "deny"):
         entries = data.get(kind, [])
         if not isinstance(entries, list | tuple):
-            problems.append(f"{source}: permissions.{kind} must be a list of rules like \"Bash(npm test:*)\"")
+            problems.append(f'{source}: permissions.{kind} must be a list of rules like "Bash(npm test:*)"')
             continue
         for text in entries:
             try:
@@ -341,8 +368,12 @@ class Permissions:
         self.problems: list[str] = list(problems)
 
     @classmethod
-    def load(cls, workspace: Path, config_rules: Mapping[str, Sequence[str]] | None = None,
-             config_source: str = "config.toml") -> Permissions:
+    def load(
+        cls,
+        workspace: Path,
+        config_rules: Mapping[str, Sequence[str]] | None = None,
+        config_source: str = "config.toml",
+    ) -> Permissions:
         workspace = Path(workspace).expanduser()
         problems: list[str] = []
         rules = _rules_from(dict(config_rules or {}), config_source, workspace, problems)
@@ -352,7 +383,9 @@ class Permissions:
                 data = tomllib.loads(settings.read_text(encoding="utf-8"))
                 rules += _rules_from(data.get("permissions"), str(SETTINGS_TOML), workspace, problems)
             except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-                problems.append(f"{settings}: cannot be read ({exc}); its rules are not in force — fix the file")
+                problems.append(
+                    f"{settings}: cannot be read ({exc}); its rules are not in force — fix the file"
+                )
         for relative in CLAUDE_FILES:
             path = workspace / relative
             if not path.is_file():
@@ -388,13 +421,17 @@ class Permissions:
 
         path = self.workspace / SETTINGS_TOML
         add_allow_rule(path, text)
-        if not any(r.text == text and r.kind == "allow" and r.source == str(SETTINGS_TOML) for r in self.rules):
+        if not any(
+            r.text == text and r.kind == "allow" and r.source == str(SETTINGS_TOML) for r in self.rules
+        ):
             self.rules.append(Rule(text, "allow", str(SETTINGS_TOML), self.workspace))
         return path
 
     def listing(self) -> list[tuple[str, str, str]]:
         """(kind, rule, source) for each rule, deny first: for F1 and the Permissions view."""
-        return [(rule.kind, rule.text, rule.source) for kind in KINDS for rule in self.rules if rule.kind == kind]
+        return [
+            (rule.kind, rule.text, rule.source) for kind in KINDS for rule in self.rules if rule.kind == kind
+        ]
 
 
 # -- "always": what to remember, and where -------------------------------------------------------------

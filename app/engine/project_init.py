@@ -84,16 +84,34 @@ def project_facts(workspace: Path) -> list[str]:
         listed = ", ".join(p.name + ("/" if p.is_dir() else "") for p in visible[:MAX_LISTED])
         more = f" (+{len(visible) - MAX_LISTED} more)" if len(visible) > MAX_LISTED else ""
         facts.append(f"- top level: {listed}{more}")
-    manifests = [name for name in ("pyproject.toml", "package.json", "Cargo.toml", "go.mod", "Makefile",
-                                   "requirements.txt", "pom.xml", "build.gradle") if (root / name).is_file()]
+    manifests = [
+        name
+        for name in (
+            "pyproject.toml",
+            "package.json",
+            "Cargo.toml",
+            "go.mod",
+            "Makefile",
+            "requirements.txt",
+            "pom.xml",
+            "build.gradle",
+        )
+        if (root / name).is_file()
+    ]
     if manifests:
         facts.append(f"- manifests: {', '.join(manifests)}")
     for what, command in _commands(root):
         facts.append(f"- {what}: `{command}`")
     for readme in ("README.md", "README.rst", "README.txt", "README"):
         if (root / readme).is_file():
-            first = next((line.strip().lstrip("#").strip() for line in _read(root / readme, 8192).splitlines()
-                          if line.strip()), "")
+            first = next(
+                (
+                    line.strip().lstrip("#").strip()
+                    for line in _read(root / readme, 8192).splitlines()
+                    if line.strip()
+                ),
+                "",
+            )
             if first:
                 facts.append(f"- readme: {first[:120]}")
             break
@@ -108,12 +126,17 @@ def init_prompt(workspace: Path) -> str:
     target = root / "AGENTS.md"
     shown = "AGENTS.md" if root == Path(workspace).expanduser().resolve() else str(target)
     exists = target.is_file()
-    action = (f"{shown} exists: read it and improve it with edit_file (keep what is right)." if exists else
-              f"Create {shown} with write_file.")
-    return (f"{INIT_MARKER} Write a starter AGENTS.md for this project: the instructions coding agents "
-            f"(bulkhead, Codex, Claude Code via @AGENTS.md) read before they work here.\n"
-            f"Explore the project with your tools first. Include: the commands to build, test, lint and run "
-            f"it; where things live; the conventions the code follows; anything surprising a newcomer must "
-            f"know. Be concrete and short (under 200 lines), no generic advice. {action}\n\n"
-            f"What bulkhead found:\n<facts>\n" + "\n".join(project_facts(workspace)) + "\n</facts>\n"
-            f"Write it to: {shown}")
+    action = (
+        f"{shown} exists: read it and improve it with edit_file (keep what is right)."
+        if exists
+        else f"Create {shown} with write_file."
+    )
+    return (
+        f"{INIT_MARKER} Write a starter AGENTS.md for this project: the instructions coding agents "
+        f"(bulkhead, Codex, Claude Code via @AGENTS.md) read before they work here.\n"
+        f"Explore the project with your tools first. Include: the commands to build, test, lint and run "
+        f"it; where things live; the conventions the code follows; anything surprising a newcomer must "
+        f"know. Be concrete and short (under 200 lines), no generic advice. {action}\n\n"
+        f"What bulkhead found:\n<facts>\n" + "\n".join(project_facts(workspace)) + "\n</facts>\n"
+        f"Write it to: {shown}"
+    )

@@ -36,32 +36,38 @@ def add_allow_rule(path: Path, rule: str) -> None:
     try:
         before = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise OSError(f"{path} is not valid TOML ({exc}); fix it, then add {rule} to [permissions] allow") from None
+        raise OSError(
+            f"{path} is not valid TOML ({exc}); fix it, then add {rule} to [permissions] allow"
+        ) from None
     allow = list((before.get("permissions") or {}).get("allow") or [])
     if rule in allow:
         return
     literal = json.dumps(rule, ensure_ascii=False)  # a JSON string is a TOML basic string
     header = re.search(r"^\s*\[\s*permissions\s*\]\s*(#.*)?$", text, re.M)
     if header is None:
-        updated = text.rstrip("\n") + ("\n\n" if text.strip() else "") + f"[permissions]\nallow = [{literal}]\n"
+        updated = (
+            text.rstrip("\n") + ("\n\n" if text.strip() else "") + f"[permissions]\nallow = [{literal}]\n"
+        )
     else:
-        following = re.search(r"^[ \t]*\[", text[header.end():], re.M)
+        following = re.search(r"^[ \t]*\[", text[header.end() :], re.M)
         end = header.end() + (following.start() if following else len(text) - header.end())
-        section = text[header.end():end]
+        section = text[header.end() : end]
         key = re.search(r"^[ \t]*allow[ \t]*=[ \t]*\[", section, re.M)
         if key is None:
             section = f"\nallow = [{literal}]" + section
         else:
-            rest = section[key.end():]
+            rest = section[key.end() :]
             separator = "" if rest.lstrip().startswith("]") else ("," if rest[:1] in "\r\n" else ", ")
-            section = section[:key.end()] + literal + separator + rest
-        updated = text[:header.end()] + section + text[end:]
+            section = section[: key.end()] + literal + separator + rest
+        updated = text[: header.end()] + section + text[end:]
     after = tomllib.loads(updated)
     expected = dict(before)
     expected["permissions"] = {**(before.get("permissions") or {}), "allow": [rule, *allow]}
     if after != expected:
-        raise OSError(f"could not add {rule} to {path} without changing the rest of it; add it to "
-                      f"[permissions] allow yourself")
+        raise OSError(
+            f"could not add {rule} to {path} without changing the rest of it; add it to "
+            f"[permissions] allow yourself"
+        )
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".settings-", suffix=".toml", dir=path.parent)
     try:

@@ -33,24 +33,31 @@ COMPACTED_NOTICE = (
 )
 
 # Level 2 notice naming the dropped segment; {count} messages, {markers} the archive markers.
-DROPPED_NOTICE = ("[Earlier conversation ({count} messages) was moved out of context to fit size limits. "
-                  "Full content recoverable via @recall {markers}]")
+DROPPED_NOTICE = (
+    "[Earlier conversation ({count} messages) was moved out of context to fit size limits. "
+    "Full content recoverable via @recall {markers}]"
+)
 
 # The summarizer's system prompt. The lab model recognises summary requests by its first line.
 SUMMARY_SYSTEM_MARKER = "You are bulkhead's conversation summarizer."
-SUMMARY_SYSTEM = SUMMARY_SYSTEM_MARKER + """
+SUMMARY_SYSTEM = (
+    SUMMARY_SYSTEM_MARKER
+    + """
 Summarize the conversation segment you are given so the assistant can continue the work without it.
 Keep: the user's goals and constraints, decisions made, files and functions touched (with paths),
 commands run and their outcomes, errors met and how they were resolved, open tasks and next steps.
 Keep every <<ccr:KEY>> marker you see, verbatim, next to what it refers to.
 Write plain prose and short lists. Do not refuse, do not ask questions, do not add commentary."""
+)
 
 SUMMARY_HEADER = "[Summary of earlier conversation]"
 
 # Put after a prompt whose turn was interrupted (Esc, a crash) before any answer, so the next prompt
 # is not sent merged with it — the model would otherwise carry out both.
-INTERRUPTED_TURN = ("(No answer: the request above got no reply — it was interrupted or failed — and I did not act on it. "
-                    "I will only act on it if you ask again.)")
+INTERRUPTED_TURN = (
+    "(No answer: the request above got no reply — it was interrupted or failed — and I did not act on it. "
+    "I will only act on it if you ask again.)"
+)
 
 # The first words of the `/init` prompt (app.engine.project_init); the lab model recognises them.
 INIT_MARKER = "[bulkhead /init]"

@@ -32,12 +32,26 @@ def estimate_tokens(n_bytes: int | None) -> int | None:
     return None if n_bytes is None else (int(n_bytes) + BYTES_PER_TOKEN - 1) // BYTES_PER_TOKEN
 
 
-def make_receipt(*, trigger: str, method: str, level: int, messages_before: int, messages_after: int,
-                 bytes_before: int, bytes_after: int, outcome: str, elapsed_seconds: float,
-                 archive_keys: Iterable[str] = (), provider_bytes_before: int | None = None,
-                 provider_bytes_after: int | None = None, tokens_before: int | None = None,
-                 tokens_after: int | None = None, retry_success: bool | None = None,
-                 timestamp: float | None = None, **extra: Any) -> dict[str, Any]:
+def make_receipt(
+    *,
+    trigger: str,
+    method: str,
+    level: int,
+    messages_before: int,
+    messages_after: int,
+    bytes_before: int,
+    bytes_after: int,
+    outcome: str,
+    elapsed_seconds: float,
+    archive_keys: Iterable[str] = (),
+    provider_bytes_before: int | None = None,
+    provider_bytes_after: int | None = None,
+    tokens_before: int | None = None,
+    tokens_after: int | None = None,
+    retry_success: bool | None = None,
+    timestamp: float | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
     """The receipt record, with DESIGN.md §8's fields (tokens estimated as bytes / 4 when not given).
 
     `retry_success` is None when no retry followed (planned compaction). Extra keyword fields
@@ -45,14 +59,18 @@ def make_receipt(*, trigger: str, method: str, level: int, messages_before: int,
     """
     when = time.time() if timestamp is None else timestamp
     record: dict[str, Any] = {
-        "timestamp": datetime.fromtimestamp(when, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "timestamp": datetime.fromtimestamp(when, UTC)
+        .isoformat(timespec="milliseconds")
+        .replace("+00:00", "Z"),
         "trigger": trigger,
         "method": method,
         "level": level,
         "messages": {"before": messages_before, "after": messages_after},
         "bytes": {"before": bytes_before, "after": bytes_after},
-        "tokens": {"before_estimated": tokens_before if tokens_before is not None else estimate_tokens(bytes_before),
-                   "after_estimated": tokens_after if tokens_after is not None else estimate_tokens(bytes_after)},
+        "tokens": {
+            "before_estimated": tokens_before if tokens_before is not None else estimate_tokens(bytes_before),
+            "after_estimated": tokens_after if tokens_after is not None else estimate_tokens(bytes_after),
+        },
         "provider_bytes": {"before": provider_bytes_before, "after": provider_bytes_after},
         "archive_keys": list(dict.fromkeys(archive_keys)),
         "elapsed_seconds": round(float(elapsed_seconds), 6),
@@ -72,8 +90,9 @@ def write_receipt(path: Path, record: dict[str, Any]) -> bool:
         target = Path(path)
         if target.is_dir():
             target = target / RECEIPTS_FILE
-        line = (json.dumps(redact_value(record), ensure_ascii=False, default=str, separators=(",", ":"))
-                + "\n").encode()
+        line = (
+            json.dumps(redact_value(record), ensure_ascii=False, default=str, separators=(",", ":")) + "\n"
+        ).encode()
         with _lock:
             if not target.parent.exists():
                 target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)

@@ -77,10 +77,18 @@ class Recovery:
             window = failure.stated_window_tokens
             if window and window < engine.context_window:
                 session.set_flag("learned_window", window)
-                what = ("its tokens-per-minute limit" if failure.rule_id == "overflow.tpm"
-                        else "the model's context window")
-                engine.emit(Notice(f"the provider takes at most {window:,} tokens per request ({what}, from its "
-                                   f"error); bulkhead will keep requests under it", code="window_learned"))
+                what = (
+                    "its tokens-per-minute limit"
+                    if failure.rule_id == "overflow.tpm"
+                    else "the model's context window"
+                )
+                engine.emit(
+                    Notice(
+                        f"the provider takes at most {window:,} tokens per request ({what}, from its "
+                        f"error); bulkhead will keep requests under it",
+                        code="window_learned",
+                    )
+                )
 
         base = session.view.messages + ((notice,) if notice else ())
         candidate_messages = base
@@ -95,34 +103,75 @@ class Recovery:
             chain = recovery_candidate(level, candidate_messages, ctx)
             candidate_messages = chain.messages
             entries = merge_entries(entries, chain.entries)
-            request = engine.provider.build(candidate_messages, engine.system, engine.tools, max_tokens=max_tokens)
+            request = engine.provider.build(
+                candidate_messages, engine.system, engine.tools, max_tokens=max_tokens
+            )
             cap = engine.cap_info().bytes
             skip: RecoveryOutcome | None = None
             if request.predicted_bytes >= rejected:
                 skip = "not_smaller"
-            elif failure.payload_related and cap and request.predicted_bytes > cap and attempt < settings.max_recovery_attempts:
+            elif (
+                failure.payload_related
+                and cap
+                and request.predicted_bytes > cap
+                and attempt < settings.max_recovery_attempts
+            ):
                 skip = "over_cap"
             if skip:
-                why = ("is not smaller than the rejected request" if skip == "not_smaller"
-                       else f"is still above the learned cap ({format_size(cap)})")
-                engine.emit(RecoveryStep(level=level, attempt=attempt, max_attempts=settings.max_recovery_attempts,
-                                         bytes_before=rejected, bytes_after=request.predicted_bytes, outcome=skip,
-                                         kind=failure.kind,
-                                         reason=f"L{level} candidate ({format_size(request.predicted_bytes)}) {why}; "
-                                                f"not sent"))
-                await self._finish_attempt(step, "skipped", base, candidate_messages, bytes_before,
-                                           request.predicted_bytes, entries, retry_success=None)
+                why = (
+                    "is not smaller than the rejected request"
+                    if skip == "not_smaller"
+                    else f"is still above the learned cap ({format_size(cap)})"
+                )
+                engine.emit(
+                    RecoveryStep(
+                        level=level,
+                        attempt=attempt,
+                        max_attempts=settings.max_recovery_attempts,
+                        bytes_before=rejected,
+                        bytes_after=request.predicted_bytes,
+                        outcome=skip,
+                        kind=failure.kind,
+                        reason=f"L{level} candidate ({format_size(request.predicted_bytes)}) {why}; not sent",
+                    )
+                )
+                await self._finish_attempt(
+                    step,
+                    "skipped",
+                    base,
+                    candidate_messages,
+                    bytes_before,
+                    request.predicted_bytes,
+                    entries,
+                    retry_success=None,
+                )
                 continue
-            engine.emit(RecoveryStep(level=level, attempt=attempt, max_attempts=settings.max_recovery_attempts,
-                                     bytes_before=rejected, bytes_after=request.predicted_bytes, outcome="sending",
-                                     kind=failure.kind,
-                                     reason=f"L{level}: {len(base)} → {len(candidate_messages)} messages, "
-                                            f"{format_size(rejected)} → {format_size(request.predicted_bytes)}"))
+            engine.emit(
+                RecoveryStep(
+                    level=level,
+                    attempt=attempt,
+                    max_attempts=settings.max_recovery_attempts,
+                    bytes_before=rejected,
+                    bytes_after=request.predicted_bytes,
+                    outcome="sending",
+                    kind=failure.kind,
+                    reason=f"L{level}: {len(base)} → {len(candidate_messages)} messages, "
+                    f"{format_size(rejected)} → {format_size(request.predicted_bytes)}",
+                )
+            )
             try:
                 result = await engine.sender.send(request, level=level, attempt=attempt)
             except RequestFailed as again:
-                await self._finish_attempt(step, "failed", base, candidate_messages, bytes_before,
-                                           request.predicted_bytes, entries, retry_success=False)
+                await self._finish_attempt(
+                    step,
+                    "failed",
+                    base,
+                    candidate_messages,
+                    bytes_before,
+                    request.predicted_bytes,
+                    entries,
+                    retry_success=False,
+                )
                 last = again
                 if again.partial_text:
                     engine.keep_partial(again.partial_text, turn, again.failure)
@@ -144,55 +193,121 @@ class Recovery:
             session.counters.recoveries_ok += 1
             session.counters.add_compaction("recovery", level, rejected - request.predicted_bytes)
             session.save_counters()
-            await self._finish_attempt(step, "applied", base, candidate_messages, bytes_before,
-                                       request.predicted_bytes, entries, retry_success=True)
-            engine.emit(RecoveryStep(level=level, attempt=attempt, max_attempts=settings.max_recovery_attempts,
-                                     bytes_before=bytes_before, bytes_after=request.predicted_bytes,
-                                     outcome="succeeded", kind=failed.failure.kind,
-                                     reason=f"recovered at L{level}"))
-            engine.emit(Compaction(trigger="recovery", method=f"L{level}", outcome="applied",
-                                   bytes_before=bytes_before, bytes_after=request.predicted_bytes,
-                                   messages_before=len(base), messages_after=len(candidate_messages), level=level,
-                                   archive_keys=tuple(e.key for e in entries), view_id=view.id))
+            await self._finish_attempt(
+                step,
+                "applied",
+                base,
+                candidate_messages,
+                bytes_before,
+                request.predicted_bytes,
+                entries,
+                retry_success=True,
+            )
+            engine.emit(
+                RecoveryStep(
+                    level=level,
+                    attempt=attempt,
+                    max_attempts=settings.max_recovery_attempts,
+                    bytes_before=bytes_before,
+                    bytes_after=request.predicted_bytes,
+                    outcome="succeeded",
+                    kind=failed.failure.kind,
+                    reason=f"recovered at L{level}",
+                )
+            )
+            engine.emit(
+                Compaction(
+                    trigger="recovery",
+                    method=f"L{level}",
+                    outcome="applied",
+                    bytes_before=bytes_before,
+                    bytes_after=request.predicted_bytes,
+                    messages_before=len(base),
+                    messages_after=len(candidate_messages),
+                    level=level,
+                    archive_keys=tuple(e.key for e in entries),
+                    view_id=view.id,
+                )
+            )
             engine.view_changed("recovery")
             return result
 
         session.counters.recoveries_failed += 1
         session.save_counters()
         final = last.failure
-        engine.emit(RecoveryStep(level=min(settings.max_recovery_attempts, TOP_LEVEL),
-                                 attempt=settings.max_recovery_attempts, max_attempts=settings.max_recovery_attempts,
-                                 bytes_before=bytes_before, bytes_after=None, outcome="exhausted", kind=final.kind,
-                                 reason=final.reason))
-        message = (f"Recovery failed after {settings.max_recovery_attempts} attempts — {final.reason}. "
-                   f"The conversation is unchanged; /retry to try again, /compact to summarise first, "
-                   f"or lower max_payload.")
+        engine.emit(
+            RecoveryStep(
+                level=min(settings.max_recovery_attempts, TOP_LEVEL),
+                attempt=settings.max_recovery_attempts,
+                max_attempts=settings.max_recovery_attempts,
+                bytes_before=bytes_before,
+                bytes_after=None,
+                outcome="exhausted",
+                kind=final.kind,
+                reason=final.reason,
+            )
+        )
+        message = (
+            f"Recovery failed after {settings.max_recovery_attempts} attempts — {final.reason}. "
+            f"The conversation is unchanged; /retry to try again, /compact to summarise first, "
+            f"or lower max_payload."
+        )
         raise TurnFailed(message, final) from last
 
     # -- pieces -----------------------------------------------------------------------------------
     def _rejected_bytes(self, failed: RequestFailed) -> int:
-        return (failed.failure.rejected_bytes or failed.error.request_bytes or failed.request.actual_bytes
-                or failed.request.predicted_bytes)
+        return (
+            failed.failure.rejected_bytes
+            or failed.error.request_bytes
+            or failed.request.actual_bytes
+            or failed.request.predicted_bytes
+        )
 
     def _learn_cap(self, failure: Failure, rejected: int | None) -> None:
         engine = self.engine
         endpoint = engine.route.endpoint_id
         if rejected:
             cap = learned_cap_for(rejected)
-            learned = engine.state.learn_cap(endpoint, cap, rejected_bytes=rejected, kind=failure.kind,
-                                             reason=failure.reason)
-            engine.emit(CapLearned(cap_bytes=learned.cap_bytes, rejected_bytes=rejected, endpoint=endpoint,
-                                   reason=failure.reason))
-            engine.emit(Notice(f"Gateway rejected a {format_size(rejected)} request — payload cap set to "
-                               f"{format_size(learned.cap_bytes)} for {endpoint} (set max_payload to override; "
-                               f"/cap reset forgets it)", level="warn", code="cap_learned"))
+            learned = engine.state.learn_cap(
+                endpoint, cap, rejected_bytes=rejected, kind=failure.kind, reason=failure.reason
+            )
+            engine.emit(
+                CapLearned(
+                    cap_bytes=learned.cap_bytes,
+                    rejected_bytes=rejected,
+                    endpoint=endpoint,
+                    reason=failure.reason,
+                )
+            )
+            engine.emit(
+                Notice(
+                    f"Gateway rejected a {format_size(rejected)} request — payload cap set to "
+                    f"{format_size(learned.cap_bytes)} for {endpoint} (set max_payload to override; "
+                    f"/cap reset forgets it)",
+                    level="warn",
+                    code="cap_learned",
+                )
+            )
         elif engine.cap_info().bytes is None:
             assumed = engine.settings.fallback_cap
             engine.session.set_flag("assumed_cap", assumed)
-            engine.emit(CapLearned(cap_bytes=assumed, rejected_bytes=None, endpoint=endpoint,
-                                   reason=failure.reason, assumed=True))
-            engine.emit(Notice(f"Assuming a {format_size(assumed)} payload cap — set max_payload (e.g. 5MB, 512KB) "
-                               f"to adjust", level="warn", code="cap_assumed"))
+            engine.emit(
+                CapLearned(
+                    cap_bytes=assumed,
+                    rejected_bytes=None,
+                    endpoint=endpoint,
+                    reason=failure.reason,
+                    assumed=True,
+                )
+            )
+            engine.emit(
+                Notice(
+                    f"Assuming a {format_size(assumed)} payload cap — set max_payload (e.g. 5MB, 512KB) "
+                    f"to adjust",
+                    level="warn",
+                    code="cap_assumed",
+                )
+            )
 
     def _check_floor(self, failure: Failure, rejected: int | None) -> None:
         engine = self.engine
@@ -201,20 +316,43 @@ class Recovery:
         remembered = engine.state.learned_cap(engine.route.endpoint_id)
         known = [n for n in (rejected, remembered.rejected_bytes if remembered else None) if n]
         smallest = min(known) if known else None
-        diagnosis = diagnose_floor(floor.parts, floor.total_bytes, smallest, mcp_servers=dict(floor.mcp_servers))
+        diagnosis = diagnose_floor(
+            floor.parts, floor.total_bytes, smallest, mcp_servers=dict(floor.mcp_servers)
+        )
         if diagnosis.warn:
             engine.emit(Notice(diagnosis.message, level="warn", code="floor"))
         if diagnosis.fail_fast:
             engine.emit(Notice(diagnosis.message, level="error", code="floor"))
-            engine.emit(RecoveryStep(level=0, attempt=0, max_attempts=engine.settings.max_recovery_attempts,
-                                     bytes_before=rejected, bytes_after=floor.total_bytes, outcome="refused",
-                                     kind=failure.kind, reason="the request base alone is too big"))
+            engine.emit(
+                RecoveryStep(
+                    level=0,
+                    attempt=0,
+                    max_attempts=engine.settings.max_recovery_attempts,
+                    bytes_before=rejected,
+                    bytes_after=floor.total_bytes,
+                    outcome="refused",
+                    kind=failure.kind,
+                    reason="the request base alone is too big",
+                )
+            )
             engine.session.counters.recoveries_failed += 1
             engine.session.save_counters()
-            write_receipt(engine.session.receipts_path, make_receipt(
-                trigger="recovery", method="floor", level=0, messages_before=len(engine.session.view),
-                messages_after=len(engine.session.view), bytes_before=rejected or 0, bytes_after=rejected or 0,
-                outcome="failed", elapsed_seconds=0.0, retry_success=False, reason=diagnosis.message))
+            write_receipt(
+                engine.session.receipts_path,
+                make_receipt(
+                    trigger="recovery",
+                    method="floor",
+                    level=0,
+                    messages_before=len(engine.session.view),
+                    messages_after=len(engine.session.view),
+                    bytes_before=rejected or 0,
+                    bytes_after=rejected or 0,
+                    outcome="failed",
+                    elapsed_seconds=0.0,
+                    retry_success=False,
+                    reason=diagnosis.message,
+                ),
+            )
             raise TurnFailed(diagnosis.message, failure)
 
     def _notice_present(self) -> bool:
@@ -223,7 +361,9 @@ class Recovery:
             return True
         return any(PAYLOAD_NOTICE_PREFIX in m.all_text() for m in session.view.messages)
 
-    def _context(self, turn: int, max_tokens: int, failure: Failure, entries: list[ArchiveEntry]) -> PassContext:
+    def _context(
+        self, turn: int, max_tokens: int, failure: Failure, entries: list[ArchiveEntry]
+    ) -> PassContext:
         engine = self.engine
         ctx = engine.pass_context(turn, max_tokens, target_bytes=self._target(failure))
         return ctx.with_entries(entries) if entries else ctx
@@ -232,23 +372,55 @@ class Recovery:
         """What L3's shrink aims at: under the cap after a payload rejection, half the window otherwise."""
         engine = self.engine
         cap = engine.cap_info().bytes
-        window_target = int(engine.settings.compact_target * engine.usable_window_tokens() * engine.bytes_per_token)
+        window_target = int(
+            engine.settings.compact_target * engine.usable_window_tokens() * engine.bytes_per_token
+        )
         if failure.payload_related and cap:
             return min(int(cap * engine.settings.preflight_target), window_target)
         return window_target
 
-    async def _finish_attempt(self, step: _Attempt, outcome: str, before: tuple[Message, ...],
-                              after: tuple[Message, ...], bytes_before: int, bytes_after: int, entries: list[ArchiveEntry],
-                              *, retry_success: bool | None) -> None:
+    async def _finish_attempt(
+        self,
+        step: _Attempt,
+        outcome: str,
+        before: tuple[Message, ...],
+        after: tuple[Message, ...],
+        bytes_before: int,
+        bytes_after: int,
+        entries: list[ArchiveEntry],
+        *,
+        retry_success: bool | None,
+    ) -> None:
         engine = self.engine
         keys = [e.key for e in entries]
-        write_receipt(engine.session.receipts_path, make_receipt(
-            trigger="recovery", method=f"L{step.level}", level=step.level, messages_before=len(before),
-            messages_after=len(after), bytes_before=bytes_before, bytes_after=bytes_after,
-            provider_bytes_before=bytes_before, provider_bytes_after=bytes_after, outcome=outcome,
-            elapsed_seconds=time.monotonic() - step.started, archive_keys=keys, retry_success=retry_success,
-            attempt=step.attempt, session_id=engine.session.id))
-        await engine.hooks.post_compact("recovery", "failed" if outcome == "failed" else outcome,
-                                        {"bytes_before": bytes_before, "bytes_after": bytes_after,
-                                         "messages_before": len(before), "messages_after": len(after)}, keys)
-
+        write_receipt(
+            engine.session.receipts_path,
+            make_receipt(
+                trigger="recovery",
+                method=f"L{step.level}",
+                level=step.level,
+                messages_before=len(before),
+                messages_after=len(after),
+                bytes_before=bytes_before,
+                bytes_after=bytes_after,
+                provider_bytes_before=bytes_before,
+                provider_bytes_after=bytes_after,
+                outcome=outcome,
+                elapsed_seconds=time.monotonic() - step.started,
+                archive_keys=keys,
+                retry_success=retry_success,
+                attempt=step.attempt,
+                session_id=engine.session.id,
+            ),
+        )
+        await engine.hooks.post_compact(
+            "recovery",
+            "failed" if outcome == "failed" else outcome,
+            {
+                "bytes_before": bytes_before,
+                "bytes_after": bytes_after,
+                "messages_before": len(before),
+                "messages_after": len(after),
+            },
+            keys,
+        )

@@ -55,29 +55,52 @@ class ResetVerdict:
     evidence: str  # one line for the classifier's evidence
 
 
-def judge_reset(size: int | None, threshold: int, evidence: SizeEvidence | None = None, *,
-                smaller_accepted_required: bool = True) -> ResetVerdict:
+def judge_reset(
+    size: int | None,
+    threshold: int,
+    evidence: SizeEvidence | None = None,
+    *,
+    smaller_accepted_required: bool = True,
+) -> ResetVerdict:
     """Is a reset of a `size`-byte body the gateway refusing its size? (rules 1–3 above)
 
     `smaller_accepted_required=False` is for the prober, whose bisection later shows whether
     smaller bodies pass (and reports no cap when none does).
     """
     if size is None:
-        return ResetVerdict(False, UNPROVEN, f"request size unknown (drop threshold {format_size(threshold)})")
+        return ResetVerdict(
+            False, UNPROVEN, f"request size unknown (drop threshold {format_size(threshold)})"
+        )
     if size >= threshold:
-        return ResetVerdict(True, THRESHOLD, f"request {format_size(size)} ≥ {format_size(threshold)} drop threshold")
+        return ResetVerdict(
+            True, THRESHOLD, f"request {format_size(size)} ≥ {format_size(threshold)} drop threshold"
+        )
     ev = evidence or SizeEvidence()
     accepted = ev.accepted_max
     smaller_passed = accepted is not None and accepted < size
     if smaller_passed and ev.refused_min is not None and size >= ev.refused_min:
-        return ResetVerdict(True, REFUSED_BEFORE, (
-            f"request {format_size(size)} ≥ {format_size(ev.refused_min)}, the smallest body this endpoint "
-            f"refused before (it accepted {format_size(accepted)})"))
-    if ev.last_reset == size and (smaller_passed or (not smaller_accepted_required
-                                                     and (accepted is None or accepted < size))):
+        return ResetVerdict(
+            True,
+            REFUSED_BEFORE,
+            (
+                f"request {format_size(size)} ≥ {format_size(ev.refused_min)}, the smallest body this endpoint "
+                f"refused before (it accepted {format_size(accepted)})"
+            ),
+        )
+    if ev.last_reset == size and (
+        smaller_passed or (not smaller_accepted_required and (accepted is None or accepted < size))
+    ):
         accepted_note = f"; it accepted {format_size(accepted)}" if accepted is not None else ""
-        return ResetVerdict(True, REPEATED, f"the same {format_size(size)} body was reset twice in a row"
-                            f"{accepted_note}")
-    return ResetVerdict(False, UNPROVEN, f"request {format_size(size)} < {format_size(threshold)} drop threshold"
-                        + ("" if ev.refused_min is None and ev.last_reset is None else
-                           ", and no repeated or larger refusal at this endpoint"))
+        return ResetVerdict(
+            True, REPEATED, f"the same {format_size(size)} body was reset twice in a row{accepted_note}"
+        )
+    return ResetVerdict(
+        False,
+        UNPROVEN,
+        f"request {format_size(size)} < {format_size(threshold)} drop threshold"
+        + (
+            ""
+            if ev.refused_min is None and ev.last_reset is None
+            else ", and no repeated or larger refusal at this endpoint"
+        ),
+    )

@@ -24,8 +24,12 @@ class RetryPolicy:
 
     @classmethod
     def from_settings(cls, settings: Settings, rng: random.Random | None = None) -> RetryPolicy:
-        return cls(settings.retry_max_attempts, settings.retry_base_delay, settings.retry_max_delay,
-                   rng or random.Random())
+        return cls(
+            settings.retry_max_attempts,
+            settings.retry_base_delay,
+            settings.retry_max_delay,
+            rng or random.Random(),
+        )
 
     def delay(self, attempt: int, retry_after: float | None = None) -> float | None:
         """Seconds to wait before retry number `attempt` (1-based), or None when out of attempts."""

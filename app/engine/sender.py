@@ -88,7 +88,9 @@ def body_preview(body: Any) -> str:
             items = list(value)
             if len(items) > PREVIEW_LIST_ITEMS:
                 hidden = len(items) - 5
-                return [shrink(v) for v in items[:2]] + [f"… {hidden} more …"] + [shrink(v) for v in items[-3:]]
+                return (
+                    [shrink(v) for v in items[:2]] + [f"… {hidden} more …"] + [shrink(v) for v in items[-3:]]
+                )
             return [shrink(v) for v in items]
         return value
 
@@ -100,16 +102,26 @@ def body_preview(body: Any) -> str:
 
 def redact_failure(failure: Failure) -> Failure:
     """The failure with known secrets hidden in its reason and evidence (a gateway echoing the key)."""
-    return dataclasses.replace(failure, reason=redact_text(failure.reason),
-                               evidence=tuple(redact_text(e) for e in failure.evidence))
+    return dataclasses.replace(
+        failure, reason=redact_text(failure.reason), evidence=tuple(redact_text(e) for e in failure.evidence)
+    )
 
 
 class Sender:
-    def __init__(self, session: Session, provider: Provider, *, route: str, emit: Callable[[Event], None],
-                 retry_policy: RetryPolicy, drop_threshold: int,
-                 on_rejection: Callable[[Failure, Request], Awaitable[None]] | None = None,
-                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-                 size_evidence: SizeEvidence | None = None, user_rules: tuple[Rule, ...] = ()) -> None:
+    def __init__(
+        self,
+        session: Session,
+        provider: Provider,
+        *,
+        route: str,
+        emit: Callable[[Event], None],
+        retry_policy: RetryPolicy,
+        drop_threshold: int,
+        on_rejection: Callable[[Failure, Request], Awaitable[None]] | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        size_evidence: SizeEvidence | None = None,
+        user_rules: tuple[Rule, ...] = (),
+    ) -> None:
         self.session = session
         self.provider = provider
         self.route = route
@@ -131,8 +143,9 @@ class Sender:
     def forget_streamed_text(self) -> None:
         self._visible = []
 
-    async def send(self, request: Request, *, level: int = 0, attempt: int = 0,
-                   stream_text: bool = True) -> StreamResult:
+    async def send(
+        self, request: Request, *, level: int = 0, attempt: int = 0, stream_text: bool = True
+    ) -> StreamResult:
         """Send with transient retries. Raises RequestFailed; CancelledError passes through."""
         retry = 0
         while True:
@@ -146,20 +159,38 @@ class Sender:
                 if delay is None:
                     raise
                 self.session.counters.retries += 1
-                self.emit(Retry(kind=failed.failure.kind, attempt=retry, max_attempts=self.retry_policy.max_attempts,
-                                delay_s=round(delay, 2), reason=failed.failure.reason))
+                self.emit(
+                    Retry(
+                        kind=failed.failure.kind,
+                        attempt=retry,
+                        max_attempts=self.retry_policy.max_attempts,
+                        delay_s=round(delay, 2),
+                        reason=failed.failure.reason,
+                    )
+                )
                 await self.sleep(delay)
 
-    async def _send_once(self, request: Request, *, level: int, attempt: int, stream_text: bool) -> StreamResult:
+    async def _send_once(
+        self, request: Request, *, level: int, attempt: int, stream_text: bool
+    ) -> StreamResult:
         request_id = new_id("r")
         started = time.monotonic()
         started_at = time.time()
-        record = functools.partial(self._record, request_id, request, level=level, attempt=attempt,
-                                   started_at=started_at)
+        record = functools.partial(
+            self._record, request_id, request, level=level, attempt=attempt, started_at=started_at
+        )
         record(outcome="sending")
-        self.emit(RequestStarted(request_id=request_id, route=self.route, purpose=request.purpose,
-                                 predicted_bytes=request.predicted_bytes, attempt=attempt, level=level,
-                                 started_at=started_at))
+        self.emit(
+            RequestStarted(
+                request_id=request_id,
+                route=self.route,
+                purpose=request.purpose,
+                predicted_bytes=request.predicted_bytes,
+                attempt=attempt,
+                level=level,
+                started_at=started_at,
+            )
+        )
         text: list[str] = []
         chars = 0
         self._visible = []
@@ -196,13 +227,28 @@ class Sender:
         except (ProviderError, Exception) as raised:
             # An adapter raises only ProviderError; anything else is still this request's failure,
             # reported as one (never a crash of the turn), and never "recovered" (kind other).
-            error = raised if isinstance(raised, ProviderError) else ProviderError(
-                f"{request.provider}: unexpected {type(raised).__name__}: {raised}", provider=request.provider,
-                original=raised, status=request.status, request_bytes=request.actual_bytes,
-                error_type=type(raised).__name__, transport="stream-error")
+            error = (
+                raised
+                if isinstance(raised, ProviderError)
+                else ProviderError(
+                    f"{request.provider}: unexpected {type(raised).__name__}: {raised}",
+                    provider=request.provider,
+                    original=raised,
+                    status=request.status,
+                    request_bytes=request.actual_bytes,
+                    error_type=type(raised).__name__,
+                    transport="stream-error",
+                )
+            )
             error.output_visible = visible
-            failure = redact_failure(classify(error, drop_threshold=self.drop_threshold,
-                                              size_evidence=self.size_evidence, user_rules=self.user_rules))
+            failure = redact_failure(
+                classify(
+                    error,
+                    drop_threshold=self.drop_threshold,
+                    size_evidence=self.size_evidence,
+                    user_rules=self.user_rules,
+                )
+            )
             self._learn_sizes(error, failure, request)
             latency = (time.monotonic() - started) * 1000
             record(outcome="failed", error=error, failure=failure, latency_ms=latency)
@@ -210,11 +256,21 @@ class Sender:
             self.session.counters.failed_requests += 1
             self.session.counters.add_rejection(failure.kind)
             self.session.save_counters()
-            self.emit(RequestFinished(request_id=request_id, route=self.route, purpose=request.purpose,
-                                      predicted_bytes=request.predicted_bytes,
-                                      bytes=error.request_bytes or request.actual_bytes,
-                                      status=error.status, latency_ms=round(latency, 1), kind=failure.kind,
-                                      reason=failure.reason, level=level, started_at=started_at))
+            self.emit(
+                RequestFinished(
+                    request_id=request_id,
+                    route=self.route,
+                    purpose=request.purpose,
+                    predicted_bytes=request.predicted_bytes,
+                    bytes=error.request_bytes or request.actual_bytes,
+                    status=error.status,
+                    latency_ms=round(latency, 1),
+                    kind=failure.kind,
+                    reason=failure.reason,
+                    level=level,
+                    started_at=started_at,
+                )
+            )
             if self.on_rejection is not None:
                 await self.on_rejection(failure, request)
             raise RequestFailed(error, failure, request, "".join(text), request_id, tool_calls) from raised
@@ -229,30 +285,58 @@ class Sender:
         if usage is not None:
             cost = price_usd(usage, self.session.model, self.session.provider)
             self.session.counters.add_usage(usage, cost, summarizer=request.purpose == "summary")
-            self.emit(UsageRecorded(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
-                                    cache_read_tokens=usage.cache_read_tokens,
-                                    cache_write_tokens=usage.cache_write_tokens, cost_usd=cost,
-                                    purpose=request.purpose))
+            self.emit(
+                UsageRecorded(
+                    input_tokens=usage.input_tokens,
+                    output_tokens=usage.output_tokens,
+                    cache_read_tokens=usage.cache_read_tokens,
+                    cache_write_tokens=usage.cache_write_tokens,
+                    cost_usd=cost,
+                    purpose=request.purpose,
+                )
+            )
         self.session.counters.requests += 1
         self.session.save_counters()
         self._visible = []
         self.size_evidence.accepted(request.actual_bytes or request.predicted_bytes)
         record(outcome="ok", latency_ms=latency, usage=usage, cost=cost)
-        self.emit(RequestFinished(request_id=request_id, route=self.route, purpose=request.purpose,
-                                  predicted_bytes=request.predicted_bytes, bytes=request.actual_bytes,
-                                  status=request.status or 200, latency_ms=round(latency, 1), level=level,
-                                  started_at=started_at))
-        return StreamResult("".join(text), tool_calls, usage, stop_reason, request, request_id, natives, edits)
+        self.emit(
+            RequestFinished(
+                request_id=request_id,
+                route=self.route,
+                purpose=request.purpose,
+                predicted_bytes=request.predicted_bytes,
+                bytes=request.actual_bytes,
+                status=request.status or 200,
+                latency_ms=round(latency, 1),
+                level=level,
+                started_at=started_at,
+            )
+        )
+        return StreamResult(
+            "".join(text), tool_calls, usage, stop_reason, request, request_id, natives, edits
+        )
 
     async def call(self, request: Request, call: Callable[[], Awaitable[Any]]) -> Any:
         """A request that is not a stream (native compaction): recorded and shown like every other one,
         its failure classified. Raises RequestFailed; CancelledError passes through."""
         request_id = new_id("r")
         started, started_at = time.monotonic(), time.time()
-        record = functools.partial(self._record, request_id, request, level=0, attempt=0, started_at=started_at)
+        record = functools.partial(
+            self._record, request_id, request, level=0, attempt=0, started_at=started_at
+        )
         record(outcome="sending")
-        self.emit(RequestStarted(request_id=request_id, route=self.route, purpose=request.purpose,
-                                 predicted_bytes=request.predicted_bytes, attempt=0, level=0, started_at=started_at))
+        self.emit(
+            RequestStarted(
+                request_id=request_id,
+                route=self.route,
+                purpose=request.purpose,
+                predicted_bytes=request.predicted_bytes,
+                attempt=0,
+                level=0,
+                started_at=started_at,
+            )
+        )
         try:
             result = await call()
         except asyncio.CancelledError:
@@ -268,11 +352,20 @@ class Sender:
             self.session.counters.failed_requests += 1
             self.session.counters.add_rejection(failure.kind)
             self.session.save_counters()
-            self.emit(RequestFinished(request_id=request_id, route=self.route, purpose=request.purpose,
-                                      predicted_bytes=request.predicted_bytes,
-                                      bytes=error.request_bytes or request.actual_bytes, status=error.status,
-                                      latency_ms=round(latency, 1), kind=failure.kind, reason=failure.reason,
-                                      started_at=started_at))
+            self.emit(
+                RequestFinished(
+                    request_id=request_id,
+                    route=self.route,
+                    purpose=request.purpose,
+                    predicted_bytes=request.predicted_bytes,
+                    bytes=error.request_bytes or request.actual_bytes,
+                    status=error.status,
+                    latency_ms=round(latency, 1),
+                    kind=failure.kind,
+                    reason=failure.reason,
+                    started_at=started_at,
+                )
+            )
             if self.on_rejection is not None:
                 await self.on_rejection(failure, request)
             raise RequestFailed(error, failure, request, "", request_id) from error
@@ -280,9 +373,18 @@ class Sender:
         self.session.counters.requests += 1
         self.session.save_counters()
         record(outcome="ok", latency_ms=latency)
-        self.emit(RequestFinished(request_id=request_id, route=self.route, purpose=request.purpose,
-                                  predicted_bytes=request.predicted_bytes, bytes=request.actual_bytes,
-                                  status=request.status or 200, latency_ms=round(latency, 1), started_at=started_at))
+        self.emit(
+            RequestFinished(
+                request_id=request_id,
+                route=self.route,
+                purpose=request.purpose,
+                predicted_bytes=request.predicted_bytes,
+                bytes=request.actual_bytes,
+                status=request.status or 200,
+                latency_ms=round(latency, 1),
+                started_at=started_at,
+            )
+        )
         return result
 
     def _learn_sizes(self, error: ProviderError, failure: Failure, request: Request) -> None:
@@ -295,15 +397,37 @@ class Sender:
         else:  # anything else breaks a run of identical resets
             self.size_evidence.last_reset = None
 
-    def _record(self, request_id: str, request: Request, *, level: int, attempt: int, started_at: float,
-                outcome: str, error: ProviderError | None = None, failure: Failure | None = None,
-                latency_ms: float | None = None, usage: Usage | None = None, cost: float | None = None) -> None:
+    def _record(
+        self,
+        request_id: str,
+        request: Request,
+        *,
+        level: int,
+        attempt: int,
+        started_at: float,
+        outcome: str,
+        error: ProviderError | None = None,
+        failure: Failure | None = None,
+        latency_ms: float | None = None,
+        usage: Usage | None = None,
+        cost: float | None = None,
+    ) -> None:
         record: dict[str, Any] = {
-            "id": request_id, "session_id": self.session.id, "created_at": started_at, "route": self.route,
-            "provider": request.provider, "model": request.model, "url": request.url, "purpose": request.purpose,
-            "attempt": attempt, "level": level, "predicted_bytes": request.predicted_bytes,
-            "actual_bytes": request.actual_bytes, "request_headers": redact_headers(request.request_headers),
-            "outcome": outcome, "latency_ms": latency_ms,
+            "id": request_id,
+            "session_id": self.session.id,
+            "created_at": started_at,
+            "route": self.route,
+            "provider": request.provider,
+            "model": request.model,
+            "url": request.url,
+            "purpose": request.purpose,
+            "attempt": attempt,
+            "level": level,
+            "predicted_bytes": request.predicted_bytes,
+            "actual_bytes": request.actual_bytes,
+            "request_headers": redact_headers(request.request_headers),
+            "outcome": outcome,
+            "latency_ms": latency_ms,
         }
         if outcome == "sending":
             record["body_preview"] = body_preview(request.body)
@@ -320,9 +444,13 @@ class Sender:
             record["reason"] = failure.reason
             record["evidence"] = list(failure.evidence)
         if usage is not None:
-            record["usage"] = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
-                               "cache_read_tokens": usage.cache_read_tokens,
-                               "cache_write_tokens": usage.cache_write_tokens, "cost_usd": cost}
+            record["usage"] = {
+                "input_tokens": usage.input_tokens,
+                "output_tokens": usage.output_tokens,
+                "cache_read_tokens": usage.cache_read_tokens,
+                "cache_write_tokens": usage.cache_write_tokens,
+                "cost_usd": cost,
+            }
         try:
             self.session.store.record_request(record)
         except Exception:  # noqa: BLE001 - a full disk must not turn a good answer into a failure

@@ -66,12 +66,29 @@ class Session:
 
     # -- opening -------------------------------------------------------------------------------
     @classmethod
-    def create(cls, store: Store, *, route: str = "", provider: str = "", model: str = "",
-               workspace: str = "", system_prompt: str = "", title: str = "") -> Session:
+    def create(
+        cls,
+        store: Store,
+        *,
+        route: str = "",
+        provider: str = "",
+        model: str = "",
+        workspace: str = "",
+        system_prompt: str = "",
+        title: str = "",
+    ) -> Session:
         session_id = new_id("s")
         view_id = new_id("v")
-        store.create_session(session_id, title=title, route=route, provider=provider, model=model,
-                             workspace=workspace, system_prompt=system_prompt, initial_view_id=view_id)
+        store.create_session(
+            session_id,
+            title=title,
+            route=route,
+            provider=provider,
+            model=model,
+            workspace=workspace,
+            system_prompt=system_prompt,
+            initial_view_id=view_id,
+        )
         return cls.load(store, session_id)
 
     @classmethod
@@ -103,7 +120,9 @@ class Session:
     def release_lease(self) -> None:
         lease, self.lease = self.lease, None
         if lease is not None:
-            with contextlib.suppress(Exception):  # closing must not fail on a full disk; a dead pid frees it anyway
+            with contextlib.suppress(
+                Exception
+            ):  # closing must not fail on a full disk; a dead pid frees it anyway
                 self.store.release_lease(self.id, lease)
 
     def open_read_only(self, holder: Holder | None) -> None:
@@ -156,20 +175,33 @@ class Session:
         self.master.append(message)
         self.turn = max(self.turn, message.meta.turn)
         active = self.view
-        self.views[-1] = View(id=active.id, messages=active.messages + (message,), parent_id=active.parent_id,
-                              reason=active.reason, created_at=active.created_at)
+        self.views[-1] = View(
+            id=active.id,
+            messages=active.messages + (message,),
+            parent_id=active.parent_id,
+            reason=active.reason,
+            created_at=active.created_at,
+        )
         self._append_transcript(message)
         if not self.title and message.role == "user" and message.meta.origin == "user":
             first_line = message.text.strip().splitlines()[0][:80] if message.text.strip() else ""
             # undecodable bytes (lone surrogates) become U+FFFD: a title is plain UTF-8 text
             self.title = "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in first_line)
             self.store.update_session(self.id, title=self.title)
-        self.emit(MessageAdded(message_id=message.id, role=message.role, origin=message.meta.origin,
-                               text=message.text, partial=message.meta.partial))
+        self.emit(
+            MessageAdded(
+                message_id=message.id,
+                role=message.role,
+                origin=message.meta.origin,
+                text=message.text,
+                partial=message.meta.partial,
+            )
+        )
         return message
 
-    def commit_view(self, messages: Iterable[Message], archive_entries: Iterable[ArchiveEntry],
-                    reason: str) -> View:
+    def commit_view(
+        self, messages: Iterable[Message], archive_entries: Iterable[ArchiveEntry], reason: str
+    ) -> View:
         """Make a new view active, storing it with its archive entries in one transaction.
 
         Raises (and changes nothing, in memory or on disk) if the store refuses.
@@ -179,8 +211,13 @@ class Session:
         newer = self.store.commit_view(self.id, view, set(self._seq), list(archive_entries))
         if newer:  # another process appended these since we loaded: kept in the view, never dropped
             self._take_in(newer)
-            view = View(id=view.id, messages=view.messages + tuple(newer), parent_id=view.parent_id,
-                        reason=view.reason, created_at=view.created_at)
+            view = View(
+                id=view.id,
+                messages=view.messages + tuple(newer),
+                parent_id=view.parent_id,
+                reason=view.reason,
+                created_at=view.created_at,
+            )
         self.views.append(view)
         return view
 
@@ -196,13 +233,23 @@ class Session:
         popped, parent = self.views[-1], self.views[-2]
         last_seq = max((self._seq[m.id] for m in parent.messages if m.id in self._seq), default=-1)
         newer = [m for m in popped.messages if self._seq.get(m.id, -1) > last_seq]
-        restored = View(id=parent.id, messages=parent.messages + tuple(newer), parent_id=parent.parent_id,
-                        reason=parent.reason, created_at=parent.created_at)
+        restored = View(
+            id=parent.id,
+            messages=parent.messages + tuple(newer),
+            parent_id=parent.parent_id,
+            reason=parent.reason,
+            created_at=parent.created_at,
+        )
         unknown = self.store.replace_active_view(self.id, restored, set(self._seq))
         if unknown:
             self._take_in(unknown)
-            restored = View(id=restored.id, messages=restored.messages + tuple(unknown), parent_id=restored.parent_id,
-                            reason=restored.reason, created_at=restored.created_at)
+            restored = View(
+                id=restored.id,
+                messages=restored.messages + tuple(unknown),
+                parent_id=restored.parent_id,
+                reason=restored.reason,
+                created_at=restored.created_at,
+            )
         self.views.pop()
         self.views[-1] = restored
         return restored

@@ -1,6 +1,6 @@
 """Removing sessions: who holds one, and deleting one nobody holds (`sessions rm`, the F5 screen).
 
-    delete_session(store, "s_3f2a", current_id=engine.session.id)   # SessionBusy / SessionNotFound
+delete_session(store, "s_3f2a", current_id=engine.session.id)   # SessionBusy / SessionNotFound
 """
 
 from __future__ import annotations

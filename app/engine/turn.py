@@ -80,8 +80,9 @@ if TYPE_CHECKING:
 
 MAX_TOOL_ROUNDS = 50  # tool round trips in one turn before bulkhead stops and asks the user
 # Events kept in the store, so a resumed session's inspector can show them again.
-STORED_EVENTS = frozenset({"rejection", "cap_learned", "recovery", "compaction", "hook", "notice",
-                           "provider_edits"})
+STORED_EVENTS = frozenset(
+    {"rejection", "cap_learned", "recovery", "compaction", "hook", "notice", "provider_edits"}
+)
 
 # (tool name, args, why it asks) -> True / "once", "session", "project" (allow; the last two remember
 # an allow rule) or False / "deny"
@@ -109,11 +110,22 @@ def join_answers(texts: Sequence[str]) -> str:
 
 
 class Engine:
-    def __init__(self, settings: Settings, session: Session, route: Route, provider: Provider, *,
-                 state: State | None = None, approver: Approver | None = None, hooks: HookRunner | None = None,
-                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep, rng: random.Random | None = None,
-                 tools: Sequence[ToolSpec] | None = None, workspace: Path | None = None,
-                 mcp: McpManager | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        session: Session,
+        route: Route,
+        provider: Provider,
+        *,
+        state: State | None = None,
+        approver: Approver | None = None,
+        hooks: HookRunner | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        rng: random.Random | None = None,
+        tools: Sequence[ToolSpec] | None = None,
+        workspace: Path | None = None,
+        mcp: McpManager | None = None,
+    ) -> None:
         from app.tools.registry import TOOL_SPECS
 
         self.settings = settings
@@ -135,9 +147,13 @@ class Engine:
 
             self.mcp_tools = McpToolset(mcp, settings, flags=session.flags, set_flag=session.set_flag)
             mcp.subscribe(self._mcp_changed)
-        self.hooks = hooks or HookRunner(settings.hooks, session_id=session.id,
-                                         transcript_path=session.transcript_path, cwd=self.workspace,
-                                         on_run=self.emit)
+        self.hooks = hooks or HookRunner(
+            settings.hooks,
+            session_id=session.id,
+            transcript_path=session.transcript_path,
+            cwd=self.workspace,
+            on_run=self.emit,
+        )
         self.retry_policy = RetryPolicy.from_settings(settings, rng)
         self.recovery = Recovery(self)
         self.compactor = Compactor(self)
@@ -150,8 +166,11 @@ class Engine:
         self._closing = False
         self._use_route(route, provider)
         self.load_instructions()
-        self.permissions = Permissions.load(self.workspace, settings.permissions,
-                                            settings.config_file.name if settings.config_file else "config.toml")
+        self.permissions = Permissions.load(
+            self.workspace,
+            settings.permissions,
+            settings.config_file.name if settings.config_file else "config.toml",
+        )
 
     def _use_route(self, route: Route, provider: Provider) -> None:
         """Derive everything that depends on the route: limits, the sender, cached sizes."""
@@ -160,8 +179,9 @@ class Engine:
         limits = model_limits(route.provider, route.model)
         # A configured max_output_tokens (the route's, else an explicit global one) wins over the catalog's
         # guess: for a model the catalog does not know, it is also the ceiling of the escalations.
-        configured = route.max_output_tokens or (self.settings.max_output_tokens
-                                                 if "max_output_tokens" in self.settings.sources else None)
+        configured = route.max_output_tokens or (
+            self.settings.max_output_tokens if "max_output_tokens" in self.settings.sources else None
+        )
         cap = limits.max_output_tokens
         if configured and (limits.source == "default" or configured > cap):
             cap = configured
@@ -209,15 +229,24 @@ class Engine:
         return float(self.session.flags.get("bytes_per_token", 4.0))
 
     def configured_cap(self) -> tuple[int | None, str]:
-        caps = [(c, w) for c, w in ((self.route.max_payload, f"routes.{self.route.name}"),
-                                    (self.settings.max_payload, self.settings.sources.get("max_payload", "config")))
-                if c]
+        caps = [
+            (c, w)
+            for c, w in (
+                (self.route.max_payload, f"routes.{self.route.name}"),
+                (self.settings.max_payload, self.settings.sources.get("max_payload", "config")),
+            )
+            if c
+        ]
         return min(caps) if caps else (None, "")
 
     def cap_info(self) -> CapInfo:
         configured, where = self.configured_cap()
-        return effective_cap(configured, self.state.learned_cap(self.route.endpoint_id),
-                             self.session.flags.get("assumed_cap"), where)
+        return effective_cap(
+            configured,
+            self.state.learned_cap(self.route.endpoint_id),
+            self.session.flags.get("assumed_cap"),
+            where,
+        )
 
     def cap_detail(self, cap: CapInfo | None = None) -> str:
         """Where the cap in force came from, in words; a learned cap adds the rejection's reason.
@@ -236,7 +265,9 @@ class Engine:
         return detail
 
     def measure(self, messages: Sequence[Message], max_tokens: int | None = None) -> int:
-        return self.provider.measure(tuple(messages), self.system, self.tools, max_tokens=max_tokens or self.max_tokens)
+        return self.provider.measure(
+            tuple(messages), self.system, self.tools, max_tokens=max_tokens or self.max_tokens
+        )
 
     # -- tools (built-in + MCP, deferred when they crowd the payload) -----------------------------
     @property
@@ -254,7 +285,9 @@ class Engine:
     def _tool_bytes(self, specs: Sequence[ToolSpec]) -> int:
         """Exact bytes `specs` add to a request of this route (built into an empty request and measured)."""
         base = self.provider.measure((), self.system, self.builtin_tools, max_tokens=self.max_tokens)
-        with_specs = self.provider.measure((), self.system, self.builtin_tools + tuple(specs), max_tokens=self.max_tokens)
+        with_specs = self.provider.measure(
+            (), self.system, self.builtin_tools + tuple(specs), max_tokens=self.max_tokens
+        )
         return with_specs - base
 
     def mcp_budgets(self) -> tuple[int, int | None]:
@@ -278,8 +311,13 @@ class Engine:
             return self._plan_memo[1]
         budget, byte_budget = self.mcp_budgets()
         native = self.route.provider == "anthropic"
-        plan = self.mcp_tools.plan(budget_bytes=budget, byte_budget=byte_budget, native_possible=native,
-                                   measure=self._tool_bytes, key=(self.route.name, id(self.provider), self.system))
+        plan = self.mcp_tools.plan(
+            budget_bytes=budget,
+            byte_budget=byte_budget,
+            native_possible=native,
+            measure=self._tool_bytes,
+            key=(self.route.name, id(self.provider), self.system),
+        )
         self._plan_memo = (key, plan)
         return plan
 
@@ -297,12 +335,22 @@ class Engine:
             total = measure((), system, tools, max_tokens=max_tokens)
             plan = self.mcp_plan()
             servers = tuple(plan.per_server.items()) if plan is not None else ()
-            parts = floor_breakdown(system_bytes=base - empty, instructions_bytes=max(0, bare - base),
-                                    builtin_tools_bytes=builtin - bare, mcp_tools_bytes=total - builtin,
-                                    mcp_servers=dict(servers))
-            sizes = FloorSizes(system_bytes=base - empty, instructions_bytes=max(0, bare - base),
-                               tools_bytes=total - bare, total_bytes=total, mcp_bytes=total - builtin,
-                               parts=tuple(parts), mcp_servers=servers)
+            parts = floor_breakdown(
+                system_bytes=base - empty,
+                instructions_bytes=max(0, bare - base),
+                builtin_tools_bytes=builtin - bare,
+                mcp_tools_bytes=total - builtin,
+                mcp_servers=dict(servers),
+            )
+            sizes = FloorSizes(
+                system_bytes=base - empty,
+                instructions_bytes=max(0, bare - base),
+                tools_bytes=total - bare,
+                total_bytes=total,
+                mcp_bytes=total - builtin,
+                parts=tuple(parts),
+                mcp_servers=servers,
+            )
             cached = self._floor_cache = (tools, system, sizes)
         return cached[2]
 
@@ -320,16 +368,31 @@ class Engine:
         pending = [s for s in self.mcp.statuses() if s.state == "pending"]
         if pending:
             names = ", ".join(s.name for s in pending)
-            self.emit(Notice(f"MCP servers from this workspace's .mcp.json are not started: {names} — "
-                             f"/mcp restart NAME (or `bulkhead mcp approve`) allows one", level="warn", code="mcp"))
+            self.emit(
+                Notice(
+                    f"MCP servers from this workspace's .mcp.json are not started: {names} — "
+                    f"/mcp restart NAME (or `bulkhead mcp approve`) allows one",
+                    level="warn",
+                    code="mcp",
+                )
+            )
 
     def _mcp_changed(self, connection) -> None:
         if self._closing:  # servers stopping at exit: nothing to tell
             return
         status = connection.status()
-        self.emit(McpServerChanged(name=status.name, state=status.state.value, reason=status.reason,
-                                   stderr_tail=status.stderr_tail, tools=len(status.tools),
-                                   transport=status.transport, source=status.source, log_path=status.log_path))
+        self.emit(
+            McpServerChanged(
+                name=status.name,
+                state=status.state.value,
+                reason=status.reason,
+                stderr_tail=status.stderr_tail,
+                tools=len(status.tools),
+                transport=status.transport,
+                source=status.source,
+                log_path=status.log_path,
+            )
+        )
         if status.state.value in ("failed", "crashed"):
             from app.textsafe import display_line
 
@@ -337,10 +400,17 @@ class Engine:
             verb = "did not start" if status.state.value == "failed" else "stopped working"
             tail = ""
             if status.stderr_tail:
-                tail = " — last stderr lines:\n" + "\n".join(f"  {display_line(line)}" for line in status.stderr_tail)
-            self.emit(Notice(f"MCP server {status.name} {verb}: {display_line(status.reason)}. The session goes on "
-                             f"without its tools; /mcp restart {status.name} tries again.{tail}", level="warn",
-                             code="mcp"))
+                tail = " — last stderr lines:\n" + "\n".join(
+                    f"  {display_line(line)}" for line in status.stderr_tail
+                )
+            self.emit(
+                Notice(
+                    f"MCP server {status.name} {verb}: {display_line(status.reason)}. The session goes on "
+                    f"without its tools; /mcp restart {status.name} tries again.{tail}",
+                    level="warn",
+                    code="mcp",
+                )
+            )
         if status.state.value in ("ready", "failed", "crashed", "stopped"):
             with contextlib.suppress(Exception):
                 self.view_changed("mcp")
@@ -353,15 +423,22 @@ class Engine:
         from app.engine.compaction.summarize import ContextEngine
         from app.mcp.context_engine import McpContextEngine
 
-        writer = McpContextEngine(self.mcp, name.removeprefix("mcp:"), timeout=self.settings.mcp_compact_timeout)
+        writer = McpContextEngine(
+            self.mcp, name.removeprefix("mcp:"), timeout=self.settings.mcp_compact_timeout
+        )
         return ContextEngine(name, writer, timeout=self.settings.mcp_compact_timeout)
 
     async def _await_mcp(self) -> None:
         """Before a turn's first request: let starting MCP servers finish (each bounded by its timeout)."""
         if self.mcp is None or not self.mcp.starting():
             return
-        self.emit(Notice(f"waiting for MCP servers to start: {', '.join(self.mcp.starting())} "
-                         f"(at most {self.settings.mcp_startup_timeout:g} s; Esc cancels)", code="mcp_wait"))
+        self.emit(
+            Notice(
+                f"waiting for MCP servers to start: {', '.join(self.mcp.starting())} "
+                f"(at most {self.settings.mcp_startup_timeout:g} s; Esc cancels)",
+                code="mcp_wait",
+            )
+        )
         await self.mcp.wait_settled()
 
     def load_instructions(self) -> Instructions:
@@ -378,14 +455,22 @@ class Engine:
         import, the size cut)."""
         loaded = self.instructions
         if loaded.files:
+
             def name(file) -> str:
                 shown = display_line(file.shown or file.path.name)
                 return {"global": f"global {shown}", "import": f"{shown} (imported)"}.get(file.scope, shown)
 
             listed = ", ".join(f"{name(f)} {format_size(f.bytes)}" for f in loaded.files)
-            in_request = dict((p.label, p.bytes) for p in self.floor_sizes().parts).get("instructions", loaded.bytes)
-            self.emit(Notice(f"project instructions in the system prompt: {listed} — "
-                             f"{format_size(in_request)} of every request", code="instructions"))
+            in_request = dict((p.label, p.bytes) for p in self.floor_sizes().parts).get(
+                "instructions", loaded.bytes
+            )
+            self.emit(
+                Notice(
+                    f"project instructions in the system prompt: {listed} — "
+                    f"{format_size(in_request)} of every request",
+                    code="instructions",
+                )
+            )
         for problem in loaded.problems:
             self.emit(Notice(display_line(problem), level="warn", code="instructions"))
 
@@ -396,12 +481,17 @@ class Engine:
             entry = store.archive_get(key, session.id, strict=True)
             return entry.content if entry else None
 
-        return PassContext(settings=self.settings, turn=turn,
-                           budget_scale=float(session.flags.get("budget_scale", 1.0)),
-                           session_folder=session.folder, archive_lookup=lookup,
-                           measure=lambda messages: self.measure(messages, max_tokens),
-                           target_bytes=target_bytes, is_master=session.is_master,
-                           repeatable_tools=self.mcp.read_only_tools() if self.mcp is not None else frozenset())
+        return PassContext(
+            settings=self.settings,
+            turn=turn,
+            budget_scale=float(session.flags.get("budget_scale", 1.0)),
+            session_folder=session.folder,
+            archive_lookup=lookup,
+            measure=lambda messages: self.measure(messages, max_tokens),
+            target_bytes=target_bytes,
+            is_master=session.is_master,
+            repeatable_tools=self.mcp.read_only_tools() if self.mcp is not None else frozenset(),
+        )
 
     def view_changed(self, reason: str = "") -> ViewChanged:
         self._budget_epoch += 1
@@ -410,23 +500,40 @@ class Engine:
         floor = self.floor_sizes()
         plan = self.mcp_plan()
         settings = self.settings
-        event = ViewChanged(view_id=self.session.view.id, messages=len(self.session.view), predicted_bytes=predicted,
-                            effective_cap=cap.bytes, cap_source=cap.source,
-                            context_tokens=int(predicted / self.bytes_per_token), context_window=self.context_window,
-                            reason=reason, floor=floor.parts, floor_bytes=floor.total_bytes,
-                            cap_detail=self.cap_detail(cap), preflight_ratio=settings.preflight_ratio,
-                            compact_threshold=settings.compact_threshold,
-                            no_cap_warn_bytes=settings.no_cap_warn_bytes,
-                            mcp_deferred_from=plan.full_bytes if plan is not None and plan.deferred else None)
+        event = ViewChanged(
+            view_id=self.session.view.id,
+            messages=len(self.session.view),
+            predicted_bytes=predicted,
+            effective_cap=cap.bytes,
+            cap_source=cap.source,
+            context_tokens=int(predicted / self.bytes_per_token),
+            context_window=self.context_window,
+            reason=reason,
+            floor=floor.parts,
+            floor_bytes=floor.total_bytes,
+            cap_detail=self.cap_detail(cap),
+            preflight_ratio=settings.preflight_ratio,
+            compact_threshold=settings.compact_threshold,
+            no_cap_warn_bytes=settings.no_cap_warn_bytes,
+            mcp_deferred_from=plan.full_bytes if plan is not None and plan.deferred else None,
+        )
         self.emit(event)
         return event
 
     # -- providers --------------------------------------------------------------------------------
     def _make_sender(self, provider: Provider, route_name: str) -> Sender:
-        return Sender(self.session, provider, route=route_name, emit=self.emit, retry_policy=self.retry_policy,
-                      drop_threshold=self.settings.drop_payload_min_bytes, on_rejection=self._on_rejection,
-                      sleep=self.sleep, size_evidence=self._size_evidence(provider.route),
-                      user_rules=build_rules(self.settings.classifier_rules))
+        return Sender(
+            self.session,
+            provider,
+            route=route_name,
+            emit=self.emit,
+            retry_policy=self.retry_policy,
+            drop_threshold=self.settings.drop_payload_min_bytes,
+            on_rejection=self._on_rejection,
+            sleep=self.sleep,
+            size_evidence=self._size_evidence(provider.route),
+            user_rules=build_rules(self.settings.classifier_rules),
+        )
 
     def _size_evidence(self, route: Route) -> SizeEvidence:
         """What this route's endpoint has shown about body sizes; a remembered payload cap is a refusal."""
@@ -444,7 +551,9 @@ class Engine:
                 from app.secrets import get_api_key
 
                 route = self.settings.route(name)
-                provider = make_provider(route, self.settings, get_api_key(route.provider, route.api_key_env).value)
+                provider = make_provider(
+                    route, self.settings, get_api_key(route.provider, route.api_key_env).value
+                )
                 self._summarizer = (provider, self._make_sender(provider, route.name))
             else:
                 self._summarizer = (self.provider, self.sender)
@@ -454,14 +563,29 @@ class Engine:
         provider, _ = self.summarizer()
         if provider is self.provider:
             return self.context_window
-        return provider.route.context_window or model_limits(provider.route.provider, provider.route.model).context_window
+        return (
+            provider.route.context_window
+            or model_limits(provider.route.provider, provider.route.model).context_window
+        )
 
     async def _on_rejection(self, failure: Failure, request: Request) -> None:
-        self.emit(Rejection(kind=failure.kind, bytes=failure.rejected_bytes or request.actual_bytes,
-                            reason=failure.reason, status=failure.status, evidence=tuple(failure.evidence),
-                            payload_related=failure.payload_related, recoverable=failure.recoverable))
-        await self.hooks.request_rejected(failure.kind, list(failure.evidence),
-                                          failure.rejected_bytes or request.actual_bytes, self.cap_info().bytes)
+        self.emit(
+            Rejection(
+                kind=failure.kind,
+                bytes=failure.rejected_bytes or request.actual_bytes,
+                reason=failure.reason,
+                status=failure.status,
+                evidence=tuple(failure.evidence),
+                payload_related=failure.payload_related,
+                recoverable=failure.recoverable,
+            )
+        )
+        await self.hooks.request_rejected(
+            failure.kind,
+            list(failure.evidence),
+            failure.rejected_bytes or request.actual_bytes,
+            self.cap_info().bytes,
+        )
 
     # -- lifecycle --------------------------------------------------------------------------------
     async def start(self, *, resumed: bool = False) -> None:
@@ -474,10 +598,19 @@ class Engine:
                 text = path.read_text(encoding="utf-8")
                 # A crash between committing an answer and deleting its draft leaves a draft already kept.
                 if text.strip() and not self.session.is_master_id(message_id):
-                    self.session.append(Message.create("assistant", text, message_id=message_id,
-                                                       turn=self.session.turn, partial=True))
-                    self.emit(Notice("The previous answer was cut off by a crash; what arrived is kept, "
-                                     "marked partial.", level="warn", code="partial"))
+                    self.session.append(
+                        Message.create(
+                            "assistant", text, message_id=message_id, turn=self.session.turn, partial=True
+                        )
+                    )
+                    self.emit(
+                        Notice(
+                            "The previous answer was cut off by a crash; what arrived is kept, "
+                            "marked partial.",
+                            level="warn",
+                            code="partial",
+                        )
+                    )
                 path.unlink()
         await self.hooks.session_start("resume" if resumed else "startup")
         self._announce_instructions()
@@ -498,7 +631,9 @@ class Engine:
             self.session.release_lease()  # another bulkhead may write it now
 
     # -- turns ------------------------------------------------------------------------------------
-    async def submit(self, prompt: str, images: Sequence[Image] = (), *, typed: str | None = None) -> TurnResult:
+    async def submit(
+        self, prompt: str, images: Sequence[Image] = (), *, typed: str | None = None
+    ) -> TurnResult:
         """Run one user turn to its end. Never raises for provider failures: see TurnResult.
 
         `typed`: the part of `prompt` the user typed, the only text whose `@paths` are attached
@@ -507,8 +642,13 @@ class Engine:
         async with self._lock:
             verdict = await self.hooks.user_prompt_submit(prompt)
             if verdict.blocked:
-                self.emit(Notice(f"Prompt blocked by a UserPromptSubmit hook: {verdict.reason}", level="warn",
-                                 code="hook_block"))
+                self.emit(
+                    Notice(
+                        f"Prompt blocked by a UserPromptSubmit hook: {verdict.reason}",
+                        level="warn",
+                        code="hook_block",
+                    )
+                )
                 return TurnResult("blocked", error=verdict.reason)
             self._close_interrupted_turn()
             turn = self.session.turn + 1
@@ -526,9 +666,16 @@ class Engine:
         last = next((m for m in reversed(view) if m.role != "system"), None)
         if last is None or last.role == "assistant":
             return
-        self.session.append(Message.create("assistant", INTERRUPTED_TURN, turn=self.session.turn, origin="notice"))
-        self.emit(Notice("the previous request got no answer (it was interrupted); the model is told so, and "
-                         "your new prompt is sent on its own", code="interrupted"))
+        self.session.append(
+            Message.create("assistant", INTERRUPTED_TURN, turn=self.session.turn, origin="notice")
+        )
+        self.emit(
+            Notice(
+                "the previous request got no answer (it was interrupted); the model is told so, and "
+                "your new prompt is sent on its own",
+                code="interrupted",
+            )
+        )
 
     async def retry(self) -> TurnResult:
         """`/retry`: ask again for the last answer — failed, partial or complete — from the current view.
@@ -549,8 +696,12 @@ class Engine:
                 if cut is None:
                     return TurnResult("failed", error="no prompt of yours in the view to ask again")
                 self.session.commit_view(view[:cut], [], reason="retry")
-                self.emit(Notice("asking again for the last answer (the previous one stays in the session's log)",
-                                 code="retry"))
+                self.emit(
+                    Notice(
+                        "asking again for the last answer (the previous one stays in the session's log)",
+                        code="retry",
+                    )
+                )
             turn = self.session.turn
             self.emit(TurnStarted(turn=turn, prompt="/retry"))
             return await self._run_turn(turn)
@@ -564,10 +715,18 @@ class Engine:
         if limit <= 0 or "@" not in prompt:  # 0 turns mentions off
             return []
         found, extra = find_mentions(prompt, self.workspace, limit)
-        found = [m for m in found if m.is_dir or not is_image_file(self.workspace / os.path.expanduser(m.path))]
+        found = [
+            m for m in found if m.is_dir or not is_image_file(self.workspace / os.path.expanduser(m.path))
+        ]
         if extra:
-            self.emit(Notice(f"only the first {limit} @mentions are attached ({extra} more left out; "
-                             f"max_mentions in config.toml)", level="warn", code="mention"))
+            self.emit(
+                Notice(
+                    f"only the first {limit} @mentions are attached ({extra} more left out; "
+                    f"max_mentions in config.toml)",
+                    level="warn",
+                    code="mention",
+                )
+            )
         return [ToolCall(new_id("tm"), mention.tool, {"path": mention.path}) for mention in found]
 
     def _prompt_images(self, prompt: str) -> list[Image]:
@@ -589,9 +748,14 @@ class Engine:
             return []
         accepted, why_not = accepts_images(self.route)
         if not accepted:
-            self.emit(Notice(f"not attached: {', '.join(display_line(s) for s in refs.values())} — route "
-                             f"{self.route.name} does not take images ({display_line(why_not)})",
-                             level="warn", code="image"))
+            self.emit(
+                Notice(
+                    f"not attached: {', '.join(display_line(s) for s in refs.values())} — route "
+                    f"{self.route.name} does not take images ({display_line(why_not)})",
+                    level="warn",
+                    code="image",
+                )
+            )
             return []
         images: list[Image] = []
         for path, shown in refs.items():
@@ -601,9 +765,14 @@ class Engine:
                 self.emit(Notice(display_line(str(exc)), level="warn", code="image"))
                 continue
             images.append(image)
-            self.emit(Notice(f"attached {display_line(shown)} as an image ({image.media_type}, "
-                             f"{format_size(path.stat().st_size)}; {format_size(len(image.data))} as base64 "
-                             f"in the request)", code="image"))
+            self.emit(
+                Notice(
+                    f"attached {display_line(shown)} as an image ({image.media_type}, "
+                    f"{format_size(path.stat().st_size)}; {format_size(len(image.data))} as base64 "
+                    f"in the request)",
+                    code="image",
+                )
+            )
         return images
 
     async def _run_turn(self, turn: int, mentions: Sequence[ToolCall] = ()) -> TurnResult:
@@ -615,7 +784,9 @@ class Engine:
         self.tool_cancel.clear()
         from app.tools.budget import TurnBudget
 
-        budget = TurnBudget(max(1, int(self.settings.turn_budget_chars * float(self.session.flags.get("budget_scale", 1.0)))))
+        budget = TurnBudget(
+            max(1, int(self.settings.turn_budget_chars * float(self.session.flags.get("budget_scale", 1.0))))
+        )
         stop_hook_active = False
         try:
             await self._await_mcp()
@@ -631,7 +802,9 @@ class Engine:
                     answer.append(result.text)
                 continuing = False
                 cut = result.stop_reason == "max_tokens" and not result.tool_calls
-                can_escalate = escalations < self.settings.max_token_escalations and max_tokens < self.model_output_cap
+                can_escalate = (
+                    escalations < self.settings.max_token_escalations and max_tokens < self.model_output_cap
+                )
                 message = self._commit_answer(result, turn, partial=cut and not can_escalate)
                 await self.native.after_answer(result, message)
                 if result.tool_calls:
@@ -640,26 +813,44 @@ class Engine:
                 if cut and can_escalate:
                     escalations += 1
                     max_tokens = min(max_tokens * 2, self.model_output_cap)
-                    self.emit(Notice(f"answer cut at the token limit — continuing with max_tokens {max_tokens:,} "
-                                     f"({escalations}/{self.settings.max_token_escalations})", code="escalation"))
+                    self.emit(
+                        Notice(
+                            f"answer cut at the token limit — continuing with max_tokens {max_tokens:,} "
+                            f"({escalations}/{self.settings.max_token_escalations})",
+                            code="escalation",
+                        )
+                    )
                     self.session.append(Message.create("user", CONTINUATION, turn=turn, origin="notice"))
                     continuing = True
                     continue
                 if cut:
-                    self.emit(Notice("answer cut at the token limit again; it is kept, marked partial",
-                                     level="warn", code="partial"))
+                    self.emit(
+                        Notice(
+                            "answer cut at the token limit again; it is kept, marked partial",
+                            level="warn",
+                            code="partial",
+                        )
+                    )
                 self.emit(AnswerFinished(message_id=message.id, stop_reason=result.stop_reason, partial=cut))
                 verdict = await self.hooks.stop(stop_hook_active)
                 if verdict.additional_context and not stop_hook_active:
                     # A Stop hook said "not done yet" (Claude Code's decision: block): one more round.
                     stop_hook_active = True
-                    self.session.append(Message.create("user", f"[Stop hook] {verdict.additional_context}",
-                                                       turn=turn, origin="notice"))
+                    self.session.append(
+                        Message.create(
+                            "user", f"[Stop hook] {verdict.additional_context}", turn=turn, origin="notice"
+                        )
+                    )
                     continue
                 break
             else:
-                self.emit(Notice(f"stopped after {MAX_TOOL_ROUNDS} tool rounds in one turn; say how to continue",
-                                 level="warn", code="tool_rounds"))
+                self.emit(
+                    Notice(
+                        f"stopped after {MAX_TOOL_ROUNDS} tool rounds in one turn; say how to continue",
+                        level="warn",
+                        code="tool_rounds",
+                    )
+                )
             self.emit(TurnFinished(turn=turn, outcome="answered"))
             return TurnResult("answered", join_answers(answer))
         except TurnFailed as failed:
@@ -683,10 +874,15 @@ class Engine:
         """Before each request: compact against the byte cap or the window, or warn once."""
         self.native.prepare()
         predicted = self.measure(self.session.view.messages, max_tokens)
-        decision = preflight(predicted, self.cap_info(), settings=self.settings,
-                             context_window=self.context_window, max_output_tokens=max_tokens,
-                             bytes_per_token=self.bytes_per_token,
-                             warned_no_cap=bool(self.session.flags.get("no_cap_warned")))
+        decision = preflight(
+            predicted,
+            self.cap_info(),
+            settings=self.settings,
+            context_window=self.context_window,
+            max_output_tokens=max_tokens,
+            bytes_per_token=self.bytes_per_token,
+            warned_no_cap=bool(self.session.flags.get("no_cap_warned")),
+        )
         if decision.action == "warn":
             self.session.set_flag("no_cap_warned", True)
             self.emit(Notice(decision.message, level="warn", code="no_cap_warning"))
@@ -700,33 +896,50 @@ class Engine:
                 biggest = max(shown, key=lambda part: part.bytes).label if shown else "system prompt"
                 servers = heaviest_servers(dict(sizes.mcp_servers))
                 heavy = f"; the heaviest {servers}" if servers else ""
-                self.emit(Notice(f"{decision.message.split(' — ')[0]} — but the request base alone "
-                                 f"({format_size(floor)}: {describe_floor(sizes.parts)}{heavy}) is above the "
-                                 f"compaction target ({format_size(decision.target_bytes)}): compacting history "
-                                 f"cannot help; reduce the biggest part, {biggest}", level="warn", code="floor"))
+                self.emit(
+                    Notice(
+                        f"{decision.message.split(' — ')[0]} — but the request base alone "
+                        f"({format_size(floor)}: {describe_floor(sizes.parts)}{heavy}) is above the "
+                        f"compaction target ({format_size(decision.target_bytes)}): compacting history "
+                        f"cannot help; reduce the biggest part, {biggest}",
+                        level="warn",
+                        code="floor",
+                    )
+                )
                 return
             self.emit(Notice(decision.message, code="preflight"))
             await self.compactor.run(trigger=decision.trigger, target_bytes=decision.target_bytes)
 
     async def _request(self, turn: int, max_tokens: int) -> StreamResult:
-        request = self.provider.build(self.session.view.messages, self.system, self.tools, max_tokens=max_tokens)
+        request = self.provider.build(
+            self.session.view.messages, self.system, self.tools, max_tokens=max_tokens
+        )
         try:
             result = await self.sender.send(request)
         except RequestFailed as failed:
             if failed.partial_text:
                 self.keep_partial(failed.partial_text, turn, failed.failure)
-                raise TurnFailed(f"{failed.failure.reason} — the answer so far is kept, marked partial; "
-                                 f"/retry to ask again", failed.failure, visible=True) from failed
+                raise TurnFailed(
+                    f"{failed.failure.reason} — the answer so far is kept, marked partial; "
+                    f"/retry to ask again",
+                    failed.failure,
+                    visible=True,
+                ) from failed
             if failed.failure.recoverable:
                 result = await self.recovery.recover(failed, max_tokens=max_tokens, turn=turn)
             elif failed.failure.transient:  # the sender's retries ran out
                 from app.engine.failures import give_up_advice
 
                 retries = self.sender.retry_policy.max_attempts
-                tried = (f"still failing after {retries} {'retry' if retries == 1 else 'retries'}" if retries
-                         else "not retried (retry_max_attempts = 0)")
-                raise TurnFailed(f"{failed.failure.reason} — {tried}: {give_up_advice(failed.failure, request.url)}",
-                                 failed.failure) from failed
+                tried = (
+                    f"still failing after {retries} {'retry' if retries == 1 else 'retries'}"
+                    if retries
+                    else "not retried (retry_max_attempts = 0)"
+                )
+                raise TurnFailed(
+                    f"{failed.failure.reason} — {tried}: {give_up_advice(failed.failure, request.url)}",
+                    failed.failure,
+                ) from failed
             else:
                 from app.engine.failures import describe_action
 
@@ -739,7 +952,9 @@ class Engine:
         if self.native.skip_calibration(result):
             return  # the provider read less than was sent: usage says nothing about bytes per token
         if result.usage and result.request.purpose == "chat":
-            updated = calibrate(self.bytes_per_token, result.request.predicted_bytes, result.usage.input_tokens)
+            updated = calibrate(
+                self.bytes_per_token, result.request.predicted_bytes, result.usage.input_tokens
+            )
             if abs(updated - self.bytes_per_token) > 0.01:
                 self.session.set_flag("bytes_per_token", round(updated, 3))
 
@@ -749,15 +964,21 @@ class Engine:
         parts += [ToolCall(c.id, c.name, c.args) for c in result.tool_calls]
         if not parts:
             parts = [Text("")]
-        message = self.session.append(Message.create("assistant", parts, message_id=self.sender.draft.message_id,
-                                                     turn=turn, partial=partial))
+        message = self.session.append(
+            Message.create(
+                "assistant", parts, message_id=self.sender.draft.message_id, turn=turn, partial=partial
+            )
+        )
         self.sender.draft.clear()
         return message
 
     def keep_partial(self, text: str, turn: int, failure: Failure | None) -> None:
         """Keep what became visible of a failed answer, marked partial (never retried)."""
-        self.session.append(Message.create("assistant", text, message_id=self.sender.draft.message_id,
-                                           turn=turn, partial=True))
+        self.session.append(
+            Message.create(
+                "assistant", text, message_id=self.sender.draft.message_id, turn=turn, partial=True
+            )
+        )
         self.sender.draft.clear()
         self.sender.forget_streamed_text()
 
@@ -782,10 +1003,15 @@ class Engine:
         credential_names = tuple(r.api_key_env for r in self.settings.routes.values() if r.api_key_env)
         for call in calls:
             args = dict(call.args)
-            ctx = ToolContext(workspace=self.workspace, session_folder=session.folder,
-                              result_max_chars=budget.limit(result_max), recall=recall, cancel=self.tool_cancel,
-                              shell_env_passthrough=self.settings.shell_env_passthrough,
-                              credential_env_names=credential_names)
+            ctx = ToolContext(
+                workspace=self.workspace,
+                session_folder=session.folder,
+                result_max_chars=budget.limit(result_max),
+                recall=recall,
+                cancel=self.tool_cancel,
+                shell_env_passthrough=self.settings.shell_env_passthrough,
+                credential_env_names=credential_names,
+            )
             self.emit(ToolCallStarted(call_id=call.id, name=call.name, args=args))
             if by_user:
                 outcome = await self._attach_mention(call, args, ctx)
@@ -793,8 +1019,9 @@ class Engine:
             else:
                 outcome, args = await self._run_guarded(call, args, ctx, read_roots)
                 if outcome.is_error:
-                    after = await self.hooks.post_tool_use_failure(call.name, args, outcome.content[:2000],
-                                                                   outcome.content[:500])
+                    after = await self.hooks.post_tool_use_failure(
+                        call.name, args, outcome.content[:2000], outcome.content[:500]
+                    )
                 else:
                     after = await self.hooks.post_tool_use(call.name, args, outcome.content[:2000])
             budget.charge(outcome)
@@ -803,12 +1030,25 @@ class Engine:
                 content += f"\n\n[hook] {after.additional_context}"
             origin = "recall" if call.name == "recall" and not outcome.is_error else "tool"
             result = ToolResult(call.id, content, outcome.is_error, outcome.references)
-            self.session.append(Message.create(
-                "tool", [result, *outcome.images], turn=turn, origin=origin,
-                preserve_verbatim=outcome.preserve_verbatim and not outcome.is_error))
-            self.emit(ToolCallFinished(call_id=call.id, name=call.name, is_error=outcome.is_error,
-                                       preview=content[:500], chars=outcome.chars_total,
-                                       spill_path=str(outcome.spill_path) if outcome.spill_path else None))
+            self.session.append(
+                Message.create(
+                    "tool",
+                    [result, *outcome.images],
+                    turn=turn,
+                    origin=origin,
+                    preserve_verbatim=outcome.preserve_verbatim and not outcome.is_error,
+                )
+            )
+            self.emit(
+                ToolCallFinished(
+                    call_id=call.id,
+                    name=call.name,
+                    is_error=outcome.is_error,
+                    preview=content[:500],
+                    chars=outcome.chars_total,
+                    spill_path=str(outcome.spill_path) if outcome.spill_path else None,
+                )
+            )
 
     async def _attach_mention(self, call, args: dict, ctx) -> ToolOutcome:
         """The user's `@path`: attached without asking inside the workspace; a path outside it asks,
@@ -818,17 +1058,30 @@ class Engine:
 
         outside = outside_workspace(call.name, args, self.workspace)
         if not outside:
-            self.emit(ToolApproval(call_id=call.id, name=call.name, decision="auto", reason="attached by you with @"))
+            self.emit(
+                ToolApproval(
+                    call_id=call.id, name=call.name, decision="auto", reason="attached by you with @"
+                )
+            )
             return await run_tool(call.name, args, ctx)
         why = f"@{args.get('path', '')} is outside the workspace ({outside[0]})"
         approved = await self._ask(call.name, args, f"{why}: attach it?") != "deny"
-        self.emit(ToolApproval(call_id=call.id, name=call.name, decision="approved" if approved else "denied",
-                               reason=why))
+        self.emit(
+            ToolApproval(
+                call_id=call.id, name=call.name, decision="approved" if approved else "denied", reason=why
+            )
+        )
         if approved:
             return await run_tool(call.name, args, ctx)
         if self.approver is None:
-            self.emit(Notice(f"{why}: not attached — there is no terminal to ask. Run bulkhead in a terminal to be "
-                             f"asked, pass --yes, or copy the file into the workspace.", level="warn", code="mention"))
+            self.emit(
+                Notice(
+                    f"{why}: not attached — there is no terminal to ask. Run bulkhead in a terminal to be "
+                    f"asked, pass --yes, or copy the file into the workspace.",
+                    level="warn",
+                    code="mention",
+                )
+            )
             return denied_outcome(call.name, why, by="no_terminal")
         return denied_outcome(call.name, why)
 
@@ -842,13 +1095,24 @@ class Engine:
 
         verdict = await self.hooks.pre_tool_use(call.name, args)
         if verdict.blocked:
-            self.emit(ToolApproval(call_id=call.id, name=call.name, decision="denied",
-                                   reason=f"blocked by hook: {verdict.reason}"))
+            self.emit(
+                ToolApproval(
+                    call_id=call.id,
+                    name=call.name,
+                    decision="denied",
+                    reason=f"blocked by hook: {verdict.reason}",
+                )
+            )
             return denied_outcome(call.name, verdict.reason, by="hook"), args
         if verdict.updated_input is not None and verdict.updated_input != args:
             args = dict(verdict.updated_input)
-            self.emit(Notice(text=f"A PreToolUse hook changed the input of {call.name}: now "
-                                  f"{describe_call(call.name, args, self.workspace)}", code="hook_input"))
+            self.emit(
+                Notice(
+                    text=f"A PreToolUse hook changed the input of {call.name}: now "
+                    f"{describe_call(call.name, args, self.workspace)}",
+                    code="hook_input",
+                )
+            )
         ruling = self.permissions.check(call.name, args)
         if ruling.kind == "deny":
             self.emit(ToolApproval(call_id=call.id, name=call.name, decision="denied", reason=ruling.reason))
@@ -856,8 +1120,9 @@ class Engine:
         if self.mcp_tools is not None and self.mcp_tools.handles(call.name):
             ask, why = self.mcp_tools.needs_approval(call.name, self.settings.approval)
         else:
-            ask, why = needs_approval(call.name, args, self.settings.approval, self.workspace,
-                                      extra_read_roots=read_roots)
+            ask, why = needs_approval(
+                call.name, args, self.settings.approval, self.workspace, extra_read_roots=read_roots
+            )
         outside = bool(outside_workspace(call.name, args, self.workspace, read_roots))
         if verdict.permission == "ask":
             ask, why = True, why or "a PreToolUse hook asked for confirmation"
@@ -865,7 +1130,9 @@ class Engine:
             ask, why = True, ruling.reason
         elif verdict.permission == "allow" and not outside:
             ask, why = False, "allowed by a PreToolUse hook"
-        elif ruling.kind == "allow" and (not outside or (ruling.rule is not None and ruling.rule.names_paths)):
+        elif ruling.kind == "allow" and (
+            not outside or (ruling.rule is not None and ruling.rule.names_paths)
+        ):
             ask, why = False, ruling.reason
         if not ask:
             self.emit(ToolApproval(call_id=call.id, name=call.name, decision="auto", reason=why))
@@ -874,8 +1141,11 @@ class Engine:
         if answer in ("session", "project"):
             self._remember(call.name, args, answer)
         approved = answer != "deny"
-        self.emit(ToolApproval(call_id=call.id, name=call.name, decision="approved" if approved else "denied",
-                               reason=why))
+        self.emit(
+            ToolApproval(
+                call_id=call.id, name=call.name, decision="approved" if approved else "denied", reason=why
+            )
+        )
         if approved:
             return await self._run_tool(call.id, call.name, args, ctx), args
         return denied_outcome(call.name, why, by="user" if self.approver else "no_terminal"), args
@@ -891,13 +1161,21 @@ class Engine:
         paths = target_paths(name, args, self.workspace) if name in EDIT_TOOLS else []
         if paths:
             try:
-                snapshot = await asyncio.to_thread(self.checkpoints.snapshot, paths[0],
-                                                   turn=self._turn_running, call_id=call_id)
+                snapshot = await asyncio.to_thread(
+                    self.checkpoints.snapshot, paths[0], turn=self._turn_running, call_id=call_id
+                )
             except CheckpointError as exc:
-                self.emit(Notice(f"{display_line(str(exc))}; /undo will not restore it", level="warn",
-                                 code="checkpoint"))
+                self.emit(
+                    Notice(
+                        f"{display_line(str(exc))}; /undo will not restore it",
+                        level="warn",
+                        code="checkpoint",
+                    )
+                )
         if self.mcp_tools is not None and self.mcp_tools.handles(name):
-            outcome = await self.mcp_tools.run(name, args, ctx)  # an MCP tool (or tool_search), through its server
+            outcome = await self.mcp_tools.run(
+                name, args, ctx
+            )  # an MCP tool (or tool_search), through its server
         else:
             outcome = await run_tool(name, args, ctx)
         if snapshot is not None:
@@ -908,23 +1186,34 @@ class Engine:
         return outcome
 
     def _remember(self, name: str, args: dict, scope: str) -> None:
-        """"Always" in an approval: an allow rule for this call, for the session or the project."""
+        """ "Always" in an approval: an allow rule for this call, for the session or the project."""
         from app.engine.permissions import suggest_rule
 
         rule = suggest_rule(name, args, self.workspace)
         if scope == "session":
             self.permissions.add_session_rule(rule)
-            self.emit(Notice(f"allowed for the rest of this session: {display_line(rule)}", code="permissions"))
+            self.emit(
+                Notice(f"allowed for the rest of this session: {display_line(rule)}", code="permissions")
+            )
             return
         try:
             path = self.permissions.save_project_rule(rule)
         except OSError as exc:
             self.permissions.add_session_rule(rule)
-            self.emit(Notice(f"{display_line(str(exc))} — allowed for this session only", level="warn",
-                             code="permissions"))
+            self.emit(
+                Notice(
+                    f"{display_line(str(exc))} — allowed for this session only",
+                    level="warn",
+                    code="permissions",
+                )
+            )
             return
-        self.emit(Notice(f"allowed in this project from now on: {display_line(rule)} (saved in {path})",
-                         code="permissions"))
+        self.emit(
+            Notice(
+                f"allowed in this project from now on: {display_line(rule)} (saved in {path})",
+                code="permissions",
+            )
+        )
 
     async def _ask(self, name: str, args: dict, why: str) -> str:
         """The user's answer: "once", "session", "project" (allow) or "deny". An approver may answer
@@ -945,10 +1234,15 @@ class Engine:
     async def compact(self, instructions: str | None = None, cancel: asyncio.Event | None = None):
         """`/compact [instructions]`: a guided summary of the older history."""
         async with self._lock:
-            target = int(min(self.measure(self.session.view.messages) * 0.5,
-                             self.settings.compact_target * self.usable_window_tokens() * self.bytes_per_token))
-            return await self.compactor.run(trigger="manual", target_bytes=target, instructions=instructions,
-                                            cancel=cancel)
+            target = int(
+                min(
+                    self.measure(self.session.view.messages) * 0.5,
+                    self.settings.compact_target * self.usable_window_tokens() * self.bytes_per_token,
+                )
+            )
+            return await self.compactor.run(
+                trigger="manual", target_bytes=target, instructions=instructions, cancel=cancel
+            )
 
     def rewind(self) -> bool:
         """`/rewind compact`: back to the view before the last compaction (messages since are kept)."""
@@ -956,7 +1250,9 @@ class Engine:
         if restored is None:
             self.emit(Notice("nothing to rewind: no compaction in this session", code="rewind"))
             return False
-        self.emit(Notice(f"restored the view before the last compaction ({len(restored)} messages)", code="rewind"))
+        self.emit(
+            Notice(f"restored the view before the last compaction ({len(restored)} messages)", code="rewind")
+        )
         self.view_changed("rewind")
         return True
 
@@ -968,29 +1264,43 @@ class Engine:
         async with self._lock:
             turn, results = await asyncio.to_thread(self.checkpoints.undo_last_turn)
             if turn is None:
-                self.emit(Notice("nothing to undo: no file was changed by write_file or edit_file in this session "
-                                 "(shell commands are not checkpointed)", code="undo"))
+                self.emit(
+                    Notice(
+                        "nothing to undo: no file was changed by write_file or edit_file in this session "
+                        "(shell commands are not checkpointed)",
+                        code="undo",
+                    )
+                )
                 return []
             said = describe(results, self.workspace)
             self.emit(Notice(f"undid the file changes of turn {turn}: {display_line(said)}", code="undo"))
-            self.session.append(Message.create(
-                "user", f"[bulkhead] The user undid the file changes of turn {turn} ({said}). Those files are "
-                        f"now as they were before that turn.", turn=self.session.turn, origin="notice"))
+            self.session.append(
+                Message.create(
+                    "user",
+                    f"[bulkhead] The user undid the file changes of turn {turn} ({said}). Those files are "
+                    f"now as they were before that turn.",
+                    turn=self.session.turn,
+                    origin="notice",
+                )
+            )
             self.view_changed("undo")
             return results
 
     def rewind_points(self) -> list[tuple[Message, int]]:
         """The session's prompts, oldest first, each with how many files changed since (for `/rewind`)."""
         changed = self.checkpoints.active()
-        return [(message, len({c.path for c in changed if c.turn >= message.meta.turn}))
-                for message in self.session.master if message.role == "user" and message.meta.origin == "user"]
+        return [
+            (message, len({c.path for c in changed if c.turn >= message.meta.turn}))
+            for message in self.session.master
+            if message.role == "user" and message.meta.origin == "user"
+        ]
 
     def view_before(self, message_id: str) -> list[Message]:
         """The conversation just before prompt `message_id`: the newest view holding it, cut there."""
         for view in reversed(self.session.views):
             ids = [m.id for m in view.messages]
             if message_id in ids:
-                return list(view.messages[:ids.index(message_id)])
+                return list(view.messages[: ids.index(message_id)])
         return []
 
     async def rewind_to(self, message_id: str, *, files: bool) -> tuple[Message, list[Restored]]:
@@ -1005,13 +1315,24 @@ class Engine:
                 raise ValueError(f"no prompt {message_id!r} in this session")
             kept = self.view_before(message_id)
             self.session.commit_view(kept, [], reason="rewind")
-            restored = await asyncio.to_thread(self.checkpoints.restore_since, prompt.meta.turn) if files else []
+            restored = (
+                await asyncio.to_thread(self.checkpoints.restore_since, prompt.meta.turn) if files else []
+            )
             where = f"turn {prompt.meta.turn}"
-            self.emit(Notice(f"rewound the conversation to just before your prompt of {where} ({len(kept)} messages "
-                             f"in view; the full log is kept — /rewind compact goes back)"
-                             + (f"; files: {display_line(describe(restored, self.workspace))}" if restored else
-                                "; files left as they are" if not files else "; no file had changed since"),
-                             code="rewind"))
+            self.emit(
+                Notice(
+                    f"rewound the conversation to just before your prompt of {where} ({len(kept)} messages "
+                    f"in view; the full log is kept — /rewind compact goes back)"
+                    + (
+                        f"; files: {display_line(describe(restored, self.workspace))}"
+                        if restored
+                        else "; files left as they are"
+                        if not files
+                        else "; no file had changed since"
+                    ),
+                    code="rewind",
+                )
+            )
             self.view_changed("rewind")
             return prompt, restored
 
@@ -1022,8 +1343,12 @@ class Engine:
         path = memory_file(self.workspace)
         append_memory(path, text)
         self.load_instructions()
-        self.emit(Notice(f"remembered in {display_line(str(path))}: {display_line(' '.join(text.split()))}",
-                         code="memory"))
+        self.emit(
+            Notice(
+                f"remembered in {display_line(str(path))}: {display_line(' '.join(text.split()))}",
+                code="memory",
+            )
+        )
         self.view_changed("instructions")
         return path
 
@@ -1033,8 +1358,13 @@ class Engine:
 
         keys = parse_recall_keys(key_text)
         if not keys:
-            self.emit(Notice(f"{key_text!r} names no archive key (16 hex digits, e.g. <<ccr:3f2a9c0d1e4b5a67>>)",
-                             level="warn", code="recall"))
+            self.emit(
+                Notice(
+                    f"{key_text!r} names no archive key (16 hex digits, e.g. <<ccr:3f2a9c0d1e4b5a67>>)",
+                    level="warn",
+                    code="recall",
+                )
+            )
             return None
         found = {}
         for key in keys:
@@ -1044,9 +1374,15 @@ class Engine:
             self.emit(Notice(f"no archived segment {', '.join(keys)}", level="warn", code="recall"))
             return None
         text = format_recall(found)
-        message = self.session.append(Message.create("user", f"[recalled by the user]\n{text}",
-                                                     turn=self.session.turn, origin="recall",
-                                                     preserve_verbatim=True))
+        message = self.session.append(
+            Message.create(
+                "user",
+                f"[recalled by the user]\n{text}",
+                turn=self.session.turn,
+                origin="recall",
+                preserve_verbatim=True,
+            )
+        )
         self.view_changed("recall")
         return message
 
@@ -1066,21 +1402,32 @@ class Engine:
         predicted = self.measure(view.messages)
         floor = self.floor_sizes()
         return ContextReport(
-            messages_in_view=len(view), messages_in_master=len(self.session.master), predicted_bytes=predicted,
-            effective_cap=cap.bytes, cap_source=cap.source, cap_detail=self.cap_detail(cap),
-            context_window=self.context_window, estimated_tokens=int(predicted / self.bytes_per_token),
-            bytes_per_token=self.bytes_per_token, views_stacked=len(self.session.views),
-            floor_bytes=floor.total_bytes, floor_parts=tuple(floor.parts),
+            messages_in_view=len(view),
+            messages_in_master=len(self.session.master),
+            predicted_bytes=predicted,
+            effective_cap=cap.bytes,
+            cap_source=cap.source,
+            cap_detail=self.cap_detail(cap),
+            context_window=self.context_window,
+            estimated_tokens=int(predicted / self.bytes_per_token),
+            bytes_per_token=self.bytes_per_token,
+            views_stacked=len(self.session.views),
+            floor_bytes=floor.total_bytes,
+            floor_parts=tuple(floor.parts),
             context_engine=self.settings.context_engine,
             native_compaction=getattr(self.provider, "native_compaction", "") if self.native.enabled else "",
-            compact_threshold=self.native.threshold() or 0, provider_edits=edit_totals(self.session.flags))
+            compact_threshold=self.native.threshold() or 0,
+            provider_edits=edit_totals(self.session.flags),
+        )
 
 
 def retry_point(view: Sequence[Message]) -> int | None:
     """Where the view is cut to regenerate its last answer: just after the user's last prompt and the
     @attachments that came with it (None when the view holds no prompt of the user's)."""
-    prompt = next((i for i in range(len(view) - 1, -1, -1)
-                   if view[i].role == "user" and view[i].meta.origin == "user"), None)
+    prompt = next(
+        (i for i in range(len(view) - 1, -1, -1) if view[i].role == "user" and view[i].meta.origin == "user"),
+        None,
+    )
     if prompt is None:
         return None
     cut = prompt + 1
@@ -1099,4 +1446,3 @@ def describe_event(event: Event) -> str:
     data = event.to_json()
     data.pop("type", None)
     return f"{event.type}: " + json.dumps(data, ensure_ascii=False, default=str)[:300]
-

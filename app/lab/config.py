@@ -44,8 +44,9 @@ class LabConfig:
     def __post_init__(self) -> None:
         gateway.profile(self.gateway)
         object.__setattr__(self, "cap", _cap_bytes(self.cap))
-        if self.window is not None and (isinstance(self.window, bool) or not isinstance(self.window, int)
-                                        or self.window < 1):
+        if self.window is not None and (
+            isinstance(self.window, bool) or not isinstance(self.window, int) or self.window < 1
+        ):
             raise ValueError(f"window {self.window!r} must be a positive number of tokens")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise ValueError(f"seed {self.seed!r} must be an integer")
@@ -70,7 +71,9 @@ class LabConfig:
         known = {f.name for f in fields(self)}
         unknown = sorted(set(changes) - known)
         if unknown:
-            raise ValueError(f"unknown lab setting(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+            raise ValueError(
+                f"unknown lab setting(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})"
+            )
         return replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
@@ -87,6 +90,10 @@ class LabConfig:
         elif cap == 0:
             cap_text = "every request"
         else:
-            cap_text = f"cap {format_size(cap)}" + ("" if self.cap is not None else f" ({profile.cap_origin})")
-        return (f"gateway {self.gateway} · {cap_text} · window {self.effective_window:,} tokens · "
-                f"faults {describe_faults(self.fault_rules)} · seed {self.seed}")
+            cap_text = f"cap {format_size(cap)}" + (
+                "" if self.cap is not None else f" ({profile.cap_origin})"
+            )
+        return (
+            f"gateway {self.gateway} · {cap_text} · window {self.effective_window:,} tokens · "
+            f"faults {describe_faults(self.fault_rules)} · seed {self.seed}"
+        )

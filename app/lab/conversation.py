@@ -149,11 +149,11 @@ def text_pieces(text: str) -> list[str]:
     if not text:
         return []
     size = max(24, min(16_384, -(-len(text) // 64)))
-    return [text[i:i + size] for i in range(0, len(text), size)]
+    return [text[i : i + size] for i in range(0, len(text), size)]
 
 
 def json_pieces(value: Mapping[str, Any] | None) -> list[str]:
     """A tool input as compact JSON, split in up to three partial-JSON deltas."""
     data = json.dumps(value or {}, separators=(",", ":"), ensure_ascii=False)
     size = max(1, -(-len(data) // 3))
-    return [data[i:i + size] for i in range(0, len(data), size)]
+    return [data[i : i + size] for i in range(0, len(data), size)]

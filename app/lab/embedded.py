@@ -94,10 +94,18 @@ class LabHandle:
         self.stop()
 
 
-def start_embedded_lab(*, gateway: str = "none", cap: int | str | None = None, window: int | None = None,
-                       faults: str | None = None, seed: int = 0, host: str = "127.0.0.1", port: int = 0,
-                       config: LabConfig | None = None,
-                       on_request: Callable[[dict[str, Any]], None] | None = None) -> LabHandle:
+def start_embedded_lab(
+    *,
+    gateway: str = "none",
+    cap: int | str | None = None,
+    window: int | None = None,
+    faults: str | None = None,
+    seed: int = 0,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    config: LabConfig | None = None,
+    on_request: Callable[[dict[str, Any]], None] | None = None,
+) -> LabHandle:
     """Start a lab in a daemon thread and return once it listens. `cap`: bytes (int) or a size ("128KB").
 
     `config` (a LabConfig) replaces the individual settings; `on_request` is called on the lab's thread

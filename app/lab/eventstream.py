@@ -40,14 +40,22 @@ def encode_frame(headers: Mapping[str, str], payload: bytes) -> bytes:
 
 def event(event_type: str, payload: Mapping[str, Any]) -> bytes:
     """A ConverseStream event frame (messageStart, contentBlockDelta, metadata, ...)."""
-    return encode_frame({":event-type": event_type, ":content-type": "application/json",
-                         ":message-type": "event"}, json.dumps(payload).encode("utf-8"))
+    return encode_frame(
+        {":event-type": event_type, ":content-type": "application/json", ":message-type": "event"},
+        json.dumps(payload).encode("utf-8"),
+    )
 
 
 def exception(exception_type: str, message: str) -> bytes:
     """An in-stream error frame (e.g. throttlingException), as Bedrock sends mid-stream."""
-    return encode_frame({":exception-type": exception_type, ":content-type": "application/json",
-                         ":message-type": "exception"}, json.dumps({"message": message}).encode("utf-8"))
+    return encode_frame(
+        {
+            ":exception-type": exception_type,
+            ":content-type": "application/json",
+            ":message-type": "exception",
+        },
+        json.dumps({"message": message}).encode("utf-8"),
+    )
 
 
 def decode_frames(data: bytes) -> Iterator[tuple[dict[str, str], bytes]]:
@@ -58,30 +66,30 @@ def decode_frames(data: bytes) -> Iterator[tuple[dict[str, str], bytes]]:
             raise EventStreamError("truncated frame prelude")
         total, header_len = struct.unpack_from(">II", data, offset)
         (prelude_crc,) = struct.unpack_from(">I", data, offset + 8)
-        if zlib.crc32(data[offset:offset + 8]) & 0xFFFFFFFF != prelude_crc:
+        if zlib.crc32(data[offset : offset + 8]) & 0xFFFFFFFF != prelude_crc:
             raise EventStreamError("prelude CRC mismatch")
         if total < 16 + header_len or offset + total > len(data):
             raise EventStreamError("frame length out of range")
         (message_crc,) = struct.unpack_from(">I", data, offset + total - 4)
-        if zlib.crc32(data[offset:offset + total - 4]) & 0xFFFFFFFF != message_crc:
+        if zlib.crc32(data[offset : offset + total - 4]) & 0xFFFFFFFF != message_crc:
             raise EventStreamError("message CRC mismatch")
         headers: dict[str, str] = {}
         pos, end = offset + 12, offset + 12 + header_len
         try:
             while pos < end:
                 (name_len,) = struct.unpack_from(">B", data, pos)
-                name = data[pos + 1:pos + 1 + name_len].decode("utf-8")
+                name = data[pos + 1 : pos + 1 + name_len].decode("utf-8")
                 pos += 1 + name_len
                 value_type, value_len = struct.unpack_from(">BH", data, pos)
                 if value_type != _STRING:
                     raise EventStreamError(f"unsupported header value type {value_type}")
                 if pos + 3 + value_len > end:
                     raise EventStreamError("header runs past the header section")
-                headers[name] = data[pos + 3:pos + 3 + value_len].decode("utf-8")
+                headers[name] = data[pos + 3 : pos + 3 + value_len].decode("utf-8")
                 pos += 3 + value_len
         except (UnicodeDecodeError, struct.error) as exc:
             raise EventStreamError(f"malformed header: {exc}") from None
         if pos != end:
             raise EventStreamError("header runs past the header section")
-        yield headers, data[end:offset + total - 4]
+        yield headers, data[end : offset + total - 4]
         offset += total

@@ -62,11 +62,15 @@ def parse_faults(spec: str | None) -> tuple[FaultRule, ...]:
             continue
         match = _ITEM_RE.match(item)
         if not match:
-            raise FaultSpecError(f"fault {item.strip()!r}: use KIND:RATE (e.g. 429:0.1) or KIND@N[+M…] "
-                                 f"(e.g. cut@3); kinds: {', '.join(FAULT_KINDS)}")
+            raise FaultSpecError(
+                f"fault {item.strip()!r}: use KIND:RATE (e.g. 429:0.1) or KIND@N[+M…] "
+                f"(e.g. cut@3); kinds: {', '.join(FAULT_KINDS)}"
+            )
         kind = match.group(1).lower()
         if kind not in FAULT_KINDS:
-            raise FaultSpecError(f"fault {item.strip()!r}: unknown kind {kind!r} (kinds: {', '.join(FAULT_KINDS)})")
+            raise FaultSpecError(
+                f"fault {item.strip()!r}: unknown kind {kind!r} (kinds: {', '.join(FAULT_KINDS)})"
+            )
         if match.group(2) is not None:
             rate = float(match.group(2))
             if not 0 <= rate <= 1:

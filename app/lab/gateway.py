@@ -46,27 +46,90 @@ class Profile:
     headers: bool = False  # the cap is on the header block, not the body
 
 
-PROFILES: dict[str, Profile] = {p.name: p for p in (
-    Profile("none", None, "no gateway", "blocked:provider-413", "no gateway; a cap gives the provider's own 413 JSON"),
-    Profile("nginx", MIB, "nginx's default client_max_body_size", "blocked:nginx-413",
-            "nginx 413 HTML", early=True),
-    Profile("cloudflare", 100 * MIB, "Cloudflare's plan body limit", "blocked:cloudflare-403",
-            "Cloudflare 403 block page with cf-ray"),
-    Profile("akamai", MIB, "a typical Akamai WAF body rule", "blocked:akamai-403",
-            "Akamai 403 Access Denied … Reference #"),
-    Profile("modsecurity", 128 * KIB, "ModSecurity's SecRequestBodyNoFilesLimit", "blocked:modsecurity-403",
-            "Apache + ModSecurity 403"),
-    Profile("aws-waf", 8 * KIB, "AWS WAF SizeRestrictions_BODY", "blocked:aws-waf-403",
-            "AWS WAF 403 through an ALB (awselb/2.0)"),
-    Profile("header-431", 16 * KIB, "Node's default max header size", "blocked:header-431",
-            "431 Request Header Fields Too Large when the request's headers exceed the cap", headers=True),
-    Profile("reset", MIB, "a proxy that resets large uploads", "reset", "connection reset after reading part of the body"),
-    Profile("html-200", 0, "a captive portal answers every request", "blocked:html-200",
-            "captive-portal HTML with status 200"),
-    Profile("apigw", 10 * MIB, "API Gateway's 10 MB payload limit", "blocked:apigw-413",
-            "API Gateway 413 JSON (RequestEntityTooLargeException)"),
-    Profile("apigw-waf", 8 * KIB, "AWS WAF on API Gateway", "blocked:apigw-waf-403", "API Gateway 403 Forbidden JSON"),
-)}
+PROFILES: dict[str, Profile] = {
+    p.name: p
+    for p in (
+        Profile(
+            "none",
+            None,
+            "no gateway",
+            "blocked:provider-413",
+            "no gateway; a cap gives the provider's own 413 JSON",
+        ),
+        Profile(
+            "nginx",
+            MIB,
+            "nginx's default client_max_body_size",
+            "blocked:nginx-413",
+            "nginx 413 HTML",
+            early=True,
+        ),
+        Profile(
+            "cloudflare",
+            100 * MIB,
+            "Cloudflare's plan body limit",
+            "blocked:cloudflare-403",
+            "Cloudflare 403 block page with cf-ray",
+        ),
+        Profile(
+            "akamai",
+            MIB,
+            "a typical Akamai WAF body rule",
+            "blocked:akamai-403",
+            "Akamai 403 Access Denied … Reference #",
+        ),
+        Profile(
+            "modsecurity",
+            128 * KIB,
+            "ModSecurity's SecRequestBodyNoFilesLimit",
+            "blocked:modsecurity-403",
+            "Apache + ModSecurity 403",
+        ),
+        Profile(
+            "aws-waf",
+            8 * KIB,
+            "AWS WAF SizeRestrictions_BODY",
+            "blocked:aws-waf-403",
+            "AWS WAF 403 through an ALB (awselb/2.0)",
+        ),
+        Profile(
+            "header-431",
+            16 * KIB,
+            "Node's default max header size",
+            "blocked:header-431",
+            "431 Request Header Fields Too Large when the request's headers exceed the cap",
+            headers=True,
+        ),
+        Profile(
+            "reset",
+            MIB,
+            "a proxy that resets large uploads",
+            "reset",
+            "connection reset after reading part of the body",
+        ),
+        Profile(
+            "html-200",
+            0,
+            "a captive portal answers every request",
+            "blocked:html-200",
+            "captive-portal HTML with status 200",
+        ),
+        Profile(
+            "apigw",
+            10 * MIB,
+            "API Gateway's 10 MB payload limit",
+            "blocked:apigw-413",
+            "API Gateway 413 JSON (RequestEntityTooLargeException)",
+        ),
+        Profile(
+            "apigw-waf",
+            8 * KIB,
+            "AWS WAF on API Gateway",
+            "blocked:apigw-waf-403",
+            "API Gateway 403 Forbidden JSON",
+        ),
+    )
+}
 
 
 class UnknownProfile(ValueError):

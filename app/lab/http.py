@@ -128,8 +128,14 @@ def json_body(value: Any) -> bytes:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
-def json_response(status: int, value: Any, headers: Iterable[tuple[str, str]] = (), *, close: bool = False,
-                  content_type: str = "application/json") -> Response:
+def json_response(
+    status: int,
+    value: Any,
+    headers: Iterable[tuple[str, str]] = (),
+    *,
+    close: bool = False,
+    content_type: str = "application/json",
+) -> Response:
     return Response(status, (("content-type", content_type), *headers), json_body(value), close)
 
 
@@ -163,14 +169,19 @@ def encode_head(status: int, headers: Iterable[tuple[str, str]], *, length: int 
         if name.lower() == "date" and not value:
             value = formatdate(usegmt=True)
         lines.append(f"{name}: {value}")
-    lines.append(f"{name_of('content-length')}: {length}" if length is not None
-                 else f"{name_of('transfer-encoding')}: chunked")
+    lines.append(
+        f"{name_of('content-length')}: {length}"
+        if length is not None
+        else f"{name_of('transfer-encoding')}: chunked"
+    )
     lines.append(f"{name_of('connection')}: {'close' if close else 'keep-alive'}")
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
 
 def encode_response(response: Response, *, close: bool) -> bytes:
-    return encode_head(response.status, response.headers, length=len(response.body), close=close) + response.body
+    return (
+        encode_head(response.status, response.headers, length=len(response.body), close=close) + response.body
+    )
 
 
 def encode_chunk(data: bytes) -> bytes:

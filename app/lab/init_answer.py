@@ -17,7 +17,7 @@ COMMAND_KEYS = ("build", "test", "lint", "check", "start")
 def facts(prompt: str) -> dict[str, str]:
     match = _FACTS_RE.search(prompt)
     out: dict[str, str] = {}
-    for line in (match.group(1).splitlines() if match else ()):
+    for line in match.group(1).splitlines() if match else ():
         key, colon, value = line.removeprefix("- ").partition(": ")
         if colon:
             out[key.strip()] = value.strip()
@@ -26,16 +26,22 @@ def facts(prompt: str) -> dict[str, str]:
 
 def agents_md(found: dict[str, str]) -> str:
     project = found.get("project", "this project")
-    lines = [f"# AGENTS.md — {project}", "",
-             "Instructions for coding agents working here. Written by bulkhead's lab model from what "
-             "`/init` found; edit it to say what matters.", ""]
+    lines = [
+        f"# AGENTS.md — {project}",
+        "",
+        "Instructions for coding agents working here. Written by bulkhead's lab model from what "
+        "`/init` found; edit it to say what matters.",
+        "",
+    ]
     if found.get("readme"):
         lines += [f"{found['readme']}", ""]
     commands = [(key, found[key]) for key in COMMAND_KEYS if key in found]
     if commands:
         lines += ["## Commands", ""] + [f"- {key}: {command}" for key, command in commands] + [""]
     if found.get("top level"):
-        lines += ["## Layout", ""] + [f"- `{entry.strip()}`" for entry in found["top level"].split(",")] + [""]
+        lines += (
+            ["## Layout", ""] + [f"- `{entry.strip()}`" for entry in found["top level"].split(",")] + [""]
+        )
     if found.get("manifests"):
         lines += ["## Build files", "", f"- {found['manifests']}", ""]
     lines += ["## Conventions", "", "- Run the tests before saying a change is done.", ""]
@@ -48,6 +54,8 @@ def answer(prompt: str) -> tuple[str, dict] | str:
     path = target.group(1).strip() if target else "AGENTS.md"
     found = facts(prompt)
     if found.get("existing instructions", "none") != "none" and "AGENTS.md" in found["existing instructions"]:
-        return (f"Lab model · /init: {path} already exists; a real model would read it and improve it with "
-                f"edit_file. The lab model leaves it as it is.")
+        return (
+            f"Lab model · /init: {path} already exists; a real model would read it and improve it with "
+            f"edit_file. The lab model leaves it as it is."
+        )
     return "write_file", {"path": path, "content": agents_md(found)}

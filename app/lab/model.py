@@ -92,19 +92,32 @@ SUMMARY_MAX_CHARS = 6000
 SUMMARY_INPUT_SHARE = 0.10
 ECHO_CHARS = 80
 
-TOOL_COMMANDS = {"read": "read_file", "ls": "list_dir", "grep": "grep", "shell": "shell",
-                 "write": "write_file", "edit": "edit_file", "recall": "recall", "call": ""}  # !call names its tool
+TOOL_COMMANDS = {
+    "read": "read_file",
+    "ls": "list_dir",
+    "grep": "grep",
+    "shell": "shell",
+    "write": "write_file",
+    "edit": "edit_file",
+    "recall": "recall",
+    "call": "",
+}  # !call names its tool
 _MARKER_RE = re.compile(r"<<ccr:[0-9a-f]{16}>>")
 _KEY_RE = re.compile(r"^(?:<<ccr:)?([0-9a-fA-F]{16})(?:>>)?$")
 _RANGE_RE = re.compile(r"^(\d+)\s*[-:]\s*(\d+)$")
-_ROLE_HEADER_RE = re.compile(  # "[User · turn 3]", "[Tool result: shell · turn 2]", "## assistant:", "**user**"
-    r"^[ \t]*(?:\[(user|assistant|tool|system)\b[^\]\n]*\]"
-    r"|(?:#{1,6}[ \t]*|\*\*)?(user|assistant|tool|system)\b[^\n:]{0,40}?(?::|\*\*))", re.I | re.M)
+_ROLE_HEADER_RE = (
+    re.compile(  # "[User · turn 3]", "[Tool result: shell · turn 2]", "## assistant:", "**user**"
+        r"^[ \t]*(?:\[(user|assistant|tool|system)\b[^\]\n]*\]"
+        r"|(?:#{1,6}[ \t]*|\*\*)?(user|assistant|tool|system)\b[^\n:]{0,40}?(?::|\*\*))",
+        re.I | re.M,
+    )
+)
 _INSTRUCTIONS_RE = re.compile(
     r"<instructions>(.*?)</instructions>"  # tagged
     r"|^[^\n]*\binstructions\b[^\n]*:[ \t]*\n(.+?)(?=\n[ \t]*\n|\Z)"  # "… with instructions — follow them:\n…"
     r"|^[ \t]*(?:additional |custom |user )?(?:instructions|focus)[ \t]*:[ \t]*(\S[^\n]*)$",  # "Instructions: …"
-    re.I | re.M | re.S)
+    re.I | re.M | re.S,
+)
 _CALL_ARROW_RE = re.compile(r"→ ([A-Za-z_][\w.-]*)")
 _KNOWN_TOOLS_RE = re.compile(r"\b(read_file|list_dir|glob|grep|shell|write_file|edit_file|recall)\b")
 _CLOSING_RE = re.compile(r"\n\s*\n\s*write the summary[^\n]*\s*\Z", re.I)
@@ -118,6 +131,7 @@ class Command:
 
 
 # --- helpers ---------------------------------------------------------------------------------------
+
 
 def _one_line(text: str, limit: int) -> str:
     flat = " ".join(text.split())
@@ -146,8 +160,14 @@ def _is_continuation(text: str) -> bool:
 
 
 # Texts bulkhead puts in user messages that are not the user's request (the model reads them as context).
-INJECTED_PREFIXES = (PAYLOAD_NOTICE_PREFIX, COMPACTED_NOTICE[:40], DROPPED_NOTICE.split("(", 1)[0], SUMMARY_HEADER,
-                     "[recalled by the user]", CONTINUES_NOTICE)
+INJECTED_PREFIXES = (
+    PAYLOAD_NOTICE_PREFIX,
+    COMPACTED_NOTICE[:40],
+    DROPPED_NOTICE.split("(", 1)[0],
+    SUMMARY_HEADER,
+    "[recalled by the user]",
+    CONTINUES_NOTICE,
+)
 HOOK_CONTEXT_MARK = "\n\n[hook context]\n"
 
 
@@ -194,7 +214,7 @@ def _generic_call(args: str) -> tuple[str, dict] | str:
     """`!call TOOL {JSON}`: any tool by name, with a JSON object as its input (none: `{}`)."""
     name, _, raw = args.strip().partition(" ")
     if not name:
-        return "usage: !call TOOL {JSON}, e.g. !call mcp__demo__echo {\"text\": \"hi\"}"
+        return 'usage: !call TOOL {JSON}, e.g. !call mcp__demo__echo {"text": "hi"}'
     raw = raw.strip()
     if not raw:
         return name, {}
@@ -245,8 +265,11 @@ def tool_call(command: Command) -> tuple[str, dict] | str:
         parts = _split_args(command.args)
         if len(parts) != 3:
             return "usage: !edit PATH OLD NEW (quote OLD and NEW when they hold spaces)"
-        return name, {"path": parts[0], "old_string": parts[1].replace("\\n", "\n"),
-                      "new_string": parts[2].replace("\\n", "\n")}
+        return name, {
+            "path": parts[0],
+            "old_string": parts[1].replace("\\n", "\n"),
+            "new_string": parts[2].replace("\\n", "\n"),
+        }
     keys = []
     for part in _split_args(command.args):
         match = _KEY_RE.match(part)
@@ -264,6 +287,7 @@ _ECHO_ESCAPE_RE = re.compile(r"\\(?:([nte\\])|x([0-9a-fA-F]{2})|u([0-9a-fA-F]{4}
 def echo_text(args: str) -> str:
     """`!echo`'s text: `\\n`, `\\t`, `\\e` (ESC), `\\xHH`, `\\uHHHH` and `\\\\` decoded — so a lab answer can carry
     exactly the bytes a test (or a curious user) wants a terminal to receive."""
+
     def decode(match: re.Match[str]) -> str:
         simple, byte, code = match.groups()
         if simple:
@@ -292,8 +316,10 @@ def _cut_text(max_tokens: int) -> str:
     n = 0
     while sum(len(p) for p in parts) < target:
         n += 1
-        parts.append(f"Lab model · !cut · paragraph {n}: this answer is deliberately longer than max_tokens "
-                     "allows, so it stops at the limit and bulkhead can continue it.\n")
+        parts.append(
+            f"Lab model · !cut · paragraph {n}: this answer is deliberately longer than max_tokens "
+            "allows, so it stops at the limit and bulkhead can continue it.\n"
+        )
     return "".join(parts)
 
 
@@ -302,11 +328,14 @@ CUT_ENDING = "…and that completes the long answer. (Lab model: finished after 
 
 # --- answers ---------------------------------------------------------------------------------------
 
+
 def _report(conv: Conversation, said: str) -> str:
     echo = _one_line(said, ECHO_CHARS)
-    return (f"Lab model · turn {_user_turn_number(conv)} · received {format_size(conv.body_bytes)} "
-            f"(≈{conv.input_tokens:,} tokens) in {conv.message_count} message{'s' if conv.message_count != 1 else ''}. "
-            f"You said: “{echo}”")
+    return (
+        f"Lab model · turn {_user_turn_number(conv)} · received {format_size(conv.body_bytes)} "
+        f"(≈{conv.input_tokens:,} tokens) in {conv.message_count} message{'s' if conv.message_count != 1 else ''}. "
+        f"You said: “{echo}”"
+    )
 
 
 def _tool_names_by_id(conv: Conversation) -> dict[str, str]:
@@ -316,8 +345,10 @@ def _tool_names_by_id(conv: Conversation) -> dict[str, str]:
 def _tool_results_answer(conv: Conversation, turn: Turn) -> str:
     names = _tool_names_by_id(conv)
     results = turn.tool_results
-    lines = [f"Lab model · turn {_user_turn_number(conv)} · received {len(results)} tool "
-             f"result{'s' if len(results) != 1 else ''}:"]
+    lines = [
+        f"Lab model · turn {_user_turn_number(conv)} · received {len(results)} tool "
+        f"result{'s' if len(results) != 1 else ''}:"
+    ]
     for block in results:
         size = format_size(len(block.text.encode("utf-8")))
         flag = ", error" if block.is_error else ""
@@ -348,7 +379,7 @@ def _continuation(conv: Conversation) -> list[Block]:
             size = min(parse_size(big.args), MAX_BIG_BYTES)
         except SizeError:
             size = 0
-        sent = sum(len(t.text) for t in conv.turns[origin[0] + 1:] if t.role == "assistant")
+        sent = sum(len(t.text) for t in conv.turns[origin[0] + 1 :] if t.role == "assistant")
         if size > sent:
             return [Block(TEXT, filler(size)[sent:])]
     if "cut" in verbs or "big" in verbs:
@@ -384,10 +415,14 @@ def _commands_answer(conv: Conversation, commands: Sequence[Command]) -> list[Bl
                 notes.append(call)
             elif call[0] not in conv.tools:
                 offered = ", ".join(conv.tools) or "none"
-                notes.append(f"The tool {call[0]} is not offered in this request (tools offered: {offered}), "
-                             f"so I cannot run `{command.line}`.")
+                notes.append(
+                    f"The tool {call[0]} is not offered in this request (tools offered: {offered}), "
+                    f"so I cannot run `{command.line}`."
+                )
             else:
-                calls.append(Block(TOOL_USE, name=call[0], input=call[1], id=f"{call_prefix}{len(calls) + 1:02d}"))
+                calls.append(
+                    Block(TOOL_USE, name=call[0], input=call[1], id=f"{call_prefix}{len(calls) + 1:02d}")
+                )
     blocks: list[Block] = []
     if calls:
         names = ", ".join(b.name for b in calls)
@@ -407,13 +442,20 @@ def _init_answer(conv: Conversation, said: str) -> list[Block]:
         return [Block(TEXT, result)]
     name, args = result
     if name not in conv.tools:
-        return [Block(TEXT, f"Lab model · /init: the tool {name} is not offered, so I cannot write {args['path']}.")]
+        return [
+            Block(
+                TEXT, f"Lab model · /init: the tool {name} is not offered, so I cannot write {args['path']}."
+            )
+        ]
     call_id = f"labinit{hashlib.sha256(said.encode()).hexdigest()[:12]}"
-    return [Block(TEXT, f"Lab model · /init: writing {args['path']} from what bulkhead found."),
-            Block(TOOL_USE, name=name, input=args, id=call_id)]
+    return [
+        Block(TEXT, f"Lab model · /init: writing {args['path']} from what bulkhead found."),
+        Block(TOOL_USE, name=name, input=args, id=call_id),
+    ]
 
 
 # --- summaries -------------------------------------------------------------------------------------
+
 
 def _segment_lines(conv: Conversation) -> list[str]:
     turns = list(conv.turns)
@@ -428,8 +470,11 @@ def _segment_lines(conv: Conversation) -> list[str]:
         if turn.tool_uses:
             parts.append("[calls " + ", ".join(b.name for b in turn.tool_uses) + "]")
         if turn.tool_results:
-            described = ", ".join(f"{names.get(b.id, 'tool')} ({format_size(len(b.text.encode()))}"
-                                  f"{', error' if b.is_error else ''})" for b in turn.tool_results)
+            described = ", ".join(
+                f"{names.get(b.id, 'tool')} ({format_size(len(b.text.encode()))}"
+                f"{', error' if b.is_error else ''})"
+                for b in turn.tool_results
+            )
             parts.append(f"[results of {described}]")
         lines.append(f"{turn.role}: {' '.join(parts) or '(no text)'}")
     return lines
@@ -444,7 +489,7 @@ def _rendered_segment_lines(text: str) -> list[str]:
         lines = []
         for index, match in enumerate(headers):
             end = headers[index + 1].start() if index + 1 < len(headers) else len(text)
-            body = text[match.end():end]
+            body = text[match.end() : end]
             found = _CALL_ARROW_RE.findall(body) if arrows else _KNOWN_TOOLS_RE.findall(body)
             tools = list(dict.fromkeys(found))
             tail = f" [tools: {', '.join(tools)}]" if tools else ""
@@ -468,8 +513,10 @@ def summarize(conv: Conversation) -> str:
     markers = list(dict.fromkeys(m for t in conv.turns for b in t.blocks for m in _MARKER_RE.findall(b.text)))
     instructions = _instructions(conv)
     lines = _segment_lines(conv)
-    head = [f"Summary of the earlier conversation ({len(lines)} message{'s' if len(lines) != 1 else ''}, "
-            "lab model, extractive)."]
+    head = [
+        f"Summary of the earlier conversation ({len(lines)} message{'s' if len(lines) != 1 else ''}, "
+        "lab model, extractive)."
+    ]
     if instructions:
         head.insert(0, f"Instructions: {instructions}")
     tail = [f"Archived content: {' '.join(markers)}"] if markers else []
@@ -483,12 +530,15 @@ def summarize(conv: Conversation) -> str:
         budget -= len(line) + 1
     text = "\n".join(head + body + tail)
     if len(text) < SUMMARY_MIN_CHARS:
-        text += (f"\nThe segment held {len(conv.turns)} messages ({input_chars:,} chars); "
-                 "the lab model keeps the first sentence of each and every archive marker.")
+        text += (
+            f"\nThe segment held {len(conv.turns)} messages ({input_chars:,} chars); "
+            "the lab model keeps the first sentence of each and every archive marker."
+        )
     return text
 
 
 # --- entry point -----------------------------------------------------------------------------------
+
 
 def _intended(conv: Conversation) -> list[Block]:
     if conv.system.startswith(SUMMARY_SYSTEM_MARKER):

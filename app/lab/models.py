@@ -22,32 +22,66 @@ CREATED = 1767225600  # the same moment, in seconds
 
 
 def anthropic_models() -> dict[str, Any]:
-    data = [{"type": "model", "id": model, "display_name": name, "created_at": CREATED_AT}
-            for model, name in LAB_MODELS]
+    data = [
+        {"type": "model", "id": model, "display_name": name, "created_at": CREATED_AT}
+        for model, name in LAB_MODELS
+    ]
     return {"data": data, "has_more": False, "first_id": data[0]["id"], "last_id": data[-1]["id"]}
 
 
 def openai_models(window: int) -> dict[str, Any]:
-    return {"object": "list", "data": [{"id": model, "object": "model", "created": CREATED, "owned_by": "bulkhead-lab",
-                                        "max_model_len": window} for model, _name in LAB_MODELS]}
+    return {
+        "object": "list",
+        "data": [
+            {
+                "id": model,
+                "object": "model",
+                "created": CREATED,
+                "owned_by": "bulkhead-lab",
+                "max_model_len": window,
+            }
+            for model, _name in LAB_MODELS
+        ],
+    }
 
 
 def bedrock_foundation_models(region: str = "us-east-1") -> dict[str, Any]:
-    return {"modelSummaries": [{
-        "modelArn": f"arn:aws:bedrock:{region}::foundation-model/{model}", "modelId": model, "modelName": name,
-        "providerName": "bulkhead lab", "inputModalities": ["TEXT"], "outputModalities": ["TEXT"],
-        "responseStreamingSupported": True, "customizationsSupported": [], "inferenceTypesSupported": ["ON_DEMAND"],
-        "modelLifecycle": {"status": "ACTIVE"}} for model, name in LAB_MODELS]}
+    return {
+        "modelSummaries": [
+            {
+                "modelArn": f"arn:aws:bedrock:{region}::foundation-model/{model}",
+                "modelId": model,
+                "modelName": name,
+                "providerName": "bulkhead lab",
+                "inputModalities": ["TEXT"],
+                "outputModalities": ["TEXT"],
+                "responseStreamingSupported": True,
+                "customizationsSupported": [],
+                "inferenceTypesSupported": ["ON_DEMAND"],
+                "modelLifecycle": {"status": "ACTIVE"},
+            }
+            for model, name in LAB_MODELS
+        ]
+    }
 
 
 def bedrock_inference_profiles(region: str = "us-east-1") -> dict[str, Any]:
     model, name = LAB_MODELS[0]
-    return {"inferenceProfileSummaries": [{
-        "inferenceProfileName": f"US {name}", "inferenceProfileId": f"us.{model}",
-        "inferenceProfileArn": f"arn:aws:bedrock:{region}:000000000000:inference-profile/us.{model}",
-        "description": "routes lab-1 across the lab's regions", "status": "ACTIVE", "type": "SYSTEM_DEFINED",
-        "createdAt": CREATED_AT, "updatedAt": CREATED_AT,
-        "models": [{"modelArn": f"arn:aws:bedrock:{region}::foundation-model/{model}"}]}]}
+    return {
+        "inferenceProfileSummaries": [
+            {
+                "inferenceProfileName": f"US {name}",
+                "inferenceProfileId": f"us.{model}",
+                "inferenceProfileArn": f"arn:aws:bedrock:{region}:000000000000:inference-profile/us.{model}",
+                "description": "routes lab-1 across the lab's regions",
+                "status": "ACTIVE",
+                "type": "SYSTEM_DEFINED",
+                "createdAt": CREATED_AT,
+                "updatedAt": CREATED_AT,
+                "models": [{"modelArn": f"arn:aws:bedrock:{region}::foundation-model/{model}"}],
+            }
+        ]
+    }
 
 
 def listing(method: str, path: str, headers: dict[str, str], window: int) -> dict[str, Any] | None:

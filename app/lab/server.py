@@ -59,8 +59,12 @@ from app.lab.http import (
 
 log = logging.getLogger(__name__)
 
-WIRES: dict[str, ModuleType] = {"anthropic": wire_anthropic, "openai": wire_openai, "bedrock": wire_bedrock,
-                                 "responses": wire_responses}
+WIRES: dict[str, ModuleType] = {
+    "anthropic": wire_anthropic,
+    "openai": wire_openai,
+    "bedrock": wire_bedrock,
+    "responses": wire_responses,
+}
 MAX_BODY_BYTES = 512 * 1024 * 1024
 READ_CHUNK = 1024 * 1024
 _BEDROCK_RE = re.compile(r"/model/([^/]+)/(converse|converse-stream|count-tokens)$")
@@ -96,9 +100,11 @@ def match_route(method: str, raw_path: str) -> Route | None:
 
 
 def not_found(method: str, path: str) -> Response:
-    message = (f"{method} {path} is not a lab endpoint (POST /v1/messages, /v1/messages/count_tokens, "
-               "/v1/chat/completions, /v1/responses, /v1/responses/compact, /model/{id}/converse, "
-               "/model/{id}/converse-stream, /model/{id}/count-tokens)")
+    message = (
+        f"{method} {path} is not a lab endpoint (POST /v1/messages, /v1/messages/count_tokens, "
+        "/v1/chat/completions, /v1/responses, /v1/responses/compact, /model/{id}/converse, "
+        "/model/{id}/converse-stream, /model/{id}/count-tokens)"
+    )
     return json_response(404, {"type": "error", "error": {"type": "not_found_error", "message": message}})
 
 
@@ -116,8 +122,13 @@ def _now() -> str:
 class LabServer:
     """The lab: settings, fault plan, prompt cache and request log, served over HTTP on one event loop."""
 
-    def __init__(self, config: LabConfig | None = None, *,
-                 on_request: Callable[[dict[str, Any]], None] | None = None, log_limit: int = 10_000) -> None:
+    def __init__(
+        self,
+        config: LabConfig | None = None,
+        *,
+        on_request: Callable[[dict[str, Any]], None] | None = None,
+        log_limit: int = 10_000,
+    ) -> None:
         self._config = config or LabConfig()
         self._plan = FaultPlan(self._config.fault_rules, self._config.seed)
         self._cache = PromptCache()
@@ -162,8 +173,9 @@ class LabServer:
     # --- lifecycle ----------------------------------------------------------------------------------
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
-        self._server = await asyncio.start_server(self._on_connection, host, port, limit=MAX_HEAD_BYTES,
-                                                  reuse_address=True)
+        self._server = await asyncio.start_server(
+            self._on_connection, host, port, limit=MAX_HEAD_BYTES, reuse_address=True
+        )
         self.host, self.port = self._server.sockets[0].getsockname()[:2]
         return self.url
 
@@ -276,29 +288,46 @@ class LabServer:
             except Exception:
                 log.exception("lab: the request callback failed")
 
-    async def _finish(self, writer: asyncio.StreamWriter, head: RequestHead, record: dict[str, Any],
-                      response: Response, verdict: str) -> bool:
+    async def _finish(
+        self,
+        writer: asyncio.StreamWriter,
+        head: RequestHead,
+        record: dict[str, Any],
+        response: Response,
+        verdict: str,
+    ) -> bool:
         self._record(record, verdict, response.status)
         return await self._send(writer, response, close=not head.keep_alive)
 
     # --- one request --------------------------------------------------------------------------------
 
-    async def _exchange(self, head: RequestHead, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                        client_ip: str) -> bool:
+    async def _exchange(
+        self, head: RequestHead, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, client_ip: str
+    ) -> bool:
         if head.path.startswith("/_lab"):
             try:
                 body = await self._read_body(head, reader)
             except _BodyTooLarge:
                 return await self._send(writer, json_response(413, {"error": "too large"}), close=True)
-            return await self._send(writer, self._control(head.method, head.path, body), close=not head.keep_alive)
+            return await self._send(
+                writer, self._control(head.method, head.path, body), close=not head.keep_alive
+            )
         listed = models.listing(head.method, head.path, dict(head.headers), self._config.effective_window)
         if listed is not None:  # the model list (GET, no body): answered like a provider, never logged
             return await self._send(writer, json_response(200, listed), close=not head.keep_alive)
         self._serial += 1
         config = self._config
         route = match_route(head.method, head.raw_path)
-        record: dict[str, Any] = {"id": self._serial, "time": _now(), "method": head.method, "path": head.target,
-                                  "bytes": 0, "wire": route.wire if route else None, "verdict": "", "status": None}
+        record: dict[str, Any] = {
+            "id": self._serial,
+            "time": _now(),
+            "method": head.method,
+            "path": head.target,
+            "bytes": 0,
+            "wire": route.wire if route else None,
+            "verdict": "",
+            "status": None,
+        }
         cap = config.effective_cap
         declared = None if head.chunked else (head.content_length or 0)
         ctx = gateway.GatewayContext(head.host, head.path, client_ip, self._serial, config.seed)
@@ -312,28 +341,45 @@ class LabServer:
             cap = None
         if declared is not None and gateway.over_cap(cap, declared):
             record["bytes"] = declared
-            return await self._gateway(config, route, head, reader, writer, record, ctx, declared, body_read=False)
+            return await self._gateway(
+                config, route, head, reader, writer, record, ctx, declared, body_read=False
+            )
         if "100-continue" in head.headers.get("expect", "").lower():
             writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
         try:
             body = await self._read_body(head, reader)
         except _BodyTooLarge:
             record["bytes"] = declared or MAX_BODY_BYTES
-            response = (WIRES[route.wire].too_large(MAX_BODY_BYTES) if route
-                        else json_response(413, {"error": "body too large for the lab"}))
+            response = (
+                WIRES[route.wire].too_large(MAX_BODY_BYTES)
+                if route
+                else json_response(413, {"error": "body too large for the lab"})
+            )
             self._record(record, "blocked:lab-max-body", 413)
             await self._send(writer, response, close=True)
             return False
         record["bytes"] = len(body)
         if declared is None and gateway.over_cap(cap, len(body)):
-            return await self._gateway(config, route, head, reader, writer, record, ctx, len(body), body_read=True)
+            return await self._gateway(
+                config, route, head, reader, writer, record, ctx, len(body), body_read=True
+            )
         if route is None:
             return await self._finish(writer, head, record, not_found(head.method, head.path), "not-found")
         return await self._model(config, route, head, body, reader, writer, record)
 
-    async def _gateway(self, config: LabConfig, route: Route | None, head: RequestHead,
-                       reader: asyncio.StreamReader, writer: asyncio.StreamWriter, record: dict[str, Any],
-                       ctx: gateway.GatewayContext, nbytes: int, *, body_read: bool) -> bool:
+    async def _gateway(
+        self,
+        config: LabConfig,
+        route: Route | None,
+        head: RequestHead,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        record: dict[str, Any],
+        ctx: gateway.GatewayContext,
+        nbytes: int,
+        *,
+        body_read: bool,
+    ) -> bool:
         profile = gateway.profile(config.gateway)
         cap = config.effective_cap or 0
         if not body_read and not profile.early and "100-continue" in head.headers.get("expect", "").lower():
@@ -345,8 +391,14 @@ class LabServer:
             self._reset(writer)
             return False
         if profile.name == "none":
-            response = WIRES[route.wire].too_large(cap) if route else json_response(
-                413, {"error": {"type": "request_too_large", "message": "Request exceeds the maximum size"}})
+            response = (
+                WIRES[route.wire].too_large(cap)
+                if route
+                else json_response(
+                    413,
+                    {"error": {"type": "request_too_large", "message": "Request exceeds the maximum size"}},
+                )
+            )
             response = replace(response, close=True)
         else:
             response = gateway.block_page(profile.name, ctx)
@@ -360,14 +412,23 @@ class LabServer:
         await self._send(writer, response, close=True)
         return False
 
-    async def _model(self, config: LabConfig, route: Route, head: RequestHead, body: bytes,
-                     reader: asyncio.StreamReader, writer: asyncio.StreamWriter, record: dict[str, Any]) -> bool:
+    async def _model(
+        self,
+        config: LabConfig,
+        route: Route,
+        head: RequestHead,
+        body: bytes,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        record: dict[str, Any],
+    ) -> bool:
         wire = WIRES[route.wire]
         try:
             payload = json.loads(body)
         except (ValueError, UnicodeDecodeError) as exc:
-            return await self._finish(writer, head, record, wire.bad_request(wire.decode_error(str(exc))),
-                                      "bad-request")
+            return await self._finish(
+                writer, head, record, wire.bad_request(wire.decode_error(str(exc))), "bad-request"
+            )
         count_only = route.operation == "count_tokens"
         try:
             if route.wire == "bedrock":
@@ -382,8 +443,14 @@ class LabServer:
             return await self._finish(writer, head, record, wire.bad_request(exc), "bad-request")
         if route.force_stream:
             conv = replace(conv, stream=True)
-        record.update(model=conv.model, operation=route.operation, stream=conv.stream, input_tokens=conv.input_tokens,
-                      system_bytes=len(conv.system.encode("utf-8")), system_tail=conv.system[-SYSTEM_TAIL_CHARS:])
+        record.update(
+            model=conv.model,
+            operation=route.operation,
+            stream=conv.stream,
+            input_tokens=conv.input_tokens,
+            system_bytes=len(conv.system.encode("utf-8")),
+            system_tail=conv.system[-SYSTEM_TAIL_CHARS:],
+        )
         fault = self._plan.next()  # token counting is rate-limited and can fail like any provider request
         if fault in STATUS_FAULTS:
             return await self._finish(writer, head, record, wire.fault(fault, conv), f"fault:{fault}")
@@ -397,10 +464,14 @@ class LabServer:
                 pass
             return False
         if count_only:
-            return await self._answer(wire, wire.count_tokens(conv), head, writer, record, fault, config, conv)
+            return await self._answer(
+                wire, wire.count_tokens(conv), head, writer, record, fault, config, conv
+            )
         window = config.effective_window
         if conv.input_tokens > window:
-            return await self._finish(writer, head, record, wire.overflow(conv.input_tokens, window), "overflow")
+            return await self._finish(
+                writer, head, record, wire.overflow(conv.input_tokens, window), "overflow"
+            )
         usage = wire.usage_for(conv, self._cache)
         for key in ("reasoning_replayed", "compacted_input", "applied_edits"):  # provider-native context
             if conv.options.get(key):
@@ -408,16 +479,35 @@ class LabServer:
         if conv.options.get("compaction") or getattr(wire, "compaction_due", lambda _c: False)(conv):
             record["compaction"] = True
         if route.operation == "compact":
-            return await self._answer(wire, wire.compact(conv, usage), head, writer, record, fault, config, conv)
+            return await self._answer(
+                wire, wire.compact(conv, usage), head, writer, record, fault, config, conv
+            )
         reply = model.respond(conv)
-        record.update(output_tokens=reply.output_tokens, stop_reason=reply.stop_reason,
-                      cache_read_tokens=usage.cache_read_tokens, cache_write_tokens=usage.cache_write_tokens)
+        record.update(
+            output_tokens=reply.output_tokens,
+            stop_reason=reply.stop_reason,
+            cache_read_tokens=usage.cache_read_tokens,
+            cache_write_tokens=usage.cache_write_tokens,
+        )
         if conv.stream:
-            return await self._stream(wire, wire.stream(conv, reply, usage), head, writer, record, fault, config)
-        return await self._answer(wire, wire.complete(conv, reply, usage), head, writer, record, fault, config, conv)
+            return await self._stream(
+                wire, wire.stream(conv, reply, usage), head, writer, record, fault, config
+            )
+        return await self._answer(
+            wire, wire.complete(conv, reply, usage), head, writer, record, fault, config, conv
+        )
 
-    async def _answer(self, wire: ModuleType, response: Response, head: RequestHead, writer: asyncio.StreamWriter,
-                      record: dict[str, Any], fault: str | None, config: LabConfig, conv: Any) -> bool:
+    async def _answer(
+        self,
+        wire: ModuleType,
+        response: Response,
+        head: RequestHead,
+        writer: asyncio.StreamWriter,
+        record: dict[str, Any],
+        fault: str | None,
+        config: LabConfig,
+        conv: Any,
+    ) -> bool:
         """A complete (JSON) answer, with what `slow`, `cut` and `stream-error` do to one."""
         verdict = f"fault:{fault}" if fault else "passed"
         if fault == "slow":
@@ -433,9 +523,16 @@ class LabServer:
             return False
         return await self._finish(writer, head, record, response, verdict)
 
-    async def _stream(self, wire: ModuleType, response: StreamResponse, head: RequestHead,
-                      writer: asyncio.StreamWriter, record: dict[str, Any], fault: str | None,
-                      config: LabConfig) -> bool:
+    async def _stream(
+        self,
+        wire: ModuleType,
+        response: StreamResponse,
+        head: RequestHead,
+        writer: asyncio.StreamWriter,
+        record: dict[str, Any],
+        fault: str | None,
+        config: LabConfig,
+    ) -> bool:
         self._record(record, f"fault:{fault}" if fault else "passed", response.status)
         keep = head.keep_alive
         writer.write(encode_head(response.status, response.headers, length=None, close=not keep))
@@ -463,7 +560,9 @@ class LabServer:
         headers = (("cache-control", "no-store"),)
         path = path.rstrip("/")
         if path == "/_lab/health" and method in ("GET", "HEAD"):
-            return json_response(200, {"ok": True, "lab": "bulkhead", "config": self._config.to_dict()}, headers)
+            return json_response(
+                200, {"ok": True, "lab": "bulkhead", "config": self._config.to_dict()}, headers
+            )
         if path == "/_lab/requests" and method == "GET":
             return json_response(200, self.requests(), headers)
         if path == "/_lab/requests" and method == "DELETE":
@@ -477,7 +576,7 @@ class LabServer:
             try:
                 changes = json.loads(body or b"{}")
                 if not isinstance(changes, dict):
-                    raise ValueError("send a JSON object like {\"gateway\": \"nginx\", \"cap\": \"128KB\"}")
+                    raise ValueError('send a JSON object like {"gateway": "nginx", "cap": "128KB"}')
                 return json_response(200, self.configure(**changes).to_dict(), headers)
             except (ValueError, TypeError) as exc:
                 return json_response(400, {"error": str(exc)}, headers)

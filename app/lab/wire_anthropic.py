@@ -57,11 +57,14 @@ def tool_id(neutral_id: str) -> str:
 
 # --- parsing ---------------------------------------------------------------------------------------
 
+
 def _result_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        texts = [part.get("text", "") for part in content if isinstance(part, dict) and part.get("type") == "text"]
+        texts = [
+            part.get("text", "") for part in content if isinstance(part, dict) and part.get("type") == "text"
+        ]
         loaded = _references(content)
         if loaded:
             texts.append(f"[tool definitions loaded: {', '.join(loaded)}]")
@@ -73,8 +76,11 @@ def _references(content: Any) -> list[str]:
     """The tool names of the `tool_reference` blocks in a tool result (Anthropic's tool search)."""
     if not isinstance(content, list):
         return []
-    return [str(part.get("tool_name", "")) for part in content
-            if isinstance(part, dict) and part.get("type") == "tool_reference"]
+    return [
+        str(part.get("tool_name", ""))
+        for part in content
+        if isinstance(part, dict) and part.get("type") == "tool_reference"
+    ]
 
 
 def _block(raw: Any, where: str) -> tuple[Block, Segment]:
@@ -88,12 +94,16 @@ def _block(raw: Any, where: str) -> tuple[Block, Segment]:
         return Block(TEXT, text), segment("text", text, breakpoint=mark)
     if kind == "tool_use":
         name, args = str(raw.get("name", "")), raw.get("input") if isinstance(raw.get("input"), dict) else {}
-        return (Block(TOOL_USE, name=name, id=str(raw.get("id", "")), input=args),
-                segment("tool_use", name + compact_json(args), breakpoint=mark))
+        return (
+            Block(TOOL_USE, name=name, id=str(raw.get("id", "")), input=args),
+            segment("tool_use", name + compact_json(args), breakpoint=mark),
+        )
     if kind == "tool_result":
         text = _result_text(raw.get("content"))
-        return (Block(TOOL_RESULT, text, id=str(raw.get("tool_use_id", "")), is_error=bool(raw.get("is_error"))),
-                segment("tool_result", text, breakpoint=mark))
+        return (
+            Block(TOOL_RESULT, text, id=str(raw.get("tool_use_id", "")), is_error=bool(raw.get("is_error"))),
+            segment("tool_result", text, breakpoint=mark),
+        )
     if kind == "compaction":
         content = raw.get("content")
         if content is not None and (not isinstance(content, str) or not content.strip()):
@@ -121,11 +131,18 @@ def parse(body: Any, body_bytes: int, *, count_only: bool = False) -> Conversati
             raise WireError("max_tokens: Input should be greater than or equal to 1")
     segments: list[Segment] = []
     tools: list[str] = []
-    deferred: dict[str, str] = {}  # defer_loading tools: not read by the model until a tool_reference loads them
+    deferred: dict[
+        str, str
+    ] = {}  # defer_loading tools: not read by the model until a tool_reference loads them
     for index, tool in enumerate(body.get("tools") or []):
         if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
             raise WireError(f"tools.{index}.name: Field required")
-        described = tool["name"] + "\n" + str(tool.get("description", "")) + compact_json(tool.get("input_schema", {}))
+        described = (
+            tool["name"]
+            + "\n"
+            + str(tool.get("description", ""))
+            + compact_json(tool.get("input_schema", {}))
+        )
         if tool.get("defer_loading") is True:
             deferred[tool["name"]] = described
             continue
@@ -161,9 +178,11 @@ def parse(body: Any, body_bytes: int, *, count_only: bool = False) -> Conversati
                 if isinstance(raw, dict) and raw.get("type") == "tool_result":
                     for name in _references(raw.get("content")):
                         if name not in deferred:
-                            raise WireError(f"messages.{index}.content.{position}: tool_reference to {name!r}, which "
-                                            f"is not a tool of this request with defer_loading: true",
-                                            code="tool_reference_unresolved")
+                            raise WireError(
+                                f"messages.{index}.content.{position}: tool_reference to {name!r}, which "
+                                f"is not a tool of this request with defer_loading: true",
+                                code="tool_reference_unresolved",
+                            )
                         if name not in tools:  # the API expands the reference into the definition
                             tools.append(name)
                             segments.append(segment("tool", deferred[name]))
@@ -176,9 +195,19 @@ def parse(body: Any, body_bytes: int, *, count_only: bool = False) -> Conversati
         options = _context_options(body, parsed, segments)
     turns = [Turn(role, tuple(blocks)) for role, blocks, _ in parsed]
     segments += [seg for _, _, segs in parsed for seg in segs]
-    conv = Conversation(NAME, model, system_text, tuple(turns), tuple(tools),
-                        max_tokens if not count_only else None, bool(body.get("stream")), body_bytes,
-                        len(messages), tuple(segments), options)
+    conv = Conversation(
+        NAME,
+        model,
+        system_text,
+        tuple(turns),
+        tuple(tools),
+        max_tokens if not count_only else None,
+        bool(body.get("stream")),
+        body_bytes,
+        len(messages),
+        tuple(segments),
+        options,
+    )
     if options.get("compact_trigger") and conv.input_tokens >= options["compact_trigger"]:
         conv = replace(conv, options={**options, "compaction": _summary(conv)})
     elif options.get("compaction_only"):
@@ -194,15 +223,16 @@ def _summary(conv: Conversation) -> str:
     return (f"Instructions: {instructions}\n" if instructions else "") + summarize(conv)
 
 
-def _from_latest_compaction(parsed: list[tuple[str, list[Block], list[Segment]]]
-                            ) -> list[tuple[str, list[Block], list[Segment]]]:
+def _from_latest_compaction(
+    parsed: list[tuple[str, list[Block], list[Segment]]],
+) -> list[tuple[str, list[Block], list[Segment]]]:
     """What the API reads: every block before the latest compaction block is dropped."""
     for index in range(len(parsed) - 1, -1, -1):
         role, blocks, segs = parsed[index]
         positions = [i for i, b in enumerate(blocks) if b.name == COMPACTION and b.kind == TEXT]
         if positions:
             at = positions[-1]
-            return [(role, blocks[at:], segs[at:]), *parsed[index + 1:]]
+            return [(role, blocks[at:], segs[at:]), *parsed[index + 1 :]]
     return parsed
 
 
@@ -215,9 +245,14 @@ def _edits(body: dict[str, Any]) -> list[dict[str, Any]]:
         raise WireError("context_management.edits: Input should be a valid list")
     for index, edit in enumerate(edits):
         if not isinstance(edit, dict) or edit.get("type") not in (
-                "clear_tool_uses_20250919", "clear_thinking_20251015", "compact_20260112"):
-            raise WireError(f"context_management.edits.{index}.type: Input tag does not match any of the expected "
-                            "tags: 'clear_tool_uses_20250919', 'clear_thinking_20251015', 'compact_20260112'")
+            "clear_tool_uses_20250919",
+            "clear_thinking_20251015",
+            "compact_20260112",
+        ):
+            raise WireError(
+                f"context_management.edits.{index}.type: Input tag does not match any of the expected "
+                "tags: 'clear_tool_uses_20250919', 'clear_thinking_20251015', 'compact_20260112'"
+            )
     return edits
 
 
@@ -227,8 +262,9 @@ def _value(obj: Any, default: int | None) -> int | None:
     return default
 
 
-def _context_options(body: dict[str, Any], parsed: list[tuple[str, list[Block], list[Segment]]],
-                     prefix: list[Segment]) -> dict[str, Any]:
+def _context_options(
+    body: dict[str, Any], parsed: list[tuple[str, list[Block], list[Segment]]], prefix: list[Segment]
+) -> dict[str, Any]:
     """Apply context editing to `parsed` in place (cleared tool results) and say what was done."""
     edits = _edits(body)
     options: dict[str, Any] = {}
@@ -250,7 +286,9 @@ def _context_options(body: dict[str, Any], parsed: list[tuple[str, list[Block], 
     def tokens() -> int:
         from app.lab.conversation import estimate_tokens
 
-        return estimate_tokens(sum(s.nbytes for s in prefix) + sum(s.nbytes for _, _, segs in parsed for s in segs))
+        return estimate_tokens(
+            sum(s.nbytes for s in prefix) + sum(s.nbytes for _, _, segs in parsed for s in segs)
+        )
 
     for edit in edits:
         if edit["type"] == "clear_tool_uses_20250919":
@@ -259,8 +297,12 @@ def _context_options(body: dict[str, Any], parsed: list[tuple[str, list[Block], 
             at_least = _value(edit.get("clear_at_least"), 0) or 0
             if tokens() < trigger:
                 continue
-            places = [(m, b) for m, (_, blocks, _) in enumerate(parsed) for b, block in enumerate(blocks)
-                      if block.kind == TOOL_RESULT and block.text != CLEARED_PLACEHOLDER]
+            places = [
+                (m, b)
+                for m, (_, blocks, _) in enumerate(parsed)
+                for b, block in enumerate(blocks)
+                if block.kind == TOOL_RESULT and block.text != CLEARED_PLACEHOLDER
+            ]
             victims = places[: max(0, len(places) - (keep or 0))]
             from app.lab.conversation import estimate_tokens
 
@@ -272,8 +314,13 @@ def _context_options(body: dict[str, Any], parsed: list[tuple[str, list[Block], 
                 old = blocks[b]
                 blocks[b] = Block(TOOL_RESULT, CLEARED_PLACEHOLDER, id=old.id, is_error=old.is_error)
                 segs[b] = segment("tool_result", CLEARED_PLACEHOLDER, breakpoint=segs[b].breakpoint)
-            applied.append({"type": "clear_tool_uses_20250919", "cleared_tool_uses": len(victims),
-                            "cleared_input_tokens": freed})
+            applied.append(
+                {
+                    "type": "clear_tool_uses_20250919",
+                    "cleared_tool_uses": len(victims),
+                    "cleared_input_tokens": freed,
+                }
+            )
         elif edit["type"] == "compact_20260112":
             options["compact_trigger"] = _value(edit.get("trigger"), COMPACT_TRIGGER_DEFAULT)
             if isinstance(edit.get("instructions"), str) and edit["instructions"].strip():
@@ -289,12 +336,19 @@ def usage_for(conv: Conversation, cache: PromptCache) -> Usage:
 
 # --- answers ---------------------------------------------------------------------------------------
 
+
 def _usage(usage: Usage, output_tokens: int) -> dict[str, Any]:
-    return {"input_tokens": usage.uncached_input_tokens,
-            "cache_creation_input_tokens": usage.cache_write_tokens,
-            "cache_read_input_tokens": usage.cache_read_tokens,
-            "cache_creation": {"ephemeral_5m_input_tokens": usage.cache_write_tokens, "ephemeral_1h_input_tokens": 0},
-            "output_tokens": output_tokens, "service_tier": "standard"}
+    return {
+        "input_tokens": usage.uncached_input_tokens,
+        "cache_creation_input_tokens": usage.cache_write_tokens,
+        "cache_read_input_tokens": usage.cache_read_tokens,
+        "cache_creation": {
+            "ephemeral_5m_input_tokens": usage.cache_write_tokens,
+            "ephemeral_1h_input_tokens": 0,
+        },
+        "output_tokens": output_tokens,
+        "service_tier": "standard",
+    }
 
 
 def _content(reply: Reply) -> list[dict[str, Any]]:
@@ -303,7 +357,14 @@ def _content(reply: Reply) -> list[dict[str, Any]]:
         if block.kind == TEXT:
             out.append({"type": "text", "text": block.text})
         else:
-            out.append({"type": "tool_use", "id": tool_id(block.id), "name": block.name, "input": dict(block.input or {})})
+            out.append(
+                {
+                    "type": "tool_use",
+                    "id": tool_id(block.id),
+                    "name": block.name,
+                    "input": dict(block.input or {}),
+                }
+            )
     return out
 
 
@@ -330,9 +391,16 @@ def _context_management(conv: Conversation) -> dict[str, Any] | None:
 def complete(conv: Conversation, reply: Reply, usage: Usage) -> Response:
     rid = _request_id()
     content, stop_reason, output_tokens = _answer(conv, reply)
-    message = {"id": f"msg_01Lab{rid[-20:]}", "type": "message", "role": "assistant", "model": conv.model,
-               "content": content, "stop_reason": stop_reason, "stop_sequence": None,
-               "usage": _usage(usage, output_tokens)}
+    message = {
+        "id": f"msg_01Lab{rid[-20:]}",
+        "type": "message",
+        "role": "assistant",
+        "model": conv.model,
+        "content": content,
+        "stop_reason": stop_reason,
+        "stop_sequence": None,
+        "usage": _usage(usage, output_tokens),
+    }
     if _context_management(conv) is not None:
         message["context_management"] = _context_management(conv)
     return json_response(200, message, _headers(rid))
@@ -345,49 +413,139 @@ def _sse(event: str, data: dict[str, Any]) -> bytes:
 def stream(conv: Conversation, reply: Reply, usage: Usage) -> StreamResponse:
     rid = _request_id()
     start_usage = _usage(usage, 1)
-    events = [StreamEvent(_sse("message_start", {"type": "message_start", "message": {
-        "id": f"msg_01Lab{rid[-20:]}", "type": "message", "role": "assistant", "model": conv.model, "content": [],
-        "stop_reason": None, "stop_sequence": None, "usage": start_usage}})),
-        StreamEvent(_sse("ping", {"type": "ping"}))]
+    events = [
+        StreamEvent(
+            _sse(
+                "message_start",
+                {
+                    "type": "message_start",
+                    "message": {
+                        "id": f"msg_01Lab{rid[-20:]}",
+                        "type": "message",
+                        "role": "assistant",
+                        "model": conv.model,
+                        "content": [],
+                        "stop_reason": None,
+                        "stop_sequence": None,
+                        "usage": start_usage,
+                    },
+                },
+            )
+        ),
+        StreamEvent(_sse("ping", {"type": "ping"})),
+    ]
     content, stop_reason, output_tokens = _answer(conv, reply)
     offset = 0
     if content and content[0]["type"] == "compaction":
         offset = 1
-        events.append(StreamEvent(_sse("content_block_start", {"type": "content_block_start", "index": 0,
-                                                                "content_block": {"type": "compaction",
-                                                                                  "content": None}})))
-        events.append(StreamEvent(_sse("content_block_delta", {
-            "type": "content_block_delta", "index": 0,
-            "delta": {"type": "compaction_delta", "content": content[0]["content"], "encrypted_content": None}})))
+        events.append(
+            StreamEvent(
+                _sse(
+                    "content_block_start",
+                    {
+                        "type": "content_block_start",
+                        "index": 0,
+                        "content_block": {"type": "compaction", "content": None},
+                    },
+                )
+            )
+        )
+        events.append(
+            StreamEvent(
+                _sse(
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": 0,
+                        "delta": {
+                            "type": "compaction_delta",
+                            "content": content[0]["content"],
+                            "encrypted_content": None,
+                        },
+                    },
+                )
+            )
+        )
         events.append(StreamEvent(_sse("content_block_stop", {"type": "content_block_stop", "index": 0})))
     blocks = () if conv.options.get("compaction_only") else reply.blocks
     for index, block in enumerate(blocks, start=offset):
         if block.kind == TEXT:
-            events.append(StreamEvent(_sse("content_block_start", {"type": "content_block_start", "index": index,
-                                                                    "content_block": {"type": "text", "text": ""}})))
+            events.append(
+                StreamEvent(
+                    _sse(
+                        "content_block_start",
+                        {
+                            "type": "content_block_start",
+                            "index": index,
+                            "content_block": {"type": "text", "text": ""},
+                        },
+                    )
+                )
+            )
             for piece in text_pieces(block.text):
-                events.append(StreamEvent(_sse("content_block_delta", {
-                    "type": "content_block_delta", "index": index,
-                    "delta": {"type": "text_delta", "text": piece}}), content=True))
+                events.append(
+                    StreamEvent(
+                        _sse(
+                            "content_block_delta",
+                            {
+                                "type": "content_block_delta",
+                                "index": index,
+                                "delta": {"type": "text_delta", "text": piece},
+                            },
+                        ),
+                        content=True,
+                    )
+                )
         else:
-            events.append(StreamEvent(_sse("content_block_start", {
-                "type": "content_block_start", "index": index,
-                "content_block": {"type": "tool_use", "id": tool_id(block.id), "name": block.name, "input": {}}})))
+            events.append(
+                StreamEvent(
+                    _sse(
+                        "content_block_start",
+                        {
+                            "type": "content_block_start",
+                            "index": index,
+                            "content_block": {
+                                "type": "tool_use",
+                                "id": tool_id(block.id),
+                                "name": block.name,
+                                "input": {},
+                            },
+                        },
+                    )
+                )
+            )
             for piece in json_pieces(block.input):
-                events.append(StreamEvent(_sse("content_block_delta", {
-                    "type": "content_block_delta", "index": index,
-                    "delta": {"type": "input_json_delta", "partial_json": piece}}), content=True))
+                events.append(
+                    StreamEvent(
+                        _sse(
+                            "content_block_delta",
+                            {
+                                "type": "content_block_delta",
+                                "index": index,
+                                "delta": {"type": "input_json_delta", "partial_json": piece},
+                            },
+                        ),
+                        content=True,
+                    )
+                )
         events.append(StreamEvent(_sse("content_block_stop", {"type": "content_block_stop", "index": index})))
     final = _usage(usage, output_tokens)
     final.pop("service_tier")
     final.pop("cache_creation")
-    delta: dict[str, Any] = {"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": None},
-                             "usage": final}
+    delta: dict[str, Any] = {
+        "type": "message_delta",
+        "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+        "usage": final,
+    }
     if _context_management(conv) is not None:
         delta["context_management"] = _context_management(conv)
     events.append(StreamEvent(_sse("message_delta", delta)))
     events.append(StreamEvent(_sse("message_stop", {"type": "message_stop"})))
-    headers = (("content-type", "text/event-stream; charset=utf-8"), ("cache-control", "no-cache"), *_headers(rid))
+    headers = (
+        ("content-type", "text/event-stream; charset=utf-8"),
+        ("cache-control", "no-cache"),
+        *_headers(rid),
+    )
     return StreamResponse(200, headers, events)
 
 
@@ -397,11 +555,13 @@ def count_tokens(conv: Conversation) -> Response:
 
 # --- errors ----------------------------------------------------------------------------------------
 
+
 def error(status: int, error_type: str, message: str, headers: tuple[tuple[str, str], ...] = ()) -> Response:
     rid = _request_id()
     body = {"type": "error", "error": {"type": error_type, "message": message}, "request_id": rid}
-    return json_response(status, body, (*_headers(rid), ("x-should-retry", "true" if status >= 429 else "false"),
-                                        *headers))
+    return json_response(
+        status, body, (*_headers(rid), ("x-should-retry", "true" if status >= 429 else "false"), *headers)
+    )
 
 
 def bad_request(exc: WireError) -> Response:
@@ -416,18 +576,26 @@ def too_large(cap: int) -> Response:
     return error(413, "request_too_large", "Request exceeds the maximum size")
 
 
-RATE_LIMIT_MESSAGE = ("This request would exceed the rate limit for your organization (lab-organization) of "
-                      "50,000 input tokens per minute. For details, refer to: https://docs.claude.com/en/api/rate-limits. "
-                      "You can see the response headers for current usage. Please try again later.")
+RATE_LIMIT_MESSAGE = (
+    "This request would exceed the rate limit for your organization (lab-organization) of "
+    "50,000 input tokens per minute. For details, refer to: https://docs.claude.com/en/api/rate-limits. "
+    "You can see the response headers for current usage. Please try again later."
+)
 
 
 def fault(kind: str, conv: Conversation | None = None) -> Response:
     if kind == "429":
-        return error(429, "rate_limit_error", RATE_LIMIT_MESSAGE, (
-            ("retry-after", str(RETRY_AFTER_SECONDS)),
-            ("anthropic-ratelimit-input-tokens-limit", "50000"),
-            ("anthropic-ratelimit-input-tokens-remaining", "0"),
-            ("anthropic-ratelimit-input-tokens-reset", "1970-01-01T00:00:00Z")))
+        return error(
+            429,
+            "rate_limit_error",
+            RATE_LIMIT_MESSAGE,
+            (
+                ("retry-after", str(RETRY_AFTER_SECONDS)),
+                ("anthropic-ratelimit-input-tokens-limit", "50000"),
+                ("anthropic-ratelimit-input-tokens-remaining", "0"),
+                ("anthropic-ratelimit-input-tokens-reset", "1970-01-01T00:00:00Z"),
+            ),
+        )
     if kind == "529":
         return error(529, "overloaded_error", "Overloaded")
     if kind == "503":
@@ -442,4 +610,3 @@ def stream_error() -> bytes:
 
 def decode_error(text: str) -> WireError:
     return WireError(f"Invalid JSON in the request body: {text}")
-

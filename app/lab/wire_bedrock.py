@@ -49,6 +49,7 @@ def tool_id(neutral_id: str) -> str:
 
 # --- parsing ---------------------------------------------------------------------------------------
 
+
 def _mark_last(segments: list[Segment]) -> None:
     """A cachePoint block: a cache breakpoint after everything before it."""
     if segments:
@@ -80,13 +81,21 @@ def _content(content: Any, where: str, segments: list[Segment]) -> list[Block]:
         elif "toolUse" in raw:
             use = raw["toolUse"] if isinstance(raw["toolUse"], dict) else {}
             args = use.get("input") if isinstance(use.get("input"), dict) else {}
-            blocks.append(Block(TOOL_USE, name=str(use.get("name", "")), id=str(use.get("toolUseId", "")), input=args))
+            blocks.append(
+                Block(TOOL_USE, name=str(use.get("name", "")), id=str(use.get("toolUseId", "")), input=args)
+            )
             segments.append(segment("tool_use", str(use.get("name", "")) + compact_json(args)))
         elif "toolResult" in raw:
             result = raw["toolResult"] if isinstance(raw["toolResult"], dict) else {}
             text = _result_text(result.get("content"))
-            blocks.append(Block(TOOL_RESULT, text, id=str(result.get("toolUseId", "")),
-                                is_error=result.get("status") == "error"))
+            blocks.append(
+                Block(
+                    TOOL_RESULT,
+                    text,
+                    id=str(result.get("toolUseId", "")),
+                    is_error=result.get("status") == "error",
+                )
+            )
             segments.append(segment("tool_result", text))
         else:
             blocks.append(Block(OTHER))
@@ -98,14 +107,18 @@ def parse(body: Any, body_bytes: int, model_id: str, *, count_only: bool = False
     if count_only:
         body = (body.get("input") or {}).get("converse") if isinstance(body, dict) else None
         if not isinstance(body, dict):
-            raise WireError("1 validation error detected: Value at 'input' failed to satisfy constraint: "
-                            "Member must not be null")
+            raise WireError(
+                "1 validation error detected: Value at 'input' failed to satisfy constraint: "
+                "Member must not be null"
+            )
     if not isinstance(body, dict):
         raise WireError("Malformed input request, please reformat your input and try again.")
     messages = body.get("messages")
     if not isinstance(messages, list):
-        raise WireError("A conversation must start with a user message. Try again with a conversation that starts "
-                        "with a user message.")
+        raise WireError(
+            "A conversation must start with a user message. Try again with a conversation that starts "
+            "with a user message."
+        )
     segments: list[Segment] = []
     tools: list[str] = []
     tool_config = body.get("toolConfig") if isinstance(body.get("toolConfig"), dict) else {}
@@ -118,8 +131,12 @@ def parse(body: Any, body_bytes: int, model_id: str, *, count_only: bool = False
         spec = tool.get("toolSpec") if isinstance(tool.get("toolSpec"), dict) else {}
         name = str(spec.get("name", ""))
         tools.append(name)
-        schema = spec.get("inputSchema", {}).get("json", {}) if isinstance(spec.get("inputSchema"), dict) else {}
-        segments.append(segment("tool", name + "\n" + str(spec.get("description", "")) + compact_json(schema)))
+        schema = (
+            spec.get("inputSchema", {}).get("json", {}) if isinstance(spec.get("inputSchema"), dict) else {}
+        )
+        segments.append(
+            segment("tool", name + "\n" + str(spec.get("description", "")) + compact_json(schema))
+        )
     system_parts = []
     for raw in body.get("system") or []:
         if isinstance(raw, dict) and "cachePoint" in raw:
@@ -130,16 +147,34 @@ def parse(body: Any, body_bytes: int, model_id: str, *, count_only: bool = False
     turns = []
     for index, message in enumerate(messages):
         if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
-            raise WireError(f"1 validation error detected: Value at 'messages.{index + 1}.member.role' failed to "
-                            "satisfy constraint: Member must satisfy enum value set: [user, assistant]")
-        turns.append(Turn(message["role"], tuple(_content(message.get("content"), f"messages.{index}", segments))))
+            raise WireError(
+                f"1 validation error detected: Value at 'messages.{index + 1}.member.role' failed to "
+                "satisfy constraint: Member must satisfy enum value set: [user, assistant]"
+            )
+        turns.append(
+            Turn(message["role"], tuple(_content(message.get("content"), f"messages.{index}", segments)))
+        )
     inference = body.get("inferenceConfig") if isinstance(body.get("inferenceConfig"), dict) else {}
     max_tokens = inference.get("maxTokens")
-    if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1):
-        raise WireError("1 validation error detected: Value at 'inferenceConfig.maxTokens' failed to satisfy "
-                        "constraint: Member must have value greater than or equal to 1")
-    return Conversation(NAME, model_id, "\n".join(system_parts), tuple(turns), tuple(tools),
-                        None if count_only else max_tokens, False, body_bytes, len(messages), tuple(segments))
+    if max_tokens is not None and (
+        isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
+    ):
+        raise WireError(
+            "1 validation error detected: Value at 'inferenceConfig.maxTokens' failed to satisfy "
+            "constraint: Member must have value greater than or equal to 1"
+        )
+    return Conversation(
+        NAME,
+        model_id,
+        "\n".join(system_parts),
+        tuple(turns),
+        tuple(tools),
+        None if count_only else max_tokens,
+        False,
+        body_bytes,
+        len(messages),
+        tuple(segments),
+    )
 
 
 def usage_for(conv: Conversation, cache: PromptCache) -> Usage:
@@ -149,11 +184,16 @@ def usage_for(conv: Conversation, cache: PromptCache) -> Usage:
 
 # --- answers ---------------------------------------------------------------------------------------
 
+
 def _usage(usage: Usage, output_tokens: int) -> dict[str, int]:
     uncached = usage.uncached_input_tokens
-    return {"inputTokens": uncached, "outputTokens": output_tokens,
-            "totalTokens": uncached + output_tokens + usage.cache_read_tokens + usage.cache_write_tokens,
-            "cacheReadInputTokens": usage.cache_read_tokens, "cacheWriteInputTokens": usage.cache_write_tokens}
+    return {
+        "inputTokens": uncached,
+        "outputTokens": output_tokens,
+        "totalTokens": uncached + output_tokens + usage.cache_read_tokens + usage.cache_write_tokens,
+        "cacheReadInputTokens": usage.cache_read_tokens,
+        "cacheWriteInputTokens": usage.cache_write_tokens,
+    }
 
 
 def _headers(rid: str) -> tuple[tuple[str, str], ...]:
@@ -166,11 +206,21 @@ def complete(conv: Conversation, reply: Reply, usage: Usage) -> Response:
         if block.kind == TEXT:
             content.append({"text": block.text})
         else:
-            content.append({"toolUse": {"toolUseId": tool_id(block.id), "name": block.name,
-                                        "input": dict(block.input or {})}})
-    body = {"output": {"message": {"role": "assistant", "content": content}},
-            "stopReason": STOP_REASONS[reply.stop_reason], "usage": _usage(usage, reply.output_tokens),
-            "metrics": {"latencyMs": LATENCY_MS}}
+            content.append(
+                {
+                    "toolUse": {
+                        "toolUseId": tool_id(block.id),
+                        "name": block.name,
+                        "input": dict(block.input or {}),
+                    }
+                }
+            )
+    body = {
+        "output": {"message": {"role": "assistant", "content": content}},
+        "stopReason": STOP_REASONS[reply.stop_reason],
+        "usage": _usage(usage, reply.output_tokens),
+        "metrics": {"latencyMs": LATENCY_MS},
+    }
     return json_response(200, body, _headers(aws_request_id()))
 
 
@@ -180,18 +230,44 @@ def stream(conv: Conversation, reply: Reply, usage: Usage) -> StreamResponse:
     for index, block in enumerate(reply.blocks):
         if block.kind == TEXT:
             for piece in text_pieces(block.text):
-                events.append(StreamEvent(ev("contentBlockDelta", {"contentBlockIndex": index,
-                                                                   "delta": {"text": piece}}), content=True))
+                events.append(
+                    StreamEvent(
+                        ev("contentBlockDelta", {"contentBlockIndex": index, "delta": {"text": piece}}),
+                        content=True,
+                    )
+                )
         else:
-            events.append(StreamEvent(ev("contentBlockStart", {
-                "contentBlockIndex": index, "start": {"toolUse": {"toolUseId": tool_id(block.id), "name": block.name}}})))
+            events.append(
+                StreamEvent(
+                    ev(
+                        "contentBlockStart",
+                        {
+                            "contentBlockIndex": index,
+                            "start": {"toolUse": {"toolUseId": tool_id(block.id), "name": block.name}},
+                        },
+                    )
+                )
+            )
             for piece in json_pieces(block.input):
-                events.append(StreamEvent(ev("contentBlockDelta", {"contentBlockIndex": index,
-                                                                   "delta": {"toolUse": {"input": piece}}}), content=True))
+                events.append(
+                    StreamEvent(
+                        ev(
+                            "contentBlockDelta",
+                            {"contentBlockIndex": index, "delta": {"toolUse": {"input": piece}}},
+                        ),
+                        content=True,
+                    )
+                )
         events.append(StreamEvent(ev("contentBlockStop", {"contentBlockIndex": index})))
     events.append(StreamEvent(ev("messageStop", {"stopReason": STOP_REASONS[reply.stop_reason]})))
-    events.append(StreamEvent(ev("metadata", {"usage": _usage(usage, reply.output_tokens),
-                                              "metrics": {"latencyMs": LATENCY_MS}})))
+    events.append(
+        StreamEvent(
+            ev(
+                "metadata",
+                {"usage": _usage(usage, reply.output_tokens), "metrics": {"latencyMs": LATENCY_MS}},
+            )
+        )
+    )
     return StreamResponse(200, (("content-type", EVENTSTREAM), *_headers(aws_request_id())), events)
 
 
@@ -201,9 +277,13 @@ def count_tokens(conv: Conversation) -> Response:
 
 # --- errors ----------------------------------------------------------------------------------------
 
+
 def error(status: int, error_type: str, message: str, headers: tuple[tuple[str, str], ...] = ()) -> Response:
-    return json_response(status, {"message": message},
-                         (("x-amzn-ErrorType", error_type), *_headers(aws_request_id()), *headers))
+    return json_response(
+        status,
+        {"message": message},
+        (("x-amzn-ErrorType", error_type), *_headers(aws_request_id()), *headers),
+    )
 
 
 def bad_request(exc: WireError) -> Response:
@@ -215,17 +295,26 @@ def overflow(tokens: int, window: int) -> Response:
 
 
 def too_large(cap: int) -> Response:
-    return error(413, "RequestEntityTooLargeException", f"Request body is larger than the maximum of {cap} bytes.")
+    return error(
+        413, "RequestEntityTooLargeException", f"Request body is larger than the maximum of {cap} bytes."
+    )
 
 
 def fault(kind: str, conv: Conversation | None = None) -> Response:
     if kind == "429":
-        return error(429, "ThrottlingException", "Too many requests, please wait before trying again.",
-                     (("retry-after", str(RETRY_AFTER_SECONDS)),))
+        return error(
+            429,
+            "ThrottlingException",
+            "Too many requests, please wait before trying again.",
+            (("retry-after", str(RETRY_AFTER_SECONDS)),),
+        )
     if kind in ("529", "503"):
         return error(503, "ServiceUnavailableException", "Bedrock is unable to process your request.")
-    return error(500, "InternalServerException", "The system encountered an unexpected error during processing. "
-                                                 "Try your request again.")
+    return error(
+        500,
+        "InternalServerException",
+        "The system encountered an unexpected error during processing. Try your request again.",
+    )
 
 
 def stream_error() -> bytes:

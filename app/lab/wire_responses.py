@@ -85,10 +85,11 @@ def decode_summary(encrypted: Any) -> str | None:
         text = base64.b64decode(str(encrypted), validate=True).decode("utf-8")
     except (ValueError, UnicodeDecodeError):
         return None
-    return text[len(COMPACTION_PREFIX):] if text.startswith(COMPACTION_PREFIX) else None
+    return text[len(COMPACTION_PREFIX) :] if text.startswith(COMPACTION_PREFIX) else None
 
 
 # --- parsing ---------------------------------------------------------------------------------------
+
 
 def _content_text(content: Any, where: str) -> tuple[str, list[str]]:
     if content is None:
@@ -103,8 +104,10 @@ def _content_text(content: Any, where: str) -> tuple[str, list[str]]:
             else:
                 others.append(compact_json(part))
         return "\n".join(texts), others
-    raise WireError(f"Invalid type for '{where}.content': expected a string or an array of content parts.",
-                    param=f"{where}.content")
+    raise WireError(
+        f"Invalid type for '{where}.content': expected a string or an array of content parts.",
+        param=f"{where}.content",
+    )
 
 
 def _max_output_tokens(body: dict[str, Any]) -> int | None:
@@ -112,12 +115,19 @@ def _max_output_tokens(body: dict[str, Any]) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
-        raise WireError(f"Invalid type for 'max_output_tokens': expected an integer, but got "
-                        f"{type(value).__name__} instead.", param="max_output_tokens", code="invalid_type")
+        raise WireError(
+            f"Invalid type for 'max_output_tokens': expected an integer, but got "
+            f"{type(value).__name__} instead.",
+            param="max_output_tokens",
+            code="invalid_type",
+        )
     if value < MIN_OUTPUT_TOKENS:
-        raise WireError(f"Invalid 'max_output_tokens': integer below minimum value. Expected a value >= "
-                        f"{MIN_OUTPUT_TOKENS}, but got {value} instead.", param="max_output_tokens",
-                        code="integer_below_min_value")
+        raise WireError(
+            f"Invalid 'max_output_tokens': integer below minimum value. Expected a value >= "
+            f"{MIN_OUTPUT_TOKENS}, but got {value} instead.",
+            param="max_output_tokens",
+            code="integer_below_min_value",
+        )
     return value
 
 
@@ -126,15 +136,23 @@ def _threshold(body: dict[str, Any]) -> int | None:
     if entries is None:
         return None
     if not isinstance(entries, list):
-        raise WireError("Invalid type for 'context_management': expected an array.", param="context_management")
+        raise WireError(
+            "Invalid type for 'context_management': expected an array.", param="context_management"
+        )
     for index, entry in enumerate(entries):
         if not isinstance(entry, dict) or entry.get("type") != "compaction":
-            raise WireError(f"Invalid value for 'context_management[{index}].type': only 'compaction' is supported.",
-                            param=f"context_management[{index}].type", code="invalid_value")
+            raise WireError(
+                f"Invalid value for 'context_management[{index}].type': only 'compaction' is supported.",
+                param=f"context_management[{index}].type",
+                code="invalid_value",
+            )
         value = entry.get("compact_threshold")
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-            raise WireError(f"Invalid 'context_management[{index}].compact_threshold': expected a positive integer.",
-                            param=f"context_management[{index}].compact_threshold", code="invalid_value")
+            raise WireError(
+                f"Invalid 'context_management[{index}].compact_threshold': expected a positive integer.",
+                param=f"context_management[{index}].compact_threshold",
+                code="invalid_value",
+            )
         return value
     return None
 
@@ -149,9 +167,12 @@ def _from_latest_compaction(items: list[Any]) -> tuple[list[Any], str | None]:
         return items, None
     summary = decode_summary(items[latest].get("encrypted_content"))
     if summary is None:
-        raise WireError("The encrypted content of compaction item could not be verified.",
-                        param=f"input[{latest}].encrypted_content", code="invalid_encrypted_content")
-    return items[latest + 1:], summary
+        raise WireError(
+            "The encrypted content of compaction item could not be verified.",
+            param=f"input[{latest}].encrypted_content",
+            code="invalid_encrypted_content",
+        )
+    return items[latest + 1 :], summary
 
 
 def parse(body: Any, body_bytes: int, *, compact: bool = False) -> Conversation:
@@ -159,22 +180,40 @@ def parse(body: Any, body_bytes: int, *, compact: bool = False) -> Conversation:
         raise WireError("Invalid request body: expected a JSON object.")
     model = body.get("model")
     if not isinstance(model, str) or not model:
-        raise WireError("Missing required parameter: 'model'.", param="model", code="missing_required_parameter")
+        raise WireError(
+            "Missing required parameter: 'model'.", param="model", code="missing_required_parameter"
+        )
     raw = body.get("input")
     items: list[Any] = [{"role": "user", "content": raw}] if isinstance(raw, str) else raw
     if not isinstance(items, list) or not items:
-        raise WireError("Missing required parameter: 'input'.", param="input", code="missing_required_parameter")
+        raise WireError(
+            "Missing required parameter: 'input'.", param="input", code="missing_required_parameter"
+        )
     max_tokens = None if compact else _max_output_tokens(body)
     threshold = None if compact else _threshold(body)
     segments: list[Segment] = []
     tools: list[str] = []
     for index, tool in enumerate(body.get("tools") or []):
-        if not isinstance(tool, dict) or tool.get("type") != "function" or not isinstance(tool.get("name"), str):
-            raise WireError(f"Missing required parameter: 'tools[{index}].name'.", param=f"tools[{index}].name",
-                            code="missing_required_parameter")
+        if (
+            not isinstance(tool, dict)
+            or tool.get("type") != "function"
+            or not isinstance(tool.get("name"), str)
+        ):
+            raise WireError(
+                f"Missing required parameter: 'tools[{index}].name'.",
+                param=f"tools[{index}].name",
+                code="missing_required_parameter",
+            )
         tools.append(tool["name"])
-        segments.append(segment("tool", tool["name"] + "\n" + str(tool.get("description", ""))
-                                + compact_json(tool.get("parameters", {}))))
+        segments.append(
+            segment(
+                "tool",
+                tool["name"]
+                + "\n"
+                + str(tool.get("description", ""))
+                + compact_json(tool.get("parameters", {})),
+            )
+        )
     system_parts: list[str] = []
     instructions = body.get("instructions")
     if isinstance(instructions, str) and instructions:
@@ -201,7 +240,9 @@ def parse(body: Any, body_bytes: int, *, compact: bool = False) -> Conversation:
         if kind == "message":
             role = item.get("role")
             if role not in ("user", "assistant", "system", "developer"):
-                raise WireError(f"Invalid value for '{where}.role'.", param=f"{where}.role", code="invalid_value")
+                raise WireError(
+                    f"Invalid value for '{where}.role'.", param=f"{where}.role", code="invalid_value"
+                )
             text, others = _content_text(item.get("content"), where)
             content = "".join([text, *others])
             if role in ("system", "developer"):
@@ -219,9 +260,18 @@ def parse(body: Any, body_bytes: int, *, compact: bool = False) -> Conversation:
                 args = json.loads(raw_args) if isinstance(raw_args, str) else dict(raw_args)
             except (ValueError, TypeError):
                 args = {"_raw": str(raw_args)}
-            add("assistant", Block(TOOL_USE, name=str(item.get("name", "")), id=str(item.get("call_id", "")),
-                                   input=args if isinstance(args, dict) else {"_value": args}))
-            segments.append(segment("function_call", str(item.get("name", "")) + str(raw_args), breakpoint=True))
+            add(
+                "assistant",
+                Block(
+                    TOOL_USE,
+                    name=str(item.get("name", "")),
+                    id=str(item.get("call_id", "")),
+                    input=args if isinstance(args, dict) else {"_value": args},
+                ),
+            )
+            segments.append(
+                segment("function_call", str(item.get("name", "")) + str(raw_args), breakpoint=True)
+            )
         elif kind == "function_call_output":
             output = item.get("output")
             text = output if isinstance(output, str) else compact_json(output)
@@ -230,18 +280,39 @@ def parse(body: Any, body_bytes: int, *, compact: bool = False) -> Conversation:
         elif kind == "reasoning":
             encrypted = str(item.get("encrypted_content") or "")
             if encrypted and not encrypted.startswith(REASONING_PREFIX):
-                raise WireError("The encrypted content for item could not be verified.",
-                                param=f"{where}.encrypted_content", code="invalid_encrypted_content")
+                raise WireError(
+                    "The encrypted content for item could not be verified.",
+                    param=f"{where}.encrypted_content",
+                    code="invalid_encrypted_content",
+                )
             replayed += 1
             segments.append(segment("reasoning", encrypted))
         else:
-            raise WireError(f"Invalid value for '{where}.type': {kind!r} is not supported by the lab.",
-                            param=f"{where}.type", code="invalid_value")
+            raise WireError(
+                f"Invalid value for '{where}.type': {kind!r} is not supported by the lab.",
+                param=f"{where}.type",
+                code="invalid_value",
+            )
     include = body.get("include") or []
-    options = {"compact_threshold": threshold, "reasoning_replayed": replayed,
-               "encrypted_reasoning": "reasoning.encrypted_content" in include, "compacted_input": summary is not None}
-    return Conversation(NAME, model, "\n".join(system_parts), tuple(turns), tuple(tools), max_tokens,
-                        bool(body.get("stream")), body_bytes, len(items), tuple(segments), options)
+    options = {
+        "compact_threshold": threshold,
+        "reasoning_replayed": replayed,
+        "encrypted_reasoning": "reasoning.encrypted_content" in include,
+        "compacted_input": summary is not None,
+    }
+    return Conversation(
+        NAME,
+        model,
+        "\n".join(system_parts),
+        tuple(turns),
+        tuple(tools),
+        max_tokens,
+        bool(body.get("stream")),
+        body_bytes,
+        len(items),
+        tuple(segments),
+        options,
+    )
 
 
 def usage_for(conv: Conversation, cache: PromptCache) -> Usage:
@@ -249,6 +320,7 @@ def usage_for(conv: Conversation, cache: PromptCache) -> Usage:
 
 
 # --- answers ---------------------------------------------------------------------------------------
+
 
 def _summary(conv: Conversation) -> str:
     from app.lab.model import summarize
@@ -262,21 +334,31 @@ def compaction_due(conv: Conversation) -> bool:
 
 
 def _usage(usage: Usage, output_tokens: int, reasoning_tokens: int = 0) -> dict[str, Any]:
-    return {"input_tokens": usage.input_tokens,
-            "input_tokens_details": {"cached_tokens": usage.cache_read_tokens},
-            "output_tokens": output_tokens,
-            "output_tokens_details": {"reasoning_tokens": reasoning_tokens},
-            "total_tokens": usage.input_tokens + output_tokens}
+    return {
+        "input_tokens": usage.input_tokens,
+        "input_tokens_details": {"cached_tokens": usage.cache_read_tokens},
+        "output_tokens": output_tokens,
+        "output_tokens_details": {"reasoning_tokens": reasoning_tokens},
+        "total_tokens": usage.input_tokens + output_tokens,
+    }
 
 
 def _reasoning_item(conv: Conversation, rid: str) -> dict[str, Any]:
     digest = hashlib.sha256(b"".join(s.digest for s in conv.segments)).hexdigest()[:32]
-    return {"id": f"rs_lab{rid[4:20]}", "type": "reasoning", "summary": [],
-            "encrypted_content": f"{REASONING_PREFIX}{digest}"}
+    return {
+        "id": f"rs_lab{rid[4:20]}",
+        "type": "reasoning",
+        "summary": [],
+        "encrypted_content": f"{REASONING_PREFIX}{digest}",
+    }
 
 
 def _compaction_item(conv: Conversation, rid: str) -> dict[str, Any]:
-    return {"id": f"cmp_lab{rid[4:20]}", "type": "compaction", "encrypted_content": encode_summary(_summary(conv))}
+    return {
+        "id": f"cmp_lab{rid[4:20]}",
+        "type": "compaction",
+        "encrypted_content": encode_summary(_summary(conv)),
+    }
 
 
 def _output_items(conv: Conversation, reply: Reply, rid: str) -> list[dict[str, Any]]:
@@ -286,25 +368,61 @@ def _output_items(conv: Conversation, reply: Reply, rid: str) -> list[dict[str, 
     if conv.options.get("encrypted_reasoning"):
         items.append(_reasoning_item(conv, rid))
     if reply.text:
-        items.append({"id": f"msg_lab{rid[4:20]}", "type": "message", "status": "completed", "role": "assistant",
-                      "content": [{"type": "output_text", "text": reply.text, "annotations": []}]})
+        items.append(
+            {
+                "id": f"msg_lab{rid[4:20]}",
+                "type": "message",
+                "status": "completed",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": reply.text, "annotations": []}],
+            }
+        )
     for index, block in enumerate(b for b in reply.blocks if b.kind == TOOL_USE):
-        items.append({"id": f"fc_lab{rid[4:16]}{index:02d}", "type": "function_call", "status": "completed",
-                      "call_id": tool_id(block.id), "name": block.name, "arguments": compact_json(block.input or {})})
+        items.append(
+            {
+                "id": f"fc_lab{rid[4:16]}{index:02d}",
+                "type": "function_call",
+                "status": "completed",
+                "call_id": tool_id(block.id),
+                "name": block.name,
+                "arguments": compact_json(block.input or {}),
+            }
+        )
     return items
 
 
-def _response(conv: Conversation, rid: str, status: str, output: list[dict[str, Any]],
-              usage: dict[str, Any] | None, incomplete: str | None = None) -> dict[str, Any]:
-    return {"id": f"resp_lab{rid[4:]}", "object": "response", "created_at": int(time.time()), "status": status,
-            "error": None, "incomplete_details": {"reason": incomplete} if incomplete else None,
-            "instructions": None, "max_output_tokens": conv.max_tokens, "model": conv.model, "output": output,
-            "parallel_tool_calls": True, "store": False, "usage": usage}
+def _response(
+    conv: Conversation,
+    rid: str,
+    status: str,
+    output: list[dict[str, Any]],
+    usage: dict[str, Any] | None,
+    incomplete: str | None = None,
+) -> dict[str, Any]:
+    return {
+        "id": f"resp_lab{rid[4:]}",
+        "object": "response",
+        "created_at": int(time.time()),
+        "status": status,
+        "error": None,
+        "incomplete_details": {"reason": incomplete} if incomplete else None,
+        "instructions": None,
+        "max_output_tokens": conv.max_tokens,
+        "model": conv.model,
+        "output": output,
+        "parallel_tool_calls": True,
+        "store": False,
+        "usage": usage,
+    }
 
 
 def _headers(rid: str) -> tuple[tuple[str, str], ...]:
-    return (("x-request-id", rid), ("openai-organization", "lab-organization"), ("openai-processing-ms", "1"),
-            ("openai-version", "2020-10-01"))
+    return (
+        ("x-request-id", rid),
+        ("openai-organization", "lab-organization"),
+        ("openai-processing-ms", "1"),
+        ("openai-version", "2020-10-01"),
+    )
 
 
 def _status(reply: Reply) -> tuple[str, str | None]:
@@ -314,8 +432,9 @@ def _status(reply: Reply) -> tuple[str, str | None]:
 def complete(conv: Conversation, reply: Reply, usage: Usage) -> Response:
     rid = request_id("req_")
     status, incomplete = _status(reply)
-    body = _response(conv, rid, status, _output_items(conv, reply, rid), _usage(usage, reply.output_tokens),
-                     incomplete)
+    body = _response(
+        conv, rid, status, _output_items(conv, reply, rid), _usage(usage, reply.output_tokens), incomplete
+    )
     return json_response(200, body, _headers(rid))
 
 
@@ -337,37 +456,107 @@ def stream(conv: Conversation, reply: Reply, usage: Usage) -> StreamResponse:
     output = _output_items(conv, reply, rid)
     for index, item in enumerate(output):
         if item["type"] == "compaction":
-            emit({"type": "response.output_item.added", "output_index": index,
-                  "item": {"id": item["id"], "type": "compaction", "encrypted_content": ""}})
+            emit(
+                {
+                    "type": "response.output_item.added",
+                    "output_index": index,
+                    "item": {"id": item["id"], "type": "compaction", "encrypted_content": ""},
+                }
+            )
             emit({"type": "response.compaction.compacting", "output_index": index, "item_id": item["id"]})
         elif item["type"] == "reasoning":
-            emit({"type": "response.output_item.added", "output_index": index,
-                  "item": {"id": item["id"], "type": "reasoning", "summary": []}})
+            emit(
+                {
+                    "type": "response.output_item.added",
+                    "output_index": index,
+                    "item": {"id": item["id"], "type": "reasoning", "summary": []},
+                }
+            )
         elif item["type"] == "message":
-            emit({"type": "response.output_item.added", "output_index": index,
-                  "item": {**item, "status": "in_progress", "content": []}})
-            emit({"type": "response.content_part.added", "item_id": item["id"], "output_index": index,
-                  "content_index": 0, "part": {"type": "output_text", "text": "", "annotations": []}})
+            emit(
+                {
+                    "type": "response.output_item.added",
+                    "output_index": index,
+                    "item": {**item, "status": "in_progress", "content": []},
+                }
+            )
+            emit(
+                {
+                    "type": "response.content_part.added",
+                    "item_id": item["id"],
+                    "output_index": index,
+                    "content_index": 0,
+                    "part": {"type": "output_text", "text": "", "annotations": []},
+                }
+            )
             text = item["content"][0]["text"]
             for piece in text_pieces(text):
-                emit({"type": "response.output_text.delta", "item_id": item["id"], "output_index": index,
-                      "content_index": 0, "delta": piece, "logprobs": []}, content=True)
-            emit({"type": "response.output_text.done", "item_id": item["id"], "output_index": index,
-                  "content_index": 0, "text": text, "logprobs": []})
-            emit({"type": "response.content_part.done", "item_id": item["id"], "output_index": index,
-                  "content_index": 0, "part": item["content"][0]})
+                emit(
+                    {
+                        "type": "response.output_text.delta",
+                        "item_id": item["id"],
+                        "output_index": index,
+                        "content_index": 0,
+                        "delta": piece,
+                        "logprobs": [],
+                    },
+                    content=True,
+                )
+            emit(
+                {
+                    "type": "response.output_text.done",
+                    "item_id": item["id"],
+                    "output_index": index,
+                    "content_index": 0,
+                    "text": text,
+                    "logprobs": [],
+                }
+            )
+            emit(
+                {
+                    "type": "response.content_part.done",
+                    "item_id": item["id"],
+                    "output_index": index,
+                    "content_index": 0,
+                    "part": item["content"][0],
+                }
+            )
         else:  # function_call
-            emit({"type": "response.output_item.added", "output_index": index,
-                  "item": {**item, "status": "in_progress", "arguments": ""}})
+            emit(
+                {
+                    "type": "response.output_item.added",
+                    "output_index": index,
+                    "item": {**item, "status": "in_progress", "arguments": ""},
+                }
+            )
             for piece in json_pieces(json.loads(item["arguments"])):
-                emit({"type": "response.function_call_arguments.delta", "item_id": item["id"],
-                      "output_index": index, "delta": piece}, content=True)
-            emit({"type": "response.function_call_arguments.done", "item_id": item["id"], "output_index": index,
-                  "arguments": item["arguments"]})
+                emit(
+                    {
+                        "type": "response.function_call_arguments.delta",
+                        "item_id": item["id"],
+                        "output_index": index,
+                        "delta": piece,
+                    },
+                    content=True,
+                )
+            emit(
+                {
+                    "type": "response.function_call_arguments.done",
+                    "item_id": item["id"],
+                    "output_index": index,
+                    "arguments": item["arguments"],
+                }
+            )
         emit({"type": "response.output_item.done", "output_index": index, "item": item})
     final = _response(conv, rid, status, output, _usage(usage, reply.output_tokens), incomplete)
-    emit({"type": "response.incomplete" if status == "incomplete" else "response.completed", "response": final})
-    headers = (("content-type", "text/event-stream; charset=utf-8"), ("cache-control", "no-cache"), *_headers(rid))
+    emit(
+        {"type": "response.incomplete" if status == "incomplete" else "response.completed", "response": final}
+    )
+    headers = (
+        ("content-type", "text/event-stream; charset=utf-8"),
+        ("cache-control", "no-cache"),
+        *_headers(rid),
+    )
     return StreamResponse(200, headers, events)
 
 
@@ -377,21 +566,43 @@ def compact(conv: Conversation, usage: Usage) -> Response:
     output: list[dict[str, Any]] = []
     for turn in conv.turns:
         if turn.role == "user" and turn.text and not turn.tool_results:
-            output.append({"id": f"msg_lab{rid[4:12]}{len(output):03d}", "type": "message", "status": "completed",
-                           "role": "user", "content": [{"type": "input_text", "text": turn.text}]})
+            output.append(
+                {
+                    "id": f"msg_lab{rid[4:12]}{len(output):03d}",
+                    "type": "message",
+                    "status": "completed",
+                    "role": "user",
+                    "content": [{"type": "input_text", "text": turn.text}],
+                }
+            )
     item = _compaction_item(conv, rid)
     output.append(item)
     out_tokens = max(1, len(decode_summary(item["encrypted_content"]) or "") // 4)
-    body = {"id": f"resp_lab{rid[4:]}", "object": "response.compaction", "created_at": int(time.time()),
-            "output": output, "usage": _usage(usage, out_tokens)}
+    body = {
+        "id": f"resp_lab{rid[4:]}",
+        "object": "response.compaction",
+        "created_at": int(time.time()),
+        "output": output,
+        "usage": _usage(usage, out_tokens),
+    }
     return json_response(200, body, _headers(rid))
 
 
 def stream_error() -> bytes:
     """What the API sends when a stream fails mid-answer: `response.failed` with the error."""
-    return _sse({"type": "response.failed", "sequence_number": 999_999, "response": {
-        "id": "resp_lab_failed", "object": "response", "status": "failed", "output": [],
-        "error": {"code": "server_error", "message": wire_openai.OVERLOADED_MESSAGE}}})
+    return _sse(
+        {
+            "type": "response.failed",
+            "sequence_number": 999_999,
+            "response": {
+                "id": "resp_lab_failed",
+                "object": "response",
+                "status": "failed",
+                "output": [],
+                "error": {"code": "server_error", "message": wire_openai.OVERLOADED_MESSAGE},
+            },
+        }
+    )
 
 
 __all__ = ["END_TURN", "NAME", "compact", "complete", "parse", "stream", "usage_for"]

@@ -54,7 +54,7 @@ def server_of(name: str) -> str:
     """The (sanitised) server part of `mcp__SERVER__TOOL`, or ""."""
     if not is_mcp_name(name):
         return ""
-    return name[len(PREFIX):].split(SEPARATOR, 1)[0]
+    return name[len(PREFIX) :].split(SEPARATOR, 1)[0]
 
 
 def safe(text: str) -> str:
@@ -69,7 +69,7 @@ def tool_name(server: str, tool: str, taken: Iterable[str] = ()) -> str:
     if len(name) <= MAX_TOOL_NAME and name not in taken:
         return name
     digest = hashlib.sha256(f"{server}\x00{tool}".encode()).hexdigest()[:8]
-    return f"{name[:MAX_TOOL_NAME - 9]}_{digest}"
+    return f"{name[: MAX_TOOL_NAME - 9]}_{digest}"
 
 
 def tool_spec(tool: McpTool, name: str) -> ToolSpec:
@@ -90,6 +90,7 @@ def one_line(text: str, limit: int) -> str:
 
 
 # -- results -----------------------------------------------------------------------------------------
+
 
 def _field(block: Any, name: str, default: Any = None) -> Any:
     if isinstance(block, Mapping):
@@ -142,8 +143,10 @@ def convert_result(result: Any, *, name: str, spill_folder: Path, image_max_byte
         try:
             path = _save_binary(raw, name, mime, spill_folder)
         except OSError as exc:
-            pieces.append(f"[{what} ({mime or 'unknown type'}, {format_size(len(raw))}) could not be saved: "
-                          f"{exc.strerror or exc}]")
+            pieces.append(
+                f"[{what} ({mime or 'unknown type'}, {format_size(len(raw))}) could not be saved: "
+                f"{exc.strerror or exc}]"
+            )
             return
         pieces.append(f"[{what} ({mime or 'unknown type'}, {format_size(len(raw))}) saved to {path}]")
 
@@ -154,17 +157,28 @@ def convert_result(result: Any, *, name: str, spill_folder: Path, image_max_byte
             texts.append(text)
             pieces.append(text)
         elif kind == "image":
-            data, mime = _field(block, "data", "") or "", _field(block, "mime_type", None) or _field(block, "mimeType")
+            data, mime = (
+                _field(block, "data", "") or "",
+                _field(block, "mime_type", None) or _field(block, "mimeType"),
+            )
             if mime in IMAGE_TYPES and len(data) * 3 // 4 <= image_max_bytes and _decode(data) is not None:
                 images.append(Image(mime, data))
                 pieces.append(f"[image {mime}, {format_size(len(data) * 3 // 4)} — attached]")
             else:
                 too_big = len(data) * 3 // 4 > image_max_bytes
-                keep_binary(data, mime, "image too large to attach (mcp_image_max_bytes)" if too_big
-                            else "image in a format the model is not sent")
+                keep_binary(
+                    data,
+                    mime,
+                    "image too large to attach (mcp_image_max_bytes)"
+                    if too_big
+                    else "image in a format the model is not sent",
+                )
         elif kind == "audio":
-            keep_binary(_field(block, "data", "") or "", _field(block, "mime_type", None) or _field(block, "mimeType"),
-                        "audio")
+            keep_binary(
+                _field(block, "data", "") or "",
+                _field(block, "mime_type", None) or _field(block, "mimeType"),
+                "audio",
+            )
         elif kind == "resource":
             resource = _field(block, "resource", {}) or {}
             uri = _field(resource, "uri", "") or ""
@@ -174,7 +188,11 @@ def convert_result(result: Any, *, name: str, spill_folder: Path, image_max_byte
                 pieces.append(f"[resource {uri}{f' ({mime})' if mime else ''}]\n{text}")
             else:
                 blob = _field(resource, "blob", "") or ""
-                if mime in IMAGE_TYPES and len(blob) * 3 // 4 <= image_max_bytes and _decode(blob) is not None:
+                if (
+                    mime in IMAGE_TYPES
+                    and len(blob) * 3 // 4 <= image_max_bytes
+                    and _decode(blob) is not None
+                ):
                     images.append(Image(mime, blob))
                     pieces.append(f"[resource {uri} ({mime}) — image attached]")
                 else:
@@ -183,10 +201,16 @@ def convert_result(result: Any, *, name: str, spill_folder: Path, image_max_byte
             label = _field(block, "title", None) or _field(block, "name", "") or ""
             mime = _field(block, "mime_type", None) or _field(block, "mimeType")
             description = _field(block, "description", None)
-            pieces.append(f"[resource link: {label} — {_field(block, 'uri', '')}"
-                          + (f" ({mime})" if mime else "") + (f" — {description}" if description else "") + "]")
+            pieces.append(
+                f"[resource link: {label} — {_field(block, 'uri', '')}"
+                + (f" ({mime})" if mime else "")
+                + (f" — {description}" if description else "")
+                + "]"
+            )
         else:
-            pieces.append(f"[{kind or 'unknown'} content: {json.dumps(_dump(block), ensure_ascii=False)[:2000]}]")
+            pieces.append(
+                f"[{kind or 'unknown'} content: {json.dumps(_dump(block), ensure_ascii=False)[:2000]}]"
+            )
 
     structured = _field(result, "structured_content", None)
     if structured is None and isinstance(result, Mapping):
@@ -196,7 +220,9 @@ def convert_result(result: Any, *, name: str, spill_folder: Path, image_max_byte
     text = "\n".join(p for p in pieces if p is not None)
     if not text.strip() and not images:
         text = "(the tool returned no content)"
-    is_error = bool(_field(result, "is_error", None) or (isinstance(result, Mapping) and result.get("isError")))
+    is_error = bool(
+        _field(result, "is_error", None) or (isinstance(result, Mapping) and result.get("isError"))
+    )
     return (error if is_error else ok)(text, images=tuple(images))
 
 
@@ -206,6 +232,7 @@ def _dump(block: Any) -> Any:
 
 
 # -- approvals ---------------------------------------------------------------------------------------
+
 
 def needs_approval(name: str, tool: McpTool | None, mode: str) -> tuple[bool, str]:
     """(ask?, why) for an MCP tool: `never-ask` runs everything; under `auto-read` (and `auto-edit`) a

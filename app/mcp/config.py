@@ -40,8 +40,16 @@ from typing import Any
 PROJECT_FILE = ".mcp.json"
 TRANSPORTS = ("stdio", "http", "sse")
 SERVER_KEYS = {
-    "type": "str", "command": "str", "args": "list", "env": "table", "cwd": "str", "url": "str",
-    "headers": "table", "bearer_token_env": "str", "enabled": "bool", "startup_timeout": "float",
+    "type": "str",
+    "command": "str",
+    "args": "list",
+    "env": "table",
+    "cwd": "str",
+    "url": "str",
+    "headers": "table",
+    "bearer_token_env": "str",
+    "enabled": "bool",
+    "startup_timeout": "float",
     "tool_timeout": "float",
 }
 _NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,48}$")
@@ -95,8 +103,10 @@ class McpServerSpec:
 
 # -- expansion -------------------------------------------------------------------------------------
 
+
 def expand(text: str, env: Mapping[str, str], missing: list[str]) -> str:
     """`${VAR}` and `${VAR:-default}` from `env`; names that are unset and have no default go to `missing`."""
+
     def one(match: re.Match[str]) -> str:
         name, default = match.group(1), match.group(2)
         value = env.get(name)
@@ -117,8 +127,10 @@ def _fingerprint(raw: Mapping[str, Any]) -> str:
 
 # -- one definition ----------------------------------------------------------------------------------
 
-def parse_server(name: str, raw: Any, *, source: str, where: Callable[[str], str],
-                 env: Mapping[str, str] | None = None) -> McpServerSpec:
+
+def parse_server(
+    name: str, raw: Any, *, source: str, where: Callable[[str], str], env: Mapping[str, str] | None = None
+) -> McpServerSpec:
     """A server definition from a TOML table or a `.mcp.json` entry. Raises McpConfigError for a
     definition that is wrong as written; a `${VAR}` that is not set is a `problem`, not an error
     (the server is listed and says why it cannot start)."""
@@ -126,35 +138,43 @@ def parse_server(name: str, raw: Any, *, source: str, where: Callable[[str], str
     if not isinstance(raw, Mapping):
         raise McpConfigError(f"{where('')}: MCP server {name!r} must be a table/object with command or url")
     if not _NAME_RE.match(name):
-        raise McpConfigError(f"{where('')}: MCP server name {name!r} may only use letters, digits, _ and - "
-                             f"(at most 48)")
+        raise McpConfigError(
+            f"{where('')}: MCP server name {name!r} may only use letters, digits, _ and - (at most 48)"
+        )
     values: dict[str, Any] = {}
     for key, value in raw.items():
         kind = SERVER_KEYS.get(key)
         if kind is None:
             if source == "project":  # Claude Code's files carry keys bulkhead has no use for; keep going
                 continue
-            raise McpConfigError(f"{where(key)}: unknown key {key!r} in MCP server {name!r} "
-                                 f"(known: {', '.join(SERVER_KEYS)})")
+            raise McpConfigError(
+                f"{where(key)}: unknown key {key!r} in MCP server {name!r} (known: {', '.join(SERVER_KEYS)})"
+            )
         values[key] = _check(kind, value, key, name, where)
-    transport = values.pop("type", None) or ("stdio" if "command" in values else "http" if "url" in values else "")
+    transport = values.pop("type", None) or (
+        "stdio" if "command" in values else "http" if "url" in values else ""
+    )
     if transport == "streamable-http":
         transport = "http"
     if transport not in TRANSPORTS:
         if not transport:
-            raise McpConfigError(f"{where('')}: MCP server {name!r} needs command = \"…\" (a local server) "
-                                 f"or url = \"https://…\" (a remote one)")
-        raise McpConfigError(f"{where('type')}: MCP server {name!r}: type {transport!r} is not one of "
-                             f"{', '.join(TRANSPORTS)}")
+            raise McpConfigError(
+                f'{where("")}: MCP server {name!r} needs command = "…" (a local server) '
+                f'or url = "https://…" (a remote one)'
+            )
+        raise McpConfigError(
+            f"{where('type')}: MCP server {name!r}: type {transport!r} is not one of {', '.join(TRANSPORTS)}"
+        )
     if transport == "stdio" and not values.get("command"):
-        raise McpConfigError(f"{where('')}: MCP server {name!r} (stdio) needs command = \"…\"")
+        raise McpConfigError(f'{where("")}: MCP server {name!r} (stdio) needs command = "…"')
     if transport != "stdio" and not values.get("url"):
-        raise McpConfigError(f"{where('')}: MCP server {name!r} ({transport}) needs url = \"https://…\"")
+        raise McpConfigError(f'{where("")}: MCP server {name!r} ({transport}) needs url = "https://…"')
 
     missing: list[str] = []
     sub = lambda text: expand(text, env, missing)  # noqa: E731
     spec = McpServerSpec(
-        name=name, transport=transport,
+        name=name,
+        transport=transport,
         command=sub(values["command"]) if values.get("command") else None,
         args=tuple(sub(a) for a in values.get("args", ())),
         env={k: sub(v) for k, v in values.get("env", {}).items()},
@@ -165,11 +185,17 @@ def parse_server(name: str, raw: Any, *, source: str, where: Callable[[str], str
         enabled=values.get("enabled", True),
         startup_timeout=values.get("startup_timeout"),
         tool_timeout=values.get("tool_timeout"),
-        source=source, origin=where(""), fingerprint=_fingerprint(raw))
+        source=source,
+        origin=where(""),
+        fingerprint=_fingerprint(raw),
+    )
     if missing:
         names = ", ".join(f"${{{n}}}" for n in dict.fromkeys(missing))
-        spec = replace(spec, problem=f"{names} {'is' if len(set(missing)) == 1 else 'are'} not set in the "
-                                     f"environment (used by its definition in {where('')})")
+        spec = replace(
+            spec,
+            problem=f"{names} {'is' if len(set(missing)) == 1 else 'are'} not set in the "
+            f"environment (used by its definition in {where('')})",
+        )
     if spec.bearer_token_env and not env.get(spec.bearer_token_env) and not spec.problem:
         spec = replace(spec, problem=f"bearer_token_env names ${spec.bearer_token_env}, which is not set")
     return spec
@@ -177,7 +203,9 @@ def parse_server(name: str, raw: Any, *, source: str, where: Callable[[str], str
 
 def _check(kind: str, value: Any, key: str, name: str, where: Callable[[str], str]) -> Any:
     def bad(wanted: str) -> McpConfigError:
-        return McpConfigError(f"{where(key)}: MCP server {name!r}: {key} must be {wanted}, got {value!r}"[:300])
+        return McpConfigError(
+            f"{where(key)}: MCP server {name!r}: {key} must be {wanted}, got {value!r}"[:300]
+        )
 
     if kind == "str":
         if not isinstance(value, str):
@@ -211,19 +239,20 @@ def _project_where(path: Path, name: str) -> Callable[[str], str]:
     return lambda key: f"{path} (mcpServers.{name}{'.' + key if key else ''})"
 
 
-def parse_config_servers(raw: Any, where: Callable[[str, str], str],
-                         env: Mapping[str, str] | None = None) -> dict[str, McpServerSpec]:
+def parse_config_servers(
+    raw: Any, where: Callable[[str, str], str], env: Mapping[str, str] | None = None
+) -> dict[str, McpServerSpec]:
     """`[mcp_servers.NAME]` tables; `where(table, key)` gives file:line for messages."""
     if not isinstance(raw, Mapping):
         raise McpConfigError(f"{where('', 'mcp_servers')}: mcp_servers must be [mcp_servers.NAME] tables")
     servers = {}
     for name, table in raw.items():
-        servers[name] = parse_server(name, table, source="config", env=env,
-                                     where=_config_where(where, name))
+        servers[name] = parse_server(name, table, source="config", env=env, where=_config_where(where, name))
     return servers
 
 
 # -- .mcp.json ---------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class ProjectServers:
@@ -245,25 +274,34 @@ def read_project_servers(workspace: Path, env: Mapping[str, str] | None = None) 
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        return ProjectServers(path, {}, f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}; "
-                                        f"its MCP servers are not started")
+        return ProjectServers(
+            path,
+            {},
+            f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}; its MCP servers are not started",
+        )
     table = data.get("mcpServers") if isinstance(data, dict) else None
     if not isinstance(table, dict):
-        return ProjectServers(path, {}, f"{path}: expected {{\"mcpServers\": {{NAME: {{…}}}}}} (Claude Code's "
-                                        f"format); its MCP servers are not started")
+        return ProjectServers(
+            path,
+            {},
+            f'{path}: expected {{"mcpServers": {{NAME: {{…}}}}}} (Claude Code\'s '
+            f"format); its MCP servers are not started",
+        )
     servers: dict[str, McpServerSpec] = {}
     problems: list[str] = []
     for name, entry in table.items():
         try:
-            servers[name] = parse_server(name, entry, source="project", env=env,
-                                         where=_project_where(path, name))
+            servers[name] = parse_server(
+                name, entry, source="project", env=env, where=_project_where(path, name)
+            )
         except McpConfigError as exc:
             problems.append(str(exc))
     return ProjectServers(path, servers, "; ".join(problems))
 
 
-def merge_servers(config: Mapping[str, McpServerSpec],
-                  project: ProjectServers | None) -> tuple[dict[str, McpServerSpec], list[str]]:
+def merge_servers(
+    config: Mapping[str, McpServerSpec], project: ProjectServers | None
+) -> tuple[dict[str, McpServerSpec], list[str]]:
     """config.toml's servers, then the project's; a project server with a config server's name is
     shadowed (your own definition wins) and said so."""
     merged = dict(config)
@@ -274,14 +312,17 @@ def merge_servers(config: Mapping[str, McpServerSpec],
         notes.append(project.problem)
     for name, spec in project.servers.items():
         if name in merged:
-            notes.append(f"{project.path}: MCP server {name!r} is also in config.toml; config.toml's definition "
-                         f"is used")
+            notes.append(
+                f"{project.path}: MCP server {name!r} is also in config.toml; config.toml's definition "
+                f"is used"
+            )
             continue
         merged[name] = spec
     return merged, notes
 
 
 # -- remembering the user's answer for a project's servers -----------------------------------------
+
 
 class ProjectApprovals:
     """The user's yes/no for a workspace's `.mcp.json` servers, in state.toml (never in the workspace)."""
@@ -298,7 +339,7 @@ class ProjectApprovals:
         return entries if isinstance(entries, Mapping) else {}
 
     def decision(self, spec: McpServerSpec) -> str | None:
-        """"allow" or "deny" when the user answered for this very definition; None when never asked
+        """ "allow" or "deny" when the user answered for this very definition; None when never asked
         (or the definition changed since)."""
         try:
             entry = self._entries(self.state.read()).get(spec.name)

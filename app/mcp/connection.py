@@ -46,8 +46,17 @@ class ServerState(StrEnum):
     STOPPED = "stopped"
 
 
-SETTLED = frozenset({ServerState.READY, ServerState.FAILED, ServerState.CRASHED, ServerState.STOPPED,
-                     ServerState.DISABLED, ServerState.DENIED, ServerState.PENDING})
+SETTLED = frozenset(
+    {
+        ServerState.READY,
+        ServerState.FAILED,
+        ServerState.CRASHED,
+        ServerState.STOPPED,
+        ServerState.DISABLED,
+        ServerState.DENIED,
+        ServerState.PENDING,
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -170,9 +179,17 @@ async def _watched(transport: Any, on_eof: Callable[[], None]):
 
 
 class McpConnection:
-    def __init__(self, spec: McpServerSpec, *, log_path: Path, startup_timeout: float, tool_timeout: float,
-                 on_change: Callable[[McpConnection], None] | None = None,
-                 env: Mapping[str, str] | None = None, cwd: Path | None = None) -> None:
+    def __init__(
+        self,
+        spec: McpServerSpec,
+        *,
+        log_path: Path,
+        startup_timeout: float,
+        tool_timeout: float,
+        on_change: Callable[[McpConnection], None] | None = None,
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> None:
         self.spec = spec
         self.log_path = Path(log_path)
         self.startup_timeout = spec.startup_timeout or startup_timeout
@@ -201,12 +218,20 @@ class McpConnection:
         return self.spec.name
 
     def status(self) -> ServerStatus:
-        return ServerStatus(name=self.name, state=self.state, transport=self.spec.transport,
-                            source=self.spec.source, describe=self.spec.describe(), reason=self.reason,
-                            stderr_tail=self.stderr_tail, tools=self.tools,
-                            log_path=str(self.log_path) if self.spec.transport == "stdio" else "",
-                            server_version=self.server_version, protocol=self.protocol,
-                            started_seconds=self.started_seconds)
+        return ServerStatus(
+            name=self.name,
+            state=self.state,
+            transport=self.spec.transport,
+            source=self.spec.source,
+            describe=self.spec.describe(),
+            reason=self.reason,
+            stderr_tail=self.stderr_tail,
+            tools=self.tools,
+            log_path=str(self.log_path) if self.spec.transport == "stdio" else "",
+            server_version=self.server_version,
+            protocol=self.protocol,
+            started_seconds=self.started_seconds,
+        )
 
     def _set(self, state: ServerState, reason: str = "") -> None:
         self.state = state
@@ -235,8 +260,11 @@ class McpConnection:
     def expect(self) -> None:
         """Show the server as starting before it is launched (while the SDK is imported), so a turn
         waits for it instead of going out without its tools."""
-        if self.spec.enabled and not self.spec.problem and self.state not in (ServerState.STARTING,
-                                                                                ServerState.READY):
+        if (
+            self.spec.enabled
+            and not self.spec.problem
+            and self.state not in (ServerState.STARTING, ServerState.READY)
+        ):
             self._settled = asyncio.Event()
             self.state = ServerState.STARTING
 
@@ -301,7 +329,9 @@ class McpConnection:
             raise
         except TimeoutError:
             self._client = None
-            self._set(ServerState.FAILED, f"did not answer within {self.startup_timeout:g} s (mcp_startup_timeout)")
+            self._set(
+                ServerState.FAILED, f"did not answer within {self.startup_timeout:g} s (mcp_startup_timeout)"
+            )
             return
         except BaseException as exc:  # noqa: BLE001 - anything the SDK or the server does is a failure
             self._client = None
@@ -328,8 +358,10 @@ class McpConnection:
         from app import __version__
 
         transport = await self._transport(stack)
-        client = Client(_watched(transport, self._server_closed),
-                        client_info=Implementation(name=CLIENT_NAME, version=__version__))
+        client = Client(
+            _watched(transport, self._server_closed),
+            client_info=Implementation(name=CLIENT_NAME, version=__version__),
+        )
         async with asyncio.timeout(self.startup_timeout):
             await stack.enter_async_context(client)
             tools = await self._list_tools(client)
@@ -351,8 +383,12 @@ class McpConnection:
                 errlog.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting {spec.describe()}\n")
                 errlog.flush()
                 self._log_start = self.log_path.stat().st_size
-            params = StdioServerParameters(command=spec.command or "", args=list(spec.args), env=dict(spec.env) or None,
-                                           cwd=spec.cwd or (str(self.cwd) if self.cwd else None))
+            params = StdioServerParameters(
+                command=spec.command or "",
+                args=list(spec.args),
+                env=dict(spec.env) or None,
+                cwd=spec.cwd or (str(self.cwd) if self.cwd else None),
+            )
             return stdio_client(params, errlog=errlog)
         headers = dict(spec.headers)
         if spec.bearer_token_env:
@@ -382,11 +418,16 @@ class McpConnection:
             page = await client.list_tools(cursor=cursor)
             for tool in page.tools:
                 annotations = tool.annotations
-                found.append(McpTool(
-                    server=self.name, name=tool.name, description=tool.description or "",
-                    input_schema=dict(tool.input_schema or {"type": "object"}),
-                    read_only=bool(annotations and annotations.read_only_hint),
-                    title=(tool.title or (annotations.title if annotations else None) or "")))
+                found.append(
+                    McpTool(
+                        server=self.name,
+                        name=tool.name,
+                        description=tool.description or "",
+                        input_schema=dict(tool.input_schema or {"type": "object"}),
+                        read_only=bool(annotations and annotations.read_only_hint),
+                        title=(tool.title or (annotations.title if annotations else None) or ""),
+                    )
+                )
             cursor = page.next_cursor
             if not cursor:
                 break
@@ -397,8 +438,14 @@ class McpConnection:
             self._gone.set()
 
     # -- calls ------------------------------------------------------------------------------------
-    async def call(self, tool: str, arguments: Mapping[str, Any], *, cancel: asyncio.Event | None = None,
-                   timeout: float | None = None) -> Any:
+    async def call(
+        self,
+        tool: str,
+        arguments: Mapping[str, Any],
+        *,
+        cancel: asyncio.Event | None = None,
+        timeout: float | None = None,
+    ) -> Any:
         """The server's `CallToolResult` (which may itself be an error result). Raises McpCallError when
         there is no result: the server is not running, the call timed out or the connection went away.
         Cancelling `cancel` (Esc) stops waiting and raises asyncio.CancelledError."""
@@ -407,14 +454,18 @@ class McpConnection:
         client = self._client
         if client is None or self.state != ServerState.READY:
             why = f" ({self.reason})" if self.reason else ""
-            raise McpCallError(f"MCP server {self.name} is {self.state.value}{why}; "
-                               f"/mcp restart {self.name} starts it again")
+            raise McpCallError(
+                f"MCP server {self.name} is {self.state.value}{why}; /mcp restart {self.name} starts it again"
+            )
         limit = timeout or self.tool_timeout
         task = asyncio.ensure_future(client.call_tool(tool, dict(arguments), read_timeout_seconds=limit))
         waiter = asyncio.ensure_future(cancel.wait()) if cancel is not None else None
         try:
-            done, _ = await asyncio.wait({task} | ({waiter} if waiter else set()), timeout=limit + 5,
-                                         return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait(
+                {task} | ({waiter} if waiter else set()),
+                timeout=limit + 5,
+                return_when=asyncio.FIRST_COMPLETED,
+            )
         except asyncio.CancelledError:
             task.cancel()
             raise
@@ -433,8 +484,9 @@ class McpConnection:
         except MCPError as exc:
             lost = "closed" in str(exc).lower() or getattr(exc, "code", None) == -32000
             if "timed out" in str(exc).lower() or "timeout" in str(exc).lower():
-                raise McpCallError(f"{self.name}: {tool} did not answer within {limit:g} s "
-                                   f"(mcp_tool_timeout)") from exc
+                raise McpCallError(
+                    f"{self.name}: {tool} did not answer within {limit:g} s (mcp_tool_timeout)"
+                ) from exc
             if lost:
                 self._lost(str(exc))
             raise McpCallError(f"{self.name}: {describe_error(exc)}", lost=lost) from exc

@@ -29,8 +29,11 @@ def _text(result: Any) -> str:
         for key in ("summary", "result", "text"):
             if isinstance(structured.get(key), str):
                 return structured[key]
-    return "\n".join(getattr(block, "text", "") for block in (getattr(result, "content", None) or ())
-                     if getattr(block, "type", "") == "text")
+    return "\n".join(
+        getattr(block, "text", "")
+        for block in (getattr(result, "content", None) or ())
+        if getattr(block, "type", "") == "text"
+    )
 
 
 class McpContextEngine:
@@ -52,8 +55,11 @@ class McpContextEngine:
         if not any(tool.name == TOOL for tool in connection.tools):
             raise McpEngineError(f"MCP server {self.server} has no {TOOL} tool")
         try:
-            result = await connection.call(TOOL, {"segment": segment, "budget_chars": budget_chars,
-                                                  "instruction": instruction}, timeout=self.timeout)
+            result = await connection.call(
+                TOOL,
+                {"segment": segment, "budget_chars": budget_chars, "instruction": instruction},
+                timeout=self.timeout,
+            )
         except McpCallError as exc:
             raise McpEngineError(str(exc)) from exc
         text = _text(result)

@@ -63,15 +63,27 @@ class DeferralPlan:
 
 def _search_spec(index: str, count: int, servers: Sequence[str], native: bool) -> ToolSpec:
     where = ", ".join(servers)
-    how = ("Matching tools become callable at once." if native else
-           "The answer gives their full definitions and they become callable.")
-    description = (f"{count} tools of the MCP servers {where} are available, but their definitions are not "
-                   f"sent with every request (they would crowd it). Call {SEARCH_TOOL} with keywords, or with "
-                   f"exact tool names separated by commas, to load the ones you need. {how}\n"
-                   f"Index (name — what it does):\n{index}")
-    schema = {"type": "object", "properties": {"query": {
-        "type": "string", "description": "Keywords (e.g. 'create issue'), or exact names separated by commas."}},
-        "required": ["query"]}
+    how = (
+        "Matching tools become callable at once."
+        if native
+        else "The answer gives their full definitions and they become callable."
+    )
+    description = (
+        f"{count} tools of the MCP servers {where} are available, but their definitions are not "
+        f"sent with every request (they would crowd it). Call {SEARCH_TOOL} with keywords, or with "
+        f"exact tool names separated by commas, to load the ones you need. {how}\n"
+        f"Index (name — what it does):\n{index}"
+    )
+    schema = {
+        "type": "object",
+        "properties": {
+            "query": {
+                "type": "string",
+                "description": "Keywords (e.g. 'create issue'), or exact names separated by commas.",
+            }
+        },
+        "required": ["query"],
+    }
     return ToolSpec(SEARCH_TOOL, description, schema)
 
 
@@ -81,16 +93,26 @@ def index_text(specs: Sequence[ToolSpec], servers: Mapping[str, str], level: int
         counts: dict[str, int] = {}
         for spec in specs:
             counts[servers.get(spec.name, "?")] = counts.get(servers.get(spec.name, "?"), 0) + 1
-        return "\n".join(f"- server {server}: {n} tools, named mcp__{server}__… (search by keyword)"
-                         for server, n in counts.items())
+        return "\n".join(
+            f"- server {server}: {n} tools, named mcp__{server}__… (search by keyword)"
+            for server, n in counts.items()
+        )
     if level == 0:
         return "\n".join(f"- {spec.name}" for spec in specs)
     return "\n".join(f"- {spec.name} — {one_line(spec.description, level)}" for spec in specs)
 
 
-def plan_tools(tools: Sequence[ToolSpec], servers: Mapping[str, str], *, budget_bytes: int | None,
-               measure: Measure, setting: str = "auto", native_possible: bool = False,
-               byte_budget: int | None = None, loaded: Sequence[str] = ()) -> DeferralPlan:
+def plan_tools(
+    tools: Sequence[ToolSpec],
+    servers: Mapping[str, str],
+    *,
+    budget_bytes: int | None,
+    measure: Measure,
+    setting: str = "auto",
+    native_possible: bool = False,
+    byte_budget: int | None = None,
+    loaded: Sequence[str] = (),
+) -> DeferralPlan:
     """Decide how MCP tools are sent.
 
     `tools`: every MCP tool's full spec (stable objects); `servers`: tool name → server;
@@ -110,12 +132,16 @@ def plan_tools(tools: Sequence[ToolSpec], servers: Mapping[str, str], *, budget_
     full = measure(tools)
     base = DeferralPlan("full", tuple(tools), full, full, budget_bytes, heaviest, len(tools))
     if setting == "off" or budget_bytes is None or full <= budget_bytes:
-        why = ("mcp_tool_search = off" if setting == "off" else
-               f"{format_size(full)} of definitions fit the share ({format_size(budget_bytes)})"
-               if budget_bytes is not None else "no cap known")
+        why = (
+            "mcp_tool_search = off"
+            if setting == "off"
+            else f"{format_size(full)} of definitions fit the share ({format_size(budget_bytes)})"
+            if budget_bytes is not None
+            else "no cap known"
+        )
         return replace(base, reason=why)
     server_names = list(by_server)
-    native = (setting == "auto" and native_possible and (byte_budget is None or full <= byte_budget))
+    native = setting == "auto" and native_possible and (byte_budget is None or full <= byte_budget)
     over = f"{format_size(full)} of MCP definitions exceed {format_size(budget_bytes)} (mcp_defer_ratio of the cap)"
     index_budget = int(budget_bytes * INDEX_SHARE)  # the rest of the share is for tools tool_search loads
     for level in (*INDEX_LEVELS, None):
@@ -127,23 +153,36 @@ def plan_tools(tools: Sequence[ToolSpec], servers: Mapping[str, str], *, budget_
             sent = (search, *deferred)
             # Tokens are what native deferral saves: the index has to fit the share by itself.
             if measure((search,)) <= index_budget or level is None:
-                return replace(base, mode="native", specs=sent, sent_bytes=measure(sent), index_level=label,
-                               reason=f"{over}; sent with defer_loading (Anthropic tool search): the model reads "
-                                      f"them only when tool_search loads them")
+                return replace(
+                    base,
+                    mode="native",
+                    specs=sent,
+                    sent_bytes=measure(sent),
+                    index_level=label,
+                    reason=f"{over}; sent with defer_loading (Anthropic tool search): the model reads "
+                    f"them only when tool_search loads them",
+                )
             continue
         index_bytes = measure((search,))
         if index_bytes > index_budget and level is not None:
             continue
         kept = _fit_loaded(tools, loaded, search, budget_bytes, measure)
         sent = (search, *kept)
-        return replace(base, mode="index", specs=sent, sent_bytes=measure(sent), index_level=label,
-                       loaded=tuple(spec.name for spec in kept),
-                       reason=f"{over}; a compact index and {SEARCH_TOOL} are sent instead")
+        return replace(
+            base,
+            mode="index",
+            specs=sent,
+            sent_bytes=measure(sent),
+            index_level=label,
+            loaded=tuple(spec.name for spec in kept),
+            reason=f"{over}; a compact index and {SEARCH_TOOL} are sent instead",
+        )
     raise AssertionError("unreachable")
 
 
-def _fit_loaded(tools: Sequence[ToolSpec], loaded: Sequence[str], search: ToolSpec, budget: int,
-                measure: Measure) -> list[ToolSpec]:
+def _fit_loaded(
+    tools: Sequence[ToolSpec], loaded: Sequence[str], search: ToolSpec, budget: int, measure: Measure
+) -> list[ToolSpec]:
     """The loaded tools that fit the share with the index, newest first (kept in load order)."""
     by_name = {spec.name: spec for spec in tools}
     kept: list[ToolSpec] = []
@@ -180,8 +219,11 @@ def search(tools: Sequence[ToolSpec], query: str) -> list[ToolSpec]:
     scored: list[tuple[int, int, ToolSpec]] = []
     for order, spec in enumerate(tools):
         props = spec.input_schema.get("properties", {}) if isinstance(spec.input_schema, Mapping) else {}
-        score = (2 * len(wanted & _words(spec.name)) + len(wanted & _words(spec.description))
-                 + len(wanted & _words(" ".join(props))))
+        score = (
+            2 * len(wanted & _words(spec.name))
+            + len(wanted & _words(spec.description))
+            + len(wanted & _words(" ".join(props)))
+        )
         if spec in exact:
             score += 100
         if score:
@@ -197,9 +239,13 @@ def describe_found(found: Iterable[ToolSpec], *, native: bool) -> str:
         return "No MCP tool matches; try other keywords, or exact names from the index."
     if native:
         return "Loaded: " + ", ".join(spec.name for spec in found)
-    blocks = [f"Loaded {len(found)} tool{'s' if len(found) != 1 else ''}; call {'them' if len(found) != 1 else 'it'} "
-              f"by name."]
+    blocks = [
+        f"Loaded {len(found)} tool{'s' if len(found) != 1 else ''}; call {'them' if len(found) != 1 else 'it'} "
+        f"by name."
+    ]
     for spec in found:
-        blocks.append(f"## {spec.name}\n{spec.description}\ninput schema: "
-                      + json.dumps(dict(spec.input_schema), ensure_ascii=False, separators=(",", ":")))
+        blocks.append(
+            f"## {spec.name}\n{spec.description}\ninput schema: "
+            + json.dumps(dict(spec.input_schema), ensure_ascii=False, separators=(",", ":"))
+        )
     return "\n\n".join(blocks)

@@ -39,19 +39,35 @@ SDK_MISSING = "the mcp package is not installed: python3 -m pip install 'mcp>=2.
 
 
 class McpManager:
-    def __init__(self, specs: Mapping[str, McpServerSpec], *, log_folder: Path, startup_timeout: float = 30.0,
-                 tool_timeout: float = 120.0, image_max_bytes: int = 1024 * 1024,
-                 approvals: ProjectApprovals | None = None, notes: tuple[str, ...] = (),
-                 env: Mapping[str, str] | None = None, cwd: Path | None = None) -> None:
+    def __init__(
+        self,
+        specs: Mapping[str, McpServerSpec],
+        *,
+        log_folder: Path,
+        startup_timeout: float = 30.0,
+        tool_timeout: float = 120.0,
+        image_max_bytes: int = 1024 * 1024,
+        approvals: ProjectApprovals | None = None,
+        notes: tuple[str, ...] = (),
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> None:
         self.log_folder = Path(log_folder)
         self.image_max_bytes = image_max_bytes
         self.approvals = approvals
         self.notes = tuple(notes)  # problems reading .mcp.json, shadowed names: shown once
         self.connections: dict[str, McpConnection] = {
-            name: McpConnection(spec, log_path=self.log_folder / f"{name}.stderr.log",
-                                startup_timeout=startup_timeout, tool_timeout=tool_timeout,
-                                on_change=self._changed, env=env, cwd=cwd)
-            for name, spec in specs.items()}
+            name: McpConnection(
+                spec,
+                log_path=self.log_folder / f"{name}.stderr.log",
+                startup_timeout=startup_timeout,
+                tool_timeout=tool_timeout,
+                on_change=self._changed,
+                env=env,
+                cwd=cwd,
+            )
+            for name, spec in specs.items()
+        }
         self.generation = 0
         self._listeners: list[Callable[[McpConnection], None]] = []
         self._tools: tuple[tuple[McpTool, ToolSpec], ...] = ()
@@ -60,17 +76,32 @@ class McpManager:
         self.started = False
 
     @classmethod
-    def from_settings(cls, settings: Any, workspace: Path, *, log_folder: Path, state: Any = None,
-                      env: Mapping[str, str] | None = None) -> McpManager | None:
+    def from_settings(
+        cls,
+        settings: Any,
+        workspace: Path,
+        *,
+        log_folder: Path,
+        state: Any = None,
+        env: Mapping[str, str] | None = None,
+    ) -> McpManager | None:
         """The session's manager, or None when no server is configured anywhere (nothing is imported)."""
         project = read_project_servers(workspace, env)
         specs, notes = merge_servers(dict(settings.mcp_servers), project)
         if not specs and not notes:
             return None
         approvals = ProjectApprovals(state, workspace) if state is not None else None
-        return cls(specs, log_folder=log_folder, startup_timeout=settings.mcp_startup_timeout,
-                   tool_timeout=settings.mcp_tool_timeout, image_max_bytes=settings.mcp_image_max_bytes,
-                   approvals=approvals, notes=tuple(notes), env=env, cwd=Path(workspace))
+        return cls(
+            specs,
+            log_folder=log_folder,
+            startup_timeout=settings.mcp_startup_timeout,
+            tool_timeout=settings.mcp_tool_timeout,
+            image_max_bytes=settings.mcp_image_max_bytes,
+            approvals=approvals,
+            notes=tuple(notes),
+            env=env,
+            cwd=Path(workspace),
+        )
 
     # -- listening --------------------------------------------------------------------------------
     def subscribe(self, listener: Callable[[McpConnection], None]) -> None:
@@ -88,8 +119,13 @@ class McpManager:
         out = []
         for connection in self.connections.values():
             spec = connection.spec
-            if spec.from_project and not spec.problem and spec.enabled and connection.state in (
-                    ServerState.STOPPED, ServerState.PENDING) and self._decision(spec) is None:
+            if (
+                spec.from_project
+                and not spec.problem
+                and spec.enabled
+                and connection.state in (ServerState.STOPPED, ServerState.PENDING)
+                and self._decision(spec) is None
+            ):
                 out.append(spec)
         return out
 
@@ -106,8 +142,11 @@ class McpManager:
         self.started = True
         if not self.connections:
             return
-        launch = [c for c in self.connections.values()
-                  if not c.spec.from_project or allow_project or self._decision(c.spec) == "allow"]
+        launch = [
+            c
+            for c in self.connections.values()
+            if not c.spec.from_project or allow_project or self._decision(c.spec) == "allow"
+        ]
         for connection in launch:
             connection.expect()
         if not await asyncio.to_thread(_import_sdk):
@@ -122,15 +161,20 @@ class McpManager:
             elif allow_project or self._decision(spec) == "allow":
                 connection.start()
             elif self._decision(spec) == "deny":
-                connection.mark(ServerState.DENIED, "you chose not to start it (bulkhead mcp reset asks again)")
+                connection.mark(
+                    ServerState.DENIED, "you chose not to start it (bulkhead mcp reset asks again)"
+                )
         waiting = self.pending()
         if not waiting:
             return
         for spec in waiting:
-            self.connections[spec.name].mark(ServerState.PENDING, f"not started: it comes from this workspace's "
-                                                                   f".mcp.json and was not allowed yet (bulkhead mcp "
-                                                                   f"approve {spec.name}, --yes, or /mcp restart "
-                                                                   f"{spec.name})")
+            self.connections[spec.name].mark(
+                ServerState.PENDING,
+                f"not started: it comes from this workspace's "
+                f".mcp.json and was not allowed yet (bulkhead mcp "
+                f"approve {spec.name}, --yes, or /mcp restart "
+                f"{spec.name})",
+            )
         if ask is None:
             return
         try:
@@ -152,7 +196,9 @@ class McpManager:
             if answer == "allow":
                 connection.start()
             elif answer == "deny":
-                connection.mark(ServerState.DENIED, "you chose not to start it (bulkhead mcp reset asks again)")
+                connection.mark(
+                    ServerState.DENIED, "you chose not to start it (bulkhead mcp reset asks again)"
+                )
 
     async def wait_settled(self, timeout: float | None = None) -> None:
         """Until no server is starting (each has its own startup timeout)."""
@@ -223,8 +269,9 @@ class McpManager:
         found = self.lookup(name)
         return adapter.needs_approval(name, found[1] if found else None, mode)
 
-    async def call(self, name: str, args: Mapping[str, Any], *, spill_folder: Path,
-                   cancel: asyncio.Event | None = None) -> Any:
+    async def call(
+        self, name: str, args: Mapping[str, Any], *, spill_folder: Path, cancel: asyncio.Event | None = None
+    ) -> Any:
         """Run tool `name`; an outcome (before the result budget) — never raises but for cancellation."""
         from app.tools.base import error
 
@@ -234,8 +281,10 @@ class McpManager:
             connection = next((c for c in self.connections.values() if adapter.safe(c.name) == server), None)
             if connection is not None and connection.state != ServerState.READY:
                 why = f" ({connection.reason})" if connection.reason else ""
-                return error(f"MCP server {connection.name} is {connection.state.value}{why}, so {name} cannot run. "
-                             f"Continue without it or tell the user; /mcp restart {connection.name} starts it again.")
+                return error(
+                    f"MCP server {connection.name} is {connection.state.value}{why}, so {name} cannot run. "
+                    f"Continue without it or tell the user; /mcp restart {connection.name} starts it again."
+                )
             known = ", ".join(spec.name for spec in self.tool_specs()[:30]) or "none"
             return error(f"Unknown MCP tool {name!r}. MCP tools available: {known}.")
         connection, tool = found
@@ -243,8 +292,9 @@ class McpManager:
             result = await connection.call(tool.name, args or {}, cancel=cancel)
         except McpCallError as exc:
             return error(f"{name} did not run to the end: {exc}")
-        return adapter.convert_result(result, name=name, spill_folder=spill_folder,
-                                      image_max_bytes=self.image_max_bytes)
+        return adapter.convert_result(
+            result, name=name, spill_folder=spill_folder, image_max_bytes=self.image_max_bytes
+        )
 
 
 def _import_sdk() -> bool:

@@ -13,8 +13,16 @@ from app.mcp.connection import ServerStatus
 from app.sizes import format_size
 from app.textsafe import display_line
 
-STATE_MARKS = {"ready": "✓", "starting": "…", "failed": "✖", "crashed": "✖", "pending": "?", "denied": "·",
-               "disabled": "·", "stopped": "·"}
+STATE_MARKS = {
+    "ready": "✓",
+    "starting": "…",
+    "failed": "✖",
+    "crashed": "✖",
+    "pending": "?",
+    "denied": "·",
+    "disabled": "·",
+    "stopped": "·",
+}
 
 
 def source_label(status: ServerStatus) -> str:
@@ -51,36 +59,58 @@ def plan_lines(plan: Any, budget: int | None, budget_source: str) -> list[str]:
     share = f"{format_size(budget)} allowed ({budget_source})" if budget is not None else "no cap known"
     if plan.mode == "full":
         return [f"all {plan.tool_count} definitions sent in full: {format_size(plan.full_bytes)}; {share}"]
-    how = ("sent with defer_loading (Anthropic tool search)" if plan.mode == "native"
-           else f"deferred: tool_search with an index ({plan.index_level})"
-           + (f" and {len(plan.loaded)} loaded tools" if plan.loaded else ""))
-    return [f"{plan.tool_count} definitions, {format_size(plan.full_bytes)} in full — {how}: "
-            f"{format_size(plan.sent_bytes)} sent; {share}"]
+    how = (
+        "sent with defer_loading (Anthropic tool search)"
+        if plan.mode == "native"
+        else f"deferred: tool_search with an index ({plan.index_level})"
+        + (f" and {len(plan.loaded)} loaded tools" if plan.loaded else "")
+    )
+    return [
+        f"{plan.tool_count} definitions, {format_size(plan.full_bytes)} in full — {how}: "
+        f"{format_size(plan.sent_bytes)} sent; {share}"
+    ]
 
 
 def engine_report(engine: Any) -> tuple[str, list[tuple[str, str]]]:
     """`/mcp`: (title, rows) for the chat's report; plain strings, which the report shows as text, never markup."""
     mcp = engine.mcp
     if mcp is None or not mcp.connections:
-        return ("MCP servers — none configured",
-                [("how", "add [mcp_servers.NAME] to config.toml (command/args/env, or url) or a .mcp.json "
-                         "to the workspace")])
+        return (
+            "MCP servers — none configured",
+            [
+                (
+                    "how",
+                    "add [mcp_servers.NAME] to config.toml (command/args/env, or url) or a .mcp.json "
+                    "to the workspace",
+                )
+            ],
+        )
     floor = engine.floor_sizes()
     plan = engine.mcp_plan()
     per_server = dict(floor.mcp_servers)
     rows: list[tuple[str, str]] = []
     for status in mcp.statuses():
-        rows.append((display_line(status.name),
-                     f"{STATE_MARKS.get(status.state, ' ')} " + status_line(status, per_server.get(status.name))))
+        rows.append(
+            (
+                display_line(status.name),
+                f"{STATE_MARKS.get(status.state, ' ')} " + status_line(status, per_server.get(status.name)),
+            )
+        )
         rows.extend(("", line) for line in detail_lines(status))
     budget, _byte_budget = engine.mcp_budgets()
     cap = engine.cap_info()
     source = f"mcp_defer_ratio {engine.settings.mcp_defer_ratio:.0%} of " + (
-        f"the {cap.source} cap" if cap.bytes and cap.bytes <= engine.usable_window_tokens() * engine.bytes_per_token
-        else "the context window")
+        f"the {cap.source} cap"
+        if cap.bytes and cap.bytes <= engine.usable_window_tokens() * engine.bytes_per_token
+        else "the context window"
+    )
     rows.extend(("definitions", line) for line in plan_lines(plan, budget, source))
-    rows.append(("per request", f"tools {format_size(floor.tools_bytes)}, of which MCP "
-                                f"{format_size(floor.mcp_bytes)}"))
+    rows.append(
+        (
+            "per request",
+            f"tools {format_size(floor.tools_bytes)}, of which MCP {format_size(floor.mcp_bytes)}",
+        )
+    )
     ready = sum(1 for s in mcp.statuses() if s.state == "ready")
     return f"MCP servers — {ready} of {len(mcp.connections)} ready", rows
 
@@ -91,6 +121,8 @@ def server_table(statuses: Sequence[ServerStatus], sizes: Mapping[str, int]) -> 
     lines = []
     for status in statuses:
         mark = STATE_MARKS.get(status.state, " ")
-        lines.append(f"{mark} {display_line(status.name).ljust(width)}  {status_line(status, sizes.get(status.name))}")
+        lines.append(
+            f"{mark} {display_line(status.name).ljust(width)}  {status_line(status, sizes.get(status.name))}"
+        )
         lines.extend(f"  {' ' * width}  {line}" for line in detail_lines(status))
     return lines

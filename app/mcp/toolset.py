@@ -24,8 +24,14 @@ MAX_LOADED_REMEMBERED = 200
 
 
 class McpToolset:
-    def __init__(self, manager: McpManager, settings: Any, *, flags: Mapping[str, Any],
-                 set_flag: Callable[[str, Any], None]) -> None:
+    def __init__(
+        self,
+        manager: McpManager,
+        settings: Any,
+        *,
+        flags: Mapping[str, Any],
+        set_flag: Callable[[str, Any], None],
+    ) -> None:
         self.manager = manager
         self.settings = settings
         self._flags = flags
@@ -37,18 +43,39 @@ class McpToolset:
         value = self._flags.get(LOADED_FLAG) or ()
         return tuple(str(v) for v in value) if isinstance(value, list | tuple) else ()
 
-    def plan(self, *, budget_bytes: int | None, byte_budget: int | None, native_possible: bool,
-             measure: Measure, key: tuple = ()) -> DeferralPlan:
+    def plan(
+        self,
+        *,
+        budget_bytes: int | None,
+        byte_budget: int | None,
+        native_possible: bool,
+        measure: Measure,
+        key: tuple = (),
+    ) -> DeferralPlan:
         """The deferral plan for the current tools and budget (recomputed only when one of them changed)."""
         settings = self.settings
-        full_key = (self.manager.generation, self.loaded, budget_bytes, byte_budget, native_possible,
-                    settings.mcp_tool_search, key)
+        full_key = (
+            self.manager.generation,
+            self.loaded,
+            budget_bytes,
+            byte_budget,
+            native_possible,
+            settings.mcp_tool_search,
+            key,
+        )
         if self._cache is not None and self._cache[0] == full_key:
             return self._cache[1]
         pairs = self.manager.tools()
-        plan = plan_tools([spec for _tool, spec in pairs], self.manager.servers_by_tool(),
-                          budget_bytes=budget_bytes, byte_budget=byte_budget, measure=measure,
-                          setting=settings.mcp_tool_search, native_possible=native_possible, loaded=self.loaded)
+        plan = plan_tools(
+            [spec for _tool, spec in pairs],
+            self.manager.servers_by_tool(),
+            budget_bytes=budget_bytes,
+            byte_budget=byte_budget,
+            measure=measure,
+            setting=settings.mcp_tool_search,
+            native_possible=native_possible,
+            loaded=self.loaded,
+        )
         self._cache = (full_key, plan)
         return plan
 
@@ -69,8 +96,9 @@ class McpToolset:
 
         if name == SEARCH_TOOL:
             return self._search(args)
-        outcome = await self.manager.call(name, args, spill_folder=spill_folder(ctx.session_folder),
-                                          cancel=ctx.cancel)
+        outcome = await self.manager.call(
+            name, args, spill_folder=spill_folder(ctx.session_folder), cancel=ctx.cancel
+        )
         return apply_budget(name, outcome, ctx)
 
     def _search(self, args: Mapping[str, Any]) -> ToolOutcome:

@@ -64,8 +64,9 @@ class ArchiveEntry:
         return len(self.content.encode("utf-8", "surrogatepass"))
 
 
-def make_entry(content: str, reason: str, source_ids: tuple[str, ...] = (),
-               max_bytes: int = MAX_ENTRY_BYTES) -> ArchiveEntry | None:
+def make_entry(
+    content: str, reason: str, source_ids: tuple[str, ...] = (), max_bytes: int = MAX_ENTRY_BYTES
+) -> ArchiveEntry | None:
     """An entry for `content`, or None when it must not be archived (holds a marker, too large).
 
     A caller that gets None must not cut the content unless it carries the existing

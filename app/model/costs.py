@@ -31,10 +31,15 @@ def price_usd(usage: Usage, model: str, provider: str) -> float | None:
         from genai_prices import calc_price
 
         result = calc_price(
-            PriceUsage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
-                       cache_read_tokens=usage.cache_read_tokens or None,
-                       cache_write_tokens=usage.cache_write_tokens or None),
-            model, provider_id=provider_id)
+            PriceUsage(
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                cache_read_tokens=usage.cache_read_tokens or None,
+                cache_write_tokens=usage.cache_write_tokens or None,
+            ),
+            model,
+            provider_id=provider_id,
+        )
         return float(result.total_price)
     except Exception:  # noqa: BLE001 - LookupError for unknown models, anything else: still unpriced
         return None

@@ -16,8 +16,17 @@ NoticeLevel = Literal["info", "warn", "error"]
 RequestPurpose = Literal["chat", "summary", "probe", "compact"]  # compact: a provider-side compaction request
 ApprovalDecision = Literal["approved", "denied", "auto"]
 RecoveryOutcome = Literal["sending", "not_smaller", "over_cap", "succeeded", "failed", "exhausted", "refused"]
-CompactionStage = Literal["start", "trim", "summarize", "engine_fallback", "summary_applied", "summary_rejected",
-                          "nuclear", "done", "cancelled"]
+CompactionStage = Literal[
+    "start",
+    "trim",
+    "summarize",
+    "engine_fallback",
+    "summary_applied",
+    "summary_rejected",
+    "nuclear",
+    "done",
+    "cancelled",
+]
 # provider: a compaction the provider made in its answer; provider-edit: its context editing cleared tool results
 CompactionTrigger = Literal["auto", "manual", "preflight", "recovery", "provider", "provider-edit"]
 CompactionOutcome = Literal["applied", "skipped", "failed"]
@@ -277,8 +286,12 @@ class ViewChanged(Event):
     floor: tuple[Any, ...] = ()  # app.engine.payload.FloorPart: the non-compactable base, by part
     floor_bytes: int | None = None  # a request with no messages, exactly
     cap_detail: str = ""  # where the cap came from, e.g. "max_payload from config.toml" ("" unknown)
-    preflight_ratio: float | None = None  # the share of the cap that compacts first (Settings.preflight_ratio)
-    compact_threshold: float | None = None  # the share of the window that compacts (Settings.compact_threshold)
+    preflight_ratio: float | None = (
+        None  # the share of the cap that compacts first (Settings.preflight_ratio)
+    )
+    compact_threshold: float | None = (
+        None  # the share of the window that compacts (Settings.compact_threshold)
+    )
     no_cap_warn_bytes: int | None = None  # with no cap, the size that warns (Settings.no_cap_warn_bytes)
     mcp_deferred_from: int | None = None  # MCP definitions deferred: the bytes they would add in full
 
@@ -336,4 +349,4 @@ class EventBus:
                 subscriber(event)
             except Exception as exc:  # noqa: BLE001 - a broken front end must not break the engine
                 self.errors.append(exc)
-                del self.errors[:-self.MAX_ERRORS]  # a subscriber failing on every event: keep the latest
+                del self.errors[: -self.MAX_ERRORS]  # a subscriber failing on every event: keep the latest

@@ -114,8 +114,9 @@ class Message:
 
     # -- construction ---------------------------------------------------------------------------
     @classmethod
-    def create(cls, role: Role, parts: Iterable[Part] | str, *, message_id: str | None = None,
-               **meta: Any) -> Message:
+    def create(
+        cls, role: Role, parts: Iterable[Part] | str, *, message_id: str | None = None, **meta: Any
+    ) -> Message:
         """A new message; `message_id` when the id was chosen beforehand (an answer's draft names it)."""
         if isinstance(parts, str):
             parts = (Text(parts),)
@@ -123,16 +124,20 @@ class Message:
         meta.setdefault("origin", _default_origin(role))
         return cls(id=message_id or new_id(), role=role, parts=tuple(parts), meta=Meta(**meta))
 
-    def derive(self, parts: Iterable[Part] | str | None = None, *, role: Role | None = None,
-               **meta: Any) -> Message:
+    def derive(
+        self, parts: Iterable[Part] | str | None = None, *, role: Role | None = None, **meta: Any
+    ) -> Message:
         """A new message standing for this one (new id), e.g. a stub or a preview."""
         if isinstance(parts, str):
             parts = (Text(parts),)
         meta.setdefault("source_ids", self.meta.source_ids or (self.id,))
         meta.setdefault("created_at", time.time())
-        return Message(id=new_id(), role=role or self.role,
-                       parts=tuple(self.parts if parts is None else parts),
-                       meta=replace(self.meta, **meta))
+        return Message(
+            id=new_id(),
+            role=role or self.role,
+            parts=tuple(self.parts if parts is None else parts),
+            meta=replace(self.meta, **meta),
+        )
 
     # -- reading ---------------------------------------------------------------------------------
     @property
@@ -193,17 +198,29 @@ class Message:
 
     # -- persistence ---------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "role": self.role, "parts": [part_to_dict(p) for p in self.parts],
-                "meta": meta_to_dict(self.meta)}
+        return {
+            "id": self.id,
+            "role": self.role,
+            "parts": [part_to_dict(p) for p in self.parts],
+            "meta": meta_to_dict(self.meta),
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Message:
-        return cls(id=data["id"], role=data["role"],
-                   parts=tuple(part_from_dict(p) for p in data["parts"]),
-                   meta=meta_from_dict(data.get("meta", {})))
+        return cls(
+            id=data["id"],
+            role=data["role"],
+            parts=tuple(part_from_dict(p) for p in data["parts"]),
+            meta=meta_from_dict(data.get("meta", {})),
+        )
 
 
-_DEFAULT_ORIGINS: dict[str, Origin] = {"user": "user", "assistant": "model", "tool": "tool", "system": "system"}
+_DEFAULT_ORIGINS: dict[str, Origin] = {
+    "user": "user",
+    "assistant": "model",
+    "tool": "tool",
+    "system": "system",
+}
 
 
 def _default_origin(role: str) -> Origin:
@@ -216,7 +233,12 @@ def part_to_dict(part: Part) -> dict[str, Any]:
     if isinstance(part, ToolCall):
         return {"type": "tool_call", "id": part.id, "name": part.name, "args": dict(part.args)}
     if isinstance(part, ToolResult):
-        data = {"type": "tool_result", "call_id": part.call_id, "content": part.content, "is_error": part.is_error}
+        data = {
+            "type": "tool_result",
+            "call_id": part.call_id,
+            "content": part.content,
+            "is_error": part.is_error,
+        }
         if part.references:
             data["references"] = list(part.references)
         return data
@@ -234,8 +256,12 @@ def part_from_dict(data: Mapping[str, Any]) -> Part:
     if kind == "tool_call":
         return ToolCall(data["id"], data["name"], dict(data.get("args") or {}))
     if kind == "tool_result":
-        return ToolResult(data["call_id"], data["content"], bool(data.get("is_error", False)),
-                          tuple(data.get("references") or ()))
+        return ToolResult(
+            data["call_id"],
+            data["content"],
+            bool(data.get("is_error", False)),
+            tuple(data.get("references") or ()),
+        )
     if kind == "image":
         return Image(data["media_type"], data["data"])
     if kind == "native":
@@ -257,12 +283,15 @@ def meta_to_dict(meta: Meta) -> dict[str, Any]:
 
 
 def meta_from_dict(data: Mapping[str, Any]) -> Meta:
-    return Meta(turn=int(data.get("turn", 0)), created_at=float(data.get("created_at", 0.0)),
-                partial=bool(data.get("partial", False)),
-                preserve_verbatim=bool(data.get("preserve_verbatim", False)),
-                origin=data.get("origin", "user"),
-                archive_keys=tuple(data.get("archive_keys", ())),
-                source_ids=tuple(data.get("source_ids", ())))
+    return Meta(
+        turn=int(data.get("turn", 0)),
+        created_at=float(data.get("created_at", 0.0)),
+        partial=bool(data.get("partial", False)),
+        preserve_verbatim=bool(data.get("preserve_verbatim", False)),
+        origin=data.get("origin", "user"),
+        archive_keys=tuple(data.get("archive_keys", ())),
+        source_ids=tuple(data.get("source_ids", ())),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,8 +305,9 @@ class View:
     created_at: float = 0.0
 
     def with_messages(self, messages: Iterable[Message], reason: str) -> View:
-        return View(id=new_id("v"), messages=tuple(messages), parent_id=self.id, reason=reason,
-                    created_at=time.time())
+        return View(
+            id=new_id("v"), messages=tuple(messages), parent_id=self.id, reason=reason, created_at=time.time()
+        )
 
     def __len__(self) -> int:
         return len(self.messages)

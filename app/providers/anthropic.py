@@ -98,19 +98,43 @@ CONTEXT_MANAGEMENT_BETA = "context-management-2025-06-27"
 COMPACT_THRESHOLD_BETA = "compact-2026-01-12"
 COMPACT_ON_DEMAND_BETA = "compact-2026-09-04"
 # The seed's clear_tool_uses settings: past 100 K input tokens, keep the 5 latest tool uses, free >= 20 K tokens.
-CLEAR_TOOL_USES = {"type": "clear_tool_uses_20250919", "trigger": {"type": "input_tokens", "value": 100_000},
-                   "keep": {"type": "tool_uses", "value": 5},
-                   "clear_at_least": {"type": "input_tokens", "value": 20_000}}
+CLEAR_TOOL_USES = {
+    "type": "clear_tool_uses_20250919",
+    "trigger": {"type": "input_tokens", "value": 100_000},
+    "keep": {"type": "tool_uses", "value": 5},
+    "clear_at_least": {"type": "input_tokens", "value": 20_000},
+}
 CONTEXT_MANAGEMENT = {"edits": [CLEAR_TOOL_USES]}
 SUMMARY_HEADER = COMPACTION_SUMMARY_HEADER
 NATIVE_API = "anthropic"
 # Keys `messages.create()` takes as arguments; anything else in a body goes through `extra_body`.
-_SDK_ARGUMENTS = frozenset({"max_tokens", "messages", "model", "metadata", "stop_sequences", "stream",
-                            "system", "temperature", "thinking", "tool_choice", "tools", "top_k", "top_p"})
+_SDK_ARGUMENTS = frozenset(
+    {
+        "max_tokens",
+        "messages",
+        "model",
+        "metadata",
+        "stop_sequences",
+        "stream",
+        "system",
+        "temperature",
+        "thinking",
+        "tool_choice",
+        "tools",
+        "top_k",
+        "top_p",
+    }
+)
 # ... and what the beta endpoint's `create()` takes as well
 _BETA_ARGUMENTS = _SDK_ARGUMENTS | {"context_management"}
-_STOP_REASONS = {"end_turn": "end", "tool_use": "tool_use", "max_tokens": "max_tokens",
-                 "stop_sequence": "stop_sequence", "compaction": "end", "pause_turn": "other"}
+_STOP_REASONS = {
+    "end_turn": "end",
+    "tool_use": "tool_use",
+    "max_tokens": "max_tokens",
+    "stop_sequence": "stop_sequence",
+    "compaction": "end",
+    "pause_turn": "other",
+}
 PLACEHOLDER_KEY = "sk-local-placeholder"
 
 
@@ -157,22 +181,35 @@ def translate(message: Message, *, references: bool = True) -> _Piece:
         elif role == "system":
             continue  # only text belongs in the system prompt
         elif isinstance(part, Image):
-            blocks.append({"type": "image", "source": {"type": "base64", "media_type": part.media_type,
-                                                        "data": part.data}})
+            blocks.append(
+                {
+                    "type": "image",
+                    "source": {"type": "base64", "media_type": part.media_type, "data": part.data},
+                }
+            )
         elif isinstance(part, ToolCall):
             if role == "assistant":
-                blocks.append({"type": "tool_use", "id": part.id, "name": part.name, "input": dict(part.args)})
+                blocks.append(
+                    {"type": "tool_use", "id": part.id, "name": part.name, "input": dict(part.args)}
+                )
             else:
-                blocks.append({"type": "text", "text": f"[tool call {part.name} "
-                                                       f"{json.dumps(dict(part.args), ensure_ascii=False)}]"})
+                blocks.append(
+                    {
+                        "type": "text",
+                        "text": f"[tool call {part.name} {json.dumps(dict(part.args), ensure_ascii=False)}]",
+                    }
+                )
         elif isinstance(part, ToolResult):
             if role == "user":
                 content: Any = part.content
                 if part.references and references and not part.is_error:
                     content = [{"type": "tool_reference", "tool_name": name} for name in part.references]
                     named.update(part.references)
-                block: dict[str, Any] = {"type": "tool_result", "tool_use_id": part.call_id,
-                                         "content": content}
+                block: dict[str, Any] = {
+                    "type": "tool_result",
+                    "tool_use_id": part.call_id,
+                    "content": content,
+                }
                 if part.is_error:
                     block["is_error"] = True
                 blocks.append(block)
@@ -216,8 +253,15 @@ class AnthropicProvider(HttpxSdkProvider):
 
     def _tools(self, tools: Sequence[ToolSpec]) -> tuple[list[dict[str, Any]], int]:
         def make() -> tuple[list[dict[str, Any]], int]:
-            wire = [{"name": t.name, "description": t.description, "input_schema": dict(t.input_schema),
-                     **({"defer_loading": True} if t.defer_loading else {})} for t in tools]
+            wire = [
+                {
+                    "name": t.name,
+                    "description": t.description,
+                    "input_schema": dict(t.input_schema),
+                    **({"defer_loading": True} if t.defer_loading else {}),
+                }
+                for t in tools
+            ]
             return wire, compact_len(wire)
 
         return self._tools_slot.get(tuple(tools), make)
@@ -225,18 +269,31 @@ class AnthropicProvider(HttpxSdkProvider):
     def _use_context_management(self) -> bool:
         return self.settings.context_engine == "provider"
 
-    native_compaction = ("Anthropic server-side compaction (compact_20260112 edit past the threshold; the "
-                         "compaction parameter of compact-2026-09-04 on demand) and clear_tool_uses edits")
+    native_compaction = (
+        "Anthropic server-side compaction (compact_20260112 edit past the threshold; the "
+        "compaction parameter of compact-2026-09-04 on demand) and clear_tool_uses edits"
+    )
 
     def _context_management(self) -> dict[str, Any]:
         edits: list[dict[str, Any]] = [CLEAR_TOOL_USES]
         if self.compact_threshold:
-            edits.append({"type": "compact_20260112",
-                          "trigger": {"type": "input_tokens", "value": int(self.compact_threshold)}})
+            edits.append(
+                {
+                    "type": "compact_20260112",
+                    "trigger": {"type": "input_tokens", "value": int(self.compact_threshold)},
+                }
+            )
         return {"edits": edits}
 
-    def build(self, view: Sequence[Message], system: str, tools: Sequence[ToolSpec], *,
-              max_tokens: int, purpose: RequestPurpose = "chat") -> Request:
+    def build(
+        self,
+        view: Sequence[Message],
+        system: str,
+        tools: Sequence[ToolSpec],
+        *,
+        max_tokens: int,
+        purpose: RequestPurpose = "chat",
+    ) -> Request:
         cache = purpose == "chat"
         system_blocks: list[dict[str, Any]] = []
         system_sizes: list[int] = []
@@ -250,7 +307,9 @@ class AnthropicProvider(HttpxSdkProvider):
         for message in view:
             piece = self._pieces.get(message.id, partial(translate, message))
             if piece.references and not piece.references <= deferred:  # those tools are not deferred now
-                piece = self._pieces.get(message.id + "\x00text", partial(translate, message, references=False))
+                piece = self._pieces.get(
+                    message.id + "\x00text", partial(translate, message, references=False)
+                )
             if piece.role == "system":
                 system_blocks.extend(piece.blocks)
                 system_sizes.extend(piece.sizes)
@@ -286,9 +345,17 @@ class AnthropicProvider(HttpxSdkProvider):
         if tools:
             body["tools"], known["tools"] = self._tools(tools)
         predicted = body_len(body, known, compact_len)
-        return Request(provider=self.kind, route=self.route.name, model=self.route.model, url=self._url(),
-                       body=body, predicted_bytes=predicted, max_tokens=max_tokens, purpose=purpose,
-                       message_count=len(view))
+        return Request(
+            provider=self.kind,
+            route=self.route.name,
+            model=self.route.model,
+            url=self._url(),
+            body=body,
+            predicted_bytes=predicted,
+            max_tokens=max_tokens,
+            purpose=purpose,
+            message_count=len(view),
+        )
 
     # -- the client ---------------------------------------------------------------------------
     def _resolve_key(self) -> str | None:
@@ -305,28 +372,43 @@ class AnthropicProvider(HttpxSdkProvider):
 
         timeout = anthropic.Timeout(self.settings.request_timeout, connect=self.settings.connect_timeout)
         http_client = anthropic.DefaultAsyncHttpxClient(
-            timeout=timeout, verify=httpx_verify(self.route, self.settings),
-            event_hooks={"request": [httpx_request_hook], "response": [httpx_response_hook]})
+            timeout=timeout,
+            verify=httpx_verify(self.route, self.settings),
+            event_hooks={"request": [httpx_request_hook], "response": [httpx_response_hook]},
+        )
         return anthropic.AsyncAnthropic(
-            api_key=self._resolve_key(), base_url=self._base_url(), max_retries=0, timeout=timeout,
-            http_client=http_client, open_telemetry=False)
+            api_key=self._resolve_key(),
+            base_url=self._base_url(),
+            max_retries=0,
+            timeout=timeout,
+            http_client=http_client,
+            open_telemetry=False,
+        )
 
     # -- probing --------------------------------------------------------------------------------
-    probe_method = ("Anthropic's count_tokens endpoint (/v1/messages/count_tokens): it sits behind the same "
-                    "gateway but only counts tokens, so probes cost nothing")
+    probe_method = (
+        "Anthropic's count_tokens endpoint (/v1/messages/count_tokens): it sits behind the same "
+        "gateway but only counts tokens, so probes cost nothing"
+    )
 
     async def probe(self, size: int) -> ProbeReply:
         envelope = {"messages": [{"role": "user", "content": ""}], "model": self.route.model}
         filler = "x" * max(1, size - compact_len(envelope))
-        return await self._probe_call(lambda client: client.messages.count_tokens(
-            model=self.route.model, messages=[{"role": "user", "content": filler}]))
+        return await self._probe_call(
+            lambda client: client.messages.count_tokens(
+                model=self.route.model, messages=[{"role": "user", "content": filler}]
+            )
+        )
 
     # -- the model list ------------------------------------------------------------------------
     async def list_models(self) -> list[ListedModel]:
         """`GET /v1/models` (every page), through the same client and gateway as the chat."""
 
         async def call(client: Any) -> list[ListedModel]:
-            return [ListedModel(m.id, getattr(m, "display_name", "") or "") async for m in client.models.list(limit=100)]
+            return [
+                ListedModel(m.id, getattr(m, "display_name", "") or "")
+                async for m in client.models.list(limit=100)
+            ]
 
         return await self._call(Exchange(), call)
 
@@ -339,7 +421,10 @@ class AnthropicProvider(HttpxSdkProvider):
             arguments["extra_body"] = extra
         if "context_management" in request.body:
             betas = [CONTEXT_MANAGEMENT_BETA]
-            if any(e.get("type") == "compact_20260112" for e in request.body["context_management"].get("edits", [])):
+            if any(
+                e.get("type") == "compact_20260112"
+                for e in request.body["context_management"].get("edits", [])
+            ):
                 betas.append(COMPACT_THRESHOLD_BETA)
             arguments["extra_headers"] = {"anthropic-beta": ",".join(betas)}
         return arguments
@@ -349,11 +434,19 @@ class AnthropicProvider(HttpxSdkProvider):
             return await client.beta.messages.create(**self._call_arguments(request))
         return await client.messages.create(**self._call_arguments(request))
 
-    def build_compaction(self, view: Sequence[Message], system: str, tools: Sequence[ToolSpec], *,
-                         instructions: str | None = None) -> Request:
+    def build_compaction(
+        self,
+        view: Sequence[Message],
+        system: str,
+        tools: Sequence[ToolSpec],
+        *,
+        instructions: str | None = None,
+    ) -> Request:
         """On-demand compaction (`compact-2026-09-04`): a non-streamed request whose answer is one
         compaction block; never combined with `context_management`."""
-        request = self.build(view, system, tools, max_tokens=self.settings.max_output_tokens, purpose="compact")
+        request = self.build(
+            view, system, tools, max_tokens=self.settings.max_output_tokens, purpose="compact"
+        )
         body = {k: v for k, v in request.body.items() if k not in ("stream", "context_management")}
         body["compaction"] = {"type": "summarize", **({"instructions": instructions} if instructions else {})}
         request.body = body
@@ -370,20 +463,27 @@ class AnthropicProvider(HttpxSdkProvider):
         finally:
             exchange.apply(request)
         if isinstance(result, str):
-            raise unexpected_200(self.kind, result, exchange,
-                                 content_type=exchange.response_headers.get("content-type"))
+            raise unexpected_200(
+                self.kind, result, exchange, content_type=exchange.response_headers.get("content-type")
+            )
         data = result.to_dict(mode="json", exclude_unset=True) if hasattr(result, "to_dict") else dict(result)
-        found = [NativeChunk(NATIVE_API, dict(block)) for block in data.get("content") or []
-                 if isinstance(block, dict) and block.get("type") == "compaction"]
+        found = [
+            NativeChunk(NATIVE_API, dict(block))
+            for block in data.get("content") or []
+            if isinstance(block, dict) and block.get("type") == "compaction"
+        ]
         usage = data.get("usage") or {}
-        return found, Usage(input_tokens=int(usage.get("input_tokens") or 0),
-                            output_tokens=int(usage.get("output_tokens") or 0))
+        return found, Usage(
+            input_tokens=int(usage.get("input_tokens") or 0),
+            output_tokens=int(usage.get("output_tokens") or 0),
+        )
 
     def _parser(self, exchange: Exchange) -> AnthropicEvents:
         return AnthropicEvents(self.kind, exchange)
 
-    def _from_body(self, text: str, content_type: str | None, parser: StreamParser,
-                   exchange: Exchange) -> list[StreamEvent]:
+    def _from_body(
+        self, text: str, content_type: str | None, parser: StreamParser, exchange: Exchange
+    ) -> list[StreamEvent]:
         """A 200 that is not an SSE stream: an HTML page, a JSON error or message, or mislabelled SSE."""
         if looks_like_html(text, content_type):
             raise unexpected_200(self.kind, text, exchange, content_type=content_type)
@@ -412,12 +512,20 @@ class AnthropicProvider(HttpxSdkProvider):
 
 def message_events(message: dict[str, Any]) -> list[dict[str, Any]]:
     """A complete (non-streamed) Message as the stream events that would have carried it."""
-    events: list[dict[str, Any]] = [{"type": "message_start", "message": {"usage": message.get("usage") or {}}}]
+    events: list[dict[str, Any]] = [
+        {"type": "message_start", "message": {"usage": message.get("usage") or {}}}
+    ]
     for index, block in enumerate(message.get("content") or []):
         events.append({"type": "content_block_start", "index": index, "content_block": block})
         events.append({"type": "content_block_stop", "index": index})
-    events.append({"type": "message_delta", "delta": {"stop_reason": message.get("stop_reason")}, "usage": {},
-                   "context_management": message.get("context_management")})
+    events.append(
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": message.get("stop_reason")},
+            "usage": {},
+            "context_management": message.get("context_management"),
+        }
+    )
     events.append({"type": "message_stop"})
     return events
 
@@ -437,13 +545,22 @@ class AnthropicEvents(StreamParser):
     def _applied(self, context_management: Any) -> None:
         edits = list_field(context_management, "applied_edits") if context_management else []
         if edits:  # the final message_delta repeats (or replaces) what message_start said
-            self.applied_edits = [{"type": str(get(e, "type") or ""),
-                                   "cleared_tool_uses": count_field(e, "cleared_tool_uses") or 0,
-                                   "cleared_input_tokens": count_field(e, "cleared_input_tokens") or 0}
-                                  for e in edits]
+            self.applied_edits = [
+                {
+                    "type": str(get(e, "type") or ""),
+                    "cleared_tool_uses": count_field(e, "cleared_tool_uses") or 0,
+                    "cleared_input_tokens": count_field(e, "cleared_input_tokens") or 0,
+                }
+                for e in edits
+            ]
 
     def _usage(self, usage: Any) -> None:
-        for key in ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
+        for key in (
+            "input_tokens",
+            "output_tokens",
+            "cache_creation_input_tokens",
+            "cache_read_input_tokens",
+        ):
             value = count_field(usage, key)
             if value is not None:
                 self.usage[key] = value
@@ -478,7 +595,11 @@ class AnthropicEvents(StreamParser):
                 text = text_field(block, "text")
                 return [TextChunk(text)] if text else []
             if block_type == "compaction":
-                data = block.to_dict(mode="json", exclude_unset=True) if hasattr(block, "to_dict") else dict(block)
+                data = (
+                    block.to_dict(mode="json", exclude_unset=True)
+                    if hasattr(block, "to_dict")
+                    else dict(block)
+                )
                 self.compactions[index_field(event, "index")] = data
                 return []
             if block_type == "tool_use":
@@ -486,7 +607,9 @@ class AnthropicEvents(StreamParser):
                 self.tools[index_field(event, "index")] = {
                     "id": text_field(block, "id") or f"toolu_{uuid.uuid4().hex[:20]}",
                     "name": text_field(block, "name"),
-                    "json": [], "input": dict(initial) if isinstance(initial, dict) else {}}
+                    "json": [],
+                    "input": dict(initial) if isinstance(initial, dict) else {},
+                }
             return []
         if kind == "content_block_stop":
             compaction = self.compactions.pop(index_field(event, "index"), None)
@@ -495,7 +618,9 @@ class AnthropicEvents(StreamParser):
             tool = self.tools.pop(index_field(event, "index"), None)
             if tool is None:
                 return []
-            return [ToolCallChunk(tool["id"], tool["name"], parse_arguments("".join(tool["json"]), tool["input"]))]
+            return [
+                ToolCallChunk(tool["id"], tool["name"], parse_arguments("".join(tool["json"]), tool["input"]))
+            ]
         if kind == "message_start":
             self._usage(get(get(event, "message"), "usage"))
             self._applied(get(get(event, "message"), "context_management"))
@@ -514,12 +639,24 @@ class AnthropicEvents(StreamParser):
             error = get(event, "error")
             error_type = str(get(error, "type") or "error")
             message = str(get(error, "message") or error_type)
-            body = json.dumps({"type": "error", "error": error if isinstance(error, dict) else
-                               {"type": error_type, "message": message}}, ensure_ascii=False, default=str)
-            raise ProviderError(f"{self.provider}: stream error {error_type}: {message}", provider=self.provider,
-                                status=self.exchange.status, headers=self.exchange.response_headers, body=body,
-                                request_bytes=self.exchange.actual_bytes, error_type=error_type,
-                                transport="stream-error")
+            body = json.dumps(
+                {
+                    "type": "error",
+                    "error": error if isinstance(error, dict) else {"type": error_type, "message": message},
+                },
+                ensure_ascii=False,
+                default=str,
+            )
+            raise ProviderError(
+                f"{self.provider}: stream error {error_type}: {message}",
+                provider=self.provider,
+                status=self.exchange.status,
+                headers=self.exchange.response_headers,
+                body=body,
+                request_bytes=self.exchange.actual_bytes,
+                error_type=error_type,
+                transport="stream-error",
+            )
         return []  # ping, thinking and anything newer
 
     def _finish(self) -> list[StreamEvent]:
@@ -529,20 +666,32 @@ class AnthropicEvents(StreamParser):
         for index in sorted(self.compactions):  # a compaction block the stream never closed
             events.append(NativeChunk(NATIVE_API, self.compactions.pop(index)))
         if self.applied_edits:
-            events.append(EditsChunk(edits=len(self.applied_edits),
-                                     cleared_tool_uses=sum(e["cleared_tool_uses"] for e in self.applied_edits),
-                                     cleared_input_tokens=sum(e["cleared_input_tokens"] for e in self.applied_edits),
-                                     kinds=tuple(e["type"] for e in self.applied_edits)))
+            events.append(
+                EditsChunk(
+                    edits=len(self.applied_edits),
+                    cleared_tool_uses=sum(e["cleared_tool_uses"] for e in self.applied_edits),
+                    cleared_input_tokens=sum(e["cleared_input_tokens"] for e in self.applied_edits),
+                    kinds=tuple(e["type"] for e in self.applied_edits),
+                )
+            )
         for index in sorted(self.tools):  # blocks the stream never closed
             tool = self.tools.pop(index)
-            events.append(ToolCallChunk(tool["id"], tool["name"], parse_arguments("".join(tool["json"]), tool["input"])))
+            events.append(
+                ToolCallChunk(tool["id"], tool["name"], parse_arguments("".join(tool["json"]), tool["input"]))
+            )
         if self.usage:
             cache_write = self.usage.get("cache_creation_input_tokens", 0)
             cache_read = self.usage.get("cache_read_input_tokens", 0)
-            events.append(UsageChunk(Usage(
-                input_tokens=self.usage.get("input_tokens", 0) + cache_write + cache_read,
-                output_tokens=self.usage.get("output_tokens", 0),
-                cache_read_tokens=cache_read, cache_write_tokens=cache_write)))
+            events.append(
+                UsageChunk(
+                    Usage(
+                        input_tokens=self.usage.get("input_tokens", 0) + cache_write + cache_read,
+                        output_tokens=self.usage.get("output_tokens", 0),
+                        cache_read_tokens=cache_read,
+                        cache_write_tokens=cache_write,
+                    )
+                )
+            )
         raw = self.stop_reason or ""
         events.append(StopChunk(_STOP_REASONS.get(raw, "other"), raw=raw))
         return events

@@ -130,12 +130,22 @@ class ListedModel:
 class ProviderError(Exception):
     """Any failure of a provider call, with everything the classifier and the inspector need."""
 
-    def __init__(self, message: str, *, provider: str, original: BaseException | None = None,
-                 status: int | None = None, headers: Mapping[str, str] | None = None,
-                 body: str | None = None, request_bytes: int | None = None,
-                 output_visible: bool = False, retry_after: float | None = None,
-                 error_type: str | None = None, transport: str | None = None,
-                 request_header_bytes: int | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str,
+        original: BaseException | None = None,
+        status: int | None = None,
+        headers: Mapping[str, str] | None = None,
+        body: str | None = None,
+        request_bytes: int | None = None,
+        output_visible: bool = False,
+        retry_after: float | None = None,
+        error_type: str | None = None,
+        transport: str | None = None,
+        request_header_bytes: int | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.provider = provider
@@ -151,8 +161,10 @@ class ProviderError(Exception):
         self.request_header_bytes = request_header_bytes  # bytes of the request's header block, when known
 
     def __repr__(self) -> str:
-        return (f"ProviderError({self.provider}, status={self.status}, bytes={self.request_bytes}, "
-                f"type={self.error_type}, transport={self.transport}: {self.message[:120]!r})")
+        return (
+            f"ProviderError({self.provider}, status={self.status}, bytes={self.request_bytes}, "
+            f"type={self.error_type}, transport={self.transport}: {self.message[:120]!r})"
+        )
 
 
 def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
@@ -203,16 +215,24 @@ class Provider(abc.ABC):
         self.compact_threshold: int | None = None
 
     @abc.abstractmethod
-    def build(self, view: Sequence[Message], system: str, tools: Sequence[ToolSpec], *,
-              max_tokens: int, purpose: RequestPurpose = "chat") -> Request:
+    def build(
+        self,
+        view: Sequence[Message],
+        system: str,
+        tools: Sequence[ToolSpec],
+        *,
+        max_tokens: int,
+        purpose: RequestPurpose = "chat",
+    ) -> Request:
         """Translate a view into a request, with its exact predicted body size."""
 
     @abc.abstractmethod
     def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
         """Send `request` and yield its events. Every failure is raised as ProviderError."""
 
-    def measure(self, view: Sequence[Message], system: str, tools: Sequence[ToolSpec], *,
-                max_tokens: int) -> int:
+    def measure(
+        self, view: Sequence[Message], system: str, tools: Sequence[ToolSpec], *, max_tokens: int
+    ) -> int:
         """Predicted body bytes for a view (incremental: per-message sizes are cached)."""
         return self.build(view, system, tools, max_tokens=max_tokens).predicted_bytes
 
@@ -238,8 +258,14 @@ class Provider(abc.ABC):
     # -- provider-native context management (context_engine = "provider") ----------------------------
     native_compaction: str = ""  # how this provider compacts natively, for `config check`; "" = it cannot
 
-    def build_compaction(self, view: Sequence[Message], system: str, tools: Sequence[ToolSpec], *,
-                         instructions: str | None = None) -> Request:
+    def build_compaction(
+        self,
+        view: Sequence[Message],
+        system: str,
+        tools: Sequence[ToolSpec],
+        *,
+        instructions: str | None = None,
+    ) -> Request:
         """The request that asks the provider to compact `view` now (Anthropic's `compaction`
         parameter, OpenAI's `/responses/compact`). NotImplementedError where there is none."""
         raise NotImplementedError(f"{self.kind} has no native compaction")

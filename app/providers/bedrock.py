@@ -73,10 +73,19 @@ from app.providers.wire import (
 CACHE_POINT = {"cachePoint": {"type": "default"}}
 CACHED_USER_TURNS = 2
 EMPTY_RESULT = "(no output)"  # Bedrock rejects blank text
-_IMAGE_FORMATS = {"image/png": "png", "image/jpeg": "jpeg", "image/jpg": "jpeg", "image/gif": "gif",
-                  "image/webp": "webp"}
-_STOP_REASONS = {"end_turn": "end", "tool_use": "tool_use", "max_tokens": "max_tokens",
-                 "stop_sequence": "stop_sequence"}
+_IMAGE_FORMATS = {
+    "image/png": "png",
+    "image/jpeg": "jpeg",
+    "image/jpg": "jpeg",
+    "image/gif": "gif",
+    "image/webp": "webp",
+}
+_STOP_REASONS = {
+    "end_turn": "end",
+    "tool_use": "tool_use",
+    "max_tokens": "max_tokens",
+    "stop_sequence": "stop_sequence",
+}
 _ITEM_SEPARATOR = len(", ")
 _THREAD = threading.local()
 
@@ -124,18 +133,27 @@ def translate(message: Message, *, tools: bool) -> _Piece:
         elif role == "system":
             continue
         elif isinstance(part, Image):
-            blocks.append({"image": {"format": _IMAGE_FORMATS.get(part.media_type.lower(),
-                                                                   part.media_type.split("/")[-1]),
-                                     "source": {"bytes": base64.b64decode(part.data)}}})
+            blocks.append(
+                {
+                    "image": {
+                        "format": _IMAGE_FORMATS.get(part.media_type.lower(), part.media_type.split("/")[-1]),
+                        "source": {"bytes": base64.b64decode(part.data)},
+                    }
+                }
+            )
         elif isinstance(part, ToolCall):
             if role == "assistant" and tools:
-                blocks.append({"toolUse": {"toolUseId": part.id, "name": part.name, "input": dict(part.args)}})
+                blocks.append(
+                    {"toolUse": {"toolUseId": part.id, "name": part.name, "input": dict(part.args)}}
+                )
             else:
                 blocks.append({"text": _call_text(part)})
         elif isinstance(part, ToolResult):
             if role == "user" and tools:
-                result: dict[str, Any] = {"toolUseId": part.call_id,
-                                          "content": [{"text": part.content if part.content.strip() else EMPTY_RESULT}]}
+                result: dict[str, Any] = {
+                    "toolUseId": part.call_id,
+                    "content": [{"text": part.content if part.content.strip() else EMPTY_RESULT}],
+                }
                 if part.is_error:
                     result["status"] = "error"
                 blocks.append({"toolResult": result})
@@ -168,14 +186,26 @@ class BedrockProvider(Provider):
         return self.route.region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
 
     def _url(self) -> str:
-        base = self.route.endpoint_url or f"https://bedrock-runtime.{self.region or 'us-east-1'}.amazonaws.com"
+        base = (
+            self.route.endpoint_url or f"https://bedrock-runtime.{self.region or 'us-east-1'}.amazonaws.com"
+        )
         return f"{base.rstrip('/')}/model/{self.route.model}/converse-stream"
 
     # -- building -----------------------------------------------------------------------------
     def _tools(self, tools: Sequence[ToolSpec]) -> tuple[dict[str, Any], int]:
         def make() -> tuple[dict[str, Any], int]:
-            config = {"tools": [{"toolSpec": {"name": t.name, "description": t.description,
-                                              "inputSchema": {"json": dict(t.input_schema)}}} for t in tools]}
+            config = {
+                "tools": [
+                    {
+                        "toolSpec": {
+                            "name": t.name,
+                            "description": t.description,
+                            "inputSchema": {"json": dict(t.input_schema)},
+                        }
+                    }
+                    for t in tools
+                ]
+            }
             return config, botocore_len(config)
 
         return self._tools_slot.get(tuple(tools), make)
@@ -188,8 +218,15 @@ class BedrockProvider(Provider):
             self._system_slot = slot
         return slot[1], slot[2]
 
-    def build(self, view: Sequence[Message], system: str, tools: Sequence[ToolSpec], *,
-              max_tokens: int, purpose: RequestPurpose = "chat") -> Request:
+    def build(
+        self,
+        view: Sequence[Message],
+        system: str,
+        tools: Sequence[ToolSpec],
+        *,
+        max_tokens: int,
+        purpose: RequestPurpose = "chat",
+    ) -> Request:
         with_tools = bool(tools)
         cache = purpose == "chat" and supports_prompt_cache("bedrock", self.route.model)
         system_blocks: list[dict[str, Any]] = []
@@ -239,9 +276,17 @@ class BedrockProvider(Provider):
             body["toolConfig"], known["toolConfig"] = self._tools(tools)
         sized = {k: v for k, v in body.items() if k != "modelId"}  # the model id travels in the URL
         predicted = body_len(sized, known, botocore_len)
-        return Request(provider=self.kind, route=self.route.name, model=self.route.model, url=self._url(),
-                       body=body, predicted_bytes=predicted, max_tokens=max_tokens, purpose=purpose,
-                       message_count=len(view))
+        return Request(
+            provider=self.kind,
+            route=self.route.name,
+            model=self.route.model,
+            url=self._url(),
+            body=body,
+            predicted_bytes=predicted,
+            max_tokens=max_tokens,
+            purpose=purpose,
+            message_count=len(view),
+        )
 
     # -- the client (created in the worker thread: importing boto3 is slow) --------------------
     def _ensure_client(self) -> Any:
@@ -251,15 +296,24 @@ class BedrockProvider(Provider):
             import boto3
             from botocore.config import Config
 
-            session = boto3.session.Session(profile_name=self.route.profile or None,
-                                            region_name=self.route.region or None)
+            session = boto3.session.Session(
+                profile_name=self.route.profile or None, region_name=self.route.region or None
+            )
             _register_credentials(session)
             region = session.region_name or ("us-east-1" if self.route.endpoint_url else None)
-            config = Config(retries={"total_max_attempts": 1}, read_timeout=self.settings.request_timeout,
-                            connect_timeout=self.settings.connect_timeout, tcp_keepalive=True)
-            client = session.client("bedrock-runtime", region_name=region,
-                                    endpoint_url=self.route.endpoint_url or None, config=config,
-                                    verify=botocore_verify(self.route, self.settings))
+            config = Config(
+                retries={"total_max_attempts": 1},
+                read_timeout=self.settings.request_timeout,
+                connect_timeout=self.settings.connect_timeout,
+                tcp_keepalive=True,
+            )
+            client = session.client(
+                "bedrock-runtime",
+                region_name=region,
+                endpoint_url=self.route.endpoint_url or None,
+                config=config,
+                verify=botocore_verify(self.route, self.settings),
+            )
             client.meta.events.register("before-send.bedrock-runtime.*", _before_send)
             client.meta.events.register("before-parse.bedrock-runtime.ConverseStream", _before_parse)
             self._client = client
@@ -287,12 +341,16 @@ class BedrockProvider(Provider):
                 pass
 
     # -- probing --------------------------------------------------------------------------------
-    probe_method = ("Bedrock's CountTokens operation (/model/{id}/count-tokens): same endpoint and gateway, "
-                    "but it only counts tokens, so probes cost nothing")
+    probe_method = (
+        "Bedrock's CountTokens operation (/model/{id}/count-tokens): same endpoint and gateway, "
+        "but it only counts tokens, so probes cost nothing"
+    )
 
     async def probe(self, size: int) -> ProbeReply:
-        envelope = {"modelId": self.route.model, "input": {"converse": {"messages": [
-            {"role": "user", "content": [{"text": ""}]}]}}}
+        envelope = {
+            "modelId": self.route.model,
+            "input": {"converse": {"messages": [{"role": "user", "content": [{"text": ""}]}]}},
+        }
         filler = "x" * max(1, size - botocore_len(envelope["input"]))
         exchange = Exchange()
 
@@ -300,8 +358,10 @@ class BedrockProvider(Provider):
             _THREAD.exchange = exchange
             try:
                 client = self._ensure_client()
-                client.count_tokens(modelId=self.route.model, input={"converse": {"messages": [
-                    {"role": "user", "content": [{"text": filler}]}]}})
+                client.count_tokens(
+                    modelId=self.route.model,
+                    input={"converse": {"messages": [{"role": "user", "content": [{"text": filler}]}]}},
+                )
             finally:
                 _THREAD.exchange = None
 
@@ -326,25 +386,44 @@ class BedrockProvider(Provider):
             import boto3
             from botocore.config import Config
 
-            session = boto3.session.Session(profile_name=self.route.profile or None,
-                                            region_name=self.route.region or None)
+            session = boto3.session.Session(
+                profile_name=self.route.profile or None, region_name=self.route.region or None
+            )
             region = session.region_name or "us-east-1"
-            config = Config(retries={"total_max_attempts": 1}, read_timeout=self.settings.connect_timeout * 3,
-                            connect_timeout=self.settings.connect_timeout)
-            client = session.client("bedrock", region_name=region, endpoint_url=self._control_endpoint(),
-                                    config=config, verify=botocore_verify(self.route, self.settings))
+            config = Config(
+                retries={"total_max_attempts": 1},
+                read_timeout=self.settings.connect_timeout * 3,
+                connect_timeout=self.settings.connect_timeout,
+            )
+            client = session.client(
+                "bedrock",
+                region_name=region,
+                endpoint_url=self._control_endpoint(),
+                config=config,
+                verify=botocore_verify(self.route, self.settings),
+            )
             try:
                 listed = []
                 for model in client.list_foundation_models(byOutputModality="TEXT").get("modelSummaries", []):
                     on_demand = "ON_DEMAND" in (model.get("inferenceTypesSupported") or ["ON_DEMAND"])
-                    listed.append(ListedModel(model["modelId"], model.get("modelName", ""),
-                                              note="" if on_demand else "needs an inference profile"))
+                    listed.append(
+                        ListedModel(
+                            model["modelId"],
+                            model.get("modelName", ""),
+                            note="" if on_demand else "needs an inference profile",
+                        )
+                    )
                 token = None
                 while True:
                     page = client.list_inference_profiles(**({"nextToken": token} if token else {}))
                     for profile in page.get("inferenceProfileSummaries", []):
-                        listed.append(ListedModel(profile["inferenceProfileId"],
-                                                  profile.get("inferenceProfileName", ""), note="inference profile"))
+                        listed.append(
+                            ListedModel(
+                                profile["inferenceProfileId"],
+                                profile.get("inferenceProfileName", ""),
+                                note="inference profile",
+                            )
+                        )
                     token = page.get("nextToken")
                     if not token:
                         return listed
@@ -414,8 +493,9 @@ class BedrockProvider(Provider):
                     exchange.apply(request)
                     if exchange.unexpected_body is not None or not value:
                         content_type = exchange.response_headers.get("content-type")
-                        raise unexpected_200(self.kind, exchange.unexpected_body or "", exchange,
-                                             content_type=content_type)
+                        raise unexpected_200(
+                            self.kind, exchange.unexpected_body or "", exchange, content_type=content_type
+                        )
                 elif kind == "error":
                     exchange.apply(request)
                     raise bedrock_error(value, exchange, in_stream=started) from value
@@ -478,8 +558,9 @@ def bedrock_error(exc: BaseException, exchange: Exchange, *, in_stream: bool) ->
         meta = response.get("ResponseMetadata") or {}
         stream_error = name == "EventStreamError" or in_stream
         status = meta.get("HTTPStatusCode") or exchange.status
-        headers = {str(k).lower(): str(v) for k, v in (meta.get("HTTPHeaders") or {}).items()} \
-            or exchange.response_headers
+        headers = {
+            str(k).lower(): str(v) for k, v in (meta.get("HTTPHeaders") or {}).items()
+        } or exchange.response_headers
         code = str(error.get("Code") or name)
         message = str(error.get("Message") or "")
         if stream_error:
@@ -487,21 +568,34 @@ def bedrock_error(exc: BaseException, exchange: Exchange, *, in_stream: bool) ->
         else:
             body = exchange.error_body if exchange.error_body is not None else message
         return ProviderError(
-            f"bedrock: HTTP {status} {code}: {_short(message or name)}", provider="bedrock", original=exc,
-            status=status, headers=headers, body=body, request_bytes=exchange.actual_bytes,
-            retry_after=parse_retry_after(headers), error_type=code,
-            transport="stream-error" if stream_error else None, request_header_bytes=exchange.request_header_bytes)
+            f"bedrock: HTTP {status} {code}: {_short(message or name)}",
+            provider="bedrock",
+            original=exc,
+            status=status,
+            headers=headers,
+            body=body,
+            request_bytes=exchange.actual_bytes,
+            retry_after=parse_retry_after(headers),
+            error_type=code,
+            transport="stream-error" if stream_error else None,
+            request_header_bytes=exchange.request_header_bytes,
+        )
     transport = transport_kind(exc)
     request_bytes = exchange.actual_bytes
     if request_bytes is None:
         body = getattr(getattr(exc, "request", None), "body", None)
         request_bytes = len(body) if isinstance(body, (bytes, bytearray, str)) else None
     return ProviderError(
-        f"bedrock: {transport or 'error'} {name}: {_short(str(exc) or name)}", provider="bedrock",
-        original=exc, status=exchange.status if in_stream else None,
+        f"bedrock: {transport or 'error'} {name}: {_short(str(exc) or name)}",
+        provider="bedrock",
+        original=exc,
+        status=exchange.status if in_stream else None,
         headers=exchange.response_headers if in_stream else {},
-        body=exchange.error_body, request_bytes=request_bytes, error_type=name,
-        transport=transport or ("stream-error" if in_stream else None))
+        body=exchange.error_body,
+        request_bytes=request_bytes,
+        error_type=name,
+        transport=transport or ("stream-error" if in_stream else None),
+    )
 
 
 def _short(text: str, limit: int = 300) -> str:
@@ -538,7 +632,9 @@ class BedrockEvents(StreamParser):
             if tool:
                 self.tools[index_field(data, "contentBlockIndex")] = {
                     "id": text_field(tool, "toolUseId") or f"tooluse_{uuid.uuid4().hex[:20]}",
-                    "name": text_field(tool, "name"), "json": []}
+                    "name": text_field(tool, "name"),
+                    "json": [],
+                }
             return []
         if "contentBlockStop" in event:
             tool = self.tools.pop(index_field(event["contentBlockStop"], "contentBlockIndex"), None)
@@ -567,8 +663,15 @@ class BedrockEvents(StreamParser):
         if self.usage:
             cache_read = self.usage.get("cacheReadInputTokens", 0)
             cache_write = self.usage.get("cacheWriteInputTokens", 0)
-            events.append(UsageChunk(Usage(input_tokens=self.usage.get("inputTokens", 0) + cache_read + cache_write,
-                                           output_tokens=self.usage.get("outputTokens", 0),
-                                           cache_read_tokens=cache_read, cache_write_tokens=cache_write)))
+            events.append(
+                UsageChunk(
+                    Usage(
+                        input_tokens=self.usage.get("inputTokens", 0) + cache_read + cache_write,
+                        output_tokens=self.usage.get("outputTokens", 0),
+                        cache_read_tokens=cache_read,
+                        cache_write_tokens=cache_write,
+                    )
+                )
+            )
         events.append(StopChunk(_STOP_REASONS.get(self.stop_reason, "other"), raw=self.stop_reason))
         return events

@@ -114,7 +114,7 @@ def normalise(provider: str, model: str) -> str:
         name = _BEDROCK_PROFILE.sub("", name)
         name = _BEDROCK_VERSION.sub("", name)
         if name.startswith("anthropic."):
-            name = name[len("anthropic."):]
+            name = name[len("anthropic.") :]
     return name
 
 
@@ -122,7 +122,7 @@ def _lookup(table: dict[str, tuple[int, int]], name: str) -> tuple[int, int] | N
     best = ""
     for prefix in table:
         if name.startswith(prefix) and len(prefix) > len(best):
-            boundary = name[len(prefix):len(prefix) + 1]
+            boundary = name[len(prefix) : len(prefix) + 1]
             if boundary in ("", "-", ".", ":", "@", "_"):
                 best = prefix
     return table[best] if best else None

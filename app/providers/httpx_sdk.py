@@ -48,8 +48,9 @@ class HttpxSdkProvider(Provider):
     def _parser(self, exchange: Exchange) -> StreamParser:
         raise NotImplementedError
 
-    def _from_body(self, text: str, content_type: str | None, parser: StreamParser,
-                   exchange: Exchange) -> list[StreamEvent]:
+    def _from_body(
+        self, text: str, content_type: str | None, parser: StreamParser, exchange: Exchange
+    ) -> list[StreamEvent]:
         raise NotImplementedError
 
     # -- the client ------------------------------------------------------------------------------------
@@ -72,7 +73,9 @@ class HttpxSdkProvider(Provider):
         """The client for one request (counted as in use until `_release`)."""
         try:
             if self.sdk_module and self.sdk_module not in sys.modules:
-                await asyncio.to_thread(importlib.import_module, self.sdk_module)  # never block the loop on it
+                await asyncio.to_thread(
+                    importlib.import_module, self.sdk_module
+                )  # never block the loop on it
             client = self._client_for_loop()
         except Exception as exc:  # noqa: BLE001 - e.g. no credentials: still provider-origin
             raise wrap_unknown(self.kind, exc, exchange, in_stream=False) from exc
@@ -98,7 +101,9 @@ class HttpxSdkProvider(Provider):
         if client is not None:
             self._retired.append(client)
 
-    async def _call(self, exchange: Exchange, call: Callable[[Any], Awaitable[Any]], *, client: Any = None) -> Any:
+    async def _call(
+        self, exchange: Exchange, call: Callable[[Any], Awaitable[Any]], *, client: Any = None
+    ) -> Any:
         """Run one SDK call with the exchange hooks recording it; every failure is a ProviderError."""
         own = client is None
         if own:
@@ -119,8 +124,9 @@ class HttpxSdkProvider(Provider):
         exchange = Exchange()
         result = await self._call(exchange, call)
         if isinstance(result, str):  # what the SDK makes of a 200 that is not JSON
-            raise unexpected_200(self.kind, result, exchange,
-                                 content_type=exchange.response_headers.get("content-type"))
+            raise unexpected_200(
+                self.kind, result, exchange, content_type=exchange.response_headers.get("content-type")
+            )
         return ProbeReply(exchange.status or 200, exchange.actual_bytes)
 
     # -- streaming -------------------------------------------------------------------------------------
@@ -129,7 +135,9 @@ class HttpxSdkProvider(Provider):
         client = None
         try:
             client = await self._acquire(exchange)
-            async with aclosing(self._stream(client, exchange, request)) as events:  # closed before the release
+            async with aclosing(
+                self._stream(client, exchange, request)
+            ) as events:  # closed before the release
                 async for event in events:
                     yield event
         except ProviderError:
@@ -141,7 +149,9 @@ class HttpxSdkProvider(Provider):
             else:
                 exchange.apply(request)
 
-    async def _stream(self, client: Any, exchange: Exchange, request: Request) -> AsyncGenerator[StreamEvent, None]:
+    async def _stream(
+        self, client: Any, exchange: Exchange, request: Request
+    ) -> AsyncGenerator[StreamEvent, None]:
         try:
             result = await self._call(exchange, lambda c: self._create(c, request), client=client)
         finally:
@@ -157,8 +167,9 @@ class HttpxSdkProvider(Provider):
                 yield event
             return
         if response is None:
-            raise wrap_unknown(self.kind, TypeError(f"unexpected result {type(result).__name__}"), exchange,
-                               in_stream=False)
+            raise wrap_unknown(
+                self.kind, TypeError(f"unexpected result {type(result).__name__}"), exchange, in_stream=False
+            )
         content_type = response.headers.get("content-type", "")
         if "event-stream" not in content_type.lower():
             try:
@@ -167,7 +178,9 @@ class HttpxSdkProvider(Provider):
                 raise sdk_error(self.kind, exc, exchange, in_stream=True, type_attrs=self.type_attrs) from exc
             finally:
                 await close_quietly(result)
-            for event in self._from_body(raw.decode("utf-8", errors="replace"), content_type, parser, exchange):
+            for event in self._from_body(
+                raw.decode("utf-8", errors="replace"), content_type, parser, exchange
+            ):
                 yield event
             return
         try:

@@ -44,5 +44,12 @@ def choice_for(route: Route, listed: ListedModel) -> ModelChoice:
         window = route.context_window or window
         output = route.max_output_tokens or output
         source = "route"
-    return ModelChoice(route=route.name, model=listed.id, name=listed.name, window=window, max_output=output,
-                       limits_from=source, note=listed.note)
+    return ModelChoice(
+        route=route.name,
+        model=listed.id,
+        name=listed.name,
+        window=window,
+        max_output=output,
+        limits_from=source,
+        note=listed.note,
+    )

@@ -73,8 +73,21 @@ LOCAL_PLACEHOLDER_KEY = "sk-no-key-required"
 TOOL_ERROR_LINE = "ERROR: the tool call failed.\n"
 _AZURE_SUFFIXES = (".openai.azure.com", ".cognitiveservices.azure.com", ".services.ai.azure.com")
 _STOP_REASONS = {"stop": "end", "length": "max_tokens", "tool_calls": "tool_use", "function_call": "tool_use"}
-_SDK_ARGUMENTS = frozenset({"model", "stream", "messages", "max_completion_tokens", "max_tokens",
-                            "stream_options", "tools", "tool_choice", "temperature", "stop", "user"})
+_SDK_ARGUMENTS = frozenset(
+    {
+        "model",
+        "stream",
+        "messages",
+        "max_completion_tokens",
+        "max_tokens",
+        "stream_options",
+        "tools",
+        "tool_choice",
+        "temperature",
+        "stop",
+        "user",
+    }
+)
 _TYPE_ATTRS = ("code", "type")
 
 
@@ -98,8 +111,10 @@ def _user_content(texts: list[str], images: list[Image]) -> str | list[dict[str,
     if not images and len(texts) == 1:
         return texts[0]
     content: list[dict[str, Any]] = [{"type": "text", "text": text} for text in texts]
-    content += [{"type": "image_url", "image_url": {"url": f"data:{image.media_type};base64,{image.data}"}}
-                for image in images]
+    content += [
+        {"type": "image_url", "image_url": {"url": f"data:{image.media_type};base64,{image.data}"}}
+        for image in images
+    ]
     return content
 
 
@@ -125,8 +140,16 @@ def translate(message: Message) -> _Piece:
                 texts.append(f"[tool result]\n{_result_content(part)}")
         elif isinstance(part, ToolCall):
             if message.role == "assistant":
-                calls.append({"id": part.id, "type": "function", "function": {
-                    "name": part.name, "arguments": json.dumps(dict(part.args), ensure_ascii=False)}})
+                calls.append(
+                    {
+                        "id": part.id,
+                        "type": "function",
+                        "function": {
+                            "name": part.name,
+                            "arguments": json.dumps(dict(part.args), ensure_ascii=False),
+                        },
+                    }
+                )
             else:
                 texts.append(_call_text(part))
     if message.role == "system":
@@ -205,14 +228,30 @@ class OpenAIProvider(HttpxSdkProvider):
 
     def _tools(self, tools: Sequence[ToolSpec]) -> tuple[list[dict[str, Any]], int]:
         def make() -> tuple[list[dict[str, Any]], int]:
-            wire = [{"type": "function", "function": {"name": t.name, "description": t.description,
-                                                      "parameters": dict(t.input_schema)}} for t in tools]
+            wire = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": dict(t.input_schema),
+                    },
+                }
+                for t in tools
+            ]
             return wire, compact_len(wire)
 
         return self._tools_slot.get(tuple(tools), make)
 
-    def build(self, view: Sequence[Message], system: str, tools: Sequence[ToolSpec], *,
-              max_tokens: int, purpose: RequestPurpose = "chat") -> Request:
+    def build(
+        self,
+        view: Sequence[Message],
+        system: str,
+        tools: Sequence[ToolSpec],
+        *,
+        max_tokens: int,
+        purpose: RequestPurpose = "chat",
+    ) -> Request:
         messages: list[dict[str, Any]] = []
         sizes: list[int] = []
         if system:
@@ -223,15 +262,28 @@ class OpenAIProvider(HttpxSdkProvider):
             piece = self._pieces.get(item.id, partial(translate, item))
             messages.extend(piece.messages)
             sizes.extend(piece.sizes)
-        body: dict[str, Any] = {"model": self.route.model, "stream": True, "messages": messages,
-                                self.max_tokens_field: max_tokens, "stream_options": {"include_usage": True}}
+        body: dict[str, Any] = {
+            "model": self.route.model,
+            "stream": True,
+            "messages": messages,
+            self.max_tokens_field: max_tokens,
+            "stream_options": {"include_usage": True},
+        }
         known = {"messages": list_len(sizes, 1)}
         if tools:
             body["tools"], known["tools"] = self._tools(tools)
         predicted = body_len(body, known, compact_len)
-        return Request(provider=self.kind, route=self.route.name, model=self.route.model, url=self._url(),
-                       body=body, predicted_bytes=predicted, max_tokens=max_tokens, purpose=purpose,
-                       message_count=len(view))
+        return Request(
+            provider=self.kind,
+            route=self.route.name,
+            model=self.route.model,
+            url=self._url(),
+            body=body,
+            predicted_bytes=predicted,
+            max_tokens=max_tokens,
+            purpose=purpose,
+            message_count=len(view),
+        )
 
     # -- the client ---------------------------------------------------------------------------
     def _resolve_key(self) -> str | None:
@@ -251,23 +303,36 @@ class OpenAIProvider(HttpxSdkProvider):
         key = self._resolve_key()
         timeout = openai.Timeout(self.settings.request_timeout, connect=self.settings.connect_timeout)
         http_client = openai.DefaultAsyncHttpxClient(
-            timeout=timeout, verify=httpx_verify(self.route, self.settings),
-            event_hooks={"request": [httpx_request_hook], "response": [httpx_response_hook]})
+            timeout=timeout,
+            verify=httpx_verify(self.route, self.settings),
+            event_hooks={"request": [httpx_request_hook], "response": [httpx_response_hook]},
+        )
         headers = {"api-key": key} if self.is_azure and key else None
-        return openai.AsyncOpenAI(api_key=key, base_url=self._base_url(), max_retries=0, timeout=timeout,
-                                  http_client=http_client, default_headers=headers)
+        return openai.AsyncOpenAI(
+            api_key=key,
+            base_url=self._base_url(),
+            max_retries=0,
+            timeout=timeout,
+            http_client=http_client,
+            default_headers=headers,
+        )
 
     # -- probing --------------------------------------------------------------------------------
-    probe_method = ("a completion with max_tokens 0: Chat Completions has no free counting endpoint, and the "
-                    "provider refuses max_tokens 0 with a 400 before running the model — so a probe that gets "
-                    "past the gateway costs nothing")
+    probe_method = (
+        "a completion with max_tokens 0: Chat Completions has no free counting endpoint, and the "
+        "provider refuses max_tokens 0 with a 400 before running the model — so a probe that gets "
+        "past the gateway costs nothing"
+    )
 
     async def probe(self, size: int) -> ProbeReply:
         field = self.max_tokens_field
         envelope = {"messages": [{"role": "user", "content": ""}], "model": self.route.model, field: 0}
         filler = "x" * max(1, size - compact_len(envelope))
-        return await self._probe_call(lambda client: client.chat.completions.create(
-            model=self.route.model, messages=[{"role": "user", "content": filler}], **{field: 0}))
+        return await self._probe_call(
+            lambda client: client.chat.completions.create(
+                model=self.route.model, messages=[{"role": "user", "content": filler}], **{field: 0}
+            )
+        )
 
     # -- the model list ------------------------------------------------------------------------
     async def list_models(self) -> list[ListedModel]:
@@ -279,8 +344,14 @@ class OpenAIProvider(HttpxSdkProvider):
             async for model in client.models.list():
                 extra = getattr(model, "model_extra", None) or {}
                 window = extra.get("max_model_len") or extra.get("context_length")
-                listed.append(ListedModel(model.id, "", int(window) if isinstance(window, int) and window > 0
-                                          else None, str(getattr(model, "owned_by", "") or "")))
+                listed.append(
+                    ListedModel(
+                        model.id,
+                        "",
+                        int(window) if isinstance(window, int) and window > 0 else None,
+                        str(getattr(model, "owned_by", "") or ""),
+                    )
+                )
             return listed
 
         return await self._call(Exchange(), call)
@@ -299,8 +370,9 @@ class OpenAIProvider(HttpxSdkProvider):
     def _parser(self, exchange: Exchange) -> OpenAIEvents:
         return OpenAIEvents(self.kind, exchange)
 
-    def _from_body(self, text: str, content_type: str | None, parser: StreamParser,
-                   exchange: Exchange) -> list[StreamEvent]:
+    def _from_body(
+        self, text: str, content_type: str | None, parser: StreamParser, exchange: Exchange
+    ) -> list[StreamEvent]:
         """A 200 that is not an SSE stream: an HTML page, a JSON error, a whole completion from a
         server that ignored `stream`, or SSE with the wrong content type."""
         if looks_like_html(text, content_type):
@@ -337,8 +409,13 @@ def completion_as_chunk(completion: dict[str, Any]) -> dict[str, Any]:
     for choice in completion.get("choices") or []:
         message = choice.get("message") or {}
         calls = [{**call, "index": i} for i, call in enumerate(message.get("tool_calls") or [])]
-        choices.append({"index": choice.get("index", 0), "finish_reason": choice.get("finish_reason"),
-                        "delta": {"content": message.get("content"), "tool_calls": calls or None}})
+        choices.append(
+            {
+                "index": choice.get("index", 0),
+                "finish_reason": choice.get("finish_reason"),
+                "delta": {"content": message.get("content"), "tool_calls": calls or None},
+            }
+        )
     return {"choices": choices, "usage": completion.get("usage")}
 
 
@@ -357,17 +434,27 @@ class OpenAIEvents(StreamParser):
             error_type = get(error, "code") or get(error, "type") or "error"
             message = get(error, "message") or str(error_type)
             raise ProviderError(
-                f"{self.provider}: stream error {error_type}: {message}", provider=self.provider,
-                status=self.exchange.status, headers=self.exchange.response_headers,
-                body=json.dumps({"error": error} if isinstance(error, dict) else {"error": str(error)},
-                                ensure_ascii=False, default=str),
-                request_bytes=self.exchange.actual_bytes, error_type=str(error_type), transport="stream-error")
+                f"{self.provider}: stream error {error_type}: {message}",
+                provider=self.provider,
+                status=self.exchange.status,
+                headers=self.exchange.response_headers,
+                body=json.dumps(
+                    {"error": error} if isinstance(error, dict) else {"error": str(error)},
+                    ensure_ascii=False,
+                    default=str,
+                ),
+                request_bytes=self.exchange.actual_bytes,
+                error_type=str(error_type),
+                transport="stream-error",
+            )
         usage = get(chunk, "usage")
         if usage:
             cached = count_field(get(usage, "prompt_tokens_details"), "cached_tokens") or 0
-            self.usage = Usage(input_tokens=count_field(usage, "prompt_tokens") or 0,
-                               output_tokens=count_field(usage, "completion_tokens") or 0,
-                               cache_read_tokens=cached)
+            self.usage = Usage(
+                input_tokens=count_field(usage, "prompt_tokens") or 0,
+                output_tokens=count_field(usage, "completion_tokens") or 0,
+                cache_read_tokens=cached,
+            )
         events: list[StreamEvent] = []
         for choice in list_field(chunk, "choices"):
             if index_field(choice, "index") != 0:
@@ -402,8 +489,13 @@ class OpenAIEvents(StreamParser):
         events: list[StreamEvent] = []
         for index in sorted(self.calls):
             call = self.calls[index]
-            events.append(ToolCallChunk(call["id"] or f"call_{uuid.uuid4().hex[:24]}", call["name"],
-                                        parse_arguments("".join(call["arguments"]))))
+            events.append(
+                ToolCallChunk(
+                    call["id"] or f"call_{uuid.uuid4().hex[:24]}",
+                    call["name"],
+                    parse_arguments("".join(call["arguments"])),
+                )
+            )
         self.calls.clear()
         if self.usage is not None:
             events.append(UsageChunk(self.usage))

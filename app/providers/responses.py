@@ -85,9 +85,26 @@ API = "openai-responses"  # Native.api of the items this wire replays
 INCLUDE = ["reasoning.encrypted_content"]
 REPLAYED = ("reasoning", "compaction")  # output items kept in the answer and sent back verbatim
 SUMMARY_HEADER = COMPACTION_SUMMARY_HEADER
-_SDK_ARGUMENTS = frozenset({"model", "input", "instructions", "max_output_tokens", "stream", "store", "include",
-                            "tools", "tool_choice", "context_management", "temperature", "reasoning",
-                            "parallel_tool_calls", "metadata", "truncation", "user"})
+_SDK_ARGUMENTS = frozenset(
+    {
+        "model",
+        "input",
+        "instructions",
+        "max_output_tokens",
+        "stream",
+        "store",
+        "include",
+        "tools",
+        "tool_choice",
+        "context_management",
+        "temperature",
+        "reasoning",
+        "parallel_tool_calls",
+        "metadata",
+        "truncation",
+        "user",
+    }
+)
 _INCOMPLETE = {"max_output_tokens": "max_tokens"}
 
 
@@ -101,8 +118,10 @@ def _user_content(texts: list[str], images: list[Image]) -> str | list[dict[str,
     if not images and len(texts) == 1:
         return texts[0]
     content: list[dict[str, Any]] = [{"type": "input_text", "text": text} for text in texts]
-    content += [{"type": "input_image", "image_url": f"data:{image.media_type};base64,{image.data}"}
-                for image in images]
+    content += [
+        {"type": "input_image", "image_url": f"data:{image.media_type};base64,{image.data}"}
+        for image in images
+    ]
     return content
 
 
@@ -136,8 +155,9 @@ def translate(message: Message) -> _Piece:
         elif isinstance(part, ToolCall):
             arguments = json.dumps(dict(part.args), ensure_ascii=False)
             if message.role == "assistant":
-                calls.append({"type": "function_call", "call_id": part.id, "name": part.name,
-                              "arguments": arguments})
+                calls.append(
+                    {"type": "function_call", "call_id": part.id, "name": part.name, "arguments": arguments}
+                )
             else:
                 texts.append(f"[tool call {part.name} {arguments}]")
     if message.role == "system":
@@ -158,8 +178,10 @@ def translate(message: Message) -> _Piece:
 class ResponsesProvider(OpenAIProvider):
     """`provider = "openai"` through the Responses API (the client, keys and Azure handling are shared)."""
 
-    native_compaction = ("OpenAI Responses server-side compaction (context_management compact_threshold) "
-                         "and POST /responses/compact")
+    native_compaction = (
+        "OpenAI Responses server-side compaction (context_management compact_threshold) "
+        "and POST /responses/compact"
+    )
 
     def __init__(self, route: Route, settings: Settings, api_key: str | None = None) -> None:
         super().__init__(route, settings, api_key)
@@ -175,8 +197,16 @@ class ResponsesProvider(OpenAIProvider):
 
     def _tools(self, tools: Sequence[ToolSpec]) -> tuple[list[dict[str, Any]], int]:
         def make() -> tuple[list[dict[str, Any]], int]:
-            wire = [{"type": "function", "name": t.name, "description": t.description,
-                     "parameters": dict(t.input_schema), "strict": False} for t in tools]
+            wire = [
+                {
+                    "type": "function",
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": dict(t.input_schema),
+                    "strict": False,
+                }
+                for t in tools
+            ]
             return wire, compact_len(wire)
 
         return self._tools_slot.get(tuple(tools), make)
@@ -190,8 +220,15 @@ class ResponsesProvider(OpenAIProvider):
             sizes.extend(piece.sizes)
         return items, sizes
 
-    def build(self, view: Sequence[Message], system: str, tools: Sequence[ToolSpec], *,
-              max_tokens: int, purpose: RequestPurpose = "chat") -> Request:
+    def build(
+        self,
+        view: Sequence[Message],
+        system: str,
+        tools: Sequence[ToolSpec],
+        *,
+        max_tokens: int,
+        purpose: RequestPurpose = "chat",
+    ) -> Request:
         items, sizes = self._input(view)
         body: dict[str, Any] = {"model": self.route.model, "input": items}
         if system:
@@ -201,23 +238,45 @@ class ResponsesProvider(OpenAIProvider):
         if tools:
             body["tools"], known["tools"] = self._tools(tools)
         if self.settings.context_engine == "provider" and purpose == "chat" and self.compact_threshold:
-            body["context_management"] = [{"type": "compaction", "compact_threshold": int(self.compact_threshold)}]
+            body["context_management"] = [
+                {"type": "compaction", "compact_threshold": int(self.compact_threshold)}
+            ]
         predicted = body_len(body, known, compact_len)
-        return Request(provider=self.kind, route=self.route.name, model=self.route.model, url=self._url(),
-                       body=body, predicted_bytes=predicted, max_tokens=max_tokens, purpose=purpose,
-                       message_count=len(view))
+        return Request(
+            provider=self.kind,
+            route=self.route.name,
+            model=self.route.model,
+            url=self._url(),
+            body=body,
+            predicted_bytes=predicted,
+            max_tokens=max_tokens,
+            purpose=purpose,
+            message_count=len(view),
+        )
 
     # -- probing --------------------------------------------------------------------------------
-    probe_method = ("a response with max_output_tokens 0: the Responses API has no free counting endpoint, and it "
-                    "refuses max_output_tokens below 16 with a 400 before running the model — so a probe that gets "
-                    "past the gateway costs nothing")
+    probe_method = (
+        "a response with max_output_tokens 0: the Responses API has no free counting endpoint, and it "
+        "refuses max_output_tokens below 16 with a 400 before running the model — so a probe that gets "
+        "past the gateway costs nothing"
+    )
 
     async def probe(self, size: int) -> ProbeReply:
-        envelope = {"model": self.route.model, "input": [{"role": "user", "content": ""}], "max_output_tokens": 0,
-                    "store": False}
+        envelope = {
+            "model": self.route.model,
+            "input": [{"role": "user", "content": ""}],
+            "max_output_tokens": 0,
+            "store": False,
+        }
         filler = "x" * max(1, size - compact_len(envelope))
-        return await self._probe_call(lambda client: client.responses.create(
-            model=self.route.model, input=[{"role": "user", "content": filler}], max_output_tokens=0, store=False))
+        return await self._probe_call(
+            lambda client: client.responses.create(
+                model=self.route.model,
+                input=[{"role": "user", "content": filler}],
+                max_output_tokens=0,
+                store=False,
+            )
+        )
 
     # -- streaming ----------------------------------------------------------------------------
     def _call_arguments(self, request: Request) -> dict[str, Any]:
@@ -233,8 +292,9 @@ class ResponsesProvider(OpenAIProvider):
     def _parser(self, exchange: Exchange) -> ResponsesEvents:
         return ResponsesEvents(self.kind, exchange)
 
-    def _from_body(self, text: str, content_type: str | None, parser: StreamParser,
-                   exchange: Exchange) -> list[StreamEvent]:
+    def _from_body(
+        self, text: str, content_type: str | None, parser: StreamParser, exchange: Exchange
+    ) -> list[StreamEvent]:
         """A 200 that is not an SSE stream: an HTML page, a JSON error, a whole response object from a
         server that ignored `stream`, or SSE with the wrong content type."""
         if looks_like_html(text, content_type):
@@ -246,8 +306,13 @@ class ResponsesProvider(OpenAIProvider):
         events: list[StreamEvent] = []
         if isinstance(data, dict) and data.get("error") and data.get("object") != "response":
             error = data["error"]
-            parser.feed({"type": "error", "code": get(error, "code") or get(error, "type"),
-                         "message": get(error, "message")})  # raises
+            parser.feed(
+                {
+                    "type": "error",
+                    "code": get(error, "code") or get(error, "type"),
+                    "message": get(error, "message"),
+                }
+            )  # raises
         if isinstance(data, dict) and data.get("object") == "response":
             for event in response_events(data):
                 events.extend(parser.feed(event))
@@ -264,24 +329,41 @@ class ResponsesProvider(OpenAIProvider):
         return events + parser.finish()
 
     # -- native compaction ------------------------------------------------------------------------
-    def build_compaction(self, view: Sequence[Message], system: str, tools: Sequence[ToolSpec], *,
-                         instructions: str | None = None) -> Request:
+    def build_compaction(
+        self,
+        view: Sequence[Message],
+        system: str,
+        tools: Sequence[ToolSpec],
+        *,
+        instructions: str | None = None,
+    ) -> Request:
         """`POST /responses/compact` (instructions, when given, replace the system prompt's for it)."""
         items, sizes = self._input(view)
         body: dict[str, Any] = {"model": self.route.model, "input": items}
         if instructions or system:
-            body["instructions"] = f"{system}\n\n{instructions}" if system and instructions else (instructions or system)
+            body["instructions"] = (
+                f"{system}\n\n{instructions}" if system and instructions else (instructions or system)
+            )
         predicted = body_len(body, {"input": list_len(sizes, 1)}, compact_len)
-        return Request(provider=self.kind, route=self.route.name, model=self.route.model,
-                       url=self._base_url().rstrip("/") + "/responses/compact", body=body, predicted_bytes=predicted,
-                       max_tokens=0, purpose="compact", message_count=len(view))
+        return Request(
+            provider=self.kind,
+            route=self.route.name,
+            model=self.route.model,
+            url=self._base_url().rstrip("/") + "/responses/compact",
+            body=body,
+            predicted_bytes=predicted,
+            max_tokens=0,
+            purpose="compact",
+            message_count=len(view),
+        )
 
     async def send_compaction(self, request: Request) -> tuple[list[NativeChunk], Usage | None]:
         """The window's user messages and one opaque compaction item come back; the item is kept."""
         exchange = Exchange()
         try:  # the raw body: the SDK types the window's user messages as output messages (they are input)
-            raw = await self._call(exchange, lambda client: client.responses.with_raw_response.compact(
-                **request.body))
+            raw = await self._call(
+                exchange, lambda client: client.responses.with_raw_response.compact(**request.body)
+            )
         finally:
             exchange.apply(request)
         text = raw.http_response.text
@@ -290,9 +372,14 @@ class ResponsesProvider(OpenAIProvider):
         except ValueError:
             data = None
         if not isinstance(data, dict):
-            raise unexpected_200(self.kind, text, exchange, content_type=exchange.response_headers.get("content-type"))
-        found = [NativeChunk(API, dict(item)) for item in data.get("output") or []
-                 if isinstance(item, dict) and item.get("type") == "compaction"]
+            raise unexpected_200(
+                self.kind, text, exchange, content_type=exchange.response_headers.get("content-type")
+            )
+        found = [
+            NativeChunk(API, dict(item))
+            for item in data.get("output") or []
+            if isinstance(item, dict) and item.get("type") == "compaction"
+        ]
         return found, _usage(data.get("usage"))
 
 
@@ -300,8 +387,11 @@ def _usage(usage: Any) -> Usage | None:
     if not usage:
         return None
     cached = count_field(get(usage, "input_tokens_details"), "cached_tokens") or 0
-    return Usage(input_tokens=count_field(usage, "input_tokens") or 0,
-                 output_tokens=count_field(usage, "output_tokens") or 0, cache_read_tokens=cached)
+    return Usage(
+        input_tokens=count_field(usage, "input_tokens") or 0,
+        output_tokens=count_field(usage, "output_tokens") or 0,
+        cache_read_tokens=cached,
+    )
 
 
 def _item_dict(item: Any) -> dict[str, Any]:
@@ -321,11 +411,14 @@ def response_events(response: dict[str, Any]) -> list[dict[str, Any]]:
         if item.get("type") == "message":
             for part in item.get("content") or []:
                 if isinstance(part, dict) and part.get("type") == "output_text" and part.get("text"):
-                    events.append({"type": "response.output_text.delta", "output_index": index,
-                                   "delta": part["text"]})
+                    events.append(
+                        {"type": "response.output_text.delta", "output_index": index, "delta": part["text"]}
+                    )
         events.append({"type": "response.output_item.done", "output_index": index, "item": item})
     status = response.get("status")
-    kind = {"incomplete": "response.incomplete", "failed": "response.failed"}.get(status, "response.completed")
+    kind = {"incomplete": "response.incomplete", "failed": "response.failed"}.get(
+        status, "response.completed"
+    )
     events.append({"type": kind, "response": response})
     return events
 
@@ -342,9 +435,15 @@ class ResponsesEvents(StreamParser):
 
     def _error(self, code: str, message: str, body: dict[str, Any]) -> ProviderError:
         return ProviderError(
-            f"{self.provider}: stream error {code}: {message}", provider=self.provider, status=self.exchange.status,
-            headers=self.exchange.response_headers, body=json.dumps(body, ensure_ascii=False, default=str),
-            request_bytes=self.exchange.actual_bytes, error_type=code, transport="stream-error")
+            f"{self.provider}: stream error {code}: {message}",
+            provider=self.provider,
+            status=self.exchange.status,
+            headers=self.exchange.response_headers,
+            body=json.dumps(body, ensure_ascii=False, default=str),
+            request_bytes=self.exchange.actual_bytes,
+            error_type=code,
+            transport="stream-error",
+        )
 
     def _finished(self, event: Any, status: str) -> None:
         response = get(event, "response")
@@ -364,7 +463,10 @@ class ResponsesEvents(StreamParser):
             item = get(event, "item")
             if get(item, "type") == "function_call":
                 self.calls[index_field(event, "output_index")] = {
-                    "call_id": text_field(item, "call_id"), "name": text_field(item, "name"), "arguments": []}
+                    "call_id": text_field(item, "call_id"),
+                    "name": text_field(item, "name"),
+                    "arguments": [],
+                }
             return []
         if kind == "response.function_call_arguments.delta":
             slot = self.calls.get(index_field(event, "output_index"))
@@ -401,8 +503,9 @@ class ResponsesEvents(StreamParser):
         if kind == "error":
             code = str(get(event, "code") or "error")
             message = str(get(event, "message") or code)
-            raise self._error(code, message, {"error": {"code": code, "message": message,
-                                                        "param": get(event, "param")}})
+            raise self._error(
+                code, message, {"error": {"code": code, "message": message, "param": get(event, "param")}}
+            )
         return []  # created, in_progress, content parts, reasoning summaries, compaction.compacting, …
 
     def _finish(self) -> list[StreamEvent]:
@@ -411,8 +514,13 @@ class ResponsesEvents(StreamParser):
         events: list[StreamEvent] = []
         for index in sorted(self.calls):
             call = self.calls[index]
-            events.append(ToolCallChunk(call["call_id"] or f"call_{uuid.uuid4().hex[:24]}", call["name"],
-                                        parse_arguments("".join(call["arguments"]))))
+            events.append(
+                ToolCallChunk(
+                    call["call_id"] or f"call_{uuid.uuid4().hex[:24]}",
+                    call["name"],
+                    parse_arguments("".join(call["arguments"])),
+                )
+            )
         if self.usage is not None:
             events.append(UsageChunk(self.usage))
         if self.status == "incomplete":
@@ -424,5 +532,3 @@ class ResponsesEvents(StreamParser):
             events.append(StopChunk("end", raw="completed"))
         self.calls.clear()
         return events
-
-

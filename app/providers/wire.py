@@ -41,6 +41,7 @@ def is_local_url(url: str | None) -> bool:
 
 # -- sizes --------------------------------------------------------------------------------------
 
+
 def compact_len(obj: Any) -> int:
     """Bytes of `obj` as the httpx-based SDKs send it (compact separators, raw UTF-8)."""
     return len(dumps(obj))
@@ -98,8 +99,11 @@ class OneSlot:
         self._value: Any = None
 
     def get(self, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
-        if self._key is not None and len(self._key) == len(key) and all(
-                a is b for a, b in zip(self._key, key, strict=True)):
+        if (
+            self._key is not None
+            and len(self._key) == len(key)
+            and all(a is b for a, b in zip(self._key, key, strict=True))
+        ):
             return self._value
         self._value = make()
         self._key = key
@@ -122,8 +126,9 @@ class Turn:
         self._rest: list[dict[str, Any]] = []
         self._rest_sizes: list[int] = []
 
-    def add(self, blocks: Sequence[dict[str, Any]], sizes: Sequence[int],
-            leads: Callable[[dict[str, Any]], bool]) -> None:
+    def add(
+        self, blocks: Sequence[dict[str, Any]], sizes: Sequence[int], leads: Callable[[dict[str, Any]], bool]
+    ) -> None:
         for block, size in zip(blocks, sizes, strict=True):
             if leads(block):
                 self._lead.append(block)
@@ -138,6 +143,7 @@ class Turn:
 
 
 # -- the exchange: what crossed the wire ---------------------------------------------------------
+
 
 @dataclass
 class Exchange:
@@ -176,14 +182,19 @@ class Exchange:
 
 
 CURRENT_EXCHANGE: contextvars.ContextVar[Exchange | None] = contextvars.ContextVar(
-    "bulkhead_exchange", default=None)
+    "bulkhead_exchange", default=None
+)
 
 
 def header_block_bytes(headers: Mapping[Any, Any] | Sequence[Any] | None) -> int | None:
     """Bytes of a request's header lines as HTTP/1.1 sends them (`Name: value` + CRLF each)."""
     if not headers:
         return None
-    items = headers.raw if hasattr(headers, "raw") else (headers.items() if hasattr(headers, "items") else headers)
+    items = (
+        headers.raw
+        if hasattr(headers, "raw")
+        else (headers.items() if hasattr(headers, "items") else headers)
+    )
     total = 0
     try:
         for key, value in items:
@@ -259,7 +270,7 @@ def _done_tap_class(stream_type: type) -> type | None:
                     window = self._tail + bytes(chunk)
                     if _DONE_MARK in window:
                         self._exchange.saw_done = True
-                    self._tail = window[-len(_DONE_MARK):]
+                    self._tail = window[-len(_DONE_MARK) :]
                 yield chunk
 
         async def aclose(self) -> None:
@@ -278,20 +289,49 @@ def _content_length(headers: Any) -> int | None:
 
 # -- errors -------------------------------------------------------------------------------------
 
-_TIMEOUT_NAMES = frozenset({"APITimeoutError", "TimeoutException", "ReadTimeout", "WriteTimeout",
-                            "ConnectTimeout", "PoolTimeout", "ReadTimeoutError", "ConnectTimeoutError",
-                            "TimeoutError"})
-_CONNECTION_NAMES = frozenset({
-    "APIConnectionError", "TransportError", "NetworkError", "ProtocolError", "RemoteProtocolError",
-    "LocalProtocolError", "ReadError", "WriteError", "ConnectError", "CloseError",
-    "ConnectionClosedError", "EndpointConnectionError", "ConnectionError", "ConnectionResetError",
-    "BrokenPipeError", "ConnectionAbortedError", "ConnectionRefusedError", "IncompleteRead",
-    "RemoteDisconnected", "ResponseStreamingError", "IncompleteStreamError", "HTTPClientError",
-})
+_TIMEOUT_NAMES = frozenset(
+    {
+        "APITimeoutError",
+        "TimeoutException",
+        "ReadTimeout",
+        "WriteTimeout",
+        "ConnectTimeout",
+        "PoolTimeout",
+        "ReadTimeoutError",
+        "ConnectTimeoutError",
+        "TimeoutError",
+    }
+)
+_CONNECTION_NAMES = frozenset(
+    {
+        "APIConnectionError",
+        "TransportError",
+        "NetworkError",
+        "ProtocolError",
+        "RemoteProtocolError",
+        "LocalProtocolError",
+        "ReadError",
+        "WriteError",
+        "ConnectError",
+        "CloseError",
+        "ConnectionClosedError",
+        "EndpointConnectionError",
+        "ConnectionError",
+        "ConnectionResetError",
+        "BrokenPipeError",
+        "ConnectionAbortedError",
+        "ConnectionRefusedError",
+        "IncompleteRead",
+        "RemoteDisconnected",
+        "ResponseStreamingError",
+        "IncompleteStreamError",
+        "HTTPClientError",
+    }
+)
 
 
 def transport_kind(exc: BaseException) -> str | None:
-    """"timeout" or "connection" for transport failures (by class names along the MRO)."""
+    """ "timeout" or "connection" for transport failures (by class names along the MRO)."""
     names = {cls.__name__ for cls in type(exc).__mro__}
     if names & _TIMEOUT_NAMES:
         return "timeout"
@@ -316,8 +356,14 @@ def _body_text(body: Any) -> str | None:
         return str(body)[:ERROR_BODY_LIMIT]
 
 
-def sdk_error(provider: str, exc: BaseException, exchange: Exchange, *, in_stream: bool,
-              type_attrs: tuple[str, ...] = ("type",)) -> ProviderError:
+def sdk_error(
+    provider: str,
+    exc: BaseException,
+    exchange: Exchange,
+    *,
+    in_stream: bool,
+    type_attrs: tuple[str, ...] = ("type",),
+) -> ProviderError:
     """A ProviderError for anything the anthropic/openai SDKs (or their transport) raised."""
     name = type(exc).__name__
     response = getattr(exc, "response", None)
@@ -358,44 +404,79 @@ def sdk_error(provider: str, exc: BaseException, exchange: Exchange, *, in_strea
     if body and looks_like_html(body) and str(exc).strip() == body.strip():
         detail = "HTML page" + (f" ({_html_title(body)})" if _html_title(body) else "")
     return ProviderError(
-        f"{provider}: {where} {error_type}: {detail}", provider=provider, original=exc,
-        status=status, headers=headers, body=body, request_bytes=request_bytes,
-        retry_after=parse_retry_after(headers), error_type=error_type, transport=transport,
-        request_header_bytes=exchange.request_header_bytes)
+        f"{provider}: {where} {error_type}: {detail}",
+        provider=provider,
+        original=exc,
+        status=status,
+        headers=headers,
+        body=body,
+        request_bytes=request_bytes,
+        retry_after=parse_retry_after(headers),
+        error_type=error_type,
+        transport=transport,
+        request_header_bytes=exchange.request_header_bytes,
+    )
 
 
-def unexpected_200(provider: str, body: str, exchange: Exchange, *, original: BaseException | None = None,
-                   content_type: str | None = None) -> ProviderError:
+def unexpected_200(
+    provider: str,
+    body: str,
+    exchange: Exchange,
+    *,
+    original: BaseException | None = None,
+    content_type: str | None = None,
+) -> ProviderError:
     """A 200 whose body is not the stream we asked for: an HTML page (captive portal, block page)
     or anything else a middlebox answered with."""
     html = looks_like_html(body, content_type)
     transport = "html-200" if html else "non-sse-200"
-    what = "an HTML page" + (f" ({_html_title(body)})" if html and _html_title(body) else "") \
-        if html else f"a non-stream body ({content_type or 'no content type'})"
+    what = (
+        "an HTML page" + (f" ({_html_title(body)})" if html and _html_title(body) else "")
+        if html
+        else f"a non-stream body ({content_type or 'no content type'})"
+    )
     return ProviderError(
-        f"{provider}: HTTP 200 carried {what} instead of the API's stream", provider=provider,
-        original=original, status=exchange.status or 200, headers=exchange.response_headers,
-        body=body[:ERROR_BODY_LIMIT], request_bytes=exchange.actual_bytes,
+        f"{provider}: HTTP 200 carried {what} instead of the API's stream",
+        provider=provider,
+        original=original,
+        status=exchange.status or 200,
+        headers=exchange.response_headers,
+        body=body[:ERROR_BODY_LIMIT],
+        request_bytes=exchange.actual_bytes,
         retry_after=parse_retry_after(exchange.response_headers),
-        error_type="HTMLResponse" if html else "UnexpectedResponse", transport=transport)
+        error_type="HTMLResponse" if html else "UnexpectedResponse",
+        transport=transport,
+    )
 
 
 def wrap_unknown(provider: str, exc: BaseException, exchange: Exchange, *, in_stream: bool) -> ProviderError:
     """Anything else (a parser bug, a malformed event): still a ProviderError, with what we know."""
     transport = transport_kind(exc) or ("stream-error" if in_stream else None)
     return ProviderError(
-        f"{provider}: {type(exc).__name__}: {_short(str(exc))}", provider=provider, original=exc,
-        status=exchange.status, headers=exchange.response_headers, body=exchange.error_body,
-        request_bytes=exchange.actual_bytes, retry_after=parse_retry_after(exchange.response_headers),
-        error_type=type(exc).__name__, transport=transport)
+        f"{provider}: {type(exc).__name__}: {_short(str(exc))}",
+        provider=provider,
+        original=exc,
+        status=exchange.status,
+        headers=exchange.response_headers,
+        body=exchange.error_body,
+        request_bytes=exchange.actual_bytes,
+        retry_after=parse_retry_after(exchange.response_headers),
+        error_type=type(exc).__name__,
+        transport=transport,
+    )
 
 
 def incomplete_stream(provider: str, exchange: Exchange) -> ProviderError:
     """The stream ended cleanly but before the model said it had stopped: a cut connection."""
     return ProviderError(
-        f"{provider}: the response stream ended before the message was complete", provider=provider,
-        status=exchange.status, headers=exchange.response_headers, request_bytes=exchange.actual_bytes,
-        error_type="IncompleteStream", transport="connection")
+        f"{provider}: the response stream ended before the message was complete",
+        provider=provider,
+        status=exchange.status,
+        headers=exchange.response_headers,
+        request_bytes=exchange.actual_bytes,
+        error_type="IncompleteStream",
+        transport="connection",
+    )
 
 
 def _html_title(body: str) -> str:

@@ -66,19 +66,24 @@ def target_paths(name: str, args: Mapping[str, Any], workspace: Path) -> list[Pa
     return paths
 
 
-def outside_workspace(name: str, args: Mapping[str, Any], workspace: Path,
-                      extra_read_roots: Iterable[Path] = ()) -> list[Path]:
+def outside_workspace(
+    name: str, args: Mapping[str, Any], workspace: Path, extra_read_roots: Iterable[Path] = ()
+) -> list[Path]:
     """Paths of the call that resolve outside the workspace (empty when all are inside)."""
     root = _real(Path(workspace).expanduser())
     allowed = [root]
     if name in READ_TOOLS:
         allowed += [_real(Path(extra).expanduser()) for extra in extra_read_roots]
-    return [path for path in target_paths(name, args, workspace)
-            if not any(_inside(_real(path), base) for base in allowed)]
+    return [
+        path
+        for path in target_paths(name, args, workspace)
+        if not any(_inside(_real(path), base) for base in allowed)
+    ]
 
 
-def needs_approval(name: str, args: Mapping[str, Any], mode: str, workspace: Path, *,
-                   extra_read_roots: Iterable[Path] = ()) -> tuple[bool, str]:
+def needs_approval(
+    name: str, args: Mapping[str, Any], mode: str, workspace: Path, *, extra_read_roots: Iterable[Path] = ()
+) -> tuple[bool, str]:
     """(True, why) when the user must approve this call first; (False, why not) when it may run."""
     outside = outside_workspace(name, args, workspace, extra_read_roots)
     if outside:
@@ -108,8 +113,11 @@ def describe_call(name: str, args: Mapping[str, Any], workspace: Path, max_chars
         text = f"shell: {args.get('command', '')}"
     elif name == "write_file":
         content = args.get("content", "")
-        lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0) \
-            if isinstance(content, str) else 0
+        lines = (
+            content.count("\n") + (1 if content and not content.endswith("\n") else 0)
+            if isinstance(content, str)
+            else 0
+        )
         text = f"write_file {args.get('path', '')} ({lines} lines)"
     elif name == "edit_file":
         text = f"edit_file {args.get('path', '')}" + (" (replace all)" if args.get("replace_all") else "")
@@ -119,7 +127,7 @@ def describe_call(name: str, args: Mapping[str, Any], workspace: Path, max_chars
         shown = ", ".join(f"{key}={value!r}" for key, value in args.items())
         text = f"{name} {shown}"
     text = " ".join(text.split()) if name != "shell" else text.replace("\n", " ⏎ ")
-    return text if len(text) <= max_chars else text[:max_chars - 1] + "…"
+    return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
 
 
 def denied_outcome(name: str, reason: str = "", *, by: DeniedBy = "user") -> ToolOutcome:
@@ -132,13 +140,19 @@ def denied_outcome(name: str, reason: str = "", *, by: DeniedBy = "user") -> Too
     """
     detail = f": {reason}" if reason else ""
     if by == "no_terminal":
-        return error(f"Not run: this {name} call needs approval{detail}, and there is no terminal to ask for "
-                     f"approval; rerun with --yes to allow tools. Continue without it, or tell the user what "
-                     f"you would have run.")
+        return error(
+            f"Not run: this {name} call needs approval{detail}, and there is no terminal to ask for "
+            f"approval; rerun with --yes to allow tools. Continue without it, or tell the user what "
+            f"you would have run."
+        )
     if by == "hook":
         return error(f"Blocked by a PreToolUse hook; this {name} call was not run{detail}")
     if by == "rule":
-        return error(f"Denied by the user's permission settings; this {name} call was not run{detail}. "
-                     f"Do not retry it; choose another approach or ask the user.")
-    return error(f"The user denied this {name} call{detail}. It was not run. Do not retry it unchanged; "
-                 f"ask the user how to proceed or choose another approach.")
+        return error(
+            f"Denied by the user's permission settings; this {name} call was not run{detail}. "
+            f"Do not retry it; choose another approach or ask the user."
+        )
+    return error(
+        f"The user denied this {name} call{detail}. It was not run. Do not retry it unchanged; "
+        f"ask the user how to proceed or choose another approach."
+    )

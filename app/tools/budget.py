@@ -61,8 +61,10 @@ def spill_text(tool_name: str, text: str, session_folder: Path) -> Path:
 
 
 def spill_note(path: Path) -> str:
-    return (f"full output saved to {path} — read ranges of it with read_file (offset/limit) "
-            f"or grep it instead of repeating this call")
+    return (
+        f"full output saved to {path} — read ranges of it with read_file (offset/limit) "
+        f"or grep it instead of repeating this call"
+    )
 
 
 def _gap_overhead(text: str, note: str) -> int:

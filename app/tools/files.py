@@ -86,8 +86,10 @@ def looks_binary(sample: bytes) -> bool:
 
 
 def _binary_message(shown: str, size: int) -> str:
-    return (f"{shown} is a binary file ({size:,} bytes, {format_size(size)}); its content is not shown. "
-            f"Inspect it with shell (e.g. `file {shown}` or `xxd {shown} | head`).")
+    return (
+        f"{shown} is a binary file ({size:,} bytes, {format_size(size)}); its content is not shown. "
+        f"Inspect it with shell (e.g. `file {shown}` or `xxd {shown} | head`)."
+    )
 
 
 def _read_sample(path: Path, shown: str) -> bytes:
@@ -103,8 +105,11 @@ def _read_sample(path: Path, shown: str) -> bytes:
 def _require_regular_file(path: Path, shown: str, verb: str) -> os.stat_result:
     info = _stat(path, shown)
     if stat.S_ISDIR(info.st_mode):
-        raise ToolError(f"{shown} is a directory, not a file; use list_dir to see its entries"
-                        if verb == "read" else f"{shown} is a directory, not a file")
+        raise ToolError(
+            f"{shown} is a directory, not a file; use list_dir to see its entries"
+            if verb == "read"
+            else f"{shown} is a directory, not a file"
+        )
     if not stat.S_ISREG(info.st_mode):
         raise ToolError(f"{shown} is not a regular file (a device, socket or pipe); it cannot be {verb}")
     return info
@@ -155,7 +160,7 @@ def _decode_line(raw: bytes, length: int) -> tuple[str, bool, bool, bool]:
         body = body[:-1]
     cut = length > len(raw)
     if cut:  # the read stopped mid-line: drop a possibly split last character
-        body = body[:MAX_LINE_BYTES - 4]
+        body = body[: MAX_LINE_BYTES - 4]
     try:
         text = body.decode("utf-8")
         invalid = False
@@ -210,8 +215,10 @@ def _read_file(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
 
     total_lines = number
     if not out:
-        return error(f"{shown} has {total_lines:,} lines; offset {offset:,} is past the end. "
-                     f"Read from an offset between 1 and {total_lines:,}.")
+        return error(
+            f"{shown} has {total_lines:,} lines; offset {offset:,} is past the end. "
+            f"Read from an offset between 1 and {total_lines:,}."
+        )
     last_shown = offset + len(out) - 1
     notes: list[str] = []
     if last_shown < total_lines or offset > 1:
@@ -221,16 +228,21 @@ def _read_file(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     if last_shown < total_lines:
         more = f"read further with offset={last_shown + 1}"
         if not ranged:
-            notes.append(f"large file: only the first chunk is shown; {more} and a limit, or grep it "
-                         f"for what you need instead of reading it whole")
+            notes.append(
+                f"large file: only the first chunk is shown; {more} and a limit, or grep it "
+                f"for what you need instead of reading it whole"
+            )
         else:
             notes.append(more)
     if invalid_lines:
-        notes.append(f"not valid UTF-8: {invalid_lines:,} line{'s' if invalid_lines != 1 else ''} "
-                     f"decoded with U+FFFD replacement characters (the file itself is unchanged)")
+        notes.append(
+            f"not valid UTF-8: {invalid_lines:,} line{'s' if invalid_lines != 1 else ''} "
+            f"decoded with U+FFFD replacement characters (the file itself is unchanged)"
+        )
     if long_lines:
-        notes.append(f"{long_lines:,} line{'s' if long_lines != 1 else ''} longer than "
-                     f"{MAX_LINE_CHARS:,} chars cut")
+        notes.append(
+            f"{long_lines:,} line{'s' if long_lines != 1 else ''} longer than {MAX_LINE_CHARS:,} chars cut"
+        )
     if crlf:
         notes.append("CRLF line endings (shown without \\r)")
     return ok("\n".join(out) + "\n[" + "; ".join(notes) + "]")
@@ -271,15 +283,18 @@ def _list_dir(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     dirs.sort()
     files.sort()
     lines = dirs + [f"{name}  {size}" if size else name for name, size in files]
-    header = (f"{shown}/ — {len(lines):,} entr{'y' if len(lines) == 1 else 'ies'} "
-              f"({len(dirs):,} dir{'s' if len(dirs) != 1 else ''}, {len(files):,} "
-              f"file{'s' if len(files) != 1 else ''})")
+    header = (
+        f"{shown}/ — {len(lines):,} entr{'y' if len(lines) == 1 else 'ies'} "
+        f"({len(dirs):,} dir{'s' if len(dirs) != 1 else ''}, {len(files):,} "
+        f"file{'s' if len(files) != 1 else ''})"
+    )
     if not lines:
         return ok(f"{shown}/ is empty")
     if len(lines) > LIST_MAX_ENTRIES:
         hidden = len(lines) - LIST_MAX_ENTRIES
-        lines = lines[:LIST_MAX_ENTRIES] + [f"[… {hidden:,} more entries not shown; use glob with a pattern "
-                                            f"to narrow the listing]"]
+        lines = lines[:LIST_MAX_ENTRIES] + [
+            f"[… {hidden:,} more entries not shown; use glob with a pattern to narrow the listing]"
+        ]
     return ok(header + "\n" + "\n".join(lines))
 
 
@@ -326,8 +341,11 @@ def _glob(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         matches = []
     else:
         try:
-            matches = [p for p in search_root.glob(rest) if ".git" not in p.relative_to(search_root).parts
-                       or ".git" in rest.split("/")]
+            matches = [
+                p
+                for p in search_root.glob(rest)
+                if ".git" not in p.relative_to(search_root).parts or ".git" in rest.split("/")
+            ]
         except (ValueError, NotImplementedError) as exc:
             return error(f"invalid glob pattern {pattern!r}: {exc}")
         except OSError as exc:
@@ -336,8 +354,10 @@ def _glob(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     note = ""
     if behind_links:
         links = ", ".join(sorted(behind_links)[:3])
-        note = (f"[{sum(behind_links.values()):,} matches behind symlinked folders that lead outside the workspace "
-                f"are not listed ({links}); glob that folder by its path to see them — the user will be asked]")
+        note = (
+            f"[{sum(behind_links.values()):,} matches behind symlinked folders that lead outside the workspace "
+            f"are not listed ({links}); glob that folder by its path to see them — the user will be asked]"
+        )
     if not matches:
         where = "the workspace" if shown_root == "." else shown_root
         return ok(f"No files match {pattern} under {where}" + (f"\n{note}" if note else ""))
@@ -351,14 +371,18 @@ def _glob(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     matches.sort(key=newest_first)
     lines = [ctx.display(p) + ("/" if p.is_dir() else "") for p in matches[:GLOB_MAX_RESULTS]]
     if len(matches) > GLOB_MAX_RESULTS:
-        lines.append(f"[… {len(matches) - GLOB_MAX_RESULTS:,} more matches not shown (newest first); "
-                     f"use a narrower pattern or path]")
+        lines.append(
+            f"[… {len(matches) - GLOB_MAX_RESULTS:,} more matches not shown (newest first); "
+            f"use a narrower pattern or path]"
+        )
     if note:
         lines.append(note)
     return ok("\n".join(lines))
 
 
-def _within_reach(matches: list[Path], workspace: Path, search_root: Path) -> tuple[list[Path], dict[str, int]]:
+def _within_reach(
+    matches: list[Path], workspace: Path, search_root: Path
+) -> tuple[list[Path], dict[str, int]]:
     """(matches whose folder really lies in the workspace or the searched folder, {symlink shown: matches
     hidden}): `*/*` must not walk through a symlinked folder out of the workspace without asking."""
     roots = [Path(os.path.realpath(workspace)), Path(os.path.realpath(search_root))]
@@ -378,14 +402,16 @@ def _within_reach(matches: list[Path], workspace: Path, search_root: Path) -> tu
 # -- write_file and edit_file ------------------------------------------------------------------------
 def unified_diff(old: str, new: str, shown: str) -> str:
     """A unified diff of `old` → `new`, with git-style a/ b/ names and no-newline markers."""
+
     def lines(text: str) -> list[str]:
         out = text.splitlines(keepends=True)
         if out and not out[-1].endswith(("\n", "\r")):
             out[-1] += "\n\\ No newline at end of file\n"
         return out
 
-    return "".join(difflib.unified_diff(lines(old), lines(new), f"a/{shown}", f"b/{shown}",
-                                        n=DIFF_CONTEXT_LINES))
+    return "".join(
+        difflib.unified_diff(lines(old), lines(new), f"a/{shown}", f"b/{shown}", n=DIFF_CONTEXT_LINES)
+    )
 
 
 def _diff_counts(diff: str) -> tuple[int, int]:
@@ -411,8 +437,10 @@ def _read_text_for_change(path: Path, shown: str, verb: str) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ToolError(f"{shown} is not valid UTF-8 (byte {exc.start:,}); editing it as text would corrupt "
-                        f"it. Use shell (e.g. sed) for this file.") from None
+        raise ToolError(
+            f"{shown} is not valid UTF-8 (byte {exc.start:,}); editing it as text would corrupt "
+            f"it. Use shell (e.g. sed) for this file."
+        ) from None
 
 
 def _write_text(path: Path, shown: str, text: str) -> None:
@@ -420,13 +448,16 @@ def _write_text(path: Path, shown: str, text: str) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise ToolError(f"cannot write {shown}: cannot create its folder ({exc.strerror or exc}); "
-                        f"nothing was written") from None
+        raise ToolError(
+            f"cannot write {shown}: cannot create its folder ({exc.strerror or exc}); nothing was written"
+        ) from None
     try:
         data = text.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise ToolError(f"cannot write {shown}: the content is not valid Unicode text (position {exc.start:,}); "
-                        f"nothing was written") from None
+        raise ToolError(
+            f"cannot write {shown}: the content is not valid Unicode text (position {exc.start:,}); "
+            f"nothing was written"
+        ) from None
     try:
         atomic_write(path, data)
     except WriteFailed as exc:
@@ -464,8 +495,9 @@ def _write_file(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
             old = None  # binary or not UTF-8: overwritten without a diff
             size = path.stat().st_size
             _write_text(path, shown, content)
-            return ok(f"Overwrote {shown} (was {size:,} bytes of non-text data; now "
-                      f"{_lines(_line_count(content))})")
+            return ok(
+                f"Overwrote {shown} (was {size:,} bytes of non-text data; now {_lines(_line_count(content))})"
+            )
     if old is not None and old == content:
         return ok(f"No changes: {shown} already has this content ({_lines(_line_count(content))})")
     _write_text(path, shown, content)
@@ -522,17 +554,25 @@ def _edit_file(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         hint = ""
         stripped = old_string.strip()
         if stripped and stripped != old_string and stripped in text:
-            hint = (f" Text equal to it except for leading/trailing whitespace is at line "
-                    f"{_line_numbers(text, stripped, 1)[0]}; copy it exactly, whitespace included.")
-        return error(f"old_string was not found in {shown}; nothing was changed. Read the file again "
-                     f"and copy the exact text (indentation and line breaks included).{hint}")
+            hint = (
+                f" Text equal to it except for leading/trailing whitespace is at line "
+                f"{_line_numbers(text, stripped, 1)[0]}; copy it exactly, whitespace included."
+            )
+        return error(
+            f"old_string was not found in {shown}; nothing was changed. Read the file again "
+            f"and copy the exact text (indentation and line breaks included).{hint}"
+        )
     if count > 1 and not replace_all:
         lines = _line_numbers(text, old_string)
         where = ", ".join(str(n) for n in lines) + (", …" if count > len(lines) else "")
-        return error(f"old_string appears {count} times in {shown} (at lines {where}); nothing was changed. "
-                     f"Include more surrounding lines to make it unique, or set replace_all=true to "
-                     f"replace every occurrence.")
-    new_text = text.replace(old_string, new_string) if replace_all else text.replace(old_string, new_string, 1)
+        return error(
+            f"old_string appears {count} times in {shown} (at lines {where}); nothing was changed. "
+            f"Include more surrounding lines to make it unique, or set replace_all=true to "
+            f"replace every occurrence."
+        )
+    new_text = (
+        text.replace(old_string, new_string) if replace_all else text.replace(old_string, new_string, 1)
+    )
     _write_text(path, shown, new_text)
     diff = unified_diff(text, new_text, shown)
     added, removed = _diff_counts(diff)
@@ -542,44 +582,101 @@ def _edit_file(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
 
 # -- what the model is told ---------------------------------------------------------------------------
 TOOLS: tuple[ToolInfo, ...] = (
-    ToolInfo(ToolSpec(
-        "read_file",
-        "Read a text file. Returns numbered lines (cat -n style) and a final note with the total "
-        "line count. Reads at most `limit` lines from `offset` (1-based); prefer ranged reads of "
-        "large files. Binary files are not shown.",
-        schema({
-            "path": PATH_ARG,
-            "offset": {"type": "integer", "minimum": 1, "description": "First line to read (1-based)."},
-            "limit": {"type": "integer", "minimum": 1, "description": "Most lines to read (default 2000)."},
-        }, ["path"])), "read", read_file, ("path",)),
-    ToolInfo(ToolSpec(
-        "list_dir",
-        "List a directory: sub-directories (ending in /) first, then files with their sizes.",
-        schema({"path": {**PATH_ARG, "description": "Directory (default: the workspace)."}}, [])),
-        "read", list_dir, ("path",), {"path": "."}),
-    ToolInfo(ToolSpec(
-        "glob",
-        "Find files by glob pattern (e.g. `**/*.py`, `src/**/test_*.py`), newest first.",
-        schema({
-            "pattern": {"type": "string", "description": "Glob pattern; ** matches any depth."},
-            "path": {**PATH_ARG, "description": "Directory to search (default: the workspace)."},
-        }, ["pattern"])), "read", glob, ("path",), {"path": "."}),
-    ToolInfo(ToolSpec(
-        "write_file",
-        "Write a whole file (created with its parent folders if missing, else overwritten). "
-        "Returns a unified diff against the previous content. Prefer edit_file for changes.",
-        schema({
-            "path": PATH_ARG,
-            "content": {"type": "string", "description": "The complete new content."},
-        }, ["path", "content"])), "edit", write_file, ("path",)),
-    ToolInfo(ToolSpec(
-        "edit_file",
-        "Replace an exact string in a file and return the unified diff. `old_string` must occur "
-        "exactly once (include surrounding lines to make it unique) unless replace_all is true.",
-        schema({
-            "path": PATH_ARG,
-            "old_string": {"type": "string", "description": "Exact text to replace, whitespace included."},
-            "new_string": {"type": "string", "description": "Replacement text."},
-            "replace_all": {"type": "boolean", "description": "Replace every occurrence (default false)."},
-        }, ["path", "old_string", "new_string"])), "edit", edit_file, ("path",)),
+    ToolInfo(
+        ToolSpec(
+            "read_file",
+            "Read a text file. Returns numbered lines (cat -n style) and a final note with the total "
+            "line count. Reads at most `limit` lines from `offset` (1-based); prefer ranged reads of "
+            "large files. Binary files are not shown.",
+            schema(
+                {
+                    "path": PATH_ARG,
+                    "offset": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "description": "First line to read (1-based).",
+                    },
+                    "limit": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "description": "Most lines to read (default 2000).",
+                    },
+                },
+                ["path"],
+            ),
+        ),
+        "read",
+        read_file,
+        ("path",),
+    ),
+    ToolInfo(
+        ToolSpec(
+            "list_dir",
+            "List a directory: sub-directories (ending in /) first, then files with their sizes.",
+            schema({"path": {**PATH_ARG, "description": "Directory (default: the workspace)."}}, []),
+        ),
+        "read",
+        list_dir,
+        ("path",),
+        {"path": "."},
+    ),
+    ToolInfo(
+        ToolSpec(
+            "glob",
+            "Find files by glob pattern (e.g. `**/*.py`, `src/**/test_*.py`), newest first.",
+            schema(
+                {
+                    "pattern": {"type": "string", "description": "Glob pattern; ** matches any depth."},
+                    "path": {**PATH_ARG, "description": "Directory to search (default: the workspace)."},
+                },
+                ["pattern"],
+            ),
+        ),
+        "read",
+        glob,
+        ("path",),
+        {"path": "."},
+    ),
+    ToolInfo(
+        ToolSpec(
+            "write_file",
+            "Write a whole file (created with its parent folders if missing, else overwritten). "
+            "Returns a unified diff against the previous content. Prefer edit_file for changes.",
+            schema(
+                {
+                    "path": PATH_ARG,
+                    "content": {"type": "string", "description": "The complete new content."},
+                },
+                ["path", "content"],
+            ),
+        ),
+        "edit",
+        write_file,
+        ("path",),
+    ),
+    ToolInfo(
+        ToolSpec(
+            "edit_file",
+            "Replace an exact string in a file and return the unified diff. `old_string` must occur "
+            "exactly once (include surrounding lines to make it unique) unless replace_all is true.",
+            schema(
+                {
+                    "path": PATH_ARG,
+                    "old_string": {
+                        "type": "string",
+                        "description": "Exact text to replace, whitespace included.",
+                    },
+                    "new_string": {"type": "string", "description": "Replacement text."},
+                    "replace_all": {
+                        "type": "boolean",
+                        "description": "Replace every occurrence (default false).",
+                    },
+                },
+                ["path", "old_string", "new_string"],
+            ),
+        ),
+        "edit",
+        edit_file,
+        ("path",),
+    ),
 )

@@ -39,8 +39,18 @@ def git_command(git: str, *args: str) -> list[str]:
 
 def git_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment without `GIT_*` variables, never prompting, never reading the system config."""
-    env = {name: value for name, value in (os.environ if base is None else base).items()
-           if not name.startswith("GIT_")}
-    env.update({"GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0", "GIT_CONFIG_NOSYSTEM": "1",
-                "GIT_PAGER": "cat", "LC_ALL": "C"})
+    env = {
+        name: value
+        for name, value in (os.environ if base is None else base).items()
+        if not name.startswith("GIT_")
+    }
+    env.update(
+        {
+            "GIT_TERMINAL_PROMPT": "0",
+            "GIT_OPTIONAL_LOCKS": "0",
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_PAGER": "cat",
+            "LC_ALL": "C",
+        }
+    )
     return env

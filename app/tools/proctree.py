@@ -57,10 +57,12 @@ def read_proc(pid: int) -> ProcInfo | None:
         line = (_PROC / str(pid) / "stat").read_text()
     except (OSError, ValueError):
         return None
-    name = line[line.find("(") + 1:line.rfind(")")]
-    fields_ = line[line.rfind(")") + 2:].split()
+    name = line[line.find("(") + 1 : line.rfind(")")]
+    fields_ = line[line.rfind(")") + 2 :].split()
     try:
-        return ProcInfo(pid, int(fields_[1]), int(fields_[2]), int(fields_[3]), fields_[0], int(fields_[19]), name)
+        return ProcInfo(
+            pid, int(fields_[1]), int(fields_[2]), int(fields_[3]), fields_[0], int(fields_[19]), name
+        )
     except (IndexError, ValueError):
         return None
 
@@ -129,7 +131,7 @@ def _remove_stale(base: Path) -> None:
     """Empty cgroups left by bulkhead processes that are gone (a crash, a kill -9)."""
     with contextlib.suppress(OSError):
         for folder in base.glob(f"{CGROUP_PREFIX}*-*"):
-            owner = folder.name[len(CGROUP_PREFIX):].split("-", 1)[0]
+            owner = folder.name[len(CGROUP_PREFIX) :].split("-", 1)[0]
             if owner.isdigit() and read_proc(int(owner)) is None:
                 with contextlib.suppress(OSError):
                     folder.rmdir()
@@ -185,7 +187,13 @@ class ProcessTree:
         """`argv` started so that it joins the cgroup before it runs anything (unchanged without one)."""
         if self.cgroup is None:
             return argv
-        return ["/bin/sh", "-c", 'echo $$ > "$0" 2>/dev/null; exec "$@"', str(self.cgroup / "cgroup.procs"), *argv]
+        return [
+            "/bin/sh",
+            "-c",
+            'echo $$ > "$0" 2>/dev/null; exec "$@"',
+            str(self.cgroup / "cgroup.procs"),
+            *argv,
+        ]
 
     def started(self, pid: int) -> None:
         self.leader = pid
@@ -216,7 +224,9 @@ class ProcessTree:
             return []
         processes = all_processes()
         known = {info.pid for info in self.seen.values() if alive(info)} | {self.leader}
-        found = {p.pid: p for p in processes if p.pgid == self.leader or p.sid == self.leader or p.pid in known}
+        found = {
+            p.pid: p for p in processes if p.pgid == self.leader or p.sid == self.leader or p.pid in known
+        }
         changed = True
         while changed:  # descendants of anything found, to any depth
             changed = False
@@ -262,8 +272,11 @@ class ProcessTree:
             self.poll(force=True)
             fresh = [read_proc(i.pid) for i in self.seen.values() if alive(i) and i.pid != os.getpid()]
             return [i for i in fresh if i is not None]  # as they are now (a name changes at exec)
-        return [ProcInfo(self.leader, 0, self.leader, 0, "?", 0, "?")] if self.leader and _group_alive(self.leader) \
+        return (
+            [ProcInfo(self.leader, 0, self.leader, 0, "?", 0, "?")]
+            if self.leader and _group_alive(self.leader)
             else []
+        )
 
     def release(self) -> None:
         """Done with the command: processes left running on purpose (`server &`) leave the cgroup,

@@ -23,8 +23,10 @@ async def recall(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     text = " ".join(str(item) for item in raw) if isinstance(raw, list) else str(raw)
     keys = parse_recall_keys(text)
     if not keys:
-        return error(f"recall: no archive key in {text[:200]!r}; keys are 16 hex digits, as in "
-                     f"<<ccr:0123456789abcdef>>")
+        return error(
+            f"recall: no archive key in {text[:200]!r}; keys are 16 hex digits, as in "
+            f"<<ccr:0123456789abcdef>>"
+        )
     if ctx.recall is None:
         return error("recall: the archive is not available in this session")
 
@@ -50,12 +52,22 @@ async def recall(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
 
 # -- what the model is told ---------------------------------------------------------------------------
 TOOLS: tuple[ToolInfo, ...] = (
-    ToolInfo(ToolSpec(
+    ToolInfo(
+        ToolSpec(
+            "recall",
+            "Restore archived content by its key, exactly as it was. Keys appear in markers like "
+            "<<ccr:0123456789abcdef>>; pass one key or several.",
+            schema(
+                {
+                    "keys": {
+                        "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
+                        "description": "One key, several keys separated by spaces, or a list of keys.",
+                    },
+                },
+                ["keys"],
+            ),
+        ),
         "recall",
-        "Restore archived content by its key, exactly as it was. Keys appear in markers like "
-        "<<ccr:0123456789abcdef>>; pass one key or several.",
-        schema({
-            "keys": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
-                     "description": "One key, several keys separated by spaces, or a list of keys."},
-        }, ["keys"])), "recall", recall),
+        recall,
+    ),
 )

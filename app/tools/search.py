@@ -55,7 +55,7 @@ def _format(raw_line: str) -> str | None:
     match = re.match(r"^(.*?):(\d+):", raw_line)
     if not match:
         return None
-    return raw_line[:match.end()] + _cut_text(raw_line[match.end():])
+    return raw_line[: match.end()] + _cut_text(raw_line[match.end() :])
 
 
 class _Collector:
@@ -76,8 +76,10 @@ class _Collector:
         text = "\n".join(self.lines)
         if self.total > len(self.lines):
             counted = f"{self.total:,}+" if self.total >= MAX_COUNTED_LINES else f"{self.total:,}"
-            text += (f"\n[… showing the first {len(self.lines):,} of {counted} matching lines; "
-                     f"narrow the pattern, the path or the glob]")
+            text += (
+                f"\n[… showing the first {len(self.lines):,} of {counted} matching lines; "
+                f"narrow the pattern, the path or the glob]"
+            )
         return ok(text)
 
 
@@ -127,10 +129,20 @@ async def _stream_lines(stream: asyncio.StreamReader) -> AsyncIterator[bytes]:
         yield bytes(buffer)
 
 
-async def _ripgrep(rg: str, pattern: str, shown: str, file_glob: str | None, where: str,
-                   ctx: ToolContext) -> ToolOutcome:
-    argv = [rg, "--line-number", "--no-heading", "--color", "never", "--with-filename",
-            "--sort", "path", "--no-messages"]
+async def _ripgrep(
+    rg: str, pattern: str, shown: str, file_glob: str | None, where: str, ctx: ToolContext
+) -> ToolOutcome:
+    argv = [
+        rg,
+        "--line-number",
+        "--no-heading",
+        "--color",
+        "never",
+        "--with-filename",
+        "--sort",
+        "path",
+        "--no-messages",
+    ]
     if file_glob:
         argv += ["--glob", file_glob]
     argv += ["-e", pattern]
@@ -138,8 +150,12 @@ async def _ripgrep(rg: str, pattern: str, shown: str, file_glob: str | None, whe
         argv += ["--", shown]
     try:
         proc = await asyncio.create_subprocess_exec(
-            *argv, cwd=ctx.workspace, stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            *argv,
+            cwd=ctx.workspace,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
     except OSError as exc:
         return error(f"grep: could not start ripgrep: {exc.strerror or exc}")
     assert proc.stdout is not None and proc.stderr is not None
@@ -175,7 +191,7 @@ async def _drain(stream: asyncio.StreamReader, keep: int = 1 << 16) -> bytes:
     kept = bytearray()
     while chunk := await stream.read(1 << 16):
         if len(kept) < keep:
-            kept += chunk[:keep - len(kept)]
+            kept += chunk[: keep - len(kept)]
     return bytes(kept)
 
 
@@ -199,7 +215,8 @@ def _glob_filter(file_glob: str | None) -> Any:
     def matches(relative: str, name: str) -> bool:
         if anchored:
             hit = fnmatch.fnmatchcase(relative, pattern) or fnmatch.fnmatchcase(
-                relative, pattern.replace("**/", ""))
+                relative, pattern.replace("**/", "")
+            )
         else:
             hit = fnmatch.fnmatchcase(name, pattern)
         return hit != negate
@@ -216,11 +233,18 @@ def _git_ignored(root: Path) -> frozenset[str]:
     git = shutil.which("git")
     if git is None:
         return frozenset()
-    command = git_command(git, "-C", str(root), "ls-files", "-z", "--others", "--ignored", "--exclude-standard",
-                          "--directory")
+    command = git_command(
+        git, "-C", str(root), "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"
+    )
     try:  # hardened: the repository's config cannot make this auto-approved read run a program
-        done = subprocess.run(command, capture_output=True, timeout=GIT_TIMEOUT, check=False, env=git_env(),
-                              stdin=subprocess.DEVNULL)
+        done = subprocess.run(
+            command,
+            capture_output=True,
+            timeout=GIT_TIMEOUT,
+            check=False,
+            env=git_env(),
+            stdin=subprocess.DEVNULL,
+        )
     except (OSError, subprocess.SubprocessError):
         return frozenset()
     if done.returncode != 0:
@@ -248,8 +272,9 @@ def _walk(root: Path, ignored: frozenset[str] = frozenset(), prefix: str = "") -
             yield Path(entry.path)
 
 
-def _python_grep(pattern: str, root: Path, file_glob: str | None, where: str,
-                 ctx: ToolContext) -> ToolOutcome:
+def _python_grep(
+    pattern: str, root: Path, file_glob: str | None, where: str, ctx: ToolContext
+) -> ToolOutcome:
     try:
         regex = re.compile(pattern)
     except re.error as exc:
@@ -259,7 +284,9 @@ def _python_grep(pattern: str, root: Path, file_glob: str | None, where: str,
     keep = _glob_filter(file_glob)
     if root.is_dir():
         walked = _walk(root, _git_ignored(root))
-        files: Iterator[Path] = (path for path in walked if keep(path.relative_to(root).as_posix(), path.name))
+        files: Iterator[Path] = (
+            path for path in walked if keep(path.relative_to(root).as_posix(), path.name)
+        )
     else:
         files = iter([root])
     collector = _Collector()
@@ -283,13 +310,29 @@ def _python_grep(pattern: str, root: Path, file_glob: str | None, where: str,
 
 # -- what the model is told ---------------------------------------------------------------------------
 TOOLS: tuple[ToolInfo, ...] = (
-    ToolInfo(ToolSpec(
-        "grep",
-        "Search file contents with a regular expression. Output lines are `path:line:text`. "
-        "Hidden and binary files are skipped. Use `glob` (e.g. `*.py`) to restrict which files.",
-        schema({
-            "pattern": {"type": "string", "description": "Regular expression (use (?i) to ignore case)."},
-            "path": {**PATH_ARG, "description": "File or directory to search (default: the workspace)."},
-            "glob": {"type": "string", "description": "Only search files matching this glob."},
-        }, ["pattern"])), "read", grep, ("path",), {"path": "."}),
+    ToolInfo(
+        ToolSpec(
+            "grep",
+            "Search file contents with a regular expression. Output lines are `path:line:text`. "
+            "Hidden and binary files are skipped. Use `glob` (e.g. `*.py`) to restrict which files.",
+            schema(
+                {
+                    "pattern": {
+                        "type": "string",
+                        "description": "Regular expression (use (?i) to ignore case).",
+                    },
+                    "path": {
+                        **PATH_ARG,
+                        "description": "File or directory to search (default: the workspace).",
+                    },
+                    "glob": {"type": "string", "description": "Only search files matching this glob."},
+                },
+                ["pattern"],
+            ),
+        ),
+        "read",
+        grep,
+        ("path",),
+        {"path": "."},
+    ),
 )

@@ -146,7 +146,9 @@ async def _spawn(argv: list[str], **kwargs: Any) -> _Child:
     return _Child(asyncio.subprocess.Process(transport, protocol, loop), protocol.exited)
 
 
-async def kill_tree(tree: ProcessTree, child: _Child | None, grace: float = KILL_GRACE_SECONDS) -> list[ProcInfo]:
+async def kill_tree(
+    tree: ProcessTree, child: _Child | None, grace: float = KILL_GRACE_SECONDS
+) -> list[ProcInfo]:
     """SIGTERM every process of the command (its group, `setsid` children, orphans: `ProcessTree`),
     SIGKILL what is left after `grace`, wait until they are gone; return the ones that survived."""
     tree.signal_all(signal.SIGTERM)
@@ -182,10 +184,18 @@ async def _feed(stdin: asyncio.StreamWriter, data: bytes) -> None:
             stdin.close()
 
 
-async def run_command(argv: list[str], *, cwd: Path, env: Mapping[str, str] | None = None,
-                      input: bytes | None = None, timeout: float | None = None,
-                      cancel: asyncio.Event | None = None, max_capture_bytes: int = MAX_CAPTURE_BYTES,
-                      kill_grace: float = KILL_GRACE_SECONDS, kill_stragglers: bool = False) -> ProcessResult:
+async def run_command(
+    argv: list[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str] | None = None,
+    input: bytes | None = None,
+    timeout: float | None = None,
+    cancel: asyncio.Event | None = None,
+    max_capture_bytes: int = MAX_CAPTURE_BYTES,
+    kill_grace: float = KILL_GRACE_SECONDS,
+    kill_stragglers: bool = False,
+) -> ProcessResult:
     """Run `argv` in its own process group and capture its output; never raises for the command's sake.
 
     The group is killed whole on `timeout`, when `cancel` is set, or when the awaiting task
@@ -197,10 +207,17 @@ async def run_command(argv: list[str], *, cwd: Path, env: Mapping[str, str] | No
     if cancel is not None and cancel.is_set():
         return ProcessResult(None, b"", b"", cancelled=True)
     tree = ProcessTree.create()
-    spawning = asyncio.ensure_future(_spawn(
-        tree.wrap(argv), cwd=str(cwd), env=dict(env) if env is not None else None,
-        stdin=asyncio.subprocess.PIPE if input is not None else asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True))
+    spawning = asyncio.ensure_future(
+        _spawn(
+            tree.wrap(argv),
+            cwd=str(cwd),
+            env=dict(env) if env is not None else None,
+            stdin=asyncio.subprocess.PIPE if input is not None else asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+        )
+    )
     try:
         # Shielded: asyncio waits forever for the pipes of a process whose start was cancelled
         # while a child of it holds them (Esc at the wrong millisecond hung the turn).
@@ -217,8 +234,13 @@ async def run_command(argv: list[str], *, cwd: Path, env: Mapping[str, str] | No
         tree.release()
         reason = getattr(exc, "strerror", None) or str(exc)
         where = f" in {cwd}" if isinstance(exc, FileNotFoundError) and not Path(cwd).is_dir() else ""
-        return ProcessResult(None, b"", b"", start_error=f"could not start {argv[0]}{where}: {reason}",
-                             duration_s=time.monotonic() - started)
+        return ProcessResult(
+            None,
+            b"",
+            b"",
+            start_error=f"could not start {argv[0]}{where}: {reason}",
+            duration_s=time.monotonic() - started,
+        )
 
     tree.started(child.pid)
     tracking = tree.method  # before `release` drops the cgroup
@@ -226,8 +248,11 @@ async def run_command(argv: list[str], *, cwd: Path, env: Mapping[str, str] | No
     out, err = _Capture(max_capture_bytes), _Capture(max_capture_bytes)
     assert proc.stdout is not None and proc.stderr is not None
     readers = [asyncio.ensure_future(out.pump(proc.stdout)), asyncio.ensure_future(err.pump(proc.stderr))]
-    feeder = asyncio.ensure_future(_feed(proc.stdin, input)) if proc.stdin is not None and input is not None \
+    feeder = (
+        asyncio.ensure_future(_feed(proc.stdin, input))
+        if proc.stdin is not None and input is not None
         else None
+    )
     waiter = asyncio.ensure_future(child.exited.wait())
     cancel_waiter = asyncio.ensure_future(cancel.wait()) if cancel is not None else None
     watcher = asyncio.ensure_future(_watch(tree)) if tree.method == "proc" else None
@@ -259,10 +284,18 @@ async def run_command(argv: list[str], *, cwd: Path, env: Mapping[str, str] | No
     returncode = proc.returncode
     return ProcessResult(
         returncode=None if (timed_out or cancelled) else returncode,
-        stdout=bytes(out.data), stderr=bytes(err.data), timed_out=timed_out, cancelled=cancelled,
-        duration_s=time.monotonic() - started, pid=proc.pid, stdout_dropped=out.dropped,
-        stderr_dropped=err.dropped, output_held_open=held_open, tracking=tracking,
-        survivors=tuple(f"{p.pid} ({p.name})" for p in survivors))
+        stdout=bytes(out.data),
+        stderr=bytes(err.data),
+        timed_out=timed_out,
+        cancelled=cancelled,
+        duration_s=time.monotonic() - started,
+        pid=proc.pid,
+        stdout_dropped=out.dropped,
+        stderr_dropped=err.dropped,
+        output_held_open=held_open,
+        tracking=tracking,
+        survivors=tuple(f"{p.pid} ({p.name})" for p in survivors),
+    )
 
 
 # -- the shell tool ----------------------------------------------------------------------------------
@@ -276,10 +309,20 @@ def shell_env(passthrough: Iterable[str] = (), credential_names: Iterable[str] =
     keep = set(passthrough)
     names = tuple(credential_names)
     keyring_values = {value for value, label in known_secrets().items() if label.startswith("keyring")}
-    env = {name: value for name, value in os.environ.items()
-           if name in keep or not (is_provider_credential(name, names) or value.strip() in keyring_values)}
-    env.update({"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "TERM": "dumb",
-                "BULKHEAD_TOOL": "shell"})
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if name in keep or not (is_provider_credential(name, names) or value.strip() in keyring_values)
+    }
+    env.update(
+        {
+            "PAGER": "cat",
+            "GIT_PAGER": "cat",
+            "GIT_TERMINAL_PROMPT": "0",
+            "TERM": "dumb",
+            "BULKHEAD_TOOL": "shell",
+        }
+    )
     return env
 
 
@@ -294,24 +337,32 @@ def _stream_text(data: bytes, name: str, dropped: int) -> str:
     """A stream as text for the model — or one line saying it was binary, as read_file does."""
     if looks_binary(data[:BINARY_SAMPLE_BYTES]):
         size = len(data) + dropped
-        return (f"[{name}: {size:,} bytes of binary data ({format_size(size)}), not shown; redirect it to a file "
-                f"and inspect it with `file`, `xxd FILE | head` or `strings FILE | head`]")
+        return (
+            f"[{name}: {size:,} bytes of binary data ({format_size(size)}), not shown; redirect it to a file "
+            f"and inspect it with `file`, `xxd FILE | head` or `strings FILE | head`]"
+        )
     return data.decode("utf-8", "replace")
 
 
 def _what_was_killed(result: ProcessResult, how: str) -> str:
     """The honest sentence about the kill: everything, or which processes survived, or what could not be seen."""
     if result.survivors:
-        return (f"the command was stopped ({how}), but {len(result.survivors)} of its processes survived: "
-                f"{', '.join(result.survivors[:5])}{' …' if len(result.survivors) > 5 else ''} — stop them by hand "
-                f"(`kill -9 PID`)")
+        return (
+            f"the command was stopped ({how}), but {len(result.survivors)} of its processes survived: "
+            f"{', '.join(result.survivors[:5])}{' …' if len(result.survivors) > 5 else ''} — stop them by hand "
+            f"(`kill -9 PID`)"
+        )
     if result.tracking == "cgroup":
         return f"the command and every process it started were killed ({how})"
     if result.tracking == "proc":
-        return (f"the command and every process bulkhead saw it start (setsid and orphaned ones included) were "
-                f"killed ({how})")
-    return (f"the command's process group was killed ({how}); a process that left the group (setsid, daemons) "
-            f"cannot be tracked on this system")
+        return (
+            f"the command and every process bulkhead saw it start (setsid and orphaned ones included) were "
+            f"killed ({how})"
+        )
+    return (
+        f"the command's process group was killed ({how}); a process that left the group (setsid, daemons) "
+        f"cannot be tracked on this system"
+    )
 
 
 def _render(result: ProcessResult, command: str, timeout: float) -> ToolOutcome:
@@ -324,11 +375,15 @@ def _render(result: ProcessResult, command: str, timeout: float) -> ToolOutcome:
         sections.append(stderr if stderr.startswith("[stderr:") else "[stderr]\n" + stderr.rstrip("\n"))
     notes: list[str] = []
     if result.stdout_dropped or result.stderr_dropped:
-        notes.append(f"output beyond {MAX_CAPTURE_BYTES // (1024 * 1024)} MB per stream was discarded "
-                     f"({result.stdout_dropped + result.stderr_dropped:,} bytes)")
+        notes.append(
+            f"output beyond {MAX_CAPTURE_BYTES // (1024 * 1024)} MB per stream was discarded "
+            f"({result.stdout_dropped + result.stderr_dropped:,} bytes)"
+        )
     if result.output_held_open:
-        notes.append("a background process kept the output open; what it printed after the command "
-                     "ended is not shown (redirect it, e.g. `cmd > cmd.log 2>&1 &`, to let it run)")
+        notes.append(
+            "a background process kept the output open; what it printed after the command "
+            "ended is not shown (redirect it, e.g. `cmd > cmd.log 2>&1 &`, to let it run)"
+        )
     body = "\n".join(sections)
 
     def with_notes(head: str) -> str:
@@ -340,11 +395,18 @@ def _render(result: ProcessResult, command: str, timeout: float) -> ToolOutcome:
 
     if result.timed_out:
         killed = _what_was_killed(result, "SIGTERM, then SIGKILL")
-        return error(with_notes(f"Timed out after {timeout:g} s: {killed}. Output so far:" if body else
-                                f"Timed out after {timeout:g} s: {killed}; it printed nothing."))
+        return error(
+            with_notes(
+                f"Timed out after {timeout:g} s: {killed}. Output so far:"
+                if body
+                else f"Timed out after {timeout:g} s: {killed}; it printed nothing."
+            )
+        )
     if result.cancelled:
         killed = _what_was_killed(result, "stopped")
-        return error(with_notes(f"Cancelled by the user (Esc): {killed}." + (" Output so far:" if body else "")))
+        return error(
+            with_notes(f"Cancelled by the user (Esc): {killed}." + (" Output so far:" if body else ""))
+        )
     code = result.returncode
     if code == 0:
         return ok(with_notes("" if body else "(no output; exit code 0)"))
@@ -352,8 +414,12 @@ def _render(result: ProcessResult, command: str, timeout: float) -> ToolOutcome:
         return error(with_notes(f"Killed by {_signal_name(code)}."))
     if code == 127:
         first_word = command.strip().split()[0] if command.strip() else command
-        return error(with_notes(f"Command not found (exit 127): `{first_word}` or a command it runs is not "
-                                f"installed or not on PATH."))
+        return error(
+            with_notes(
+                f"Command not found (exit 127): `{first_word}` or a command it runs is not "
+                f"installed or not on PATH."
+            )
+        )
     if code == 126:
         return error(with_notes("Permission denied or not executable (exit 126)."))
     return error(with_notes(f"Exit code {code}."))
@@ -368,8 +434,9 @@ async def shell(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     if ctx.cancel is not None and ctx.cancel.is_set():
         return error("Not run: the user cancelled (Esc) before the command started.")
     env = shell_env(ctx.shell_env_passthrough, ctx.credential_env_names)
-    result = await run_command(shell_argv(command), cwd=Path(ctx.workspace), env=env,
-                               timeout=timeout, cancel=ctx.cancel)
+    result = await run_command(
+        shell_argv(command), cwd=Path(ctx.workspace), env=env, timeout=timeout, cancel=ctx.cancel
+    )
     if result.start_error:
         return error(f"shell: {result.start_error}")
     return _render(result, command, timeout)
@@ -377,14 +444,26 @@ async def shell(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
 
 # -- what the model is told ---------------------------------------------------------------------------
 TOOLS: tuple[ToolInfo, ...] = (
-    ToolInfo(ToolSpec(
+    ToolInfo(
+        ToolSpec(
+            "shell",
+            "Run a shell command in the workspace (bash -c) and return its stdout, stderr and exit code. "
+            "No terminal and no input: interactive programs get end-of-file. Killed, with every process "
+            "it started, at the timeout or when the user cancels.",
+            schema(
+                {
+                    "command": {"type": "string", "description": "The command line."},
+                    "timeout": {
+                        "type": "number",
+                        "minimum": 1,
+                        "maximum": MAX_SHELL_TIMEOUT,
+                        "description": f"Seconds before it is killed (default {DEFAULT_SHELL_TIMEOUT:g}).",
+                    },
+                },
+                ["command"],
+            ),
+        ),
         "shell",
-        "Run a shell command in the workspace (bash -c) and return its stdout, stderr and exit code. "
-        "No terminal and no input: interactive programs get end-of-file. Killed, with every process "
-        "it started, at the timeout or when the user cancels.",
-        schema({
-            "command": {"type": "string", "description": "The command line."},
-            "timeout": {"type": "number", "minimum": 1, "maximum": MAX_SHELL_TIMEOUT,
-                        "description": f"Seconds before it is killed (default {DEFAULT_SHELL_TIMEOUT:g})."},
-        }, ["command"])), "shell", shell),
+        shell,
+    ),
 )

@@ -74,40 +74,128 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
 
     _view = Binding.Group("View")
     BINDINGS = [
-        Binding("ctrl+q", "quit", "Quit", tooltip="Quit bulkhead (the terminal is restored)", priority=True,
-                id="app.quit"),
-        Binding("f1,alt+h", "help", "Help", tooltip="Help for the focused pane, every key and command", id="app.help"),
-        Binding("escape", "cancel", "Cancel", tooltip="Cancel the running turn or compaction", priority=True,
-                show=False, id="app.cancel"),
-        Binding("ctrl+c", "interrupt", "Interrupt", priority=True, show=False, id="app.interrupt",
-                tooltip="Cancel the running turn; else copy the selection or clear the prompt; twice quits"),
-        Binding("ctrl+f", "find", "Find", tooltip="Find text anywhere in the conversation (/find)", show=False,
-                priority=True, id="app.find"),
-        Binding("ctrl+o,f6", "focus_chat", "Chat", tooltip="Move into the chat to copy or fold (Esc returns)",
-                id="app.chat"),
-        Binding("ctrl+end,alt+down", "jump_latest", "Latest", tooltip="Jump to the newest output and follow it",
-                show=False, id="app.latest"),
-        Binding("f2,ctrl+backslash", "toggle_inspector", "Inspector", tooltip="Hide or show the inspector",
-                group=_view, id="app.inspector"),
-        Binding("f3,alt+w", "widen_inspector", "Wide", tooltip="Widen or narrow the inspector", group=_view,
-                id="app.widen"),
-        Binding("f5,alt+s", "command('sessions')", "Sessions", tooltip="Browse sessions and resume one",
-                id="app.sessions"),
-        Binding("ctrl+t", "next_panel", "Panels", tooltip="Show the inspector and move to its next panel",
-                group=_view, id="app.next_panel"),
-        *(Binding(f"alt+{n},ctrl+{n}", f"panel({n})", f"Panel {n}", show=False,
-                  tooltip=f"Show and focus inspector panel {n} ({name})", id=f"app.panel{n}")
-          for n, name in enumerate(PANEL_NAMES[:PANEL_KEYS], start=1)),
+        Binding(
+            "ctrl+q",
+            "quit",
+            "Quit",
+            tooltip="Quit bulkhead (the terminal is restored)",
+            priority=True,
+            id="app.quit",
+        ),
+        Binding(
+            "f1,alt+h",
+            "help",
+            "Help",
+            tooltip="Help for the focused pane, every key and command",
+            id="app.help",
+        ),
+        Binding(
+            "escape",
+            "cancel",
+            "Cancel",
+            tooltip="Cancel the running turn or compaction",
+            priority=True,
+            show=False,
+            id="app.cancel",
+        ),
+        Binding(
+            "ctrl+c",
+            "interrupt",
+            "Interrupt",
+            priority=True,
+            show=False,
+            id="app.interrupt",
+            tooltip="Cancel the running turn; else copy the selection or clear the prompt; twice quits",
+        ),
+        Binding(
+            "ctrl+f",
+            "find",
+            "Find",
+            tooltip="Find text anywhere in the conversation (/find)",
+            show=False,
+            priority=True,
+            id="app.find",
+        ),
+        Binding(
+            "ctrl+o,f6",
+            "focus_chat",
+            "Chat",
+            tooltip="Move into the chat to copy or fold (Esc returns)",
+            id="app.chat",
+        ),
+        Binding(
+            "ctrl+end,alt+down",
+            "jump_latest",
+            "Latest",
+            tooltip="Jump to the newest output and follow it",
+            show=False,
+            id="app.latest",
+        ),
+        Binding(
+            "f2,ctrl+backslash",
+            "toggle_inspector",
+            "Inspector",
+            tooltip="Hide or show the inspector",
+            group=_view,
+            id="app.inspector",
+        ),
+        Binding(
+            "f3,alt+w",
+            "widen_inspector",
+            "Wide",
+            tooltip="Widen or narrow the inspector",
+            group=_view,
+            id="app.widen",
+        ),
+        Binding(
+            "f5,alt+s",
+            "command('sessions')",
+            "Sessions",
+            tooltip="Browse sessions and resume one",
+            id="app.sessions",
+        ),
+        Binding(
+            "ctrl+t",
+            "next_panel",
+            "Panels",
+            tooltip="Show the inspector and move to its next panel",
+            group=_view,
+            id="app.next_panel",
+        ),
+        *(
+            Binding(
+                f"alt+{n},ctrl+{n}",
+                f"panel({n})",
+                f"Panel {n}",
+                show=False,
+                tooltip=f"Show and focus inspector panel {n} ({name})",
+                id=f"app.panel{n}",
+            )
+            for n, name in enumerate(PANEL_NAMES[:PANEL_KEYS], start=1)
+        ),
     ]
 
     activity: reactive[str] = reactive("", init=False)  # "" | turn | compact | probe: what runs now
 
-    def __init__(self, settings: Settings, *, route_name: str | None = None, resume: str | None = None,
-                 continue_: bool = False, workspace: str | Path | None = None, state: State | None = None,
-                 store=None, clock: Callable[[], float] = time.time, keymap: dict[str, str] | None = None,
-                 cursor_blink: bool = True, inspector: Inspector | None = None,
-                 ready_notices: tuple[str, ...] = (), fork: bool = False, read_only: bool = False,
-                 model: str | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        route_name: str | None = None,
+        resume: str | None = None,
+        continue_: bool = False,
+        workspace: str | Path | None = None,
+        state: State | None = None,
+        store=None,
+        clock: Callable[[], float] = time.time,
+        keymap: dict[str, str] | None = None,
+        cursor_blink: bool = True,
+        inspector: Inspector | None = None,
+        ready_notices: tuple[str, ...] = (),
+        fork: bool = False,
+        read_only: bool = False,
+        model: str | None = None,
+    ) -> None:
         super().__init__()
         self.model_override = model  # --model: this run's model on the first route
         self.settings = settings
@@ -130,7 +218,10 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         self._unsubscribe: Callable[[], None] | None = None
         self._quitting = False
         self._last_interrupt = -INTERRUPT_QUIT_WINDOW_S
-        self._recall_keys: tuple[tuple[str, str] | None, list[tuple[str, str]]] = (None, [])  # (session, view)
+        self._recall_keys: tuple[tuple[str, str] | None, list[tuple[str, str]]] = (
+            None,
+            [],
+        )  # (session, view)
         self._theme_ready = False
         self.history = PromptHistory(history_path(self.workspace))
         self.engine_ready = asyncio.Event()
@@ -191,8 +282,14 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         prompt.slash_extra = self.custom_completions
         prompt.focus()
         self.call_later(self._replay_early_keys)
-        self.open_engine(resume=self.resume, continue_=self.continue_, route_name=self.route_name,
-                         fork=self.fork, read_only=self.read_only, model=self.model_override)
+        self.open_engine(
+            resume=self.resume,
+            continue_=self.continue_,
+            route_name=self.route_name,
+            fork=self.fork,
+            read_only=self.read_only,
+            model=self.model_override,
+        )
 
     # -- themes and keys --------------------------------------------------------------------------------------
     def _apply_theme(self) -> None:
@@ -201,8 +298,10 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
             if wanted in self.available_themes:
                 self.theme = wanted
             elif self.settings.theme:
-                self.notify(f"theme {wanted!r} (config.toml) is not a known theme; using {self.theme}",
-                            severity="warning")
+                self.notify(
+                    f"theme {wanted!r} (config.toml) is not a known theme; using {self.theme}",
+                    severity="warning",
+                )
         self.theme_changed_signal.subscribe(self, self._persist_theme)
         self._theme_ready = True
 
@@ -222,7 +321,9 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         if keymap:
             self.set_keymap(keymap)
         if keymap.get("prompt.newline"):  # the prompt inserts newlines itself (in order with the text)
-            self.prompt.newline_keys = frozenset(k.strip() for k in keymap["prompt.newline"].split(",") if k.strip())
+            self.prompt.newline_keys = frozenset(
+                k.strip() for k in keymap["prompt.newline"].split(",") if k.strip()
+            )
 
     # -- input ----------------------------------------------------------------------------------------------
     @property
@@ -240,7 +341,11 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         # screen is gone (ScreenStackError): drop input once quitting.
         if isinstance(event, events.InputEvent) and self.quitting:
             return
-        if self._early_keys is not None and isinstance(event, events.Key | events.Paste) and not event.is_forwarded:
+        if (
+            self._early_keys is not None
+            and isinstance(event, events.Key | events.Paste)
+            and not event.is_forwarded
+        ):
             self._early_keys.append(event)  # typed before the prompt could take it: replayed once it can
             return
         await super().on_event(event)
@@ -293,18 +398,25 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         """What `/model`, `/recall` and `/mcp` can take, for the prompt's completion list."""
         if command == "/mcp":
             mcp = self.engine.mcp if self.engine is not None else None
-            return [(f"restart {s.name}", f"{s.state} · {len(s.tools)} tools") for s in (mcp.statuses() if mcp else [])]
+            return [
+                (f"restart {s.name}", f"{s.state} · {len(s.tools)} tools")
+                for s in (mcp.statuses() if mcp else [])
+            ]
         if command == "/model":
             current = self.engine.route.name if self.engine else ""
-            return [(name, f"{route.provider} · {route.model}" + (" (in use)" if name == current else ""))
-                    for name, route in sorted(self.settings.routes.items())]
+            return [
+                (name, f"{route.provider} · {route.model}" + (" (in use)" if name == current else ""))
+                for name, route in sorted(self.settings.routes.items())
+            ]
         if command == "/recall" and self.engine is not None:
             # Read once per view (a compaction, which archives, commits a new one), not per keystroke.
             session = self.engine.session
             cached_for, rows = self._recall_keys
             if cached_for != (session.id, session.view.id):
-                rows = [(key, display_line(f"{reason} · {format_size(size)} · {' '.join(head.split())[:40]}"))
-                        for key, reason, size, head in session.store.archive_keys(session.id)]
+                rows = [
+                    (key, display_line(f"{reason} · {format_size(size)} · {' '.join(head.split())[:40]}"))
+                    for key, reason, size, head in session.store.archive_keys(session.id)
+                ]
                 self._recall_keys = (session.id, session.view.id), rows
             return rows
         return []
@@ -323,12 +435,24 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
             self.run_command("rewind")
 
     # -- toasts and errors -------------------------------------------------------------------------------------
-    def notify(self, message: str, *, title: str = "", severity="information", timeout: float | None = None,
-               markup: bool = True) -> None:
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity="information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
         """Every toast (widgets' `notify` lands here): its words may quote a provider, a file or an
         exception, so they are made safe and never parsed as markup (`[@click=…]` stays text)."""
-        super().notify(display(str(message)), title=display_line(str(title)), severity=severity, timeout=timeout,
-                       markup=False)
+        super().notify(
+            display(str(message)),
+            title=display_line(str(title)),
+            severity=severity,
+            timeout=timeout,
+            markup=False,
+        )
 
     async def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         worker = event.worker
@@ -344,12 +468,15 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         text = f"{name} failed: {type(error).__name__}: {error}"
         from app.store import StoreError
 
-        if isinstance(error, ConfigError | StoreError):  # worded for the user already: what happened, what to do
+        if isinstance(
+            error, ConfigError | StoreError
+        ):  # worded for the user already: what happened, what to do
             text = f"{error}"
         self.notify(text[:300], title="error", severity="error", timeout=10)
         with contextlib.suppress(Exception):
-            await self.chat.add_notice(text + "  (c in the chat copies this)", level="error", code="error",
-                                       title="error")
+            await self.chat.add_notice(
+                text + "  (c in the chat copies this)", level="error", code="error", title="error"
+            )
 
     async def action_quit(self) -> None:
         if self._quitting:

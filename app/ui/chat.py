@@ -85,14 +85,28 @@ class Chat(VerticalScroll, can_focus=True):
         Binding("up,k", "cursor(-1)", "Previous", show=False, id="chat.previous"),
         Binding("down,j", "cursor(1)", "Next", show=False, id="chat.next"),
         Binding("c", "copy_item", "Copy", tooltip="Copy the message under the cursor", id="chat.copy"),
-        Binding("b", "copy_code", "Copy code", tooltip="Copy a code block of the message", id="chat.copy_code"),
-        Binding("enter,space", "toggle_item", "Fold", tooltip="Fold or unfold a tool block", id="chat.toggle"),
+        Binding(
+            "b", "copy_code", "Copy code", tooltip="Copy a code block of the message", id="chat.copy_code"
+        ),
+        Binding(
+            "enter,space", "toggle_item", "Fold", tooltip="Fold or unfold a tool block", id="chat.toggle"
+        ),
         Binding("y", "approve(True)", "Approve", tooltip="Approve the pending tool call", id="chat.approve"),
         Binding("n", "approve(False)", "Deny", tooltip="Deny the pending tool call", id="chat.deny"),
-        Binding("a", "approve('session')", "Always (session)", id="chat.always_session",
-                tooltip="Approve the pending call and allow it for the rest of the session"),
-        Binding("p", "approve('project')", "Always (project)", id="chat.always_project",
-                tooltip="Approve the pending call and allow it in this project (.bulkhead/settings.toml)"),
+        Binding(
+            "a",
+            "approve('session')",
+            "Always (session)",
+            id="chat.always_session",
+            tooltip="Approve the pending call and allow it for the rest of the session",
+        ),
+        Binding(
+            "p",
+            "approve('project')",
+            "Always (project)",
+            id="chat.always_project",
+            tooltip="Approve the pending call and allow it in this project (.bulkhead/settings.toml)",
+        ),
         Binding("end,G", "jump_latest", "Latest", show=False, id="chat.latest"),
         Binding("home,g", "jump_top", "Top", show=False, id="chat.top"),
         Binding("escape,i", "leave", "Prompt", show=False, id="chat.leave"),
@@ -181,7 +195,9 @@ class Chat(VerticalScroll, can_focus=True):
     def on_mount(self) -> None:
         # While the conversation is shorter than the view it is not anchored (see _anchor_if_scrollable);
         # this cheap check anchors it the moment it outgrows the view, whatever made it grow.
-        self._short_watch = self.set_interval(SHORT_WATCH_S, self._check_anchor_after_layout, name="follow watch")
+        self._short_watch = self.set_interval(
+            SHORT_WATCH_S, self._check_anchor_after_layout, name="follow watch"
+        )
         self._anchor_if_scrollable()
 
     def at_bottom(self) -> bool:
@@ -217,7 +233,9 @@ class Chat(VerticalScroll, can_focus=True):
         self.call_after_refresh(self._after_release)
 
     def _after_release(self) -> None:
-        if self.max_scroll_y - self.scroll_target_y < 1:  # where the scroll goes (an animated one has not yet)
+        if (
+            self.max_scroll_y - self.scroll_target_y < 1
+        ):  # where the scroll goes (an animated one has not yet)
             self._follow()
         else:
             self.follow = False
@@ -230,7 +248,9 @@ class Chat(VerticalScroll, can_focus=True):
         if following:
             if not self.follow:
                 self._follow()
-            if not self._anchor_check_pending:  # once laid out: anchor content that has become taller than the view
+            if (
+                not self._anchor_check_pending
+            ):  # once laid out: anchor content that has become taller than the view
                 self._anchor_check_pending = True
                 self.call_after_refresh(self._check_anchor_after_layout)
         elif self.max_scroll_y > self.scroll_y:
@@ -246,8 +266,12 @@ class Chat(VerticalScroll, can_focus=True):
         super().watch_scroll_y(old, new)
         if self._older or self._newer:
             self._maybe_page()
-        if (not self.follow and not self._newer and self.at_bottom()
-                and self.max_scroll_y - self.scroll_target_y <= FOLLOW_ROWS):
+        if (
+            not self.follow
+            and not self._newer
+            and self.at_bottom()
+            and self.max_scroll_y - self.scroll_target_y <= FOLLOW_ROWS
+        ):
             self._follow()  # the user scrolled back down to the end (or the content shrank)
 
     def on_resize(self, event: events.Resize) -> None:
@@ -317,8 +341,9 @@ class Chat(VerticalScroll, can_focus=True):
         if self._newer:  # the user read far back (/find): new output brings the latest back first
             await self._rewindow(self._total() - 1, at_end=True)
         following = self._before_append()
-        await self.mount_all(items, before=self._newer_marker) if self._newer_marker is not None else \
-            await self.mount_all(items)
+        await self.mount_all(
+            items, before=self._newer_marker
+        ) if self._newer_marker is not None else await self.mount_all(items)
         self._settling.update(i for i in items if isinstance(i, AssistantItem) and not i.streaming)
         await self._prune()
         self._after_append(following)
@@ -352,8 +377,10 @@ class Chat(VerticalScroll, can_focus=True):
     async def _update_markers(self) -> None:
         older = len(self._older)
         if older:
-            label = (f"↑ {older:,} earlier items are not shown yet — scroll up (PageUp) to page them in; "
-                     f"/find (Ctrl+F) searches them all")
+            label = (
+                f"↑ {older:,} earlier items are not shown yet — scroll up (PageUp) to page them in; "
+                f"/find (Ctrl+F) searches them all"
+            )
             if self._pruned_marker is None:
                 self._pruned_marker = Static(label, classes="pruned-marker", markup=False)
                 await self.mount(self._pruned_marker, before=0)
@@ -445,8 +472,9 @@ class Chat(VerticalScroll, can_focus=True):
             entries, self._newer = self._newer[:count], self._newer[count:]
             widgets = [entry.build() for entry in entries]
             self._register(widgets)
-            await self.mount_all(widgets, before=self._newer_marker) if self._newer_marker is not None else \
-                await self.mount_all(widgets)
+            await self.mount_all(
+                widgets, before=self._newer_marker
+            ) if self._newer_marker is not None else await self.mount_all(widgets)
             await self._update_markers()
             return widgets
         finally:
@@ -461,7 +489,11 @@ class Chat(VerticalScroll, can_focus=True):
             return None
         target = max(0, min(target, len(entries) - 1))
         window = self.window_items
-        start = max(0, len(entries) - window) if at_end else max(0, min(target - window // 2, len(entries) - window))
+        start = (
+            max(0, len(entries) - window)
+            if at_end
+            else max(0, min(target - window // 2, len(entries) - window))
+        )
         end = min(len(entries), start + window)
         self._tools.clear()
         await self.remove_children([*mounted, *(m for m in (self._pruned_marker, self._newer_marker) if m)])
@@ -484,7 +516,11 @@ class Chat(VerticalScroll, can_focus=True):
     # -- find -------------------------------------------------------------------------------------------
     def _texts(self) -> list[str]:
         """The searchable text of every item of the conversation, in order (mounted or not)."""
-        return [*(e.text for e in self._older), *(i.copy_text() for i in self.items), *(e.text for e in self._newer)]
+        return [
+            *(e.text for e in self._older),
+            *(i.copy_text() for i in self.items),
+            *(e.text for e in self._newer),
+        ]
 
     async def find(self, query: str) -> str:
         """Find `query` (case-insensitive) anywhere in the conversation, newest first; the same query again
@@ -508,15 +544,19 @@ class Chat(VerticalScroll, can_focus=True):
         item = await self._bring_into_view(position)
         if item is not None:
             self._mark_found(item)
-        return (f"“{query}”: match {rank:,} of {len(matches):,} (newest first) — /find {query} again "
-                f"for the next older one")
+        return (
+            f"“{query}”: match {rank:,} of {len(matches):,} (newest first) — /find {query} again "
+            f"for the next older one"
+        )
 
     async def _bring_into_view(self, position: int) -> ChatItem | None:
         older = len(self._older)
         mounted = self.items
         if older <= position < older + len(mounted):
             item = mounted[position - older]
-        elif self._answer is not None or any(b.pending or not (b.done or b.stopped) for b in self.tool_blocks()):
+        elif self._answer is not None or any(
+            b.pending or not (b.done or b.stopped) for b in self.tool_blocks()
+        ):
             # A stream, a running tool or an approval is live: page in down to the match instead of re-windowing.
             if position < older:
                 self._paging = True
@@ -548,7 +588,9 @@ class Chat(VerticalScroll, can_focus=True):
         item.add_class("-found")
         self._found = item
 
-    async def add_notice(self, text: str, *, level: str = "info", code: str = "", title: str = "") -> NoticeItem:
+    async def add_notice(
+        self, text: str, *, level: str = "info", code: str = "", title: str = ""
+    ) -> NoticeItem:
         item = NoticeItem(text, level=level, code=code, title=title)
         await self.add(item)
         return item
@@ -596,7 +638,9 @@ class Chat(VerticalScroll, can_focus=True):
         await self._answer.write(text)
         self._after_append(following)
 
-    async def _finish_answer(self, text: str | None = None, *, partial: bool | None = None) -> AssistantItem | None:
+    async def _finish_answer(
+        self, text: str | None = None, *, partial: bool | None = None
+    ) -> AssistantItem | None:
         if self._flush_timer is not None:
             self._flush_timer.stop()
             self._flush_timer = None
@@ -645,8 +689,13 @@ class Chat(VerticalScroll, can_focus=True):
             for block in self._tools.values():
                 block.stop()
             kept = finished is not None or self._last_answer_of_turn_is_partial()
-            await self.add_notice("turn cancelled — what arrived is kept, marked partial" if kept else
-                                  "turn cancelled before any answer arrived", level="warn", code="cancelled")
+            await self.add_notice(
+                "turn cancelled — what arrived is kept, marked partial"
+                if kept
+                else "turn cancelled before any answer arrived",
+                level="warn",
+                code="cancelled",
+            )
 
     @handle.register
     async def _show_tool_started(self, event: ToolCallStarted) -> None:
@@ -665,8 +714,9 @@ class Chat(VerticalScroll, can_focus=True):
     async def _show_tool_finished(self, event: ToolCallFinished) -> None:
         block = self._tools.get(event.call_id)
         if block is not None:
-            block.set_result(is_error=event.is_error, preview=event.preview, chars=event.chars,
-                             spill_path=event.spill_path)
+            block.set_result(
+                is_error=event.is_error, preview=event.preview, chars=event.chars, spill_path=event.spill_path
+            )
 
     @handle.register
     async def _show_notice(self, event: Notice) -> None:
@@ -722,8 +772,9 @@ class Chat(VerticalScroll, can_focus=True):
                 return
 
     # -- approvals ----------------------------------------------------------------------------------------
-    def ask_approval(self, name: str, why: str, future: asyncio.Future[bool | str],
-                     remember: str = "") -> ToolBlock | None:
+    def ask_approval(
+        self, name: str, why: str, future: asyncio.Future[bool | str], remember: str = ""
+    ) -> ToolBlock | None:
         """Attach an approval prompt to the newest unanswered block of tool `name` (`remember`: the rule
         "always" keeps)."""
         for block in reversed(self.tool_blocks()):

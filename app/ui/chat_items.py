@@ -46,6 +46,7 @@ def fold(text: str, *, max_lines: int, max_chars: int) -> str:
     more = f"{rest_lines:,} more lines, " if rest_lines > 0 else ""
     return f"{head}\n… ({more}{len(text):,} characters in all; c copies them)"
 
+
 # How an answer is drawn (see `AnswerView`).
 
 
@@ -100,6 +101,7 @@ class UserItem(ChatItem):
 # goes to a thread), so neither a stream nor a resize nor the final render of a huge answer blocks
 # the loop for long.
 
+
 class AssistantItem(ChatItem):
     """One assistant message: its raw text, shown by one `AnswerView` (Markdown as cached lines).
 
@@ -120,8 +122,9 @@ class AssistantItem(ChatItem):
     def compose(self) -> ComposeResult:
         yield Static("assistant", classes="item-label", markup=False)
         yield self.view
-        yield Static("◆ partial — the answer was cut short; /retry asks again", classes="partial-mark",
-                     markup=False)
+        yield Static(
+            "◆ partial — the answer was cut short; /retry asks again", classes="partial-mark", markup=False
+        )
 
     @property
     def rendered(self) -> bool:
@@ -193,8 +196,14 @@ class ReportItem(ChatItem):
     def render(self) -> RenderableType:
         from rich.table import Table
 
-        table = Table(title=self.title, title_justify="left", show_header=False, box=None, padding=(0, 2, 0, 0),
-                      expand=False)
+        table = Table(
+            title=self.title,
+            title_justify="left",
+            show_header=False,
+            box=None,
+            padding=(0, 2, 0, 0),
+            expand=False,
+        )
         table.add_column(style="bold", no_wrap=True)
         table.add_column()
         for key, value in self.rows:
@@ -265,27 +274,45 @@ class ToolBlock(ChatItem):
     @staticmethod
     def _approval_buttons() -> ComposeResult:
         yield Button("Approve (y)", variant="success", classes="approve", compact=True)
-        yield Button("Session (a)", classes="always-session", compact=True,
-                     tooltip="Approve, and allow this exact call for the rest of the session")
-        yield Button("Project (p)", classes="always-project", compact=True,
-                     tooltip="Approve, and allow this exact call in this project from now on (.bulkhead/settings.toml)")
+        yield Button(
+            "Session (a)",
+            classes="always-session",
+            compact=True,
+            tooltip="Approve, and allow this exact call for the rest of the session",
+        )
+        yield Button(
+            "Project (p)",
+            classes="always-project",
+            compact=True,
+            tooltip="Approve, and allow this exact call in this project from now on (.bulkhead/settings.toml)",
+        )
         yield Button("Deny (n)", variant="error", classes="deny", compact=True)
 
     def on_mount(self) -> None:
         self._sync()
 
     def _header(self) -> Text:
-        status = {"": ("…", "running"), "approved": ("…", "approved · running"), "auto": ("…", "running"),
-                  "denied": ("✖", "denied"), "cancelled": ("✖", "cancelled")}[self.decision or ""]
+        status = {
+            "": ("…", "running"),
+            "approved": ("…", "approved · running"),
+            "auto": ("…", "running"),
+            "denied": ("✖", "denied"),
+            "cancelled": ("✖", "cancelled"),
+        }[self.decision or ""]
         mark, word = status
         if self.pending:
             mark, word = "?", "waiting for your approval"
         elif self.stopped and not self.done:
-            mark, word = "✖", ("approved · " if self.decision == "approved" else "") + "stopped before it finished"
+            mark, word = (
+                "✖",
+                ("approved · " if self.decision == "approved" else "") + "stopped before it finished",
+            )
         elif self.done:
             mark = "✖" if self.is_error else "✓"
             decided = self.decision if self.decision in ("approved", "denied", "cancelled") else ""
-            word = ("error" if self.is_error else f"{self.chars:,} chars") + (f" · {decided}" if decided else "")
+            word = ("error" if self.is_error else f"{self.chars:,} chars") + (
+                f" · {decided}" if decided else ""
+            )
         text = Text()
         text.append("▸ " if self.collapsed else "▾ ", style="dim")
         text.append(f"{mark} ", style="bold")
@@ -316,8 +343,11 @@ class ToolBlock(ChatItem):
         self.set_class(self.pending, "-pending")
         self.set_class(self.is_error or self.stopped or self.decision in ("denied", "cancelled"), "-failed")
         if self.pending:
-            remember = (f"\n  a / p: also allow {display_line(self.remember)} for this session / in this project"
-                        if self.remember else "")
+            remember = (
+                f"\n  a / p: also allow {display_line(self.remember)} for this session / in this project"
+                if self.remember
+                else ""
+            )
             self.query_one(".approval-why", Static).update(f"? {display(self._why)}{remember}")
 
     def toggle(self) -> None:
@@ -352,7 +382,9 @@ class ToolBlock(ChatItem):
         self._future.set_result(approved)
         self.decision = "approved" if approved else "denied"
         if approved in ("session", "project"):
-            self.reason = f"always ({'this session' if approved == 'session' else 'this project'}): {self.remember}"
+            self.reason = (
+                f"always ({'this session' if approved == 'session' else 'this project'}): {self.remember}"
+            )
         self._sync()
         self.post_message(self.Resolved(self, bool(approved)))
         return True

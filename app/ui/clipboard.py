@@ -39,8 +39,10 @@ class CopyResult:
         if self.system_tool:
             return f"Copied {what} to the system clipboard ({self.system_tool})."
         if self.osc52:
-            return (f"Sent {what} to the terminal's clipboard (OSC 52); no system clipboard tool was found, so "
-                    "this works only if your terminal (and tmux: set-clipboard on) allows OSC 52.")
+            return (
+                f"Sent {what} to the terminal's clipboard (OSC 52); no system clipboard tool was found, so "
+                "this works only if your terminal (and tmux: set-clipboard on) allows OSC 52."
+            )
         return f"Could not copy {what}: {self.error or 'no terminal and no clipboard tool'}."
 
 
@@ -60,14 +62,22 @@ def system_copy(text: str, *, which: Callable[[str], str | None] = shutil.which)
         if not path or not _display_available(name):
             continue
         try:
-            completed = subprocess.run([path, *args], input=text.encode("utf-8"), timeout=TOOL_TIMEOUT_S,
-                                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
+            completed = subprocess.run(
+                [path, *args],
+                input=text.encode("utf-8"),
+                timeout=TOOL_TIMEOUT_S,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                check=False,
+            )
         except (OSError, subprocess.SubprocessError) as exc:
             error = f"{name}: {exc}"
             continue
         if completed.returncode == 0:
             return name, ""
-        error = f"{name} exited {completed.returncode}: {completed.stderr.decode(errors='replace').strip()[:120]}"
+        error = (
+            f"{name} exited {completed.returncode}: {completed.stderr.decode(errors='replace').strip()[:120]}"
+        )
     return None, error
 
 

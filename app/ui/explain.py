@@ -64,7 +64,7 @@ def recovery_after(record: Mapping[str, Any], records: Sequence[Mapping[str, Any
     transient = record.get("kind") in TRANSIENT_KINDS
     failed = retries = 0
     last_attempt = attempt
-    for later in records[start + 1:]:
+    for later in records[start + 1 :]:
         if (later.get("purpose") or "chat") != purpose:
             continue
         later_level, later_attempt = int(later.get("level") or 0), int(later.get("attempt") or 0)
@@ -86,8 +86,11 @@ def recovery_after(record: Mapping[str, Any], records: Sequence[Mapping[str, Any
     return RecoveryOutcome(failed_attempts=failed, retries=retries)
 
 
-def learned_cap_for(record: Mapping[str, Any], records: Sequence[Mapping[str, Any]] = (),
-                    cap_events: Iterable[Mapping[str, Any]] = ()) -> int | None:
+def learned_cap_for(
+    record: Mapping[str, Any],
+    records: Sequence[Mapping[str, Any]] = (),
+    cap_events: Iterable[Mapping[str, Any]] = (),
+) -> int | None:
     """The cap bulkhead learned from `record`'s rejection, from the session's cap_learned events."""
     if record.get("kind") not in PAYLOAD_KINDS:
         return None
@@ -103,7 +106,9 @@ def learned_cap_for(record: Mapping[str, Any], records: Sequence[Mapping[str, An
     following = None
     if record.get("id") in ids:
         index = ids.index(record.get("id"))
-        following = next((r.get("created_at") for r in records[index + 1:] if r.get("created_at") is not None), None)
+        following = next(
+            (r.get("created_at") for r in records[index + 1 :] if r.get("created_at") is not None), None
+        )
     for event in events:
         at = event.get("created_at")
         if at is not None and at >= started and (following is None or at <= following):
@@ -113,20 +118,32 @@ def learned_cap_for(record: Mapping[str, Any], records: Sequence[Mapping[str, An
 
 def failure_of(record: Mapping[str, Any]) -> Failure:
     kind = record.get("kind") or "other"
-    return Failure(kind=kind, payload_related=kind in PAYLOAD_KINDS,
-                   recoverable=kind in PAYLOAD_KINDS or kind == "context_overflow",
-                   transient=kind in TRANSIENT_KINDS, rejected_bytes=_bytes(record),
-                   reason=record.get("reason") or "", evidence=tuple(record.get("evidence") or ()),
-                   status=record.get("status"))
+    return Failure(
+        kind=kind,
+        payload_related=kind in PAYLOAD_KINDS,
+        recoverable=kind in PAYLOAD_KINDS or kind == "context_overflow",
+        transient=kind in TRANSIENT_KINDS,
+        rejected_bytes=_bytes(record),
+        reason=record.get("reason") or "",
+        evidence=tuple(record.get("evidence") or ()),
+        status=record.get("status"),
+    )
 
 
-def explain_request(record: Mapping[str, Any], records: Sequence[Mapping[str, Any]] = (), *,
-                    learned_cap: int | None = None, cap_events: Iterable[Mapping[str, Any]] = ()) -> str:
+def explain_request(
+    record: Mapping[str, Any],
+    records: Sequence[Mapping[str, Any]] = (),
+    *,
+    learned_cap: int | None = None,
+    cap_events: Iterable[Mapping[str, Any]] = (),
+) -> str:
     """One copyable sentence about `record`: accepted, in flight, cancelled, or why it was rejected."""
     outcome = record.get("outcome") or ""
     size = _bytes(record)
     if outcome == "sending" and not record.get("status"):
-        return f"In flight: a request of {format_size(record.get('predicted_bytes'))} (predicted) is being sent."
+        return (
+            f"In flight: a request of {format_size(record.get('predicted_bytes'))} (predicted) is being sent."
+        )
     if outcome == "cancelled":
         return f"Cancelled before an answer arrived; request {format_size(size)}."
     if not is_failed(record):
@@ -137,7 +154,9 @@ def explain_request(record: Mapping[str, Any], records: Sequence[Mapping[str, An
     after = recovery_after(record, records) if records else RecoveryOutcome()
     attempt_note = ""
     if int(record.get("level") or 0) > 0:
-        attempt_note = f" (recovery attempt {record.get('attempt') or '?'} at ladder level {record.get('level')})"
+        attempt_note = (
+            f" (recovery attempt {record.get('attempt') or '?'} at ladder level {record.get('level')})"
+        )
     if after.recovered_level is not None or learned_cap is not None:
         text = explain(failure, learned_cap=learned_cap, level=after.recovered_level)
         if after.recovered_level is None and after.failed_attempts and not after.pending:
@@ -161,8 +180,9 @@ def explain_request(record: Mapping[str, Any], records: Sequence[Mapping[str, An
 
 
 def _failed_attempts(count: int) -> str:
-    return (f"; recovery failed after {count} attempt{'s' if count != 1 else ''} — "
-            f"the conversation is unchanged")
+    return (
+        f"; recovery failed after {count} attempt{'s' if count != 1 else ''} — the conversation is unchanged"
+    )
 
 
 def _accepted_text(record: Mapping[str, Any]) -> str:
@@ -195,16 +215,22 @@ def _clip(text: str, limit: int = REPORT_TEXT_CHARS) -> str:
 
 def request_report(record: Mapping[str, Any], explanation: str = "") -> str:
     """The whole record as plain text, for the clipboard or a bug report to the network team."""
-    lines = [f"Request {record.get('id', '?')} · route {record.get('route') or '—'} · "
-             f"{record.get('purpose') or 'chat'} · attempt {record.get('attempt') or 0} · "
-             f"L{record.get('level') or 0}"]
+    lines = [
+        f"Request {record.get('id', '?')} · route {record.get('route') or '—'} · "
+        f"{record.get('purpose') or 'chat'} · attempt {record.get('attempt') or 0} · "
+        f"L{record.get('level') or 0}"
+    ]
     if record.get("url"):
         lines.append(f"URL: {record['url']}")
-    lines.append(f"Size: predicted {format_size(record.get('predicted_bytes'))}, "
-                 f"actual {format_size(record.get('actual_bytes'))}")
+    lines.append(
+        f"Size: predicted {format_size(record.get('predicted_bytes'))}, "
+        f"actual {format_size(record.get('actual_bytes'))}"
+    )
     latency = record.get("latency_ms")
-    lines.append(f"Status: {record.get('status') or '—'} · latency "
-                 f"{'—' if latency is None else f'{latency:.0f} ms'} · kind {record.get('kind') or '—'}")
+    lines.append(
+        f"Status: {record.get('status') or '—'} · latency "
+        f"{'—' if latency is None else f'{latency:.0f} ms'} · kind {record.get('kind') or '—'}"
+    )
     if explanation:
         lines += ["", f"Why: {explanation}"]
     evidence = list(record.get("evidence") or ())

@@ -13,7 +13,9 @@ from collections.abc import Callable
 WAIT_S = 60.0
 
 
-async def until(pilot, predicate: Callable[[], object], what: str = "condition", timeout: float = WAIT_S) -> None:
+async def until(
+    pilot, predicate: Callable[[], object], what: str = "condition", timeout: float = WAIT_S
+) -> None:
     """Poll `predicate` between UI frames until it holds."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout

@@ -122,8 +122,14 @@ class PromptArea(TextArea):
 
     NEWLINE_KEYS = "ctrl+j,alt+enter,shift+enter"
     BINDINGS = [
-        Binding(NEWLINE_KEYS, "newline", "Newline", tooltip="Insert a line break (Enter sends; \\ + Enter too)",
-                show=False, id="prompt.newline"),
+        Binding(
+            NEWLINE_KEYS,
+            "newline",
+            "Newline",
+            tooltip="Insert a line break (Enter sends; \\ + Enter too)",
+            show=False,
+            id="prompt.newline",
+        ),
         Binding("tab", "complete", "Complete", show=False, id="prompt.complete"),
         Binding("f6", "app.focus_chat", show=False),  # TextArea's F6 (select line) would hide the app's
     ]
@@ -137,8 +143,13 @@ class PromptArea(TextArea):
         strip = super().render_line(y)
         if all(control or without_unsafe(text) is text for text, _style, control in strip):
             return strip
-        return Strip([segment if segment.control else Segment(without_unsafe(segment.text), segment.style)
-                      for segment in strip], strip.cell_length)
+        return Strip(
+            [
+                segment if segment.control else Segment(without_unsafe(segment.text), segment.style)
+                for segment in strip
+            ],
+            strip.cell_length,
+        )
 
     class Submitted(Message):
         def __init__(self, prompt: PromptArea, text: str) -> None:
@@ -152,11 +163,18 @@ class PromptArea(TextArea):
             self.completions = completions
             self.selected = selected
 
-    def __init__(self, *, history: PromptHistory | None = None, workspace: Path | None = None, **kwargs) -> None:
-        super().__init__(soft_wrap=True, show_line_numbers=False, tab_behavior="focus",
-                         compact=True, highlight_cursor_line=False,
-                         placeholder="Ask anything · / commands · @ files · Enter sends · Ctrl+J new line · F1 help",
-                         **kwargs)
+    def __init__(
+        self, *, history: PromptHistory | None = None, workspace: Path | None = None, **kwargs
+    ) -> None:
+        super().__init__(
+            soft_wrap=True,
+            show_line_numbers=False,
+            tab_behavior="focus",
+            compact=True,
+            highlight_cursor_line=False,
+            placeholder="Ask anything · / commands · @ files · Enter sends · Ctrl+J new line · F1 help",
+            **kwargs,
+        )
         self.prompt_history = history or PromptHistory(None)
         self.workspace = workspace or Path.cwd()
         # The values `/model` and `/recall` take (command → [(value, help)]); set by the app.
@@ -278,8 +296,11 @@ class PromptArea(TextArea):
         self.refresh_completions()
 
     def refresh_completions(self) -> None:
-        completions = complete_slash(self.text, self.slash_arguments,
-                                     self.slash_extra() if self.slash_extra and self.text.startswith("/") else ())
+        completions = complete_slash(
+            self.text,
+            self.slash_arguments,
+            self.slash_extra() if self.slash_extra and self.text.startswith("/") else (),
+        )
         if not completions:
             word = self._mention_at_cursor()[0]
             completions = [c for c in self.complete_file(word) if c[0] != word] if word else []
@@ -321,7 +342,9 @@ class PromptBox(Vertical):
     busy_text: reactive[str] = reactive("", init=False)
     waiting: reactive[str] = reactive("", init=False)  # a line about messages held until the session is ready
 
-    def __init__(self, *, history: PromptHistory | None = None, workspace: Path | None = None, **kwargs) -> None:
+    def __init__(
+        self, *, history: PromptHistory | None = None, workspace: Path | None = None, **kwargs
+    ) -> None:
         super().__init__(**kwargs)
         self._history = history
         self._workspace = workspace
@@ -349,8 +372,12 @@ class PromptBox(Vertical):
             text.append(f"  {display_line(help_)}", style="dim")
         mention = event.completions[0][0].startswith("@")
         status = self.prompt.files_status if mention else ""
-        text.append("\n Tab completes · ↑/↓ choose · Enter " + ("takes it" if mention else "runs")
-                    + (f" · {status}" if status else ""), style="dim italic")
+        text.append(
+            "\n Tab completes · ↑/↓ choose · Enter "
+            + ("takes it" if mention else "runs")
+            + (f" · {status}" if status else ""),
+            style="dim italic",
+        )
         widget.update(text)
         widget.display = True
 

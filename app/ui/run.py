@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-NOT_A_TERMINAL = "bulkhead needs a terminal for the full-screen UI; use -p for one-shot (bulkhead -p \"…\")"
+NOT_A_TERMINAL = 'bulkhead needs a terminal for the full-screen UI; use -p for one-shot (bulkhead -p "…")'
 
 
 def run(args) -> int:
@@ -21,9 +21,16 @@ def run(args) -> int:
     settings = load_settings(flags=settings_flags(args))
     from app.ui.app import BulkheadApp
 
-    app = BulkheadApp(settings, route_name=args.route, resume=args.resume, continue_=args.continue_,
-                      workspace=args.workspace, fork=getattr(args, "fork", False),
-                      read_only=getattr(args, "read_only", False), model=getattr(args, "model", None))
+    app = BulkheadApp(
+        settings,
+        route_name=args.route,
+        resume=args.resume,
+        continue_=args.continue_,
+        workspace=args.workspace,
+        fork=getattr(args, "fork", False),
+        read_only=getattr(args, "read_only", False),
+        model=getattr(args, "model", None),
+    )
     code = app.run()
     if app.open_error and app.engine is None:  # quit without a session: say why on the terminal too
         print(f"bulkhead: {app.open_error}", file=sys.stderr)
@@ -38,5 +45,7 @@ def exit_hint(session: tuple[str, int] | None) -> str:
     if not session or not session[1]:
         return ""
     session_id, messages = session
-    return f"bulkhead: session {session_id} kept ({messages:,} messages) — resume with bulkhead -c " \
-           f"(or bulkhead --resume {session_id})"
+    return (
+        f"bulkhead: session {session_id} kept ({messages:,} messages) — resume with bulkhead -c "
+        f"(or bulkhead --resume {session_id})"
+    )

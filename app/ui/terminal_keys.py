@@ -39,16 +39,21 @@ KEY_NOTES: dict[str, str] = {
     "f6": "VS Code keeps F6: use Ctrl+O there",
     "ctrl+end": "VS Code keeps Ctrl+End (terminal scroll): use Alt+↓ there",
     "alt+enter": "Windows Terminal keeps Alt+Enter (full screen); macOS needs Option as Meta/Esc+: use Ctrl+J "
-                 "or \\ + Enter there",
+    "or \\ + Enter there",
     "shift+enter": "arrives only where the terminal reports it (kitty, WezTerm, foot, Ghostty, iTerm2 with CSI u)",
     "ctrl+j": "VS Code on Linux/Windows keeps Ctrl+J (toggle panel): use \\ + Enter or Alt+Enter there",
     "ctrl+p": "VS Code keeps Ctrl+P (quick open): run `/help` for the commands, or let it through with "
-              "terminal.integrated.commandsToSkipShell: [\"-workbench.action.quickOpen\"]",
+    'terminal.integrated.commandsToSkipShell: ["-workbench.action.quickOpen"]',
     "ctrl+q": "VS Code on Windows/Linux keeps Ctrl+Q: press Ctrl+C twice on an empty prompt there",
-    **{f"ctrl+{n}": "reaches the app only where the terminal reports it (kitty keyboard protocol); "
-                    "most terminals send nothing" for n in range(1, 10)},
-    **{f"alt+{n}": "macOS Terminal/iTerm2 type a symbol unless Option is set to Meta/Esc+; use Ctrl+T there"
-       for n in range(1, 10)},
+    **{
+        f"ctrl+{n}": "reaches the app only where the terminal reports it (kitty keyboard protocol); "
+        "most terminals send nothing"
+        for n in range(1, 10)
+    },
+    **{
+        f"alt+{n}": "macOS Terminal/iTerm2 type a symbol unless Option is set to Meta/Esc+; use Ctrl+T there"
+        for n in range(1, 10)
+    },
 }
 
 

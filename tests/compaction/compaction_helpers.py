@@ -49,20 +49,43 @@ class Builder:
         parts = ([Text(text)] if text else []) + list(calls)
         return self._add(Message.create("assistant", parts, turn=self.turn))
 
-    def result(self, call_id: str, content: str, *, is_error: bool = False, verbatim: bool = False) -> Message:
+    def result(
+        self, call_id: str, content: str, *, is_error: bool = False, verbatim: bool = False
+    ) -> Message:
         origin = "recall" if verbatim else "tool"
-        return self._add(Message.create("tool", [ToolResult(call_id, content, is_error)], turn=self.turn,
-                                        origin=origin, preserve_verbatim=verbatim))
+        return self._add(
+            Message.create(
+                "tool",
+                [ToolResult(call_id, content, is_error)],
+                turn=self.turn,
+                origin=origin,
+                preserve_verbatim=verbatim,
+            )
+        )
 
-    def tool(self, name: str, args: dict, content: str, *, text: str = "", is_error: bool = False,
-             verbatim: bool = False) -> tuple[Message, Message]:
+    def tool(
+        self,
+        name: str,
+        args: dict,
+        content: str,
+        *,
+        text: str = "",
+        is_error: bool = False,
+        verbatim: bool = False,
+    ) -> tuple[Message, Message]:
         call = ToolCall(f"call_{next(_ids)}", name, args)
         a = self.assistant(text, [call])
         r = self.result(call.id, content, is_error=is_error, verbatim=verbatim)
         return a, r
 
-    def read(self, path: str, content: str, offset: int | None = None, limit: int | None = None,
-             is_error: bool = False) -> tuple[Message, Message]:
+    def read(
+        self,
+        path: str,
+        content: str,
+        offset: int | None = None,
+        limit: int | None = None,
+        is_error: bool = False,
+    ) -> tuple[Message, Message]:
         args: dict = {"path": path}
         if offset is not None:
             args["offset"] = offset
@@ -79,30 +102,46 @@ class Builder:
         return tuple(self.messages)
 
 
-def ctx_for(messages: Sequence[Message], *, settings: Settings | None = None, turn: int | None = None,
-            prior: dict[str, str] | None = None, target: int | None = None, **kw) -> PassContext:
+def ctx_for(
+    messages: Sequence[Message],
+    *,
+    settings: Settings | None = None,
+    turn: int | None = None,
+    prior: dict[str, str] | None = None,
+    target: int | None = None,
+    **kw,
+) -> PassContext:
     master = {m.id for m in messages}
     prior = dict(prior or {})
-    return PassContext(settings=settings or Settings(),
-                       turn=turn if turn is not None else max((m.meta.turn for m in messages), default=0),
-                       archive_lookup=prior.get, target_bytes=target,
-                       is_master=lambda m: m.id in master, **kw)
+    return PassContext(
+        settings=settings or Settings(),
+        turn=turn if turn is not None else max((m.meta.turn for m in messages), default=0),
+        archive_lookup=prior.get,
+        target_bytes=target,
+        is_master=lambda m: m.id in master,
+        **kw,
+    )
 
 
 def run(coro):
     return asyncio.run(coro)
 
 
-def fake_summarizer(answer: str = "The user and the assistant worked on the parser; tests now pass. "
-                                  "Next: document the change.", calls: list | None = None):
+def fake_summarizer(
+    answer: str = "The user and the assistant worked on the parser; tests now pass. "
+    "Next: document the change.",
+    calls: list | None = None,
+):
     async def summarize(system: str, text: str) -> str:
         if calls is not None:
             calls.append((system, text))
         return answer
+
     return summarize
 
 
 # -- invariants ---------------------------------------------------------------------------------------
+
 
 def all_markers(view: Iterable[Message]) -> set[str]:
     keys: set[str] = set()
@@ -120,9 +159,15 @@ def check_entries(entries: Iterable[ArchiveEntry], master_ids: set[str]) -> None
         assert set(e.source_ids) <= master_ids, (e.reason, set(e.source_ids) - master_ids)
 
 
-def check_view(master: Sequence[Message], before: Sequence[Message], after: Sequence[Message],
-               entries: Sequence[ArchiveEntry], prior: dict[str, str], *,
-               verbatim_may_move: bool = False) -> None:
+def check_view(
+    master: Sequence[Message],
+    before: Sequence[Message],
+    after: Sequence[Message],
+    entries: Sequence[ArchiveEntry],
+    prior: dict[str, str],
+    *,
+    verbatim_may_move: bool = False,
+) -> None:
     """Every invariant a pass (or chain of passes) must keep. Raises AssertionError."""
     master_ids = {m.id for m in master}
     known = set(prior) | {e.key for e in entries}

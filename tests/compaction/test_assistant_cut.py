@@ -19,7 +19,7 @@ def test_cut_over_5000_chars():
     assert len(text) <= 5_000
     gap = text.index("\n[… ")
     tail_start = text.index(" …]\n") + len(" …]\n")
-    tail = text[tail_start: text.index("\n[full content recoverable")]
+    tail = text[tail_start : text.index("\n[full content recoverable")]
     assert text[:gap] == original[:gap] and original.endswith(tail)
     assert 2.5 <= gap / len(tail) <= 3.5  # head ¾, tail ¼
     assert markers_in(text) == [archive_key(original)]

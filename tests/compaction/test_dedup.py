@@ -37,8 +37,11 @@ def test_same_range_earlier_becomes_a_stub_newest_stays():
     first, second, third = contents(out.messages)
     for stub, result in ((first, results[0]), (second, results[1])):
         original = result.tool_results[0].content
-        assert re.match(r"^\[Earlier read of app/x\.py \(whole file\) superseded by a later read\] "
-                        r"\[full content recoverable via @recall <<ccr:[0-9a-f]{16}>>\]$", stub)
+        assert re.match(
+            r"^\[Earlier read of app/x\.py \(whole file\) superseded by a later read\] "
+            r"\[full content recoverable via @recall <<ccr:[0-9a-f]{16}>>\]$",
+            stub,
+        )
         assert markers_in(stub) == [archive_key(original)]
     assert third == results[2].tool_results[0].content
     assert {e.reason for e in out.entries} == {"dedup"}
@@ -93,8 +96,11 @@ def test_a_read_only_mcp_tool_called_again_with_the_same_arguments_supersedes_it
         b.assistant("found it")
     ctx = replace(ctx_for(b.view), repeatable_tools=frozenset({"mcp__docs__search"}))
     first, second, third = contents(dedup_reads(b.view, ctx).messages)
-    assert first.startswith('[Earlier result of mcp__docs__search {"query": "okapi"} superseded by a later '
-                            'identical call]') and markers_in(first)
-    assert second == big_text(4_000, "r1") and third == big_text(4_000, "r2")  # newest and different args stay
+    assert first.startswith(
+        '[Earlier result of mcp__docs__search {"query": "okapi"} superseded by a later identical call]'
+    ) and markers_in(first)
+    assert second == big_text(4_000, "r1") and third == big_text(
+        4_000, "r2"
+    )  # newest and different args stay
     untouched = dedup_reads(b.view, ctx_for(b.view))  # not known to be read-only: nothing is superseded
     assert not untouched.changed

@@ -11,8 +11,10 @@ from app.engine.compaction.microcompact import microcompact
 from app.engine.compaction.truncate import nuclear
 from app.model.archive import archive_key, marker, markers_in
 
-ONE_LINE = re.compile(r"^\[Old tool result cleared — ([\d,]+) lines, ([\d,]+) chars, (\w+)\] "
-                      r"\[full content recoverable via @recall <<ccr:([0-9a-f]{16})>>\]$")
+ONE_LINE = re.compile(
+    r"^\[Old tool result cleared — ([\d,]+) lines, ([\d,]+) chars, (\w+)\] "
+    r"\[full content recoverable via @recall <<ccr:([0-9a-f]{16})>>\]$"
+)
 
 
 def session(size: int, *, tool: str = "shell", verbatim: bool = False):
@@ -49,8 +51,12 @@ def test_preview_at_two_turns_over_3000_chars():
     assert new.meta.origin == "stub"
     assert new.tool_results[0].call_id == result.tool_results[0].call_id
     [entry] = out.entries
-    assert (entry.key, entry.content, entry.reason, entry.source_ids) == (key, original, "microcompact",
-                                                                           (result.id,))
+    assert (entry.key, entry.content, entry.reason, entry.source_ids) == (
+        key,
+        original,
+        "microcompact",
+        (result.id,),
+    )
     assert re.match(r"🗜 microcompact: 1 truncated, 0 summarized, [\d.]+ (B|KB) freed$", out.report.line)
 
 
@@ -83,8 +89,9 @@ def test_exactly_1000_chars_is_not_summarized_and_three_turns_is_not_four():
 def test_type_is_the_content_type_when_the_tool_is_unknown():
     b, result = session(1_200)
     orphan_view = tuple(m for m in b.view if not m.tool_calls)  # the call is not in view
-    json_result = result.derive([type(result.parts[0])(result.tool_results[0].call_id,
-                                                        '{"items": [' + "1," * 600 + "1]}")])
+    json_result = result.derive(
+        [type(result.parts[0])(result.tool_results[0].call_id, '{"items": [' + "1," * 600 + "1]}")]
+    )
     view = tuple(json_result if m.id == result.id else m for m in orphan_view)
     out = microcompact(view, ctx_for(view, turn=5))
     assert ", json]" in out.messages[2].tool_results[0].content

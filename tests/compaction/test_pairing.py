@@ -35,8 +35,9 @@ def test_orphan_results_are_dropped_and_archived():
     assert pairing_problems(b.view)
     out = repair_pairing(b.view, ctx_for(b.view))
     assert orphan not in out.messages and pairing_problems(out.messages) == []
-    assert [(e.content, e.reason, e.source_ids) for e in out.entries] == [("orphan output", "recovery",
-                                                                           (orphan.id,))]
+    assert [(e.content, e.reason, e.source_ids) for e in out.entries] == [
+        ("orphan output", "recovery", (orphan.id,))
+    ]
     assert "1 orphan results dropped" in out.report.line
 
 

@@ -11,8 +11,10 @@ from compaction_helpers import Builder, big_text, check_view, ctx_for, fake_summ
 from app.config import Settings
 from app.engine.compaction.pipeline import recovery_candidate, run_pipeline
 
-GOOD = ("The user asked for a sequence of build steps; each step ran make and produced logs in out/. "
-        "All passed. Next: release.")
+GOOD = (
+    "The user asked for a sequence of build steps; each step ran make and produced logs in out/. "
+    "All passed. Next: release."
+)
 
 
 def session(turns: int = 12, result_size: int = 6_000) -> Builder:
@@ -35,8 +37,9 @@ def pipeline(view, *, target=None, turn=None, **kw):
 def test_nothing_to_do_is_skipped():
     b = session(2, 500)
     phases = []
-    result, _ = pipeline(b.view, target=10**9, summarizer=fake_summarizer(GOOD),
-                         on_phase=lambda k, t: phases.append(k))
+    result, _ = pipeline(
+        b.view, target=10**9, summarizer=fake_summarizer(GOOD), on_phase=lambda k, t: phases.append(k)
+    )
     assert not result.changed and result.outcome == "skipped"
     assert result.messages == b.view and result.entries == [] and result.method == "none"
     assert result.reached_target and not result.cancelled
@@ -47,7 +50,9 @@ def test_trims_alone_reach_the_target_without_calling_the_summarizer():
     b = session()
     calls = []
     ctx0 = ctx_for(b.view)
-    result, ctx = pipeline(b.view, target=int(ctx0.measure(b.view) * 0.6), summarizer=fake_summarizer(GOOD, calls))
+    result, ctx = pipeline(
+        b.view, target=int(ctx0.measure(b.view) * 0.6), summarizer=fake_summarizer(GOOD, calls)
+    )
     assert result.changed and result.method == "trim" and result.level == 0
     assert calls == [] and result.reached_target
     assert any(r.name == "microcompact" and r.changed for r in result.reports)
@@ -59,8 +64,9 @@ def test_summary_applied_with_the_seed_phase_texts():
     texts = []
     ctx0 = ctx_for(b.view)
     target = 22_000  # the trims leave ~33 KB; the summary brings it to ~18 KB
-    result, ctx = pipeline(b.view, target=target, summarizer=fake_summarizer(GOOD),
-                           on_phase=lambda k, t: texts.append(t))
+    result, ctx = pipeline(
+        b.view, target=target, summarizer=fake_summarizer(GOOD), on_phase=lambda k, t: texts.append(t)
+    )
     assert result.method == "summary" and result.level == 2, [r.line for r in result.reports]
     assert result.reached_target and not result.summary_missed and result.summary_calls == 1
     assert re.fullmatch(r"📦 Compacting history \(\d+ msgs, [\d.]+ KB → target [\d.]+ KB\)", texts[0])
@@ -74,7 +80,9 @@ def test_summary_applied_with_the_seed_phase_texts():
 def test_two_rejections_fall_back_to_l3():
     b = session()
     calls = []
-    result, ctx = pipeline(b.view, target=9_000, summarizer=fake_summarizer("I cannot help with that.", calls))
+    result, ctx = pipeline(
+        b.view, target=9_000, summarizer=fake_summarizer("I cannot help with that.", calls)
+    )
     assert len(calls) == 2
     assert result.method == "L3" and result.level == 3 and result.summary_missed
     assert any(r.name == "summary" and not r.ok for r in result.reports)
@@ -103,8 +111,13 @@ def test_skip_summary_and_no_summarizer_go_straight_to_l3():
 def test_guided_compact_summarizes_with_the_instructions_even_when_it_fits():
     b = session(10, 500)
     calls = []
-    result, _ = pipeline(b.view, trigger="manual", target=10**9, summarizer=fake_summarizer(GOOD, calls),
-                         instructions="focus on the failing tests")
+    result, _ = pipeline(
+        b.view,
+        trigger="manual",
+        target=10**9,
+        summarizer=fake_summarizer(GOOD, calls),
+        instructions="focus on the failing tests",
+    )
     assert result.method == "summary"
     assert "focus on the failing tests" in calls[0][1]
 
@@ -119,8 +132,9 @@ def test_cancel_during_the_summary_returns_the_original():
         await asyncio.Event().wait()
         return GOOD
 
-    result, _ = pipeline(b.view, target=9_000, summarizer=slow, cancel=cancel,
-                         on_phase=lambda k, t: phases.append(k))
+    result, _ = pipeline(
+        b.view, target=9_000, summarizer=slow, cancel=cancel, on_phase=lambda k, t: phases.append(k)
+    )
     assert result.cancelled and not result.changed
     assert result.messages == b.view and result.entries == []
     assert phases[-1] == "cancelled"
@@ -154,8 +168,11 @@ def test_the_caller_can_cancel_the_pipeline_task():
         return GOOD
 
     async def scenario():
-        task = asyncio.ensure_future(run_pipeline(b.view, ctx_for(b.view, target=9_000), trigger="auto",
-                                                  summarizer=waits, window_tokens=50_000))
+        task = asyncio.ensure_future(
+            run_pipeline(
+                b.view, ctx_for(b.view, target=9_000), trigger="auto", summarizer=waits, window_tokens=50_000
+            )
+        )
         await started.wait()
         task.cancel()
         try:
@@ -178,6 +195,7 @@ def test_broken_phase_listener_does_not_break_compaction():
 
 
 # -- recovery candidates ------------------------------------------------------------------------------
+
 
 def test_l1_halves_budgets_and_cuts_long_assistant_messages():
     b = Builder()

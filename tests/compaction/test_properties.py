@@ -32,8 +32,12 @@ from app.model.messages import Image, Message, Text, ToolCall
 
 def property_settings(examples: int):
     """No example database (nothing written to the repository); COMPACTION_EXAMPLES=N for a deeper run."""
-    return settings(database=None, deadline=None, max_examples=int(os.environ.get("COMPACTION_EXAMPLES", examples)),
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    return settings(
+        database=None,
+        deadline=None,
+        max_examples=int(os.environ.get("COMPACTION_EXAMPLES", examples)),
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
 
 
 SIZES = [0, 40, 700, 1200, 2900, 3100, 4500, 9000, 26000]
@@ -56,17 +60,27 @@ def sessions(draw):
             text += f" /recall {marker(draw(st.sampled_from(keys)))}"
         b.user(text)
         if draw(st.integers(0, 12)) == 0:
-            b.messages[-1] = dataclasses.replace(b.messages[-1], parts=b.messages[-1].parts + (
-                Image("image/png", "iVBORw0KGgo" * draw(st.sampled_from([10, 400]))),))
+            b.messages[-1] = dataclasses.replace(
+                b.messages[-1],
+                parts=b.messages[-1].parts
+                + (Image("image/png", "iVBORw0KGgo" * draw(st.sampled_from([10, 400]))),),
+            )
         for _step in range(draw(st.integers(0, 3))):
-            kind = draw(st.sampled_from(["read", "read", "shell", "grep", "recall", "write", "parallel", "say"]))
+            kind = draw(
+                st.sampled_from(["read", "read", "shell", "grep", "recall", "write", "parallel", "say"])
+            )
             size = draw(st.sampled_from(SIZES))
             seed = draw(st.sampled_from(["a", "b", "ç"]))
             if kind == "read":
                 offset = draw(st.sampled_from([None, 0, 10, 50]))
                 limit = draw(st.sampled_from([None, 20, 100]))
-                b.read(draw(st.sampled_from(PATHS)), big_text(size, seed), offset, limit,
-                       is_error=draw(st.integers(0, 9)) == 0)
+                b.read(
+                    draw(st.sampled_from(PATHS)),
+                    big_text(size, seed),
+                    offset,
+                    limit,
+                    is_error=draw(st.integers(0, 9)) == 0,
+                )
             elif kind == "shell":
                 b.tool("shell", {"command": "ls -la " + draw(small_text)}, big_text(size, seed))
             elif kind == "grep":
@@ -88,18 +102,37 @@ def sessions(draw):
     return b.view, prior
 
 
-OPS = ["microcompact", "dedup", "budget", "budget_half", "L1", "L2", "L3", "shrink", "summary", "refused",
-       "repair", "start", "assistant_cut", "keep_recent", "nuclear", "pipeline", "pipeline_nosum"]
+OPS = [
+    "microcompact",
+    "dedup",
+    "budget",
+    "budget_half",
+    "L1",
+    "L2",
+    "L3",
+    "shrink",
+    "summary",
+    "refused",
+    "repair",
+    "start",
+    "assistant_cut",
+    "keep_recent",
+    "nuclear",
+    "pipeline",
+    "pipeline_nosum",
+]
 
 
 @st.composite
 def scenario(draw):
     view, prior = draw(sessions())
     ops = draw(st.lists(st.sampled_from(OPS), min_size=1, max_size=4))
-    settings_ = Settings(emergency_keep_messages=draw(st.sampled_from([2, 5, 10])),
-                         nuclear_keep_messages=draw(st.sampled_from([1, 2, 4])),
-                         summary_keep_messages=draw(st.sampled_from([2, 6])),
-                         nuclear_message_chars=draw(st.sampled_from([1000, 4000])))
+    settings_ = Settings(
+        emergency_keep_messages=draw(st.sampled_from([2, 5, 10])),
+        nuclear_keep_messages=draw(st.sampled_from([1, 2, 4])),
+        summary_keep_messages=draw(st.sampled_from([2, 6])),
+        nuclear_message_chars=draw(st.sampled_from([1000, 4000])),
+    )
     extra_turns = draw(st.integers(0, 5))
     target_ratio = draw(st.sampled_from([None, 0.05, 0.2, 0.5, 0.9, 1.5]))
     return view, prior, ops, settings_, extra_turns, target_ratio
@@ -121,8 +154,11 @@ def apply(op, view, ctx):
     if op == "summary":
         return run(summarize_pass(view, ctx, summarizer=fake_summarizer(), window_tokens=8000))
     if op == "refused":
-        return run(summarize_pass(view, ctx, summarizer=fake_summarizer("I can't help with that."),
-                                  window_tokens=8000))
+        return run(
+            summarize_pass(
+                view, ctx, summarizer=fake_summarizer("I can't help with that."), window_tokens=8000
+            )
+        )
     if op == "repair":
         return repair_pairing(view, ctx)
     if op == "start":
@@ -148,10 +184,17 @@ def test_any_chain_of_passes_keeps_the_archive_rules(case):
     view = master
     entries: list = []
     may_move = False
-    note(f"ops={ops} target_ratio={target_ratio} extra_turns={extra_turns} settings={settings_.emergency_keep_messages},"
-         f"{settings_.nuclear_keep_messages},{settings_.summary_keep_messages},{settings_.nuclear_message_chars}")
-    note("view: " + " | ".join(f"{m.role}:{m.meta.origin}:{m.char_size()}{'V' if m.meta.preserve_verbatim else ''}"
-                               for m in master))
+    note(
+        f"ops={ops} target_ratio={target_ratio} extra_turns={extra_turns} settings={settings_.emergency_keep_messages},"
+        f"{settings_.nuclear_keep_messages},{settings_.summary_keep_messages},{settings_.nuclear_message_chars}"
+    )
+    note(
+        "view: "
+        + " | ".join(
+            f"{m.role}:{m.meta.origin}:{m.char_size()}{'V' if m.meta.preserve_verbatim else ''}"
+            for m in master
+        )
+    )
     for op in ops:
         base = ctx_for(master, settings=settings_, prior=prior)
         target = None if target_ratio is None else int(base.measure(view) * target_ratio)

@@ -12,15 +12,39 @@ from pathlib import Path
 
 from app.engine.receipts import RECEIPTS_FILE, make_receipt, read_receipts, write_receipt
 
-FIELDS = {"timestamp", "trigger", "method", "level", "messages", "bytes", "tokens", "provider_bytes",
-          "archive_keys", "elapsed_seconds", "retry_success", "outcome"}
+FIELDS = {
+    "timestamp",
+    "trigger",
+    "method",
+    "level",
+    "messages",
+    "bytes",
+    "tokens",
+    "provider_bytes",
+    "archive_keys",
+    "elapsed_seconds",
+    "retry_success",
+    "outcome",
+}
 
 
 def receipt(**kw):
-    base = dict(trigger="recovery", method="L2", level=2, messages_before=40, messages_after=11,
-                bytes_before=400_000, bytes_after=90_001, outcome="applied", elapsed_seconds=0.25,
-                archive_keys=["0123456789abcdef"], provider_bytes_before=401_000, provider_bytes_after=91_000,
-                retry_success=True, timestamp=1_700_000_000.0)
+    base = dict(
+        trigger="recovery",
+        method="L2",
+        level=2,
+        messages_before=40,
+        messages_after=11,
+        bytes_before=400_000,
+        bytes_after=90_001,
+        outcome="applied",
+        elapsed_seconds=0.25,
+        archive_keys=["0123456789abcdef"],
+        provider_bytes_before=401_000,
+        provider_bytes_after=91_000,
+        retry_success=True,
+        timestamp=1_700_000_000.0,
+    )
     base.update(kw)
     return make_receipt(**base)
 
@@ -34,9 +58,21 @@ def test_make_receipt_has_the_design_fields():
     assert record["provider_bytes"] == {"before": 401_000, "after": 91_000}
     assert record["timestamp"] == "2023-11-14T22:13:20.000Z"
     assert record["retry_success"] is True and record["outcome"] == "applied"
-    assert make_receipt(trigger="auto", method="none", level=0, messages_before=1, messages_after=1,
-                        bytes_before=1, bytes_after=1, outcome="skipped", elapsed_seconds=0,
-                        session_id="s_1")["session_id"] == "s_1"
+    assert (
+        make_receipt(
+            trigger="auto",
+            method="none",
+            level=0,
+            messages_before=1,
+            messages_after=1,
+            bytes_before=1,
+            bytes_after=1,
+            outcome="skipped",
+            elapsed_seconds=0,
+            session_id="s_1",
+        )["session_id"]
+        == "s_1"
+    )
 
 
 def test_write_appends_one_line_to_a_private_file(tmp_path: Path):

@@ -20,11 +20,14 @@ from app.engine.prompts import SUMMARY_HEADER, SUMMARY_SYSTEM
 from app.model.archive import archive_key, marker, markers_in
 from app.model.messages import Message, Text, ToolCall
 
-GOOD = ("The user asked to fix the parser in app/parse.py; the assistant ran the tests (→ shell: pytest), "
-        "found an off-by-one error and fixed it. Next: update the changelog.")
+GOOD = (
+    "The user asked to fix the parser in app/parse.py; the assistant ran the tests (→ shell: pytest), "
+    "found an off-by-one error and fixed it. Next: update the changelog."
+)
 
 
 # -- render_segment ----------------------------------------------------------------------------------
+
 
 def test_summarizer_budget_is_half_the_window_with_a_floor():
     assert summarizer_budget(100_000, 20_000) == 200_000  # 100k tokens × 4 / 2
@@ -64,14 +67,26 @@ def test_stubs_are_restored_where_the_original_fits():
     b.tool("shell", {"command": "cat small"}, "x")
     b.tool("shell", {"command": "cat big"}, "y")
     view = list(b.view)
-    view[2] = view[2].derive([type(view[2].parts[0])(view[2].tool_results[0].call_id,
-                              f"[Old tool result cleared — 20 lines, 900 chars, shell] "
-                              f"[full content recoverable via @recall {marker(archive_key(small_original))}]")],
-                             origin="stub")
-    view[4] = view[4].derive([type(view[4].parts[0])(view[4].tool_results[0].call_id,
-                              f"[Old tool result cleared — 900 lines, 60,000 chars, shell] "
-                              f"[full content recoverable via @recall {marker(archive_key(big_original))}]")],
-                             origin="stub")
+    view[2] = view[2].derive(
+        [
+            type(view[2].parts[0])(
+                view[2].tool_results[0].call_id,
+                f"[Old tool result cleared — 20 lines, 900 chars, shell] "
+                f"[full content recoverable via @recall {marker(archive_key(small_original))}]",
+            )
+        ],
+        origin="stub",
+    )
+    view[4] = view[4].derive(
+        [
+            type(view[4].parts[0])(
+                view[4].tool_results[0].call_id,
+                f"[Old tool result cleared — 900 lines, 60,000 chars, shell] "
+                f"[full content recoverable via @recall {marker(archive_key(big_original))}]",
+            )
+        ],
+        origin="stub",
+    )
     out = render_segment(view, 20_000, archive.get)
     assert small_original in out  # fits its share: restored
     assert big_original[:1000] not in out and "60,000 chars, shell" in out  # too big: the stub stays
@@ -79,8 +94,10 @@ def test_stubs_are_restored_where_the_original_fits():
 
 def test_tool_calls_are_named():
     assert name_call(ToolCall("1", "shell", {"command": "ls -la"})) == "→ shell: ls -la"
-    assert name_call(ToolCall("2", "read_file", {"path": "a.py", "offset": 10, "limit": 50})) == \
-        "→ read_file: a.py (lines 10–60)"
+    assert (
+        name_call(ToolCall("2", "read_file", {"path": "a.py", "offset": 10, "limit": 50}))
+        == "→ read_file: a.py (lines 10–60)"
+    )
     assert name_call(ToolCall("3", "grep", {"pattern": "def ", "path": "app"})) == "→ grep: def in app"
     b = Builder()
     b.user("list")
@@ -91,20 +108,29 @@ def test_tool_calls_are_named():
 
 # -- quality gate -------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("answer", [
-    "I can't help with that.", "I cannot help summarize this conversation.", "I’m sorry, but I can’t do that.",
-    "As an AI, I do not keep records of conversations, but here is what I can say.",
-    "Sorry, I am unable to summarize this.", "I won't summarize private data.",
-    "Here it is: as an AI language model I cannot summarize content like this " + "x" * 200,
-])
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "I can't help with that.",
+        "I cannot help summarize this conversation.",
+        "I’m sorry, but I can’t do that.",
+        "As an AI, I do not keep records of conversations, but here is what I can say.",
+        "Sorry, I am unable to summarize this.",
+        "I won't summarize private data.",
+        "Here it is: as an AI language model I cannot summarize content like this " + "x" * 200,
+    ],
+)
 def test_refusals_are_rejected(answer):
     ok, reason = quality_gate(answer, 10_000)
     assert not ok and reason.startswith("refusal")
 
 
 def test_a_summary_quoting_the_user_is_not_a_refusal():
-    summary = ("The user is debugging the build. " * 5 + "They wrote: \"I can't get the linker to work\"; "
-               "the assistant found a missing flag. " * 3)
+    summary = (
+        "The user is debugging the build. " * 5 + 'They wrote: "I can\'t get the linker to work"; '
+        "the assistant found a missing flag. " * 3
+    )
     assert quality_gate(summary, 10_000) == (True, "ok")
 
 
@@ -121,6 +147,7 @@ def test_too_short_floor_scales_with_the_segment_and_is_capped_at_80():
 
 
 # -- the pass -----------------------------------------------------------------------------------------
+
 
 def session(turns: int = 8) -> Builder:
     b = Builder()
@@ -164,8 +191,9 @@ def test_verbatim_messages_stay_out_and_follow_the_summary():
         b.user(f"more {i}")
         b.assistant("ok")
     calls = []
-    out = run(summarize_pass(b.view, ctx_for(b.view), summarizer=fake_summarizer(GOOD, calls),
-                             window_tokens=50_000))
+    out = run(
+        summarize_pass(b.view, ctx_for(b.view), summarizer=fake_summarizer(GOOD, calls), window_tokens=50_000)
+    )
     assert out.messages[1].meta.origin == "summary"
     after = out.messages[2]
     assert after.role == "user" and after.meta.preserve_verbatim and recalled in [p.text for p in after.parts]
@@ -176,8 +204,15 @@ def test_verbatim_messages_stay_out_and_follow_the_summary():
 def test_guided_instructions_reach_the_summarizer():
     b = session()
     calls = []
-    run(summarize_pass(b.view, ctx_for(b.view), summarizer=fake_summarizer(GOOD, calls),
-                       instructions="keep every file path", window_tokens=50_000))
+    run(
+        summarize_pass(
+            b.view,
+            ctx_for(b.view),
+            summarizer=fake_summarizer(GOOD, calls),
+            instructions="keep every file path",
+            window_tokens=50_000,
+        )
+    )
     assert "keep every file path" in calls[0][1]
 
 
@@ -198,8 +233,9 @@ def test_one_retry_after_a_rejected_answer():
 def test_two_rejections_report_failure_and_change_nothing():
     b = session()
     calls = []
-    out = run(summarize_pass(b.view, ctx_for(b.view), summarizer=fake_summarizer("ok", calls),
-                             window_tokens=50_000))
+    out = run(
+        summarize_pass(b.view, ctx_for(b.view), summarizer=fake_summarizer("ok", calls), window_tokens=50_000)
+    )
     assert not out.report.ok and len(calls) == 2 and out.report.counts["calls"] == 2
     assert out.messages == b.view and out.entries == []
     assert "too short" in out.report.detail
@@ -220,8 +256,14 @@ def test_invented_markers_are_defanged_and_real_ones_kept():
     real_text = b.messages[3].tool_results[0].content
     real = archive_key(real_text)
     answer = GOOD + f" See {marker(fake)} and {marker(real)}."
-    out = run(summarize_pass(b.view, ctx_for(b.view, prior={real: real_text}), summarizer=fake_summarizer(answer),
-                             window_tokens=50_000))
+    out = run(
+        summarize_pass(
+            b.view,
+            ctx_for(b.view, prior={real: real_text}),
+            summarizer=fake_summarizer(answer),
+            window_tokens=50_000,
+        )
+    )
     text = out.messages[1].text
     assert marker(fake) not in text and f"ccr:{fake}" in text
     assert marker(real) in text
@@ -236,8 +278,14 @@ def test_nothing_to_summarize():
 
 def test_summary_keep_messages_setting():
     b = session()
-    out = run(summarize_pass(b.view, ctx_for(b.view, settings=Settings(summary_keep_messages=2)),
-                             summarizer=fake_summarizer(GOOD), window_tokens=50_000))
+    out = run(
+        summarize_pass(
+            b.view,
+            ctx_for(b.view, settings=Settings(summary_keep_messages=2)),
+            summarizer=fake_summarizer(GOOD),
+            window_tokens=50_000,
+        )
+    )
     # system + summary + the last 2, moved back to the call whose result is among them
     assert [m.role for m in out.messages] == ["system", "user", "assistant", "tool", "assistant"]
     assert isinstance(out.messages[1].parts[0], Text) and isinstance(out.messages[1], Message)

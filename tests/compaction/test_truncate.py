@@ -100,7 +100,9 @@ def test_nuclear_keeps_verbatim_whole():
     b.user("recall")
     b.tool("recall", {"keys": "ccr:0123456789abcdef"}, content, verbatim=True)
     out = nuclear(b.view, ctx_for(b.view))
-    assert any(m.meta.preserve_verbatim and content in [p.content for p in m.tool_results] for m in out.messages)
+    assert any(
+        m.meta.preserve_verbatim and content in [p.content for p in m.tool_results] for m in out.messages
+    )
 
 
 def test_shrink_cuts_the_largest_first_and_never_the_system():
@@ -188,8 +190,11 @@ def test_nuclear_notice_carries_markers_of_dropped_stubs():
     b = chat(6)
     original = b.messages[3].text
     key = archive_key(original)
-    stub = b.messages[3].derive([Text(f"[stub] [full content recoverable via @recall {marker(key)}]")],
-                                origin="stub", archive_keys=(key,))
+    stub = b.messages[3].derive(
+        [Text(f"[stub] [full content recoverable via @recall {marker(key)}]")],
+        origin="stub",
+        archive_keys=(key,),
+    )
     view = tuple(stub if m is b.messages[3] else m for m in b.view)
     out = nuclear(view, ctx_for(b.view, prior={key: original}))
     assert marker(key) in out.messages[1].text
@@ -198,8 +203,11 @@ def test_nuclear_notice_carries_markers_of_dropped_stubs():
 
 def test_l2_and_l3_keep_the_latest_summary_in_view():
     b = chat(8)
-    summary = b.messages[1].derive("[Summary of earlier conversation]\nall about parsers " * 3, origin="summary",
-                                   source_ids=(b.messages[1].id,))
+    summary = b.messages[1].derive(
+        "[Summary of earlier conversation]\nall about parsers " * 3,
+        origin="summary",
+        source_ids=(b.messages[1].id,),
+    )
     view = (b.view[0], summary) + b.view[2:]
     prior = {archive_key(b.messages[1].text): b.messages[1].text}  # what the summary stands for
     for step in (keep_recent, nuclear):

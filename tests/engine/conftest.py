@@ -17,8 +17,11 @@ from app.state import State
 from app.store import Store
 
 FAKE_KEY = "sk-ant-FAKE-test-key"
-MODELS = {"anthropic": "claude-sonnet-5-5", "openai": "gpt-5.5",
-          "bedrock": "anthropic.claude-sonnet-5-5-v1:0"}
+MODELS = {
+    "anthropic": "claude-sonnet-5-5",
+    "openai": "gpt-5.5",
+    "bedrock": "anthropic.claude-sonnet-5-5-v1:0",
+}
 
 
 @pytest.fixture(scope="module")
@@ -43,8 +46,11 @@ def aws_env(monkeypatch):
 
 
 def route_for(provider: str, lab_url: str, **extra) -> Route:
-    where = {"anthropic": {"base_url": lab_url}, "openai": {"base_url": f"{lab_url}/v1"},
-             "bedrock": {"endpoint_url": lab_url, "region": "us-east-1"}}[provider]
+    where = {
+        "anthropic": {"base_url": lab_url},
+        "openai": {"base_url": f"{lab_url}/v1"},
+        "bedrock": {"endpoint_url": lab_url, "region": "us-east-1"},
+    }[provider]
     return Route(name="t", provider=provider, model=MODELS[provider], **where, **extra)
 
 
@@ -64,31 +70,63 @@ class Harness:
         """Append `pairs` user/assistant exchanges of about `chars` each to the master log."""
         for i in range(pairs):
             turn = self.session.turn + 1
-            self.session.append(Message.create("user", f"question {i}: " + ("lorem ipsum " * (chars // 12)),
-                                               turn=turn))
-            self.session.append(Message.create("assistant", f"answer {i}: " + ("dolor sit amet " * (chars // 15)),
-                                               turn=turn))
+            self.session.append(
+                Message.create("user", f"question {i}: " + ("lorem ipsum " * (chars // 12)), turn=turn)
+            )
+            self.session.append(
+                Message.create("assistant", f"answer {i}: " + ("dolor sit amet " * (chars // 15)), turn=turn)
+            )
 
 
 @pytest.fixture
 def make_harness(lab, tmp_path: Path, aws_env) -> Callable[..., Harness]:
-    def build(provider: str = "anthropic", *, system: str | None = None, tools=None, route_extra=None,
-              approver=None, base_url: str | None = None, api_key: str = FAKE_KEY, **settings_changes) -> Harness:
+    def build(
+        provider: str = "anthropic",
+        *,
+        system: str | None = None,
+        tools=None,
+        route_extra=None,
+        approver=None,
+        base_url: str | None = None,
+        api_key: str = FAKE_KEY,
+        **settings_changes,
+    ) -> Harness:
         route = route_for(provider, base_url or lab.url, **(route_extra or {}))
-        settings = Settings(routes={"t": route}, default_route="t", retry_base_delay=0.01, retry_max_delay=0.05,
-                            request_timeout=30.0, **settings_changes)
+        settings = Settings(
+            routes={"t": route},
+            default_route="t",
+            retry_base_delay=0.01,
+            retry_max_delay=0.05,
+            request_timeout=30.0,
+            **settings_changes,
+        )
         store = Store()
         workspace = tmp_path / "ws"
         workspace.mkdir(exist_ok=True)
-        session = Session.create(store, route="t", provider=provider, model=route.model, workspace=str(workspace),
-                                 system_prompt=system or "")
+        session = Session.create(
+            store,
+            route="t",
+            provider=provider,
+            model=route.model,
+            workspace=str(workspace),
+            system_prompt=system or "",
+        )
         sleeps: list[float] = []
 
         async def sleep(delay: float) -> None:
             sleeps.append(delay)
 
-        engine = Engine(settings, session, route, make_provider(route, settings, api_key), state=State(),
-                        sleep=sleep, workspace=workspace, tools=tools, approver=approver)
+        engine = Engine(
+            settings,
+            session,
+            route,
+            make_provider(route, settings, api_key),
+            state=State(),
+            sleep=sleep,
+            workspace=workspace,
+            tools=tools,
+            approver=approver,
+        )
         events: list = []
         session.bus.subscribe(events.append)
         return Harness(engine, sleeps, events)

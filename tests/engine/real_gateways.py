@@ -85,8 +85,13 @@ def _wait_listening(name: str, port: int, process: subprocess.Popen, deadline_s:
 
 
 def _start(name: str, command: list[str], port: int, env: dict[str, str] | None = None) -> Gateway:
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                               env={**os.environ, **(env or {})})
+    process = subprocess.Popen(
+        command,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
     try:
         _wait_listening(name, port, process)
     except BaseException:
@@ -117,7 +122,7 @@ http {{
     fastcgi_temp_path {temp}/fastcgi;
     uwsgi_temp_path {temp}/uwsgi;
     scgi_temp_path {temp}/scgi;
-{server_block.replace('{port}', str(port)).replace('{upstream}', str(upstream_port))}
+{server_block.replace("{port}", str(port)).replace("{upstream}", str(upstream_port))}
 }}
 """)
     return _start("nginx", [exe, "-p", str(tmp), "-c", str(conf), "-e", str(tmp / "error.log")], port)
@@ -162,8 +167,12 @@ http://127.0.0.1:{port} {{
 """)
     home = tmp / "home"
     home.mkdir(exist_ok=True)
-    return _start("caddy", [exe, "run", "--config", str(conf), "--adapter", "caddyfile"], port,
-                  env={"HOME": str(home), "XDG_DATA_HOME": str(home), "XDG_CONFIG_HOME": str(home)})
+    return _start(
+        "caddy",
+        [exe, "run", "--config", str(conf), "--adapter", "caddyfile"],
+        port,
+        env={"HOME": str(home), "XDG_DATA_HOME": str(home), "XDG_CONFIG_HOME": str(home)},
+    )
 
 
 def start_node_proxy(tmp: Path, upstream_port: int) -> Gateway:

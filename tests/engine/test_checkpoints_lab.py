@@ -41,9 +41,13 @@ async def test_undo_after_edit_file_restores_exact_bytes_and_mode(make_harness, 
     undo = [e.text for e in h.of_type("notice") if e.code == "undo"][-1]
     assert undo == "undid the file changes of turn 1: restored script.sh"
     # the log keeps the edit; the model is told what the user did
-    assert [m.id for m in h.session.master][:len(master_before)] == master_before
+    assert [m.id for m in h.session.master][: len(master_before)] == master_before
     told = h.session.master[-1]
-    assert told.role == "user" and told.meta.origin == "notice" and "undid the file changes of turn 1" in told.text
+    assert (
+        told.role == "user"
+        and told.meta.origin == "notice"
+        and "undid the file changes of turn 1" in told.text
+    )
     assert await h.engine.undo() == []  # nothing left to undo
     assert [e.text for e in h.of_type("notice") if e.code == "undo"][-1].startswith("nothing to undo")
 
@@ -82,8 +86,11 @@ async def test_rewind_restores_the_view_and_the_files_and_keeps_the_master_log(m
     await h.engine.submit("!write notes.md draft 2\n!write extra.md more")
     master_before = list(h.session.master)
     points = h.engine.rewind_points()
-    assert [p.text.splitlines()[0] for p, _changed in points] == ["first question", "!write notes.md draft 1",
-                                                                 "!write notes.md draft 2"]
+    assert [p.text.splitlines()[0] for p, _changed in points] == [
+        "first question",
+        "!write notes.md draft 1",
+        "!write notes.md draft 2",
+    ]
     assert [changed for _p, changed in points] == [2, 2, 2]
 
     prompt, restored = await h.engine.rewind_to(points[1][0].id, files=True)

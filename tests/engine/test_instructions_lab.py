@@ -83,7 +83,9 @@ async def test_init_writes_a_deterministic_agents_md_and_loads_it(make_harness, 
 
     assert result.outcome == "answered", result.error
     written = (workspace / "AGENTS.md").read_text()
-    assert "- test: `python3 -m pytest`" in written and "`src/`" in written and "Demo: a tiny service" in written
+    assert (
+        "- test: `python3 -m pytest`" in written and "`src/`" in written and "Demo: a tiny service" in written
+    )
     assert "AGENTS.md" in [f.path.name for f in h.engine.instructions.files]  # reloaded after the turn
     assert "python3 -m pytest" in h.engine.system
     # the same project gives the same file

@@ -39,11 +39,16 @@ def _markers_resolve(h) -> None:
 
 
 @pytest.mark.parametrize("which", ["anthropic", "responses"])
-async def test_a_server_compaction_becomes_a_view_and_the_next_request_is_smaller(make_harness, lab, which,
-                                                                                   tmp_path):
+async def test_a_server_compaction_becomes_a_view_and_the_next_request_is_smaller(
+    make_harness, lab, which, tmp_path
+):
     hook_log = tmp_path / "post_compact.jsonl"
-    h = _harness(make_harness, which, provider_compact_threshold=6_000,
-                 hooks=(HookSpec("PostCompact", f"cat >> {hook_log}; echo >> {hook_log}"),))
+    h = _harness(
+        make_harness,
+        which,
+        provider_compact_threshold=6_000,
+        hooks=(HookSpec("PostCompact", f"cat >> {hook_log}; echo >> {hook_log}"),),
+    )
     content = "".join(f"line {i}: the quick brown fox — ünïcødé ✓\n" for i in range(400))
     (h.engine.workspace / "notes.txt").write_text(content, encoding="utf-8")
     assert (await h.engine.submit("!read notes.txt")).outcome == "answered"
@@ -120,7 +125,11 @@ async def test_compact_asks_the_provider_on_demand(make_harness, lab, which):
     assert h.engine.measure(view) < before
     assert _receipts(h)[-1]["method"] == "provider" and _receipts(h)[-1]["trigger"] == "manual"
     recorded = h.session.store.list_requests(h.session.id)[-1]  # in the Requests panel like any request
-    assert recorded["purpose"] == "compact" and recorded["outcome"] == "ok" and recorded["url"].endswith(path[3:])
+    assert (
+        recorded["purpose"] == "compact"
+        and recorded["outcome"] == "ok"
+        and recorded["url"].endswith(path[3:])
+    )
     assert (await h.engine.submit("go on")).outcome == "answered"
 
 
@@ -134,8 +143,13 @@ async def test_compact_falls_back_to_local_where_the_provider_cannot(make_harnes
 
 
 async def test_applied_edits_are_mirrored_locally(make_harness, lab):
-    h = _harness(make_harness, "anthropic", provider_compact_threshold=10_000_000, result_max_chars=100_000,
-                 turn_budget_chars=2_000_000)
+    h = _harness(
+        make_harness,
+        "anthropic",
+        provider_compact_threshold=10_000_000,
+        result_max_chars=100_000,
+        turn_budget_chars=2_000_000,
+    )
     files = {}
     for i in range(7):
         files[f"f{i}.txt"] = "".join(f"{i}:{n} alpha beta gamma delta epsilon zeta\n" for n in range(1_500))
@@ -184,8 +198,12 @@ async def test_preflight_against_a_known_cap_compacts_through_the_provider(make_
     assert result.outcome == "answered", result.error
     compactions = h.of_type("compaction")
     assert (compactions[0].trigger, compactions[0].method) == ("preflight", "provider")
-    if which == "responses":  # OpenAI keeps the window's user messages: still over, the local pipeline goes on
-        assert [c.trigger for c in compactions] == ["preflight", "preflight"] and compactions[1].method != "provider"
+    if (
+        which == "responses"
+    ):  # OpenAI keeps the window's user messages: still over, the local pipeline goes on
+        assert [c.trigger for c in compactions] == ["preflight", "preflight"] and compactions[
+            1
+        ].method != "provider"
     else:
         assert len(compactions) == 1
     assert _requests(h)[-1]["actual_bytes"] < 0.85 * 64 * 1024

@@ -45,8 +45,12 @@ def nginx(lab, tmp_path: Path) -> Iterator[str]:
     (tmp_path / "temp").mkdir()
     conf = tmp_path / "nginx.conf"
     conf.write_text(_config(tmp_path, port, lab.port))
-    proc = subprocess.Popen([binary, "-p", str(tmp_path), "-c", str(conf), "-e", str(tmp_path / "error.log")],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [binary, "-p", str(tmp_path), "-c", str(conf), "-e", str(tmp_path / "error.log")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         _wait_listening(port, proc)
         yield f"http://127.0.0.1:{port}"
@@ -63,19 +67,35 @@ def _engine(which: str, url: str, tmp_path: Path) -> Engine:
     if which == "anthropic":
         route = Route(name="gw", provider="anthropic", model=MODELS["anthropic"], base_url=url)
     else:
-        route = Route(name="gw", provider="openai", model=MODELS["openai"], base_url=url + "/v1", api="responses")
-    settings = Settings(routes={"gw": route}, default_route="gw", context_engine="provider",
-                        provider_compact_threshold=20_000, retry_base_delay=0.01, retry_max_delay=0.05)
+        route = Route(
+            name="gw", provider="openai", model=MODELS["openai"], base_url=url + "/v1", api="responses"
+        )
+    settings = Settings(
+        routes={"gw": route},
+        default_route="gw",
+        context_engine="provider",
+        provider_compact_threshold=20_000,
+        retry_base_delay=0.01,
+        retry_max_delay=0.05,
+    )
     workspace = tmp_path / "ws"
     workspace.mkdir(exist_ok=True)
-    session = Session.create(Store(), route="gw", provider=route.provider, model=route.model,
-                             workspace=str(workspace))
+    session = Session.create(
+        Store(), route="gw", provider=route.provider, model=route.model, workspace=str(workspace)
+    )
 
     async def no_sleep(_delay: float) -> None:
         return None
 
-    return Engine(settings, session, route, make_provider(route, settings, FAKE_KEY), state=State(),
-                  sleep=no_sleep, workspace=workspace)
+    return Engine(
+        settings,
+        session,
+        route,
+        make_provider(route, settings, FAKE_KEY),
+        state=State(),
+        sleep=no_sleep,
+        workspace=workspace,
+    )
 
 
 @pytest.mark.parametrize("which", ["anthropic", "responses"])
@@ -103,12 +123,14 @@ async def test_provider_compaction_keeps_a_session_under_a_128k_nginx_cap(lab, n
     compacted_at = next(i for i, r in enumerate(lab.requests()) if r.get("compaction"))
     sizes = [r["actual_bytes"] for r in records if r["outcome"] == "ok"]
     assert sizes[compacted_at + 1] < sizes[compacted_at]  # the request after the compaction is smaller
-    assert max(sizes[compacted_at + 1:]) < sizes[compacted_at]
+    assert max(sizes[compacted_at + 1 :]) < sizes[compacted_at]
 
     # Every replaced answer is in the archive; /recall gives one back byte for byte.
     replaced = next(m for m in session.master if m.role == "assistant" and len(m.text) > 10_000)
     assert all(m.id != replaced.id for m in session.view.messages)
-    key = next(k for k in compactions[0].archive_keys if session.store.archive_get(k).content == replaced.text)
+    key = next(
+        k for k in compactions[0].archive_keys if session.store.archive_get(k).content == replaced.text
+    )
     recalled = engine.recall_into_view(key)
     assert recalled is not None
     assert recalled.parts == (Text(f"[recalled by the user]\n{replaced.text}"),)

@@ -11,8 +11,14 @@ import sys
 def _run(*args: str, stdin: str | None = None, env_extra: dict | None = None) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC", "OPENAI"))}
     env.update(env_extra or {})
-    return subprocess.run([sys.executable, "-m", "app", *args], input=stdin, capture_output=True, text=True,
-                          env=env, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "app", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
 
 
 def test_fresh_machine_hello_uses_the_lab_and_says_so():
@@ -64,8 +70,15 @@ def test_a_failed_turn_says_how_to_pick_the_session_up(lab, tmp_path):
     config = tmp_path / "config.toml"
     config.write_text(f'default_route = "gw"\n[routes.gw]\nprovider = "lab"\nbase_url = "{lab.url}"\n')
 
-    done = _run("-p", "hi", env_extra={"BULKHEAD_CONFIG": str(config), "BULKHEAD_RETRY_MAX_ATTEMPTS": "1",
-                                       "BULKHEAD_RETRY_BASE_DELAY": "0.01"})
+    done = _run(
+        "-p",
+        "hi",
+        env_extra={
+            "BULKHEAD_CONFIG": str(config),
+            "BULKHEAD_RETRY_MAX_ATTEMPTS": "1",
+            "BULKHEAD_RETRY_BASE_DELAY": "0.01",
+        },
+    )
 
     assert done.returncode == 1 and done.stdout == ""
     assert "still failing after 1 retry: the provider or gateway keeps failing" in done.stderr

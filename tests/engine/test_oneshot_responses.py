@@ -9,8 +9,10 @@ from tests.engine.test_oneshot import _run
 
 def test_p_json_on_a_responses_route_reaches_v1_responses(lab, tmp_path):
     config = tmp_path / "config.toml"
-    config.write_text(f'default_route = "gpt"\n\n[routes.gpt]\nprovider = "openai"\nmodel = "gpt-5.5"\n'
-                      f'base_url = "{lab.url}/v1"\napi = "responses"\napi_key_env = "LAB_KEY"\n')
+    config.write_text(
+        f'default_route = "gpt"\n\n[routes.gpt]\nprovider = "openai"\nmodel = "gpt-5.5"\n'
+        f'base_url = "{lab.url}/v1"\napi = "responses"\napi_key_env = "LAB_KEY"\n'
+    )
 
     done = _run("-p", "hi", "--json", env_extra={"BULKHEAD_CONFIG": str(config), "LAB_KEY": "sk-lab"})
 
@@ -23,7 +25,9 @@ def test_p_json_on_a_responses_route_reaches_v1_responses(lab, tmp_path):
 
 def test_api_on_a_route_that_is_not_openai_names_the_line(tmp_path):
     config = tmp_path / "config.toml"
-    config.write_text('default_route = "c"\n\n[routes.c]\nprovider = "anthropic"\nmodel = "m"\napi = "responses"\n')
+    config.write_text(
+        'default_route = "c"\n\n[routes.c]\nprovider = "anthropic"\nmodel = "m"\napi = "responses"\n'
+    )
 
     done = _run("-p", "hi", env_extra={"BULKHEAD_CONFIG": str(config)})
 

@@ -33,7 +33,9 @@ def test_no_prompt_and_nothing_piped_says_how():
 
 def test_a_prompt_and_piped_stdin_are_joined():
     done = _run("-p", "summarise", stdin="the piped log\n")
-    assert done.returncode == 0 and "You said: “summarise the piped log”" in done.stdout  # (the lab folds spaces)
+    assert (
+        done.returncode == 0 and "You said: “summarise the piped log”" in done.stdout
+    )  # (the lab folds spaces)
 
 
 def test_the_messages_of_a_turn_with_a_tool_call_stay_apart(tmp_path):
@@ -53,6 +55,7 @@ def test_join_answers():
 
 
 def test_exit_hint_says_resume_with_bulkhead_c():
-    assert exit_hint(("s_abc", 4)) == ("bulkhead: session s_abc kept (4 messages) — resume with bulkhead -c "
-                                       "(or bulkhead --resume s_abc)")
+    assert exit_hint(("s_abc", 4)) == (
+        "bulkhead: session s_abc kept (4 messages) — resume with bulkhead -c (or bulkhead --resume s_abc)"
+    )
     assert exit_hint(("s_abc", 0)) == "" and exit_hint(None) == ""

@@ -32,8 +32,9 @@ async def test_an_allow_rule_runs_a_command_without_asking(make_harness):
 
 async def test_deny_wins_even_in_never_ask_mode_and_over_an_allow(make_harness):
     approve = asker(True)
-    h = make_harness(approver=approve, approval="never-ask",
-                     permissions={"allow": ("Bash",), "deny": ("Bash(rm:*)",)})
+    h = make_harness(
+        approver=approve, approval="never-ask", permissions={"allow": ("Bash",), "deny": ("Bash(rm:*)",)}
+    )
     target = h.engine.workspace / "keep.txt"
     target.write_text("precious")
 
@@ -74,8 +75,9 @@ async def test_always_for_this_session_stops_asking_for_that_command(make_harnes
     await h.engine.submit("!shell echo one")
     await h.engine.submit("!shell echo two")
 
-    assert [why.split(":")[0] for _name, why in approve.asked] == ["shell runs a shell command (approval mode "
-                                                                   "auto-read)"] * 2  # the first and `echo two`
+    assert [why.split(":")[0] for _name, why in approve.asked] == [
+        "shell runs a shell command (approval mode auto-read)"
+    ] * 2  # the first and `echo two`
     assert ("allow", "Bash(echo one)", "this session") in h.engine.permissions.listing()
     assert not (h.engine.workspace / ".bulkhead").exists()  # nothing written for a session rule
 
@@ -101,8 +103,9 @@ async def test_claude_code_settings_apply_unchanged(make_harness):
     h = make_harness(approver=approve)
     claude = h.engine.workspace / ".claude"
     claude.mkdir()
-    (claude / "settings.json").write_text(json.dumps({"permissions": {"allow": ["Bash(echo:*)"],
-                                                                      "deny": ["Read(./.env)"]}}))
+    (claude / "settings.json").write_text(
+        json.dumps({"permissions": {"allow": ["Bash(echo:*)"], "deny": ["Read(./.env)"]}})
+    )
     (h.engine.workspace / ".env").write_text("API_KEY=not-for-the-model\n")
     h2 = make_harness(approver=approve)  # a new engine reads the project's settings
 

@@ -38,16 +38,21 @@ async def _probe(lab, provider: str = "anthropic", *, low=LOW, high=HIGH, precis
 
         return await timed(call, size)
 
-    prober = Prober(send, drop_threshold=settings.drop_payload_min_bytes,
-                    retry_policy=RetryPolicy(max_attempts=4, base_delay=0.0, max_delay=0.0), sleep=sleep)
+    prober = Prober(
+        send,
+        drop_threshold=settings.drop_payload_min_bytes,
+        retry_policy=RetryPolicy(max_attempts=4, base_delay=0.0, max_delay=0.0),
+        sleep=sleep,
+    )
     try:
         return await prober.find(low, high, precision)
     finally:
         await adapter.aclose()
 
 
-@pytest.mark.parametrize("gateway", ["nginx", "cloudflare", "akamai", "modsecurity", "aws-waf",
-                                     "reset", "html-200", "apigw"])
+@pytest.mark.parametrize(
+    "gateway", ["nginx", "cloudflare", "akamai", "modsecurity", "aws-waf", "reset", "html-200", "apigw"]
+)
 async def test_probe_finds_each_gateways_cap_within_precision_and_bound(lab, gateway):
     cap = 200 * KIB
     lab.configure(gateway=gateway, cap=cap)
@@ -114,8 +119,10 @@ def test_the_cli_prints_each_probe_and_the_result_as_json(lab, tmp_path, monkeyp
 
     lab.configure(gateway="cloudflare", cap=64 * KIB)
     config = tmp_path / "config.toml"
-    config.write_text(f'default_route = "gw"\n[routes.gw]\nprovider = "anthropic"\nmodel = "claude-sonnet-5-5"\n'
-                      f'base_url = "{lab.url}"\n')
+    config.write_text(
+        f'default_route = "gw"\n[routes.gw]\nprovider = "anthropic"\nmodel = "claude-sonnet-5-5"\n'
+        f'base_url = "{lab.url}"\n'
+    )
     monkeypatch.setenv("BULKHEAD_CONFIG", str(config))
     monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
 

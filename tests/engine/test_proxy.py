@@ -30,7 +30,9 @@ async def proxy_env(monkeypatch):
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-async def test_every_provider_goes_through_the_proxy_from_the_environment(make_harness, lab, proxy_env, provider):
+async def test_every_provider_goes_through_the_proxy_from_the_environment(
+    make_harness, lab, proxy_env, provider
+):
     proxy = await proxy_env()
     h = make_harness(provider)
 
@@ -53,7 +55,9 @@ async def test_credentials_in_the_proxy_url_are_sent(make_harness, lab, proxy_en
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-async def test_a_proxy_that_wants_credentials_is_named_and_not_retried(make_harness, lab, proxy_env, provider):
+async def test_a_proxy_that_wants_credentials_is_named_and_not_retried(
+    make_harness, lab, proxy_env, provider
+):
     proxy = await proxy_env("alice:s3cret")
     h = make_harness(provider)
 

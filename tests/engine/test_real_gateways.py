@@ -39,8 +39,12 @@ def gateways(tmp_path: Path):
     def start(kind: str, upstream: int, *args: str):
         folder = tmp_path / f"{kind}-{len(started)}"
         folder.mkdir()
-        gateway = {"nginx": start_nginx, "haproxy": start_haproxy, "caddy": start_caddy,
-                   "node": start_node_proxy}[kind](folder, upstream, *args)
+        gateway = {
+            "nginx": start_nginx,
+            "haproxy": start_haproxy,
+            "caddy": start_caddy,
+            "node": start_node_proxy,
+        }[kind](folder, upstream, *args)
         started.append(gateway)
         return gateway
 
@@ -61,7 +65,9 @@ RESETTING = {
 
 
 @pytest.mark.parametrize("name", sorted(RESETTING))
-async def test_a_repeated_reset_under_500kb_is_learned_as_a_cap_and_recovered(make_harness, lab, gateways, name):
+async def test_a_repeated_reset_under_500kb_is_learned_as_a_cap_and_recovered(
+    make_harness, lab, gateways, name
+):
     """Item 3: nginx `return 444` / HAProxy `http-request reject` close the connection on a ~290 KB body. The first
     reset is retried (under drop_payload_min_bytes); the identical second one, at an endpoint that accepted
     a small request, is the gateway's cap: learned, and the ladder recovers."""
@@ -89,7 +95,10 @@ async def test_a_repeated_reset_under_500kb_is_learned_as_a_cap_and_recovered(ma
 
 
 LIMITING = {
-    "haproxy-deny-413": ("haproxy", f"    http-request deny deny_status 413 if {{ req.hdr_val(content-length) gt {LIMIT} }}"),
+    "haproxy-deny-413": (
+        "haproxy",
+        f"    http-request deny deny_status 413 if {{ req.hdr_val(content-length) gt {LIMIT} }}",
+    ),
     "caddy-request-body": ("caddy", "    request_body {\n        max_size 200KB\n    }"),
 }
 
@@ -108,7 +117,9 @@ async def test_body_limits_of_haproxy_and_caddy_are_recovered(make_harness, lab,
     rejected = _requests(h)[1]
     assert rejected["status"] == 413 and rejected["kind"] == "payload_too_large"
     assert (kind == "caddy") == (rejected["response_headers"].get("server") == "Caddy")
-    assert h.engine.state.learned_cap(h.engine.route.endpoint_id).cap_bytes == int(0.75 * rejected["actual_bytes"])
+    assert h.engine.state.learned_cap(h.engine.route.endpoint_id).cap_bytes == int(
+        0.75 * rejected["actual_bytes"]
+    )
     assert _requests(h)[-1]["actual_bytes"] <= 200 * KIB
 
 

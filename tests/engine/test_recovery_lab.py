@@ -20,8 +20,7 @@ def _requests(h):
 
 def _notice_count(h) -> int:
     """Payload notices bulkhead put in the view (the lab model's echo of one does not count)."""
-    return sum(m.all_text().count(PAYLOAD_NOTICE_PREFIX) for m in h.session.view.messages
-               if m.role == "user")
+    return sum(m.all_text().count(PAYLOAD_NOTICE_PREFIX) for m in h.session.view.messages if m.role == "user")
 
 
 def _markers_resolve(h) -> None:
@@ -63,8 +62,10 @@ async def test_413_at_128k_learns_the_cap_and_recovers(make_harness, lab, provid
     assert any(r["trigger"] == "recovery" and r["retry_success"] is True for r in receipts)
 
 
-@pytest.mark.parametrize("provider,gateway", [("anthropic", "cloudflare"), ("openai", "akamai"),
-                                              ("bedrock", "aws-waf"), ("bedrock", "modsecurity")])
+@pytest.mark.parametrize(
+    "provider,gateway",
+    [("anthropic", "cloudflare"), ("openai", "akamai"), ("bedrock", "aws-waf"), ("bedrock", "modsecurity")],
+)
 async def test_waf_403_is_recovered(make_harness, lab, provider, gateway):
     lab.configure(gateway=gateway, cap="96KB")
     h = make_harness(provider)
@@ -110,10 +111,16 @@ async def test_reset_on_a_small_request_is_retried_without_compaction(make_harne
     assert h.of_type("recovery") == []
 
 
-@pytest.mark.parametrize(("faults", "advice"), [
-    ("529:1", "the provider is overloaded: /retry in a few minutes"),
-    ("drop:1", "check that {url}/v1/chat/completions is reachable (network, VPN, HTTPS_PROXY), then /retry"),
-])
+@pytest.mark.parametrize(
+    ("faults", "advice"),
+    [
+        ("529:1", "the provider is overloaded: /retry in a few minutes"),
+        (
+            "drop:1",
+            "check that {url}/v1/chat/completions is reachable (network, VPN, HTTPS_PROXY), then /retry",
+        ),
+    ],
+)
 async def test_when_retries_run_out_the_error_says_what_to_do(make_harness, lab, faults, advice):
     lab.configure(faults=faults)
     h = make_harness("openai", retry_max_attempts=2)
@@ -141,8 +148,13 @@ async def test_system_prompt_bigger_than_the_rejection_fails_fast(make_harness, 
     lab.configure(gateway="nginx", cap="32KB")
     h = make_harness("anthropic", system="You are a careful assistant. " * 2000)  # ≈ 58 KB of system prompt
     # This gateway already refused a 40 KB request here (remembered per endpoint, as in a past session).
-    h.engine.state.learn_cap(h.engine.route.endpoint_id, 30_000, rejected_bytes=40_000, kind="payload_too_large",
-                             reason="413 from nginx")
+    h.engine.state.learn_cap(
+        h.engine.route.endpoint_id,
+        30_000,
+        rejected_bytes=40_000,
+        kind="payload_too_large",
+        reason="413 from nginx",
+    )
     master_before = len(h.session.master)
 
     result = await h.engine.submit("hi")
@@ -228,4 +240,7 @@ async def test_the_payload_notice_is_never_injected_twice(make_harness, lab):
 
     assert h.session.counters.recoveries_ok == 2
     assert _notice_count(h) <= 1
-    assert sum(PAYLOAD_NOTICE_PREFIX in m.text for m in h.session.view.messages if m.meta.origin == "notice") <= 1
+    assert (
+        sum(PAYLOAD_NOTICE_PREFIX in m.text for m in h.session.view.messages if m.meta.origin == "notice")
+        <= 1
+    )

@@ -42,7 +42,9 @@ async def test_retry_of_a_tool_turn_asks_again_from_the_prompt(make_harness):
 
 def test_retry_point_keeps_the_prompt_and_its_attachments():
     user = Message.create("user", "explain @a.py", turn=1)
-    mention = Message.create("assistant", [ToolCall("t1", "read_file", {"path": "a.py"})], turn=1, origin="mention")
+    mention = Message.create(
+        "assistant", [ToolCall("t1", "read_file", {"path": "a.py"})], turn=1, origin="mention"
+    )
     attached = Message.create("tool", [ToolResult("t1", "x = 1")], turn=1, origin="tool")
     answer = Message.create("assistant", "it sets x", turn=1)
     assert retry_point([user, mention, attached, answer]) == 3
@@ -58,8 +60,11 @@ def test_rename_search_and_delete(tmp_path):
     gone = Session.create(store, route="lab", provider="lab", model="lab-1")
     gone.append(Message.create("user", "WAF pages from the proxy", turn=1))
     gone.append(Message.create("assistant", "a 403 with cf-ray", turn=1))
-    gone.commit_view(gone.view.messages, [ArchiveEntry(archive_key("old output"), "old output", "microcompact",
-                                                       ("m1",))], reason="compaction")
+    gone.commit_view(
+        gone.view.messages,
+        [ArchiveEntry(archive_key("old output"), "old output", "microcompact", ("m1",))],
+        reason="compaction",
+    )
     store.record_event(gone.id, "notice", {"text": "hi"})
     (gone.folder / "compaction.jsonl").write_text("{}\n")
 
@@ -93,8 +98,13 @@ def test_a_session_another_process_holds_is_refused():
     held = Session.create(store, route="lab", provider="lab", model="lab-1")
     with subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) as sleeper:
         try:
-            other = Holder(pid=sleeper.pid, started=process_start(sleeper.pid), host=this_process().host,
-                           acquired_at=1.0, what="bulkhead -p")
+            other = Holder(
+                pid=sleeper.pid,
+                started=process_start(sleeper.pid),
+                host=this_process().host,
+                acquired_at=1.0,
+                what="bulkhead -p",
+            )
             assert store.acquire_lease(held.id, other) is None
             with pytest.raises(SessionBusy, match=f"open in another bulkhead \\(pid {sleeper.pid}"):
                 delete_session(store, held.id)

@@ -25,7 +25,9 @@ async def test_the_models_recall_reads_only_this_sessions_archive(make_harness):
     result = await h.engine.submit(f"!recall {key} {archive_key(mine)}")
 
     assert result.outcome == "answered"
-    tool_results = [p for m in h.session.master if m.role == "tool" for p in m.parts if isinstance(p, ToolResult)]
+    tool_results = [
+        p for m in h.session.master if m.role == "tool" for p in m.parts if isinstance(p, ToolResult)
+    ]
     recalled = tool_results[-1].content
     assert OTHER_SECRET not in recalled and "not found in the archive" in recalled
     assert mine in recalled
@@ -55,7 +57,9 @@ async def test_a_prompt_left_by_a_crash_is_not_carried_out_with_the_next_one(mak
     assert "calling shell" not in result.text and "hello again" in result.text
     roles = [m.role for m in h.session.view.messages]
     assert roles[:3] == ["user", "assistant", "user"]
-    assert h.session.view.messages[1].meta.origin == "notice" and "No answer" in h.session.view.messages[1].text
+    assert (
+        h.session.view.messages[1].meta.origin == "notice" and "No answer" in h.session.view.messages[1].text
+    )
     sent = h.session.store.list_requests(h.session.id)[-1]["body_preview"]
     assert "No answer" in sent and "hello again" in sent
 

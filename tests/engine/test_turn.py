@@ -89,10 +89,13 @@ async def test_a_pretooluse_hook_blocks_with_its_reason(make_harness, tmp_path):
 
 async def test_a_pretooluse_hook_printing_invalid_json_blocks_the_call(make_harness, tmp_path):
     script = tmp_path / "guard.sh"
-    script.write_text("#!/bin/sh\ncat > /dev/null\necho '{\"decision\": \"block\", \"reason\": \"not today\"'\n")
+    script.write_text('#!/bin/sh\ncat > /dev/null\necho \'{"decision": "block", "reason": "not today"\'\n')
     script.chmod(script.stat().st_mode | stat.S_IEXEC)
-    h = make_harness(approver=None, approval="never-ask",
-                     hooks=(HookSpec(event="PreToolUse", command=str(script), matcher="shell"),))
+    h = make_harness(
+        approver=None,
+        approval="never-ask",
+        hooks=(HookSpec(event="PreToolUse", command=str(script), matcher="shell"),),
+    )
 
     await h.engine.submit("!shell touch ran.txt")
 
@@ -108,7 +111,8 @@ async def test_a_pretooluse_hook_rewrites_the_tool_input(make_harness, tmp_path)
         "import json, sys\n"
         "data = json.load(sys.stdin)\n"
         "assert data['tool_input']['path'] == 'secret.txt'\n"
-        "print(json.dumps({'hookSpecificOutput': {'updatedInput': {'path': 'public.txt'}}}))\n")
+        "print(json.dumps({'hookSpecificOutput': {'updatedInput': {'path': 'public.txt'}}}))\n"
+    )
     h = make_harness(hooks=(HookSpec(event="PreToolUse", command=f"python3 {script}", matcher="Read"),))
     (h.engine.workspace / "secret.txt").write_text("the launch codes\n")
     (h.engine.workspace / "public.txt").write_text("the lunch menu\n")
@@ -117,7 +121,9 @@ async def test_a_pretooluse_hook_rewrites_the_tool_input(make_harness, tmp_path)
 
     result = h.session.master[2].tool_results[0]
     assert "the lunch menu" in result.content and "launch codes" not in result.content
-    assert h.session.master[1].tool_calls[0].args["path"] == "secret.txt"  # what the model asked stays recorded
+    assert (
+        h.session.master[1].tool_calls[0].args["path"] == "secret.txt"
+    )  # what the model asked stays recorded
     notices = [e.text for e in h.of_type("notice") if e.code == "hook_input"]
     assert notices == ["A PreToolUse hook changed the input of read_file: now read_file path='public.txt'"]
 
@@ -126,8 +132,10 @@ async def test_a_rewritten_input_outside_the_workspace_still_asks(make_harness, 
     outside = tmp_path / "elsewhere.txt"
     outside.write_text("outside\n")
     script = tmp_path / "redirect.sh"
-    script.write_text("#!/bin/sh\ncat > /dev/null\n"
-                      f"echo '{{\"hookSpecificOutput\": {{\"updatedInput\": {{\"path\": \"{outside}\"}}}}}}'\n")
+    script.write_text(
+        "#!/bin/sh\ncat > /dev/null\n"
+        f'echo \'{{"hookSpecificOutput": {{"updatedInput": {{"path": "{outside}"}}}}}}\'\n'
+    )
     script.chmod(script.stat().st_mode | stat.S_IEXEC)
     asked: list[str] = []
 
@@ -155,8 +163,9 @@ async def test_an_at_mention_attaches_the_file_as_a_read(make_harness, provider,
         asked.append(name)
         return False
 
-    h = make_harness(provider, approval="ask", approver=deny,
-                     hooks=(HookSpec(event="PreToolUse", command=str(guard)),))
+    h = make_harness(
+        provider, approval="ask", approver=deny, hooks=(HookSpec(event="PreToolUse", command=str(guard)),)
+    )
     (h.engine.workspace / "notes.txt").write_text("alpha\nbeta\n")
     (h.engine.workspace / "src").mkdir()
     (h.engine.workspace / "src" / "main.py").write_text("print('hi')\n")
@@ -168,7 +177,9 @@ async def test_an_at_mention_attaches_the_file_as_a_read(make_harness, provider,
     attach = h.session.master[1]
     assert attach.meta.origin == "mention"
     assert [(c.name, dict(c.args)) for c in attach.tool_calls] == [
-        ("read_file", {"path": "notes.txt"}), ("list_dir", {"path": "src/"})]
+        ("read_file", {"path": "notes.txt"}),
+        ("list_dir", {"path": "src/"}),
+    ]
     read, listing = (m.tool_results[0] for m in h.session.master[2:4])
     assert "alpha" in read.content and not read.is_error
     assert "main.py" in listing.content and not listing.is_error
@@ -219,7 +230,9 @@ async def test_too_many_mentions_are_capped_with_a_notice(make_harness):
 
     assert [dict(c.args)["path"] for c in h.session.master[1].tool_calls] == ["a.txt", "b.txt"]
     notice = [e.text for e in h.of_type("notice") if e.code == "mention"]
-    assert notice == ["only the first 2 @mentions are attached (1 more left out; max_mentions in config.toml)"]
+    assert notice == [
+        "only the first 2 @mentions are attached (1 more left out; max_mentions in config.toml)"
+    ]
 
 
 async def test_max_mentions_zero_turns_mentions_off(make_harness):
@@ -323,7 +336,9 @@ async def test_preflight_against_a_configured_cap(make_harness):
 
     assert result.outcome == "answered"
     notices = [e.text for e in h.of_type("notice") if e.code == "preflight"]
-    assert notices and notices[0].startswith("pre-flight: history") and "configured cap (64.0 KB)" in notices[0]
+    assert (
+        notices and notices[0].startswith("pre-flight: history") and "configured cap (64.0 KB)" in notices[0]
+    )
     requests = h.session.store.list_requests(h.session.id)
     assert requests[-1]["actual_bytes"] <= 64 * 1024
 
@@ -349,7 +364,9 @@ async def test_guided_compact_rewind_and_recall(make_harness, lab):
     assert outcome.changed and outcome.method in ("summary", "L3")
     summary_requests = [r for r in h.session.store.list_requests(h.session.id) if r["purpose"] == "summary"]
     assert summary_requests
-    assert any("keep the decisions about the parser" in (r.get("body_preview") or "") for r in summary_requests)
+    assert any(
+        "keep the decisions about the parser" in (r.get("body_preview") or "") for r in summary_requests
+    )
     assert h.session.counters.summarizer_calls >= 1
     keys = [k for m in h.session.view.messages for k in m.meta.archive_keys]
     assert keys

@@ -55,40 +55,53 @@ class SDK:
     def openai(self):
         import openai
 
-        return openai.OpenAI(base_url=self.url + "/v1", api_key="lab-key", max_retries=0, timeout=self.timeout)
+        return openai.OpenAI(
+            base_url=self.url + "/v1", api_key="lab-key", max_retries=0, timeout=self.timeout
+        )
 
     @cached_property
     def bedrock(self):
         import boto3
         from botocore.config import Config
 
-        config = Config(retries={"total_max_attempts": 1}, read_timeout=self.timeout, connect_timeout=self.timeout)
+        config = Config(
+            retries={"total_max_attempts": 1}, read_timeout=self.timeout, connect_timeout=self.timeout
+        )
         return boto3.client("bedrock-runtime", region_name="us-east-1", endpoint_url=self.url, config=config)
 
     def ask_anthropic(self, text: str, max_tokens: int = 1024, **kw: Any):
-        return self.anthropic.messages.create(model=MODEL, max_tokens=max_tokens,
-                                              messages=[{"role": "user", "content": text}], **kw)
+        return self.anthropic.messages.create(
+            model=MODEL, max_tokens=max_tokens, messages=[{"role": "user", "content": text}], **kw
+        )
 
     def ask_openai(self, text: str, **kw: Any):
-        return self.openai.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": text}], **kw)
+        return self.openai.chat.completions.create(
+            model=MODEL, messages=[{"role": "user", "content": text}], **kw
+        )
 
     def ask_bedrock(self, text: str, **kw: Any):
-        return self.bedrock.converse(modelId=BEDROCK_MODEL, messages=[{"role": "user", "content": [{"text": text}]}],
-                                     **kw)
+        return self.bedrock.converse(
+            modelId=BEDROCK_MODEL, messages=[{"role": "user", "content": [{"text": text}]}], **kw
+        )
 
     def stream_anthropic(self, text: str, max_tokens: int = 1024) -> tuple[list[str], Any]:
         """Text deltas as they arrived, then the final message (or the exception, re-raised by the caller)."""
         pieces: list[str] = []
-        with self.anthropic.messages.stream(model=MODEL, max_tokens=max_tokens,
-                                            messages=[{"role": "user", "content": text}]) as stream:
+        with self.anthropic.messages.stream(
+            model=MODEL, max_tokens=max_tokens, messages=[{"role": "user", "content": text}]
+        ) as stream:
             for piece in stream.text_stream:
                 pieces.append(piece)
             return pieces, stream.get_final_message()
 
     def stream_openai(self, text: str) -> tuple[list[str], list[Any]]:
         pieces, chunks = [], []
-        for chunk in self.openai.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": text}],
-                                                         stream=True, stream_options={"include_usage": True}):
+        for chunk in self.openai.chat.completions.create(
+            model=MODEL,
+            messages=[{"role": "user", "content": text}],
+            stream=True,
+            stream_options={"include_usage": True},
+        ):
             chunks.append(chunk)
             if chunk.choices and chunk.choices[0].delta.content:
                 pieces.append(chunk.choices[0].delta.content)
@@ -97,8 +110,9 @@ class SDK:
     def stream_bedrock(self, text: str, pieces: list[str] | None = None) -> tuple[list[str], list[dict]]:
         pieces = [] if pieces is None else pieces
         events = []
-        response = self.bedrock.converse_stream(modelId=BEDROCK_MODEL,
-                                                messages=[{"role": "user", "content": [{"text": text}]}])
+        response = self.bedrock.converse_stream(
+            modelId=BEDROCK_MODEL, messages=[{"role": "user", "content": [{"text": text}]}]
+        )
         for event in response["stream"]:
             events.append(event)
             if "contentBlockDelta" in event and "text" in event["contentBlockDelta"]["delta"]:
@@ -131,7 +145,9 @@ def free_port() -> int:
 
 def http_json(url: str, method: str = "GET", body: Any = None) -> tuple[int, Any]:
     data = None if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
-    request = urllib.request.Request(url, data=data, method=method, headers={"content-type": "application/json"})
+    request = urllib.request.Request(
+        url, data=data, method=method, headers={"content-type": "application/json"}
+    )
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
             return response.status, json.loads(response.read() or b"null")

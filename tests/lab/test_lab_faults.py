@@ -113,8 +113,9 @@ def test_cut_shows_output_then_resets_mid_stream(sdk, lab):
     seen: list[str] = []
 
     def anthropic_stream():
-        with sdk.anthropic.messages.stream(model="lab-1", max_tokens=1024,
-                                           messages=[{"role": "user", "content": "tell me everything"}]) as stream:
+        with sdk.anthropic.messages.stream(
+            model="lab-1", max_tokens=1024, messages=[{"role": "user", "content": "tell me everything"}]
+        ) as stream:
             for piece in stream.text_stream:
                 seen.append(piece)
 
@@ -124,8 +125,9 @@ def test_cut_shows_output_then_resets_mid_stream(sdk, lab):
     seen_openai: list[str] = []
 
     def openai_stream():
-        for chunk in sdk.openai.chat.completions.create(model="lab-1", stream=True,
-                                                        messages=[{"role": "user", "content": "tell me"}]):
+        for chunk in sdk.openai.chat.completions.create(
+            model="lab-1", stream=True, messages=[{"role": "user", "content": "tell me"}]
+        ):
             if chunk.choices and chunk.choices[0].delta.content:
                 seen_openai.append(chunk.choices[0].delta.content)
 

@@ -49,7 +49,10 @@ def test_nginx_413_html(sdk, lab):
     assert type(o) is openai.APIStatusError and o.status_code == 413 and str(o) == "Error code: 413"
     assert "413 Request Entity Too Large" in o.response.text and o.response.headers["connection"] == "close"
     error, meta = bedrock_error(b)
-    assert error["Code"] == "413" and "<center><h1>413 Request Entity Too Large</h1></center>" in error["Message"]
+    assert (
+        error["Code"] == "413"
+        and "<center><h1>413 Request Entity Too Large</h1></center>" in error["Message"]
+    )
     assert meta["HTTPHeaders"]["server"] == "nginx" and meta["HTTPStatusCode"] == 413
     assert verdicts(lab) == [("blocked:nginx-413", 413)] * 3
     assert [r["bytes"] > CAP for r in lab.requests()] == [True] * 3
@@ -162,7 +165,11 @@ def test_api_gateway_413_and_403_json(sdk, lab):
     a, o, b = over_cap_all_wires(sdk)
     assert isinstance(a, anthropic.ContentTooLargeError) and a.body == {"message": "Request Too Long"}
     assert a.response.headers["x-amzn-ErrorType"] == "RequestEntityTooLargeException"
-    assert type(o) is openai.APIStatusError and o.status_code == 413 and o.body == {"message": "Request Too Long"}
+    assert (
+        type(o) is openai.APIStatusError
+        and o.status_code == 413
+        and o.body == {"message": "Request Too Long"}
+    )
     error, meta = bedrock_error(b)
     assert error == {"Code": "RequestEntityTooLargeException", "Message": "Request Too Long"}
     assert meta["HTTPStatusCode"] == 413
@@ -199,4 +206,9 @@ def test_the_gateway_answers_before_the_model(sdk, lab):
     # token counting (bulkhead probe's free request) sits behind the same gateway
     with pytest.raises(anthropic.ContentTooLargeError):
         sdk.anthropic.messages.count_tokens(model="lab-1", messages=[{"role": "user", "content": OVER}])
-    assert sdk.anthropic.messages.count_tokens(model="lab-1", messages=[{"role": "user", "content": "s"}]).input_tokens == 1
+    assert (
+        sdk.anthropic.messages.count_tokens(
+            model="lab-1", messages=[{"role": "user", "content": "s"}]
+        ).input_tokens
+        == 1
+    )

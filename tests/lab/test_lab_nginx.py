@@ -84,8 +84,12 @@ def nginx_url(lab, tmp_path: Path, free_port: int) -> Iterator[str]:
     (tmp_path / "temp").mkdir()
     conf = tmp_path / "nginx.conf"
     conf.write_text(_config(tmp_path, free_port, lab.port))
-    proc = subprocess.Popen([binary, "-p", str(tmp_path), "-c", str(conf), "-e", str(tmp_path / "error.log")],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [binary, "-p", str(tmp_path), "-c", str(conf), "-e", str(tmp_path / "error.log")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         _wait_listening(free_port, proc)
         yield f"http://127.0.0.1:{free_port}"
@@ -101,8 +105,9 @@ def nginx_url(lab, tmp_path: Path, free_port: int) -> Iterator[str]:
 def test_real_nginx_413_over_the_cap_and_pass_through_under_it(lab, nginx_url):
     client = anthropic.Anthropic(base_url=nginx_url, api_key="lab", max_retries=0, timeout=20)
     with pytest.raises(anthropic.ContentTooLargeError) as caught:
-        client.messages.create(model="lab-1", max_tokens=50,
-                               messages=[{"role": "user", "content": "n" * (200 * 1024)}])
+        client.messages.create(
+            model="lab-1", max_tokens=50, messages=[{"role": "user", "content": "n" * (200 * 1024)}]
+        )
     exc = caught.value
     assert exc.status_code == 413 and exc.response.headers["server"] == "nginx"
     assert "<center><h1>413 Request Entity Too Large</h1></center>" in str(exc)
@@ -110,10 +115,14 @@ def test_real_nginx_413_over_the_cap_and_pass_through_under_it(lab, nginx_url):
     assert exc.response.content == pages.nginx_413().body
     assert lab.requests() == []  # nginx answered; the lab never saw the request
 
-    answer = client.messages.create(model="lab-1", max_tokens=200,
-                                    messages=[{"role": "user", "content": "small enough " + "s" * (60 * 1024)}])
+    answer = client.messages.create(
+        model="lab-1",
+        max_tokens=200,
+        messages=[{"role": "user", "content": "small enough " + "s" * (60 * 1024)}],
+    )
     assert answer.content[0].text.startswith("Lab model · turn 1 · received 60.")
-    with client.messages.stream(model="lab-1", max_tokens=200,
-                                messages=[{"role": "user", "content": "streamed through nginx"}]) as stream:
+    with client.messages.stream(
+        model="lab-1", max_tokens=200, messages=[{"role": "user", "content": "streamed through nginx"}]
+    ) as stream:
         assert "streamed through nginx" in "".join(stream.text_stream)
     assert [(r["verdict"], r["stream"]) for r in lab.requests()] == [("passed", False), ("passed", True)]

@@ -9,9 +9,17 @@ import urllib.request
 import openai
 import pytest
 
-TOOLS = [{"type": "function", "function": {"name": "grep", "description": "Search files",
-                                           "parameters": {"type": "object", "properties": {}}}},
-         {"type": "function", "function": {"name": "shell", "parameters": {"type": "object", "properties": {}}}}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "grep",
+            "description": "Search files",
+            "parameters": {"type": "object", "properties": {}},
+        },
+    },
+    {"type": "function", "function": {"name": "shell", "parameters": {"type": "object", "properties": {}}}},
+]
 
 
 def test_streamed_text_with_a_final_usage_chunk(sdk, lab):
@@ -31,8 +39,10 @@ def test_streamed_text_with_a_final_usage_chunk(sdk, lab):
 
 def test_tool_calls_stream_and_round_trip(sdk):
     client = sdk.openai
-    messages = [{"role": "system", "content": "be brief"},
-                {"role": "user", "content": "!grep 'def run' app\n!shell git status"}]
+    messages = [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": "!grep 'def run' app\n!shell git status"},
+    ]
     calls: dict[int, dict] = {}
     finish = None
     for chunk in client.chat.completions.create(model="lab-1", messages=messages, tools=TOOLS, stream=True):
@@ -41,16 +51,31 @@ def test_tool_calls_stream_and_round_trip(sdk):
         for delta in choice.delta.tool_calls or []:
             entry = calls.setdefault(delta.index, {"id": None, "name": None, "arguments": ""})
             entry["id"] = delta.id or entry["id"]
-            entry["name"] = (delta.function.name if delta.function and delta.function.name else entry["name"])
+            entry["name"] = delta.function.name if delta.function and delta.function.name else entry["name"]
             entry["arguments"] += (delta.function.arguments or "") if delta.function else ""
     assert finish == "tool_calls"
     assert [(c["name"], json.loads(c["arguments"])) for c in calls.values()] == [
-        ("grep", {"pattern": "def run", "path": "app"}), ("shell", {"command": "git status"})]
-    messages.append({"role": "assistant", "content": None, "tool_calls": [
-        {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
-        for c in calls.values()]})
-    messages += [{"role": "tool", "tool_call_id": calls[0]["id"], "content": "app/cli.py:12: def run(args):"},
-                 {"role": "tool", "tool_call_id": calls[1]["id"], "content": "On branch main\nnothing to commit"}]
+        ("grep", {"pattern": "def run", "path": "app"}),
+        ("shell", {"command": "git status"}),
+    ]
+    messages.append(
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": c["id"],
+                    "type": "function",
+                    "function": {"name": c["name"], "arguments": c["arguments"]},
+                }
+                for c in calls.values()
+            ],
+        }
+    )
+    messages += [
+        {"role": "tool", "tool_call_id": calls[0]["id"], "content": "app/cli.py:12: def run(args):"},
+        {"role": "tool", "tool_call_id": calls[1]["id"], "content": "On branch main\nnothing to commit"},
+    ]
     answer = client.chat.completions.create(model="lab-1", messages=messages, tools=TOOLS)
     text = answer.choices[0].message.content
     assert answer.choices[0].finish_reason == "stop"
@@ -73,12 +98,18 @@ def test_length_finish_and_max_tokens_validation(sdk, lab):
 
 def test_automatic_prompt_caching_reports_cached_tokens(sdk):
     context = [{"role": "system", "content": "Project notes. " * 600}]
-    first = sdk.openai.chat.completions.create(model="lab-1", messages=context + [{"role": "user", "content": "a?"}])
-    second = sdk.openai.chat.completions.create(model="lab-1", messages=context + [{"role": "user", "content": "b?"}])
+    first = sdk.openai.chat.completions.create(
+        model="lab-1", messages=context + [{"role": "user", "content": "a?"}]
+    )
+    second = sdk.openai.chat.completions.create(
+        model="lab-1", messages=context + [{"role": "user", "content": "b?"}]
+    )
     assert first.usage.prompt_tokens_details.cached_tokens == 0
     cached = second.usage.prompt_tokens_details.cached_tokens
     assert cached >= 1024 and cached % 128 == 0 and cached <= second.usage.prompt_tokens
-    assert second.usage.prompt_tokens == first.usage.prompt_tokens  # OpenAI counts cached tokens as prompt tokens
+    assert (
+        second.usage.prompt_tokens == first.usage.prompt_tokens
+    )  # OpenAI counts cached tokens as prompt tokens
 
 
 def test_context_window_overflow_wording(sdk, lab):
@@ -87,14 +118,20 @@ def test_context_window_overflow_wording(sdk, lab):
         sdk.ask_openai("z" * 8000)
     exc = caught.value
     assert exc.code == "context_length_exceeded" and exc.param == "messages"
-    assert exc.body["message"] == ("This model's maximum context length is 1000 tokens. However, your messages "
-                                   "resulted in 2000 tokens. Please reduce the length of the messages.")
+    assert exc.body["message"] == (
+        "This model's maximum context length is 1000 tokens. However, your messages "
+        "resulted in 2000 tokens. Please reduce the length of the messages."
+    )
     assert exc.response.headers["x-request-id"].startswith("req_")
 
 
 def test_malformed_json_gets_the_openai_error_shape(lab):
-    request = urllib.request.Request(lab.url + "/v1/chat/completions", data=b'{"model": ', method="POST",
-                                     headers={"content-type": "application/json"})
+    request = urllib.request.Request(
+        lab.url + "/v1/chat/completions",
+        data=b'{"model": ',
+        method="POST",
+        headers={"content-type": "application/json"},
+    )
     with pytest.raises(urllib.error.HTTPError) as caught:
         urllib.request.urlopen(request, timeout=10)
     body = json.loads(caught.value.read())

@@ -67,14 +67,19 @@ def test_gateway_pages_carry_their_signatures():
     cloudflare = gateway.block_page("cloudflare", ctx)
     assert cloudflare.status == 403 and cloudflare.header("server") == "cloudflare"
     assert cloudflare.header("cf-ray") == ctx.ray_id and ctx.ray_id.endswith("-SJC")
-    assert ctx.ray_id.split("-")[0].encode() in cloudflare.body and b"Sorry, you have been blocked" in cloudflare.body
+    assert (
+        ctx.ray_id.split("-")[0].encode() in cloudflare.body
+        and b"Sorry, you have been blocked" in cloudflare.body
+    )
     akamai = gateway.block_page("akamai", ctx)
     assert akamai.header("server") == "AkamaiGHost" and b"Access Denied" in akamai.body
     assert b"Reference&#32;&#35;18&#46;" in akamai.body and b"llm&#46;corp&#46;example" in akamai.body
     modsec = gateway.block_page("modsecurity", ctx)
     assert modsec.status == 403 and modsec.header("server") == "Apache" and b"Mod_Security" in modsec.body
     waf = gateway.block_page("aws-waf", ctx)
-    assert waf.status == 403 and waf.header("server") == "awselb/2.0" and b"<h1>403 Forbidden</h1>" in waf.body
+    assert (
+        waf.status == 403 and waf.header("server") == "awselb/2.0" and b"<h1>403 Forbidden</h1>" in waf.body
+    )
     assert gateway.block_page("header-431", ctx).status == 431
     captive = gateway.block_page("html-200", ctx)
     assert captive.status == 200 and captive.header("content-type") == "text/html"
@@ -103,11 +108,15 @@ def test_profile_default_caps_and_cap_rules():
 
 def test_provider_overflow_wording():
     body = json.loads(wire_anthropic.overflow(212731, 200000).body)
-    assert body["error"] == {"type": "invalid_request_error", "message": "prompt is too long: 212731 tokens > 200000 maximum"}
+    assert body["error"] == {
+        "type": "invalid_request_error",
+        "message": "prompt is too long: 212731 tokens > 200000 maximum",
+    }
     body = json.loads(wire_openai.overflow(5000, 4096).body)["error"]
     assert body["code"] == "context_length_exceeded" and body["type"] == "invalid_request_error"
-    assert body["message"].startswith("This model's maximum context length is 4096 tokens. However, your messages "
-                                      "resulted in 5000 tokens.")
+    assert body["message"].startswith(
+        "This model's maximum context length is 4096 tokens. However, your messages resulted in 5000 tokens."
+    )
     response = wire_bedrock.overflow(5000, 4096)
     assert response.status == 400 and response.header("x-amzn-ErrorType") == "ValidationException"
     assert json.loads(response.body) == {"message": "Input is too long for requested model."}
@@ -151,11 +160,19 @@ def test_token_estimate_is_bytes_over_four():
 def test_lab_config_validates_and_describes():
     config = LabConfig(gateway="nginx", cap="128KB", faults="429:0.1", seed=3)
     assert config.cap == 128 * 1024
-    assert config.describe() == "gateway nginx · cap 128.0 KB · window 200,000 tokens · faults 429:0.1 · seed 3"
+    assert (
+        config.describe() == "gateway nginx · cap 128.0 KB · window 200,000 tokens · faults 429:0.1 · seed 3"
+    )
     assert "nginx's default" in LabConfig(gateway="nginx").describe()
     assert LabConfig(gateway="html-200").describe().startswith("gateway html-200 · every request")
     assert config.changed(cap=1000).cap == 1000
-    for bad in ({"gateway": "squid"}, {"cap": "lots"}, {"window": 0}, {"faults": "boom:1"}, {"colour": "red"}):
+    for bad in (
+        {"gateway": "squid"},
+        {"cap": "lots"},
+        {"window": 0},
+        {"faults": "boom:1"},
+        {"colour": "red"},
+    ):
         with pytest.raises(ValueError):
             config.changed(**bad)
 
@@ -172,6 +189,8 @@ def test_the_lab_never_imports_textual():
     import subprocess
     import sys
 
-    code = ("import sys, app.lab.embedded, app.lab.server, app.commands.lab_cmd; "
-            "sys.exit(1 if any(m == 'textual' or m.startswith('textual.') for m in sys.modules) else 0)")
+    code = (
+        "import sys, app.lab.embedded, app.lab.server, app.commands.lab_cmd; "
+        "sys.exit(1 if any(m == 'textual' or m.startswith('textual.') for m in sys.modules) else 0)"
+    )
     assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == 0

@@ -15,8 +15,13 @@ from app.lab.embedded import LabConfig, LabHandle, start_embedded_lab
 def post(lab: LabHandle, path: str, body: bytes, headers: dict | None = None, *, chunked: bool = False):
     connection = http.client.HTTPConnection(lab.host, lab.port, timeout=30)
     try:
-        connection.request("POST", path, body=iter([body]) if chunked else body,
-                           headers={"content-type": "application/json", **(headers or {})}, encode_chunked=chunked)
+        connection.request(
+            "POST",
+            path,
+            body=iter([body]) if chunked else body,
+            headers={"content-type": "application/json", **(headers or {})},
+            encode_chunked=chunked,
+        )
         response = connection.getresponse()
         return response.status, dict(response.getheaders()), response.read()
     finally:
@@ -24,17 +29,26 @@ def post(lab: LabHandle, path: str, body: bytes, headers: dict | None = None, *,
 
 
 def anthropic_body(text: str, **extra) -> bytes:
-    return json.dumps({"model": "lab-1", "max_tokens": 200, "messages": [{"role": "user", "content": text}],
-                       **extra}).encode()
+    return json.dumps(
+        {"model": "lab-1", "max_tokens": 200, "messages": [{"role": "user", "content": text}], **extra}
+    ).encode()
 
 
 def test_health_config_and_requests_endpoints(lab, control):
     assert control(lab.url + "/_lab/health")[0] == 200
-    status, config = control(lab.url + "/_lab/config", "POST",
-                             {"gateway": "nginx", "cap": "1KB", "window": 5000, "faults": "500@9", "seed": 4})
+    status, config = control(
+        lab.url + "/_lab/config",
+        "POST",
+        {"gateway": "nginx", "cap": "1KB", "window": 5000, "faults": "500@9", "seed": 4},
+    )
     assert status == 200
     assert (config["gateway"], config["cap"], config["window"], config["faults"], config["seed"]) == (
-        "nginx", 1024, 5000, "500@9", 4)
+        "nginx",
+        1024,
+        5000,
+        "500@9",
+        4,
+    )
     assert lab.config.gateway == "nginx"  # the handle sees the same lab
     status, error = control(lab.url + "/_lab/config", "POST", {"gateway": "squid"})
     assert status == 400 and "unknown gateway profile 'squid'" in error["error"]
@@ -47,7 +61,12 @@ def test_health_config_and_requests_endpoints(lab, control):
     first, second = records
     assert set(first) >= {"time", "method", "path", "bytes", "wire", "verdict", "status"}
     assert (first["method"], first["path"], first["wire"], first["verdict"], first["status"]) == (
-        "POST", "/v1/messages", "anthropic", "passed", 200)
+        "POST",
+        "/v1/messages",
+        "anthropic",
+        "passed",
+        200,
+    )
     assert first["bytes"] == len(anthropic_body("hello")) and first["time"].endswith("+00:00")
     assert (second["verdict"], second["status"]) == ("blocked:nginx-413", 413)
     assert control(lab.url + "/_lab/requests", "DELETE") == (200, {"cleared": 2})
@@ -64,7 +83,11 @@ def test_unknown_path_gets_a_404_json(lab):
 
 def test_malformed_json_in_each_providers_shape(lab):
     status, headers, body = post(lab, "/v1/messages", b"{broken")
-    assert status == 400 and json.loads(body)["error"]["type"] == "invalid_request_error" and headers["request-id"]
+    assert (
+        status == 400
+        and json.loads(body)["error"]["type"] == "invalid_request_error"
+        and headers["request-id"]
+    )
     status, _, body = post(lab, "/v1/chat/completions", b"\xff\xfe")
     assert status == 400 and json.loads(body)["error"]["type"] == "invalid_request_error"
     status, headers, body = post(lab, "/model/m/converse-stream", b"")
@@ -123,8 +146,10 @@ def test_chunked_request_bodies_and_the_cap(lab):
 def test_expect_100_continue(lab):
     with socket.create_connection((lab.host, lab.port), timeout=10) as sock:
         body = anthropic_body("after continue")
-        sock.sendall(b"POST /v1/messages HTTP/1.1\r\nHost: lab\r\nExpect: 100-continue\r\n"
-                     b"Content-Length: " + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n")
+        sock.sendall(
+            b"POST /v1/messages HTTP/1.1\r\nHost: lab\r\nExpect: 100-continue\r\n"
+            b"Content-Length: " + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n"
+        )
         assert sock.recv(100).startswith(b"HTTP/1.1 100 Continue\r\n\r\n")
         sock.sendall(body)
         data = b""
@@ -140,14 +165,18 @@ def test_clients_that_vanish_do_not_hurt_the_server(lab, stage, caplog):
         if stage == "mid-head":
             sock.sendall(b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Le")
         elif stage == "mid-body":
-            sock.sendall(b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n{\"model\"")
+            sock.sendall(b'POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n{"model"')
         elif stage == "garbage":
             sock.sendall(b"\x16\x03\x01 not http at all\r\n\r\n")
             assert sock.recv(100).startswith(b"HTTP/1.1 400")
         else:
             body = anthropic_body("!big 20KB", stream=True)
-            sock.sendall(b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Length: "
-                         + str(len(body)).encode() + b"\r\n\r\n" + body)
+            sock.sendall(
+                b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Length: "
+                + str(len(body)).encode()
+                + b"\r\n\r\n"
+                + body
+            )
             assert sock.recv(200).startswith(b"HTTP/1.1 200")
     status, _, _ = post(lab, "/v1/messages", anthropic_body("still there?"))
     assert status == 200
@@ -173,8 +202,10 @@ def test_a_waf_that_reads_the_body_answers_expect_100_continue(lab):
     lab.configure(gateway="aws-waf", cap=100)
     body = anthropic_body("w" * 500)
     with socket.create_connection((lab.host, lab.port), timeout=10) as sock:
-        sock.sendall(b"POST /v1/messages HTTP/1.1\r\nHost: lab\r\nExpect: 100-continue\r\n"
-                     b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n")
+        sock.sendall(
+            b"POST /v1/messages HTTP/1.1\r\nHost: lab\r\nExpect: 100-continue\r\n"
+            b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n"
+        )
         assert sock.recv(100).startswith(b"HTTP/1.1 100 Continue\r\n\r\n")
         sock.sendall(body)
         data = b""

@@ -30,8 +30,9 @@ FAKE_KEY = "sk-ant-FAKE-test-key"
 
 def demo_spec(name: str = "demo", *args: str, env: dict[str, str] | None = None, **extra) -> McpServerSpec:
     """The demo server over stdio, started by the test's own Python."""
-    return McpServerSpec(name=name, transport="stdio", command=sys.executable, args=(str(DEMO), *args),
-                         env=env or {}, **extra)
+    return McpServerSpec(
+        name=name, transport="stdio", command=sys.executable, args=(str(DEMO), *args), env=env or {}, **extra
+    )
 
 
 def free_port() -> int:
@@ -59,8 +60,12 @@ def http_demo():
     """The demo server over streamable HTTP, requiring `Authorization: Bearer demo-token-123`."""
     port = free_port()
     env = {"DEMO_TOKEN": "demo-token-123", "PATH": "/usr/bin:/bin"}
-    process = subprocess.Popen([sys.executable, str(DEMO), "--http", str(port)], env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [sys.executable, str(DEMO), "--http", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         wait_for_port(port, process)
         yield f"http://127.0.0.1:{port}/mcp"
@@ -107,25 +112,56 @@ async def make_engine(lab, tmp_path: Path) -> Callable[..., McpHarness]:
     """An engine on the lab (Anthropic wire format by default) with the given MCP servers (not started)."""
     engines: list[Engine] = []
 
-    def build(*specs: McpServerSpec, provider: str = "lab", approver=None, state: State | None = None,
-              route_extra: dict | None = None, **settings_changes) -> McpHarness:
+    def build(
+        *specs: McpServerSpec,
+        provider: str = "lab",
+        approver=None,
+        state: State | None = None,
+        route_extra: dict | None = None,
+        **settings_changes,
+    ) -> McpHarness:
         if provider == "lab":
             route = Route(name="t", provider="lab", model="lab-1", base_url=lab.url, **(route_extra or {}))
         else:
-            route = Route(name="t", provider="anthropic", model="claude-sonnet-5-5", base_url=lab.url,
-                          **(route_extra or {}))
-        settings = Settings(routes={"t": route}, default_route="t", retry_base_delay=0.01, retry_max_delay=0.05,
-                            request_timeout=30.0, **settings_changes)
+            route = Route(
+                name="t",
+                provider="anthropic",
+                model="claude-sonnet-5-5",
+                base_url=lab.url,
+                **(route_extra or {}),
+            )
+        settings = Settings(
+            routes={"t": route},
+            default_route="t",
+            retry_base_delay=0.01,
+            retry_max_delay=0.05,
+            request_timeout=30.0,
+            **settings_changes,
+        )
         store = Store()
         workspace = tmp_path / "ws"
         workspace.mkdir(exist_ok=True)
-        session = Session.create(store, route="t", provider=route.provider, model=route.model,
-                                 workspace=str(workspace))
-        manager = McpManager({s.name: s for s in specs}, log_folder=session.folder / "mcp",
-                             startup_timeout=settings.mcp_startup_timeout, tool_timeout=settings.mcp_tool_timeout,
-                             image_max_bytes=settings.mcp_image_max_bytes, cwd=workspace)
-        engine = Engine(settings, session, route, make_provider(route, settings, FAKE_KEY), state=state or State(),
-                        workspace=workspace, approver=approver, mcp=manager)
+        session = Session.create(
+            store, route="t", provider=route.provider, model=route.model, workspace=str(workspace)
+        )
+        manager = McpManager(
+            {s.name: s for s in specs},
+            log_folder=session.folder / "mcp",
+            startup_timeout=settings.mcp_startup_timeout,
+            tool_timeout=settings.mcp_tool_timeout,
+            image_max_bytes=settings.mcp_image_max_bytes,
+            cwd=workspace,
+        )
+        engine = Engine(
+            settings,
+            session,
+            route,
+            make_provider(route, settings, FAKE_KEY),
+            state=state or State(),
+            workspace=workspace,
+            approver=approver,
+            mcp=manager,
+        )
         events: list = []
         session.bus.subscribe(events.append)
         engines.append(engine)

@@ -23,8 +23,11 @@ from typing import TypedDict
 def _fail_early(argv: list[str]) -> None:
     """--crash and --hang act before the SDK is imported, so they do what they say even on a slow machine."""
     if "--crash" in argv:
-        print("Traceback (most recent call last):\n  demo: cannot open the database (exit 2)", file=sys.stderr,
-              flush=True)
+        print(
+            "Traceback (most recent call last):\n  demo: cannot open the database (exit 2)",
+            file=sys.stderr,
+            flush=True,
+        )
         sys.exit(2)
     if "--hang" in argv:
         print("demo: waiting for something that never comes", file=sys.stderr, flush=True)
@@ -44,9 +47,12 @@ from mcp.types import (  # noqa: E402
     ToolAnnotations,
 )
 
-TINY_PNG = base64.b64encode(bytes.fromhex(
-    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
-    "1f15c4890000000d49444154789c6360000002000001e221bc330000000049454e44ae426082")).decode()
+TINY_PNG = base64.b64encode(
+    bytes.fromhex(
+        "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+        "1f15c4890000000d49444154789c6360000002000001e221bc330000000049454e44ae426082"
+    )
+).decode()
 READ_ONLY = ToolAnnotations(readOnlyHint=True)
 
 server = MCPServer("demo", instructions="A demo server for bulkhead's tests.")
@@ -71,22 +77,37 @@ def add(a: int, b: int) -> Sum:
 @server.tool(annotations=READ_ONLY)
 def tiny_image() -> list:
     """A 1×1 PNG image and a caption."""
-    return [TextContent(type="text", text="a tiny image"), ImageContent(type="image", data=TINY_PNG,
-                                                                          mime_type="image/png")]
+    return [
+        TextContent(type="text", text="a tiny image"),
+        ImageContent(type="image", data=TINY_PNG, mime_type="image/png"),
+    ]
 
 
 @server.tool(annotations=READ_ONLY)
 def note_resource() -> list:
     """An embedded text resource."""
-    return [EmbeddedResource(type="resource", resource=TextResourceContents(
-        uri="demo://notes/1", mime_type="text/plain", text="the note says: okapi"))]
+    return [
+        EmbeddedResource(
+            type="resource",
+            resource=TextResourceContents(
+                uri="demo://notes/1", mime_type="text/plain", text="the note says: okapi"
+            ),
+        )
+    ]
 
 
 @server.tool(annotations=READ_ONLY)
 def resource_link() -> list:
     """A link to a resource."""
-    return [ResourceLink(type="resource_link", name="Readme", uri="demo://readme", mime_type="text/markdown",
-                         description="the project readme")]
+    return [
+        ResourceLink(
+            type="resource_link",
+            name="Readme",
+            uri="demo://readme",
+            mime_type="text/markdown",
+            description="the project readme",
+        )
+    ]
 
 
 @server.tool()
@@ -136,8 +157,10 @@ def context_compact(segment: str, budget_chars: int, instruction: str = "") -> s
     if mode == "refuse":
         return "I can't help with that."
     head = " ".join(segment.split())[:200]
-    text = (f"MCP demo summary ({len(segment):,} chars in). Instruction: {instruction or 'none'}. "
-            f"The conversation began: {head}")
+    text = (
+        f"MCP demo summary ({len(segment):,} chars in). Instruction: {instruction or 'none'}. "
+        f"The conversation began: {head}"
+    )
     return text[:budget_chars]
 
 
@@ -145,14 +168,18 @@ def _add_big_tools(count: int) -> None:
     def make(i: int):
         def tool(query: str, limit: int = 10) -> str:
             return f"big tool {i}: {query} ({limit})"
+
         return tool
 
-    filler = ("This tool belongs to a very large catalogue that exists to test how bulkhead keeps tool "
-              "definitions from crowding the request: it searches records of kind {i} by a query and returns "
-              "at most `limit` matches, ordered by relevance, with their identifiers and short descriptions. ")
+    filler = (
+        "This tool belongs to a very large catalogue that exists to test how bulkhead keeps tool "
+        "definitions from crowding the request: it searches records of kind {i} by a query and returns "
+        "at most `limit` matches, ordered by relevance, with their identifiers and short descriptions. "
+    )
     for i in range(count):
-        server.add_tool(make(i), name=f"records_{i:04d}", description=filler.format(i=i) * 2,
-                        annotations=READ_ONLY)
+        server.add_tool(
+            make(i), name=f"records_{i:04d}", description=filler.format(i=i) * 2, annotations=READ_ONLY
+        )
 
 
 def main(argv: list[str]) -> None:
@@ -176,9 +203,16 @@ def _serve_http(port: int) -> None:
         if token and scope["type"] == "http":
             headers = dict(scope.get("headers") or [])
             if headers.get(b"authorization", b"").decode() != f"Bearer {token}":
-                await send({"type": "http.response.start", "status": 401,
-                            "headers": [(b"content-type", b"application/json")]})
-                await send({"type": "http.response.body", "body": b'{"error": "missing or wrong bearer token"}'})
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 401,
+                        "headers": [(b"content-type", b"application/json")],
+                    }
+                )
+                await send(
+                    {"type": "http.response.body", "body": b'{"error": "missing or wrong bearer token"}'}
+                )
                 return
         await app(scope, receive, send)
 

@@ -12,8 +12,13 @@ PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\x00" * 64).decode()
 
 
 def tool(name: str = "echo", read_only: bool = True, server: str = "demo") -> McpTool:
-    return McpTool(server=server, name=name, description="Echo it.\nMore detail.", input_schema={
-        "type": "object", "properties": {"text": {"type": "string"}}}, read_only=read_only)
+    return McpTool(
+        server=server,
+        name=name,
+        description="Echo it.\nMore detail.",
+        input_schema={"type": "object", "properties": {"text": {"type": "string"}}},
+        read_only=read_only,
+    )
 
 
 def test_names_follow_claude_code_and_stay_valid_for_every_provider():
@@ -28,7 +33,10 @@ def test_names_follow_claude_code_and_stay_valid_for_every_provider():
 
 def test_spec_keeps_the_servers_description_and_schema():
     spec = tool_spec(tool(), "mcp__demo__echo")
-    assert spec.description.startswith("Echo it.") and spec.input_schema["properties"]["text"]["type"] == "string"
+    assert (
+        spec.description.startswith("Echo it.")
+        and spec.input_schema["properties"]["text"]["type"] == "string"
+    )
     assert tool_spec(McpTool("s", "t", "", {}), "mcp__s__t").input_schema["type"] == "object"
 
 
@@ -37,30 +45,47 @@ def test_text_and_structured_content_are_kept(tmp_path):
     outcome = convert_result(result, name="mcp__s__find", spill_folder=tmp_path, image_max_bytes=1 << 20)
     assert "3 results" in outcome.content and '"items"' in outcome.content and not outcome.is_error
     same = {"content": [{"type": "text", "text": '{"sum": 3}'}], "structuredContent": {"sum": 3}}
-    assert "[structured content]" not in convert_result(same, name="t", spill_folder=tmp_path,
-                                                       image_max_bytes=1).content
+    assert (
+        "[structured content]"
+        not in convert_result(same, name="t", spill_folder=tmp_path, image_max_bytes=1).content
+    )
     wrapped = {"content": [{"type": "text", "text": "okapi"}], "structuredContent": {"result": "okapi"}}
     assert convert_result(wrapped, name="t", spill_folder=tmp_path, image_max_bytes=1).content == "okapi"
 
 
 def test_images_are_attached_and_a_large_one_is_saved_instead(tmp_path):
-    result = {"content": [{"type": "text", "text": "here"}, {"type": "image", "data": PNG, "mimeType": "image/png"}]}
+    result = {
+        "content": [{"type": "text", "text": "here"}, {"type": "image", "data": PNG, "mimeType": "image/png"}]
+    }
     outcome = convert_result(result, name="mcp__s__img", spill_folder=tmp_path, image_max_bytes=1 << 20)
     assert outcome.images and outcome.images[0].media_type == "image/png" and "attached" in outcome.content
     small_limit = convert_result(result, name="mcp__s__img", spill_folder=tmp_path, image_max_bytes=10)
     assert not small_limit.images and "mcp_image_max_bytes" in small_limit.content
     saved = [p for p in tmp_path.iterdir() if p.suffix == ".png"]
-    assert saved and saved[0].read_bytes() == base64.b64decode(PNG) and saved[0].stat().st_mode & 0o777 == 0o600
+    assert (
+        saved and saved[0].read_bytes() == base64.b64decode(PNG) and saved[0].stat().st_mode & 0o777 == 0o600
+    )
 
 
 def test_resources_links_and_audio(tmp_path):
-    result = {"content": [
-        {"type": "resource", "resource": {"uri": "demo://n/1", "mimeType": "text/plain", "text": "the note"}},
-        {"type": "resource", "resource": {"uri": "demo://bin", "mimeType": "application/zip",
-                                          "blob": base64.b64encode(b"PK..").decode()}},
-        {"type": "resource_link", "name": "Readme", "uri": "demo://readme", "description": "docs"},
-        {"type": "audio", "data": base64.b64encode(b"RIFF").decode(), "mimeType": "audio/wav"},
-    ]}
+    result = {
+        "content": [
+            {
+                "type": "resource",
+                "resource": {"uri": "demo://n/1", "mimeType": "text/plain", "text": "the note"},
+            },
+            {
+                "type": "resource",
+                "resource": {
+                    "uri": "demo://bin",
+                    "mimeType": "application/zip",
+                    "blob": base64.b64encode(b"PK..").decode(),
+                },
+            },
+            {"type": "resource_link", "name": "Readme", "uri": "demo://readme", "description": "docs"},
+            {"type": "audio", "data": base64.b64encode(b"RIFF").decode(), "mimeType": "audio/wav"},
+        ]
+    }
     text = convert_result(result, name="t", spill_folder=tmp_path, image_max_bytes=1 << 20).content
     assert "[resource demo://n/1 (text/plain)]\nthe note" in text
     assert "resource demo://bin (application/zip" in text and "saved to" in text
@@ -69,8 +94,12 @@ def test_resources_links_and_audio(tmp_path):
 
 
 def test_error_results_and_empty_results(tmp_path):
-    error = convert_result({"content": [{"type": "text", "text": "boom"}], "isError": True}, name="t",
-                           spill_folder=tmp_path, image_max_bytes=1)
+    error = convert_result(
+        {"content": [{"type": "text", "text": "boom"}], "isError": True},
+        name="t",
+        spill_folder=tmp_path,
+        image_max_bytes=1,
+    )
     assert error.is_error and error.content == "boom"
     empty = convert_result({"content": []}, name="t", spill_folder=tmp_path, image_max_bytes=1)
     assert empty.content == "(the tool returned no content)"

@@ -15,16 +15,25 @@ from tests.mcp.conftest import DEMO
 
 def run(workspace, *args: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC", "OPENAI"))}
-    return subprocess.run([sys.executable, "-m", "app", *args], capture_output=True, text=True, env=env,
-                          cwd=workspace, timeout=180, start_new_session=True, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "app", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=workspace,
+        timeout=180,
+        start_new_session=True,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 @pytest.fixture
 def workspace(tmp_path):
     folder = tmp_path / "project"
     folder.mkdir()
-    (folder / ".mcp.json").write_text(json.dumps({"mcpServers": {
-        "demo": {"command": sys.executable, "args": [str(DEMO)]}}}))
+    (folder / ".mcp.json").write_text(
+        json.dumps({"mcpServers": {"demo": {"command": sys.executable, "args": [str(DEMO)]}}})
+    )
     return folder
 
 
@@ -46,7 +55,9 @@ def test_without_yes_or_a_terminal_project_servers_stay_off_and_it_says_how(work
     assert "not started: demo" in done.stderr and "bulkhead mcp approve" in done.stderr
     assert "not offered" in done.stdout  # the lab model was not given the tool
     listed = run(workspace, "mcp", "list")
-    assert listed.returncode == 1 and "pending" in listed.stdout and "bulkhead mcp approve demo" in listed.stdout
+    assert (
+        listed.returncode == 1 and "pending" in listed.stdout and "bulkhead mcp approve demo" in listed.stdout
+    )
 
 
 def test_mcp_list_shows_state_tools_and_definition_bytes_after_approve(workspace):
@@ -73,8 +84,16 @@ def test_a_failing_server_is_listed_with_its_reason(workspace, tmp_path):
     config = tmp_path / "config.toml"
     config.write_text('[mcp_servers.broken]\ncommand = "bulkhead-no-such-server"\n')
     env_config = {**os.environ, "BULKHEAD_CONFIG": str(config)}
-    done = subprocess.run([sys.executable, "-m", "app", "mcp", "list", "--yes"], capture_output=True, text=True,
-                          env=env_config, cwd=workspace, timeout=180, start_new_session=True, stdin=subprocess.DEVNULL)
+    done = subprocess.run(
+        [sys.executable, "-m", "app", "mcp", "list", "--yes"],
+        capture_output=True,
+        text=True,
+        env=env_config,
+        cwd=workspace,
+        timeout=180,
+        start_new_session=True,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.returncode == 1
     assert "broken" in done.stdout and "command not found: bulkhead-no-such-server" in done.stdout
     assert "demo" in done.stdout and "ready" in done.stdout  # --yes started the project's server

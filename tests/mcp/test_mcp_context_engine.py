@@ -15,12 +15,17 @@ from tests.mcp.conftest import demo_spec
 
 async def grown(make_engine, tmp_path, mode: str, **settings):
     log = tmp_path / "compact.log"
-    h = make_engine(demo_spec(env={"DEMO_COMPACT": mode, "DEMO_COMPACT_LOG": str(log)}), context_engine="mcp:demo",
-                    **settings)
+    h = make_engine(
+        demo_spec(env={"DEMO_COMPACT": mode, "DEMO_COMPACT_LOG": str(log)}),
+        context_engine="mcp:demo",
+        **settings,
+    )
     await h.engine.start()
     await h.engine.start_mcp()
     for i in range(10):  # long messages: a summary of them brings the view well under the target
-        await h.engine.submit(f"message number {i}: the okapi lives in the forest of the Congo. " + "okapi " * 500)
+        await h.engine.submit(
+            f"message number {i}: the okapi lives in the forest of the Congo. " + "okapi " * 500
+        )
     return h, log
 
 
@@ -38,7 +43,11 @@ async def test_guided_compact_is_written_by_the_mcp_server(make_engine, tmp_path
     assert "Instruction: keep what the user said about okapis" in text
     assert "<<ccr:" in text  # the segment is archived behind a marker, as with the built-in summarizer
     segment_chars, budget, instruction = log.read_text().splitlines()[0].split("\t")
-    assert int(segment_chars) > 500 and int(budget) == 16_384 and instruction == "keep what the user said about okapis"
+    assert (
+        int(segment_chars) > 500
+        and int(budget) == 16_384
+        and instruction == "keep what the user said about okapis"
+    )
     receipt = read_receipts(h.session.receipts_path)[-1]
     assert receipt["engine"] == "mcp:demo" and receipt["outcome"] == "applied"
     compaction = h.of_type("compaction")[-1]
@@ -49,11 +58,14 @@ async def test_guided_compact_is_written_by_the_mcp_server(make_engine, tmp_path
     assert h.session.store.archive_get(key, h.session.id) is not None  # /recall finds the segment
 
 
-@pytest.mark.parametrize(("mode", "why"), [
-    ("error", "context_compact failed"),
-    ("empty", "empty answer"),
-    ("refuse", "refusal"),
-])
+@pytest.mark.parametrize(
+    ("mode", "why"),
+    [
+        ("error", "context_compact failed"),
+        ("empty", "empty answer"),
+        ("refuse", "refusal"),
+    ],
+)
 async def test_a_failing_engine_falls_back_to_the_built_in_summarizer(make_engine, tmp_path, mode, why):
     h, _log = await grown(make_engine, tmp_path, mode)
     result = await h.engine.compact("focus")
@@ -83,6 +95,16 @@ async def test_an_engine_that_is_not_there_falls_back(make_engine, tmp_path):
 def test_receipt_engine_field_is_json(tmp_path):
     from app.engine.receipts import make_receipt
 
-    record = make_receipt(trigger="manual", method="summary", level=2, messages_before=9, messages_after=3,
-                          bytes_before=100, bytes_after=50, outcome="applied", elapsed_seconds=0.1, engine="mcp:x")
+    record = make_receipt(
+        trigger="manual",
+        method="summary",
+        level=2,
+        messages_before=9,
+        messages_after=3,
+        bytes_before=100,
+        bytes_after=50,
+        outcome="applied",
+        elapsed_seconds=0.1,
+        engine="mcp:x",
+    )
     assert json.loads(json.dumps(record))["engine"] == "mcp:x"

@@ -11,16 +11,27 @@ from app.providers.base import ToolSpec
 
 
 def specs(count: int, server: str = "big", words: int = 60) -> list[ToolSpec]:
-    return [ToolSpec(f"mcp__{server}__records_{i:04d}",
-                     f"Search records of kind {i}. " + "filler text " * words,
-                     {"type": "object", "properties": {"query": {"type": "string"}, "limit": {"type": "integer"}}})
-            for i in range(count)]
+    return [
+        ToolSpec(
+            f"mcp__{server}__records_{i:04d}",
+            f"Search records of kind {i}. " + "filler text " * words,
+            {"type": "object", "properties": {"query": {"type": "string"}, "limit": {"type": "integer"}}},
+        )
+        for i in range(count)
+    ]
 
 
 def measure(tools) -> int:
     """Stands in for the route's request builder: the compact JSON of the definitions."""
-    wire = [{"name": t.name, "description": t.description, "input_schema": dict(t.input_schema),
-             **({"defer_loading": True} if t.defer_loading else {})} for t in tools]
+    wire = [
+        {
+            "name": t.name,
+            "description": t.description,
+            "input_schema": dict(t.input_schema),
+            **({"defer_loading": True} if t.defer_loading else {}),
+        }
+        for t in tools
+    ]
     return len(json.dumps(wire, separators=(",", ":")).encode()) if tools else 0
 
 
@@ -39,8 +50,14 @@ def test_a_200_kb_tool_list_is_deferred_under_its_share():
     full = measure(tools)
     assert full > 200 * 1024
     budget = 12_800  # 10% of a 128 KB cap
-    plan = plan_tools(tools, servers_of(tools), budget_bytes=budget, byte_budget=budget, measure=measure,
-                      native_possible=True)  # a byte cap is in the way: bulkhead's index, not defer_loading
+    plan = plan_tools(
+        tools,
+        servers_of(tools),
+        budget_bytes=budget,
+        byte_budget=budget,
+        measure=measure,
+        native_possible=True,
+    )  # a byte cap is in the way: bulkhead's index, not defer_loading
     assert plan.mode == "index" and plan.specs[0].name == SEARCH_TOOL
     assert plan.sent_bytes <= budget < plan.full_bytes
     assert list(plan.per_server) == ["big", "demo"]  # heaviest first, full bytes each
@@ -67,20 +84,38 @@ def test_loaded_tools_are_sent_in_full_newest_first_within_the_share():
 
 def test_native_defer_loading_when_only_the_window_is_crowded():
     tools = specs(300)
-    plan = plan_tools(tools, servers_of(tools), budget_bytes=80_000, byte_budget=None, measure=measure,
-                      native_possible=True)
+    plan = plan_tools(
+        tools, servers_of(tools), budget_bytes=80_000, byte_budget=None, measure=measure, native_possible=True
+    )
     assert plan.mode == "native" and plan.specs[0].name == SEARCH_TOOL
     assert all(spec.defer_loading for spec in plan.specs[1:]) and len(plan.specs) == 301
-    assert plan_tools(tools, servers_of(tools), budget_bytes=80_000, measure=measure, native_possible=True,
-                      setting="bulkhead").mode == "index"
-    assert plan_tools(tools, servers_of(tools), budget_bytes=80_000, measure=measure, setting="off").mode == "full"
+    assert (
+        plan_tools(
+            tools,
+            servers_of(tools),
+            budget_bytes=80_000,
+            measure=measure,
+            native_possible=True,
+            setting="bulkhead",
+        ).mode
+        == "index"
+    )
+    assert (
+        plan_tools(tools, servers_of(tools), budget_bytes=80_000, measure=measure, setting="off").mode
+        == "full"
+    )
 
 
 def test_search_by_exact_names_and_by_keywords():
-    tools = specs(50, words=1) + [ToolSpec("mcp__gh__create_issue", "Create a GitHub issue.",
-                                           {"type": "object", "properties": {"title": {}}})]
+    tools = specs(50, words=1) + [
+        ToolSpec(
+            "mcp__gh__create_issue", "Create a GitHub issue.", {"type": "object", "properties": {"title": {}}}
+        )
+    ]
     assert [t.name for t in search(tools, "mcp__big__records_0007, mcp__big__records_0009")] == [
-        "mcp__big__records_0007", "mcp__big__records_0009"]
+        "mcp__big__records_0007",
+        "mcp__big__records_0009",
+    ]
     assert search(tools, "create issue")[0].name == "mcp__gh__create_issue"
     assert len(search(tools, "records")) == 5
     assert search(tools, "zebra") == []

@@ -41,8 +41,11 @@ async def test_a_tool_that_is_not_read_only_asks_and_a_no_is_respected(make_engi
 
 async def test_pre_tool_use_hook_matcher_for_mcp_tools(make_engine, tmp_path):
     log = tmp_path / "hook.log"
-    hook = HookSpec(event="PreToolUse", matcher="mcp__demo__.*",
-                    command=f"cat >> {log}; echo 'no MCP writes today' >&2; exit 2")
+    hook = HookSpec(
+        event="PreToolUse",
+        matcher="mcp__demo__.*",
+        command=f"cat >> {log}; echo 'no MCP writes today' >&2; exit 2",
+    )
     h = make_engine(demo_spec(), hooks=(hook,), approval="never-ask")
     await h.engine.start_mcp()
     await h.engine.submit('!call mcp__demo__write_note {"text": "hello"}')
@@ -70,11 +73,14 @@ async def test_images_reach_the_model_with_the_result(make_engine):
     await h.engine.submit("!call mcp__demo__tiny_image {}")
     tool_message = next(m for m in h.session.master if m.role == "tool")
     assert any(isinstance(p, Image) and p.media_type == "image/png" for p in tool_message.parts)
-    request = h.engine.provider.build(h.session.view.messages, h.engine.system, h.engine.tools, max_tokens=100)
+    request = h.engine.provider.build(
+        h.session.view.messages, h.engine.system, h.engine.tools, max_tokens=100
+    )
     blocks = [b for m in request.body["messages"] for b in m["content"] if isinstance(m["content"], list)]
     assert any(b["type"] == "image" for b in blocks)
     assert blocks.index(next(b for b in blocks if b["type"] == "tool_result")) < blocks.index(
-        next(b for b in blocks if b["type"] == "image"))  # results first, as the API wants
+        next(b for b in blocks if b["type"] == "image")
+    )  # results first, as the API wants
 
 
 async def test_a_server_that_crashes_mid_session_is_explained_and_the_session_goes_on(make_engine):
@@ -127,7 +133,9 @@ async def test_a_200_kb_tool_list_is_deferred_and_tools_load_on_demand(make_engi
 
 
 async def test_native_defer_loading_on_an_anthropic_route(make_engine):
-    h = make_engine(demo_spec("demo", "--big", "400"), provider="anthropic", route_extra={"context_window": 200_000})
+    h = make_engine(
+        demo_spec("demo", "--big", "400"), provider="anthropic", route_extra={"context_window": 200_000}
+    )
     await h.engine.start_mcp()
     await h.engine.mcp.wait_settled()
     plan = h.engine.mcp_plan()
@@ -139,17 +147,25 @@ async def test_native_defer_loading_on_an_anthropic_route(make_engine):
     assert "not offered" in h.session.master[-1].text  # the model cannot see a deferred tool yet
     await h.engine.submit(f'!call {SEARCH_TOOL} {{"query": "mcp__demo__records_0011"}}')
     assert h.tool_results()[-1].references == ("mcp__demo__records_0011",)
-    body = h.engine.provider.build(h.session.view.messages, h.engine.system, h.engine.tools,
-                                   max_tokens=100).body
-    results = [b for m in body["messages"] if isinstance(m["content"], list) for b in m["content"]
-               if b["type"] == "tool_result"]
+    body = h.engine.provider.build(
+        h.session.view.messages, h.engine.system, h.engine.tools, max_tokens=100
+    ).body
+    results = [
+        b
+        for m in body["messages"]
+        if isinstance(m["content"], list)
+        for b in m["content"]
+        if b["type"] == "tool_result"
+    ]
     assert results[-1]["content"] == [{"type": "tool_reference", "tool_name": "mcp__demo__records_0011"}]
     await h.engine.submit('!call mcp__demo__records_0011 {"query": "x"}')  # loaded by the reference: offered
     assert h.tool_results()[-1].content == "big tool 11: x (10)"
 
 
 async def test_learning_a_cap_switches_native_deferral_to_the_index(make_engine, lab):
-    h = make_engine(demo_spec("demo", "--big", "400"), provider="anthropic", route_extra={"context_window": 200_000})
+    h = make_engine(
+        demo_spec("demo", "--big", "400"), provider="anthropic", route_extra={"context_window": 200_000}
+    )
     await h.engine.start_mcp()
     await h.engine.mcp.wait_settled()
     assert h.engine.mcp_plan().mode == "native"
@@ -158,16 +174,25 @@ async def test_learning_a_cap_switches_native_deferral_to_the_index(make_engine,
     result = await h.engine.submit("hello after the cap")
     assert result.outcome == "answered", result.error
     assert h.of_type("cap_learned") and h.engine.mcp_plan().mode == "index"
-    body = h.engine.provider.build(h.session.view.messages, h.engine.system, h.engine.tools, max_tokens=100).body
-    assert not any(b.get("type") == "tool_reference" for m in body["messages"] if isinstance(m["content"], list)
-                   for b in m["content"] for b in (b.get("content") if isinstance(b.get("content"), list) else []))
+    body = h.engine.provider.build(
+        h.session.view.messages, h.engine.system, h.engine.tools, max_tokens=100
+    ).body
+    assert not any(
+        b.get("type") == "tool_reference"
+        for m in body["messages"]
+        if isinstance(m["content"], list)
+        for b in m["content"]
+        for b in (b.get("content") if isinstance(b.get("content"), list) else [])
+    )
 
 
 async def test_floor_diagnosis_names_the_heaviest_servers():
     from app.engine.payload import diagnose_floor, floor_breakdown
 
     servers = {"big": 205_000, "demo": 2_300}
-    parts = floor_breakdown(system_bytes=400, builtin_tools_bytes=7_000, mcp_tools_bytes=207_300, mcp_servers=servers)
+    parts = floor_breakdown(
+        system_bytes=400, builtin_tools_bytes=7_000, mcp_tools_bytes=207_300, mcp_servers=servers
+    )
     verdict = diagnose_floor(parts, 215_000, 200_000, mcp_servers=servers)
     assert verdict.fail_fast and "MCP servers big 200.2 KB, demo 2.2 KB" in verdict.message
     assert "enabled = false" in verdict.message

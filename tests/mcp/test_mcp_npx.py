@@ -14,15 +14,25 @@ from app.mcp.toolset import McpToolset
 from app.tools.base import ToolContext
 
 PACKAGE = "@modelcontextprotocol/server-everything"
-NPM_TROUBLE = ("npm error", "npm ERR", "ENOTFOUND", "E404", "ETIMEDOUT", "EAI_AGAIN", "ECONNREFUSED", "network")
+NPM_TROUBLE = (
+    "npm error",
+    "npm ERR",
+    "ENOTFOUND",
+    "E404",
+    "ETIMEDOUT",
+    "EAI_AGAIN",
+    "ECONNREFUSED",
+    "network",
+)
 
 pytestmark = pytest.mark.skipif(shutil.which("npx") is None, reason="node/npx is not installed")
 
 
 @pytest.fixture(scope="module")
 def everything_spec():
-    return McpServerSpec(name="everything", transport="stdio", command="npx", args=("-y", PACKAGE),
-                         startup_timeout=180.0)
+    return McpServerSpec(
+        name="everything", transport="stdio", command="npx", args=("-y", PACKAGE), startup_timeout=180.0
+    )
 
 
 async def started(tmp_path, spec) -> McpManager:
@@ -33,8 +43,11 @@ async def started(tmp_path, spec) -> McpManager:
     if status.state != "ready":
         tail = " ".join(status.stderr_tail)
         await manager.close()
-        if any(word in tail or word in status.reason for word in NPM_TROUBLE) or "timed" in status.reason \
-                or "did not answer" in status.reason:
+        if (
+            any(word in tail or word in status.reason for word in NPM_TROUBLE)
+            or "timed" in status.reason
+            or "did not answer" in status.reason
+        ):
             pytest.skip(f"npx could not run {PACKAGE}: {status.reason} {tail[:300]}")
         raise AssertionError(f"{PACKAGE} did not start: {status.reason} {tail}")
     return manager
@@ -60,7 +73,9 @@ async def test_the_reference_server_from_npm(tmp_path, everything_spec):
             resource = await toolset.run("mcp__everything__get-resource-reference", {"resourceId": 2}, ctx)
             assert "[resource " in resource.content and not resource.is_error
         if "mcp__everything__get-structured-content" in tools:
-            structured = await toolset.run("mcp__everything__get-structured-content", {"location": "New York"}, ctx)
+            structured = await toolset.run(
+                "mcp__everything__get-structured-content", {"location": "New York"}, ctx
+            )
             assert "temperature" in structured.content
     finally:
         await manager.close()

@@ -56,7 +56,9 @@ async def test_streamable_http_server_refusing_the_token_is_a_failure_with_a_rea
 
 
 async def test_a_missing_command_fails_with_its_name(tmp_path):
-    broken = connection(McpServerSpec(name="gone", transport="stdio", command="bulkhead-no-such-server"), tmp_path)
+    broken = connection(
+        McpServerSpec(name="gone", transport="stdio", command="bulkhead-no-such-server"), tmp_path
+    )
     broken.start()
     assert await broken.wait_settled() == ServerState.FAILED
     assert "command not found" in broken.reason and "bulkhead-no-such-server" in broken.reason
@@ -81,8 +83,9 @@ async def test_a_hanging_server_times_out_and_its_process_is_stopped(tmp_path):
 
 async def test_a_server_that_dies_mid_call_is_marked_crashed_with_its_last_words(tmp_path):
     crashed = asyncio.Event()
-    demo = connection(demo_spec(), tmp_path,
-                      on_change=lambda c: crashed.set() if c.state == ServerState.CRASHED else None)
+    demo = connection(
+        demo_spec(), tmp_path, on_change=lambda c: crashed.set() if c.state == ServerState.CRASHED else None
+    )
     demo.start()
     await demo.wait_settled()
     try:
@@ -181,4 +184,3 @@ async def test_sdk_missing_is_a_clear_failure(tmp_path, monkeypatch):
     await manager.start()
     status = manager.statuses()[0]
     assert status.state == "failed" and "pip install 'mcp" in status.reason
-

@@ -71,11 +71,13 @@ class CrashReport:
     problems: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
-        return (f"crash: {self.kills} kills in {self.runs} runs ({self.completed} ran to the end) — killed "
-                f"before the answer {self.kills_before_answer}, mid-answer {self.kills_mid_answer}, after it "
-                f"{self.kills_after_answer}; partial answers restored from the draft {self.drafts_recovered} "
-                f"(stale drafts {self.stale_drafts}); committed messages tracked {self.committed_tracked}; "
-                f"lost {self.lost}; problems {len(self.problems)}")
+        return (
+            f"crash: {self.kills} kills in {self.runs} runs ({self.completed} ran to the end) — killed "
+            f"before the answer {self.kills_before_answer}, mid-answer {self.kills_mid_answer}, after it "
+            f"{self.kills_after_answer}; partial answers restored from the draft {self.drafts_recovered} "
+            f"(stale drafts {self.stale_drafts}); committed messages tracked {self.committed_tracked}; "
+            f"lost {self.lost}; problems {len(self.problems)}"
+        )
 
 
 def _child_env() -> dict[str, str]:
@@ -99,14 +101,18 @@ def _read_snapshot(home: Path) -> Snapshot:
         if row is None:
             return Snapshot([], None, None)
         session_id = row[0]
-        master = [tuple(r) for r in conn.execute(
-            "SELECT id, seq, role, parts, meta FROM messages WHERE session_id = ? AND seq IS NOT NULL ORDER BY seq",
-            (session_id,))]
+        master = [
+            tuple(r)
+            for r in conn.execute(
+                "SELECT id, seq, role, parts, meta FROM messages WHERE session_id = ? AND seq IS NOT NULL ORDER BY seq",
+                (session_id,),
+            )
+        ]
     finally:
         conn.close()
     drafts = sorted((home / "sessions" / session_id).glob("draft-*.txt"))
     draft = drafts[-1].read_text(encoding="utf-8") if drafts else None
-    draft_id = drafts[-1].stem[len("draft-"):] if drafts else None
+    draft_id = drafts[-1].stem[len("draft-") :] if drafts else None
     return Snapshot(master, draft, session_id, draft_id)
 
 
@@ -121,18 +127,23 @@ def _integrity_problems(home: Path) -> list[str]:
         verdict = [r[0] for r in conn.execute("PRAGMA integrity_check")]
         if verdict != ["ok"]:
             problems.append(f"integrity_check: {verdict[:5]}")
-        if "sessions" not in {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}:
+        if "sessions" not in {
+            r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        }:
             return problems
         fk = conn.execute("PRAGMA foreign_key_check").fetchall()
         if fk:
             problems.append(f"foreign_key_check: {fk[:5]}")
-        dangling = conn.execute("SELECT e.view_id, e.message_id FROM view_entries e LEFT JOIN messages m "
-                                "ON m.id = e.message_id WHERE m.id IS NULL").fetchall()
+        dangling = conn.execute(
+            "SELECT e.view_id, e.message_id FROM view_entries e LEFT JOIN messages m "
+            "ON m.id = e.message_id WHERE m.id IS NULL"
+        ).fetchall()
         if dangling:
             problems.append(f"view entries naming missing messages: {dangling[:5]}")
         for (session_id,) in conn.execute("SELECT id FROM sessions").fetchall():
-            active = conn.execute("SELECT COUNT(*) FROM views WHERE session_id = ? AND state = 'active'",
-                                  (session_id,)).fetchone()[0]
+            active = conn.execute(
+                "SELECT COUNT(*) FROM views WHERE session_id = ? AND state = 'active'", (session_id,)
+            ).fetchone()[0]
             if active != 1:
                 problems.append(f"session {session_id} has {active} active views")
     finally:
@@ -160,12 +171,14 @@ class Run:
     snapshot: Snapshot | None = None
 
 
-def _run_and_maybe_kill(args: list[str], *, cwd: Path, home: Path, kill_at: int, count_lines: bool,
-                        stderr_path: Path) -> Run:
+def _run_and_maybe_kill(
+    args: list[str], *, cwd: Path, home: Path, kill_at: int, count_lines: bool, stderr_path: Path
+) -> Run:
     """Run the child; once its stdout reaches `kill_at` bytes (or lines), stop it, snapshot, SIGKILL it."""
     with open(stderr_path, "wb") as stderr:
-        proc = subprocess.Popen(args, cwd=cwd, env=_child_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=stderr)
+        proc = subprocess.Popen(
+            args, cwd=cwd, env=_child_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr
+        )
     assert proc.stdout is not None
     fd = proc.stdout.fileno()
     output = bytearray()
@@ -195,8 +208,10 @@ def _run_and_maybe_kill(args: list[str], *, cwd: Path, home: Path, kill_at: int,
 def _one_more_run(report: CrashReport, child: list[str]) -> None:
     """Count a run; fail once the loop has run far more often than its kills need (it is not killing anything)."""
     if report.runs >= MAX_RUNS:
-        raise AssertionError(f"{report.runs} runs for {report.kills} of {KILLS} kills: the child ({' '.join(child)}) "
-                             f"is not producing output to interrupt — {report}")
+        raise AssertionError(
+            f"{report.runs} runs for {report.kills} of {KILLS} kills: the child ({' '.join(child)}) "
+            f"is not producing output to interrupt — {report}"
+        )
     report.runs += 1
 
 
@@ -204,7 +219,9 @@ def _fail_on_child_traceback(run: Run, stderr_path: Path, report: CrashReport) -
     """The first child that prints a traceback (or exits with neither 0 nor 1 on its own) fails the test now."""
     stderr = stderr_path.read_text(errors="replace")
     if "Traceback" in stderr:
-        raise AssertionError(f"run {report.runs} printed a traceback (exit {run.returncode}):\n{stderr[-1600:]}")
+        raise AssertionError(
+            f"run {report.runs} printed a traceback (exit {run.returncode}):\n{stderr[-1600:]}"
+        )
     if not run.killed and run.returncode not in (0, 1):
         raise AssertionError(f"run {report.runs} exited {run.returncode}:\n{stderr[-1600:]}")
 
@@ -241,7 +258,9 @@ def test_sigkill_anywhere_loses_nothing(tmp_path, isolated_home, capsys):
     home = isolated_home
     workspace = tmp_path / "ws"
     workspace.mkdir()
-    (workspace / "notes.txt").write_text("".join(f"note line {i}: kill -9 is a fact of life\n" for i in range(400)))
+    (workspace / "notes.txt").write_text(
+        "".join(f"note line {i}: kill -9 is a fact of life\n" for i in range(400))
+    )
     report = CrashReport()
     committed: dict[str, tuple[int, str, str, str]] = {}  # id -> (seq, role, parts, meta) from every snapshot
     pending_drafts: list[tuple[int, str]] = []  # (kill number, draft text) not yet seen as a partial answer
@@ -255,10 +274,14 @@ def test_sigkill_anywhere_loses_nothing(tmp_path, isolated_home, capsys):
                 report.problems.append(f"LOST: committed {role} message {message_id} (seq {seq})")
             elif now[message_id][0] != seq or now[message_id][2] != parts:
                 report.lost += 1
-                report.problems.append(f"LOST: committed message {message_id} changed (seq {seq} -> "
-                                       f"{now[message_id][0]})")
-        partial_texts = [_text_of(parts) for (_seq, role, parts, meta) in now.values()
-                         if role == "assistant" and json.loads(meta).get("partial")]
+                report.problems.append(
+                    f"LOST: committed message {message_id} changed (seq {seq} -> {now[message_id][0]})"
+                )
+        partial_texts = [
+            _text_of(parts)
+            for (_seq, role, parts, meta) in now.values()
+            if role == "assistant" and json.loads(meta).get("partial")
+        ]
         for item in list(pending_drafts):
             if item[1] in partial_texts:
                 pending_drafts.remove(item)
@@ -268,8 +291,14 @@ def test_sigkill_anywhere_loses_nothing(tmp_path, isolated_home, capsys):
         _one_more_run(report, APP)
         prompt, use_json, kill_at = _round(rng)
         args = APP + ["-p", prompt, "--continue"] + (["--json"] if use_json else [])
-        run = _run_and_maybe_kill(args, cwd=workspace, home=home, kill_at=kill_at, count_lines=use_json,
-                                  stderr_path=tmp_path / f"stderr-{report.runs}.txt")
+        run = _run_and_maybe_kill(
+            args,
+            cwd=workspace,
+            home=home,
+            kill_at=kill_at,
+            count_lines=use_json,
+            stderr_path=tmp_path / f"stderr-{report.runs}.txt",
+        )
         _fail_on_child_traceback(run, tmp_path / f"stderr-{report.runs}.txt", report)
         verify_after_restart()  # this run was the restart after the previous kill
         if not run.killed:
@@ -297,9 +326,14 @@ def test_sigkill_anywhere_loses_nothing(tmp_path, isolated_home, capsys):
         report.problems += [f"after kill {report.kills}: {p}" for p in _integrity_problems(home)]
 
     # One last run to the end: it resumes after the final kill and must see everything.
-    final = _run_and_maybe_kill(APP + ["-p", "are we whole?", "--continue", "--json"],
-                                cwd=workspace, home=home, kill_at=10**9, count_lines=True,
-                                stderr_path=tmp_path / "stderr-final.txt")
+    final = _run_and_maybe_kill(
+        APP + ["-p", "are we whole?", "--continue", "--json"],
+        cwd=workspace,
+        home=home,
+        kill_at=10**9,
+        count_lines=True,
+        stderr_path=tmp_path / "stderr-final.txt",
+    )
     report.runs += 1
     _fail_on_child_traceback(final, tmp_path / "stderr-final.txt", report)
     verify_after_restart()
@@ -309,8 +343,10 @@ def test_sigkill_anywhere_loses_nothing(tmp_path, isolated_home, capsys):
         report.problems.append(f"the final run did not answer: {result}")
     for kill, draft in pending_drafts:
         report.lost += 1
-        report.problems.append(f"LOST: the answer streaming at kill {kill} ({len(draft)} chars in the draft) never "
-                               f"came back as a partial answer")
+        report.problems.append(
+            f"LOST: the answer streaming at kill {kill} ({len(draft)} chars in the draft) never "
+            f"came back as a partial answer"
+        )
     report.committed_tracked = len(committed)
 
     with capsys.disabled():
@@ -326,7 +362,9 @@ def _text_of(parts_json: str) -> str:
     return "".join(p.get("text", "") for p in json.loads(parts_json) if p.get("type") == "text")
 
 
-async def test_regression_a_draft_left_after_its_answer_was_committed_is_not_appended_again(tmp_path, aws_env):
+async def test_regression_a_draft_left_after_its_answer_was_committed_is_not_appended_again(
+    tmp_path, aws_env
+):
     from app.config import Settings
     from app.engine.turn import Engine
     from app.model.messages import Message
@@ -341,8 +379,13 @@ async def test_regression_a_draft_left_after_its_answer_was_committed_is_not_app
     (session.folder / f"draft-{answer.id}.txt").write_text(answer.text[:2000], encoding="utf-8")
     route = route_for("anthropic", "http://127.0.0.1:9")
     settings = Settings(routes={"t": route}, default_route="t")
-    engine = Engine(settings, Session.load(store, session.id), route, make_provider(route, settings, FAKE_KEY),
-                    workspace=tmp_path)
+    engine = Engine(
+        settings,
+        Session.load(store, session.id),
+        route,
+        make_provider(route, settings, FAKE_KEY),
+        workspace=tmp_path,
+    )
 
     await engine.start(resumed=True)
     await engine.close()
@@ -356,8 +399,14 @@ def test_a_child_that_cannot_start_fails_the_crash_loop_at_its_first_run(tmp_pat
     broken = [sys.executable, "-c", "import bulkhead_module_that_does_not_exist"]
     report = CrashReport()
     _one_more_run(report, broken)
-    run = _run_and_maybe_kill(broken, cwd=tmp_path, home=tmp_path, kill_at=10**9, count_lines=False,
-                              stderr_path=tmp_path / "stderr.txt")
+    run = _run_and_maybe_kill(
+        broken,
+        cwd=tmp_path,
+        home=tmp_path,
+        kill_at=10**9,
+        count_lines=False,
+        stderr_path=tmp_path / "stderr.txt",
+    )
 
     with pytest.raises(AssertionError, match="printed a traceback"):
         _fail_on_child_traceback(run, tmp_path / "stderr.txt", report)

@@ -41,9 +41,15 @@ def mounted_tmpfs(mount_point: Path, size: str):
     """A tmpfs of our own (root only); the test is skipped, with the reason, where it cannot be made."""
     mount_point.mkdir()
     if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root; the RLIMIT_FSIZE and SQLite page-limit tests cover the same failure")
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(mount_point)],
-                          capture_output=True, text=True, check=False)
+        pytest.skip(
+            "mounting a tmpfs needs root; the RLIMIT_FSIZE and SQLite page-limit tests cover the same failure"
+        )
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(mount_point)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip() or done.returncode})")
     try:
@@ -84,9 +90,16 @@ async def test_edit_file_on_a_full_disk_keeps_the_whole_original(tiny_disk: Path
     fill(tiny_disk, 8 * 1024)
     ctx = ToolContext(workspace=tiny_disk, session_folder=tiny_disk / ".session", result_max_chars=10_000_000)
 
-    outcome = await run_tool("edit_file", {"path": "big.py", "old_string": "some source text",
-                                           "new_string": "some much longer replacement text, twice as wide",
-                                           "replace_all": True}, ctx)
+    outcome = await run_tool(
+        "edit_file",
+        {
+            "path": "big.py",
+            "old_string": "some source text",
+            "new_string": "some much longer replacement text, twice as wide",
+            "replace_all": True,
+        },
+        ctx,
+    )
 
     assert outcome.is_error
     assert "no space left" in outcome.content and "the original file is unchanged" in outcome.content
@@ -133,7 +146,9 @@ def test_state_toml_on_a_full_disk_keeps_what_was_learned(tiny_disk: Path) -> No
     from app.state import State
 
     state = State(tiny_disk / "state.toml")
-    state.learn_cap("anthropic https://gw", 100_000, rejected_bytes=133_334, kind="payload_too_large", reason="413")
+    state.learn_cap(
+        "anthropic https://gw", 100_000, rejected_bytes=133_334, kind="payload_too_large", reason="413"
+    )
     before = (tiny_disk / "state.toml").read_bytes()
     fill(tiny_disk, 0)
 
@@ -160,8 +175,14 @@ print(json.dumps({"is_error": outcome.is_error, "content": outcome.content[:500]
 
 def run_limited(ws: Path, tool: str, args: dict) -> dict:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    done = subprocess.run([sys.executable, "-c", CHILD, str(ws), tool, json.dumps(args)], capture_output=True,
-                          text=True, env=env, timeout=60, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, str(ws), tool, json.dumps(args)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -174,8 +195,11 @@ def test_edit_file_refused_at_the_write_call_keeps_a_6000_line_file(tmp_path: Pa
     original = numbered_lines(LINES)  # ~370 KB, far above the 16 KB the child may write
     source.write_text(original)
 
-    result = run_limited(ws, "edit_file", {"path": "module.py", "old_string": "line 03000:",
-                                           "new_string": "line 03000 (edited):"})
+    result = run_limited(
+        ws,
+        "edit_file",
+        {"path": "module.py", "old_string": "line 03000:", "new_string": "line 03000 (edited):"},
+    )
 
     assert result["is_error"], result
     assert "the original file is unchanged" in result["content"]
@@ -213,7 +237,10 @@ def test_a_write_failing_half_way_leaves_the_original_and_no_temporary(tmp_path:
         atomic_write(target, "new content that will not fit\n" * 100)
 
     assert caught.value.errno == errno.ENOSPC
-    assert str(caught.value) == f"cannot write {target}: No space left on device — the original file is unchanged"
+    assert (
+        str(caught.value)
+        == f"cannot write {target}: No space left on device — the original file is unchanged"
+    )
     assert target.read_text() == "original\n"
     assert leftovers(tmp_path) == []
 
@@ -240,7 +267,9 @@ def test_concurrent_readers_see_the_old_or_the_new_file_never_a_mix(tmp_path: Pa
 
     async def main() -> set[str]:
         seen: set[str] = set()
-        writer = asyncio.create_task(asyncio.to_thread(lambda: [atomic_write(target, t) for t in (new, old, new)]))
+        writer = asyncio.create_task(
+            asyncio.to_thread(lambda: [atomic_write(target, t) for t in (new, old, new)])
+        )
         while not writer.done():
             text = target.read_text()
             seen.add(text[:1] + text[-1:] + str(len(text)))
@@ -268,10 +297,22 @@ def empty_config() -> Path:
 
 def run_app(home: Path, *argv: str, config: Path | None = None) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BULKHEAD_", "ANTHROPIC", "OPENAI"))}
-    env.update({"PYTHONPATH": str(REPO), "BULKHEAD_HOME": str(home),
-                "BULKHEAD_CONFIG": str(config or empty_config())})
-    return subprocess.run([sys.executable, "-m", "app", *argv], capture_output=True, text=True, env=env,
-                          stdin=subprocess.DEVNULL, timeout=120, check=False)
+    env.update(
+        {
+            "PYTHONPATH": str(REPO),
+            "BULKHEAD_HOME": str(home),
+            "BULKHEAD_CONFIG": str(config or empty_config()),
+        }
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "app", *argv],
+        capture_output=True,
+        text=True,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+        check=False,
+    )
 
 
 def make_session(home: Path, messages: int = 3, size: int = 200) -> str:
@@ -326,7 +367,7 @@ def test_damaged_database_pages_give_a_recovery_hint_not_a_traceback(tmp_path: P
     data = bytearray(database.read_bytes())
     page = 4096
     for start in range(page * 2, len(data) - page, page * 3):  # scribble over every third page
-        data[start:start + page] = os.urandom(page)
+        data[start : start + page] = os.urandom(page)
     database.write_bytes(bytes(data))
 
     listing = run_app(home, "sessions", "list")
@@ -342,7 +383,9 @@ def test_damaged_database_pages_give_a_recovery_hint_not_a_traceback(tmp_path: P
 def read_only_home(small_disk: Path) -> Path:
     home = small_disk / "home"
     make_session(home)
-    done = subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        ["mount", "-o", "remount,ro", str(small_disk)], capture_output=True, text=True, check=False
+    )
     if done.returncode != 0:
         pytest.skip(f"cannot remount the tmpfs read-only ({done.stderr.strip()})")
     return home
@@ -361,14 +404,22 @@ def test_a_read_only_home_says_read_only_and_still_shows_sessions(read_only_home
 
 
 def test_resuming_on_a_read_only_home_opens_the_session_read_only(read_only_home: Path) -> None:
-    code = ("from app.config import load_settings; from app.engine.bootstrap import open_engine; "
-            "from app.store import Store; sid = Store().list_sessions()[0]['id']; "
-            "engine, _, _ = open_engine(load_settings(), route_name='lab', resume=sid); "
-            "print(engine.session.read_only, len(engine.session.master))")
+    code = (
+        "from app.config import load_settings; from app.engine.bootstrap import open_engine; "
+        "from app.store import Store; sid = Store().list_sessions()[0]['id']; "
+        "engine, _, _ = open_engine(load_settings(), route_name='lab', resume=sid); "
+        "print(engine.session.read_only, len(engine.session.master))"
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith("BULKHEAD_")}
-    env.update({"PYTHONPATH": str(REPO), "BULKHEAD_HOME": str(read_only_home),
-                "BULKHEAD_CONFIG": str(empty_config())})
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120,
-                          check=False)
+    env.update(
+        {
+            "PYTHONPATH": str(REPO),
+            "BULKHEAD_HOME": str(read_only_home),
+            "BULKHEAD_CONFIG": str(empty_config()),
+        }
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120, check=False
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["True", "3"]

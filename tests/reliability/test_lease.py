@@ -41,7 +41,9 @@ HOLDER = textwrap.dedent("""
 
 def env_for(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BULKHEAD_", "ANTHROPIC", "OPENAI"))}
-    config = home.parent / f"{home.name}-config.toml"  # an empty config: a BULKHEAD_CONFIG naming no file is an error
+    config = (
+        home.parent / f"{home.name}-config.toml"
+    )  # an empty config: a BULKHEAD_CONFIG naming no file is an error
     config.parent.mkdir(parents=True, exist_ok=True)
     config.touch()
     env.update({"PYTHONPATH": str(REPO), "BULKHEAD_HOME": str(home), "BULKHEAD_CONFIG": str(config)})
@@ -68,8 +70,15 @@ def held(home: Path):
     older = new_session(store, "older and free")
     time.sleep(0.01)  # updated_at orders them (a clock tick, not a wait for anything)
     newest = new_session(store, "newest and held")
-    proc = subprocess.Popen([sys.executable, "-c", HOLDER, newest.id], env=env_for(home), cwd=str(home),
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, newest.id],
+        env=env_for(home),
+        cwd=str(home),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     line = proc.stdout.readline()
     assert line.startswith("held"), proc.stderr.read()
     try:
@@ -80,8 +89,16 @@ def held(home: Path):
 
 
 def run_app(home: Path, *argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "app", *argv], env=env_for(home), cwd=str(home), text=True,
-                          capture_output=True, stdin=subprocess.DEVNULL, timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "app", *argv],
+        env=env_for(home),
+        cwd=str(home),
+        text=True,
+        capture_output=True,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_resume_of_a_held_session_with_p_exits_2_naming_the_holder_and_the_flags(held, home):
@@ -129,8 +146,9 @@ def test_read_only_with_p_is_refused(held, home):
 def test_the_lease_is_released_on_close_and_a_dead_holder_is_taken_over(home):
     store = Store()
     session = new_session(store, "s")
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
-                          text=True, check=True)
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True
+    )
     gone = Holder(pid=int(dead.stdout), started="boot:1", host=this_process().host, acquired_at=1.0, what="x")
     assert store.acquire_lease(session.id, gone) is None  # (written as if that process had taken it)
 
@@ -145,7 +163,9 @@ def test_a_reused_pid_is_not_taken_for_the_holder(home):
     session = new_session(store, "s")
     sleeper = subprocess.Popen(["sleep", "60"])
     try:
-        live = Holder(pid=sleeper.pid, started=process_start(sleeper.pid), host=this_process().host, what="other")
+        live = Holder(
+            pid=sleeper.pid, started=process_start(sleeper.pid), host=this_process().host, what="other"
+        )
         reused = Holder(pid=sleeper.pid, started="another-boot:42", host=live.host, what="other")
         store.acquire_lease(session.id, reused)
         assert session.take_lease() is None  # same pid, other start time: a stale lease
@@ -185,8 +205,9 @@ async def test_a_turn_appended_by_another_process_survives_a_compact(home, fresh
         session.append(Message.create("assistant", f"answer {i} " + "ipsum " * 400, turn=i + 2))
     route = route_for("anthropic", fresh_lab.url)
     settings = Settings(routes={"t": route}, default_route="t", request_timeout=30.0)
-    engine = Engine(settings, session, route, make_provider(route, settings, FAKE_KEY), state=State(),
-                    workspace=home)
+    engine = Engine(
+        settings, session, route, make_provider(route, settings, FAKE_KEY), state=State(), workspace=home
+    )
     outsider = Store(store.path)  # the other process, through its own connection
     theirs = Session.load(outsider, session.id)
     theirs.append(Message.create("user", "a turn from the other process", turn=20))
@@ -204,5 +225,7 @@ async def test_a_turn_appended_by_another_process_survives_a_compact(home, fresh
 
 
 def test_session_held_is_a_clear_store_error():
-    held = SessionHeld("s_1", "my work", Holder(pid=42, started="", host="elsewhere", acquired_at=0, what="the TUI"))
+    held = SessionHeld(
+        "s_1", "my work", Holder(pid=42, started="", host="elsewhere", acquired_at=0, what="the TUI")
+    )
     assert "pid 42 on elsewhere (the TUI" in str(held) and held.exit_code == 2

@@ -43,8 +43,11 @@ def events(run) -> list[dict]:
 
 # -- item 4: -p asks on the terminal ---------------------------------------------------------------
 def test_a_yes_typed_on_the_terminal_runs_the_call(workspace: Path) -> None:
-    run = run_bulkhead(["-p", "!shell echo ran > proof.txt", "--workspace", str(workspace)], answers=["y"],
-                       stdin=b"some piped text\n")
+    run = run_bulkhead(
+        ["-p", "!shell echo ran > proof.txt", "--workspace", str(workspace)],
+        answers=["y"],
+        stdin=b"some piped text\n",
+    )
 
     assert run.questions == 1 and b"shell: echo ran > proof.txt" in run.tty
     assert (workspace / "proof.txt").read_text() == "ran\n"
@@ -82,8 +85,10 @@ def test_without_a_terminal_the_text_output_says_what_to_do(workspace: Path) -> 
 
 # -- item 2: mentions only from the typed prompt ---------------------------------------------------
 def test_a_mention_in_piped_stdin_is_data(workspace: Path, outside_file: Path) -> None:
-    run = run_bulkhead(["-p", "summarize", "--workspace", str(workspace), "--json"],
-                       stdin=f"see @{outside_file} and @notes.txt\n".encode())
+    run = run_bulkhead(
+        ["-p", "summarize", "--workspace", str(workspace), "--json"],
+        stdin=f"see @{outside_file} and @notes.txt\n".encode(),
+    )
 
     assert run.returncode == 0, run.err
     kinds = [event["type"] for event in events(run)]
@@ -102,8 +107,9 @@ def test_a_typed_mention_inside_the_workspace_is_attached(workspace: Path) -> No
     assert "inside the workspace" in events(run)[-1]["text"]
 
 
-def test_a_typed_mention_outside_the_workspace_without_a_terminal_is_refused(workspace: Path,
-                                                                               outside_file: Path) -> None:
+def test_a_typed_mention_outside_the_workspace_without_a_terminal_is_refused(
+    workspace: Path, outside_file: Path
+) -> None:
     run = run_bulkhead(["-p", f"summarize @{outside_file}", "--workspace", str(workspace)])
 
     assert run.returncode == 1
@@ -113,8 +119,9 @@ def test_a_typed_mention_outside_the_workspace_without_a_terminal_is_refused(wor
 
 
 @pytest.mark.parametrize("answer, attached", [("y", True), ("n", False)])
-def test_a_typed_mention_outside_the_workspace_asks_on_the_terminal(workspace: Path, outside_file: Path,
-                                                                    answer: str, attached: bool) -> None:
+def test_a_typed_mention_outside_the_workspace_asks_on_the_terminal(
+    workspace: Path, outside_file: Path, answer: str, attached: bool
+) -> None:
     run = run_bulkhead(["-p", f"summarize @{outside_file}", "--workspace", str(workspace)], answers=[answer])
 
     assert run.questions == 1 and f"@{outside_file} is outside the workspace".encode() in run.tty

@@ -44,12 +44,21 @@ AWS_ACCESS_KEY_ID = "AKIAFAKEGRUEXYZZY042"
 AWS_SECRET_ACCESS_KEY = "FAKEsecretGRUE/xyzzy+PlughFrobozz0123456789ab"
 AWS_SESSION_TOKEN = "FwoGZXIvYXdzEFAKE-SESSION-TOKEN-ZORKMID-//////////wEaDFAKEFAKEFAKE=="
 SECRETS = {
-    "anthropic env key": ANTHROPIC_ENV_KEY, "openai env key": OPENAI_ENV_KEY,
-    "openai keyring key": OPENAI_KEYRING_KEY, "aws access key id": AWS_ACCESS_KEY_ID,
-    "aws secret": AWS_SECRET_ACCESS_KEY, "aws session token": AWS_SESSION_TOKEN,
+    "anthropic env key": ANTHROPIC_ENV_KEY,
+    "openai env key": OPENAI_ENV_KEY,
+    "openai keyring key": OPENAI_KEYRING_KEY,
+    "aws access key id": AWS_ACCESS_KEY_ID,
+    "aws secret": AWS_SECRET_ACCESS_KEY,
+    "aws session token": AWS_SESSION_TOKEN,
 }
-CORES = {"XYZZY-ANTHROPIC-ENV", "PLUGH-OPENAI-ENV", "FROBOZZ-OPENAI-KEYRING", "GRUEXYZZY042",
-         "GRUE/xyzzy+PlughFrobozz", "SESSION-TOKEN-ZORKMID"}
+CORES = {
+    "XYZZY-ANTHROPIC-ENV",
+    "PLUGH-OPENAI-ENV",
+    "FROBOZZ-OPENAI-KEYRING",
+    "GRUEXYZZY042",
+    "GRUE/xyzzy+PlughFrobozz",
+    "SESSION-TOKEN-ZORKMID",
+}
 
 
 class MemoryKeyring(KeyringBackend):
@@ -91,7 +100,7 @@ def scan(paths: list[Path], extra: dict[str, bytes]) -> list[str]:
         for name, needle in wanted.items():
             if needle in data:
                 at = data.index(needle)
-                context = data[max(0, at - 60):at + len(needle) + 20].decode("utf-8", "replace")
+                context = data[max(0, at - 60) : at + len(needle) + 20].decode("utf-8", "replace")
                 hits.append(f"{where}: {name} … {context!r}")
     return hits
 
@@ -124,14 +133,27 @@ cat >> "$SECRETS_HOOK_LOG"
 echo >> "$SECRETS_HOOK_LOG"
 echo "hook ok: $BULKHEAD_HOOK_EVENT"
 """
-HOOK_EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure", "PreCompact",
-               "PostCompact", "Stop", "RequestRejected", "SessionEnd")
+HOOK_EVENTS = (
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "PreCompact",
+    "PostCompact",
+    "Stop",
+    "RequestRejected",
+    "SessionEnd",
+)
 
 
 def write_config(path: Path, lab_url: str, hook: Path) -> None:
     command = str(hook)
-    hooks = "".join(f'\n[[hooks.{event}]]\ncommand = {json.dumps(command)}\nmatcher = "*"\n' for event in HOOK_EVENTS)
-    path.write_text(f"""\
+    hooks = "".join(
+        f'\n[[hooks.{event}]]\ncommand = {json.dumps(command)}\nmatcher = "*"\n' for event in HOOK_EVENTS
+    )
+    path.write_text(
+        f"""\
 default_route = "claude"
 retry_base_delay = 0.01
 retry_max_delay = 0.05
@@ -139,20 +161,22 @@ request_timeout = 30
 
 [routes.claude]
 provider = "anthropic"
-model = "{MODELS['anthropic']}"
+model = "{MODELS["anthropic"]}"
 base_url = "{lab_url}"
 
 [routes.gpt]
 provider = "openai"
-model = "{MODELS['openai']}"
+model = "{MODELS["openai"]}"
 base_url = "{lab_url}/v1"
 
 [routes.rock]
 provider = "bedrock"
-model = "{MODELS['bedrock']}"
+model = "{MODELS["bedrock"]}"
 endpoint_url = "{lab_url}"
 region = "us-east-1"
-{hooks}""", encoding="utf-8")
+{hooks}""",
+        encoding="utf-8",
+    )
 
 
 def run_cli(argv: list[str], capsys, stdin: str | None = None, monkeypatch=None) -> tuple[int, str]:
@@ -163,8 +187,9 @@ def run_cli(argv: list[str], capsys, stdin: str | None = None, monkeypatch=None)
     return code, out.out + out.err
 
 
-async def test_no_key_is_ever_written_down(fresh_lab, isolated_home, tmp_path, monkeypatch, capsys, memory_keyring,
-                                           secret_env):
+async def test_no_key_is_ever_written_down(
+    fresh_lab, isolated_home, tmp_path, monkeypatch, capsys, memory_keyring, secret_env
+):
     lab = fresh_lab
     printed: dict[str, bytes] = {}
     hook = tmp_path / "hook.sh"
@@ -177,11 +202,14 @@ async def test_no_key_is_ever_written_down(fresh_lab, isolated_home, tmp_path, m
     workspace = tmp_path / "ws"
     workspace.mkdir()
     (workspace / "notes.txt").write_text("".join(f"line {i}: nothing secret here\n" for i in range(50)))
-    (workspace / "big.txt").write_text("".join(f"row {i:05d} of a file too big for one tool result\n"
-                                               for i in range(1200)))
+    (workspace / "big.txt").write_text(
+        "".join(f"row {i:05d} of a file too big for one tool result\n" for i in range(1200))
+    )
 
     # The keyring key, stored the way a user stores it (stdin, not a terminal).
-    code, out = run_cli(["auth", "set", "openai"], capsys, stdin=OPENAI_KEYRING_KEY + "\n", monkeypatch=monkeypatch)
+    code, out = run_cli(
+        ["auth", "set", "openai"], capsys, stdin=OPENAI_KEYRING_KEY + "\n", monkeypatch=monkeypatch
+    )
     assert code == 0, out
     assert memory_keyring.get_password("bulkhead", "openai") == OPENAI_KEYRING_KEY
     printed["auth set"] = out.encode()
@@ -221,9 +249,11 @@ async def test_no_key_is_ever_written_down(fresh_lab, isolated_home, tmp_path, m
         assert any(r["status"] == 500 for r in rows), "a retried failure was recorded"
         assert engine.session.counters.recoveries_ok >= 1
         assert engine.session.receipts_path.exists()
-        assert any(r["request_headers"].get(name) == "[redacted]" for r in rows
-                   for name in ("x-api-key", "authorization")), \
-            f"the key was sent (its header is recorded, redacted): {rows[0]['request_headers']}"
+        assert any(
+            r["request_headers"].get(name) == "[redacted]"
+            for r in rows
+            for name in ("x-api-key", "authorization")
+        ), f"the key was sent (its header is recorded, redacted): {rows[0]['request_headers']}"
         if route_name == "rock":
             assert any(r["request_headers"].get("x-amz-security-token") == "[redacted]" for r in rows)
 
@@ -235,7 +265,9 @@ async def test_no_key_is_ever_written_down(fresh_lab, isolated_home, tmp_path, m
         for fmt in ("md", "json", "har"):
             target = tmp_path / "exports" / f"{session_id}.{fmt}"
             target.parent.mkdir(exist_ok=True)
-            code, out = run_cli(["sessions", "export", session_id, "--format", fmt, "-o", str(target)], capsys)
+            code, out = run_cli(
+                ["sessions", "export", session_id, "--format", fmt, "-o", str(target)], capsys
+            )
             assert code == 0, out
             exports.append(target)
         code, out = run_cli(["sessions", "show", session_id], capsys)
@@ -257,9 +289,11 @@ async def test_no_key_is_ever_written_down(fresh_lab, isolated_home, tmp_path, m
     assert any(p.name == "compaction.jsonl" for p in home_files), "receipts were written"
     assert not hits, "secrets found at rest:\n" + "\n".join(hits)
     with capsys.disabled():
-        print(f"\nsecrets: {len(SECRETS)} fake keys, {len(scanned)} files "
-              f"({sum(p.stat().st_size for p in scanned if p.is_file()):,} bytes) + {len(printed)} CLI outputs "
-              f"scanned — no key found")
+        print(
+            f"\nsecrets: {len(SECRETS)} fake keys, {len(scanned)} files "
+            f"({sum(p.stat().st_size for p in scanned if p.is_file()):,} bytes) + {len(printed)} CLI outputs "
+            f"scanned — no key found"
+        )
 
 
 def test_the_scan_finds_a_planted_key(tmp_path):
@@ -284,8 +318,12 @@ BASE_URL_PASSWORD = "FAKE-baseurl-PASS-GRUEBLEEN-7q"
 PROXY_PASSWORD = "FAKE-proxy-PASS-QUENDOR-3x"
 GATEWAY_KEY = "gw-FAKE-GATEWAY-KEY-ZORKMID-API-44aa55bb"  # a route's api_key_env
 GITHUB_TOKEN = "ghp_FAKEFLATHEADgithubtoken0123456789abcd"  # not a provider key: the shell keeps it, redacted
-ECHO_SECRETS = {"base_url password": BASE_URL_PASSWORD, "proxy password": PROXY_PASSWORD,
-                "gateway key (api_key_env)": GATEWAY_KEY, "github token": GITHUB_TOKEN}
+ECHO_SECRETS = {
+    "base_url password": BASE_URL_PASSWORD,
+    "proxy password": PROXY_PASSWORD,
+    "gateway key (api_key_env)": GATEWAY_KEY,
+    "github token": GITHUB_TOKEN,
+}
 ECHO_CORES = {"GRUEBLEEN", "PASS-QUENDOR", "GATEWAY-KEY-ZORKMID", "FLATHEADgithub"}
 
 
@@ -295,14 +333,26 @@ class EchoHandler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802 - http.server's naming
         length = int(self.headers.get("content-length") or 0)
         self.rfile.read(length)
-        received = {name: self.headers.get(name) for name in ("x-api-key", "authorization") if self.headers.get(name)}
+        received = {
+            name: self.headers.get(name) for name in ("x-api-key", "authorization") if self.headers.get(name)
+        }
         quoted = "; ".join(f"{k}={v}" for k, v in received.items())
         if self.path.startswith("/v1/chat"):
-            body = {"error": {"message": f"Incorrect API key provided: {quoted}", "type": "invalid_request_error",
-                              "code": "invalid_api_key"}}
+            body = {
+                "error": {
+                    "message": f"Incorrect API key provided: {quoted}",
+                    "type": "invalid_request_error",
+                    "code": "invalid_api_key",
+                }
+            }
         else:
-            body = {"type": "error", "error": {"type": "invalid_request_error",
-                                               "message": f"gateway says: bad credentials {quoted}"}}
+            body = {
+                "type": "error",
+                "error": {
+                    "type": "invalid_request_error",
+                    "message": f"gateway says: bad credentials {quoted}",
+                },
+            }
         data = json.dumps(body).encode()
         self.send_response(400)
         self.send_header("content-type", "application/json")
@@ -338,7 +388,8 @@ def echo_needles() -> dict[str, bytes]:
 
 
 def test_echoed_keys_shell_env_and_base_url_passwords_never_reach_disk_exports_or_stderr(
-        fresh_lab, echo_server, isolated_home, tmp_path, monkeypatch, capsys, secret_env):
+    fresh_lab, echo_server, isolated_home, tmp_path, monkeypatch, capsys, secret_env
+):
     monkeypatch.setenv("MY_GATEWAY_API_KEY", GATEWAY_KEY)
     monkeypatch.setenv("GITHUB_TOKEN", GITHUB_TOKEN)
     monkeypatch.setenv("HTTPS_PROXY", f"http://carol:{PROXY_PASSWORD}@proxy.invalid:3128")
@@ -346,7 +397,8 @@ def test_echoed_keys_shell_env_and_base_url_passwords_never_reach_disk_exports_o
     workspace = tmp_path / "ws"
     workspace.mkdir()
     monkeypatch.chdir(workspace)
-    config_path().write_text(f"""\
+    config_path().write_text(
+        f"""\
 default_route = "claude-echo"
 retry_base_delay = 0.01
 retry_max_delay = 0.05
@@ -354,20 +406,22 @@ retry_max_attempts = 0
 
 [routes.claude-echo]
 provider = "anthropic"
-model = "{MODELS['anthropic']}"
+model = "{MODELS["anthropic"]}"
 base_url = "http://alice:{BASE_URL_PASSWORD}@{echo_server}"
 
 [routes.gpt-echo]
 provider = "openai"
-model = "{MODELS['openai']}"
+model = "{MODELS["openai"]}"
 base_url = "http://bob:{BASE_URL_PASSWORD}@{echo_server}/v1"
 api_key_env = "MY_GATEWAY_API_KEY"
 
 [routes.claude-lab]
 provider = "anthropic"
-model = "{MODELS['anthropic']}"
+model = "{MODELS["anthropic"]}"
 base_url = "{fresh_lab.url}"
-""", encoding="utf-8")
+""",
+        encoding="utf-8",
+    )
     printed: dict[str, bytes] = {}
 
     def cli(*argv: str) -> tuple[int, str]:
@@ -384,11 +438,16 @@ base_url = "{fresh_lab.url}"
     code, out = cli("-r", "claude-lab", "--yes", "-p", "!shell env")
     assert code == 0, out
     code, out = cli("-r", "claude-lab", "--yes", "-p", "!shell echo $GITHUB_TOKEN")
-    assert code == 0 and "[redacted]" in out, out  # the answer quotes the token: streamed in pieces, still caught
+    assert code == 0 and "[redacted]" in out, (
+        out
+    )  # the answer quotes the token: streamed in pieces, still caught
     code, out = cli("-r", "claude-lab", "--yes", "--json", "-p", "!shell echo $GITHUB_TOKEN")
     assert code == 0, out
-    streamed = "".join(json.loads(line).get("text", "") for line in out.splitlines()
-                       if line.startswith("{") and json.loads(line).get("type") == "text")
+    streamed = "".join(
+        json.loads(line).get("text", "")
+        for line in out.splitlines()
+        if line.startswith("{") and json.loads(line).get("type") == "text"
+    )
     printed["--json text events joined"] = streamed.encode()
 
     from app.store import Store
@@ -400,10 +459,19 @@ base_url = "{fresh_lab.url}"
     echoed = [r for r in rows if r["status"] == 400]
     assert len(echoed) == 2 and all("[redacted]" in r["error_body"] for r in echoed), echoed
     assert all(r["response_headers"].get("x-echo-authorization", "").count("[redacted]") for r in echoed)
-    env_result = next(m for s in sessions for m in Session.load(store, s).master
-                      if m.role == "tool" and "PATH=" in m.all_text()).all_text()
-    for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
-                 "MY_GATEWAY_API_KEY"):
+    env_result = next(
+        m
+        for s in sessions
+        for m in Session.load(store, s).master
+        if m.role == "tool" and "PATH=" in m.all_text()
+    ).all_text()
+    for name in (
+        "ANTHROPIC_API_KEY",
+        "OPENAI_API_KEY",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "MY_GATEWAY_API_KEY",
+    ):
         assert f"{name}=" not in env_result, f"the shell saw {name}"
     assert "GITHUB_TOKEN=[redacted]" in env_result  # kept for gh & co, but its value never stored
     assert "HTTPS_PROXY=http://carol:[redacted]@proxy.invalid:3128" in env_result
@@ -429,5 +497,7 @@ base_url = "{fresh_lab.url}"
         hits += [f"{where}: {name}" for name, needle in wanted.items() if needle in data]
     assert not hits, "secrets found:\n" + "\n".join(hits)
     with capsys.disabled():
-        print(f"\nsecrets (echo, shell env, base_url): {len(wanted)} needles, {len(scanned)} files "
-              f"+ {len(printed)} CLI outputs scanned — none found")
+        print(
+            f"\nsecrets (echo, shell env, base_url): {len(wanted)} needles, {len(scanned)} files "
+            f"+ {len(printed)} CLI outputs scanned — none found"
+        )

@@ -47,13 +47,32 @@ SEGMENT_TURNS = 20
 REQUEST_TIMEOUT = 2.0  # seconds: what a `timeout` fault costs, so its rate stays low
 REPORT_PATH = os.environ.get("BULKHEAD_SOAK_REPORT")  # optional: write the report as JSON here
 
-GATEWAYS = ("none", "nginx", "cloudflare", "akamai", "aws-waf", "modsecurity", "reset", "apigw", "apigw-waf", "header-431",
-            "html-200")
+GATEWAYS = (
+    "none",
+    "nginx",
+    "cloudflare",
+    "akamai",
+    "aws-waf",
+    "modsecurity",
+    "reset",
+    "apigw",
+    "apigw-waf",
+    "header-431",
+    "html-200",
+)
 CAPS_KB = (16, 24, 32, 48, 64, 96, 128)
 TOO_SMALL_CAP = 4 * KIB  # below the request base (system prompt + tool schemas ≈ 4.7 KB): fails fast
 LAB_WINDOWS = (6_000, 10_000, 16_000, 24_000, 40_000)
-FAULT_RATES = {"429": (0.03, 0.10), "529": (0.02, 0.06), "500": (0.02, 0.06), "503": (0.01, 0.04),
-               "drop": (0.01, 0.03), "cut": (0.03, 0.08), "stream-error": (0.03, 0.08), "timeout": (0.004, 0.01)}
+FAULT_RATES = {
+    "429": (0.03, 0.10),
+    "529": (0.02, 0.06),
+    "500": (0.02, 0.06),
+    "503": (0.01, 0.04),
+    "drop": (0.01, 0.03),
+    "cut": (0.03, 0.08),
+    "stream-error": (0.03, 0.08),
+    "timeout": (0.004, 0.01),
+}
 
 
 @dataclass(frozen=True)
@@ -69,8 +88,10 @@ class Segment:
     def describe(self) -> str:
         cap = format_size(self.cap) if self.cap else "no cap"
         window = f"{self.lab_window:,} tokens" if self.lab_window else "default window"
-        return (f"{self.provider}: gateway {self.gateway} ({cap}), lab window {window}, bulkhead believes "
-                f"{self.believed_window:,}, faults {self.faults or 'none'}")
+        return (
+            f"{self.provider}: gateway {self.gateway} ({cap}), lab window {window}, bulkhead believes "
+            f"{self.believed_window:,}, faults {self.faults or 'none'}"
+        )
 
 
 def choose_segment(rng: random.Random, index: int) -> Segment:
@@ -78,7 +99,9 @@ def choose_segment(rng: random.Random, index: int) -> Segment:
     gateway = rng.choice(GATEWAYS)
     cap = rng.choice(CAPS_KB) * KIB if gateway != "none" or rng.random() < 0.5 else None
     lab_window = rng.choice(LAB_WINDOWS) if cap is None or rng.random() < 0.5 else None
-    believed = lab_window if lab_window and rng.random() < 0.5 else 200_000  # known, or learned from the error
+    believed = (
+        lab_window if lab_window and rng.random() < 0.5 else 200_000
+    )  # known, or learned from the error
     kinds = rng.sample(sorted(FAULT_RATES), rng.randint(2, 6))
     faults = ",".join(f"{k}:{rng.uniform(*FAULT_RATES[k]):.3f}" for k in sorted(kinds))
     if index % 7 == 3:  # now and then a gateway too strict for anything: every turn fails, with a diagnosis
@@ -100,8 +123,10 @@ class Tally:
     failure_kinds: Counter = field(default_factory=Counter)
 
     def row(self, name: str) -> str:
-        return (f"{name:10} {self.turns:6} {self.recovered:10} {self.clean:6} {self.failed_with_diagnosis:12} "
-                f"{self.partial_kept:8} {self.lost:5}")
+        return (
+            f"{name:10} {self.turns:6} {self.recovered:10} {self.clean:6} {self.failed_with_diagnosis:12} "
+            f"{self.partial_kept:8} {self.lost:5}"
+        )
 
 
 @dataclass
@@ -116,21 +141,28 @@ def make_workspace(root: Path, rng: random.Random) -> list[str]:
     (root / "notes").mkdir(parents=True, exist_ok=True)
     names = []
     for n in range(8):
-        lines = [f"note {n} line {i}: {'alpha beta gamma delta ' * rng.randint(1, 6)}" for i in range(rng.randint(20, 300))]
+        lines = [
+            f"note {n} line {i}: {'alpha beta gamma delta ' * rng.randint(1, 6)}"
+            for i in range(rng.randint(20, 300))
+        ]
         path = root / "notes" / f"file_{n}.txt"
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")
         names.append(f"notes/file_{n}.txt")
     return names
 
 
-def next_action(rng: random.Random, turn: int, state: ProviderState, files: list[str]) -> tuple[str, str | None]:
+def next_action(
+    rng: random.Random, turn: int, state: ProviderState, files: list[str]
+) -> tuple[str, str | None]:
     """(kind, prompt): what the user does this turn."""
     tag = f"soak-{turn}"
     roll = rng.random()
     if state.last_outcome in ("failed", "partial") and roll < 0.5:
         return "retry", None
     if roll < 0.30:
-        words = rng.choices(["cap", "waf", "view", "log", "café", "naïve", "日本語", "🚀", "ß", "\u200b"], k=6)
+        words = rng.choices(
+            ["cap", "waf", "view", "log", "café", "naïve", "日本語", "🚀", "ß", "\u200b"], k=6
+        )
         return "chat", f"{tag}: how is it going? {' '.join(words)}"
     if roll < 0.42:
         line = rng.choice(["pasted line of text, ", "ligne collée — ", "貼り付けた行、", "🧪 "])
@@ -154,8 +186,15 @@ def next_action(rng: random.Random, turn: int, state: ProviderState, files: list
 
 
 def settings_for(route) -> Settings:
-    return Settings(routes={"t": route}, default_route="t", retry_base_delay=0.01, retry_max_delay=0.05,
-                    request_timeout=REQUEST_TIMEOUT, connect_timeout=5.0, drop_payload_min_bytes=32_000)
+    return Settings(
+        routes={"t": route},
+        default_route="t",
+        retry_base_delay=0.01,
+        retry_max_delay=0.05,
+        request_timeout=REQUEST_TIMEOUT,
+        connect_timeout=5.0,
+        drop_payload_min_bytes=32_000,
+    )
 
 
 async def test_fault_soak(reliability_lab, tmp_path, aws_env, capsys):
@@ -178,19 +217,33 @@ async def test_fault_soak(reliability_lab, tmp_path, aws_env, capsys):
         segment = choose_segment(rng, segment_index)
         segment_index += 1
         segments.append(segment.describe())
-        lab.configure(gateway=segment.gateway, cap=segment.cap, window=segment.lab_window, faults=segment.faults,
-                      seed=segment.seed)
+        lab.configure(
+            gateway=segment.gateway,
+            cap=segment.cap,
+            window=segment.lab_window,
+            faults=segment.faults,
+            seed=segment.seed,
+        )
         ps = providers[segment.provider]
         route = route_for(segment.provider, lab.url, context_window=segment.believed_window)
         settings = settings_for(route)
         if ps.session_id is None:
-            session = Session.create(store, route="t", provider=segment.provider, model=route.model,
-                                     workspace=str(workspace))
+            session = Session.create(
+                store, route="t", provider=segment.provider, model=route.model, workspace=str(workspace)
+            )
             ps.session_id = session.id
         else:
             session = Session.load(store, ps.session_id)  # resumed, as `--resume` would
-        engine = Engine(settings, session, route, make_provider(route, settings, FAKE_KEY), state=state,
-                        sleep=RecordedSleep(), workspace=workspace, rng=random.Random(segment.seed))
+        engine = Engine(
+            settings,
+            session,
+            route,
+            make_provider(route, settings, FAKE_KEY),
+            state=state,
+            sleep=RecordedSleep(),
+            workspace=workspace,
+            rng=random.Random(segment.seed),
+        )
         if state.learned_cap(route.endpoint_id) is not None:
             engine.reset_cap()  # a different gateway now: `/cap reset`, as a user would
         unsubscribe = session.bus.subscribe(events.append)
@@ -214,19 +267,28 @@ async def test_fault_soak(reliability_lab, tmp_path, aws_env, capsys):
                 else:
                     result = await engine.submit(prompt)
             except Exception:  # noqa: BLE001 - the engine must never raise for a turn: report it, go on
-                problems.append(f"turn {turn} ({segment.describe()}): {kind} raised\n{traceback.format_exc()}")
+                problems.append(
+                    f"turn {turn} ({segment.describe()}): {kind} raised\n{traceback.format_exc()}"
+                )
                 ps.last_outcome = "failed"
-            audit, fresh = audit_turn(session, list(events), prompt=prompt if kind not in ("retry",) else None,
-                                      committed_before=committed[segment.provider])
+            audit, fresh = audit_turn(
+                session,
+                list(events),
+                prompt=prompt if kind not in ("retry",) else None,
+                committed_before=committed[segment.provider],
+            )
             ps.keys = [e.key for e in store.archive_list(session.id, limit=50)]
             learned = state.learned_cap(route.endpoint_id)
             if cap_before is not None and (learned is None or learned.cap_bytes > cap_before):
-                problems.append(f"turn {turn} [{segment.provider}]: the learned cap grew or vanished "
-                                f"({cap_before} -> {learned.cap_bytes if learned else None}) without /cap reset")
+                problems.append(
+                    f"turn {turn} [{segment.provider}]: the learned cap grew or vanished "
+                    f"({cap_before} -> {learned.cap_bytes if learned else None}) without /cap reset"
+                )
             cap_before = learned.cap_bytes if learned else None
             tally.lost += audit.lost
-            problems += [f"turn {turn} [{segment.provider} {kind}] ({segment.describe()}): {p}"
-                         for p in audit.problems]
+            problems += [
+                f"turn {turn} [{segment.provider} {kind}] ({segment.describe()}): {p}" for p in audit.problems
+            ]
             if result is None:
                 continue
             tally.turns += 1
@@ -250,16 +312,22 @@ async def test_fault_soak(reliability_lab, tmp_path, aws_env, capsys):
                 if last is not None and last.role == "assistant" and last.meta.partial:
                     tally.partial_kept += 1
                 else:
-                    problems.append(f"turn {turn} [{segment.provider} {kind}]: partial outcome but no partial "
-                                    f"answer at the end of the master log")
+                    problems.append(
+                        f"turn {turn} [{segment.provider} {kind}]: partial outcome but no partial "
+                        f"answer at the end of the master log"
+                    )
             else:
-                problems.append(f"turn {turn} [{segment.provider} {kind}]: unexpected outcome {result.outcome}")
+                problems.append(
+                    f"turn {turn} [{segment.provider} {kind}]: unexpected outcome {result.outcome}"
+                )
         unsubscribe()
         await engine.close()
 
     for ps in (p for p in providers.values() if p.session_id):  # every receipt is one JSON object per line
         receipts = store.session_folder(ps.session_id) / "compaction.jsonl"
-        for number, line in enumerate(receipts.read_text(encoding="utf-8").splitlines() if receipts.exists() else []):
+        for number, line in enumerate(
+            receipts.read_text(encoding="utf-8").splitlines() if receipts.exists() else []
+        ):
             try:
                 assert isinstance(json.loads(line), dict)
             except (ValueError, AssertionError):
@@ -271,9 +339,11 @@ async def test_fault_soak(reliability_lab, tmp_path, aws_env, capsys):
             setattr(total, name, getattr(total, name) + getattr(t, name))
         total.failure_kinds.update(t.failure_kinds)
         total.commands.update(t.commands)
-    lines = [f"fault soak: {TURNS} turns, seed {SEED}, {len(segments)} segments",
-             f"{'provider':10} {'turns':>6} {'recovered':>10} {'clean':>6} {'failed+diag':>12} {'partial':>8} "
-             f"{'lost':>5}"]
+    lines = [
+        f"fault soak: {TURNS} turns, seed {SEED}, {len(segments)} segments",
+        f"{'provider':10} {'turns':>6} {'recovered':>10} {'clean':>6} {'failed+diag':>12} {'partial':>8} "
+        f"{'lost':>5}",
+    ]
     lines += [tallies[p].row(p) for p in PROVIDERS] + [total.row("total")]
     lines.append(f"failures met: {dict(total.failure_kinds.most_common())}")
     lines.append(f"user actions: {dict(total.commands.most_common())}")
@@ -284,11 +354,32 @@ async def test_fault_soak(reliability_lab, tmp_path, aws_env, capsys):
         for problem in problems[:15]:
             print("  ✖ " + problem.replace("\n", "\n    "))
     if REPORT_PATH:
-        Path(REPORT_PATH).write_text(json.dumps({
-            "turns": TURNS, "seed": SEED, "segments": segments, "problems": problems,
-            "providers": {p: {k: getattr(t, k) for k in ("turns", "recovered", "clean", "failed_with_diagnosis",
-                                                         "partial_kept", "lost")} for p, t in tallies.items()}},
-            indent=1), encoding="utf-8")
+        Path(REPORT_PATH).write_text(
+            json.dumps(
+                {
+                    "turns": TURNS,
+                    "seed": SEED,
+                    "segments": segments,
+                    "problems": problems,
+                    "providers": {
+                        p: {
+                            k: getattr(t, k)
+                            for k in (
+                                "turns",
+                                "recovered",
+                                "clean",
+                                "failed_with_diagnosis",
+                                "partial_kept",
+                                "lost",
+                            )
+                        }
+                        for p, t in tallies.items()
+                    },
+                },
+                indent=1,
+            ),
+            encoding="utf-8",
+        )
 
     assert total.lost == 0, report
     assert not problems, report + "\n" + "\n".join(problems[:30])
@@ -302,6 +393,7 @@ async def test_fault_soak(reliability_lab, tmp_path, aws_env, capsys):
 
 # -- the auditor is not blind: each broken promise, staged by hand, is reported -----------------------
 
+
 def _staged_session() -> Session:
     from app.model.messages import Message
 
@@ -313,18 +405,31 @@ def _staged_session() -> Session:
 def _request(request_id: str, kind: str | None = None, text: str = "") -> list[Event]:
     from app.model.events import RequestFinished, RequestStarted, TextDelta
 
-    events: list[Event] = [RequestStarted(request_id=request_id, route="t", purpose="chat", predicted_bytes=10)]
+    events: list[Event] = [
+        RequestStarted(request_id=request_id, route="t", purpose="chat", predicted_bytes=10)
+    ]
     if text:
         events.append(TextDelta(text))
-    events.append(RequestFinished(request_id=request_id, route="t", purpose="chat", predicted_bytes=10, bytes=10,
-                                  status=200 if kind is None else 500, latency_ms=1.0, kind=kind))
+    events.append(
+        RequestFinished(
+            request_id=request_id,
+            route="t",
+            purpose="chat",
+            predicted_bytes=10,
+            bytes=10,
+            status=200 if kind is None else 500,
+            latency_ms=1.0,
+            kind=kind,
+        )
+    )
     return events
 
 
 def test_the_auditor_reports_an_answer_received_but_not_stored():
     session = _staged_session()
-    audit, _ = audit_turn(session, _request("r1", text="an answer nobody kept"), prompt=None,
-                          committed_before=set())
+    audit, _ = audit_turn(
+        session, _request("r1", text="an answer nobody kept"), prompt=None, committed_before=set()
+    )
     assert audit.lost == 1 and "answers received" in audit.problems[0]
 
 
@@ -332,8 +437,11 @@ def test_the_auditor_reports_a_retry_after_visible_output():
     from app.model.events import TurnStarted
 
     session = _staged_session()
-    events = [TurnStarted(turn=1, prompt="hello"), *_request("r1", "connection_drop", "half an ans"),
-              *_request("r2")]
+    events = [
+        TurnStarted(turn=1, prompt="hello"),
+        *_request("r1", "connection_drop", "half an ans"),
+        *_request("r2"),
+    ]
     audit, _ = audit_turn(session, events, prompt=None, committed_before=set())
     assert any("started after r1 failed with visible output" in p for p in audit.problems)
 

@@ -46,8 +46,10 @@ UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 def assert_terminal_safe(data: bytes | str, where: str) -> str:
     text = data.decode("utf-8") if isinstance(data, bytes) else data
     found = UNSAFE.search(text)
-    assert found is None, (f"{where} holds {found.group()!r} at {found.start()}: "
-                           f"…{text[max(0, found.start() - 60):found.start() + 60]!r}…")
+    assert found is None, (
+        f"{where} holds {found.group()!r} at {found.start()}: "
+        f"…{text[max(0, found.start() - 60) : found.start() + 60]!r}…"
+    )
     return text
 
 
@@ -66,16 +68,25 @@ def echo_escaped(text: str) -> str:
 
 # The pasted first line becomes the session's title; then a streamed answer carrying the sample, a file
 # whose content and one whose name carry it, a listing, and a shell call the hook blocks with it.
-PROMPT = "\n".join([
-    f"pasted {SAMPLE}{MARKUP}",
-    f"!echo {echo_escaped(SAMPLE + MARKUP)}",
-    "!read evil.txt",
-    f"!read {EVIL_NAME}",
-    "!ls .",
-    "!shell true",
-])
-ERROR_BODY = json.dumps({"error": {"message": f"bad request {SAMPLE}{MARKUP}", "type": "invalid_request_error",
-                                   "code": "invalid_value"}})
+PROMPT = "\n".join(
+    [
+        f"pasted {SAMPLE}{MARKUP}",
+        f"!echo {echo_escaped(SAMPLE + MARKUP)}",
+        "!read evil.txt",
+        f"!read {EVIL_NAME}",
+        "!ls .",
+        "!shell true",
+    ]
+)
+ERROR_BODY = json.dumps(
+    {
+        "error": {
+            "message": f"bad request {SAMPLE}{MARKUP}",
+            "type": "invalid_request_error",
+            "code": "invalid_value",
+        }
+    }
+)
 
 
 @pytest.fixture
@@ -95,10 +106,14 @@ def hooks(tmp_path: Path) -> tuple[HookSpec, ...]:
     specs = []
     for name, event, code in (("guard.py", "PreToolUse", 2), ("broken.py", "UserPromptSubmit", 1)):
         path = folder / name
-        path.write_text(f"#!{sys.executable}\nimport sys\nsys.stdin.read()\n"
-                        f"sys.stderr.write({SAMPLE + MARKUP!r})\nsys.exit({code})\n")
+        path.write_text(
+            f"#!{sys.executable}\nimport sys\nsys.stdin.read()\n"
+            f"sys.stderr.write({SAMPLE + MARKUP!r})\nsys.exit({code})\n"
+        )
         path.chmod(0o755)
-        specs.append(HookSpec(event=event, command=str(path), matcher="shell" if event == "PreToolUse" else ""))
+        specs.append(
+            HookSpec(event=event, command=str(path), matcher="shell" if event == "PreToolUse" else "")
+        )
     return tuple(specs)
 
 
@@ -116,11 +131,21 @@ def server():
 def config_file(tmp_path: Path, hooks: tuple[HookSpec, ...], server: ScriptedServer | None = None) -> Path:
     lines = []
     if server is not None:
-        lines += ['default_route = "bad"', "[routes.bad]", 'provider = "openai"', 'model = "gpt-4o"',
-                  f'base_url = "{server.url}/v1"', ""]
+        lines += [
+            'default_route = "bad"',
+            "[routes.bad]",
+            'provider = "openai"',
+            'model = "gpt-4o"',
+            f'base_url = "{server.url}/v1"',
+            "",
+        ]
     for spec in hooks:
-        lines += [f"[[hooks.{spec.event}]]", f"matcher = {json.dumps(spec.matcher)}",
-                  f"command = {json.dumps(spec.command)}", ""]
+        lines += [
+            f"[[hooks.{spec.event}]]",
+            f"matcher = {json.dumps(spec.matcher)}",
+            f"command = {json.dumps(spec.command)}",
+            "",
+        ]
     path = tmp_path / "escapes.toml"
     path.write_text("\n".join(lines))
     return path
@@ -157,12 +182,17 @@ def test_oneshot_show_and_export_write_no_escape(tmp_path: Path, workspace: Path
 
     as_json = run_bulkhead(["sessions", "export", session_id, "--format", "json"])
     assert_terminal_safe(as_json.stdout, "sessions export --format json")
-    assert json.loads(as_json.out)["title"].startswith(f"pasted {SAMPLE}")  # JSON escapes; parsed, it is exact
+    assert json.loads(as_json.out)["title"].startswith(
+        f"pasted {SAMPLE}"
+    )  # JSON escapes; parsed, it is exact
 
 
 def test_oneshot_error_body_writes_no_escape(tmp_path: Path, workspace: Path, server: ScriptedServer) -> None:
-    env = {"BULKHEAD_CONFIG": str(config_file(tmp_path, (), server)), "OPENAI_API_KEY": "sk-FAKE-test",
-           "BULKHEAD_RETRY_MAX_ATTEMPTS": "0"}
+    env = {
+        "BULKHEAD_CONFIG": str(config_file(tmp_path, (), server)),
+        "OPENAI_API_KEY": "sk-FAKE-test",
+        "BULKHEAD_RETRY_MAX_ATTEMPTS": "0",
+    }
     run = run_bulkhead(["-p", "hello", "--workspace", str(workspace)], env=env)
 
     assert run.returncode == 1
@@ -184,14 +214,18 @@ def rendered_text(app) -> str:
     return "".join(parts)
 
 
-async def test_tui_renders_no_escape(tmp_path: Path, workspace: Path, hooks, server: ScriptedServer,
-                                     monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_tui_renders_no_escape(
+    tmp_path: Path, workspace: Path, hooks, server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-FAKE-test")
     with start_embedded_lab() as lab:
-        routes = {"lab": Route(name="lab", provider="lab", model="lab-1", base_url=lab.url),
-                  "bad": Route(name="bad", provider="openai", model="gpt-4o", base_url=f"{server.url}/v1")}
-        settings = load_settings().with_overrides(routes=routes, default_route="lab", hooks=hooks,
-                                                  retry_max_attempts=0, workspace=str(workspace))
+        routes = {
+            "lab": Route(name="lab", provider="lab", model="lab-1", base_url=lab.url),
+            "bad": Route(name="bad", provider="openai", model="gpt-4o", base_url=f"{server.url}/v1"),
+        }
+        settings = load_settings().with_overrides(
+            routes=routes, default_route="lab", hooks=hooks, retry_max_attempts=0, workspace=str(workspace)
+        )
         app = BulkheadApp(settings, workspace=workspace, keymap={}, cursor_blink=False)
         async with app.run_test(size=(200, 60), notifications=True) as pilot:
             await ready(pilot)
@@ -222,7 +256,9 @@ async def test_tui_renders_no_escape(tmp_path: Path, workspace: Path, hooks, ser
                 inspector.show_panel(name)
                 await pilot.pause()
                 if name == "archive":
-                    await until(pilot, lambda: inspector.archive.preview_key == entry.key, "the archive preview")
+                    await until(
+                        pilot, lambda: inspector.archive.preview_key == entry.key, "the archive preview"
+                    )
                 seen.append(assert_terminal_safe(rendered_text(app), f"the {name} panel"))
             assert_terminal_safe(app.export_screenshot(), "a screenshot")
 
@@ -233,7 +269,12 @@ async def test_tui_renders_no_escape(tmp_path: Path, workspace: Path, hooks, ser
             await pilot.press("escape")
 
         flat = re.sub(r"[\s▌]", "", "".join(seen))  # as read, whatever the wrapping
-        for what in ("pasted", "archived", "badrequest", "name"):  # prompt/title, archive, error body, file name
+        for what in (
+            "pasted",
+            "archived",
+            "badrequest",
+            "name",
+        ):  # prompt/title, archive, error body, file name
             assert f"{what}{SHOWN}" in flat, what
         assert flat.count(SHOWN) >= 8  # answer, tool output, hook stderr, toast, panels…
         assert "[b]loud[/b][@click=app.quit]quit[/]" in flat  # markup shown as text, never parsed

@@ -15,8 +15,10 @@ READS = {
     "grep": {"pattern": "foo"},
     "recall": {"keys": "0123456789abcdef"},
 }
-EDITS = {"write_file": {"path": "a.txt", "content": "x"},
-         "edit_file": {"path": "a.txt", "old_string": "x", "new_string": "y"}}
+EDITS = {
+    "write_file": {"path": "a.txt", "content": "x"},
+    "edit_file": {"path": "a.txt", "old_string": "x", "new_string": "y"},
+}
 SHELL = {"shell": {"command": "make test"}}
 ALL = {**READS, **EDITS, **SHELL}
 
@@ -46,27 +48,36 @@ def test_each_mode(ws: Path, mode: str, name: str) -> None:
 
 
 def test_reasons_are_readable(ws: Path) -> None:
-    assert needs_approval("shell", SHELL["shell"], "auto-read", ws) == \
-        (True, "shell runs a shell command (approval mode auto-read)")
-    assert needs_approval("write_file", EDITS["write_file"], "auto-read", ws) == \
-        (True, "write_file changes files (approval mode auto-read)")
-    assert needs_approval("read_file", READS["read_file"], "auto-read", ws) == \
-        (False, "read-only tool (approval mode auto-read)")
+    assert needs_approval("shell", SHELL["shell"], "auto-read", ws) == (
+        True,
+        "shell runs a shell command (approval mode auto-read)",
+    )
+    assert needs_approval("write_file", EDITS["write_file"], "auto-read", ws) == (
+        True,
+        "write_file changes files (approval mode auto-read)",
+    )
+    assert needs_approval("read_file", READS["read_file"], "auto-read", ws) == (
+        False,
+        "read-only tool (approval mode auto-read)",
+    )
 
 
 @pytest.mark.parametrize("mode", list(RUNS_WITHOUT_ASKING))
-@pytest.mark.parametrize("name, args", [
-    ("read_file", {"path": "/etc/hostname"}),
-    ("read_file", {"path": "../outside.txt"}),
-    ("read_file", {"path": "sub/../../outside.txt"}),
-    ("list_dir", {"path": ".."}),
-    ("glob", {"pattern": "../*"}),
-    ("glob", {"pattern": "*", "path": "/"}),
-    ("glob", {"pattern": "*/../../*"}),
-    ("grep", {"pattern": "x", "path": "/tmp"}),
-    ("write_file", {"path": "../evil.sh", "content": "x"}),
-    ("edit_file", {"path": "/etc/hosts", "old_string": "a", "new_string": "b"}),
-])
+@pytest.mark.parametrize(
+    "name, args",
+    [
+        ("read_file", {"path": "/etc/hostname"}),
+        ("read_file", {"path": "../outside.txt"}),
+        ("read_file", {"path": "sub/../../outside.txt"}),
+        ("list_dir", {"path": ".."}),
+        ("glob", {"pattern": "../*"}),
+        ("glob", {"pattern": "*", "path": "/"}),
+        ("glob", {"pattern": "*/../../*"}),
+        ("grep", {"pattern": "x", "path": "/tmp"}),
+        ("write_file", {"path": "../evil.sh", "content": "x"}),
+        ("edit_file", {"path": "/etc/hosts", "old_string": "a", "new_string": "b"}),
+    ],
+)
 def test_paths_outside_the_workspace_always_ask(ws: Path, mode: str, name: str, args: dict) -> None:
     ask, reason = needs_approval(name, args, mode, ws)
     assert ask and "outside the workspace" in reason
@@ -96,7 +107,9 @@ def test_dotdot_that_stays_inside_does_not_ask(ws: Path) -> None:
     (ws / "sub").mkdir()
     assert needs_approval("read_file", {"path": "sub/../a.txt"}, "auto-read", ws)[0] is False
     assert needs_approval("read_file", {"path": str(ws / "a.txt")}, "auto-read", ws)[0] is False
-    assert needs_approval("write_file", {"path": "new/dir/file.py", "content": ""}, "auto-edit", ws)[0] is False
+    assert (
+        needs_approval("write_file", {"path": "new/dir/file.py", "content": ""}, "auto-edit", ws)[0] is False
+    )
 
 
 def test_a_workspace_reached_through_a_symlink(ws: Path, tmp_path: Path) -> None:
@@ -110,11 +123,19 @@ def test_spill_folder_reads_are_allowed_but_writes_ask(ws: Path, tmp_path: Path)
     spill = tmp_path / "session" / "spill"
     spill.mkdir(parents=True)
     target = str(spill / "read_file-abc.txt")
-    assert needs_approval("read_file", {"path": target}, "auto-read", ws, extra_read_roots=[spill])[0] is False
-    assert needs_approval("grep", {"pattern": "x", "path": target}, "auto-read", ws, extra_read_roots=[spill])[0] \
+    assert (
+        needs_approval("read_file", {"path": target}, "auto-read", ws, extra_read_roots=[spill])[0] is False
+    )
+    assert (
+        needs_approval("grep", {"pattern": "x", "path": target}, "auto-read", ws, extra_read_roots=[spill])[0]
         is False
-    assert needs_approval("write_file", {"path": target, "content": ""}, "never-ask", ws,
-                          extra_read_roots=[spill])[0] is True
+    )
+    assert (
+        needs_approval(
+            "write_file", {"path": target, "content": ""}, "never-ask", ws, extra_read_roots=[spill]
+        )[0]
+        is True
+    )
     assert needs_approval("read_file", {"path": target}, "auto-read", ws)[0] is True
 
 
@@ -125,8 +146,10 @@ def test_unknown_tool_and_unknown_mode_ask(ws: Path) -> None:
 
 
 def test_bad_arguments_do_not_crash_approval(ws: Path) -> None:
-    assert needs_approval("read_file", {"path": 42}, "auto-read", ws) == \
-        (False, "read-only tool (approval mode auto-read)")
+    assert needs_approval("read_file", {"path": 42}, "auto-read", ws) == (
+        False,
+        "read-only tool (approval mode auto-read)",
+    )
     assert target_paths("read_file", {}, ws) == []
 
 
@@ -142,6 +165,8 @@ def test_denied_outcomes_are_clear_tool_errors() -> None:
 
 def test_describe_call(ws: Path) -> None:
     assert describe_call("shell", {"command": "make\ntest"}, ws) == "shell: make ⏎ test"
-    assert describe_call("write_file", {"path": "a.py", "content": "1\n2\n"}, ws) == "write_file a.py (2 lines)"
+    assert (
+        describe_call("write_file", {"path": "a.py", "content": "1\n2\n"}, ws) == "write_file a.py (2 lines)"
+    )
     assert describe_call("read_file", {"path": "a.py"}, ws) == "read_file path='a.py'"
     assert len(describe_call("shell", {"command": "x" * 1000}, ws)) == 200

@@ -29,7 +29,16 @@ def ctx(ws: Path, tmp_path: Path) -> ToolContext:
 # -- specs and arguments ---------------------------------------------------------------------------
 def test_every_spec_is_a_valid_json_schema_with_a_description() -> None:
     assert [spec.name for spec in TOOL_SPECS] == list(TOOLS)
-    assert set(TOOLS) == {"read_file", "list_dir", "glob", "grep", "shell", "write_file", "edit_file", "recall"}
+    assert set(TOOLS) == {
+        "read_file",
+        "list_dir",
+        "glob",
+        "grep",
+        "shell",
+        "write_file",
+        "edit_file",
+        "recall",
+    }
     for spec in TOOL_SPECS:
         jsonschema.Draft202012Validator.check_schema(dict(spec.input_schema))
         assert spec.description and spec.input_schema["type"] == "object"
@@ -58,7 +67,9 @@ async def test_numbers_sent_as_strings_are_accepted(ctx: ToolContext, ws: Path) 
     assert outcome.content.splitlines()[0] == "     2\ttwo"
 
 
-async def test_a_bug_in_a_tool_becomes_an_error_outcome(ctx: ToolContext, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_bug_in_a_tool_becomes_an_error_outcome(
+    ctx: ToolContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def broken(args: dict, ctx: ToolContext) -> None:
         raise RuntimeError("boom")
 
@@ -72,8 +83,9 @@ async def test_read_file_numbers_lines_and_notes_the_total(ctx: ToolContext, ws:
     (ws / "a.py").write_text("import os\n\nprint(os.sep)\n")
     outcome = await run_tool("read_file", {"path": "a.py"}, ctx)
     assert not outcome.is_error
-    assert outcome.content == ("     1\timport os\n     2\t\n     3\tprint(os.sep)\n"
-                               "[3 lines, the whole file (25 B)]")
+    assert outcome.content == (
+        "     1\timport os\n     2\t\n     3\tprint(os.sep)\n[3 lines, the whole file (25 B)]"
+    )
 
 
 async def test_read_file_range_says_how_to_read_further(ctx: ToolContext, ws: Path) -> None:
@@ -121,7 +133,9 @@ async def test_read_file_undecodable_bytes_without_nul_are_binary(ctx: ToolConte
     assert outcome.is_error and "binary file" in outcome.content and "5,120 bytes" in outcome.content
 
 
-async def test_read_file_invalid_utf8_is_decoded_with_replacement_and_said(ctx: ToolContext, ws: Path) -> None:
+async def test_read_file_invalid_utf8_is_decoded_with_replacement_and_said(
+    ctx: ToolContext, ws: Path
+) -> None:
     (ws / "latin1.txt").write_bytes("café\nnaïve\nplain\n".encode("latin-1"))
     outcome = await run_tool("read_file", {"path": "latin1.txt"}, ctx)
     assert not outcome.is_error
@@ -178,8 +192,9 @@ async def test_read_file_crlf_is_noted(ctx: ToolContext, ws: Path) -> None:
     assert outcome.content.startswith("     1\ta\n     2\tb\n") and "CRLF" in outcome.content
 
 
-async def test_relative_paths_resolve_against_the_workspace(ctx: ToolContext, ws: Path, tmp_path: Path,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_relative_paths_resolve_against_the_workspace(
+    ctx: ToolContext, ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (elsewhere / "a.txt").write_text("wrong\n")
@@ -189,7 +204,9 @@ async def test_relative_paths_resolve_against_the_workspace(ctx: ToolContext, ws
     assert "right" in outcome.content
 
 
-async def test_tilde_expands_to_home(ctx: ToolContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_tilde_expands_to_home(
+    ctx: ToolContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     home = tmp_path / "home-dir"
     home.mkdir()
     (home / "notes.txt").write_text("from home\n")
@@ -220,7 +237,9 @@ async def test_list_dir_shows_symlinks_and_subfolders(ctx: ToolContext, ws: Path
     assert f"link/ -> {ws / 'pkg'}" in top.content
 
 
-async def test_list_dir_caps_entries_with_a_note(ctx: ToolContext, ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_list_dir_caps_entries_with_a_note(
+    ctx: ToolContext, ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(files, "LIST_MAX_ENTRIES", 5)
     for n in range(12):
         (ws / f"f{n:02}.txt").write_text("")
@@ -264,7 +283,9 @@ async def test_glob_under_a_path_and_absolute_patterns(ctx: ToolContext, ws: Pat
     assert absolute.content == "pkg/c.txt"
 
 
-async def test_glob_caps_results_with_a_note(ctx: ToolContext, ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_glob_caps_results_with_a_note(
+    ctx: ToolContext, ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(files, "GLOB_MAX_RESULTS", 3)
     for n in range(10):
         _touch(ws / f"f{n}.txt", 1_000 + n)
@@ -301,7 +322,8 @@ async def test_write_file_overwrite_returns_a_unified_diff(ctx: ToolContext, ws:
     outcome = await run_tool("write_file", {"path": "mod.py", "content": "a = 1\nb = 20\nc = 3\n"}, ctx)
     assert outcome.content == (
         "Updated mod.py (+1 −1 lines)\n"
-        "--- a/mod.py\n+++ b/mod.py\n@@ -1,3 +1,3 @@\n a = 1\n-b = 2\n+b = 20\n c = 3\n")
+        "--- a/mod.py\n+++ b/mod.py\n@@ -1,3 +1,3 @@\n a = 1\n-b = 2\n+b = 20\n c = 3\n"
+    )
     same = await run_tool("write_file", {"path": "mod.py", "content": "a = 1\nb = 20\nc = 3\n"}, ctx)
     assert same.content.startswith("No changes")
 
@@ -321,25 +343,31 @@ async def test_write_file_onto_a_directory_is_an_error(ctx: ToolContext, ws: Pat
 # -- edit_file -------------------------------------------------------------------------------------
 async def test_edit_file_replaces_a_unique_string_with_a_diff(ctx: ToolContext, ws: Path) -> None:
     (ws / "app.py").write_text("def f():\n    return 1\n\ndef g():\n    return 2\n")
-    outcome = await run_tool("edit_file", {"path": "app.py", "old_string": "return 2",
-                                           "new_string": "return 3"}, ctx)
+    outcome = await run_tool(
+        "edit_file", {"path": "app.py", "old_string": "return 2", "new_string": "return 3"}, ctx
+    )
     assert not outcome.is_error
-    assert outcome.content.startswith("Edited app.py: 1 replacement (+1 −1 lines)\n--- a/app.py\n+++ b/app.py\n")
+    assert outcome.content.startswith(
+        "Edited app.py: 1 replacement (+1 −1 lines)\n--- a/app.py\n+++ b/app.py\n"
+    )
     assert "-    return 2\n+    return 3\n" in outcome.content
     assert (ws / "app.py").read_text() == "def f():\n    return 1\n\ndef g():\n    return 3\n"
 
 
 async def test_edit_file_absent_string_fails_clearly_and_changes_nothing(ctx: ToolContext, ws: Path) -> None:
     (ws / "app.py").write_text("x = 1\n")
-    outcome = await run_tool("edit_file", {"path": "app.py", "old_string": "y = 1", "new_string": "y = 2"}, ctx)
+    outcome = await run_tool(
+        "edit_file", {"path": "app.py", "old_string": "y = 1", "new_string": "y = 2"}, ctx
+    )
     assert outcome.is_error and "old_string was not found in app.py" in outcome.content
     assert (ws / "app.py").read_text() == "x = 1\n"
 
 
 async def test_edit_file_whitespace_hint(ctx: ToolContext, ws: Path) -> None:
     (ws / "app.py").write_text("a\n    value = 1\n")
-    outcome = await run_tool("edit_file", {"path": "app.py", "old_string": "value = 1\n\n",
-                                           "new_string": "value = 2"}, ctx)
+    outcome = await run_tool(
+        "edit_file", {"path": "app.py", "old_string": "value = 1\n\n", "new_string": "value = 2"}, ctx
+    )
     assert outcome.is_error and "at line 2" in outcome.content
 
 
@@ -347,14 +375,17 @@ async def test_edit_file_ambiguous_string_says_how_many_times(ctx: ToolContext, 
     (ws / "app.py").write_text("x = 1\ny = 1\nz = 1\n")
     outcome = await run_tool("edit_file", {"path": "app.py", "old_string": "= 1", "new_string": "= 2"}, ctx)
     assert outcome.is_error
-    assert "appears 3 times in app.py (at lines 1, 2, 3)" in outcome.content and "replace_all" in outcome.content
+    assert (
+        "appears 3 times in app.py (at lines 1, 2, 3)" in outcome.content and "replace_all" in outcome.content
+    )
     assert (ws / "app.py").read_text() == "x = 1\ny = 1\nz = 1\n"
 
 
 async def test_edit_file_replace_all(ctx: ToolContext, ws: Path) -> None:
     (ws / "app.py").write_text("x = 1\ny = 1\n")
-    outcome = await run_tool("edit_file", {"path": "app.py", "old_string": "= 1", "new_string": "= 2",
-                                           "replace_all": True}, ctx)
+    outcome = await run_tool(
+        "edit_file", {"path": "app.py", "old_string": "= 1", "new_string": "= 2", "replace_all": True}, ctx
+    )
     assert not outcome.is_error and "2 replacements (+2 −2 lines)" in outcome.content
     assert (ws / "app.py").read_text() == "x = 2\ny = 2\n"
 
@@ -375,15 +406,17 @@ async def test_edit_file_errors(ctx: ToolContext, ws: Path) -> None:
 
 async def test_edit_file_adapts_to_crlf_files(ctx: ToolContext, ws: Path) -> None:
     (ws / "dos.txt").write_bytes(b"one\r\ntwo\r\nthree\r\n")
-    outcome = await run_tool("edit_file", {"path": "dos.txt", "old_string": "one\ntwo",
-                                           "new_string": "one\n2"}, ctx)
+    outcome = await run_tool(
+        "edit_file", {"path": "dos.txt", "old_string": "one\ntwo", "new_string": "one\n2"}, ctx
+    )
     assert not outcome.is_error
     assert (ws / "dos.txt").read_bytes() == b"one\r\n2\r\nthree\r\n"
 
 
 # -- glob stays in the workspace (issue 14, item 9) ---------------------------------------------------------
-async def test_glob_does_not_walk_through_a_symlinked_folder_out_of_the_workspace(ctx: ToolContext, ws: Path,
-                                                                                  tmp_path: Path) -> None:
+async def test_glob_does_not_walk_through_a_symlinked_folder_out_of_the_workspace(
+    ctx: ToolContext, ws: Path, tmp_path: Path
+) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "secret.txt").write_text("not yours")
@@ -396,14 +429,17 @@ async def test_glob_does_not_walk_through_a_symlinked_folder_out_of_the_workspac
 
     assert "secret.txt" not in outcome.content
     assert "src/main.py" in outcome.content and "inner/main.py" in outcome.content
-    assert f"1 matches behind symlinked folders that lead outside the workspace are not listed (escape/ -> {outside})" \
+    assert (
+        f"1 matches behind symlinked folders that lead outside the workspace are not listed (escape/ -> {outside})"
         in outcome.content
+    )
     everything = await run_tool("glob", {"pattern": "**/*.txt"}, ctx)
     assert "secret.txt" not in everything.content
 
 
-async def test_glob_of_the_linked_folder_itself_lists_it_once_approved(ctx: ToolContext, ws: Path,
-                                                                       tmp_path: Path) -> None:
+async def test_glob_of_the_linked_folder_itself_lists_it_once_approved(
+    ctx: ToolContext, ws: Path, tmp_path: Path
+) -> None:
     from app.tools.approval import needs_approval
 
     outside = tmp_path / "outside"

@@ -19,8 +19,9 @@ MISSING = "0123456789abcdef"
 @pytest.fixture
 def ctx(tmp_path: Path) -> ToolContext:
     store = {K1: FIRST, K2: SECOND}
-    return ToolContext(workspace=tmp_path, session_folder=tmp_path / "s", result_max_chars=10,
-                       recall=store.get)
+    return ToolContext(
+        workspace=tmp_path, session_folder=tmp_path / "s", result_max_chars=10, recall=store.get
+    )
 
 
 async def test_one_key_returns_the_content_alone_byte_for_byte(ctx: ToolContext) -> None:
@@ -30,8 +31,17 @@ async def test_one_key_returns_the_content_alone_byte_for_byte(ctx: ToolContext)
     assert outcome.spill_path is None
 
 
-@pytest.mark.parametrize("spelling", [f"ccr:{K1}", f"<ccr:{K1}>", f"CCR:{K1.upper()}", f"@recall {K1}",
-                                      f"please restore {K1} thanks", [f"<<ccr:{K1}>>"]])
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        f"ccr:{K1}",
+        f"<ccr:{K1}>",
+        f"CCR:{K1.upper()}",
+        f"@recall {K1}",
+        f"please restore {K1} thanks",
+        [f"<<ccr:{K1}>>"],
+    ],
+)
 async def test_keys_are_parsed_leniently(ctx: ToolContext, spelling: str | list[str]) -> None:
     outcome = await run_tool("recall", {"keys": spelling}, ctx)
     assert outcome.content == FIRST
@@ -40,9 +50,13 @@ async def test_keys_are_parsed_leniently(ctx: ToolContext, spelling: str | list[
 async def test_several_keys_give_one_section_each(ctx: ToolContext) -> None:
     outcome = await run_tool("recall", {"keys": [K1, f"<<ccr:{K2}>>"]}, ctx)
     assert not outcome.is_error and outcome.preserve_verbatim
-    assert outcome.content == (f"=== ccr:{K1} ({len(FIRST):,} chars) ===\n{FIRST}\n\n"
-                               f"=== ccr:{K2} ({len(SECOND):,} chars) ===\n{SECOND}")
-    assert "<<ccr:" not in outcome.content.replace(FIRST, "").replace(SECOND, "")  # no marker pointing nowhere
+    assert outcome.content == (
+        f"=== ccr:{K1} ({len(FIRST):,} chars) ===\n{FIRST}\n\n"
+        f"=== ccr:{K2} ({len(SECOND):,} chars) ===\n{SECOND}"
+    )
+    assert "<<ccr:" not in outcome.content.replace(FIRST, "").replace(
+        SECOND, ""
+    )  # no marker pointing nowhere
     same = await run_tool("recall", {"keys": f"{K1} {K2}"}, ctx)
     assert same.content == outcome.content
 
@@ -50,8 +64,9 @@ async def test_several_keys_give_one_section_each(ctx: ToolContext) -> None:
 async def test_a_missing_key_among_several_is_said_in_its_section(ctx: ToolContext) -> None:
     outcome = await run_tool("recall", {"keys": [K1, MISSING]}, ctx)
     assert not outcome.is_error
-    assert outcome.content == (f"=== ccr:{K1} ({len(FIRST):,} chars) ===\n{FIRST}\n\n"
-                               f"=== ccr:{MISSING}: not found in the archive ===")
+    assert outcome.content == (
+        f"=== ccr:{K1} ({len(FIRST):,} chars) ===\n{FIRST}\n\n=== ccr:{MISSING}: not found in the archive ==="
+    )
 
 
 async def test_all_keys_missing_is_an_error(ctx: ToolContext) -> None:

@@ -56,14 +56,16 @@ async def _grep_both(ctx: ToolContext, monkeypatch: pytest.MonkeyPatch, **args: 
     return with_rg.content, fallback.content
 
 
-EXPECTED_FOO = "\n".join([
-    "a/b.py:2:foo = 1",
-    "a/b.py:3:bar = foo",
-    "a-b.py:1:foo",
-    "a.py:1:xfoo",
-    "notes.md:1:# foo",
-    "notes.md:2:" + "y" * 500 + " … [line cut: 903 chars]",
-])
+EXPECTED_FOO = "\n".join(
+    [
+        "a/b.py:2:foo = 1",
+        "a/b.py:3:bar = foo",
+        "a-b.py:1:foo",
+        "a.py:1:xfoo",
+        "notes.md:1:# foo",
+        "notes.md:2:" + "y" * 500 + " … [line cut: 903 chars]",
+    ]
+)
 
 
 async def test_grep_output_shape(ctx: ToolContext, backend: str) -> None:
@@ -73,24 +75,29 @@ async def test_grep_output_shape(ctx: ToolContext, backend: str) -> None:
 
 
 @needs_rg
-@pytest.mark.parametrize("args", [
-    {"pattern": "foo"},
-    {"pattern": "foo", "glob": "*.py"},
-    {"pattern": "foo", "glob": "!*.py"},
-    {"pattern": "fo+", "path": "a"},
-    {"pattern": "^bar", "path": "a/b.py"},
-    {"pattern": "(?i)IMPORT"},
-    {"pattern": "no such text"},
-])
-async def test_ripgrep_and_fallback_give_identical_output(ctx: ToolContext, monkeypatch: pytest.MonkeyPatch,
-                                                          args: dict[str, str]) -> None:
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"pattern": "foo"},
+        {"pattern": "foo", "glob": "*.py"},
+        {"pattern": "foo", "glob": "!*.py"},
+        {"pattern": "fo+", "path": "a"},
+        {"pattern": "^bar", "path": "a/b.py"},
+        {"pattern": "(?i)IMPORT"},
+        {"pattern": "no such text"},
+    ],
+)
+async def test_ripgrep_and_fallback_give_identical_output(
+    ctx: ToolContext, monkeypatch: pytest.MonkeyPatch, args: dict[str, str]
+) -> None:
     with_rg, fallback = await _grep_both(ctx, monkeypatch, **args)
     assert with_rg == fallback
 
 
 @needs_rg
-async def test_identical_output_outside_the_workspace(ctx: ToolContext, tmp_path: Path,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_identical_output_outside_the_workspace(
+    ctx: ToolContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     other = tmp_path / "other"
     other.mkdir()
     (other / "z.txt").write_text("needle\n")
@@ -100,7 +107,12 @@ async def test_identical_output_outside_the_workspace(ctx: ToolContext, tmp_path
 
 async def test_grep_glob_and_path(ctx: ToolContext, backend: str) -> None:
     only_py = await run_tool("grep", {"pattern": "foo", "glob": "*.py"}, ctx)
-    assert [line.split(":")[0] for line in only_py.content.splitlines()] == ["a/b.py", "a/b.py", "a-b.py", "a.py"]
+    assert [line.split(":")[0] for line in only_py.content.splitlines()] == [
+        "a/b.py",
+        "a/b.py",
+        "a-b.py",
+        "a.py",
+    ]
     one_file = await run_tool("grep", {"pattern": "foo", "path": "a/b.py"}, ctx)
     assert one_file.content == "a/b.py:2:foo = 1\na/b.py:3:bar = foo"
 
@@ -126,18 +138,22 @@ async def test_grep_missing_path(ctx: ToolContext, backend: str) -> None:
     assert outcome.is_error and "path not found: nope" in outcome.content
 
 
-async def test_grep_caps_lines_with_a_note(ctx: ToolContext, ws: Path, backend: str,
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_grep_caps_lines_with_a_note(
+    ctx: ToolContext, ws: Path, backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(search, "MAX_MATCH_LINES", 3)
     (ws / "many.txt").write_text("hit\n" * 20)
     outcome = await run_tool("grep", {"pattern": "hit", "path": "many.txt"}, ctx)
     lines = outcome.content.splitlines()
     assert lines[:3] == ["many.txt:1:hit", "many.txt:2:hit", "many.txt:3:hit"]
-    assert lines[3] == "[… showing the first 3 of 20 matching lines; narrow the pattern, the path or the glob]"
+    assert (
+        lines[3] == "[… showing the first 3 of 20 matching lines; narrow the pattern, the path or the glob]"
+    )
 
 
-async def test_grep_stops_counting_at_the_limit(ctx: ToolContext, ws: Path, backend: str,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_grep_stops_counting_at_the_limit(
+    ctx: ToolContext, ws: Path, backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(search, "MAX_MATCH_LINES", 2)
     monkeypatch.setattr(search, "MAX_COUNTED_LINES", 5)
     (ws / "many.txt").write_text("hit\n" * 50)
@@ -185,19 +201,26 @@ def evil_repo(ws: Path, tmp_path: Path) -> tuple[Path, Path]:
 
 @needs_git
 @pytest.mark.parametrize("source", ["repository config", "parent environment"])
-async def test_grep_fallback_never_runs_core_fsmonitor(ctx: ToolContext, ws: Path, evil_repo,
-                                                       monkeypatch: pytest.MonkeyPatch, source: str) -> None:
+async def test_grep_fallback_never_runs_core_fsmonitor(
+    ctx: ToolContext, ws: Path, evil_repo, monkeypatch: pytest.MonkeyPatch, source: str
+) -> None:
     script, marker = evil_repo
     monkeypatch.setattr(search, "USE_RIPGREP", False)
     if source == "repository config":
         subprocess.run(["git", "-C", str(ws), "config", "core.fsmonitor", str(script)], check=True)
     else:
-        for name, value in (("GIT_CONFIG_COUNT", "1"), ("GIT_CONFIG_KEY_0", "core.fsmonitor"),
-                            ("GIT_CONFIG_VALUE_0", str(script))):
+        for name, value in (
+            ("GIT_CONFIG_COUNT", "1"),
+            ("GIT_CONFIG_KEY_0", "core.fsmonitor"),
+            ("GIT_CONFIG_VALUE_0", str(script)),
+        ):
             monkeypatch.setenv(name, value)
     # the setup is armed: plain git runs the script (so this test fails where bulkhead would)
-    subprocess.run(["git", "-C", str(ws), "ls-files", "--others", "--ignored", "--exclude-standard"],
-                   capture_output=True, check=False)
+    subprocess.run(
+        ["git", "-C", str(ws), "ls-files", "--others", "--ignored", "--exclude-standard"],
+        capture_output=True,
+        check=False,
+    )
     assert marker.exists(), "this git does not run core.fsmonitor on ls-files (git 2.16+ does)"
     marker.unlink()
 

@@ -92,7 +92,9 @@ async def test_timeout_kills_the_whole_group_including_children(ctx: ToolContext
     command = "echo started; sleep 1000 & echo $! > child.pid; wait"
     outcome = await run_tool("shell", {"command": command, "timeout": 1}, ctx)
     assert outcome.is_error
-    assert outcome.content.startswith("Timed out after 1 s: the command and every process it started were killed")
+    assert outcome.content.startswith(
+        "Timed out after 1 s: the command and every process it started were killed"
+    )
     assert "started" in outcome.content
     child = int((ws / "child.pid").read_text())
     assert not pid_alive(child)
@@ -127,7 +129,9 @@ async def test_cancelled_before_start_runs_nothing(ctx: ToolContext, ws: Path) -
 
 
 async def test_cancelling_the_task_kills_the_group(ctx: ToolContext, ws: Path) -> None:
-    task = asyncio.ensure_future(run_tool("shell", {"command": "sleep 1000 & echo $! > child.pid; wait"}, ctx))
+    task = asyncio.ensure_future(
+        run_tool("shell", {"command": "sleep 1000 & echo $! > child.pid; wait"}, ctx)
+    )
     await wait_until(lambda: (ws / "child.pid").exists() and (ws / "child.pid").read_text().strip() != "")
     child = int((ws / "child.pid").read_text())
     task.cancel()
@@ -172,16 +176,24 @@ async def test_long_output_is_budget_cut_and_spilled(ws: Path, tmp_path: Path) -
 
 
 async def test_capture_limit(ctx: ToolContext) -> None:
-    result = await shell_module.run_command(shell_module.shell_argv("head -c 5000 /dev/zero | tr '\\0' a"),
-                                            cwd=ctx.workspace, max_capture_bytes=1000)
+    result = await shell_module.run_command(
+        shell_module.shell_argv("head -c 5000 /dev/zero | tr '\\0' a"),
+        cwd=ctx.workspace,
+        max_capture_bytes=1000,
+    )
     assert len(result.stdout) == 1000 and result.stdout_dropped == 4000 and result.returncode == 0
 
 
 # -- the environment: provider credentials stay out (issue 14, item 7) -----------------------------------
-CREDENTIALS = {"ANTHROPIC_API_KEY": "sk-ant-FAKE-shell-env-0001", "OPENAI_API_KEY": "sk-proj-FAKE-shell-env-0002",
-               "AZURE_OPENAI_API_KEY": "FAKE-azure-shell-env-0003", "AWS_SECRET_ACCESS_KEY": "FAKE/aws+secret0004",
-               "AWS_SESSION_TOKEN": "FAKE-aws-session-token-0005", "AWS_ACCESS_KEY_ID": "AKIAFAKESHELLENV0006",
-               "MY_GATEWAY_SECRET": "FAKE-named-by-api-key-env-0007"}
+CREDENTIALS = {
+    "ANTHROPIC_API_KEY": "sk-ant-FAKE-shell-env-0001",
+    "OPENAI_API_KEY": "sk-proj-FAKE-shell-env-0002",
+    "AZURE_OPENAI_API_KEY": "FAKE-azure-shell-env-0003",
+    "AWS_SECRET_ACCESS_KEY": "FAKE/aws+secret0004",
+    "AWS_SESSION_TOKEN": "FAKE-aws-session-token-0005",
+    "AWS_ACCESS_KEY_ID": "AKIAFAKESHELLENV0006",
+    "MY_GATEWAY_SECRET": "FAKE-named-by-api-key-env-0007",
+}
 
 
 async def test_shell_commands_do_not_see_provider_credentials(ctx: ToolContext, monkeypatch) -> None:
@@ -189,8 +201,11 @@ async def test_shell_commands_do_not_see_provider_credentials(ctx: ToolContext, 
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("GH_TOKEN", "FAKE-kept-for-gh-0008")
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
-    scrubbed = ToolContext(workspace=ctx.workspace, session_folder=ctx.session_folder,
-                           credential_env_names=("MY_GATEWAY_SECRET",))
+    scrubbed = ToolContext(
+        workspace=ctx.workspace,
+        session_folder=ctx.session_folder,
+        credential_env_names=("MY_GATEWAY_SECRET",),
+    )
 
     outcome = await run_tool("shell", {"command": "env"}, scrubbed)
 
@@ -205,10 +220,15 @@ async def test_shell_commands_do_not_see_provider_credentials(ctx: ToolContext, 
 async def test_shell_env_passthrough_lets_named_credentials_through(ctx: ToolContext, monkeypatch) -> None:
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAFAKEPASSTHROUGH1")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-proj-FAKE-stays-out-0009")
-    allowed = ToolContext(workspace=ctx.workspace, session_folder=ctx.session_folder,
-                          shell_env_passthrough=("AWS_ACCESS_KEY_ID",))
+    allowed = ToolContext(
+        workspace=ctx.workspace,
+        session_folder=ctx.session_folder,
+        shell_env_passthrough=("AWS_ACCESS_KEY_ID",),
+    )
 
-    outcome = await run_tool("shell", {"command": "echo id=$AWS_ACCESS_KEY_ID openai=$OPENAI_API_KEY"}, allowed)
+    outcome = await run_tool(
+        "shell", {"command": "echo id=$AWS_ACCESS_KEY_ID openai=$OPENAI_API_KEY"}, allowed
+    )
 
     assert outcome.content == "id=AKIAFAKEPASSTHROUGH1 openai="
 
@@ -224,8 +244,9 @@ async def test_a_keyring_key_exported_under_another_name_stays_out(ctx: ToolCont
     assert outcome.content == "[]"
 
 
-async def test_what_the_model_reads_is_exact_and_only_the_stored_copy_is_redacted(ctx: ToolContext, ws: Path,
-                                                                                   tmp_path: Path) -> None:
+async def test_what_the_model_reads_is_exact_and_only_the_stored_copy_is_redacted(
+    ctx: ToolContext, ws: Path, tmp_path: Path
+) -> None:
     """A .env the model reads and may write back keeps its bytes; the database and spill files never hold
     the key (`app.store` and `app.tools.budget` redact by value)."""
     from app.model.messages import Message, ToolResult
@@ -238,7 +259,9 @@ async def test_what_the_model_reads_is_exact_and_only_the_stored_copy_is_redacte
 
     outcome = await run_tool("shell", {"command": "cat .env; seq 1 2000"}, small)
 
-    assert "OPENAI_API_KEY=sk-proj-FAKE-in-a-dotenv-0011" in outcome.content  # the model sees the file as it is
+    assert (
+        "OPENAI_API_KEY=sk-proj-FAKE-in-a-dotenv-0011" in outcome.content
+    )  # the model sees the file as it is
     assert outcome.spill_path is not None
     spilled = outcome.spill_path.read_text()
     assert "OPENAI_API_KEY=[redacted]" in spilled and "postgres://app:hunter2@db/x" in spilled
@@ -248,8 +271,9 @@ async def test_what_the_model_reads_is_exact_and_only_the_stored_copy_is_redacte
     session = Session.create(store, route="r", provider="lab", model="m")
     session.append(Message.create("tool", [ToolResult("c1", outcome.content)], turn=1, origin="tool"))
     store.close()
-    assert b"sk-proj-FAKE-in-a-dotenv-0011" not in (tmp_path / "db.sqlite").read_bytes() + \
-        b"".join(p.read_bytes() for p in (tmp_path / "session").rglob("*") if p.is_file())
+    assert b"sk-proj-FAKE-in-a-dotenv-0011" not in (tmp_path / "db.sqlite").read_bytes() + b"".join(
+        p.read_bytes() for p in (tmp_path / "session").rglob("*") if p.is_file()
+    )
 
 
 # -- the whole tree: setsid children, orphans (issue 14, item 9) ------------------------------------------
@@ -288,8 +312,9 @@ async def test_a_timeout_kills_setsid_children_too(ws: Path, tmp_path: Path, tra
             os.kill(pid, 9)
 
 
-async def test_esc_kills_a_detached_grandchild_whose_parent_already_left(ws: Path, tmp_path: Path,
-                                                                       tracking: str) -> None:
+async def test_esc_kills_a_detached_grandchild_whose_parent_already_left(
+    ws: Path, tmp_path: Path, tracking: str
+) -> None:
     """A double fork: the subshell exits at once and its setsid child is re-parented away from the command.
     A cgroup still holds it; the /proc walk cannot see it, and the result says only what it can vouch for."""
     ctx = ToolContext(workspace=ws, session_folder=tmp_path / "s", cancel=asyncio.Event())
@@ -313,8 +338,9 @@ async def test_esc_kills_a_detached_grandchild_whose_parent_already_left(ws: Pat
             os.kill(pid, 9)
 
 
-async def test_a_survivor_is_named_instead_of_claiming_everything_was_killed(ws: Path, tmp_path: Path,
-                                                                           monkeypatch) -> None:
+async def test_a_survivor_is_named_instead_of_claiming_everything_was_killed(
+    ws: Path, tmp_path: Path, monkeypatch
+) -> None:
     """A process that cannot be killed (here: signals to it are swallowed) is reported, not hidden."""
     from app.tools import proctree
 
@@ -358,7 +384,9 @@ async def test_cancelling_while_the_command_starts_kills_it_and_returns(ws: Path
 
     shell_module._spawn, restore = slow_spawn, real_spawn
     try:
-        task = asyncio.ensure_future(run_tool("shell", {"command": "sleep 300 & echo $! > child.pid; wait"}, ctx))
+        task = asyncio.ensure_future(
+            run_tool("shell", {"command": "sleep 300 & echo $! > child.pid; wait"}, ctx)
+        )
         await started.wait()
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -373,8 +401,9 @@ async def test_cancelling_while_the_command_starts_kills_it_and_returns(ws: Path
 
 # -- binary output (issue 14, item 9) ----------------------------------------------------------------------
 async def test_binary_output_is_summarised_not_sent_as_garbage(ctx: ToolContext) -> None:
-    outcome = await run_tool("shell", {"command": "head -c 3000 /dev/urandom; printf '\\0\\1\\2' >&2; echo hi >&2"},
-                             ctx)
+    outcome = await run_tool(
+        "shell", {"command": "head -c 3000 /dev/urandom; printf '\\0\\1\\2' >&2; echo hi >&2"}, ctx
+    )
     assert not outcome.is_error
     first, second = outcome.content.splitlines()[:2]
     assert first.startswith("[stdout: 3,000 bytes of binary data (2.9 KB), not shown; redirect it to a file")

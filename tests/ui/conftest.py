@@ -27,6 +27,8 @@ def lab(lab_server: LabHandle) -> LabHandle:
 def lab_settings(lab: LabHandle, *, max_output_tokens: int | None = None, **overrides) -> Settings:
     """The user's (test) config with one route, `lab`, to the lab server."""
     route = Route(name="lab", provider="lab", model="lab-1", base_url=lab.url)
-    if max_output_tokens is not None:  # the lab stops at max_tokens (4 chars a token): let a !big answer through
+    if (
+        max_output_tokens is not None
+    ):  # the lab stops at max_tokens (4 chars a token): let a !big answer through
         route = dataclasses.replace(route, max_output_tokens=max_output_tokens)
     return load_settings().with_overrides(routes={"lab": route}, **overrides)

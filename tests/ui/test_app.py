@@ -59,11 +59,16 @@ def markdown_answer(steps: int) -> str:
     blocks: list[str] = []
     for n in range(1, steps + 1):
         blocks.append(f"## Step {n}: refactor the `payload_{n}` module")
-        blocks.append(f"The request builder in step {n} measures every message **once** and caches the size, "
-                      f"so the *incremental* cost stays flat — see `app/engine/payload.py` line {n * 7}.")
+        blocks.append(
+            f"The request builder in step {n} measures every message **once** and caches the size, "
+            f"so the *incremental* cost stays flat — see `app/engine/payload.py` line {n * 7}."
+        )
         blocks.append("\n".join(f"- item {n}.{i}: keep `head` under {i * 128} bytes" for i in range(1, 4)))
-        blocks.append("```python\n" + "\n".join(f"def handler_{n}_{i}(request):\n    return process(request)"
-                                                  for i in range(3)) + "\n```")
+        blocks.append(
+            "```python\n"
+            + "\n".join(f"def handler_{n}_{i}(request):\n    return process(request)" for i in range(3))
+            + "\n```"
+        )
         if n % 10 == 0:
             blocks.append("| step | bytes |\n|---|---|\n" + f"| {n} | {n * 1024} |")
     return "\n\n".join(blocks) + "\n"
@@ -109,8 +114,11 @@ async def test_escape_or_ctrl_c_cancels_a_slow_stream_and_marks_it_partial(lab, 
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await submit(pilot, "!big 8KB")
-        await until(pilot, lambda: app.chat.last_answer() is not None and app.chat.last_answer().raw,
-                    "the first streamed text")
+        await until(
+            pilot,
+            lambda: app.chat.last_answer() is not None and app.chat.last_answer().raw,
+            "the first streamed text",
+        )
         assert app.busy
         await pilot.press(key)
         await settle(pilot)
@@ -217,7 +225,7 @@ async def test_streamed_markdown_is_drawn_like_the_whole_document(lab, tmp_path)
         chat = app.chat
         text = markdown_answer(30)
         for start in range(0, len(text), 16):  # 16-char deltas, as real APIs send them
-            await chat.handle(TextDelta(text[start:start + 16]))
+            await chat.handle(TextDelta(text[start : start + 16]))
             if start % 800 == 0:
                 await pilot.pause()  # let the coalesced appends land mid-answer
         await chat.handle(AnswerFinished(message_id="m1", stop_reason="end_turn"))
@@ -240,7 +248,11 @@ async def test_a_reference_link_defined_after_its_use_is_resolved_when_the_strea
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         chat = app.chat
-        for part in ("See [the parser][1] for details.\n\n", "More text.\n\n", "[1]: https://example.org/parser\n"):
+        for part in (
+            "See [the parser][1] for details.\n\n",
+            "More text.\n\n",
+            "[1]: https://example.org/parser\n",
+        ):
             await chat.handle(TextDelta(part))
             await until(pilot, lambda part=part: chat.last_answer().view.text.endswith(part), "the append")
         await chat.handle(AnswerFinished(message_id="m1", stop_reason="end_turn"))
@@ -255,7 +267,9 @@ async def test_keys_typed_while_an_answer_streams_land_in_the_prompt(lab, tmp_pa
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await submit(pilot, "!big 64KB")
-        await until(pilot, lambda: app.chat.streaming and app.chat.last_answer().raw, "the first streamed text")
+        await until(
+            pilot, lambda: app.chat.streaming and app.chat.last_answer().raw, "the first streamed text"
+        )
         await pilot.press(*"next one")
         assert app.prompt.text == "next one"
         assert app.busy and app.chat.streaming  # typed while the answer was still streaming
@@ -321,13 +335,21 @@ async def test_follow_bottom_hint_when_scrolled_up(lab, tmp_path):
         assert chat.follow and chat.at_bottom()
         chat.focus()
         await pilot.press("home")  # the user goes back to the top to read
-        await until(pilot, lambda: not chat.follow and chat.scroll_y == 0, "follow to turn off when scrolled up")
+        await until(
+            pilot, lambda: not chat.follow and chat.scroll_y == 0, "follow to turn off when scrolled up"
+        )
         await chat.handle(TextDelta("new output while you read"))
-        await until(pilot, lambda: chat.new_below and app.query_one("#new-output").display, "the new-output hint")
+        await until(
+            pilot, lambda: chat.new_below and app.query_one("#new-output").display, "the new-output hint"
+        )
         assert chat.scroll_y == 0  # the view stayed where the reader was
         await pilot.press("ctrl+end")
         await pilot.pause()
-        await until(pilot, lambda: chat.at_bottom() and not app.query_one("#new-output").display, "the jump to the end")
+        await until(
+            pilot,
+            lambda: chat.at_bottom() and not app.query_one("#new-output").display,
+            "the jump to the end",
+        )
         assert chat.follow and not chat.new_below
         await chat.handle(Notice("done"))
 
@@ -372,16 +394,24 @@ async def test_compact_rewind_and_recall(lab, tmp_path):
         assert app.chat.notices("rewind")
 
 
-@pytest.mark.parametrize(("method", "level", "shown"), [
-    ("summary", 2, "summary L2: 400.0 KB → 100.0 KB"), ("L3", 3, "L3: 400.0 KB → 100.0 KB"),
-])
+@pytest.mark.parametrize(
+    ("method", "level", "shown"),
+    [
+        ("summary", 2, "summary L2: 400.0 KB → 100.0 KB"),
+        ("L3", 3, "L3: 400.0 KB → 100.0 KB"),
+    ],
+)
 async def test_a_compaction_notice_names_its_method_once(lab, tmp_path, method, level, shown):
     app = make_app(lab_settings(lab), tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        app.post_message(EngineEvent(Compaction("manual", method, "applied", 409_600, 102_400, 9, 6, level=level)))
+        app.post_message(
+            EngineEvent(Compaction("manual", method, "applied", 409_600, 102_400, 9, 6, level=level))
+        )
         await until(pilot, lambda: app.chat.notices("compaction"), "the compaction notice")
-        assert app.chat.notices("compaction")[0].copy_text().startswith(f"compacted (manual): {shown}, 9 → 6 ")
+        assert (
+            app.chat.notices("compaction")[0].copy_text().startswith(f"compacted (manual): {shown}, 9 → 6 ")
+        )
 
 
 async def test_escape_cancels_a_running_compact(lab, tmp_path):
@@ -391,9 +421,13 @@ async def test_escape_cancels_a_running_compact(lab, tmp_path):
         for _ in range(4):
             await send(pilot, "!big 12KB")
         views = len(app.engine.session.views)
-        lab.configure(faults="slow:1", slow_pause=2.0)  # the summary request waits 8 s: time to change one's mind
+        lab.configure(
+            faults="slow:1", slow_pause=2.0
+        )  # the summary request waits 8 s: time to change one's mind
         await submit(pilot, "/compact")
-        await until(pilot, lambda: app.busy and "Summarizing" in app.prompt_box.busy_text, "the summary phase")
+        await until(
+            pilot, lambda: app.busy and "Summarizing" in app.prompt_box.busy_text, "the summary phase"
+        )
         await pilot.press("escape")
         await settle(pilot)
         assert len(app.engine.session.views) == views
@@ -407,8 +441,13 @@ async def test_cap_set_and_reset(lab, tmp_path):
         engine = app.engine
         await send(pilot, "/cap 256KB")
         assert engine.cap_info().bytes == 256 * 1024
-        engine.state.learn_cap(engine.route.endpoint_id, 96 * 1024, rejected_bytes=128 * 1024, kind="payload_too_large",
-                               reason="413 from nginx")
+        engine.state.learn_cap(
+            engine.route.endpoint_id,
+            96 * 1024,
+            rejected_bytes=128 * 1024,
+            kind="payload_too_large",
+            reason="413 from nginx",
+        )
         assert engine.cap_info().source == "learned"
         await send(pilot, "/cap reset")
         assert engine.state.learned_cap(engine.route.endpoint_id) is None
@@ -502,7 +541,9 @@ async def test_long_sessions_prune_rendered_items(lab, tmp_path, monkeypatch):
             await app.chat.add_notice(f"note {n}", code="bulk")
         notes = app.chat.notices("bulk")
         assert len(app.chat.items) <= 30 and notes[-1].text == "note 44"
-        assert app.chat.pruned >= 15 and "earlier items are not shown" in str(app.chat._pruned_marker.render())
+        assert app.chat.pruned >= 15 and "earlier items are not shown" in str(
+            app.chat._pruned_marker.render()
+        )
 
 
 async def test_model_switches_route_keeping_the_session(lab, tmp_path):
@@ -539,7 +580,9 @@ async def test_model_and_recall_complete_their_argument(lab, tmp_path):
         entry = ArchiveEntry(archive_key("an old tool result"), "an old tool result", "microcompact", ("m1",))
         session.store.archive_put(session.id, [entry])
         await pilot.press(*f"/recall {entry.key[:3]}")
-        assert app.prompt.completions == [(f"/recall {entry.key}", "microcompact · 18 B · an old tool result")]
+        assert app.prompt.completions == [
+            (f"/recall {entry.key}", "microcompact · 18 B · an old tool result")
+        ]
         await pilot.press("enter")  # completes first
         assert app.prompt.text == f"/recall {entry.key} "
         # the keys are read once per view: a compaction (a new view with its archive entries) refreshes them
@@ -547,7 +590,10 @@ async def test_model_and_recall_complete_their_argument(lab, tmp_path):
         newer = ArchiveEntry(archive_key("a newer segment"), "a newer segment", "L3", ("m2",))
         session.commit_view(session.view.messages, [newer], reason="compaction")
         await pilot.press(*"/recall ")
-        assert [word for word, _ in app.prompt.completions] == [f"/recall {newer.key}", f"/recall {entry.key}"]
+        assert [word for word, _ in app.prompt.completions] == [
+            f"/recall {newer.key}",
+            f"/recall {entry.key}",
+        ]
 
 
 async def test_completion_offers_compact_for_co(lab, tmp_path):
@@ -611,7 +657,7 @@ async def test_a_mention_outside_the_workspace_asks_in_the_chat(lab, tmp_path):
 
 
 async def test_a_pasted_log_is_shown_folded_but_sent_and_copied_whole(lab, tmp_path):
-    log = "\n".join(f"Traceback line {n}: File \"x.py\", line {n}, in f" for n in range(2000))
+    log = "\n".join(f'Traceback line {n}: File "x.py", line {n}, in f' for n in range(2000))
     app = make_app(lab_settings(lab), tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
@@ -664,8 +710,14 @@ async def test_palette_lists_only_applicable_commands(lab, tmp_path):
         await ready(pilot)
         titles = applicable_titles(app)
         assert "cost: show" in titles and "help: show" in titles
-        for absent in ("session: rewind compact", "turn: cancel", "cap: reset learned cap", "session: compact",
-                       "archive: recall segment", "model: switch route"):
+        for absent in (
+            "session: rewind compact",
+            "turn: cancel",
+            "cap: reset learned cap",
+            "session: compact",
+            "archive: recall segment",
+            "model: switch route",
+        ):
             assert absent not in titles, absent
         await send(pilot, "hello")
         titles = applicable_titles(app)
@@ -678,7 +730,9 @@ async def test_palette_lists_only_applicable_commands(lab, tmp_path):
         assert isinstance(palette, CommandPalette)
         listing = palette.query_one(CommandList)
         await until(pilot, lambda: listing.option_count > 0, "the palette's commands")
-        shown = {str(listing.get_option_at_index(i).prompt).split("\n")[0] for i in range(listing.option_count)}
+        shown = {
+            str(listing.get_option_at_index(i).prompt).split("\n")[0] for i in range(listing.option_count)
+        }
         assert "session: compact" in " ".join(shown)
         assert "rewind compact" not in " ".join(shown)
         await pilot.press("escape")
@@ -848,7 +902,9 @@ async def test_resume_renders_the_master_log_and_sessions_screen_switches(lab, t
         for _ in range(ids.index(first_id)):
             await pilot.press("down")
         await pilot.press("enter")
-        await until(pilot, lambda: fresh.engine is not None and fresh.engine.session.id == first_id, "the resume")
+        await until(
+            pilot, lambda: fresh.engine is not None and fresh.engine.session.id == first_id, "the resume"
+        )
         await until(pilot, fresh.engine_ready.is_set, "the resumed engine")
         await until(pilot, lambda: any(isinstance(i, UserItem) for i in fresh.chat.items), "the history")
 
@@ -878,11 +934,17 @@ def test_run_refuses_without_a_terminal(capsys, monkeypatch):
     from app.ui import run as run_module
 
     monkeypatch.setattr("sys.stdout", io.StringIO())
-    args = SimpleNamespace(route=None, resume=None, continue_=False, max_payload=None, context_window=None,
-                           approval=None, workspace=None)
+    args = SimpleNamespace(
+        route=None,
+        resume=None,
+        continue_=False,
+        max_payload=None,
+        context_window=None,
+        approval=None,
+        workspace=None,
+    )
     assert run_module.run(args) == 2
     assert "needs a terminal for the full-screen UI; use -p for one-shot" in capsys.readouterr().err
-
 
 
 # -- one writer per session (issue 14, item 5) ------------------------------------------------------------
@@ -901,8 +963,16 @@ def session_held_elsewhere():
     session.append(Message.create("user", "the other bulkhead's question", turn=1))
     session.append(Message.create("assistant", "its answer", turn=1))
     other = subprocess.Popen(["sleep", "300"])
-    store.acquire_lease(session.id, Holder(pid=other.pid, started=process_start(other.pid),
-                                           host=this_process().host, acquired_at=0, what="the TUI"))
+    store.acquire_lease(
+        session.id,
+        Holder(
+            pid=other.pid,
+            started=process_start(other.pid),
+            host=this_process().host,
+            acquired_at=0,
+            what="the TUI",
+        ),
+    )
     try:
         yield store, session
     finally:
@@ -919,8 +989,11 @@ async def test_a_held_session_offers_read_only_fork_or_new(lab, tmp_path, sessio
     store, held = session_held_elsewhere
     app = make_app(lab_settings(lab), tmp_path, resume=held.id)
     async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: isinstance(app.screen, LeaseScreen) and app.screen.query("#lease-body"),
-                    "the lease choice")
+        await until(
+            pilot,
+            lambda: isinstance(app.screen, LeaseScreen) and app.screen.query("#lease-body"),
+            "the lease choice",
+        )
         assert f"pid {held_pid(store, held.id)}" in str(app.screen.query_one("#lease-body").render())
         await pilot.press(choice)
         await ready(pilot)

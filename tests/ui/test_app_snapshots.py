@@ -34,12 +34,21 @@ def clock() -> float:
 @pytest.fixture(autouse=True)
 def fixed_config_path(monkeypatch: pytest.MonkeyPatch) -> None:
     """The help screen names keys.toml beside config.toml: keep that path the same on every machine."""
-    monkeypatch.setattr("app.ui.view_actions.config_path", lambda: Path("/home/you/.config/bulkhead/config.toml"))
+    monkeypatch.setattr(
+        "app.ui.view_actions.config_path", lambda: Path("/home/you/.config/bulkhead/config.toml")
+    )
 
 
 def make_app(settings, tmp_path, **kwargs) -> BulkheadApp:
-    return BulkheadApp(settings, workspace=tmp_path, cursor_blink=False, keymap={}, clock=clock,
-                       inspector=Inspector(clock=clock, tz=UTC, initial_tab="cost"), **kwargs)
+    return BulkheadApp(
+        settings,
+        workspace=tmp_path,
+        cursor_blink=False,
+        keymap={},
+        clock=clock,
+        inspector=Inspector(clock=clock, tz=UTC, initial_tab="cost"),
+        **kwargs,
+    )
 
 
 def test_empty_start_with_the_lab_notice(snap_compare, tmp_path):
@@ -86,21 +95,34 @@ def test_help_screen(snap_compare, lab, tmp_path):
 
 def test_sessions_screen(snap_compare, lab, tmp_path):
     store = Store()
-    seeded = [("s_demo_parser", "fix the failing parser test", 3600 * 2),
-              ("s_demo_gateway", "why does the gateway reject big requests?", 3600 * 26),
-              ("s_demo_refactor", "refactor the retry policy", 60 * 5)]
+    seeded = [
+        ("s_demo_parser", "fix the failing parser test", 3600 * 2),
+        ("s_demo_gateway", "why does the gateway reject big requests?", 3600 * 26),
+        ("s_demo_refactor", "refactor the retry policy", 60 * 5),
+    ]
     for session_id, title, _age in seeded:
-        store.create_session(session_id, title=title, route="lab", provider="lab", model="lab-1",
-                             workspace=str(tmp_path), initial_view_id=f"v_{session_id}")
+        store.create_session(
+            session_id,
+            title=title,
+            route="lab",
+            provider="lab",
+            model="lab-1",
+            workspace=str(tmp_path),
+            initial_view_id=f"v_{session_id}",
+        )
         session = Session.load(store, session_id)
         session.append(Message.create("user", title, turn=1, created_at=NOW))
-        session.append(Message.create("assistant", f"(lab) about: {title}", turn=1, origin="model", created_at=NOW))
+        session.append(
+            Message.create("assistant", f"(lab) about: {title}", turn=1, origin="model", created_at=NOW)
+        )
 
     def pin_times() -> None:
         with store.transaction() as conn:
             for session_id, _title, age in seeded:
-                conn.execute("UPDATE sessions SET created_at = ?, updated_at = ? WHERE id = ?",
-                             (NOW - age - 60, NOW - age, session_id))
+                conn.execute(
+                    "UPDATE sessions SET created_at = ?, updated_at = ? WHERE id = ?",
+                    (NOW - age - 60, NOW - age, session_id),
+                )
 
     pin_times()
     app = make_app(lab_settings(lab), tmp_path, resume="s_demo_refactor", store=store)

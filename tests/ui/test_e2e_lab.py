@@ -31,8 +31,13 @@ async def test_413_recovery_is_visible_end_to_end(tmp_path):
     with start_embedded_lab(gateway="nginx", cap="128KB") as lab:
         route = Route(name="gateway", provider="lab", model="lab-1", base_url=lab.url)
         settings = load_settings().with_overrides(routes={"gateway": route})
-        app = BulkheadApp(settings, workspace=tmp_path, cursor_blink=False, keymap={},
-                          inspector=Inspector(clock=lambda: 0.0, tz=UTC))
+        app = BulkheadApp(
+            settings,
+            workspace=tmp_path,
+            cursor_blink=False,
+            keymap={},
+            inspector=Inspector(clock=lambda: 0.0, tz=UTC),
+        )
         async with app.run_test(size=SIZE) as pilot:
             await until(pilot, app.engine_ready.is_set, "the engine")
             inspector: Inspector = app.inspector
@@ -87,8 +92,11 @@ async def test_413_recovery_is_visible_end_to_end(tmp_path):
             archive.table.move_cursor(row=0)
             await pilot.pause()
             await pilot.press("enter")
-            await until(pilot, lambda: any(isinstance(i, UserItem) and i.origin == "recall" for i in app.chat.items),
-                        "the recalled segment in the chat")
+            await until(
+                pilot,
+                lambda: any(isinstance(i, UserItem) and i.origin == "recall" for i in app.chat.items),
+                "the recalled segment in the chat",
+            )
             recalled = app.engine.session.master[-1]
             assert recalled.meta.origin == "recall"
             entry = app.engine.session.store.archive_get(key, app.engine.session.id)

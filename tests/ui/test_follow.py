@@ -34,20 +34,31 @@ async def test_after_five_turns_a_shell_approval_is_in_view_focused_with_y_n_in_
         chat = app.chat
         bar = block.query_one(".approval-bar")
         await until(pilot, lambda: visible_in_chat(chat, bar), "the Approve/Deny row in view")
-        assert visible_in_chat(chat, block.query_one(".approve")) and visible_in_chat(chat, block.query_one(".deny"))
+        assert visible_in_chat(chat, block.query_one(".approve")) and visible_in_chat(
+            chat, block.query_one(".deny")
+        )
         assert app.focused is chat and chat.follow
-        shown = {key: active for key, active in app.screen.active_bindings.items()
-                 if active.binding.show and active.enabled}
+        shown = {
+            key: active
+            for key, active in app.screen.active_bindings.items()
+            if active.binding.show and active.enabled
+        }
         assert shown["y"].binding.description == "Approve" and shown["n"].binding.description == "Deny"
         assert "waiting for your approval of shell" in app.prompt_box.busy_text
         footer = app.query_one(Footer)
-        await until(pilot, lambda: {"Approve", "Deny"} <= {k.description for k in footer.query(FooterKey)},
-                    "y Approve / n Deny in the footer")
+        await until(
+            pilot,
+            lambda: {"Approve", "Deny"} <= {k.description for k in footer.query(FooterKey)},
+            "y Approve / n Deny in the footer",
+        )
         await pilot.press("y")
         await settle(pilot)
         assert block.decision == "approved" and app.focused is app.prompt
-        assert "y" not in {key for key, active in app.screen.active_bindings.items()
-                           if active.binding.show and active.enabled}  # gone once answered
+        assert "y" not in {
+            key
+            for key, active in app.screen.active_bindings.items()
+            if active.binding.show and active.enabled
+        }  # gone once answered
 
 
 async def test_the_end_of_a_40kb_answer_is_in_view_when_it_ends(lab, tmp_path):
@@ -102,8 +113,11 @@ async def test_scrolled_up_the_chat_stays_put_and_says_new_output_is_below(lab, 
         assert str(marker.render()).startswith("↓ new output")
         assert chat.scroll_y == where  # the reader was not moved
         await pilot.press("alt+down")  # jump to the latest and follow again
-        await until(pilot, lambda: chat.follow and chat.scroll_y == chat.max_scroll_y and not marker.display,
-                    "the jump to the end")
+        await until(
+            pilot,
+            lambda: chat.follow and chat.scroll_y == chat.max_scroll_y and not marker.display,
+            "the jump to the end",
+        )
 
 
 async def test_a_short_conversation_that_outgrows_the_view_unannounced_is_followed(lab, tmp_path):
@@ -117,8 +131,11 @@ async def test_a_short_conversation_that_outgrows_the_view_unannounced_is_follow
         await pilot.pause()
         assert chat.max_scroll_y == 0 and chat.scroll_y == 0  # short: at the top, not pinned to the bottom
         await item.write("".join(f"grown line {n}\n\n" for n in range(200)))  # not through the chat
-        await until(pilot, lambda: chat.max_scroll_y > 300 and chat.scroll_y == chat.max_scroll_y,
-                    "the chat to follow the growth")
+        await until(
+            pilot,
+            lambda: chat.max_scroll_y > 300 and chat.scroll_y == chat.max_scroll_y,
+            "the chat to follow the growth",
+        )
 
 
 async def test_page_up_stops_following_and_new_output_is_marked(lab, tmp_path):

@@ -23,11 +23,29 @@ SIZE = (160, 45)
 
 # What an xterm-style terminal (xterm, tmux, GNOME Terminal, Windows Terminal, VS Code) sends for a key.
 XTERM_BYTES = {
-    "enter": "\r", "ctrl+j": "\n", "alt+enter": "\x1b\r", "escape": "\x1b", "tab": "\t",
-    "ctrl+c": "\x03", "ctrl+o": "\x0f", "ctrl+p": "\x10", "ctrl+q": "\x11", "ctrl+t": "\x14",
-    "ctrl+backslash": "\x1c", "alt+h": "\x1bh", "alt+w": "\x1bw", "alt+s": "\x1bs",
-    "f1": "\x1bOP", "f2": "\x1bOQ", "f3": "\x1bOR", "f5": "\x1b[15~", "f6": "\x1b[17~",
-    "alt+down": "\x1b[1;3B", "ctrl+end": "\x1b[1;5F", "end": "\x1b[F", "home": "\x1b[H",
+    "enter": "\r",
+    "ctrl+j": "\n",
+    "alt+enter": "\x1b\r",
+    "escape": "\x1b",
+    "tab": "\t",
+    "ctrl+c": "\x03",
+    "ctrl+o": "\x0f",
+    "ctrl+p": "\x10",
+    "ctrl+q": "\x11",
+    "ctrl+t": "\x14",
+    "ctrl+backslash": "\x1c",
+    "alt+h": "\x1bh",
+    "alt+w": "\x1bw",
+    "alt+s": "\x1bs",
+    "f1": "\x1bOP",
+    "f2": "\x1bOQ",
+    "f3": "\x1bOR",
+    "f5": "\x1b[15~",
+    "f6": "\x1b[17~",
+    "alt+down": "\x1b[1;3B",
+    "ctrl+end": "\x1b[1;5F",
+    "end": "\x1b[F",
+    "home": "\x1b[H",
     **{f"alt+{n}": f"\x1b{n}" for n in range(1, 8)},
 }
 
@@ -55,8 +73,11 @@ def _bindings(owner: type) -> list[Binding]:
     return [b for b in owner.BINDINGS if isinstance(b, Binding) and b.id]
 
 
-DEFAULTS = [("app", b) for b in _bindings(BulkheadApp)] + [("chat", b) for b in _bindings(Chat)] + \
-           [("prompt", b) for b in _bindings(PromptArea)]
+DEFAULTS = (
+    [("app", b) for b in _bindings(BulkheadApp)]
+    + [("chat", b) for b in _bindings(Chat)]
+    + [("prompt", b) for b in _bindings(PromptArea)]
+)
 
 
 @pytest.mark.parametrize(("where", "binding"), DEFAULTS, ids=[b.id for _, b in DEFAULTS])
@@ -90,8 +111,14 @@ async def test_ctrl_t_steps_through_the_panels_and_the_palette_names_each(lab, t
 
         def focused_panel() -> str:
             focused = app.focused
-            return next((name for name, panel in inspector.panels.items()
-                         if focused is not None and (focused is panel or panel in focused.ancestors)), "")
+            return next(
+                (
+                    name
+                    for name, panel in inspector.panels.items()
+                    if focused is not None and (focused is panel or panel in focused.ancestors)
+                ),
+                "",
+            )
 
         seen = []
         for _ in PANEL_NAMES:
@@ -103,8 +130,11 @@ async def test_ctrl_t_steps_through_the_panels_and_the_palette_names_each(lab, t
         assert [t for t in titles if t.startswith("panel: ")] == [f"panel: {name}" for name in PANEL_NAMES]
         app.prompt.focus()
         app.run_command("panel", "requests")
-        await until(pilot, lambda: inspector.active_tab == "requests" and focused_panel() == "requests",
-                    "the requests panel")
+        await until(
+            pilot,
+            lambda: inspector.active_tab == "requests" and focused_panel() == "requests",
+            "the requests panel",
+        )
         await pilot.press("ctrl+o")
         assert app.focused is app.chat
 

@@ -45,8 +45,9 @@ async def test_config_server_starts_after_the_first_frame_and_its_tool_runs(lab,
 
 
 async def test_workspace_servers_are_asked_about_once_and_the_answer_is_remembered(lab, tmp_path):
-    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"demo": {"command": sys.executable,
-                                                                            "args": [str(DEMO)]}}}))
+    (tmp_path / ".mcp.json").write_text(
+        json.dumps({"mcpServers": {"demo": {"command": sys.executable, "args": [str(DEMO)]}}})
+    )
     app = make_app(lab_settings(lab), tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
@@ -66,8 +67,9 @@ async def test_workspace_servers_are_asked_about_once_and_the_answer_is_remember
 
 
 async def test_not_now_leaves_them_off_until_mcp_restart_names_one(lab, tmp_path):
-    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"demo": {"command": sys.executable,
-                                                                            "args": [str(DEMO)]}}}))
+    (tmp_path / ".mcp.json").write_text(
+        json.dumps({"mcpServers": {"demo": {"command": sys.executable, "args": [str(DEMO)]}}})
+    )
     app = make_app(lab_settings(lab), tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
@@ -97,8 +99,10 @@ async def test_a_failing_server_is_explained_in_the_chat_and_the_session_goes_on
 
 
 async def test_payload_panel_floor_names_the_mcp_part(lab, tmp_path):
-    app = make_app(lab_settings(lab, mcp_servers={"demo": demo_spec("demo", "--big", "400")},
-                                max_payload=128 * 1024), tmp_path)
+    app = make_app(
+        lab_settings(lab, mcp_servers={"demo": demo_spec("demo", "--big", "400")}, max_payload=128 * 1024),
+        tmp_path,
+    )
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await until(pilot, lambda: servers_ready(app), "the big server")
@@ -114,7 +118,8 @@ async def test_mcp_slash_completion_offers_restart(lab, tmp_path):
     app = make_app(lab_settings(lab, mcp_servers={"demo": demo_spec()}), tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        assert ("restart demo", "stopped · 0 tools") in app.slash_arguments("/mcp") or \
-            any(value == "restart demo" for value, _ in app.slash_arguments("/mcp"))
+        assert ("restart demo", "stopped · 0 tools") in app.slash_arguments("/mcp") or any(
+            value == "restart demo" for value, _ in app.slash_arguments("/mcp")
+        )
         await settle(pilot)
         await app.action_quit()

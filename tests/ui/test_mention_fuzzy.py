@@ -17,8 +17,14 @@ needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not i
 
 
 def workspace(root: Path) -> Path:
-    for relative in ("app/cli.py", "app/client.py", "app/ui/app.py", "README.md",
-                     "app/__pycache__/cli.cpython-311.pyc", "app/__pycache__/app.cpython-311.pyc"):
+    for relative in (
+        "app/cli.py",
+        "app/client.py",
+        "app/ui/app.py",
+        "README.md",
+        "app/__pycache__/cli.cpython-311.pyc",
+        "app/__pycache__/app.cpython-311.pyc",
+    ):
         path = root / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("x = 1\n")
@@ -34,8 +40,11 @@ async def test_at_is_fuzzy_and_never_offers_ignored_files(lab, tmp_path):
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await pilot.press(*"look at @clipy")  # typed before the first listing is done
-        await until(pilot, lambda: app.prompt.completions and app.prompt.completions[0][0] == "@app/cli.py",
-                    "the fuzzy list once the files are listed")
+        await until(
+            pilot,
+            lambda: app.prompt.completions and app.prompt.completions[0][0] == "@app/cli.py",
+            "the fuzzy list once the files are listed",
+        )
         assert "files (git)" in app.prompt.files_status
         await pilot.press("tab")
         assert app.prompt.text == "look at @app/cli.py "
@@ -59,5 +68,8 @@ async def test_files_made_by_a_turn_are_offered_next(lab, tmp_path):
         assert (root / "notes" / "fresh_module.py").exists()
         await pilot.press(*"@freshmod")
         await until(pilot, lambda: app.prompt.file_matcher is not first, "the files listed again")
-        await until(pilot, lambda: app.prompt.completions and app.prompt.completions[0][0]
-                    == "@notes/fresh_module.py", "the new file offered")
+        await until(
+            pilot,
+            lambda: app.prompt.completions and app.prompt.completions[0][0] == "@notes/fresh_module.py",
+            "the new file offered",
+        )

@@ -23,8 +23,9 @@ def two_routes(lab):
     settings = lab_settings(lab)
     compat = Route(name="compat", provider="openai", model="lab-1", base_url=f"{lab.url}/v1")
     broken = Route(name="broken", provider="openai", model="qwen2.5-coder", base_url="http://127.0.0.1:9/v1")
-    return settings.with_overrides(routes={**settings.routes, "compat": compat, "broken": broken},
-                                   default_route="lab")
+    return settings.with_overrides(
+        routes={**settings.routes, "compat": compat, "broken": broken}, default_route="lab"
+    )
 
 
 async def test_the_picker_lists_each_routes_models_and_remembers_the_choice(lab, tmp_path):
@@ -37,15 +38,26 @@ async def test_the_picker_lists_each_routes_models_and_remembers_the_choice(lab,
         picker = app.screen
         await until(pilot, lambda: not picker.pending, "every route's list")
         rows = {(r["route"], r["model"]): r for r in picker.rows if not r["error"]}
-        assert {("lab", "lab-1"), ("lab", "lab-1-mini"), ("compat", "lab-1"), ("compat", "lab-1-mini"),
-                ("broken", "qwen2.5-coder")} <= set(rows)
+        assert {
+            ("lab", "lab-1"),
+            ("lab", "lab-1-mini"),
+            ("compat", "lab-1"),
+            ("compat", "lab-1-mini"),
+            ("broken", "qwen2.5-coder"),
+        } <= set(rows)
         assert rows[("lab", "lab-1-mini")]["window"] == 200_000  # the catalog's
-        assert rows[("compat", "lab-1-mini")]["window"] == lab.config.effective_window  # what the endpoint said
-        assert "could not list" in next(r["note"] for r in picker.rows if r["error"] and r["route"] == "broken")
+        assert (
+            rows[("compat", "lab-1-mini")]["window"] == lab.config.effective_window
+        )  # what the endpoint said
+        assert "could not list" in next(
+            r["note"] for r in picker.rows if r["error"] and r["route"] == "broken"
+        )
         assert "could not list theirs" in str(picker.query_one("#models-title").render())
         await pilot.press(*"1-mini")  # filter ("mini" alone is in "deterministic" too)
         assert {r["model"] for r in picker.shown if not r["error"]} == {"lab-1-mini"}
-        picker.table.move_cursor(row=[(r["route"], r["model"]) for r in picker.shown].index(("lab", "lab-1-mini")))
+        picker.table.move_cursor(
+            row=[(r["route"], r["model"]) for r in picker.shown].index(("lab", "lab-1-mini"))
+        )
         await pilot.press("enter")
         await until(pilot, lambda: app.engine.route.model == "lab-1-mini", "the new model")
         assert State().chosen_model("lab") == "lab-1-mini"
@@ -75,11 +87,24 @@ def test_print_mode_takes_model(tmp_path):
     """`bulkhead -p hello -m lab-1-mini` on the built-in lab: the session records that model."""
     (tmp_path / "c.toml").write_text("")
     env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")}
-    env.update(PYTHONPATH=str(REPO), BULKHEAD_HOME=str(tmp_path / "home"), BULKHEAD_CONFIG=str(tmp_path / "c.toml"))
-    done = subprocess.run([sys.executable, "-m", "app", "-p", "hello", "-m", "lab-1-mini", "--json"],
-                          capture_output=True, text=True, env=env, timeout=120, stdin=subprocess.DEVNULL)
+    env.update(
+        PYTHONPATH=str(REPO), BULKHEAD_HOME=str(tmp_path / "home"), BULKHEAD_CONFIG=str(tmp_path / "c.toml")
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "app", "-p", "hello", "-m", "lab-1-mini", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.returncode == 0, done.stderr
     assert "lab-1-mini for this run" in done.stdout
-    listed = subprocess.run([sys.executable, "-m", "app", "sessions", "list", "--json"], capture_output=True,
-                            text=True, env=env, timeout=60)
+    listed = subprocess.run(
+        [sys.executable, "-m", "app", "sessions", "list", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert json.loads(listed.stdout)[0]["model"] == "lab-1-mini"

@@ -20,8 +20,13 @@ SIZE = (160, 48)
 
 async def test_a_provider_compaction_shows_in_chat_compaction_panel_and_context(lab, tmp_path):
     settings = lab_settings(lab, context_engine="provider", provider_compact_threshold=600)
-    app = BulkheadApp(settings, workspace=tmp_path, cursor_blink=False, keymap={},
-                      inspector=Inspector(clock=lambda: 0.0, tz=UTC))
+    app = BulkheadApp(
+        settings,
+        workspace=tmp_path,
+        cursor_blink=False,
+        keymap={},
+        inspector=Inspector(clock=lambda: 0.0, tz=UTC),
+    )
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         for n in range(4):
@@ -37,11 +42,23 @@ async def test_a_provider_compaction_shows_in_chat_compaction_panel_and_context(
         await send(pilot, "/context")
         report = [item for item in app.chat.items if isinstance(item, ReportItem)][-1]
         rows = dict(report.rows)
-        assert rows["engine"].startswith("provider — Anthropic server-side compaction") and "from 600 tokens" in rows["engine"]
+        assert (
+            rows["engine"].startswith("provider — Anthropic server-side compaction")
+            and "from 600 tokens" in rows["engine"]
+        )
 
         payload = app.inspector.payload
-        app.inspector.dispatch(ProviderEdits(edits=1, cleared_tool_uses=2, cleared_input_tokens=30_000, stubbed=2,
-                                             total_edits=1, total_tool_results=2, total_tokens=30_000))
+        app.inspector.dispatch(
+            ProviderEdits(
+                edits=1,
+                cleared_tool_uses=2,
+                cleared_input_tokens=30_000,
+                stubbed=2,
+                total_edits=1,
+                total_tool_results=2,
+                total_tokens=30_000,
+            )
+        )
         await settle(pilot)
         line = str(payload.query_one("#payload-context", Static).render())
         assert line.endswith("· provider cleared 2 tool results, 30,000 tokens in 1 edit")

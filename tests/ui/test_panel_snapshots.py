@@ -39,8 +39,14 @@ WIDE = (130, 46)
 
 
 def learned_cap(engine) -> None:
-    engine.state.learn_cap(engine.route.endpoint_id, 316_800, rejected_bytes=422_400, kind="waf_block",
-                           reason=WAF_REASON, now=datetime(2026, 1, 1, 14, 1, 38, tzinfo=UTC))
+    engine.state.learn_cap(
+        engine.route.endpoint_id,
+        316_800,
+        rejected_bytes=422_400,
+        kind="waf_block",
+        reason=WAF_REASON,
+        now=datetime(2026, 1, 1, 14, 1, 38, tzinfo=UTC),
+    )
 
 
 def test_empty_inspector_before_the_engine(snap_compare):
@@ -65,16 +71,35 @@ def test_recovered_from_a_waf_block(snap_compare, tmp_path):
         inspector.dispatch(finished("r-0002", 422_400, 403, "waf_block", reason=WAF_REASON, latency=95.0))
         inspector.dispatch(Rejection("waf_block", 422_400, WAF_REASON, 403, tuple(WAF_EVIDENCE), True, True))
         inspector.dispatch(CapLearned(316_800, 422_400, "lab default", WAF_REASON))
-        inspector.dispatch(RecoveryStep(1, 1, 3, 422_400, 430_000, "not_smaller", "waf_block",
-                                        "L1 candidate (419.9 KB) is not smaller than the rejected request; not sent"))
-        inspector.dispatch(RecoveryStep(2, 2, 3, 422_400, 120_000, "sending", "waf_block", "L2: 30 → 11 messages"))
+        inspector.dispatch(
+            RecoveryStep(
+                1,
+                1,
+                3,
+                422_400,
+                430_000,
+                "not_smaller",
+                "waf_block",
+                "L1 candidate (419.9 KB) is not smaller than the rejected request; not sent",
+            )
+        )
+        inspector.dispatch(
+            RecoveryStep(2, 2, 3, 422_400, 120_000, "sending", "waf_block", "L2: 30 → 11 messages")
+        )
         inspector.dispatch(RequestStarted("r-0003", "lab", "chat", 120_000, attempt=2, level=2))
         inspector.dispatch(finished("r-0003", 120_000, level=2, latency=640.0))
-        inspector.dispatch(RecoveryStep(2, 2, 3, 422_400, 120_000, "succeeded", "waf_block", "recovered at L2"))
-        inspector.dispatch(Compaction("recovery", "L2", "applied", 422_400, 120_000, 30, 11, level=2,
-                                      archive_keys=("d" * 16,)))
+        inspector.dispatch(
+            RecoveryStep(2, 2, 3, 422_400, 120_000, "succeeded", "waf_block", "recovered at L2")
+        )
+        inspector.dispatch(
+            Compaction(
+                "recovery", "L2", "applied", 422_400, 120_000, 30, 11, level=2, archive_keys=("d" * 16,)
+            )
+        )
         # the engine's ViewChanged says where the cap came from (the panels never ask the engine)
-        inspector.dispatch(replace(view(122_880, 316_800, "learned", tokens=30_720), cap_detail=engine.cap_detail()))
+        inspector.dispatch(
+            replace(view(122_880, 316_800, "learned", tokens=30_720), cap_detail=engine.cap_detail())
+        )
         await settle(pilot)
         inspector.show_panel("requests")
         await pilot.pause()
@@ -91,18 +116,48 @@ def test_payload_over_the_cap_and_ladder_exhausted(snap_compare):
     async def run_before(pilot) -> None:
         inspector = app.inspector
         inspector.dispatch(view(2_000_000, 1_048_576, "configured", tokens=190_000))
-        for n, (size, kind) in enumerate([(600_000, None), (900_000, None), (1_300_000, "payload_too_large"),
-                                          (1_000_000, "payload_too_large"), (700_000, "payload_too_large"),
-                                          (80_000, "rate_limit"), (650_000, None)]):
+        for n, (size, kind) in enumerate(
+            [
+                (600_000, None),
+                (900_000, None),
+                (1_300_000, "payload_too_large"),
+                (1_000_000, "payload_too_large"),
+                (700_000, "payload_too_large"),
+                (80_000, "rate_limit"),
+                (650_000, None),
+            ]
+        ):
             inspector.dispatch(finished(f"r{n}", size, 413 if kind else 200, kind))
-        inspector.dispatch(Rejection("payload_too_large", 1_300_000, "Request body too large (nginx): 413 "
-                                     "Payload Too Large (HTML page)", 413, ("status 413",), True, True))
+        inspector.dispatch(
+            Rejection(
+                "payload_too_large",
+                1_300_000,
+                "Request body too large (nginx): 413 Payload Too Large (HTML page)",
+                413,
+                ("status 413",),
+                True,
+                True,
+            )
+        )
         for attempt, size in ((1, 1_150_000), (2, 990_000)):
-            inspector.dispatch(RecoveryStep(attempt, attempt, 3, 1_300_000, size, "sending", "payload_too_large",
-                                            f"L{attempt}"))
+            inspector.dispatch(
+                RecoveryStep(
+                    attempt, attempt, 3, 1_300_000, size, "sending", "payload_too_large", f"L{attempt}"
+                )
+            )
             inspector.dispatch(finished(f"a{attempt}", size, 413, "payload_too_large", level=attempt))
-        inspector.dispatch(RecoveryStep(3, 3, 3, 1_300_000, None, "exhausted", "payload_too_large",
-                                        "Request body too large (nginx): 413 Payload Too Large (HTML page)"))
+        inspector.dispatch(
+            RecoveryStep(
+                3,
+                3,
+                3,
+                1_300_000,
+                None,
+                "exhausted",
+                "payload_too_large",
+                "Request body too large (nginx): 413 Payload Too Large (HTML page)",
+            )
+        )
         await settle(pilot)
 
     assert snap_compare(app, terminal_size=NARROW, run_before=run_before)
@@ -114,10 +169,15 @@ def test_compaction_running(snap_compare):
     async def run_before(pilot) -> None:
         inspector = app.inspector
         inspector.dispatch(view(3_900_000, 5_242_880, "configured", tokens=980_000, window=1_000_000))
-        inspector.dispatch(CompactionPhase("preflight", "start",
-                                           "📦 Compacting history (23 msgs, 4.2 MB → target 2.0 MB)"))
-        inspector.dispatch(CompactionPhase("preflight", "trim", "🧹 Trim: microcompact, dedup, budgets (no LLM)…"))
-        inspector.dispatch(CompactionPhase("preflight", "summarize", "🧠 Summarizing old messages… (Esc cancels)"))
+        inspector.dispatch(
+            CompactionPhase("preflight", "start", "📦 Compacting history (23 msgs, 4.2 MB → target 2.0 MB)")
+        )
+        inspector.dispatch(
+            CompactionPhase("preflight", "trim", "🧹 Trim: microcompact, dedup, budgets (no LLM)…")
+        )
+        inspector.dispatch(
+            CompactionPhase("preflight", "summarize", "🧠 Summarizing old messages… (Esc cancels)")
+        )
         await settle(pilot)
 
     assert snap_compare(app, terminal_size=NARROW, run_before=run_before)
@@ -128,15 +188,30 @@ def test_compaction_done_with_history(snap_compare):
 
     async def run_before(pilot) -> None:
         inspector = app.inspector
-        inspector.dispatch(Compaction("auto", "trim", "applied", 900_000, 610_000, 40, 40, archive_keys=("a" * 16,)))
-        for phase, text in (("start", "📦 Compacting history (23 msgs, 4.2 MB → target 2.0 MB)"),
-                            ("trim", "🧹 Trim: microcompact, dedup, budgets (no LLM)…"),
-                            ("summarize", "🧠 Summarizing old messages… (Esc cancels)"),
-                            ("summary_applied", "✓ Summary applied (23 → 9 msgs, 4.2 MB → 1.8 MB)"),
-                            ("done", "✓ Compacted (23 → 9 msgs, 4.2 MB → 1.8 MB)")):
+        inspector.dispatch(
+            Compaction("auto", "trim", "applied", 900_000, 610_000, 40, 40, archive_keys=("a" * 16,))
+        )
+        for phase, text in (
+            ("start", "📦 Compacting history (23 msgs, 4.2 MB → target 2.0 MB)"),
+            ("trim", "🧹 Trim: microcompact, dedup, budgets (no LLM)…"),
+            ("summarize", "🧠 Summarizing old messages… (Esc cancels)"),
+            ("summary_applied", "✓ Summary applied (23 → 9 msgs, 4.2 MB → 1.8 MB)"),
+            ("done", "✓ Compacted (23 → 9 msgs, 4.2 MB → 1.8 MB)"),
+        ):
             inspector.dispatch(CompactionPhase("preflight", phase, text))
-        inspector.dispatch(Compaction("preflight", "summary", "applied", 4_404_019, 1_887_437, 23, 9, level=2,
-                                      archive_keys=("b" * 16, "c" * 16)))
+        inspector.dispatch(
+            Compaction(
+                "preflight",
+                "summary",
+                "applied",
+                4_404_019,
+                1_887_437,
+                23,
+                9,
+                level=2,
+                archive_keys=("b" * 16, "c" * 16),
+            )
+        )
         await settle(pilot)
 
     assert snap_compare(app, terminal_size=NARROW, run_before=run_before)
@@ -183,9 +258,20 @@ def test_wide_inspector_with_hooks(snap_compare):
         inspector.dispatch(view(700_000, 3_145_728, "configured", tokens=175_000))
         inspector.dispatch(HookRun("SessionStart", "*", "./hooks/start.sh", 12.4, 0, "ok"))
         inspector.dispatch(HookRun("UserPromptSubmit", "*", "python3 hooks/redact_prompt.py", 31.0, 0, "ok"))
-        inspector.dispatch(HookRun("PreToolUse", "Bash", "python3 hooks/guard.py --strict", 48.0, 2, "block",
-                                   output="rm -rf outside the workspace is not allowed"))
-        inspector.dispatch(HookRun("PostToolUse", "*", "./hooks/log.sh", 3.0, 1, "error", output="log dir missing"))
+        inspector.dispatch(
+            HookRun(
+                "PreToolUse",
+                "Bash",
+                "python3 hooks/guard.py --strict",
+                48.0,
+                2,
+                "block",
+                output="rm -rf outside the workspace is not allowed",
+            )
+        )
+        inspector.dispatch(
+            HookRun("PostToolUse", "*", "./hooks/log.sh", 3.0, 1, "error", output="log dir missing")
+        )
         inspector.dispatch(HookRun("PreCompact", "*", "./hooks/slow.sh", 60_000.0, None, "timeout"))
         inspector.dispatch(RequestStarted("r1", "lab", "chat", 700_000))
         inspector.dispatch(UsageRecorded(175_000, 2_400, 120_000, 8_000, 0.1234))
@@ -216,7 +302,9 @@ def test_cost_panel(snap_compare, tmp_path):
     async def run_before(pilot) -> None:
         await settle(pilot)
         app.inspector.dispatch(view(122_880, 316_800, "learned", tokens=30_720))
-        app.inspector.dispatch(Rejection("waf_block", 422_400, WAF_REASON, 403, tuple(WAF_EVIDENCE), True, True))
+        app.inspector.dispatch(
+            Rejection("waf_block", 422_400, WAF_REASON, 403, tuple(WAF_EVIDENCE), True, True)
+        )
         await settle(pilot)
 
     assert snap_compare(app, terminal_size=NARROW, run_before=run_before)

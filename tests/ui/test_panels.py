@@ -48,8 +48,14 @@ from app.ui.widgets.inspector import PANEL_NAMES, Inspector
 
 FIXED_NOW = datetime(2026, 1, 1, 14, 2, 7, tzinfo=UTC).timestamp()
 WAF_REASON = "Rejected by a WAF (Cloudflare): 403 with an HTML block page and cf-ray header"
-WAF_EVIDENCE = ["status 403", "HTML body where the API speaks JSON", "header cf-ray: 8a1b2c3d4e5f-AMS",
-                "header server: cloudflare", 'phrase "attention required"', "request 412.5 KB"]
+WAF_EVIDENCE = [
+    "status 403",
+    "HTML body where the API speaks JSON",
+    "header cf-ray: 8a1b2c3d4e5f-AMS",
+    "header server: cloudflare",
+    'phrase "attention required"',
+    "request 412.5 KB",
+]
 SECRET = "sk-ant-api03-SECRETSECRETSECRET"
 
 
@@ -119,15 +125,43 @@ def engine(tmp_path):
     engine.session.store.close()
 
 
-def view(predicted: int, cap: int | None, source: str, tokens: int = 50_000, window: int = 200_000) -> ViewChanged:
-    return ViewChanged(view_id="v1", messages=12, predicted_bytes=predicted, effective_cap=cap, cap_source=source,
-                       context_tokens=tokens, context_window=window)
+def view(
+    predicted: int, cap: int | None, source: str, tokens: int = 50_000, window: int = 200_000
+) -> ViewChanged:
+    return ViewChanged(
+        view_id="v1",
+        messages=12,
+        predicted_bytes=predicted,
+        effective_cap=cap,
+        cap_source=source,
+        context_tokens=tokens,
+        context_window=window,
+    )
 
 
-def finished(request_id: str, size: int, status: int | None = 200, kind: str | None = None, *, level: int = 0,
-             reason: str = "", purpose: str = "chat", latency: float = 120.0) -> RequestFinished:
-    return RequestFinished(request_id=request_id, route="lab", purpose=purpose, predicted_bytes=size, bytes=size,
-                           status=status, latency_ms=latency, kind=kind, reason=reason, level=level)
+def finished(
+    request_id: str,
+    size: int,
+    status: int | None = 200,
+    kind: str | None = None,
+    *,
+    level: int = 0,
+    reason: str = "",
+    purpose: str = "chat",
+    latency: float = 120.0,
+) -> RequestFinished:
+    return RequestFinished(
+        request_id=request_id,
+        route="lab",
+        purpose=purpose,
+        predicted_bytes=size,
+        bytes=size,
+        status=status,
+        latency_ms=latency,
+        kind=kind,
+        reason=reason,
+        level=level,
+    )
 
 
 # -- the container -------------------------------------------------------------------------------------------
@@ -263,7 +297,9 @@ async def test_rebinding_to_another_session_rebuilds_the_panels(tmp_path):
         assert inspector.requests is not old_requests and inspector.requests.session_id == second.session.id
         assert inspector.requests.table.row_count == 0
         kept = inspector.requests
-        inspector.show_session(panel_source(second))  # the same session again (e.g. after /model): panels kept
+        inspector.show_session(
+            panel_source(second)
+        )  # the same session again (e.g. after /model): panels kept
         assert inspector.requests is kept and inspector.requests.session_id == second.session.id
     first.session.store.close()
     second.session.store.close()
@@ -275,7 +311,9 @@ async def test_c_copies_each_panel_as_plain_text():
         inspector = app.inspector
         inspector.dispatch(view(300_000, 316_800, "learned"))
         inspector.dispatch(finished("r1", 422_400, 403, "waf_block", reason=WAF_REASON))
-        inspector.dispatch(RecoveryStep(2, 2, 3, 422_400, 120_000, "succeeded", "waf_block", "recovered at L2"))
+        inspector.dispatch(
+            RecoveryStep(2, 2, 3, 422_400, 120_000, "succeeded", "waf_block", "recovered at L2")
+        )
         inspector.dispatch(Compaction("recovery", "L2", "applied", 422_400, 120_000, 30, 11, level=2))
         inspector.dispatch(HookRun("Stop", "*", "./stop.sh", 2.0, 0, "ok"))
         inspector.dispatch(UsageRecorded(1000, 20, cost_usd=0.01))
@@ -285,7 +323,9 @@ async def test_c_copies_each_panel_as_plain_text():
             await pilot.pause()
             await pilot.press("c")
         payload, ladder, compaction, hooks, cost = app.copies
-        assert payload.startswith("Next request 293.0 KB of 309.4 KB cap") and "412.5 KB (waf_block)" in payload
+        assert (
+            payload.startswith("Next request 293.0 KB of 309.4 KB cap") and "412.5 KB (waf_block)" in payload
+        )
         assert "recovered at L2 on attempt 2/3" in ladder
         assert compaction.endswith("applied: 30 → 11 msgs · 412.5 KB → 117.2 KB (−295.3 KB) · L2")
         assert hooks.startswith("Stop · matcher * · exit 0 · ok")
@@ -319,35 +359,52 @@ async def test_payload_gauge_against_no_cap_then_learned_cap(engine):
         assert payload.gauge.level == "warn"  # over the warning threshold: a warning, never "over"
 
         learned_at = datetime(2026, 1, 1, 13, 58, tzinfo=UTC)
-        engine.state.learn_cap(engine.route.endpoint_id, 316_800, rejected_bytes=422_400, kind="waf_block",
-                               reason=WAF_REASON, now=learned_at)
-        event = engine.view_changed("cap")  # the engine's own event (through the bus): it says where the cap came from
+        engine.state.learn_cap(
+            engine.route.endpoint_id,
+            316_800,
+            rejected_bytes=422_400,
+            kind="waf_block",
+            reason=WAF_REASON,
+            now=learned_at,
+        )
+        event = engine.view_changed(
+            "cap"
+        )  # the engine's own event (through the bus): it says where the cap came from
         await pilot.pause()
         assert event.cap_detail.endswith("(Rejected by a WAF (Cloudflare))") and event.preflight_ratio == 0.85
         assert payload.cap_bytes == 316_800 and payload.gauge.total == 316_800
-        assert payload.cap_label == ("cap 309.4 KB · learned 2026-01-01 13:58 from a waf_block rejection of "
-                                     "412.5 KB (Rejected by a WAF (Cloudflare))")
+        assert payload.cap_label == (
+            "cap 309.4 KB · learned 2026-01-01 13:58 from a waf_block rejection of "
+            "412.5 KB (Rejected by a WAF (Cloudflare))"
+        )
         assert payload.gauge.level == "ok" and not payload.has_class("-warn")
         app.inspector.dispatch(view(280_000, 316_800, "learned"))  # 88% ≥ the 85% pre-flight ratio
         assert payload.gauge.level == "warn" and payload.has_class("-warn")
         app.inspector.dispatch(view(330_000, 316_800, "learned"))
         assert payload.gauge.level == "over" and payload.has_class("-over")
-        assert "Next request 322.3 KB of 309.4 KB cap" in str(payload.query_one("#payload-next", Static).render())
+        assert "Next request 322.3 KB of 309.4 KB cap" in str(
+            payload.query_one("#payload-next", Static).render()
+        )
         app.inspector.dispatch(RecoveryStep(1, 1, 3, 330_000, 42_500, "sending"))
         await pilot.pause()
         assert str(payload.query_one("#payload-next", Static).render()) == (
-            "Recovery L1 sending 41.5 KB of 309.4 KB cap")
+            "Recovery L1 sending 41.5 KB of 309.4 KB cap"
+        )
         assert payload.gauge.value == 42_500 and payload.gauge.level == "ok"
         app.inspector.dispatch(RecoveryStep(1, 1, 3, 330_000, 42_500, "failed"))
         await pilot.pause()  # not accepted: the view, still over the cap, is what the next request holds
-        assert "Next request 322.3 KB of 309.4 KB cap" in str(payload.query_one("#payload-next", Static).render())
+        assert "Next request 322.3 KB of 309.4 KB cap" in str(
+            payload.query_one("#payload-next", Static).render()
+        )
         assert payload.gauge.level == "over"
 
         assert payload.context_gauge.value == 50_000 and payload.context_gauge.total == 200_000
 
 
 async def test_payload_names_a_configured_cap(tmp_path):
-    settings = dataclasses.replace(Settings(), max_payload=1024 * 1024, sources={"max_payload": "config.toml"})
+    settings = dataclasses.replace(
+        Settings(), max_payload=1024 * 1024, sources={"max_payload": "config.toml"}
+    )
     engine = make_engine(tmp_path, settings)
     app = InspectorApp(engine)
     async with app.run_test(size=(80, 50)) as pilot:
@@ -363,8 +420,9 @@ async def test_cap_learned_event_switches_the_label_at_once():
     async with app.run_test(size=(80, 50)) as pilot:
         payload = app.inspector.payload
         app.inspector.dispatch(view(300_000, None, "none"))
-        app.inspector.dispatch(CapLearned(cap_bytes=316_800, rejected_bytes=422_400, endpoint="lab default",
-                                          reason=WAF_REASON))
+        app.inspector.dispatch(
+            CapLearned(cap_bytes=316_800, rejected_bytes=422_400, endpoint="lab default", reason=WAF_REASON)
+        )
         await pilot.pause()
         assert payload.cap_bytes == 316_800 and payload.cap_source == "learned"
         assert payload.cap_label == "cap 309.4 KB · learned just now from a rejection of 412.5 KB"
@@ -384,7 +442,12 @@ async def test_sparkline_marks_rejections():
         await pilot.pause()
         spark = inspector.payload.sparkline
         assert [(s.bytes, s.kind) for s in inspector.payload.samples] == [
-            (100_000, None), (422_400, "waf_block"), (50_000, "rate_limit"), (120_000, None), (30_000, None)]
+            (100_000, None),
+            (422_400, "waf_block"),
+            (50_000, "rate_limit"),
+            (120_000, None),
+            (30_000, None),
+        ]
         assert [s.rejected for s in spark.samples] == [False, True, True, False, False]
         rows = spark.render().plain.splitlines()
         assert len(rows) == 3 and rows[-1].startswith("▔✗!▔▔")
@@ -423,12 +486,24 @@ async def test_ladder_walks_the_levels_and_resets_on_a_new_turn():
         inspector.dispatch(TurnStarted(turn=1, prompt="hi"))
         inspector.dispatch(finished("r1", 422_400, 403, "waf_block", reason=WAF_REASON))
         inspector.dispatch(Rejection("waf_block", 422_400, WAF_REASON, 403, tuple(WAF_EVIDENCE), True, True))
-        inspector.dispatch(RecoveryStep(1, 1, 3, 422_400, 430_000, "not_smaller", "waf_block",
-                                        "L1 candidate (419.9 KB) is not smaller than the rejected request; not sent"))
+        inspector.dispatch(
+            RecoveryStep(
+                1,
+                1,
+                3,
+                422_400,
+                430_000,
+                "not_smaller",
+                "waf_block",
+                "L1 candidate (419.9 KB) is not smaller than the rejected request; not sent",
+            )
+        )
         await pilot.pause()
         assert (ladder.level, ladder.attempt, ladder.attempts_left) == (1, 1, 2)
         assert ladder.failure_kind == "waf_block" and ladder.failure_reason == WAF_REASON
-        inspector.dispatch(RecoveryStep(2, 2, 3, 422_400, 120_000, "sending", "waf_block", "L2: 30 → 11 messages"))
+        inspector.dispatch(
+            RecoveryStep(2, 2, 3, 422_400, 120_000, "sending", "waf_block", "L2: 30 → 11 messages")
+        )
         await pilot.pause()
         steps = [inspector.query_one(f"#ladder-step-{n}", Static) for n in range(4)]
         assert [s.has_class("-current") for s in steps] == [False, False, True, False]
@@ -442,10 +517,15 @@ async def test_ladder_walks_the_levels_and_resets_on_a_new_turn():
         inspector.dispatch(finished("r2", 120_000, 413, "payload_too_large", level=2, reason="413 again"))
         assert ladder.outcome == "failed" and ladder.attempts[-1].outcome == "failed"
         inspector.dispatch(RecoveryStep(3, 3, 3, 422_400, 60_000, "sending", "payload_too_large", "L3"))
-        inspector.dispatch(RecoveryStep(3, 3, 3, 422_400, 60_000, "succeeded", "waf_block", "recovered at L3"))
+        inspector.dispatch(
+            RecoveryStep(3, 3, 3, 422_400, 60_000, "succeeded", "waf_block", "recovered at L3")
+        )
         await pilot.pause()
         assert [(a.attempt, a.level, a.outcome) for a in ladder.attempts] == [
-            (1, 1, "not_smaller"), (2, 2, "failed"), (3, 3, "succeeded")]
+            (1, 1, "not_smaller"),
+            (2, 2, "failed"),
+            (3, 3, "succeeded"),
+        ]
         assert ladder.attempts_left == 0 and steps[3].has_class("-succeeded")
         assert ladder.last_recovery == "recovered at L3 on attempt 3/3: 412.5 KB → 58.6 KB (waf_block)"
 
@@ -462,20 +542,26 @@ async def test_ladder_exhausted_refused_and_retries():
         inspector = app.inspector
         ladder = inspector.ladder
         inspector.dispatch(RecoveryStep(1, 1, 3, 500_000, 400_000, "sending", "context_overflow", "L1"))
-        inspector.dispatch(RecoveryStep(3, 3, 3, 500_000, None, "exhausted", "context_overflow",
-                                        "prompt is too long"))
+        inspector.dispatch(
+            RecoveryStep(3, 3, 3, 500_000, None, "exhausted", "context_overflow", "prompt is too long")
+        )
         await pilot.pause()
         assert ladder.outcome == "exhausted" and ladder.attempts_left == 0
         assert ladder.last_recovery == "recovery exhausted after 3 attempts: prompt is too long"
         assert inspector.query_one("#ladder-step-3", Static).has_class("-failed")
         inspector.dispatch(TurnStarted(turn=2, prompt="again"))
-        inspector.dispatch(RecoveryStep(0, 0, 3, 100_000, 120_000, "refused", "payload_too_large",
-                                        "the request base alone is too big"))
+        inspector.dispatch(
+            RecoveryStep(
+                0, 0, 3, 100_000, 120_000, "refused", "payload_too_large", "the request base alone is too big"
+            )
+        )
         await pilot.pause()
         assert ladder.last_recovery == "recovery refused: the request base alone is too big"
         inspector.dispatch(Retry("rate_limit", 1, 4, 2.0, "429"))
         await pilot.pause()
-        assert "retry 1/4 after rate_limit in 2.0 s" in str(inspector.query_one("#ladder-attempt", Static).render())
+        assert "retry 1/4 after rate_limit in 2.0 s" in str(
+            inspector.query_one("#ladder-attempt", Static).render()
+        )
         inspector.dispatch(finished("r9", 1000))
         assert ladder.retry_text == ""
 
@@ -487,22 +573,49 @@ async def test_compaction_phases_live_then_final():
         inspector = app.inspector
         panel = inspector.compaction
         inspector.show_panel("compaction")
-        assert str(panel.query_one("#compaction-phases", Static).render()) == "No compaction yet in this session."
-        inspector.dispatch(CompactionPhase("preflight", "start", "📦 Compacting history (23 msgs, 4.2 MB → target 2.0 MB)"))
-        inspector.dispatch(CompactionPhase("preflight", "trim", "🧹 Trim: microcompact, dedup, budgets (no LLM)…"))
-        inspector.dispatch(CompactionPhase("preflight", "summarize", "🧠 Summarizing old messages… (Esc cancels)"))
+        assert (
+            str(panel.query_one("#compaction-phases", Static).render())
+            == "No compaction yet in this session."
+        )
+        inspector.dispatch(
+            CompactionPhase("preflight", "start", "📦 Compacting history (23 msgs, 4.2 MB → target 2.0 MB)")
+        )
+        inspector.dispatch(
+            CompactionPhase("preflight", "trim", "🧹 Trim: microcompact, dedup, budgets (no LLM)…")
+        )
+        inspector.dispatch(
+            CompactionPhase("preflight", "summarize", "🧠 Summarizing old messages… (Esc cancels)")
+        )
         await pilot.pause()
         assert panel.running and panel.trigger == "preflight" and panel.has_class("-running")
         assert [key for key, _ in panel.phases] == ["start", "trim", "summarize"]
         lines = str(panel.query_one("#compaction-phases", Static).render()).splitlines()
-        assert lines[-1].startswith("● 🧠 Summarizing") and lines[0].startswith("  📦")  # spinner on the current
-        assert "Running · trigger preflight since 14:02:07" in str(panel.query_one("#compaction-status").render())
+        assert lines[-1].startswith("● 🧠 Summarizing") and lines[0].startswith(
+            "  📦"
+        )  # spinner on the current
+        assert "Running · trigger preflight since 14:02:07" in str(
+            panel.query_one("#compaction-status").render()
+        )
 
-        inspector.dispatch(CompactionPhase("preflight", "summary_applied",
-                                           "✓ Summary applied (23 → 9 msgs, 4.2 MB → 1.8 MB)"))
+        inspector.dispatch(
+            CompactionPhase(
+                "preflight", "summary_applied", "✓ Summary applied (23 → 9 msgs, 4.2 MB → 1.8 MB)"
+            )
+        )
         inspector.dispatch(CompactionPhase("preflight", "done", "✓ Compacted (23 → 9 msgs, 4.2 MB → 1.8 MB)"))
-        inspector.dispatch(Compaction("preflight", "summary", "applied", 4_404_019, 1_887_437, 23, 9, level=2,
-                                      archive_keys=("a" * 16, "b" * 16)))
+        inspector.dispatch(
+            Compaction(
+                "preflight",
+                "summary",
+                "applied",
+                4_404_019,
+                1_887_437,
+                23,
+                9,
+                level=2,
+                archive_keys=("a" * 16, "b" * 16),
+            )
+        )
         await pilot.pause()
         assert not panel.running and not panel.has_class("-running")
         assert panel.result is not None and panel.result.method == "summary"
@@ -517,7 +630,9 @@ async def test_compaction_phases_live_then_final():
         inspector.dispatch(Compaction("manual", "none", "skipped", 1_887_437, 1_887_437, 12, 12))
         await pilot.pause()
         assert [key for key, _ in panel.phases] == ["start", "done"]
-        assert str(panel.query_one("#compaction-result", Static).render()).startswith("skipped — nothing to compact")
+        assert str(panel.query_one("#compaction-result", Static).render()).startswith(
+            "skipped — nothing to compact"
+        )
         history = str(panel.query_one("#compaction-history", Static).render())
         assert history.startswith("14:02:07 preflight summary applied 4.2 MB → 1.8 MB")
 
@@ -527,13 +642,22 @@ async def test_compaction_panel_follows_a_recovery():
     async with app.run_test(size=(80, 50)) as pilot:
         inspector = app.inspector
         panel = inspector.compaction
-        inspector.dispatch(RecoveryStep(1, 1, 3, 422_400, 430_000, "not_smaller", "waf_block", "L1 not smaller"))
-        inspector.dispatch(RecoveryStep(2, 2, 3, 422_400, 120_000, "sending", "waf_block", "L2: 30 → 11 messages"))
+        inspector.dispatch(
+            RecoveryStep(1, 1, 3, 422_400, 430_000, "not_smaller", "waf_block", "L1 not smaller")
+        )
+        inspector.dispatch(
+            RecoveryStep(2, 2, 3, 422_400, 120_000, "sending", "waf_block", "L2: 30 → 11 messages")
+        )
         await pilot.pause()
         assert panel.running and panel.trigger == "recovery" and len(panel.phases) == 2
-        inspector.dispatch(RecoveryStep(2, 2, 3, 422_400, 120_000, "succeeded", "waf_block", "recovered at L2"))
-        inspector.dispatch(Compaction("recovery", "L2", "applied", 422_400, 120_000, 30, 11, level=2,
-                                      archive_keys=("c" * 16,)))
+        inspector.dispatch(
+            RecoveryStep(2, 2, 3, 422_400, 120_000, "succeeded", "waf_block", "recovered at L2")
+        )
+        inspector.dispatch(
+            Compaction(
+                "recovery", "L2", "applied", 422_400, 120_000, 30, 11, level=2, archive_keys=("c" * 16,)
+            )
+        )
         await pilot.pause()
         assert not panel.running and len(panel.phases) == 3 and panel.result.level == 2
         inspector.dispatch(RecoveryStep(3, 3, 3, 422_400, None, "exhausted", "waf_block", "still blocked"))
@@ -545,7 +669,11 @@ async def test_compaction_panel_follows_a_recovery():
 # -- archive -------------------------------------------------------------------------------------------------
 ARCHIVED = [
     ("L2", "user: run the failing test in tests/test_store.py and tell me why it fails", 3600),
-    ("microcompact", "tool read_file nginx.conf: client_max_body_size 128k; proxy_pass http://upstream;", 1800),
+    (
+        "microcompact",
+        "tool read_file nginx.conf: client_max_body_size 128k; proxy_pass http://upstream;",
+        1800,
+    ),
     ("summary", "assistant: the WAF blocks bodies over 400 KB, so we trimmed the history twice", 300),
 ]
 
@@ -554,8 +682,16 @@ def seed_archive(session: Session) -> list[str]:
     """Three archived segments (oldest first) and a compaction view on the stack, to rewind."""
     for text in ("first question", "first answer", "second question", "second answer"):
         session.append(Message.create("user" if "question" in text else "assistant", text, turn=1))
-    entries = [ArchiveEntry(key=archive_key(content), content=content, reason=reason, source_ids=("m1", "m2"),
-                            created_at=FIXED_NOW - age) for reason, content, age in ARCHIVED]
+    entries = [
+        ArchiveEntry(
+            key=archive_key(content),
+            content=content,
+            reason=reason,
+            source_ids=("m1", "m2"),
+            created_at=FIXED_NOW - age,
+        )
+        for reason, content, age in ARCHIVED
+    ]
     session.commit_view(session.view.messages[2:], entries, reason="manual:summary")
     return [e.key for e in entries]
 
@@ -656,9 +792,13 @@ async def test_archive_adds_new_segments_incrementally(engine, monkeypatch):
         row_objects = dict(panel.table.rows)
         monkeypatch.setattr(panel.table, "clear", lambda *a, **k: pytest.fail("rebuilt the whole table"))
         content = "tool grep output: 412 matches of TODO across the repository"
-        entry = ArchiveEntry(key=archive_key(content), content=content, reason="budget", created_at=FIXED_NOW - 10)
+        entry = ArchiveEntry(
+            key=archive_key(content), content=content, reason="budget", created_at=FIXED_NOW - 10
+        )
         engine.session.archive([entry])
-        app.inspector.dispatch(Compaction("auto", "trim", "applied", 2000, 1000, 10, 10, archive_keys=(entry.key,)))
+        app.inspector.dispatch(
+            Compaction("auto", "trim", "applied", 2000, 1000, 10, 10, archive_keys=(entry.key,))
+        )
         await settle(pilot)
         assert panel.row_keys == [entry.key, *keys[::-1]]
         assert all(panel.table.rows[k] is row_objects[k] for k in row_objects)  # old rows untouched
@@ -677,27 +817,84 @@ async def test_archive_is_bounded(engine, monkeypatch):
 def record_waf_story(engine: Engine) -> None:
     """What the sender records for: an accepted request, a WAF 403, a recovery at L2."""
     store, sid = engine.session.store, engine.session.id
-    headers = {"content-type": "application/json", "x-api-key": SECRET, "authorization": f"Bearer {SECRET}",
-               "anthropic-version": "2023-06-01"}
-    base = {"session_id": sid, "route": "lab", "provider": "lab", "model": "lab-1",
-            "url": "http://127.0.0.1:8765/v1/messages", "purpose": "chat", "request_headers": headers}
-    store.record_request({**base, "id": "r-0001", "created_at": FIXED_NOW - 60, "attempt": 0, "level": 0,
-                          "predicted_bytes": 300_000, "actual_bytes": 300_000, "status": 200, "latency_ms": 812.0,
-                          "outcome": "ok", "body_preview": '{"model": "lab-1", "messages": ["…"]}',
-                          "response_headers": {"content-type": "text/event-stream", "request-id": "req_1"}})
-    store.record_request({**base, "id": "r-0002", "created_at": FIXED_NOW - 30, "attempt": 0, "level": 0,
-                          "predicted_bytes": 422_400, "actual_bytes": 422_400, "status": 403, "latency_ms": 95.0,
-                          "outcome": "failed", "kind": "waf_block", "reason": WAF_REASON, "evidence": WAF_EVIDENCE,
-                          "body_preview": '{"model": "lab-1", "messages": ["… 30 more …"]}',
-                          "response_headers": {"content-type": "text/html", "cf-ray": "8a1b2c3d4e5f-AMS",
-                                               "server": "cloudflare", "set-cookie": f"__cf_bm={SECRET}"},
-                          "error_body": "<html><head><title>Attention Required! | Cloudflare</title></head>"
-                                        "<body>Sorry, you have been blocked</body></html>"})
-    store.record_event(sid, "cap_learned", {"cap_bytes": 316_800, "rejected_bytes": 422_400,
-                                            "endpoint": "lab default", "reason": WAF_REASON})
-    store.record_request({**base, "id": "r-0003", "created_at": FIXED_NOW - 20, "attempt": 2, "level": 2,
-                          "predicted_bytes": 120_000, "actual_bytes": 120_000, "status": 200, "latency_ms": 640.0,
-                          "outcome": "ok", "body_preview": "{}", "response_headers": {}})
+    headers = {
+        "content-type": "application/json",
+        "x-api-key": SECRET,
+        "authorization": f"Bearer {SECRET}",
+        "anthropic-version": "2023-06-01",
+    }
+    base = {
+        "session_id": sid,
+        "route": "lab",
+        "provider": "lab",
+        "model": "lab-1",
+        "url": "http://127.0.0.1:8765/v1/messages",
+        "purpose": "chat",
+        "request_headers": headers,
+    }
+    store.record_request(
+        {
+            **base,
+            "id": "r-0001",
+            "created_at": FIXED_NOW - 60,
+            "attempt": 0,
+            "level": 0,
+            "predicted_bytes": 300_000,
+            "actual_bytes": 300_000,
+            "status": 200,
+            "latency_ms": 812.0,
+            "outcome": "ok",
+            "body_preview": '{"model": "lab-1", "messages": ["…"]}',
+            "response_headers": {"content-type": "text/event-stream", "request-id": "req_1"},
+        }
+    )
+    store.record_request(
+        {
+            **base,
+            "id": "r-0002",
+            "created_at": FIXED_NOW - 30,
+            "attempt": 0,
+            "level": 0,
+            "predicted_bytes": 422_400,
+            "actual_bytes": 422_400,
+            "status": 403,
+            "latency_ms": 95.0,
+            "outcome": "failed",
+            "kind": "waf_block",
+            "reason": WAF_REASON,
+            "evidence": WAF_EVIDENCE,
+            "body_preview": '{"model": "lab-1", "messages": ["… 30 more …"]}',
+            "response_headers": {
+                "content-type": "text/html",
+                "cf-ray": "8a1b2c3d4e5f-AMS",
+                "server": "cloudflare",
+                "set-cookie": f"__cf_bm={SECRET}",
+            },
+            "error_body": "<html><head><title>Attention Required! | Cloudflare</title></head>"
+            "<body>Sorry, you have been blocked</body></html>",
+        }
+    )
+    store.record_event(
+        sid,
+        "cap_learned",
+        {"cap_bytes": 316_800, "rejected_bytes": 422_400, "endpoint": "lab default", "reason": WAF_REASON},
+    )
+    store.record_request(
+        {
+            **base,
+            "id": "r-0003",
+            "created_at": FIXED_NOW - 20,
+            "attempt": 2,
+            "level": 2,
+            "predicted_bytes": 120_000,
+            "actual_bytes": 120_000,
+            "status": 200,
+            "latency_ms": 640.0,
+            "outcome": "ok",
+            "body_preview": "{}",
+            "response_headers": {},
+        }
+    )
 
 
 def dispatch_waf_story(inspector: Inspector) -> None:
@@ -707,7 +904,9 @@ def dispatch_waf_story(inspector: Inspector) -> None:
     inspector.dispatch(finished("r-0002", 422_400, 403, "waf_block", reason=WAF_REASON, latency=95.0))
     inspector.dispatch(Rejection("waf_block", 422_400, WAF_REASON, 403, tuple(WAF_EVIDENCE), True, True))
     inspector.dispatch(CapLearned(316_800, 422_400, "lab default", WAF_REASON))
-    inspector.dispatch(RecoveryStep(2, 2, 3, 422_400, 120_000, "sending", "waf_block", "L2: 30 → 11 messages"))
+    inspector.dispatch(
+        RecoveryStep(2, 2, 3, 422_400, 120_000, "sending", "waf_block", "L2: 30 → 11 messages")
+    )
     inspector.dispatch(RequestStarted("r-0003", "lab", "chat", 120_000, attempt=2, level=2))
     inspector.dispatch(finished("r-0003", 120_000, level=2, latency=640.0))
 
@@ -723,14 +922,24 @@ async def test_requests_table_and_detail_explain_the_rejection(engine):
         table = panel.table
         assert table.row_count == 3
         assert [str(c) for c in table.get_row("r-0002")] == [
-            "14:01:37", "403", "waf_block", "412.5 KB", "412.5 KB", "95", "0", "chat", "lab"]
+            "14:01:37",
+            "403",
+            "waf_block",
+            "412.5 KB",
+            "412.5 KB",
+            "95",
+            "0",
+            "chat",
+            "lab",
+        ]
         assert panel.selected_id == "r-0003"  # the cursor follows the newest request
         inspector.show_panel("requests")
         await pilot.pause()
         await pilot.press("up")
         assert panel.selected_id == "r-0002"
-        expected = (f"{WAF_REASON}, request 412.5 KB; bulkhead learned a 309.4 KB cap and recovered at ladder "
-                    f"level 2")
+        expected = (
+            f"{WAF_REASON}, request 412.5 KB; bulkhead learned a 309.4 KB cap and recovered at ladder level 2"
+        )
         assert panel.explanation == expected
         detail = panel.detail_text
         for item in WAF_EVIDENCE:
@@ -747,8 +956,9 @@ async def test_requests_table_and_detail_explain_the_rejection(engine):
         assert app.copies == [expected, detail]
 
         await pilot.press("down")
-        assert panel.explanation == ("Accepted (HTTP 200): request 117.2 KB in 640 ms; recovery attempt 2 at ladder "
-                                     "level 2 succeeded")
+        assert panel.explanation == (
+            "Accepted (HTTP 200): request 117.2 KB in 640 ms; recovery attempt 2 at ladder level 2 succeeded"
+        )
         assert not inspector.errors
 
 
@@ -762,15 +972,19 @@ async def test_requests_live_before_the_store_and_bounded(monkeypatch):
         panel = inspector.requests
         assert [str(c) for c in panel.table.get_row("r0")][:3] == ["14:02:07", "…", ""]
         assert panel.explanation == "In flight: a request of 1000 B (predicted) is being sent."
-        inspector.dispatch(finished("r0", 1000, 429, "rate_limit", reason="Rate limited: 429 Too Many Requests"))
+        inspector.dispatch(
+            finished("r0", 1000, 429, "rate_limit", reason="Rate limited: 429 Too Many Requests")
+        )
         inspector.dispatch(RequestStarted("r1", "lab", "chat", 1000))
         inspector.dispatch(finished("r1", 1000))
         await pilot.pause()
         assert panel.records["r0"]["outcome"] == "failed"
         panel.table.move_cursor(row=0)
         await pilot.pause()
-        assert panel.explanation == ("Rate limited: 429 Too Many Requests, request 1000 B; bulkhead retried once "
-                                     "and the request went through")
+        assert panel.explanation == (
+            "Rate limited: 429 Too Many Requests, request 1000 B; bulkhead retried once "
+            "and the request went through"
+        )
         for n in range(2, 9):
             inspector.dispatch(RequestStarted(f"r{n}", "lab", "chat", 1000 + n))
         await pilot.pause()
@@ -780,33 +994,63 @@ async def test_requests_live_before_the_store_and_bounded(monkeypatch):
 
 async def test_a_resumed_session_is_read_back_from_the_store(engine):
     record_waf_story(engine)
-    compaction = Compaction("recovery", "L2", "applied", 422_400, 120_000, 30, 11, level=2, archive_keys=("e" * 16,))
+    compaction = Compaction(
+        "recovery", "L2", "applied", 422_400, 120_000, 30, 11, level=2, archive_keys=("e" * 16,)
+    )
     engine.session.store.record_event(engine.session.id, "compaction", compaction.to_json())
     app = InspectorApp(engine)
     async with app.run_test(size=(100, 50)) as pilot:
         await settle(pilot)
         inspector = app.inspector
         assert [(s.bytes, s.kind) for s in inspector.payload.samples] == [
-            (300_000, None), (422_400, "waf_block"), (120_000, None)]
-        assert [row.key.value for row in inspector.requests.table.ordered_rows] == ["r-0001", "r-0002", "r-0003"]
+            (300_000, None),
+            (422_400, "waf_block"),
+            (120_000, None),
+        ]
+        assert [row.key.value for row in inspector.requests.table.ordered_rows] == [
+            "r-0001",
+            "r-0002",
+            "r-0003",
+        ]
         assert inspector.requests.selected_id == "r-0003"
         inspector.requests.table.move_cursor(row=1)
         await pilot.pause()
-        assert inspector.requests.explanation.endswith("learned a 309.4 KB cap and recovered at ladder level 2")
+        assert inspector.requests.explanation.endswith(
+            "learned a 309.4 KB cap and recovered at ladder level 2"
+        )
         assert inspector.compaction.result == compaction
         assert not inspector.errors
 
 
 # -- explain.py ----------------------------------------------------------------------------------------------
-def _rec(request_id, *, level=0, attempt=0, kind=None, status=200, size=1000, outcome=None, reason="", at=0.0):
-    return {"id": request_id, "level": level, "attempt": attempt, "kind": kind, "status": status,
-            "actual_bytes": size, "predicted_bytes": size, "reason": reason, "purpose": "chat", "created_at": at,
-            "outcome": outcome or ("failed" if kind else "ok"), "latency_ms": 10.0}
+def _rec(
+    request_id, *, level=0, attempt=0, kind=None, status=200, size=1000, outcome=None, reason="", at=0.0
+):
+    return {
+        "id": request_id,
+        "level": level,
+        "attempt": attempt,
+        "kind": kind,
+        "status": status,
+        "actual_bytes": size,
+        "predicted_bytes": size,
+        "reason": reason,
+        "purpose": "chat",
+        "created_at": at,
+        "outcome": outcome or ("failed" if kind else "ok"),
+        "latency_ms": 10.0,
+    }
 
 
 def test_explain_recovery_outcomes():
-    rejected = _rec("a", kind="payload_too_large", status=413, size=131_072,
-                    reason="Request body too large (nginx): 413 Payload Too Large (HTML page)", at=1.0)
+    rejected = _rec(
+        "a",
+        kind="payload_too_large",
+        status=413,
+        size=131_072,
+        reason="Request body too large (nginx): 413 Payload Too Large (HTML page)",
+        at=1.0,
+    )
     l1_failed = _rec("b", level=1, attempt=1, kind="payload_too_large", status=413, size=120_000, at=2.0)
     l3_ok = _rec("c", level=3, attempt=3, size=40_000, at=3.0)
     records = [rejected, l1_failed, l3_ok]
@@ -815,14 +1059,21 @@ def test_explain_recovery_outcomes():
     caps = [{"cap_bytes": 98_304, "rejected_bytes": 131_072, "created_at": 1.5}]
     assert explain_request(rejected, records, cap_events=caps) == (
         "Request body too large (nginx): 413 Payload Too Large (HTML page), request 128.0 KB; bulkhead learned a "
-        "96.0 KB cap and recovered at ladder level 3")
+        "96.0 KB cap and recovered at ladder level 3"
+    )
     assert explain_request(l1_failed, records).endswith(
-        "request 117.2 KB; bulkhead recovered at ladder level 3 (recovery attempt 1 at ladder level 1)")
+        "request 117.2 KB; bulkhead recovered at ladder level 3 (recovery attempt 1 at ladder level 1)"
+    )
     # every attempt failed, then a new turn began
-    exhausted = [rejected, l1_failed, _rec("d", level=2, attempt=2, kind="payload_too_large", status=413, at=3.0),
-                 _rec("e", at=9.0)]
+    exhausted = [
+        rejected,
+        l1_failed,
+        _rec("d", level=2, attempt=2, kind="payload_too_large", status=413, at=3.0),
+        _rec("e", at=9.0),
+    ]
     assert explain_request(rejected, exhausted, cap_events=caps).endswith(
-        "learned a 96.0 KB cap; recovery failed after 2 attempts — the conversation is unchanged")
+        "learned a 96.0 KB cap; recovery failed after 2 attempts — the conversation is unchanged"
+    )
     # not recoverable: what bulkhead does about it
     auth = _rec("f", kind="auth", status=401, reason="Authentication or permission refused: 401 Unauthorized")
     assert "bulkhead stops here: check your API key" in explain_request(auth, [auth])
@@ -830,9 +1081,14 @@ def test_explain_recovery_outcomes():
 
 
 def test_request_report_redacts_whatever_it_is_given():
-    record = {**_rec("x", kind="waf_block", status=403), "evidence": ["status 403"],
-              "request_headers": {"X-Api-Key": SECRET, "Proxy-Authorization": SECRET, "Accept": "json"},
-              "response_headers": {"x-auth-token": SECRET}, "error_body": "blocked", "body_preview": "{}"}
+    record = {
+        **_rec("x", kind="waf_block", status=403),
+        "evidence": ["status 403"],
+        "request_headers": {"X-Api-Key": SECRET, "Proxy-Authorization": SECRET, "Accept": "json"},
+        "response_headers": {"x-auth-token": SECRET},
+        "error_body": "blocked",
+        "body_preview": "{}",
+    }
     report = request_report(record, "why")
     assert SECRET not in report and "X-Api-Key: [redacted]" in report and "Accept: json" in report
     assert "Why: why" in report and "  - status 403" in report and "Error body:\nblocked" in report
@@ -845,15 +1101,33 @@ async def test_hooks_rows_newest_first_and_bounded(monkeypatch):
     async with app.run_test(size=(100, 50)) as pilot:
         inspector = app.inspector
         inspector.dispatch(HookRun("SessionStart", "*", "./hooks/start.sh", 12.4, 0, "ok"))
-        inspector.dispatch(HookRun("PreToolUse", "Bash", "python3 guard.py --strict", 48.0, 2, "block",
-                                   output="rm -rf is not allowed here"))
+        inspector.dispatch(
+            HookRun(
+                "PreToolUse",
+                "Bash",
+                "python3 guard.py --strict",
+                48.0,
+                2,
+                "block",
+                output="rm -rf is not allowed here",
+            )
+        )
         await pilot.pause()
         panel = inspector.hooks
         assert [run.event for run in panel.newest_first] == ["PreToolUse", "SessionStart"]
         assert [str(c) for c in panel.table.get_row("2")] == [
-            "2", "14:02:07", "PreToolUse", "python3 guard.py --strict", "2", "block", "48"]
-        assert panel.detail_text == ("PreToolUse · matcher Bash · exit 2 · block · 48 ms\n"
-                                     "$ python3 guard.py --strict\nrm -rf is not allowed here")
+            "2",
+            "14:02:07",
+            "PreToolUse",
+            "python3 guard.py --strict",
+            "2",
+            "block",
+            "48",
+        ]
+        assert panel.detail_text == (
+            "PreToolUse · matcher Bash · exit 2 · block · 48 ms\n"
+            "$ python3 guard.py --strict\nrm -rf is not allowed here"
+        )
         inspector.dispatch(HookRun("PostToolUse", "*", "./log.sh", 3.0, 1, "error"))
         inspector.dispatch(HookRun("PreCompact", "*", "./slow.sh", 60_000.0, None, "timeout"))
         await pilot.pause()
@@ -894,7 +1168,11 @@ async def test_cost_reads_the_engine_counters(engine):
         await pilot.pause()
         values = panel.values
         assert (values["input"], values["output"], values["cache read"], values["cache write"]) == (
-            "12,345", "678", "9,000", "1,200")
+            "12,345",
+            "678",
+            "9,000",
+            "1,200",
+        )
         assert values["cost"] == "$0.0421" and values["total"] == "$0.0526"
         assert values["summarizer"] == "1 call · 20,000 in / 900 out · $0.0105"
         assert values["requests"] == "7 · 2 failed · 1 retried"
@@ -926,5 +1204,7 @@ def test_age_text():
 
 def test_tables_are_datatables():
     inspector = Inspector()
-    assert all(isinstance(t, DataTable) for t in (inspector.archive.table, inspector.requests.table,
-                                                  inspector.hooks.table))
+    assert all(
+        isinstance(t, DataTable)
+        for t in (inspector.archive.table, inspector.requests.table, inspector.hooks.table)
+    )

@@ -135,8 +135,11 @@ async def test_rewind_picks_a_prompt_and_restores_the_view_and_files(lab, ws):
         await submit(pilot, "/rewind")
         await until(pilot, lambda: isinstance(app.screen, RewindScreen), "the rewind picker")
         screen = app.screen
-        assert [m.text for m, _changed in screen.points] == ["!write notes.md v2", "!write notes.md v1",
-                                                             "first question"]
+        assert [m.text for m, _changed in screen.points] == [
+            "!write notes.md v2",
+            "!write notes.md v1",
+            "first question",
+        ]
         await pilot.press("down")  # the second newest: "!write notes.md v1"
         await pilot.press("f")  # conversation and files
         await until(pilot, lambda: app.chat.notices("rewind"), "the rewind")
@@ -152,8 +155,9 @@ async def test_rewind_picks_a_prompt_and_restores_the_view_and_files(lab, ws):
 
 async def test_permissions_view_and_help_list_the_rules(lab, ws):
     (ws / ".claude").mkdir()
-    (ws / ".claude" / "settings.json").write_text(json.dumps(
-        {"permissions": {"allow": ["Bash(npm test:*)"], "deny": ["Read(./.env)"]}}))
+    (ws / ".claude" / "settings.json").write_text(
+        json.dumps({"permissions": {"allow": ["Bash(npm test:*)"], "deny": ["Read(./.env)"]}})
+    )
     app = make_app(lab_settings(lab), ws)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
@@ -161,8 +165,10 @@ async def test_permissions_view_and_help_list_the_rules(lab, ws):
         await until(pilot, lambda: isinstance(app.screen, PermissionsScreen), "the permissions view")
         table = app.screen.query_one("#permissions-table")
         rows = [[str(cell) for cell in table.get_row_at(i)] for i in range(table.row_count)]
-        assert rows == [["deny", "Read(./.env)", ".claude/settings.json"],
-                        ["allow", "Bash(npm test:*)", ".claude/settings.json"]]
+        assert rows == [
+            ["deny", "Read(./.env)", ".claude/settings.json"],
+            ["allow", "Bash(npm test:*)", ".claude/settings.json"],
+        ]
         await pilot.press("escape")
         await pilot.press("f1")
         await until(pilot, lambda: isinstance(app.screen, HelpScreen), "help")
@@ -172,9 +178,12 @@ async def test_permissions_view_and_help_list_the_rules(lab, ws):
 async def test_custom_commands_complete_show_in_help_and_palette_and_run(lab, ws):
     commands = ws / ".claude" / "commands"
     commands.mkdir(parents=True)
-    (commands / "explain.md").write_text("---\ndescription: Explain a file\nargument-hint: PATH\n---\n"
-                                         "Explain $ARGUMENTS to a newcomer.\n")
-    (commands / "evil\x1b[31m.md").write_text("x")  # a name a terminal would interpret: skipped, shown escaped
+    (commands / "explain.md").write_text(
+        "---\ndescription: Explain a file\nargument-hint: PATH\n---\nExplain $ARGUMENTS to a newcomer.\n"
+    )
+    (commands / "evil\x1b[31m.md").write_text(
+        "x"
+    )  # a name a terminal would interpret: skipped, shown escaped
     app = make_app(lab_settings(lab), ws)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
@@ -182,7 +191,8 @@ async def test_custom_commands_complete_show_in_help_and_palette_and_run(lab, ws
         warning = app.chat.notices("commands")[0].text
         assert "\\x1b[31m" in warning and "\x1b" not in warning
         assert complete_slash("/expl", extra=app.custom_completions()) == [
-            ("/explain", "PATH — Explain a file (.claude/commands)")]
+            ("/explain", "PATH — Explain a file (.claude/commands)")
+        ]
         assert "command: /explain" in applicable_titles(app)
         await send(pilot, "/explain app/cli.py")
         assert app.engine.session.master[0].text == "Explain app/cli.py to a newcomer.\n"

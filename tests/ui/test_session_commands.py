@@ -37,7 +37,9 @@ async def test_new_and_clear_start_fresh_sessions_and_keep_the_old(lab, tmp_path
         for command in ("/new", "/clear"):
             before = app.engine.session.id
             await send(pilot, command)
-            await until(pilot, lambda b=before: app.engine is not None and app.engine.session.id != b, "a new session")
+            await until(
+                pilot, lambda b=before: app.engine is not None and app.engine.session.id != b, "a new session"
+            )
             await until(pilot, app.engine_ready.is_set, "the new engine")
             assert not [i for i in app.chat.items if isinstance(i, UserItem)]  # a clean chat
             assert app.chat.notices("new") and before in app.chat.notices("new")[0].text

@@ -22,14 +22,22 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def keyless_settings(lab=None):
     """A default route to Anthropic with no key anywhere (and, when given, a lab route beside it)."""
-    routes = {"work": Route(name="work", provider="anthropic", model="claude-sonnet-4-5",
-                            base_url="https://gateway.invalid/anthropic")}
+    routes = {
+        "work": Route(
+            name="work",
+            provider="anthropic",
+            model="claude-sonnet-4-5",
+            base_url="https://gateway.invalid/anthropic",
+        )
+    }
     if lab is not None:
         routes["lab"] = Route(name="lab", provider="lab", model="lab-1", base_url=lab.url)
     return load_settings().with_overrides(routes=routes, default_route="work")
 
 
-async def test_a_route_without_a_key_says_what_to_do_and_model_opens_another_route(lab, tmp_path, monkeypatch):
+async def test_a_route_without_a_key_says_what_to_do_and_model_opens_another_route(
+    lab, tmp_path, monkeypatch
+):
     app = make_app(keyless_settings(lab), tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.chat.notices("session"), "the reason the session did not open")
@@ -97,7 +105,9 @@ async def test_messages_typed_while_it_opens_come_back_to_the_prompt_when_it_fai
             await until(pilot, lambda: "2 messages" in app.prompt_box.waiting, "both messages waiting")
             release.set()
             await until(pilot, lambda: app.chat.notices("session"), "the failure")
-            await until(pilot, lambda: app.prompt.text == "first question\nsecond question", "the messages back")
+            await until(
+                pilot, lambda: app.prompt.text == "first question\nsecond question", "the messages back"
+            )
             assert not app.prompt_box.waiting
     finally:
         release.set()
@@ -108,9 +118,16 @@ def test_print_mode_with_an_unknown_resume_exits_2_with_one_line(tmp_path):
     config.write_text("", encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     env.update(BULKHEAD_HOME=str(tmp_path / "home"), BULKHEAD_CONFIG=str(config), PYTHONPATH=str(ROOT))
-    done = subprocess.run([sys.executable, "-m", "app", "-p", "hi", "--resume", "s_nope"], env=env,
-                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "app", "-p", "hi", "--resume", "s_nope"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert done.returncode == 2
-    assert done.stderr.strip().splitlines()[-1] == ("bulkhead: no session 's_nope'; `bulkhead sessions list` "
-                                                    "shows them")
+    assert done.stderr.strip().splitlines()[-1] == (
+        "bulkhead: no session 's_nope'; `bulkhead sessions list` shows them"
+    )
     assert "Traceback" not in done.stderr

@@ -22,16 +22,22 @@ async def test_archive_ages_keep_up_with_the_clock(lab, tmp_path, monkeypatch):
 
     monkeypatch.setattr(archive_module, "AGE_REFRESH_S", 0.05)
     now = [NOW]
-    app = make_app(lab_settings(lab), tmp_path, clock=lambda: now[0],
-                   inspector=Inspector(clock=lambda: now[0], initial_tab="archive"))
+    app = make_app(
+        lab_settings(lab),
+        tmp_path,
+        clock=lambda: now[0],
+        inspector=Inspector(clock=lambda: now[0], initial_tab="archive"),
+    )
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         session = app.engine.session
-        entry = ArchiveEntry(archive_key("an old tool result"), "an old tool result", "microcompact", ("m1",),
-                             created_at=NOW)
+        entry = ArchiveEntry(
+            archive_key("an old tool result"), "an old tool result", "microcompact", ("m1",), created_at=NOW
+        )
         session.store.archive_put(session.id, [entry])
-        app.inspector.dispatch(Compaction("auto", "microcompact", "applied", 2000, 1000, 3, 3,
-                                          archive_keys=(entry.key,)))
+        app.inspector.dispatch(
+            Compaction("auto", "microcompact", "applied", 2000, 1000, 3, 3, archive_keys=(entry.key,))
+        )
         panel = app.inspector.archive
         await until(pilot, lambda: entry.key in panel.row_keys, "the archived row")
         assert panel.table.get_cell(entry.key, "age") == "0s"
@@ -83,7 +89,9 @@ async def test_command_feedback_stays_in_the_transcript(lab, tmp_path):
         await submit(pilot, "/undo-all")
         await until(pilot, lambda: len(app.chat.notices("command")) == 2, "the second notice")
         first, second = app.chat.notices("command")
-        assert first.text.startswith("unknown command /nope") and second.text.startswith("unknown command /undo-all")
+        assert first.text.startswith("unknown command /nope") and second.text.startswith(
+            "unknown command /undo-all"
+        )
 
 
 async def test_model_switch_is_said_in_the_transcript(lab, tmp_path):

@@ -19,7 +19,7 @@ KEY_CHARACTERS = {"enter": "\r", "ctrl+j": "\n", "backspace": "\x7f", "space": "
 def burst(app, *keys: str) -> None:
     """Post every key at once, with no pause for the app to handle any of them in between."""
     for key in keys:
-        for name in ([key] if key in KEY_CHARACTERS or "+" in key or len(key) == 1 else list(key)):
+        for name in [key] if key in KEY_CHARACTERS or "+" in key or len(key) == 1 else list(key):
             character = KEY_CHARACTERS.get(name, name if len(name) == 1 else None)
             app.post_message(events.Key(name, character))
 
@@ -48,7 +48,9 @@ async def test_first_enter_second_sends_first_and_keeps_second_in_the_prompt(lab
         assert [m.text for m in app.engine.session.master if m.role == "user"] == ["first", "second"]
 
 
-async def test_a_message_sent_while_the_session_opens_waits_and_is_sent_when_it_is_ready(lab, tmp_path, monkeypatch):
+async def test_a_message_sent_while_the_session_opens_waits_and_is_sent_when_it_is_ready(
+    lab, tmp_path, monkeypatch
+):
     from app.engine import bootstrap
 
     release = threading.Event()

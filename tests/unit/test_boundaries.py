@@ -31,8 +31,12 @@ def imported_modules(path: Path, root: Path = APP.parent) -> list[tuple[int, str
                 module = node.module or ""
             found.append((node.lineno, module))
             found += [(node.lineno, f"{module}.{alias.name}") for alias in node.names]
-        elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) in (
-                "import_module", "__import__") and node.args and isinstance(node.args[0], ast.Constant):
+        elif (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "attr", getattr(node.func, "id", "")) in ("import_module", "__import__")
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+        ):
             found.append((node.lineno, str(node.args[0].value)))
     return found
 
@@ -43,7 +47,8 @@ def core_files() -> list[Path]:
 
 def is_forbidden(module: str) -> bool:
     return any(module == name or module.startswith(name + ".") for name in FORBIDDEN) or module.startswith(
-        "app.ui")
+        "app.ui"
+    )
 
 
 def test_core_packages_exist():
@@ -54,15 +59,20 @@ def test_core_packages_exist():
 
 @pytest.mark.parametrize("path", core_files(), ids=lambda p: str(p.relative_to(APP)))
 def test_core_module_imports_no_ui(path):
-    bad = [f"{path.relative_to(APP.parent)}:{line}: imports {module}"
-           for line, module in imported_modules(path) if is_forbidden(module)]
+    bad = [
+        f"{path.relative_to(APP.parent)}:{line}: imports {module}"
+        for line, module in imported_modules(path)
+        if is_forbidden(module)
+    ]
     assert bad == []
 
 
 def test_the_checker_sees_every_import_form(tmp_path):
-    source = ("import textual\nfrom textual.app import App\nimport os, textual.widgets as w\n"
-              "def f():\n    from textual import on\n    import importlib\n    importlib.import_module('textual')\n"
-              "from ..ui import widgets\nimport textualize_not_textual\n")
+    source = (
+        "import textual\nfrom textual.app import App\nimport os, textual.widgets as w\n"
+        "def f():\n    from textual import on\n    import importlib\n    importlib.import_module('textual')\n"
+        "from ..ui import widgets\nimport textualize_not_textual\n"
+    )
     path = tmp_path / "app" / "engine" / "x.py"
     path.parent.mkdir(parents=True)
     path.write_text(source, encoding="utf-8")
@@ -74,48 +84,65 @@ def test_the_checker_sees_every_import_form(tmp_path):
 
 
 def test_importing_the_core_loads_no_textual():
-    code = ("import json, sys\n"
-            "import app.engine.session, app.store, app.config, app.state, app.secrets, app.export\n"
-            "import app.model.events, app.model.messages, app.providers.base\n"
-            "import app.mcp.manager, app.mcp.toolset, app.mcp.deferral, app.mcp.context_engine\n"
-            "print(json.dumps(sorted(m for m in sys.modules if m == 'textual' or m.startswith(('textual.', 'app.ui')))))\n")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                            cwd=APP.parent)
+    code = (
+        "import json, sys\n"
+        "import app.engine.session, app.store, app.config, app.state, app.secrets, app.export\n"
+        "import app.model.events, app.model.messages, app.providers.base\n"
+        "import app.mcp.manager, app.mcp.toolset, app.mcp.deferral, app.mcp.context_engine\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m == 'textual' or m.startswith(('textual.', 'app.ui')))))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=APP.parent
+    )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == []
 
 
 def test_cli_help_loads_no_textual():
-    code = ("import sys, contextlib, io\nfrom app.cli import build_parser\n"
-            "with contextlib.redirect_stdout(io.StringIO()):\n"
-            "    try:\n        build_parser().parse_args(['--help'])\n    except SystemExit:\n        pass\n"
-            "print('textual' in sys.modules)\n")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                            cwd=APP.parent)
+    code = (
+        "import sys, contextlib, io\nfrom app.cli import build_parser\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    try:\n        build_parser().parse_args(['--help'])\n    except SystemExit:\n        pass\n"
+        "print('textual' in sys.modules)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=APP.parent
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "False"
 
 
 def test_opening_an_engine_without_mcp_servers_imports_neither_the_sdk_nor_the_manager(tmp_path):
     """No MCP configured: the SDK (~0.6 s) and the manager stay out of the startup path."""
-    code = ("import json, sys, os\n"
-            "from app.config import Settings\n"
-            "from app.engine.bootstrap import open_engine\n"
-            "engine, _choice, _resumed = open_engine(Settings(), workspace=os.getcwd())\n"
-            "print(json.dumps(sorted(m for m in sys.modules if m == 'mcp' or m.startswith(('mcp.', 'app.mcp.manager',\n"
-            "                                                                                 'app.mcp.connection')))))\n")
-    env = {"PATH": "/usr/bin:/bin", "BULKHEAD_HOME": str(tmp_path / "home"), "PYTHONPATH": str(APP.parent),
-           "BULKHEAD_CONFIG": str(tmp_path / "none.toml"), "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring"}
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                            cwd=tmp_path, env=env)
+    code = (
+        "import json, sys, os\n"
+        "from app.config import Settings\n"
+        "from app.engine.bootstrap import open_engine\n"
+        "engine, _choice, _resumed = open_engine(Settings(), workspace=os.getcwd())\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m == 'mcp' or m.startswith(('mcp.', 'app.mcp.manager',\n"
+        "                                                                                 'app.mcp.connection')))))\n"
+    )
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "BULKHEAD_HOME": str(tmp_path / "home"),
+        "PYTHONPATH": str(APP.parent),
+        "BULKHEAD_CONFIG": str(tmp_path / "none.toml"),
+        "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring",
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env
+    )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == []
 
 
 def test_importing_the_mcp_package_does_not_import_the_sdk():
-    code = ("import json, sys\nimport app.mcp.manager, app.mcp.toolset, app.mcp.report, app.mcp.context_engine\n"
-            "print(json.dumps(sorted(m for m in sys.modules if m == 'mcp' or m.startswith('mcp.'))))\n")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                            cwd=APP.parent)
+    code = (
+        "import json, sys\nimport app.mcp.manager, app.mcp.toolset, app.mcp.report, app.mcp.context_engine\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m == 'mcp' or m.startswith('mcp.'))))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=APP.parent
+    )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == []

@@ -13,8 +13,10 @@ from app.cli import main
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 REFERENCE_VECTORS = FIXTURES / "error-vectors.jsonl"
 EXTRA_VECTORS = FIXTURES / "failures" / "extra-vectors.jsonl"
-CLOUDFLARE_PAGE = ("<!DOCTYPE html><html><head><title>Attention Required! | Cloudflare</title></head>"
-                   "<body><h1>Sorry, you have been blocked</h1></body></html>")
+CLOUDFLARE_PAGE = (
+    "<!DOCTYPE html><html><head><title>Attention Required! | Cloudflare</title></head>"
+    "<body><h1>Sorry, you have been blocked</h1></body></html>"
+)
 RESULT_KEYS = {"id", "kind", "payload_related", "recoverable", "reason", "evidence", "rule_id"}
 
 
@@ -38,8 +40,21 @@ def block_page(tmp_path: Path) -> Path:
 
 
 def test_single_error_in_words(block_page, capsys):
-    code = main(["classify", "--status", "403", "--body-file", str(block_page),
-                 "--header", "cf-ray: 8f3a1c2b9d7e4a61-SJC", "--header", "Server: cloudflare", "--bytes", "422200"])
+    code = main(
+        [
+            "classify",
+            "--status",
+            "403",
+            "--body-file",
+            str(block_page),
+            "--header",
+            "cf-ray: 8f3a1c2b9d7e4a61-SJC",
+            "--header",
+            "Server: cloudflare",
+            "--bytes",
+            "422200",
+        ]
+    )
     out, err = capsys.readouterr()
     assert code == 0 and err == ""
     assert "kind      waf_block  (payload-related, recoverable)" in out
@@ -51,13 +66,31 @@ def test_single_error_in_words(block_page, capsys):
 
 
 def test_single_error_as_json(capsys):
-    code = main(["classify", "--status", "429", "--message", "Too Many Requests", "--header", "retry-after: 20",
-                 "--json"])
+    code = main(
+        [
+            "classify",
+            "--status",
+            "429",
+            "--message",
+            "Too Many Requests",
+            "--header",
+            "retry-after: 20",
+            "--json",
+        ]
+    )
     out, _ = capsys.readouterr()
     assert code == 0
     result = json.loads(out)
-    assert {"kind", "payload_related", "recoverable", "transient", "reason", "evidence", "gateway",
-            "action"} <= result.keys()
+    assert {
+        "kind",
+        "payload_related",
+        "recoverable",
+        "transient",
+        "reason",
+        "evidence",
+        "gateway",
+        "action",
+    } <= result.keys()
     assert result["kind"] == "rate_limit" and result["transient"] is True and result["recoverable"] is False
     assert result["action"].startswith("retry with backoff (honouring retry-after 20s)")
     assert "status 429" in result["evidence"]
@@ -99,14 +132,26 @@ def test_batch_gives_one_line_per_case_with_the_expected_kind(vectors, capsys):
 
 def test_batch_malformed_lines_become_error_lines(tmp_path, capsys):
     batch = tmp_path / "cases.jsonl"
-    batch.write_text("\n".join([
-        json.dumps({"id": "ok-413", "status": 413, "message": "Payload Too Large", "request_bytes": 9000}),
-        "{not json",
-        "",
-        json.dumps(["a", "list"]),
-        json.dumps({"status": "junk", "headers": "not a dict", "request_bytes": -5, "body": {"error": "x"}}),
-        json.dumps({"id": "html-200", "status": 200, "message": "<html></html>", "transport": "html-200"}),
-    ]) + "\n", encoding="utf-8")
+    batch.write_text(
+        "\n".join(
+            [
+                json.dumps(
+                    {"id": "ok-413", "status": 413, "message": "Payload Too Large", "request_bytes": 9000}
+                ),
+                "{not json",
+                "",
+                json.dumps(["a", "list"]),
+                json.dumps(
+                    {"status": "junk", "headers": "not a dict", "request_bytes": -5, "body": {"error": "x"}}
+                ),
+                json.dumps(
+                    {"id": "html-200", "status": 200, "message": "<html></html>", "transport": "html-200"}
+                ),
+            ]
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     code = main(["classify", "--batch", str(batch)])
     out, err = capsys.readouterr()
     assert code == 0 and "Traceback" not in err
@@ -129,12 +174,21 @@ def test_batch_of_binary_junk_never_tracebacks(tmp_path, capsys):
 
 
 def test_batch_from_stdin(monkeypatch, capsys):
-    _stdin(monkeypatch, (json.dumps({"id": "s", "status": 401, "message": "invalid x-api-key"}) + "\n").encode())
+    _stdin(
+        monkeypatch, (json.dumps({"id": "s", "status": 401, "message": "invalid x-api-key"}) + "\n").encode()
+    )
     assert main(["classify", "--batch", "-"]) == 0
-    assert _json_lines(capsys.readouterr().out) == [{
-        "id": "s", "kind": "auth", "payload_related": False, "recoverable": False,
-        "reason": "Authentication or permission refused: 401 Unauthorized",
-        "evidence": ["status 401", "rule auth.status"], "rule_id": "auth.status"}]
+    assert _json_lines(capsys.readouterr().out) == [
+        {
+            "id": "s",
+            "kind": "auth",
+            "payload_related": False,
+            "recoverable": False,
+            "reason": "Authentication or permission refused: 401 Unauthorized",
+            "evidence": ["status 401", "rule auth.status"],
+            "rule_id": "auth.status",
+        }
+    ]
 
 
 def test_unreadable_batch_file_exits_2_with_a_clear_message(tmp_path, capsys):
@@ -160,8 +214,10 @@ def test_nothing_to_classify_exits_2(capsys):
 
 
 # -- user rules from [[classifier.rules]] (issue 15) ------------------------------------------------------
-ACME_PAGE = ("<html><head><title>ACME SecureWeb</title></head><body><h2>Request refused</h2>"
-             "<p>ACME-GW-0042: message body exceeds the policy limit for AI services.</p></body></html>")
+ACME_PAGE = (
+    "<html><head><title>ACME SecureWeb</title></head><body><h2>Request refused</h2>"
+    "<p>ACME-GW-0042: message body exceeds the policy limit for AI services.</p></body></html>"
+)
 ACME_RULES = """\
 default_route = "lab"
 [routes.lab]
@@ -183,8 +239,17 @@ def test_a_config_rule_decides_a_corporate_page(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("BULKHEAD_CONFIG", str(config))
     page = tmp_path / "acme.html"
     page.write_text(ACME_PAGE, encoding="utf-8")
-    args = ["classify", "--status", "502", "--header", "X-Acme-Gateway: edge-7", "--body-file", str(page),
-            "--bytes", "300000"]
+    args = [
+        "classify",
+        "--status",
+        "502",
+        "--header",
+        "X-Acme-Gateway: edge-7",
+        "--body-file",
+        str(page),
+        "--bytes",
+        "300000",
+    ]
 
     assert main([*args, "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
@@ -202,16 +267,25 @@ def test_a_config_rule_decides_a_corporate_page(tmp_path, monkeypatch, capsys):
     assert json.loads(capsys.readouterr().out)["rule_id"] == "server.5xx"
 
 
-@pytest.mark.parametrize(("table", "where", "words"), [
-    ('kind = "waf_block"\nphrase = "blocked (by"\n', 6, "is not a valid regular expression (missing ), unterminated"),
-    ('kind = "blocked"\nstatus = 403\n', 5, "kind = 'blocked' is not one of context_overflow"),
-    ('kind = "waf_block"\nstatus = 99\n', 6, "is not an HTTP status"),
-    ('kind = "waf_block"\n', 4, "needs at least one of status, header or phrase"),
-    ('kind = "waf_block"\nstatus = 403\ncolour = "red"\n', 7, "unknown key 'colour'"),
-])
-def test_config_check_names_the_file_and_line_of_a_bad_rule(tmp_path, monkeypatch, capsys, table, where, words):
+@pytest.mark.parametrize(
+    ("table", "where", "words"),
+    [
+        (
+            'kind = "waf_block"\nphrase = "blocked (by"\n',
+            6,
+            "is not a valid regular expression (missing ), unterminated",
+        ),
+        ('kind = "blocked"\nstatus = 403\n', 5, "kind = 'blocked' is not one of context_overflow"),
+        ('kind = "waf_block"\nstatus = 99\n', 6, "is not an HTTP status"),
+        ('kind = "waf_block"\n', 4, "needs at least one of status, header or phrase"),
+        ('kind = "waf_block"\nstatus = 403\ncolour = "red"\n', 7, "unknown key 'colour'"),
+    ],
+)
+def test_config_check_names_the_file_and_line_of_a_bad_rule(
+    tmp_path, monkeypatch, capsys, table, where, words
+):
     config = tmp_path / "config.toml"
-    config.write_text(f'# rules\n\n\n[[classifier.rules]]\n{table}', encoding="utf-8")
+    config.write_text(f"# rules\n\n\n[[classifier.rules]]\n{table}", encoding="utf-8")
     monkeypatch.setenv("BULKHEAD_CONFIG", str(config))
     assert main(["config", "check"]) == 2
     out = capsys.readouterr().out
@@ -223,5 +297,7 @@ def test_config_check_lists_the_rules(tmp_path, monkeypatch, capsys):
     config.write_text(ACME_RULES, encoding="utf-8")
     monkeypatch.setenv("BULKHEAD_CONFIG", str(config))
     main(["config", "check"])
-    assert f"✓ classifier rule config:acme-body-limit ({config}:5): status [502], header 'X-Acme-Gateway'" \
+    assert (
+        f"✓ classifier rule config:acme-body-limit ({config}:5): status [502], header 'X-Acme-Gateway'"
         in capsys.readouterr().out
+    )

@@ -31,6 +31,7 @@ def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
 
 # --- config -----------------------------------------------------------------------------------------
 
+
 def test_config_init_writes_the_example_and_refuses_to_overwrite(tmp_path, capsys):
     target = tmp_path / "config.toml"
     code, out, err = run_cli(capsys, "config", "init")
@@ -64,12 +65,17 @@ def test_config_path(tmp_path, isolated_home, capsys):
 
 def test_config_show_marks_each_source(tmp_path, monkeypatch, capsys):
     path = tmp_path / "config.toml"
-    path.write_text('default_route = "work"\nmax_recovery_attempts = 5\n\n[routes.work]\nprovider = "lab"\n'
-                    'max_payload = "128KB"\n', encoding="utf-8")
+    path.write_text(
+        'default_route = "work"\nmax_recovery_attempts = 5\n\n[routes.work]\nprovider = "lab"\n'
+        'max_payload = "128KB"\n',
+        encoding="utf-8",
+    )
     monkeypatch.setenv("BULKHEAD_COMPACT_THRESHOLD", "0.7")
     code, out, _ = run_cli(capsys, "--approval", "ask", "config", "show")
     assert code == 0
-    lines = {line.split()[0]: line for line in out.splitlines() if line and not line.startswith(("#", "[", " "))}
+    lines = {
+        line.split()[0]: line for line in out.splitlines() if line and not line.startswith(("#", "[", " "))
+    }
     assert lines["max_recovery_attempts"].endswith(f"[{path}:2]") and " 5 " in lines["max_recovery_attempts"]
     assert lines["compact_threshold"].endswith("[env BULKHEAD_COMPACT_THRESHOLD]")
     assert lines["approval"].endswith("[flag]") and " ask " in lines["approval"]
@@ -84,12 +90,15 @@ def test_config_show_size_flag(capsys):
     assert code == 0 and "2.5 MB (2621440 bytes)" in line and line.endswith("[flag]")
 
 
-@pytest.mark.parametrize(("text", "line"), [
-    ("# ok\nmax_payload = = 1\n", 2),
-    ('theme = "x"\nmax_payload = "5XB"\n', 2),
-    ('\n\n[routes.work]\nprovider = "azure"\nmodel = "m"\n', 4),
-    ('[[hooks.Stopp]]\ncommand = "x"\n', 1),
-])
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [
+        ("# ok\nmax_payload = = 1\n", 2),
+        ('theme = "x"\nmax_payload = "5XB"\n', 2),
+        ('\n\n[routes.work]\nprovider = "azure"\nmodel = "m"\n', 4),
+        ('[[hooks.Stopp]]\ncommand = "x"\n', 1),
+    ],
+)
 def test_broken_config_is_one_line_on_stderr(tmp_path, capsys, text, line):
     path = tmp_path / "config.toml"
     path.write_text(text, encoding="utf-8")
@@ -103,8 +112,14 @@ def test_broken_config_through_a_real_process(tmp_path):
     path = tmp_path / "config.toml"
     path.write_text("max_payload = [\n", encoding="utf-8")
     env = {**os.environ, "BULKHEAD_CONFIG": str(path)}
-    result = subprocess.run([sys.executable, "-m", "app", "config", "show"], capture_output=True, text=True,
-                            env=env, cwd=REPO, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "app", "config", "show"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=120,
+    )
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.startswith(f"bulkhead: {path}:") and result.stderr.count("\n") == 1
 
@@ -120,7 +135,9 @@ def test_config_check_says_what_to_run(tmp_path, capsys):
         'default_route = "work"\n[routes.work]\nprovider = "anthropic"\nmodel = "claude-sonnet-4-5"\n'
         '[routes.local]\nprovider = "openai"\nmodel = "qwen"\nbase_url = "http://localhost:11434/v1"\n'
         '[routes.aws]\nprovider = "bedrock"\nmodel = "m"\nregion = "eu-west-1"\n'
-        '[routes.lab]\nprovider = "lab"\n', encoding="utf-8")
+        '[routes.lab]\nprovider = "lab"\n',
+        encoding="utf-8",
+    )
     code, out, _ = run_cli(capsys, "config", "check")
     assert code == 1
     assert "✖ routes.work" in out and "bulkhead auth set anthropic" in out and "ANTHROPIC_API_KEY" in out
@@ -128,7 +145,9 @@ def test_config_check_says_what_to_run(tmp_path, capsys):
 
 
 def test_config_check_passes_with_a_key_and_never_prints_it(tmp_path, monkeypatch, capsys):
-    (tmp_path / "config.toml").write_text('[routes.work]\nprovider = "anthropic"\nmodel = "m"\n', encoding="utf-8")
+    (tmp_path / "config.toml").write_text(
+        '[routes.work]\nprovider = "anthropic"\nmodel = "m"\n', encoding="utf-8"
+    )
     monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
     code, out, err = run_cli(capsys, "config", "check")
     assert code == 0 and "key from env ANTHROPIC_API_KEY" in out
@@ -153,7 +172,10 @@ def test_config_check_flags_a_missing_ca_bundle(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("AWS_CA_BUNDLE", str(tmp_path / "gone.pem"))
     code, out, _ = run_cli(capsys, "config", "check")
     assert code == 1
-    assert f"✖ network: AWS_CA_BUNDLE={tmp_path / 'gone.pem'}: no such file — Bedrock requests will fail TLS" in out
+    assert (
+        f"✖ network: AWS_CA_BUNDLE={tmp_path / 'gone.pem'}: no such file — Bedrock requests will fail TLS"
+        in out
+    )
 
 
 def test_config_check_reports_a_broken_file(tmp_path, capsys):
@@ -172,23 +194,36 @@ def test_config_check_without_a_file(capsys, monkeypatch, tmp_path):
 
 # --- sessions ------------------------------------------------------------------------------------------
 
+
 @pytest.fixture
 def saved_session(monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
     store = Store()
     session = Session.create(store, route="work", provider="anthropic", model="claude-sonnet-4-5")
     session.append(Message.create("user", "Read the parser 日本 🧪", turn=1))
-    session.append(Message.create("assistant", [Text("Reading."), ToolCall("c1", "read_file", {"path": "p.py"})],
-                                  turn=1))
+    session.append(
+        Message.create("assistant", [Text("Reading."), ToolCall("c1", "read_file", {"path": "p.py"})], turn=1)
+    )
     session.append(Message.create("tool", [ToolResult("c1", "def parse():\n    ```x```\n")], turn=1))
     session.append(Message.create("user", [Text("and this?"), Image("image/png", "aGVsbG8=")], turn=2))
     session.append(Message.create("assistant", "cut sho", turn=2, partial=True))
-    store.record_request({
-        "id": "r1", "session_id": session.id, "created_at": 1.0, "route": "work", "provider": "anthropic",
-        "status": 413, "kind": "payload_too_large",
-        "request_headers": {"x-api-key": FAKE_KEY, "authorization": f"Bearer {FAKE_KEY}",
-                            "content-type": "application/json"},
-        "response_headers": {"server": "nginx"}})
+    store.record_request(
+        {
+            "id": "r1",
+            "session_id": session.id,
+            "created_at": 1.0,
+            "route": "work",
+            "provider": "anthropic",
+            "status": 413,
+            "kind": "payload_too_large",
+            "request_headers": {
+                "x-api-key": FAKE_KEY,
+                "authorization": f"Bearer {FAKE_KEY}",
+                "content-type": "application/json",
+            },
+            "response_headers": {"server": "nginx"},
+        }
+    )
     yield session
     store.close()
 
@@ -226,7 +261,9 @@ def test_sessions_export_md(saved_session, tmp_path, capsys):
 
 
 def test_sessions_export_to_an_unwritable_place(saved_session, tmp_path, capsys):
-    code, out, err = run_cli(capsys, "sessions", "export", saved_session.id, "-o", str(tmp_path / "no" / "x.md"))
+    code, out, err = run_cli(
+        capsys, "sessions", "export", saved_session.id, "-o", str(tmp_path / "no" / "x.md")
+    )
     assert code == 1 and out == "" and err.startswith("bulkhead: cannot write") and "Traceback" not in err
 
 
@@ -245,8 +282,9 @@ def test_sessions_export_json_holds_no_secret(saved_session, capsys):
 
 def test_json_export_redacts_records_stored_before_redaction(saved_session, capsys):
     """A database written by an older bulkhead may hold a raw header: the export still hides it."""
-    saved_session.store.query("UPDATE requests SET request_headers = ?",
-                              (json.dumps({"X-Api-Key": FAKE_KEY}),))
+    saved_session.store.query(
+        "UPDATE requests SET request_headers = ?", (json.dumps({"X-Api-Key": FAKE_KEY}),)
+    )
     code, out, _ = run_cli(capsys, "sessions", "export", saved_session.id, "--format", "json")
     assert code == 0 and FAKE_KEY not in out
 
@@ -260,8 +298,11 @@ EXACT = "line one\r\nline two\ttabbed  \n\n日本語 🧪 \u200f עברית\x1b[
 def archived():
     store = Store()
     session = Session.create(store)
-    entries = [make_entry(EXACT, "microcompact"), make_entry("the nginx gateway said 413", "L2"),
-               make_entry("cloudflare cf-ray block page", "recovery")]
+    entries = [
+        make_entry(EXACT, "microcompact"),
+        make_entry("the nginx gateway said 413", "L2"),
+        make_entry("cloudflare cf-ray block page", "recovery"),
+    ]
     session.archive(entries)
     yield entries
     store.close()
@@ -291,15 +332,25 @@ def test_archive_show_raw_is_byte_for_byte(archived):
     for encoding in ("utf-8", "latin-1", "ascii"):
         env = {**os.environ, "PYTHONIOENCODING": encoding}
         for spelling in (key, marker(key), f"@recall ccr:{key.upper()}"):
-            result = subprocess.run([sys.executable, "-m", "app", "archive", "show", spelling, "--raw"],
-                                    capture_output=True, env=env, cwd=REPO, timeout=120)
+            result = subprocess.run(
+                [sys.executable, "-m", "app", "archive", "show", spelling, "--raw"],
+                capture_output=True,
+                env=env,
+                cwd=REPO,
+                timeout=120,
+            )
             assert result.returncode == 0, result.stderr
             assert result.stdout == EXACT.encode("utf-8")
 
 
 def test_archive_show_escapes_what_a_terminal_would_interpret(archived):
-    result = subprocess.run([sys.executable, "-m", "app", "archive", "show", archived[0].key], capture_output=True,
-                            env={**os.environ, "PYTHONIOENCODING": "ascii"}, cwd=REPO, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "app", "archive", "show", archived[0].key],
+        capture_output=True,
+        env={**os.environ, "PYTHONIOENCODING": "ascii"},
+        cwd=REPO,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout == display(EXACT).encode("utf-8")
     assert b"\x1b" not in result.stdout and b"\\x1b[0m" in result.stdout

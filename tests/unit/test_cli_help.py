@@ -49,8 +49,16 @@ def test_each_command_has_a_description_and_examples(capsys, command):
     description = text.split("\n\n")[1]
     assert len(description.split()) >= 15, description  # a paragraph, not a label
     examples = text.split("examples:\n", 1)[1].splitlines()
-    assert len([line for line in examples if line.strip().startswith(("bulkhead", "pass", "git"))
-                or "| bulkhead" in line]) >= 2
+    assert (
+        len(
+            [
+                line
+                for line in examples
+                if line.strip().startswith(("bulkhead", "pass", "git")) or "| bulkhead" in line
+            ]
+        )
+        >= 2
+    )
 
 
 @pytest.mark.parametrize(("name", "parser"), all_parsers(), ids=[name for name, _ in all_parsers()])
@@ -73,13 +81,26 @@ def test_probe_flags_name_their_defaults(capsys):
 
 def test_the_batch_format_is_documented(capsys):
     text = " ".join(help_of(capsys, "classify").split())
-    for field in ("id", "status (int)", "message (str)", "body (str)", "headers (object of name: value)",
-                  "request_bytes (int)", "{id, kind, payload_related, recoverable, reason, evidence}"):
+    for field in (
+        "id",
+        "status (int)",
+        "message (str)",
+        "body (str)",
+        "headers (object of name: value)",
+        "request_bytes (int)",
+        "{id, kind, payload_related, recoverable, reason, evidence}",
+    ):
         assert field in text, field
 
 
-@pytest.mark.parametrize(("value", "message"), [("99999", "99999 is not a port: use 1–65535"),
-                                                ("-1", "-1 is not a port"), ("http", "'http' is not a port")])
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("99999", "99999 is not a port: use 1–65535"),
+        ("-1", "-1 is not a port"),
+        ("http", "'http' is not a port"),
+    ],
+)
 def test_lab_port_is_validated(capsys, value, message):
     with pytest.raises(SystemExit) as exit_:
         main(["lab", "--port", value])

@@ -21,7 +21,7 @@ from app.config import (
 )
 from app.sizes import KIB, MIB
 
-ISSUE_EXAMPLE = '''\
+ISSUE_EXAMPLE = """\
 default_route = "work"
 
 [routes.work]
@@ -46,7 +46,7 @@ base_url = "http://localhost:11434/v1"   # Ollama, vLLM, llama.cpp, LM Studio: n
 [routes.lab]
 provider = "lab"
 base_url = "http://127.0.0.1:8787"
-'''
+"""
 
 
 def write(tmp_path: Path, text: str, name: str = "config.toml") -> Path:
@@ -63,6 +63,7 @@ def line_of(text: str, needle: str) -> int:
 
 
 # --- locations -----------------------------------------------------------------------------------
+
 
 def test_paths_follow_the_environment(tmp_path, isolated_home):
     assert data_home() == isolated_home
@@ -115,8 +116,11 @@ PRECEDENCE = [
 ]
 
 
-@pytest.mark.parametrize(("key", "file_raw", "file_value", "env_raw", "env_value", "flag_raw", "flag_value"),
-                         PRECEDENCE, ids=[p[0] for p in PRECEDENCE])
+@pytest.mark.parametrize(
+    ("key", "file_raw", "file_value", "env_raw", "env_value", "flag_raw", "flag_value"),
+    PRECEDENCE,
+    ids=[p[0] for p in PRECEDENCE],
+)
 def test_precedence(tmp_path, key, file_raw, file_value, env_raw, env_value, flag_raw, flag_value):
     default = getattr(Settings(), key)
     env_name = f"BULKHEAD_{key.upper()}"
@@ -150,8 +154,10 @@ def test_real_environment_is_read_when_env_is_not_given(tmp_path, monkeypatch):
 
 
 def test_unrelated_environment_is_ignored(tmp_path):
-    settings = load_settings(tmp_path / "absent.toml", env={"BULKHEAD_HOME": "/x", "BULKHEAD_CONFIG": "/y",
-                                                           "HOME": "/root", "BULKHEAD_NOT_A_KEY": "1"})
+    settings = load_settings(
+        tmp_path / "absent.toml",
+        env={"BULKHEAD_HOME": "/x", "BULKHEAD_CONFIG": "/y", "HOME": "/root", "BULKHEAD_NOT_A_KEY": "1"},
+    )
     assert settings.sources == {}
 
 
@@ -175,15 +181,26 @@ def test_with_overrides_keeps_the_rest():
 
 # --- routes ----------------------------------------------------------------------------------------
 
+
 def test_routes_from_the_issue(tmp_path):
     settings = load_settings(write(tmp_path, ISSUE_EXAMPLE), env={})
     assert set(settings.routes) == {"work", "aws", "local", "lab"}
     assert settings.routes["work"] == Route(
-        name="work", provider="anthropic", model="claude-sonnet-4-5",
-        base_url="https://llm-gateway.example.com/anthropic", max_payload=128 * KIB, context_window=200000)
+        name="work",
+        provider="anthropic",
+        model="claude-sonnet-4-5",
+        base_url="https://llm-gateway.example.com/anthropic",
+        max_payload=128 * KIB,
+        context_window=200000,
+    )
     assert settings.routes["aws"] == Route(
-        name="aws", provider="bedrock", model="anthropic.claude-sonnet-4-5-20250929-v1:0", region="us-east-1",
-        profile="work", endpoint_url="https://bedrock-runtime.us-east-1.amazonaws.com")
+        name="aws",
+        provider="bedrock",
+        model="anthropic.claude-sonnet-4-5-20250929-v1:0",
+        region="us-east-1",
+        profile="work",
+        endpoint_url="https://bedrock-runtime.us-east-1.amazonaws.com",
+    )
     assert settings.routes["local"].provider == "openai"
     assert settings.routes["local"].base_url == "http://localhost:11434/v1"
     assert settings.routes["lab"].provider == "lab" and settings.routes["lab"].model == "lab-1"
@@ -266,12 +283,16 @@ def test_quoted_route_names(tmp_path):
 
 # --- errors ------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("text", "needle"), [
-    ("a = \n", "a ="),
-    ('x = "unterminated\n', "x ="),
-    ("[routes.x]\nprovider = 'lab'\n[routes.x]\n", "[routes.x]\n"),
-    ("max_payload = 5MB\n", "max_payload"),
-])
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("a = \n", "a ="),
+        ('x = "unterminated\n', "x ="),
+        ("[routes.x]\nprovider = 'lab'\n[routes.x]\n", "[routes.x]\n"),
+        ("max_payload = 5MB\n", "max_payload"),
+    ],
+)
 def test_malformed_toml_names_path_line_and_column(tmp_path, text, needle):
     path = write(tmp_path, text)
     with pytest.raises(ConfigError) as info:
@@ -284,7 +305,7 @@ def test_malformed_toml_names_path_line_and_column(tmp_path, text, needle):
 
 
 def test_malformed_toml_exact_position(tmp_path):
-    path = write(tmp_path, "# header\nmax_payload = \"5MB\"\nbroken = = 1\n")
+    path = write(tmp_path, '# header\nmax_payload = "5MB"\nbroken = = 1\n')
     with pytest.raises(ConfigError, match=rf"^{path}:3:\d+: invalid TOML"):
         load_settings(path, env={})
 
@@ -370,8 +391,12 @@ def test_providers_are_the_four():
 
 def test_env_bad_value_names_the_variable(tmp_path):
     path = write(tmp_path, 'max_payload = "5MB"\n')
-    for name, value in (("BULKHEAD_MAX_PAYLOAD", "5XB"), ("BULKHEAD_MAX_RECOVERY_ATTEMPTS", "x"),
-                        ("BULKHEAD_APPROVAL", "maybe"), ("BULKHEAD_COMPACT_THRESHOLD", "-1")):
+    for name, value in (
+        ("BULKHEAD_MAX_PAYLOAD", "5XB"),
+        ("BULKHEAD_MAX_RECOVERY_ATTEMPTS", "x"),
+        ("BULKHEAD_APPROVAL", "maybe"),
+        ("BULKHEAD_COMPACT_THRESHOLD", "-1"),
+    ):
         with pytest.raises(ConfigError) as info:
             load_settings(path, env={name: value})
         assert name in str(info.value) and repr(value) in str(info.value)
@@ -386,15 +411,20 @@ def test_flag_bad_value_names_the_flag(tmp_path):
 
 # --- hooks -------------------------------------------------------------------------------------------
 
+
 def test_hooks(tmp_path):
-    text = ('hook_timeout = 30\n'
-            '[[hooks.PreToolUse]]\nmatcher = "shell|edit"\ncommand = "guard.sh"\ntimeout = 5\n'
-            '[[hooks.PreToolUse]]\ncommand = "log.sh"\n'
-            '[hooks.Stop]\ncommand = "done.sh"\n')
+    text = (
+        "hook_timeout = 30\n"
+        '[[hooks.PreToolUse]]\nmatcher = "shell|edit"\ncommand = "guard.sh"\ntimeout = 5\n'
+        '[[hooks.PreToolUse]]\ncommand = "log.sh"\n'
+        '[hooks.Stop]\ncommand = "done.sh"\n'
+    )
     settings = load_settings(write(tmp_path, text), env={})
-    assert settings.hooks == (HookSpec("PreToolUse", "guard.sh", "shell|edit", 5.0),
-                              HookSpec("PreToolUse", "log.sh", "", 30.0),
-                              HookSpec("Stop", "done.sh", "", 30.0))
+    assert settings.hooks == (
+        HookSpec("PreToolUse", "guard.sh", "shell|edit", 5.0),
+        HookSpec("PreToolUse", "log.sh", "", 30.0),
+        HookSpec("Stop", "done.sh", "", 30.0),
+    )
 
 
 def test_bad_hook_event_names_event_and_line(tmp_path):
@@ -434,12 +464,15 @@ def test_config_file_is_never_written(tmp_path):
 SECRET_VALUE = "sk-ant-api03-FAKE-CONFIG-ERROR-KEY-0123456789abcdef"
 
 
-@pytest.mark.parametrize("text", [
-    f'api_key = "{SECRET_VALUE}"\n',                                            # an unknown key-like setting
-    f'[routes.w]\nprovider = "anthropic"\nmodel = "m"\napi_key = "{SECRET_VALUE}"\n',  # …in a route
-    f'[routes.w]\nprovider = "anthropic"\nmodel = "m"\napi_key_env = "{SECRET_VALUE}"\n',  # the key, not its name
-    f'theme = "{SECRET_VALUE}"\nmax_payload = "{SECRET_VALUE}"\n',              # a key pasted in the wrong place
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        f'api_key = "{SECRET_VALUE}"\n',  # an unknown key-like setting
+        f'[routes.w]\nprovider = "anthropic"\nmodel = "m"\napi_key = "{SECRET_VALUE}"\n',  # …in a route
+        f'[routes.w]\nprovider = "anthropic"\nmodel = "m"\napi_key_env = "{SECRET_VALUE}"\n',  # the key, not its name
+        f'theme = "{SECRET_VALUE}"\nmax_payload = "{SECRET_VALUE}"\n',  # a key pasted in the wrong place
+    ],
+)
 def test_config_errors_never_print_a_key_like_value_whole(tmp_path, text):
     path = write(tmp_path, text)
     try:
@@ -466,5 +499,7 @@ def test_shell_env_passthrough_is_a_list_of_names(tmp_path):
     env = {"BULKHEAD_SHELL_ENV_PASSTHROUGH": "GH_TOKEN, OPENAI_API_KEY"}
     assert load_settings(path, env=env).shell_env_passthrough == ("GH_TOKEN", "OPENAI_API_KEY")
     bad = write(tmp_path, 'shell_env_passthrough = ["OK_NAME", "not a name"]\n', "bad.toml")
-    with pytest.raises(ConfigError, match=r"bad.toml:1: shell_env_passthrough: 'not a name' is not an environment"):
+    with pytest.raises(
+        ConfigError, match=r"bad.toml:1: shell_env_passthrough: 'not a name' is not an environment"
+    ):
         load_settings(bad, env={})

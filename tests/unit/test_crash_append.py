@@ -50,8 +50,11 @@ class Reader:
 
 def run_and_kill(db: Path, session_id: str, view_id: str, seed: int, kill_after: int) -> dict[int, str]:
     env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    proc = subprocess.Popen([sys.executable, str(HELPER), str(db), session_id, view_id, str(seed)],
-                            stdout=subprocess.PIPE, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, str(HELPER), str(db), session_id, view_id, str(seed)],
+        stdout=subprocess.PIPE,
+        env=env,
+    )
     committed: dict[int, str] = {}
     try:
         reader = Reader(proc)

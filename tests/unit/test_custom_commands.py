@@ -17,16 +17,21 @@ def test_folders_names_front_matter_and_precedence(tmp_path: Path) -> None:
     ws, config = tmp_path / "ws", tmp_path / "config"
     write(ws / ".bulkhead" / "commands" / "review.md", "Review this project's change.")
     write(ws / ".claude" / "commands" / "review.md", "Claude's review (shadowed).")
-    write(ws / ".claude" / "commands" / "frontend" / "component.md",
-          "---\ndescription: Make a React component\nargument-hint: NAME [props]\n---\nCreate $1 with $2.\n")
+    write(
+        ws / ".claude" / "commands" / "frontend" / "component.md",
+        "---\ndescription: Make a React component\nargument-hint: NAME [props]\n---\nCreate $1 with $2.\n",
+    )
     write(config / "commands" / "standup.md", "# Standup\nSummarise yesterday.")
     write(config / "commands" / "compact.md", "a built-in name")
     write(ws / ".claude" / "commands" / "bad name!.md", "x")
 
     commands, problems = discover(ws, global_dir=config, reserved=["/compact", "/help"])
 
-    assert [(c.name, c.source) for c in commands] == [("frontend:component", ".claude/commands"),
-                                                     ("review", ".bulkhead/commands"), ("standup", "global")]
+    assert [(c.name, c.source) for c in commands] == [
+        ("frontend:component", ".claude/commands"),
+        ("review", ".bulkhead/commands"),
+        ("standup", "global"),
+    ]
     component = commands[0]
     assert component.description == "Make a React component" and component.argument_hint == "NAME [props]"
     assert commands[2].description == "Standup"  # else the first line

@@ -11,14 +11,18 @@ import pytest
 from app.model import events as events_module
 from app.model.events import Event, EventBus, MessageAdded, Notice, Rejection
 
-EVENT_CLASSES = [obj for obj in vars(events_module).values()
-                 if isinstance(obj, type) and issubclass(obj, Event) and obj is not Event]
-
+EVENT_CLASSES = [
+    obj
+    for obj in vars(events_module).values()
+    if isinstance(obj, type) and issubclass(obj, Event) and obj is not Event
+]
 
 
 def _sample_value(annotation: str):
     hint = annotation.replace(" ", "")
-    alias = getattr(events_module, hint, None)  # a closed set (NoticeLevel, CompactionTrigger, …): one of its values
+    alias = getattr(
+        events_module, hint, None
+    )  # a closed set (NoticeLevel, CompactionTrigger, …): one of its values
     if typing.get_origin(alias) is typing.Literal:
         return typing.get_args(alias)[0]
     if hint.startswith("tuple"):

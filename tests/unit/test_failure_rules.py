@@ -15,10 +15,17 @@ from app.engine.failures import classify_fields
 from app.engine.resets import SizeEvidence
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-FILES = (FIXTURES / "error-vectors.jsonl", FIXTURES / "failures" / "extra-vectors.jsonl",
-         FIXTURES / "failures" / "public-vectors.jsonl")
-VECTORS = [json.loads(line) for path in FILES for line in path.read_text(encoding="utf-8").splitlines()
-           if line.strip()]
+FILES = (
+    FIXTURES / "error-vectors.jsonl",
+    FIXTURES / "failures" / "extra-vectors.jsonl",
+    FIXTURES / "failures" / "public-vectors.jsonl",
+)
+VECTORS = [
+    json.loads(line)
+    for path in FILES
+    for line in path.read_text(encoding="utf-8").splitlines()
+    if line.strip()
+]
 BY_ID = {vector["id"]: vector for vector in VECTORS}
 KIND_OF = {rule.id: rule.kind for rule in BUILT_IN_RULES}
 
@@ -29,7 +36,10 @@ PINNED = {
     ("net.connect-failed", "net.reset-by-size"): "x-connection-refused-big",  # never left: not a size
     ("net.tls-verify", "net.reset-by-size"): "x-bedrock-tls-unknown-ca",  # a certificate refused: not a size
     ("overflow.tpm", "payload.size"): "x-groq-413-request-too-large",  # TPM words win over a 413
-    ("overflow.tpm", "rate.429"): "ll-openai-request-too-large-tpm",  # one request over TPM: waiting won't help
+    (
+        "overflow.tpm",
+        "rate.429",
+    ): "ll-openai-request-too-large-tpm",  # one request over TPM: waiting won't help
     ("overflow.tpm", "rate.code"): "doc-groq-413-tpm",
     ("overloaded.model-not-ready", "rate.429"): "doc-bedrock-model-not-ready",  # a 429 that says "not ready"
     ("overloaded.model-not-ready", "server.5xx"): "doc-llamacpp-loading",
@@ -38,7 +48,10 @@ PINNED = {
     ("rate.429", "overflow.phrase"): "ll-token-quota-reached",  # "too many tokens … in the last minute"
     ("rate.429", "payload.size"): "x-openai-429-request-too-large-please-reduce",
     ("rate.code", "overflow.pairing"): "x-bedrock-stream-throttling",
-    ("server.upstream-trouble", "overloaded.status"): "gw-envoy-upstream-reset-503",  # proxy trouble, not overload
+    (
+        "server.upstream-trouble",
+        "overloaded.status",
+    ): "gw-envoy-upstream-reset-503",  # proxy trouble, not overload
     ("timeout", "server.5xx"): "x-gateway-504",
     ("waf.403", "auth.403"): "obs-old-openai-create-alb_waf_403-300KiB",
     ("waf.block-words", "overloaded.status"): "waf-paloalto-blocked",  # a block page served with 503
@@ -47,9 +60,16 @@ PINNED = {
 
 
 def _case(vector: dict, **changes):
-    return make_case(status=vector["status"], message=vector["message"] or "", body=vector["body"],
-                     headers=vector["headers"], request_bytes=vector["request_bytes"],
-                     transport=vector.get("transport"), error_type=vector.get("error_type"), **changes)
+    return make_case(
+        status=vector["status"],
+        message=vector["message"] or "",
+        body=vector["body"],
+        headers=vector["headers"],
+        request_bytes=vector["request_bytes"],
+        transport=vector.get("transport"),
+        error_type=vector.get("error_type"),
+        **changes,
+    )
 
 
 def _decisive_pairs(rules=BUILT_IN_RULES) -> dict[tuple[str, str], list[str]]:
@@ -68,7 +88,9 @@ def _decisive_pairs(rules=BUILT_IN_RULES) -> dict[tuple[str, str], list[str]]:
 def test_rules_are_data_with_unique_ids_and_priorities():
     ids = [rule.id for rule in BUILT_IN_RULES]
     priorities = [rule.priority for rule in BUILT_IN_RULES]
-    assert len(ids) == len(set(ids)) and len(priorities) == len(set(priorities))  # no tie is ever decided by order
+    assert len(ids) == len(set(ids)) and len(priorities) == len(
+        set(priorities)
+    )  # no tie is ever decided by order
     assert all(rule.kind in KINDS and rule.signals for rule in BUILT_IN_RULES)
     assert all(0 <= p < 1000 for p in priorities)  # user rules default to 1000
 
@@ -88,9 +110,14 @@ def test_swapping_a_pinned_pair_changes_its_verdict(pair):
     """The pinned vector really depends on the order: with the two priorities swapped, its kind changes."""
     winner, loser = pair
     by_id = {rule.id: rule for rule in BUILT_IN_RULES}
-    swapped = [dataclasses.replace(rule, priority=by_id[loser].priority) if rule.id == winner else
-               dataclasses.replace(rule, priority=by_id[winner].priority) if rule.id == loser else rule
-               for rule in BUILT_IN_RULES]
+    swapped = [
+        dataclasses.replace(rule, priority=by_id[loser].priority)
+        if rule.id == winner
+        else dataclasses.replace(rule, priority=by_id[winner].priority)
+        if rule.id == loser
+        else rule
+        for rule in BUILT_IN_RULES
+    ]
     vector = BY_ID[PINNED[pair]]
     assert evaluate(_case(vector), BUILT_IN_RULES).rule.kind == vector["expected"]
     assert evaluate(_case(vector), swapped).rule.kind != vector["expected"]
@@ -106,7 +133,9 @@ def test_three_hundred_public_cases_each_with_its_source():
 
 
 def test_the_winning_rule_is_named_in_the_evidence():
-    failure = classify_fields(403, "", "<html><title>Attention Required! | Cloudflare</title></html>", {"cf-ray": "x"})
+    failure = classify_fields(
+        403, "", "<html><title>Attention Required! | Cloudflare</title></html>", {"cf-ray": "x"}
+    )
     assert failure.rule_id == "waf.403" and failure.evidence[-1] == "rule waf.403"
     assert classify_fields(418, "I'm a teapot").rule_id == "fallback"
 
@@ -141,8 +170,17 @@ def test_boundary_decisions(decision):
     vector_id, kind = BOUNDARIES[decision]
     vector = BY_ID[vector_id]
     assert vector["expected"] == kind
-    assert classify_fields(vector["status"], vector["message"] or "", vector["body"], vector["headers"],
-                           vector["request_bytes"], transport=vector.get("transport")).kind == kind
+    assert (
+        classify_fields(
+            vector["status"],
+            vector["message"] or "",
+            vector["body"],
+            vector["headers"],
+            vector["request_bytes"],
+            transport=vector.get("transport"),
+        ).kind
+        == kind
+    )
 
 
 def test_nothing_that_is_not_about_size_becomes_payload_related():
@@ -151,9 +189,15 @@ def test_nothing_that_is_not_about_size_becomes_payload_related():
     for vector in VECTORS:
         if vector["expected"] in PAYLOAD_KINDS or vector.get("transport") == "connection":
             continue
-        failure = classify_fields(vector["status"], vector["message"] or "", vector["body"], vector["headers"],
-                                  32 * 1024 * 1024, transport=vector.get("transport"),
-                                  error_type=vector.get("error_type"))
+        failure = classify_fields(
+            vector["status"],
+            vector["message"] or "",
+            vector["body"],
+            vector["headers"],
+            32 * 1024 * 1024,
+            transport=vector.get("transport"),
+            error_type=vector.get("error_type"),
+        )
         if failure.kind in ("connection_drop",):  # only a dropped connection is judged by size alone
             assert vector["status"] is None
             continue
@@ -161,8 +205,9 @@ def test_nothing_that_is_not_about_size_becomes_payload_related():
 
 
 def test_headers_too_large_is_not_payload_related_and_names_the_culprits():
-    failure = classify_fields(431, "Request Header Fields Too Large", request_bytes=300_000,
-                              request_header_bytes=20_480)
+    failure = classify_fields(
+        431, "Request Header Fields Too Large", request_bytes=300_000, request_header_bytes=20_480
+    )
     assert failure.kind == "headers_too_large" and not failure.payload_related and not failure.recoverable
     assert not failure.transient
     assert "a long API key or token, cookies, or custom headers" in failure.reason
@@ -170,14 +215,22 @@ def test_headers_too_large_is_not_payload_related_and_names_the_culprits():
     assert "request headers 20.0 KB (20,480 bytes)" in failure.evidence
 
 
-@pytest.mark.parametrize(("header_bytes", "body", "kind"), [
-    (20_480, 4_600, "headers_too_large"),  # Node's 431 arriving as a reset: a header problem
-    (8_000, 4_600, "other"),  # ordinary headers: a transient reset, retried
-    (20_480, 900_000, "connection_drop"),  # a body past the drop threshold: the size rule wins
-])
+@pytest.mark.parametrize(
+    ("header_bytes", "body", "kind"),
+    [
+        (20_480, 4_600, "headers_too_large"),  # Node's 431 arriving as a reset: a header problem
+        (8_000, 4_600, "other"),  # ordinary headers: a transient reset, retried
+        (20_480, 900_000, "connection_drop"),  # a body past the drop threshold: the size rule wins
+    ],
+)
 def test_a_reset_after_an_oversized_header_block_is_a_header_problem(header_bytes, body, kind):
-    failure = classify_fields(None, "Connection reset by peer", request_bytes=body, transport="connection",
-                              request_header_bytes=header_bytes)
+    failure = classify_fields(
+        None,
+        "Connection reset by peer",
+        request_bytes=body,
+        transport="connection",
+        request_header_bytes=header_bytes,
+    )
     assert failure.kind == kind, failure.evidence
     if kind == "headers_too_large":
         assert not failure.payload_related and not failure.transient
@@ -193,13 +246,28 @@ def test_an_html_error_page_is_quoted_by_its_title():
 
 
 # -- resets judged by evidence (item 3) ---------------------------------------------------------------------
-@pytest.mark.parametrize(("evidence", "payload", "said"), [
-    (None, False, "request 304.7 KB < 488.3 KB drop threshold"),
-    (SizeEvidence(accepted_max=120_000, refused_min=300_000), True, "the smallest body this endpoint refused"),
-    (SizeEvidence(accepted_max=120_000, last_reset=312_000), True, "reset twice in a row"),
-    (SizeEvidence(accepted_max=None, last_reset=312_000), False, "drop threshold"),  # nothing small passed yet
-    (SizeEvidence(accepted_max=400_000, refused_min=300_000), False, "drop threshold"),  # a bigger body passed
-])
+@pytest.mark.parametrize(
+    ("evidence", "payload", "said"),
+    [
+        (None, False, "request 304.7 KB < 488.3 KB drop threshold"),
+        (
+            SizeEvidence(accepted_max=120_000, refused_min=300_000),
+            True,
+            "the smallest body this endpoint refused",
+        ),
+        (SizeEvidence(accepted_max=120_000, last_reset=312_000), True, "reset twice in a row"),
+        (
+            SizeEvidence(accepted_max=None, last_reset=312_000),
+            False,
+            "drop threshold",
+        ),  # nothing small passed yet
+        (
+            SizeEvidence(accepted_max=400_000, refused_min=300_000),
+            False,
+            "drop threshold",
+        ),  # a bigger body passed
+    ],
+)
 def test_a_reset_under_the_threshold_is_a_size_problem_only_on_evidence(evidence, payload, said):
     failure = classify_fields(None, "Connection error.", request_bytes=312_000, size_evidence=evidence)
     assert failure.payload_related == payload and failure.kind == ("connection_drop" if payload else "other")
@@ -225,10 +293,19 @@ def test_a_407_down_the_cause_chain_is_auth_not_a_network_failure():
         except ProxyError as inner:
             raise ConnectionError("Connection error.") from inner
     except ConnectionError as outer:
-        error = ProviderError("Connection error.", provider="openai", original=outer, request_bytes=900_000,
-                              transport="connection")
+        error = ProviderError(
+            "Connection error.",
+            provider="openai",
+            original=outer,
+            request_bytes=900_000,
+            transport="connection",
+        )
     failure = classify(error)
-    assert failure.kind == "auth" and failure.rule_id == "auth.proxy-407-in-chain" and not failure.payload_related
+    assert (
+        failure.kind == "auth"
+        and failure.rule_id == "auth.proxy-407-in-chain"
+        and not failure.payload_related
+    )
     assert 'cause chain says "407"' in failure.evidence
     from app.engine.failure_words import describe_action
 
@@ -239,14 +316,19 @@ def test_a_407_down_the_cause_chain_is_auth_not_a_network_failure():
 _BEDROCK_URL = "https://bedrock-runtime.us-east-1.amazonaws.com/model/m/converse-stream"
 
 
-@pytest.mark.parametrize(("provider", "names", "not_named"), [
-    ("anthropic", ("SSL_CERT_FILE", "ca_bundle", "Anthropic"), ("AWS_CA_BUNDLE", "REQUESTS_CA_BUNDLE")),
-    ("openai", ("SSL_CERT_FILE", "ca_bundle", "OpenAI"), ("AWS_CA_BUNDLE", "REQUESTS_CA_BUNDLE")),
-    ("bedrock", ("AWS_CA_BUNDLE", "ca_bundle", "botocore"), ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE")),
-])
+@pytest.mark.parametrize(
+    ("provider", "names", "not_named"),
+    [
+        ("anthropic", ("SSL_CERT_FILE", "ca_bundle", "Anthropic"), ("AWS_CA_BUNDLE", "REQUESTS_CA_BUNDLE")),
+        ("openai", ("SSL_CERT_FILE", "ca_bundle", "OpenAI"), ("AWS_CA_BUNDLE", "REQUESTS_CA_BUNDLE")),
+        ("bedrock", ("AWS_CA_BUNDLE", "ca_bundle", "botocore"), ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE")),
+    ],
+)
 def test_the_certificate_hint_names_what_the_failing_routes_sdk_reads(provider, names, not_named):
-    message = ("[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: unable to get local issuer certificate "
-               "(_ssl.c:1006)")
+    message = (
+        "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: unable to get local issuer certificate "
+        "(_ssl.c:1006)"
+    )
     if provider == "bedrock":
         message = f"SSL validation failed for {_BEDROCK_URL} {message}"
     failure = classify_fields(None, message, request_bytes=9000, transport="connection", provider=provider)
@@ -255,16 +337,28 @@ def test_the_certificate_hint_names_what_the_failing_routes_sdk_reads(provider, 
     assert not any(name in failure.reason for name in not_named), failure.reason
 
 
-@pytest.mark.parametrize("said", ["EOF occurred in violation of protocol (_ssl.c:2427)",
-                                  "[SSL: TLSV1_ALERT_NO_APPLICATION_PROTOCOL] tlsv1 alert no application protocol"])
+@pytest.mark.parametrize(
+    "said",
+    [
+        "EOF occurred in violation of protocol (_ssl.c:2427)",
+        "[SSL: TLSV1_ALERT_NO_APPLICATION_PROTOCOL] tlsv1 alert no application protocol",
+    ],
+)
 def test_a_tls_close_on_bedrock_is_a_drop_judged_by_size_not_a_certificate_problem(said):
     message = f"SSL validation failed for {_BEDROCK_URL} {said}"
-    big = classify_fields(None, message, request_bytes=700_000, transport="connection", error_type="SSLError",
-                          provider="bedrock")
+    big = classify_fields(
+        None,
+        message,
+        request_bytes=700_000,
+        transport="connection",
+        error_type="SSLError",
+        provider="bedrock",
+    )
     assert big.kind == "connection_drop" and big.rule_id == "net.reset-by-size", big.evidence
     assert "certificate" not in big.reason.lower() and "CA" not in big.reason
-    small = classify_fields(None, message, request_bytes=9000, transport="connection", error_type="SSLError",
-                            provider="bedrock")
+    small = classify_fields(
+        None, message, request_bytes=9000, transport="connection", error_type="SSLError", provider="bedrock"
+    )
     assert small.rule_id == "net.reset-unproven" and small.transient
 
 
@@ -281,8 +375,12 @@ def test_a_wrong_proxy_password_is_auth_too():
         except ProxyError as inner:
             raise OSError("Tunnel connection failed") from inner
     except OSError as outer:
-        error = ProviderError("Could not connect to the endpoint URL", provider="bedrock", original=outer,
-                              transport="connection")
+        error = ProviderError(
+            "Could not connect to the endpoint URL",
+            provider="bedrock",
+            original=outer,
+            transport="connection",
+        )
     failure = classify(error)
     assert failure.kind == "auth" and not failure.transient
 
@@ -297,8 +395,11 @@ def test_a_missing_bundle_met_after_route_setup_says_variable_path_and_does_not_
 
     missing = tmp_path / "corp.pem"
     monkeypatch.setenv("SSL_CERT_FILE", str(missing))
-    provider = make_provider(Route(name="t", provider="openai", model="m", base_url="https://127.0.0.1:9/v1"),
-                             Settings(), "sk-FAKE")
+    provider = make_provider(
+        Route(name="t", provider="openai", model="m", base_url="https://127.0.0.1:9/v1"),
+        Settings(),
+        "sk-FAKE",
+    )
     with pytest.raises(Exception) as raised:
         asyncio.run(provider.probe(10))
     failure = classify(raised.value)

@@ -38,7 +38,9 @@ from app.providers.base import ProviderError
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 REFERENCE_VECTORS = FIXTURES / "error-vectors.jsonl"
 EXTRA_VECTORS = FIXTURES / "failures" / "extra-vectors.jsonl"
-PUBLIC_VECTORS = FIXTURES / "failures" / "public-vectors.jsonl"  # mined from public tables and docs, sources cited
+PUBLIC_VECTORS = (
+    FIXTURES / "failures" / "public-vectors.jsonl"
+)  # mined from public tables and docs, sources cited
 BIG_BODY_CHARS = 800_000  # comfortably above the 500,000-byte drop threshold
 SMALL_BODY_CHARS = 2_000
 SERVER_READS_BEFORE_RESET = 64 * 1024
@@ -67,9 +69,16 @@ ALL_VECTORS = _load(REFERENCE_VECTORS) + _load(EXTRA_VECTORS) + _load(PUBLIC_VEC
 
 
 def _fields(vector: dict) -> Failure:
-    return classify_fields(vector["status"], vector["message"], vector["body"], vector["headers"],
-                           vector["request_bytes"], transport=vector.get("transport"),
-                           error_type=vector.get("error_type"), provider=vector.get("provider"))
+    return classify_fields(
+        vector["status"],
+        vector["message"],
+        vector["body"],
+        vector["headers"],
+        vector["request_bytes"],
+        transport=vector.get("transport"),
+        error_type=vector.get("error_type"),
+        provider=vector.get("provider"),
+    )
 
 
 # -- vectors -----------------------------------------------------------------------------------------
@@ -103,10 +112,16 @@ def test_vector_classifies_as_expected(vector):
 
 @pytest.mark.parametrize("vector", ALL_VECTORS, ids=[v["id"] for v in ALL_VECTORS])
 def test_vector_wrapped_in_a_provider_error_classifies_the_same(vector):
-    error = ProviderError(vector["message"] or "", provider=vector.get("provider", "any"),
-                          status=vector["status"], headers=vector["headers"], body=vector["body"],
-                          request_bytes=vector["request_bytes"], transport=vector.get("transport"),
-                          error_type=vector.get("error_type"))
+    error = ProviderError(
+        vector["message"] or "",
+        provider=vector.get("provider", "any"),
+        status=vector["status"],
+        headers=vector["headers"],
+        body=vector["body"],
+        request_bytes=vector["request_bytes"],
+        transport=vector.get("transport"),
+        error_type=vector.get("error_type"),
+    )
     assert classify(error) == _fields(vector)
 
 
@@ -125,8 +140,13 @@ def _assert_consistent(failure: Failure, request_bytes: int | None) -> None:
 
 # -- specific rules and their evidence ---------------------------------------------------------------
 def test_cloudflare_block_page_evidence_names_status_header_and_shape():
-    failure = classify_fields(403, "Error code: 403", "<!DOCTYPE html><html><title>Attention Required! | "
-                              "Cloudflare</title></html>", {"CF-Ray": "8f3a1c2b9d7e4a61-SJC"}, 422_200)
+    failure = classify_fields(
+        403,
+        "Error code: 403",
+        "<!DOCTYPE html><html><title>Attention Required! | Cloudflare</title></html>",
+        {"CF-Ray": "8f3a1c2b9d7e4a61-SJC"},
+        422_200,
+    )
     assert failure.kind == "waf_block" and failure.gateway == "cloudflare"
     assert "status 403" in failure.evidence
     assert "header cf-ray: 8f3a1c2b9d7e4a61-SJC" in failure.evidence
@@ -148,8 +168,10 @@ def test_small_drop_is_transient_other_and_says_so():
 
 
 def test_drop_threshold_is_a_parameter():
-    assert classify_fields(None, "Connection error.", request_bytes=200_000, drop_threshold=100_000).kind \
+    assert (
+        classify_fields(None, "Connection error.", request_bytes=200_000, drop_threshold=100_000).kind
         == "connection_drop"
+    )
     assert classify_fields(None, "Connection error.", request_bytes=200_000).kind == "other"
 
 
@@ -180,22 +202,30 @@ def test_html_200_needs_the_transport_flag():
 
 
 def test_in_stream_overloaded_error_with_status_200():
-    failure = classify_fields(200, "Overloaded", {"type": "error", "error": {"type": "overloaded_error"}},
-                              transport="stream-error")
+    failure = classify_fields(
+        200, "Overloaded", {"type": "error", "error": {"type": "overloaded_error"}}, transport="stream-error"
+    )
     assert failure.kind == "overloaded" and failure.transient and not failure.recoverable
 
 
-@pytest.mark.parametrize(("headers", "expected"), [
-    ({"retry-after": "20"}, 20.0), ({"Retry-After-Ms": "1500"}, 1.5), ({}, None), ({"retry-after": "soon"}, None),
-])
+@pytest.mark.parametrize(
+    ("headers", "expected"),
+    [
+        ({"retry-after": "20"}, 20.0),
+        ({"Retry-After-Ms": "1500"}, 1.5),
+        ({}, None),
+        ({"retry-after": "soon"}, None),
+    ],
+)
 def test_retry_after_from_headers(headers, expected):
     failure = classify_fields(429, "Too Many Requests", headers=headers)
     assert failure.kind == "rate_limit" and failure.retry_after == expected
 
 
 def test_retry_after_from_text_and_only_for_transient_failures():
-    assert classify_fields(None, "Rate limit reached. Please try again in 5.264s.").retry_after == \
-        pytest.approx(5.264)
+    assert classify_fields(
+        None, "Rate limit reached. Please try again in 5.264s."
+    ).retry_after == pytest.approx(5.264)
     assert classify_fields(413, "too large", headers={"retry-after": "9"}).retry_after is None
 
 
@@ -214,34 +244,46 @@ def test_failure_is_frozen_and_serialisable():
 
 # -- describe_action and explain ---------------------------------------------------------------------
 def test_explain_is_one_copyable_sentence():
-    failure = classify_fields(403, "", "<html><title>Attention Required! | Cloudflare</title></html>",
-                              {"cf-ray": "8f3a"}, 422_200)
+    failure = classify_fields(
+        403, "", "<html><title>Attention Required! | Cloudflare</title></html>", {"cf-ray": "8f3a"}, 422_200
+    )
     assert explain(failure, learned_cap=316_650, level=2) == (
         "Rejected by a WAF (Cloudflare): 403 with an HTML block page and cf-ray header, request 412.3 KB; "
-        "bulkhead learned a 309.2 KB cap and recovered at ladder level 2")
+        "bulkhead learned a 309.2 KB cap and recovered at ladder level 2"
+    )
     assert "\n" not in explain(failure)
 
 
-@pytest.mark.parametrize(("kwargs", "words"), [
-    ({"status": 413, "message": "Payload Too Large", "request_bytes": 422_200},
-     "learn a cap of ¾ × 412.3 KB = 309.2 KB and walk the recovery ladder"),
-    ({"status": 413, "message": "Payload Too Large"}, "assume a 4.0 MB cap"),
-    ({"status": 429, "message": "slow", "headers": {"retry-after": "20"}},
-     "retry with backoff (honouring retry-after 20s)"),
-    ({"status": 401, "message": "bad key"}, "fail: check your API key (`bulkhead auth set"),
-    ({"status": 400, "message": "prompt is too long"}, "walk the recovery ladder"),
-    ({"status": 404, "message": "no such model"}, "fail:"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "words"),
+    [
+        (
+            {"status": 413, "message": "Payload Too Large", "request_bytes": 422_200},
+            "learn a cap of ¾ × 412.3 KB = 309.2 KB and walk the recovery ladder",
+        ),
+        ({"status": 413, "message": "Payload Too Large"}, "assume a 4.0 MB cap"),
+        (
+            {"status": 429, "message": "slow", "headers": {"retry-after": "20"}},
+            "retry with backoff (honouring retry-after 20s)",
+        ),
+        ({"status": 401, "message": "bad key"}, "fail: check your API key (`bulkhead auth set"),
+        ({"status": 400, "message": "prompt is too long"}, "walk the recovery ladder"),
+        ({"status": 404, "message": "no such model"}, "fail:"),
+    ],
+)
 def test_describe_action(kwargs, words):
     assert words in describe_action(classify_fields(**kwargs))
 
 
-@pytest.mark.parametrize(("kwargs", "words"), [
-    ({"status": 429, "message": "slow down"}, "wait a minute, then /retry"),
-    ({"status": 529, "message": "Overloaded"}, "the provider is overloaded"),
-    ({"status": 502, "message": "Bad Gateway"}, "check its status page"),
-    ({"status": 504, "message": "Gateway Time-out"}, "raise request_timeout"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "words"),
+    [
+        ({"status": 429, "message": "slow down"}, "wait a minute, then /retry"),
+        ({"status": 529, "message": "Overloaded"}, "the provider is overloaded"),
+        ({"status": 502, "message": "Bad Gateway"}, "check its status page"),
+        ({"status": 504, "message": "Gateway Time-out"}, "raise request_timeout"),
+    ],
+)
 def test_give_up_advice_fits_the_kind(kwargs, words):
     failure = classify_fields(**kwargs)
     assert failure.transient
@@ -252,19 +294,33 @@ def test_give_up_advice_for_a_network_failure_names_the_url():
     failure = classify_fields(message="Connection error.", request_bytes=1_000)
     assert give_up_advice(failure, "https://gw.example.com/v1/messages") == (
         "check that https://gw.example.com/v1/messages is reachable (network, VPN, HTTPS_PROXY), then /retry; "
-        "if only large requests are reset, `bulkhead probe` finds the gateway's cap (or lower drop_payload_min_bytes)")
+        "if only large requests are reset, `bulkhead probe` finds the gateway's cap (or lower drop_payload_min_bytes)"
+    )
 
 
-@pytest.mark.parametrize(("status", "body", "reason"), [
-    (404, '{"error": {"type": "not_found_error", "message": "model: claude-9"}}',
-     "404 from the provider: “model: claude-9” — check the route's `model`"),
-    (400, '{"message": "Malformed input request: #: extraneous key [foo] is not permitted"}',
-     "400 from the provider: “Malformed input request: #: extraneous key [foo] is not permitted”"),
-    (404, '{"detail": "Not Found"}', "404 from the provider: “Not Found” — check the route's `base_url`"),
-    (400, '{"error": {"message": "   "}}', "400 with no sign of size, overflow, WAF or overload"),
-    (400, '["not", "an", "object"]', "400 with no sign of size, overflow, WAF or overload"),
-    (404, "<html><body>404 Not Found</body></html>", "404 with no sign of size, overflow, WAF or overload"),
-])
+@pytest.mark.parametrize(
+    ("status", "body", "reason"),
+    [
+        (
+            404,
+            '{"error": {"type": "not_found_error", "message": "model: claude-9"}}',
+            "404 from the provider: “model: claude-9” — check the route's `model`",
+        ),
+        (
+            400,
+            '{"message": "Malformed input request: #: extraneous key [foo] is not permitted"}',
+            "400 from the provider: “Malformed input request: #: extraneous key [foo] is not permitted”",
+        ),
+        (404, '{"detail": "Not Found"}', "404 from the provider: “Not Found” — check the route's `base_url`"),
+        (400, '{"error": {"message": "   "}}', "400 with no sign of size, overflow, WAF or overload"),
+        (400, '["not", "an", "object"]', "400 with no sign of size, overflow, WAF or overload"),
+        (
+            404,
+            "<html><body>404 Not Found</body></html>",
+            "404 with no sign of size, overflow, WAF or overload",
+        ),
+    ],
+)
 def test_an_invalid_request_quotes_the_provider(status, body, reason):
     failure = classify_fields(status, "", body)
     assert failure.kind == "other" and reason in failure.reason
@@ -278,34 +334,82 @@ def test_explain_for_a_failure_that_stops():
 
 # -- robustness ------------------------------------------------------------------------------------------
 junk = st.one_of(
-    st.none(), st.booleans(), st.integers(min_value=-10 ** 40, max_value=10 ** 40),
-    st.floats(allow_nan=True, allow_infinity=True), st.text(), st.binary(),
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(10**40), max_value=10**40),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(),
+    st.binary(),
     st.lists(st.one_of(st.text(), st.integers(), st.none()), max_size=4),
     st.dictionaries(st.text(max_size=8), st.one_of(st.text(), st.none(), st.integers()), max_size=4),
 )
-FRAGMENTS = ["413", "403", "<html>", "cf-ray", "prompt is too long", "tokens", "exceeds", "Connection error.",
-             "must be reduced", "overloaded_error", "Reference #", "Error code: 429 -", "{", "}", "\"type\":",
-             "&#35;", "An error occurred (", ")", "timed out", "mod_security", "\x00", "\ud7ff", "ü"]
+FRAGMENTS = [
+    "413",
+    "403",
+    "<html>",
+    "cf-ray",
+    "prompt is too long",
+    "tokens",
+    "exceeds",
+    "Connection error.",
+    "must be reduced",
+    "overloaded_error",
+    "Reference #",
+    "Error code: 429 -",
+    "{",
+    "}",
+    '"type":',
+    "&#35;",
+    "An error occurred (",
+    ")",
+    "timed out",
+    "mod_security",
+    "\x00",
+    "\ud7ff",
+    "ü",
+]
 texts = st.one_of(st.text(), st.lists(st.sampled_from(FRAGMENTS), max_size=12).map(" ".join), junk)
 header_maps = st.one_of(
-    junk, st.dictionaries(st.one_of(st.text(), st.binary(), st.integers()),
-                          st.one_of(st.text(), st.binary(), st.none(), st.integers()), max_size=6),
+    junk,
+    st.dictionaries(
+        st.one_of(st.text(), st.binary(), st.integers()),
+        st.one_of(st.text(), st.binary(), st.none(), st.integers()),
+        max_size=6,
+    ),
     st.lists(st.tuples(st.text(max_size=12), st.text(max_size=12)), max_size=6),
     st.lists(st.one_of(st.text(), st.tuples(st.text()), st.integers()), max_size=4),
 )
-statuses = st.one_of(junk, st.sampled_from([200, 400, 401, 403, 406, 407, 408, 413, 429, 431, 500, 502, 503,
-                                            504, 524, 529]))
-sizes = st.one_of(junk, st.integers(min_value=0, max_value=10 ** 30))
+statuses = st.one_of(
+    junk, st.sampled_from([200, 400, 401, 403, 406, 407, 408, 413, 429, 431, 500, 502, 503, 504, 524, 529])
+)
+sizes = st.one_of(junk, st.integers(min_value=0, max_value=10**30))
 transports = st.one_of(junk, st.sampled_from([None, "connection", "timeout", "html-200", "stream-error"]))
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(status=statuses, message=texts, body=texts, headers=header_maps, request_bytes=sizes,
-       transport=transports, error_type=texts, drop_threshold=sizes)
-def test_classify_fields_never_raises_and_returns_a_known_kind(status, message, body, headers, request_bytes,
-                                                               transport, error_type, drop_threshold):
-    failure = classify_fields(status, message, body, headers, request_bytes, transport=transport,
-                              error_type=error_type, drop_threshold=drop_threshold)
+@given(
+    status=statuses,
+    message=texts,
+    body=texts,
+    headers=header_maps,
+    request_bytes=sizes,
+    transport=transports,
+    error_type=texts,
+    drop_threshold=sizes,
+)
+def test_classify_fields_never_raises_and_returns_a_known_kind(
+    status, message, body, headers, request_bytes, transport, error_type, drop_threshold
+):
+    failure = classify_fields(
+        status,
+        message,
+        body,
+        headers,
+        request_bytes,
+        transport=transport,
+        error_type=error_type,
+        drop_threshold=drop_threshold,
+    )
     assert failure.kind in KINDS
     assert isinstance(failure.reason, str) and failure.reason
     assert "could not be read" not in failure.reason  # junk is normalised, not an internal error
@@ -314,9 +418,12 @@ def test_classify_fields_never_raises_and_returns_a_known_kind(status, message, 
 
 
 @settings(max_examples=150, deadline=None)
-@given(status=statuses, message=texts, body=texts, headers=header_maps, request_bytes=sizes, transport=transports)
-def test_classify_never_raises_on_a_provider_error_with_junk_attributes(status, message, body, headers,
-                                                                         request_bytes, transport):
+@given(
+    status=statuses, message=texts, body=texts, headers=header_maps, request_bytes=sizes, transport=transports
+)
+def test_classify_never_raises_on_a_provider_error_with_junk_attributes(
+    status, message, body, headers, request_bytes, transport
+):
     error = ProviderError("boom", provider="x")
     error.status, error.message, error.body, error.headers = status, message, body, headers
     error.request_bytes, error.transport = request_bytes, transport
@@ -324,8 +431,11 @@ def test_classify_never_raises_on_a_provider_error_with_junk_attributes(status, 
 
 
 def test_huge_body_is_classified():
-    page = "<html><head><title>413 Request Entity Too Large</title></head><body>" + "x" * 10_000_000 + \
-        "<center>nginx</center></body></html>"
+    page = (
+        "<html><head><title>413 Request Entity Too Large</title></head><body>"
+        + "x" * 10_000_000
+        + "<center>nginx</center></body></html>"
+    )
     failure = classify_fields(413, "", page, {"server": "nginx"}, 12_000_000)
     assert failure.kind == "payload_too_large" and failure.gateway == "nginx"
 
@@ -354,9 +464,11 @@ def test_errors_not_from_a_provider_call_are_never_recovered():
 
 
 def test_importing_the_classifier_imports_no_sdk():
-    code = ("import sys, app.engine.failures; "
-            "bad = [m for m in ('httpx', 'httpx2', 'anthropic', 'openai', 'botocore', 'boto3') if m in sys.modules]; "
-            "print(bad); sys.exit(1 if bad else 0)")
+    code = (
+        "import sys, app.engine.failures; "
+        "bad = [m for m in ('httpx', 'httpx2', 'anthropic', 'openai', 'botocore', 'boto3') if m in sys.modules]; "
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -392,8 +504,14 @@ class _Handler(socketserver.BaseRequestHandler):
         self.server.received.append(len(reader.read(length)))  # type: ignore[attr-defined]
         reader.close()
         body = reaction.body.encode("utf-8")
-        head = [f"HTTP/1.1 {reaction.status} Canned", *(f"{k}: {v}" for k, v in reaction.headers.items()),
-                f"content-length: {len(body)}", "connection: close", "", ""]
+        head = [
+            f"HTTP/1.1 {reaction.status} Canned",
+            *(f"{k}: {v}" for k, v in reaction.headers.items()),
+            f"content-length: {len(body)}",
+            "connection: close",
+            "",
+            "",
+        ]
         sock.sendall("\r\n".join(head).encode("latin-1") + body)
 
 
@@ -416,13 +534,19 @@ def gateway():
     thread.join()
 
 
-NGINX_413 = ("<html>\r\n<head><title>413 Request Entity Too Large</title></head>\r\n<body>\r\n<center><h1>413 "
-             "Request Entity Too Large</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n")
-CLOUDFLARE_403 = ("<!DOCTYPE html><html><head><title>Attention Required! | Cloudflare</title></head><body>"
-                  "<h1>Sorry, you have been blocked</h1><p>Cloudflare Ray ID: <strong>8f3a1c2b9d7e4a61</strong>"
-                  "</p></body></html>")
-ALB_403 = ("<!DOCTYPE html>\r\n<html>\r\n<head><title>403 Forbidden</title></head>\r\n<body>\r\n<center><h1>403 "
-           "Forbidden</h1></center>\r\n</body>\r\n</html>\r\n")
+NGINX_413 = (
+    "<html>\r\n<head><title>413 Request Entity Too Large</title></head>\r\n<body>\r\n<center><h1>413 "
+    "Request Entity Too Large</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n"
+)
+CLOUDFLARE_403 = (
+    "<!DOCTYPE html><html><head><title>Attention Required! | Cloudflare</title></head><body>"
+    "<h1>Sorry, you have been blocked</h1><p>Cloudflare Ray ID: <strong>8f3a1c2b9d7e4a61</strong>"
+    "</p></body></html>"
+)
+ALB_403 = (
+    "<!DOCTYPE html>\r\n<html>\r\n<head><title>403 Forbidden</title></head>\r\n<body>\r\n<center><h1>403 "
+    "Forbidden</h1></center>\r\n</body>\r\n</html>\r\n"
+)
 
 
 def _anthropic(base_url: str):
@@ -439,15 +563,17 @@ def _openai(base_url: str):
 
 def _ask_anthropic(base_url: str, chars: int) -> BaseException:
     with pytest.raises(Exception) as caught:
-        _anthropic(base_url).messages.create(model="claude-test", max_tokens=16,
-                                             messages=[{"role": "user", "content": "x" * chars}])
+        _anthropic(base_url).messages.create(
+            model="claude-test", max_tokens=16, messages=[{"role": "user", "content": "x" * chars}]
+        )
     return caught.value
 
 
 def _ask_openai(base_url: str, chars: int) -> BaseException:
     with pytest.raises(Exception) as caught:
-        _openai(base_url).chat.completions.create(model="gpt-test",
-                                                  messages=[{"role": "user", "content": "x" * chars}])
+        _openai(base_url).chat.completions.create(
+            model="gpt-test", messages=[{"role": "user", "content": "x" * chars}]
+        )
     return caught.value
 
 
@@ -455,13 +581,23 @@ def _wrap_httpx_sdk_error(exc: BaseException, provider: str) -> ProviderError:
     """What the anthropic/openai adapters do: status, headers, body text, exact request bytes."""
     response = getattr(exc, "response", None)
     type_names = {cls.__name__ for cls in type(exc).__mro__}
-    transport = ("timeout" if "APITimeoutError" in type_names
-                 else "connection" if "APIConnectionError" in type_names else None)
+    transport = (
+        "timeout"
+        if "APITimeoutError" in type_names
+        else "connection"
+        if "APIConnectionError" in type_names
+        else None
+    )
     return ProviderError(
-        str(exc), provider=provider, original=exc, status=getattr(exc, "status_code", None),
+        str(exc),
+        provider=provider,
+        original=exc,
+        status=getattr(exc, "status_code", None),
         headers=dict(response.headers) if response is not None else None,
         body=response.text if response is not None else None,
-        request_bytes=len(exc.request.content), error_type=type(exc).__name__, transport=transport,
+        request_bytes=len(exc.request.content),
+        error_type=type(exc).__name__,
+        transport=transport,
     )
 
 
@@ -480,8 +616,15 @@ def test_anthropic_413_html_from_nginx(gateway):
 
 def test_openai_403_cloudflare_html_with_cf_ray(gateway):
     server, url = gateway
-    server.reaction = Reaction(403, {"content-type": "text/html; charset=UTF-8", "server": "cloudflare",
-                                     "cf-ray": "8f3a1c2b9d7e4a61-SJC"}, CLOUDFLARE_403)
+    server.reaction = Reaction(
+        403,
+        {
+            "content-type": "text/html; charset=UTF-8",
+            "server": "cloudflare",
+            "cf-ray": "8f3a1c2b9d7e4a61-SJC",
+        },
+        CLOUDFLARE_403,
+    )
     exc = _ask_openai(url, SMALL_BODY_CHARS)
     assert type(exc).__name__ == "PermissionDeniedError"
     assert str(exc) == "Error code: 403"  # the HTML is only in exc.body / exc.response
@@ -495,16 +638,26 @@ def test_openai_200_html_is_flagged_by_the_adapter(gateway):
     server, url = gateway
     page = "<html><head><title>Network Login</title></head><body>Please sign in</body></html>"
     server.reaction = Reaction(200, {"content-type": "text/html"}, page)
-    result = _openai(url).chat.completions.create(model="gpt-test", messages=[{"role": "user", "content": "hi"}])
+    result = _openai(url).chat.completions.create(
+        model="gpt-test", messages=[{"role": "user", "content": "hi"}]
+    )
     assert isinstance(result, str)  # no exception: the adapter must notice
-    error = ProviderError("HTML page instead of JSON", provider="openai", status=200,
-                          headers={"content-type": "text/html"}, body=result, request_bytes=server.received[0],
-                          transport="html-200")
+    error = ProviderError(
+        "HTML page instead of JSON",
+        provider="openai",
+        status=200,
+        headers={"content-type": "text/html"},
+        body=result,
+        request_bytes=server.received[0],
+        transport="html-200",
+    )
     assert classify(error).kind == "waf_block"
     assert classify_fields(200, result, result).kind == "other"
 
 
-@pytest.mark.parametrize(("chars", "expected"), [(BIG_BODY_CHARS, "connection_drop"), (SMALL_BODY_CHARS, "other")])
+@pytest.mark.parametrize(
+    ("chars", "expected"), [(BIG_BODY_CHARS, "connection_drop"), (SMALL_BODY_CHARS, "other")]
+)
 def test_anthropic_connection_reset(gateway, chars, expected):
     server, url = gateway
     server.reaction = Reaction(reset_after=SERVER_READS_BEFORE_RESET)
@@ -534,8 +687,12 @@ def _bedrock(base_url: str, monkeypatch: pytest.MonkeyPatch, sizes: list[int]):
 
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDTESTONLY")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "test-secret")
-    client = boto3.client("bedrock-runtime", region_name="us-east-1", endpoint_url=base_url,
-                          config=Config(retries={"total_max_attempts": 1}, connect_timeout=10, read_timeout=30))
+    client = boto3.client(
+        "bedrock-runtime",
+        region_name="us-east-1",
+        endpoint_url=base_url,
+        config=Config(retries={"total_max_attempts": 1}, connect_timeout=10, read_timeout=30),
+    )
 
     def record_size(request, **_):
         sizes.append(len(request.body or b""))  # returns None: the request goes on
@@ -546,8 +703,10 @@ def _bedrock(base_url: str, monkeypatch: pytest.MonkeyPatch, sizes: list[int]):
 
 def _converse(client, chars: int) -> BaseException:
     with pytest.raises(Exception) as caught:
-        client.converse(modelId="anthropic.claude-test-v1:0",
-                        messages=[{"role": "user", "content": [{"text": "x" * chars}]}])
+        client.converse(
+            modelId="anthropic.claude-test-v1:0",
+            messages=[{"role": "user", "content": [{"text": "x" * chars}]}],
+        )
     return caught.value
 
 
@@ -559,11 +718,16 @@ def test_botocore_client_error_from_an_html_403(gateway, monkeypatch):
     assert type(exc).__name__ == "ClientError" and exc.response["Error"]["Code"] == "403"
     raw = classify(exc)
     assert raw.kind == "waf_block" and raw.status == 403 and raw.gateway == "awselb"
-    wrapped = ProviderError(str(exc), provider="bedrock", original=exc,
-                            status=exc.response["ResponseMetadata"]["HTTPStatusCode"],
-                            headers=exc.response["ResponseMetadata"].get("HTTPHeaders"),
-                            body=exc.response["Error"].get("Message"), request_bytes=sizes[-1],
-                            error_type=exc.response["Error"]["Code"])
+    wrapped = ProviderError(
+        str(exc),
+        provider="bedrock",
+        original=exc,
+        status=exc.response["ResponseMetadata"]["HTTPStatusCode"],
+        headers=exc.response["ResponseMetadata"].get("HTTPHeaders"),
+        body=exc.response["Error"].get("Message"),
+        request_bytes=sizes[-1],
+        error_type=exc.response["Error"]["Code"],
+    )
     failure = classify(wrapped)
     assert failure.kind == "waf_block" and failure.rejected_bytes == sizes[-1] == server.received[0]
     assert "HTML body where the API speaks JSON" in failure.evidence

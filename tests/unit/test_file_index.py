@@ -25,9 +25,17 @@ def touch(root: Path, relative: str, mtime: float = NOW - 30 * 86400) -> None:
 
 def tree(base: Path) -> Path:
     root = base / "repo"  # not the test's own folder (it holds the test's empty config.toml)
-    for relative in ("app/cli.py", "app/config.py", "app/ui/app.py", "README.md", "tests/test_cli.py",
-                     "app/__pycache__/cli.cpython-311.pyc", "node_modules/left-pad/index.js",
-                     "build/out.log", ".github/workflows/ci.yml"):
+    for relative in (
+        "app/cli.py",
+        "app/config.py",
+        "app/ui/app.py",
+        "README.md",
+        "tests/test_cli.py",
+        "app/__pycache__/cli.cpython-311.pyc",
+        "node_modules/left-pad/index.js",
+        "build/out.log",
+        ".github/workflows/ci.yml",
+    ):
         touch(root, relative)
     (root / ".gitignore").write_text("__pycache__/\nbuild/\nnode_modules/\n")
     return root
@@ -41,18 +49,35 @@ def matcher(paths: dict[str, float]) -> FuzzyPaths:
 def test_git_lists_what_git_does_not_ignore(tmp_path: Path) -> None:
     root = tree(tmp_path)
     subprocess.run(["git", "init", "-q", str(root)], check=True)
-    subprocess.run(["git", "-C", str(root), "add", "app/cli.py"], check=True)  # one tracked, the rest untracked
+    subprocess.run(
+        ["git", "-C", str(root), "add", "app/cli.py"], check=True
+    )  # one tracked, the rest untracked
     index = build_file_index(root, now=lambda: NOW)
     assert index.source == "git"
-    assert set(index.paths) == {"app/cli.py", "app/config.py", "app/ui/app.py", "README.md", "tests/test_cli.py",
-                                ".gitignore", ".github/workflows/ci.yml", "app/", "app/ui/", "tests/",
-                                ".github/", ".github/workflows/"}
+    assert set(index.paths) == {
+        "app/cli.py",
+        "app/config.py",
+        "app/ui/app.py",
+        "README.md",
+        "tests/test_cli.py",
+        ".gitignore",
+        ".github/workflows/ci.yml",
+        "app/",
+        "app/ui/",
+        "tests/",
+        ".github/",
+        ".github/workflows/",
+    }
     assert not [p for p in index.paths if "__pycache__" in p or "node_modules" in p or p.startswith("build")]
 
 
-def test_outside_git_the_walk_skips_generated_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_outside_git_the_walk_skips_generated_folders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     root = tree(tmp_path)
-    monkeypatch.setattr("app.engine.file_index.shutil.which", lambda name: None)  # as on a machine without git
+    monkeypatch.setattr(
+        "app.engine.file_index.shutil.which", lambda name: None
+    )  # as on a machine without git
     index = build_file_index(root, now=lambda: NOW)
     assert index.source == "walk" and index.files == 8  # build/out.log stays: no git, no .gitignore rules
     assert "app/cli.py" in index.paths and "app/" in index.paths
@@ -68,8 +93,14 @@ def test_max_files_truncates_and_says_so(tmp_path: Path, monkeypatch: pytest.Mon
 
 
 def test_fuzzy_finds_letters_in_order() -> None:
-    fz = matcher({"app/cli.py": NOW - 9e6, "app/client_component.py": NOW - 9e6, "docs/clipboard.md": NOW - 9e6,
-                  "lib/config.py": NOW - 9e6})
+    fz = matcher(
+        {
+            "app/cli.py": NOW - 9e6,
+            "app/client_component.py": NOW - 9e6,
+            "docs/clipboard.md": NOW - 9e6,
+            "lib/config.py": NOW - 9e6,
+        }
+    )
     assert fz.complete("clipy")[0] == ("app/cli.py", False)
     assert fz.complete("CLIPY")[0] == ("app/cli.py", False)  # case does not matter
     assert fz.complete("appcli")[0] == ("app/cli.py", False)  # across the path
@@ -78,8 +109,14 @@ def test_fuzzy_finds_letters_in_order() -> None:
 
 def test_name_matches_rank_before_path_matches_and_exact_names_first() -> None:
     old = NOW - 9e6
-    fz = matcher({"src/parser/lexer.py": old, "src/parser.py": old, "deep/a/b/c/parser_test.py": old,
-                  "tools/myparser.py": old})
+    fz = matcher(
+        {
+            "src/parser/lexer.py": old,
+            "src/parser.py": old,
+            "deep/a/b/c/parser_test.py": old,
+            "tools/myparser.py": old,
+        }
+    )
     ranked = [path for path, _ in fz.complete("parser")]
     assert ranked[:3] == ["src/parser.py", "deep/a/b/c/parser_test.py", "tools/myparser.py"]
     assert ranked[3] == "src/parser/lexer.py"  # only in its path

@@ -15,11 +15,17 @@ from app.engine.images import accepts_images, load_image, media_type, pasted_ima
 
 def png(width: int = 2, height: int = 2) -> bytes:
     """A valid PNG of `width`×`height` grey pixels."""
+
     def chunk(kind: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
     raw = b"".join(b"\x00" + b"\x80" * width for _ in range(height))
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0))
-            + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0))
+        + chunk(b"IDAT", zlib.compress(raw))
+        + chunk(b"IEND", b"")
+    )
 
 
 def test_media_type_comes_from_the_bytes_not_the_name() -> None:
@@ -54,17 +60,20 @@ def test_load_image_base64_and_the_size_limit(tmp_path: Path) -> None:
         load_image(fake, max_bytes=1024)
 
 
-@pytest.mark.parametrize("route, accepted", [
-    (Route("a", "anthropic", "claude-sonnet-5-5"), True),
-    (Route("b", "bedrock", "anthropic.claude-sonnet-4-5-20250929-v1:0"), True),
-    (Route("b", "bedrock", "amazon.titan-text-express-v1"), False),
-    (Route("o", "openai", "gpt-5.5"), True),
-    (Route("o", "openai", "gpt-3.5-turbo"), False),
-    (Route("l", "openai", "qwen2.5-coder", base_url="http://localhost:11434/v1"), False),
-    (Route("l", "openai", "llava", base_url="http://localhost:11434/v1", images=True), True),
-    (Route("a", "anthropic", "claude-sonnet-5-5", images=False), False),
-    (Route("lab", "lab", "lab-1"), True),
-])
+@pytest.mark.parametrize(
+    "route, accepted",
+    [
+        (Route("a", "anthropic", "claude-sonnet-5-5"), True),
+        (Route("b", "bedrock", "anthropic.claude-sonnet-4-5-20250929-v1:0"), True),
+        (Route("b", "bedrock", "amazon.titan-text-express-v1"), False),
+        (Route("o", "openai", "gpt-5.5"), True),
+        (Route("o", "openai", "gpt-3.5-turbo"), False),
+        (Route("l", "openai", "qwen2.5-coder", base_url="http://localhost:11434/v1"), False),
+        (Route("l", "openai", "llava", base_url="http://localhost:11434/v1", images=True), True),
+        (Route("a", "anthropic", "claude-sonnet-5-5", images=False), False),
+        (Route("lab", "lab", "lab-1"), True),
+    ],
+)
 def test_which_routes_take_images(route: Route, accepted: bool) -> None:
     ok, why = accepts_images(route)
     assert ok is accepted

@@ -42,7 +42,9 @@ def test_global_then_root_then_each_folder_down_to_the_workspace(repo: Path, tmp
 
     loaded = load(repo / "services" / "api", config)
 
-    order = [loaded.text.index(mark) for mark in ("GLOBAL-MARK", "ROOT-AGENTS", "ROOT-CLAUDE", "SERVICES", "API")]
+    order = [
+        loaded.text.index(mark) for mark in ("GLOBAL-MARK", "ROOT-AGENTS", "ROOT-CLAUDE", "SERVICES", "API")
+    ]
     assert order == sorted(order)
     assert [f.scope for f in loaded.files] == ["global", "project", "project", "project", "project"]
     assert loaded.files[1].bytes == len("ROOT-AGENTS\n")
@@ -92,7 +94,9 @@ def test_imports_stop_after_five_hops(repo: Path, tmp_path: Path) -> None:
 
 def test_imports_inside_code_spans_and_fences_are_text(repo: Path, tmp_path: Path) -> None:
     (repo / "secret.md").write_text("SHOULD-NOT-LOAD\n")
-    (repo / "AGENTS.md").write_text("Use `@secret.md` literally.\n```\n@secret.md\n```\nmail me: me@secret.md\n")
+    (repo / "AGENTS.md").write_text(
+        "Use `@secret.md` literally.\n```\n@secret.md\n```\nmail me: me@secret.md\n"
+    )
     assert "SHOULD-NOT-LOAD" not in load(repo, tmp_path / "nowhere").text
     assert list(import_paths("`@a.md` and @b.md", repo)) == [("b.md", repo / "b.md")]
 
@@ -147,10 +151,21 @@ def test_memory_goes_to_the_nearest_instructions_file(repo: Path) -> None:
 
 
 def test_floor_breakdown_names_each_part_and_the_diagnosis_the_biggest() -> None:
-    parts = floor_breakdown(system_bytes=400, instructions_bytes=12_000, builtin_tools_bytes=4_000,
-                            mcp_tools_bytes=1_500, mcp_servers={"github": 1_500})
+    parts = floor_breakdown(
+        system_bytes=400,
+        instructions_bytes=12_000,
+        builtin_tools_bytes=4_000,
+        mcp_tools_bytes=1_500,
+        mcp_servers={"github": 1_500},
+    )
     labels = [p.label for p in parts]
-    assert labels == ["system prompt", "instructions", "tools (built-in)", "tools (MCP)", "tools (MCP) github"]
+    assert labels == [
+        "system prompt",
+        "instructions",
+        "tools (built-in)",
+        "tools (MCP)",
+        "tools (MCP) github",
+    ]
     diagnosis = diagnose_floor(parts, floor_bytes=20_000, rejected_bytes=15_000)
     assert diagnosis.fail_fast
     assert "the biggest part is instructions" in diagnosis.message

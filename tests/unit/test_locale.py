@@ -31,28 +31,48 @@ def _has_locale(name: str) -> bool:
 # Two terminals that are not UTF-8: plain ASCII (the C locale, with Python's switch to UTF-8 turned off
 # as on systems that do not coerce it), and Latin-1 (needs the en_US.ISO-8859-1 locale: `.ci/run` makes it).
 LOCALES = [
-    pytest.param({"LC_ALL": "C", "LANG": "C", "PYTHONCOERCECLOCALE": "0", "PYTHONUTF8": "0"}, "ascii", id="C"),
-    pytest.param({"LANG": "en_US.ISO-8859-1"}, "latin-1", id="ISO-8859-1",
-                 marks=pytest.mark.skipif(not _has_locale("en_US.iso88591"),
-                                          reason="the en_US.ISO-8859-1 locale is not installed "
-                                                 "(localedef -i en_US -f ISO-8859-1 en_US.ISO-8859-1)")),
+    pytest.param(
+        {"LC_ALL": "C", "LANG": "C", "PYTHONCOERCECLOCALE": "0", "PYTHONUTF8": "0"}, "ascii", id="C"
+    ),
+    pytest.param(
+        {"LANG": "en_US.ISO-8859-1"},
+        "latin-1",
+        id="ISO-8859-1",
+        marks=pytest.mark.skipif(
+            not _has_locale("en_US.iso88591"),
+            reason="the en_US.ISO-8859-1 locale is not installed "
+            "(localedef -i en_US -f ISO-8859-1 en_US.ISO-8859-1)",
+        ),
+    ),
 ]
 
 
 def _env(tmp_path: Path, locale_env: dict[str, str]) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not (k.startswith(("LC_", "BULKHEAD_")) or k in ("LANG", "LANGUAGE", "PYTHONIOENCODING", "PYTHONUTF8"))
-           and not k.endswith("_API_KEY")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not (
+            k.startswith(("LC_", "BULKHEAD_")) or k in ("LANG", "LANGUAGE", "PYTHONIOENCODING", "PYTHONUTF8")
+        )
+        and not k.endswith("_API_KEY")
+    }
     config = tmp_path / "config.toml"
     config.touch()
-    env.update(BULKHEAD_HOME=str(tmp_path / "home"), BULKHEAD_CONFIG=str(config), PYTHONPATH=str(ROOT),
-               **locale_env)
+    env.update(
+        BULKHEAD_HOME=str(tmp_path / "home"), BULKHEAD_CONFIG=str(config), PYTHONPATH=str(ROOT), **locale_env
+    )
     return env
 
 
 def _run(tmp_path: Path, locale_env: dict[str, str], *args: str) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([sys.executable, "-m", "app", *args], env=_env(tmp_path, locale_env), cwd=tmp_path,
-                          capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "app", *args],
+        env=_env(tmp_path, locale_env),
+        cwd=tmp_path,
+        capture_output=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 @pytest.mark.parametrize(("locale_env", "encoding"), LOCALES)
@@ -69,8 +89,18 @@ def test_one_shot_keeps_every_chunk_of_the_answer(tmp_path, locale_env, encoding
 
 
 @pytest.mark.parametrize(("locale_env", "encoding"), LOCALES)
-@pytest.mark.parametrize("command", [["--help"], ["config", "show"], ["config", "check"], ["sessions", "list"],
-                                     ["archive", "list"], ["lab", "--help"], ["classify", "--status", "413"]])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["--help"],
+        ["config", "show"],
+        ["config", "check"],
+        ["sessions", "list"],
+        ["archive", "list"],
+        ["lab", "--help"],
+        ["classify", "--status", "413"],
+    ],
+)
 def test_sub_commands_do_not_crash(tmp_path, locale_env, encoding, command):
     done = _run(tmp_path, locale_env, *command)
     assert done.returncode == 0, done.stderr.decode(encoding, "replace")
@@ -101,8 +131,15 @@ def test_the_tui_draws_ascii_boxes_not_escapes(tmp_path, locale_env, encoding):
     primary, secondary = os.openpty()
     env = _env(tmp_path, locale_env)
     env.update(TERM="xterm-256color", COLUMNS="120", LINES="30")
-    process = subprocess.Popen([sys.executable, "-m", "app"], env=env, cwd=tmp_path, stdin=secondary,
-                               stdout=secondary, stderr=secondary, start_new_session=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "app"],
+        env=env,
+        cwd=tmp_path,
+        stdin=secondary,
+        stdout=secondary,
+        stderr=secondary,
+        start_new_session=True,
+    )
     os.close(secondary)
     output = b""
     try:

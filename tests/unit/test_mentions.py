@@ -22,15 +22,18 @@ def ws(tmp_path: Path) -> Path:
     return tmp_path
 
 
-@pytest.mark.parametrize(("prompt", "expected"), [
-    ("look at @README.md", [Mention("README.md", False)]),
-    ("see @README.md.", [Mention("README.md", False)]),  # sentence punctuation is not the path
-    ("(@app/engine.py, @app/)", [Mention("app/engine.py", False), Mention("app/", True)]),
-    ("@README.md and @./README.md again", [Mention("README.md", False)]),  # one file, attached once
-    ("mail bob@example.com, use @property, @recall <<ccr:0123456789abcdef>>", []),
-    ("@nowhere.py", []),
-    ("`@README.md`", []),  # quoted: not a mention
-])
+@pytest.mark.parametrize(
+    ("prompt", "expected"),
+    [
+        ("look at @README.md", [Mention("README.md", False)]),
+        ("see @README.md.", [Mention("README.md", False)]),  # sentence punctuation is not the path
+        ("(@app/engine.py, @app/)", [Mention("app/engine.py", False), Mention("app/", True)]),
+        ("@README.md and @./README.md again", [Mention("README.md", False)]),  # one file, attached once
+        ("mail bob@example.com, use @property, @recall <<ccr:0123456789abcdef>>", []),
+        ("@nowhere.py", []),
+        ("`@README.md`", []),  # quoted: not a mention
+    ],
+)
 def test_find_mentions(ws: Path, prompt: str, expected: list[Mention]) -> None:
     assert find_mentions(prompt, ws, limit=10) == (expected, 0)
 
@@ -43,11 +46,17 @@ def test_absolute_and_home_paths(ws: Path, monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_the_limit_counts_what_is_left_out(ws: Path) -> None:
     assert find_mentions("@README.md @app/engine.py @app/events.py", ws, limit=1) == (
-        [Mention("README.md", False)], 2)
+        [Mention("README.md", False)],
+        2,
+    )
 
 
 def test_completion_goes_one_segment_at_a_time(ws: Path) -> None:
-    assert complete_mention("@", ws) == [("@README.md", "file"), ("@app/", "folder"), ("@my file.txt", "file")]
+    assert complete_mention("@", ws) == [
+        ("@README.md", "file"),
+        ("@app/", "folder"),
+        ("@my file.txt", "file"),
+    ]
     assert complete_mention("@ap", ws) == [("@app/", "folder")]
     assert complete_mention("@app/e", ws) == [("@app/engine.py", "file"), ("@app/events.py", "file")]
     assert complete_mention("@app/.", ws) == [("@app/.secret", "file")]  # hidden only when asked for
@@ -58,9 +67,16 @@ def test_completion_of_absolute_paths(ws: Path) -> None:
     assert complete_mention(f"@{ws}/app/ev", ws) == [(f"@{ws}/app/events.py", "file")]
 
 
-@pytest.mark.parametrize(("before", "word"), [
-    ("explain @app/en", "@app/en"), ("@", "@"), ("(see @READ", "@READ"), ("mail bob@exa", ""),
-    ("done @app ", ""), ("", ""),
-])
+@pytest.mark.parametrize(
+    ("before", "word"),
+    [
+        ("explain @app/en", "@app/en"),
+        ("@", "@"),
+        ("(see @READ", "@READ"),
+        ("mail bob@exa", ""),
+        ("done @app ", ""),
+        ("", ""),
+    ],
+)
 def test_the_mention_being_typed(before: str, word: str) -> None:
     assert mention_at_end(before) == word

@@ -40,73 +40,94 @@ def shell(command: str) -> tuple[str, dict]:
 
 
 # -- Bash: the documented examples -----------------------------------------------------------------
-@pytest.mark.parametrize("rule, command, allowed", [
-    ("Bash(npm run build)", "npm run build", True),  # "Matches the exact Bash command npm run build"
-    ("Bash(npm run build)", "npm run build --prod", False),
-    ("Bash(npm run test:*)", "npm run test", True),  # "Matches Bash commands starting with npm run test"
-    ("Bash(npm run test:*)", "npm run test -- --watch", True),
-    ("Bash(npm run test:*)", "npm run testing", True),  # `:*` is a plain prefix, as documented …
-    ("Bash(npm run test *)", "npm run testing", False),  # … `cmd *` has a word boundary
-    ("Bash(curl http://site.com/:*)", "curl http://site.com/page", True),
-    ("Bash(curl http://site.com/:*)", "curl -X GET http://site.com/page", False),  # "won't match"
-    ("Bash(curl http://site.com/:*)", "curl https://site.com/page", False),
-    ("Bash(safe-cmd:*)", "safe-cmd && other-cmd", False),  # a prefix rule never allows a chained command
-    ("Bash(npm run *)", "npm run lint", True),
-    ("Bash(git * main)", "git checkout main", True),
-    ("Bash(git * main)", "git checkout dev", False),
-    ("Bash(ls *)", "ls -la", True),  # the space is a word boundary …
-    ("Bash(ls *)", "lsof", False),
-    ("Bash(ls*)", "lsof", True),  # … without it, a plain prefix
-    ("Bash(ls *)", "ls", True),
-    ("Bash(npm test:*)", "npm test && npm test -- --ci", True),  # every part allowed
-    ("Bash(echo:*)", "echo $(cat ~/.ssh/id_rsa)", False),  # substitution is never allowed by a pattern
-    ("Bash(pytest:*)", "timeout 60 pytest -q", True),  # wrappers are ignored
-    ("Bash", "anything at all | really", True),
-    ("shell(make:*)", "make check", True),  # bulkhead's own tool name works too
-])
+@pytest.mark.parametrize(
+    "rule, command, allowed",
+    [
+        ("Bash(npm run build)", "npm run build", True),  # "Matches the exact Bash command npm run build"
+        ("Bash(npm run build)", "npm run build --prod", False),
+        ("Bash(npm run test:*)", "npm run test", True),  # "Matches Bash commands starting with npm run test"
+        ("Bash(npm run test:*)", "npm run test -- --watch", True),
+        ("Bash(npm run test:*)", "npm run testing", True),  # `:*` is a plain prefix, as documented …
+        ("Bash(npm run test *)", "npm run testing", False),  # … `cmd *` has a word boundary
+        ("Bash(curl http://site.com/:*)", "curl http://site.com/page", True),
+        ("Bash(curl http://site.com/:*)", "curl -X GET http://site.com/page", False),  # "won't match"
+        ("Bash(curl http://site.com/:*)", "curl https://site.com/page", False),
+        ("Bash(safe-cmd:*)", "safe-cmd && other-cmd", False),  # a prefix rule never allows a chained command
+        ("Bash(npm run *)", "npm run lint", True),
+        ("Bash(git * main)", "git checkout main", True),
+        ("Bash(git * main)", "git checkout dev", False),
+        ("Bash(ls *)", "ls -la", True),  # the space is a word boundary …
+        ("Bash(ls *)", "lsof", False),
+        ("Bash(ls*)", "lsof", True),  # … without it, a plain prefix
+        ("Bash(ls *)", "ls", True),
+        ("Bash(npm test:*)", "npm test && npm test -- --ci", True),  # every part allowed
+        ("Bash(echo:*)", "echo $(cat ~/.ssh/id_rsa)", False),  # substitution is never allowed by a pattern
+        ("Bash(pytest:*)", "timeout 60 pytest -q", True),  # wrappers are ignored
+        ("Bash", "anything at all | really", True),
+        ("shell(make:*)", "make check", True),  # bulkhead's own tool name works too
+    ],
+)
 def test_bash_rules(ws: Path, rule: str, command: str, allowed: bool) -> None:
     verdict = rules(ws, allow=[rule]).check(*shell(command))
     assert (verdict.kind == "allow") is allowed, verdict
 
 
 def test_deny_wins_over_allow_and_ask_over_allow(ws: Path) -> None:
-    permissions = rules(ws, allow=["Bash(npm:*)", "Bash(git:*)"], ask=["Bash(git push:*)"],
-                        deny=["Bash(npm publish:*)"])
+    permissions = rules(
+        ws, allow=["Bash(npm:*)", "Bash(git:*)"], ask=["Bash(git push:*)"], deny=["Bash(npm publish:*)"]
+    )
     assert permissions.check(*shell("npm install")).kind == "allow"
     assert permissions.check(*shell("npm publish --tag next")).kind == "deny"
     assert permissions.check(*shell("git push origin main")).kind == "ask"
     assert permissions.check(*shell("git status")).kind == "allow"
 
 
-@pytest.mark.parametrize("command", ["npm test && npm publish", "npm publish; true", "echo ok | npm publish",
-                                     "timeout 5 npm publish", "CI=1 npm publish", "npm test\nnpm publish"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "npm test && npm publish",
+        "npm publish; true",
+        "echo ok | npm publish",
+        "timeout 5 npm publish",
+        "CI=1 npm publish",
+        "npm test\nnpm publish",
+    ],
+)
 def test_a_deny_rule_catches_any_part_of_a_command(ws: Path, command: str) -> None:
     assert rules(ws, allow=["Bash"], deny=["Bash(npm publish:*)"]).check(*shell(command)).kind == "deny"
 
 
 def test_commands_split_outside_quotes_only() -> None:
-    assert split_command("echo 'a && b' && ls | wc -l; make 2>&1") == ["echo 'a && b'", "ls", "wc -l", "make 2>&1"]
+    assert split_command("echo 'a && b' && ls | wc -l; make 2>&1") == [
+        "echo 'a && b'",
+        "ls",
+        "wc -l",
+        "make 2>&1",
+    ]
     assert command_matches("echo:*", 'echo "x; y"', "allow")
 
 
 # -- Read / Edit: gitignore paths --------------------------------------------------------------------
-@pytest.mark.parametrize("rule, tool, path, matches", [
-    ("Edit(docs/**)", "edit_file", "docs/guide/intro.md", True),  # "edits to files in the docs directory"
-    ("Edit(docs/**)", "write_file", "src/docs.md", False),
-    ("Read(./.env)", "read_file", ".env", True),
-    ("Read(./.env)", "read_file", "src/.env", False),
-    ("Read(*.env)", "read_file", "src/app/prod.env", True),  # no slash: any depth (gitignore)
-    ("Edit(/src/**/*.ts)", "edit_file", "src/app/main.ts", True),  # `/path`: from the project folder
-    ("Edit(/src/**/*.ts)", "edit_file", "lib/src/x.ts", False),
-    ("Read(src/*)", "read_file", "src/a.py", True),  # `*` stays in one folder …
-    ("Read(src/*)", "read_file", "src/app/a.py", False),
-    ("Read(src/**)", "read_file", "src/app/a.py", True),  # … `**` crosses folders
-    ("Read(//etc/hosts)", "read_file", "/etc/hosts", True),  # `//path`: absolute
-    ("Read(./src)", "grep", "src", True),  # a folder rule covers the search inside it
-    ("Read(./src)", "read_file", "src/app/deep.py", True),
-    ("Read", "list_dir", ".", True),
-    ("Write(./docs/**)", "edit_file", "docs/a.md", True),  # Edit and Write cover both file tools
-])
+@pytest.mark.parametrize(
+    "rule, tool, path, matches",
+    [
+        ("Edit(docs/**)", "edit_file", "docs/guide/intro.md", True),  # "edits to files in the docs directory"
+        ("Edit(docs/**)", "write_file", "src/docs.md", False),
+        ("Read(./.env)", "read_file", ".env", True),
+        ("Read(./.env)", "read_file", "src/.env", False),
+        ("Read(*.env)", "read_file", "src/app/prod.env", True),  # no slash: any depth (gitignore)
+        ("Edit(/src/**/*.ts)", "edit_file", "src/app/main.ts", True),  # `/path`: from the project folder
+        ("Edit(/src/**/*.ts)", "edit_file", "lib/src/x.ts", False),
+        ("Read(src/*)", "read_file", "src/a.py", True),  # `*` stays in one folder …
+        ("Read(src/*)", "read_file", "src/app/a.py", False),
+        ("Read(src/**)", "read_file", "src/app/a.py", True),  # … `**` crosses folders
+        ("Read(//etc/hosts)", "read_file", "/etc/hosts", True),  # `//path`: absolute
+        ("Read(./src)", "grep", "src", True),  # a folder rule covers the search inside it
+        ("Read(./src)", "read_file", "src/app/deep.py", True),
+        ("Read", "list_dir", ".", True),
+        ("Write(./docs/**)", "edit_file", "docs/a.md", True),  # Edit and Write cover both file tools
+    ],
+)
 def test_path_rules(ws: Path, rule: str, tool: str, path: str, matches: bool) -> None:
     args = {"path": path, "pattern": "x"} if tool in ("grep", "glob") else {"path": path}
     if tool == "edit_file":
@@ -121,22 +142,34 @@ def test_home_paths(ws: Path, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     permissions = rules(ws, allow=["Read(~/.zshrc)", "Read(~/Documents/*.pdf)"])
     assert permissions.check("read_file", {"path": "~/.zshrc"}).kind == "allow"
-    assert permissions.check("read_file", {"path": str(tmp_path / "home" / "Documents" / "a.pdf")}).kind == "allow"
+    assert (
+        permissions.check("read_file", {"path": str(tmp_path / "home" / "Documents" / "a.pdf")}).kind
+        == "allow"
+    )
     assert permissions.check("read_file", {"path": "~/Documents/a.txt"}).kind is None
 
 
 def test_a_symlink_cannot_ride_an_allow_rule_out_of_the_folder(ws: Path, tmp_path: Path) -> None:
     (tmp_path / "secret.txt").write_text("s")
     (ws / "docs" / "link.txt").symlink_to(tmp_path / "secret.txt")
-    permissions = rules(ws, allow=["Read(./docs/**)"], deny=["Read(//" + str(tmp_path).lstrip("/") + "/secret.txt)"])
+    permissions = rules(
+        ws, allow=["Read(./docs/**)"], deny=["Read(//" + str(tmp_path).lstrip("/") + "/secret.txt)"]
+    )
     assert permissions.check("read_file", {"path": "docs/link.txt"}).kind == "deny"  # deny sees through it
     assert rules(ws, allow=["Read(./docs/**)"]).check("read_file", {"path": "docs/link.txt"}).kind is None
 
 
 # -- other tools ---------------------------------------------------------------------------------------
 def test_webfetch_domains_and_mcp_names(ws: Path) -> None:
-    permissions = rules(ws, allow=["WebFetch(domain:example.com)", "WebFetch(domain:*.docs.rs)",
-                                   "mcp__puppeteer", "mcp__github__get_issue"])
+    permissions = rules(
+        ws,
+        allow=[
+            "WebFetch(domain:example.com)",
+            "WebFetch(domain:*.docs.rs)",
+            "mcp__puppeteer",
+            "mcp__github__get_issue",
+        ],
+    )
     assert permissions.check("web_fetch", {"url": "https://example.com/a"}).kind == "allow"
     assert permissions.check("web_fetch", {"url": "https://evil.com/?example.com"}).kind is None
     assert permissions.check("web_fetch", {"url": "https://serde.docs.rs/"}).kind == "allow"
@@ -178,7 +211,9 @@ def test_claude_settings_files_are_read_unchanged(ws: Path) -> None:
     (ws / ".claude").mkdir()
     settings = ws / ".claude" / "settings.json"
     settings.write_text(json.dumps(CLAUDE_SETTINGS, indent=2))
-    (ws / ".claude" / "settings.local.json").write_text(json.dumps({"permissions": {"allow": ["Bash(make:*)"]}}))
+    (ws / ".claude" / "settings.local.json").write_text(
+        json.dumps({"permissions": {"allow": ["Bash(make:*)"]}})
+    )
     before = settings.read_bytes()
 
     permissions = Permissions.load(ws)
@@ -200,7 +235,7 @@ def test_a_broken_settings_file_is_reported_not_fatal(ws: Path) -> None:
     (ws / ".claude").mkdir()
     (ws / ".claude" / "settings.json").write_text("{ not json")
     (ws / ".bulkhead").mkdir()
-    (ws / ".bulkhead" / "settings.toml").write_text("[permissions]\nallow = [\"Bash(ok)\", \"Nope(x)\"]\n")
+    (ws / ".bulkhead" / "settings.toml").write_text('[permissions]\nallow = ["Bash(ok)", "Nope(x)"]\n')
     permissions = Permissions.load(ws)
     assert permissions.check(*shell("ok")).kind == "allow"
     assert any("not valid JSON" in p for p in permissions.problems)
@@ -210,7 +245,10 @@ def test_a_broken_settings_file_is_reported_not_fatal(ws: Path) -> None:
 def test_config_toml_rules_are_checked_when_loaded(tmp_path: Path) -> None:
     config = tmp_path / "config.toml"
     config.write_text('[permissions]\nallow = ["Bash(npm test:*)"]\ndeny = ["Read(./.env)"]\n')
-    assert load_settings(config, env={}).permissions == {"allow": ("Bash(npm test:*)",), "deny": ("Read(./.env)",)}
+    assert load_settings(config, env={}).permissions == {
+        "allow": ("Bash(npm test:*)",),
+        "deny": ("Read(./.env)",),
+    }
     config.write_text('max_mentions = 3\n[permissions]\nallow = ["Bash(npm test"]\n')
     with pytest.raises(ConfigError, match=r"config.toml:3: permissions.allow: .*is not a rule"):
         load_settings(config, env={})
@@ -222,16 +260,21 @@ def test_suggested_rules_name_exactly_this_call(ws: Path) -> None:
     assert suggest_rule("edit_file", {"path": "src/a[1].py"}, ws) == "Edit(./src/a\\[1\\].py)"
     assert suggest_rule("read_file", {"path": "/etc/hosts"}, ws) == "Read(//etc/hosts)"
     assert suggest_rule("mcp__github__get_issue", {}, ws) == "mcp__github__get_issue"
-    for name, args in [("edit_file", {"path": "src/a[1].py"}), ("read_file", {"path": "/etc/hosts"}),
-                       ("shell", {"command": "make test"})]:
+    for name, args in [
+        ("edit_file", {"path": "src/a[1].py"}),
+        ("read_file", {"path": "/etc/hosts"}),
+        ("shell", {"command": "make test"}),
+    ]:
         assert rules(ws, allow=[suggest_rule(name, args, ws)]).check(name, args).kind == "allow"
 
 
 def test_always_for_this_project_keeps_the_users_file(ws: Path) -> None:
     path = ws / ".bulkhead" / "settings.toml"
     path.parent.mkdir()
-    original = ('# my notes stay\n[permissions]  # mine\ndeny = ["Bash(rm:*)"]\nallow = [\n  "Bash(ls)",  # why\n]\n\n'
-                '[other]\nkey = "value"\n')
+    original = (
+        '# my notes stay\n[permissions]  # mine\ndeny = ["Bash(rm:*)"]\nallow = [\n  "Bash(ls)",  # why\n]\n\n'
+        '[other]\nkey = "value"\n'
+    )
     path.write_text(original)
     permissions = Permissions.load(ws)
 

@@ -30,8 +30,11 @@ KEY = "sk-ant-api03-FAKE-redact-unit-key-0123456789"
 def test_a_registered_value_is_replaced_everywhere_in_text_and_structures():
     register_secret(KEY, "env ANTHROPIC_API_KEY")
     assert redact_text(f"bad key {KEY}!") == f"bad key {REDACTED}!"
-    assert redact_value({"a": [KEY, ("x", KEY)], KEY: 1, "n": 3}) == \
-        {"a": [REDACTED, ("x", REDACTED)], REDACTED: 1, "n": 3}
+    assert redact_value({"a": [KEY, ("x", KEY)], KEY: 1, "n": 3}) == {
+        "a": [REDACTED, ("x", REDACTED)],
+        REDACTED: 1,
+        "n": 3,
+    }
     encoded = base64.b64encode(KEY.encode()).decode()
     assert REDACTED in redact_text(f"Basic {encoded}")
     assert known_secrets()[KEY] == "env ANTHROPIC_API_KEY"
@@ -40,9 +43,13 @@ def test_a_registered_value_is_replaced_everywhere_in_text_and_structures():
 def test_short_values_are_not_replaced_by_value_but_url_passwords_always_are():
     register_secret("abc12", "too short")
     assert "abc12" not in known_secrets()
-    assert redact_text("see abc12 and http://u:abc12@proxy:8080/x") == "see abc12 and http://u:***@proxy:8080/x"
-    assert redact_text("postgres://app:pw@db/main, ssh://git@github.com:22/x, http://host:8080/a@b") == \
-        "postgres://app:***@db/main, ssh://git@github.com:22/x, http://host:8080/a@b"
+    assert (
+        redact_text("see abc12 and http://u:abc12@proxy:8080/x") == "see abc12 and http://u:***@proxy:8080/x"
+    )
+    assert (
+        redact_text("postgres://app:pw@db/main, ssh://git@github.com:22/x, http://host:8080/a@b")
+        == "postgres://app:***@db/main, ssh://git@github.com:22/x, http://host:8080/a@b"
+    )
 
 
 def test_the_longest_secret_is_replaced_first():
@@ -52,10 +59,14 @@ def test_the_longest_secret_is_replaced_first():
 
 
 def test_headers_are_redacted_by_name_and_by_value_and_credentials_join_the_registry():
-    sent = redact_headers({"x-api-key": KEY, "Authorization": "Bearer sk-proj-FAKE-bearer-abcdefgh", "accept": "*/*"})
+    sent = redact_headers(
+        {"x-api-key": KEY, "Authorization": "Bearer sk-proj-FAKE-bearer-abcdefgh", "accept": "*/*"}
+    )
     assert sent == {"x-api-key": REDACTED, "Authorization": REDACTED, "accept": "*/*"}
     assert KEY in known_secrets() and "sk-proj-FAKE-bearer-abcdefgh" in known_secrets()
-    echoed = redact_headers({"x-echo-authorization": "Bearer sk-proj-FAKE-bearer-abcdefgh", "x-request-id": "r1"})
+    echoed = redact_headers(
+        {"x-echo-authorization": "Bearer sk-proj-FAKE-bearer-abcdefgh", "x-request-id": "r1"}
+    )
     assert echoed == {"x-echo-authorization": f"Bearer {REDACTED}", "x-request-id": "r1"}
     redact_headers({"authorization": "AWS4-HMAC-SHA256 Credential=AKIA/x, Signature=abcdef0123456789"})
     assert not any(v.startswith("AWS4-") for v in known_secrets())  # per-request signatures are not kept
@@ -67,10 +78,19 @@ def test_keys_read_from_the_environment_and_config_are_registered(tmp_path, monk
     assert "sk-proj-FAKE-from-env-0123456789" in known_secrets()
     forget_secrets()
     config = tmp_path / "config.toml"
-    config.write_text('[routes.gw]\nprovider = "openai"\nmodel = "m"\n'
-                      'base_url = "https://me:FAKE-url-password@gw.example/v1"\napi_key_env = "GW_KEY"\n')
-    load_settings(config, env={"GW_KEY": "FAKE-gateway-key-value", "HTTPS_PROXY": "http://u:FAKE-proxy-pw@p:1",
-                               "AWS_SESSION_TOKEN": "FAKE-session-token-value", "HOME": "/home/someone"})
+    config.write_text(
+        '[routes.gw]\nprovider = "openai"\nmodel = "m"\n'
+        'base_url = "https://me:FAKE-url-password@gw.example/v1"\napi_key_env = "GW_KEY"\n'
+    )
+    load_settings(
+        config,
+        env={
+            "GW_KEY": "FAKE-gateway-key-value",
+            "HTTPS_PROXY": "http://u:FAKE-proxy-pw@p:1",
+            "AWS_SESSION_TOKEN": "FAKE-session-token-value",
+            "HOME": "/home/someone",
+        },
+    )
     known = known_secrets()
     for value in ("FAKE-url-password", "FAKE-gateway-key-value", "FAKE-proxy-pw", "FAKE-session-token-value"):
         assert value in known, value
@@ -87,10 +107,19 @@ def test_the_store_writes_no_known_secret(tmp_path):
     store = Store(tmp_path / "db.sqlite")
     session = Session.create(store, route="r", provider="anthropic", model="m")
     session.append(Message.create("user", f"my key is {KEY}", turn=1))
-    store.record_request({"id": "q1", "session_id": session.id, "created_at": 1.0, "url": "http://a:pw@h/v1",
-                          "error_body": json.dumps({"error": f"invalid key {KEY}"}),
-                          "response_headers": {"x-echo-authorization": KEY}, "reason": f"bad {KEY}",
-                          "evidence": [f"phrase {KEY}"], "body_preview": KEY})
+    store.record_request(
+        {
+            "id": "q1",
+            "session_id": session.id,
+            "created_at": 1.0,
+            "url": "http://a:pw@h/v1",
+            "error_body": json.dumps({"error": f"invalid key {KEY}"}),
+            "response_headers": {"x-echo-authorization": KEY},
+            "reason": f"bad {KEY}",
+            "evidence": [f"phrase {KEY}"],
+            "body_preview": KEY,
+        }
+    )
     store.record_event(session.id, "notice", {"text": f"echo {KEY}"})
     store.close()
     data = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.is_file())
@@ -116,8 +145,9 @@ def test_the_registry_is_bounded():
 
 
 def test_register_environment_secrets_takes_named_keys():
-    register_environment_secrets({"MY_KEY_VAR": "FAKE-named-by-config-1", "EDITOR": "vim-but-long-enough"},
-                                 names=["MY_KEY_VAR"])
+    register_environment_secrets(
+        {"MY_KEY_VAR": "FAKE-named-by-config-1", "EDITOR": "vim-but-long-enough"}, names=["MY_KEY_VAR"]
+    )
     assert "FAKE-named-by-config-1" in known_secrets() and "vim-but-long-enough" not in known_secrets()
 
 

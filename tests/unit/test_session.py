@@ -37,14 +37,20 @@ def compact(session: Session, keep_last: int, reason: str = "L2") -> tuple[View,
     fresh = [m for m in dropped if not markers_in(m.text)]
     entry = make_entry("\n".join(m.text for m in fresh), reason, tuple(m.id for m in fresh))
     keys = [*carried, entry.key]
-    stub = dropped[0].derive(stub_text(f"[{len(dropped)} messages archived]", keys),
-                             role="user", origin="stub", archive_keys=tuple(keys))
+    stub = dropped[0].derive(
+        stub_text(f"[{len(dropped)} messages archived]", keys),
+        role="user",
+        origin="stub",
+        archive_keys=tuple(keys),
+    )
     return session.commit_view([stub, *kept], [entry], reason), entry
 
 
 def counts(store: Store, session_id: str) -> tuple[int, int, int]:
     archive = store.query("SELECT COUNT(*) FROM archive WHERE session_id = ?", (session_id,))[0][0]
-    derived = store.query("SELECT COUNT(*) FROM messages WHERE session_id = ? AND seq IS NULL", (session_id,))[0][0]
+    derived = store.query(
+        "SELECT COUNT(*) FROM messages WHERE session_id = ? AND seq IS NULL", (session_id,)
+    )[0][0]
     views = store.query("SELECT COUNT(*) FROM views WHERE session_id = ?", (session_id,))[0][0]
     return archive, derived, views
 
@@ -162,7 +168,9 @@ def test_commit_with_unknown_message_reference_changes_nothing(store, monkeypatc
     talk(session, 4)
     before = session.view
     derived = session.master[0].derive("stub", origin="stub")
-    monkeypatch.setattr(session, "_seq", {**session._seq, derived.id: 99})  # claims to be master: not inserted
+    monkeypatch.setattr(
+        session, "_seq", {**session._seq, derived.id: 99}
+    )  # claims to be master: not inserted
     with pytest.raises(Exception):  # noqa: B017 - FOREIGN KEY constraint failed
         session.commit_view([derived], [make_entry("dropped", "L2")], "L2")
     assert session.view is before
@@ -185,8 +193,9 @@ def test_failing_rewind_changes_nothing(store, monkeypatch):
 
 
 def test_resume_restores_master_views_counters_flags(store):
-    session = Session.create(store, route="work", provider="anthropic", model="m", workspace="/w",
-                             system_prompt="be brief")
+    session = Session.create(
+        store, route="work", provider="anthropic", model="m", workspace="/w", system_prompt="be brief"
+    )
     talk(session, 6)
     compact(session, keep_last=2)
     session.append(Message.create("tool", [ToolResult("c1", "output 日本 🧪")], turn=4))
@@ -214,7 +223,9 @@ def test_view_stack_order_does_not_depend_on_the_clock(store, monkeypatch):
     """Views are a stack: their order after a reload is the push order, even if the clock went back."""
     clock = iter(range(10_000, 0, -1))
     with monkeypatch.context() as patch:
-        patch.setattr(messages_module, "time", type("Clock", (), {"time": staticmethod(lambda: float(next(clock)))}))
+        patch.setattr(
+            messages_module, "time", type("Clock", (), {"time": staticmethod(lambda: float(next(clock)))})
+        )
         session = Session.create(store)
         talk(session, 8)
         compact(session, keep_last=6)
@@ -249,8 +260,12 @@ def test_archive_and_events(store):
     session.bus.subscribe(got.append)
     session.record_event(Notice("hello", code="x"))
     assert got == [Notice("hello", code="x")]
-    assert store.list_events(session.id, "notice")[0]["data"] == {"text": "hello", "level": "info", "code": "x",
-                                                                  "type": "notice"}
+    assert store.list_events(session.id, "notice")[0]["data"] == {
+        "text": "hello",
+        "level": "info",
+        "code": "x",
+        "type": "notice",
+    }
 
 
 def test_title_from_undecodable_text_does_not_break_append(store):

@@ -27,8 +27,9 @@ def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
 @pytest.fixture
 def two_sessions():
     store = Store()
-    first = Session.create(store, route="work", provider="anthropic", model="claude-sonnet-4-5",
-                           workspace="/src/app")
+    first = Session.create(
+        store, route="work", provider="anthropic", model="claude-sonnet-4-5", workspace="/src/app"
+    )
     first.append(Message.create("user", "Fix the parser 日本", turn=1))
     second = Session.create(store, route="lab", provider="lab", model="lab-1")
     second.append(Message.create("user", "hello", turn=1))
@@ -43,9 +44,17 @@ def test_list_json_is_one_array_newest_first(two_sessions, capsys):
     rows = json.loads(out)
     assert code == 0 and [r["id"] for r in rows] == [second.id, first.id]
     assert rows[1] | {"created_at": "", "updated_at": ""} == {
-        "id": first.id, "title": "Fix the parser 日本", "route": "work", "provider": "anthropic",
-        "model": "claude-sonnet-4-5", "workspace": "/src/app", "created_at": "", "updated_at": "", "messages": 1,
-        "held_by": None}
+        "id": first.id,
+        "title": "Fix the parser 日本",
+        "route": "work",
+        "provider": "anthropic",
+        "model": "claude-sonnet-4-5",
+        "workspace": "/src/app",
+        "created_at": "",
+        "updated_at": "",
+        "messages": 1,
+        "held_by": None,
+    }
     assert rows[0]["updated_at"].endswith("Z") and rows[0]["messages"] == 2
 
 
@@ -82,8 +91,13 @@ def test_rm_refuses_a_session_another_process_holds(two_sessions, capsys):
     store, first, _second = two_sessions
     with subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) as sleeper:
         try:
-            other = Holder(pid=sleeper.pid, started=process_start(sleeper.pid), host=this_process().host,
-                           acquired_at=1.0, what="the TUI")
+            other = Holder(
+                pid=sleeper.pid,
+                started=process_start(sleeper.pid),
+                host=this_process().host,
+                acquired_at=1.0,
+                what="the TUI",
+            )
             assert store.acquire_lease(first.id, other) is None
             code, _, err = run_cli(capsys, "sessions", "rm", first.id, "--yes")
             listed = json.loads(run_cli(capsys, "sessions", "list", "--json")[1])
@@ -103,11 +117,23 @@ def test_rm_without_a_terminal_needs_yes(two_sessions, tmp_path):
     """The real entry point, with no controlling terminal (a new session: /dev/tty cannot open)."""
     _store, first, _second = two_sessions
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    done = subprocess.run([sys.executable, "-m", "app", "sessions", "rm", first.id], capture_output=True,
-                          text=True, env=env, stdin=subprocess.DEVNULL, start_new_session=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "app", "sessions", "rm", first.id],
+        capture_output=True,
+        text=True,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+        timeout=60,
+    )
     assert done.returncode == 2 and "add --yes" in done.stderr
-    listed = subprocess.run([sys.executable, "-m", "app", "sessions", "list", "--json"], capture_output=True,
-                            text=True, env=env, timeout=60)
+    listed = subprocess.run(
+        [sys.executable, "-m", "app", "sessions", "list", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
     assert first.id in [row["id"] for row in json.loads(listed.stdout)]
 
 

@@ -33,8 +33,27 @@ def test_parse_size_table(value, expected):
     assert parse_size(value) == expected
 
 
-BAD = ["5XB", "-1MB", "0", "abc", "", "1.2.3MB", "true", "0B", "0.1B", "5 M B", "MB", "1e3", "nan", "inf",
-       "5MB extra", "1,5MB", "-5", "9" * 305 + "GB", "9" * 400]
+BAD = [
+    "5XB",
+    "-1MB",
+    "0",
+    "abc",
+    "",
+    "1.2.3MB",
+    "true",
+    "0B",
+    "0.1B",
+    "5 M B",
+    "MB",
+    "1e3",
+    "nan",
+    "inf",
+    "5MB extra",
+    "1,5MB",
+    "-5",
+    "9" * 305 + "GB",
+    "9" * 400,
+]
 
 
 @pytest.mark.parametrize("value", BAD)
@@ -44,8 +63,9 @@ def test_bad_sizes_raise_size_error_naming_the_value(value):
     assert repr(value) in str(info.value)
 
 
-@pytest.mark.parametrize("value", [True, False, 0, -1, 0.0, -2.5, float("inf"), float("nan"), 10**400, 1e308,
-                                   None, [5]])
+@pytest.mark.parametrize(
+    "value", [True, False, 0, -1, 0.0, -2.5, float("inf"), float("nan"), 10**400, 1e308, None, [5]]
+)
 def test_bad_non_string_sizes(value):
     with pytest.raises(SizeError):
         parse_size(value)
@@ -60,16 +80,34 @@ def test_huge_integer_sizes_stay_exact():
     assert parse_size(f"{2**60 + 1}B") == 2**60 + 1
 
 
-@pytest.mark.parametrize(("n", "text"), [(None, "—"), (0, "0 B"), (512, "512 B"), (1023, "1023 B"),
-                                         (1024, "1.0 KB"), (int(126.4 * KIB), "126.4 KB"),
-                                         (int(4.2 * MIB), "4.2 MB"), (5 * GIB, "5.0 GB"), (-2048, "-2.0 KB")])
+@pytest.mark.parametrize(
+    ("n", "text"),
+    [
+        (None, "—"),
+        (0, "0 B"),
+        (512, "512 B"),
+        (1023, "1023 B"),
+        (1024, "1.0 KB"),
+        (int(126.4 * KIB), "126.4 KB"),
+        (int(4.2 * MIB), "4.2 MB"),
+        (5 * GIB, "5.0 GB"),
+        (-2048, "-2.0 KB"),
+    ],
+)
 def test_format_size(n, text):
     assert format_size(n) == text
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.one_of(st.text(), st.integers(), st.floats(allow_nan=True, allow_infinity=True), st.booleans(),
-                 st.from_regex(r"\A\s*[0-9.]{0,8}\s*[a-zA-Z]{0,4}\s*\Z")))
+@given(
+    st.one_of(
+        st.text(),
+        st.integers(),
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.booleans(),
+        st.from_regex(r"\A\s*[0-9.]{0,8}\s*[a-zA-Z]{0,4}\s*\Z"),
+    )
+)
 def test_parse_size_raises_only_size_error(value):
     try:
         result = parse_size(value)

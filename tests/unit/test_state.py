@@ -31,8 +31,9 @@ def test_empty_state():
 
 def test_learn_cap_round_trip_and_tightens_only():
     state = State()
-    first = state.learn_cap(ENDPOINT, 96_000, rejected_bytes=128_000, kind="payload_too_large",
-                            reason="413 from nginx", now=NOW)
+    first = state.learn_cap(
+        ENDPOINT, 96_000, rejected_bytes=128_000, kind="payload_too_large", reason="413 from nginx", now=NOW
+    )
     assert first == LearnedCap(96_000, 128_000, "2026-01-02T03:04:05Z", "payload_too_large", "413 from nginx")
     assert State().learned_cap(ENDPOINT) == first
 
@@ -45,7 +46,9 @@ def test_learn_cap_round_trip_and_tightens_only():
     assert State().learned_cap(ENDPOINT) == tighter
 
     # Endpoints are independent.
-    other = state.learn_cap("openai default", 1_000_000, rejected_bytes=1_333_334, kind="x", reason="y", now=NOW)
+    other = state.learn_cap(
+        "openai default", 1_000_000, rejected_bytes=1_333_334, kind="x", reason="y", now=NOW
+    )
     assert State().learned_cap("openai default") == other
     assert State().learned_cap(ENDPOINT) == tighter
 
@@ -126,7 +129,9 @@ def test_state_with_wrong_shapes_is_not_fatal(isolated_home):
 
     state_path().write_text('[caps."anthropic default"]\nwhat = 1\n', encoding="utf-8")
     assert State().learned_cap("anthropic default") is None
-    assert State().learn_cap("anthropic default", 10, rejected_bytes=None, kind="k", reason="r").cap_bytes == 10
+    assert (
+        State().learn_cap("anthropic default", 10, rejected_bytes=None, kind="k", reason="r").cap_bytes == 10
+    )
 
 
 _WORKER = """
@@ -146,9 +151,16 @@ def test_concurrent_learn_cap_keeps_the_tighter_cap(isolated_home):
     env = dict(os.environ)
     count = 40
     # Two processes race: one walks down from 1,000,000 in steps of 7, the other from 999,999 in steps of 11.
-    procs = [subprocess.Popen([sys.executable, "-c", _WORKER, ENDPOINT, str(start), str(step), str(count), tag],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True)
-             for start, step, tag in ((1_000_000, 7, "a"), (999_999, 11, "b"))]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _WORKER, ENDPOINT, str(start), str(step), str(count), tag],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+            text=True,
+        )
+        for start, step, tag in ((1_000_000, 7, "a"), (999_999, 11, "b"))
+    ]
     for proc in procs:
         proc.stdin.write("go\n")
         proc.stdin.flush()

@@ -31,13 +31,30 @@ def sample_messages() -> list[Message]:
     return [
         Message.create("system", "You are terse. " + UNICODE[0]),
         Message.create("user", UNICODE[1], turn=1),
-        Message.create("assistant", [Text("Let me look. " + UNICODE[2]),
-                                     ToolCall("call_1", "read_file", {"path": "src/日本.py", "range": [1, 20],
-                                                                      "opts": {"follow": True, "n": None}}),
-                                     ToolCall("call_2", "grep", {})], turn=1),
-        Message.create("tool", [ToolResult("call_1", UNICODE[3], is_error=False),
-                                ToolResult("call_2", "grep: bad regex " + UNICODE[4], is_error=True)], turn=1),
-        Message.create("user", [Text("what is in this picture? " + UNICODE[5]), Image("image/png", png)], turn=2),
+        Message.create(
+            "assistant",
+            [
+                Text("Let me look. " + UNICODE[2]),
+                ToolCall(
+                    "call_1",
+                    "read_file",
+                    {"path": "src/日本.py", "range": [1, 20], "opts": {"follow": True, "n": None}},
+                ),
+                ToolCall("call_2", "grep", {}),
+            ],
+            turn=1,
+        ),
+        Message.create(
+            "tool",
+            [
+                ToolResult("call_1", UNICODE[3], is_error=False),
+                ToolResult("call_2", "grep: bad regex " + UNICODE[4], is_error=True),
+            ],
+            turn=1,
+        ),
+        Message.create(
+            "user", [Text("what is in this picture? " + UNICODE[5]), Image("image/png", png)], turn=2
+        ),
         Message.create("assistant", "half an answer", turn=2, partial=True),
         Message.create("user", "keep me", turn=3, preserve_verbatim=True),
     ]
@@ -62,8 +79,15 @@ def test_database_lives_in_data_home(isolated_home, store):
 
 
 def test_session_round_trip(store):
-    sid, vid = new_session(store, title="t", route="work", provider="anthropic", model="m", workspace="/w",
-                           system_prompt=UNICODE[2])
+    sid, vid = new_session(
+        store,
+        title="t",
+        route="work",
+        provider="anthropic",
+        model="m",
+        workspace="/w",
+        system_prompt=UNICODE[2],
+    )
     messages = sample_messages()
     seqs = [store.append_message(sid, m, vid) for m in messages]
     assert seqs == list(range(len(messages)))
@@ -75,17 +99,33 @@ def test_session_round_trip(store):
     assert len(views) == 1 and views[0].id == vid and views[0].messages == tuple(messages)
     row = reopened.get_session(sid)
     assert (row.title, row.route, row.provider, row.model, row.workspace, row.system_prompt) == (
-        "t", "work", "anthropic", "m", "/w", UNICODE[2])
+        "t",
+        "work",
+        "anthropic",
+        "m",
+        "/w",
+        UNICODE[2],
+    )
     assert reopened.list_sessions()[0]["messages"] == len(messages)
     reopened.close()
 
 
 def test_message_fields_survive_exactly(store):
     sid, vid = new_session(store)
-    message = Message(id="m_exact", role="assistant",
-                      parts=(Text(""), ToolCall("c", "shell", {"cmd": "echo 'hi' && ls", "env": {"A": "ü"}})),
-                      meta=Meta(turn=7, created_at=1234.5, partial=True, preserve_verbatim=True, origin="summary",
-                                archive_keys=("0123456789abcdef",), source_ids=("m_a", "m_b")))
+    message = Message(
+        id="m_exact",
+        role="assistant",
+        parts=(Text(""), ToolCall("c", "shell", {"cmd": "echo 'hi' && ls", "env": {"A": "ü"}})),
+        meta=Meta(
+            turn=7,
+            created_at=1234.5,
+            partial=True,
+            preserve_verbatim=True,
+            origin="summary",
+            archive_keys=("0123456789abcdef",),
+            source_ids=("m_a", "m_b"),
+        ),
+    )
     store.append_message(sid, message, vid)
     assert store.load_master(sid) == [message]
     assert Message.from_dict(json.loads(json.dumps(message.to_dict()))) == message
@@ -149,7 +189,9 @@ def test_session_prefix_is_literal(store):
 
 def test_counters_and_flags_round_trip(store):
     sid, _ = new_session(store)
-    store.update_session(sid, counters={"requests": 3, "rejections": {"waf_block": 1}}, flags={"notice": True})
+    store.update_session(
+        sid, counters={"requests": 3, "rejections": {"waf_block": 1}}, flags={"notice": True}
+    )
     row = store.get_session(sid)
     assert row.counters == {"requests": 3, "rejections": {"waf_block": 1}} and row.flags == {"notice": True}
 
@@ -206,9 +248,33 @@ def test_archive_round_trip_and_search(store):
     assert keys("") == keys("   ") == {e.key for e in store.archive_list()}
 
 
-@pytest.mark.parametrize("query", ['"', '""', "'", "*", "gate*", "-", "NOT", "AND OR", "NEAR(a b)", "a:b",
-                                   "^start", "(unbalanced", "col:", "\\", "%_", "'; DROP TABLE archive; --",
-                                   "null\x00byte", "\x00", "émoji 🧪", "{}[]", "+", "content:gateway"])
+@pytest.mark.parametrize(
+    "query",
+    [
+        '"',
+        '""',
+        "'",
+        "*",
+        "gate*",
+        "-",
+        "NOT",
+        "AND OR",
+        "NEAR(a b)",
+        "a:b",
+        "^start",
+        "(unbalanced",
+        "col:",
+        "\\",
+        "%_",
+        "'; DROP TABLE archive; --",
+        "null\x00byte",
+        "\x00",
+        "émoji 🧪",
+        "{}[]",
+        "+",
+        "content:gateway",
+    ],
+)
 def test_punctuation_in_search_never_crashes(store, query):
     sid, _ = new_session(store)
     store.archive_put(sid, [make_entry(text, "L2") for text in ARCHIVE_TEXTS])
@@ -240,16 +306,35 @@ def test_archive_entry_with_a_missing_field_is_refused(store):
 
 # --- requests and events ------------------------------------------------------------------------------
 
+
 def test_requests_round_trip(store):
     sid, _ = new_session(store)
-    record = {"id": "r1", "session_id": sid, "created_at": 100.0, "route": "work", "provider": "anthropic",
-              "model": "m", "url": "https://gw/v1/messages", "purpose": "chat", "attempt": 1, "level": 2,
-              "predicted_bytes": 1000, "actual_bytes": 1004, "status": 413, "latency_ms": 12.5,
-              "kind": "payload_too_large", "reason": "413 from nginx", "evidence": ["status 413", "phrase"],
-              "request_headers": {"content-type": "application/json"},
-              "response_headers": {"server": "nginx", "x-ünï": "ç"}, "body_preview": "{…}",
-              "error_body": "<html>413 日本</html>", "usage": {"input_tokens": 5}, "outcome": "rejected",
-              "ignored_extra": "x"}
+    record = {
+        "id": "r1",
+        "session_id": sid,
+        "created_at": 100.0,
+        "route": "work",
+        "provider": "anthropic",
+        "model": "m",
+        "url": "https://gw/v1/messages",
+        "purpose": "chat",
+        "attempt": 1,
+        "level": 2,
+        "predicted_bytes": 1000,
+        "actual_bytes": 1004,
+        "status": 413,
+        "latency_ms": 12.5,
+        "kind": "payload_too_large",
+        "reason": "413 from nginx",
+        "evidence": ["status 413", "phrase"],
+        "request_headers": {"content-type": "application/json"},
+        "response_headers": {"server": "nginx", "x-ünï": "ç"},
+        "body_preview": "{…}",
+        "error_body": "<html>413 日本</html>",
+        "usage": {"input_tokens": 5},
+        "outcome": "rejected",
+        "ignored_extra": "x",
+    }
     store.record_request(record)
     store.record_request({"id": "r2", "session_id": sid, "created_at": 101.0})
     got = store.list_requests(sid)
@@ -258,7 +343,9 @@ def test_requests_round_trip(store):
     assert got[0] == expected
     assert got[1]["evidence"] == [] and got[1]["request_headers"] == {} and got[1]["status"] is None
 
-    store.record_request({"id": "r2", "session_id": sid, "created_at": 101.0, "status": 200, "actual_bytes": 9})
+    store.record_request(
+        {"id": "r2", "session_id": sid, "created_at": 101.0, "status": 200, "actual_bytes": 9}
+    )
     assert store.list_requests(sid)[1]["status"] == 200  # an update, not a second row
     assert len(store.list_requests(sid)) == 2
 
@@ -269,10 +356,19 @@ def test_requests_round_trip(store):
 def test_secret_headers_are_redacted_on_record(store):
     sid, _ = new_session(store)
     secret = "sk-ant-api03-SECRETsecretSECRET0123456789"
-    store.record_request({"id": "r", "session_id": sid, "created_at": 1.0,
-                          "request_headers": {"x-api-key": secret, "Authorization": f"Bearer {secret}",
-                                              "Content-Type": "application/json"},
-                          "response_headers": {"Set-Cookie": f"s={secret}"}})
+    store.record_request(
+        {
+            "id": "r",
+            "session_id": sid,
+            "created_at": 1.0,
+            "request_headers": {
+                "x-api-key": secret,
+                "Authorization": f"Bearer {secret}",
+                "Content-Type": "application/json",
+            },
+            "response_headers": {"Set-Cookie": f"s={secret}"},
+        }
+    )
     raw = store.query("SELECT request_headers, response_headers FROM requests")[0]
     assert secret not in raw[0] and secret not in raw[1]
     got = store.list_requests(sid)[0]["request_headers"]
@@ -282,12 +378,25 @@ def test_secret_headers_are_redacted_on_record(store):
 def test_redaction_keeps_what_the_inspector_needs():
     from app.store import redact_header_values
 
-    headers = {"anthropic-ratelimit-tokens-remaining": "5", "cf-ray": "8a1b", "x-request-id": "req_1",
-               "www-authenticate": 'Bearer realm="api"', "X-Auth-Token": "t", "x-amz-security-token": "t",
-               "X-Amz-Credential": "c", "api_key": "k", "content-length": "12", "retry-after": "3"}
+    headers = {
+        "anthropic-ratelimit-tokens-remaining": "5",
+        "cf-ray": "8a1b",
+        "x-request-id": "req_1",
+        "www-authenticate": 'Bearer realm="api"',
+        "X-Auth-Token": "t",
+        "x-amz-security-token": "t",
+        "X-Amz-Credential": "c",
+        "api_key": "k",
+        "content-length": "12",
+        "retry-after": "3",
+    }
     got = redact_header_values(headers)
-    assert [k for k, v in got.items() if v == "[redacted]"] == ["X-Auth-Token", "x-amz-security-token",
-                                                                 "X-Amz-Credential", "api_key"]
+    assert [k for k, v in got.items() if v == "[redacted]"] == [
+        "X-Auth-Token",
+        "x-amz-security-token",
+        "X-Amz-Credential",
+        "api_key",
+    ]
     assert got["anthropic-ratelimit-tokens-remaining"] == "5" and got["retry-after"] == "3"
     assert redact_header_values(None) is None
 
@@ -298,14 +407,18 @@ def test_events_round_trip(store):
     store.record_event(sid, "rejection", {"kind": "waf_block", "evidence": ("status 403", "cf-ray")})
     store.record_event(sid, "odd", {"when": object.__new__(type("When", (), {"__str__": lambda s: "later"}))})
     assert [e["type"] for e in store.list_events(sid)] == ["hook", "rejection", "odd"]
-    assert store.list_events(sid, "hook")[0]["data"] == {"event": "PreToolUse", "exit_code": 2,
-                                                         "output": "blocked 日本"}
+    assert store.list_events(sid, "hook")[0]["data"] == {
+        "event": "PreToolUse",
+        "exit_code": 2,
+        "output": "blocked 日本",
+    }
     assert store.list_events(sid, "rejection")[0]["data"]["evidence"] == ["status 403", "cf-ray"]
     assert store.list_events(sid, "odd")[0]["data"] == {"when": "later"}
     assert store.list_events(sid, "none") == []
 
 
 # --- files, schema, failures ------------------------------------------------------------------------
+
 
 def test_file_modes(isolated_home):
     old = os.umask(0o022)

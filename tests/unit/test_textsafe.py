@@ -77,7 +77,11 @@ def test_display_data_makes_every_string_safe_and_keeps_what_needs_nothing():
     assert dirty.text.startswith("a\x1b")  # the original is untouched (the master log keeps exact bytes)
 
 
-@given(st.recursive(st.text() | st.integers(), lambda children: st.lists(children) | st.dictionaries(st.text(), children)))
+@given(
+    st.recursive(
+        st.text() | st.integers(), lambda children: st.lists(children) | st.dictionaries(st.text(), children)
+    )
+)
 def test_display_data_leaves_no_unsafe_string(value):
     def strings(v):
         if isinstance(v, str):

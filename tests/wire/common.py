@@ -22,18 +22,29 @@ from app.providers.base import (
     UsageChunk,
 )
 
-READ_TOOL = ToolSpec("read_file", "Read a text file from the workspace.",
-                     {"type": "object", "properties": {"path": {"type": "string", "description": "relative path"}},
-                      "required": ["path"]})
+READ_TOOL = ToolSpec(
+    "read_file",
+    "Read a text file from the workspace.",
+    {
+        "type": "object",
+        "properties": {"path": {"type": "string", "description": "relative path"}},
+        "required": ["path"],
+    },
+)
 SYSTEM = "You are bulkhead's coding assistant. Be brief."
 BYTE_RATIOS: dict[str, list[float]] = {}  # provider -> predicted/actual bytes, shown in the summary
 
 
 def tiny_png() -> str:
     """A valid 1x1 PNG, base64."""
+
     def chunk(kind: bytes, data: bytes) -> bytes:
-        return (len(data).to_bytes(4, "big") + kind + data
-                + (zlib.crc32(kind + data) & 0xFFFFFFFF).to_bytes(4, "big"))
+        return (
+            len(data).to_bytes(4, "big")
+            + kind
+            + data
+            + (zlib.crc32(kind + data) & 0xFFFFFFFF).to_bytes(4, "big")
+        )
 
     header = struct.pack(">IIBBBBB", 1, 1, 8, 6, 0, 0, 0)  # 1x1, 8-bit RGBA
     raw = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header)
@@ -81,12 +92,15 @@ def tool_calls_of(events: list[StreamEvent]) -> list[ToolCallChunk]:
     return [e for e in events if isinstance(e, ToolCallChunk)]
 
 
-def after_tool_call(view: list[Message], call: ToolCallChunk, preface: str, result: str,
-                    is_error: bool = False) -> list[Message]:
+def after_tool_call(
+    view: list[Message], call: ToolCallChunk, preface: str, result: str, is_error: bool = False
+) -> list[Message]:
     """The view once the model's tool call and our tool result are committed."""
-    return [*view,
-            Message.create("assistant", [Text(preface), ToolCall(call.id, call.name, call.args)]),
-            Message.create("tool", [ToolResult(call.id, result, is_error=is_error)])]
+    return [
+        *view,
+        Message.create("assistant", [Text(preface), ToolCall(call.id, call.name, call.args)]),
+        Message.create("tool", [ToolResult(call.id, result, is_error=is_error)]),
+    ]
 
 
 def image_message(text: str = "What is in this picture?") -> Message:

@@ -43,18 +43,23 @@ def make_anthropic(server: ScriptedServer, settings: Settings, model: str = "cla
     return AnthropicProvider(route, settings, FAKE_ANTHROPIC_KEY)
 
 
-def make_openai(server: ScriptedServer, settings: Settings, model: str = "gpt-4o", key: str | None = FAKE_OPENAI_KEY):
+def make_openai(
+    server: ScriptedServer, settings: Settings, model: str = "gpt-4o", key: str | None = FAKE_OPENAI_KEY
+):
     from app.providers.openai import OpenAIProvider
 
     route = Route(name="gpt", provider="openai", model=model, base_url=server.url + "/v1")
     return OpenAIProvider(route, settings, key)
 
 
-def make_bedrock(server: ScriptedServer, settings: Settings,
-                 model: str = "anthropic.claude-sonnet-4-5-20250929-v1:0"):
+def make_bedrock(
+    server: ScriptedServer, settings: Settings, model: str = "anthropic.claude-sonnet-4-5-20250929-v1:0"
+):
     from app.providers.bedrock import BedrockProvider
 
-    route = Route(name="bedrock", provider="bedrock", model=model, region="us-east-1", endpoint_url=server.url)
+    route = Route(
+        name="bedrock", provider="bedrock", model=model, region="us-east-1", endpoint_url=server.url
+    )
     return BedrockProvider(route, settings)
 
 

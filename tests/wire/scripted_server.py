@@ -27,10 +27,20 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
-            408: "Request Timeout", 413: "Request Entity Too Large", 429: "Too Many Requests",
-            500: "Internal Server Error", 502: "Bad Gateway", 503: "Service Unavailable",
-            529: "Overloaded"}
+_REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    408: "Request Timeout",
+    413: "Request Entity Too Large",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    502: "Bad Gateway",
+    503: "Service Unavailable",
+    529: "Overloaded",
+}
 
 
 @dataclass
@@ -150,8 +160,11 @@ class ScriptedServer:
 
     def _next_action(self, request: ReceivedRequest) -> Action:
         with self._lock:
-            action = self._script.popleft() if self._script else Reply(
-                500, {"content-type": "text/plain"}, b"scripted server: no action left")
+            action = (
+                self._script.popleft()
+                if self._script
+                else Reply(500, {"content-type": "text/plain"}, b"scripted server: no action left")
+            )
         return action(request) if callable(action) else action
 
     def _serve_one(self, conn: socket.socket) -> None:

@@ -81,8 +81,12 @@ async def test_tool_call_round_trip(server, settings):
     assert server.last.body == dumps(second_request.body)  # cached pieces reused, still exact
     sent = json.loads(server.last.body)["messages"]
     assert [m["role"] for m in sent] == ["user", "assistant", "user"]
-    assert sent[1]["content"][1] == {"type": "tool_use", "id": "toolu_01FAKE", "name": "read_file",
-                                     "input": {"path": "README.md"}}
+    assert sent[1]["content"][1] == {
+        "type": "tool_use",
+        "id": "toolu_01FAKE",
+        "name": "read_file",
+        "input": {"path": "README.md"},
+    }
     result = sent[2]["content"][0]
     assert result["type"] == "tool_result" and result["tool_use_id"] == "toolu_01FAKE"
     assert result["content"].startswith("# bulkhead")
@@ -90,12 +94,14 @@ async def test_tool_call_round_trip(server, settings):
 
 async def test_tool_results_lead_merged_user_turns_and_errors_are_flagged(server, settings):
     provider = make_anthropic(server, settings)
-    view = [user("run it"),
-            Message.create("assistant", [ToolCall("toolu_A", "shell", {"cmd": "false"})]),
-            Message.create("user", "(meanwhile, a note)"),
-            Message.create("tool", [ToolResult("toolu_A", "exit 1", is_error=True)]),
-            Message.create("system", "Notice: history was compacted."),
-            Message.create("user", [Text("   "), Text("and now?")])]
+    view = [
+        user("run it"),
+        Message.create("assistant", [ToolCall("toolu_A", "shell", {"cmd": "false"})]),
+        Message.create("user", "(meanwhile, a note)"),
+        Message.create("tool", [ToolResult("toolu_A", "exit 1", is_error=True)]),
+        Message.create("system", "Notice: history was compacted."),
+        Message.create("user", [Text("   "), Text("and now?")]),
+    ]
     request = provider.build(view, SYSTEM, [READ_TOOL], max_tokens=100)
     sent = request.body
     assert [m["role"] for m in sent["messages"]] == ["user", "assistant", "user"]
@@ -110,8 +116,13 @@ async def test_tool_results_lead_merged_user_turns_and_errors_are_flagged(server
 
 async def test_prompt_caching_marks_system_and_last_two_user_turns(server, settings):
     provider = make_anthropic(server, settings)
-    view = [user("one"), Message.create("assistant", "a"), user("two"), Message.create("assistant", "b"),
-            user("three")]
+    view = [
+        user("one"),
+        Message.create("assistant", "a"),
+        user("two"),
+        Message.create("assistant", "b"),
+        user("three"),
+    ]
     body = provider.build(view, SYSTEM, [], max_tokens=100).body
     assert body["system"][0]["cache_control"] == {"type": "ephemeral"}
     marked = [i for i, m in enumerate(body["messages"]) if "cache_control" in m["content"][-1]]
@@ -131,8 +142,13 @@ async def test_images_travel_as_base64_blocks(server, settings):
 
 async def test_usage_counts_cache_reads_and_writes_in_the_prompt(server, settings):
     provider = make_anthropic(server, settings)
-    server.push(Stream(200, F.SSE, F.anthropic_text(["ok"], input_tokens=12, output_tokens=9,
-                                                     cache_read=1000, cache_write=300)))
+    server.push(
+        Stream(
+            200,
+            F.SSE,
+            F.anthropic_text(["ok"], input_tokens=12, output_tokens=9, cache_read=1000, cache_write=300),
+        )
+    )
     usage = usage_of(await collect(provider, provider.build(simple_view(), SYSTEM, [], max_tokens=64)))
     assert usage.input_tokens == 12 + 1000 + 300
     assert (usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens) == (9, 1000, 300)
@@ -160,17 +176,48 @@ async def test_context_management_beta_when_the_provider_manages_context(server)
 
 ERRORS = {
     "nginx-413-html": (Reply(413, F.HTML, F.NGINX_413), 413, "ContentTooLargeError", None),
-    "cloudflare-403-html": (Reply(403, F.CLOUDFLARE_HEADERS, F.CLOUDFLARE_403), 403, "PermissionDeniedError", None),
-    "json-401": (Reply(401, F.JSON, F.anthropic_error_json("authentication_error", "invalid x-api-key")), 401,
-                 "authentication_error", None),
-    "429-retry-after": (Reply(429, {**F.JSON, "retry-after": "17"}, F.anthropic_error_json(
-        "rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit")), 429,
-        "rate_limit_error", None),
-    "overflow-400": (Reply(400, F.JSON, F.anthropic_error_json(
-        "invalid_request_error", "prompt is too long: 215000 tokens > 200000 maximum")), 400,
-        "invalid_request_error", None),
-    "overloaded-529": (Reply(529, F.JSON, F.anthropic_error_json("overloaded_error", "Overloaded")), 529,
-                       "overloaded_error", None),
+    "cloudflare-403-html": (
+        Reply(403, F.CLOUDFLARE_HEADERS, F.CLOUDFLARE_403),
+        403,
+        "PermissionDeniedError",
+        None,
+    ),
+    "json-401": (
+        Reply(401, F.JSON, F.anthropic_error_json("authentication_error", "invalid x-api-key")),
+        401,
+        "authentication_error",
+        None,
+    ),
+    "429-retry-after": (
+        Reply(
+            429,
+            {**F.JSON, "retry-after": "17"},
+            F.anthropic_error_json(
+                "rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit"
+            ),
+        ),
+        429,
+        "rate_limit_error",
+        None,
+    ),
+    "overflow-400": (
+        Reply(
+            400,
+            F.JSON,
+            F.anthropic_error_json(
+                "invalid_request_error", "prompt is too long: 215000 tokens > 200000 maximum"
+            ),
+        ),
+        400,
+        "invalid_request_error",
+        None,
+    ),
+    "overloaded-529": (
+        Reply(529, F.JSON, F.anthropic_error_json("overloaded_error", "Overloaded")),
+        529,
+        "overloaded_error",
+        None,
+    ),
 }
 
 
@@ -267,7 +314,6 @@ async def test_read_timeout(server):
     _, error = await collect_error(provider, request)
     assert error.transport == "timeout" and error.error_type == "APITimeoutError"
     assert error.request_bytes == request.predicted_bytes
-
 
 
 async def test_sse_with_the_wrong_content_type_is_still_read(server, settings):

@@ -70,7 +70,9 @@ async def test_body_is_serialized_like_botocore(server, settings):
 async def test_tool_call_round_trip(server, settings):
     provider = make_bedrock(server, settings)
     view = [user("What is in README.md?")]
-    server.push(Stream(200, F.EVENTSTREAM, F.bedrock_tool("tooluse_FAKE1", "read_file", {"path": "README.md"})))
+    server.push(
+        Stream(200, F.EVENTSTREAM, F.bedrock_tool("tooluse_FAKE1", "read_file", {"path": "README.md"}))
+    )
 
     first = await collect(provider, provider.build(view, SYSTEM, [READ_TOOL], max_tokens=300))
 
@@ -86,25 +88,31 @@ async def test_tool_call_round_trip(server, settings):
     assert text_of(second) == "It is a README."
     sent = json.loads(server.last.body)["messages"]
     assert [m["role"] for m in sent] == ["user", "assistant", "user"]
-    assert sent[1]["content"][1] == {"toolUse": {"toolUseId": "tooluse_FAKE1", "name": "read_file",
-                                                 "input": {"path": "README.md"}}}
-    assert sent[2]["content"][0] == {"toolResult": {"toolUseId": "tooluse_FAKE1",
-                                                    "content": [{"text": "# bulkhead"}]}}
+    assert sent[1]["content"][1] == {
+        "toolUse": {"toolUseId": "tooluse_FAKE1", "name": "read_file", "input": {"path": "README.md"}}
+    }
+    assert sent[2]["content"][0] == {
+        "toolResult": {"toolUseId": "tooluse_FAKE1", "content": [{"text": "# bulkhead"}]}
+    }
     assert sent[2]["content"][-1] == {"cachePoint": {"type": "default"}}
 
 
 def test_roles_alternate_and_errors_have_status(server, settings):
     provider = make_bedrock(server, settings)
-    view = [user("a"), user("b"),
-            Message.create("assistant", [ToolCall("t1", "shell", {"cmd": "x"})]),
-            Message.create("tool", [ToolResult("t1", "", is_error=True)]),
-            Message.create("system", "Notice."),
-            user("c")]
+    view = [
+        user("a"),
+        user("b"),
+        Message.create("assistant", [ToolCall("t1", "shell", {"cmd": "x"})]),
+        Message.create("tool", [ToolResult("t1", "", is_error=True)]),
+        Message.create("system", "Notice."),
+        user("c"),
+    ]
     body = provider.build(view, SYSTEM, [READ_TOOL], max_tokens=10, purpose="summary").body
     assert [m["role"] for m in body["messages"]] == ["user", "assistant", "user"]
     assert body["messages"][0]["content"] == [{"text": "a"}, {"text": "b"}]
-    assert body["messages"][2]["content"][0] == {"toolResult": {"toolUseId": "t1", "content": [{"text": "(no output)"}],
-                                                                "status": "error"}}
+    assert body["messages"][2]["content"][0] == {
+        "toolResult": {"toolUseId": "t1", "content": [{"text": "(no output)"}], "status": "error"}
+    }
     assert body["system"] == [{"text": SYSTEM}, {"text": "Notice."}]
     # without tools in the request, tool blocks travel as text (Bedrock rejects them otherwise)
     plain = provider.build(view, SYSTEM, [], max_tokens=10, purpose="summary").body
@@ -116,15 +124,21 @@ def test_cache_points_only_where_the_model_accepts_them(server, settings):
     cached = make_bedrock(server, settings).build(view, SYSTEM, [], max_tokens=10).body
     assert cached["system"][-1] == {"cachePoint": {"type": "default"}}
     assert [m["content"][-1] for m in cached["messages"] if m["role"] == "user"] == [
-        {"cachePoint": {"type": "default"}}] * 2
+        {"cachePoint": {"type": "default"}}
+    ] * 2
     old = make_bedrock(server, settings, model="anthropic.claude-3-haiku-20240307-v1:0")
     assert "cachePoint" not in json.dumps(old.build(view, SYSTEM, [], max_tokens=10).body)
 
 
 async def test_usage_counts_cache_reads_and_writes_in_the_prompt(server, settings):
     provider = make_bedrock(server, settings)
-    usage = {"inputTokens": 10, "outputTokens": 4, "totalTokens": 514, "cacheReadInputTokens": 400,
-             "cacheWriteInputTokens": 100}
+    usage = {
+        "inputTokens": 10,
+        "outputTokens": 4,
+        "totalTokens": 514,
+        "cacheReadInputTokens": 400,
+        "cacheWriteInputTokens": 100,
+    }
     server.push(Stream(200, F.EVENTSTREAM, F.bedrock_text(["ok"], usage=usage)))
     result = usage_of(await collect(provider, provider.build(simple_view(), SYSTEM, [], max_tokens=10)))
     assert (result.input_tokens, result.output_tokens) == (510, 4)
@@ -140,22 +154,49 @@ async def test_max_tokens_stop(server, settings):
 
 # -- errors ---------------------------------------------------------------------------------------
 
+
 def _amzn(error_type: str, extra: dict[str, str] | None = None) -> dict[str, str]:
-    return {**F.JSON, "x-amzn-errortype": f"{error_type}:http://internal.amazon.com/coral/com.amazon.bedrock/",
-            "x-amzn-requestid": "00000000-FAKE", **(extra or {})}
+    return {
+        **F.JSON,
+        "x-amzn-errortype": f"{error_type}:http://internal.amazon.com/coral/com.amazon.bedrock/",
+        "x-amzn-requestid": "00000000-FAKE",
+        **(extra or {}),
+    }
 
 
 ERRORS = {
     "nginx-413-html": (Reply(413, F.HTML, F.NGINX_413), 413, "413"),
     "cloudflare-403-html": (Reply(403, F.CLOUDFLARE_HEADERS, F.CLOUDFLARE_403), 403, "403"),
-    "json-401": (Reply(401, _amzn("UnrecognizedClientException"), F.bedrock_error_json(
-        "The security token included in the request is invalid.")), 401, "UnrecognizedClientException"),
-    "429-retry-after": (Reply(429, _amzn("ThrottlingException", {"retry-after": "7"}), F.bedrock_error_json(
-        "Too many requests, please wait before trying again.")), 429, "ThrottlingException"),
-    "overflow-400": (Reply(400, _amzn("ValidationException"), F.bedrock_error_json(
-        "Input is too long for requested model.")), 400, "ValidationException"),
-    "gateway-413-header": (Reply(413, _amzn("RequestEntityTooLargeException"), F.bedrock_error_json(
-        "Request body too large")), 413, "RequestEntityTooLargeException"),
+    "json-401": (
+        Reply(
+            401,
+            _amzn("UnrecognizedClientException"),
+            F.bedrock_error_json("The security token included in the request is invalid."),
+        ),
+        401,
+        "UnrecognizedClientException",
+    ),
+    "429-retry-after": (
+        Reply(
+            429,
+            _amzn("ThrottlingException", {"retry-after": "7"}),
+            F.bedrock_error_json("Too many requests, please wait before trying again."),
+        ),
+        429,
+        "ThrottlingException",
+    ),
+    "overflow-400": (
+        Reply(
+            400, _amzn("ValidationException"), F.bedrock_error_json("Input is too long for requested model.")
+        ),
+        400,
+        "ValidationException",
+    ),
+    "gateway-413-header": (
+        Reply(413, _amzn("RequestEntityTooLargeException"), F.bedrock_error_json("Request body too large")),
+        413,
+        "RequestEntityTooLargeException",
+    ),
 }
 
 
@@ -169,7 +210,12 @@ async def test_error_responses_become_provider_errors(server, settings, case):
     events, error = await collect_error(provider, request)
 
     assert events == []
-    assert (error.provider, error.status, error.error_type, error.transport) == ("bedrock", status, error_type, None)
+    assert (error.provider, error.status, error.error_type, error.transport) == (
+        "bedrock",
+        status,
+        error_type,
+        None,
+    )
     assert error.body == reply.body  # the raw body, even where botocore keeps only a message
     assert error.request_bytes == request.predicted_bytes == server.last.body_bytes == request.actual_bytes
     assert error.headers["content-type"] == reply.headers["content-type"]
@@ -203,7 +249,9 @@ async def test_html_200_is_an_error(server, settings):
 async def test_exception_frame_inside_the_stream(server, settings):
     provider = make_bedrock(server, settings)
     request = provider.build(simple_view(), SYSTEM, [], max_tokens=64)
-    frames = F.bedrock_text(["begun "])[:2] + [eventstream.exception("throttlingException", "Too many tokens")]
+    frames = F.bedrock_text(["begun "])[:2] + [
+        eventstream.exception("throttlingException", "Too many tokens")
+    ]
     server.push(Stream(200, F.EVENTSTREAM, frames))
     events, error = await collect_error(provider, request)
     assert text_of(events) == "begun "

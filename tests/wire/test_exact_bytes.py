@@ -21,9 +21,11 @@ from .common import BYTE_RATIOS, READ_TOOL, SYSTEM, collect, image_message, user
 from .conftest import make_anthropic, make_bedrock, make_openai
 from .scripted_server import Stream
 
-UNICODE = ("Olá 😀 👩‍👩‍👧 🇵🇹 café naïve — 你好，世界 日本語のテキスト 한국어 "
-           "שלום עולם \u200fمرحبا بالعالم\u200f Ελληνικά русский ǅ e\u0301 "
-           "quotes \" and \\ backslashes \t tabs \x00\x1f controls \u2028\u2029 separators ✨")
+UNICODE = (
+    "Olá 😀 👩‍👩‍👧 🇵🇹 café naïve — 你好，世界 日本語のテキスト 한국어 "
+    "שלום עולם \u200fمرحبا بالعالم\u200f Ελληνικά русский ǅ e\u0301 "
+    'quotes " and \\ backslashes \t tabs \x00\x1f controls \u2028\u2029 separators ✨'
+)
 SCHEMA_TOOLS = [READ_TOOL]
 
 
@@ -47,12 +49,24 @@ def _big_result(chars: int) -> str:
 def views() -> dict[str, list[Message]]:
     big = _big_result(1_100_000)
     assert len(big.encode("utf-8")) >= 1_000_000
-    calls = [ToolCall("toolu_01", "read_file", {"path": "src/ünï.py", "note": UNICODE[:40], "n": 3.5,
-                                                "flags": [True, None]})]
+    calls = [
+        ToolCall(
+            "toolu_01",
+            "read_file",
+            {"path": "src/ünï.py", "note": UNICODE[:40], "n": 3.5, "flags": [True, None]},
+        )
+    ]
     return {
-        "unicode": [user(UNICODE), Message.create("assistant", UNICODE[::-1]), user("و" * 5000 + "🙂" * 3000)],
-        "images": [image_message(), Message.create("assistant", "I see a pixel."),
-                   Message.create("user", [Text("and these?"), _random_image(1, 150_000), _random_image(2, 90_000)])],
+        "unicode": [
+            user(UNICODE),
+            Message.create("assistant", UNICODE[::-1]),
+            user("و" * 5000 + "🙂" * 3000),
+        ],
+        "images": [
+            image_message(),
+            Message.create("assistant", "I see a pixel."),
+            Message.create("user", [Text("and these?"), _random_image(1, 150_000), _random_image(2, 90_000)]),
+        ],
         "tools-large-result": [
             user("read it"),
             Message.create("assistant", [Text("Reading."), *calls]),
@@ -71,10 +85,17 @@ def _session() -> list[Message]:
     for turn in range(20):
         out.append(user(f"turn {turn}: " + rng.choice([UNICODE, "plain ascii text " * 40, "∑ λ → ∞ " * 30])))
         call_id = f"toolu_{turn:04d}"
-        out.append(Message.create("assistant", [Text(f"Looking ({turn})…"),
-                                                ToolCall(call_id, "read_file", {"path": f"f{turn}.txt"})]))
-        out.append(Message.create("tool", [ToolResult(call_id, _big_result(rng.randint(10, 40_000)),
-                                                      is_error=turn % 7 == 0)]))
+        out.append(
+            Message.create(
+                "assistant",
+                [Text(f"Looking ({turn})…"), ToolCall(call_id, "read_file", {"path": f"f{turn}.txt"})],
+            )
+        )
+        out.append(
+            Message.create(
+                "tool", [ToolResult(call_id, _big_result(rng.randint(10, 40_000)), is_error=turn % 7 == 0)]
+            )
+        )
         out.append(Message.create("assistant", f"Done with {turn}. " + "答" * rng.randint(0, 300)))
     return out
 
@@ -91,8 +112,11 @@ async def test_predicted_bytes_match_the_wire(server, settings, monkeypatch, pro
     provider = MAKERS[provider_name](server, settings)
     view = views()[view_name]
     request = provider.build(view, SYSTEM + " ✨", SCHEMA_TOOLS, max_tokens=4096)
-    reply = F.bedrock_text(["ok"]) if provider_name == "bedrock" else (
-        F.openai_text(["ok"]) if provider_name == "openai" else F.anthropic_text(["ok"]))
+    reply = (
+        F.bedrock_text(["ok"])
+        if provider_name == "bedrock"
+        else (F.openai_text(["ok"]) if provider_name == "openai" else F.anthropic_text(["ok"]))
+    )
     server.push(Stream(200, F.EVENTSTREAM if provider_name == "bedrock" else F.SSE, reply))
 
     await collect(provider, request)
@@ -112,9 +136,11 @@ async def test_predicted_bytes_match_the_wire(server, settings, monkeypatch, pro
 
 # -- incremental --------------------------------------------------------------------------------
 
-MEASURE = {"anthropic": ("app.providers.anthropic", "compact_len"),
-           "openai": ("app.providers.openai", "compact_len"),
-           "bedrock": ("app.providers.bedrock", "botocore_len")}
+MEASURE = {
+    "anthropic": ("app.providers.anthropic", "compact_len"),
+    "openai": ("app.providers.openai", "compact_len"),
+    "bedrock": ("app.providers.bedrock", "botocore_len"),
+}
 
 
 @pytest.mark.parametrize("provider_name", list(MAKERS))
@@ -153,9 +179,14 @@ def test_prediction_is_incremental(server, settings, monkeypatch, provider_name)
 def test_cached_pieces_are_never_mutated_by_cache_marks(server, settings):
     """Cache marks move with the conversation; the per-message cache must not keep old ones."""
     provider = make_anthropic(server, settings)
-    view = [user("a"), Message.create("assistant", "b"), user("c"), Message.create("assistant", "d"), user("e")]
+    view = [
+        user("a"),
+        Message.create("assistant", "b"),
+        user("c"),
+        Message.create("assistant", "d"),
+        user("e"),
+    ]
     provider.build(view[:3], SYSTEM, [], max_tokens=10)
     later = provider.build(view, SYSTEM, [], max_tokens=10)
     assert later.predicted_bytes == len(dumps(later.body))
     assert "cache_control" not in later.body["messages"][0]["content"][-1]
-

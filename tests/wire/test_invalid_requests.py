@@ -18,19 +18,53 @@ PATH_HINT = "check the route's `base_url`"
 AMZN_VALIDATION = {**F.JSON, "x-amzn-errortype": "ValidationException:http://internal.amazon.com/coral/"}
 
 CASES = {
-    "anthropic-model": (make_anthropic, Reply(404, F.JSON, F.anthropic_error_json(
-        "not_found_error", "model: claude-sonnet-9")), "model: claude-sonnet-9", MODEL_HINT),
-    "anthropic-max-tokens": (make_anthropic, Reply(400, F.JSON, F.anthropic_error_json(
-        "invalid_request_error", "max_tokens: 64000 > 32000, which is the maximum allowed number of output "
-        "tokens for claude-x")), "max_tokens: 64000 > 32000", TOKENS_HINT),
-    "openai-model": (make_openai, Reply(404, F.JSON, F.openai_error_json(
-        "The model `gpt-9` does not exist or you do not have access to it.", "invalid_request_error",
-        "model_not_found")), "The model `gpt-9` does not exist", MODEL_HINT),
-    "ollama-model": (make_openai, Reply(404, F.JSON, '{"error": "model \\"qwen9\\" not found, try pulling it first"}'),
-                     'model "qwen9" not found, try pulling it first', MODEL_HINT),
+    "anthropic-model": (
+        make_anthropic,
+        Reply(404, F.JSON, F.anthropic_error_json("not_found_error", "model: claude-sonnet-9")),
+        "model: claude-sonnet-9",
+        MODEL_HINT,
+    ),
+    "anthropic-max-tokens": (
+        make_anthropic,
+        Reply(
+            400,
+            F.JSON,
+            F.anthropic_error_json(
+                "invalid_request_error",
+                "max_tokens: 64000 > 32000, which is the maximum allowed number of output "
+                "tokens for claude-x",
+            ),
+        ),
+        "max_tokens: 64000 > 32000",
+        TOKENS_HINT,
+    ),
+    "openai-model": (
+        make_openai,
+        Reply(
+            404,
+            F.JSON,
+            F.openai_error_json(
+                "The model `gpt-9` does not exist or you do not have access to it.",
+                "invalid_request_error",
+                "model_not_found",
+            ),
+        ),
+        "The model `gpt-9` does not exist",
+        MODEL_HINT,
+    ),
+    "ollama-model": (
+        make_openai,
+        Reply(404, F.JSON, '{"error": "model \\"qwen9\\" not found, try pulling it first"}'),
+        'model "qwen9" not found, try pulling it first',
+        MODEL_HINT,
+    ),
     "openai-path": (make_openai, Reply(404, F.JSON, '{"detail": "Not Found"}'), "Not Found", PATH_HINT),
-    "bedrock-model": (make_bedrock, Reply(400, AMZN_VALIDATION, F.bedrock_error_json(
-        "The provided model identifier is invalid.")), "The provided model identifier is invalid.", MODEL_HINT),
+    "bedrock-model": (
+        make_bedrock,
+        Reply(400, AMZN_VALIDATION, F.bedrock_error_json("The provided model identifier is invalid.")),
+        "The provided model identifier is invalid.",
+        MODEL_HINT,
+    ),
 }
 
 

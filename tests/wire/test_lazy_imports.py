@@ -32,7 +32,9 @@ def test_adapters_do_not_import_sdks():
 
 
 def test_the_documented_one_liner():
-    line = ("import app.providers.anthropic, app.providers.openai, app.providers.bedrock, sys; "
-            "assert not {'anthropic','openai','boto3','botocore'} & set(sys.modules)")
+    line = (
+        "import app.providers.anthropic, app.providers.openai, app.providers.bedrock, sys; "
+        "assert not {'anthropic','openai','boto3','botocore'} & set(sys.modules)"
+    )
     result = subprocess.run([sys.executable, "-c", line], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr

@@ -58,8 +58,13 @@ async def test_openai_compatible_servers_give_the_window_when_they_know_it(lab):
 
 
 async def test_bedrock_lists_foundation_models_and_inference_profiles(lab, aws):
-    route = Route(name="aws", provider="bedrock", model="anthropic.claude-sonnet-4-5-20250929-v1:0",
-                  region="us-east-1", endpoint_url=lab.url)
+    route = Route(
+        name="aws",
+        provider="bedrock",
+        model="anthropic.claude-sonnet-4-5-20250929-v1:0",
+        region="us-east-1",
+        endpoint_url=lab.url,
+    )
     found = await list_route_models(route, Settings(), None, timeout=30)
     assert found.error == ""
     assert ids(found) == ["anthropic.claude-sonnet-4-5-20250929-v1:0", "lab-1", "lab-1-mini", "us.lab-1"]

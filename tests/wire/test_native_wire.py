@@ -48,7 +48,9 @@ async def test_threshold_compaction_block_streams_back_as_a_native_item(lab):
     provider.compact_threshold = 1_000
     request = provider.build(_tool_history(3, 4_000), SYSTEM, [READ_TOOL], max_tokens=512)
     assert request.body["context_management"]["edits"][-1] == {
-        "type": "compact_20260112", "trigger": {"type": "input_tokens", "value": 1_000}}
+        "type": "compact_20260112",
+        "trigger": {"type": "input_tokens", "value": 1_000},
+    }
     events = [e async for e in provider.stream(request)]
     natives = [e for e in events if isinstance(e, NativeChunk)]
     assert len(natives) == 1 and natives[0].api == "anthropic" and natives[0].item["type"] == "compaction"
@@ -79,10 +81,14 @@ async def test_applied_edits_are_reported_with_counts(lab):
 
 async def test_on_demand_compaction_is_one_request_with_the_compaction_parameter(lab):
     provider = _anthropic(lab)
-    request = provider.build_compaction(_tool_history(2, 2_000), SYSTEM, [READ_TOOL], instructions="keep file names")
+    request = provider.build_compaction(
+        _tool_history(2, 2_000), SYSTEM, [READ_TOOL], instructions="keep file names"
+    )
     found, usage = await provider.send_compaction(request)
     assert "context_management" not in request.body and request.body["compaction"] == {
-        "type": "summarize", "instructions": "keep file names"}
+        "type": "summarize",
+        "instructions": "keep file names",
+    }
     assert request.request_headers.get("anthropic-beta") == COMPACT_ON_DEMAND_BETA
     assert [n.item["type"] for n in found] == ["compaction"]
     assert found[0].item["content"].startswith("Instructions: keep file names")
@@ -118,8 +124,10 @@ def test_a_native_item_goes_only_to_its_own_api_or_as_readable_text():
     assert part_from_dict(part_to_dict(anthropic_block)) == anthropic_block  # stored and loaded as is
     items = responses_translate(message).items
     assert items[0] == dict(opaque.item)  # replayed verbatim to its own API …
-    assert items[1] == {"role": "assistant", "content": "[summary of the earlier conversation]\n"
-                                                        "we fixed the parser" + "done"}  # … others as text
+    assert items[1] == {
+        "role": "assistant",
+        "content": "[summary of the earlier conversation]\nwe fixed the parser" + "done",
+    }  # … others as text
     chat = chat_translate(message).messages
     assert chat[0]["content"].startswith("[summary of the earlier conversation]\nwe fixed the parser")
     assert "gAAA" not in str(chat)

@@ -32,7 +32,9 @@ from .scripted_server import Hold, Reply, Reset, Stream
 async def test_streams_text_with_usage_and_records_the_exchange(server, settings):
     provider = make_openai(server, settings)
     request = provider.build(simple_view(), SYSTEM, [READ_TOOL], max_tokens=256)
-    server.push(Stream(200, F.SSE, F.openai_text(["Bon", "jour ", "😀"], usage=F.openai_usage(20, 3, cached=16))))
+    server.push(
+        Stream(200, F.SSE, F.openai_text(["Bon", "jour ", "😀"], usage=F.openai_usage(20, 3, cached=16)))
+    )
 
     events = await collect(provider, request)
 
@@ -58,9 +60,17 @@ def test_official_endpoint_uses_max_completion_tokens():
     official = OpenAIProvider(Route(name="o", provider="openai", model="o3"), Settings(), "sk-FAKE-test")
     body = official.build(simple_view(), "", [], max_tokens=99).body
     assert body["max_completion_tokens"] == 99 and "max_tokens" not in body
-    assert official.build(simple_view(), "", [], max_tokens=99).url == "https://api.openai.com/v1/chat/completions"
-    azure = OpenAIProvider(Route(name="az", provider="openai", model="gpt-4o",
-                                 base_url="https://corp.openai.azure.com/openai/v1"), Settings(), "FAKE")
+    assert (
+        official.build(simple_view(), "", [], max_tokens=99).url
+        == "https://api.openai.com/v1/chat/completions"
+    )
+    azure = OpenAIProvider(
+        Route(
+            name="az", provider="openai", model="gpt-4o", base_url="https://corp.openai.azure.com/openai/v1"
+        ),
+        Settings(),
+        "FAKE",
+    )
     assert azure.is_azure and azure.max_tokens_field == "max_completion_tokens"
 
 
@@ -94,18 +104,25 @@ async def test_tool_call_round_trip(server, settings):
     sent = json.loads(server.last.body)["messages"]
     assert [m["role"] for m in sent] == ["system", "user", "assistant", "tool"]
     assert sent[2]["content"] is None
-    assert sent[2]["tool_calls"] == [{"id": "call_FAKE1", "type": "function", "function": {
-        "name": "read_file", "arguments": "{\"path\": \"README.md\"}"}}]
+    assert sent[2]["tool_calls"] == [
+        {
+            "id": "call_FAKE1",
+            "type": "function",
+            "function": {"name": "read_file", "arguments": '{"path": "README.md"}'},
+        }
+    ]
     assert sent[3] == {"role": "tool", "tool_call_id": "call_FAKE1", "content": "# bulkhead"}
 
 
 def test_one_tool_message_per_result_and_errors_prefixed(server, settings):
     provider = make_openai(server, settings)
-    view = [user("go"),
-            Message.create("assistant", [ToolCall("c1", "shell", {"cmd": "ls"}), ToolCall("c2", "shell", {})]),
-            Message.create("tool", [ToolResult("c1", "a\nb"), ToolResult("c2", "denied", is_error=True)]),
-            Message.create("system", "Notice: compacted."),
-            image_message()]
+    view = [
+        user("go"),
+        Message.create("assistant", [ToolCall("c1", "shell", {"cmd": "ls"}), ToolCall("c2", "shell", {})]),
+        Message.create("tool", [ToolResult("c1", "a\nb"), ToolResult("c2", "denied", is_error=True)]),
+        Message.create("system", "Notice: compacted."),
+        image_message(),
+    ]
     sent = provider.build(view, SYSTEM, [READ_TOOL], max_tokens=10).body["messages"]
     assert [m["role"] for m in sent] == ["system", "user", "assistant", "tool", "tool", "system", "user"]
     assert sent[4]["content"] == "ERROR: the tool call failed.\ndenied"
@@ -124,9 +141,14 @@ async def test_length_finish_is_max_tokens(server, settings):
 
 async def test_a_server_that_ignores_stream_still_works(server, settings):
     provider = make_openai(server, settings)
-    completion = {"id": "x", "object": "chat.completion", "choices": [{"index": 0, "finish_reason": "stop",
-                  "message": {"role": "assistant", "content": "whole answer"}}],
-                  "usage": F.openai_usage(9, 2)}
+    completion = {
+        "id": "x",
+        "object": "chat.completion",
+        "choices": [
+            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "whole answer"}}
+        ],
+        "usage": F.openai_usage(9, 2),
+    }
     server.push(Reply(200, F.JSON, json.dumps(completion)))
     events = await collect(provider, provider.build(simple_view(), SYSTEM, [], max_tokens=3))
     assert text_of(events) == "whole answer" and stop_of(events).reason == "end"
@@ -138,16 +160,45 @@ async def test_a_server_that_ignores_stream_still_works(server, settings):
 ERRORS = {
     "nginx-413-html": (Reply(413, F.HTML, F.NGINX_413), 413, "APIStatusError"),
     "cloudflare-403-html": (Reply(403, F.CLOUDFLARE_HEADERS, F.CLOUDFLARE_403), 403, "PermissionDeniedError"),
-    "json-401": (Reply(401, F.JSON, F.openai_error_json("Incorrect API key provided: sk-FAKE***", "invalid_request_error",
-                                                        "invalid_api_key")), 401, "invalid_api_key"),
-    "429-retry-after": (Reply(429, {**F.JSON, "retry-after": "3"}, F.openai_error_json(
-        "Rate limit reached for gpt-4o", "requests", "rate_limit_exceeded")), 429, "rate_limit_exceeded"),
-    "overflow-400": (Reply(400, F.JSON, F.openai_error_json(
-        "This model's maximum context length is 128000 tokens. However, your messages resulted in 131072 "
-        "tokens. Please reduce the length of the messages.", "invalid_request_error",
-        "context_length_exceeded")), 400, "context_length_exceeded"),
-    "503": (Reply(503, F.JSON, F.openai_error_json("The engine is currently overloaded", "server_error")), 503,
-            "server_error"),
+    "json-401": (
+        Reply(
+            401,
+            F.JSON,
+            F.openai_error_json(
+                "Incorrect API key provided: sk-FAKE***", "invalid_request_error", "invalid_api_key"
+            ),
+        ),
+        401,
+        "invalid_api_key",
+    ),
+    "429-retry-after": (
+        Reply(
+            429,
+            {**F.JSON, "retry-after": "3"},
+            F.openai_error_json("Rate limit reached for gpt-4o", "requests", "rate_limit_exceeded"),
+        ),
+        429,
+        "rate_limit_exceeded",
+    ),
+    "overflow-400": (
+        Reply(
+            400,
+            F.JSON,
+            F.openai_error_json(
+                "This model's maximum context length is 128000 tokens. However, your messages resulted in 131072 "
+                "tokens. Please reduce the length of the messages.",
+                "invalid_request_error",
+                "context_length_exceeded",
+            ),
+        ),
+        400,
+        "context_length_exceeded",
+    ),
+    "503": (
+        Reply(503, F.JSON, F.openai_error_json("The engine is currently overloaded", "server_error")),
+        503,
+        "server_error",
+    ),
 }
 
 
@@ -161,7 +212,12 @@ async def test_error_responses_become_provider_errors(server, settings, case):
     events, error = await collect_error(provider, request)
 
     assert events == []
-    assert (error.provider, error.status, error.error_type, error.transport) == ("openai", status, error_type, None)
+    assert (error.provider, error.status, error.error_type, error.transport) == (
+        "openai",
+        status,
+        error_type,
+        None,
+    )
     assert error.body == reply.body  # the raw HTML, although str(exc) is only "Error code: 403"
     assert error.request_bytes == request.predicted_bytes == server.last.body_bytes == request.actual_bytes
     assert error.headers["content-type"] == reply.headers["content-type"]
@@ -188,7 +244,9 @@ async def test_html_200_is_an_error(server, settings):
 async def test_error_chunk_inside_the_stream(server, settings):
     provider = make_openai(server, settings)
     request = provider.build(simple_view(), SYSTEM, [], max_tokens=64)
-    frames = F.openai_text(["so far "])[:2] + [F.openai_stream_error("The server had an error", "server_error")]
+    frames = F.openai_text(["so far "])[:2] + [
+        F.openai_stream_error("The server had an error", "server_error")
+    ]
     server.push(Stream(200, F.SSE, frames))
     events, error = await collect_error(provider, request)
     assert text_of(events) == "so far "
@@ -250,10 +308,16 @@ async def test_a_close_delimited_stream_cut_mid_answer_is_incomplete(server, set
     assert "retried" not in failure.reason  # a cut that showed text is kept partial, never retried
 
 
-@pytest.mark.parametrize(("frames", "why"), [
-    (lambda: F.openai_text(["done"])[:-1], "finish_reason without [DONE]"),
-    (lambda: [f for f in F.openai_text(["done"]) if '"finish_reason": "stop"' not in f], "[DONE] without finish"),
-])
+@pytest.mark.parametrize(
+    ("frames", "why"),
+    [
+        (lambda: F.openai_text(["done"])[:-1], "finish_reason without [DONE]"),
+        (
+            lambda: [f for f in F.openai_text(["done"]) if '"finish_reason": "stop"' not in f],
+            "[DONE] without finish",
+        ),
+    ],
+)
 async def test_either_terminator_makes_a_close_delimited_stream_complete(server, settings, frames, why):
     provider = make_openai(server, settings)
     server.push(Stream(200, F.SSE, frames(), close_delimited=True))

@@ -49,8 +49,11 @@ def lab(lab_server):
 
 
 def responses(lab, settings: Settings | None = None, **route) -> ResponsesProvider:
-    provider = make_provider(Route(name="r", provider="openai", model=MODEL, base_url=lab.url + "/v1",
-                                   api="responses", **route), settings or Settings(), "sk-FAKE-test")
+    provider = make_provider(
+        Route(name="r", provider="openai", model=MODEL, base_url=lab.url + "/v1", api="responses", **route),
+        settings or Settings(),
+        "sk-FAKE-test",
+    )
     assert isinstance(provider, ResponsesProvider)
     return provider
 
@@ -72,11 +75,18 @@ def test_routes_speak_responses_on_openai_and_azure_v1_and_chat_elsewhere(lab):
     assert api("https://llm-gateway.example.com/v1") == "chat"
     assert api("https://contoso.openai.azure.com/openai/v1/", api="chat") == "chat"
     assert api("http://localhost:8000/v1", api="responses") == "responses"
-    assert isinstance(make_provider(Route(name="x", provider="openai", model="m", base_url="http://localhost:1/v1"),
-                                    Settings(), None), OpenAIProvider)
-    assert not isinstance(make_provider(Route(name="x", provider="openai", model="m",
-                                              base_url="http://localhost:1/v1"), Settings(), None),
-                          ResponsesProvider)
+    assert isinstance(
+        make_provider(
+            Route(name="x", provider="openai", model="m", base_url="http://localhost:1/v1"), Settings(), None
+        ),
+        OpenAIProvider,
+    )
+    assert not isinstance(
+        make_provider(
+            Route(name="x", provider="openai", model="m", base_url="http://localhost:1/v1"), Settings(), None
+        ),
+        ResponsesProvider,
+    )
 
 
 async def test_text_streams_from_v1_responses_with_usage_and_stop(lab):
@@ -99,8 +109,11 @@ async def test_reasoning_items_are_kept_encrypted_and_replayed(lab):
     natives = [e for e in events if isinstance(e, NativeChunk)]
     assert [n.item["type"] for n in natives] == ["reasoning"]
     assert natives[0].api == API and natives[0].item["encrypted_content"].startswith("lab-reasoning:")
-    answer = Message.create("assistant", [Native(n.api, n.item) for n in natives]
-                            + [Text("".join(e.text for e in events if isinstance(e, TextChunk)))])
+    answer = Message.create(
+        "assistant",
+        [Native(n.api, n.item) for n in natives]
+        + [Text("".join(e.text for e in events if isinstance(e, TextChunk)))],
+    )
     request, _ = await drain(provider, [user("think about it"), answer, user("and now?")])
     # The item went back verbatim, before the assistant's text, and the lab verified it.
     assert request.body["input"][1] == natives[0].item
@@ -120,16 +133,25 @@ async def test_tool_round_trip_function_call_and_output(lab):
     calls = [e for e in events if isinstance(e, ToolCallChunk)]
     assert [(c.name, c.args) for c in calls] == [("read_file", {"path": "notes.txt"})]
     assert [e.reason for e in events if isinstance(e, StopChunk)] == ["tool_use"]
-    view += [Message.create("assistant", [ToolCall(calls[0].id, calls[0].name, calls[0].args)]),
-             Message.create("tool", [ToolResult(calls[0].id, "line one\nline two")])]
+    view += [
+        Message.create("assistant", [ToolCall(calls[0].id, calls[0].name, calls[0].args)]),
+        Message.create("tool", [ToolResult(calls[0].id, "line one\nline two")]),
+    ]
     request, events = await drain(provider, view, tools=[READ_TOOL])
     kinds = [item.get("type", "message") for item in request.body["input"]]
     assert kinds == ["message", "function_call", "function_call_output"]
-    assert request.body["input"][2] == {"type": "function_call_output", "call_id": calls[0].id,
-                                        "output": "line one\nline two"}
-    assert request.body["tools"][0] == {"type": "function", "name": "read_file",
-                                        "description": READ_TOOL.description,
-                                        "parameters": dict(READ_TOOL.input_schema), "strict": False}
+    assert request.body["input"][2] == {
+        "type": "function_call_output",
+        "call_id": calls[0].id,
+        "output": "line one\nline two",
+    }
+    assert request.body["tools"][0] == {
+        "type": "function",
+        "name": "read_file",
+        "description": READ_TOOL.description,
+        "parameters": dict(READ_TOOL.input_schema),
+        "strict": False,
+    }
     text = "".join(e.text for e in events if isinstance(e, TextChunk))
     assert "read_file" in text and "line one" in text
 
@@ -148,20 +170,25 @@ async def test_cached_tokens_are_reported_and_priced(lab):
 async def test_max_output_tokens_cut_is_max_tokens(lab):
     provider = responses(lab)
     _, events = await drain(provider, [user("!big 8KB")], max_tokens=64)
-    assert [(e.reason, e.raw) for e in events if isinstance(e, StopChunk)] == [("max_tokens", "max_output_tokens")]
+    assert [(e.reason, e.raw) for e in events if isinstance(e, StopChunk)] == [
+        ("max_tokens", "max_output_tokens")
+    ]
 
 
-@pytest.mark.parametrize(("configure", "kind"), [
-    ({"faults": "429@1"}, "rate_limit"),
-    ({"faults": "500@1"}, "server_error"),
-    ({"faults": "529@1"}, "overloaded"),
-    ({"faults": "drop@1"}, "other"),  # small requests the connection dropped: transient, retried
-    ({"faults": "cut@1"}, "other"),
-    ({"gateway": "nginx", "cap": "16KB"}, "payload_too_large"),
-    ({"gateway": "cloudflare", "cap": "16KB"}, "waf_block"),
-    ({"gateway": "html-200", "cap": "16KB"}, "waf_block"),
-    ({"window": 2000}, "context_overflow"),
-])
+@pytest.mark.parametrize(
+    ("configure", "kind"),
+    [
+        ({"faults": "429@1"}, "rate_limit"),
+        ({"faults": "500@1"}, "server_error"),
+        ({"faults": "529@1"}, "overloaded"),
+        ({"faults": "drop@1"}, "other"),  # small requests the connection dropped: transient, retried
+        ({"faults": "cut@1"}, "other"),
+        ({"gateway": "nginx", "cap": "16KB"}, "payload_too_large"),
+        ({"gateway": "cloudflare", "cap": "16KB"}, "waf_block"),
+        ({"gateway": "html-200", "cap": "16KB"}, "waf_block"),
+        ({"window": 2000}, "context_overflow"),
+    ],
+)
 async def test_each_error_class_is_classified(lab, configure, kind):
     lab.configure(**configure)
     provider = responses(lab, Settings(request_timeout=10))
@@ -202,21 +229,30 @@ def _image(seed: int, size: int) -> Image:
     return Image("image/png", base64.b64encode(random.Random(seed).randbytes(size)).decode())
 
 
-UNICODE = "Olá 😀 👩‍👩‍👧 café — 你好 \u200fمرحبا\u200f quotes \" \\ \t \x00\x1f \u2028 ✨"
+UNICODE = 'Olá 😀 👩‍👩‍👧 café — 你好 \u200fمرحبا\u200f quotes " \\ \t \x00\x1f \u2028 ✨'
 
 
 def _views() -> dict[str, list[Message]]:
     big = "│ 行: def handler(request): return {'ok': True} ünïcødé\n" * 8_000
     call = ToolCall("call_01", "read_file", {"path": "src/ünï.py", "note": UNICODE[:20], "n": 3.5})
-    reasoning = Native(API, {"id": "rs_1", "type": "reasoning", "summary": [],
-                             "encrypted_content": "lab-reasoning:" + "ab" * 16})
+    reasoning = Native(
+        API,
+        {"id": "rs_1", "type": "reasoning", "summary": [], "encrypted_content": "lab-reasoning:" + "ab" * 16},
+    )
     return {
-        "unicode": [user(UNICODE), Message.create("assistant", UNICODE[::-1]), user("و" * 5000 + "🙂" * 3000)],
+        "unicode": [
+            user(UNICODE),
+            Message.create("assistant", UNICODE[::-1]),
+            user("و" * 5000 + "🙂" * 3000),
+        ],
         "images": [Message.create("user", [Text("look"), _image(1, 60_000), _image(2, 30_000)])],
-        "tools-large-result": [user("read it"), Message.create("assistant", [reasoning, Text("Reading."), call]),
-                               Message.create("tool", [ToolResult("call_01", big)]),
-                               Message.create("tool", [ToolResult("call_02", "boom", is_error=True)]),
-                               user("thanks")],
+        "tools-large-result": [
+            user("read it"),
+            Message.create("assistant", [reasoning, Text("Reading."), call]),
+            Message.create("tool", [ToolResult("call_01", big)]),
+            Message.create("tool", [ToolResult("call_02", "boom", is_error=True)]),
+            user("thanks"),
+        ],
         "system-messages": [Message.create("system", "extra rule ✓"), user("hi")],
     }
 

@@ -74,7 +74,9 @@ def enforce_budgets(messages: Messages, ctx: PassContext) -> PassResult:
             note = ""
             if ctx.session_folder is not None and "<<ccr:" not in part.content:
                 try:  # the same spill files the tools write, so the model finds them the same way
-                    note = spill_note(spill_text(names.get(part.call_id, "tool"), part.content, ctx.session_folder))
+                    note = spill_note(
+                        spill_text(names.get(part.call_id, "tool"), part.content, ctx.session_folder)
+                    )
                     spilled += 1
                 except OSError:
                     pass
@@ -98,6 +100,10 @@ def enforce_budgets(messages: Messages, ctx: PassContext) -> PassResult:
     if cut_turn:
         bits.append(f"{cut_turn} for the {per_turn:,}-char turn budget")
     line = f"✂ budgets: {cut_result + cut_turn} results cut ({', '.join(bits)}), {format_size(freed)} freed"
-    return PassResult(tuple(out), archiver.entries,
-                      Report("budget", line, True, {"per_result": cut_result, "per_turn": cut_turn,
-                                                    "spilled": spilled}, freed))
+    return PassResult(
+        tuple(out),
+        archiver.entries,
+        Report(
+            "budget", line, True, {"per_result": cut_result, "per_turn": cut_turn, "spilled": spilled}, freed
+        ),
+    )

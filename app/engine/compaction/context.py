@@ -215,7 +215,8 @@ class Archiver:
             self._entries[entry.key] = entry
         elif not set(entry.source_ids) <= set(known.source_ids):
             self._entries[entry.key] = replace(
-                known, source_ids=tuple(dict.fromkeys(known.source_ids + entry.source_ids)))
+                known, source_ids=tuple(dict.fromkeys(known.source_ids + entry.source_ids))
+            )
 
     def get(self, key: str) -> str | None:
         entry = self._entries.get(key)
@@ -227,6 +228,7 @@ class Archiver:
 
 
 # -- reading message content -----------------------------------------------------------------------
+
 
 def args_text(call: ToolCall) -> str:
     return json.dumps(dict(call.args), ensure_ascii=False)

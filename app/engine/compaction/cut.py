@@ -22,8 +22,16 @@ def gap_line(removed: int, note: str = "") -> str:
     return f"\n[… {removed:,} chars not shown{'; ' + note if note else ''} …]\n"
 
 
-def preview(text: str, max_chars: int, keys: Sequence[str] = (), *, head_ratio: float = 0.75,
-            head: int | None = None, tail: int | None = None, note: str = "") -> str:
+def preview(
+    text: str,
+    max_chars: int,
+    keys: Sequence[str] = (),
+    *,
+    head_ratio: float = 0.75,
+    head: int | None = None,
+    tail: int | None = None,
+    note: str = "",
+) -> str:
     """`text` as head + gap line + tail + recall suffix, at most about `max_chars` long.
 
     With `head`/`tail` given (microcompact's 2,000 + 500) those are kept exactly; otherwise the
@@ -40,7 +48,7 @@ def preview(text: str, max_chars: int, keys: Sequence[str] = (), *, head_ratio: 
     if head + tail >= len(body):
         return body + suffix
     removed = len(body) - head - tail
-    return body[:head] + gap_line(removed, note) + (body[len(body) - tail:] if tail else "") + suffix
+    return body[:head] + gap_line(removed, note) + (body[len(body) - tail :] if tail else "") + suffix
 
 
 def one_line(summary: str, keys: Sequence[str]) -> str:

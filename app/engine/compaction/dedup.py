@@ -80,8 +80,9 @@ def read_range(call: ToolCall) -> ReadRange | None:
         return None
     offset = _number(call.args.get("offset"))
     limit = _number(call.args.get("limit"))
-    if (call.args.get("offset") not in (None, "") and offset is None) or \
-            (call.args.get("limit") not in (None, "") and limit is None):
+    if (call.args.get("offset") not in (None, "") and offset is None) or (
+        call.args.get("limit") not in (None, "") and limit is None
+    ):
         return None  # arguments we cannot read: never dedup on a guess
     start = max(0, offset or 0)
     end = math.inf if limit is None or limit <= 0 else start + limit
@@ -127,7 +128,7 @@ def dedup_reads(messages: Messages, ctx: PassContext) -> PassResult:
         for index, (mi, pi, rng, error, protected) in enumerate(group):
             if error or protected:
                 continue
-            if any(not later[3] and later[2].covers(rng) for later in group[index + 1:]):
+            if any(not later[3] and later[2].covers(rng) for later in group[index + 1 :]):
                 superseded.setdefault(mi, {})[pi] = rng
     if not superseded:
         return unchanged(messages, "dedup")
@@ -143,8 +144,11 @@ def dedup_reads(messages: Messages, ctx: PassContext) -> PassResult:
             part = parts[pi]
             if not isinstance(part, ToolResult):  # the ranges name tool results only
                 continue
-            summary = (f"[Earlier read of {rng.path} ({rng.describe()}) superseded by a later read]" if rng.kind == "read"
-                       else f"[Earlier result of {rng.path[:200]} superseded by a later identical call]")
+            summary = (
+                f"[Earlier read of {rng.path} ({rng.describe()}) superseded by a later read]"
+                if rng.kind == "read"
+                else f"[Earlier result of {rng.path[:200]} superseded by a later identical call]"
+            )
             if len(summary) + 60 >= len(part.content):
                 continue  # already a stub, or too small to be worth one
             keys = archiver.stash(part.content, message)

@@ -64,8 +64,10 @@ def microcompact(messages: Messages, ctx: PassContext) -> PassResult:
             summarize = False
             if isinstance(part, ToolResult):
                 size = len(part.content)
-                summarize = (age >= settings.microcompact_summarize_turns
-                             and size > settings.microcompact_summarize_min_chars)
+                summarize = (
+                    age >= settings.microcompact_summarize_turns
+                    and size > settings.microcompact_summarize_min_chars
+                )
                 if summarize or size > settings.microcompact_truncate_min_chars:
                     keys = archiver.stash(part.content, message)
                     if keys is not None and summarize:
@@ -73,9 +75,18 @@ def microcompact(messages: Messages, ctx: PassContext) -> PassResult:
                         kind = names.get(part.call_id) or content_type(original)
                         new_content = one_line(cleared_line(original, kind), keys)
                     elif keys is not None:
-                        new_content = preview(part.content, 0, keys, head=settings.microcompact_head_chars,
-                                              tail=settings.microcompact_tail_chars)
-            if not isinstance(part, ToolResult) or new_content is None or len(new_content) >= len(part.content):
+                        new_content = preview(
+                            part.content,
+                            0,
+                            keys,
+                            head=settings.microcompact_head_chars,
+                            tail=settings.microcompact_tail_chars,
+                        )
+            if (
+                not isinstance(part, ToolResult)
+                or new_content is None
+                or len(new_content) >= len(part.content)
+            ):
                 parts.append(part)
                 continue
             if summarize:
@@ -89,6 +100,8 @@ def microcompact(messages: Messages, ctx: PassContext) -> PassResult:
     if not (truncated or summarized):
         return unchanged(messages, "microcompact")
     line = f"🗜 microcompact: {truncated} truncated, {summarized} summarized, {format_size(freed)} freed"
-    return PassResult(tuple(out), archiver.entries,
-                      Report("microcompact", line, True, {"truncated": truncated, "summarized": summarized},
-                             freed))
+    return PassResult(
+        tuple(out),
+        archiver.entries,
+        Report("microcompact", line, True, {"truncated": truncated, "summarized": summarized}, freed),
+    )

@@ -48,7 +48,9 @@ def pairing_problems(messages: Messages) -> list[str]:
             for part in message.parts:
                 if isinstance(part, ToolResult):
                     if part.call_id not in pending:
-                        problems.append(f"message {index}: result for unknown or answered call {part.call_id}")
+                        problems.append(
+                            f"message {index}: result for unknown or answered call {part.call_id}"
+                        )
                     else:
                         del pending[part.call_id]
             continue
@@ -74,8 +76,9 @@ def starts_with_user(messages: Messages) -> bool:
 
 
 def synthetic_result(call: ToolCall, owner: Message) -> Message:
-    return Message.create("tool", [ToolResult(call.id, MISSING_RESULT, is_error=True)], origin="notice",
-                          turn=owner.meta.turn)
+    return Message.create(
+        "tool", [ToolResult(call.id, MISSING_RESULT, is_error=True)], origin="notice", turn=owner.meta.turn
+    )
 
 
 def repair_pairing(messages: Messages, ctx: PassContext, *, reason: str = "recovery") -> PassResult:
@@ -142,13 +145,19 @@ def repair_pairing(messages: Messages, ctx: PassContext, *, reason: str = "recov
 
     if not (dropped or converted or added):
         return unchanged(messages, "pairing")
-    bits = [f"{dropped} orphan results dropped" if dropped else "",
-            f"{converted} kept as user messages" if converted else "",
-            f"{added} synthetic results added" if added else ""]
+    bits = [
+        f"{dropped} orphan results dropped" if dropped else "",
+        f"{converted} kept as user messages" if converted else "",
+        f"{added} synthetic results added" if added else "",
+    ]
     line = "🔧 pairing: " + ", ".join(b for b in bits if b)
-    return PassResult(tuple(out), archiver.entries,
-                      Report("pairing", line, True, {"dropped": dropped, "converted": converted,
-                                                     "synthetic": added}, freed))
+    return PassResult(
+        tuple(out),
+        archiver.entries,
+        Report(
+            "pairing", line, True, {"dropped": dropped, "converted": converted, "synthetic": added}, freed
+        ),
+    )
 
 
 def ensure_starts_with_user(messages: Messages, ctx: PassContext, *, reason: str = "recovery") -> PassResult:
@@ -182,5 +191,8 @@ def ensure_starts_with_user(messages: Messages, ctx: PassContext, *, reason: str
     out.extend(messages[run_end:])
     freed = sum(content_bytes(m) for m in gone)
     line = f"↪ view starts with a user message: {len(gone)} leading messages archived"
-    return PassResult(tuple(out), archiver.entries,
-                      Report("start", line, True, {"dropped": len(gone), "kept_verbatim": len(kept)}, freed))
+    return PassResult(
+        tuple(out),
+        archiver.entries,
+        Report("start", line, True, {"dropped": len(gone), "kept_verbatim": len(kept)}, freed),
+    )

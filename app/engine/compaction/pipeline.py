@@ -41,11 +41,25 @@ Pass = Callable[[Messages, PassContext], PassResult]
 PhaseCallback = Callable[[CompactionStage, str], None]
 
 # Phase keys given to `on_phase(key, text)`, in the order they can occur.
-PHASES: tuple[CompactionStage, ...] = ("start", "trim", "summarize", "engine_fallback", "summary_applied", "summary_rejected", "nuclear", "done",
-          "cancelled")
+PHASES: tuple[CompactionStage, ...] = (
+    "start",
+    "trim",
+    "summarize",
+    "engine_fallback",
+    "summary_applied",
+    "summary_rejected",
+    "nuclear",
+    "done",
+    "cancelled",
+)
 
-TRIM_PASSES: tuple[Pass, ...] = (microcompact, dedup_reads, enforce_budgets, repair_pairing,
-                                 ensure_starts_with_user)
+TRIM_PASSES: tuple[Pass, ...] = (
+    microcompact,
+    dedup_reads,
+    enforce_budgets,
+    repair_pairing,
+    ensure_starts_with_user,
+)
 L3_PASSES: tuple[Pass, ...] = (repair_pairing, nuclear, shrink_to_fit)
 L1_BUDGET_SCALE = 0.5
 
@@ -118,8 +132,9 @@ def recovery_candidate(level: int, messages: Sequence[Message], ctx: PassContext
     if level == 2:
         return run_passes(messages, ctx, (lambda v, c: repair_pairing(v, c, reason="L2"), keep_recent))
     if level == 3:
-        return run_passes(messages, ctx, (lambda v, c: repair_pairing(v, c, reason="L3"), nuclear,
-                                          shrink_to_fit))
+        return run_passes(
+            messages, ctx, (lambda v, c: repair_pairing(v, c, reason="L3"), nuclear, shrink_to_fit)
+        )
     raise ValueError(f"recovery levels are 1, 2 and 3, not {level!r}")
 
 
@@ -154,12 +169,20 @@ def _size(n: int | None) -> str:
     return format_size(n)
 
 
-async def run_pipeline(messages: Sequence[Message], ctx: PassContext, *, trigger: CompactionTrigger,
-                       summarizer: Summarizer | None = None, instructions: str | None = None,
-                       window_tokens: int, skip_summary: bool = False,
-                       on_phase: PhaseCallback | None = None, cancel: asyncio.Event | None = None,
-                       force_summary: bool | None = None,
-                       context_engine: ContextEngine | None = None) -> PipelineResult:
+async def run_pipeline(
+    messages: Sequence[Message],
+    ctx: PassContext,
+    *,
+    trigger: CompactionTrigger,
+    summarizer: Summarizer | None = None,
+    instructions: str | None = None,
+    window_tokens: int,
+    skip_summary: bool = False,
+    on_phase: PhaseCallback | None = None,
+    cancel: asyncio.Event | None = None,
+    force_summary: bool | None = None,
+    context_engine: ContextEngine | None = None,
+) -> PipelineResult:
     """Compact `messages` toward `ctx.target_bytes`, cheapest first (see the module docstring).
 
     `trigger` is auto | manual | preflight | recovery | budget (only "manual" changes behaviour:
@@ -184,9 +207,21 @@ async def run_pipeline(messages: Sequence[Message], ctx: PassContext, *, trigger
 
     def cancelled() -> PipelineResult:
         phase("cancelled", "✗ Compaction cancelled — history left as it was")
-        return PipelineResult(messages=original, entries=[], reports=reports, method="none", level=0, changed=False,
-                              summary_missed=False, reached_target=target is None or before <= target, cancelled=True,
-                              bytes_before=before, bytes_after=before, summary_calls=summary_calls, phases=phases)
+        return PipelineResult(
+            messages=original,
+            entries=[],
+            reports=reports,
+            method="none",
+            level=0,
+            changed=False,
+            summary_missed=False,
+            reached_target=target is None or before <= target,
+            cancelled=True,
+            bytes_before=before,
+            bytes_after=before,
+            summary_calls=summary_calls,
+            phases=phases,
+        )
 
     summary_calls = 0
     engine = ""
@@ -210,9 +245,16 @@ async def run_pipeline(messages: Sequence[Message], ctx: PassContext, *, trigger
             return cancelled()
         via = f" via {context_engine.name}" if context_engine is not None else ""
         phase("summarize", f"🧠 Summarizing old messages{via}… (Esc cancels)")
-        task = asyncio.ensure_future(summarize_pass(view, ctx.with_entries(entries), summarizer=summarizer,
-                                                    instructions=instructions, window_tokens=window_tokens,
-                                                    context_engine=context_engine))
+        task = asyncio.ensure_future(
+            summarize_pass(
+                view,
+                ctx.with_entries(entries),
+                summarizer=summarizer,
+                instructions=instructions,
+                window_tokens=window_tokens,
+                context_engine=context_engine,
+            )
+        )
         try:
             result = await _await_unless_cancelled(task, cancel)
         except _Cancelled:
@@ -221,8 +263,11 @@ async def run_pipeline(messages: Sequence[Message], ctx: PassContext, *, trigger
         summary_calls = int(result.report.counts.get("calls", 0))
         engine = result.report.engine
         if engine.startswith("local (fallback"):
-            phase("engine_fallback", f"↩ {engine.removeprefix('local (fallback: ').rstrip(')')} — "
-                                     f"the built-in summarizer writes this summary")
+            phase(
+                "engine_fallback",
+                f"↩ {engine.removeprefix('local (fallback: ').rstrip(')')} — "
+                f"the built-in summarizer writes this summary",
+            )
         if result.report.ok:
             count_before = len(view)
             view, entries = result.messages, merge_entries(entries, result.entries)
@@ -231,11 +276,15 @@ async def run_pipeline(messages: Sequence[Message], ctx: PassContext, *, trigger
             summary_missed = not fits
             method, level = "summary", 2
             by = f" by {engine}" if engine and engine != "local" and not engine.startswith("local (") else ""
-            phase("summary_applied", f"✓ Summary applied{by} ({count_before} → {len(view)} msgs, "
-                                     f"{_size(before)} → {_size(size)})")
+            phase(
+                "summary_applied",
+                f"✓ Summary applied{by} ({count_before} → {len(view)} msgs, {_size(before)} → {_size(size)})",
+            )
         elif summary_calls:
             summary_failed = summary_missed = True
-            phase("summary_rejected", f"✗ Summary rejected ({result.report.detail}) — falling back to Level 3")
+            phase(
+                "summary_rejected", f"✗ Summary rejected ({result.report.detail}) — falling back to Level 3"
+            )
 
     if (target is not None and not fits) or summary_failed:
         if cancel is not None and cancel.is_set():
@@ -255,10 +304,26 @@ async def run_pipeline(messages: Sequence[Message], ctx: PassContext, *, trigger
         size = before
     reached = target is None or size <= target
     if changed:
-        phase("done", f"✓ Compacted ({len(original)} → {len(view)} msgs, {_size(before)} → {_size(size)})"
-                      + ("" if reached else f" — still over the target {_size(target)}"))
+        phase(
+            "done",
+            f"✓ Compacted ({len(original)} → {len(view)} msgs, {_size(before)} → {_size(size)})"
+            + ("" if reached else f" — still over the target {_size(target)}"),
+        )
     else:
         phase("done", "✓ Nothing to compact")
-    return PipelineResult(messages=view, entries=entries, reports=reports, method=method, level=level, changed=changed,
-                          summary_missed=summary_missed, reached_target=reached, cancelled=False, bytes_before=before,
-                          bytes_after=size, summary_calls=summary_calls, phases=phases, engine=engine)
+    return PipelineResult(
+        messages=view,
+        entries=entries,
+        reports=reports,
+        method=method,
+        level=level,
+        changed=changed,
+        summary_missed=summary_missed,
+        reached_target=reached,
+        cancelled=False,
+        bytes_before=before,
+        bytes_after=size,
+        summary_calls=summary_calls,
+        phases=phases,
+        engine=engine,
+    )

@@ -62,8 +62,14 @@ def archive_segment(messages: Sequence[Message], archiver: Archiver) -> tuple[Ar
 
 
 def notice_message(text: str, keys: Sequence[str], sources: Sequence[str], turn: int) -> Message:
-    return Message.create("user", text, origin="notice", archive_keys=tuple(dict.fromkeys(keys)),
-                          source_ids=tuple(sources), turn=turn)
+    return Message.create(
+        "user",
+        text,
+        origin="notice",
+        archive_keys=tuple(dict.fromkeys(keys)),
+        source_ids=tuple(sources),
+        turn=turn,
+    )
 
 
 def markers_text(keys: Sequence[str]) -> str:

@@ -56,9 +56,12 @@ class ContextEngine:
     write: Callable[[str, int, str], Awaitable[str]]
     timeout: float = 180.0
 
+
 CHARS_PER_TOKEN = 4
 SUMMARY_ATTEMPTS = 2  # one retry on a rejected answer
-SUMMARY_BUDGET_CHARS = 4096 * CHARS_PER_TOKEN  # what a summary may hold: the summarizer's max_tokens, in chars
+SUMMARY_BUDGET_CHARS = (
+    4096 * CHARS_PER_TOKEN
+)  # what a summary may hold: the summarizer's max_tokens, in chars
 FLOOR_RATIO = 20  # the too-short floor is 1/20 of the segment's chars, capped (default 80)
 ARG_PREVIEW_CHARS = 160
 
@@ -69,6 +72,7 @@ def summarizer_budget(window_tokens: int, floor_chars: int) -> int:
 
 
 # -- rendering ---------------------------------------------------------------------------------------
+
 
 def _short(value: object, limit: int = ARG_PREVIEW_CHARS) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
@@ -148,11 +152,12 @@ def _fit(text: str, cap: int) -> str:
         return text[: max(0, cap)]
     head = room * 3 // 4
     tail = room - head
-    return text[:head] + gap + text[len(text) - tail:]
+    return text[:head] + gap + text[len(text) - tail :]
 
 
-def render_segment(messages: Sequence[Message], budget_chars: int,
-                   archive_lookup: Callable[[str], str | None]) -> str:
+def render_segment(
+    messages: Sequence[Message], budget_chars: int, archive_lookup: Callable[[str], str | None]
+) -> str:
     """The segment as the summarizer reads it, at most `budget_chars` long (when headers fit)."""
     if not messages:
         return ""
@@ -174,8 +179,9 @@ def render_segment(messages: Sequence[Message], budget_chars: int,
     overhead = sum(len(h) + 1 for h in headers) + 2 * (len(messages) - 1)
     available = max(0, budget_chars - overhead)
     # The fair share if every stub were restored: an original within it is restored (it will not be cut).
-    share = water_cap([len(r) if r is not None else len(b) for r, b in zip(restored, bodies, strict=True)],
-                      available)
+    share = water_cap(
+        [len(r) if r is not None else len(b) for r, b in zip(restored, bodies, strict=True)], available
+    )
     for index, original in enumerate(restored):
         if original is not None and len(original) <= share:
             bodies[index] = original
@@ -188,11 +194,14 @@ def render_segment(messages: Sequence[Message], budget_chars: int,
 _APOS = "['’]"
 _REFUSAL_START = re.compile(
     rf"^\W*(i\s+can{_APOS}?t|i\s+cannot|i\s+can\s+not|i{_APOS}m\s+(sorry|unable|not able)|i\s+am\s+(sorry|unable|not able)"
-    rf"|sorry,|i\s+won{_APOS}t|i\s+will\s+not|unfortunately,?\s+i|as\s+an\s+ai)", re.IGNORECASE)
+    rf"|sorry,|i\s+won{_APOS}t|i\s+will\s+not|unfortunately,?\s+i|as\s+an\s+ai)",
+    re.IGNORECASE,
+)
 _REFUSAL_ANYWHERE = re.compile(
     rf"\b(i\s+can{_APOS}?t\s+help|i\s+cannot\s+(help|assist|comply|provide|summari[sz]e)|i{_APOS}m\s+unable\s+to"
     rf"|i\s+am\s+unable\s+to|i\s+can{_APOS}t\s+(assist|comply|summari[sz]e)|as\s+an\s+ai\b|as\s+a\s+language\s+model)",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 _SHORT_REFUSAL_CHARS = 400
 
 
@@ -208,8 +217,9 @@ def quality_gate(summary: str, segment_chars: int, cap: int = 80) -> tuple[bool,
         return False, "empty answer"
     body = text.removeprefix(SUMMARY_HEADER).strip().lstrip("#*> ").strip()
     match = _REFUSAL_START.search(body[:200])
-    if match is None and (len(body) < _SHORT_REFUSAL_CHARS or "as an ai" in body.lower()
-                          or "language model" in body.lower()):
+    if match is None and (
+        len(body) < _SHORT_REFUSAL_CHARS or "as an ai" in body.lower() or "language model" in body.lower()
+    ):
         match = _REFUSAL_ANYWHERE.search(body)
     if match is not None:
         return False, f"refusal (“{match.group(0).strip()}”)"
@@ -221,11 +231,13 @@ def quality_gate(summary: str, segment_chars: int, cap: int = 80) -> tuple[bool,
 
 # -- the pass -----------------------------------------------------------------------------------------
 
+
 def summary_request(rendered: str, count: int, instructions: str | None) -> str:
     parts = []
     if instructions and instructions.strip():
-        parts.append("The user asked for this compaction with instructions — follow them:\n"
-                     + instructions.strip())
+        parts.append(
+            "The user asked for this compaction with instructions — follow them:\n" + instructions.strip()
+        )
     parts.append(f"Conversation segment to summarize ({count} messages):\n\n{rendered}")
     parts.append("Write the summary now.")
     return "\n\n".join(parts)
@@ -233,6 +245,7 @@ def summary_request(rendered: str, count: int, instructions: str | None) -> str:
 
 def _clean_summary(text: str, known: set[str], ctx: PassContext) -> str:
     """The summarizer's text with any marker it invented defanged (every marker must resolve)."""
+
     def fix(match: re.Match[str]) -> str:
         key = match.group(1)
         return match.group(0) if key in known or ctx.lookup(key) is not None else f"ccr:{key}"
@@ -240,12 +253,14 @@ def _clean_summary(text: str, known: set[str], ctx: PassContext) -> str:
     return MARKER_RE.sub(fix, text.strip())
 
 
-async def _ask_engine(engine: ContextEngine, rendered: str, instructions: str | None,
-                      segment_chars: int, cap: int) -> tuple[str | None, str]:
+async def _ask_engine(
+    engine: ContextEngine, rendered: str, instructions: str | None, segment_chars: int, cap: int
+) -> tuple[str | None, str]:
     """(summary, "") from the external engine, or (None, why it is not used)."""
     try:
-        reply = await asyncio.wait_for(engine.write(rendered, SUMMARY_BUDGET_CHARS, (instructions or "").strip()),
-                                       timeout=engine.timeout)
+        reply = await asyncio.wait_for(
+            engine.write(rendered, SUMMARY_BUDGET_CHARS, (instructions or "").strip()), timeout=engine.timeout
+        )
     except asyncio.CancelledError:
         raise
     except TimeoutError:
@@ -259,9 +274,15 @@ async def _ask_engine(engine: ContextEngine, rendered: str, instructions: str | 
     return (reply, "") if ok else (None, reason)
 
 
-async def summarize_pass(messages: Messages, ctx: PassContext, *, summarizer: Summarizer,
-                         instructions: str | None = None, window_tokens: int,
-                         context_engine: ContextEngine | None = None) -> PassResult:
+async def summarize_pass(
+    messages: Messages,
+    ctx: PassContext,
+    *,
+    summarizer: Summarizer,
+    instructions: str | None = None,
+    window_tokens: int,
+    context_engine: ContextEngine | None = None,
+) -> PassResult:
     """Replace the older segment with a gated summary; `report.ok` False (view unchanged) if none passes.
 
     `report.counts["calls"]` is how many times the summarizer was asked (0, 1 or 2).
@@ -282,8 +303,11 @@ async def summarize_pass(messages: Messages, ctx: PassContext, *, summarizer: Su
     pinned = [m for m in segment if is_pinned(m)]
     rest = [m for m in segment if not is_pinned(m)]
     if not rest:
-        return PassResult(tuple(messages), [], Report("summary", ok=False, detail="nothing to summarize",
-                                                      counts={"calls": 0}))
+        return PassResult(
+            tuple(messages),
+            [],
+            Report("summary", ok=False, detail="nothing to summarize", counts={"calls": 0}),
+        )
 
     lookup_ctx = ctx.with_entries(entries)
     budget = summarizer_budget(window_tokens, settings.summarizer_floor_chars)
@@ -296,13 +320,20 @@ async def summarize_pass(messages: Messages, ctx: PassContext, *, summarizer: Su
     answer: str | None = None
     engine_used = "local"
     if context_engine is not None:
-        answer, why = await _ask_engine(context_engine, rendered, instructions, segment_chars,
-                                        settings.summary_min_chars_cap)
-        engine_used = context_engine.name if answer is not None else \
-            f"local (fallback: {context_engine.name} — {why})"
+        answer, why = await _ask_engine(
+            context_engine, rendered, instructions, segment_chars, settings.summary_min_chars_cap
+        )
+        engine_used = (
+            context_engine.name if answer is not None else f"local (fallback: {context_engine.name} — {why})"
+        )
     for attempt in range(SUMMARY_ATTEMPTS if answer is None else 0):
-        text = request if attempt == 0 else (
-            request + f"\n\n(Your previous answer was rejected: {reasons[-1]}. Write the summary itself.)")
+        text = (
+            request
+            if attempt == 0
+            else (
+                request + f"\n\n(Your previous answer was rejected: {reasons[-1]}. Write the summary itself.)"
+            )
+        )
         calls += 1
         try:
             reply = await asyncio.wait_for(summarizer(SUMMARY_SYSTEM, text), timeout=settings.summary_timeout)
@@ -321,22 +352,34 @@ async def summarize_pass(messages: Messages, ctx: PassContext, *, summarizer: Su
         reasons.append(reason)
     if answer is None:
         detail = "; ".join(f"attempt {i + 1}: {r}" for i, r in enumerate(reasons))
-        return PassResult(tuple(messages), [], Report("summary", ok=False, detail=detail, counts={"calls": calls},
-                                                      engine=engine_used))
+        return PassResult(
+            tuple(messages),
+            [],
+            Report("summary", ok=False, detail=detail, counts={"calls": calls}, engine=engine_used),
+        )
 
     archiver = Archiver(ctx, "summary")
     archived = archive_segment(rest, archiver)
     if archived is None:
-        return PassResult(tuple(messages), [], Report("summary", ok=False, counts={"calls": calls},
-                                                      detail="segment too large to archive"))
+        return PassResult(
+            tuple(messages),
+            [],
+            Report("summary", ok=False, counts={"calls": calls}, detail="segment too large to archive"),
+        )
     entry, carried = archived
     known = {entry.key, *carried}
     clean = _clean_summary(answer, known, lookup_ctx)
     named = set(markers_in(clean))
     suffix = recall_suffix([entry.key, *(k for k in carried if k not in named)])
     text = f"{SUMMARY_HEADER}\n{clean}\n\n{suffix}"
-    summary = Message.create("user", text, origin="summary", archive_keys=tuple(markers_in(text)),
-                             source_ids=segment_sources(rest, ctx), turn=rest[-1].meta.turn)
+    summary = Message.create(
+        "user",
+        text,
+        origin="summary",
+        archive_keys=tuple(markers_in(text)),
+        source_ids=segment_sources(rest, ctx),
+        turn=rest[-1].meta.turn,
+    )
     candidate = tuple(systems) + (summary,) + tuple(reappendable(pinned, ctx)) + tuple(kept)
     entries = merge_entries(entries, archiver.entries)
     for step in (repair_pairing, ensure_starts_with_user):
@@ -346,9 +389,20 @@ async def summarize_pass(messages: Messages, ctx: PassContext, *, summarizer: Su
             entries = merge_entries(entries, result.entries)
     before, after = ctx.measure(tuple(messages)), ctx.measure(candidate)
     by = f" by {engine_used}" if engine_used != "local" else ""
-    line = (f"🧠 summary{by}: {len(rest)} messages → 1 ({len(clean):,} chars), "
-            f"{format_size(before)} → {format_size(after)}"
-            + (f", {len(pinned)} verbatim kept" if pinned else ""))
-    return PassResult(candidate, entries, Report(
-        "summary", line, True, {"calls": calls, "summarized": len(rest), "verbatim": len(pinned)},
-        max(0, before - after), detail="; ".join(reasons), engine=engine_used))
+    line = (
+        f"🧠 summary{by}: {len(rest)} messages → 1 ({len(clean):,} chars), "
+        f"{format_size(before)} → {format_size(after)}" + (f", {len(pinned)} verbatim kept" if pinned else "")
+    )
+    return PassResult(
+        candidate,
+        entries,
+        Report(
+            "summary",
+            line,
+            True,
+            {"calls": calls, "summarized": len(rest), "verbatim": len(pinned)},
+            max(0, before - after),
+            detail="; ".join(reasons),
+            engine=engine_used,
+        ),
+    )

@@ -64,12 +64,15 @@ def is_pinned(message: Message) -> bool:
     return is_verbatim(message) or is_payload_notice(message)
 
 
-def _finish(messages: Messages, entries: list[ArchiveEntry], ctx: PassContext,
-            reason: str) -> tuple[Messages, list[ArchiveEntry]]:
+def _finish(
+    messages: Messages, entries: list[ArchiveEntry], ctx: PassContext, reason: str
+) -> tuple[Messages, list[ArchiveEntry]]:
     """Quarter rule, then the safety net: valid pairing and a user message first."""
-    for step in (lambda v: limit_verbatim(v, ctx, reason=reason),
-                 lambda v: repair_pairing(v, ctx, reason=reason),
-                 lambda v: ensure_starts_with_user(v, ctx, reason=reason)):
+    for step in (
+        lambda v: limit_verbatim(v, ctx, reason=reason),
+        lambda v: repair_pairing(v, ctx, reason=reason),
+        lambda v: ensure_starts_with_user(v, ctx, reason=reason),
+    ):
         result = step(messages)
         if result.changed:
             messages = result.messages
@@ -77,8 +80,9 @@ def _finish(messages: Messages, entries: list[ArchiveEntry], ctx: PassContext,
     return messages, entries
 
 
-def _drop_older(messages: Messages, ctx: PassContext, keep: int, reason: str,
-                notice_text: str) -> tuple[list[Message], list[Message], list[Message], Archiver, int] | None:
+def _drop_older(
+    messages: Messages, ctx: PassContext, keep: int, reason: str, notice_text: str
+) -> tuple[list[Message], list[Message], list[Message], Archiver, int] | None:
     """Split the view; archive the dropped part. None when nothing can be dropped.
 
     Returns (head: systems + notice + pinned, kept tail, dropped messages, archiver, dropped count).
@@ -119,8 +123,9 @@ def keep_recent(messages: Messages, ctx: PassContext, *, reason: str = "L2") -> 
     view, entries = _finish(tuple(head + kept), archiver.entries, ctx, reason)
     freed = max(0, ctx.measure(tuple(messages)) - ctx.measure(view))
     line = f"✂ L2: kept the last {len(kept)} messages, {count} older archived, {format_size(freed)} freed"
-    return PassResult(view, entries, Report("keep_recent", line, True, {"dropped": count, "kept": len(kept)},
-                                            freed))
+    return PassResult(
+        view, entries, Report("keep_recent", line, True, {"dropped": count, "kept": len(kept)}, freed)
+    )
 
 
 def nuclear(messages: Messages, ctx: PassContext, *, reason: str = "L3") -> PassResult:
@@ -153,9 +158,13 @@ def nuclear(messages: Messages, ctx: PassContext, *, reason: str = "L3") -> Pass
         return PassResult(view, entries, Report("nuclear", "↪ L3: view repaired", True))
     view, entries = _finish(candidate, archiver.entries, ctx, reason)
     freed = max(0, ctx.measure(tuple(messages)) - ctx.measure(view))
-    line = (f"✂ L3: kept the last {len(kept)} messages (each ≤ {settings.nuclear_message_chars:,} chars, "
-            f"{capped} capped), {count} older archived")
-    return PassResult(view, entries, Report("nuclear", line, True, {"dropped": count, "capped": capped}, freed))
+    line = (
+        f"✂ L3: kept the last {len(kept)} messages (each ≤ {settings.nuclear_message_chars:,} chars, "
+        f"{capped} capped), {count} older archived"
+    )
+    return PassResult(
+        view, entries, Report("nuclear", line, True, {"dropped": count, "capped": capped}, freed)
+    )
 
 
 def shrink_to_fit(messages: Messages, ctx: PassContext, *, reason: str = "shrink") -> PassResult:
@@ -181,8 +190,11 @@ def shrink_to_fit(messages: Messages, ctx: PassContext, *, reason: str = "shrink
     for _ in range(SHRINK_MAX_ROUNDS):
         if size <= target:
             break
-        candidates = [(i, sum(part_size(p) for p in m.parts)) for i, m in enumerate(view)
-                      if m.role != "system" and not is_verbatim(m) and m.meta.origin != "notice"]
+        candidates = [
+            (i, sum(part_size(p) for p in m.parts))
+            for i, m in enumerate(view)
+            if m.role != "system" and not is_verbatim(m) and m.meta.origin != "notice"
+        ]
         candidates = [(i, s) for i, s in candidates if s > SHRINK_FLOOR_CHARS]
         if not candidates:
             break
@@ -206,12 +218,24 @@ def shrink_to_fit(messages: Messages, ctx: PassContext, *, reason: str = "shrink
         view, size = tuple(new_view), new_size
     entries = merge_entries(entries, archiver.entries)
     if same_view(view, messages):
-        return PassResult(tuple(messages), [], Report(
-            "shrink", "", False, ok=False,
-            detail=f"cannot shrink below {format_size(size)} (target {format_size(target)})"))
+        return PassResult(
+            tuple(messages),
+            [],
+            Report(
+                "shrink",
+                "",
+                False,
+                ok=False,
+                detail=f"cannot shrink below {format_size(size)} (target {format_size(target)})",
+            ),
+        )
     reached = size <= target
-    line = (f"✂ shrink: {len(shrunk)} messages cut, {format_size(start)} → {format_size(size)}"
-            + ("" if reached else f" (target {format_size(target)} not reached)"))
+    line = f"✂ shrink: {len(shrunk)} messages cut, {format_size(start)} → {format_size(size)}" + (
+        "" if reached else f" (target {format_size(target)} not reached)"
+    )
     detail = "" if reached else f"cannot shrink below {format_size(size)} (target {format_size(target)})"
-    return PassResult(view, entries, Report("shrink", line, True, {"cut": len(shrunk)}, max(0, start - size),
-                                            ok=reached, detail=detail))
+    return PassResult(
+        view,
+        entries,
+        Report("shrink", line, True, {"cut": len(shrunk)}, max(0, start - size), ok=reached, detail=detail),
+    )

@@ -52,14 +52,19 @@ def restub_verbatim(message: Message, ctx: PassContext, archiver: Archiver) -> M
         keys = archiver.stash(text, message)
         if keys is None:
             return None
-        line = one_line(f"[Recalled content moved back to the archive — {line_count(text):,} lines, "
-                        f"{len(text):,} chars]", keys)
-        parts.append(ToolResult(part.call_id, line, part.is_error) if isinstance(part, ToolResult) else Text(line))
+        line = one_line(
+            f"[Recalled content moved back to the archive — {line_count(text):,} lines, {len(text):,} chars]",
+            keys,
+        )
+        parts.append(
+            ToolResult(part.call_id, line, part.is_error) if isinstance(part, ToolResult) else Text(line)
+        )
     return derive(message, ctx, parts, preserve_verbatim=False, origin="stub")
 
 
-def limit_verbatim(messages: Messages, ctx: PassContext, *, budget_bytes: int | None = None,
-                   reason: str = "recovery") -> PassResult:
+def limit_verbatim(
+    messages: Messages, ctx: PassContext, *, budget_bytes: int | None = None, reason: str = "recovery"
+) -> PassResult:
     """The quarter rule: re-archive the oldest verbatim messages until they hold ≤ ¼ of the budget."""
     allowance = verbatim_budget(ctx, budget_bytes)
     if allowance is None:
@@ -85,10 +90,13 @@ def limit_verbatim(messages: Messages, ctx: PassContext, *, budget_bytes: int | 
         restubbed += 1
     if not restubbed:
         return unchanged(messages, "verbatim")
-    line = (f"📌 verbatim: {restubbed} recalled messages archived again (over ¼ of the budget, "
-            f"{format_size(allowance)}), {format_size(freed)} freed")
-    return PassResult(tuple(out), archiver.entries,
-                      Report("verbatim", line, True, {"rearchived": restubbed}, freed))
+    line = (
+        f"📌 verbatim: {restubbed} recalled messages archived again (over ¼ of the budget, "
+        f"{format_size(allowance)}), {format_size(freed)} freed"
+    )
+    return PassResult(
+        tuple(out), archiver.entries, Report("verbatim", line, True, {"rearchived": restubbed}, freed)
+    )
 
 
 def split_verbatim(segment: Sequence[Message]) -> tuple[list[Message], list[Message]]:

@@ -12,9 +12,11 @@ from app.textsafe import display_line
 from app.ui.slash import SLASH_COMPLETIONS
 from app.ui.terminal_keys import note
 
-TERMINALS = ("Every key above arrives in xterm, tmux, GNOME Terminal, iTerm2, Windows Terminal and the VS Code "
-             "terminal unless a note under it says otherwise. `\\` + Enter is a newline everywhere; every "
-             "action is also a slash command or in the palette.")
+TERMINALS = (
+    "Every key above arrives in xterm, tmux, GNOME Terminal, iTerm2, Windows Terminal and the VS Code "
+    "terminal unless a note under it says otherwise. `\\` + Enter is a newline everywhere; every "
+    "action is also a slash command or in the palette."
+)
 
 
 def _keys_list(bindings: list[tuple[str, str, str, str]]) -> str:
@@ -34,30 +36,49 @@ def _cell(text: str) -> str:
     return display_line(text).replace("`", "'")
 
 
-def help_markdown(*, focused_help: str, bindings: list[tuple[str, str, str, str]], lab_grammar: str = "",
-                  keymap_file: str = "", custom_commands: list[tuple[str, str, str]] = (),
-                  permissions: list[tuple[str, str, str]] = (), approval_mode: str = "") -> str:
+def help_markdown(
+    *,
+    focused_help: str,
+    bindings: list[tuple[str, str, str, str]],
+    lab_grammar: str = "",
+    keymap_file: str = "",
+    custom_commands: list[tuple[str, str, str]] = (),
+    permissions: list[tuple[str, str, str]] = (),
+    approval_mode: str = "",
+) -> str:
     """`custom_commands`: (slash word, description, source); `permissions`: (kind, rule, source)."""
     parts = []
     if focused_help:
         parts.append(focused_help.strip())
     parts.append("## Keys\n\n" + _keys_list(bindings) + "\n\n" + TERMINALS)
     if keymap_file:
-        parts.append(f"Change a key in the `[keys]` table of `{keymap_file}`: one line per binding id, "
-                     f"e.g. `\"app.inspector\" = \"f4\"`.")
-    parts.append("## Slash commands\n\n" + "\n".join(f"- `{word}` — {help_}" for word, help_ in SLASH_COMPLETIONS))
+        parts.append(
+            f"Change a key in the `[keys]` table of `{keymap_file}`: one line per binding id, "
+            f'e.g. `"app.inspector" = "f4"`.'
+        )
+    parts.append(
+        "## Slash commands\n\n" + "\n".join(f"- `{word}` — {help_}" for word, help_ in SLASH_COMPLETIONS)
+    )
     if custom_commands:
-        parts.append("## Your commands\n\nFrom Markdown files (`.bulkhead/commands/`, `.claude/commands/`, the config "
-                     "folder's `commands/`); `$ARGUMENTS` is what you type after the name.\n\n"
-                     + "\n".join(f"- `{_cell(word)}` — {_cell(description)} *({_cell(source)})*"
-                                  for word, description, source in custom_commands))
-    parts.append("The command palette (**Ctrl+P**) offers the same actions — only those that apply now, "
-                 "including \"panel: …\" for each inspector panel. " + note("ctrl+p") + ".")
+        parts.append(
+            "## Your commands\n\nFrom Markdown files (`.bulkhead/commands/`, `.claude/commands/`, the config "
+            "folder's `commands/`); `$ARGUMENTS` is what you type after the name.\n\n"
+            + "\n".join(
+                f"- `{_cell(word)}` — {_cell(description)} *({_cell(source)})*"
+                for word, description, source in custom_commands
+            )
+        )
+    parts.append(
+        "The command palette (**Ctrl+P**) offers the same actions — only those that apply now, "
+        'including "panel: …" for each inspector panel. ' + note("ctrl+p") + "."
+    )
     rules = "\n".join(f"- **{kind}** `{_cell(rule)}` — {_cell(source)}" for kind, rule, source in permissions)
-    parts.append(f"## Permission rules\n\nApproval mode `{approval_mode or '?'}`; rules (Claude Code's syntax) "
-                 f"decide first — deny, then ask, then allow. In an approval, **a** / **p** allow the same call "
-                 f"for the session / the project. `/permissions` shows them with their files.\n\n"
-                 + (rules or "- no rules: the approval mode decides"))
+    parts.append(
+        f"## Permission rules\n\nApproval mode `{approval_mode or '?'}`; rules (Claude Code's syntax) "
+        f"decide first — deny, then ask, then allow. In an approval, **a** / **p** allow the same call "
+        f"for the session / the project. `/permissions` shows them with their files.\n\n"
+        + (rules or "- no rules: the approval mode decides")
+    )
     if lab_grammar:
         parts.append("## The lab model\n\n```\n" + lab_grammar.strip() + "\n```")
     return "\n\n".join(parts)

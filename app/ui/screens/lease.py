@@ -42,9 +42,12 @@ Another bulkhead is writing this session. Two processes writing one session woul
         title = f" “{display(self.held.title)}”" if self.held.title else ""
         with Vertical(id="lease-dialog"):
             yield Static("Session open in another bulkhead", id="lease-title", markup=False)
-            yield Static(f"Session {self.held.session_id}{title} is being written by another bulkhead, "
-                         f"{self.held.holder.describe()}. Only one may write it at a time.", id="lease-body",
-                         markup=False)
+            yield Static(
+                f"Session {self.held.session_id}{title} is being written by another bulkhead, "
+                f"{self.held.holder.describe()}. Only one may write it at a time.",
+                id="lease-body",
+                markup=False,
+            )
             with Horizontal(id="lease-buttons"):
                 yield Button("Read-only (r)", id="read-only", variant="primary")
                 yield Button("Fork into a new session (f)", id="fork")

@@ -43,13 +43,22 @@ would start and whose tools the model could call.
         with Vertical(id="mcp-trust-dialog"):
             yield Static(f"MCP servers from {display_line(self.path)}", id="mcp-trust-title", markup=False)
             with VerticalScroll(id="mcp-trust-body"):
-                yield Static("This workspace asks to start these MCP servers. Each runs with your rights and its "
-                             "tools become callable by the model:", markup=False)
+                yield Static(
+                    "This workspace asks to start these MCP servers. Each runs with your rights and its "
+                    "tools become callable by the model:",
+                    markup=False,
+                )
                 for spec in self.specs:
-                    yield Static(f"  • {display_line(spec.name)} — {display_line(spec.describe())}", markup=False,
-                                 classes="mcp-trust-server")
-            yield Static("y start them (remembered) · n don't start (remembered) · Esc not now",
-                         id="mcp-trust-keys", markup=False)
+                    yield Static(
+                        f"  • {display_line(spec.name)} — {display_line(spec.describe())}",
+                        markup=False,
+                        classes="mcp-trust-server",
+                    )
+            yield Static(
+                "y start them (remembered) · n don't start (remembered) · Esc not now",
+                id="mcp-trust-keys",
+                markup=False,
+            )
 
     def action_answer(self, answer: str) -> None:
         self.dismiss(answer or None)

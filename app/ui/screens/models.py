@@ -44,8 +44,9 @@ class ModelScreen(ModalScreen[tuple[str, str] | None]):
         Binding("enter", "pick", "Use", id="models.pick", priority=True),
     ]
 
-    def __init__(self, routes: list[Any], *, current: tuple[str, str],
-                 load: Callable[[Any], Awaitable[Any]]) -> None:
+    def __init__(
+        self, routes: list[Any], *, current: tuple[str, str], load: Callable[[Any], Awaitable[Any]]
+    ) -> None:
         super().__init__()
         self.routes = routes
         self.current = current
@@ -60,8 +61,11 @@ class ModelScreen(ModalScreen[tuple[str, str] | None]):
             yield Static("", id="models-title", markup=False)
             yield Input(placeholder="filter by route, model or name…", id="models-filter")
             yield DataTable(id="models-table", cursor_type="row", zebra_stripes=True)
-            yield Static("Enter uses it (remembered for the route) · type to filter · Esc back", id="models-keys",
-                         markup=False)
+            yield Static(
+                "Enter uses it (remembered for the route) · type to filter · Esc back",
+                id="models-keys",
+                markup=False,
+            )
 
     @property
     def table(self) -> DataTable:
@@ -73,9 +77,17 @@ class ModelScreen(ModalScreen[tuple[str, str] | None]):
 
         for route in self.routes:
             limits = model_limits(route.provider, route.model)
-            self.rows.append({"route": route.name, "model": route.model, "name": "", "note": "configured",
-                              "window": route.context_window or limits.context_window,
-                              "max_output": route.max_output_tokens or limits.max_output_tokens, "error": False})
+            self.rows.append(
+                {
+                    "route": route.name,
+                    "model": route.model,
+                    "name": "",
+                    "note": "configured",
+                    "window": route.context_window or limits.context_window,
+                    "max_output": route.max_output_tokens or limits.max_output_tokens,
+                    "error": False,
+                }
+            )
             self._load(route)
         self._refresh()
         self.query_one("#models-filter", Input).focus()
@@ -93,35 +105,65 @@ class ModelScreen(ModalScreen[tuple[str, str] | None]):
         self.pending.discard(route.name)
         rows = [r for r in self.rows if r["route"] != route.name]
         at = next((i for i, r in enumerate(self.rows) if r["route"] == route.name), len(rows))
-        mine = [{"route": route.name, "model": m.model, "name": m.name, "window": m.window, "max_output": m.max_output,
-                 "note": ("configured" if m.model == route.model else m.note or m.name), "error": False}
-                for m in models]
+        mine = [
+            {
+                "route": route.name,
+                "model": m.model,
+                "name": m.name,
+                "window": m.window,
+                "max_output": m.max_output,
+                "note": ("configured" if m.model == route.model else m.note or m.name),
+                "error": False,
+            }
+            for m in models
+        ]
         if error:
             self.errors[route.name] = error
-            mine.append({"route": route.name, "model": "", "name": "", "window": 0, "max_output": 0,
-                         "note": f"✖ could not list: {error}", "error": True})
+            mine.append(
+                {
+                    "route": route.name,
+                    "model": "",
+                    "name": "",
+                    "window": 0,
+                    "max_output": 0,
+                    "note": f"✖ could not list: {error}",
+                    "error": True,
+                }
+            )
         self.rows = rows[:at] + mine + rows[at:]
         self._refresh()
 
     def _refresh(self) -> None:
         needle = self.query_one("#models-filter", Input).value.strip().lower()
         keep = self._highlighted()
-        self.shown = [r for r in self.rows if r["error"] or not needle or any(
-            needle in str(r[k]).lower() for k in ("route", "model", "name"))]
+        self.shown = [
+            r
+            for r in self.rows
+            if r["error"]
+            or not needle
+            or any(needle in str(r[k]).lower() for k in ("route", "model", "name"))
+        ]
         table = self.table
         table.clear()
         for row in self.shown:
             here = " ●" if (row["route"], row["model"]) == self.current else ""
-            table.add_row(row["route"], display_line(row["model"]) + here,
-                          _tokens(row["window"]) if row["window"] else "", _tokens(row["max_output"])
-                          if row["max_output"] else "", display_line(row["note"])[:70])
+            table.add_row(
+                row["route"],
+                display_line(row["model"]) + here,
+                _tokens(row["window"]) if row["window"] else "",
+                _tokens(row["max_output"]) if row["max_output"] else "",
+                display_line(row["note"])[:70],
+            )
         keys = [(r["route"], r["model"]) for r in self.shown]
         target = keep if keep in keys else self.current if self.current in keys else None
         if target is not None:
             table.move_cursor(row=keys.index(target))
         total = sum(1 for r in self.rows if not r["error"])
-        state = (f"loading {len(self.pending)} of {len(self.routes)} route(s)…" if self.pending
-                 else f"{total} models on {len(self.routes)} route(s)")
+        state = (
+            f"loading {len(self.pending)} of {len(self.routes)} route(s)…"
+            if self.pending
+            else f"{total} models on {len(self.routes)} route(s)"
+        )
         failed = f" · {len(self.errors)} could not list theirs" if self.errors else ""
         self.query_one("#models-title", Static).update(f"Models — {state}{failed}")
 

@@ -10,9 +10,11 @@ from textual.widgets import DataTable, Static
 
 from app.textsafe import display_line
 
-WHERE = ("Rules come from config.toml [permissions], the workspace's .bulkhead/settings.toml (\"always for this "
-         "project\" adds there), .claude/settings.json and .claude/settings.local.json, and this session's "
-         "\"always\" answers. Deny wins over ask, ask over allow; no rule: the approval mode decides.")
+WHERE = (
+    "Rules come from config.toml [permissions], the workspace's .bulkhead/settings.toml (\"always for this "
+    "project\" adds there), .claude/settings.json and .claude/settings.local.json, and this session's "
+    '"always" answers. Deny wins over ask, ask over allow; no rule: the approval mode decides.'
+)
 
 
 class PermissionsScreen(ModalScreen[None]):
@@ -28,7 +30,9 @@ Rules use Claude Code's syntax: `Bash(npm test:*)`, `Bash(git diff *)`, `Read(./
 """
     BINDINGS = [Binding("escape,q", "close", "Close", id="permissions.close")]
 
-    def __init__(self, rules: list[tuple[str, str, str]], problems: list[str], *, mode: str, workspace: str) -> None:
+    def __init__(
+        self, rules: list[tuple[str, str, str]], problems: list[str], *, mode: str, workspace: str
+    ) -> None:
         super().__init__()
         self.rules = rules
         self.problems = problems
@@ -37,8 +41,12 @@ Rules use Claude Code's syntax: `Bash(npm test:*)`, `Bash(git diff *)`, `Read(./
 
     def compose(self) -> ComposeResult:
         with Vertical(id="permissions-dialog", classes="dialog"):
-            yield Static(f"Permissions — {len(self.rules)} rules · approval mode {self.mode} · Esc closes",
-                         id="permissions-title", classes="dialog-title", markup=False)
+            yield Static(
+                f"Permissions — {len(self.rules)} rules · approval mode {self.mode} · Esc closes",
+                id="permissions-title",
+                classes="dialog-title",
+                markup=False,
+            )
             yield DataTable(id="permissions-table", cursor_type="row", zebra_stripes=True)
             notes = [WHERE, f"Paths in rules start at the workspace: {display_line(self.workspace)}"]
             notes += [f"⚠ {display_line(problem)}" for problem in self.problems]

@@ -47,8 +47,13 @@ prompt box to edit and send.
 
     def compose(self) -> ComposeResult:
         with Vertical(id="rewind-dialog", classes="dialog"):
-            yield Static(f"Rewind — {len(self.points)} prompts · Enter: the conversation · f: and the files · "
-                         f"Esc back", id="rewind-title", classes="dialog-title", markup=False)
+            yield Static(
+                f"Rewind — {len(self.points)} prompts · Enter: the conversation · f: and the files · "
+                f"Esc back",
+                id="rewind-title",
+                classes="dialog-title",
+                markup=False,
+            )
             yield DataTable(id="rewind-table", cursor_type="row", zebra_stripes=True)
 
     def on_mount(self) -> None:
@@ -57,9 +62,14 @@ prompt box to edit and send.
         now = self.now()
         for message, changed in self.points:
             first = display_line(" ".join(message.text.split()))
-            first = first if len(first) <= PROMPT_CHARS else first[:PROMPT_CHARS - 1] + "…"
-            table.add_row(str(message.meta.turn), first, age(now - (message.meta.created_at or now)),
-                          f"{changed} file{'' if changed == 1 else 's'}" if changed else "—", key=message.id)
+            first = first if len(first) <= PROMPT_CHARS else first[: PROMPT_CHARS - 1] + "…"
+            table.add_row(
+                str(message.meta.turn),
+                first,
+                age(now - (message.meta.created_at or now)),
+                f"{changed} file{'' if changed == 1 else 's'}" if changed else "—",
+                key=message.id,
+            )
         table.focus()
 
     def action_cancel(self) -> None:

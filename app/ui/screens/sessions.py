@@ -68,8 +68,14 @@ class SessionsScreen(ModalScreen[str | None]):
         Binding("slash", "search", "Search", id="sessions.search", show=False),
     ]
 
-    def __init__(self, sessions: list[dict[str, Any]], *, current_id: str | None = None,
-                 now: Callable[[], float] = time.time, actions: SessionsActions | None = None) -> None:
+    def __init__(
+        self,
+        sessions: list[dict[str, Any]],
+        *,
+        current_id: str | None = None,
+        now: Callable[[], float] = time.time,
+        actions: SessionsActions | None = None,
+    ) -> None:
         super().__init__()
         self.all_sessions = list(sessions)
         self.sessions = list(sessions)  # the rows shown, in order
@@ -86,8 +92,11 @@ class SessionsScreen(ModalScreen[str | None]):
             yield Input(placeholder="search titles and messages…", id="sessions-search")
             yield DataTable(id="sessions-table", cursor_type="row", zebra_stripes=True)
             yield Input(id="sessions-rename", placeholder="a new title — Enter saves, Esc keeps the old one")
-            yield Static("Enter resumes · r renames · d deletes · type to search · Esc back", id="sessions-keys",
-                         markup=False)
+            yield Static(
+                "Enter resumes · r renames · d deletes · type to search · Esc back",
+                id="sessions-keys",
+                markup=False,
+            )
 
     @property
     def table(self) -> DataTable:
@@ -117,10 +126,14 @@ class SessionsScreen(ModalScreen[str | None]):
             mark = " ●" if row["id"] == self.current_id else ""
             # A title is the first prompt's words: Text (a DataTable reads a str as markup), made safe.
             title = Text(display_line((row.get("title") or "(untitled)")[:60]))
-            table.add_row(row["id"] + mark, title, Text(display_line(f"{row.get('route') or ''} · "
-                                                                     f"{row.get('model') or ''}")),
-                          str(row.get("messages", 0)), age(now - float(row.get("updated_at") or now)),
-                          key=row["id"])
+            table.add_row(
+                row["id"] + mark,
+                title,
+                Text(display_line(f"{row.get('route') or ''} · {row.get('model') or ''}")),
+                str(row.get("messages", 0)),
+                age(now - float(row.get("updated_at") or now)),
+                key=row["id"],
+            )
         ids = [row["id"] for row in self.sessions]
         if keep in ids:
             table.move_cursor(row=ids.index(keep))
@@ -146,8 +159,13 @@ class SessionsScreen(ModalScreen[str | None]):
 
     def on_key(self, event) -> None:
         # Typing a letter on the table starts a search (r and d are the table's own keys).
-        if (self.focused is self.table and event.character and event.character.isprintable()
-                and event.character not in "rd/" and len(event.character) == 1):
+        if (
+            self.focused is self.table
+            and event.character
+            and event.character.isprintable()
+            and event.character not in "rd/"
+            and len(event.character) == 1
+        ):
             self.search_box.focus()
             self.search_box.value += event.character
             self.search_box.cursor_position = len(self.search_box.value)
@@ -168,8 +186,11 @@ class SessionsScreen(ModalScreen[str | None]):
 
     def _apply_filter(self) -> None:
         needle = self.search_box.value.strip().lower()
-        self.sessions = [row for row in self.all_sessions
-                         if not needle or _matches(row, needle) or row["id"] in self.found_in_messages]
+        self.sessions = [
+            row
+            for row in self.all_sessions
+            if not needle or _matches(row, needle) or row["id"] in self.found_in_messages
+        ]
         self._fill()
 
     @work(thread=True, exclusive=True, group="sessions-search", exit_on_error=False, name="search sessions")
@@ -250,8 +271,10 @@ class SessionsScreen(ModalScreen[str | None]):
             self._update_title()
             return
         title = display_line(row.get("title") or "(untitled)")[:60]
-        question = (f"Delete session {row['id']} “{title}”?\n{row.get('messages', 0)} messages, its archive, "
-                    f"requests and folder go too. This cannot be undone.")
+        question = (
+            f"Delete session {row['id']} “{title}”?\n{row.get('messages', 0)} messages, its archive, "
+            f"requests and folder go too. This cannot be undone."
+        )
         self.app.push_screen(ConfirmScreen(question), callback=lambda yes: self._delete(row, yes))
 
     def _delete(self, row: dict[str, Any], yes: bool | None) -> None:

@@ -39,8 +39,10 @@ SEARCH_LIMIT = 100
 PREVIEW_CHARS = 20_000
 ROW_PREVIEW_CHARS = 60
 HINT = "enter recall · u rewind view · / search · c copy"
-EMPTY_PREVIEW = ("No archived segments yet. Compaction and recovery archive everything they drop or cut; "
-                 "each segment can be recalled here with Enter.")
+EMPTY_PREVIEW = (
+    "No archived segments yet. Compaction and recovery archive everything they drop or cut; "
+    "each segment can be recalled here with Enter."
+)
 
 
 class ArchiveRecallRequested(Message):
@@ -59,8 +61,13 @@ class ArchiveTable(DataTable):
     """The archive's table: Enter recalls (a mouse click only selects, it never recalls)."""
 
     BINDINGS = [
-        Binding("enter", "recall_row", "Recall", id="archive.recall",
-                tooltip="Put the selected segment back into the conversation"),
+        Binding(
+            "enter",
+            "recall_row",
+            "Recall",
+            id="archive.recall",
+            tooltip="Put the selected segment back into the conversation",
+        ),
     ]
 
     def action_recall_row(self) -> None:
@@ -78,11 +85,24 @@ class ArchivePanel(Panel):
     TITLE = "Archive"
     HANDLES = (Compaction,)
     BINDINGS = [
-        Binding("enter", "recall", "Recall", id="archive.recall_panel", show=False,
-                tooltip="Put the selected segment back into the conversation"),
-        Binding("u,ctrl+z", "rewind", "Rewind view", id="archive.rewind",
-                tooltip="Restore the view before the last compaction (/rewind compact)"),
-        Binding("slash", "focus_search", "Search", id="archive.search", tooltip="Full-text search the archive"),
+        Binding(
+            "enter",
+            "recall",
+            "Recall",
+            id="archive.recall_panel",
+            show=False,
+            tooltip="Put the selected segment back into the conversation",
+        ),
+        Binding(
+            "u,ctrl+z",
+            "rewind",
+            "Rewind view",
+            id="archive.rewind",
+            tooltip="Restore the view before the last compaction (/rewind compact)",
+        ),
+        Binding(
+            "slash", "focus_search", "Search", id="archive.search", tooltip="Full-text search the archive"
+        ),
         Binding("c", "copy", "Copy", id="archive.copy", tooltip="Copy the selected segment's content"),
         Binding("r", "reload", "Reload", id="archive.reload", show=False, tooltip="Reload the archive"),
     ]
@@ -192,8 +212,14 @@ Everything a compaction or a recovery dropped or cut is archived, content-addres
                 table.update_cell(entry.key, "age", age_text(now - entry.created_at), update_width=True)
                 continue
             self.entries[entry.key] = entry
-            table.add_row(entry.key, entry.reason, format_size(entry.bytes), age_text(now - entry.created_at),
-                          Text(display(one_line(entry.content, ROW_PREVIEW_CHARS))), key=entry.key)
+            table.add_row(
+                entry.key,
+                entry.reason,
+                format_size(entry.bytes),
+                age_text(now - entry.created_at),
+                Text(display(one_line(entry.content, ROW_PREVIEW_CHARS))),
+                key=entry.key,
+            )
         if not search:
             created = {k: e.created_at for k, e in self.entries.items()}
             table.sort("key", key=lambda k: created.get(k, 0.0), reverse=True)
@@ -232,8 +258,10 @@ Everything a compaction or a recovery dropped or cut is archived, content-addres
             return
         sources = len(entry.source_ids)
         origin = f" · from {sources} message{'s' if sources != 1 else ''}" if sources else ""
-        title.update(f"ccr:{entry.key} · {entry.reason} · {format_size(entry.bytes)} · "
-                     f"{clock_text(entry.created_at, self.tz)}{origin}")
+        title.update(
+            f"ccr:{entry.key} · {entry.reason} · {format_size(entry.bytes)} · "
+            f"{clock_text(entry.created_at, self.tz)}{origin}"
+        )
         self.preview_text = display(head_text(entry.content, PREVIEW_CHARS))
         body.update(Text(self.preview_text))
         self.query_one("#archive-preview", VerticalScroll).scroll_home(animate=False)

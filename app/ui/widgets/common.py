@@ -56,6 +56,8 @@ class PanelSource:
     counters: Counters = field(default_factory=Counters)
     report: ContextReport | None = None
     max_recovery_attempts: int = field(default_factory=lambda: setting_default("max_recovery_attempts"))
+
+
 PAYLOAD_FAILURE_KINDS = frozenset({"payload_too_large", "waf_block", "connection_drop", "context_overflow"})
 
 
@@ -141,8 +143,14 @@ class Panel(Vertical):
     HANDLES: ClassVar[tuple[type[Event], ...]] = ()
     can_focus = True
 
-    def __init__(self, *, clock: Clock = time.time, tz: tzinfo | None = None, id: str | None = None,
-                 classes: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        clock: Clock = time.time,
+        tz: tzinfo | None = None,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
         super().__init__(id=id or f"panel-{self.NAME}", classes=classes)
         self.clock = clock
         self.tz = tz
@@ -202,8 +210,12 @@ class Panel(Vertical):
     @property
     def alive(self) -> bool:
         """Mounted and not being removed (a worker that finishes late must not touch a dying panel)."""
-        return (self.ready and self.is_attached and not getattr(self, "_pruning", False)
-                and not getattr(self, "_closing", False))
+        return (
+            self.ready
+            and self.is_attached
+            and not getattr(self, "_pruning", False)
+            and not getattr(self, "_closing", False)
+        )
 
     @property
     def session_id(self) -> str | None:
@@ -241,7 +253,12 @@ class Gauge(Widget):
     """
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
-        "gauge--ok", "gauge--warn", "gauge--over", "gauge--empty", "gauge--tick", "gauge--idle",
+        "gauge--ok",
+        "gauge--warn",
+        "gauge--over",
+        "gauge--empty",
+        "gauge--tick",
+        "gauge--idle",
     }
     DEFAULT_CSS = """
     Gauge { height: 1; width: 1fr; }
@@ -329,7 +346,11 @@ class SizeSparkline(Widget):
     the cap; the last row marks rejections: `✗` payload-related, `!` other failures."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
-        "sparkline--ok", "sparkline--rejected", "sparkline--failed", "sparkline--aux", "sparkline--axis",
+        "sparkline--ok",
+        "sparkline--rejected",
+        "sparkline--failed",
+        "sparkline--aux",
+        "sparkline--axis",
     }
     DEFAULT_CSS = """
     SizeSparkline { height: 3; width: 1fr; }

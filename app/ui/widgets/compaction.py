@@ -87,7 +87,9 @@ before the last compaction.
         elif isinstance(event, Compaction):
             if not self.phases or not self.running:
                 self.trigger = event.trigger
-                self.phases = [("method", f"{event.trigger}: {event.method}")] if event.trigger == "recovery" else []
+                self.phases = (
+                    [("method", f"{event.trigger}: {event.method}")] if event.trigger == "recovery" else []
+                )
             self.running = False
             self.trigger = event.trigger
             self.result = event
@@ -120,8 +122,11 @@ before the last compaction.
             self._start("recovery")
         marks = {"sending": "→", "not_smaller": "↷", "over_cap": "↷", "succeeded": "✓", "failed": "✗"}
         mark = marks.get(event.outcome, "·")
-        self._add_phase(f"L{event.level}", f"{mark} L{event.level} attempt {event.attempt}/{event.max_attempts}: "
-                                           f"{event.outcome} — {one_line(event.reason, 160)}")
+        self._add_phase(
+            f"L{event.level}",
+            f"{mark} L{event.level} attempt {event.attempt}/{event.max_attempts}: "
+            f"{event.outcome} — {one_line(event.reason, 160)}",
+        )
 
     def on_session_shown(self) -> None:
         """A resumed session: show its earlier compactions from the store."""
@@ -196,9 +201,13 @@ before the last compaction.
         self.query_one("#compaction-history-title").display = bool(history)
         block = self.query_one("#compaction-history", Static)
         block.display = bool(history)
-        block.update("\n".join(
-            f"{clock_text(r.at, self.tz)} {r.event.trigger:<9} {r.event.method:<7} {r.event.outcome:<7} "
-            f"{format_size(r.event.bytes_before)} → {format_size(r.event.bytes_after)}" for r in history))
+        block.update(
+            "\n".join(
+                f"{clock_text(r.at, self.tz)} {r.event.trigger:<9} {r.event.method:<7} {r.event.outcome:<7} "
+                f"{format_size(r.event.bytes_before)} → {format_size(r.event.bytes_after)}"
+                for r in history
+            )
+        )
 
     def _sync_status(self) -> None:
         if not self.ready:
@@ -210,13 +219,19 @@ before the last compaction.
         elif self.failed_text:
             status.update(f"✗ Last: {self.trigger} · failed")
         elif self.result is not None:
-            shown = self.result.engine not in ("", "local")  # only an external engine (or its fallback) is news
+            shown = self.result.engine not in (
+                "",
+                "local",
+            )  # only an external engine (or its fallback) is news
             engine = f" · {_engine_text(self.result.engine)}" if shown else ""
-            status.update(f"Last: {self.result.trigger} · {self.result.method} · {self.result.outcome}{engine}")
+            status.update(
+                f"Last: {self.result.trigger} · {self.result.method} · {self.result.outcome}{engine}"
+            )
         else:
             status.update("Idle")
-        self.set_class(self.failed_text != "" or (self.result is not None and self.result.outcome == "failed"),
-                       "-failed")
+        self.set_class(
+            self.failed_text != "" or (self.result is not None and self.result.outcome == "failed"), "-failed"
+        )
 
     def on_unmount(self) -> None:
         if self._timer is not None:
@@ -237,8 +252,11 @@ def _result_text(event: Compaction) -> str:
     archived = f" · {len(event.archive_keys)} archived" if event.archive_keys else ""
     level = f" · L{event.level}" if event.level else ""
     if event.outcome == "skipped":
-        return (f"skipped — nothing to compact ({event.messages_before} msgs, "
-                f"{format_size(event.bytes_before)})")
-    return (f"{event.outcome}: {event.messages_before} → {event.messages_after} msgs · "
-            f"{format_size(event.bytes_before)} → {format_size(event.bytes_after)} "
-            f"(−{format_size(max(0, saved))}){level}{archived}")
+        return (
+            f"skipped — nothing to compact ({event.messages_before} msgs, {format_size(event.bytes_before)})"
+        )
+    return (
+        f"{event.outcome}: {event.messages_before} → {event.messages_after} msgs · "
+        f"{format_size(event.bytes_before)} → {format_size(event.bytes_after)} "
+        f"(−{format_size(max(0, saved))}){level}{archived}"
+    )

@@ -85,9 +85,16 @@ recoveries that worked and that did not; bytes saved by compaction. `/cost` prin
             if isinstance(event, CountersChanged) and event.counters:
                 self.local = Counters.from_dict(event.counters)
             elif isinstance(event, UsageRecorded):
-                self.local.add_usage(Usage(event.input_tokens, event.output_tokens, event.cache_read_tokens,
-                                           event.cache_write_tokens), event.cost_usd,
-                                     summarizer=event.purpose == "summary")
+                self.local.add_usage(
+                    Usage(
+                        event.input_tokens,
+                        event.output_tokens,
+                        event.cache_read_tokens,
+                        event.cache_write_tokens,
+                    ),
+                    event.cost_usd,
+                    summarizer=event.purpose == "summary",
+                )
         self.sync()
 
     def on_session_shown(self) -> None:
@@ -110,9 +117,11 @@ recoveries that worked and that did not; bytes saved by compaction. `/cost` prin
             "cache read": f"{c.cache_read_tokens:,}",
             "cache write": f"{c.cache_write_tokens:,}",
             "cost": usd(c.cost_usd, c.unpriced_requests),
-            "summarizer": (f"{c.summarizer_calls} call{'s' if c.summarizer_calls != 1 else ''} · "
-                           f"{c.summarizer_input_tokens:,} in / {c.summarizer_output_tokens:,} out · "
-                           f"{usd(c.summarizer_cost_usd)}"),
+            "summarizer": (
+                f"{c.summarizer_calls} call{'s' if c.summarizer_calls != 1 else ''} · "
+                f"{c.summarizer_input_tokens:,} in / {c.summarizer_output_tokens:,} out · "
+                f"{usd(c.summarizer_cost_usd)}"
+            ),
             "total": usd(c.total_cost_usd, c.unpriced_requests),
             "requests": f"{c.requests} · {c.failed_requests} failed · {c.retries} retried",
             "compactions": _by(c.compactions, ("preflight", "auto", "manual", "recovery")),

@@ -30,10 +30,19 @@ from app.ui.widgets.common import Clock, Panel, clock_text, copy_binding, head_t
 MAX_ROWS = 500
 COMMAND_CHARS = 48
 OUTPUT_CHARS = 4_000
-COLUMNS = (("#", "n"), ("time", "time"), ("event", "event"), ("command", "command"), ("exit", "exit"),
-           ("decision", "decision"), ("ms", "duration"))
-EMPTY_DETAIL = ("No hook has run yet. Configure hooks in config.toml ([[hooks]]) with Claude Code's contract; "
-                "every run is listed here.")
+COLUMNS = (
+    ("#", "n"),
+    ("time", "time"),
+    ("event", "event"),
+    ("command", "command"),
+    ("exit", "exit"),
+    ("decision", "decision"),
+    ("ms", "duration"),
+)
+EMPTY_DETAIL = (
+    "No hook has run yet. Configure hooks in config.toml ([[hooks]]) with Claude Code's contract; "
+    "every run is listed here."
+)
 
 
 @dataclass(frozen=True)
@@ -122,9 +131,15 @@ the decision bulkhead took from it and how long it ran.
     def _cells(self, seq: int, at: float, run: HookRun) -> tuple:
         state = {"ok": "ok", "block": "block"}.get(run.decision, "error")
         style = self.get_component_rich_style(f"hooks--{state}", partial=True)
-        return (str(seq), clock_text(at, self.tz), Text(run.event), Text(one_line(run.command, COMMAND_CHARS)),
-                "—" if run.exit_code is None else str(run.exit_code), Text(run.decision, style=style),
-                f"{run.duration_ms:.0f}")
+        return (
+            str(seq),
+            clock_text(at, self.tz),
+            Text(run.event),
+            Text(one_line(run.command, COMMAND_CHARS)),
+            "—" if run.exit_code is None else str(run.exit_code),
+            Text(run.decision, style=style),
+            f"{run.duration_ms:.0f}",
+        )
 
     def on_session_shown(self) -> None:
         if self.store is not None and not self.runs:
@@ -168,8 +183,11 @@ the decision bulkhead took from it and how long it ran.
             return
         run = record.run
         exit_text = "no exit code" if run.exit_code is None else f"exit {run.exit_code}"
-        lines = [f"{run.event} · matcher {run.matcher or '*'} · {exit_text} · {run.decision} · "
-                 f"{run.duration_ms:.0f} ms", f"$ {run.command}"]
+        lines = [
+            f"{run.event} · matcher {run.matcher or '*'} · {exit_text} · {run.decision} · "
+            f"{run.duration_ms:.0f} ms",
+            f"$ {run.command}",
+        ]
         if run.output:
             lines.append(head_text(run.output, OUTPUT_CHARS))
         self.detail_text = "\n".join(lines)

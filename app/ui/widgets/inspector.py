@@ -39,13 +39,25 @@ from app.ui.widgets.ladder import LadderPanel
 from app.ui.widgets.payload import PayloadPanel
 from app.ui.widgets.requests import RequestsPanel
 
-__all__ = ["ArchiveRecallRequested", "CopyRequested", "Inspector", "PANEL_NAMES", "PanelSource", "RewindRequested"]
+__all__ = [
+    "ArchiveRecallRequested",
+    "CopyRequested",
+    "Inspector",
+    "PANEL_NAMES",
+    "PanelSource",
+    "RewindRequested",
+]
 
 PANEL_NAMES = ("payload", "ladder", "compaction", "archive", "requests", "hooks", "cost")
 TOP_PANELS = ("payload", "ladder")
 TABBED_PANELS = ("compaction", "archive", "requests", "hooks", "cost")
-TAB_TITLES = {"compaction": "Compaction", "archive": "Archive", "requests": "Requests", "hooks": "Hooks",
-              "cost": "Cost"}
+TAB_TITLES = {
+    "compaction": "Compaction",
+    "archive": "Archive",
+    "requests": "Requests",
+    "hooks": "Hooks",
+    "cost": "Cost",
+}
 MAX_ERRORS = 50
 
 
@@ -55,10 +67,22 @@ class Inspector(Vertical):
     DEFAULT_CSS = read_styles("inspector.tcss")
     SCOPED_CSS = False  # the stylesheet also styles `App.-hide-inspector Inspector`
     BINDINGS: ClassVar = [
-        Binding("left_square_bracket", "previous_tab", "Prev tab", id="inspector.previous_tab", show=False,
-                tooltip="Show the previous inspector tab"),
-        Binding("right_square_bracket", "next_tab", "Next tab", id="inspector.next_tab", show=False,
-                tooltip="Show the next inspector tab"),
+        Binding(
+            "left_square_bracket",
+            "previous_tab",
+            "Prev tab",
+            id="inspector.previous_tab",
+            show=False,
+            tooltip="Show the previous inspector tab",
+        ),
+        Binding(
+            "right_square_bracket",
+            "next_tab",
+            "Next tab",
+            id="inspector.next_tab",
+            show=False,
+            tooltip="Show the next inspector tab",
+        ),
     ]
     HELP = """\
 ## Inspector
@@ -72,8 +96,15 @@ always in view; **Compaction**, **Archive**, **Requests**, **Hooks** and **Cost*
 
     wide: reactive[bool] = reactive(False)
 
-    def __init__(self, *, clock: Clock = time.time, tz: tzinfo | None = None, initial_tab: str = "requests",
-                 id: str | None = "inspector", classes: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        clock: Clock = time.time,
+        tz: tzinfo | None = None,
+        initial_tab: str = "requests",
+        id: str | None = "inspector",
+        classes: str | None = None,
+    ) -> None:
         """`clock` stamps events that carry no time (tests inject a fixed one); `tz` formats times
         (None: local)."""
         super().__init__(id=id, classes=classes)
@@ -97,8 +128,13 @@ always in view; **Compaction**, **Archive**, **Requests**, **Hooks** and **Cost*
         self.hooks = HooksPanel(**options)
         self.cost = CostPanel(**options)
         self.panels: dict[str, Panel] = {
-            "payload": self.payload, "ladder": self.ladder, "compaction": self.compaction,
-            "archive": self.archive, "requests": self.requests, "hooks": self.hooks, "cost": self.cost,
+            "payload": self.payload,
+            "ladder": self.ladder,
+            "compaction": self.compaction,
+            "archive": self.archive,
+            "requests": self.requests,
+            "hooks": self.hooks,
+            "cost": self.cost,
         }
         self._routes = {}
 
@@ -119,7 +155,9 @@ always in view; **Compaction**, **Archive**, **Requests**, **Hooks** and **Cost*
         """Hand `event` to the panels that show it (TextDelta and the like go nowhere)."""
         handlers = self._routes.get(type(event))
         if handlers is None:
-            handlers = tuple(panel.handle for panel in self.panels.values() if isinstance(event, panel.HANDLES))
+            handlers = tuple(
+                panel.handle for panel in self.panels.values() if isinstance(event, panel.HANDLES)
+            )
             self._routes[type(event)] = handlers
         for handler in handlers:
             try:

@@ -77,7 +77,9 @@ conversation unchanged. Everything dropped is in the Archive panel (`/rewind com
     def compose(self) -> ComposeResult:
         with Horizontal(id="ladder-steps"):
             for index, (name, words) in enumerate(STEPS):
-                yield Static(f"{name} {words}", id=f"ladder-step-{index}", classes="ladder-step", markup=False)
+                yield Static(
+                    f"{name} {words}", id=f"ladder-step-{index}", classes="ladder-step", markup=False
+                )
         yield Static(id="ladder-attempt", classes="panel-line", markup=False)
         yield Static(id="ladder-failure", classes="panel-detail", markup=False)
         yield Static(id="ladder-attempts", classes="panel-detail", markup=False)
@@ -100,13 +102,19 @@ conversation unchanged. Everything dropped is in the Archive panel (`/rewind com
             if event.kind and self.attempt and event.level > 0 and self.outcome == "sending":
                 # The attempt's request was rejected again: the next RecoveryStep (or none) follows.
                 self.outcome = "failed"
-                self._upsert(replace(self._current_row(), outcome="failed",
-                                     reason=event.reason or self._current_row().reason))
+                self._upsert(
+                    replace(
+                        self._current_row(),
+                        outcome="failed",
+                        reason=event.reason or self._current_row().reason,
+                    )
+                )
             elif not event.kind:
                 self.retry_text = ""
         elif isinstance(event, Retry):
-            self.retry_text = (f"retry {event.attempt}/{event.max_attempts} after {event.kind} "
-                               f"in {event.delay_s:.1f} s")
+            self.retry_text = (
+                f"retry {event.attempt}/{event.max_attempts} after {event.kind} in {event.delay_s:.1f} s"
+            )
         self.sync()
 
     def _on_step(self, event: RecoveryStep) -> None:
@@ -118,18 +126,25 @@ conversation unchanged. Everything dropped is in the Archive panel (`/rewind com
             self.failure_kind = event.kind
         if event.outcome in ("exhausted", "refused"):
             why = one_line(event.reason, 160)
-            self.last_recovery = (f"recovery exhausted after {event.attempt} attempt"
-                                  f"{'s' if event.attempt != 1 else ''}: {why}" if event.outcome == "exhausted"
-                                  else f"recovery refused: {why}")
+            self.last_recovery = (
+                f"recovery exhausted after {event.attempt} attempt{'s' if event.attempt != 1 else ''}: {why}"
+                if event.outcome == "exhausted"
+                else f"recovery refused: {why}"
+            )
             if event.outcome == "exhausted" and self.attempts and self.attempts[-1].outcome == "sending":
                 self._upsert(replace(self.attempts[-1], outcome="failed"))
             return
-        self._upsert(AttemptRow(event.attempt, event.level, event.outcome, event.bytes_before, event.bytes_after,
-                                event.reason))
+        self._upsert(
+            AttemptRow(
+                event.attempt, event.level, event.outcome, event.bytes_before, event.bytes_after, event.reason
+            )
+        )
         if event.outcome == "succeeded":
             kind = f" ({event.kind})" if event.kind else ""
-            self.last_recovery = (f"recovered at L{event.level} on attempt {event.attempt}/{event.max_attempts}: "
-                                  f"{format_size(event.bytes_before)} → {format_size(event.bytes_after)}{kind}")
+            self.last_recovery = (
+                f"recovered at L{event.level} on attempt {event.attempt}/{event.max_attempts}: "
+                f"{format_size(event.bytes_before)} → {format_size(event.bytes_after)}{kind}"
+            )
 
     def _current_row(self) -> AttemptRow:
         for row in self.attempts:
@@ -141,8 +156,11 @@ conversation unchanged. Everything dropped is in the Archive panel (`/rewind com
         for index, existing in enumerate(self.attempts):
             if existing.attempt == row.attempt:
                 keep_sizes = row.bytes_after is None and existing.bytes_after is not None
-                self.attempts[index] = replace(row, bytes_before=existing.bytes_before,
-                                               bytes_after=existing.bytes_after) if keep_sizes else row
+                self.attempts[index] = (
+                    replace(row, bytes_before=existing.bytes_before, bytes_after=existing.bytes_after)
+                    if keep_sizes
+                    else row
+                )
                 return
         self.attempts.append(row)
         del self.attempts[:-MAX_ATTEMPT_ROWS]
@@ -155,9 +173,11 @@ conversation unchanged. Everything dropped is in the Archive panel (`/rewind com
     def copy_text(self) -> str:
         if not self.ready:
             return ""
-        parts = [f"Recovery ladder: L{self.level}",
-                 str(self.query_one("#ladder-attempt", Static).render()),
-                 str(self.query_one("#ladder-failure", Static).render())]
+        parts = [
+            f"Recovery ladder: L{self.level}",
+            str(self.query_one("#ladder-attempt", Static).render()),
+            str(self.query_one("#ladder-failure", Static).render()),
+        ]
         if self.attempts:
             parts.append(str(self.query_one("#ladder-attempts", Static).render()))
         if self.last_recovery:
@@ -180,8 +200,9 @@ conversation unchanged. Everything dropped is in the Archive panel (`/rewind com
         if self.attempt == 0 and self.outcome == "idle":
             attempt_text = f"idle · {self.max_attempts} attempts available"
         else:
-            attempt_text = (f"attempt {self.attempt} of {self.max_attempts} · {self.attempts_left} left · "
-                            f"{self.outcome}")
+            attempt_text = (
+                f"attempt {self.attempt} of {self.max_attempts} · {self.attempts_left} left · {self.outcome}"
+            )
         if self.retry_text:
             attempt_text += f" · {self.retry_text}"
         self.query_one("#ladder-attempt", Static).update(attempt_text)
@@ -195,9 +216,13 @@ conversation unchanged. Everything dropped is in the Archive panel (`/rewind com
             failure.update("last failure: none")
         rows = self.query_one("#ladder-attempts", Static)
         rows.display = bool(self.attempts)
-        rows.update("\n".join(
-            f"{row.attempt}. L{row.level} {row.outcome:<11} "
-            f"{format_size(row.bytes_before)} → {format_size(row.bytes_after)}" for row in self.attempts))
+        rows.update(
+            "\n".join(
+                f"{row.attempt}. L{row.level} {row.outcome:<11} "
+                f"{format_size(row.bytes_before)} → {format_size(row.bytes_after)}"
+                for row in self.attempts
+            )
+        )
         last = self.query_one("#ladder-last", Static)
         last.display = bool(self.last_recovery)
         last.update(f"last recovery: {self.last_recovery}")

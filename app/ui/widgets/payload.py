@@ -42,13 +42,26 @@ from app.ui.widgets.common import (
 
 SPARKLINE_SAMPLES = 240
 
-_SOURCE_WORDS = {"configured": "configured", "learned": "learned", "assumed": "assumed", "none": "no cap known"}
+_SOURCE_WORDS = {
+    "configured": "configured",
+    "learned": "learned",
+    "assumed": "assumed",
+    "none": "no cap known",
+}
 
 
 class PayloadPanel(Panel):
     NAME = "payload"
     TITLE = "Payload"
-    HANDLES = (ViewChanged, RequestFinished, CapLearned, TurnStarted, RecoveryStep, TurnFinished, ProviderEdits)
+    HANDLES = (
+        ViewChanged,
+        RequestFinished,
+        CapLearned,
+        TurnStarted,
+        RecoveryStep,
+        TurnFinished,
+        ProviderEdits,
+    )
     BINDINGS = [copy_binding("payload", "the sizes, the cap and where it came from")]
     HELP = """\
 ## Payload
@@ -83,7 +96,9 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
         self.context_tokens: int | None = None
         self.context_window: int | None = None
         self.messages: int | None = None
-        self.provider_cleared: tuple[int, int, int] | None = None  # edits, tool results, tokens (this session)
+        self.provider_cleared: tuple[int, int, int] | None = (
+            None  # edits, tool results, tokens (this session)
+        )
         self.floor: tuple = ()  # app.engine.payload.FloorPart of the last ViewChanged: the non-compactable base
         self.floor_bytes: int | None = None
         # the typed settings' defaults until a ViewChanged carries the session's own
@@ -136,8 +151,9 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
 
         if self.floor_bytes is None:
             return "Floor —"
-        parts = " · ".join(f"{p.label} {format_size(p.bytes)}" for p in self.floor
-                           if p.label in FLOOR_LABELS and p.bytes > 0)
+        parts = " · ".join(
+            f"{p.label} {format_size(p.bytes)}" for p in self.floor if p.label in FLOOR_LABELS and p.bytes > 0
+        )
         text = f"Floor {format_size(self.floor_bytes)}" + (f": {parts}" if parts else "")
         if any(p.label == MCP_PART for p in self.floor):
             text += f" — {describe_tools(self.floor)}"
@@ -238,18 +254,29 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
             if row.get("outcome") == "sending":
                 continue
             self._seen_requests.add(row["id"])
-            samples.append(SizeSample(row.get("actual_bytes") or row.get("predicted_bytes") or 0,
-                                      row.get("kind"), row.get("purpose") or "chat"))
+            samples.append(
+                SizeSample(
+                    row.get("actual_bytes") or row.get("predicted_bytes") or 0,
+                    row.get("kind"),
+                    row.get("purpose") or "chat",
+                )
+            )
         self.sparkline.extend(samples)
         self._sync_spark_title()
 
     def copy_text(self) -> str:
         if not self.ready:
             return ""
-        lines = [str(self.query_one("#payload-next", Static).render()), self.cap_label, self.floor_label,
-                 str(self.query_one("#payload-spark-title", Static).render()),
-                 str(self.query_one("#payload-context", Static).render())]
-        sizes = ", ".join(format_size(s.bytes) + (f" ({s.kind})" if s.kind else "") for s in self.samples[-20:])
+        lines = [
+            str(self.query_one("#payload-next", Static).render()),
+            self.cap_label,
+            self.floor_label,
+            str(self.query_one("#payload-spark-title", Static).render()),
+            str(self.query_one("#payload-context", Static).render()),
+        ]
+        sizes = ", ".join(
+            format_size(s.bytes) + (f" ({s.kind})" if s.kind else "") for s in self.samples[-20:]
+        )
         if sizes:
             lines.append(f"Last requests: {sizes}")
         return "\n".join(lines)
@@ -273,8 +300,11 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
         if predicted is None:
             next_line.update("Next request —  (waiting for the session)")
         else:
-            against = (f"of {format_size(self.cap_bytes)} cap" if self.cap_bytes
-                       else f"of {format_size(total)} warning threshold")
+            against = (
+                f"of {format_size(self.cap_bytes)} cap"
+                if self.cap_bytes
+                else f"of {format_size(total)} warning threshold"
+            )
             messages = f" · {self.messages} msgs" if self.messages is not None else ""
             if self.recovering is not None:
                 next_line.update(f"Recovery L{self.recovering[0]} sending {format_size(predicted)} {against}")
@@ -292,8 +322,10 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
             cleared = ""
             if self.provider_cleared:
                 edits, results, tokens = self.provider_cleared
-                cleared = (f" · provider cleared {results:,} tool result{'s' if results != 1 else ''}, "
-                           f"{tokens:,} tokens in {edits:,} edit{'s' if edits != 1 else ''}")
+                cleared = (
+                    f" · provider cleared {results:,} tool result{'s' if results != 1 else ''}, "
+                    f"{tokens:,} tokens in {edits:,} edit{'s' if edits != 1 else ''}"
+                )
             context.update(f"Context {self.context_tokens:,}{window} tokens (est.){cleared}")
         self.context_gauge.warn_ratio = self.window_warn_ratio
         self.context_gauge.total = self.context_window
@@ -306,8 +338,10 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
         rejected = sum(1 for s in samples if s.rejected)
         if samples:
             largest = max(s.bytes for s in samples)
-            title = (f"Requests {len(samples)} · {rejected} rejected · last {format_size(samples[-1].bytes)}"
-                     f" · max {format_size(largest)}")
+            title = (
+                f"Requests {len(samples)} · {rejected} rejected · last {format_size(samples[-1].bytes)}"
+                f" · max {format_size(largest)}"
+            )
         else:
             title = "Requests —"
         self.query_one("#payload-spark-title", Static).update(title)

@@ -37,11 +37,22 @@ from app.ui.widgets.common import Clock, CopyRequested, Panel, clock_text, trim_
 MAX_ROWS = 1_000
 MAX_CAP_EVENTS = 200
 _JSON_FIELDS = ("evidence", "request_headers", "response_headers", "usage")
-EMPTY_DETAIL = ("No requests yet. Every request appears here; select one to see its headers, body, "
-                "error body and why it was rejected.")
+EMPTY_DETAIL = (
+    "No requests yet. Every request appears here; select one to see its headers, body, "
+    "error body and why it was rejected."
+)
 # Status and kind first: the inspector is narrow, and "why was this rejected" is the question.
-COLUMNS = (("time", "time"), ("status", "status"), ("kind", "kind"), ("predicted", "predicted"),
-           ("actual", "actual"), ("ms", "latency"), ("L", "level"), ("purpose", "purpose"), ("route", "route"))
+COLUMNS = (
+    ("time", "time"),
+    ("status", "status"),
+    ("kind", "kind"),
+    ("predicted", "predicted"),
+    ("actual", "actual"),
+    ("ms", "latency"),
+    ("L", "level"),
+    ("purpose", "purpose"),
+    ("route", "route"),
+)
 
 
 def _decode(row: dict[str, Any]) -> dict[str, Any]:
@@ -61,10 +72,20 @@ class RequestsPanel(Panel):
     HANDLES = (RequestStarted, RequestFinished, CapLearned)
     COMPONENT_CLASSES: ClassVar[set[str]] = {"requests--failed", "requests--sending", "requests--ok"}
     BINDINGS = [
-        Binding("c", "copy_explanation", "Copy why", id="requests.copy",
-                tooltip="Copy the plain-text explanation of the selected request"),
-        Binding("C", "copy_report", "Copy record", id="requests.copy_record",
-                tooltip="Copy the whole record: sizes, evidence, redacted headers, error body"),
+        Binding(
+            "c",
+            "copy_explanation",
+            "Copy why",
+            id="requests.copy",
+            tooltip="Copy the plain-text explanation of the selected request",
+        ),
+        Binding(
+            "C",
+            "copy_report",
+            "Copy record",
+            id="requests.copy_record",
+            tooltip="Copy the whole record: sizes, evidence, redacted headers, error body",
+        ),
         Binding("r", "reload", "Reload", id="requests.reload", show=False, tooltip="Reload from the store"),
     ]
     HELP = """\
@@ -110,24 +131,56 @@ error body and a preview of what was sent.
     # -- events ----------------------------------------------------------------------------------------
     def on_engine_event(self, event: Event) -> None:
         if isinstance(event, RequestStarted):
-            record = {"id": event.request_id, "created_at": event.started_at or self.now(), "route": event.route,
-                      "purpose": event.purpose, "predicted_bytes": event.predicted_bytes, "actual_bytes": None,
-                      "status": None, "latency_ms": None, "kind": None, "reason": "", "evidence": [],
-                      "attempt": event.attempt, "level": event.level, "outcome": "sending"}
+            record = {
+                "id": event.request_id,
+                "created_at": event.started_at or self.now(),
+                "route": event.route,
+                "purpose": event.purpose,
+                "predicted_bytes": event.predicted_bytes,
+                "actual_bytes": None,
+                "status": None,
+                "latency_ms": None,
+                "kind": None,
+                "reason": "",
+                "evidence": [],
+                "attempt": event.attempt,
+                "level": event.level,
+                "outcome": "sending",
+            }
             self._upsert({**record, **self.records.get(event.request_id, {})})  # a stored row wins
         elif isinstance(event, RequestFinished):
             record = self.records.get(event.request_id) or {
-                "id": event.request_id, "created_at": event.started_at or self.now(), "attempt": 0, "evidence": []}
-            record.update({"route": event.route, "purpose": event.purpose, "predicted_bytes": event.predicted_bytes,
-                           "actual_bytes": event.bytes, "status": event.status, "latency_ms": event.latency_ms,
-                           "kind": event.kind, "reason": event.reason, "level": event.level,
-                           "outcome": "failed" if event.kind else "ok"})
+                "id": event.request_id,
+                "created_at": event.started_at or self.now(),
+                "attempt": 0,
+                "evidence": [],
+            }
+            record.update(
+                {
+                    "route": event.route,
+                    "purpose": event.purpose,
+                    "predicted_bytes": event.predicted_bytes,
+                    "actual_bytes": event.bytes,
+                    "status": event.status,
+                    "latency_ms": event.latency_ms,
+                    "kind": event.kind,
+                    "reason": event.reason,
+                    "level": event.level,
+                    "outcome": "failed" if event.kind else "ok",
+                }
+            )
             self._upsert(record)
             if event.kind:
                 self._last_rejected = event.request_id
         elif isinstance(event, CapLearned):
-            self.cap_events.append({"cap_bytes": event.cap_bytes, "rejected_bytes": event.rejected_bytes,
-                                    "created_at": self.now(), "assumed": event.assumed})
+            self.cap_events.append(
+                {
+                    "cap_bytes": event.cap_bytes,
+                    "rejected_bytes": event.rejected_bytes,
+                    "created_at": self.now(),
+                    "assumed": event.assumed,
+                }
+            )
             if self._last_rejected and not event.assumed:
                 self._cap_by_request.setdefault(self._last_rejected, event.cap_bytes)
             if self.selected_id:
@@ -158,7 +211,13 @@ error body and a preview of what was sent.
 
     def _cells(self, record: dict[str, Any]) -> tuple:
         outcome = record.get("outcome")
-        state = "failed" if record.get("kind") or outcome == "failed" else "sending" if outcome == "sending" else "ok"
+        state = (
+            "failed"
+            if record.get("kind") or outcome == "failed"
+            else "sending"
+            if outcome == "sending"
+            else "ok"
+        )
         style: Style = self.get_component_rich_style(f"requests--{state}", partial=True)
         status = record.get("status")
         status_text = "…" if outcome == "sending" else (str(status) if status else "—")
@@ -191,8 +250,10 @@ error body and a preview of what was sent.
 
         def fetch() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
             rows = store.list_requests(session_id)[-MAX_ROWS:]
-            caps = [{**(e.get("data") or {}), "created_at": e.get("created_at")}
-                    for e in store.list_events(session_id, "cap_learned")]
+            caps = [
+                {**(e.get("data") or {}), "created_at": e.get("created_at")}
+                for e in store.list_events(session_id, "cap_learned")
+            ]
             return display_data(rows), display_data(caps)
 
         rows, caps = await asyncio.to_thread(fetch)
@@ -267,9 +328,12 @@ error body and a preview of what was sent.
                 record.update({k: v for k, v in stored.items() if v not in (None, "") or k not in record})
                 if record.get("latency_ms") is None:
                     record["latency_ms"] = live_latency
-        self.explanation = explain_request(record, list(self.records.values()),
-                                           learned_cap=self._cap_by_request.get(request_id),
-                                           cap_events=list(self.cap_events))
+        self.explanation = explain_request(
+            record,
+            list(self.records.values()),
+            learned_cap=self._cap_by_request.get(request_id),
+            cap_events=list(self.cap_events),
+        )
         self.detail_text = request_report(record, self.explanation)
         body.update(_styled_report(self.detail_text))
 

@@ -96,11 +96,17 @@ def retries_after_visible_output(events: Iterable[object]) -> list[str]:
             dead_since = None
         elif isinstance(event, RequestStarted):
             if dead_since is not None:
-                problems.append(f"request {event.request_id} started after {dead_since} failed with visible output")
+                problems.append(
+                    f"request {event.request_id} started after {dead_since} failed with visible output"
+                )
             current = RequestSpan(event.request_id, event.purpose)
         elif isinstance(event, TextDelta) and current is not None:
             current.text += event.text
-        elif isinstance(event, RequestFinished) and current is not None and event.request_id == current.request_id:
+        elif (
+            isinstance(event, RequestFinished)
+            and current is not None
+            and event.request_id == current.request_id
+        ):
             if event.kind is not None and current.text:
                 dead_since = event.request_id
     return problems
@@ -118,8 +124,10 @@ def view_problems(session: Session, store: Store) -> list[str]:
         for key in markers_in(message.all_text()):
             entry = store.archive_get(key, session.id)
             if entry is None or entry.session_id != session.id:
-                problems.append(f"marker <<ccr:{key}>> in {message.id} ({message.meta.origin}) does not resolve "
-                                f"in this session's archive")
+                problems.append(
+                    f"marker <<ccr:{key}>> in {message.id} ({message.meta.origin}) does not resolve "
+                    f"in this session's archive"
+                )
     return problems
 
 
@@ -133,8 +141,10 @@ def counter_problems(session: Session, store: Store) -> list[str]:
     if failed != rejections:
         problems.append(f"rejections by kind {dict(rejections)} != failed rows by kind {dict(failed)}")
     if session.counters.failed_requests != sum(failed.values()):
-        problems.append(f"counters.failed_requests = {session.counters.failed_requests} but "
-                        f"{sum(failed.values())} failed rows")
+        problems.append(
+            f"counters.failed_requests = {session.counters.failed_requests} but "
+            f"{sum(failed.values())} failed rows"
+        )
     unfinished = [r["id"] for r in rows if r["outcome"] == "sending"]
     if unfinished:
         problems.append(f"request rows never finished: {unfinished[:3]}")
@@ -146,24 +156,36 @@ def size_problems(rows: Sequence[dict]) -> list[str]:
     problems = []
     for row in rows:
         predicted, actual = row.get("predicted_bytes"), row.get("actual_bytes")
-        if row.get("outcome") == "ok" and predicted and actual and abs(predicted - actual) > SIZE_TOLERANCE * actual:
-            problems.append(f"request {row['id']} ({row['provider']}, {row['purpose']}): predicted {predicted:,} "
-                            f"bytes, sent {actual:,}")
+        if (
+            row.get("outcome") == "ok"
+            and predicted
+            and actual
+            and abs(predicted - actual) > SIZE_TOLERANCE * actual
+        ):
+            problems.append(
+                f"request {row['id']} ({row['provider']}, {row['purpose']}): predicted {predicted:,} "
+                f"bytes, sent {actual:,}"
+            )
     return problems
 
 
 def notice_problems(session: Session) -> list[str]:
-    notices = [m.id for m in session.view.messages
-               if m.role == "user" and m.meta.origin == "notice" and PAYLOAD_NOTICE_PREFIX in m.text]
+    notices = [
+        m.id
+        for m in session.view.messages
+        if m.role == "user" and m.meta.origin == "notice" and PAYLOAD_NOTICE_PREFIX in m.text
+    ]
     return [f"the payload notice is in the view {len(notices)} times"] if len(notices) > 1 else []
 
 
-def audit_turn(session: Session, events: Sequence[object], *, prompt: str | None,
-               committed_before: set[str]) -> tuple[TurnAudit, Session]:
+def audit_turn(
+    session: Session, events: Sequence[object], *, prompt: str | None, committed_before: set[str]
+) -> tuple[TurnAudit, Session]:
     """Check one turn. `committed_before`: ids of every message committed earlier (updated in place)."""
     store = session.store
-    audit = TurnAudit(spans=request_spans(events),
-                      committed=[e for e in events if isinstance(e, MessageAdded)])
+    audit = TurnAudit(
+        spans=request_spans(events), committed=[e for e in events if isinstance(e, MessageAdded)]
+    )
     fresh = Session.load(store, session.id)
     stored = {m.id: m for m in fresh.master}
 
@@ -180,8 +202,10 @@ def audit_turn(session: Session, events: Sequence[object], *, prompt: str | None
     # The prompt is stored.
     if prompt is not None:
         users = [stored.get(e.message_id) for e in audit.committed if e.role == "user" and e.origin == "user"]
-        if not any(m is not None and m.parts and isinstance(m.parts[0], Text) and m.parts[0].text == prompt
-                   for m in users):
+        if not any(
+            m is not None and m.parts and isinstance(m.parts[0], Text) and m.parts[0].text == prompt
+            for m in users
+        ):
             audit.lose(f"the prompt {prompt[:60]!r} is not in the master log")
 
     # Every answer the client received is stored (complete, or partial when its request failed).
@@ -189,8 +213,10 @@ def audit_turn(session: Session, events: Sequence[object], *, prompt: str | None
     answers = [e for e in audit.committed if e.role == "assistant" and e.origin == "model"]
     kept = [stored.get(e.message_id) for e in answers]
     if [s.text for s in received] != [m.text if m else None for m in kept]:
-        audit.lose(f"answers received {[_short(s.text) for s in received]} != answers stored "
-                   f"{[_short(m.text if m else None) for m in kept]}")
+        audit.lose(
+            f"answers received {[_short(s.text) for s in received]} != answers stored "
+            f"{[_short(m.text if m else None) for m in kept]}"
+        )
     else:
         for span, message in zip(received, kept, strict=True):
             if span.failed and not message.meta.partial:
@@ -202,7 +228,9 @@ def audit_turn(session: Session, events: Sequence[object], *, prompt: str | None
     audit.problems += retries_after_visible_output(events)
     audit.problems += counter_problems(fresh, store)
     turn_ids = {s.request_id for s in audit.spans}
-    audit.problems += size_problems([r for r in store.list_requests(session.id, limit=ALL_ROWS) if r["id"] in turn_ids])
+    audit.problems += size_problems(
+        [r for r in store.list_requests(session.id, limit=ALL_ROWS) if r["id"] in turn_ids]
+    )
     audit.problems += notice_problems(fresh)
     return audit, fresh
 

@@ -55,7 +55,9 @@ def problems_of(events: Sequence[object]) -> list[str]:
             problems.append(f"event {index}: unknown event type {type(event).__name__}")
     stops = [i for i, e in enumerate(events) if isinstance(e, StopChunk)]
     if stops != [len(events) - 1]:
-        problems.append(f"a finished stream ends with exactly one StopChunk (StopChunks at {stops} of {len(events)})")
+        problems.append(
+            f"a finished stream ends with exactly one StopChunk (StopChunks at {stops} of {len(events)})"
+        )
     return problems
 
 

@@ -42,13 +42,26 @@ class Run:
         return self.stderr.decode("utf-8", "replace")
 
 
-def run_bulkhead(args: list[str], *, stdin: bytes = b"", answers: list[str] | None = None,
-                 cwd: Path | None = None, env: dict[str, str] | None = None) -> Run:
+def run_bulkhead(
+    args: list[str],
+    *,
+    stdin: bytes = b"",
+    answers: list[str] | None = None,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+) -> Run:
     environment = {**os.environ, **(env or {})}
     command = [sys.executable, "-m", "app", *args]
     if answers is None:
-        done = subprocess.run(command, input=stdin, capture_output=True, env=environment, cwd=cwd,
-                              start_new_session=True, timeout=DEADLINE_S)
+        done = subprocess.run(
+            command,
+            input=stdin,
+            capture_output=True,
+            env=environment,
+            cwd=cwd,
+            start_new_session=True,
+            timeout=DEADLINE_S,
+        )
         return Run(done.returncode, done.stdout, done.stderr)
 
     master, slave = os.openpty()
@@ -57,9 +70,17 @@ def run_bulkhead(args: list[str], *, stdin: bytes = b"", answers: list[str] | No
         fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
 
     try:
-        child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                 env=environment, cwd=cwd, start_new_session=True, pass_fds=(slave,),
-                                 preexec_fn=take_the_terminal)
+        child = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=environment,
+            cwd=cwd,
+            start_new_session=True,
+            pass_fds=(slave,),
+            preexec_fn=take_the_terminal,
+        )
     finally:
         os.close(slave)
     outputs: dict[str, bytes] = {}
@@ -67,8 +88,10 @@ def run_bulkhead(args: list[str], *, stdin: bytes = b"", answers: list[str] | No
     def drain(name: str, stream) -> None:
         outputs[name] = stream.read()
 
-    readers = [threading.Thread(target=drain, args=(name, stream), daemon=True)
-               for name, stream in (("stdout", child.stdout), ("stderr", child.stderr))]
+    readers = [
+        threading.Thread(target=drain, args=(name, stream), daemon=True)
+        for name, stream in (("stdout", child.stdout), ("stderr", child.stderr))
+    ]
     for reader in readers:
         reader.start()
     assert child.stdin is not None

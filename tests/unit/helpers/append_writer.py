@@ -26,8 +26,9 @@ def main() -> None:
         if i % 3 == 2:
             message = Message.create("tool", [ToolResult(f"c{i}", body)], turn=i)
         elif i % 3 == 1:
-            message = Message.create("assistant", [ToolCall(f"c{i + 1}", "read_file", {"path": body[:100]})],
-                                     turn=i)
+            message = Message.create(
+                "assistant", [ToolCall(f"c{i + 1}", "read_file", {"path": body[:100]})], turn=i
+            )
         else:
             message = Message.create("user", body, turn=i)
         seq = store.append_message(session_id, message, view_id)
