@@ -413,16 +413,17 @@ class Chat(VerticalScroll, can_focus=True):
 
     # -- paging -----------------------------------------------------------------------------------------
     def _maybe_page(self) -> None:
-        """Near the top (or the bottom) of what is mounted, with more beyond: page it in."""
+        """Near the top (or the bottom) of what is mounted, with more beyond: page it in (after the next
+        frame, so keys queued while a page went in cannot chain pages without drawing)."""
         if self._paging or not self.is_attached:
             return
         margin = max(2, self.size.height)
         if self._older and self.scroll_y <= margin:
             self._paging = True
-            self.call_later(self._page_older)
+            self.call_after_refresh(self._page_older)
         elif self._newer and self.max_scroll_y - self.scroll_y <= margin:
             self._paging = True
-            self.call_later(self._page_newer)
+            self.call_after_refresh(self._page_newer)
 
     @property
     def page_items(self) -> int:
@@ -932,11 +933,15 @@ class Chat(VerticalScroll, can_focus=True):
         self.post_message(self.LeaveChat())
 
     # -- resume -----------------------------------------------------------------------------------------------
-    async def render_history(self, messages: Iterable[EngineMessage]) -> None:
+    async def render_history(
+        self, messages: Iterable[EngineMessage], *, entries: list[HistoryEntry] | None = None
+    ) -> None:
         """Show a resumed session's master log (tool results joined to their calls): its last
         `chat_window_items` items are mounted, the others wait as entries until the user scrolls or
-        searches to them — resuming costs what is on screen, not the length of the session."""
-        entries = entries_from_messages(messages)
+        searches to them — resuming costs what is on screen, not the length of the session.
+        `entries`: the log already made entries (off the event loop, `entries_from_messages`)."""
+        if entries is None:
+            entries = entries_from_messages(messages)
         if not entries:
             return
         window = self.window_items
