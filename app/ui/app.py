@@ -30,7 +30,6 @@ from pathlib import Path
 
 from textual import events
 from textual.app import App
-from textual.binding import Binding
 from textual.css.query import NoMatches
 from textual.reactive import reactive
 from textual.widget import Widget
@@ -41,6 +40,7 @@ from app.sizes import format_size
 from app.state import State
 from app.textsafe import display, display_line
 from app.ui import session_actions, terminal_keys, turn_actions, view_actions  # noqa: F401 - they register handlers
+from app.ui.bindings import APP_BINDINGS
 from app.ui.chat import Chat
 from app.ui.copying import Copying
 from app.ui.engine_link import EngineLink, read_only_notice
@@ -51,11 +51,9 @@ from app.ui.palette import BulkheadCommands
 from app.ui.prompt import PromptArea, PromptBox, PromptHistory, history_path
 from app.ui.startup import SDK_MODULES, styles_path, tune_gc
 from app.ui.turns import INTERRUPT_QUIT_WINDOW_S, ApprovalAsked, TurnControl
-from app.ui.widgets.inspector import PANEL_NAMES, Inspector
+from app.ui.widgets.inspector import Inspector
 
 __all__ = ["ApprovalAsked", "BulkheadApp", "SDK_MODULES", "read_only_notice"]
-
-PANEL_KEYS = 7  # alt+1 … alt+7 (ctrl+1 … ctrl+7 where the terminal reports them); ctrl+t steps through them
 
 
 class BulkheadApp(EngineLink, TurnControl, FileMentions, InspectorControl, Copying, App[int]):
@@ -72,108 +70,7 @@ on the right shows every request's size against the cap, the recovery ladder, co
 archive (Enter recalls a segment) and every request with the evidence of a rejection.
 """
 
-    _view = Binding.Group("View")
-    BINDINGS = [
-        Binding(
-            "ctrl+q",
-            "quit",
-            "Quit",
-            tooltip="Quit bulkhead (the terminal is restored)",
-            priority=True,
-            id="app.quit",
-        ),
-        Binding(
-            "f1,alt+h",
-            "help",
-            "Help",
-            tooltip="Help for the focused pane, every key and command",
-            id="app.help",
-        ),
-        Binding(
-            "escape",
-            "cancel",
-            "Cancel",
-            tooltip="Cancel the running turn or compaction",
-            priority=True,
-            show=False,
-            id="app.cancel",
-        ),
-        Binding(
-            "ctrl+c",
-            "interrupt",
-            "Interrupt",
-            priority=True,
-            show=False,
-            id="app.interrupt",
-            tooltip="Cancel the running turn; else copy the selection or clear the prompt; twice quits",
-        ),
-        Binding(
-            "ctrl+f",
-            "find",
-            "Find",
-            tooltip="Find text anywhere in the conversation (/find)",
-            show=False,
-            priority=True,
-            id="app.find",
-        ),
-        Binding(
-            "ctrl+o,f6",
-            "focus_chat",
-            "Chat",
-            tooltip="Move into the chat to copy or fold (Esc returns)",
-            id="app.chat",
-        ),
-        Binding(
-            "ctrl+end,alt+down",
-            "jump_latest",
-            "Latest",
-            tooltip="Jump to the newest output and follow it",
-            show=False,
-            id="app.latest",
-        ),
-        Binding(
-            "f2,ctrl+backslash",
-            "toggle_inspector",
-            "Inspector",
-            tooltip="Hide or show the inspector",
-            group=_view,
-            id="app.inspector",
-        ),
-        Binding(
-            "f3,alt+w",
-            "widen_inspector",
-            "Wide",
-            tooltip="Widen or narrow the inspector",
-            group=_view,
-            id="app.widen",
-        ),
-        Binding(
-            "f5,alt+s",
-            "command('sessions')",
-            "Sessions",
-            tooltip="Browse sessions and resume one",
-            id="app.sessions",
-        ),
-        Binding(
-            "ctrl+t",
-            "next_panel",
-            "Panels",
-            tooltip="Show the inspector and move to its next panel",
-            group=_view,
-            id="app.next_panel",
-        ),
-        *(
-            Binding(
-                f"alt+{n},ctrl+{n}",
-                f"panel({n})",
-                f"Panel {n}",
-                show=False,
-                tooltip=f"Show and focus inspector panel {n} ({name})",
-                id=f"app.panel{n}",
-            )
-            for n, name in enumerate(PANEL_NAMES[:PANEL_KEYS], start=1)
-        ),
-    ]
+    BINDINGS = APP_BINDINGS
 
     activity: reactive[str] = reactive("", init=False)  # "" | turn | compact | probe: what runs now
 
