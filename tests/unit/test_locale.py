@@ -152,7 +152,17 @@ def test_the_tui_draws_ascii_boxes_not_escapes(tmp_path, locale_env, encoding):
                 except OSError:
                     break
         os.write(primary, b"\x11")  # Ctrl+Q
-        process.wait(timeout=30)
+        # Keep reading, as a terminal does: the app's last frames and the terminal reset are written on the
+        # way out, and a pty nobody reads fills up and blocks the writer.
+        deadline = time.monotonic() + 30
+        while process.poll() is None and time.monotonic() < deadline:
+            ready, _, _ = select.select([primary], [], [], 0.2)
+            if ready:
+                try:
+                    output += os.read(primary, 65536)
+                except OSError:
+                    break
+        process.wait(timeout=max(1.0, deadline - time.monotonic()))
     finally:
         if process.poll() is None:
             process.kill()
