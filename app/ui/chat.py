@@ -12,7 +12,9 @@
   does not follow, new content below shows the "↓ new output" marker.
 - Only a window of the conversation is mounted (see `app.ui.chat_history`): a resumed session mounts
   its last `chat_window_items` items and keeps the rest as entries without widgets, paged in
-  (a third of `chat_window_items` at a time) as the user scrolls up to them; items scrolled far out of a live
+  (a third of `chat_window_items` at a time) as the user scrolls up to them, while as many of the newest
+  leave the bottom once twice `chat_window_items` are mounted (and back, scrolling down), so a page
+  costs the same anywhere in the session; items scrolled far out of a live
   session (past `RENDER_BUDGET`) become entries again. `/find` (Ctrl+F) searches every item, on
   screen or not, and brings the match into view; the store keeps everything (/export).
 - Engine events are dispatched by type (`handle` is a `functools.singledispatchmethod`).
@@ -411,16 +413,17 @@ class Chat(VerticalScroll, can_focus=True):
 
     # -- paging -----------------------------------------------------------------------------------------
     def _maybe_page(self) -> None:
-        """Near the top (or the bottom) of what is mounted, with more beyond: page it in."""
+        """Near the top (or the bottom) of what is mounted, with more beyond: page it in (after the next
+        frame, so keys queued while a page went in cannot chain pages without drawing)."""
         if self._paging or not self.is_attached:
             return
         margin = max(2, self.size.height)
         if self._older and self.scroll_y <= margin:
             self._paging = True
-            self.call_later(self._page_older)
+            self.call_after_refresh(self._page_older)
         elif self._newer and self.max_scroll_y - self.scroll_y <= margin:
             self._paging = True
-            self.call_later(self._page_newer)
+            self.call_after_refresh(self._page_newer)
 
     @property
     def page_items(self) -> int:
@@ -439,7 +442,7 @@ class Chat(VerticalScroll, can_focus=True):
             self._register(widgets)
             anchor = self._page_before
             first = anchor if anchor is not None and anchor.is_attached else next(iter(self.items), None)
-            height_before = self.virtual_size.height
+            top_before = first.virtual_region_with_margin.y if first is not None else 0
             scroll_before = self.scroll_y
             at = self.items.index(first) if first is not None else 0
             if first is not None:
@@ -452,15 +455,19 @@ class Chat(VerticalScroll, can_focus=True):
             self.pruned = max(0, self.pruned - count)
             if self.cursor >= at:  # the cursor stays on its item
                 self.set_reactive(Chat.cursor, self.cursor + count)
+            await self._trim_newest()
             await self._update_markers()
-            self.call_after_refresh(self._keep_place, height_before, scroll_before)
+            if first is not None:
+                self.call_after_refresh(self._keep_place, first, top_before, scroll_before)
             return widgets
         finally:
             self._paging = False
 
-    def _keep_place(self, height_before: int, scroll_before: float) -> None:
-        """Content grew above the view: scroll by as much, so what the user read stays put."""
-        grown = self.virtual_size.height - height_before
+    def _keep_place(self, first: ChatItem, top_before: int, scroll_before: float) -> None:
+        """Content grew above the view (above `first`): scroll by as much, so what the user read stays put."""
+        if not first.is_attached:
+            return
+        grown = first.virtual_region_with_margin.y - top_before
         if grown > 0 and not self.follow:
             self.scroll_to(y=scroll_before + grown, animate=False, immediate=True, release_anchor=False)
 
@@ -475,10 +482,69 @@ class Chat(VerticalScroll, can_focus=True):
             await self.mount_all(
                 widgets, before=self._newer_marker
             ) if self._newer_marker is not None else await self.mount_all(widgets)
+            await self._trim_oldest()
             await self._update_markers()
             return widgets
         finally:
             self._paging = False
+
+    # A page mounted at one end of the window takes as many items off the other end once more than
+    # `max_mounted` are mounted, so a page costs the same (Textual lays out every mounted item) whether
+    # the user is 100 or 4,000 items back. Nothing live (a stream, a running tool, an approval) is taken.
+    @property
+    def max_mounted(self) -> int:
+        """Items mounted at most while the user pages through the history: twice `chat_window_items`."""
+        return 2 * self.window_items
+
+    def _live(self) -> bool:
+        return self._answer is not None or any(
+            b.pending or not (b.done or b.stopped) for b in self.tool_blocks()
+        )
+
+    async def _trim_newest(self) -> None:
+        """Paged up: the newest mounted items (below the view) become entries again."""
+        items = self.items
+        extra = len(items) - self.max_mounted
+        if extra <= 0 or self.follow or self._live():
+            return
+        doomed = items[-extra:]
+        if self._page_before in doomed:
+            return
+        for block in doomed:
+            if isinstance(block, ToolBlock):
+                self._tools.pop(block.call_id, None)
+        self._newer = [*map(entry_of, doomed), *self._newer]
+        self.cursor = min(self.cursor, len(items) - extra - 1)
+        await self.remove_children(doomed)
+
+    async def _trim_oldest(self) -> None:
+        """Paged down: the oldest mounted items (above the view) become entries again; what is on
+        screen stays where it is."""
+        items = self.items
+        extra = len(items) - self.max_mounted
+        if extra <= 0 or self.follow or self._live():
+            return
+        doomed, kept = items[:extra], items[extra]
+        for block in doomed:
+            if isinstance(block, ToolBlock):
+                self._tools.pop(block.call_id, None)
+        removed_rows = kept.virtual_region_with_margin.y - doomed[0].virtual_region_with_margin.y
+        self._older = [*self._older, *map(entry_of, doomed)]
+        self.pruned = len(self._older)
+        if self._page_before in doomed:
+            self._page_before = None
+        self.set_reactive(Chat.cursor, max(-1, self.cursor - extra))
+        scroll_before = self.scroll_y
+        await self.remove_children(doomed)
+        if removed_rows > 0:
+            self.call_after_refresh(
+                lambda: self.scroll_to(
+                    y=max(0, scroll_before - removed_rows),
+                    animate=False,
+                    immediate=True,
+                    release_anchor=False,
+                )
+            )
 
     async def _rewindow(self, target: int, *, at_end: bool = False) -> ChatItem | None:
         """Mount the window of the whole conversation around item `target` (the last window when
@@ -867,11 +933,15 @@ class Chat(VerticalScroll, can_focus=True):
         self.post_message(self.LeaveChat())
 
     # -- resume -----------------------------------------------------------------------------------------------
-    async def render_history(self, messages: Iterable[EngineMessage]) -> None:
+    async def render_history(
+        self, messages: Iterable[EngineMessage], *, entries: list[HistoryEntry] | None = None
+    ) -> None:
         """Show a resumed session's master log (tool results joined to their calls): its last
         `chat_window_items` items are mounted, the others wait as entries until the user scrolls or
-        searches to them — resuming costs what is on screen, not the length of the session."""
-        entries = entries_from_messages(messages)
+        searches to them — resuming costs what is on screen, not the length of the session.
+        `entries`: the log already made entries (off the event loop, `entries_from_messages`)."""
+        if entries is None:
+            entries = entries_from_messages(messages)
         if not entries:
             return
         window = self.window_items

@@ -27,6 +27,7 @@ from app.model.events import (
     ViewChanged,
 )
 from app.textsafe import display_data, display_line
+from app.ui.chat_history import entries_from_messages
 from app.ui.messages import EngineEvent
 from app.ui.panel_source import panel_source
 from app.ui.startup import prewarm_in_background
@@ -79,7 +80,12 @@ class EngineLink:
             return
         prewarm_in_background(choice.route.provider)
         self._command_problems = self.refresh_custom_commands()
-        self.call_from_thread(self._engine_opened, engine, choice, resumed)
+        # What costs the length of the session is done here, off the event loop, before the engine is
+        # shared: the inspector's report (measuring the view, which warms the provider's payload cache
+        # for the engine's own measure) and the resumed history as chat entries (no widget built).
+        source = panel_source(engine)
+        history = entries_from_messages(engine.session.master) if resumed else None
+        self.call_from_thread(self._engine_opened, engine, choice, resumed, source, history)
 
     def _session_held(self, held, route_name: str | None) -> None:
         from app.ui.screens.lease import LeaseScreen
@@ -96,12 +102,16 @@ class EngineLink:
 
         self.push_screen(LeaseScreen(held), callback=chosen)
 
-    async def _engine_opened(self, engine, choice, resumed: bool) -> None:
+    async def _engine_opened(self, engine, choice, resumed: bool, source=None, history=None) -> None:
         self.engine = engine
         self.choice = choice
         self.store = engine.session.store
         self._unsubscribe = engine.session.bus.subscribe(self._on_bus)
-        self.show_session_in_inspector()
+        if source is None:
+            self.show_session_in_inspector()
+        else:
+            with contextlib.suppress(NoMatches):
+                self.inspector.show_session(source)
         chat = self.chat
         for note in choice.notices:
             await chat.add_notice(
@@ -120,7 +130,7 @@ class EngineLink:
                 code="resume",
                 title="session",
             )
-            await chat.render_history(session.master)
+            await chat.render_history(session.master, entries=history)
             if session.read_only:
                 await chat.add_notice(
                     read_only_notice(session.id), level="warn", code="read_only", title="read-only"

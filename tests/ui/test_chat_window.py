@@ -51,6 +51,7 @@ async def test_resume_draws_a_window_and_pages_older_items_in_up_to_the_first(la
         history = [i for i in chat.items if not isinstance(i, NoticeItem)]
         assert len(history) == 40  # O(visible), not 1,200
         assert chat.older_count == 3 * PROMPTS - 40
+        total = chat.older_count + len(chat.items)  # the history and the resume notice
         assert users(app)[-1] == f"prompt number {PROMPTS - 1}: look at module {PROMPTS - 1}"
         assert "earlier items are not shown yet" in str(chat._pruned_marker.render())
         chat.focus()
@@ -69,11 +70,28 @@ async def test_resume_draws_a_window_and_pages_older_items_in_up_to_the_first(la
             await pilot.pause()
         assert chat.older_count == 0 and chat._pruned_marker is None
         assert users(app)[0] == "prompt number 0: look at module 0"
-        assert len(users(app)) == PROMPTS
+        # the window stays bounded: what paged in at the top took as many of the newest off the bottom
+        assert len(chat.items) <= 2 * 40 and chat.newer_count == total - len(chat.items)
+        assert "later items" in str(chat._newer_marker.render())
         assert not chat.follow
         # the tool blocks paged in keep their results
         first_block = next(i for i in chat.items if isinstance(i, ToolBlock))
         assert first_block.done and "marker-0-end" in first_block.copy_text()
+        # scrolling down pages the later items back in, and the oldest leave the top; the view stays put
+        newer = chat.newer_count
+        for _ in range(60):
+            if chat.newer_count < newer and chat.older_count > 0:
+                break
+            await pilot.press("pagedown")
+            await pilot.pause()
+        assert chat.newer_count < newer and chat.older_count > 0
+        assert len(chat.items) <= 2 * 40
+        shown = [i for i in chat.items if on_screen(app, i)]
+        assert shown and chat.scroll_y > 0
+        # End: the latest again, followed
+        await pilot.press("end")
+        await until(pilot, lambda: chat.newer_count == 0 and chat.follow, "the latest")
+        assert users(app)[-1] == f"prompt number {PROMPTS - 1}: look at module {PROMPTS - 1}"
         await app.action_quit()
 
 
