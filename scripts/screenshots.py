@@ -69,7 +69,7 @@ def make_app(lab_url: str, workspace: Path, **settings_overrides):
         workspace=workspace,
         cursor_blink=False,
         keymap={},
-        inspector_factory=lambda: Inspector(tz=UTC),
+        inspector=Inspector(id="inspector", tz=UTC),
     )
 
 
@@ -213,7 +213,9 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(ROOT / "screenshots"), help="folder for the SVGs")
     args = parser.parse_args()
-    os.environ["BULKHEAD_CONFIG"] = str(Path(tempfile.gettempdir()) / "bulkhead-screenshots-no-config.toml")
+    empty_config = Path(tempfile.mkdtemp(prefix="bulkhead-screenshots-")) / "config.toml"
+    empty_config.write_text("", encoding="utf-8")  # nothing of yours is read (a named config must exist)
+    os.environ["BULKHEAD_CONFIG"] = str(empty_config)
     for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
         os.environ.pop(name, None)
     os.environ["PYTHON_KEYRING_BACKEND"] = "keyring.backends.fail.Keyring"
