@@ -170,6 +170,40 @@ class Sender:
                 )
                 await self.sleep(delay)
 
+    async def _count_failure(
+        self,
+        request_id: str,
+        request: Request,
+        error: ProviderError,
+        failure: Failure,
+        latency_ms: float,
+        level: int,
+        started_at: float,
+    ) -> None:
+        """A failed request, streamed or not: counted, saved, shown (RequestFinished), then `on_rejection`."""
+        counters = self.session.counters
+        counters.requests += 1
+        counters.failed_requests += 1
+        counters.add_rejection(failure.kind)
+        self.session.save_counters()
+        self.emit(
+            RequestFinished(
+                request_id=request_id,
+                route=self.route,
+                purpose=request.purpose,
+                predicted_bytes=request.predicted_bytes,
+                bytes=error.request_bytes or request.actual_bytes,
+                status=error.status,
+                latency_ms=round(latency_ms, 1),
+                kind=failure.kind,
+                reason=failure.reason,
+                level=level,
+                started_at=started_at,
+            )
+        )
+        if self.on_rejection is not None:
+            await self.on_rejection(failure, request)
+
     async def _send_once(
         self, request: Request, *, level: int, attempt: int, stream_text: bool
     ) -> StreamResult:
@@ -252,27 +286,7 @@ class Sender:
             self._learn_sizes(error, failure, request)
             latency = (time.monotonic() - started) * 1000
             record(outcome="failed", error=error, failure=failure, latency_ms=latency)
-            self.session.counters.requests += 1
-            self.session.counters.failed_requests += 1
-            self.session.counters.add_rejection(failure.kind)
-            self.session.save_counters()
-            self.emit(
-                RequestFinished(
-                    request_id=request_id,
-                    route=self.route,
-                    purpose=request.purpose,
-                    predicted_bytes=request.predicted_bytes,
-                    bytes=error.request_bytes or request.actual_bytes,
-                    status=error.status,
-                    latency_ms=round(latency, 1),
-                    kind=failure.kind,
-                    reason=failure.reason,
-                    level=level,
-                    started_at=started_at,
-                )
-            )
-            if self.on_rejection is not None:
-                await self.on_rejection(failure, request)
+            await self._count_failure(request_id, request, error, failure, latency, level, started_at)
             raise RequestFailed(error, failure, request, "".join(text), request_id, tool_calls) from raised
         except asyncio.CancelledError:
             latency = (time.monotonic() - started) * 1000
@@ -348,26 +362,7 @@ class Sender:
             failure = classify(error, drop_threshold=self.drop_threshold)
             latency = (time.monotonic() - started) * 1000
             record(outcome="failed", error=error, failure=failure, latency_ms=latency)
-            self.session.counters.requests += 1
-            self.session.counters.failed_requests += 1
-            self.session.counters.add_rejection(failure.kind)
-            self.session.save_counters()
-            self.emit(
-                RequestFinished(
-                    request_id=request_id,
-                    route=self.route,
-                    purpose=request.purpose,
-                    predicted_bytes=request.predicted_bytes,
-                    bytes=error.request_bytes or request.actual_bytes,
-                    status=error.status,
-                    latency_ms=round(latency, 1),
-                    kind=failure.kind,
-                    reason=failure.reason,
-                    started_at=started_at,
-                )
-            )
-            if self.on_rejection is not None:
-                await self.on_rejection(failure, request)
+            await self._count_failure(request_id, request, error, failure, latency, 0, started_at)
             raise RequestFailed(error, failure, request, "", request_id) from error
         latency = (time.monotonic() - started) * 1000
         self.session.counters.requests += 1
