@@ -39,6 +39,7 @@ from app.engine.file_index import FuzzyPaths
 from app.engine.mentions import complete_mention, describe_completion, is_explicit_path, mention_at_end
 from app.textsafe import display_line, without_unsafe
 from app.ui.slash import complete_slash
+from app.ui.widgets.steady_scrollbars import SteadyScrollbars
 
 HISTORY_LIMIT = 1000
 
@@ -105,7 +106,7 @@ class PromptHistory:
         return self.draft
 
 
-class PromptArea(TextArea):
+class PromptArea(SteadyScrollbars, TextArea):
     """Where you type. Enter sends; Ctrl+J / Alt+Enter add a newline."""
 
     HELP = """\

@@ -33,6 +33,7 @@ from app.model.events import Compaction, Event
 from app.sizes import format_size
 from app.textsafe import display
 from app.ui.widgets.common import Clock, CopyRequested, Panel, age_text, clock_text, head_text, one_line
+from app.ui.widgets.steady_scrollbars import SteadyScrollbars
 
 MAX_ROWS = 500
 SEARCH_LIMIT = 100
@@ -57,7 +58,7 @@ class RewindRequested(Message):
     """The user asked to restore the view before the last compaction (`/rewind compact`)."""
 
 
-class ArchiveTable(DataTable):
+class ArchiveTable(SteadyScrollbars, DataTable):
     """The archive's table: Enter recalls (a mouse click only selects, it never recalls)."""
 
     BINDINGS = [

@@ -26,6 +26,7 @@ from textual.widgets import DataTable, Static
 from app.model.events import Event, HookRun
 from app.textsafe import display_data
 from app.ui.widgets.common import Clock, Panel, clock_text, copy_binding, head_text, one_line
+from app.ui.widgets.steady_scrollbars import SteadyDataTable
 
 MAX_ROWS = 500
 COMMAND_CHARS = 48
@@ -75,7 +76,7 @@ the decision bulkhead took from it and how long it ran.
         self.runs: dict[str, HookRecord] = {}
         self._order: deque[str] = deque()
         self._seq = 0
-        self.table = DataTable(id="hooks-table", cursor_type="row", zebra_stripes=True)
+        self.table = SteadyDataTable(id="hooks-table", cursor_type="row", zebra_stripes=True)
         self.detail_text = ""
 
     def compose(self) -> ComposeResult:

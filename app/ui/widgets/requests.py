@@ -33,6 +33,7 @@ from app.sizes import format_size
 from app.textsafe import display_data
 from app.ui.explain import explain_request, request_report
 from app.ui.widgets.common import Clock, CopyRequested, Panel, clock_text, trim_table
+from app.ui.widgets.steady_scrollbars import SteadyDataTable
 
 MAX_ROWS = 1_000
 MAX_CAP_EVENTS = 200
@@ -112,7 +113,7 @@ error body and a preview of what was sent.
         self._order: deque[str] = deque()
         self._cap_by_request: dict[str, int] = {}
         self._last_rejected: str | None = None
-        self.table = DataTable(id="requests-table", cursor_type="row", zebra_stripes=True)
+        self.table = SteadyDataTable(id="requests-table", cursor_type="row", zebra_stripes=True)
 
     def compose(self) -> ComposeResult:
         yield self.table
