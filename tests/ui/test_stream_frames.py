@@ -8,9 +8,30 @@ drawn by the answer view and renders outside the chat while text streams in.
 from __future__ import annotations
 
 from textual.app import App, ComposeResult
+from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
+from app.ui.headless import until
+from app.ui.markdown.widget import AnswerView
 from app.ui.widgets.steady_scrollbars import SteadyDataTable
+
+
+def markdown_text(chars: int) -> str:
+    """A coding answer's Markdown: headings, paragraphs, lists and fenced code."""
+    blocks: list[str] = []
+    n = 0
+    while sum(len(block) + 2 for block in blocks) < chars:
+        n += 1
+        blocks.append(f"## Step {n}: the `payload_{n}` module")
+        blocks.append(
+            f"Step {n} measures every message **once** and caches the size, so the cost stays flat. " * 2
+        )
+        blocks.append("\n".join(f"- item {n}.{i}: keep it under {i * 128} bytes" for i in range(1, 4)))
+        blocks.append(
+            "```python\n" + "\n".join(f"def handler_{n}_{i}():\n    return {i}" for i in range(3)) + "\n```"
+        )
+    return "\n\n".join(blocks)[:chars]
+
 
 WIDE = [f"column number {n}" for n in range(12)]  # far wider than the table: a horizontal scrollbar
 
@@ -78,3 +99,75 @@ async def test_a_steady_table_still_updates_its_scrollbar_when_the_table_changes
         table.styles.width = 120  # its size changes: the scrollbar follows
         await pilot.pause()
         assert table.horizontal_scrollbar.window_size == table.size.width - table.scrollbar_size_vertical
+
+
+class AnswerHost(App):
+    """An answer streaming in a scrolling pane, as in the chat (narrow, so it soon outgrows the view)."""
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll():
+            yield AnswerView(streaming=True)
+
+
+async def _stream_into(pilot, view: AnswerView, text: str, piece: int) -> None:
+    for start in range(0, len(text), piece):
+        view.append(text[start : start + piece])
+        await pilot.pause()
+        await until(pilot, lambda: not view._draw_pending() and not view._ingest_pending, "the slice")
+
+
+def _screen_text(app: App) -> list[str]:
+    return [strip.text for strip in app.screen._compositor.render_strips()]
+
+
+async def test_a_streamed_flush_repaints_the_lines_that_changed_not_the_whole_answer():
+    app = AnswerHost()
+    async with app.run_test(size=(70, 30)) as pilot:
+        view = app.query_one(AnswerView)
+        drawn = 0
+        original = view.render_line
+
+        def counted(y: int):
+            nonlocal drawn
+            drawn += 1
+            return original(y)
+
+        view.render_line = counted  # type: ignore[method-assign]
+        appends = 40
+        text = markdown_text(appends * 150)
+        await _stream_into(pilot, view, text, 150)
+        visible = app.query_one(VerticalScroll).size.height
+        assert view.size.height > 3 * visible  # it outgrew the view long ago
+        # Repainting every visible line at every append would draw ≥ appends × visible lines; only the
+        # open block's lines and the new ones are drawn again.
+        assert drawn < appends * visible / 3, (drawn, appends * visible)
+
+
+async def test_what_a_partial_repaint_shows_is_what_a_full_repaint_shows():
+    app = AnswerHost()
+    async with app.run_test(size=(70, 30)) as pilot:
+        view = app.query_one(AnswerView)
+        pane = app.query_one(VerticalScroll)
+        text = markdown_text(5_000)
+        for start in range(0, len(text), 90):
+            view.append(text[start : start + 90])
+            pane.scroll_end(animate=False, immediate=True)
+            await pilot.pause()
+        await until(pilot, lambda: not view._draw_pending() and not view._ingest_pending, "the stream drawn")
+        pane.scroll_home(animate=False, immediate=True)  # lines drawn long ago, from the cache
+        await pilot.pause()
+        for y in range(0, pane.max_scroll_y + 1, pane.size.height // 2):
+            pane.scroll_to(y=y, animate=False, immediate=True)
+            await pilot.pause()
+            cached = _screen_text(app)
+            view.refresh()  # everything drawn again
+            await pilot.pause()
+            assert _screen_text(app) == cached, f"at scroll {y}"
+        view.finish()  # the last block becomes final: drawn again where it changed
+        await until(pilot, lambda: view.rendered, "the answer settled")
+        pane.scroll_end(animate=False, immediate=True)
+        await pilot.pause()
+        cached = _screen_text(app)
+        view.refresh()
+        await pilot.pause()
+        assert _screen_text(app) == cached

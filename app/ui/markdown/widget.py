@@ -23,6 +23,7 @@ from rich.cells import cell_len
 from rich.color import Color
 from rich.segment import Segment
 from rich.style import Style as RichStyle
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.selection import Selection
 from textual.strip import Strip
@@ -159,6 +160,10 @@ class AnswerView(Widget):
         self._height = 0
         self._laid_out_height = 0
         self._announced_height = 0  # the height the chat was last told of (Grew) or grew by an append
+        # What the drawn lines Textual has cached were made of: (block, top row, its lines) as last repainted.
+        # A change repaints from the first row that differs, not the whole answer (see `_repaint_changed`).
+        self._painted: list[tuple[_Block, int, list[DrawnLine] | None]] = []
+        self._painted_height = 0
         self._timer: Timer | None = None
         self._keep_tokens = False  # the document defines reference links: a block alone would lose them
         self._style_table: list[RichStyle | None] = [None]
@@ -458,7 +463,6 @@ class AnswerView(Widget):
         if not self.is_attached:
             return
         started = perf_counter()
-        drew = False
         if self._ingest_pending and self._streaming and not self._jobs:
             if len(self._text) - self._settled_chars > BIG_BLOCK_CHARS:
                 self._ingest_in_thread()
@@ -468,15 +472,14 @@ class AnswerView(Widget):
                 self._ingest()
                 self._relayout()
                 tail = self._tail
-                drew = self._draw(started + SLICE_S)
+                self._draw(started + SLICE_S)
                 if tail is not None and tail.drawn_for == self._key():  # the open block was redrawn: pace it
                     self._tail_due = perf_counter() + (perf_counter() - started) * (1 - TAIL_DUTY) / TAIL_DUTY
-        drew = self._draw(started + SLICE_S) or drew
+        self._draw(started + SLICE_S)
         self._relayout()
-        if self._height != self._laid_out_height:  # what the last layout got from get_content_height
-            self.refresh(layout=True)
-        elif drew:
-            self.refresh()
+        # Repaint from the first row that changed; lay out again only if the height did (what the last
+        # layout got from get_content_height).
+        self._repaint_changed(layout=self._height != self._laid_out_height)
         # Said against what was last said, not against the last layout: a layout that ran in between
         # (another widget's) must not swallow the news that the answer grew.
         if announce and self._height > self._announced_height:
@@ -490,6 +493,60 @@ class AnswerView(Widget):
             self._timer = self.set_timer(
                 max(delay, 0.001), self._on_timer, name="answer slice"
             )  # 0 divides by 0
+
+    # -- repainting only what changed ----------------------------------------------------------------------
+    def _first_changed_row(self) -> int | None:
+        """The first row whose drawing differs from what was last repainted (None: no row does)."""
+        painted = self._painted
+        for index, block in enumerate(self._display):
+            if index >= len(painted):
+                return min(self._ys[index], self._painted_height)
+            old_block, old_y, old_lines = painted[index]
+            if old_block is not block or old_y != self._ys[index] or old_lines is not block.lines:
+                return min(old_y, self._ys[index])
+        if len(painted) > len(self._display):  # blocks went away (the text was replaced)
+            return min(painted[len(self._display)][1], self._height)
+        return None
+
+    def _repaint_changed(self, *, layout: bool = False) -> None:
+        """Repaint the rows from the first that changed to the end (of the old or new height, the longer):
+        Textual keeps its cached lines above it. A streamed flush changes the open last block only, so a
+        frame draws a few lines of the answer again, not every line on screen."""
+        first = self._first_changed_row()
+        if first is None and self._height == self._painted_height:
+            if layout:
+                self.refresh(layout=True)
+            return
+        if first is None:
+            first = min(self._height, self._painted_height)
+        bottom = max(self._height, self._painted_height)
+        self._painted = [(block, y, block.lines) for block, y in zip(self._display, self._ys, strict=True)]
+        self._painted_height = self._height
+        if bottom > first:
+            self.refresh(
+                Region(0, first, max(self._width, self.size.width, 1), bottom - first), layout=layout
+            )
+        elif layout:
+            self.refresh(layout=True)
+
+    def _size_updated(
+        self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True
+    ) -> bool:
+        """Textual repaints every line of a widget whose size changed; an answer that only got taller (or
+        shorter) at the same width repaints from its first changed row instead (what is above is as it was)."""
+        old = self._size
+        if (
+            old.width == size.width
+            and old.height != size.height
+            and old.width
+            and not self.styles.gutter.height
+        ):
+            self._repaint_changed()
+            # Textual's check then finds no new size, and the virtual size (a reactive that would repaint
+            # the whole widget and ask for one more layout) is set quietly: the cached lines above stay.
+            self._size = size
+            self.set_reactive(Widget.virtual_size, virtual_size)
+        return super()._size_updated(size, virtual_size, container_size, layout) or old != size
 
     # -- the line API --------------------------------------------------------------------------------------
     def get_content_height(self, container, viewport, width: int) -> int:
