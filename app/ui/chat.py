@@ -59,6 +59,7 @@ from app.model.messages import Message as EngineMessage
 from app.ui.chat_history import HistoryEntry, entries_from_messages, entry_of
 from app.ui.chat_items import AssistantItem, ChatItem, NoticeItem, ReportItem, ToolBlock, UserItem
 from app.ui.markdown.widget import AnswerView
+from app.ui.quiet_resize import QuietResize
 
 FLUSH_INTERVAL_S = 0.05  # coalesce deltas: 20 appends (and re-layouts) a second at most
 FOLLOW_ROWS = 2  # "at the bottom" means within this many rows of the end
@@ -68,7 +69,7 @@ PRUNE_TO = 300
 CHAT_WINDOW_ITEMS = 60  # default of the `chat_window_items` setting: items mounted on resume, and per page
 
 
-class Chat(VerticalScroll, can_focus=True):
+class Chat(QuietResize, VerticalScroll, can_focus=True):
     """The conversation. Focus it (Ctrl+O) to move between items and copy them."""
 
     HELP = """\

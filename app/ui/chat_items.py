@@ -26,6 +26,7 @@ from textual.widgets import Button, Static
 
 from app.textsafe import display, display_line
 from app.ui.markdown.widget import AnswerView
+from app.ui.quiet_resize import QuietResize
 
 _CODE_BLOCK_RE = re.compile(r"^(```+|~~~+)[^\n]*\n(.*?)^\1[ \t]*$", re.M | re.S)
 NOTICE_MARKS = {"info": "ℹ", "warn": "⚠", "error": "✖"}
@@ -102,7 +103,7 @@ class UserItem(ChatItem):
 # the loop for long.
 
 
-class AssistantItem(ChatItem):
+class AssistantItem(QuietResize, ChatItem):
     """One assistant message: its raw text, shown by one `AnswerView` (Markdown as cached lines).
 
     While it streams, `write()` appends fragments (the chat coalesces them); `finish()` returns at

@@ -8,11 +8,12 @@ drawn by the answer view and renders outside the chat while text streams in.
 from __future__ import annotations
 
 from textual.app import App, ComposeResult
-from textual.containers import VerticalScroll
+from textual.containers import Vertical, VerticalScroll
 from textual.widgets import DataTable, Static
 
 from app.ui.headless import until
 from app.ui.markdown.widget import AnswerView
+from app.ui.quiet_resize import QuietResize
 from app.ui.widgets.steady_scrollbars import SteadyDataTable
 
 
@@ -171,3 +172,67 @@ async def test_what_a_partial_repaint_shows_is_what_a_full_repaint_shows():
         view.refresh()
         await pilot.pause()
         assert _screen_text(app) == cached
+
+
+class QuietItem(QuietResize, Vertical):
+    DEFAULT_CSS = "QuietItem { height: auto; padding: 0 1 1 1; border-bottom: solid red; }"
+
+
+class QuietPane(QuietResize, VerticalScroll):
+    pass
+
+
+class QuietBody(QuietResize, Static):
+    """Stands for the answer view, which takes its own growth quietly."""
+
+
+class PlainItem(Vertical):
+    DEFAULT_CSS = QuietItem.DEFAULT_CSS.replace("QuietItem", "PlainItem")
+
+
+class GrowHost(App):
+    def __init__(self, pane: VerticalScroll, item: Vertical, body: Static) -> None:
+        super().__init__()
+        self.pane, self.item, self.body = pane, item, body
+
+    def compose(self) -> ComposeResult:
+        with self.pane:
+            yield Static("above")
+            with self.item:
+                yield self.body
+
+
+async def _layouts_while_growing(
+    pane: VerticalScroll, item: Vertical, body: Static
+) -> tuple[int, list[str], list[str]]:
+    app = GrowHost(pane, item, body)
+    async with app.run_test(size=(60, 20)) as pilot:
+        await pilot.pause()
+        compositor = app.screen._compositor
+        layouts = 0
+        original = compositor.reflow
+
+        def counted(*args, **kwargs):
+            nonlocal layouts
+            layouts += 1
+            return original(*args, **kwargs)
+
+        compositor.reflow = counted  # type: ignore[method-assign]
+        for n in range(1, 31):  # it soon outgrows the pane, anchored to the end as the chat is
+            body.update("\n".join(f"line {k}" for k in range(n * 2)))
+            pane.anchor()
+            await pilot.pause()
+        shown = _screen_text(app)
+        for widget in (pane, item):
+            widget.refresh()
+        await pilot.pause()
+        return layouts, shown, _screen_text(app)
+
+
+async def test_a_growing_item_costs_one_layout_per_growth_and_draws_what_a_full_repaint_draws():
+    plain, plain_shown, _ = await _layouts_while_growing(VerticalScroll(), PlainItem(), Static())
+    quiet, shown, repainted = await _layouts_while_growing(QuietPane(), QuietItem(), QuietBody())
+    assert shown == repainted  # the rows kept from the cache are the rows a full repaint draws
+    assert shown == plain_shown  # and the same as Textual's own containers draw
+    assert plain >= 55  # Textual's: a second layout after each growth (the virtual size reactive)
+    assert quiet <= 35, (plain, quiet)

@@ -1,0 +1,50 @@
+"""Containers that grow without repainting every line and without asking for a second layout.
+
+When a layout gives a widget a new height or virtual size, Textual (1) repaints every line of the widget
+and (2) sets its `virtual_size` reactive, which repaints it again and asks for one more layout of the
+screen. While an answer streams, every flush makes the answer, its chat item and the chat taller: each
+flush cost two layouts and a full redraw of the chat's own lines, of the item's and of every line of
+the answer on screen. The second layout changes nothing (the sizes came from the first).
+
+`QuietResize` takes a change of height or virtual size at the same width quietly: it repaints only the
+rows that can differ (from the bottom gutter of the shorter height down), updates the scrollbars of a
+scrolling container, and sets the virtual size without the reactive's repaint and layout.
+"""
+
+from __future__ import annotations
+
+from textual.geometry import Region, Size
+from textual.widget import Widget
+
+
+class QuietResize:
+    """Mix into a container widget (first in the bases)."""
+
+    def _size_updated(
+        self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True
+    ) -> bool:
+        widget: Widget = self  # type: ignore[assignment]
+        old = widget._size
+        if (
+            not layout  # the scroll fast path: Textual's own handling
+            or not old.width
+            or old.width != size.width
+            or container_size.width != widget._container_size.width
+            or (
+                old == size
+                and virtual_size == widget.virtual_size
+                and container_size == widget._container_size
+            )
+        ):
+            return super()._size_updated(size, virtual_size, container_size, layout)  # type: ignore[misc]
+        if old.height != size.height:
+            # Rows above the bottom gutter (padding, border) of the shorter height are drawn as they were.
+            top = max(0, min(old.height, size.height) - widget.styles.gutter.bottom)
+            rows = Region(0, top, size.width, max(old.height, size.height) - top)
+            widget._set_dirty(rows.translate(-widget.content_offset))  # _set_dirty takes content rows
+        widget._size = size
+        widget._container_size = container_size
+        widget.set_reactive(Widget.virtual_size, virtual_size)
+        if widget.is_scrollable:
+            widget._scroll_update(virtual_size)
+        return True
