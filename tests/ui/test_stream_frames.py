@@ -7,11 +7,14 @@ drawn by the answer view and renders outside the chat while text streams in.
 
 from __future__ import annotations
 
+import threading
+
 from textual.app import App, ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import DataTable, Static
 
 from app.ui.headless import until
+from app.ui.markdown import painter, parser
 from app.ui.markdown.widget import AnswerView
 from app.ui.quiet_resize import QuietResize
 from app.ui.widgets.steady_scrollbars import SteadyDataTable
@@ -236,3 +239,30 @@ async def test_a_growing_item_costs_one_layout_per_growth_and_draws_what_a_full_
     assert shown == plain_shown  # and the same as Textual's own containers draw
     assert plain >= 55  # Textual's: a second layout after each growth (the virtual size reactive)
     assert quiet <= 35, (plain, quiet)
+
+
+async def test_code_in_a_language_not_highlighted_yet_is_drawn_in_a_thread_once(monkeypatch):
+    """A lexer's first use compiles its rules (45 ms for Python): not on the event loop, mid-stream."""
+    monkeypatch.setattr(parser, "LEXERS_READY", {"text"})
+    monkeypatch.setattr(painter, "LEXERS_READY", parser.LEXERS_READY)
+    threads: list[str] = []
+    original = painter.Painter._fence
+
+    def recorded(self, token, width, base):
+        threads.append(threading.current_thread().name)
+        return original(self, token, width, base)
+
+    monkeypatch.setattr(painter.Painter, "_fence", recorded)
+    app = AnswerHost()
+    async with app.run_test(size=(70, 30)) as pilot:
+        view = app.query_one(AnswerView)
+        await _stream_into(
+            pilot, view, "Some code:\n\n```python\ndef f():\n    return 1\n```\n\nAfter.\n", 200
+        )
+        await until(pilot, lambda: not view._jobs, "the thread's drawing")
+        assert threads and threads[0] != threading.main_thread().name  # the first Python block: a thread
+        assert "python" in parser.LEXERS_READY
+        threads.clear()
+        await _stream_into(pilot, view, "More:\n\n```python\nx = 2\n```\n\nEnd.\n", 200)
+        assert threads and set(threads) == {threading.main_thread().name}  # warm now: drawn on the loop
+        assert "x = 2" in view.rendered_text()

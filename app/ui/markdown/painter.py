@@ -20,7 +20,7 @@ from textual.content import Content, Span
 from textual.style import Style
 
 from app.textsafe import display, display_line
-from app.ui.markdown.parser import code_language
+from app.ui.markdown.parser import LEXERS_READY, code_language
 
 BULLETS = ("• ", "▪ ", "‣ ", "⭑ ", "◦ ")  # by list depth, as textual.widgets.Markdown
 STYLE_NAMES = (
@@ -318,7 +318,10 @@ class Painter:
         side = 2 if width >= 12 else 0
         inner = max(1, width - 2 * side)
         code_lines: list[Line] = []
-        for line in highlight(code, language=code_language(token.info), theme=theme).split("\n"):
+        language = code_language(token.info)
+        highlighted = highlight(code, language=language, theme=theme)
+        LEXERS_READY.add(language)
+        for line in highlighted.split("\n"):
             for piece in line.fold(inner) if line.cell_length > inner else [line]:
                 segments = self._segments(piece, style)
                 spare = max(0, inner - piece.cell_length)

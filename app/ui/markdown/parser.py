@@ -3,6 +3,7 @@
     tokens, env = parse_markdown(text)          # a whole document (reference definitions land in env)
     split_blocks(text, PARSER.parse(text))      # [(source, tokens), …]; the sources put together are `text`
     code_language("python title=x")             # "python"; "text" when Pygments has no built-in lexer by that name
+    cold_languages(tokens)                      # fenced languages whose lexer was never used in this process
 
 Pure (no Textual): safe to run in a thread, tested in tests/ui/markdown/test_parser.py.
 """
@@ -109,3 +110,17 @@ def code_language(info: str) -> str:
     guess runs every lexer over the code — 300 ms on the event loop here."""
     name = info.split()[0].lower() if info.strip() else ""
     return name if name in _builtin_lexer_names() else "text"
+
+
+# Languages whose Pygments lexer has been used in this process. A lexer's first use compiles its rules
+# (45 ms for Python here): the answer view draws a block that needs a lexer not used yet in a thread.
+LEXERS_READY: set[str] = {"text"}
+
+
+def cold_languages(tokens: list[Token]) -> set[str]:
+    """The languages of the fenced blocks among `tokens` whose lexer has not been used yet."""
+    return {
+        language
+        for token in tokens
+        if token.type == "fence" and (language := code_language(token.info)) not in LEXERS_READY
+    }

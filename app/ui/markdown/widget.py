@@ -33,7 +33,7 @@ from textual.widget import Widget
 
 from app.textsafe import display
 from app.ui.markdown.painter import STYLE_NAMES, DrawnLine, Line, Painter, block_margins
-from app.ui.markdown.parser import PARSER, REFERENCE_DEFINITION, parse_markdown, split_blocks
+from app.ui.markdown.parser import PARSER, REFERENCE_DEFINITION, cold_languages, parse_markdown, split_blocks
 
 SLICE_S = 0.012  # the most drawing one slice does before it gives the event loop back
 SLICE_GAP_S = 0.004  # the pause between two slices: frames, keys and timers run in it
@@ -424,7 +424,11 @@ class AnswerView(Widget):
         for block in self._display:
             if block.drawn_for == key:
                 continue
-            if len(block.source) > BIG_BLOCK_CHARS:
+            # A block too big for a slice, or with code whose lexer was never used (its first use compiles
+            # the lexer's rules: 45 ms for Python) is drawn in a thread.
+            if len(block.source) > BIG_BLOCK_CHARS or (
+                block.tokens is not None and cold_languages(block.tokens)
+            ):
                 if not self._jobs:
                     self._draw_in_thread(block)
                 continue
