@@ -32,7 +32,16 @@ from app.model.archive import ArchiveEntry
 from app.model.events import Compaction, Event
 from app.sizes import format_size
 from app.textsafe import display
-from app.ui.widgets.common import Clock, CopyRequested, Panel, age_text, clock_text, head_text, one_line
+from app.ui.widgets.common import (
+    Clock,
+    CopyRequested,
+    Panel,
+    age_text,
+    clock_text,
+    head_text,
+    one_line,
+    set_cell,
+)
 from app.ui.widgets.steady_scrollbars import SteadyScrollbars
 
 MAX_ROWS = 500
@@ -153,7 +162,7 @@ Everything a compaction or a recovery dropped or cut is archived, content-addres
         """Ages grow while the list stands still (it is reloaded only when the archive changes)."""
         now = self.now()
         for key, entry in self.entries.items():
-            self.table.update_cell(key, "age", age_text(now - entry.created_at), update_width=True)
+            set_cell(self.table, key, "age", age_text(now - entry.created_at))
 
     def focus_panel(self) -> None:
         self.table.focus()
@@ -210,7 +219,7 @@ Everything a compaction or a recovery dropped or cut is archived, content-addres
         for entry in entries:
             if entry.key in self.entries:
                 self.entries[entry.key] = entry
-                table.update_cell(entry.key, "age", age_text(now - entry.created_at), update_width=True)
+                set_cell(table, entry.key, "age", age_text(now - entry.created_at))
                 continue
             self.entries[entry.key] = entry
             table.add_row(

@@ -16,6 +16,7 @@ from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -232,6 +233,19 @@ class Panel(Vertical):
 def copy_binding(panel: str, what: str) -> Binding:
     """The `c` binding every panel has: copy what it shows, as plain text."""
     return Binding("c", "copy", "Copy", id=f"{panel}.copy", tooltip=f"Copy {what} as plain text")
+
+
+def set_cell(table: DataTable, row: str, column: str, value: str | Text) -> None:
+    """Update one cell; its column is widened if the value is wider, never measured again if it is not.
+
+    `DataTable.update_cell(update_width=True)` measures every cell of the column again whenever the new
+    value is narrower than the column: the archive's ages (`59s` → `1m`) for 440 entries measured
+    190,000 cells and held the event loop 3.6 s, every 10 s. A column keeps its width until the table
+    is filled again."""
+    if table.get_cell(row, column) == value and not isinstance(value, Text):
+        return
+    width = value.cell_len if isinstance(value, Text) else cell_len(value)
+    table.update_cell(row, column, value, update_width=width > table.columns[column].content_width)  # type: ignore[index]
 
 
 def trim_table(table: DataTable, order: deque[str], max_rows: int) -> None:

@@ -32,7 +32,7 @@ from app.model.events import CapLearned, Event, RequestFinished, RequestStarted
 from app.sizes import format_size
 from app.textsafe import display_data
 from app.ui.explain import explain_request, request_report
-from app.ui.widgets.common import Clock, CopyRequested, Panel, clock_text, trim_table
+from app.ui.widgets.common import Clock, CopyRequested, Panel, clock_text, set_cell, trim_table
 from app.ui.widgets.steady_scrollbars import SteadyDataTable
 
 MAX_ROWS = 1_000
@@ -194,7 +194,7 @@ error body and a preview of what was sent.
         if request_id in self.records and request_id in table.rows:
             self.records[request_id] = record
             for (_, key), value in zip(COLUMNS, cells, strict=True):
-                table.update_cell(request_id, key, value, update_width=True)
+                set_cell(table, request_id, key, value)
             if request_id == self.selected_id:
                 self._show_detail(request_id)
             return
