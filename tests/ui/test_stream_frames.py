@@ -13,6 +13,8 @@ from textual.app import App, ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import DataTable, Static
 
+from app.model.events import AnswerFinished, TextDelta
+from app.ui.chat import Chat
 from app.ui.headless import until
 from app.ui.markdown import painter, parser
 from app.ui.markdown.widget import AnswerView
@@ -266,3 +268,39 @@ async def test_code_in_a_language_not_highlighted_yet_is_drawn_in_a_thread_once(
         await _stream_into(pilot, view, "More:\n\n```python\nx = 2\n```\n\nEnd.\n", 200)
         assert threads and set(threads) == {threading.main_thread().name}  # warm now: drawn on the loop
         assert "x = 2" in view.rendered_text()
+
+
+class ChatHost(App):
+    def compose(self) -> ComposeResult:
+        yield Chat(id="chat")
+
+
+async def test_streamed_text_is_appended_on_a_steady_beat_that_stops_when_the_text_does():
+    app = ChatHost()
+    async with app.run_test(size=(80, 24)) as pilot:
+        chat = app.query_one(Chat)
+        for n in range(200):  # a burst: far more deltas than beats
+            await chat.handle(TextDelta(f"word{n} "))
+        answer = chat.last_answer()
+        assert answer is not None
+        appends = 0
+        original = answer.view.append
+
+        def counted(fragment: str) -> None:
+            nonlocal appends
+            appends += 1
+            original(fragment)
+
+        answer.view.append = counted  # type: ignore[method-assign]
+        await until(pilot, lambda: "word199" in answer.view.text, "the burst appended")
+        assert appends == 1  # coalesced into one append
+        await until(pilot, lambda: chat._flush_timer is None, "the beat to stop")  # a quiet beat stops it
+        await chat.handle(TextDelta("more "))
+        beat = chat._flush_timer
+        assert beat is not None  # the next delta starts it again
+        for n in range(3):  # text keeps coming: the same beat appends it (not a timer set after each append)
+            await until(pilot, lambda n=n: appends == 2 + n, "an append")
+            await chat.handle(TextDelta(f"again{n} "))
+            assert chat._flush_timer is beat
+        await chat.handle(AnswerFinished("m1", "end_turn"))
+        assert chat._flush_timer is None and appends == 5 and answer.view.text.endswith("again2 ")
