@@ -263,7 +263,8 @@ class ToolBlock(ChatItem):
 
     def compose(self) -> ComposeResult:
         yield Static(self._header(), classes="tool-header")
-        yield Static(self._body(), classes="tool-body", markup=False)
+        # A folded block draws no body (a resumed session has hundreds): it is filled when unfolded.
+        yield Static("" if self.collapsed else self._body(), classes="tool-body", markup=False)
         if not self.approvable:
             return
         with Vertical(classes="approval-bar"):
@@ -289,7 +290,7 @@ class ToolBlock(ChatItem):
         yield Button("Deny (n)", variant="error", classes="deny", compact=True)
 
     def on_mount(self) -> None:
-        self._sync()
+        self._sync(content=False)  # compose drew the header and body as they are now
 
     def _header(self) -> Text:
         status = {
@@ -334,11 +335,13 @@ class ToolBlock(ChatItem):
                 lines.append(f"full output: {self.spill_path}")
         return display("\n".join(lines))
 
-    def _sync(self) -> None:
+    def _sync(self, *, content: bool = True) -> None:
         if not self.is_mounted:
             return
-        self.query_one(".tool-header", Static).update(self._header())
-        self.query_one(".tool-body", Static).update(self._body())
+        if content:
+            self.query_one(".tool-header", Static).update(self._header())
+            if not self.collapsed:
+                self.query_one(".tool-body", Static).update(self._body())
         self.set_class(self.collapsed, "-collapsed")
         self.set_class(self.pending, "-pending")
         self.set_class(self.is_error or self.stopped or self.decision in ("denied", "cancelled"), "-failed")
