@@ -291,6 +291,8 @@ class ToolBlock(ChatItem):
 
     def on_mount(self) -> None:
         self._sync(content=False)  # compose drew the header and body as they are now
+        if self.pending:  # asked before it was mounted
+            self.call_after_refresh(self._sync)
 
     def _header(self) -> Text:
         status = {
@@ -336,15 +338,17 @@ class ToolBlock(ChatItem):
         return display("\n".join(lines))
 
     def _sync(self, *, content: bool = True) -> None:
+        # The classes first, mounted or not: `is_mounted` is still False in on_mount, and a block of a resumed
+        # history got no `-collapsed` there (it showed its body under a folded ▸ header).
+        self.set_class(self.collapsed, "-collapsed")
+        self.set_class(self.pending, "-pending")
+        self.set_class(self.is_error or self.stopped or self.decision in ("denied", "cancelled"), "-failed")
         if not self.is_mounted:
             return
         if content:
             self.query_one(".tool-header", Static).update(self._header())
             if not self.collapsed:
                 self.query_one(".tool-body", Static).update(self._body())
-        self.set_class(self.collapsed, "-collapsed")
-        self.set_class(self.pending, "-pending")
-        self.set_class(self.is_error or self.stopped or self.decision in ("denied", "cancelled"), "-failed")
         if self.pending:
             remember = (
                 f"\n  a / p: also allow {display_line(self.remember)} for this session / in this project"

@@ -3,6 +3,8 @@ scrolls up, /find (Ctrl+F) finds text in items that were never drawn and brings 
 
 from __future__ import annotations
 
+from textual.widgets import Static
+
 from app.engine.session import Session
 from app.model.messages import Message, ToolCall, ToolResult
 from app.store import Store
@@ -80,6 +82,12 @@ async def test_resume_draws_a_window_and_pages_older_items_in_up_to_the_first(la
         # the tool blocks paged in keep their results
         first_block = next(i for i in chat.items if isinstance(i, ToolBlock))
         assert first_block.done and "marker-0-end" in first_block.copy_text()
+        # folded as its header says (▸): one row, no body drawn; unfolded, the body shows the result
+        body = first_block.query_one(".tool-body", Static)
+        assert first_block.has_class("-collapsed") and not body.display and first_block.outer_size.height == 1
+        first_block.toggle()
+        await pilot.pause()
+        assert body.display and "marker-0-end" in str(body.render())
         # scrolling down pages the later items back in, and the oldest leave the top; the view stays put
         newer = chat.newer_count
         for _ in range(60):
