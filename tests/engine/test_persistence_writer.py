@@ -71,7 +71,9 @@ async def test_close_writes_everything_queued(make_harness):
     gate = threading.Event()
     h.session.writer.submit(gate.wait, what="gate")  # the writer is busy: the appends below wait in its queue
     for i in range(20):
-        h.session.append(Message.create("user" if i % 2 == 0 else "assistant", f"message {i}", turn=i // 2 + 1))
+        h.session.append(
+            Message.create("user" if i % 2 == 0 else "assistant", f"message {i}", turn=i // 2 + 1)
+        )
     assert h.session.store.load_master(h.session.id) == []
     asyncio.get_running_loop().call_soon(gate.set)
 

@@ -133,7 +133,9 @@ def make_full(store: Store) -> int:
     return pages
 
 
-async def test_a_failed_append_surfaces_at_the_next_drain_with_the_sentence_and_is_written_once_fixed(tmp_path):
+async def test_a_failed_append_surfaces_at_the_next_drain_with_the_sentence_and_is_written_once_fixed(
+    tmp_path,
+):
     store, session = tight_session(tmp_path)
     make_full(store)
 
