@@ -207,9 +207,8 @@ class Sender:
     async def _send_once(
         self, request: Request, *, level: int, attempt: int, stream_text: bool
     ) -> StreamResult:
-        await (
-            self.session.drain()
-        )  # what this request carries is on disk before it goes (raises a held failure)
+        # What this request carries is on disk before it goes (raises a held failure: nothing is sent unsaved).
+        await self.session.drain()
         request_id = new_id("r")
         started = time.monotonic()
         started_at = time.time()

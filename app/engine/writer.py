@@ -12,9 +12,9 @@ Where the engine waits for the queue to empty (`drain`, `flush`) — what is wri
 - before a view is committed or popped (`Session.commit_view`, `Session.rewind`): they read the
   database for messages another process appended, so our own appends must be there first;
 - before a hook runs: the hook reads `transcript_path`;
-- at the end of a turn (`Engine.submit`, `Engine.retry`) and at `Engine.close` (which stops the
-  thread); and at process exit (`atexit`) for a writer still holding writes: nothing queued is
-  dropped.
+- at the end of each engine operation (`Engine.start`, `submit`, `retry`, `compact`, `undo`,
+  `rewind_to`) and at `Engine.close` (which stops the thread); and at process exit (`atexit`) for
+  a writer still holding writes: nothing queued is dropped.
 
 Failures: a best-effort write (an event, the transcript, a receipt, a draft append) that fails is
 dropped, as it was before. A required write (a message, counters, flags, the title) that fails is
