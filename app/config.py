@@ -285,6 +285,9 @@ class Settings:
     chat_window_items: int = field(
         default=60, metadata=_opt("int", "chat items mounted on resume and per page", low=10, high=2000)
     )
+    chat_window_screens: int = field(
+        default=2, metadata=_opt("int", "screens of history drawn around what the chat shows", low=1, high=50)
+    )
     shell_env_passthrough: tuple[str, ...] = field(
         default=(), metadata=_opt("names", "provider credentials the shell tool may still see")
     )

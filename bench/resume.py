@@ -19,8 +19,8 @@ Each measurement is a FRESH process (this file with `--child`) that runs the rea
   session's size in the database;
 - scroll back (the 4,000-message session): the chat focused, PageUp pressed (10 a second) until the
   top of the conversation is on screen and nothing older is left to show; the longest loop gap (a 5 ms
-  probe task on the app's loop) and the longest frame gap in that time, and how many items the chat shows
-  then out of those in the session.
+  probe task on the app's loop), the frame gaps in that time (p99, longest, how many over 100 ms), Python's
+  full garbage collections in that time (how many, the longest), and how many items the chat shows then.
 
 The ratios (session / empty) are taken within one run.
 """
@@ -59,6 +59,7 @@ KEYS = 40
 KEY_RATE = 10.0
 TYPED = "the quick brown fox jumps over the lazy dog "
 SCROLL_SESSION = "2MB/4000"
+SCROLL_DEADLINE_S = 300.0  # PageUp to the top of 4,000 messages is ~900 presses at 10 a second
 
 
 async def _until(predicate, timeout: float = 120) -> None:
@@ -155,10 +156,22 @@ async def _scroll_back(app, pilot, frames: list[float]) -> dict:
             gaps.append((now - last) * 1000)
             last = now
 
+    collections: list[float] = []  # Python's full garbage collections during the scroll (ms each)
+    began = [0.0]
+
+    def timed_gc(phase: str, info: dict) -> None:
+        if info["generation"] != 2:
+            return
+        if phase == "start":
+            began[0] = time.perf_counter()
+        else:
+            collections.append((time.perf_counter() - began[0]) * 1000)
+
+    gc.callbacks.append(timed_gc)
     task = asyncio.ensure_future(probe())
     start = time.perf_counter()
     presses = 0
-    deadline = start + 120
+    deadline = start + SCROLL_DEADLINE_S
     driver = app._driver
     while time.perf_counter() < deadline:
         older = getattr(chat, "older_count", 0)
@@ -170,8 +183,10 @@ async def _scroll_back(app, pilot, frames: list[float]) -> dict:
         presses += 1
         await asyncio.sleep(0.1)
     end = time.perf_counter()
+    reached_top = chat.scroll_y <= 0 and not getattr(chat, "older_count", 0)
     running = False
     await task
+    gc.callbacks.remove(timed_gc)
     window = [f for f in frames if start <= f <= end]
     frame_gaps = [(b - a) * 1000 for a, b in zip(window, window[1:], strict=False)]
     return {
@@ -179,7 +194,11 @@ async def _scroll_back(app, pilot, frames: list[float]) -> dict:
         "scroll_s": end - start,
         "scroll_loop_gap_max_ms": max(gaps, default=0.0),
         "scroll_frame_gap_max_ms": max(frame_gaps, default=0.0),
-        "scroll_reached_top": chat.scroll_y <= 0,
+        "scroll_frame_gap_p99_ms": percentile(frame_gaps, 99) if frame_gaps else 0.0,
+        "scroll_frame_gaps_over_100ms": sum(1 for g in frame_gaps if g > 100),
+        "scroll_full_gcs": len(collections),
+        "scroll_full_gc_max_ms": max(collections, default=0.0),
+        "scroll_reached_top": reached_top,
         "scroll_items_shown": len(chat.items),
     }
 
@@ -288,6 +307,10 @@ def main(argv: list[str] | None = None) -> int:
             "scroll_s",
             "scroll_loop_gap_max_ms",
             "scroll_frame_gap_max_ms",
+            "scroll_frame_gap_p99_ms",
+            "scroll_frame_gaps_over_100ms",
+            "scroll_full_gcs",
+            "scroll_full_gc_max_ms",
             "scroll_reached_top",
             "scroll_items_shown",
         ):
@@ -304,7 +327,9 @@ def main(argv: list[str] | None = None) -> int:
     s = m[SCROLL_SESSION]
     out.text(
         f"scroll back ({SCROLL_SESSION}): {s['scroll_presses']} PageUp in {s['scroll_s']:.1f} s, longest loop gap "
-        f"{fmt_ms(s['scroll_loop_gap_max_ms'])} ms, longest frame gap {fmt_ms(s['scroll_frame_gap_max_ms'])} ms; "
+        f"{fmt_ms(s['scroll_loop_gap_max_ms'])} ms, frame gap p99 {fmt_ms(s['scroll_frame_gap_p99_ms'])} ms, longest "
+        f"{fmt_ms(s['scroll_frame_gap_max_ms'])} ms ({s['scroll_frame_gaps_over_100ms']} over 100 ms); Python's full "
+        f"garbage collections then: {s['scroll_full_gcs']}, longest {fmt_ms(s['scroll_full_gc_max_ms'])} ms; "
         f"top reached: {s['scroll_reached_top']}; items shown then: {s['scroll_items_shown']}"
     )
     big, many = m["10MB/800"], m["2MB/4000"]

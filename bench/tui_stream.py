@@ -44,6 +44,10 @@ How the UI is measured (all in this process, on the app's event loop):
 - rendered: from the last delta until the chat no longer streams AND the app has handled every event
   queued before (so a final render awaited inside the app's event handler counts); the JSON adds
   `render_done_loop_gap_max_ms`, the longest loop gap in that window.
+- disk writes: every write of the session to disk (`Store.append_message`, `update_session`,
+  `record_event`, `record_request`, the draft's appends and removal) is timed, with the thread it ran
+  on; `turn_disk_*` (send → rendered) says how many ran on the event loop's thread and how long the
+  loop spent in them (issue 21: the session's writer thread does them, so 0).
 
 `--resume` first writes a 2 MiB / 4,000-message session (`bench.common.synthetic_session`, through
 `Session.append`) and opens the app on it (`BulkheadApp(resume=ID)`): the same phases, measured in a long
@@ -64,6 +68,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -362,7 +367,40 @@ class Probes:
 
         prompt.edit = edit
         app.engine.session.bus.subscribe(self._on_event)
+        self.writes: list[tuple[float, float, bool]] = []  # (end time, seconds, on the loop's thread)
+        self._unwrap = self._time_writes(threading.get_ident())
         self.task = asyncio.ensure_future(self._probe())
+
+    def _time_writes(self, loop_thread: int):
+        """Time every disk write of the session (SQLite, the draft) and note whether it ran on the event loop's
+        thread (before issue 21's writer all did; now the session's writer thread does them). Returns an undo."""
+        from app.engine.draft import DraftWriter
+        from app.store import Store
+
+        names = [(Store, n) for n in ("append_message", "update_session", "record_event", "record_request")]
+        names += [(DraftWriter, n) for n in ("_append", "_discard", "clear") if n in vars(DraftWriter)]
+        if ("_discard" in vars(DraftWriter)) and (DraftWriter, "clear") in names:
+            names.remove((DraftWriter, "clear"))  # with the writer, clear only queues; _discard writes
+        originals = []
+        for owner, name in names:
+            real = getattr(owner, name)
+            originals.append((owner, name, real))
+
+            def timed(*args, _real=real, **kwargs):
+                start = time.perf_counter()
+                try:
+                    return _real(*args, **kwargs)
+                finally:
+                    end = time.perf_counter()
+                    self.writes.append((end, end - start, threading.get_ident() == loop_thread))
+
+            setattr(owner, name, timed)
+
+        def undo() -> None:
+            for owner, name, real in originals:
+                setattr(owner, name, real)
+
+        return undo
 
     def _on_event(self, event) -> None:
         if event.type == "text":
@@ -400,6 +438,7 @@ class Probes:
 
     def stop(self) -> None:
         self._running = False
+        self._unwrap()
 
     def window(self, start: float, end: float) -> dict:
         gaps = [g * 1000 for t, g in self.loop_gaps if start <= t <= end]
@@ -434,6 +473,18 @@ class Probes:
             "key_to_value_p99_ms": round(percentile(key_value, 99), 2),
             "key_to_frame_p50_ms": round(percentile(key_frame, 50), 2),
             "key_to_frame_p99_ms": round(percentile(key_frame, 99), 2),
+        }
+
+    def disk(self, start: float, end: float) -> dict:
+        """The session's disk writes (SQLite, the draft) that ended in the window: how long the loop spent in them."""
+        writes = [(d * 1000, on_loop) for t, d, on_loop in self.writes if start <= t <= end]
+        on_loop = [d for d, loop in writes if loop]
+        return {
+            "disk_writes": len(writes),
+            "disk_writes_on_loop": len(on_loop),
+            "disk_write_on_loop_ms": round(sum(on_loop), 2),
+            "disk_write_on_loop_max_ms": round(max(on_loop, default=0.0), 2),
+            "disk_write_total_ms": round(sum(d for d, _ in writes), 2),
         }
 
 
@@ -570,6 +621,7 @@ async def measure(args, url: str, app, pilot, results: dict) -> None:
                 max((g * 1000 for t, g in probes.loop_gaps if stream_end < t <= finished), default=0.0), 1
             ),
             "answer_chars_rendered": len(answer.raw) if answer else 0,
+            **{f"turn_{k}": v for k, v in probes.disk(sent_at, finished).items()},  # from send to rendered
         }
     )
     await pilot.pause()
@@ -643,6 +695,11 @@ def main(argv: list[str] | None = None) -> int:
         f"{s['render_done_after_last_delta_ms']} ms after the last delta; keys applied "
         f"{results['keys_applied']}/{results['keys_sent']}"
     )
+    out.text(
+        f"disk writes of the streamed turn (send → rendered): {s['turn_disk_writes']} (SQLite, the draft), "
+        f"{s['turn_disk_write_total_ms']} ms in all; on the event loop: {s['turn_disk_writes_on_loop']} writes, "
+        f"{s['turn_disk_write_on_loop_ms']} ms (longest {s['turn_disk_write_on_loop_max_ms']} ms)"
+    )
     gap_ratio = ratio(s["loop_gap_p99_ms"], i["loop_gap_p99_ms"])
     key_ratio = ratio(s["key_to_frame_p99_ms"], i["key_to_frame_p99_ms"])
     growth = ratio(s["loop_gap_p99_second_half_ms"], s["loop_gap_p99_first_half_ms"])
@@ -662,6 +719,8 @@ def main(argv: list[str] | None = None) -> int:
             "keys_sent": results["keys_sent"],
             "keys_applied": results["keys_applied"],
             "typed_ok": results["typed_ok"],
+            "turn_disk_writes": s["turn_disk_writes"],
+            "turn_disk_write_on_loop_ms": s["turn_disk_write_on_loop_ms"],
         }
     )
     out.headline(

@@ -14,7 +14,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from app.engine.compaction.pipeline import PipelineResult, run_pipeline
-from app.engine.receipts import make_receipt, write_receipt
+from app.engine.receipts import make_receipt
 from app.model.events import (
     Compaction,
     CompactionOutcome,
@@ -106,8 +106,7 @@ class Compactor:
         }
         if result.cancelled or not result.changed:
             outcome: CompactionOutcome = "skipped"
-            write_receipt(
-                session.receipts_path,
+            session.write_receipt(
                 make_receipt(
                     trigger=trigger,
                     method=result.method,
@@ -137,6 +136,7 @@ class Compactor:
                 )
             )
             return result
+        await session.drain()  # a view commit reads the database: our appends first, off the loop
         try:
             view = session.commit_view(result.messages, result.entries, reason=f"{trigger}:{result.method}")
         except Exception as exc:  # noqa: BLE001 - the store refused: the old view stays, say so
@@ -149,8 +149,7 @@ class Compactor:
             session.set_flag("summary_skips_left", settings.summary_skip_after_miss)
         session.counters.add_compaction(trigger, result.level, result.bytes_before - result.bytes_after)
         session.save_counters()
-        write_receipt(
-            session.receipts_path,
+        session.write_receipt(
             make_receipt(
                 trigger=trigger,
                 method=result.method,

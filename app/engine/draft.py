@@ -10,6 +10,10 @@ every flush cost O(n²)). It is fsynced once every `DRAFT_FSYNC_CHARS` written, 
 Known secrets are redacted in what is written; text is held back while a secret could still be
 cut in two by the flush boundary (the last `longest secret` characters), so no secret is written
 in two halves that the redaction would each miss.
+
+The writes go through the session's writer (`app.engine.writer`): queued behind the session's other
+writes, in order, off the event loop once an engine started it. Only the file's own state (its open
+descriptor, the bytes written) lives on the writer's side; what arrived and the id are the caller's.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import contextlib
 import os
 from pathlib import Path
 
+from app.engine.writer import SessionWriter
 from app.model.messages import new_id
 from app.redact import known_secrets, redact_known
 
@@ -44,12 +49,15 @@ def _safe_cut(text: str, cut: int, secrets: list[str]) -> int:
 class DraftWriter:
     """Appends the answer being streamed to `draft-<id>.txt` in the session folder."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, writer: SessionWriter | None = None) -> None:
         self.folder = folder
+        self.writer = writer if writer is not None else SessionWriter("draft")  # inline unless started
         self.message_id = new_id()
         self._parts_seen = 0  # how many of the stream's parts are in `_tail` or written
         self._tail = ""  # raw text that arrived but is not written yet
+        # The writer's side: the open draft file, and what was written to it.
         self._fd: int | None = None
+        self._fd_path: Path | None = None
         self._unsynced = 0
         self.bytes_written = 0  # this answer's draft bytes (what a flush costs is visible to a test)
 
@@ -79,13 +87,19 @@ class DraftWriter:
         if cut <= 0:
             return
         chunk, self._tail = self._tail[:cut], self._tail[cut:]
-        self._append(redact_known(chunk))
+        path = self.path
+        self.writer.submit(lambda: self._append(path, chunk), what="draft", required=False)
 
-    def _append(self, text: str) -> None:
-        data = text.encode("utf-8", "replace")
+    def _append(self, path: Path, chunk: str) -> None:
+        """(The writer's side.) Append `chunk`, redacted, to the draft at `path`."""
+        data = redact_known(chunk).encode("utf-8", "replace")
         with contextlib.suppress(OSError):
+            if self._fd_path != path:  # another answer's draft
+                self._close_file()
+                self._unsynced = self.bytes_written = 0
             if self._fd is None:
-                self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+                self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+                self._fd_path = path
             view = memoryview(data)
             while view:
                 view = view[os.write(self._fd, view) :]
@@ -96,18 +110,28 @@ class DraftWriter:
                 self._unsynced = 0
 
     def clear(self) -> None:
-        """The answer was committed (or kept partial): drop its draft; the next answer gets a new id."""
+        """The answer was committed (or kept partial): drop its draft — after the writes issued before, so the
+        answer's commit is on disk before its draft goes; the next answer gets a new id."""
+        self._parts_seen = 0
+        self._tail = ""
+        path = self.path
+        self.writer.submit(lambda: self._discard(path), what="draft", required=False)
+        self.message_id = new_id()
+
+    def _discard(self, path: Path) -> None:
+        """(The writer's side.) Close and remove the draft at `path`."""
+        if self._fd_path == path:
+            self._close_file()
+            self._unsynced = 0
+            self.bytes_written = 0
+        with contextlib.suppress(OSError):
+            path.unlink()
+
+    def _close_file(self) -> None:
         if self._fd is not None:
             with contextlib.suppress(OSError):
                 os.close(self._fd)
-            self._fd = None
-        self._parts_seen = 0
-        self._tail = ""
-        self._unsynced = 0
-        self.bytes_written = 0
-        with contextlib.suppress(OSError):
-            self.path.unlink()
-        self.message_id = new_id()
+        self._fd, self._fd_path = None, None
 
 
 def leftover_drafts(folder: Path) -> list[tuple[str, Path]]:

@@ -53,7 +53,7 @@ import os
 import re
 import shlex
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -224,12 +224,14 @@ class HookRunner:
         cwd: Path,
         on_run: Callable[[HookRun], None] | None = None,
         env: Mapping[str, str] | None = None,
+        before_run: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.specs = tuple(specs)
         self.session_id = session_id
         self.transcript_path = Path(transcript_path)
         self.cwd = Path(cwd)
         self.on_run = on_run
+        self.before_run = before_run  # awaited before hooks run (the session's writes reach transcript_path)
         self.base_env = dict(os.environ if env is None else env)
 
     # -- what runs ------------------------------------------------------------------------------
@@ -285,6 +287,8 @@ class HookRunner:
         specs = self.specs_for(event, match)
         if not specs:
             return HookResult()
+        if self.before_run is not None:
+            await self.before_run()
         try:
             stdin = json.dumps(self.stdin_payload(event, payload), ensure_ascii=False, default=str).encode()
         except (TypeError, ValueError) as exc:  # a payload that cannot be JSON: the hooks still run

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from app.engine.compaction.context import Archiver
 from app.engine.compaction.segment import archive_segment, markers_text
-from app.engine.receipts import make_receipt, write_receipt
+from app.engine.receipts import make_receipt
 from app.model.archive import ArchiveEntry, markers_in, stub_text
 from app.model.events import Compaction, CompactionPhase, CompactionTrigger, Notice, ProviderEdits
 from app.model.messages import Message, Native, ToolResult
@@ -126,6 +126,7 @@ class NativeContext:
                 self._count_edits(result, stubbed=0)
             messages_before = len(self.engine.session.view)
             before = self.engine.measure(self.engine.session.view.messages)
+            await self.engine.session.drain()  # a view commit reads the database: our appends first
             keys = self.commit_compaction(answer, trigger="provider", started=time.monotonic())
             if keys is not None:
                 after = self.engine.measure(self.engine.session.view.messages)
@@ -133,6 +134,7 @@ class NativeContext:
                     "provider", before, after, (messages_before, len(self.engine.session.view)), keys
                 )
         elif result.edits is not None:
+            await self.engine.session.drain()
             self.mirror_edits(result, answer)
 
     def _book_rebuild(self, result: StreamResult) -> None:
@@ -221,8 +223,7 @@ class NativeContext:
             return
         after = engine.measure(messages)
         keys = [e.key for e in entries]
-        write_receipt(
-            session.receipts_path,
+        session.write_receipt(
             make_receipt(
                 trigger="provider-edit",
                 method="provider",
@@ -333,8 +334,7 @@ class NativeContext:
         session.counters.add_compaction(trigger, 0, before - after)
         session.save_counters()
         elapsed = time.monotonic() - started
-        write_receipt(
-            session.receipts_path,
+        session.write_receipt(
             make_receipt(
                 trigger=trigger,
                 method="provider",
@@ -492,6 +492,7 @@ class NativeContext:
                 )
             )
             return None
+        await engine.session.drain()
         keys = self.commit_compaction(
             anchor, trigger=trigger, started=started, kept=kept, tail=tail, replaced=replaced
         )

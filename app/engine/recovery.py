@@ -28,7 +28,7 @@ from app.engine.compaction.pipeline import recovery_candidate
 from app.engine.failures import Failure
 from app.engine.payload import diagnose_floor
 from app.engine.prompts import PAYLOAD_NOTICE, PAYLOAD_NOTICE_PREFIX
-from app.engine.receipts import make_receipt, write_receipt
+from app.engine.receipts import make_receipt
 from app.engine.sender import RequestFailed, StreamResult
 from app.model.archive import ArchiveEntry
 from app.model.events import CapLearned, Compaction, Notice, RecoveryOutcome, RecoveryStep
@@ -185,6 +185,7 @@ class Recovery:
                     self._check_floor(failure, rejected)
                 continue
             # Success: the candidate becomes the active view, with its archive entries, in one transaction.
+            await session.drain()  # a view commit reads the database: our appends first, off the loop
             view = session.commit_view(candidate_messages, entries, reason=f"recovery:L{level}")
             if notice is not None:
                 session.set_flag("payload_notice_injected", True)
@@ -337,8 +338,7 @@ class Recovery:
             )
             engine.session.counters.recoveries_failed += 1
             engine.session.save_counters()
-            write_receipt(
-                engine.session.receipts_path,
+            engine.session.write_receipt(
                 make_receipt(
                     trigger="recovery",
                     method="floor",
@@ -393,8 +393,7 @@ class Recovery:
     ) -> None:
         engine = self.engine
         keys = [e.key for e in entries]
-        write_receipt(
-            engine.session.receipts_path,
+        engine.session.write_receipt(
             make_receipt(
                 trigger="recovery",
                 method=f"L{step.level}",

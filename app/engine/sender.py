@@ -132,7 +132,7 @@ class Sender:
         self.sleep = sleep
         self.size_evidence = size_evidence if size_evidence is not None else SizeEvidence()
         self.user_rules = user_rules
-        self.draft = DraftWriter(session.folder)
+        self.draft = DraftWriter(session.folder, session.writer)
         self._visible: list[str] = []  # what the current (or last cancelled) request made visible
 
     @property
@@ -207,6 +207,8 @@ class Sender:
     async def _send_once(
         self, request: Request, *, level: int, attempt: int, stream_text: bool
     ) -> StreamResult:
+        # What this request carries is on disk before it goes (raises a held failure: nothing is sent unsaved).
+        await self.session.drain()
         request_id = new_id("r")
         started = time.monotonic()
         started_at = time.time()
@@ -334,6 +336,7 @@ class Sender:
     async def call(self, request: Request, call: Callable[[], Awaitable[Any]]) -> Any:
         """A request that is not a stream (native compaction): recorded and shown like every other one,
         its failure classified. Raises RequestFailed; CancelledError passes through."""
+        await self.session.drain()
         request_id = new_id("r")
         started, started_at = time.monotonic(), time.time()
         record = functools.partial(
@@ -446,7 +449,7 @@ class Sender:
                 "cache_write_tokens": usage.cache_write_tokens,
                 "cost_usd": cost,
             }
-        try:
-            self.session.store.record_request(record)
-        except Exception:  # noqa: BLE001 - a full disk must not turn a good answer into a failure
-            pass
+        # Best effort, in order with the session's other writes: a full disk must not turn a good answer into a failure.
+        self.session.writer.submit(
+            functools.partial(self.session.store.record_request, record), what="request", required=False
+        )

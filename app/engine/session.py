@@ -9,6 +9,8 @@ message appended since.
 from __future__ import annotations
 
 import contextlib
+import copy
+import functools
 import json
 import os
 import time
@@ -16,6 +18,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from app.engine.receipts import write_receipt
+from app.engine.writer import SessionWriter
 from app.lease import Holder, SessionReadOnly, this_process
 from app.model.archive import ArchiveEntry
 from app.model.costs import Counters
@@ -31,13 +35,18 @@ class SessionNotFound(Exception):
     pass
 
 
-def rename_session(store: Store, session_id: str, title: str) -> str:
-    """Set a session's title — one line, at most TITLE_MAX_CHARS, valid UTF-8 — without loading it;
-    returns the title stored. ValueError when nothing is left of it."""
+def clean_title(title: str) -> str:
+    """A title — one line, at most TITLE_MAX_CHARS, valid UTF-8; ValueError when nothing is left of it."""
     cleaned = " ".join(title.split())[:TITLE_MAX_CHARS]
     cleaned = "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in cleaned)
     if not cleaned:
         raise ValueError("a title needs some text: /rename TITLE")
+    return cleaned
+
+
+def rename_session(store: Store, session_id: str, title: str) -> str:
+    """Set a session's title (see `clean_title`) without loading it; returns the title stored."""
+    cleaned = clean_title(title)
     store.update_session(session_id, title=cleaned)
     return cleaned
 
@@ -63,6 +72,9 @@ class Session:
         self.lease: Holder | None = None  # this process's lease, while it holds one (`app.lease`)
         self.read_only = False  # opened to look at while another bulkhead writes it
         self.holder: Holder | None = None  # …that other bulkhead
+        # Every write of this session goes through its writer: inline until an engine starts it, then in
+        # order on a thread of its own (`app.engine.writer`: where the engine waits for it, what a failure does).
+        self.writer = SessionWriter(row.id)
 
     # -- opening -------------------------------------------------------------------------------
     @classmethod
@@ -170,7 +182,9 @@ class Session:
     def append(self, message: Message) -> Message:
         """Commit `message` to the master log and the active view."""
         self._check_writable()
-        self.store.append_message(self.id, message, self.view.id)
+        self._write(
+            functools.partial(self.store.append_message, self.id, message, self.view.id), "save a message"
+        )
         self._seq[message.id] = len(self.master)
         self.master.append(message)
         self.turn = max(self.turn, message.meta.turn)
@@ -182,12 +196,16 @@ class Session:
             reason=active.reason,
             created_at=active.created_at,
         )
-        self._append_transcript(message)
+        self.writer.submit(
+            functools.partial(self._append_transcript, message), what="transcript", required=False
+        )
         if not self.title and message.role == "user" and message.meta.origin == "user":
             first_line = message.text.strip().splitlines()[0][:80] if message.text.strip() else ""
             # undecodable bytes (lone surrogates) become U+FFFD: a title is plain UTF-8 text
             self.title = "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in first_line)
-            self.store.update_session(self.id, title=self.title)
+            self._write(
+                functools.partial(self.store.update_session, self.id, title=self.title), "save the title"
+            )
         self.emit(
             MessageAdded(
                 message_id=message.id,
@@ -207,6 +225,7 @@ class Session:
         Raises (and changes nothing, in memory or on disk) if the store refuses.
         """
         self._check_writable()
+        self.writer.flush()  # it reads the database for messages another process appended: ours first
         view = self.view.with_messages(messages, reason)
         newer = self.store.commit_view(self.id, view, set(self._seq), list(archive_entries))
         if newer:  # another process appended these since we loaded: kept in the view, never dropped
@@ -223,7 +242,7 @@ class Session:
 
     def archive(self, entries: Iterable[ArchiveEntry]) -> None:
         self._check_writable()
-        self.store.archive_put(self.id, entries)
+        self._write(functools.partial(self.store.archive_put, self.id, list(entries)), "archive")
 
     def rewind(self) -> View | None:
         """Pop the active view. Messages appended after it was made are kept. None at the bottom."""
@@ -240,6 +259,7 @@ class Session:
             reason=parent.reason,
             created_at=parent.created_at,
         )
+        self.writer.flush()  # as in commit_view: our own appends are in the database first
         unknown = self.store.replace_active_view(self.id, restored, set(self._seq))
         if unknown:
             self._take_in(unknown)
@@ -256,22 +276,61 @@ class Session:
 
     def save_counters(self) -> None:
         self._check_writable()
-        self.store.update_session(self.id, counters=self.counters.to_dict())
+        counters = copy.deepcopy(self.counters.to_dict())  # as they are now, not when the writer gets to it
+        self._write(
+            functools.partial(self.store.update_session, self.id, counters=counters), "save the counters"
+        )
 
     def set_flag(self, key: str, value: Any) -> None:
         self._check_writable()
         self.flags[key] = value
-        self.store.update_session(self.id, flags=self.flags)
+        flags = copy.deepcopy(self.flags)
+        self._write(functools.partial(self.store.update_session, self.id, flags=flags), "save a setting")
 
     def rename(self, title: str) -> str:
-        """`/rename TITLE`: the session's title (see `rename_session`); returns it."""
-        self.title = rename_session(self.store, self.id, title)
+        """`/rename TITLE`: the session's title (see `clean_title`); returns it."""
+        cleaned = clean_title(title)
+        self._write(functools.partial(self.store.update_session, self.id, title=cleaned), "save the title")
+        self.title = cleaned
         return self.title
 
     def set_route(self, route: str, provider: str, model: str) -> None:
         self._check_writable()
+        self._write(
+            functools.partial(
+                self.store.update_session, self.id, route=route, provider=provider, model=model
+            ),
+            "save the route",
+        )
         self.route, self.provider, self.model = route, provider, model
-        self.store.update_session(self.id, route=route, provider=provider, model=model)
+
+    def write_receipt(self, record: dict[str, Any]) -> None:
+        """A compaction receipt in `compaction.jsonl` (best effort, in order with the session's other writes)."""
+        path = self.receipts_path
+        self.writer.submit(
+            functools.partial(write_receipt, path, copy.deepcopy(record)), what="receipt", required=False
+        )
+
+    def _write(self, run: Any, what: str) -> None:
+        """A write that must not be lost: inline it raises here; queued, a failure is held for the next drain."""
+        self.writer.submit(run, what=what)
+
+    # -- the writer ------------------------------------------------------------------------------------
+    def start_writer(self) -> None:
+        """From now on this session's writes run in order on a thread of their own (`app.engine.writer`)."""
+        self.writer.start()
+
+    async def drain(self, *, quiet: bool = False) -> None:
+        """Wait (off the event loop) until every write issued so far is on disk; raises a held failure."""
+        await self.writer.drain(quiet=quiet)
+
+    def flush(self) -> None:
+        """`drain` for synchronous callers: blocks."""
+        self.writer.flush()
+
+    async def stop_writer(self) -> None:
+        """Write everything queued, then write inline again (`Engine.close`)."""
+        await self.writer.stop_async()
 
     # -- events ----------------------------------------------------------------------------------
     def emit(self, event: Event) -> None:
@@ -285,8 +344,13 @@ class Session:
         self.emit(event)
         if self.read_only:
             return
-        with contextlib.suppress(Exception):
-            self.store.record_event(self.id, event.type, event.to_json())
+        with contextlib.suppress(Exception):  # to_json itself must not fail a turn either
+            data = event.to_json()
+            self.writer.submit(
+                functools.partial(self.store.record_event, self.id, event.type, data),
+                what="event",
+                required=False,
+            )
 
     def _append_transcript(self, message: Message) -> None:
         """Keep transcript.jsonl (what hooks read as transcript_path) current; best effort."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import random
@@ -130,6 +131,8 @@ class Engine:
 
         self.settings = settings
         self.session = session
+        if not session.read_only:
+            session.start_writer()  # its disk writes leave the event loop (app.engine.writer); close() drains
         self.state = state or State()
         self.approver = approver
         self.sleep = sleep
@@ -153,6 +156,7 @@ class Engine:
             transcript_path=session.transcript_path,
             cwd=self.workspace,
             on_run=self.emit,
+            before_run=functools.partial(session.drain, quiet=True),  # a hook reads transcript_path
         )
         self.retry_policy = RetryPolicy.from_settings(settings, rng)
         self.recovery = Recovery(self)
@@ -611,7 +615,11 @@ class Engine:
                             code="partial",
                         )
                     )
-                path.unlink()
+                # after the partial answer is committed: in order, on the session's writer
+                self.session.writer.submit(
+                    functools.partial(_unlink_quietly, path), what="draft", required=False
+                )
+        await self.session.drain()
         await self.hooks.session_start("resume" if resumed else "startup")
         self._announce_instructions()
         for problem in self.permissions.problems:
@@ -619,6 +627,8 @@ class Engine:
         self.view_changed("start")
 
     async def close(self, reason: str = "exit") -> None:
+        """End the session here: SessionEnd, MCP and the provider closed, every queued write on disk (a held
+        failure is raised, after the lease is released), the lease released."""
         try:
             await self.hooks.session_end(reason)
             self._closing = True
@@ -628,7 +638,10 @@ class Engine:
             with contextlib.suppress(Exception):
                 await self.provider.aclose()
         finally:
-            self.session.release_lease()  # another bulkhead may write it now
+            try:
+                await self.session.stop_writer()  # nothing queued is dropped; writes go inline from here
+            finally:
+                self.session.release_lease()  # another bulkhead may write it now
 
     # -- turns ------------------------------------------------------------------------------------
     async def submit(
@@ -657,7 +670,9 @@ class Engine:
                 parts.append(Text(f"\n\n[hook context]\n{verdict.additional_context}"))
             self.session.append(Message.create("user", parts, turn=turn))
             self.emit(TurnStarted(turn=turn, prompt=prompt))
-            return await self._run_turn(turn, mentions=self._mentions(prompt if typed is None else typed))
+            result = await self._run_turn(turn, mentions=self._mentions(prompt if typed is None else typed))
+            await self.session.drain()  # the turn is on disk when it is over (raises a held failure)
+            return result
 
     def _close_interrupted_turn(self) -> None:
         """A turn killed before the model answered (Esc, a crash) leaves its prompt last in the view; the
@@ -689,6 +704,7 @@ class Engine:
             if not view:
                 return TurnResult("failed", error="nothing to retry yet")
             last = view[-1]
+            await self.session.drain()  # commit_view reads the database: our appends first, off the loop
             if last.role == "assistant" and last.meta.partial:
                 self.session.commit_view(view[:-1], [], reason="retry")
             elif last.role == "assistant":
@@ -704,7 +720,9 @@ class Engine:
                 )
             turn = self.session.turn
             self.emit(TurnStarted(turn=turn, prompt="/retry"))
-            return await self._run_turn(turn)
+            result = await self._run_turn(turn)
+            await self.session.drain()
+            return result
 
     def _mentions(self, prompt: str) -> list[ToolCall]:
         """The prompt's `@paths` as the read_file / list_dir calls that attach them."""
@@ -1240,9 +1258,11 @@ class Engine:
                     self.settings.compact_target * self.usable_window_tokens() * self.bytes_per_token,
                 )
             )
-            return await self.compactor.run(
+            result = await self.compactor.run(
                 trigger="manual", target_bytes=target, instructions=instructions, cancel=cancel
             )
+            await self.session.drain()  # its receipt, counters and events are on disk when it is over
+            return result
 
     def rewind(self) -> bool:
         """`/rewind compact`: back to the view before the last compaction (messages since are kept)."""
@@ -1284,6 +1304,7 @@ class Engine:
                 )
             )
             self.view_changed("undo")
+            await self.session.drain()
             return results
 
     def rewind_points(self) -> list[tuple[Message, int]]:
@@ -1314,6 +1335,7 @@ class Engine:
             if prompt is None or prompt.role != "user":
                 raise ValueError(f"no prompt {message_id!r} in this session")
             kept = self.view_before(message_id)
+            await self.session.drain()  # commit_view reads the database: our appends first, off the loop
             self.session.commit_view(kept, [], reason="rewind")
             restored = (
                 await asyncio.to_thread(self.checkpoints.restore_since, prompt.meta.turn) if files else []
@@ -1334,6 +1356,7 @@ class Engine:
                 )
             )
             self.view_changed("rewind")
+            await self.session.drain()
             return prompt, restored
 
     def remember(self, text: str) -> Path:
@@ -1419,6 +1442,11 @@ class Engine:
             compact_threshold=self.native.threshold() or 0,
             provider_edits=edit_totals(self.session.flags),
         )
+
+
+def _unlink_quietly(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        path.unlink()
 
 
 def retry_point(view: Sequence[Message]) -> int | None:

@@ -124,6 +124,7 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         self.engine_ready = asyncio.Event()
         self.open_error = ""  # why the session could not open ("" while it opens or once it has)
         self.exit_session: tuple[str, int] | None = None  # (id, messages) of the session open at quit
+        self.exit_error = ""  # the session's last writes failed at quit (a full disk): printed after the TUI
         self._waiting: list[str] = []  # messages sent before the session was ready, sent once it is
         self._early_keys: list[events.Event] | None = []  # input that came before the prompt had the focus
         self.custom_commands: list = []  # app.engine.custom_commands.CustomCommand, from Markdown files
@@ -387,7 +388,12 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         if engine is not None:
             self.exit_session = (engine.session.id, len(engine.session.master))  # for the exit hint
             self.engine = None
-            with contextlib.suppress(Exception):
+            try:
                 await asyncio.wait_for(engine.close("exit"), timeout=5)
+            except Exception as exc:  # noqa: BLE001 - quitting goes on; a save that failed is said on the terminal
+                from app.store import StoreError
+
+                if isinstance(exc, StoreError):
+                    self.exit_error = str(exc)
         code = 2 if engine is None and self.open_error else 0  # no session is open: exit 2, as -p does
         self.exit(code, return_code=code)

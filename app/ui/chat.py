@@ -11,10 +11,11 @@
   scrollbar, a key that moves up; back at the end (or End / Alt+↓) it follows again. While it
   does not follow, new content below shows the "↓ new output" marker.
 - Only a window of the conversation is mounted (see `app.ui.chat_history`): a resumed session mounts
-  its last `chat_window_items` items and keeps the rest as entries without widgets, paged in
-  (a third of `chat_window_items` at a time) as the user scrolls up to them, while as many of the newest
-  leave the bottom once twice `chat_window_items` are mounted (and back, scrolling down), so a page
-  costs the same anywhere in the session; items scrolled far out of a live
+  the last items that fill `chat_window_screens` screens (rows estimated from the text, at most
+  `chat_window_items` items) and keeps the rest as entries without widgets, paged in about a screen at
+  a time as the user scrolls up to them, while what is more than `chat_window_screens` screens below the
+  view leaves the bottom (and comes back, scrolling down), so a page costs the same anywhere in the
+  session and a session of long answers mounts a few of them, not 60; items scrolled far out of a live
   session (past `RENDER_BUDGET`) become entries again. `/find` (Ctrl+F) searches every item, on
   screen or not, and brings the match into view; the store keeps everything (/export).
 - Engine events are dispatched by type (`handle` is a `functools.singledispatchmethod`).
@@ -56,7 +57,7 @@ from app.model.events import (
     TurnFinished,
 )
 from app.model.messages import Message as EngineMessage
-from app.ui.chat_history import HistoryEntry, entries_from_messages, entry_of
+from app.ui.chat_history import HistoryEntry, entries_from_messages, entry_of, fill
 from app.ui.chat_items import AssistantItem, ChatItem, NoticeItem, ReportItem, ToolBlock, UserItem
 from app.ui.markdown.widget import AnswerView
 from app.ui.quiet_resize import QuietResize
@@ -66,7 +67,8 @@ FOLLOW_ROWS = 2  # "at the bottom" means within this many rows of the end
 SHORT_WATCH_S = 0.1  # how often a conversation shorter than the view is checked for having outgrown it
 RENDER_BUDGET = 400  # mounted items kept in a live session; older ones become entries (never leave the store)
 PRUNE_TO = 300
-CHAT_WINDOW_ITEMS = 60  # default of the `chat_window_items` setting: items mounted on resume, and per page
+CHAT_WINDOW_ITEMS = 60  # default of the `chat_window_items` setting: items mounted on resume at most
+CHAT_WINDOW_SCREENS = 2  # default of `chat_window_screens`: screens of history drawn around the view
 
 
 class Chat(QuietResize, VerticalScroll, can_focus=True):
@@ -327,6 +329,26 @@ class Chat(QuietResize, VerticalScroll, can_focus=True):
         return max(10, int(getattr(settings, "chat_window_items", CHAT_WINDOW_ITEMS) or CHAT_WINDOW_ITEMS))
 
     @property
+    def window_screens(self) -> int:
+        """Screens of history drawn around what the chat shows (the `chat_window_screens` setting)."""
+        settings = getattr(self.app, "settings", None)
+        return max(
+            1, int(getattr(settings, "chat_window_screens", CHAT_WINDOW_SCREENS) or CHAT_WINDOW_SCREENS)
+        )
+
+    def _screen(self) -> tuple[int, int]:
+        """(rows, columns) of the chat's view, or of a usual terminal before the first layout."""
+        height, width = self.size.height, self.size.width
+        if height < 5 or width < 20:
+            height, width = max(5, self.app.size.height - 8), max(20, self.app.size.width * 2 // 3)
+        return height, max(20, width - 4)  # the items' padding and border
+
+    @property
+    def window_rows(self) -> int:
+        """Rows of history drawn around the view: `chat_window_screens` screens."""
+        return self.window_screens * self._screen()[0]
+
+    @property
     def older_count(self) -> int:
         """Items of the conversation above the mounted ones, not built yet."""
         return len(self._older)
@@ -428,14 +450,19 @@ class Chat(QuietResize, VerticalScroll, can_focus=True):
 
     @property
     def page_items(self) -> int:
-        """Items paged in per step while scrolling: a third of the window (a short stall per page)."""
+        """Items paged in per step while scrolling at most: a third of `chat_window_items`."""
         return max(10, self.window_items // 3)
+
+    def _page_count(self, entries: list[HistoryEntry], *, from_end: bool) -> int:
+        """Entries of a page: about one screen of rows (a short stall per page), `page_items` at most."""
+        rows, width = self._screen()
+        return fill(entries, rows, width, most=self.page_items, from_end=from_end)
 
     async def _page_older(self, count: int | None = None) -> list[ChatItem]:
         """Mount the last `count` (a page's worth) older entries above the mounted items, keeping what
         is on screen where it is."""
         try:
-            count = min(len(self._older), count or self.page_items)
+            count = min(len(self._older), count or self._page_count(self._older, from_end=True))
             if not count:
                 return []
             entries, self._older = self._older[-count:], self._older[:-count]
@@ -474,7 +501,7 @@ class Chat(QuietResize, VerticalScroll, can_focus=True):
 
     async def _page_newer(self, count: int | None = None) -> list[ChatItem]:
         try:
-            count = min(len(self._newer), count or self.page_items)
+            count = min(len(self._newer), count or self._page_count(self._newer, from_end=False))
             if not count:
                 return []
             entries, self._newer = self._newer[:count], self._newer[count:]
@@ -489,9 +516,10 @@ class Chat(QuietResize, VerticalScroll, can_focus=True):
         finally:
             self._paging = False
 
-    # A page mounted at one end of the window takes as many items off the other end once more than
-    # `max_mounted` are mounted, so a page costs the same (Textual lays out every mounted item) whether
-    # the user is 100 or 4,000 items back. Nothing live (a stream, a running tool, an approval) is taken.
+    # A page mounted at one end of the window takes off, at the other end, what lies more than
+    # `chat_window_screens` screens beyond the view (and anything past `max_mounted` items), so a page costs
+    # the same (Textual lays out every mounted item) whether the user is 100 or 4,000 items back. Nothing
+    # live (a stream, a running tool, an approval) is taken.
     @property
     def max_mounted(self) -> int:
         """Items mounted at most while the user pages through the history: twice `chat_window_items`."""
@@ -505,8 +533,12 @@ class Chat(QuietResize, VerticalScroll, can_focus=True):
     async def _trim_newest(self) -> None:
         """Paged up: the newest mounted items (below the view) become entries again."""
         items = self.items
-        extra = len(items) - self.max_mounted
-        if extra <= 0 or self.follow or self._live():
+        if self.follow or self._live():
+            return
+        below = self.scroll_y + self.size.height + self.window_rows  # rows kept below the view
+        kept = sum(1 for item in items if item.virtual_region_with_margin.y <= below)
+        extra = len(items) - min(max(kept, 1), self.max_mounted)
+        if extra <= 0:
             return
         doomed = items[-extra:]
         if self._page_before in doomed:
@@ -522,8 +554,12 @@ class Chat(QuietResize, VerticalScroll, can_focus=True):
         """Paged down: the oldest mounted items (above the view) become entries again; what is on
         screen stays where it is."""
         items = self.items
-        extra = len(items) - self.max_mounted
-        if extra <= 0 or self.follow or self._live():
+        if self.follow or self._live():
+            return
+        above = self.scroll_y - self.window_rows  # rows kept above the view
+        gone = sum(1 for item in items if item.virtual_region_with_margin.bottom < above)
+        extra = min(max(gone, len(items) - self.max_mounted), len(items) - 1)
+        if extra <= 0:
             return
         doomed, kept = items[:extra], items[extra]
         for block in doomed:
@@ -555,13 +591,13 @@ class Chat(QuietResize, VerticalScroll, can_focus=True):
         if not entries:
             return None
         target = max(0, min(target, len(entries) - 1))
-        window = self.window_items
-        start = (
-            max(0, len(entries) - window)
-            if at_end
-            else max(0, min(target - window // 2, len(entries) - window))
-        )
-        end = min(len(entries), start + window)
+        window, width = self.window_items, self._screen()[1]
+        if at_end:
+            start, end = len(entries) - fill(entries, self.window_rows, width, most=window), len(entries)
+        else:  # about half the window's rows above the target and half from it down
+            half = self.window_rows // 2
+            start = target - fill(entries[:target], half, width, most=window // 2)
+            end = target + fill(entries[target:], half, width, most=window - (target - start), from_end=False)
         self._tools.clear()
         await self.remove_children([*mounted, *(m for m in (self._pruned_marker, self._newer_marker) if m)])
         self._pruned_marker = self._newer_marker = None
@@ -950,7 +986,7 @@ class Chat(QuietResize, VerticalScroll, can_focus=True):
             entries = entries_from_messages(messages)
         if not entries:
             return
-        window = self.window_items
+        window = fill(entries, self.window_rows, self._screen()[1], most=self.window_items)
         shown, hidden = entries[-window:], entries[:-window]
         if self._newer:
             await self._rewindow(self._total() - 1, at_end=True)

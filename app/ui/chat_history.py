@@ -19,6 +19,15 @@ from app.model.messages import ToolCall, ToolResult
 from app.ui.chat_items import AssistantItem, ChatItem, NoticeItem, ReportItem, ToolBlock, UserItem
 
 TOOL_RESULT_SHOWN = 500  # characters of a resumed tool result a tool block shows (and a search sees)
+ITEM_CHROME_ROWS = 2  # rows an item takes besides its text (its label and margin)
+FOLDED_TOOL_ROWS = 2  # a folded tool block: its header line and margin
+TOOL_BODY_ROWS = 20  # an unfolded tool block's body is at most this tall (styles/app.tcss max-height)
+
+
+def text_rows(text: str, width: int) -> int:
+    """About how many rows `text` takes wrapped at `width` columns (each line at least one)."""
+    width = max(1, width)
+    return sum(-(-len(line) // width) or 1 for line in text.split("\n"))
 
 
 @dataclass(eq=False)
@@ -29,6 +38,16 @@ class HistoryEntry:
     text: str  # what a search looks in (the raw text the item shows and copies)
     build: Callable[[], ChatItem]
     call_id: str = ""  # a tool block's call id
+    folded: bool = False  # a tool block that shows only its header
+
+    def rows(self, width: int) -> int:
+        """About how many rows the item takes in a chat `width` columns wide (to draw only what fills
+        the screen plus a margin, without building the widget to measure it)."""
+        if self.kind == "tool":
+            if self.folded:
+                return FOLDED_TOOL_ROWS
+            return ITEM_CHROME_ROWS + min(TOOL_BODY_ROWS, text_rows(self.text, width))
+        return ITEM_CHROME_ROWS + text_rows(self.text, width)
 
 
 @dataclass(eq=False)
@@ -59,7 +78,7 @@ class _ToolState:
 
 
 def _tool_entry(state: _ToolState) -> HistoryEntry:
-    entry = HistoryEntry("tool", "", state.build, call_id=state.call_id)
+    entry = HistoryEntry("tool", "", state.build, call_id=state.call_id, folded=state.collapsed)
     entry.text = state.search_text()
     return entry
 
@@ -96,6 +115,19 @@ def entries_from_messages(messages: Iterable[EngineMessage]) -> list[HistoryEntr
     for state, _entry in tools.values():
         state.stopped = not state.done  # a call the log has no result for never finished
     return entries
+
+
+def fill(entries: list[HistoryEntry], rows: int, width: int, *, most: int, from_end: bool = True) -> int:
+    """How many entries, taken from the end of `entries` (or the start), make at least `rows` rows at
+    `width` columns — at least one, at most `most`."""
+    count = total = 0
+    order = reversed(entries) if from_end else iter(entries)
+    for entry in order:
+        if count >= most or (count and total >= rows):
+            break
+        total += entry.rows(width)
+        count += 1
+    return count
 
 
 def entry_of(item: ChatItem) -> HistoryEntry:

@@ -264,7 +264,8 @@ class ToolBlock(ChatItem):
 
     def compose(self) -> ComposeResult:
         yield Static(self._header(), classes="tool-header")
-        yield Static(self._body(), classes="tool-body", markup=False)
+        # A folded block draws no body (a resumed session has hundreds): it is filled when unfolded.
+        yield Static("" if self.collapsed else self._body(), classes="tool-body", markup=False)
         if not self.approvable:
             return
         with Vertical(classes="approval-bar"):
@@ -290,7 +291,9 @@ class ToolBlock(ChatItem):
         yield Button("Deny (n)", variant="error", classes="deny", compact=True)
 
     def on_mount(self) -> None:
-        self._sync()
+        self._sync(content=False)  # compose drew the header and body as they are now
+        if self.pending:  # asked before it was mounted
+            self.call_after_refresh(self._sync)
 
     def _header(self) -> Text:
         status = {
@@ -335,14 +338,18 @@ class ToolBlock(ChatItem):
                 lines.append(f"full output: {self.spill_path}")
         return display("\n".join(lines))
 
-    def _sync(self) -> None:
-        if not self.is_mounted:
-            return
-        self.query_one(".tool-header", Static).update(self._header())
-        self.query_one(".tool-body", Static).update(self._body())
+    def _sync(self, *, content: bool = True) -> None:
+        # The classes first, mounted or not: `is_mounted` is still False in on_mount, and a block of a resumed
+        # history got no `-collapsed` there (it showed its body under a folded ▸ header).
         self.set_class(self.collapsed, "-collapsed")
         self.set_class(self.pending, "-pending")
         self.set_class(self.is_error or self.stopped or self.decision in ("denied", "cancelled"), "-failed")
+        if not self.is_mounted:
+            return
+        if content:
+            self.query_one(".tool-header", Static).update(self._header())
+            if not self.collapsed:
+                self.query_one(".tool-body", Static).update(self._body())
         if self.pending:
             remember = (
                 f"\n  a / p: also allow {display_line(self.remember)} for this session / in this project"

@@ -17,6 +17,7 @@ from textual.app import ScreenStackError
 from textual.css.query import NoMatches
 from textual.widgets import Static
 
+from app import heap
 from app.config import ConfigError
 from app.model.events import (
     CompactionPhase,
@@ -85,6 +86,8 @@ class EngineLink:
         # for the engine's own measure) and the resumed history as chat entries (no widget built).
         source = panel_source(engine)
         history = entries_from_messages(engine.session.master) if resumed else None
+        if resumed:
+            heap.release()  # what loading and measuring a long session freed goes back to the system
         self.call_from_thread(self._engine_opened, engine, choice, resumed, source, history)
 
     def _session_held(self, held, route_name: str | None) -> None:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import sys
 
+from app.textsafe import display_line
+
 NOT_A_TERMINAL = 'bulkhead needs a terminal for the full-screen UI; use -p for one-shot (bulkhead -p "…")'
 
 
@@ -34,6 +36,8 @@ def run(args) -> int:
     code = app.run()
     if app.open_error and app.engine is None:  # quit without a session: say why on the terminal too
         print(f"bulkhead: {app.open_error}", file=sys.stderr)
+    if app.exit_error:
+        print(f"bulkhead: {display_line(app.exit_error)}", file=sys.stderr)
     hint = exit_hint(app.exit_session)
     if hint:
         print(hint)

@@ -3,6 +3,8 @@ scrolls up, /find (Ctrl+F) finds text in items that were never drawn and brings 
 
 from __future__ import annotations
 
+from textual.widgets import Static
+
 from app.engine.session import Session
 from app.model.messages import Message, ToolCall, ToolResult
 from app.store import Store
@@ -49,19 +51,22 @@ async def test_resume_draws_a_window_and_pages_older_items_in_up_to_the_first(la
         await ready(pilot)
         chat = app.chat
         history = [i for i in chat.items if not isinstance(i, NoticeItem)]
-        assert len(history) == 40  # O(visible), not 1,200
-        assert chat.older_count == 3 * PROMPTS - 40
+        # O(visible), not 1,200: the items that fill `chat_window_screens` (2) screens, 40 at most
+        assert 10 <= len(history) <= 40
+        assert sum(i.outer_size.height for i in history) >= chat.size.height
+        drawn = len(history)
+        assert chat.older_count == 3 * PROMPTS - drawn
         total = chat.older_count + len(chat.items)  # the history and the resume notice
         assert users(app)[-1] == f"prompt number {PROMPTS - 1}: look at module {PROMPTS - 1}"
         assert "earlier items are not shown yet" in str(chat._pruned_marker.render())
         chat.focus()
         await pilot.pause()
         for _ in range(30):  # PageUp up to the top of what is drawn: the page before it comes in
-            if chat.older_count < 3 * PROMPTS - 40:
+            if chat.older_count < 3 * PROMPTS - drawn:
                 break
             await pilot.press("pageup")
             await pilot.pause()
-        await until(pilot, lambda: chat.older_count <= 3 * PROMPTS - 40 - 13, "a page of older items")
+        await until(pilot, lambda: chat.older_count <= 3 * PROMPTS - drawn - 10, "a page of older items")
         assert chat.scroll_y > 0  # what was on screen stays there: the page went in above it
         for _ in range(100):  # Home: the top of what is drawn, and the page before it comes in
             if chat.older_count == 0 and chat.scroll_y <= 0:
@@ -77,6 +82,12 @@ async def test_resume_draws_a_window_and_pages_older_items_in_up_to_the_first(la
         # the tool blocks paged in keep their results
         first_block = next(i for i in chat.items if isinstance(i, ToolBlock))
         assert first_block.done and "marker-0-end" in first_block.copy_text()
+        # folded as its header says (▸): one row, no body drawn; unfolded, the body shows the result
+        body = first_block.query_one(".tool-body", Static)
+        assert first_block.has_class("-collapsed") and not body.display and first_block.outer_size.height == 1
+        first_block.toggle()
+        await pilot.pause()
+        assert body.display and "marker-0-end" in str(body.render())
         # scrolling down pages the later items back in, and the oldest leave the top; the view stays put
         newer = chat.newer_count
         for _ in range(60):
@@ -92,6 +103,37 @@ async def test_resume_draws_a_window_and_pages_older_items_in_up_to_the_first(la
         await pilot.press("end")
         await until(pilot, lambda: chat.newer_count == 0 and chat.follow, "the latest")
         assert users(app)[-1] == f"prompt number {PROMPTS - 1}: look at module {PROMPTS - 1}"
+        await app.action_quit()
+
+
+async def test_resume_draws_rows_not_items_so_long_answers_cost_what_fills_the_screen(lab, tmp_path):
+    """Items are drawn until about three screens of rows are filled: 30 answers of 300 lines each resume with
+    the last one to three drawn, not `chat_window_items` (60) of them; scrolling up pages in about a screen."""
+    store = Store()
+    session = Session.create(store, route="lab", provider="lab", model="lab-1", workspace=str(tmp_path))
+    for i in range(30):
+        session.append(Message.create("user", f"question {i}", turn=i + 1))
+        body = "\n".join(f"answer {i} line {n}: some words to read" for n in range(300))
+        session.append(Message.create("assistant", body, turn=i + 1))
+    store.close()
+    app = make_app(lab_settings(lab), tmp_path, resume=session.id)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        chat = app.chat
+        history = [i for i in chat.items if not isinstance(i, NoticeItem)]
+        assert 1 <= len(history) <= 3 and chat.older_count == 60 - len(history)
+        assert "answer 29 line 299" in history[-1].copy_text()
+        older = chat.older_count
+        chat.focus()
+        await pilot.pause()
+        for _ in range(40):
+            if chat.older_count < older:
+                break
+            await pilot.press("pageup")
+            await pilot.pause()
+        # a page is about a screen of rows: here a few items (an answer draws in slices, so its height is known
+        # only once drawn and the next page may follow), never `chat_window_items` // 3 (20) of them
+        assert older - 10 <= chat.older_count < older
         await app.action_quit()
 
 
@@ -111,7 +153,8 @@ async def test_find_reaches_an_item_never_drawn_and_end_returns_to_the_latest(la
         assert isinstance(found, ToolBlock) and "marker-7-end" in found.copy_text()
         assert chat.current_item() is found
         await until(pilot, lambda: on_screen(app, found), "the match on screen")
-        assert len(chat.items) <= 45 and chat.newer_count > 0  # a window around the match, not everything
+        # a window around the match (about `chat_window_screens` screens of rows), not everything
+        assert len(chat.items) <= chat.max_mounted and chat.newer_count > 0
         # the same query again: the next older match; a query found nowhere says so
         await submit(pilot, "/find answer number")
         await until(pilot, lambda: chat.find_query == "answer number", "the second find")
