@@ -251,6 +251,9 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(result), file=sys.__stdout__, flush=True)
         return 0
     p = parser(__doc__.split("\n\n")[0], runs=3)
+    p.add_argument(
+        "--no-scroll", action="store_true", help="skip the PageUp run (ready, typing and memory only)"
+    )
     args = p.parse_args(argv)
     runs = args.runs or (1 if args.quick else 3)
     sessions = [s for s in SESSIONS if not (args.quick and s[2] > 10_000)]
@@ -267,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         for _ in range(runs):
             for label, _mb, _n in sessions:
-                r = run_child(home, built[label][0], label == SCROLL_SESSION)
+                r = run_child(home, built[label][0], label == SCROLL_SESSION and not args.no_scroll)
                 for key, value in r.items():
                     results.setdefault(label, {}).setdefault(key, []).append(value)
     m = {
@@ -325,21 +328,28 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['chat_items']:>6}",
         )
     s = m[SCROLL_SESSION]
-    out.text(
-        f"scroll back ({SCROLL_SESSION}): {s['scroll_presses']} PageUp in {s['scroll_s']:.1f} s, longest loop gap "
-        f"{fmt_ms(s['scroll_loop_gap_max_ms'])} ms, frame gap p99 {fmt_ms(s['scroll_frame_gap_p99_ms'])} ms, longest "
-        f"{fmt_ms(s['scroll_frame_gap_max_ms'])} ms ({s['scroll_frame_gaps_over_100ms']} over 100 ms); Python's full "
-        f"garbage collections then: {s['scroll_full_gcs']}, longest {fmt_ms(s['scroll_full_gc_max_ms'])} ms; "
-        f"top reached: {s['scroll_reached_top']}; items shown then: {s['scroll_items_shown']}"
-    )
+    scrolled = "scroll_presses" in s
+    if scrolled:
+        out.text(
+            f"scroll back ({SCROLL_SESSION}): {s['scroll_presses']} PageUp in {s['scroll_s']:.1f} s, longest loop gap "
+            f"{fmt_ms(s['scroll_loop_gap_max_ms'])} ms, frame gap p99 {fmt_ms(s['scroll_frame_gap_p99_ms'])} ms, longest "
+            f"{fmt_ms(s['scroll_frame_gap_max_ms'])} ms ({s['scroll_frame_gaps_over_100ms']} over 100 ms); Python's full "
+            f"garbage collections then: {s['scroll_full_gcs']}, longest {fmt_ms(s['scroll_full_gc_max_ms'])} ms; "
+            f"top reached: {s['scroll_reached_top']}; items shown then: {s['scroll_items_shown']}"
+        )
     big, many = m["10MB/800"], m["2MB/4000"]
     big_size = built["10MB/800"][2] / 2**20
     out.headline(
         "resume a long session in the TUI (lab route, 160×48)",
         f"ready: empty {fmt_ms(base['ready_ms'])} ms, 10 MB/800 {fmt_ms(big['ready_ms'])} ms, "
         f"2 MB/4,000 {fmt_ms(many['ready_ms'])} ms; key→frame p99 {fmt_ms(many['key_frame_p99_ms'])} ms in "
-        f"4,000 (empty {fmt_ms(base['key_frame_p99_ms'])}); PageUp to the top of 4,000: max frame gap "
-        f"{fmt_ms(s['scroll_frame_gap_max_ms'])} ms, {s['scroll_items_shown']} items",
+        f"4,000 (empty {fmt_ms(base['key_frame_p99_ms'])})"
+        + (
+            f"; PageUp to the top of 4,000: max frame gap {fmt_ms(s['scroll_frame_gap_max_ms'])} ms, "
+            f"{s['scroll_items_shown']} items"
+            if scrolled
+            else ""
+        ),
         f"ready ×empty {fmt_ratio(ratio(big['ready_ms'], base['ready_ms']))} / "
         f"{fmt_ratio(ratio(many['ready_ms'], base['ready_ms']))}; key p99 ×empty "
         f"{fmt_ratio(ratio(many['key_frame_p99_ms'], base['key_frame_p99_ms']))}; RSS +"

@@ -796,6 +796,7 @@ async def test_archive_adds_new_segments_incrementally(engine, monkeypatch):
             key=archive_key(content), content=content, reason="budget", created_at=FIXED_NOW - 10
         )
         engine.session.archive([entry])
+        engine.session.writer.flush()  # on disk before the event, as the engine's own commit_view does
         app.inspector.dispatch(
             Compaction("auto", "trim", "applied", 2000, 1000, 10, 10, archive_keys=(entry.key,))
         )
@@ -826,6 +827,7 @@ async def test_refreshing_the_ages_of_many_archive_entries_measures_no_column_ag
         for n in range(300)
     ]
     engine.session.archive(entries)
+    engine.session.writer.flush()  # the session's writer thread has written them before the panel reads
     now = [FIXED_NOW]
     app = InspectorApp(engine)
     async with app.run_test(size=(100, 50)) as pilot:
