@@ -170,6 +170,68 @@ class Sender:
                 )
                 await self.sleep(delay)
 
+    async def _begin(
+        self, request: Request, *, level: int, attempt: int
+    ) -> tuple[str, float, float, Callable[..., None]]:
+        """A request about to go, streamed or not: what it carries is on disk first (a held write failure
+        raises here: nothing is sent unsaved); recorded as sending and shown (RequestStarted). Returns its id,
+        its start (monotonic and wall clock) and the recorder of its outcome."""
+        await self.session.drain()
+        request_id = new_id("r")
+        started, started_at = time.monotonic(), time.time()
+        record = functools.partial(
+            self._record, request_id, request, level=level, attempt=attempt, started_at=started_at
+        )
+        record(outcome="sending")
+        self.emit(
+            RequestStarted(
+                request_id=request_id,
+                route=self.route,
+                purpose=request.purpose,
+                predicted_bytes=request.predicted_bytes,
+                attempt=attempt,
+                level=level,
+                started_at=started_at,
+            )
+        )
+        return request_id, started, started_at, record
+
+    def _classify(self, error: ProviderError, request: Request) -> Failure:
+        """A failed request's classification, streamed or not: the endpoint's size evidence and the user's
+        rules count, secrets are redacted, and what it shows about body sizes is learned."""
+        failure = redact_failure(
+            classify(
+                error,
+                drop_threshold=self.drop_threshold,
+                size_evidence=self.size_evidence,
+                user_rules=self.user_rules,
+            )
+        )
+        self._learn_sizes(error, failure, request)
+        return failure
+
+    def _count_request(self) -> None:
+        self.session.counters.requests += 1
+        self.session.save_counters()
+
+    def _finished(
+        self, request_id: str, request: Request, latency_ms: float, level: int, started_at: float
+    ) -> None:
+        """A request that succeeded, streamed or not: shown (RequestFinished)."""
+        self.emit(
+            RequestFinished(
+                request_id=request_id,
+                route=self.route,
+                purpose=request.purpose,
+                predicted_bytes=request.predicted_bytes,
+                bytes=request.actual_bytes,
+                status=request.status or 200,
+                latency_ms=round(latency_ms, 1),
+                level=level,
+                started_at=started_at,
+            )
+        )
+
     async def _count_failure(
         self,
         request_id: str,
@@ -207,26 +269,7 @@ class Sender:
     async def _send_once(
         self, request: Request, *, level: int, attempt: int, stream_text: bool
     ) -> StreamResult:
-        # What this request carries is on disk before it goes (raises a held failure: nothing is sent unsaved).
-        await self.session.drain()
-        request_id = new_id("r")
-        started = time.monotonic()
-        started_at = time.time()
-        record = functools.partial(
-            self._record, request_id, request, level=level, attempt=attempt, started_at=started_at
-        )
-        record(outcome="sending")
-        self.emit(
-            RequestStarted(
-                request_id=request_id,
-                route=self.route,
-                purpose=request.purpose,
-                predicted_bytes=request.predicted_bytes,
-                attempt=attempt,
-                level=level,
-                started_at=started_at,
-            )
-        )
+        request_id, started, started_at, record = await self._begin(request, level=level, attempt=attempt)
         text: list[str] = []
         chars = 0
         self._visible = []
@@ -277,15 +320,7 @@ class Sender:
                 )
             )
             error.output_visible = visible
-            failure = redact_failure(
-                classify(
-                    error,
-                    drop_threshold=self.drop_threshold,
-                    size_evidence=self.size_evidence,
-                    user_rules=self.user_rules,
-                )
-            )
-            self._learn_sizes(error, failure, request)
+            failure = self._classify(error, request)
             latency = (time.monotonic() - started) * 1000
             record(outcome="failed", error=error, failure=failure, latency_ms=latency)
             await self._count_failure(request_id, request, error, failure, latency, level, started_at)
@@ -293,8 +328,7 @@ class Sender:
         except asyncio.CancelledError:
             latency = (time.monotonic() - started) * 1000
             record(outcome="cancelled", latency_ms=latency)
-            self.session.counters.requests += 1
-            self.session.save_counters()
+            self._count_request()
             raise
         latency = (time.monotonic() - started) * 1000
         cost = None
@@ -311,24 +345,11 @@ class Sender:
                     purpose=request.purpose,
                 )
             )
-        self.session.counters.requests += 1
-        self.session.save_counters()
+        self._count_request()
         self._visible = []
         self.size_evidence.accepted(request.actual_bytes or request.predicted_bytes)
         record(outcome="ok", latency_ms=latency, usage=usage, cost=cost)
-        self.emit(
-            RequestFinished(
-                request_id=request_id,
-                route=self.route,
-                purpose=request.purpose,
-                predicted_bytes=request.predicted_bytes,
-                bytes=request.actual_bytes,
-                status=request.status or 200,
-                latency_ms=round(latency, 1),
-                level=level,
-                started_at=started_at,
-            )
-        )
+        self._finished(request_id, request, latency, level, started_at)
         return StreamResult(
             "".join(text), tool_calls, usage, stop_reason, request, request_id, natives, edits
         )
@@ -336,53 +357,23 @@ class Sender:
     async def call(self, request: Request, call: Callable[[], Awaitable[Any]]) -> Any:
         """A request that is not a stream (native compaction): recorded and shown like every other one,
         its failure classified. Raises RequestFailed; CancelledError passes through."""
-        await self.session.drain()
-        request_id = new_id("r")
-        started, started_at = time.monotonic(), time.time()
-        record = functools.partial(
-            self._record, request_id, request, level=0, attempt=0, started_at=started_at
-        )
-        record(outcome="sending")
-        self.emit(
-            RequestStarted(
-                request_id=request_id,
-                route=self.route,
-                purpose=request.purpose,
-                predicted_bytes=request.predicted_bytes,
-                attempt=0,
-                level=0,
-                started_at=started_at,
-            )
-        )
+        request_id, started, started_at, record = await self._begin(request, level=0, attempt=0)
         try:
             result = await call()
         except asyncio.CancelledError:
             record(outcome="cancelled", latency_ms=(time.monotonic() - started) * 1000)
-            self.session.counters.requests += 1
-            self.session.save_counters()
+            self._count_request()
             raise
         except ProviderError as error:
-            failure = classify(error, drop_threshold=self.drop_threshold)
+            failure = self._classify(error, request)
             latency = (time.monotonic() - started) * 1000
             record(outcome="failed", error=error, failure=failure, latency_ms=latency)
             await self._count_failure(request_id, request, error, failure, latency, 0, started_at)
             raise RequestFailed(error, failure, request, "", request_id) from error
         latency = (time.monotonic() - started) * 1000
-        self.session.counters.requests += 1
-        self.session.save_counters()
+        self._count_request()
         record(outcome="ok", latency_ms=latency)
-        self.emit(
-            RequestFinished(
-                request_id=request_id,
-                route=self.route,
-                purpose=request.purpose,
-                predicted_bytes=request.predicted_bytes,
-                bytes=request.actual_bytes,
-                status=request.status or 200,
-                latency_ms=round(latency, 1),
-                started_at=started_at,
-            )
-        )
+        self._finished(request_id, request, latency, 0, started_at)
         return result
 
     def _learn_sizes(self, error: ProviderError, failure: Failure, request: Request) -> None:
