@@ -22,6 +22,19 @@ from app.ui.quiet_resize import QuietResize
 from app.ui.widgets.steady_scrollbars import SteadyDataTable
 
 
+def count_calls(obj: object, name: str) -> list[int]:
+    """Wrap `obj.name` so each call is counted; the count is the list's one item."""
+    calls = [0]
+    original = getattr(obj, name)
+
+    def counted(*args, **kwargs):
+        calls[0] += 1
+        return original(*args, **kwargs)
+
+    setattr(obj, name, counted)
+    return calls
+
+
 def markdown_text(chars: int) -> str:
     """A coding answer's Markdown: headings, paragraphs, lists and fenced code."""
     blocks: list[str] = []
@@ -65,20 +78,12 @@ async def _scrollbar_repaints_while_another_widget_grows(table: DataTable) -> tu
         await pilot.pause()
         assert table.show_horizontal_scrollbar
         scrollbar = table.horizontal_scrollbar
-        repaints = 0
-        original = scrollbar.refresh
-
-        def counted(*args, **kwargs):
-            nonlocal repaints
-            repaints += 1
-            return original(*args, **kwargs)
-
-        scrollbar.refresh = counted  # type: ignore[method-assign]
+        repaints = count_calls(scrollbar, "refresh")
         grower = app.query_one("#grower", Static)
         for n in range(2, 8):  # six layouts of the screen that change nothing of the table's
             grower.update("\n".join(["line"] * n))
             await pilot.pause()
-        return repaints, app
+        return repaints[0], app
 
 
 async def test_a_wide_table_does_not_repaint_its_scrollbar_at_every_layout_of_the_screen():
@@ -130,15 +135,7 @@ async def test_a_streamed_flush_repaints_the_lines_that_changed_not_the_whole_an
     app = AnswerHost()
     async with app.run_test(size=(70, 30)) as pilot:
         view = app.query_one(AnswerView)
-        drawn = 0
-        original = view.render_line
-
-        def counted(y: int):
-            nonlocal drawn
-            drawn += 1
-            return original(y)
-
-        view.render_line = counted  # type: ignore[method-assign]
+        drawn = count_calls(view, "render_line")
         appends = 40
         text = markdown_text(appends * 150)
         await _stream_into(pilot, view, text, 150)
@@ -146,7 +143,7 @@ async def test_a_streamed_flush_repaints_the_lines_that_changed_not_the_whole_an
         assert view.size.height > 3 * visible  # it outgrew the view long ago
         # Repainting every visible line at every append would draw ≥ appends × visible lines; only the
         # open block's lines and the new ones are drawn again.
-        assert drawn < appends * visible / 3, (drawn, appends * visible)
+        assert drawn[0] < appends * visible / 3, (drawn[0], appends * visible)
 
 
 async def test_what_a_partial_repaint_shows_is_what_a_full_repaint_shows():
@@ -214,15 +211,7 @@ async def _layouts_while_growing(
     async with app.run_test(size=(60, 20)) as pilot:
         await pilot.pause()
         compositor = app.screen._compositor
-        layouts = 0
-        original = compositor.reflow
-
-        def counted(*args, **kwargs):
-            nonlocal layouts
-            layouts += 1
-            return original(*args, **kwargs)
-
-        compositor.reflow = counted  # type: ignore[method-assign]
+        layouts = count_calls(compositor, "reflow")
         for n in range(1, 31):  # it soon outgrows the pane, anchored to the end as the chat is
             body.update("\n".join(f"line {k}" for k in range(n * 2)))
             pane.anchor()
@@ -231,7 +220,7 @@ async def _layouts_while_growing(
         for widget in (pane, item):
             widget.refresh()
         await pilot.pause()
-        return layouts, shown, _screen_text(app)
+        return layouts[0], shown, _screen_text(app)
 
 
 async def test_a_growing_item_costs_one_layout_per_growth_and_draws_what_a_full_repaint_draws():
@@ -283,24 +272,16 @@ async def test_streamed_text_is_appended_on_a_steady_beat_that_stops_when_the_te
             await chat.handle(TextDelta(f"word{n} "))
         answer = chat.last_answer()
         assert answer is not None
-        appends = 0
-        original = answer.view.append
-
-        def counted(fragment: str) -> None:
-            nonlocal appends
-            appends += 1
-            original(fragment)
-
-        answer.view.append = counted  # type: ignore[method-assign]
+        appends = count_calls(answer.view, "append")
         await until(pilot, lambda: "word199" in answer.view.text, "the burst appended")
-        assert appends == 1  # coalesced into one append
+        assert appends[0] == 1  # coalesced into one append
         await until(pilot, lambda: chat._flush_timer is None, "the beat to stop")  # a quiet beat stops it
         await chat.handle(TextDelta("more "))
         beat = chat._flush_timer
         assert beat is not None  # the next delta starts it again
         for n in range(3):  # text keeps coming: the same beat appends it (not a timer set after each append)
-            await until(pilot, lambda n=n: appends == 2 + n, "an append")
+            await until(pilot, lambda n=n: appends[0] == 2 + n, "an append")
             await chat.handle(TextDelta(f"again{n} "))
             assert chat._flush_timer is beat
         await chat.handle(AnswerFinished("m1", "end_turn"))
-        assert chat._flush_timer is None and appends == 5 and answer.view.text.endswith("again2 ")
+        assert chat._flush_timer is None and appends[0] == 5 and answer.view.text.endswith("again2 ")
