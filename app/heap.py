@@ -8,18 +8,16 @@ glibc to return them (`malloc_trim`); elsewhere (macOS, musl) it does nothing.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import functools
 
 
 @functools.cache
 def _malloc_trim():
-    name = ctypes.util.find_library("c")
-    if not name:
-        return None
+    import ctypes  # only when a long session was opened: not on the start-up path
+
     try:
-        return ctypes.CDLL(name).malloc_trim  # glibc only
+        # The process's own symbols (no `find_library`, which runs ldconfig): glibc has malloc_trim.
+        return ctypes.CDLL(None).malloc_trim
     except (OSError, AttributeError):
         return None
 
