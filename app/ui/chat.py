@@ -31,7 +31,7 @@ import functools
 from collections.abc import Iterable
 
 from textual import events
-from textual.app import ScreenStackError
+from textual.app import ComposeResult, ScreenStackError
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.message import Message
@@ -155,10 +155,16 @@ class Chat(QuietResize, VerticalScroll, can_focus=True):
         self._newer: list[HistoryEntry] = []
         self._newer_marker: Static | None = None
         self._paging = False
+        self.filling = False  # a resumed history's window is still being mounted (see _fill_window)
         self._page_before: ChatItem | None = None  # older entries go just above this item (None: the first)
         self._found: ChatItem | None = None
         self._find_query = ""
         self._find_position: int | None = None  # index of the last match in the whole conversation
+        # The styles every answer is drawn in, held once (hidden) instead of by each answer's view.
+        self.answer_styles = AnswerView(id="answer-styles")
+
+    def compose(self) -> ComposeResult:
+        yield self.answer_styles
 
     # -- reading (tests, copy, the app) ----------------------------------------------------------------
     @property
@@ -712,7 +718,7 @@ class Chat(QuietResize, VerticalScroll, can_focus=True):
         self._older, self._newer = [], []
         self._page_before = None
         self._found, self._find_position = None, None
-        await self.remove_children()
+        await self.remove_children([child for child in self.children if child is not self.answer_styles])
         self.cursor = -1
         self._follow()
 
@@ -978,15 +984,17 @@ class Chat(QuietResize, VerticalScroll, can_focus=True):
     async def render_history(
         self, messages: Iterable[EngineMessage], *, entries: list[HistoryEntry] | None = None
     ) -> None:
-        """Show a resumed session's master log (tool results joined to their calls): its last
-        `chat_window_items` items are mounted, the others wait as entries until the user scrolls or
-        searches to them — resuming costs what is on screen, not the length of the session.
+        """Show a resumed session's master log (tool results joined to their calls): the last items that
+        fill the view are mounted, the rest of the window (`chat_window_screens`) right after the first
+        frame; the others wait as entries until the user scrolls or searches to them — resuming costs
+        what is on screen, not the length of the session.
         `entries`: the log already made entries (off the event loop, `entries_from_messages`)."""
         if entries is None:
             entries = entries_from_messages(messages)
         if not entries:
             return
-        window = fill(entries, self.window_rows, self._screen()[1], most=self.window_items)
+        rows, width = self._screen()
+        window = fill(entries, rows, width, most=self.window_items)
         shown, hidden = entries[-window:], entries[:-window]
         if self._newer:
             await self._rewindow(self._total() - 1, at_end=True)
@@ -1000,3 +1008,28 @@ class Chat(QuietResize, VerticalScroll, can_focus=True):
                 self._older.extend(hidden)
                 self.pruned += len(hidden)
                 await self._update_markers()
+                self.filling = True
+                self.call_after_refresh(self._fill_window)
+
+    async def _fill_window(self) -> None:
+        """After the resumed view's first frame: mount older entries above it until the window
+        (`chat_window_screens` screens) is full, so the first PageUps find history already drawn."""
+        if self._paging and self.is_attached:  # a page is going in (the view was near the top): after it
+            self.call_after_refresh(self._fill_window)
+            return
+        try:
+            if not self._older or not self.is_attached:
+                return
+            width = self._screen()[1]
+            shown = sum(item.outer_size.height + 1 for item in self.items)  # the items and their margins
+            wanted = self.window_rows - shown
+            count = (
+                fill(self._older, wanted, width, most=self.window_items - len(self.items))
+                if wanted > 0
+                else 0
+            )
+            if count > 0:
+                self._paging = True
+                await self._page_older(count)
+        finally:
+            self.filling = False

@@ -71,6 +71,7 @@ class _ToolState:
         block.done, block.stopped, block.is_error = self.done, self.stopped, self.is_error
         block.result, block.chars, block.spill_path = self.result, self.chars, self.spill_path
         block.collapsed = self.collapsed
+        block.set_state_classes(update=False)
         return block
 
     def search_text(self) -> str:

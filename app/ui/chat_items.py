@@ -25,7 +25,7 @@ from textual.widget import Widget
 from textual.widgets import Button, Static
 
 from app.textsafe import display, display_line
-from app.ui.markdown.widget import AnswerView
+from app.ui.markdown.widget import SharedStylesAnswerView
 from app.ui.quiet_resize import QuietResize
 
 _CODE_BLOCK_RE = re.compile(r"^(```+|~~~+)[^\n]*\n(.*?)^\1[ \t]*$", re.M | re.S)
@@ -69,24 +69,39 @@ class ChatItem(Widget):
         return code_blocks(self.copy_text())
 
 
+def _with_classes(kwargs: dict, *names: str) -> dict:
+    """`kwargs` with `names` added to its classes: classes given at construction cost no restyle (a class
+    added afterwards restyles the widget and everything in it, once before mounting and again after)."""
+    given = kwargs.get("classes") or ""
+    return {**kwargs, "classes": " ".join(filter(None, (given, *names)))}
+
+
 class UserItem(ChatItem):
+    """A prompt: its label and (folded when long) text, drawn by this one widget — a resumed session
+    mounts a few dozen of these at once, and every widget costs its styling and layout."""
+
     kind = "user"
+    COMPONENT_CLASSES = {"user-item--label"}
 
     def __init__(self, text: str, *, origin: str = "user", **kwargs) -> None:
-        super().__init__(**kwargs)
+        super().__init__(**(_with_classes(kwargs, "-recall") if origin == "recall" else kwargs))
         self.text = display(text)
         self.origin = origin
-        if origin == "recall":
-            self.add_class("-recall")
 
-    def compose(self) -> ComposeResult:
-        label = "↺ recalled into the conversation" if self.origin == "recall" else "you"
-        yield Static(label, classes="item-label", markup=False)
+    @property
+    def body(self) -> str:
+        """The text as shown: a long prompt folded (the whole of it is copied and sent)."""
         if self.origin == "recall":
-            body = fold(self.text, max_lines=self.text.count("\n") + 1, max_chars=RECALL_FOLD_CHARS)
-        else:
-            body = fold(self.text, max_lines=PROMPT_FOLD_LINES, max_chars=PROMPT_FOLD_CHARS)
-        yield Static(body, classes="item-body", markup=False)
+            return fold(self.text, max_lines=self.text.count("\n") + 1, max_chars=RECALL_FOLD_CHARS)
+        return fold(self.text, max_lines=PROMPT_FOLD_LINES, max_chars=PROMPT_FOLD_CHARS)
+
+    def render(self) -> RenderableType:
+        label = "↺ recalled into the conversation" if self.origin == "recall" else "you"
+        text = Text()
+        text.append(label, style=self.get_component_rich_style("user-item--label"))
+        text.append("\n")
+        text.append(self.body)
+        return text
 
     def copy_text(self) -> str:
         return self.text
@@ -117,13 +132,19 @@ class AssistantItem(QuietResize, ChatItem):
         self.raw = display(text)
         self.partial = partial
         self.streaming = streaming
-        self.view = AnswerView(self.raw, streaming=streaming, classes="answer")
-        self.set_class(partial, "-partial")
+        self.view = SharedStylesAnswerView(
+            self.raw, streaming=streaming, caption="assistant", classes="answer"
+        )
+        self.set_class(partial, "-partial", update=False)
 
     def compose(self) -> ComposeResult:
-        yield Static("assistant", classes="item-label", markup=False)
-        yield self.view
-        yield Static(
+        yield self.view  # its first row says "assistant"
+        if self.partial:  # most answers are whole: the mark is mounted only for a partial one
+            yield self._partial_mark()
+
+    @staticmethod
+    def _partial_mark() -> Static:
+        return Static(
             "◆ partial — the answer was cut short; /retry asks again", classes="partial-mark", markup=False
         )
 
@@ -152,6 +173,8 @@ class AssistantItem(QuietResize, ChatItem):
     def mark_partial(self, partial: bool = True) -> None:
         self.partial = partial
         self.set_class(partial, "-partial")
+        if partial and self.is_mounted and not self.query(".partial-mark"):
+            self.mount(self._partial_mark())
 
     def copy_text(self) -> str:
         return self.raw
@@ -163,14 +186,13 @@ class NoticeItem(ChatItem):
     kind = "notice"
 
     def __init__(self, text: str, *, level: str = "info", code: str = "", title: str = "", **kwargs) -> None:
-        super().__init__(**kwargs)
+        level = level if level in NOTICE_MARKS else "info"
+        code_class = f"-code-{re.sub(r'[^a-z0-9-]', '-', code.lower())}" if code else ""
+        super().__init__(**_with_classes(kwargs, f"-{level}", code_class))
         self.text = display(text)
-        self.level = level if level in NOTICE_MARKS else "info"
+        self.level = level
         self.code = code
         self.title = display(title)
-        self.add_class(f"-{self.level}")
-        if code:
-            self.add_class(f"-code-{re.sub(r'[^a-z0-9-]', '-', code.lower())}")
 
     def render(self) -> RenderableType:
         text = Text()
@@ -257,6 +279,7 @@ class ToolBlock(ChatItem):
         self._future: asyncio.Future[bool | str] | None = None
         self._why = ""
         self.remember = ""  # the allow rule "always" would keep, e.g. Bash(make test)
+        self.set_state_classes(update=False)
 
     @property
     def pending(self) -> bool:
@@ -264,8 +287,9 @@ class ToolBlock(ChatItem):
 
     def compose(self) -> ComposeResult:
         yield Static(self._header(), classes="tool-header")
-        # A folded block draws no body (a resumed session has hundreds): it is filled when unfolded.
-        yield Static("" if self.collapsed else self._body(), classes="tool-body", markup=False)
+        # A folded block has no body widget (a resumed session mounts dozens): it is mounted when unfolded.
+        if not self.collapsed:
+            yield self._body_widget()
         if not self.approvable:
             return
         with Vertical(classes="approval-bar"):
@@ -289,6 +313,9 @@ class ToolBlock(ChatItem):
             tooltip="Approve, and allow this exact call in this project from now on (.bulkhead/settings.toml)",
         )
         yield Button("Deny (n)", variant="error", classes="deny", compact=True)
+
+    def _body_widget(self) -> Static:
+        return Static(self._body(), classes="tool-body", markup=False)
 
     def on_mount(self) -> None:
         self._sync(content=False)  # compose drew the header and body as they are now
@@ -338,18 +365,27 @@ class ToolBlock(ChatItem):
                 lines.append(f"full output: {self.spill_path}")
         return display("\n".join(lines))
 
+    def set_state_classes(self, *, update: bool = True) -> None:
+        """The classes that show the block's state; `update=False` before it is mounted (no restyle)."""
+        self.set_class(self.collapsed, "-collapsed", update=update)
+        self.set_class(self.pending, "-pending", update=update)
+        failed = self.is_error or self.stopped or self.decision in ("denied", "cancelled")
+        self.set_class(failed, "-failed", update=update)
+
     def _sync(self, *, content: bool = True) -> None:
         # The classes first, mounted or not: `is_mounted` is still False in on_mount, and a block of a resumed
         # history got no `-collapsed` there (it showed its body under a folded ▸ header).
-        self.set_class(self.collapsed, "-collapsed")
-        self.set_class(self.pending, "-pending")
-        self.set_class(self.is_error or self.stopped or self.decision in ("denied", "cancelled"), "-failed")
+        self.set_state_classes()
         if not self.is_mounted:
             return
         if content:
             self.query_one(".tool-header", Static).update(self._header())
             if not self.collapsed:
-                self.query_one(".tool-body", Static).update(self._body())
+                body = self.query(".tool-body")
+                if body:
+                    body.first(Static).update(self._body())
+                else:
+                    self.mount(self._body_widget(), after=self.query_one(".tool-header"))
         if self.pending:
             remember = (
                 f"\n  a / p: also allow {display_line(self.remember)} for this session / in this project"

@@ -79,7 +79,6 @@ class EngineLink:
         except SessionHeld as held:  # one writer per session: ask what to do instead
             self.call_from_thread(self._session_held, held, route_name)
             return
-        prewarm_in_background(choice.route.provider)
         self._command_problems = self.refresh_custom_commands()
         # What costs the length of the session is done here, off the event loop, before the engine is
         # shared: the inspector's report (measuring the view, which warms the provider's payload cache
@@ -152,10 +151,20 @@ class EngineLink:
         engine = self.engine
         await engine.start(resumed=resumed)
         self.engine_ready.set()
+        self.call_after_refresh(self._import_sdk_when_drawn, engine.route.provider)
         self.refresh_bindings()
         if engine.mcp is not None:
             self._start_mcp(engine)
         self.send_waiting()
+
+    def _import_sdk_when_drawn(self, provider: str) -> None:
+        """Import the route's SDK (0.6–1.6 s of CPU) in a thread once the session is on screen: it shares the
+        GIL with everything the loop does, and drawing a resumed history alongside it took twice as long."""
+        with contextlib.suppress(NoMatches):
+            if self.chat.filling:  # the resumed window is still going in
+                self.call_after_refresh(self._import_sdk_when_drawn, provider)
+                return
+        prewarm_in_background(provider)
 
     @work(group="mcp", exit_on_error=False, name="start MCP servers")
     async def _start_mcp(self, engine) -> None:

@@ -54,7 +54,11 @@ def tune_gc() -> None:
 def prewarm_in_background(provider: str) -> threading.Thread | None:
     """`prewarm_sdk` in a daemon thread: quitting does not wait for it (a worker thread would be joined)."""
     name = SDK_MODULES.get(provider)
-    if not name or name in sys.modules:
+    if not name:
+        return None
+    if name in sys.modules:
+        if not gc.get_freeze_count():  # a first prompt sent at once imported it: freeze as the import would
+            gc.freeze()
         return None
     thread = threading.Thread(target=lambda: prewarm_sdk(provider), name=f"import {name}", daemon=True)
     thread.start()

@@ -82,12 +82,16 @@ async def test_resume_draws_a_window_and_pages_older_items_in_up_to_the_first(la
         # the tool blocks paged in keep their results
         first_block = next(i for i in chat.items if isinstance(i, ToolBlock))
         assert first_block.done and "marker-0-end" in first_block.copy_text()
-        # folded as its header says (▸): one row, no body drawn; unfolded, the body shows the result
-        body = first_block.query_one(".tool-body", Static)
-        assert first_block.has_class("-collapsed") and not body.display and first_block.outer_size.height == 1
+        # folded as its header says (▸): one row, no body widget; unfolded, the body shows the result
+        assert first_block.has_class("-collapsed") and first_block.outer_size.height == 1
+        assert not first_block.query(".tool-body")
         first_block.toggle()
         await pilot.pause()
-        assert body.display and "marker-0-end" in str(body.render())
+        body = first_block.query_one(".tool-body", Static)
+        assert body.display and "marker-0-end" in str(body.render()) and first_block.outer_size.height > 1
+        first_block.toggle()  # folded again: the body stays mounted, hidden
+        await pilot.pause()
+        assert not body.display and first_block.outer_size.height == 1
         # scrolling down pages the later items back in, and the oldest leave the top; the view stays put
         newer = chat.newer_count
         for _ in range(60):
@@ -103,6 +107,70 @@ async def test_resume_draws_a_window_and_pages_older_items_in_up_to_the_first(la
         await pilot.press("end")
         await until(pilot, lambda: chat.newer_count == 0 and chat.follow, "the latest")
         assert users(app)[-1] == f"prompt number {PROMPTS - 1}: look at module {PROMPTS - 1}"
+        await app.action_quit()
+
+
+async def test_resume_mounts_what_fills_the_view_then_the_window_after_the_first_frame(lab, tmp_path):
+    """The first frame of a resumed session costs one screen of items; the rest of the window
+    (`chat_window_screens`, 2) is mounted right after it, above, while the view stays at the end."""
+    session_id = long_session(tmp_path)
+    store = Store()
+    messages = Session.load(store, session_id).master
+    store.close()
+    app = make_app(lab_settings(lab), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        chat = app.chat
+        before = len(chat.items)  # the start notices
+        await chat.render_history(messages)
+        first = len(chat.items) - before
+        rows, width = chat._screen()
+        assert 1 <= first <= rows // 2  # about a screen of items (each at least two rows), not the window
+        await until(pilot, lambda: len(chat.items) - before > first, "the rest of the window")
+        await pilot.pause()
+        window = chat.items[before:]
+        drawn = sum(i.outer_size.height + 1 for i in window)  # heights and margins
+        assert drawn >= chat.window_rows - rows  # about two screens, the second above the first
+        assert len(window) < 2 * first + 10 and chat.older_count == 3 * PROMPTS - len(window)
+        assert chat.follow and chat.at_bottom()  # the latest stays in view while the window fills above it
+        assert users(app)[-1] == f"prompt number {PROMPTS - 1}: look at module {PROMPTS - 1}"
+        await app.action_quit()
+
+
+async def test_the_sdk_import_waits_until_the_resumed_window_is_drawn(lab, tmp_path, monkeypatch):
+    """The SDK's import (a second of CPU in a thread) would share the GIL with drawing the history: it starts
+    once the resumed window is mounted, not while the session loads."""
+    seen: list[tuple[str, bool, int]] = []
+    monkeypatch.setattr(
+        "app.ui.engine_link.prewarm_in_background",
+        lambda provider: seen.append((provider, app.chat.filling, len(app.chat.items))),
+    )
+    app = make_app(lab_settings(lab), tmp_path, resume=long_session(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await until(pilot, lambda: seen, "the SDK import")
+        await pilot.pause()
+        provider, filling, mounted = seen[0]
+        assert provider == "lab" and not filling
+        assert mounted == len(app.chat.items) > 20  # the whole window (two screens) was in before it
+        await app.action_quit()
+
+
+async def test_a_resumed_partial_answer_shows_its_mark_and_a_whole_one_has_none(lab, tmp_path):
+    store = Store()
+    session = Session.create(store, route="lab", provider="lab", model="lab-1", workspace=str(tmp_path))
+    session.append(Message.create("user", "first question", turn=1))
+    session.append(Message.create("assistant", "a whole answer", turn=1))
+    session.append(Message.create("user", "second question", turn=2))
+    session.append(Message.create("assistant", "an answer cut", turn=2, partial=True))
+    store.close()
+    app = make_app(lab_settings(lab), tmp_path, resume=session.id)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        whole, cut = app.chat.answers()
+        assert not whole.partial and not whole.query(".partial-mark")
+        mark = cut.query_one(".partial-mark", Static)
+        assert cut.has_class("-partial") and mark.display and "cut short" in str(mark.render())
         await app.action_quit()
 
 

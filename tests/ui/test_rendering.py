@@ -53,3 +53,30 @@ async def test_a_link_in_angle_brackets_is_still_a_link(lab, tmp_path):
         await app.chat.add(item)
         await until(pilot, lambda: item.rendered, "the answer to be drawn")
         assert item.view.rendered_text().strip() == "docs at https://example.org/docs"
+
+
+async def test_chat_answers_share_one_set_of_answer_styles_and_follow_a_theme_change(lab, tmp_path):
+    """A chat's answers have no component classes of their own (styling each one's ~20 cost most of a
+    resumed screen's styling): they draw in the chat's hidden `answer_styles`, theme changes included."""
+    app = make_app(lab_settings(lab), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        app.theme = "textual-dark"
+        item = AssistantItem("# Title\n\nplain words\n")
+        await app.chat.add(item)
+        await until(pilot, lambda: item.rendered, "the answer to be drawn")
+        assert not item.view._get_component_classes() and item.view.style_source() is app.chat.answer_styles
+
+        def heading_color():
+            row = next(y for y in range(1, 6) if "Title" in item.view.render_line(y).text)
+            return next(s.style.color for s in item.view.render_line(row) if "Title" in s.text)
+
+        def h1_color():
+            return app.chat.answer_styles.get_visual_style("answer--h1", partial=True).rich_style.color
+
+        assert item.view.render_line(0).text.startswith("assistant")  # the caption row
+        dark = heading_color()
+        assert dark is not None and dark == h1_color()
+        app.theme = "textual-light"
+        await until(pilot, lambda: heading_color() != dark, "the answer redrawn in the new theme")
+        assert heading_color() == h1_color()
