@@ -1020,14 +1020,11 @@ class Chat(QuietResize, VerticalScroll, can_focus=True):
         try:
             if not self._older or not self.is_attached:
                 return
-            width = self._screen()[1]
             shown = sum(item.outer_size.height + 1 for item in self.items)  # the items and their margins
             wanted = self.window_rows - shown
-            count = (
-                fill(self._older, wanted, width, most=self.window_items - len(self.items))
-                if wanted > 0
-                else 0
-            )
+            if wanted <= 0:
+                return
+            count = fill(self._older, wanted, self._screen()[1], most=self.window_items - len(self.items))
             if count > 0:
                 self._paging = True
                 await self._page_older(count)

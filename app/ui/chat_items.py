@@ -70,7 +70,7 @@ class ChatItem(Widget):
 
 
 def _with_classes(kwargs: dict, *names: str) -> dict:
-    """`kwargs` with `names` added to its classes: classes given at construction cost no restyle (a class
+    """`kwargs` with `names` (the empty ones left out) added to its classes: classes given at construction cost no restyle (a class
     added afterwards restyles the widget and everything in it, once before mounting and again after)."""
     given = kwargs.get("classes") or ""
     return {**kwargs, "classes": " ".join(filter(None, (given, *names)))}
@@ -84,7 +84,7 @@ class UserItem(ChatItem):
     COMPONENT_CLASSES = {"user-item--label"}
 
     def __init__(self, text: str, *, origin: str = "user", **kwargs) -> None:
-        super().__init__(**(_with_classes(kwargs, "-recall") if origin == "recall" else kwargs))
+        super().__init__(**_with_classes(kwargs, "-recall" if origin == "recall" else ""))
         self.text = display(text)
         self.origin = origin
 
@@ -128,14 +128,13 @@ class AssistantItem(QuietResize, ChatItem):
     kind = "assistant"
 
     def __init__(self, text: str = "", *, partial: bool = False, streaming: bool = False, **kwargs) -> None:
-        super().__init__(**kwargs)
+        super().__init__(**_with_classes(kwargs, "-partial" if partial else ""))
         self.raw = display(text)
         self.partial = partial
         self.streaming = streaming
         self.view = SharedStylesAnswerView(
             self.raw, streaming=streaming, caption="assistant", classes="answer"
         )
-        self.set_class(partial, "-partial", update=False)
 
     def compose(self) -> ComposeResult:
         yield self.view  # its first row says "assistant"

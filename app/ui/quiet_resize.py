@@ -7,8 +7,9 @@ flush cost two layouts and a full redraw of the chat's own lines, of the item's 
 the answer on screen. The second layout changes nothing (the sizes came from the first).
 
 `QuietResize` takes a change of height or virtual size at the same width quietly: it repaints only the
-rows that can differ (from the bottom gutter of the shorter height down), updates the scrollbars of a
-scrolling container, and sets the virtual size without the reactive's repaint and layout.
+rows that can differ (from the bottom gutter of the shorter height down; a widget that knows better
+overrides `_repaint_resized`, as the answer view repaints from its first changed row), updates the
+scrollbars of a scrolling container, and sets the virtual size without the reactive's repaint and layout.
 """
 
 from __future__ import annotations
@@ -18,7 +19,15 @@ from textual.widget import Widget
 
 
 class QuietResize:
-    """Mix into a container widget (first in the bases)."""
+    """Mix into a widget (first in the bases)."""
+
+    def _repaint_resized(self, old: Size, size: Size) -> None:
+        """Repaint what a change of height at the same width can change: the rows from the bottom gutter
+        (padding, border) of the shorter height down; those above are drawn as they were."""
+        widget: Widget = self  # type: ignore[assignment]
+        top = max(0, min(old.height, size.height) - widget.styles.gutter.bottom)
+        rows = Region(0, top, size.width, max(old.height, size.height) - top)
+        widget._set_dirty(rows.translate(-widget.content_offset))  # _set_dirty takes content rows
 
     def _size_updated(
         self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True
@@ -38,10 +47,7 @@ class QuietResize:
         ):
             return super()._size_updated(size, virtual_size, container_size, layout)  # type: ignore[misc]
         if old.height != size.height:
-            # Rows above the bottom gutter (padding, border) of the shorter height are drawn as they were.
-            top = max(0, min(old.height, size.height) - widget.styles.gutter.bottom)
-            rows = Region(0, top, size.width, max(old.height, size.height) - top)
-            widget._set_dirty(rows.translate(-widget.content_offset))  # _set_dirty takes content rows
+            self._repaint_resized(old, size)
         widget._size = size
         widget._container_size = container_size
         widget.set_reactive(Widget.virtual_size, virtual_size)

@@ -34,6 +34,7 @@ from textual.widget import Widget
 from app.textsafe import display, display_line
 from app.ui.markdown.painter import STYLE_NAMES, DrawnLine, Line, Painter, block_margins
 from app.ui.markdown.parser import PARSER, REFERENCE_DEFINITION, cold_languages, parse_markdown, split_blocks
+from app.ui.quiet_resize import QuietResize
 
 SLICE_S = 0.012  # the most drawing one slice does before it gives the event loop back
 SLICE_GAP_S = 0.004  # the pause between two slices: frames, keys and timers run in it
@@ -77,7 +78,7 @@ def _swap_background(strip: Strip, old: object, new: RichStyle) -> Strip:
     return Strip(segments, strip.cell_length)
 
 
-class AnswerView(Widget):
+class AnswerView(QuietResize, Widget):
     """An answer's Markdown drawn as lines (the line API): one widget however long the answer is.
 
     The text is split into top-level blocks. While it streams, every block but the last is final —
@@ -545,24 +546,10 @@ class AnswerView(Widget):
         elif layout:
             self.refresh(layout=True)
 
-    def _size_updated(
-        self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True
-    ) -> bool:
+    def _repaint_resized(self, old: Size, size: Size) -> None:
         """Textual repaints every line of a widget whose size changed; an answer that only got taller (or
-        shorter) at the same width repaints from its first changed row instead (what is above is as it was)."""
-        old = self._size
-        if (
-            old.width == size.width
-            and old.height != size.height
-            and old.width
-            and not self.styles.gutter.height
-        ):
-            self._repaint_changed()
-            # Textual's check then finds no new size, and the virtual size (a reactive that would repaint
-            # the whole widget and ask for one more layout) is set quietly: the cached lines above stay.
-            self._size = size
-            self.set_reactive(Widget.virtual_size, virtual_size)
-        return super()._size_updated(size, virtual_size, container_size, layout) or old != size
+        shorter) at the same width repaints from its first changed row (see `QuietResize`)."""
+        self._repaint_changed()
 
     # -- the line API --------------------------------------------------------------------------------------
     def get_content_height(self, container, viewport, width: int) -> int:
