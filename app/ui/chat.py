@@ -157,6 +157,7 @@ class Chat(QuietResize, VerticalScroll, can_focus=True):
         self._paging = False
         self.filling = False  # a resumed history's window is still being mounted (see _fill_window)
         self._page_before: ChatItem | None = None  # older entries go just above this item (None: the first)
+        self._owed_rows = 0  # rows PageUp could not scroll at the top, scrolled once the page is in
         self._found: ChatItem | None = None
         self._find_query = ""
         self._find_position: int | None = None  # index of the last match in the whole conversation
@@ -294,9 +295,20 @@ class Chat(QuietResize, VerticalScroll, can_focus=True):
             self.new_below = True
 
     def action_page_up(self) -> None:
-        super().action_page_up()
+        """A page up at once, not animated: Textual's scrolls after the next frame from where the view is
+        then, so quick presses all went to the same place. At the top of what is mounted, with older items
+        still to page in, the rows it could not go are owed to the page (see `_keep_place`)."""
         self.follow = False
+        target = self.scroll_y - self.scrollable_content_region.height
+        if target < 0 and self._older:
+            self._owed_rows = min(self._owed_rows - int(target), self.window_rows)
+        self.scroll_to(y=max(0, target), animate=False, immediate=True)
         self._maybe_page()
+
+    def action_page_down(self) -> None:
+        """A page down at once, not animated (as `action_page_up`)."""
+        self._owed_rows = 0
+        self.scroll_to(y=self.scroll_y + self.scrollable_content_region.height, animate=False, immediate=True)
 
     def on_answer_view_grew(self, event: AnswerView.Grew) -> None:
         """A slice drew more of an answer (after the stream, or a long one)."""
@@ -310,6 +322,7 @@ class Chat(QuietResize, VerticalScroll, can_focus=True):
         if self._newer:  # /find went far back: the latest window again, then follow it
             self.call_later(self._latest_again)
             return
+        self._owed_rows = 0
         self._follow()
         items = self.items
         if items:
@@ -322,6 +335,7 @@ class Chat(QuietResize, VerticalScroll, can_focus=True):
     def action_jump_top(self) -> None:
         """The top of what is mounted; older items page in from there (a page at a time, as scrolling does)."""
         self.follow = False
+        self._owed_rows = 0
         self.scroll_home(animate=False)
         if self.items:
             self.cursor = 0
@@ -477,7 +491,6 @@ class Chat(QuietResize, VerticalScroll, can_focus=True):
             anchor = self._page_before
             first = anchor if anchor is not None and anchor.is_attached else next(iter(self.items), None)
             top_before = first.virtual_region_with_margin.y if first is not None else 0
-            scroll_before = self.scroll_y
             at = self.items.index(first) if first is not None else 0
             if first is not None:
                 await self.mount_all(widgets, before=first)
@@ -492,18 +505,25 @@ class Chat(QuietResize, VerticalScroll, can_focus=True):
             await self._trim_newest()
             await self._update_markers()
             if first is not None:
-                self.call_after_refresh(self._keep_place, first, top_before, scroll_before)
+                self.call_after_refresh(self._keep_place, first, top_before)
             return widgets
         finally:
             self._paging = False
 
-    def _keep_place(self, first: ChatItem, top_before: int, scroll_before: float) -> None:
-        """Content grew above the view (above `first`): scroll by as much, so what the user read stays put."""
+    def _keep_place(self, first: ChatItem, top_before: int) -> None:
+        """Content grew above the view (above `first`): scroll by as much, so what the user read stays put,
+        less the rows PageUp owes if the view waited at the top for this page."""
         if not first.is_attached:
             return
         grown = first.virtual_region_with_margin.y - top_before
-        if grown > 0 and not self.follow:
-            self.scroll_to(y=scroll_before + grown, animate=False, immediate=True, release_anchor=False)
+        if grown <= 0 or self.follow:
+            return
+        owed = self._owed_rows if self.scroll_y <= 0 else 0  # scrolled away meanwhile: nothing is owed
+        paid = min(owed, grown)
+        self._owed_rows = owed - paid if self._older else 0
+        self.scroll_to(y=self.scroll_y + grown - paid, animate=False, immediate=True, release_anchor=False)
+        if self._owed_rows:  # still at the top, more owed than this page held: the next page
+            self._maybe_page()
 
     async def _page_newer(self, count: int | None = None) -> list[ChatItem]:
         try:
@@ -553,7 +573,7 @@ class Chat(QuietResize, VerticalScroll, can_focus=True):
             if isinstance(block, ToolBlock):
                 self._tools.pop(block.call_id, None)
         self._newer = [*map(entry_of, doomed), *self._newer]
-        self.cursor = min(self.cursor, len(items) - extra - 1)
+        self._clamp_cursor(len(items) - extra - 1)
         await self.remove_children(doomed)
 
     async def _trim_oldest(self) -> None:
@@ -932,6 +952,15 @@ class Chat(QuietResize, VerticalScroll, can_focus=True):
             items[new].add_class("-cursor")
             if self.has_focus and not (self.follow and new == len(items) - 1):  # following shows the end
                 self.scroll_to_widget(items[new], animate=False)
+
+    def _clamp_cursor(self, last: int) -> None:
+        """The cursor's item is leaving the window: the cursor goes to item `last`, the view stays where
+        it is (moving it with `cursor` would scroll to that item, far from what the user reads)."""
+        if self.cursor <= last:
+            return
+        self.set_reactive(Chat.cursor, last)
+        if self.has_focus and 0 <= last < len(self.items):
+            self.items[last].add_class("-cursor")
 
     def on_focus(self, event: events.Focus) -> None:
         items = self.items

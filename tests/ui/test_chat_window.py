@@ -3,6 +3,7 @@ scrolls up, /find (Ctrl+F) finds text in items that were never drawn and brings 
 
 from __future__ import annotations
 
+from textual import events
 from textual.widgets import Static
 
 from app.engine.session import Session
@@ -107,6 +108,39 @@ async def test_resume_draws_a_window_and_pages_older_items_in_up_to_the_first(la
         await pilot.press("end")
         await until(pilot, lambda: chat.newer_count == 0 and chat.follow, "the latest")
         assert users(app)[-1] == f"prompt number {PROMPTS - 1}: look at module {PROMPTS - 1}"
+        await app.action_quit()
+
+
+async def test_quick_pageups_each_move_a_page_also_while_older_items_page_in(lab, tmp_path):
+    """Three PageUps sent faster than frames are drawn move the view three pages: each scrolls at once
+    (Textual's scrolls after the next frame, from where the view is then: all three went to one place).
+    The third meets the top of what is mounted; the rows it could not go are scrolled once the older page
+    is in, and the item that was at the top of the view keeps its place on the page, not the view."""
+    session_id = long_session(tmp_path)
+    app = make_app(lab_settings(lab, chat_window_screens=3), tmp_path, resume=session_id)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        chat = app.chat
+        await until(pilot, lambda: not chat.filling, "the resumed window")
+        chat.focus()
+        await pilot.pause()
+        page = chat.scrollable_content_region.height
+        assert chat.scroll_y > 2 * page - 5  # about three screens mounted, the view at the end
+        reference = next(i for i in chat.items if on_screen(app, i) and i.virtual_region.y >= chat.scroll_y)
+        view_y = reference.virtual_region.y - chat.scroll_y  # its row in the view
+        older = chat.older_count
+        for _ in range(3):  # one after the other, no frame between them
+            app.post_message(events.Key("pageup", None))
+        await until(pilot, lambda: chat.older_count < older, "the older page")
+        await pilot.pause()
+        await pilot.pause()
+        assert reference.is_attached and not chat.follow
+        moved = reference.virtual_region.y - chat.scroll_y - view_y
+        assert moved == 3 * page, (moved, page)  # three pages, not one
+        assert chat._owed_rows == 0
+        app.post_message(events.Key("pagedown", None))
+        await pilot.pause()
+        assert reference.virtual_region.y - chat.scroll_y - view_y == 2 * page
         await app.action_quit()
 
 
