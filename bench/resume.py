@@ -18,10 +18,12 @@ Each measurement is a FRESH process (this file with `--child`) that runs the rea
 - RSS: VmRSS after `gc.collect()` once ready and the route's SDK imported (it is imported in a thread after
   the first frame; typing is measured after it too); the growth over the empty session, also as a multiple of the
   session's size in the database;
-- scroll back (the 4,000-message session): the chat focused, PageUp pressed (10 a second) until the
-  top of the conversation is on screen and nothing older is left to show; the longest loop gap (a 5 ms
-  probe task on the app's loop), the frame gaps in that time (p99, longest, how many over 100 ms), Python's
-  full garbage collections in that time (how many, the longest), and how many items the chat shows then.
+- scroll back (the 4,000-message session): the chat focused, PageUp pressed (10 a second, from a thread) until the
+  top of the conversation is on screen and nothing older is left to show; PageUp → frame for every press
+  (sent → the first frame after it: p50, p99, longest, how many over 100 ms — the stall a user sees; a
+  frame gap is no measure here, nothing is drawn between presses), the longest loop gap (a 5 ms probe
+  task on the app's loop), Python's full garbage collections in that time (how many, the longest), and
+  how many items the chat shows then.
 
 The ratios (session / empty) are taken within one run.
 """
@@ -180,18 +182,33 @@ async def _scroll_back(app, pilot, frames: list[float]) -> dict:
     gc.callbacks.append(timed_gc)
     task = asyncio.ensure_future(probe())
     start = time.perf_counter()
-    presses = 0
     deadline = start + SCROLL_DEADLINE_S
     driver = app._driver
-    while time.perf_counter() < deadline:
-        older = getattr(chat, "older_count", 0)
-        if chat.scroll_y <= 0 and not older:
-            break
-        event = events.Key("pageup", None)
-        event.set_sender(app)
-        driver.send_message(event)
-        presses += 1
-        await asyncio.sleep(0.1)
+    sent: list[float] = []  # when each press was due: a press due during a stall counts the stall
+
+    def at_top() -> bool:
+        return chat.scroll_y <= 0 and not getattr(chat, "older_count", 0)
+
+    def press() -> None:  # in a thread, so that a stalled loop cannot delay the presses it is measured by
+        due = time.perf_counter()
+        while due < deadline:
+            time.sleep(max(0.0, due - time.perf_counter()))
+            if at_top():  # and still there a moment later (the last page's scroll may not have run yet)
+                time.sleep(0.3)
+                if at_top():
+                    break
+                due = time.perf_counter()
+            event = events.Key("pageup", None)
+            event.set_sender(app)
+            sent.append(due)
+            driver.send_message(event)  # thread-safe: posts to the app's loop
+            due += 0.1
+
+    presser = threading.Thread(target=press, name="PageUp", daemon=True)
+    presser.start()
+    while presser.is_alive():
+        await asyncio.sleep(0.05)
+    presses = len(sent)
     end = time.perf_counter()
     reached_top = chat.scroll_y <= 0 and not getattr(chat, "older_count", 0)
     running = False
@@ -199,7 +216,13 @@ async def _scroll_back(app, pilot, frames: list[float]) -> dict:
     gc.callbacks.remove(timed_gc)
     window = [f for f in frames if start <= f <= end]
     frame_gaps = [(b - a) * 1000 for a, b in zip(window, window[1:], strict=False)]
+    answered = [next((f for f in frames if f >= s), None) for s in sent]
+    press_frame = [(f - s) * 1000 for s, f in zip(sent, answered, strict=True) if f is not None]
     return {
+        "scroll_press_frame_p50_ms": percentile(press_frame, 50) if press_frame else 0.0,
+        "scroll_press_frame_p99_ms": percentile(press_frame, 99) if press_frame else 0.0,
+        "scroll_press_frame_max_ms": max(press_frame, default=0.0),
+        "scroll_presses_over_100ms": sum(1 for t in press_frame if t > 100),
         "scroll_presses": presses,
         "scroll_s": end - start,
         "scroll_loop_gap_max_ms": max(gaps, default=0.0),
@@ -319,6 +342,10 @@ def main(argv: list[str] | None = None) -> int:
             "scroll_presses",
             "scroll_s",
             "scroll_loop_gap_max_ms",
+            "scroll_press_frame_p50_ms",
+            "scroll_press_frame_p99_ms",
+            "scroll_press_frame_max_ms",
+            "scroll_presses_over_100ms",
             "scroll_frame_gap_max_ms",
             "scroll_frame_gap_p99_ms",
             "scroll_frame_gaps_over_100ms",
@@ -341,9 +368,10 @@ def main(argv: list[str] | None = None) -> int:
     scrolled = "scroll_presses" in s
     if scrolled:
         out.text(
-            f"scroll back ({SCROLL_SESSION}): {s['scroll_presses']} PageUp in {s['scroll_s']:.1f} s, longest loop gap "
-            f"{fmt_ms(s['scroll_loop_gap_max_ms'])} ms, frame gap p99 {fmt_ms(s['scroll_frame_gap_p99_ms'])} ms, longest "
-            f"{fmt_ms(s['scroll_frame_gap_max_ms'])} ms ({s['scroll_frame_gaps_over_100ms']} over 100 ms); Python's full "
+            f"scroll back ({SCROLL_SESSION}): {s['scroll_presses']} PageUp in {s['scroll_s']:.1f} s, PageUp → frame "
+            f"p50 {fmt_ms(s['scroll_press_frame_p50_ms'])} ms, p99 {fmt_ms(s['scroll_press_frame_p99_ms'])} ms, longest "
+            f"{fmt_ms(s['scroll_press_frame_max_ms'])} ms ({s['scroll_presses_over_100ms']} over 100 ms); longest loop "
+            f"gap {fmt_ms(s['scroll_loop_gap_max_ms'])} ms; Python's full "
             f"garbage collections then: {s['scroll_full_gcs']}, longest {fmt_ms(s['scroll_full_gc_max_ms'])} ms; "
             f"top reached: {s['scroll_reached_top']}; items shown then: {s['scroll_items_shown']}"
         )
@@ -355,8 +383,8 @@ def main(argv: list[str] | None = None) -> int:
         f"2 MB/4,000 {fmt_ms(many['ready_ms'])} ms; key→frame p99 {fmt_ms(many['key_frame_p99_ms'])} ms in "
         f"4,000 (empty {fmt_ms(base['key_frame_p99_ms'])})"
         + (
-            f"; PageUp to the top of 4,000: max frame gap {fmt_ms(s['scroll_frame_gap_max_ms'])} ms, "
-            f"{s['scroll_items_shown']} items"
+            f"; PageUp to the top of 4,000: PageUp → frame p99 {fmt_ms(s['scroll_press_frame_p99_ms'])} ms, "
+            f"longest {fmt_ms(s['scroll_press_frame_max_ms'])} ms, {s['scroll_items_shown']} items"
             if scrolled
             else ""
         ),

@@ -3,6 +3,8 @@ scrolls up, /find (Ctrl+F) finds text in items that were never drawn and brings 
 
 from __future__ import annotations
 
+import gc
+
 from textual import events
 from textual.widgets import Static
 
@@ -11,6 +13,7 @@ from app.model.messages import Message, ToolCall, ToolResult
 from app.store import Store
 from app.ui.chat_items import NoticeItem, ToolBlock, UserItem
 from app.ui.headless import ready, until
+from app.ui.startup import GC_FULL_EVERY, GC_FULL_EVERY_PAGING
 from tests.ui.conftest import lab_settings
 from tests.ui.test_app import SIZE, make_app, submit
 
@@ -141,6 +144,36 @@ async def test_quick_pageups_each_move_a_page_also_while_older_items_page_in(lab
         app.post_message(events.Key("pagedown", None))
         await pilot.pause()
         assert reference.virtual_region.y - chat.scroll_y - view_y == 2 * page
+        await app.action_quit()
+
+
+async def test_paging_back_drops_what_left_items_drew_and_collects_in_small_batches(lab, tmp_path):
+    """Items that leave the window take the lines they drew with them at once (a removed widget waits for
+    the cyclic collector, and its lines made each full collection 2-3x longer); while the user reads back,
+    full collections come in smaller batches, and following the end again restores Python's default."""
+    session_id = long_session(tmp_path)
+    app = make_app(lab_settings(lab, chat_window_items=40), tmp_path, resume=session_id)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        chat = app.chat
+        await until(pilot, lambda: not chat.filling, "the resumed window")
+        chat.focus()
+        await pilot.pause()
+        assert gc.get_threshold()[2] == GC_FULL_EVERY
+        drawn = [i for i in chat.items if on_screen(app, i)]
+        assert drawn and all(i._styles_cache._cache for i in drawn)  # they drew lines
+        for _ in range(40):
+            if not all(i.is_attached for i in drawn):
+                break
+            await pilot.press("pageup")
+            await pilot.pause()
+        gone = [i for i in drawn if not i.is_attached]
+        assert gone, "paging back took the newest items off"
+        assert all(not node._styles_cache._cache for i in gone for node in i.walk_children(with_self=True))
+        assert gc.get_threshold()[2] == GC_FULL_EVERY_PAGING
+        await pilot.press("end")
+        await until(pilot, lambda: chat.follow, "following the end")
+        assert gc.get_threshold()[2] == GC_FULL_EVERY
         await app.action_quit()
 
 
