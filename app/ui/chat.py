@@ -31,6 +31,7 @@ import functools
 from collections.abc import Iterable, Sequence
 
 from textual import events
+from textual.actions import SkipAction
 from textual.app import ComposeResult, ScreenStackError
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -303,6 +304,8 @@ class Chat(QuietResize, VerticalScroll, can_focus=True):
         """A page up at once, not animated: Textual's scrolls after the next frame from where the view is
         then, so quick presses all went to the same place. At the top of what is mounted, with older items
         still to page in, the rows it could not go are owed to the page (see `_keep_place`)."""
+        if not self.allow_vertical_scroll:
+            raise SkipAction()  # nothing to scroll: the chat keeps following, the key goes on
         self.follow = False
         target = self.scroll_y - self.scrollable_content_region.height
         if target < 0 and self._older:
@@ -312,6 +315,8 @@ class Chat(QuietResize, VerticalScroll, can_focus=True):
 
     def action_page_down(self) -> None:
         """A page down at once, not animated (as `action_page_up`)."""
+        if not self.allow_vertical_scroll:
+            raise SkipAction()
         self._owed_rows = 0
         self.scroll_to(y=self.scroll_y + self.scrollable_content_region.height, animate=False, immediate=True)
 

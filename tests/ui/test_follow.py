@@ -153,3 +153,19 @@ async def test_page_up_stops_following_and_new_output_is_marked(lab, tmp_path):
         marker = app.query_one("#new-output")
         await until(pilot, lambda: marker.display, "the new-output marker")
         assert chat.scroll_y == where
+
+
+async def test_page_up_in_a_chat_with_nothing_to_scroll_keeps_following(lab, tmp_path):
+    """PageUp where the conversation fits the view moves nothing, so the chat keeps following: the next
+    answer that outgrows the view is still shown to its end."""
+    app = make_app(lab_settings(lab), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        chat = app.chat
+        await pilot.press("ctrl+o", "pageup", "pageup")
+        await pilot.pause()
+        assert app.focused is chat and chat.max_scroll_y == 0 and chat.follow
+        await pilot.press("escape")
+        await send(pilot, "!big 8KB")
+        await until(pilot, lambda: chat.max_scroll_y > 0 and chat.scroll_y == chat.max_scroll_y, "the end")
+        assert chat.follow
