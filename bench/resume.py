@@ -18,12 +18,12 @@ Each measurement is a FRESH process (this file with `--child`) that runs the rea
 - RSS: VmRSS after `gc.collect()` once ready and the route's SDK imported (it is imported in a thread after
   the first frame; typing is measured after it too); the growth over the empty session, also as a multiple of the
   session's size in the database;
-- scroll back (the 4,000-message session): the chat focused, PageUp pressed (10 a second, from a thread) until the
-  top of the conversation is on screen and nothing older is left to show; PageUp → frame for every press
-  (sent → the first frame after it: p50, p99, longest, how many over 100 ms — the stall a user sees; a
-  frame gap is no measure here, nothing is drawn between presses), the longest loop gap (a 5 ms probe
-  task on the app's loop), Python's full garbage collections in that time (how many, the longest), and
-  how many items the chat shows then.
+- scroll back (the 4,000-message session): the chat focused, PageUp pressed (10 a second, `--page-rate`, from a thread)
+  until the top of the conversation is on screen and nothing older is left to show; PageUp → frame for
+  every press (when it was due → the first frame after the chat took it: p50, p99, longest, how many over
+  100 ms — the stall a user sees; a frame gap is no measure here, nothing is drawn between presses), the
+  longest loop gap (a 5 ms probe task on the app's loop), Python's full garbage collections in that time
+  (how many, the longest), and how many items the chat shows then.
 
 The ratios (session / empty) are taken within one run.
 """
@@ -63,7 +63,8 @@ KEYS = 40
 KEY_RATE = 10.0
 TYPED = "the quick brown fox jumps over the lazy dog "
 SCROLL_SESSION = "2MB/4000"
-SCROLL_DEADLINE_S = 300.0  # PageUp to the top of 4,000 messages is ~900 presses at 10 a second
+SCROLL_DEADLINE_S = 300.0  # PageUp to the top of 4,000 messages is ~350 presses
+PAGE_RATE = 10.0  # PageUp presses a second (--page-rate)
 
 
 async def _until(predicate, timeout: float = 120) -> None:
@@ -79,7 +80,7 @@ def _importing() -> bool:
     return any(thread.name.startswith("import ") for thread in threading.enumerate())
 
 
-async def _child(session_id: str, workspace: str, scroll: bool) -> dict:
+async def _child(session_id: str, workspace: str, scroll: bool, page_rate: float = PAGE_RATE) -> dict:
     from textual import events
 
     from app.config import load_settings
@@ -145,12 +146,12 @@ async def _child(session_id: str, workspace: str, scroll: bool) -> dict:
         result["key_frame_p50_ms"] = percentile(key_frame, 50)
         result["key_frame_p99_ms"] = percentile(key_frame, 99)
         if scroll:
-            result.update(await _scroll_back(app, pilot, frames))
+            result.update(await _scroll_back(app, pilot, frames, page_rate))
         await app.action_quit()
     return result
 
 
-async def _scroll_back(app, pilot, frames: list[float]) -> dict:
+async def _scroll_back(app, pilot, frames: list[float], page_rate: float) -> dict:
     """PageUp in the focused chat until the top is on screen and nothing older is left to page in."""
     from textual import events
 
@@ -185,6 +186,14 @@ async def _scroll_back(app, pilot, frames: list[float]) -> dict:
     deadline = start + SCROLL_DEADLINE_S
     driver = app._driver
     sent: list[float] = []  # when each press was due: a press due during a stall counts the stall
+    handled: list[float] = []  # when the chat took each press (a frame before that is not its answer)
+    original_page_up = chat.action_page_up
+
+    def page_up() -> None:
+        original_page_up()
+        handled.append(time.perf_counter())
+
+    chat.action_page_up = page_up
 
     def at_top() -> bool:
         return chat.scroll_y <= 0 and not getattr(chat, "older_count", 0)
@@ -202,7 +211,7 @@ async def _scroll_back(app, pilot, frames: list[float]) -> dict:
             event.set_sender(app)
             sent.append(due)
             driver.send_message(event)  # thread-safe: posts to the app's loop
-            due += 0.1
+            due += 1 / page_rate
 
     presser = threading.Thread(target=press, name="PageUp", daemon=True)
     presser.start()
@@ -216,8 +225,10 @@ async def _scroll_back(app, pilot, frames: list[float]) -> dict:
     gc.callbacks.remove(timed_gc)
     window = [f for f in frames if start <= f <= end]
     frame_gaps = [(b - a) * 1000 for a, b in zip(window, window[1:], strict=False)]
-    answered = [next((f for f in frames if f >= s), None) for s in sent]
-    press_frame = [(f - s) * 1000 for s, f in zip(sent, answered, strict=True) if f is not None]
+    await pilot.pause()
+    chat.action_page_up = original_page_up
+    answered = [next((f for f in frames if f >= h), None) for h in handled]
+    press_frame = [(f - s) * 1000 for s, f in zip(sent, answered, strict=False) if f is not None]
     return {
         "scroll_press_frame_p50_ms": percentile(press_frame, 50) if press_frame else 0.0,
         "scroll_press_frame_p99_ms": percentile(press_frame, 99) if press_frame else 0.0,
@@ -236,9 +247,16 @@ async def _scroll_back(app, pilot, frames: list[float]) -> dict:
     }
 
 
-def run_child(home: Path, session_id: str, scroll: bool) -> dict:
+def run_child(home: Path, session_id: str, scroll: bool, page_rate: float = PAGE_RATE) -> dict:
     done = subprocess.run(
-        [sys.executable, str(Path(__file__).resolve()), "--child", session_id or "-", "1" if scroll else "0"],
+        [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--child",
+            session_id or "-",
+            "1" if scroll else "0",
+            str(page_rate),
+        ],
         env=isolated_env(home),
         capture_output=True,
         text=True,
@@ -280,13 +298,14 @@ def build_sessions(home: Path, sessions) -> dict[str, tuple[str, int, int]]:
 def main(argv: list[str] | None = None) -> int:
     if argv is None and len(sys.argv) >= 2 and sys.argv[1] == "--child":
         session_id = "" if sys.argv[2] == "-" else sys.argv[2]
-        result = asyncio.run(_child(session_id, str(Path.cwd()), sys.argv[3] == "1"))
+        result = asyncio.run(_child(session_id, str(Path.cwd()), sys.argv[3] == "1", float(sys.argv[4])))
         print(json.dumps(result), file=sys.__stdout__, flush=True)
         return 0
     p = parser(__doc__.split("\n\n")[0], runs=3)
     p.add_argument(
         "--no-scroll", action="store_true", help="skip the PageUp run (ready, typing and memory only)"
     )
+    p.add_argument("--page-rate", type=float, default=PAGE_RATE, help="PageUp presses a second (default 10)")
     args = p.parse_args(argv)
     runs = args.runs or (1 if args.quick else 3)
     sessions = [s for s in SESSIONS if not (args.quick and s[2] > 10_000)]
@@ -303,7 +322,9 @@ def main(argv: list[str] | None = None) -> int:
         )
         for _ in range(runs):
             for label, _mb, _n in sessions:
-                r = run_child(home, built[label][0], label == SCROLL_SESSION and not args.no_scroll)
+                r = run_child(
+                    home, built[label][0], label == SCROLL_SESSION and not args.no_scroll, args.page_rate
+                )
                 for key, value in r.items():
                     results.setdefault(label, {}).setdefault(key, []).append(value)
     m = {
@@ -368,7 +389,8 @@ def main(argv: list[str] | None = None) -> int:
     scrolled = "scroll_presses" in s
     if scrolled:
         out.text(
-            f"scroll back ({SCROLL_SESSION}): {s['scroll_presses']} PageUp in {s['scroll_s']:.1f} s, PageUp → frame "
+            f"scroll back ({SCROLL_SESSION}): {s['scroll_presses']} PageUp in {s['scroll_s']:.1f} s "
+            f"({args.page_rate:g} a second), PageUp → frame "
             f"p50 {fmt_ms(s['scroll_press_frame_p50_ms'])} ms, p99 {fmt_ms(s['scroll_press_frame_p99_ms'])} ms, longest "
             f"{fmt_ms(s['scroll_press_frame_max_ms'])} ms ({s['scroll_presses_over_100ms']} over 100 ms); longest loop "
             f"gap {fmt_ms(s['scroll_loop_gap_max_ms'])} ms; Python's full "
