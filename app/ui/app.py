@@ -42,6 +42,7 @@ from app.textsafe import display, display_line
 from app.ui import session_actions, terminal_keys, turn_actions, view_actions  # noqa: F401 - they register handlers
 from app.ui.bindings import APP_BINDINGS
 from app.ui.chat import Chat
+from app.ui.collector import tune_gc
 from app.ui.copying import Copying
 from app.ui.engine_link import EngineLink, read_only_notice
 from app.ui.file_mentions import FileMentions
@@ -49,7 +50,7 @@ from app.ui.inspector_control import InspectorControl
 from app.ui.main_screen import MainScreen
 from app.ui.palette import BulkheadCommands
 from app.ui.prompt import PromptArea, PromptBox, PromptHistory, history_path
-from app.ui.startup import SDK_MODULES, styles_path, tune_gc
+from app.ui.startup import SDK_MODULES, styles_path
 from app.ui.turns import INTERRUPT_QUIT_WINDOW_S, ApprovalAsked, TurnControl
 from app.ui.widgets.inspector import Inspector
 

@@ -61,9 +61,9 @@ from app.model.events import (
 from app.model.messages import Message as EngineMessage
 from app.ui.chat_history import HistoryEntry, entries_from_messages, entry_of, fill
 from app.ui.chat_items import AssistantItem, ChatItem, NoticeItem, ReportItem, ToolBlock, UserItem
+from app.ui.collector import collect_for_paging
 from app.ui.markdown.widget import AnswerView
 from app.ui.quiet_resize import QuietResize
-from app.ui.startup import collect_for_paging
 
 FLUSH_INTERVAL_S = 0.025  # streamed text is appended (and drawn) on a steady 40 Hz beat: ≥ 30 frames a second
 FOLLOW_ROWS = 2  # "at the bottom" means within this many rows of the end
@@ -160,7 +160,9 @@ class Chat(QuietResize, VerticalScroll, can_focus=True):
         self._paging = False
         self.filling = False  # a resumed history's window is still being mounted (see _fill_window)
         self._page_before: ChatItem | None = None  # older entries go just above this item (None: the first)
-        self._owed_rows = 0  # rows PageUp could not scroll at the top, scrolled once the page is in
+        # Rows PageUp could not scroll at the top, scrolled once the older page is in; only while the view
+        # stays at the top (see watch_scroll_y).
+        self._owed_rows = 0
         self._found: ChatItem | None = None
         self._find_query = ""
         self._find_position: int | None = None  # index of the last match in the whole conversation
@@ -282,6 +284,8 @@ class Chat(QuietResize, VerticalScroll, can_focus=True):
 
     def watch_scroll_y(self, old: float, new: float) -> None:
         super().watch_scroll_y(old, new)
+        if new > 0:
+            self._owed_rows = 0  # the view left the top: what PageUp owed there is not owed any more
         if self._older or self._newer:
             self._maybe_page()
         if (
@@ -305,7 +309,7 @@ class Chat(QuietResize, VerticalScroll, can_focus=True):
         then, so quick presses all went to the same place. At the top of what is mounted, with older items
         still to page in, the rows it could not go are owed to the page (see `_keep_place`)."""
         if not self.allow_vertical_scroll:
-            raise SkipAction()  # nothing to scroll: the chat keeps following, the key goes on
+            raise SkipAction()  # nothing to scroll: the key goes on to the next binding, as Textual's does
         self.follow = False
         target = self.scroll_y - self.scrollable_content_region.height
         if target < 0 and self._older:
@@ -317,7 +321,6 @@ class Chat(QuietResize, VerticalScroll, can_focus=True):
         """A page down at once, not animated (as `action_page_up`)."""
         if not self.allow_vertical_scroll:
             raise SkipAction()
-        self._owed_rows = 0
         self.scroll_to(y=self.scroll_y + self.scrollable_content_region.height, animate=False, immediate=True)
 
     def on_answer_view_grew(self, event: AnswerView.Grew) -> None:
@@ -332,7 +335,6 @@ class Chat(QuietResize, VerticalScroll, can_focus=True):
         if self._newer:  # /find went far back: the latest window again, then follow it
             self.call_later(self._latest_again)
             return
-        self._owed_rows = 0
         self._follow()
         items = self.items
         if items:
@@ -345,7 +347,6 @@ class Chat(QuietResize, VerticalScroll, can_focus=True):
     def action_jump_top(self) -> None:
         """The top of what is mounted; older items page in from there (a page at a time, as scrolling does)."""
         self.follow = False
-        self._owed_rows = 0
         self.scroll_home(animate=False)
         if self.items:
             self.cursor = 0
@@ -538,10 +539,10 @@ class Chat(QuietResize, VerticalScroll, can_focus=True):
         grown = first.virtual_region_with_margin.y - top_before
         if grown <= 0 or self.follow:
             return
-        owed = self._owed_rows if self.scroll_y <= 0 else 0  # scrolled away meanwhile: nothing is owed
-        paid = min(owed, grown)
-        self._owed_rows = owed - paid if self._older else 0
+        paid = min(self._owed_rows, grown)
+        left = self._owed_rows - paid if self._older else 0
         self.scroll_to(y=self.scroll_y + grown - paid, animate=False, immediate=True, release_anchor=False)
+        self._owed_rows = left  # (the scroll cleared it if it left the top, in which case none is left)
         if self._owed_rows:  # still at the top, more owed than this page held: the next page
             self._maybe_page()
 

@@ -12,8 +12,8 @@ from app.engine.session import Session
 from app.model.messages import Message, ToolCall, ToolResult
 from app.store import Store
 from app.ui.chat_items import NoticeItem, ToolBlock, UserItem
+from app.ui.collector import GC_FULL_EVERY, GC_FULL_EVERY_PAGING
 from app.ui.headless import ready, until
-from app.ui.startup import GC_FULL_EVERY, GC_FULL_EVERY_PAGING
 from tests.ui.conftest import lab_settings
 from tests.ui.test_app import SIZE, make_app, submit
 
@@ -45,6 +45,16 @@ def on_screen(app, item) -> bool:
     chat = app.chat
     top = chat.scroll_y
     return item.virtual_region.y < top + chat.size.height and item.virtual_region.bottom > top
+
+
+async def resumed_and_focused(pilot):
+    """The chat of a resumed session once its window is mounted, focused (keys go to it)."""
+    await ready(pilot)
+    chat = pilot.app.chat
+    await until(pilot, lambda: not chat.filling, "the resumed window")
+    chat.focus()
+    await pilot.pause()
+    return chat
 
 
 async def test_resume_draws_a_window_and_pages_older_items_in_up_to_the_first(lab, tmp_path):
@@ -122,11 +132,7 @@ async def test_quick_pageups_each_move_a_page_also_while_older_items_page_in(lab
     session_id = long_session(tmp_path)
     app = make_app(lab_settings(lab, chat_window_screens=3), tmp_path, resume=session_id)
     async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
-        chat = app.chat
-        await until(pilot, lambda: not chat.filling, "the resumed window")
-        chat.focus()
-        await pilot.pause()
+        chat = await resumed_and_focused(pilot)
         page = chat.scrollable_content_region.height
         assert chat.scroll_y > 2 * page - 5  # about three screens mounted, the view at the end
         reference = next(i for i in chat.items if on_screen(app, i) and i.virtual_region.y >= chat.scroll_y)
@@ -154,11 +160,7 @@ async def test_paging_back_drops_what_left_items_drew_and_collects_in_small_batc
     session_id = long_session(tmp_path)
     app = make_app(lab_settings(lab, chat_window_items=40), tmp_path, resume=session_id)
     async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
-        chat = app.chat
-        await until(pilot, lambda: not chat.filling, "the resumed window")
-        chat.focus()
-        await pilot.pause()
+        chat = await resumed_and_focused(pilot)
         assert gc.get_threshold()[2] == GC_FULL_EVERY
         drawn = [i for i in chat.items if on_screen(app, i)]
         assert drawn and all(i._styles_cache._cache for i in drawn)  # they drew lines

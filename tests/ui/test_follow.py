@@ -156,8 +156,9 @@ async def test_page_up_stops_following_and_new_output_is_marked(lab, tmp_path):
 
 
 async def test_page_up_in_a_chat_with_nothing_to_scroll_keeps_following(lab, tmp_path):
-    """PageUp where the conversation fits the view moves nothing, so the chat keeps following: the next
-    answer that outgrows the view is still shown to its end."""
+    """PageUp where the conversation fits the view moves nothing, and the chat keeps following: the next
+    answer that outgrows the view is still shown to its end (a guard: the chat re-follows a view that is at
+    its end, so this holds whether or not PageUp itself stops following)."""
     app = make_app(lab_settings(lab), tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
