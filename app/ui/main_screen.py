@@ -20,9 +20,11 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import Footer, Static
 
 from app.ui.chat import Chat
+from app.ui.frames import frame_timer
 from app.ui.prompt import PromptBox, PromptHistory
 from app.ui.widgets.inspector import Inspector
 
@@ -37,6 +39,14 @@ class MainScreen(Screen):
         self.history = history
         self.workspace = workspace
         self.inspector = inspector
+        self._frames: Timer | None = None
+
+    @property
+    def _update_timer(self) -> Timer:
+        """Textual's screen draws on a fixed 60 Hz grid; this one draws a change at once (`app.ui.frames`)."""
+        if self._frames is None:
+            self._frames = frame_timer(self)
+        return self._frames
 
     def compose(self) -> ComposeResult:
         yield Static("bulkhead · opening the session…", id="topbar", markup=False)
