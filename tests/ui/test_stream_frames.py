@@ -14,6 +14,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.widgets import DataTable, Static
 
 from app.model.events import AnswerFinished, TextDelta
+from app.ui import startup
 from app.ui.chat import Chat
 from app.ui.headless import until
 from app.ui.markdown import painter, parser
@@ -257,6 +258,42 @@ async def test_code_in_a_language_not_highlighted_yet_is_drawn_in_a_thread_once(
         await _stream_into(pilot, view, "More:\n\n```python\nx = 2\n```\n\nEnd.\n", 200)
         assert threads and set(threads) == {threading.main_thread().name}  # warm now: drawn on the loop
         assert "x = 2" in view.rendered_text()
+
+
+async def test_a_language_warmed_at_start_up_is_drawn_on_the_loop_from_its_first_block_under_any_of_its_names(
+    monkeypatch,
+):
+    """The SDK's import thread compiles the lexers answers use most: their first block does not stop the answer."""
+    monkeypatch.setattr(parser, "LEXERS_READY", {"text"})
+    monkeypatch.setattr(painter, "LEXERS_READY", parser.LEXERS_READY)
+    startup.prewarm_sdk("no-sdk-for-this-provider")
+    assert {
+        "python",
+        "py",
+        "python3",
+        "bash",
+        "sh",
+        "json",
+        "js",
+        "ts",
+        "diff",
+        "yaml",
+        "toml",
+    } <= parser.LEXERS_READY
+    threads: list[str] = []
+    original = painter.Painter._fence
+
+    def recorded(self, token, width, base):
+        threads.append(threading.current_thread().name)
+        return original(self, token, width, base)
+
+    monkeypatch.setattr(painter.Painter, "_fence", recorded)
+    app = AnswerHost()
+    async with app.run_test(size=(70, 30)) as pilot:
+        view = app.query_one(AnswerView)
+        await _stream_into(pilot, view, "Some code:\n\n```py\ndef f():\n    return 1\n```\n\nAfter.\n", 200)
+        assert threads and set(threads) == {threading.main_thread().name}
+        assert "return 1" in view.rendered_text()
 
 
 class ChatHost(App):

@@ -22,6 +22,9 @@ from textual.style import Style
 from app.textsafe import display, display_line
 from app.ui.markdown.parser import LEXERS_READY, code_language
 
+# The languages coding answers fence most: their lexers are compiled in the background at start-up (`warm_lexers`).
+WARM_LANGUAGES = ("python", "bash", "json", "javascript", "typescript", "diff", "yaml", "toml")
+
 BULLETS = ("• ", "▪ ", "‣ ", "⭑ ", "◦ ")  # by list depth, as textual.widgets.Markdown
 STYLE_NAMES = (
     "h1",
@@ -372,3 +375,23 @@ class Painter:
             if head and index == len(head) - 1:
                 out.append([Segment("─┼─".join("─" * w for w in widths), rule_style)])
         return out
+
+
+def warm_lexers(languages: tuple[str, ...] = WARM_LANGUAGES) -> None:
+    """Compile the lexers of `languages` now and count them, and every other name of the same lexer, as used.
+
+    A lexer's first use compiles its rules (Python: ~40 ms), so the answer view draws a block in a language not
+    used yet in a thread, and the answer waits for it (~100 ms on a busy loop, mid-stream). Called in the SDK's
+    import thread (`app.ui.startup`), this makes the first Python block of a session stream like the rest.
+    """
+    from pygments.lexers import get_lexer_by_name
+    from pygments.util import ClassNotFound
+    from textual.highlight import highlight
+
+    for language in languages:
+        try:
+            aliases = get_lexer_by_name(language).aliases
+        except ClassNotFound:
+            continue
+        highlight("x = 1", language=language)
+        LEXERS_READY.update(code_language(alias) for alias in aliases)
