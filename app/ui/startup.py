@@ -45,10 +45,12 @@ def prewarm_sdk(provider: str) -> None:
 
 def prewarm_in_background(provider: str) -> threading.Thread | None:
     """`prewarm_sdk` in a daemon thread: quitting does not wait for it (a worker thread would be joined)."""
+    from app.ui.markdown.painter import lexers_warm
+
     name = SDK_MODULES.get(provider)
     if not name:
         return None
-    if name in sys.modules:
+    if name in sys.modules and lexers_warm():
         if not gc.get_freeze_count():  # a first prompt sent at once imported it: freeze as the import would
             gc.freeze()
         return None

@@ -296,6 +296,18 @@ async def test_a_language_warmed_at_start_up_is_drawn_on_the_loop_from_its_first
         assert "return 1" in view.rendered_text()
 
 
+def test_the_lexers_are_warmed_also_when_the_sdk_was_imported_already(monkeypatch):
+    """A prompt sent at once imports the SDK before the import thread starts: the lexers still get warmed."""
+    monkeypatch.setattr(parser, "LEXERS_READY", {"text"})
+    monkeypatch.setattr(painter, "LEXERS_READY", parser.LEXERS_READY)
+    monkeypatch.setitem(startup.SDK_MODULES, "lab", "json")  # a module imported already
+    thread = startup.prewarm_in_background("lab")
+    assert thread is not None
+    thread.join(60)
+    assert painter.lexers_warm()
+    assert startup.prewarm_in_background("lab") is None  # nothing left to do
+
+
 class ChatHost(App):
     def compose(self) -> ComposeResult:
         yield Chat(id="chat")

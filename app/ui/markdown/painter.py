@@ -395,3 +395,8 @@ def warm_lexers(languages: tuple[str, ...] = WARM_LANGUAGES) -> None:
             continue
         highlight("x = 1", language=language)
         LEXERS_READY.update(code_language(alias) for alias in aliases)
+
+
+def lexers_warm() -> bool:
+    """`warm_lexers` has run (or every language of `WARM_LANGUAGES` has been drawn already)."""
+    return LEXERS_READY.issuperset(WARM_LANGUAGES)
