@@ -233,10 +233,14 @@ async def test_a_growing_item_costs_one_layout_per_growth_and_draws_what_a_full_
     assert quiet <= 35, (plain, quiet)
 
 
-async def test_code_in_a_language_not_highlighted_yet_is_drawn_in_a_thread_once(monkeypatch):
-    """A lexer's first use compiles its rules (45 ms for Python): not on the event loop, mid-stream."""
+def no_lexer_used_yet(monkeypatch) -> None:
+    """A process in which no Pygments lexer has been used (the set is shared by the parser and the painter)."""
     monkeypatch.setattr(parser, "LEXERS_READY", {"text"})
     monkeypatch.setattr(painter, "LEXERS_READY", parser.LEXERS_READY)
+
+
+def fence_threads(monkeypatch) -> list[str]:
+    """The name of the thread each fenced block is drawn in, in order."""
     threads: list[str] = []
     original = painter.Painter._fence
 
@@ -245,6 +249,13 @@ async def test_code_in_a_language_not_highlighted_yet_is_drawn_in_a_thread_once(
         return original(self, token, width, base)
 
     monkeypatch.setattr(painter.Painter, "_fence", recorded)
+    return threads
+
+
+async def test_code_in_a_language_not_highlighted_yet_is_drawn_in_a_thread_once(monkeypatch):
+    """A lexer's first use compiles its rules (45 ms for Python): not on the event loop, mid-stream."""
+    no_lexer_used_yet(monkeypatch)
+    threads = fence_threads(monkeypatch)
     app = AnswerHost()
     async with app.run_test(size=(70, 30)) as pilot:
         view = app.query_one(AnswerView)
@@ -264,8 +275,7 @@ async def test_a_language_warmed_at_start_up_is_drawn_on_the_loop_from_its_first
     monkeypatch,
 ):
     """The SDK's import thread compiles the lexers answers use most: their first block does not stop the answer."""
-    monkeypatch.setattr(parser, "LEXERS_READY", {"text"})
-    monkeypatch.setattr(painter, "LEXERS_READY", parser.LEXERS_READY)
+    no_lexer_used_yet(monkeypatch)
     startup.prewarm_sdk("no-sdk-for-this-provider")
     assert {
         "python",
@@ -280,14 +290,7 @@ async def test_a_language_warmed_at_start_up_is_drawn_on_the_loop_from_its_first
         "yaml",
         "toml",
     } <= parser.LEXERS_READY
-    threads: list[str] = []
-    original = painter.Painter._fence
-
-    def recorded(self, token, width, base):
-        threads.append(threading.current_thread().name)
-        return original(self, token, width, base)
-
-    monkeypatch.setattr(painter.Painter, "_fence", recorded)
+    threads = fence_threads(monkeypatch)
     app = AnswerHost()
     async with app.run_test(size=(70, 30)) as pilot:
         view = app.query_one(AnswerView)
@@ -298,8 +301,7 @@ async def test_a_language_warmed_at_start_up_is_drawn_on_the_loop_from_its_first
 
 def test_the_lexers_are_warmed_also_when_the_sdk_was_imported_already(monkeypatch):
     """A prompt sent at once imports the SDK before the import thread starts: the lexers still get warmed."""
-    monkeypatch.setattr(parser, "LEXERS_READY", {"text"})
-    monkeypatch.setattr(painter, "LEXERS_READY", parser.LEXERS_READY)
+    no_lexer_used_yet(monkeypatch)
     monkeypatch.setitem(startup.SDK_MODULES, "lab", "json")  # a module imported already
     thread = startup.prewarm_in_background("lab")
     assert thread is not None
