@@ -1054,7 +1054,7 @@ class Chat(QuietResize, VerticalScroll, can_focus=True):
             self._register(items)
             if hidden:
                 if self._page_before is None or not self._page_before.is_attached:
-                    self._page_before = items[0]  # what is mounted above (notices) stays above the history
+                    self._page_before = items[0]  # what was mounted before the history stays above it
                 self._older.extend(hidden)
                 self.pruned += len(hidden)
                 await self._update_markers()

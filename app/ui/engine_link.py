@@ -115,6 +115,9 @@ class EngineLink:
             with contextlib.suppress(NoMatches):
                 self.inspector.show_session(source)
         chat = self.chat
+        session = engine.session
+        if resumed:  # the history first: what this start says goes under it, where it happened
+            await chat.render_history(session.master, entries=history)
         for note in choice.notices:
             await chat.add_notice(
                 note, code="lab" if choice.lab else "route", title="lab model" if choice.lab else "route"
@@ -126,13 +129,11 @@ class EngineLink:
                 display_line(problem), level="warn", code="commands", title="custom command"
             )
         if resumed:
-            session = engine.session
             await chat.add_notice(
                 f"resumed “{session.title or session.id}” — {len(session.master)} messages",
                 code="resume",
                 title="session",
             )
-            await chat.render_history(session.master, entries=history)
             if session.read_only:
                 await chat.add_notice(
                     read_only_notice(session.id), level="warn", code="read_only", title="read-only"

@@ -323,3 +323,30 @@ async def test_a_live_session_past_the_budget_keeps_pruned_items_findable(lab, t
         found = next(i for i in app.chat.items if i.has_class("-found"))
         assert found.copy_text() == "note 3."
         await app.action_quit()
+
+
+async def test_a_resumed_session_says_so_under_its_history_and_older_pages_go_in_above_the_history(
+    lab, tmp_path
+):
+    """The start's notices ("resumed …", a route's) are shown where they happened, after the history; paging
+    back brings older items in at the top, never between them and the history."""
+    session_id = long_session(tmp_path)
+    app = make_app(lab_settings(lab, chat_window_items=40), tmp_path, resume=session_id)
+    async with app.run_test(size=SIZE) as pilot:
+        chat = await resumed_and_focused(pilot)
+
+        def notices_after_the_history() -> bool:
+            kinds = [isinstance(item, NoticeItem) for item in chat.items]
+            return kinds[0] is False and kinds == sorted(kinds) and any(kinds)
+
+        assert chat.notices("resume")
+        assert notices_after_the_history()
+        older = chat.older_count
+        for _ in range(30):
+            if chat.older_count < older:
+                break
+            await pilot.press("pageup")
+            await pilot.pause()
+        await until(pilot, lambda: chat.older_count < older, "a page of older items")
+        assert notices_after_the_history()
+        assert users(app)[0] != f"prompt number {PROMPTS - 1}: look at module {PROMPTS - 1}"
