@@ -1,9 +1,9 @@
 """When the main screen draws: at once when something changed, at most `MAX_FPS` times a second.
 
 Textual's screen draws on a 60 Hz interval timer that it pauses after each frame and resumes when a
-widget asks to be drawn again. A resumed timer first waits for its next tick, and a timer that fell
-behind (as one resumed after a pause has) skips to the tick after the one it missed: a change waited
-16.7–33 ms for its frame, whatever the frame cost. While an answer streamed at 2,000 tokens a second
+widget asks to be drawn again. After a frame the timer skips the tick of its fixed grid that it is late
+for and sleeps to the next one, 16.7–33 ms ahead: a change made meanwhile waited for that tick, whatever
+the frame cost. While an answer streamed at 2,000 tokens a second
 and the user typed, the answer's 40 Hz flushes met that grid out of step: frame gaps of 50–65 ms at the
 99th percentile and keys 65–90 ms from the press to the screen (`bench/tui_stream.py`).
 
