@@ -45,6 +45,7 @@ from app.ui.widgets import hooks as hooks_module
 from app.ui.widgets import requests as requests_module
 from app.ui.widgets.common import Gauge, SizeSample, age_text
 from app.ui.widgets.inspector import PANEL_NAMES, Inspector
+from app.ui.widgets.report_lines import ReportLines
 
 FIXED_NOW = datetime(2026, 1, 1, 14, 2, 7, tzinfo=UTC).timestamp()
 WAF_REASON = "Rejected by a WAF (Cloudflare): 403 with an HTML block page and cf-ray header"
@@ -991,8 +992,8 @@ async def test_requests_table_and_detail_explain_the_rejection(engine):
         assert "x-api-key: [redacted]" in detail and "authorization: [redacted]" in detail
         assert "set-cookie: [redacted]" in detail and '"messages": ["… 30 more …"]' in detail
         assert SECRET not in detail
-        rendered = str(panel.query_one("#requests-detail-body", Static).render())
-        assert rendered == detail and SECRET not in app.export_screenshot()
+        shown = panel.query_one("#requests-detail-body", ReportLines)
+        assert shown.text == detail and SECRET not in app.export_screenshot()
 
         await pilot.press("c")
         await pilot.press("C")

@@ -33,6 +33,7 @@ from app.sizes import format_size
 from app.textsafe import display_data
 from app.ui.explain import explain_request, request_report
 from app.ui.widgets.common import Clock, CopyRequested, Panel, clock_text, set_cell, trim_table
+from app.ui.widgets.report_lines import ReportLines
 from app.ui.widgets.steady_scrollbars import SteadyDataTable
 
 MAX_ROWS = 1_000
@@ -118,7 +119,7 @@ error body and a preview of what was sent.
     def compose(self) -> ComposeResult:
         yield self.table
         with VerticalScroll(id="requests-detail"):
-            yield Static(EMPTY_DETAIL, id="requests-detail-body", markup=False)
+            yield ReportLines(EMPTY_DETAIL, id="requests-detail-body")
         yield Static("c copy why · C copy the record", id="requests-hint", classes="panel-hint", markup=False)
 
     def on_mount(self) -> None:
@@ -315,12 +316,12 @@ error body and a preview of what was sent.
             self._show_detail(current)
 
     def _show_detail(self, request_id: str | None, *, refetch: bool = True) -> None:
-        body = self.query_one("#requests-detail-body", Static)
+        body = self.query_one("#requests-detail-body", ReportLines)
         self.selected_id = request_id
         record = self.records.get(request_id) if request_id else None
         if record is None:
             self.explanation, self.detail_text = "", ""
-            body.update(EMPTY_DETAIL)
+            body.update(EMPTY_DETAIL, styled=False)
             return
         if refetch:
             stored = self._fetch(request_id)
@@ -336,7 +337,7 @@ error body and a preview of what was sent.
             cap_events=list(self.cap_events),
         )
         self.detail_text = request_report(record, self.explanation)
-        body.update(_styled_report(self.detail_text))
+        body.update(self.detail_text)
 
     # -- actions -----------------------------------------------------------------------------------------------
     def action_copy_explanation(self) -> None:
@@ -349,19 +350,3 @@ error body and a preview of what was sent.
 
     def action_reload(self) -> None:
         self.reload()
-
-
-def _styled_report(report: str) -> Text:
-    """The plain report with its section titles bold and the explanation emphasised."""
-    text = Text()
-    for index, line in enumerate(report.splitlines()):
-        if index:
-            text.append("\n")
-        if index == 0 or (line.endswith(":") and not line.startswith(" ")):
-            text.append(line, "bold")
-        elif line.startswith("Why: "):
-            text.append("Why: ", "bold")
-            text.append(line[5:], "italic")
-        else:
-            text.append(line)
-    return text
