@@ -30,6 +30,8 @@ def styled_line(index: int, line: str) -> Content:
 
 
 class ReportLines(Widget):
+    """Plain text wrapped to the width, drawn with the line API (see the module's docstring)."""
+
     DEFAULT_CSS = "ReportLines { height: auto; }"
 
     def __init__(self, text: str = "", *, styled: bool = False, **kwargs) -> None:
@@ -44,9 +46,10 @@ class ReportLines(Widget):
         return self._text
 
     def update(self, text: str, *, styled: bool = True) -> None:
-        if (display(text), styled) == (self._text, self._styled):
+        shown = display(text)
+        if (shown, styled) == (self._text, self._styled):
             return
-        self._text, self._styled = display(text), styled
+        self._text, self._styled = shown, styled
         self._width = -1
         self.refresh(layout=True)
 
