@@ -12,6 +12,8 @@ import sys
 import threading
 from pathlib import Path
 
+from app.ui.markdown.painter import lexers_warm, warm_lexers
+
 SDK_MODULES = {"anthropic": "anthropic", "lab": "anthropic", "openai": "openai", "bedrock": "boto3"}
 
 
@@ -32,8 +34,6 @@ def prewarm_sdk(provider: str) -> None:
     tables, ~175,000 of them, which live as long as the process — out of the cyclic collector's reach.
     With them in, every full collection took 60–190 ms, a stall the user sees while an answer streams.
     """
-    from app.ui.markdown.painter import warm_lexers
-
     name = SDK_MODULES.get(provider)
     if name:
         with contextlib.suppress(Exception):
@@ -45,8 +45,6 @@ def prewarm_sdk(provider: str) -> None:
 
 def prewarm_in_background(provider: str) -> threading.Thread | None:
     """`prewarm_sdk` in a daemon thread: quitting does not wait for it (a worker thread would be joined)."""
-    from app.ui.markdown.painter import lexers_warm
-
     name = SDK_MODULES.get(provider)
     if not name:
         return None

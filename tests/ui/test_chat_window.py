@@ -57,6 +57,17 @@ async def resumed_and_focused(pilot):
     return chat
 
 
+async def page_up_until_older_items_go_in(pilot, chat) -> None:
+    """PageUp up to the top of what is drawn, until the page before it has come in."""
+    older = chat.older_count
+    for _ in range(30):
+        if chat.older_count < older:
+            break
+        await pilot.press("pageup")
+        await pilot.pause()
+    await until(pilot, lambda: chat.older_count < older, "a page of older items")
+
+
 async def test_resume_draws_a_window_and_pages_older_items_in_up_to_the_first(lab, tmp_path):
     session_id = long_session(tmp_path)
     settings = lab_settings(lab, chat_window_items=40)
@@ -75,11 +86,7 @@ async def test_resume_draws_a_window_and_pages_older_items_in_up_to_the_first(la
         assert "earlier items are not shown yet" in str(chat._pruned_marker.render())
         chat.focus()
         await pilot.pause()
-        for _ in range(30):  # PageUp up to the top of what is drawn: the page before it comes in
-            if chat.older_count < 3 * PROMPTS - drawn:
-                break
-            await pilot.press("pageup")
-            await pilot.pause()
+        await page_up_until_older_items_go_in(pilot, chat)
         await until(pilot, lambda: chat.older_count <= 3 * PROMPTS - drawn - 10, "a page of older items")
         assert chat.scroll_y > 0  # what was on screen stays there: the page went in above it
         for _ in range(100):  # Home: the top of what is drawn, and the page before it comes in
@@ -341,12 +348,6 @@ async def test_a_resumed_session_says_so_under_its_history_and_older_pages_go_in
 
         assert chat.notices("resume")
         assert notices_after_the_history()
-        older = chat.older_count
-        for _ in range(30):
-            if chat.older_count < older:
-                break
-            await pilot.press("pageup")
-            await pilot.pause()
-        await until(pilot, lambda: chat.older_count < older, "a page of older items")
+        await page_up_until_older_items_go_in(pilot, chat)
         assert notices_after_the_history()
         assert users(app)[0] != f"prompt number {PROMPTS - 1}: look at module {PROMPTS - 1}"

@@ -46,7 +46,9 @@ async def test_a_resumed_frame_timer_ticks_at_once_and_not_again_within_its_peri
 
 
 async def test_textual_s_own_timer_makes_a_resumed_frame_wait_for_its_next_tick():
-    """What `FrameTimer` fixes: Textual's interval timer, resumed, waits for its grid (an hour here)."""
+    """What `FrameTimer` fixes: Textual's interval timer, resumed, waits for its grid (an hour here). A check on
+    Textual, not on bulkhead: if a Textual release changes this, `FrameTimer` (which replaces `Timer._run`) must
+    be looked at again."""
     async with App().run_test() as pilot:
         timer, ticks = ticking(pilot.app, Timer, HOUR)
         timer.resume()

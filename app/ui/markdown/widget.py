@@ -35,6 +35,7 @@ from app.textsafe import display, display_line
 from app.ui.markdown.painter import STYLE_NAMES, DrawnLine, Line, Painter, block_margins
 from app.ui.markdown.parser import PARSER, REFERENCE_DEFINITION, cold_languages, parse_markdown, split_blocks
 from app.ui.quiet_resize import QuietResize
+from app.ui.selection import selected_cells
 
 SLICE_S = 0.012  # the most drawing one slice does before it gives the event loop back
 SLICE_GAP_S = 0.004  # the pause between two slices: frames, keys and timers run in it
@@ -582,15 +583,12 @@ class AnswerView(QuietResize, Widget):
         background = self._line_background
         if self._painted_bg is not None and background is not None and background != self._painted_bg:
             strip = _swap_background(strip, self._painted_bg, RichStyle(bgcolor=background))
-        selection = self.text_selection
-        if selection is not None and (span := selection.get_span(y)) is not None:
-            start, end = span
-            end = strip.cell_length if end == -1 else end
-            if end > start:
-                selected = self.screen.get_component_rich_style("screen--selection")
-                before, middle, after = strip.divide([start, end, strip.cell_length])
-                middle = Strip(list(Segment.apply_style(middle, post_style=selected)), middle.cell_length)
-                strip = Strip.join([before, middle, after])
+        if (cells := selected_cells(self, y, strip.cell_length)) is not None:
+            start, end = cells
+            selected = self.screen.get_component_rich_style("screen--selection")
+            before, middle, after = strip.divide([start, end, strip.cell_length])
+            middle = Strip(list(Segment.apply_style(middle, post_style=selected)), middle.cell_length)
+            strip = Strip.join([before, middle, after])
         return strip.apply_offsets(0, y)
 
     def get_selection(self, selection: Selection) -> tuple[str, str] | None:

@@ -18,6 +18,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from app.textsafe import display
+from app.ui.selection import selected_cells
 
 
 def styled_line(index: int, line: str) -> Content:
@@ -73,12 +74,8 @@ class ReportLines(Widget):
         if y >= len(rows):
             return Strip.blank(0)
         row = rows[y]
-        selection = self.text_selection
-        if selection is not None and (span := selection.get_span(y)) is not None:
-            start, end = span
-            end = row.cell_length if end == -1 else end
-            if end > start:
-                row = row.stylize(self.screen.get_visual_style("screen--selection"), start, end)
+        if (cells := selected_cells(self, y, row.cell_length)) is not None:
+            row = row.stylize(self.screen.get_visual_style("screen--selection"), *cells)
         return Strip(row.render_segments(self.visual_style)).apply_offsets(0, y)
 
     def get_selection(self, selection: Selection) -> tuple[str, str] | None:
