@@ -51,6 +51,7 @@ from app.ui.main_screen import MainScreen
 from app.ui.palette import BulkheadCommands
 from app.ui.prompt import PromptArea, PromptBox, PromptHistory, history_path
 from app.ui.startup import SDK_MODULES, styles_path
+from app.ui.strip_caches import make_strip_caches_lazy
 from app.ui.turns import INTERRUPT_QUIT_WINDOW_S, ApprovalAsked, TurnControl
 from app.ui.widgets.inspector import Inspector
 
@@ -169,6 +170,7 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
 
     def on_mount(self) -> None:
         tune_gc()
+        make_strip_caches_lazy()  # before the first frame: every line drawn is a Strip
         self._apply_theme()
 
     def main_screen_mounted(self) -> None:

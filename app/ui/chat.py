@@ -64,6 +64,7 @@ from app.ui.chat_items import AssistantItem, ChatItem, NoticeItem, ReportItem, T
 from app.ui.collector import collect_for_paging
 from app.ui.markdown.widget import AnswerView
 from app.ui.quiet_resize import QuietResize
+from app.ui.widgets.strip_scrollbar import StripScrollbars
 
 FLUSH_INTERVAL_S = 0.025  # streamed text is appended (and drawn) on a steady 40 Hz beat: ≥ 30 frames a second
 FOLLOW_ROWS = 2  # "at the bottom" means within this many rows of the end
@@ -74,7 +75,7 @@ CHAT_WINDOW_ITEMS = 60  # default of the `chat_window_items` setting: items moun
 CHAT_WINDOW_SCREENS = 2  # default of `chat_window_screens`: screens of history drawn around the view
 
 
-class Chat(QuietResize, VerticalScroll, can_focus=True):
+class Chat(StripScrollbars, QuietResize, VerticalScroll, can_focus=True):
     """The conversation. Focus it (Ctrl+O) to move between items and copy them."""
 
     HELP = """\
@@ -523,7 +524,7 @@ class Chat(QuietResize, VerticalScroll, can_focus=True):
             self.pruned = max(0, self.pruned - count)
             if self.cursor >= at:  # the cursor stays on its item
                 self.set_reactive(Chat.cursor, self.cursor + count)
-            await self._trim_newest()
+            await self._trim_newest(widgets)
             await self._update_markers()
             if first is not None:
                 self.call_after_refresh(self._keep_place, first, top_before)
@@ -557,7 +558,7 @@ class Chat(QuietResize, VerticalScroll, can_focus=True):
             await self.mount_all(
                 widgets, before=self._newer_marker
             ) if self._newer_marker is not None else await self.mount_all(widgets)
-            await self._trim_oldest()
+            await self._trim_oldest(widgets)
             await self._update_markers()
             return widgets
         finally:
@@ -577,13 +578,15 @@ class Chat(QuietResize, VerticalScroll, can_focus=True):
             b.pending or not (b.done or b.stopped) for b in self.tool_blocks()
         )
 
-    async def _trim_newest(self) -> None:
-        """Paged up: the newest mounted items (below the view) become entries again."""
+    async def _trim_newest(self, new: Sequence[ChatItem] = ()) -> None:
+        """Paged up: the newest mounted items (below the view) become entries again. The `new` page (just
+        mounted above, not laid out yet) stays."""
         items = self.items
         if self.follow or self._live():
             return
         below = self.scroll_y + self.size.height + self.window_rows  # rows kept below the view
-        kept = sum(1 for item in items if item.virtual_region_with_margin.y <= below)
+        fresh = set(new)
+        kept = sum(1 for item in items if item in fresh or item.virtual_region_with_margin.y <= below)
         extra = len(items) - min(max(kept, 1), self.max_mounted)
         if extra <= 0:
             return
@@ -597,15 +600,18 @@ class Chat(QuietResize, VerticalScroll, can_focus=True):
         self._clamp_cursor(len(items) - extra - 1)
         await self._take_off(doomed)
 
-    async def _trim_oldest(self) -> None:
+    async def _trim_oldest(self, new: Sequence[ChatItem] = ()) -> None:
         """Paged down: the oldest mounted items (above the view) become entries again; what is on
-        screen stays where it is."""
+        screen stays where it is. The `new` page (just mounted below, not laid out yet: where it will be
+        is not known) is never counted as above the view."""
         items = self.items
         if self.follow or self._live():
             return
         above = self.scroll_y - self.window_rows  # rows kept above the view
-        gone = sum(1 for item in items if item.virtual_region_with_margin.bottom < above)
-        extra = min(max(gone, len(items) - self.max_mounted), len(items) - 1)
+        fresh = set(new)
+        laid_out = [item for item in items if item not in fresh]  # the items above the new page
+        gone = sum(1 for item in laid_out if item.virtual_region_with_margin.bottom < above)
+        extra = min(max(gone, len(items) - self.max_mounted), len(laid_out) - 1)  # one laid out stays
         if extra <= 0:
             return
         doomed, kept = items[:extra], items[extra]

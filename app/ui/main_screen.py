@@ -25,6 +25,7 @@ from textual.widgets import Footer, Static
 
 from app.ui.chat import Chat
 from app.ui.frames import frame_timer
+from app.ui.full_map import FullMapCompositor
 from app.ui.prompt import PromptBox, PromptHistory
 from app.ui.widgets.inspector import Inspector
 
@@ -36,6 +37,7 @@ class MainScreen(Screen):
 
     def __init__(self, *, history: PromptHistory, workspace: Path, inspector: Inspector) -> None:
         super().__init__(id="_default")
+        self._compositor = FullMapCompositor()  # one arrangement per layout (`app.ui.full_map`)
         self.history = history
         self.workspace = workspace
         self.inspector = inspector

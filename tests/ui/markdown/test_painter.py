@@ -172,3 +172,34 @@ def test_encode_shares_one_style_table_across_blocks():
 
     assert [number for _text, number in first[0]] == [number for _text, number in second[0]]
     assert len(p.table) == len(set(p.table))
+
+
+def test_a_whole_document_is_parsed_by_one_parser_per_thread_with_the_markers_kept():
+    """`parse_markdown` no longer makes (and compiles) a parser per call: the loop's is `PARSER`, a thread
+    makes one and keeps it; each still knows the archive marker."""
+    import threading
+
+    from app.ui.markdown import parser as markdown_parser
+
+    source = "keep <<ccr:abc123>> here\n\n[x]: https://example.com\n"
+    tokens, env = markdown_parser.parse_markdown(source)
+    assert markdown_parser._thread_parser() is PARSER
+    assert "X" in env["references"]
+    assert "references" not in markdown_parser.parse_markdown("no links")[1]  # each parse has its own env
+    seen = []
+
+    def in_a_thread():
+        first, second = markdown_parser._thread_parser(), markdown_parser._thread_parser()
+        seen.append((first is second, first is not PARSER, markdown_parser.parse_markdown(source)[0]))
+
+    worker = threading.Thread(target=in_a_thread)
+    worker.start()
+    worker.join()
+    ((same, own, thread_tokens),) = seen
+    assert same and own
+    assert [t.content for t in thread_tokens if t.type == "inline"] == [
+        t.content for t in tokens if t.type == "inline"
+    ]
+    inline = next(t for t in thread_tokens if t.type == "inline")
+    assert "".join(child.content for child in inline.children) == "keep <<ccr:abc123>> here"
+    assert not any(child.type in ("link_open", "html_inline") for child in inline.children)  # not an autolink

@@ -1,0 +1,72 @@
+"""Textual's `Strip` (one drawn line) with five of its seven caches made when a line first uses one.
+
+Every line a widget draws is a `Strip`, and each `Strip` makes seven `FIFOCache`s when it is built (for
+its crops, styles, filters, divisions…). Two are used by every line the compositor draws (its filters
+and its division into the screen's cuts: ~100,000 reads each in a ten-second stream); the other five by
+few lines (a few thousand reads) or none. Building the caches was ~60 % of building a line, and each is
+an object Python's cyclic collector has to walk: after paging back through a long session a quarter of
+the live objects were those caches (26,700 of 103,000), and a full collection took 60–140 ms.
+
+`make_strip_caches_lazy()` keeps the two hot caches as Textual makes them (read straight from their
+slots) and makes each of the five others when it is first read (a property over the same slot: the
+same size, the same contents); nothing else of `Strip` changes. Called once, when the TUI starts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from rich.segment import Segment
+from textual.cache import FIFOCache
+from textual.strip import Strip
+
+# Strip's cache slots and their sizes, as `Strip.__init__` (Textual 8.2) makes them: made with the line,
+# read for every line drawn (a property in their place would cost more than it saves) …
+EAGER_CACHE_SIZES = {"_divide_cache": 4, "_filter_cache": 4}
+# … and made on first use.
+CACHE_SIZES = {
+    "_crop_cache": 16,
+    "_style_cache": 16,
+    "_line_length_cache": 4,
+    "_crop_extend_cache": 4,
+    "_offsets_cache": 4,
+}
+
+
+def _lazy_slot(name: str, size: int) -> property:
+    slot = Strip.__dict__[name]  # the slot's own descriptor: where the cache is kept
+
+    def get(strip: Strip) -> FIFOCache:
+        try:
+            return slot.__get__(strip, Strip)
+        except AttributeError:
+            cache: FIFOCache = FIFOCache(size)
+            slot.__set__(strip, cache)
+            return cache
+
+    return property(get, slot.__set__, doc=f"Strip.{name}, made on first use")
+
+
+def _init(self: Strip, segments: Iterable[Segment], cell_length: int | None = None) -> None:
+    self._segments = list(segments)
+    self._cell_length = cell_length
+    self._divide_cache = FIFOCache(EAGER_CACHE_SIZES["_divide_cache"])
+    self._filter_cache = FIFOCache(EAGER_CACHE_SIZES["_filter_cache"])
+    self._render_cache = None
+    self._link_ids = None
+    self._cell_count = None
+
+
+def make_strip_caches_lazy() -> bool:
+    """Make five of `Strip`'s caches on first use (idempotent); False, changing nothing, when `Strip` is not
+    the one this was written for (a slot missing or renamed)."""
+    if getattr(Strip, "_bulkhead_lazy_caches", False):
+        return True
+    slots = set(Strip.__slots__)
+    if not {*CACHE_SIZES, *EAGER_CACHE_SIZES, "_render_cache", "_link_ids", "_cell_count"} <= slots:
+        return False
+    for name, size in CACHE_SIZES.items():
+        setattr(Strip, name, _lazy_slot(name, size))
+    Strip.__init__ = _init  # type: ignore[method-assign]
+    Strip._bulkhead_lazy_caches = True  # type: ignore[attr-defined]
+    return True

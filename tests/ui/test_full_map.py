@@ -1,0 +1,93 @@
+"""A layout arranges the screen once (`FullMapCompositor`), and still knows where every widget is after it; the
+main screen uses it, with the chat's `StripScrollBar` and lines that make their caches on first use."""
+
+from __future__ import annotations
+
+from textual._compositor import Compositor
+from textual.app import App, ComposeResult
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.strip import Strip
+from textual.widgets import Static
+
+from app.ui.full_map import FullMapCompositor
+from app.ui.headless import ready
+from app.ui.widgets.strip_scrollbar import StripScrollBar
+from tests.ui.conftest import lab_settings
+from tests.ui.test_app import make_app
+
+
+class Rows(Screen):
+    def __init__(self, compositor: Compositor) -> None:
+        super().__init__()
+        self._compositor = compositor
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="rows"):
+            for n in range(60):
+                yield Static(f"row {n}", id=f"row-{n}")
+
+
+class Host(App):
+    def __init__(self, compositor: Compositor) -> None:
+        super().__init__()
+        self.compositor = compositor
+
+    def on_mount(self) -> None:
+        self.push_screen(Rows(self.compositor))
+
+
+def count_arrangements(compositor: Compositor) -> list[str]:
+    """What the compositor does: "layout" for each layout, "every widget" for each arrangement of them all."""
+    made: list[str] = []
+    arrange, reflow = compositor._arrange_root, compositor.reflow
+
+    def counted_arrange(root, size, visible_only=True):
+        if not visible_only:
+            made.append("every widget")
+        return arrange(root, size, visible_only)
+
+    def counted_reflow(parent, size):
+        made.append("layout")
+        return reflow(parent, size)
+
+    compositor._arrange_root = counted_arrange  # type: ignore[method-assign]
+    compositor.reflow = counted_reflow  # type: ignore[method-assign]
+    return made
+
+
+async def layout_with_an_off_screen_widget_repainted(compositor: Compositor) -> tuple[list[str], App]:
+    app = Host(compositor)
+    async with app.run_test(size=(40, 12)) as pilot:
+        await pilot.pause()
+        made = count_arrangements(compositor)
+        app.screen.query_one("#row-50", Static).update("row 50, repainted off screen")
+        await app.screen.query_one("#rows").mount(Static("a new row", id="row-new"))
+        await pilot.pause()
+        assert app.screen.query_one("#row-new").virtual_region.y == 60  # laid out: below the 60 rows
+        assert app.screen.query_one("#row-50").virtual_region.y == 50
+        return made, app
+
+
+async def test_a_layout_after_an_off_screen_repaint_arranges_every_widget_once() -> None:
+    made, _app = await layout_with_an_off_screen_widget_repainted(FullMapCompositor())
+    assert made.count("layout") >= 1
+    assert made.count("every widget") == made.count("layout")
+
+
+async def test_textuals_compositor_arranged_them_twice() -> None:
+    """What `FullMapCompositor` fixes (a canary: when Textual stops doing this, drop the subclass)."""
+    made, _app = await layout_with_an_off_screen_widget_repainted(Compositor())
+    assert made.count("layout") >= 1
+    assert made.count("every widget") == 2 * made.count("layout")
+
+
+async def test_the_main_screen_lays_out_with_it_and_draws_with_lazy_lines_and_the_strip_scrollbar(
+    lab, tmp_path
+):
+    app = make_app(lab_settings(lab), tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await ready(pilot)
+        assert isinstance(app.screen._compositor, FullMapCompositor)
+        assert isinstance(app.chat.vertical_scrollbar, StripScrollBar)
+        assert getattr(Strip, "_bulkhead_lazy_caches", False)
