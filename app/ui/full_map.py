@@ -5,8 +5,8 @@ off-screen widget is, every widget. A layout (`Compositor.reflow`) builds the ma
 when a widget off the screen was to be repainted (`update_widgets`: paging mounts items above the view,
 the inspector's hidden panels), the map is marked stale first and stays marked: the first question
 after the layout (Textual asks it itself, for each resized widget's size) arranged the whole screen a
-second time, with the same result. Paging back through a long session, that was a second 12–14 ms
-arrangement in every layout.
+second time, with the same result. Paging back through a long session: 710 whole-screen arrangements
+for 354 layouts (the second of each mostly from the arrangement caches, ~3 ms).
 
 `FullMapCompositor` clears the mark when its layout has built the map; anything that changes after
 marks it again as before (the next `update_widgets`, a scroll's partial layout).
@@ -20,6 +20,8 @@ from textual.widget import Widget
 
 
 class FullMapCompositor(Compositor):
+    """Textual's compositor whose layout leaves its map of every widget current (the main screen's)."""
+
     def reflow(self, parent: Widget, size: Size) -> ReflowResult:
         result = super().reflow(parent, size)
         self._full_map_invalidated = False  # the map just built holds every widget where it is now

@@ -13,6 +13,7 @@ use it for its vertical scrollbar.
 
 from __future__ import annotations
 
+from rich.color import Color
 from rich.segment import Segment
 from rich.style import Style
 from textual.geometry import Region
@@ -20,8 +21,8 @@ from textual.scrollbar import ScrollBar, ScrollBarRender
 from textual.strip import Strip
 from textual.widget import Widget
 
-DEFAULT_BACK = ScrollBarRender.render_bar.__defaults__[6]  # type: ignore[index]  # Textual's fallbacks
-DEFAULT_BAR = ScrollBarRender.render_bar.__defaults__[7]  # type: ignore[index]
+DEFAULT_BACK = Color.parse("#555555")  # the colours `ScrollBarRender` falls back to without a style's
+DEFAULT_BAR = Color.parse("bright_magenta")
 
 
 class StripScrollBar(ScrollBar):
