@@ -10,8 +10,10 @@ from textual.screen import Screen
 from textual.strip import Strip
 from textual.widgets import Static
 
+import app.ui.app as app_module
 from app.ui.full_map import FullMapCompositor
 from app.ui.headless import ready
+from app.ui.strip_caches import make_strip_caches_lazy
 from app.ui.widgets.strip_scrollbar import StripScrollBar
 from tests.ui.conftest import lab_settings
 from tests.ui.test_app import make_app
@@ -83,11 +85,19 @@ async def test_textuals_compositor_arranged_them_twice() -> None:
 
 
 async def test_the_main_screen_lays_out_with_it_and_draws_with_lazy_lines_and_the_strip_scrollbar(
-    lab, tmp_path
+    lab, tmp_path, monkeypatch
 ):
+    calls: list[bool] = []
+
+    def recorded() -> bool:  # the flag on Strip is process-wide: another test may have set it already
+        calls.append(make_strip_caches_lazy())
+        return calls[-1]
+
+    monkeypatch.setattr(app_module, "make_strip_caches_lazy", recorded)
     app = make_app(lab_settings(lab), tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
         await ready(pilot)
         assert isinstance(app.screen._compositor, FullMapCompositor)
         assert isinstance(app.chat.vertical_scrollbar, StripScrollBar)
+        assert calls == [True]
         assert getattr(Strip, "_bulkhead_lazy_caches", False)

@@ -33,8 +33,10 @@ class StripScrollBar(ScrollBar):
     _strips: list[Strip]
 
     def render_lines(self, crop: Region) -> list[Strip]:
+        if not self.vertical:
+            return super().render_lines(crop)  # Textual's own pipeline
         bar = self.render()
-        if not self.vertical or not isinstance(bar, ScrollBarRender):  # Textual's own pipeline
+        if not isinstance(bar, ScrollBarRender):
             return super().render_lines(crop)
         width, height = self.size
         key = (width, height, bar.virtual_size, bar.window_size, bar.position, bar.style, self.visual_style)
