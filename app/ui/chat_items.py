@@ -18,7 +18,7 @@ import re
 
 from rich.console import RenderableType
 from rich.text import Text
-from textual.app import ComposeResult
+from textual.app import ComposeResult, RenderResult
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widget import Widget
@@ -278,6 +278,7 @@ class ToolBlock(ChatItem):
         self._future: asyncio.Future[bool | str] | None = None
         self._why = ""
         self.remember = ""  # the allow rule "always" would keep, e.g. Bash(make test)
+        self._own_header = False  # the header is drawn by the block, not a child (see compose)
         self.set_state_classes(update=False)
 
     @property
@@ -285,6 +286,12 @@ class ToolBlock(ChatItem):
         return self._future is not None and not self._future.done()
 
     def compose(self) -> ComposeResult:
+        # A folded block of the history (most of a resumed session's) draws its header itself: one widget
+        # fewer to mount, style, lay out and remove for each, paging through the session. Unfolded, the
+        # header and the body become widgets.
+        self._own_header = not self.approvable and self.collapsed
+        if self._own_header:
+            return
         yield Static(self._header(), classes="tool-header")
         # A folded block has no body widget (a resumed session mounts dozens): it is mounted when unfolded.
         if not self.collapsed:
@@ -377,7 +384,14 @@ class ToolBlock(ChatItem):
         self.set_state_classes()
         if not self.is_mounted:
             return
-        if content:
+        if content and self._own_header:
+            if self.collapsed:
+                self.refresh(layout=True)
+                return
+            self._own_header = False  # unfolded: the header and the body become widgets
+            self.mount(Static(self._header(), classes="tool-header"), self._body_widget())
+            self.refresh()
+        elif content:
             self.query_one(".tool-header", Static).update(self._header())
             if not self.collapsed:
                 body = self.query(".tool-body")
@@ -399,8 +413,11 @@ class ToolBlock(ChatItem):
 
     def on_click(self, event) -> None:
         widget = getattr(event, "widget", None)
-        if widget is not None and widget.has_class("tool-header"):
+        if widget is not None and (widget.has_class("tool-header") or (widget is self and self._own_header)):
             self.toggle()
+
+    def render(self) -> RenderResult:
+        return self._header() if self._own_header else super().render()
 
     # -- approval ------------------------------------------------------------------------------------
     def ask(self, why: str, future: asyncio.Future[bool | str], remember: str = "") -> None:

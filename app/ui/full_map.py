@@ -10,11 +10,17 @@ for 354 layouts (the second of each mostly from the arrangement caches, ~3 ms).
 
 `FullMapCompositor` clears the mark when its layout has built the map; anything that changes after
 marks it again as before (the next `update_widgets`, a scroll's partial layout).
+
+It also hands out copies of each arrangement's map and widget set, and empties Textual's own: those are
+held by the arrangement's recursive closure (`add_widget`, a reference cycle) until a collection reaches
+it, and an arrangement allocates enough for that closure to outlive a young collection or two — so a
+widget taken off the chat, with all it held, often waited for a full collection however it was released
+(see `app.ui.collector.Doomed`).
 """
 
 from __future__ import annotations
 
-from textual._compositor import Compositor, ReflowResult
+from textual._compositor import Compositor, CompositorMap, ReflowResult
 from textual.geometry import Size
 from textual.widget import Widget
 
@@ -26,3 +32,12 @@ class FullMapCompositor(Compositor):
         result = super().reflow(parent, size)
         self._full_map_invalidated = False  # the map just built holds every widget where it is now
         return result
+
+    def _arrange_root(
+        self, root: Widget, size: Size, visible_only: bool = True
+    ) -> tuple[CompositorMap, set[Widget]]:
+        arranged, widgets = super()._arrange_root(root, size, visible_only)
+        kept = dict(arranged), set(widgets)
+        arranged.clear()  # what the closure's cycle holds: nothing now
+        widgets.clear()
+        return kept

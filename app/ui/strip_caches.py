@@ -9,12 +9,14 @@ the live objects were those caches (26,700 of 103,000), and a full collection to
 
 `make_strip_caches_lazy()` keeps the two hot caches as Textual makes them (read straight from their
 slots) and makes each of the five others when it is first read (a property over the same slot: the
-same size, the same contents); nothing else of `Strip` changes. Called once, when the TUI starts.
+same size, the same contents). And three methods stop caching a line as its own result (a division at its
+end, the same cell length, a crop-extend to itself): that made every full-width line a reference cycle
+(the line → its cache → the line) that only a full collection could free. Called once, when the TUI starts.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from rich.segment import Segment
 from textual.cache import FIFOCache
@@ -57,6 +59,34 @@ def _init(self: Strip, segments: Iterable[Segment], cell_length: int | None = No
     self._cell_count = None
 
 
+_textual_divide = Strip.divide
+_textual_adjust_cell_length = Strip.adjust_cell_length
+_textual_crop_extend = Strip.crop_extend
+
+
+def _divide(self: Strip, cuts: Iterable[int]) -> Sequence[Strip]:
+    """`Strip.divide`; a line cut only at its end (most lines the compositor draws) is itself, not cached."""
+    cell_length = self.cell_length
+    kept = [cut for cut in cuts if cut <= cell_length]
+    if kept == [cell_length]:
+        return [self]
+    return _textual_divide(self, kept)
+
+
+def _adjust_cell_length(self: Strip, cell_length: int, style=None) -> Strip:
+    """`Strip.adjust_cell_length`; a line of that length already is itself, not cached."""
+    if cell_length == self.cell_length:
+        return self
+    return _textual_adjust_cell_length(self, cell_length, style)
+
+
+def _crop_extend(self: Strip, start: int, end: int, style) -> Strip:
+    """`Strip.crop_extend`; the whole line is itself, not cached."""
+    if start == 0 and end == self.cell_length:
+        return self
+    return _textual_crop_extend(self, start, end, style)
+
+
 def make_strip_caches_lazy() -> bool:
     """Make five of `Strip`'s caches on first use (idempotent); False, changing nothing, when `Strip` is not
     the one this was written for (a slot missing or renamed)."""
@@ -68,5 +98,8 @@ def make_strip_caches_lazy() -> bool:
     for name, size in CACHE_SIZES.items():
         setattr(Strip, name, _lazy_slot(name, size))
     Strip.__init__ = _init  # type: ignore[method-assign]
+    Strip.divide = _divide  # type: ignore[assignment,method-assign]
+    Strip.adjust_cell_length = _adjust_cell_length  # type: ignore[method-assign]
+    Strip.crop_extend = _crop_extend  # type: ignore[method-assign]
     Strip._bulkhead_lazy_caches = True  # type: ignore[attr-defined]
     return True

@@ -4,6 +4,7 @@ scrolls up, /find (Ctrl+F) finds text in items that were never drawn and brings 
 from __future__ import annotations
 
 import gc
+import weakref
 
 from textual import events
 from textual.widgets import Static
@@ -12,7 +13,7 @@ from app.engine.session import Session
 from app.model.messages import Message, ToolCall, ToolResult
 from app.store import Store
 from app.ui.chat_items import NoticeItem, ToolBlock, UserItem
-from app.ui.collector import GC_FULL_EVERY, GC_FULL_EVERY_PAGING
+from app.ui.collector import GC_FULL_EVERY
 from app.ui.headless import ready, until
 from tests.ui.conftest import lab_settings
 from tests.ui.test_app import SIZE, make_app, submit
@@ -103,16 +104,31 @@ async def test_resume_draws_a_window_and_pages_older_items_in_up_to_the_first(la
         # the tool blocks paged in keep their results
         first_block = next(i for i in chat.items if isinstance(i, ToolBlock))
         assert first_block.done and "marker-0-end" in first_block.copy_text()
-        # folded as its header says (▸): one row, no body widget; unfolded, the body shows the result
+        # folded as its header says (▸): one row drawn by the block itself, no widget in it; unfolded, the
+        # header and the body (with the result) are widgets
         assert first_block.has_class("-collapsed") and first_block.outer_size.height == 1
-        assert not first_block.query(".tool-body")
+        assert not first_block.children
+        header = str(first_block.render())
+        assert header == "▸ ✓ read_file app/module_0.py  — 35 chars"
+        row = app.screen.get_widget_at(first_block.region.x + 2, first_block.region.y)[0]
+        assert row is first_block  # what the row shows is the block's own drawing
         first_block.toggle()
         await pilot.pause()
         body = first_block.query_one(".tool-body", Static)
         assert body.display and "marker-0-end" in str(body.render()) and first_block.outer_size.height > 1
+        shown = first_block.query_one(".tool-header", Static)
+        assert str(shown.render()) == "▾" + header[1:]
         first_block.toggle()  # folded again: the body stays mounted, hidden
         await pilot.pause()
         assert not body.display and first_block.outer_size.height == 1
+        assert str(shown.render()) == header
+        # a click on a folded block's row unfolds it, as a click on a header widget does
+        other = next(
+            i for i in chat.items if isinstance(i, ToolBlock) and not i.children and on_screen(app, i)
+        )
+        await pilot.click(other, offset=(4, 0))
+        await pilot.pause()
+        assert not other.collapsed and other.query_one(".tool-body", Static).display
         # scrolling down pages the later items back in, and the oldest leave the top; the view stays put
         newer = chat.newer_count
         for _ in range(60):
@@ -160,29 +176,35 @@ async def test_quick_pageups_each_move_a_page_also_while_older_items_page_in(lab
         await app.action_quit()
 
 
-async def test_paging_back_drops_what_left_items_drew_and_collects_in_small_batches(lab, tmp_path):
-    """Items that leave the window take the lines they drew with them at once (a removed widget waits for
-    the cyclic collector, and its lines made each full collection 2-3x longer); while the user reads back,
-    full collections come in smaller batches, and following the end again restores Python's default."""
+async def test_paging_back_frees_the_items_it_takes_off_without_the_collector(lab, tmp_path):
+    """Items that leave the window are freed by reference counting as they go, with the collector off (a
+    removed Textual widget is a reference cycle: each waited for a full collection, 100-170 ms each while
+    paging; see `Doomed`); one still held elsewhere has dropped the lines it drew."""
     session_id = long_session(tmp_path)
     app = make_app(lab_settings(lab, chat_window_items=40), tmp_path, resume=session_id)
     async with app.run_test(size=SIZE) as pilot:
         chat = await resumed_and_focused(pilot)
         assert gc.get_threshold()[2] == GC_FULL_EVERY
-        drawn = [i for i in chat.items if on_screen(app, i)]
-        assert drawn and all(i._styles_cache._cache for i in drawn)  # they drew lines
-        for _ in range(40):
-            if not all(i.is_attached for i in drawn):
-                break
-            await pilot.press("pageup")
-            await pilot.pause()
-        gone = [i for i in drawn if not i.is_attached]
-        assert gone, "paging back took the newest items off"
-        assert all(not node._styles_cache._cache for i in gone for node in i.walk_children(with_self=True))
-        assert gc.get_threshold()[2] == GC_FULL_EVERY_PAGING
-        await pilot.press("end")
-        await until(pilot, lambda: chat.follow, "following the end")
-        assert gc.get_threshold()[2] == GC_FULL_EVERY
+        drawn = [item for item in chat.items if on_screen(app, item)]
+        assert drawn and all(item._styles_cache._cache for item in drawn)  # they drew lines
+        lines = [node._styles_cache for item in drawn for node in item.walk_children(with_self=True)]
+        nodes = [weakref.ref(node) for item in drawn for node in item.walk_children(with_self=True)]
+        del drawn
+        gc.collect()
+        gc.disable()
+        try:
+            for _ in range(40):
+                if any(ref() is None for ref in nodes):
+                    break
+                await pilot.press("pageup")
+                await pilot.pause()
+            freed = [ref() is None for ref in nodes]
+            assert any(freed), "paging back took the newest items off, and they were freed at once"
+            held = [cache for cache, ref in zip(lines, nodes, strict=True) if ref() and not ref().is_attached]
+            assert all(not cache._cache for cache in held)
+        finally:
+            gc.enable()
+        assert gc.get_threshold()[2] == GC_FULL_EVERY  # reading back needs no other collector settings
         await app.action_quit()
 
 

@@ -1,7 +1,10 @@
-"""A layout arranges the screen once (`FullMapCompositor`), and still knows where every widget is after it; the
-main screen uses it, with the chat's `StripScrollBar` and lines that make their caches on first use."""
+"""A layout arranges the screen once (`FullMapCompositor`), and still knows where every widget is after it, and
+what it arranged is not left in a reference cycle; the main screen uses it, with the chat's `StripScrollBar` and lines that make their caches on first use."""
 
 from __future__ import annotations
+
+import gc
+import sys
 
 from textual._compositor import Compositor
 from textual.app import App, ComposeResult
@@ -82,6 +85,33 @@ async def test_textuals_compositor_arranged_them_twice() -> None:
     made, _app = await layout_with_an_off_screen_widget_repainted(Compositor())
     assert made.count("layout") >= 1
     assert made.count("every widget") == 2 * made.count("layout")
+
+
+async def held_after_an_arrangement(compositor: Compositor) -> int:
+    """References to a widget left behind by an arrangement of the whole screen whose result is dropped."""
+    app = Host(compositor)
+    async with app.run_test(size=(40, 12)) as pilot:
+        await pilot.pause()
+        row = app.screen.query_one("#row-30")
+        gc.disable()
+        try:
+            before = sys.getrefcount(row)
+            compositor._arrange_root(app.screen, app.screen.size, visible_only=False)
+            after = sys.getrefcount(row)
+        finally:
+            gc.enable()
+        return after - before
+
+
+async def test_an_arrangement_leaves_nothing_holding_the_widgets_it_placed() -> None:
+    """A widget taken off the screen is freed when the next layout's map replaces the one holding it."""
+    assert await held_after_an_arrangement(FullMapCompositor()) == 0
+
+
+async def test_textuals_arrangement_left_its_map_in_a_reference_cycle() -> None:
+    """The canary: Textual's `_arrange_root` returns the map its recursive closure holds; dropped, the map
+    (and every widget on it) waits for a collection."""
+    assert await held_after_an_arrangement(Compositor()) >= 1
 
 
 async def test_the_main_screen_lays_out_with_it_and_draws_with_lazy_lines_and_the_strip_scrollbar(

@@ -51,3 +51,19 @@ def test_a_strip_it_was_not_written_for_is_left_as_it_is(monkeypatch) -> None:
     init = Strip.__init__
     assert make_strip_caches_lazy() is False
     assert Strip.__init__ is init
+
+
+def test_a_line_is_never_cached_as_its_own_result() -> None:
+    """A line divided only at its end, adjusted to its own length or crop-extended to itself is itself, as in
+    Textual, but not kept in its own cache: that made each such line a reference cycle (most lines the
+    compositor draws) that only a full collection freed."""
+    assert make_strip_caches_lazy()
+    strip = Strip([Segment("abc"), Segment("def", Style(bold=True))], 6)
+    assert strip.divide([6]) == [strip] and strip.divide([6, 9]) == [strip]
+    assert strip.adjust_cell_length(6) is strip
+    assert strip.crop_extend(0, 6, None) is strip
+    assert strip.crop(0, 6) is strip
+    assert not gc.get_referrers(strip)  # nothing refers to it: freed when dropped, no collection needed
+    parts = strip.divide([2, 6])
+    assert [part.text for part in parts] == ["ab", "cdef"] and strip.divide([2, 6]) is parts
+    assert strip.adjust_cell_length(4).text == "abcd" and strip.crop_extend(1, 8, None).text == "bcdef  "
