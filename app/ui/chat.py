@@ -29,6 +29,7 @@ import asyncio
 import contextlib
 import functools
 from collections.abc import Iterable, Sequence
+from typing import TypeVar
 
 from textual import events
 from textual.actions import SkipAction
@@ -65,6 +66,8 @@ from app.ui.collector import Doomed
 from app.ui.markdown.widget import AnswerView
 from app.ui.quiet_resize import QuietResize
 from app.ui.widgets.strip_scrollbar import StripScrollbars
+
+ItemT = TypeVar("ItemT", bound=ChatItem)
 
 FLUSH_INTERVAL_S = 0.025  # streamed text is appended (and drawn) on a steady 40 Hz beat: ≥ 30 frames a second
 FOLLOW_ROWS = 2  # "at the bottom" means within this many rows of the end
@@ -174,24 +177,27 @@ class Chat(StripScrollbars, QuietResize, VerticalScroll, can_focus=True):
         yield self.answer_styles
 
     # -- reading (tests, copy, the app) ----------------------------------------------------------------
-    # The chat's children by class, read straight from its node list: a `query_children` matched every child
-    # against a selector (~1 ms for a window of items), and paging reads `items` several times a page.
+    def _children_of(self, kind: type[ItemT]) -> list[ItemT]:
+        """The chat's children of a class, read straight from its node list: a `query_children` matched every
+        child against a selector (~1 ms for a window of items), and paging reads `items` several times a page."""
+        return [node for node in self._nodes if isinstance(node, kind)]
+
     @property
     def items(self) -> list[ChatItem]:
-        return [node for node in self._nodes if isinstance(node, ChatItem)]
+        return self._children_of(ChatItem)
 
     def answers(self) -> list[AssistantItem]:
-        return [node for node in self._nodes if isinstance(node, AssistantItem)]
+        return self._children_of(AssistantItem)
 
     def last_answer(self) -> AssistantItem | None:
         answers = self.answers()
         return answers[-1] if answers else None
 
     def notices(self, code: str | None = None) -> list[NoticeItem]:
-        return [n for n in self._nodes if isinstance(n, NoticeItem) and (code is None or n.code == code)]
+        return [n for n in self._children_of(NoticeItem) if code is None or n.code == code]
 
     def tool_blocks(self) -> list[ToolBlock]:
-        return [node for node in self._nodes if isinstance(node, ToolBlock)]
+        return self._children_of(ToolBlock)
 
     def pending_approval(self) -> ToolBlock | None:
         for block in reversed(self.tool_blocks()):
@@ -458,13 +464,10 @@ class Chat(StripScrollbars, QuietResize, VerticalScroll, can_focus=True):
             await marker.remove()
 
     async def _take_off(self, doomed: Sequence[Widget]) -> None:
-        """Remove items for good, freed by reference counting (see `Doomed`: a Textual widget is a reference
-        cycle, and paging back through a long session left 40,000 dead objects a full collection). Their
-        lines are dropped first: Textual's `StylesCache.get_inner_outer` is an `lru_cache` that keeps up to
-        1,024 widgets' `StylesCache` (and the lines in it) alive."""
+        """Remove items for good, freed by reference counting with the lines they drew (see `Doomed`: a
+        Textual widget is a reference cycle, and paging back through a long session left 40,000 dead objects
+        a full collection)."""
         removed = Doomed.of(doomed)
-        for widget in removed.widgets:
-            widget._styles_cache.clear()
         await self.remove_children(doomed)
         removed.release()
 

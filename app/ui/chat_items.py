@@ -292,7 +292,7 @@ class ToolBlock(ChatItem):
         self._own_header = not self.approvable and self.collapsed
         if self._own_header:
             return
-        yield Static(self._header(), classes="tool-header")
+        yield self._header_widget()
         # A folded block has no body widget (a resumed session mounts dozens): it is mounted when unfolded.
         if not self.collapsed:
             yield self._body_widget()
@@ -319,6 +319,9 @@ class ToolBlock(ChatItem):
             tooltip="Approve, and allow this exact call in this project from now on (.bulkhead/settings.toml)",
         )
         yield Button("Deny (n)", variant="error", classes="deny", compact=True)
+
+    def _header_widget(self) -> Static:
+        return Static(self._header(), classes="tool-header")
 
     def _body_widget(self) -> Static:
         return Static(self._body(), classes="tool-body", markup=False)
@@ -389,7 +392,7 @@ class ToolBlock(ChatItem):
                 self.refresh(layout=True)
                 return
             self._own_header = False  # unfolded: the header and the body become widgets
-            self.mount(Static(self._header(), classes="tool-header"), self._body_widget())
+            self.mount(self._header_widget(), self._body_widget())
             self.refresh()
         elif content:
             self.query_one(".tool-header", Static).update(self._header())

@@ -59,16 +59,15 @@ class Doomed:
                 links.extend(node._query_one_cache._cache.values())
         return cls(nodes, links)
 
-    @property
-    def widgets(self) -> list[Widget]:
-        return [node for node in self.nodes if isinstance(node, Widget)]
-
     def release(self) -> None:
-        """After the removal: break the cycles (once; the list is emptied)."""
+        """After the removal: break the cycles and drop the lines each widget drew (once; the lists are
+        emptied). The lines go even if something still holds a widget: Textual's `StylesCache.get_inner_outer`
+        is an `lru_cache` that keeps up to 1,024 widgets' `StylesCache` (and the lines in it) alive."""
         for node in self.nodes:
             node._css_styles.node = None
             node._inline_styles.node = None
             if isinstance(node, Widget):
+                node._styles_cache.clear()
                 self.links.extend(node._box_model_cache._cache.values())
                 node._box_model_cache.clear()
         for link in self.links:

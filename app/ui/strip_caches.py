@@ -88,8 +88,9 @@ def _crop_extend(self: Strip, start: int, end: int, style) -> Strip:
 
 
 def make_strip_caches_lazy() -> bool:
-    """Make five of `Strip`'s caches on first use (idempotent); False, changing nothing, when `Strip` is not
-    the one this was written for (a slot missing or renamed)."""
+    """Make five of `Strip`'s caches on first use and stop a line caching itself as its own result
+    (idempotent); False, changing nothing, when `Strip` is not the one this was written for (a slot missing
+    or renamed)."""
     if getattr(Strip, "_bulkhead_lazy_caches", False):
         return True
     slots = set(Strip.__slots__)

@@ -6,6 +6,9 @@ from __future__ import annotations
 import gc
 import weakref
 
+from rich.segment import Segment
+from textual.strip import Strip
+
 from app.ui.chat_items import ToolBlock, UserItem
 from app.ui.collector import Doomed
 
@@ -21,13 +24,16 @@ def cyclic_widgets() -> list[UserItem | ToolBlock]:
     return widgets
 
 
-def test_a_released_widget_is_freed_at_once() -> None:
+def test_a_released_widget_is_freed_at_once_and_drops_the_lines_it_drew() -> None:
     gc.disable()
     try:
         widgets = cyclic_widgets()
         refs = [weakref.ref(widget) for widget in widgets]
+        lines = [widget._styles_cache for widget in widgets]  # kept alive by Textual's lru_cache, in the app
+        for cache in lines:
+            cache._cache[0] = Strip([Segment("a line drawn")], 12)
         doomed = Doomed.of(widgets)
-        assert doomed.widgets == widgets
+        assert doomed.nodes == widgets  # unmounted: no children, no component-class nodes yet
         del widgets
         doomed.release()
         assert doomed.nodes == [] and doomed.links == []  # released once, holding nothing
@@ -36,6 +42,7 @@ def test_a_released_widget_is_freed_at_once() -> None:
     finally:
         gc.enable()
     assert alive == []
+    assert all(not cache._cache for cache in lines)
 
 
 def test_textual_alone_leaves_a_removed_widget_to_the_collector() -> None:
