@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import abc
 import json
+import json.encoder
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,9 +27,28 @@ from app.model.messages import Message
 SUMMARY_PURPOSE: RequestPurpose = "summary"
 
 
+def _unserializable(obj: Any) -> Any:
+    raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
+
+
+# `json.dumps` with these options builds a new encoder (and its C core) for every call: a long session's
+# first measure serializes every block of it, and half of that went to building encoders. One C encoder
+# with the same options, made once (no cycle check: a request body is a tree). None without the C module.
+_c_make_encoder = getattr(json.encoder, "c_make_encoder", None)
+_ENCODE = (
+    _c_make_encoder(
+        None, _unserializable, json.encoder.encode_basestring, None, ":", ",", False, False, False
+    )
+    if _c_make_encoder is not None
+    else None
+)
+
+
 def dumps(obj: Any) -> bytes:
     """Exactly how the httpx-based SDKs serialize a JSON body (compact, UTF-8, no ASCII escaping)."""
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    if _ENCODE is None:
+        return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    return "".join(_ENCODE(obj, 0)).encode("utf-8")
 
 
 @dataclass(frozen=True)

@@ -1041,12 +1041,18 @@ class Chat(StripScrollbars, QuietResize, VerticalScroll, can_focus=True):
 
     # -- resume -----------------------------------------------------------------------------------------------
     async def render_history(
-        self, messages: Iterable[EngineMessage], *, entries: list[HistoryEntry] | None = None
+        self,
+        messages: Iterable[EngineMessage],
+        *,
+        entries: list[HistoryEntry] | None = None,
+        fill_now: bool = True,
     ) -> None:
         """Show a resumed session's master log (tool results joined to their calls): the last items that
         fill the view are mounted, the rest of the window (`chat_window_screens`) right after the first
-        frame; the others wait as entries until the user scrolls or searches to them — resuming costs
-        what is on screen, not the length of the session.
+        frame — or, with `fill_now=False`, when the caller says (`fill_window()`: the app does once the
+        engine has started, so a resume's first frame and its engine come before what is off the screen);
+        the others wait as entries until the user scrolls or searches to them — resuming costs what is on
+        screen, not the length of the session.
         `entries`: the log already made entries (off the event loop, `entries_from_messages`)."""
         if entries is None:
             entries = entries_from_messages(messages)
@@ -1068,7 +1074,13 @@ class Chat(StripScrollbars, QuietResize, VerticalScroll, can_focus=True):
                 self.pruned += len(hidden)
                 await self._update_markers()
                 self.filling = True
-                self.call_after_refresh(self._fill_window)
+                if fill_now:
+                    self.call_after_refresh(self._fill_window)
+
+    def fill_window(self) -> None:
+        """Mount the rest of a resumed window after the next frame (see `render_history`)."""
+        if self.filling:
+            self.call_after_refresh(self._fill_window)
 
     async def _fill_window(self) -> None:
         """After the resumed view's first frame: mount older entries above it until the window

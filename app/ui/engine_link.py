@@ -114,10 +114,17 @@ class EngineLink:
         else:
             with contextlib.suppress(NoMatches):
                 self.inspector.show_session(source)
+        with self.batch_update():  # one layout and frame for all of it, not one half-mounted on the way
+            await self._show_start(engine, choice, resumed, history)
+        self.update_topbar()
+        self._start_engine(resumed)
+
+    async def _show_start(self, engine, choice, resumed: bool, history) -> None:
+        """The resumed history, then what this start says (under it, where it happened)."""
         chat = self.chat
         session = engine.session
-        if resumed:  # the history first: what this start says goes under it, where it happened
-            await chat.render_history(session.master, entries=history)
+        if resumed:
+            await chat.render_history(session.master, entries=history, fill_now=False)
         for note in choice.notices:
             await chat.add_notice(
                 note, code="lab" if choice.lab else "route", title="lab model" if choice.lab else "route"
@@ -138,8 +145,6 @@ class EngineLink:
                 await chat.add_notice(
                     read_only_notice(session.id), level="warn", code="read_only", title="read-only"
                 )
-        self.update_topbar()
-        self._start_engine(resumed)
 
     def show_session_in_inspector(self) -> None:
         """Give the inspector the open session's source (the panels never see the engine)."""
@@ -150,7 +155,11 @@ class EngineLink:
     @work(group="engine-start", exit_on_error=False, name="start engine")
     async def _start_engine(self, resumed: bool) -> None:
         engine = self.engine
-        await engine.start(resumed=resumed)
+        try:
+            await engine.start(resumed=resumed)
+        finally:
+            with contextlib.suppress(NoMatches):
+                self.chat.fill_window()  # the resumed history above the view: after what the user waits for
         self.engine_ready.set()
         self.call_after_refresh(self._import_sdk_when_drawn, engine.route.provider)
         self.refresh_bindings()

@@ -3,6 +3,7 @@ scrolls up, /find (Ctrl+F) finds text in items that were never drawn and brings 
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import weakref
 
@@ -10,6 +11,7 @@ from textual import events
 from textual.widgets import Static
 
 from app.engine.session import Session
+from app.engine.turn import Engine
 from app.model.messages import Message, ToolCall, ToolResult
 from app.store import Store
 from app.ui.chat_items import NoticeItem, ToolBlock, UserItem
@@ -251,6 +253,50 @@ async def test_the_sdk_import_waits_until_the_resumed_window_is_drawn(lab, tmp_p
         provider, filling, mounted = seen[0]
         assert provider == "lab" and not filling
         assert mounted == len(app.chat.items) > 20  # the whole window (two screens) was in before it
+        await app.action_quit()
+
+
+async def test_a_resume_draws_its_start_in_one_frame_and_the_window_after_the_engine(
+    lab, tmp_path, monkeypatch
+):
+    """The history on screen and the start's notices arrive in one frame (none with half of them), and the
+    rest of the window, off the screen, is mounted only once the engine has started (a slow start here:
+    SessionStart hooks can take a while)."""
+    frames: list[tuple[int, bool]] = []  # (items, the resume notice among them) of each frame drawn
+    filled: list[bool] = []  # whether the engine was ready when the window's rest went in
+    start = Engine.start
+
+    async def slow_start(engine, **kwargs):
+        await asyncio.sleep(0.3)
+        await start(engine, **kwargs)
+
+    monkeypatch.setattr(Engine, "start", slow_start)
+    app = make_app(lab_settings(lab), tmp_path, resume=long_session(tmp_path))
+    display = app._display
+
+    def drawn(screen, renderable):
+        if renderable is not None and screen is app.screen:
+            items = app.chat.items
+            frames.append((len(items), any(getattr(i, "code", "") == "resume" for i in items)))
+        return display(screen, renderable)
+
+    app._display = drawn
+    async with app.run_test(size=SIZE) as pilot:
+        chat = app.chat
+        fill = chat._fill_window
+
+        async def fill_window():
+            if chat.older_count and not filled:
+                filled.append(app.engine_ready.is_set())
+            await fill()
+
+        chat._fill_window = fill_window
+        await resumed_and_focused(pilot)
+        history = [(n, notice) for n, notice in frames if n > 1]  # more than the lab's own notice
+        assert history and all(notice for _n, notice in history)  # never the history without its notices
+        assert filled == [True]
+        first = history[0][0]
+        assert first < len(chat.items)  # the first frame had what fills the view; the window came after
         await app.action_quit()
 
 

@@ -147,6 +147,35 @@ def test_lone_surrogates_survive(store):
     assert store.load_master(sid) == [message]
 
 
+def test_a_long_log_loads_exactly_whatever_the_sizes_of_its_messages(store):
+    """Loading parses many small rows at once (`_JOINED_JSON` characters a batch) and big ones alone: every
+    message comes back equal and in order, across the batches' edges."""
+    sid, vid = new_session(store)
+    big = "x" * (store_module._JOINED_JSON + 10)
+    messages = [*sample_messages()]
+    for i in range(300):
+        text = big if i % 97 == 5 else f"{UNICODE[i % len(UNICODE)]} #{i}"
+        messages.append(Message.create("user" if i % 2 else "assistant", text, turn=i))
+    messages.append(Message.create("tool", [ToolResult("c", "bad byte \udcff here")]))
+    for message in messages:
+        store.append_message(sid, message, vid)
+    assert store.load_master(sid) == messages
+
+
+@pytest.mark.parametrize("damage", ['[{"type": "text", "text": "cut', "[], []"], ids=["cut", "two values"])
+def test_a_damaged_row_fails_the_load_as_it_would_alone(store, damage):
+    """A row that is not one JSON array is an error, never parts shifted onto its neighbours."""
+    sid, vid = new_session(store)
+    messages = [Message.create("user", f"message {i}", turn=i) for i in range(20)]
+    for message in messages:
+        store.append_message(sid, message, vid)
+    store._conn.execute("UPDATE messages SET parts = ? WHERE id = ?", (damage, messages[7].id))
+    with pytest.raises(ValueError):
+        json.loads(damage)
+    with pytest.raises(ValueError):
+        store.load_master(sid)
+
+
 def test_seq_is_per_session(store):
     a, va = new_session(store)
     b, vb = new_session(store)

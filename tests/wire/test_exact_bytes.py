@@ -103,6 +103,37 @@ def _session() -> list[Message]:
 MAKERS = {"anthropic": make_anthropic, "openai": make_openai, "bedrock": make_bedrock}
 
 
+def test_dumps_serializes_as_the_sdks_do():
+    """`dumps` (one C encoder made once) gives json.dumps's bytes with the SDKs' options, and its errors."""
+
+    def sdk(obj):
+        return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+
+    values = [
+        UNICODE,
+        {
+            "type": "text",
+            "text": UNICODE,
+            "n": [1, 2.5, -0.0, 1e300, True, None],
+            "nested": {"a": ({"b": ()},)},
+        },
+        {7: "int key", 2.5: "float key", True: "bool key", None: "none key"},
+        [],
+        {},
+        "",
+        12,
+    ]
+    for value in values:
+        assert dumps(value) == sdk(value)
+    for bad in (float("nan"), {"x": float("inf")}):
+        with pytest.raises(ValueError, match="Out of range float"):
+            dumps(bad)
+    with pytest.raises(TypeError, match="Object of type set is not JSON serializable"):
+        dumps({"tools": {1, 2}})
+    with pytest.raises(UnicodeEncodeError):  # a lone surrogate cannot be sent, as with json.dumps
+        dumps("bad byte \udcff")
+
+
 @pytest.mark.parametrize("view_name", ["unicode", "images", "tools-large-result", "mixed-session"])
 @pytest.mark.parametrize("provider_name", list(MAKERS))
 async def test_predicted_bytes_match_the_wire(server, settings, monkeypatch, provider_name, view_name):
