@@ -142,6 +142,8 @@ class Engine:
         self.system = self.base_system  # + the project instructions, once loaded (load_instructions)
         self.builtin_tools: tuple[ToolSpec, ...] = tuple(TOOL_SPECS if tools is None else tools)
         self._tools_cache: tuple[object, tuple[ToolSpec, ...]] | None = None
+        self._reported: tuple[tuple, int] | None = None  # what context_report measured before start()
+        self._started = False
         self._cap_detail_memo: tuple[tuple, str] | None = None  # (endpoint, cap) → its words (cap_detail)
         self.mcp = mcp
         self.mcp_tools = None
@@ -497,10 +499,12 @@ class Engine:
             repeatable_tools=self.mcp.read_only_tools() if self.mcp is not None else frozenset(),
         )
 
-    def view_changed(self, reason: str = "") -> ViewChanged:
+    def view_changed(self, reason: str = "", *, predicted: int | None = None) -> ViewChanged:
+        """Tell the panels about the next request; `predicted`: its size, when just measured."""
         self._budget_epoch += 1
         cap = self.cap_info()
-        predicted = self.measure(self.session.view.messages)
+        if predicted is None:
+            predicted = self.measure(self.session.view.messages)
         floor = self.floor_sizes()
         plan = self.mcp_plan()
         settings = self.settings
@@ -624,7 +628,7 @@ class Engine:
         self._announce_instructions()
         for problem in self.permissions.problems:
             self.emit(Notice(display_line(problem), level="warn", code="permissions"))
-        self.view_changed("start")
+        self.view_changed("start", predicted=self._start_bytes())
 
     async def close(self, reason: str = "exit") -> None:
         """End the session here: SessionEnd, MCP and the provider closed, every queued write on disk (a held
@@ -1418,11 +1422,28 @@ class Engine:
         self.view_changed("cap")
         return forgotten
 
+    def _measured(self) -> tuple:
+        """What a measure of the view depends on, as objects (compared by identity)."""
+        return (self.session.view.messages, self.system, self.tools, self.provider, self.max_tokens)
+
+    def _start_bytes(self) -> int | None:
+        """The report's figure when the session opened, if nothing it was measured from has changed since:
+        opening a session reports (off the event loop), then starts — a long view is measured once."""
+        reported, self._reported, self._started = self._reported, None, True
+        if reported is None:
+            return None
+        made_of, predicted = reported
+        now = self._measured()
+        return predicted if all(a is b for a, b in zip(made_of, now, strict=True)) else None
+
     def context_report(self) -> ContextReport:
         """What `/context` and the Payload panel show about the next request."""
         cap = self.cap_info()
         view = self.session.view
+        made_of = self._measured()
         predicted = self.measure(view.messages)
+        if not self._started:
+            self._reported = (made_of, predicted)
         floor = self.floor_sizes()
         return ContextReport(
             messages_in_view=len(view),

@@ -309,6 +309,35 @@ async def test_a_draft_left_by_a_crash_becomes_a_partial_answer(make_harness):
     assert not list(h.session.folder.glob("draft-*.txt"))
 
 
+async def test_opening_a_long_session_measures_its_view_once(make_harness, monkeypatch):
+    """The app reports on a session as it opens, then starts it: the start's ViewChanged carries the report's
+    figure without building the request again — unless the view changed in between (a draft kept)."""
+    h = make_harness()
+    h.grow(50, 2_000)
+    builds: list[int] = []  # messages of each request built (an empty one: the floor, system and tools)
+    build = type(h.engine.provider).build
+
+    def counted(provider, view, *args, **kwargs):
+        if view:
+            builds.append(len(view))
+        return build(provider, view, *args, **kwargs)
+
+    monkeypatch.setattr(type(h.engine.provider), "build", counted)
+    report = h.engine.context_report()
+    await h.engine.start(resumed=True)
+    started = h.of_type("view")[-1]
+    assert builds == [100] and started.predicted_bytes == report.predicted_bytes
+
+    again = make_harness()
+    again.grow(50, 2_000)
+    (again.session.folder / "draft-m_cut.txt").write_text("half an answer")
+    report = again.engine.context_report()
+    await again.engine.start(resumed=True)
+    started = again.of_type("view")[-1]
+    assert started.predicted_bytes > report.predicted_bytes  # measured again, with the kept answer
+    assert started.predicted_bytes == again.engine.measure(again.session.view.messages)
+
+
 async def test_planned_compaction_when_the_window_fills(make_harness):
     h = make_harness(route_extra={"context_window": 40_000})
     h.grow(6, 20_000)  # ≈ 240 KB ≈ 60k tokens: over 85% of the usable window
