@@ -382,7 +382,8 @@ async def test_payload_gauge_against_no_cap_then_learned_cap(engine):
         app.inspector.dispatch(view(280_000, 316_800, "learned"))  # 88% ≥ the 85% pre-flight ratio
         assert payload.gauge.level == "warn" and payload.has_class("-warn")
         app.inspector.dispatch(view(330_000, 316_800, "learned"))
-        assert payload.gauge.level == "over" and payload.has_class("-over")
+        assert payload.gauge.level == "over" and payload.has_class("-over") and not payload.has_class("-warn")
+        assert payload.gauge.classes & {"-idle", "-ok", "-warn", "-over"} == {"-over"}  # one level at a time
         assert "Next request 322.3 KB of 309.4 KB cap" in str(
             payload.query_one("#payload-next", Static).render()
         )

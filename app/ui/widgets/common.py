@@ -310,9 +310,8 @@ class Gauge(Widget):
         self._update_classes()
 
     def _update_classes(self) -> None:
-        level = self.level
-        for name in ("idle", "ok", "warn", "over"):
-            self.set_class(level == name, f"-{name}")
+        level = self.level  # one restyle for the change (a class at a time restyled twice: off, then on)
+        self.update_classes({f"-{name}": level == name for name in ("idle", "ok", "warn", "over")})
 
     def render(self) -> Text:
         width = max(1, self.content_size.width)

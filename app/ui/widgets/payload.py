@@ -294,8 +294,8 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
         self.gauge.soft = self.cap_bytes is None
         self.gauge.total = total
         self.gauge.value = predicted
-        self.set_class(self.gauge.level == "warn", "-warn")
-        self.set_class(self.gauge.level == "over", "-over")
+        level = self.gauge.level
+        self.update_classes({"-warn": level == "warn", "-over": level == "over"})  # the panel restyled once
         next_line = self.query_one("#payload-next", Static)
         if predicted is None:
             next_line.update("Next request —  (waiting for the session)")
