@@ -519,7 +519,7 @@ class Chat(StripScrollbars, QuietResize, VerticalScroll, can_focus=True):
             at = self.items.index(first) if first is not None else 0
             if first is not None:
                 await self.mount_all(widgets, before=first)
-            elif self._pruned_marker is not None:
+            elif self._pruned_marker is not None and self._pruned_marker.parent is self:
                 await self.mount_all(widgets, after=self._pruned_marker)
             else:
                 await self.mount_all(widgets)
@@ -655,9 +655,13 @@ class Chat(StripScrollbars, QuietResize, VerticalScroll, can_focus=True):
             start = target - fill(entries[:target], half, width, most=window // 2)
             end = target + fill(entries[target:], half, width, most=window - (target - start), from_end=False)
         self._tools.clear()
-        await self._take_off([*mounted, *(m for m in (self._pruned_marker, self._newer_marker) if m)])
-        self._pruned_marker = self._newer_marker = None
-        self._page_before = None
+        markers = [m for m in (self._pruned_marker, self._newer_marker) if m]
+        self._pruned_marker = self._newer_marker = None  # before the removal: a page going in meanwhile
+        self._page_before = None  # must not mount beside what is leaving
+        self.filling = (
+            False  # this mounts a whole window: a resumed window's rest still to come is not needed
+        )
+        await self._take_off([*mounted, *markers])
         self._older, self._newer = entries[:start], entries[end:]
         self.pruned = len(self._older)
         widgets = [entry.build() for entry in entries[start:end]]
@@ -765,6 +769,7 @@ class Chat(StripScrollbars, QuietResize, VerticalScroll, can_focus=True):
         self._tools.clear()
         self.pruned = 0
         self._pruned_marker = self._newer_marker = None
+        self.filling = False
         self._older, self._newer = [], []
         self._page_before = None
         self._found, self._find_position = None, None
@@ -1089,7 +1094,7 @@ class Chat(StripScrollbars, QuietResize, VerticalScroll, can_focus=True):
             self.call_after_refresh(self._fill_window)
             return
         try:
-            if not self._older or not self.is_attached:
+            if not self.filling or not self._older or not self.is_attached:  # cleared or rewindowed since
                 return
             shown = sum(item.outer_size.height + 1 for item in self.items)  # the items and their margins
             wanted = self.window_rows - shown

@@ -300,6 +300,36 @@ async def test_a_resume_draws_its_start_in_one_frame_and_the_window_after_the_en
         await app.action_quit()
 
 
+async def test_a_search_before_the_engine_has_started_ends_the_resumed_windows_fill(
+    lab, tmp_path, monkeypatch
+):
+    """/find brings an old item into view (a window of its own) while the engine is still starting: the
+    resumed window's rest, due after the start, is not mounted into it (nor beside what the search took off)."""
+    start = Engine.start
+    searched = asyncio.Event()
+
+    async def slow_start(engine, **kwargs):
+        await searched.wait()
+        await start(engine, **kwargs)
+
+    monkeypatch.setattr(Engine, "start", slow_start)
+    app = make_app(lab_settings(lab), tmp_path, resume=long_session(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        chat = app.chat
+        await until(pilot, lambda: chat.notices("resume"), "the resumed history and its notices")
+        assert chat.filling  # the window's rest waits for the engine
+        said = await chat.find("marker-5-end")
+        assert said.startswith("“marker-5-end”: match 1 of 1") and not chat.filling  # a window of its own
+        searched.set()
+        await ready(pilot)
+        await pilot.pause()
+        blocks = [i.call_id for i in chat.items if isinstance(i, ToolBlock)]
+        assert len(blocks) == len(set(blocks)) and not chat.filling  # nothing mounted twice, no fill after
+        found = next(i for i in chat.items if isinstance(i, ToolBlock) and i.call_id == "call_5")
+        assert on_screen(app, found)
+        await app.action_quit()
+
+
 async def test_a_resumed_partial_answer_shows_its_mark_and_a_whole_one_has_none(lab, tmp_path):
     store = Store()
     session = Session.create(store, route="lab", provider="lab", model="lab-1", workspace=str(tmp_path))
