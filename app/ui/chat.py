@@ -655,12 +655,11 @@ class Chat(StripScrollbars, QuietResize, VerticalScroll, can_focus=True):
             start = target - fill(entries[:target], half, width, most=window // 2)
             end = target + fill(entries[target:], half, width, most=window - (target - start), from_end=False)
         self._tools.clear()
+        # Forgotten before the removal, so that a page going in meanwhile never mounts beside what is leaving;
+        # this mounts a whole window, so a resumed window's rest still to come is not needed either.
         markers = [m for m in (self._pruned_marker, self._newer_marker) if m]
-        self._pruned_marker = self._newer_marker = None  # before the removal: a page going in meanwhile
-        self._page_before = None  # must not mount beside what is leaving
-        self.filling = (
-            False  # this mounts a whole window: a resumed window's rest still to come is not needed
-        )
+        self._pruned_marker = self._newer_marker = self._page_before = None
+        self.filling = False
         await self._take_off([*mounted, *markers])
         self._older, self._newer = entries[:start], entries[end:]
         self.pruned = len(self._older)
