@@ -311,11 +311,13 @@ _INSERT_DERIVED = _INSERT_MESSAGE + " ON CONFLICT(id) DO NOTHING"
 
 
 def _message_from_row(row: sqlite3.Row) -> Message:
+    return _message(row, json.loads(row["parts"]), json.loads(row["meta"]))
+
+
+def _message(row: sqlite3.Row, parts: list[dict[str, Any]], meta: dict[str, Any]) -> Message:
+    """A message from its row and its parts and meta as parsed."""
     return Message(
-        id=row["id"],
-        role=row["role"],
-        parts=tuple(part_from_dict(p) for p in json.loads(row["parts"])),
-        meta=meta_from_dict(json.loads(row["meta"])),
+        id=row["id"], role=row["role"], parts=tuple(map(part_from_dict, parts)), meta=meta_from_dict(meta)
     )
 
 
@@ -350,10 +352,7 @@ def _parse_batch(rows: list[sqlite3.Row]) -> list[Message]:
         return [_message_from_row(row) for row in rows]
     if len(parts) != len(rows) or len(metas) != len(rows):  # a row that was not one JSON value
         return [_message_from_row(row) for row in rows]
-    return [
-        Message(id=row["id"], role=row["role"], parts=tuple(map(part_from_dict, p)), meta=meta_from_dict(m))
-        for row, p, m in zip(rows, parts, metas, strict=True)
-    ]
+    return [_message(row, p, m) for row, p, m in zip(rows, parts, metas, strict=True)]
 
 
 class Store:

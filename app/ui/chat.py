@@ -519,7 +519,7 @@ class Chat(StripScrollbars, QuietResize, VerticalScroll, can_focus=True):
             at = self.items.index(first) if first is not None else 0
             if first is not None:
                 await self.mount_all(widgets, before=first)
-            elif self._pruned_marker is not None and self._pruned_marker.parent is self:
+            elif self._pruned_marker is not None:
                 await self.mount_all(widgets, after=self._pruned_marker)
             else:
                 await self.mount_all(widgets)

@@ -375,11 +375,11 @@ class ToolBlock(ChatItem):
         return display("\n".join(lines))
 
     def set_state_classes(self, *, update: bool = True) -> None:
-        """The classes that show the block's state; `update=False` before it is mounted (no restyle)."""
-        self.set_class(self.collapsed, "-collapsed", update=update)
-        self.set_class(self.pending, "-pending", update=update)
+        """The classes that show the block's state, in one restyle; `update=False` before it is mounted (none)."""
         failed = self.is_error or self.stopped or self.decision in ("denied", "cancelled")
-        self.set_class(failed, "-failed", update=update)
+        self.update_classes(
+            {"-collapsed": self.collapsed, "-pending": self.pending, "-failed": failed}, update=update
+        )
 
     def _sync(self, *, content: bool = True) -> None:
         # The classes first, mounted or not: `is_mounted` is still False in on_mount, and a block of a resumed
@@ -387,11 +387,10 @@ class ToolBlock(ChatItem):
         self.set_state_classes()
         if not self.is_mounted:
             return
-        if content and self._own_header:
-            if self.collapsed:
-                self.refresh(layout=True)
-                return
-            self._own_header = False  # unfolded: the header and the body become widgets
+        if content and self._own_header and self.collapsed:
+            self.refresh(layout=True)  # its own drawing is the header
+        elif content and self._own_header:  # unfolded: the header and the body become widgets
+            self._own_header = False
             self.mount(self._header_widget(), self._body_widget())
             self.refresh()
         elif content:

@@ -933,6 +933,21 @@ def test_tool_block_without_app_keeps_its_state():
     assert "result (3 chars)" in block.copy_text()
 
 
+def test_a_tool_block_shows_a_change_of_state_in_one_restyle(monkeypatch):
+    """Unfolded and failed at once: both classes change, the block (and all in it) is restyled once."""
+    block = ToolBlock("c1", "shell", {"command": "ls"})
+    restyles: list[bool] = []
+    monkeypatch.setattr(block, "update_node_styles", lambda animate=True: restyles.append(animate))
+    block.collapsed, block.decision = False, "denied"
+    block.set_state_classes()
+    assert restyles == [True]
+    assert (
+        block.has_class("-failed") and not block.has_class("-collapsed") and not block.has_class("-pending")
+    )
+    block.set_state_classes(update=False)  # nothing changed, and before mounting: no restyle either way
+    assert restyles == [True]
+
+
 def test_run_refuses_without_a_terminal(capsys, monkeypatch):
     from app.ui import run as run_module
 
