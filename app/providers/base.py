@@ -51,6 +51,22 @@ def dumps(obj: Any) -> bytes:
     return "".join(_ENCODE(obj, 0)).encode("utf-8")
 
 
+# How `dumps` writes a string: its UTF-8 bytes as they are, but `"`, `\\` and the control characters
+# escaped — as two characters (`\"`, `\\`, `\b`, `\f`, `\n`, `\r`, `\t`) or as six (`\u00XX`, the others).
+# No byte of a multi-byte UTF-8 sequence is below 0x80, so counting those bytes counts those characters.
+_KEPT_BYTES = bytes(b for b in range(256) if b >= 0x20 and b not in b'"\\')
+_TWO_CHARACTER_ESCAPES = b'"\\\b\f\n\r\t'
+
+
+def string_len(text: str) -> int:
+    """Bytes of `text` as a JSON string in `dumps` (quotes included), counted without building the
+    escaped copy: its UTF-8 bytes, plus one for each character escaped as two and five for each escaped
+    as six. A lone surrogate raises UnicodeEncodeError, as `dumps` does."""
+    raw = text.encode("utf-8")
+    escaped = raw.translate(None, _KEPT_BYTES)  # only the bytes that are escaped
+    return len(raw) + 2 + len(escaped) + 4 * len(escaped.translate(None, _TWO_CHARACTER_ESCAPES))
+
+
 @dataclass(frozen=True)
 class ToolSpec:
     """A tool as every provider is told about it.

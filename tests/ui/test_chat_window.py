@@ -300,6 +300,37 @@ async def test_a_resume_draws_its_start_in_one_frame_and_the_window_after_the_en
         await app.action_quit()
 
 
+async def test_a_resumed_history_is_drawn_at_its_end_and_its_final_width_from_the_first_frame(lab, tmp_path):
+    """A resumed history taller than the view: its first frame shows the end, with the scrollbar beside it
+    (not the top of what was mounted at full width, then all of it re-wrapped one column narrower and
+    scrolled down in the next frame). After /clear an empty chat has no scrollbar."""
+    frames: list[tuple[float, float, bool, dict[int, int]]] = []
+    app = make_app(lab_settings(lab), tmp_path, resume=long_session(tmp_path))
+    display = app._display
+
+    def drawn(screen, renderable):
+        chat = app.chat
+        if renderable is not None and screen is app.screen and chat.older_count:
+            widths = {id(item): item.size.width for item in chat.items}
+            frames.append((chat.scroll_y, chat.max_scroll_y, chat.show_vertical_scrollbar, widths))
+        return display(screen, renderable)
+
+    app._display = drawn
+    async with app.run_test(size=SIZE) as pilot:
+        chat = await resumed_and_focused(pilot)
+        scroll_y, max_scroll_y, scrollbar, first = frames[0]
+        assert max_scroll_y > 0 and scroll_y == max_scroll_y and scrollbar  # the end, and its scrollbar
+        for *_, widths in frames[1:]:
+            assert all(widths[key] == width for key, width in first.items() if key in widths)
+        app.prompt.focus()
+        await submit(pilot, "/clear")  # a new session: its notices only
+        await until(pilot, lambda: not users(app) and not chat.older_count, "the cleared chat")
+        await ready(pilot)
+        await pilot.pause()
+        assert chat.max_scroll_y == 0 and not chat.show_vertical_scrollbar
+        await app.action_quit()
+
+
 async def test_a_search_before_the_engine_has_started_ends_the_resumed_windows_fill(
     lab, tmp_path, monkeypatch
 ):

@@ -14,7 +14,8 @@ import random
 import pytest
 
 from app.model.messages import Image, Message, Text, ToolCall, ToolResult
-from app.providers.base import dumps
+from app.providers.base import dumps, string_len
+from app.providers.wire import LONG_STRING, compact_len
 
 from . import frames as F
 from .common import BYTE_RATIOS, READ_TOOL, SYSTEM, collect, image_message, user
@@ -132,6 +133,28 @@ def test_dumps_serializes_as_the_sdks_do():
         dumps({"tools": {1, 2}})
     with pytest.raises(UnicodeEncodeError):  # a lone surrogate cannot be sent, as with json.dumps
         dumps("bad byte \udcff")
+
+
+def test_long_strings_are_counted_to_the_byte_dumps_writes():
+    """`compact_len` counts a block's long strings (`string_len`: UTF-8 bytes and escapes, no escaped copy)
+    — the bytes `dumps` writes for every kind of character, and its error for a lone surrogate."""
+    escaped = '"\\\b\f\n\r\t' + "".join(map(chr, range(32)))  # two-character and \u00XX escapes
+    kept = "\x7f\u2028é✓🙋 plain/ascii"  # written as they are (raw UTF-8)
+    for text in ("", "a", escaped, kept, UNICODE):
+        assert string_len(text) == len(dumps(text))
+    long = (escaped + kept + UNICODE) * (LONG_STRING // 20)
+    assert len(long) >= LONG_STRING
+    for block in (
+        {"type": "text", "text": long},
+        {"type": "tool_result", "tool_use_id": "toolu_01", "content": long, "is_error": True},
+        {"role": "tool", "content": long, "n": [1, 2.5, None], "name": "x" * LONG_STRING},
+        {"type": "image", "source": {"type": "base64", "data": long}},  # nested: written, not counted
+        [long, long],
+        long,
+    ):
+        assert compact_len(block) == len(dumps(block))
+    with pytest.raises(UnicodeEncodeError):
+        compact_len({"type": "text", "text": "x" * LONG_STRING + "\udcff"})
 
 
 @pytest.mark.parametrize("view_name", ["unicode", "images", "tools-large-result", "mixed-session"])
