@@ -2,7 +2,7 @@
 
     python3 bench/resume.py             # table of medians, every session, 3 runs each
     python3 bench/resume.py --json      # one JSON line per session, then the headline
-    python3 bench/resume.py --quick     # one run each, no 20,000-message session
+    python3 bench/resume.py --quick     # 3 runs each (PageUp in the first), no 20,000-message session
 
 The parent writes the sessions into one database in a temporary BULKHEAD_HOME (through
 `Session.append`, as a live session would): an empty one, 10 MiB / 800 messages, 2 MiB / 4,000
@@ -307,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--page-rate", type=float, default=PAGE_RATE, help="PageUp presses a second (default 10)")
     args = p.parse_args(argv)
-    runs = args.runs or (1 if args.quick else 3)
+    runs = args.runs or 3  # a ratio of two single runs moves ±10% with the machine's load: medians
     sessions = [s for s in SESSIONS if not (args.quick and s[2] > 10_000)]
     out = Output("resume", args.json)
     results: dict[str, dict[str, list]] = {}
@@ -320,11 +320,10 @@ def main(argv: list[str] | None = None) -> int:
             f"resume: fresh processes, BulkheadApp(resume=…) in run_test {SIZE[0]}×{SIZE[1]}, lab route; "
             f"sessions written in {time.perf_counter() - started:.0f} s; median of {runs} runs; {machine_note()}"
         )
-        for _ in range(runs):
+        for run in range(runs):
             for label, _mb, _n in sessions:
-                r = run_child(
-                    home, built[label][0], label == SCROLL_SESSION and not args.no_scroll, args.page_rate
-                )
+                scroll = label == SCROLL_SESSION and not args.no_scroll and not (args.quick and run)
+                r = run_child(home, built[label][0], scroll, args.page_rate)
                 for key, value in r.items():
                     results.setdefault(label, {}).setdefault(key, []).append(value)
     m = {

@@ -1088,10 +1088,9 @@ class Chat(StripScrollbars, QuietResize, VerticalScroll, can_focus=True):
                     self.call_after_refresh(self._fill_window)
 
     def fill_window(self) -> None:
-        """Mount the rest of a resumed window after the next two frames (see `render_history`): the one
-        the engine's start asked for and the footer's (its keys are refreshed once the engine is ready)."""
+        """Mount the rest of a resumed window after the next frame (see `render_history`)."""
         if self.filling:
-            self.call_after_refresh(self.call_after_refresh, self._fill_window)
+            self.call_after_refresh(self._fill_window)
 
     async def _fill_window(self) -> None:
         """After the resumed view's first frame: mount older entries above it until the window

@@ -5,7 +5,7 @@
     │ Chat, ↓ new output hint   │ │ panels     │
     │ PromptBox                 │ │            │
     └───────────────────────────┘ └────────────┘
-    Footer
+    KeyFooter (Textual's Footer, mounted again only when its keys change)
 
 The app's default screen (`BulkheadApp.get_default_screen`); help, sessions and pickers open above it.
 Its styles are `styles/app.tcss` (the app's stylesheet, which the other screens share).
@@ -21,13 +21,14 @@ from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from app.ui.chat import Chat
 from app.ui.frames import frame_timer
 from app.ui.full_map import FullMapCompositor
 from app.ui.prompt import PromptBox, PromptHistory
 from app.ui.widgets.inspector import Inspector
+from app.ui.widgets.key_footer import KeyFooter
 
 NEW_OUTPUT_HINT = "↓ new output below — End (in the chat) or Alt+↓ jumps to it and follows"
 
@@ -58,7 +59,7 @@ class MainScreen(Screen):
                 yield Static(NEW_OUTPUT_HINT, id="new-output", markup=False)
                 yield PromptBox(history=self.history, workspace=Path(self.workspace), id="prompt-box")
             yield self.inspector
-        yield Footer(id="footer")
+        yield KeyFooter(id="footer")
 
     def on_mount(self) -> None:
         for selector in ("#new-output", "#completions", "#busy"):
