@@ -108,8 +108,12 @@ async def _child(session_id: str, workspace: str, scroll: bool, page_rate: float
         drawn = time.perf_counter()
         # The first frame after that, or — when nothing was left to draw (the app draws nothing while idle)
         # — the last one before it: what the start changed was on screen already.
-        await _until(lambda: frames[-1] >= drawn or time.perf_counter() > drawn + READY_GRACE_S)
-        result["ready_ms"] = (next((f for f in frames if f >= drawn), frames[-1]) - start) * 1000
+        await _until(
+            lambda: bool(frames) and frames[-1] >= drawn or time.perf_counter() > drawn + READY_GRACE_S
+        )
+        result["ready_ms"] = (
+            next((f for f in frames if f >= drawn), frames[-1] if frames else drawn) - start
+        ) * 1000
         # The route's SDK is imported in a thread after the first frame (0.6–1.6 s of CPU): memory and
         # typing are measured once it is in, the same steady state for every session.
         await _until(lambda: "anthropic" in sys.modules and not _importing(), 60)  # the lab's SDK
