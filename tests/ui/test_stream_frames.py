@@ -7,6 +7,7 @@ drawn by the answer view and renders outside the chat while text streams in.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 
 from textual.app import App, ComposeResult
@@ -327,12 +328,23 @@ async def test_streamed_text_is_appended_on_a_steady_beat_that_stops_when_the_te
         await until(pilot, lambda: "word199" in answer.view.text, "the burst appended")
         assert appends[0] == 1  # coalesced into one append
         await until(pilot, lambda: chat._flush_timer is None, "the beat to stop")  # a quiet beat stops it
+        # Text keeps coming: each delta arrives while the one before is drawn (from the append itself, so no beat
+        # can go quiet in between on a loaded machine) and the same beat appends it, not a timer set after each.
+        more = [f"again{n} " for n in range(3)]
+        beats: list[object] = []
+        counted = answer.view.append
+
+        def append_then_more(*args, **kwargs):
+            beats.append(chat._flush_timer)
+            if more:
+                asyncio.get_running_loop().create_task(chat.handle(TextDelta(more.pop(0))))
+            return counted(*args, **kwargs)
+
+        answer.view.append = append_then_more
         await chat.handle(TextDelta("more "))
         beat = chat._flush_timer
         assert beat is not None  # the next delta starts it again
-        for n in range(3):  # text keeps coming: the same beat appends it (not a timer set after each append)
-            await until(pilot, lambda n=n: appends[0] == 2 + n, "an append")
-            await chat.handle(TextDelta(f"again{n} "))
-            assert chat._flush_timer is beat
+        await until(pilot, lambda: appends[0] == 5, "four appends")
+        assert beats == [beat] * 4
         await chat.handle(AnswerFinished("m1", "end_turn"))
         assert chat._flush_timer is None and appends[0] == 5 and answer.view.text.endswith("again2 ")
