@@ -96,9 +96,22 @@ def _blob(value: Any) -> str:
     raise TypeError(f"not JSON serializable: {type(value).__name__}")
 
 
+# `json.dumps` with `default=` builds a new encoder (and its C core) for every call, and a resumed session's first
+# measure calls it for every block: one C encoder with botocore's options (json.dumps's defaults, blobs as
+# base64), made once (no cycle check: a request body is a tree). None without the C module.
+_c_make_encoder = getattr(json.encoder, "c_make_encoder", None)
+_BOTOCORE_ENCODE = (
+    _c_make_encoder(None, _blob, json.encoder.encode_basestring_ascii, None, ": ", ", ", False, False, True)
+    if _c_make_encoder is not None
+    else None
+)
+
+
 def botocore_len(obj: Any) -> int:
     """Bytes of `obj` as botocore's rest-json serializer writes it (json.dumps defaults, blobs base64)."""
-    return len(json.dumps(obj, default=_blob))  # ensure_ascii: characters == bytes
+    if _BOTOCORE_ENCODE is None:
+        return len(json.dumps(obj, default=_blob))  # ensure_ascii: characters == bytes
+    return len("".join(_BOTOCORE_ENCODE(obj, 0)))
 
 
 CACHE_POINT_BYTES = botocore_len(CACHE_POINT)

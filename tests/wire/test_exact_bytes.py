@@ -157,6 +157,31 @@ def test_long_strings_are_counted_to_the_byte_dumps_writes():
         compact_len({"type": "text", "text": "x" * LONG_STRING + "\udcff"})
 
 
+def test_botocore_len_counts_what_json_dumps_writes_for_botocore():
+    """`botocore_len` (one C encoder made once) counts json.dumps's bytes with botocore's options — ASCII escapes,
+    `", "` and `": "`, blobs as base64, NaN allowed — and raises its errors."""
+    from app.providers.bedrock import _blob, botocore_len
+
+    values = [
+        UNICODE,
+        {
+            "text": UNICODE,
+            "n": [1, 2.5, -0.0, 1e300, float("nan"), True, None],
+            "nested": {"a": ({"b": ()},)},
+        },
+        {"image": {"format": "png", "source": {"bytes": b"\x89PNG\r\n\x1a\n" * 100}}},
+        {7: "int key", 2.5: "float key", True: "bool key", None: "none key"},
+        "lone surrogate \udcff and 🙋",
+        [],
+        {},
+        12,
+    ]
+    for value in values:
+        assert botocore_len(value) == len(json.dumps(value, default=_blob))
+    with pytest.raises(TypeError, match="not JSON serializable: set"):
+        botocore_len({"tools": {1, 2}})
+
+
 @pytest.mark.parametrize("view_name", ["unicode", "images", "tools-large-result", "mixed-session"])
 @pytest.mark.parametrize("provider_name", list(MAKERS))
 async def test_predicted_bytes_match_the_wire(server, settings, monkeypatch, provider_name, view_name):
