@@ -82,28 +82,36 @@ async def test_sessions_screen_searches_renames_and_deletes(lab, tmp_path):
         # typing searches titles at once and every message in a worker
         await pilot.press(*"nginx")
         await until(pilot, lambda: [r["id"] for r in screen.sessions] == [older.id], "the search by message")
+        assert screen.search_box.value == "nginx"  # the first letter too (it moved the focus to the search)
         await pilot.press("escape")  # clears the search
         assert len(screen.sessions) == 3
+        # every letter types, also those that once renamed and deleted: "dry" deleted the highlighted session
+        screen.table.move_cursor(row=[r["id"] for r in screen.sessions].index(other.id))
+        await pilot.press(*"dry")
+        await pilot.pause()
+        assert screen.search_box.value == "dry" and isinstance(app.screen, SessionsScreen)
+        assert store.find_session(other.id) is not None and not screen.rename_box.display
+        await pilot.press("escape")  # clears the search
         # rename the highlighted one
         screen.table.move_cursor(row=[r["id"] for r in screen.sessions].index(other.id))
-        await pilot.press("r")
+        await pilot.press("ctrl+r")
         assert screen.rename_box.display and screen.rename_box.value == "refactor the lexer"
         screen.rename_box.value = "lexer work"
         await pilot.press("enter")
         assert store.find_session(other.id).title == "lexer work" and not screen.rename_box.display
         # delete asks first; n keeps it, y deletes it
-        await pilot.press("d")
+        await pilot.press("delete")
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
         assert "lexer work" in app.screen.question
         await pilot.press("n")
         assert store.find_session(other.id) is not None
-        await pilot.press("d")
+        await pilot.press("ctrl+d")
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
         await pilot.press("y")
         await until(pilot, lambda: store.find_session(other.id) is None, "the deletion")
         assert other.id not in [r["id"] for r in screen.sessions]
         # the session in use is never deleted
         screen.table.move_cursor(row=[r["id"] for r in screen.sessions].index(app.engine.session.id))
-        await pilot.press("d")
+        await pilot.press("delete")
         assert isinstance(app.screen, SessionsScreen) and "in use" in screen.status
         assert store.find_session(app.engine.session.id) is not None

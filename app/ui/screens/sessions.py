@@ -1,10 +1,11 @@
 """The sessions screen (F5, /sessions): search, resume, rename, delete.
 
-Typing in the search box filters at once by title, id, route and model, and a worker searches the
-messages of every session too (the store's `search_sessions`). Enter resumes the highlighted
-session (the screen's result is its id); **r** renames it in place; **d** deletes it after a
-confirmation — never the session in use, nor one another bulkhead holds. The screen holds no
-store: the app hands it what to call (`SessionsActions`).
+Typing filters at once by title, id, route and model, and a worker searches the messages of every
+session too (the store's `search_sessions`); every letter types (a search for "dry run" once began
+with **d**, the delete key, and its **y** confirmed the deletion). Enter resumes the highlighted
+session (the screen's result is its id); **Ctrl+R** renames it in place; **Del** or **Ctrl+D**
+deletes it after a confirmation — never the session in use, nor one another bulkhead holds. The
+screen holds no store: the app hands it what to call (`SessionsActions`).
 """
 
 from __future__ import annotations
@@ -58,13 +59,13 @@ class SessionsScreen(ModalScreen[str | None]):
 ## Sessions
 
 - **type** (or **/**): search titles, ids, routes and every message · **↑ / ↓**: choose
-- **Enter**: resume it here · **r**: rename it · **d**: delete it (asks first) · **Esc**: back
+- **Enter**: resume it here · **Ctrl+R**: rename it · **Del** / **Ctrl+D**: delete it (asks first) · **Esc**: back
 """
     BINDINGS = [
         Binding("escape", "cancel", "Back", id="sessions.back"),
         Binding("enter", "resume", "Resume", id="sessions.resume", priority=True),
-        Binding("r", "rename", "Rename", id="sessions.rename"),
-        Binding("d,delete", "delete", "Delete", id="sessions.delete"),
+        Binding("ctrl+r", "rename", "Rename", id="sessions.rename"),
+        Binding("delete,ctrl+d", "delete", "Delete", id="sessions.delete"),
         Binding("slash", "search", "Search", id="sessions.search", show=False),
     ]
 
@@ -89,11 +90,15 @@ class SessionsScreen(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="sessions-dialog"):
             yield Static("", id="sessions-title", markup=False)
-            yield Input(placeholder="search titles and messages…", id="sessions-search")
+            # Not selected on focus: the letter typed on the table that moved the focus here would be replaced
+            # by the next one ("nginx" searched for "ginx").
+            yield Input(
+                placeholder="search titles and messages…", id="sessions-search", select_on_focus=False
+            )
             yield DataTable(id="sessions-table", cursor_type="row", zebra_stripes=True)
             yield Input(id="sessions-rename", placeholder="a new title — Enter saves, Esc keeps the old one")
             yield Static(
-                "Enter resumes · r renames · d deletes · type to search · Esc back",
+                "Enter resumes · Ctrl+R renames · Del / Ctrl+D deletes · type to search · Esc back",
                 id="sessions-keys",
                 markup=False,
             )
@@ -158,13 +163,13 @@ class SessionsScreen(ModalScreen[str | None]):
         self.search_box.focus()
 
     def on_key(self, event) -> None:
-        # Typing a letter on the table starts a search (r and d are the table's own keys).
+        # Typing on the table starts a search: every letter types (no letter acts on a session).
         if (
             self.focused is self.table
             and event.character
-            and event.character.isprintable()
-            and event.character not in "rd/"
             and len(event.character) == 1
+            and event.character.isprintable()
+            and event.character != "/"
         ):
             self.search_box.focus()
             self.search_box.value += event.character
