@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from textual.widgets import Input
+
 from app.config import Route
 from app.state import State
 from app.ui.headless import ready, until
@@ -70,6 +72,23 @@ async def test_the_picker_lists_each_routes_models_and_remembers_the_choice(lab,
         assert again.engine.route.model == "lab-1-mini"
         assert any("chosen with /model" in n.text for n in again.chat.notices())
         await again.action_quit()
+
+
+async def test_typing_on_the_list_goes_on_filtering(lab, tmp_path):
+    """Once ↑ / ↓ has moved to the list, typed letters go on filtering (they went nowhere)."""
+    app = make_app(two_routes(lab), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await send(pilot, "/model")
+        await until(pilot, lambda: isinstance(app.screen, ModelScreen), "the model picker")
+        picker = app.screen
+        await until(pilot, lambda: not picker.pending, "every route's list")
+        await pilot.press(*"lab-1", "down")
+        assert picker.focused is picker.table
+        await pilot.press(*"-mini")
+        assert picker.query_one("#models-filter", Input).value == "lab-1-mini"
+        assert {r["model"] for r in picker.shown if not r["error"]} == {"lab-1-mini"}
+        await app.action_quit()
 
 
 async def test_model_flag_overrides_for_one_run(lab, tmp_path):

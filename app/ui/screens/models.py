@@ -59,7 +59,10 @@ class ModelScreen(ModalScreen[tuple[str, str] | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="models-dialog"):
             yield Static("", id="models-title", markup=False)
-            yield Input(placeholder="filter by route, model or name…", id="models-filter")
+            # Not selected on focus: a letter typed on the list moves the focus back here and is kept.
+            yield Input(
+                placeholder="filter by route, model or name…", id="models-filter", select_on_focus=False
+            )
             yield DataTable(id="models-table", cursor_type="row", zebra_stripes=True)
             yield Static(
                 "Enter uses it (remembered for the route) · type to filter · Esc back",
@@ -183,6 +186,17 @@ class ModelScreen(ModalScreen[tuple[str, str] | None]):
     def on_key(self, event) -> None:
         if event.key in ("up", "down", "pageup", "pagedown") and self.focused is not self.table:
             self.table.focus()
+        elif (
+            self.focused is self.table
+            and event.character
+            and len(event.character) == 1
+            and event.character.isprintable()
+        ):  # typing on the list goes on filtering (its letters went nowhere once ↑ / ↓ had moved there)
+            box = self.query_one("#models-filter", Input)
+            box.focus()
+            box.value += event.character
+            box.cursor_position = len(box.value)
+            event.stop()
 
     def action_cancel(self) -> None:
         self.dismiss(None)
