@@ -15,7 +15,7 @@ from __future__ import annotations
 import abc
 import json
 import json.encoder
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,17 +31,26 @@ def _unserializable(obj: Any) -> Any:
     raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
 
 
-# `json.dumps` with these options builds a new encoder (and its C core) for every call: a long session's
-# first measure serializes every block of it, and half of that went to building encoders. One C encoder
-# with the same options, made once (no cycle check: a request body is a tree). None without the C module.
-_c_make_encoder = getattr(json.encoder, "c_make_encoder", None)
-_ENCODE = (
-    _c_make_encoder(
-        None, _unserializable, json.encoder.encode_basestring, None, ":", ",", False, False, False
+def one_encoder(
+    default: Callable[[Any], Any], *, ascii_only: bool, separators: tuple[str, str], allow_nan: bool
+) -> Callable[[Any, int], list[str]] | None:
+    """`json.dumps`'s C encoder with these options, to make once and keep: `json.dumps` with non-default options
+    builds a new encoder (and its C core) for every call, and a long session's first measure serializes every
+    block of it (half of that went to building encoders). No cycle check (a request body is a tree); None
+    without the C module. `encoder(obj, 0)` gives the JSON as a list of strings. The argument order is
+    `json.encoder`'s own."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return None
+    strings = json.encoder.encode_basestring_ascii if ascii_only else json.encoder.encode_basestring
+    item_separator, key_separator = separators
+    encoder: Callable[[Any, int], list[str]] = make(
+        None, default, strings, None, key_separator, item_separator, False, False, allow_nan
     )
-    if _c_make_encoder is not None
-    else None
-)
+    return encoder
+
+
+_ENCODE = one_encoder(_unserializable, ascii_only=False, separators=(",", ":"), allow_nan=False)
 
 
 def dumps(obj: Any) -> bytes:

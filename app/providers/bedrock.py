@@ -45,6 +45,7 @@ from app.providers.base import (
     ToolCallChunk,
     ToolSpec,
     UsageChunk,
+    one_encoder,
     parse_retry_after,
 )
 from app.providers.catalog import supports_prompt_cache
@@ -96,15 +97,8 @@ def _blob(value: Any) -> str:
     raise TypeError(f"not JSON serializable: {type(value).__name__}")
 
 
-# `json.dumps` with `default=` builds a new encoder (and its C core) for every call, and a resumed session's first
-# measure calls it for every block: one C encoder with botocore's options (json.dumps's defaults, blobs as
-# base64), made once (no cycle check: a request body is a tree). None without the C module.
-_c_make_encoder = getattr(json.encoder, "c_make_encoder", None)
-_BOTOCORE_ENCODE = (
-    _c_make_encoder(None, _blob, json.encoder.encode_basestring_ascii, None, ": ", ", ", False, False, True)
-    if _c_make_encoder is not None
-    else None
-)
+# botocore's options: json.dumps's defaults, blobs as base64
+_BOTOCORE_ENCODE = one_encoder(_blob, ascii_only=True, separators=(", ", ": "), allow_nan=True)
 
 
 def botocore_len(obj: Any) -> int:

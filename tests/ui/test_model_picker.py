@@ -30,15 +30,22 @@ def two_routes(lab):
     )
 
 
+async def open_picker(pilot) -> ModelScreen:
+    """/model in a ready app, once every route's list is in."""
+    app = pilot.app
+    await ready(pilot)
+    await send(pilot, "/model")
+    await until(pilot, lambda: isinstance(app.screen, ModelScreen), "the model picker")
+    picker = app.screen
+    await until(pilot, lambda: not picker.pending, "every route's list")
+    return picker
+
+
 async def test_the_picker_lists_each_routes_models_and_remembers_the_choice(lab, tmp_path):
     settings = two_routes(lab)
     app = make_app(settings, tmp_path)
     async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
-        await send(pilot, "/model")
-        await until(pilot, lambda: isinstance(app.screen, ModelScreen), "the model picker")
-        picker = app.screen
-        await until(pilot, lambda: not picker.pending, "every route's list")
+        picker = await open_picker(pilot)
         rows = {(r["route"], r["model"]): r for r in picker.rows if not r["error"]}
         assert {
             ("lab", "lab-1"),
@@ -78,11 +85,7 @@ async def test_typing_on_the_list_goes_on_filtering(lab, tmp_path):
     """Once ↑ / ↓ has moved to the list, typed letters go on filtering (they went nowhere)."""
     app = make_app(two_routes(lab), tmp_path)
     async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
-        await send(pilot, "/model")
-        await until(pilot, lambda: isinstance(app.screen, ModelScreen), "the model picker")
-        picker = app.screen
-        await until(pilot, lambda: not picker.pending, "every route's list")
+        picker = await open_picker(pilot)
         await pilot.press(*"lab-1", "down")
         assert picker.focused is picker.table
         await pilot.press(*"-mini")

@@ -20,6 +20,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Input, Static
 
 from app.textsafe import display_line
+from app.ui.screens.list_typing import typed_into
 
 
 def _tokens(count: int) -> str:
@@ -186,17 +187,8 @@ class ModelScreen(ModalScreen[tuple[str, str] | None]):
     def on_key(self, event) -> None:
         if event.key in ("up", "down", "pageup", "pagedown") and self.focused is not self.table:
             self.table.focus()
-        elif (
-            self.focused is self.table
-            and event.character
-            and len(event.character) == 1
-            and event.character.isprintable()
-        ):  # typing on the list goes on filtering (its letters went nowhere once ↑ / ↓ had moved there)
-            box = self.query_one("#models-filter", Input)
-            box.focus()
-            box.value += event.character
-            box.cursor_position = len(box.value)
-            event.stop()
+        elif self.focused is self.table:  # typing on the list goes on filtering (its letters went nowhere)
+            typed_into(self.query_one("#models-filter", Input), event)
 
     def action_cancel(self) -> None:
         self.dismiss(None)

@@ -25,6 +25,7 @@ from textual.widgets import DataTable, Input, Static
 
 from app.textsafe import display_line
 from app.ui.screens.confirm import ConfirmScreen
+from app.ui.screens.list_typing import typed_into
 
 
 def age(seconds: float) -> str:
@@ -163,18 +164,8 @@ class SessionsScreen(ModalScreen[str | None]):
         self.search_box.focus()
 
     def on_key(self, event) -> None:
-        # Typing on the table starts a search: every letter types (no letter acts on a session).
-        if (
-            self.focused is self.table
-            and event.character
-            and len(event.character) == 1
-            and event.character.isprintable()
-            and event.character != "/"
-        ):
-            self.search_box.focus()
-            self.search_box.value += event.character
-            self.search_box.cursor_position = len(self.search_box.value)
-            event.stop()
+        if self.focused is self.table:  # typing on the table starts a search: no letter acts on a session
+            typed_into(self.search_box, event, besides="/")
 
     @on(Input.Changed, "#sessions-search")
     def _search_changed(self, event: Input.Changed) -> None:
