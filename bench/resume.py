@@ -6,7 +6,9 @@
 
 The parent writes the sessions into one database in a temporary BULKHEAD_HOME (through
 `Session.append`, as a live session would): an empty one, 10 MiB / 800 messages, 2 MiB / 4,000
-messages and 20,000 messages (5 MiB) — `bench.common.synthetic_session`, a third of them tool results.
+messages and 20,000 messages (5 MiB) — `bench.common.synthetic_session`, a third of them tool results —
+then opens and closes each in the engine, as the bulkhead that wrote it would have: the session keeps its
+view's exact size (`--unkept`: not, as one written by an older bulkhead or cut off by a crash, measured on open).
 Each measurement is a FRESH process (this file with `--child`) that runs the real app
 (`BulkheadApp(resume=ID)`, lab route, the real inspector) with `App.run_test(size=(160, 48))`:
 
@@ -303,6 +305,19 @@ def build_sessions(home: Path, sessions) -> dict[str, tuple[str, int, int]]:
     return built
 
 
+def close_as_bulkhead(home: Path, built: dict[str, tuple[str, int, int]]) -> None:
+    """Each session opened and closed by the engine, as the bulkhead that wrote it leaves it: with its view's exact
+    size kept (`Engine.keep_view_size`), which a resume reports without measuring every message again."""
+    from app.config import load_settings
+    from app.engine.bootstrap import open_engine
+
+    settings = load_settings()
+    for session_id, _messages, _stored in built.values():
+        engine, _choice, _resumed = open_engine(settings, resume=session_id, workspace=home)
+        engine.context_report()  # the view measured, as every turn does
+        asyncio.run(engine.close())
+
+
 def main(argv: list[str] | None = None) -> int:
     if argv is None and len(sys.argv) >= 2 and sys.argv[1] == "--child":
         session_id = "" if sys.argv[2] == "-" else sys.argv[2]
@@ -314,6 +329,11 @@ def main(argv: list[str] | None = None) -> int:
         "--no-scroll", action="store_true", help="skip the PageUp run (ready, typing and memory only)"
     )
     p.add_argument("--page-rate", type=float, default=PAGE_RATE, help="PageUp presses a second (default 10)")
+    p.add_argument(
+        "--unkept",
+        action="store_true",
+        help="sessions without a kept view size (written by an older bulkhead, or cut off by a crash): measured on open",
+    )
     args = p.parse_args(argv)
     runs = args.runs or 3  # a ratio of two single runs moves ±10% with the machine's load: medians
     sessions = [s for s in SESSIONS if not (args.quick and s[2] > 10_000)]
@@ -324,9 +344,12 @@ def main(argv: list[str] | None = None) -> int:
         (home / "config.toml").write_text("")
         started = time.perf_counter()
         built = build_sessions(home, sessions)
+        if not args.unkept:
+            close_as_bulkhead(home, built)
         out.text(
             f"resume: fresh processes, BulkheadApp(resume=…) in run_test {SIZE[0]}×{SIZE[1]}, lab route; "
-            f"sessions written in {time.perf_counter() - started:.0f} s; median of {runs} runs; {machine_note()}"
+            f"sessions written in {time.perf_counter() - started:.0f} s"
+            f"{' (no view size kept: measured on open)' if args.unkept else ''}; median of {runs} runs; {machine_note()}"
         )
         for run in range(runs):
             for label, _mb, _n in sessions:

@@ -53,6 +53,7 @@ from app.engine.retry import RetryPolicy
 from app.engine.sender import RequestFailed, Sender, StreamResult, leftover_drafts
 from app.engine.session import Session
 from app.engine.user_rules import build_rules
+from app.engine.view_size import SIZE_FLAG, size_key, stored_size
 from app.model.events import (
     AnswerFinished,
     Event,
@@ -143,6 +144,8 @@ class Engine:
         self.builtin_tools: tuple[ToolSpec, ...] = tuple(TOOL_SPECS if tools is None else tools)
         self._tools_cache: tuple[object, tuple[ToolSpec, ...]] | None = None
         self._reported: tuple[tuple, int] | None = None  # what context_report measured before start()
+        self._view_bytes: tuple[tuple, int] | None = None  # the view's last measure (kept by keep_view_size)
+        self._size_was_kept = False  # the report took the view's size kept with the session (warm_sizes)
         self._started = False
         self._cap_detail_memo: tuple[tuple, str] | None = None  # (endpoint, cap) → its words (cap_detail)
         self.mcp = mcp
@@ -271,9 +274,50 @@ class Engine:
         return detail
 
     def measure(self, messages: Sequence[Message], max_tokens: int | None = None) -> int:
-        return self.provider.measure(
+        size = self.provider.measure(
             tuple(messages), self.system, self.tools, max_tokens=max_tokens or self.max_tokens
         )
+        if messages is self.session.view.messages and max_tokens in (None, self.max_tokens):
+            self._view_bytes = (self._measured(), size)
+        return size
+
+    def _size_key(self) -> str:
+        return size_key(self.provider, self.system, self.tools, self.max_tokens, self.session.view.messages)
+
+    def keep_view_size(self) -> None:
+        """Keep the view's last exact size with the session (app.engine.view_size), if it is still the
+        view's: the next resume reports it without measuring every message again."""
+        measured = self._view_bytes
+        if measured is None or self.session.read_only:
+            return
+        made_of, size = measured
+        if not all(a is b for a, b in zip(made_of, self._measured(), strict=True)):
+            return  # the view, the prompt, the tools or the route changed since: the next open measures
+        kept = {"key": self._size_key(), "bytes": size}
+        if self.session.flags.get(SIZE_FLAG) != kept:
+            self.session.set_flag(SIZE_FLAG, kept)
+
+    def warm_sizes(self) -> Callable[[], None] | None:
+        """Measuring the view as it is now, to run in a thread once the start is drawn — when the session
+        opened with its kept size (`keep_view_size`), its messages were never translated for the route, and
+        the first request would do it on the event loop (the adapters' caches take concurrent measures).
+        None when the open measured the view (nothing to warm)."""
+        if not self._size_was_kept:
+            return None
+        self._size_was_kept = False
+        measure = functools.partial(
+            self.provider.measure,
+            self.session.view.messages,
+            self.system,
+            self.tools,
+            max_tokens=self.max_tokens,
+        )
+
+        def warm() -> None:
+            with contextlib.suppress(Exception):  # the first request measures again, and says what is wrong
+                measure()
+
+        return warm
 
     # -- tools (built-in + MCP, deferred when they crowd the payload) -----------------------------
     @property
@@ -634,6 +678,8 @@ class Engine:
         """End the session here: SessionEnd, MCP and the provider closed, every queued write on disk (a held
         failure is raised, after the lease is released), the lease released."""
         try:
+            with contextlib.suppress(Exception):  # a size not kept is measured at the next open
+                self.keep_view_size()
             await self.hooks.session_end(reason)
             self._closing = True
             if self.mcp is not None:
@@ -891,6 +937,8 @@ class Engine:
                 self.load_instructions()
                 self._announce_instructions()
             self.view_changed("turn")
+            with contextlib.suppress(Exception):
+                self.keep_view_size()
 
     async def _boundary(self, turn: int, max_tokens: int) -> None:
         """Before each request: compact against the byte cap or the window, or warn once."""
@@ -1441,7 +1489,10 @@ class Engine:
         cap = self.cap_info()
         view = self.session.view
         made_of = self._measured()
-        predicted = self.measure(view.messages)
+        predicted = None if self._started else stored_size(self.session.flags, self._size_key())
+        self._size_was_kept = predicted is not None
+        if predicted is None:
+            predicted = self.measure(view.messages)
         if not self._started:
             self._reported = (made_of, predicted)
         floor = self.floor_sizes()

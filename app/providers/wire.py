@@ -111,22 +111,24 @@ class PieceCache(Generic[T]):
 
 
 class OneSlot:
-    """Remembers one value computed from a tuple of objects, compared by identity."""
+    """Remembers one value computed from a tuple of objects, compared by identity. The key and its value are
+    kept as one pair, so a measure in another thread (`Engine.warm_sizes`) never pairs one's key with the
+    other's value."""
 
     def __init__(self) -> None:
-        self._key: tuple[Any, ...] | None = None
-        self._value: Any = None
+        self._slot: tuple[tuple[Any, ...], Any] | None = None
 
     def get(self, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
+        slot = self._slot
         if (
-            self._key is not None
-            and len(self._key) == len(key)
-            and all(a is b for a, b in zip(self._key, key, strict=True))
+            slot is not None
+            and len(slot[0]) == len(key)
+            and all(a is b for a, b in zip(slot[0], key, strict=True))
         ):
-            return self._value
-        self._value = make()
-        self._key = key
-        return self._value
+            return slot[1]
+        value = make()
+        self._slot = (key, value)
+        return value
 
 
 class Turn:

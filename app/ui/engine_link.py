@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from typing import Any
 
 from textual import work
@@ -161,20 +162,21 @@ class EngineLink:
             with contextlib.suppress(NoMatches):
                 self.chat.fill_window()  # the resumed history above the view: after what the user waits for
         self.engine_ready.set()
-        self.call_after_refresh(self._import_sdk_when_drawn, engine.route.provider)
+        self.call_after_refresh(self._import_sdk_when_drawn, engine.route.provider, engine.warm_sizes())
         self.refresh_bindings()
         if engine.mcp is not None:
             self._start_mcp(engine)
         self.send_waiting()
 
-    def _import_sdk_when_drawn(self, provider: str) -> None:
+    def _import_sdk_when_drawn(self, provider: str, warm: Callable[[], None] | None = None) -> None:
         """Import the route's SDK (0.6–1.6 s of CPU) in a thread once the session is on screen: it shares the
-        GIL with everything the loop does, and drawing a resumed history alongside it took twice as long."""
+        GIL with everything the loop does, and drawing a resumed history alongside it took twice as long.
+        `warm` (`Engine.warm_sizes`): the view measured in that thread, after the import."""
         with contextlib.suppress(NoMatches):
             if self.chat.filling:  # the resumed window is still going in
-                self.call_after_refresh(self._import_sdk_when_drawn, provider)
+                self.call_after_refresh(self._import_sdk_when_drawn, provider, warm)
                 return
-        prewarm_in_background(provider)
+        prewarm_in_background(provider, then=warm)
 
     @work(group="mcp", exit_on_error=False, name="start MCP servers")
     async def _start_mcp(self, engine) -> None:

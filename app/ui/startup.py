@@ -1,15 +1,18 @@
 """What the TUI does around its first frame: find its stylesheet, import the SDK early.
 
 prewarm_in_background("anthropic")     # import the route's SDK (and compile common lexers) in a daemon thread
+prewarm_in_background("lab", then=f)   # ... and then f() in that thread
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import importlib
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from app.ui.markdown.painter import lexers_warm, warm_lexers
@@ -26,9 +29,9 @@ def styles_path(name: str = "app.tcss") -> Path:
     return here.parents[2] / "styles" / name
 
 
-def prewarm_sdk(provider: str) -> None:
+def prewarm_sdk(provider: str, then: Callable[[], None] | None = None) -> None:
     """Import the route's SDK now (0.6–1.6 s) so the first request does not wait, compile the lexers of the
-    languages answers fence most (`warm_lexers`, 60–90 ms), then freeze what is alive.
+    languages answers fence most (`warm_lexers`, 60–90 ms), then freeze what is alive; then `then()`.
 
     Freezing (`gc.freeze`) moves the objects alive now — the app's and the SDK's modules, classes and
     tables, ~175,000 of them, which live as long as the process — out of the cyclic collector's reach.
@@ -41,17 +44,24 @@ def prewarm_sdk(provider: str) -> None:
     with contextlib.suppress(Exception):  # a faster first code block; nothing breaks without it
         warm_lexers()
     gc.freeze()
+    if then is not None:
+        then()
 
 
-def prewarm_in_background(provider: str) -> threading.Thread | None:
-    """`prewarm_sdk` in a daemon thread: quitting does not wait for it (a worker thread would be joined)."""
+def prewarm_in_background(provider: str, then: Callable[[], None] | None = None) -> threading.Thread | None:
+    """`prewarm_sdk` in a daemon thread: quitting does not wait for it (a worker thread would be joined).
+    `then`: more to do in that thread once the rest is done (the resumed view measured, `Engine.warm_sizes`)."""
     name = SDK_MODULES.get(provider)
-    if not name:
+    if not name and then is None:
         return None
-    if name in sys.modules and lexers_warm():
+    if (not name or name in sys.modules) and lexers_warm():
         if not gc.get_freeze_count():  # a first prompt sent at once imported it: freeze as the import would
             gc.freeze()
-        return None
-    thread = threading.Thread(target=lambda: prewarm_sdk(provider), name=f"import {name}", daemon=True)
+        if then is None:
+            return None
+        target = then
+    else:
+        target = functools.partial(prewarm_sdk, provider, then)
+    thread = threading.Thread(target=target, name=f"import {name or provider}", daemon=True)
     thread.start()
     return thread

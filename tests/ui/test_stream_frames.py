@@ -311,6 +311,32 @@ def test_the_lexers_are_warmed_also_when_the_sdk_was_imported_already(monkeypatc
     assert startup.prewarm_in_background("lab") is None  # nothing left to do
 
 
+def test_what_comes_after_the_import_runs_in_its_thread_after_it(monkeypatch):
+    """`then` (the resumed view measured, `Engine.warm_sizes`) runs in the import's thread once the import is done,
+    and in a thread of its own when there is nothing left to import."""
+    order: list[tuple[str, str]] = []
+    monkeypatch.setitem(startup.SDK_MODULES, "lab", "bulkhead_no_such_sdk")
+    monkeypatch.setattr(startup.importlib, "import_module", lambda name: order.append(("import", name)))
+    monkeypatch.setattr(startup, "warm_lexers", lambda: order.append(("lexers", "")))
+
+    def then() -> None:
+        order.append(("then", threading.current_thread().name))
+
+    thread = startup.prewarm_in_background("lab", then=then)
+    assert thread is not None
+    thread.join(30)
+    assert [step for step, _ in order] == ["import", "lexers", "then"]
+    assert order[-1][1] == thread.name != threading.main_thread().name
+
+    order.clear()
+    monkeypatch.setitem(startup.SDK_MODULES, "lab", "json")  # imported already
+    monkeypatch.setattr(startup, "lexers_warm", lambda: True)
+    thread = startup.prewarm_in_background("lab", then=then)
+    assert thread is not None
+    thread.join(30)
+    assert order == [("then", thread.name)]
+
+
 class ChatHost(App):
     def compose(self) -> ComposeResult:
         yield Chat(id="chat")
