@@ -10,6 +10,7 @@ import weakref
 from textual import events
 from textual.widgets import Static
 
+from app.engine.bootstrap import open_engine
 from app.engine.session import Session
 from app.engine.turn import Engine
 from app.model.messages import Message, ToolCall, ToolResult
@@ -17,6 +18,7 @@ from app.store import Store
 from app.ui.chat_items import NoticeItem, ToolBlock, UserItem
 from app.ui.collector import GC_FULL_EVERY
 from app.ui.headless import ready, until
+from app.ui.widgets.payload import PayloadPanel
 from tests.ui.conftest import lab_settings
 from tests.ui.test_app import SIZE, make_app, submit
 
@@ -243,7 +245,7 @@ async def test_the_sdk_import_waits_until_the_resumed_window_is_drawn(lab, tmp_p
     seen: list[tuple[str, bool, int]] = []
     monkeypatch.setattr(
         "app.ui.engine_link.prewarm_in_background",
-        lambda provider: seen.append((provider, app.chat.filling, len(app.chat.items))),
+        lambda provider, then=None: seen.append((provider, app.chat.filling, len(app.chat.items))),
     )
     app = make_app(lab_settings(lab), tmp_path, resume=long_session(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
@@ -253,6 +255,37 @@ async def test_the_sdk_import_waits_until_the_resumed_window_is_drawn(lab, tmp_p
         provider, filling, mounted = seen[0]
         assert provider == "lab" and not filling
         assert mounted == len(app.chat.items) > 20  # the whole window (two screens) was in before it
+        await app.action_quit()
+
+
+async def test_a_session_that_kept_its_size_resumes_without_measuring_and_is_measured_once_drawn(
+    lab, tmp_path, monkeypatch
+):
+    """A session closed by bulkhead kept its next request's exact size: the Payload panel shows it as the
+    session opens, no message translated for the route; they are translated in the SDK import's thread once
+    the window is drawn, and the first measure on the loop finds them all."""
+    settings = lab_settings(lab)
+    session_id = long_session(tmp_path)
+    engine, _choice, _resumed = open_engine(settings, resume=session_id, workspace=tmp_path)
+    exact = engine.context_report().predicted_bytes
+    await engine.close()  # the size kept, as at every quit and turn's end
+
+    warms: list = []
+    monkeypatch.setattr(
+        "app.ui.engine_link.prewarm_in_background", lambda provider, then=None: warms.append(then)
+    )
+    app = make_app(settings, tmp_path, resume=session_id)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await until(pilot, lambda: warms, "the SDK import")
+        provider = app.engine.provider
+        assert provider.serialized_messages == 0  # nothing translated to open it
+        assert app.inspector.query_one(PayloadPanel).predicted_bytes == exact
+        assert warms[0] is not None
+        await asyncio.to_thread(warms[0])
+        view = app.engine.session.view.messages
+        assert provider.serialized_messages == len(view)
+        assert app.engine.measure(view) == exact and provider.serialized_messages == len(view)
         await app.action_quit()
 
 
