@@ -30,7 +30,7 @@ def text_rows(text: str, width: int) -> int:
     return sum(-(-len(line) // width) or 1 for line in text.split("\n"))
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class HistoryEntry:
     """An item of the conversation without its widget."""
 
@@ -50,7 +50,7 @@ class HistoryEntry:
         return ITEM_CHROME_ROWS + text_rows(self.text, width)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class _ToolState:
     call_id: str
     name: str
@@ -103,18 +103,18 @@ def entries_from_messages(messages: Iterable[EngineMessage]) -> list[HistoryEntr
             for call in message.parts:
                 if isinstance(call, ToolCall):
                     state = _ToolState(call.id, call.name, dict(call.args))
-                    entry = _tool_entry(state)
+                    entry = HistoryEntry("tool", "", state.build, call_id=call.id, folded=state.collapsed)
                     tools[call.id] = (state, entry)
                     entries.append(entry)
         elif message.role == "tool":
             for result in message.parts:
                 if isinstance(result, ToolResult) and result.call_id in tools:
-                    state, entry = tools[result.call_id]
+                    state = tools[result.call_id][0]
                     state.done, state.is_error = True, result.is_error
                     state.result, state.chars = result.content[:TOOL_RESULT_SHOWN], len(result.content)
-                    entry.text = state.search_text()
-    for state, _entry in tools.values():
+    for state, entry in tools.values():
         state.stopped = not state.done  # a call the log has no result for never finished
+        entry.text = state.search_text()  # once, with its result
     return entries
 
 
