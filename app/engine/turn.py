@@ -1489,8 +1489,10 @@ class Engine:
         cap = self.cap_info()
         view = self.session.view
         made_of = self._measured()
-        predicted = None if self._started else stored_size(self.session.flags, self._size_key())
-        self._size_was_kept = predicted is not None
+        predicted = None
+        if not self._started:  # opening: the size kept with the session, if it is this view's
+            predicted = stored_size(self.session.flags, self._size_key())
+            self._size_was_kept = predicted is not None
         if predicted is None:
             predicted = self.measure(view.messages)
         if not self._started:

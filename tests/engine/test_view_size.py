@@ -3,6 +3,7 @@ translating its messages again — and only when nothing it depends on has chang
 
 from __future__ import annotations
 
+import threading
 from dataclasses import replace
 
 import pytest
@@ -68,8 +69,6 @@ async def test_warming_in_a_thread_leaves_the_first_request_nothing_to_translate
     again.context_report()
     warm = again.warm_sizes()
     assert warm is not None and again.warm_sizes() is None  # once
-
-    import threading
 
     thread = threading.Thread(target=warm)
     thread.start()
