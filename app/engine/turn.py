@@ -143,8 +143,9 @@ class Engine:
         self.system = self.base_system  # + the project instructions, once loaded (load_instructions)
         self.builtin_tools: tuple[ToolSpec, ...] = tuple(TOOL_SPECS if tools is None else tools)
         self._tools_cache: tuple[object, tuple[ToolSpec, ...]] | None = None
-        self._reported: tuple[tuple, int] | None = None  # what context_report measured before start()
-        self._view_bytes: tuple[tuple, int] | None = None  # the view's last measure (kept by keep_view_size)
+        self._view_bytes: tuple[tuple, int] | None = (
+            None  # the view's last known size, with what it was made of
+        )
         self._size_was_kept = False  # the report took the view's size kept with the session (warm_sizes)
         self._started = False
         self._cap_detail_memo: tuple[tuple, str] | None = None  # (endpoint, cap) → its words (cap_detail)
@@ -284,14 +285,18 @@ class Engine:
     def _size_key(self) -> str:
         return size_key(self.provider, self.system, self.tools, self.max_tokens, self.session.view.messages)
 
+    def _known_view_bytes(self) -> int | None:
+        """The view's last measured (or kept) size, if nothing it was measured from has changed since."""
+        if self._view_bytes is None:
+            return None
+        made_of, size = self._view_bytes
+        return size if all(a is b for a, b in zip(made_of, self._measured(), strict=True)) else None
+
     def keep_view_size(self) -> None:
         """Keep the view's last exact size with the session (app.engine.view_size), if it is still the
         view's: the next resume reports it without measuring every message again."""
-        measured = self._view_bytes
-        if measured is None or self.session.read_only:
-            return
-        made_of, size = measured
-        if not all(a is b for a, b in zip(made_of, self._measured(), strict=True)):
+        size = self._known_view_bytes()
+        if size is None or self.session.read_only:
             return  # the view, the prompt, the tools or the route changed since: the next open measures
         kept = {"key": self._size_key(), "bytes": size}
         if self.session.flags.get(SIZE_FLAG) != kept:
@@ -1477,26 +1482,21 @@ class Engine:
     def _start_bytes(self) -> int | None:
         """The report's figure when the session opened, if nothing it was measured from has changed since:
         opening a session reports (off the event loop), then starts — a long view is measured once."""
-        reported, self._reported, self._started = self._reported, None, True
-        if reported is None:
-            return None
-        made_of, predicted = reported
-        now = self._measured()
-        return predicted if all(a is b for a, b in zip(made_of, now, strict=True)) else None
+        self._started = True
+        return self._known_view_bytes()
 
     def context_report(self) -> ContextReport:
         """What `/context` and the Payload panel show about the next request."""
         cap = self.cap_info()
         view = self.session.view
-        made_of = self._measured()
         predicted = None
         if not self._started:  # opening: the size kept with the session, if it is this view's
             predicted = stored_size(self.session.flags, self._size_key())
             self._size_was_kept = predicted is not None
         if predicted is None:
             predicted = self.measure(view.messages)
-        if not self._started:
-            self._reported = (made_of, predicted)
+        else:
+            self._view_bytes = (self._measured(), predicted)
         floor = self.floor_sizes()
         return ContextReport(
             messages_in_view=len(view),

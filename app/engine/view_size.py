@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+
+from app.providers.base import dumps
 
 if TYPE_CHECKING:
     from app.model.messages import Message
@@ -54,8 +55,7 @@ def size_key(
     """What a view's size depends on, as one hash (see the module's doc)."""
     envelope = provider.build((), system, tools, max_tokens=max_tokens)
     digest = hashlib.sha256(_code_digest(type(provider)))
-    digest.update(f"{provider.kind}\0{envelope.predicted_bytes}\0".encode())
-    digest.update(json.dumps(envelope.body, sort_keys=True, default=repr).encode())
+    digest.update(f"{provider.kind}\0".encode() + dumps(envelope.body) + b"\0")
     digest.update("\0".join([message.id for message in messages]).encode())
     return digest.hexdigest()
 

@@ -78,10 +78,8 @@ class _ToolState:
         return f"{self.name} {self.args} {self.reason} {self.result}"
 
 
-def _tool_entry(state: _ToolState) -> HistoryEntry:
-    entry = HistoryEntry("tool", "", state.build, call_id=state.call_id, folded=state.collapsed)
-    entry.text = state.search_text()
-    return entry
+def _tool_entry(state: _ToolState, text: str) -> HistoryEntry:
+    return HistoryEntry("tool", text, state.build, call_id=state.call_id, folded=state.collapsed)
 
 
 def entries_from_messages(messages: Iterable[EngineMessage]) -> list[HistoryEntry]:
@@ -103,7 +101,7 @@ def entries_from_messages(messages: Iterable[EngineMessage]) -> list[HistoryEntr
             for call in message.parts:
                 if isinstance(call, ToolCall):
                     state = _ToolState(call.id, call.name, dict(call.args))
-                    entry = HistoryEntry("tool", "", state.build, call_id=call.id, folded=state.collapsed)
+                    entry = _tool_entry(state, "")  # its text once its result is in (below)
                     tools[call.id] = (state, entry)
                     entries.append(entry)
         elif message.role == "tool":
@@ -148,7 +146,7 @@ def entry_of(item: ChatItem) -> HistoryEntry:
             spill_path=item.spill_path,
             collapsed=item.collapsed,
         )
-        return _tool_entry(state)
+        return _tool_entry(state, state.search_text())
     if isinstance(item, AssistantItem):
         text, partial = item.raw, item.partial
         return HistoryEntry("assistant", text, lambda: AssistantItem(text, partial=partial))

@@ -52,16 +52,15 @@ def prewarm_in_background(provider: str, then: Callable[[], None] | None = None)
     """`prewarm_sdk` in a daemon thread: quitting does not wait for it (a worker thread would be joined).
     `then`: more to do in that thread once the rest is done (the resumed view measured, `Engine.warm_sizes`)."""
     name = SDK_MODULES.get(provider)
-    if not name and then is None:
-        return None
-    if (not name or name in sys.modules) and lexers_warm():
-        if not gc.get_freeze_count():  # a first prompt sent at once imported it: freeze as the import would
+    if not name or (name in sys.modules and lexers_warm()):  # nothing to import or compile
+        # a first prompt sent at once imported the SDK: freeze as the import would
+        if name and not gc.get_freeze_count():
             gc.freeze()
-        if then is None:
-            return None
         target = then
     else:
         target = functools.partial(prewarm_sdk, provider, then)
+    if target is None:
+        return None
     thread = threading.Thread(target=target, name=f"import {name or provider}", daemon=True)
     thread.start()
     return thread

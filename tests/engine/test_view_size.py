@@ -39,15 +39,27 @@ def reopen(engine: Engine, *, read_only: bool = False, **changes) -> tuple[Engin
     return again, builds
 
 
+async def closed(h, pairs: int, chars: int) -> dict:
+    """The harness's session grown, its view measured (as a turn's ViewChanged does) and closed: the size it kept."""
+    h.grow(pairs, chars)
+    h.engine.context_report()
+    await h.engine.close()
+    return h.session.flags[SIZE_FLAG]
+
+
+def assert_measured(engine: Engine, builds: list[int], predicted: int) -> None:
+    """The open measured the view (its first build was of the whole view), and got it right."""
+    assert builds and builds[0] == len(engine.session.view)
+    assert predicted == engine.measure(engine.session.view.messages)
+
+
 @pytest.mark.parametrize("provider", PROVIDERS)
 async def test_a_closed_session_reopens_with_its_size_unmeasured_and_exact(make_harness, provider):
     h = make_harness(provider)
     result = await h.engine.submit("!read missing.txt")  # a turn with a tool call and its result
     assert result.outcome == "answered", result.error
-    h.grow(40, 1_500)
-    h.engine.context_report()  # the grown view measured (as the turn's ViewChanged would)
-    await h.engine.close()
-    assert h.session.flags[SIZE_FLAG]["bytes"] == h.engine.measure(h.session.view.messages)
+    kept = await closed(h, 40, 1_500)
+    assert kept["bytes"] == h.engine.measure(h.session.view.messages)
 
     again, builds = reopen(h.engine)
     report = again.context_report()
@@ -62,9 +74,7 @@ async def test_a_closed_session_reopens_with_its_size_unmeasured_and_exact(make_
 @pytest.mark.parametrize("provider", PROVIDERS)
 async def test_warming_in_a_thread_leaves_the_first_request_nothing_to_translate(make_harness, provider):
     h = make_harness(provider)
-    h.grow(30, 800)
-    h.engine.context_report()
-    await h.engine.close()
+    await closed(h, 30, 800)
     again, _builds = reopen(h.engine)
     again.context_report()
     warm = again.warm_sizes()
@@ -86,10 +96,7 @@ async def test_warming_in_a_thread_leaves_the_first_request_nothing_to_translate
 
 async def test_anything_the_size_depends_on_changed_is_measured_again(make_harness):
     h = make_harness()
-    h.grow(20, 1_000)
-    h.engine.context_report()
-    await h.engine.close()
-    kept = h.session.flags[SIZE_FLAG]
+    kept = await closed(h, 20, 1_000)
 
     changes = {
         "another max_tokens": {"route": {"max_output_tokens": h.engine.max_tokens - 1}},
@@ -98,37 +105,30 @@ async def test_anything_the_size_depends_on_changed_is_measured_again(make_harne
     }
     for what, change in changes.items():
         again, builds = reopen(h.engine, **change)
-        report = again.context_report()
-        assert builds == [len(again.session.view)], what
-        assert report.predicted_bytes == again.measure(again.session.view.messages), what
+        assert_measured(again, builds, again.context_report().predicted_bytes)
+        assert builds == [len(again.session.view)] * 2, what  # the open's measure, then the check's
 
     (h.engine.workspace / "AGENTS.md").write_text("Answer in haiku.\n")  # the system prompt grows
     again, builds = reopen(h.engine)
     assert "haiku" in again.system
-    assert again.context_report().predicted_bytes == again.measure(again.session.view.messages)
-    assert builds and builds[0] == len(again.session.view)
+    assert_measured(again, builds, again.context_report().predicted_bytes)
     (h.engine.workspace / "AGENTS.md").unlink()
 
     # a message appended after the size was kept (a crash before the turn's end)
     crashed, builds = reopen(h.engine)
     crashed.session.append(Message.create("user", "one more", turn=crashed.session.turn + 1))
-    assert crashed.context_report().predicted_bytes == crashed.measure(crashed.session.view.messages)
-    assert builds and builds[0] == len(crashed.session.view)
+    assert_measured(crashed, builds, crashed.context_report().predicted_bytes)
 
     # a flag that is not a size
     for damaged in ({"key": kept["key"], "bytes": "12"}, {"key": kept["key"], "bytes": -1}, "junk"):
         again, builds = reopen(h.engine)
         again.session.flags[SIZE_FLAG] = damaged
-        report = again.context_report()
-        assert builds and report.predicted_bytes == again.measure(again.session.view.messages)
+        assert_measured(again, builds, again.context_report().predicted_bytes)
 
 
 async def test_a_read_only_session_keeps_nothing(make_harness):
     h = make_harness()
-    h.grow(5, 500)
-    h.engine.context_report()
-    await h.engine.close()
-    kept = h.session.flags[SIZE_FLAG]
+    kept = await closed(h, 5, 500)
     viewer, _ = reopen(h.engine, read_only=True)
     viewer.session.flags[SIZE_FLAG] = None
     viewer.context_report()
