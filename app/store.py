@@ -493,6 +493,17 @@ class Store:
                     raise
                 raise translated from None
 
+    def column(self, sql: str, params: Iterable[Any] = ()) -> list[Any]:
+        """The first column of every row `sql` returns (a long log's ids, without a list of rows)."""
+        with self._lock:
+            try:
+                return [row[0] for row in self._conn.execute(sql, tuple(params))]
+            except sqlite3.Error as exc:
+                translated = database_error(exc, self.path, "read it")
+                if translated is None:
+                    raise
+                raise translated from None
+
     def close(self) -> None:
         with self._lock:
             self._conn.close()
@@ -831,12 +842,33 @@ class Store:
         ).fetchall()
         return [_message_from_row(row) for row in rows if row["id"] not in master_ids]
 
-    def load_master(self, session_id: str) -> list[Message]:
+    def load_master(self, session_id: str, start: int = 0, stop: int | None = None) -> list[Message]:
+        """The master log, or its messages at positions `start` up to `stop` (seq numbers are dense from 0)."""
         rows = self.query(
-            "SELECT id, role, parts, meta FROM messages WHERE session_id = ? AND seq IS NOT NULL ORDER BY seq",
-            (session_id,),
+            "SELECT id, role, parts, meta FROM messages WHERE session_id = ? AND seq >= ? AND seq < ? ORDER BY seq",
+            (session_id, start, (1 << 62) if stop is None else stop),
         )
         return _messages_from_rows(rows)
+
+    def master_ids(self, session_id: str) -> list[str]:
+        """The master log's message ids in order, nothing decoded."""
+        return self.column(
+            "SELECT id FROM messages WHERE session_id = ? AND seq IS NOT NULL ORDER BY seq", (session_id,)
+        )
+
+    def view_index(self, session_id: str) -> tuple[str, list[str], int] | None:
+        """(the active view's id, its message ids in order, how many views are stacked with it), nothing
+        decoded; None for a session without views."""
+        views = self.query(
+            "SELECT id FROM views WHERE session_id = ? AND state IN ('stacked', 'active') "
+            "ORDER BY state = 'active', rowid",
+            (session_id,),
+        )
+        if not views:
+            return None
+        active = views[-1][0]
+        ids = self.column("SELECT message_id FROM view_entries WHERE view_id = ? ORDER BY pos", (active,))
+        return active, ids, len(views)
 
     def load_views(self, session_id: str, known: Mapping[str, Message] | None = None) -> list[View]:
         """The view stack, oldest first, active last (popped views are gone).

@@ -15,8 +15,9 @@ at each stage:
   view stack) → `engine built` (`Engine` on the lab route) → `payload measured`
   (`engine.measure(view)`: the adapter's per-message cache filled);
 - TUI process: `TUI mounted` — `BulkheadApp(resume=ID)` under `App.run_test(size=(160, 48))`,
-  once the engine is ready and the resumed history is rendered in the chat (the provider SDK is
-  imported by then, in both kinds). VmHWM (peak RSS) is reported beside it.
+  once the engine is ready, the resumed history rendered in the chat and all of it decoded (a long
+  session's older messages are decoded after its first frame; the provider SDK is imported by then,
+  in both kinds). VmHWM (peak RSS) is reported beside it.
 
 The delta (10 MB − empty) at each stage is what the session costs in memory; it is also given
 as a multiple of the session's size in the database's JSON (`parts` column bytes).
@@ -98,6 +99,8 @@ def child_tui(session_id: str, workspace: str) -> dict:
             while not app.engine_ready.is_set():
                 await asyncio.sleep(0.01)
             await app.workers.wait_for_complete()
+            while app.chat.older_coming:  # a long session's older messages are decoded after its first frame
+                await asyncio.sleep(0.01)
             for _ in range(5):
                 await pilot.pause()
             result["rss_kb"] = {"TUI mounted": snapshot()}

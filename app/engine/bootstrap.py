@@ -96,13 +96,16 @@ def open_session(
     fork: bool = False,
     what: str = "",
     notices: list[str] | None = None,
+    head_later: bool = False,
 ) -> tuple[Session, bool]:
     """(session, resumed): the one asked for, the newest one no other bulkhead holds (`--continue`), or a
     new one — holding its lease (`app.lease`). A session another bulkhead holds raises `SessionHeld`,
-    unless `read_only` (look without writing) or `fork` (go on in a copy) says what to do instead."""
+    unless `read_only` (look without writing) or `fork` (go on in a copy) says what to do instead.
+    `head_later`: a long session held for writing opens from its end (`app.engine.head_later`)."""
     notices = notices if notices is not None else []
+    head_later = head_later and not (read_only or fork or store.read_only)
     if resume:
-        session = Session.load(store, resume)
+        session = Session.load(store, resume, head_later=head_later)
         if read_only or store.read_only:  # asked for, or a read-only home: look without writing
             session.open_read_only(store.lease_holder(session.id))
             return session, True
@@ -121,7 +124,7 @@ def open_session(
                 return _forked(store, Session.load(store, row["id"]), what, notices), True
             holder = store.acquire_lease(row["id"], me)
             if holder is None:  # ours now (loaded only then: a held session is never read whole here)
-                session = Session.load(store, row["id"])
+                session = Session.load(store, row["id"], head_later=head_later)
                 session.lease = me
                 return session, True
             title = f" “{row['title']}”" if row["title"] else ""
@@ -194,11 +197,12 @@ def open_engine(
     fork: bool = False,
     what: str = "",
     model: str | None = None,
+    head_later: bool = False,
 ):
     """An Engine ready for `start()`, plus the route choice (for the notices to show).
 
     The session is held for writing (`app.lease`) until `engine.close()`; see `open_session` for
-    `read_only`, `fork` and what happens when another bulkhead holds it. `model` (`--model`)
+    `read_only`, `fork`, `head_later` and what happens when another bulkhead holds it. `model` (`--model`)
     overrides the route's model for this run."""
     from app.engine.turn import Engine
 
@@ -223,6 +227,7 @@ def open_engine(
         fork=fork,
         what=what,
         notices=notices,
+        head_later=head_later,
     )
     if notices:
         choice = replace(choice, notices=(*choice.notices, *notices))

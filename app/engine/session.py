@@ -13,11 +13,13 @@ import copy
 import functools
 import json
 import os
+import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from app.engine.head_later import HeadLater, plan_head_later
 from app.engine.receipts import write_receipt
 from app.engine.writer import SessionWriter
 from app.lease import Holder, SessionReadOnly, this_process
@@ -52,7 +54,16 @@ def rename_session(store: Store, session_id: str, title: str) -> str:
 
 
 class Session:
-    def __init__(self, store: Store, row: SessionRow, master: list[Message], views: list[View]) -> None:
+    def __init__(
+        self,
+        store: Store,
+        row: SessionRow,
+        master: list[Message],
+        views: list[View],
+        later: HeadLater | None = None,
+    ) -> None:
+        """`later`: opened from its end (`app.engine.head_later`): `master` is its decoded tail, `views` empty
+        until `complete()`."""
         self.store = store
         self.id = row.id
         self.title = row.title
@@ -62,13 +73,20 @@ class Session:
         self.workspace = row.workspace
         self.system_prompt = row.system_prompt
         self.created_at = row.created_at
-        self.master: list[Message] = master
-        self._seq: dict[str, int] = {m.id: i for i, m in enumerate(master)}
-        self.views: list[View] = views
+        self._master: list[Message] = master
+        self._views: list[View] = views
+        self._later = later
+        self.head_count = later.start if later is not None else 0  # master messages opened undecoded
+        self._completing = threading.Lock()
+        self._opened_view: View | None = None  # the active view `complete` made…
+        self._opened_as: object = None  # …and what stood for it before (`view_ref`)
+        ids = later.ids if later is not None else [m.id for m in master]
+        self._seq: dict[str, int] = {message_id: i for i, message_id in enumerate(ids)}
         self.counters = Counters.from_dict(row.counters)
         self.flags: dict[str, Any] = dict(row.flags)
         self.bus = EventBus()
-        self.turn = max((m.meta.turn for m in master), default=0)  # the latest user turn
+        # the latest user turn (turns only grow along the log: a tail has it; `complete` makes sure)
+        self.turn = max((m.meta.turn for m in master), default=0)
         self.lease: Holder | None = None  # this process's lease, while it holds one (`app.lease`)
         self.read_only = False  # opened to look at while another bulkhead writes it
         self.holder: Holder | None = None  # …that other bulkhead
@@ -104,10 +122,14 @@ class Session:
         return cls.load(store, session_id)
 
     @classmethod
-    def load(cls, store: Store, session_id: str) -> Session:
+    def load(cls, store: Store, session_id: str, *, head_later: bool = False) -> Session:
+        """`head_later`: a long session opens from its end (`app.engine.head_later`; `complete()` decodes the rest)."""
         row = store.find_session(session_id)
         if row is None:
             raise SessionNotFound(f"no session {session_id!r}; `bulkhead sessions list` shows them")
+        later = plan_head_later(store, row.id) if head_later else None
+        if later is not None:
+            return cls(store, row, list(later.tail), [], later)
         master = store.load_master(row.id)
         views = store.load_views(row.id, {m.id: m for m in master})
         if not views:  # a database edited by hand: rebuild a view from the master log
@@ -151,6 +173,81 @@ class Session:
             self._seq[message.id] = len(self.master)
             self.master.append(message)
             self.turn = max(self.turn, message.meta.turn)
+
+    # -- the log and its views (a session opened from its end decodes its head first) ----------------
+    @property
+    def master(self) -> list[Message]:
+        if self._later is not None:
+            self.complete()
+        return self._master
+
+    @property
+    def views(self) -> list[View]:
+        if self._later is not None:
+            self.complete()
+        return self._views
+
+    @property
+    def head_waiting(self) -> bool:
+        """Opened from its end, its older messages not decoded yet (`complete`)."""
+        return self._later is not None
+
+    def complete(self) -> list[Message]:
+        """Decode the master log's head and the views, if the session was opened from its end (any thread; the
+        first caller does it, the others wait). Returns the messages it decoded (the head; [] when none was
+        left). A failure (a damaged row) raises, and the next caller tries again."""
+        with self._completing:
+            later = self._later
+            if later is None:
+                return []
+            head = self.store.load_master(self.id, 0, later.start)
+            master = [*head, *self._master]
+            views = self.store.load_views(self.id, {m.id: m for m in master})
+            if [m.id for m in master] != later.ids or not views:
+                raise ValueError(
+                    f"session {self.id}: its log changed while it was being read; open it again "
+                    f"(`bulkhead --resume {self.id}`)"
+                )
+            self._master[0:0] = head
+            self._views = views
+            self._opened_view, self._opened_as = views[-1], later
+            self.turn = max(self.turn, max((m.meta.turn for m in head), default=0))
+            self._later = None  # last: a reader that sees it None finds everything in place
+            return head
+
+    def decoded(self) -> list[Message]:
+        """The master messages decoded so far: the whole log, or the tail while the head waits (it starts
+        with a prompt of the user's, and the active view ends with it)."""
+        return self._master
+
+    def master_len(self) -> int:
+        later = self._later
+        return len(later.ids) if later is not None else len(self._master)
+
+    def view_id(self) -> str:
+        later = self._later
+        return later.view_id if later is not None else self._views[-1].id
+
+    def view_len(self) -> int:
+        later = self._later
+        return len(later.view_ids) if later is not None else len(self._views[-1])
+
+    def views_len(self) -> int:
+        later = self._later
+        return later.views if later is not None else len(self._views)
+
+    def view_ids(self) -> list[str]:
+        later = self._later
+        return later.view_ids if later is not None else [m.id for m in self._views[-1].messages]
+
+    def view_ref(self) -> object:
+        """What is the same object for as long as the active view does not change (a cache's key) — also
+        when `complete` decodes it (an append, a compaction or a rewind make a new one)."""
+        later = self._later
+        if later is not None:
+            return later
+        active = self._views[-1]
+        return self._opened_as if active is self._opened_view else active
 
     # -- reading ---------------------------------------------------------------------------------
     @property

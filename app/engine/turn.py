@@ -283,7 +283,7 @@ class Engine:
         return size
 
     def _size_key(self) -> str:
-        return size_key(self.provider, self.system, self.tools, self.max_tokens, self.session.view.messages)
+        return size_key(self.provider, self.system, self.tools, self.max_tokens, self.session.view_ids())
 
     def _known_view_bytes(self) -> int | None:
         """The view's last measured (or kept) size, if nothing it was measured from has changed since."""
@@ -303,24 +303,25 @@ class Engine:
             self.session.set_flag(SIZE_FLAG, kept)
 
     def warm_sizes(self) -> Callable[[], None] | None:
-        """Measuring the view as it is now, to run in a thread once the start is drawn — when the session
+        """Measuring the view, to run in a thread once the start is drawn — when the session
         opened with its kept size (`keep_view_size`), its messages were never translated for the route, and
         the first request would do it on the event loop (the adapters' caches take concurrent measures).
         None when the open measured the view (nothing to warm)."""
         if not self._size_was_kept:
             return None
         self._size_was_kept = False
-        measure = functools.partial(
-            self.provider.measure,
-            self.session.view.messages,
+        session, provider, system, tools, max_tokens = (
+            self.session,
+            self.provider,
             self.system,
             self.tools,
-            max_tokens=self.max_tokens,
+            self.max_tokens,
         )
 
         def warm() -> None:
             with contextlib.suppress(Exception):  # the first request measures again, and says what is wrong
-                measure()
+                # (a session opened from its end decodes its head here, if nothing did before)
+                provider.measure(session.view.messages, system, tools, max_tokens=max_tokens)
 
         return warm
 
@@ -558,8 +559,8 @@ class Engine:
         plan = self.mcp_plan()
         settings = self.settings
         event = ViewChanged(
-            view_id=self.session.view.id,
-            messages=len(self.session.view),
+            view_id=self.session.view_id(),
+            messages=self.session.view_len(),
             predicted_bytes=predicted,
             effective_cap=cap.bytes,
             cap_source=cap.source,
@@ -1477,7 +1478,7 @@ class Engine:
 
     def _measured(self) -> tuple:
         """What a measure of the view depends on, as objects (compared by identity)."""
-        return (self.session.view.messages, self.system, self.tools, self.provider, self.max_tokens)
+        return (self.session.view_ref(), self.system, self.tools, self.provider, self.max_tokens)
 
     def _start_bytes(self) -> int | None:
         """The report's figure when the session opened, if nothing it was measured from has changed since:
@@ -1488,19 +1489,19 @@ class Engine:
     def context_report(self) -> ContextReport:
         """What `/context` and the Payload panel show about the next request."""
         cap = self.cap_info()
-        view = self.session.view
+        session = self.session
         predicted = None
         if not self._started:  # opening: the size kept with the session, if it is this view's
-            predicted = stored_size(self.session.flags, self._size_key())
+            predicted = stored_size(session.flags, self._size_key())
             self._size_was_kept = predicted is not None
         if predicted is None:
-            predicted = self.measure(view.messages)
+            predicted = self.measure(session.view.messages)
         else:
             self._view_bytes = (self._measured(), predicted)
         floor = self.floor_sizes()
         return ContextReport(
-            messages_in_view=len(view),
-            messages_in_master=len(self.session.master),
+            messages_in_view=session.view_len(),
+            messages_in_master=session.master_len(),
             predicted_bytes=predicted,
             effective_cap=cap.bytes,
             cap_source=cap.source,
@@ -1508,7 +1509,7 @@ class Engine:
             context_window=self.context_window,
             estimated_tokens=int(predicted / self.bytes_per_token),
             bytes_per_token=self.bytes_per_token,
-            views_stacked=len(self.session.views),
+            views_stacked=session.views_len(),
             floor_bytes=floor.total_bytes,
             floor_parts=tuple(floor.parts),
             context_engine=self.settings.context_engine,

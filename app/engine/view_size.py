@@ -1,6 +1,6 @@
 """The view's exact request size, kept with the session so that a resume can report it without measuring again.
 
-    key = size_key(provider, system, tools, max_tokens, view)   # everything the size is a function of
+    key = size_key(provider, system, tools, max_tokens, ids)    # everything the size is a function of
     session.set_flag(SIZE_FLAG, {"key": key, "bytes": predicted})
     stored_size(session.flags, key)                            # the bytes, or None when anything differs
 
@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any
 from app.providers.base import dumps
 
 if TYPE_CHECKING:
-    from app.model.messages import Message
     from app.providers.base import Provider, ToolSpec
 
 SIZE_FLAG = "view_bytes"  # the session flag: {"key": size_key(...), "bytes": exact body bytes}
@@ -50,13 +49,14 @@ def _code_digest(provider_class: type[Provider]) -> bytes:
 
 
 def size_key(
-    provider: Provider, system: str, tools: Sequence[ToolSpec], max_tokens: int, messages: Sequence[Message]
+    provider: Provider, system: str, tools: Sequence[ToolSpec], max_tokens: int, message_ids: Sequence[str]
 ) -> str:
-    """What a view's size depends on, as one hash (see the module's doc)."""
+    """What a view's size depends on, as one hash (see the module's doc); the view by its messages' ids
+    (a session opened from its end knows them before its messages are decoded)."""
     envelope = provider.build((), system, tools, max_tokens=max_tokens)
     digest = hashlib.sha256(_code_digest(type(provider)))
     digest.update(f"{provider.kind}\0".encode() + dumps(envelope.body) + b"\0")
-    digest.update("\0".join([message.id for message in messages]).encode())
+    digest.update("\0".join(message_ids).encode())
     return digest.hexdigest()
 
 

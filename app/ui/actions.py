@@ -70,11 +70,11 @@ def _need_busy(app: Host) -> str:
 
 
 def _can_compact(app: Host) -> str:
-    return _need_idle(app) or ("" if len(app.engine.session.view) else "nothing to compact yet")
+    return _need_idle(app) or ("" if app.engine.session.view_len() else "nothing to compact yet")
 
 
 def _can_rewind(app: Host) -> str:
-    return _need_idle(app) or ("" if len(app.engine.session.views) > 1 else "no compaction to undo")
+    return _need_idle(app) or ("" if app.engine.session.views_len() > 1 else "no compaction to undo")
 
 
 def _can_retry(app: Host) -> str:
@@ -83,7 +83,9 @@ def _can_retry(app: Host) -> str:
         return reason
     from app.engine.turn import retry_point
 
-    view = app.engine.session.view.messages
+    session = app.engine.session
+    # a session opened from its end: its view ends with the decoded tail, which starts with a prompt
+    view = session.decoded() if session.head_waiting else session.view.messages
     if not view:
         return "nothing to retry yet"
     last = view[-1]
@@ -113,7 +115,7 @@ def _can_rewind_to(app: Host) -> str:
         return reason
     return (
         ""
-        if any(m.role == "user" and m.meta.origin == "user" for m in app.engine.session.master)
+        if any(m.role == "user" and m.meta.origin == "user" for m in app.engine.session.decoded())
         else "no prompt to go back to yet"
     )
 

@@ -313,12 +313,12 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
             # Read once per view (a compaction, which archives, commits a new one), not per keystroke.
             session = self.engine.session
             cached_for, rows = self._recall_keys
-            if cached_for != (session.id, session.view.id):
+            if cached_for != (session.id, session.view_id()):
                 rows = [
                     (key, display_line(f"{reason} · {format_size(size)} · {' '.join(head.split())[:40]}"))
                     for key, reason, size, head in session.store.archive_keys(session.id)
                 ]
-                self._recall_keys = (session.id, session.view.id), rows
+                self._recall_keys = (session.id, session.view_id()), rows
             return rows
         return []
 
@@ -389,7 +389,7 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         self.workers.cancel_group(self, "turn")
         engine = self.engine
         if engine is not None:
-            self.exit_session = (engine.session.id, len(engine.session.master))  # for the exit hint
+            self.exit_session = (engine.session.id, engine.session.master_len())  # for the exit hint
             self.engine = None
             try:
                 await asyncio.wait_for(engine.close("exit"), timeout=5)

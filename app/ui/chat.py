@@ -163,6 +163,7 @@ class Chat(StripScrollbars, QuietResize, VerticalScroll, can_focus=True):
         self._newer_marker: Static | None = None
         self._paging = False
         self.filling = False  # a resumed history's window is still being mounted (see _fill_window)
+        self._older_coming: asyncio.Event | None = None  # set once older entries promised came (`add_older`)
         self._page_before: ChatItem | None = None  # older entries go just above this item (None: the first)
         # Rows PageUp could not scroll at the top, scrolled once the older page is in; only while the view
         # stays at the top (see watch_scroll_y).
@@ -440,8 +441,9 @@ class Chat(StripScrollbars, QuietResize, VerticalScroll, can_focus=True):
     async def _update_markers(self) -> None:
         older = len(self._older)
         if older:
+            count = "" if self._older_coming is not None else f"{older:,} "  # more are coming
             label = (
-                f"↑ {older:,} earlier items are not shown yet — scroll up (PageUp) to page them in; "
+                f"↑ {count}earlier items are not shown yet — scroll up (PageUp) to page them in; "
                 f"/find (Ctrl+F) searches them all"
             )
             if self._pruned_marker is None:
@@ -691,6 +693,8 @@ class Chat(StripScrollbars, QuietResize, VerticalScroll, can_focus=True):
         query = query.strip()
         if not query:
             return "usage: /find TEXT (Ctrl+F) — searches the whole conversation, on screen or not"
+        if self._older_coming is not None:  # a long session's older entries are on their way: all of it
+            await self._older_coming.wait()
         needle = query.casefold()
         texts = self._texts()
         matches = [i for i, text in enumerate(texts) if needle in text.casefold()]
@@ -763,7 +767,35 @@ class Chat(StripScrollbars, QuietResize, VerticalScroll, can_focus=True):
         await self.add(item)
         return item
 
+    @property
+    def older_coming(self) -> bool:
+        """Older entries promised by `expect_older` are still on their way."""
+        return self._older_coming is not None
+
+    def expect_older(self) -> asyncio.Event:
+        """Older entries of the history about to be shown come later (`add_older` with what this returns): the
+        marker above says so without a count, and /find waits for them."""
+        self._older_coming = asyncio.Event()
+        return self._older_coming
+
+    async def add_older(self, coming: asyncio.Event, entries: list[HistoryEntry]) -> None:
+        """The entries older than everything shown, promised by `expect_older` (ignored if the chat was cleared
+        since); they page in as the rest do."""
+        if coming is not self._older_coming:
+            return
+        self._older[0:0] = entries
+        self.pruned += len(entries)
+        if self._find_position is not None:
+            self._find_position += len(entries)
+        self._older_coming = None
+        coming.set()
+        await self._update_markers()
+        self._maybe_page()
+
     async def clear_all(self) -> None:
+        if self._older_coming is not None:  # nothing of the history shown here is coming any more
+            self._older_coming.set()
+            self._older_coming = None
         await self._finish_answer()
         self._settling.clear()
         self._tools.clear()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -47,6 +48,7 @@ class EngineLink:
 
     engine: Any
     app: Any
+    _older_coming: Any = None  # the chat's promise of a long session's older entries (`_head_decoder`)
 
     @work(thread=True, group="engine", exclusive=True, exit_on_error=False, name="open engine")
     def open_engine(
@@ -76,6 +78,7 @@ class EngineLink:
                 read_only=read_only,
                 what="the TUI",
                 model=model,
+                head_later=True,  # a long session's older messages are decoded once it is on screen
             )
         except SessionHeld as held:  # one writer per session: ask what to do instead
             self.call_from_thread(self._session_held, held, route_name)
@@ -85,7 +88,7 @@ class EngineLink:
         # shared: the inspector's report (measuring the view, which warms the provider's payload cache
         # for the engine's own measure) and the resumed history as chat entries (no widget built).
         source = panel_source(engine)
-        history = entries_from_messages(engine.session.master) if resumed else None
+        history = entries_from_messages(engine.session.decoded()) if resumed else None
         if resumed:
             heap.release()  # what loading and measuring a long session freed goes back to the system
         self.call_from_thread(self._engine_opened, engine, choice, resumed, source, history)
@@ -125,7 +128,9 @@ class EngineLink:
         chat = self.chat
         session = engine.session
         if resumed:
-            await chat.render_history(session.master, entries=history, fill_now=False)
+            if session.head_waiting:  # opened from its end: the older entries come once it is drawn
+                self._older_coming = chat.expect_older()
+            await chat.render_history(session.decoded(), entries=history, fill_now=False)
         for note in choice.notices:
             await chat.add_notice(
                 note, code="lab" if choice.lab else "route", title="lab model" if choice.lab else "route"
@@ -138,7 +143,7 @@ class EngineLink:
             )
         if resumed:
             await chat.add_notice(
-                f"resumed “{session.title or session.id}” — {len(session.master)} messages",
+                f"resumed “{session.title or session.id}” — {session.master_len()} messages",
                 code="resume",
                 title="session",
             )
@@ -158,6 +163,11 @@ class EngineLink:
         engine = self.engine
         try:
             await engine.start(resumed=resumed)
+        except BaseException:
+            decode = self._head_decoder()  # the chat's older entries come all the same
+            if decode is not None:
+                threading.Thread(target=decode, name="decode the session's head", daemon=True).start()
+            raise
         finally:
             with contextlib.suppress(NoMatches):
                 self.chat.fill_window()  # the resumed history above the view: after what the user waits for
@@ -171,12 +181,49 @@ class EngineLink:
     def _import_sdk_when_drawn(self, provider: str, warm: Callable[[], None] | None = None) -> None:
         """Import the route's SDK (0.6–1.6 s of CPU) in a thread once the session is on screen: it shares the
         GIL with everything the loop does, and drawing a resumed history alongside it took twice as long.
-        `warm` (`Engine.warm_sizes`): the view measured in that thread, after the import."""
+        Before it, in that thread, a long session's older messages (`_head_decoder`); after it, `warm`
+        (`Engine.warm_sizes`): the view measured."""
         with contextlib.suppress(NoMatches):
             if self.chat.filling:  # the resumed window is still going in
                 self.call_after_refresh(self._import_sdk_when_drawn, provider, warm)
                 return
-        prewarm_in_background(provider, then=warm)
+        prewarm_in_background(provider, then=warm, first=self._head_decoder())
+
+    def _head_decoder(self) -> Callable[[], None] | None:
+        """For a long session opened from its end (`app.engine.head_later`): decoding its older messages, to run
+        in a thread now that it is on screen — before the import's `gc.freeze`, which then keeps them out of
+        the collector's scans — and handing them to the chat as entries (PageUp, /find and Home reach them)."""
+        engine, coming = self.engine, self._older_coming
+        self._older_coming = None
+        if engine is None or coming is None:
+            return None
+        session, chat = engine.session, self.chat
+
+        def decode() -> None:
+            try:
+                session.complete()  # (or something on the loop did already: the same messages)
+                entries = entries_from_messages(session.master[: session.head_count])
+            except Exception as exc:  # noqa: BLE001 - said in the chat; whatever needs them says it again
+                with contextlib.suppress(Exception):
+                    self.call_from_thread(self._head_unreadable, coming, exc)
+                return
+            heap.release()  # what decoding freed goes back to the system, as after the open
+            with contextlib.suppress(Exception):  # the app is closing
+                self.call_from_thread(chat.add_older, coming, entries)
+
+        return decode
+
+    async def _head_unreadable(self, coming, exc: Exception) -> None:
+        with contextlib.suppress(NoMatches):
+            await self.chat.add_older(coming, [])
+            await self.chat.add_notice(
+                f"This session's older messages could not be read ({display_line(str(exc))}): the last ones are "
+                f"shown, and what needs the whole conversation (a request, /export) stops with the same error. "
+                f"Copy what you need from the screen; resume it again once the disk or database is repaired.",
+                level="error",
+                code="session",
+                title="session",
+            )
 
     @work(group="mcp", exit_on_error=False, name="start MCP servers")
     async def _start_mcp(self, engine) -> None:

@@ -1,7 +1,7 @@
 """What the TUI does around its first frame: find its stylesheet, import the SDK early.
 
 prewarm_in_background("anthropic")     # import the route's SDK (and compile common lexers) in a daemon thread
-prewarm_in_background("lab", then=f)   # ... and then f() in that thread
+prewarm_in_background("lab", then=f)   # ... and then f() in that thread (first=g: g() before the import)
 """
 
 from __future__ import annotations
@@ -29,14 +29,18 @@ def styles_path(name: str = "app.tcss") -> Path:
     return here.parents[2] / "styles" / name
 
 
-def prewarm_sdk(provider: str, then: Callable[[], None] | None = None) -> None:
-    """Import the route's SDK now (0.6–1.6 s) so the first request does not wait, compile the lexers of the
-    languages answers fence most (`warm_lexers`, 60–90 ms), then freeze what is alive; then `then()`.
+def prewarm_sdk(
+    provider: str, then: Callable[[], None] | None = None, first: Callable[[], None] | None = None
+) -> None:
+    """`first()`; import the route's SDK now (0.6–1.6 s) so the first request does not wait, compile the lexers
+    of the languages answers fence most (`warm_lexers`, 60–90 ms), then freeze what is alive; then `then()`.
 
     Freezing (`gc.freeze`) moves the objects alive now — the app's and the SDK's modules, classes and
     tables, ~175,000 of them, which live as long as the process — out of the cyclic collector's reach.
     With them in, every full collection took 60–190 ms, a stall the user sees while an answer streams.
     """
+    if first is not None:
+        first()
     name = SDK_MODULES.get(provider)
     if name:
         with contextlib.suppress(Exception):
@@ -48,19 +52,29 @@ def prewarm_sdk(provider: str, then: Callable[[], None] | None = None) -> None:
         then()
 
 
-def prewarm_in_background(provider: str, then: Callable[[], None] | None = None) -> threading.Thread | None:
+def prewarm_in_background(
+    provider: str, then: Callable[[], None] | None = None, first: Callable[[], None] | None = None
+) -> threading.Thread | None:
     """`prewarm_sdk` in a daemon thread: quitting does not wait for it (a worker thread would be joined).
-    `then`: more to do in that thread once the rest is done (the resumed view measured, `Engine.warm_sizes`)."""
+    `first`: to do in that thread before the import (a long session's older messages decoded); `then`: once
+    the rest is done (the resumed view measured, `Engine.warm_sizes`)."""
     name = SDK_MODULES.get(provider)
     if not name or (name in sys.modules and lexers_warm()):  # nothing to import or compile
-        # a first prompt sent at once imported the SDK: freeze as the import would
-        if name and not gc.get_freeze_count():
-            gc.freeze()
-        target = then
+
+        def target() -> None:
+            if first is not None:
+                first()
+            # a first prompt sent at once imported the SDK: freeze as the import would
+            if name and not gc.get_freeze_count():
+                gc.freeze()
+            if then is not None:
+                then()
+
+        if first is None and then is None:
+            target()
+            return None
     else:
-        target = functools.partial(prewarm_sdk, provider, then)
-    if target is None:
-        return None
+        target = functools.partial(prewarm_sdk, provider, then, first)
     thread = threading.Thread(target=target, name=f"import {name or provider}", daemon=True)
     thread.start()
     return thread

@@ -308,7 +308,7 @@ async def test_quit_does_not_wait_for_the_sdk_import(lab, tmp_path, monkeypatch)
     started, release = threading.Event(), threading.Event()
     seen: dict[str, bool] = {}
 
-    def slow_import(provider: str, then=None) -> None:
+    def slow_import(provider: str, then=None, first=None) -> None:
         seen["daemon"] = threading.current_thread().daemon
         started.set()
         release.wait(WAIT_S)

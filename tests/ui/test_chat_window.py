@@ -245,7 +245,9 @@ async def test_the_sdk_import_waits_until_the_resumed_window_is_drawn(lab, tmp_p
     seen: list[tuple[str, bool, int]] = []
     monkeypatch.setattr(
         "app.ui.engine_link.prewarm_in_background",
-        lambda provider, then=None: seen.append((provider, app.chat.filling, len(app.chat.items))),
+        lambda provider, then=None, first=None: seen.append(
+            (provider, app.chat.filling, len(app.chat.items))
+        ),
     )
     app = make_app(lab_settings(lab), tmp_path, resume=long_session(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
@@ -272,7 +274,7 @@ async def test_a_session_that_kept_its_size_resumes_without_measuring_and_is_mea
 
     warms: list = []
     monkeypatch.setattr(
-        "app.ui.engine_link.prewarm_in_background", lambda provider, then=None: warms.append(then)
+        "app.ui.engine_link.prewarm_in_background", lambda provider, then=None, first=None: warms.append(then)
     )
     app = make_app(settings, tmp_path, resume=session_id)
     async with app.run_test(size=SIZE) as pilot:
@@ -513,3 +515,83 @@ async def test_a_resumed_session_says_so_under_its_history_and_older_pages_go_in
         await page_up_until_older_items_go_in(pilot, chat)
         assert notices_after_the_history()
         assert users(app)[0] != f"prompt number {PROMPTS - 1}: look at module {PROMPTS - 1}"
+
+
+async def closed_by_bulkhead(settings, session_id: str, tmp_path) -> str:
+    """The session opened and closed by an engine, as bulkhead leaves it: its view's size kept, which a resume
+    reports without decoding the view (a session without it decodes everything to measure it)."""
+    engine, _choice, _resumed = open_engine(settings, resume=session_id, workspace=tmp_path)
+    engine.context_report()
+    await engine.close()
+    return session_id
+
+
+async def test_a_long_session_opens_from_its_end_and_its_older_items_follow_once_it_is_drawn(
+    lab, tmp_path, monkeypatch
+):
+    """Resuming decodes the last messages only (app.engine.head_later): the engine's open, its start, the first
+    frames and the keys' checks never decode the older ones. They are decoded in a thread once the session is
+    drawn and join the chat's entries: the marker then counts them, /find reaches the first turn."""
+    waiting: list[bool] = []
+    held: list = []  # the decoding, held back as a slow disk would: /find comes first
+
+    def prewarm(provider, then=None, first=None):
+        waiting.append(app.engine.session.head_waiting)
+        held.append(first)
+
+    monkeypatch.setattr("app.ui.engine_link.prewarm_in_background", prewarm)
+    session_id = await closed_by_bulkhead(lab_settings(lab), long_session(tmp_path), tmp_path)
+    store = Store()
+    whole = Session.load(store, session_id)
+    store.close()
+    app = make_app(lab_settings(lab), tmp_path, resume=session_id)
+    async with app.run_test(size=SIZE) as pilot:
+        chat = await resumed_and_focused(pilot)
+        await until(pilot, lambda: held, "the head's decoding")
+        assert waiting == [True]  # nothing before it decoded the older messages
+        assert "↑ earlier items are not shown yet" in str(chat._pruned_marker.render())  # more to come
+        finding = asyncio.create_task(chat.find("marker-0-end"))  # the first tool result
+        await pilot.pause()
+        assert not finding.done()  # /find waits for the older items
+        await asyncio.to_thread(held[0])  # in a thread, as the SDK import's runs it
+        said = await finding
+        assert said.startswith("“marker-0-end”: match 1 of 1")
+        await pilot.pause()
+        assert "prompt number 0: look at module 0" in users(app)
+        session = app.engine.session
+        assert not session.head_waiting and session.master == whole.master
+        assert chat.older_count + len(chat.items) + chat.newer_count > 3 * PROMPTS  # every item of it
+        await pilot.press("end")
+        await until(pilot, lambda: chat.newer_count == 0 and chat.follow, "the latest")
+        assert f"↑ {chat.older_count:,} earlier items" in str(chat._pruned_marker.render())
+        await app.action_quit()
+
+
+async def test_an_unreadable_older_part_is_said_in_the_chat_and_find_searches_what_is_shown(lab, tmp_path):
+    """A damaged row among the older messages: the session opens from its end all the same, the chat says
+    what could not be read, and /find searches what is there instead of waiting for it."""
+    session_id = await closed_by_bulkhead(lab_settings(lab), long_session(tmp_path), tmp_path)
+    store = Store()
+    with store._lock:  # a row of the head damaged
+        store._conn.execute(
+            "UPDATE messages SET parts = '[{' WHERE session_id = ? AND seq = 2", (session_id,)
+        )
+        store._conn.commit()
+    store.close()
+    app = make_app(lab_settings(lab), tmp_path, resume=session_id)
+    async with app.run_test(size=SIZE) as pilot:
+        chat = await resumed_and_focused(pilot)
+        await until(pilot, lambda: chat._older_coming is None, "the head's decoding to end")
+        notice = chat.notices("session")[-1]
+        assert notice.level == "error" and "older messages could not be read" in notice.text
+        said = await chat.find("marker-0-end")  # the first tool result, in what could not be read
+        assert "is not in this conversation" in said
+        assert users(app)[-1] == f"prompt number {PROMPTS - 1}: look at module {PROMPTS - 1}"
+        errors = len(chat.notices())
+        app.prompt.focus()
+        await submit(pilot, "one more question")  # a request needs the whole conversation: it says why not
+        await until(pilot, lambda: len(chat.notices()) > errors and not app.busy, "the turn's end")
+        said = chat.notices()[-1]
+        assert said.level == "error" and "turn failed" in said.text and "Expecting" in said.text, said.text
+        assert app.is_running
+        await app.action_quit()

@@ -311,30 +311,36 @@ def test_the_lexers_are_warmed_also_when_the_sdk_was_imported_already(monkeypatc
     assert startup.prewarm_in_background("lab") is None  # nothing left to do
 
 
-def test_what_comes_after_the_import_runs_in_its_thread_after_it(monkeypatch):
-    """`then` (the resumed view measured, `Engine.warm_sizes`) runs in the import's thread once the import is done,
-    and in a thread of its own when there is nothing left to import."""
+def test_what_comes_before_and_after_the_import_runs_in_its_thread_around_it(monkeypatch):
+    """`first` (a long session's older messages decoded) runs in the import's thread before the import and its
+    `gc.freeze`, `then` (the resumed view measured, `Engine.warm_sizes`) once they are done — and both in a thread
+    of their own when there is nothing left to import."""
     order: list[tuple[str, str]] = []
     monkeypatch.setitem(startup.SDK_MODULES, "lab", "bulkhead_no_such_sdk")
     monkeypatch.setattr(startup.importlib, "import_module", lambda name: order.append(("import", name)))
     monkeypatch.setattr(startup, "warm_lexers", lambda: order.append(("lexers", "")))
+    monkeypatch.setattr(startup.gc, "freeze", lambda: order.append(("freeze", "")))
+    monkeypatch.setattr(startup.gc, "get_freeze_count", lambda: 0)
+
+    def first() -> None:
+        order.append(("first", threading.current_thread().name))
 
     def then() -> None:
         order.append(("then", threading.current_thread().name))
 
-    thread = startup.prewarm_in_background("lab", then=then)
+    thread = startup.prewarm_in_background("lab", then=then, first=first)
     assert thread is not None
     thread.join(30)
-    assert [step for step, _ in order] == ["import", "lexers", "then"]
-    assert order[-1][1] == thread.name != threading.main_thread().name
+    assert [step for step, _ in order] == ["first", "import", "lexers", "freeze", "then"]
+    assert order[0][1] == order[-1][1] == thread.name != threading.main_thread().name
 
     order.clear()
     monkeypatch.setitem(startup.SDK_MODULES, "lab", "json")  # imported already
     monkeypatch.setattr(startup, "lexers_warm", lambda: True)
-    thread = startup.prewarm_in_background("lab", then=then)
+    thread = startup.prewarm_in_background("lab", then=then, first=first)
     assert thread is not None
     thread.join(30)
-    assert order == [("then", thread.name)]
+    assert order == [("first", thread.name), ("freeze", ""), ("then", thread.name)]
 
 
 class ChatHost(App):
