@@ -94,7 +94,7 @@ def _remove(store: Store, args) -> int:
             file=sys.stderr,
         )
         return 1
-    count = len(store.load_master(row.id))
+    count = len(store.master_ids(row.id))  # counted, not decoded: a session with a damaged row can go too
     what = f"{row.id} “{row.title or '(untitled)'}” ({count} messages, its archive, requests and folder)"
     if not args.rm_yes:
         answer = _confirm(f"delete session {what}?")

@@ -72,6 +72,17 @@ def test_rm_with_yes_deletes_it_and_its_folder(two_sessions, capsys):
     assert store.find_session(first.id) is not None
 
 
+def test_rm_deletes_a_session_whose_log_cannot_be_read(two_sessions, capsys):
+    """A damaged row (a disk error, a hand edit) is no reason to keep a session one wants gone."""
+    store, first, second = two_sessions
+    with store._lock:
+        store._conn.execute("UPDATE messages SET parts = '[{' WHERE session_id = ? AND seq = 0", (second.id,))
+        store._conn.commit()
+    code, _, err = run_cli(capsys, "sessions", "rm", second.id, "--yes")
+    assert code == 0 and f"deleted session {second.id}" in err and "(2 messages" in err
+    assert store.find_session(second.id) is None and store.find_session(first.id) is not None
+
+
 def test_rm_asks_and_no_keeps_it(two_sessions, capsys, monkeypatch):
     store, _first, second = two_sessions
     asked = []
