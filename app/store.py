@@ -17,7 +17,7 @@ import shutil
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -484,20 +484,16 @@ class Store:
                 raise translated from None
 
     def query(self, sql: str, params: Iterable[Any] = ()) -> list[sqlite3.Row]:
-        with self._lock:
-            try:
-                return self._conn.execute(sql, tuple(params)).fetchall()
-            except sqlite3.Error as exc:
-                translated = database_error(exc, self.path, "read it")
-                if translated is None:
-                    raise
-                raise translated from None
+        return self._read(sql, params, sqlite3.Cursor.fetchall)
 
     def column(self, sql: str, params: Iterable[Any] = ()) -> list[Any]:
         """The first column of every row `sql` returns (a long log's ids, without a list of rows)."""
+        return self._read(sql, params, lambda cursor: [row[0] for row in cursor])
+
+    def _read(self, sql: str, params: Iterable[Any], take: Callable[[sqlite3.Cursor], Any]) -> Any:
         with self._lock:
             try:
-                return [row[0] for row in self._conn.execute(sql, tuple(params))]
+                return take(self._conn.execute(sql, tuple(params)))
             except sqlite3.Error as exc:
                 translated = database_error(exc, self.path, "read it")
                 if translated is None:
@@ -859,16 +855,22 @@ class Store:
     def view_index(self, session_id: str) -> tuple[str, list[str], int] | None:
         """(the active view's id, its message ids in order, how many views are stacked with it), nothing
         decoded; None for a session without views."""
-        views = self.query(
-            "SELECT id FROM views WHERE session_id = ? AND state IN ('stacked', 'active') "
+        views = self._stacked_views(session_id)
+        if not views:
+            return None
+        active = views[-1]["id"]
+        return active, self._view_message_ids(active), len(views)
+
+    def _stacked_views(self, session_id: str) -> list[sqlite3.Row]:
+        """The view stack's rows, oldest first, the active one last (rowid = push order)."""
+        return self.query(
+            "SELECT * FROM views WHERE session_id = ? AND state IN ('stacked', 'active') "
             "ORDER BY state = 'active', rowid",
             (session_id,),
         )
-        if not views:
-            return None
-        active = views[-1][0]
-        ids = self.column("SELECT message_id FROM view_entries WHERE view_id = ? ORDER BY pos", (active,))
-        return active, ids, len(views)
+
+    def _view_message_ids(self, view_id: str) -> list[str]:
+        return self.column("SELECT message_id FROM view_entries WHERE view_id = ? ORDER BY pos", (view_id,))
 
     def load_views(self, session_id: str, known: Mapping[str, Message] | None = None) -> list[View]:
         """The view stack, oldest first, active last (popped views are gone).
@@ -876,20 +878,10 @@ class Store:
         Messages are decoded once and shared: those in `known` (the master log, usually) and
         every message that several stacked views hold are the same objects.
         """
-        views = self.query(
-            "SELECT * FROM views WHERE session_id = ? AND state IN ('stacked', 'active') "
-            "ORDER BY state = 'active', rowid",
-            (session_id,),
-        )  # rowid = push order
         cache: dict[str, Message] = dict(known or {})
         result: list[View] = []
-        for view in views:
-            ids = [
-                r[0]
-                for r in self.query(
-                    "SELECT message_id FROM view_entries WHERE view_id = ? ORDER BY pos", (view["id"],)
-                )
-            ]
+        for view in self._stacked_views(session_id):
+            ids = self._view_message_ids(view["id"])
             missing = [i for i in dict.fromkeys(ids) if i not in cache]
             for start in range(0, len(missing), 500):
                 chunk = missing[start : start + 500]

@@ -39,7 +39,7 @@ class HeadLater:
 
 def plan_head_later(store: Store, session_id: str) -> HeadLater | None:
     """The tail decoded and what the rest is, or None when the whole log is better decoded now (short,
-    a view that does not end with the tail, no prompt of the user's near the end)."""
+    a view that does not end with the last `TAIL_MESSAGES`, no prompt of the user's among them)."""
     ids = store.master_ids(session_id)
     if len(ids) < max(HEAD_LATER_FROM, TAIL_MESSAGES + 1):
         return None
@@ -48,6 +48,8 @@ def plan_head_later(store: Store, session_id: str) -> HeadLater | None:
         return None
     view_id, view_ids, views = index
     first = len(ids) - TAIL_MESSAGES
+    if view_ids[-TAIL_MESSAGES:] != ids[first:]:  # e.g. a short view since a compaction
+        return None  # (checked on the ids: such a session decodes it all, and nothing twice)
     decoded = store.load_master(session_id, first)
     if [m.id for m in decoded] != ids[first:]:  # written meanwhile: decode it all, as before
         return None
@@ -55,8 +57,4 @@ def plan_head_later(store: Store, session_id: str) -> HeadLater | None:
     prompt = next((i for i, m in enumerate(decoded) if m.role == "user" and m.meta.origin == "user"), None)
     if prompt is None:
         return None
-    start = first + prompt
-    tail = decoded[prompt:]
-    if view_ids[len(view_ids) - len(tail) :] != ids[start:]:  # e.g. a short view since a compaction
-        return None
-    return HeadLater(start, tail, ids, view_id, view_ids, views)
+    return HeadLater(first + prompt, decoded[prompt:], ids, view_id, view_ids, views)

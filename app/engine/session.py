@@ -15,7 +15,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -78,8 +78,7 @@ class Session:
         self._later = later
         self.head_count = later.start if later is not None else 0  # master messages opened undecoded
         self._completing = threading.Lock()
-        self._opened_view: View | None = None  # the active view `complete` made…
-        self._opened_as: object = None  # …and what stood for it before (`view_ref`)
+        self._opened: tuple[View, HeadLater] | None = None  # the active view `complete` made, and `later`
         ids = later.ids if later is not None else [m.id for m in master]
         self._seq: dict[str, int] = {message_id: i for i, message_id in enumerate(ids)}
         self.counters = Counters.from_dict(row.counters)
@@ -210,7 +209,7 @@ class Session:
                 )
             self._master[0:0] = head
             self._views = views
-            self._opened_view, self._opened_as = views[-1], later
+            self._opened = views[-1], later
             self.turn = max(self.turn, max((m.meta.turn for m in head), default=0))
             self._later = None  # last: a reader that sees it None finds everything in place
             return head
@@ -246,8 +245,13 @@ class Session:
         later = self._later
         if later is not None:
             return later
-        active = self._views[-1]
-        return self._opened_as if active is self._opened_view else active
+        active, opened = self._views[-1], self._opened
+        return opened[1] if opened is not None and active is opened[0] else active
+
+    def view_end(self) -> Sequence[Message]:
+        """The active view, or while the head waits the decoded tail it ends with (which starts with a prompt of the
+        user's): enough to look back to the last prompt without decoding anything."""
+        return self._master if self._later is not None else self.view.messages
 
     # -- reading ---------------------------------------------------------------------------------
     @property

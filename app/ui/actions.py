@@ -83,9 +83,7 @@ def _can_retry(app: Host) -> str:
         return reason
     from app.engine.turn import retry_point
 
-    session = app.engine.session
-    # a session opened from its end: its view ends with the decoded tail, which starts with a prompt
-    view = session.decoded() if session.head_waiting else session.view.messages
+    view = app.engine.session.view_end()
     if not view:
         return "nothing to retry yet"
     last = view[-1]

@@ -768,9 +768,9 @@ class Chat(StripScrollbars, QuietResize, VerticalScroll, can_focus=True):
         return item
 
     @property
-    def older_coming(self) -> bool:
-        """Older entries promised by `expect_older` are still on their way."""
-        return self._older_coming is not None
+    def older_coming(self) -> asyncio.Event | None:
+        """The promise of `expect_older` while its entries are on their way (what `add_older` takes), else None."""
+        return self._older_coming
 
     def expect_older(self) -> asyncio.Event:
         """Older entries of the history about to be shown come later (`add_older` with what this returns): the

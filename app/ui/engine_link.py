@@ -48,7 +48,6 @@ class EngineLink:
 
     engine: Any
     app: Any
-    _older_coming: Any = None  # the chat's promise of a long session's older entries (`_head_decoder`)
 
     @work(thread=True, group="engine", exclusive=True, exit_on_error=False, name="open engine")
     def open_engine(
@@ -129,7 +128,7 @@ class EngineLink:
         session = engine.session
         if resumed:
             if session.head_waiting:  # opened from its end: the older entries come once it is drawn
-                self._older_coming = chat.expect_older()
+                chat.expect_older()
             await chat.render_history(session.decoded(), entries=history, fill_now=False)
         for note in choice.notices:
             await chat.add_notice(
@@ -193,11 +192,11 @@ class EngineLink:
         """For a long session opened from its end (`app.engine.head_later`): decoding its older messages, to run
         in a thread now that it is on screen — before the import's `gc.freeze`, which then keeps them out of
         the collector's scans — and handing them to the chat as entries (PageUp, /find and Home reach them)."""
-        engine, coming = self.engine, self._older_coming
-        self._older_coming = None
+        engine, chat = self.engine, self.chat
+        coming = chat.older_coming
         if engine is None or coming is None:
             return None
-        session, chat = engine.session, self.chat
+        session = engine.session
 
         def decode() -> None:
             try:

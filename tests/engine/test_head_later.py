@@ -11,7 +11,7 @@ import app.store
 from app.engine.bootstrap import open_session
 from app.engine.head_later import HEAD_LATER_FROM, TAIL_MESSAGES
 from app.engine.session import Session
-from app.engine.turn import Engine
+from app.engine.turn import Engine, retry_point
 from app.engine.view_size import SIZE_FLAG
 from app.model.messages import Message, ToolCall, ToolResult
 from app.providers.base import make_provider
@@ -63,6 +63,9 @@ async def test_a_long_session_opens_from_its_end_and_completes_to_what_a_whole_l
     )
     assert session.view_ids() == [m.id for m in whole.view.messages]
     assert session.is_master_id(whole.master[0].id)  # every id is known before its message is decoded
+    end = list(session.view_end())  # what /retry's check looks back through, to the last prompt
+    assert session.head_waiting  # nothing decoded for it
+    assert retry_point(end) is not None and end == list(whole.view.messages[-len(end) :])
 
     assert session.master[0] == whole.master[0]  # reading the log decodes its head first
     assert not session.head_waiting
@@ -135,8 +138,16 @@ async def test_two_threads_reading_at_once_decode_the_head_once(make_harness, mo
     assert seen == [len(h.session.master)] * 4 and loads == [0]
 
 
-async def test_short_compacted_read_only_and_forked_sessions_load_whole(make_harness):
+async def test_short_compacted_read_only_and_forked_sessions_load_whole(make_harness, monkeypatch):
     h = make_harness()
+    loads: list[tuple[int, int | None]] = []
+    load = app.store.Store.load_master
+
+    def counted(store, session_id, start=0, stop=None):
+        loads.append((start, stop))
+        return load(store, session_id, start, stop)
+
+    monkeypatch.setattr(app.store.Store, "load_master", counted)
     h.grow(HEAD_LATER_FROM // 2 - 5, 20)  # just under the threshold
     await h.session.drain()
     store = h.session.store
@@ -145,7 +156,9 @@ async def test_short_compacted_read_only_and_forked_sessions_load_whole(make_har
     h.grow(10, 20)
     h.session.commit_view(h.session.view.messages[-6:], [], "compaction")  # a short view since
     await h.session.drain()
+    loads.clear()
     assert not Session.load(store, h.session.id, head_later=True).head_waiting
+    assert loads == [(0, None)]  # told by the ids: the log decoded once, whole (no tail decoded first)
 
     h.grow(TAIL_MESSAGES, 20)  # more messages since the compaction than the tail: opens from its end
     await h.engine.close()
