@@ -171,9 +171,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="how the cap is enforced: none, nginx, cloudflare, akamai, modsecurity, aws-waf, "
         "header-431, reset, html-200, apigw, apigw-waf",
     )
-    lab.add_argument("--cap", metavar="SIZE", help="body cap the gateway enforces (e.g. 128KB; none: no cap)")
     lab.add_argument(
-        "--window", type=int, metavar="TOKENS", help="context window of the lab model (none: no overflow)"
+        "--cap",
+        metavar="SIZE",
+        help="body cap the gateway enforces (e.g. 128KB; default: the profile's own; none: no cap at all)",
+    )
+    lab.add_argument(
+        "--window",
+        metavar="TOKENS",
+        help="context window of the lab model in tokens (default: 200000; none: no overflow)",
     )
     lab.add_argument(
         "--faults",
