@@ -12,7 +12,7 @@ Each request goes through the same three stages, and `/_lab/requests` records wh
 3. **model** (`model.py`): the lab model answers — verdict `passed`.
 
 Each record in the log: id, time (UTC ISO 8601), method, path, bytes (body size, or the declared
-Content-Length when the gateway answered first), wire, verdict, status (None for reset/drop/timeout);
+Content-Length when the gateway answered first), sha256 (of the body, once read whole), wire, verdict, status (None for reset/drop/timeout);
 for model requests also model, operation, stream, input_tokens, system_bytes and system_tail (the
 last 4,096 characters of the system prompt: project instructions end up there) and, when answered, output_tokens,
 stop_reason (neutral: end_turn/tool_use/max_tokens) and cache read/write tokens.
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import logging
 import re
@@ -368,6 +369,7 @@ class LabServer:
             await self._send(writer, response, close=True)
             return False
         record["bytes"] = len(body)
+        record["sha256"] = hashlib.sha256(body).hexdigest()  # what arrived, byte for byte (proxy tests)
         if declared is None and gateway.over_cap(cap, len(body)):
             return await self._gateway(
                 config, route, head, reader, writer, record, ctx, len(body), body_read=True

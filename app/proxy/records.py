@@ -33,6 +33,7 @@ class Action(StrEnum):
     CONTENT_BLOCKED = "content-blocked"  # a content block went back as a non-retryable error
     REJECTED_EARLY = "rejected-early"  # over the learned cap: answered without sending (--early-reject)
     SHRUNK = "shrunk"  # rewritten to fit the cap (--shrink), then forwarded
+    RESENT = "resent"  # refused as too large, then shrunk to the cap just learned and sent again (--shrink)
     UNREACHABLE = "unreachable"  # the upstream could not be reached; the client got a 502
     DROPPED = "dropped"  # the upstream dropped the connection and the proxy dropped the client's
 

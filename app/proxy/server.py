@@ -23,7 +23,7 @@ import logging
 import os
 import time
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from app.engine.failures import classify_fields
@@ -112,6 +112,12 @@ class _Body:
                 self.kept += piece
             else:
                 self.kept = None
+
+
+@dataclass(frozen=True)
+class _Resend:
+    record: ProxyRecord  # the record of the second try
+    body: bytes
 
 
 class ProxyServer:
@@ -246,9 +252,11 @@ class ProxyServer:
         cap = self.session.cap(record.endpoint).bytes if conversation else None
         declared = None if head.chunked else (head.content_length or 0)
         held: bytes | None = None
-        if cap and (options.shrink or options.early_reject) and (declared is None or declared > cap):
-            held = await body.whole()
+        over = cap is not None and (declared is None or declared > cap)
+        if conversation and (options.shrink or (options.early_reject and over)):
+            held = await body.whole()  # --shrink may resend it; --early-reject must see it whole
             self._client_body(record, body, held)
+        if held is not None and cap:
             held = await self._fit(record, wire, held, cap)
             if held is None:  # over the cap and not shrunk: answered without sending (--early-reject)
                 refusal = Refusal(
@@ -260,7 +268,12 @@ class ProxyServer:
                 )
                 answer = native_errors.overflow(wire, options.styles.get(wire, DEFAULT_STYLE[wire]), refusal)
                 return await self._answered(record, body, answer, Action.REJECTED_EARLY, writer, head, clock)
-        return await self._forward(record, wire, head, body, held, url, writer, clock)
+        original = held if options.shrink and conversation else None
+        while True:
+            outcome = await self._forward(record, wire, head, body, held, url, writer, clock, original)
+            if not isinstance(outcome, _Resend):
+                return outcome
+            record, held, original = outcome.record, outcome.body, None  # once: never a second resend
 
     async def _fit(self, record: ProxyRecord, wire: Wire, held: bytes, cap: int) -> bytes | None:
         """The body to send: as it is when it fits, else shrunk (--shrink); None: over the cap and
@@ -290,7 +303,10 @@ class ProxyServer:
         url: str,
         writer: asyncio.StreamWriter,
         clock: float,
-    ) -> bool:
+        original: bytes | None = None,
+    ) -> bool | _Resend:
+        """Send one upstream request and answer the client; a `_Resend` when a size refusal of a held
+        body was shrunk to the cap just learned (--shrink) and should go up once more."""
         import httpx2 as httpx  # the client module is imported by now; typing only
 
         options = self.options
@@ -322,7 +338,7 @@ class ProxyServer:
         record.stream = "text/event-stream" in response.headers.get("content-type", "")
         try:
             if response.status_code >= 400:
-                return await self._refused(record, wire, head, body, response, writer, clock)
+                return await self._refused(record, wire, head, body, response, writer, clock, original)
             if record.sent_bytes:
                 self.session.accepted(record.endpoint, record.sent_bytes)
             return await self._relay(record, head, body, response, writer, clock)
@@ -406,8 +422,10 @@ class ProxyServer:
         response: Any,
         writer: asyncio.StreamWriter,
         clock: float,
-    ) -> bool:
-        """An error answer: read it, classify it, learn from it; pass it on, or translate it."""
+        original: bytes | None = None,
+    ) -> bool | _Resend:
+        """An error answer: read it, classify it, learn from it; pass it on, translate it, or (--shrink,
+        a size refusal of the client's `original` body) shrink to the cap just learned and resend."""
         raw = bytearray()
         async for piece in response.aiter_raw():
             raw += piece
@@ -433,6 +451,10 @@ class ProxyServer:
         hop = hop_name(failure, headers, record.upstream_url)
         cap = self._learn(record, failure) if judgement.cause is Cause.SIZE else None
         conversation = is_conversation(head.method, head.path) and wire.generates
+        if judgement.cause is Cause.SIZE and original is not None and cap:
+            resend = await self._resend(record, wire, original, cap, clock)
+            if resend is not None:
+                return resend
         if conversation and self.options.translate and complete:
             if judgement.cause is Cause.SIZE:
                 refusal = Refusal(hop, record.sent_bytes, cap, failure.evidence)
@@ -459,6 +481,39 @@ class ProxyServer:
         record.client_status = response.status_code
         await self._done(record, clock)
         return keep_alive
+
+    async def _resend(
+        self, record: ProxyRecord, wire: Wire, original: bytes, cap: int, clock: float
+    ) -> _Resend | None:
+        """The client's body shrunk to `cap` for a second try, with the refused attempt recorded; None
+        when it cannot be made to fit (the refusal then goes back translated)."""
+        result = await asyncio.to_thread(shrink, original, wire, cap)
+        if not isinstance(result, Shrunk) or len(result.body) >= (record.sent_bytes or 0):
+            reason = result.reason if not isinstance(result, Shrunk) else "no smaller than what was refused"
+            record.notes += (f"not resent: {reason}",)
+            return None
+        await self.session.archive(result.entries)
+        again = replace(
+            record,
+            id=new_id("r"),
+            started_at=time.time(),
+            action=Action.SHRUNK,
+            notes=(f"{result.note}, after a refusal of {format_size(record.sent_bytes)}",),
+            kind="",
+            cause="",
+            reason="",
+            evidence=(),
+            incident="",
+            status=None,
+            response_headers={},
+            error_body="",
+            body=None,
+        )
+        record.action = Action.RESENT
+        record.notes += (f"shrunk to {format_size(len(result.body))} and sent again ({again.id})",)
+        await self._done(record, clock)
+        self.events.emit(RequestStarted(again))
+        return _Resend(again, result.body)
 
     def _classified(self, record: ProxyRecord, failure: Any, cause: Cause, why: str) -> None:
         record.kind, record.reason, record.cause = failure.kind, failure.reason, str(cause)

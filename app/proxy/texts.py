@@ -80,6 +80,8 @@ def log_line(record: ProxyRecord) -> str:
         outcome = f"not sent (over the cap) → {record.client_status}"
     elif record.action is Action.UNREACHABLE:
         outcome = f"unreachable → {record.client_status}"
+    elif record.action is Action.RESENT:
+        outcome = f"{upstream} {record.kind} → shrunk and sent again"
     elif record.action is Action.DROPPED:
         outcome = f"dropped ({record.kind})"
     elif record.kind:
