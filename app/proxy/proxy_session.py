@@ -20,6 +20,7 @@ from typing import Any
 from app.engine.caps import learned_cap_for
 from app.engine.failures import Failure
 from app.engine.payload import CapInfo, effective_cap
+from app.engine.resets import SizeEvidence
 from app.lease import this_process
 from app.model.archive import ArchiveEntry
 from app.model.messages import new_id
@@ -75,7 +76,7 @@ class ProxySession:
         self.configured_cap = configured_cap
         self.counts = Counts()
         self.started_at = time.time()
-        self._largest_accepted: dict[str, int] = {}
+        self._evidence: dict[str, SizeEvidence] = {}
         self.write_errors = 0
         self.id = new_id("s")
         if store is not None:
@@ -104,12 +105,16 @@ class ProxySession:
             reason=failure.reason,
         )
 
+    def evidence(self, endpoint: str) -> SizeEvidence:
+        """What `endpoint` has shown about body sizes in this run: the largest body it answered, the
+        smallest it refused for its size, the last reset (`app.engine.resets`, as the engine keeps)."""
+        return self._evidence.setdefault(endpoint, SizeEvidence())
+
     def accepted(self, endpoint: str, nbytes: int | None) -> None:
-        if nbytes:
-            self._largest_accepted[endpoint] = max(nbytes, self._largest_accepted.get(endpoint, 0))
+        self.evidence(endpoint).accepted(nbytes)
 
     def largest_accepted(self, endpoint: str) -> int | None:
-        return self._largest_accepted.get(endpoint)
+        return self.evidence(endpoint).accepted_max
 
     # -- the store -------------------------------------------------------------------------------
     async def record(self, record: ProxyRecord) -> None:

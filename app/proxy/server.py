@@ -435,12 +435,14 @@ class ProxyServer:
         headers = {k: v for k, v in response.headers.items()}
         text = decode_body(bytes(raw), response.headers.get("content-encoding", "")) or ""
         record.set_error_body(text)
+        evidence = self.session.evidence(record.endpoint)
         failure = classify_fields(
             status=response.status_code,
             body=text,
             headers=headers,
             request_bytes=record.sent_bytes,
             provider=wire.provider or None,
+            size_evidence=evidence,
         )
         judgement = judge(
             failure,
@@ -517,6 +519,13 @@ class ProxyServer:
 
     def _classified(self, record: ProxyRecord, failure: Any, cause: Cause, why: str) -> None:
         record.kind, record.reason, record.cause = failure.kind, failure.reason, str(cause)
+        evidence = self.session.evidence(record.endpoint)  # as the engine's sender keeps it
+        if cause is Cause.SIZE:
+            evidence.refused(record.sent_bytes)
+        elif failure.rule_id == "net.reset-unproven":
+            evidence.reset(record.sent_bytes)
+        else:
+            evidence.last_reset = None
         record.evidence = tuple(failure.evidence) + ((why,) if cause is not Cause.OTHER else ())
 
     def _learn(self, record: ProxyRecord, failure: Any) -> int | None:
@@ -565,12 +574,14 @@ class ProxyServer:
         if record.sent_bytes is None:  # dropped while the body was still going up: its declared size
             record.sent_bytes = head.content_length if not head.chunked else None
         timeout = isinstance(exc, TimeoutError) or "Timeout" in type(exc).__name__
+        evidence = self.session.evidence(record.endpoint)
         failure = classify_fields(
             message=str(exc) or type(exc).__name__,
             request_bytes=record.sent_bytes,
             transport="timeout" if timeout else "connection",
             error_type=type(exc).__name__,
             provider=wire.provider or None,
+            size_evidence=evidence,
         )
         judgement = judge(
             failure,

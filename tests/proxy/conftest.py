@@ -5,6 +5,7 @@ the tests block)."""
 from __future__ import annotations
 
 import asyncio
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -72,11 +73,11 @@ def nginx_refusals(gateway: Gateway) -> int:
 class ProxyHandle:
     """`bulkhead proxy` on 127.0.0.1:<free port>, run on its own thread; its events are collected."""
 
-    def __init__(self, upstream_url: str, **options: Any) -> None:
+    def __init__(self, upstream_url: str, headers: tuple[tuple[str, str], ...] = (), **options: Any) -> None:
         self.events: list[ProxyEvent] = []
         self.store = Store()
         settings = load_settings()
-        upstream = from_url(upstream_url)
+        upstream = from_url(upstream_url, headers)
         self.options = ProxyOptions(upstream=upstream, **options)
         self.session = ProxySession(self.store, State(), label=upstream.label)
         bus = ProxyEvents()
@@ -113,14 +114,20 @@ class ProxyHandle:
 def start_proxy() -> Iterator[Callable[..., ProxyHandle]]:
     started: list[ProxyHandle] = []
 
-    def start(upstream_url: str, **options: Any) -> ProxyHandle:
-        handle = ProxyHandle(upstream_url, **options)
+    def start(upstream_url: str, headers: tuple[tuple[str, str], ...] = (), **options: Any) -> ProxyHandle:
+        handle = ProxyHandle(upstream_url, headers, **options)
         started.append(handle)
         return handle
 
     yield start
     for handle in started:
         handle.stop()
+
+
+def free_port_number() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def wait_for(predicate: Callable[[], Any], what: str) -> Any:
