@@ -171,7 +171,12 @@ def test_codex_first_turn_is_answered_with_shrink(lab, nginx, start_proxy, refus
     work.mkdir()
     proxy = start_proxy(nginx.url, translate=True, shrink=True)
     run = codex(
-        codex_exe, proxy.url, _three_cats(work), home=_home(tmp_path, "codex-home"), workdir=work, refuser=refuser
+        codex_exe,
+        proxy.url,
+        _three_cats(work),
+        home=_home(tmp_path, "codex-home"),
+        workdir=work,
+        refuser=refuser,
     )
     assert run.code == 0, run.text
     assert "received 3 tool results" in run.out
