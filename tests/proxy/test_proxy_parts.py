@@ -208,3 +208,32 @@ def test_a_second_identical_reset_is_judged_size_and_translated(lab, start_proxy
     records = proxy.records(3)
     assert [r.action for r in records] == [Action.PASSED, Action.DROPPED, Action.TRANSLATED]
     assert records[2].kind == "connection_drop" and records[2].cause == "size"
+
+
+def test_continue_never_opens_a_proxy_session_as_a_chat(tmp_path):
+    from app.engine.bootstrap import open_session
+    from app.proxy.proxy_session import ProxySession
+    from app.state import State
+    from app.store import Store
+
+    store = Store()
+    chat, _ = open_session(
+        store,
+        Route(name="lab", provider="lab", model="lab-1"),
+        resume=None,
+        continue_=False,
+        workspace=tmp_path,
+    )
+    chat.release_lease()
+    proxy_session = ProxySession(store, State(), label="http://gw")
+    proxy_session.close()  # not held: only its provider keeps -c away
+    again, resumed = open_session(
+        store,
+        Route(name="lab", provider="lab", model="lab-1"),
+        resume=None,
+        continue_=True,
+        workspace=tmp_path,
+    )
+    assert resumed and again.id == chat.id != proxy_session.id
+    assert store.get_session(proxy_session.id).provider == "proxy"
+    store.close()
