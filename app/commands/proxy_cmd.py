@@ -94,7 +94,7 @@ def add_parser(sub: Any, formatter: type[argparse.HelpFormatter], port_type: Any
         help="no live view: one line per request on stdout (the live view is not built yet, so this is "
         "also what runs without the flag)",
     )
-    actions = proxy.add_subparsers(dest="proxy_action", metavar="ACTION")
+    actions = proxy.add_subparsers(dest="proxy_action", metavar="[status]", title="actions")
     status = actions.add_parser(
         "status",
         help="the running proxies: where, upstream, modes, counts and caps",
