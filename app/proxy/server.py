@@ -26,6 +26,7 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from app.engine.caps import learned_cap_for
 from app.engine.failures import classify_fields
 from app.model.messages import new_id
 from app.proxy import httpio, native_errors
@@ -533,9 +534,10 @@ class ProxyServer:
         in force."""
         if record.sent_bytes:
             learned = self.session.learn(record.endpoint, record.sent_bytes, failure)
-            self.events.emit(
-                CapLearned(record.endpoint, learned.cap_bytes, record.sent_bytes, failure.reason)
-            )
+            if learned.cap_bytes == learned_cap_for(record.sent_bytes):  # this refusal tightened it
+                self.events.emit(
+                    CapLearned(record.endpoint, learned.cap_bytes, record.sent_bytes, failure.reason)
+                )
             record.notes += (f"cap {format_size(learned.cap_bytes)} for {record.endpoint}",)
         cap = self.session.cap(record.endpoint).bytes
         record.cap_bytes = cap
