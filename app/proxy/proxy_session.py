@@ -13,7 +13,7 @@ import contextlib
 import os
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -120,15 +120,17 @@ class ProxySession:
     async def record(self, record: ProxyRecord) -> None:
         self.counts.add(record)
         if self.store is not None:
-            await self._write(self.store.record_request, record.to_store())
+            store = self.store
+            await self._write(lambda: store.record_request(record.to_store()))  # the preview parses the body
 
     async def archive(self, entries: Sequence[ArchiveEntry]) -> None:
         if self.store is not None and entries:
-            await self._write(self.store.archive_put, self.id, list(entries))
+            store, kept = self.store, list(entries)
+            await self._write(lambda: store.archive_put(self.id, kept))
 
-    async def _write(self, write: Any, *args: Any) -> None:
+    async def _write(self, write: Callable[[], None]) -> None:
         try:
-            await asyncio.to_thread(write, *args)
+            await asyncio.to_thread(write)
         except (StoreError, OSError):  # a full disk never stops the traffic; status says so
             self.write_errors += 1
 
