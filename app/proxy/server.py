@@ -257,6 +257,7 @@ class ProxyServer:
         if conversation and (options.shrink or (options.early_reject and over)):
             held = await body.whole()  # --shrink may resend it; --early-reject must see it whole
             self._client_body(record, body, held)
+        client_sent = held
         if held is not None and cap:
             held = await self._fit(record, wire, held, cap)
             if held is None:  # over the cap and not shrunk: answered without sending (--early-reject)
@@ -269,7 +270,7 @@ class ProxyServer:
                 )
                 answer = native_errors.overflow(wire, options.styles.get(wire, DEFAULT_STYLE[wire]), refusal)
                 return await self._answered(record, body, answer, Action.REJECTED_EARLY, writer, head, clock)
-        original = held if options.shrink and conversation else None
+        original = client_sent if options.shrink and conversation else None  # what a resend shrinks
         while True:
             outcome = await self._forward(record, wire, head, body, held, url, writer, clock, original)
             if not isinstance(outcome, _Resend):
