@@ -167,3 +167,9 @@ def _openai(
 
 def _json(value: object) -> bytes:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def plain(status: int, message: str) -> Answer:
+    """An error of the proxy's own (a bad request head, an unknown control path)."""
+    body = json.dumps({"error": {"message": f"bulkhead proxy: {message}"}}).encode()
+    return Answer(status, (("content-type", "application/json"),), body)

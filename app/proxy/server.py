@@ -22,7 +22,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -30,6 +30,7 @@ from app.engine.caps import learned_cap_for
 from app.engine.failures import classify_fields
 from app.model.messages import new_id
 from app.proxy import httpio, native_errors
+from app.proxy.client_body import ClientBody, model_of
 from app.proxy.judge import Cause, hop_name, incident_id, judge
 from app.proxy.native_errors import DEFAULT_STYLE, Answer, OverflowStyle, Refusal
 from app.proxy.proxy_session import ProxySession
@@ -44,9 +45,9 @@ from app.proxy.records import (
     RequestStarted,
 )
 from app.proxy.shrink import Shrunk, shrink
-from app.proxy.upstream import Upstream
+from app.proxy.upstream import Upstream, netloc
 from app.proxy.usage import decode_body, usage_from
-from app.proxy.wire import Wire, client_name, is_conversation, sniff_model, wire_for
+from app.proxy.wire import Wire, client_name, is_conversation, wire_for
 from app.sizes import MIB, format_size
 
 log = logging.getLogger(__name__)
@@ -69,50 +70,6 @@ class ProxyOptions:
     def modes(self) -> tuple[str, ...]:
         named = [("translate", self.translate), ("early-reject", self.early_reject), ("shrink", self.shrink)]
         return tuple(name for name, on in named if on) or ("observe",)
-
-
-class _Body:
-    """The client's body as it streams upstream: counted, hashed, and kept while it is small. One reader
-    of the connection: what httpx did not take (an upstream that answered early) `rest()` still can."""
-
-    def __init__(self, head: httpio.Head, reader: asyncio.StreamReader, keep: int, idle: float) -> None:
-        self.keep_limit, self.idle = keep, idle
-        self._stream = httpio.body_pieces(head, reader)
-        self.size = 0
-        self.sha = hashlib.sha256()
-        self.kept: bytearray | None = bytearray()
-        self.first = bytearray()
-        self.done = not head.has_body
-
-    async def pieces(self) -> AsyncIterator[bytes]:
-        while not self.done:
-            try:
-                piece = await asyncio.wait_for(anext(self._stream), self.idle)
-            except StopAsyncIteration:
-                self.done = True
-                return
-            self._take(piece)
-            yield piece
-
-    async def whole(self) -> bytes:
-        """Everything (still) to come, held in memory (for --shrink and --early-reject)."""
-        return b"".join([piece async for piece in self.pieces()])
-
-    async def rest(self) -> None:
-        """Read what the client is still sending, so its connection can carry the answer."""
-        async for _ in self.pieces():
-            pass
-
-    def _take(self, piece: bytes) -> None:
-        self.size += len(piece)
-        self.sha.update(piece)
-        if len(self.first) < 65536:
-            self.first += piece[: 65536 - len(self.first)]
-        if self.kept is not None:
-            if self.size <= self.keep_limit:
-                self.kept += piece
-            else:
-                self.kept = None
 
 
 @dataclass(frozen=True)
@@ -194,10 +151,10 @@ class ProxyServer:
                 try:
                     head = await asyncio.wait_for(httpio.read_head(reader), self.options.idle_timeout)
                 except httpio.HeadTooLarge as exc:
-                    await self._write_answer(writer, _plain(431, str(exc)), keep_alive=False)
+                    await self._write_answer(writer, native_errors.plain(431, str(exc)), keep_alive=False)
                     return
                 except httpio.BadRequest as exc:
-                    await self._write_answer(writer, _plain(400, str(exc)), keep_alive=False)
+                    await self._write_answer(writer, native_errors.plain(400, str(exc)), keep_alive=False)
                     return
                 if head is None:
                     return
@@ -237,7 +194,7 @@ class ProxyServer:
         if "100-continue" in head.get("expect").lower():
             writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
         url = upstream.url_for(wire, head.target)
-        body = _Body(head, reader, options.keep_body_bytes, options.idle_timeout)
+        body = ClientBody(head, reader, options.keep_body_bytes, options.idle_timeout)
         if url is None:
             await body.rest()
             answer = native_errors.unreachable(
@@ -262,7 +219,7 @@ class ProxyServer:
             held = await self._fit(record, wire, held, cap)
             if held is None:  # over the cap and not shrunk: answered without sending (--early-reject)
                 refusal = Refusal(
-                    hop=f"the gateway at {_netloc(url)}",
+                    hop=f"the gateway at {netloc(url)}",
                     rejected_bytes=body.size,
                     cap_bytes=cap,
                     evidence=(self.session.cap(record.endpoint).detail,),
@@ -300,7 +257,7 @@ class ProxyServer:
         record: ProxyRecord,
         wire: Wire,
         head: httpio.Head,
-        body: _Body,
+        body: ClientBody,
         held: bytes | None,
         url: str,
         writer: asyncio.StreamWriter,
@@ -347,14 +304,14 @@ class ProxyServer:
         finally:
             await response.aclose()
 
-    def _client_body(self, record: ProxyRecord, body: _Body, held: bytes | None = None) -> None:
+    def _client_body(self, record: ProxyRecord, body: ClientBody, held: bytes | None = None) -> None:
         """What the client sent (size, hash, model); when nothing was rewritten, also what went up."""
         record.request_bytes = body.size
         record.body_sha256 = body.sha.hexdigest()
         whole = (
             held if held is not None else (bytes(body.kept) if body.kept is not None and body.done else None)
         )
-        record.model = _model(whole, bytes(body.first))
+        record.model = model_of(whole, bytes(body.first))
         if record.body is None:
             record.body = whole
         if held is None and body.done:
@@ -364,7 +321,7 @@ class ProxyServer:
         self,
         record: ProxyRecord,
         head: httpio.Head,
-        body: _Body,
+        body: ClientBody,
         response: Any,
         writer: asyncio.StreamWriter,
         clock: float,
@@ -420,7 +377,7 @@ class ProxyServer:
         record: ProxyRecord,
         wire: Wire,
         head: httpio.Head,
-        body: _Body,
+        body: ClientBody,
         response: Any,
         writer: asyncio.StreamWriter,
         clock: float,
@@ -548,14 +505,14 @@ class ProxyServer:
         self,
         record: ProxyRecord,
         wire: Wire,
-        body: _Body,
+        body: ClientBody,
         writer: asyncio.StreamWriter,
         head: httpio.Head,
         clock: float,
         exc: BaseException,
     ) -> bool:
         record.sent_bytes = None
-        record.reason = f"nothing answered at {_netloc(record.upstream_url)}: {exc or type(exc).__name__}"
+        record.reason = f"nothing answered at {netloc(record.upstream_url)}: {exc or type(exc).__name__}"
         answer = native_errors.unreachable(wire, f"bulkhead proxy: {record.reason}")
         return await self._answered(record, body, answer, Action.UNREACHABLE, writer, head, clock)
 
@@ -564,7 +521,7 @@ class ProxyServer:
         record: ProxyRecord,
         wire: Wire,
         head: httpio.Head,
-        body: _Body,
+        body: ClientBody,
         writer: asyncio.StreamWriter,
         clock: float,
         exc: BaseException,
@@ -596,7 +553,7 @@ class ProxyServer:
         if judgement.cause is Cause.SIZE:
             cap = self._learn(record, failure)
             if conversation and self.options.translate:
-                hop = f"the gateway at {_netloc(record.upstream_url)}"
+                hop = f"the gateway at {netloc(record.upstream_url)}"
                 refusal = Refusal(hop, record.sent_bytes, cap, failure.evidence)
                 style = self.options.styles.get(wire, DEFAULT_STYLE[wire])
                 answer = native_errors.overflow(wire, style, refusal)
@@ -608,7 +565,7 @@ class ProxyServer:
     async def _answered(
         self,
         record: ProxyRecord,
-        body: _Body,
+        body: ClientBody,
         answer: Answer,
         action: Action,
         writer: asyncio.StreamWriter,
@@ -653,16 +610,11 @@ class ProxyServer:
         if head.method == "GET" and head.path.rstrip("/") == CONTROL_PREFIX + "status":
             answer = Answer(200, (("content-type", "application/json"),), json.dumps(self.status()).encode())
         else:
-            answer = _plain(
+            answer = native_errors.plain(
                 404, f"no proxy control endpoint {head.method} {head.path} (try GET {CONTROL_PREFIX}status)"
             )
         await self._write_answer(writer, answer, keep_alive=head.keep_alive)
         return head.keep_alive
-
-
-def _plain(status: int, message: str) -> Answer:
-    body = json.dumps({"error": {"message": f"bulkhead proxy: {message}"}}).encode()
-    return Answer(status, (("content-type", "application/json"),), body)
 
 
 def _head(
@@ -683,23 +635,6 @@ def _head(
     return httpio.encode_head(
         response.status_code, headers, length=length, keep_alive=keep_alive, status_text=reason
     )
-
-
-def _model(body: bytes | None, first: bytes) -> str:
-    if body is not None:
-        try:
-            data = json.loads(body)
-            if isinstance(data, dict) and isinstance(data.get("model"), str):
-                return str(data["model"])[:120]
-        except (ValueError, UnicodeDecodeError):
-            pass
-    return sniff_model(first)
-
-
-def _netloc(url: str) -> str:
-    from urllib.parse import urlsplit
-
-    return urlsplit(url).netloc or url
 
 
 def _is_transport_error(exc: BaseException) -> bool:

@@ -122,3 +122,10 @@ def make_client(upstream: Upstream, settings: Settings, idle_timeout: float) -> 
     for name in list(client.headers):  # httpx's defaults (User-Agent, Accept, …): the client's own go up
         del client.headers[name]
     return client
+
+
+def netloc(url: str) -> str:
+    """`host:port` of a URL (the URL itself when it has none), for messages that name a hop."""
+    from urllib.parse import urlsplit
+
+    return urlsplit(url).netloc or url
