@@ -2,7 +2,7 @@
 
     bulkhead                         TUI (new session; --resume ID, --continue)
     bulkhead -p "prompt" [--json]    one-shot: answer on stdout, notices on stderr
-    bulkhead lab | probe | classify | sessions | archive | config | auth | mcp
+    bulkhead lab | probe | classify | sessions | archive | config | auth | mcp | proxy
 
 Imports are deferred to the command that needs them, so `bulkhead --help` is instant.
 """
@@ -171,9 +171,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="how the cap is enforced: none, nginx, cloudflare, akamai, modsecurity, aws-waf, "
         "header-431, reset, html-200, apigw, apigw-waf",
     )
-    lab.add_argument("--cap", metavar="SIZE", help="body cap the gateway enforces (e.g. 128KB; none: no cap)")
     lab.add_argument(
-        "--window", type=int, metavar="TOKENS", help="context window of the lab model (none: no overflow)"
+        "--cap",
+        metavar="SIZE",
+        help="body cap the gateway enforces (e.g. 128KB; default: the profile's own; none: no cap at all)",
+    )
+    lab.add_argument(
+        "--window",
+        metavar="TOKENS",
+        help="context window of the lab model in tokens (default: 200000; none: no overflow)",
     )
     lab.add_argument(
         "--faults",
@@ -393,6 +399,10 @@ def build_parser() -> argparse.ArgumentParser:
     m_approve.add_argument("names", nargs="*", metavar="NAME", help="servers to allow (default: all of them)")
     mcp_sub.add_parser("reset", help="forget the answers given for this workspace's .mcp.json servers")
 
+    from app.commands.proxy_cmd import add_parser as add_proxy_parser  # its flags live beside its code
+
+    add_proxy_parser(sub, HelpFormatter, port)
+
     auth = _sub(
         sub,
         "auth",
@@ -429,6 +439,7 @@ _COMMANDS = {
     "config": "app.commands.config_cmd",
     "auth": "app.commands.auth_cmd",
     "mcp": "app.commands.mcp_cmd",
+    "proxy": "app.commands.proxy_cmd",
 }
 
 

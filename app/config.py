@@ -25,6 +25,7 @@ APPROVAL_MODES = ("ask", "auto-read", "auto-edit", "never-ask")
 CONTEXT_ENGINES = ("local", "provider")  # or "mcp:NAME": an MCP server's context_compact writes summaries
 OPENAI_APIS = ("responses", "chat")  # routes.NAME.api on provider = "openai" routes
 MCP_TOOL_SEARCH = ("auto", "bulkhead", "off")
+PROXY_ANTHROPIC_ERRORS = ("prompt-too-long", "request-too-large")  # app.proxy.native_errors.OverflowStyle
 HOOK_EVENTS = (
     "SessionStart",
     "SessionEnd",
@@ -278,6 +279,27 @@ class Settings:
         default=1024 * 1024, metadata=_opt("size", "largest MCP image sent to the model", low=0)
     )
     har_body_limit: int = field(default=64 * 1024, metadata=_opt("size", "body bytes kept per HAR entry"))
+    proxy_port: int = field(
+        default=8788, metadata=_opt("int", "port `bulkhead proxy` listens on (127.0.0.1)", low=1, high=65535)
+    )
+    proxy_idle_timeout: float = field(
+        default=900.0,
+        metadata=_opt(
+            "float", "seconds `bulkhead proxy` waits for a byte either way before giving up", above=0
+        ),
+    )
+    proxy_record_body_max: int = field(
+        default=4 * 1024 * 1024,
+        metadata=_opt("size", "request bodies up to this are kept whole for the proxy's records", low=0),
+    )
+    proxy_anthropic_error: str = field(
+        default="prompt-too-long",
+        metadata=_opt(
+            "choice",
+            "how `bulkhead proxy --translate` words a size refusal for Anthropic clients",
+            PROXY_ANTHROPIC_ERRORS,
+        ),
+    )
     hook_timeout: float = field(
         default=60.0, metadata=_opt("float", "default hook timeout (seconds)", above=0)
     )

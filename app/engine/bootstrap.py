@@ -118,7 +118,8 @@ def open_session(
     if continue_:
         me = this_process(what)
         for row in store.query(
-            "SELECT id, title FROM sessions ORDER BY updated_at DESC, created_at DESC LIMIT 50"
+            "SELECT id, title FROM sessions WHERE provider != 'proxy' "  # `bulkhead proxy` records: not a chat
+            "ORDER BY updated_at DESC, created_at DESC LIMIT 50"
         ):
             if fork:
                 return _forked(store, Session.load(store, row["id"]), what, notices), True

@@ -12,12 +12,12 @@ Each request goes through the same three stages, and `/_lab/requests` records wh
 3. **model** (`model.py`): the lab model answers — verdict `passed`.
 
 Each record in the log: id, time (UTC ISO 8601), method, path, bytes (body size, or the declared
-Content-Length when the gateway answered first), wire, verdict, status (None for reset/drop/timeout);
+Content-Length when the gateway answered first), sha256 (of the body, once read whole), wire, verdict, status (None for reset/drop/timeout);
 for model requests also model, operation, stream, input_tokens, system_bytes and system_tail (the
 last 4,096 characters of the system prompt: project instructions end up there) and, when answered, output_tokens,
 stop_reason (neutral: end_turn/tool_use/max_tokens) and cache read/write tokens.
 
-Model lists (`models.py`: `GET /v1/models`, Bedrock's `/foundation-models` and `/inference-profiles`)
+`GET /` and `HEAD /` answer 200 (clients check that a base URL is reachable so). Model lists (`models.py`: `GET /v1/models`, Bedrock's `/foundation-models` and `/inference-profiles`)
 are answered at once, never logged. Control plane (never behind the gateway, never logged): `GET /_lab/health`, `GET|DELETE /_lab/requests`,
 `GET|POST /_lab/config` (JSON {gateway, cap, window, faults, seed, slow_pause}), `DELETE /_lab/cache`.
 """
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import logging
 import re
@@ -99,12 +100,14 @@ def match_route(method: str, raw_path: str) -> Route | None:
     return None
 
 
+ENDPOINTS = (
+    "POST /v1/messages, /v1/messages/count_tokens, /v1/chat/completions, /v1/responses, "
+    "/v1/responses/compact, /model/{id}/converse, /model/{id}/converse-stream, /model/{id}/count-tokens"
+)
+
+
 def not_found(method: str, path: str) -> Response:
-    message = (
-        f"{method} {path} is not a lab endpoint (POST /v1/messages, /v1/messages/count_tokens, "
-        "/v1/chat/completions, /v1/responses, /v1/responses/compact, /model/{id}/converse, "
-        "/model/{id}/converse-stream, /model/{id}/count-tokens)"
-    )
+    message = f"{method} {path} is not a lab endpoint ({ENDPOINTS})"
     return json_response(404, {"type": "error", "error": {"type": "not_found_error", "message": message}})
 
 
@@ -312,6 +315,13 @@ class LabServer:
             return await self._send(
                 writer, self._control(head.method, head.path, body), close=not head.keep_alive
             )
+        if head.method in ("GET", "HEAD") and head.path.rstrip("/") == "":  # a client's reachability check
+            root = json_response(200, {"lab": "bulkhead", "endpoints": ENDPOINTS})
+            if head.method == "HEAD":
+                writer.write(encode_head(200, root.headers, length=len(root.body), close=not head.keep_alive))
+                await writer.drain()
+                return head.keep_alive
+            return await self._send(writer, root, close=not head.keep_alive)
         listed = models.listing(head.method, head.path, dict(head.headers), self._config.effective_window)
         if listed is not None:  # the model list (GET, no body): answered like a provider, never logged
             return await self._send(writer, json_response(200, listed), close=not head.keep_alive)
@@ -359,6 +369,7 @@ class LabServer:
             await self._send(writer, response, close=True)
             return False
         record["bytes"] = len(body)
+        record["sha256"] = hashlib.sha256(body).hexdigest()  # what arrived, byte for byte (proxy tests)
         if declared is None and gateway.over_cap(cap, len(body)):
             return await self._gateway(
                 config, route, head, reader, writer, record, ctx, len(body), body_read=True

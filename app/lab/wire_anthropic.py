@@ -1,7 +1,8 @@
 """Anthropic Messages API: `POST /v1/messages` (JSON or SSE) and `POST /v1/messages/count_tokens`.
 
 Request: model, max_tokens, system (string or text blocks), messages (string or blocks: text, tool_use,
-tool_result, image, …), tools, `cache_control` on tools/system/content blocks, stream. Responses,
+tool_result, image, …; a `system`-role message between them, as the mid-conversation system beta that
+Claude Code uses sends it, joins the system prompt), tools, `cache_control` on tools/system/content blocks, stream. Responses,
 stream events, usage (`input_tokens` excludes cached tokens) and errors
 (`{"type":"error","error":{"type","message"},"request_id"}` with a `request-id` header) are shaped as the
 real API sends them.
@@ -114,6 +115,21 @@ def _block(raw: Any, where: str) -> tuple[Block, Segment]:
     return Block(OTHER), segment(kind, compact_json(rest), breakpoint=mark)
 
 
+def _system_message(content: Any, where: str) -> tuple[str, Segment]:
+    """A `system`-role message inside `messages` (the mid-conversation system beta): text only."""
+    if isinstance(content, str):
+        return content, segment("system", content)
+    if isinstance(content, list) and content:
+        texts = []
+        for position, raw in enumerate(content):
+            if not isinstance(raw, dict) or raw.get("type") != "text" or not isinstance(raw.get("text"), str):
+                raise WireError(f"{where}.content.{position}: a system message holds text blocks only")
+            texts.append(raw["text"])
+        mark = any(isinstance(raw, dict) and raw.get("cache_control") for raw in content)
+        return "\n".join(texts), segment("system", "\n".join(texts), breakpoint=mark)
+    raise WireError(f"{where}.content: Field required")
+
+
 def parse(body: Any, body_bytes: int, *, count_only: bool = False) -> Conversation:
     if not isinstance(body, dict):
         raise WireError("Input should be a valid dictionary or object to extract fields from")
@@ -163,10 +179,16 @@ def parse(body: Any, body_bytes: int, *, count_only: bool = False) -> Conversati
             segments.append(seg)
         system_text = "\n".join(parts)
     parsed: list[tuple[str, list[Block], list[Segment]]] = []
+    mid_system: list[str] = []
     for index, message in enumerate(messages):
-        if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
-            raise WireError(f"messages.{index}.role: Input should be 'user' or 'assistant'")
+        if not isinstance(message, dict) or message.get("role") not in ("user", "assistant", "system"):
+            raise WireError(f"messages.{index}.role: Input should be 'user', 'assistant' or 'system'")
         content = message.get("content")
+        if message["role"] == "system":  # the mid-conversation system beta (Claude Code sends one)
+            text, seg = _system_message(content, f"messages.{index}")
+            mid_system.append(text)
+            segments.append(seg)
+            continue
         if isinstance(content, str):
             parsed.append((message["role"], [Block(TEXT, content)], [segment("text", content)]))
         elif isinstance(content, list):
@@ -198,7 +220,7 @@ def parse(body: Any, body_bytes: int, *, count_only: bool = False) -> Conversati
     conv = Conversation(
         NAME,
         model,
-        system_text,
+        "\n".join([system_text, *mid_system]) if mid_system else system_text,
         tuple(turns),
         tuple(tools),
         max_tokens if not count_only else None,
