@@ -27,7 +27,7 @@ from app.engine.compaction.context import PassContext, merge_entries
 from app.engine.compaction.pipeline import recovery_candidate
 from app.engine.failures import Failure
 from app.engine.payload import diagnose_floor
-from app.engine.prompts import PAYLOAD_NOTICE, PAYLOAD_NOTICE_PREFIX
+from app.engine.prompts import PAYLOAD_NOTICE, PAYLOAD_NOTICE_PREFIXES
 from app.engine.receipts import make_receipt
 from app.engine.sender import RequestFailed, StreamResult
 from app.model.archive import ArchiveEntry
@@ -359,7 +359,9 @@ class Recovery:
         session = self.engine.session
         if session.flags.get("payload_notice_injected"):
             return True
-        return any(PAYLOAD_NOTICE_PREFIX in m.all_text() for m in session.view.messages)
+        return any(
+            prefix in m.all_text() for m in session.view.messages for prefix in PAYLOAD_NOTICE_PREFIXES
+        )
 
     def _context(
         self, turn: int, max_tokens: int, failure: Failure, entries: list[ArchiveEntry]

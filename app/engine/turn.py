@@ -128,7 +128,7 @@ class Engine:
         workspace: Path | None = None,
         mcp: McpManager | None = None,
     ) -> None:
-        from app.tools.registry import TOOL_SPECS
+        from app.engine.tool_choice import offered_tools
 
         self.settings = settings
         self.session = session
@@ -141,7 +141,9 @@ class Engine:
         self.base_system = session.system_prompt or SYSTEM_PROMPT
         self.instructions = Instructions("")
         self.system = self.base_system  # + the project instructions, once loaded (load_instructions)
-        self.builtin_tools: tuple[ToolSpec, ...] = tuple(TOOL_SPECS if tools is None else tools)
+        self.builtin_tools: tuple[ToolSpec, ...] = tuple(
+            offered_tools(settings, route) if tools is None else tools
+        )
         self._tools_cache: tuple[object, tuple[ToolSpec, ...]] | None = None
         self._view_bytes: tuple[tuple, int] | None = (
             None  # the view's last known size, with what it was made of
@@ -1230,7 +1232,9 @@ class Engine:
         """Run a tool the user (or a rule) let through. Before a file tool changes a file, its bytes
         and mode are checkpointed (a separate step before the write: `/undo`, `/rewind`)."""
         from app.engine.checkpoints import CheckpointError
+        from app.engine.tool_choice import not_offered
         from app.tools.approval import target_paths
+        from app.tools.base import ToolOutcome
         from app.tools.registry import EDIT_TOOLS, run_tool
 
         snapshot = None
@@ -1252,6 +1256,8 @@ class Engine:
             outcome = await self.mcp_tools.run(
                 name, args, ctx
             )  # an MCP tool (or tool_search), through its server
+        elif (refusal := not_offered(name, self.settings, self.route)) is not None:
+            outcome = ToolOutcome(content=refusal, is_error=True)
         else:
             outcome = await run_tool(name, args, ctx)
         if snapshot is not None:

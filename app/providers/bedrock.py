@@ -321,6 +321,7 @@ class BedrockProvider(Provider):
                 config=config,
                 verify=botocore_verify(self.route, self.settings),
             )
+            client.meta.events.register("before-sign.bedrock-runtime.*", add_accept_header)
             client.meta.events.register("before-send.bedrock-runtime.*", _before_send)
             client.meta.events.register("before-parse.bedrock-runtime.ConverseStream", _before_parse)
             self._client = client
@@ -409,6 +410,7 @@ class BedrockProvider(Provider):
                 config=config,
                 verify=botocore_verify(self.route, self.settings),
             )
+            client.meta.events.register("before-sign.bedrock.*", add_accept_header)
             try:
                 listed = []
                 for model in client.list_foundation_models(byOutputModality="TEXT").get("modelSummaries", []):
@@ -527,6 +529,16 @@ def _register_credentials(session: Any) -> None:
         register_secret(frozen.access_key, "AWS access key id")
         register_secret(frozen.secret_key, "AWS secret access key")
         register_secret(frozen.token, "AWS session token")
+
+
+def add_accept_header(request: Any, **_: Any) -> None:
+    """botocore sends no `Accept` header; a browser-less client is expected to (the OWASP CRS scores its
+    absence, rule 920300), so say what is read back: the event stream, or JSON."""
+    headers = getattr(request, "headers", None)
+    if headers is None or "Accept" in headers:
+        return
+    url = str(getattr(request, "url", ""))
+    headers["Accept"] = "application/vnd.amazon.eventstream" if "-stream" in url else "application/json"
 
 
 def _before_send(request: Any, **_: Any) -> None:
