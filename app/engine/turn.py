@@ -21,6 +21,7 @@ import functools
 import json
 import os
 import random
+import sqlite3
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -593,6 +594,7 @@ class Engine:
             sleep=self.sleep,
             size_evidence=self._size_evidence(provider.route),
             user_rules=build_rules(self.settings.classifier_rules),
+            floor_bytes=(lambda: self.floor_sizes().total_bytes) if provider is self.provider else None,
         )
 
     def _size_evidence(self, route: Route) -> SizeEvidence:
@@ -638,6 +640,8 @@ class Engine:
                 evidence=tuple(failure.evidence),
                 payload_related=failure.payload_related,
                 recoverable=failure.recoverable,
+                cause=failure.cause,
+                incident_id=failure.incident_id,
             )
         )
         await self.hooks.request_rejected(
@@ -652,6 +656,7 @@ class Engine:
         """Fire SessionStart and keep any answer a crash left half-written (marked partial)."""
         with contextlib.suppress(OSError):
             self.state.migrate()  # e.g. forget caps an older bulkhead learned from a 431
+        self._purge_content_cap()
         drafts = [] if self.session.read_only else leftover_drafts(self.session.folder)
         for message_id, path in drafts:
             with contextlib.suppress(OSError):
@@ -681,6 +686,24 @@ class Engine:
         for problem in self.permissions.problems:
             self.emit(Notice(display_line(problem), level="warn", code="permissions"))
         self.view_changed("start", predicted=self._start_bytes())
+
+    def _purge_content_cap(self) -> None:
+        """Forget this endpoint's cap when an older bulkhead learned it from a content block (issue 36)."""
+        from app.engine.cap_purge import purge_stale_cap
+
+        route = self.route
+        try:
+            said = purge_stale_cap(
+                self.state,
+                self.session.store,
+                route.endpoint_id,
+                url_prefix=route.endpoint_url if route.provider == "bedrock" else route.base_url,
+                floor_bytes=self.floor_sizes().total_bytes,
+            )
+        except (OSError, sqlite3.Error):
+            return
+        if said:
+            self.emit(Notice(said, level="info", code="cap_forgotten"))
 
     async def close(self, reason: str = "exit") -> None:
         """End the session here: SessionEnd, MCP and the provider closed, every queued write on disk (a held
@@ -1002,6 +1025,16 @@ class Engine:
                     f"/retry to ask again",
                     failed.failure,
                     visible=True,
+                ) from failed
+            if failed.failure.cause == "content":
+                from app.engine.cap_purge import record_content_block
+                from app.engine.content_words import content_block_message
+
+                with contextlib.suppress(OSError):
+                    record_content_block(self.state, self.route.endpoint_id, failed.failure)
+
+                raise TurnFailed(
+                    content_block_message(failed.failure, session_id=self.session.id), failed.failure
                 ) from failed
             if failed.failure.recoverable:
                 result = await self.recovery.recover(failed, max_tokens=max_tokens, turn=turn)
