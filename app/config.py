@@ -234,6 +234,9 @@ class Settings:
         default=None,
         metadata=_opt("str?", "CA bundle (PEM file; a folder for Anthropic/OpenAI) every provider trusts"),
     )
+    content_probe_max: int = field(
+        default=60, metadata=_opt("int", "probes /blocked may send to find refused text", low=1, high=500)
+    )
     tools: tuple[str, ...] | None = field(
         default=None, metadata=_opt("tools?", "built-in tools offered to the model (default: all; [] none)")
     )

@@ -15,6 +15,8 @@ session starts, and a notice says so. Caps learned from a 413 or a reset are lef
 
 from __future__ import annotations
 
+from typing import Any
+
 from app.engine.failures import WAF_BLOCK, Failure
 from app.sizes import format_size
 from app.state import LearnedCap, State
@@ -83,7 +85,7 @@ def record_content_block(state: State, endpoint: str, failure: Failure) -> None:
     `[content_blocks]`, without any cap. The per-endpoint gateway profile can read it."""
     from datetime import UTC, datetime
 
-    def change(data: dict) -> None:
+    def change(data: dict[str, Any]) -> None:
         table = data.get("content_blocks")
         if not isinstance(table, dict):
             table = data["content_blocks"] = {}

@@ -1099,6 +1099,7 @@ class Engine:
 
         `by_user`: the user's own `@mentions` — no hooks, and no approval prompt inside the workspace.
         """
+        from app.engine.withhold import WITHHELD_REASON, WITHHELD_RECALL
         from app.tools.base import ToolContext
         from app.tools.budget import spill_folder
 
@@ -1106,6 +1107,10 @@ class Engine:
 
         def recall(key: str) -> str | None:  # the model recalls this session's archive only
             entry = store.archive_get(key, session.id, strict=True)
+            if (
+                entry is not None and entry.reason == WITHHELD_REASON
+            ):  # local-only: never re-sent by the model
+                return WITHHELD_RECALL
             return entry.content if entry else None
 
         scale = float(session.flags.get("budget_scale", 1.0))

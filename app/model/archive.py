@@ -28,7 +28,7 @@ MARKER_PREFIX = "[[ccr:"
 _LENIENT_RE = re.compile(r"(?i)(?:ccr:\s*)?(?<![0-9a-z])([0-9a-f]{16})(?![0-9a-z])")
 MAX_ENTRY_BYTES = 64 * 1024 * 1024
 
-REASONS = ("microcompact", "dedup", "budget", "L1", "L2", "L3", "shrink", "summary", "recovery")
+REASONS = ("microcompact", "dedup", "budget", "L1", "L2", "L3", "shrink", "summary", "recovery", "withheld")
 
 
 def archive_key(content: str) -> str:

@@ -355,11 +355,19 @@ class BedrockProvider(Provider):
     )
 
     async def probe(self, size: int) -> ProbeReply:
+        return await self._count_tokens(self._filler(size))
+
+    async def probe_texts(self, texts: Sequence[str]) -> ProbeReply:
+        return await self._count_tokens([{"text": text or " "} for text in texts])
+
+    def _filler(self, size: int) -> list[dict[str, str]]:
         envelope = {
             "modelId": self.route.model,
             "input": {"converse": {"messages": [{"role": "user", "content": [{"text": ""}]}]}},
         }
-        filler = "x" * max(1, size - botocore_len(envelope["input"]))
+        return [{"text": "x" * max(1, size - botocore_len(envelope["input"]))}]
+
+    async def _count_tokens(self, content: list[dict[str, str]]) -> ProbeReply:
         exchange = Exchange()
 
         def work() -> None:
@@ -368,7 +376,7 @@ class BedrockProvider(Provider):
                 client = self._ensure_client()
                 client.count_tokens(
                     modelId=self.route.model,
-                    input={"converse": {"messages": [{"role": "user", "content": [{"text": filler}]}]}},
+                    input={"converse": {"messages": [{"role": "user", "content": content}]}},
                 )
             finally:
                 _THREAD.exchange = None

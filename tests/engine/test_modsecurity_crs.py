@@ -145,3 +145,88 @@ def test_a_text_with_several_markers_scores_no_more_than_a_warning(crs, paranoia
         )
         assert status == 200
         assert {rule["id"] for rule in gateway.rules_since(mark)} <= {"942430"}
+
+
+SQL_FILE = (
+    "import sqlite3\n\n\n"
+    "def connect(path):\n"
+    "    return sqlite3.connect(path)\n\n\n"
+    "def find_user(db, name):\n"
+    "    # the old, unsafe way, kept for the migration notes\n"
+    "    query = \"SELECT * FROM users WHERE name = '\" + name + \"' OR '1'='1'\"\n"
+    "    return db.execute(query)\n\n\n"
+    "def count(db):\n"
+    '    return db.execute("SELECT COUNT(*) FROM users").fetchone()[0]\n'
+)
+
+
+@pytest.mark.parametrize(
+    "wire,paranoia",
+    # OpenAI's APIs carry a tool call's arguments as one JSON string, which the stock CRS refuses at PL2 on
+    # its own (942260, `": "`): see test_openai_tool_call_arguments_trip_pl2_by_themselves.
+    [("anthropic", 1), ("anthropic", 2), ("bedrock", 1), ("bedrock", 2), ("openai-chat", 1)],
+)
+async def test_a_tool_result_the_crs_refuses_is_found_withheld_and_the_session_goes_on(
+    make_harness, crs, paranoia, wire
+):
+    """The must-show of issue 36: a session whose tool result holds SQL-injection-looking code is blocked by
+    the real CRS, learns no cap; the finder names that tool result and a span in it within a bounded number
+    of zero-cost probes; withholding it lets the next turn answer; the master log keeps the original."""
+    from app.engine.blocked import blocked_plan, find_blocked
+    from app.engine.withhold import withhold
+
+    gateway = crs(paranoia)
+    provider, extra = WIRES[wire]
+    base = f"{gateway.url}/v1" if provider == "openai" else gateway.url
+    h = make_harness(provider, base_url=base, system=prompts.SYSTEM_PROMPT, route_extra=extra)
+    (h.engine.workspace / "db.py").write_text(SQL_FILE)
+    assert (await h.engine.submit("hello")).outcome == "answered"
+
+    blocked = await h.engine.submit("!read db.py")
+
+    assert blocked.outcome == "failed"
+    assert "Content blocked by Apache" in blocked.error and "/blocked" in blocked.error
+    assert h.engine.state.learned_cap(h.engine.route.endpoint_id) is None and h.of_type("cap_learned") == []
+    plan = blocked_plan(h.engine)
+    report = await find_blocked(h.engine)
+    finding = report.finding
+    assert finding is not None, report.message
+    assert finding.part.label == "turn 2, tool result of read_file db.py"
+    assert report.probes <= plan.max_probes
+    assert all(0 < end - start <= 300 for start, end in finding.spans), finding.to_json()
+    if finding.cleared:  # every refused span found within the probes: the SQL line is among them
+        assert any(first <= 10 <= last for first, last in finding.line_ranges), finding.to_json()
+    original = next(r.content for m in h.session.master for r in m.tool_results)
+
+    outcome = withhold(h.session, finding)
+    answered = await h.engine.submit("what now?")
+
+    assert outcome.applied, outcome.message
+    assert answered.outcome == "answered", answered.error
+    assert next(r.content for m in h.session.master for r in m.tool_results) == original  # byte for byte
+    sent = next(r.content for m in h.session.view.messages for r in m.tool_results)
+    assert "OR '1'='1" not in sent and "withheld" in sent
+    assert h.session.store.archive_get(outcome.archive_key, h.session.id).content == original
+
+
+@pytest.mark.parametrize("paranoia", PARANOIA_LEVELS)
+def test_openai_tool_call_arguments_trip_pl2_by_themselves(crs, paranoia):
+    """A fact users behind a PL2 CRS meet (README): Chat Completions and Responses send a tool call's
+    arguments as one JSON string, and `"path": "db.py"` in a string is rule 942260 at PL2 — blocked with
+    no content of the user's at all. At PL1 it passes. bulkhead cannot change the wire format; the
+    finder names the tool call, and the README says to ask for an exclusion or use PL1."""
+    gateway = crs(paranoia)
+    call = {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": "read_file", "arguments": '{"path": "db.py"}'},
+    }
+    body = {
+        "model": "gpt-5.5",
+        "max_tokens": 0,
+        "messages": [{"role": "assistant", "content": None, "tool_calls": [call]}],
+    }
+    mark = gateway.log_mark()
+    status = post(gateway.port, "/v1/chat/completions", json.dumps(body).encode())
+    ids = {rule["id"] for rule in gateway.rules_since(mark)}
+    assert (status, "942260" in ids) == ((403, True) if paranoia == 2 else (400, False))
