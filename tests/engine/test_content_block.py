@@ -120,3 +120,54 @@ async def test_a_cap_learned_from_a_413_stays(make_harness, lab):
     await h.engine.start()
 
     assert h.engine.state.learned_cap(endpoint).cap_bytes == 100
+
+
+async def test_probe_content_from_the_command_line_finds_and_withholds(make_harness, lab, tmp_path):
+    """`bulkhead probe --content --session ID --json --yes --withhold`, the real entry point, against the
+    lab's modsecurity profile: it names the tool result and the span, withholds it, and the session goes on."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    lab.configure(gateway="modsecurity")
+    h = make_harness("anthropic")
+    (h.engine.workspace / "db.py").write_text(SQL)
+    assert (await h.engine.submit("hello")).outcome == "answered"
+    assert (await h.engine.submit("!read db.py")).outcome == "failed"
+    session_id = h.session.id
+    await h.engine.close()
+    config = tmp_path / "probe.toml"
+    config.write_text(
+        f'default_route = "t"\nworkspace = "{h.engine.workspace}"\n'
+        f'[routes.t]\nprovider = "anthropic"\nmodel = "claude-sonnet-5-5"\nbase_url = "{lab.url}"\n'
+    )
+    env = {**os.environ, "BULKHEAD_CONFIG": str(config), "ANTHROPIC_API_KEY": "sk-ant-FAKE-test-key"}
+    command = [sys.executable, "-m", "app", "probe", "--content", "--session", session_id, "--json"]
+
+    refused = subprocess.run(
+        command, env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL
+    )
+    done = subprocess.run(
+        [*command, "--yes", "--withhold"], env=env, capture_output=True, text=True, timeout=120
+    )
+
+    assert refused.returncode == 2 and "not probing (nothing was sent)" in refused.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    result = lines[-1]
+    assert done.returncode == 0, done.stderr
+    assert [line["type"] for line in lines[:-1]] == ["probe"] * (len(lines) - 1) and len(lines) - 1 == result[
+        "probes"
+    ]
+    assert result["finding"]["part"]["label"] == "turn 2, tool result of read_file db.py"
+    assert "OR '1'='1" in result["finding"]["span"]["text"] or "'1'='1" in result["finding"]["span"]["text"]
+    assert result["withheld"]["applied"] is True
+    answered = subprocess.run(
+        [sys.executable, "-m", "app", "--resume", session_id, "-p", "what now?"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert answered.returncode == 0, answered.stderr
+    assert "You said: “what now?”" in answered.stdout
