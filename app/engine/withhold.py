@@ -68,16 +68,18 @@ def _replace_text(text: str, finding: Finding) -> tuple[str, bool]:
     return "\n".join(out), False
 
 
-def withheld_message(message: Message, finding: Finding) -> tuple[Message, str]:
-    """`message` with the found part's span replaced by a stub (a derived message), and the original text."""
+def withheld_message(message: Message, finding: Finding) -> tuple[Message, str, bool]:
+    """`message` with the found part's spans replaced by a stub (a derived message), the original text,
+    and whether the whole part was withheld."""
     part = message.parts[finding.part.index]
+    whole = True
     if isinstance(part, Text):
         original = part.text
-        new_text, _ = _replace_text(original, finding)
+        new_text, whole = _replace_text(original, finding)
         new_part: Text | ToolResult | ToolCall = Text(new_text)
     elif isinstance(part, ToolResult):
         original = part.content
-        new_text, _ = _replace_text(original, finding)
+        new_text, whole = _replace_text(original, finding)
         new_part = replace(part, content=new_text)
     elif isinstance(part, ToolCall):
         original = finding.part.text
@@ -86,7 +88,7 @@ def withheld_message(message: Message, finding: Finding) -> tuple[Message, str]:
         raise ValueError("only text, tool results and tool calls can be withheld")
     parts = list(message.parts)
     parts[finding.part.index] = new_part
-    return message.derive(parts, origin="stub"), original
+    return message.derive(parts, origin="stub"), original, whole
 
 
 def withhold(session: Session, finding: Finding) -> WithholdOutcome:
@@ -108,7 +110,7 @@ def withhold(session: Session, finding: Finding) -> WithholdOutcome:
     index = next((i for i, m in enumerate(messages) if m.id == part.message_id), None)
     if index is None:
         return WithholdOutcome(False, f"{part.label} is no longer in the conversation's view")
-    stubbed, original = withheld_message(messages[index], finding)
+    stubbed, original, whole = withheld_message(messages[index], finding)
     key = archive_key(original)
     entry = ArchiveEntry(key=key, content=original, reason=WITHHELD_REASON, source_ids=(messages[index].id,))
     messages[index] = stubbed
@@ -118,7 +120,8 @@ def withhold(session: Session, finding: Finding) -> WithholdOutcome:
     session.set_flag("withheld", withheld)
     return WithholdOutcome(
         True,
-        f"withheld {', '.join(_range_words(*r) for r in finding.line_ranges)} of {part.label} from the model "
+        f"withheld {'all' if whole else ', '.join(_range_words(*r) for r in finding.line_ranges)} of "
+        f"{part.label} from the model "
         f"(kept locally as ccr:{key}: bulkhead archive show {key}); /rewind compact undoes it",
         archive_key=key,
         view_id=view.id,
