@@ -218,6 +218,22 @@ def build_parser() -> argparse.ArgumentParser:
     probe.add_argument("--max-probes", type=int, default=40, metavar="N", help="at most this many requests")
     probe.add_argument("--save", action="store_true", help="remember the cap found for this endpoint")
     probe.add_argument(
+        "--content",
+        action="store_true",
+        help="find which part of a session's request a content-inspecting gateway refuses (asks first: "
+        "each probe carries conversation text to the gateway)",
+    )
+    probe.add_argument(
+        "--session",
+        dest="probe_session",
+        metavar="ID",
+        help="with --content: the session (default: the latest)",
+    )
+    probe.add_argument(
+        "--withhold", action="store_true", help="with --content: withhold what was found from the model"
+    )
+    probe.add_argument("--yes", action="store_true", help="with --content: do not ask before probing")
+    probe.add_argument(
         "--json",
         dest="probe_json",
         action="store_true",

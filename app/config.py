@@ -76,6 +76,11 @@ def example_config_path() -> Path:
     raise ConfigError("config.example.toml is missing from this installation; reinstall bulkhead")
 
 
+# The built-in tools by name (app.tools.registry declares them; a test keeps the two in step). Config
+# sits below the tools in the import layers, so the names are spelled here for `tools = [...]`.
+BUILTIN_TOOL_NAMES = ("read_file", "list_dir", "glob", "grep", "shell", "write_file", "edit_file", "recall")
+
+
 def _opt(
     kind: str,
     help: str,
@@ -106,6 +111,7 @@ class Route:
     api_key_env: str | None = None
     api: str | None = None  # openai routes: "responses" | "chat"; None = by base_url (providers.openai)
     images: bool | None = None  # does the model take image blocks (None: bulkhead guesses by provider)
+    tools: tuple[str, ...] | None = None  # built-in tools offered on this route (None: the global `tools`)
 
     @property
     def endpoint_id(self) -> str:
@@ -130,6 +136,7 @@ _ROUTE_KEYS: dict[str, str] = {
     "api_key_env": "str",
     "api": "choice",
     "images": "bool",
+    "tools": "tools?",
 }
 _ROUTE_CHOICES: dict[str, tuple[str, ...]] = {"provider": PROVIDERS, "api": OPENAI_APIS}
 
@@ -227,6 +234,12 @@ class Settings:
     ca_bundle: str | None = field(
         default=None,
         metadata=_opt("str?", "CA bundle (PEM file; a folder for Anthropic/OpenAI) every provider trusts"),
+    )
+    content_probe_max: int = field(
+        default=60, metadata=_opt("int", "probes /blocked may send to find refused text", low=1, high=500)
+    )
+    tools: tuple[str, ...] | None = field(
+        default=None, metadata=_opt("tools?", "built-in tools offered to the model (default: all; [] none)")
     )
     approval: str = field(default="auto-read", metadata=_opt("choice", "tool approvals", APPROVAL_MODES))
     workspace: str | None = field(default=None, metadata=_opt("str?", "folder tools work in (default: cwd)"))
@@ -465,6 +478,17 @@ def _convert(kind: str, value: Any, key: str, where: str, choices: tuple[str, ..
             if not isinstance(value, str):
                 raise ValueError
             return value
+        if base == "tools":  # built-in tool names: a list, [] for none
+            items = [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else value
+            if not isinstance(items, list | tuple) or not all(isinstance(v, str) for v in items):
+                raise ValueError
+            unknown = [v for v in items if v not in BUILTIN_TOOL_NAMES]
+            if unknown:
+                raise ConfigError(
+                    f"{where}: {key}: {_shown(unknown[0], key)} is not a built-in tool "
+                    f"(tools: {', '.join(BUILTIN_TOOL_NAMES)}; [] offers none)"
+                )
+            return tuple(dict.fromkeys(items))
         if base == "names":
             items = [v.strip() for v in value.split(",")] if isinstance(value, str) else value
             if not isinstance(items, list | tuple) or not all(isinstance(v, str) for v in items):
@@ -488,6 +512,7 @@ def _convert(kind: str, value: Any, key: str, where: str, choices: tuple[str, ..
             "bool": "true or false",
             "str": "a string",
             "names": 'a list of variable names, e.g. ["GITHUB_TOKEN"]',
+            "tools": 'a list of built-in tool names, e.g. ["read_file", "grep"], or [] for none',
         }.get(base, base)
         raise ConfigError(f"{where}: {key} = {_shown(value, key)} is not {wanted}") from None
     raise AssertionError(f"unknown setting kind {kind}")

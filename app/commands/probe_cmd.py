@@ -54,6 +54,12 @@ def _print_result(result: ProbeResult, endpoint: str, saved: bool) -> None:
 
 
 def run(args) -> int:
+    if getattr(args, "content", False):
+        from app.commands.probe_content import run_content
+
+        return run_content(args)
+    if getattr(args, "withhold", False) or getattr(args, "probe_session", None):
+        raise ConfigError("probe: --session and --withhold go with --content")
     from app.engine.bootstrap import choose_route
     from app.providers.base import make_provider
     from app.state import State

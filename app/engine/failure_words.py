@@ -26,6 +26,10 @@ if TYPE_CHECKING:
 
 def describe_action(failure: Failure, *, fallback_cap: int = DEFAULT_FALLBACK_CAP) -> str:
     """What bulkhead does about `failure`, in words (for the inspector and `bulkhead classify`)."""
+    if failure.cause == "content":  # judged by app.engine.block_cause: no cap, no ladder
+        from app.engine.content_words import content_action
+
+        return content_action(failure)
     kind = failure.kind
     if kind in PAYLOAD_KINDS:
         if failure.rejected_bytes:

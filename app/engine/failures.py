@@ -117,6 +117,8 @@ class Failure:
     rule_origin: str = "built-in"  # or where a user rule is written ("config.toml:12")
     stated_window_tokens: int | None = None  # the largest request (tokens) the error says the provider takes
     request_header_bytes: int | None = None  # how big the request's headers were (for headers_too_large)
+    cause: str = ""  # a gateway refusal's judged cause: size | content | unknown (app.engine.block_cause)
+    incident_id: str | None = None  # the block page's reference for the network team (app.engine.block_cause)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready fields (evidence as a list)."""

@@ -205,7 +205,7 @@ def heaviest_servers(servers: Mapping[str, int] | None, limit: int = 3) -> str:
 _REDUCE = {
     "system prompt": "shorten the system prompt",
     "instructions": "shorten AGENTS.md / CLAUDE.md (or lower instructions_max_bytes)",
-    "tools (built-in)": "turn tools off",
+    "tools (built-in)": 'offer fewer built-in tools (tools = ["read_file", "grep"] in config.toml, or [] for none)',
     MCP_PART: "turn off or defer the heaviest MCP servers (enabled = false, mcp_defer_ratio)",
 }
 

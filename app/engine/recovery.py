@@ -18,16 +18,18 @@ Every attempt writes a receipt and fires PreCompact/PostCompact with trigger `re
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from app.engine.block_cause import judged_content
 from app.engine.caps import learned_cap_for
 from app.engine.compaction.context import PassContext, merge_entries
 from app.engine.compaction.pipeline import recovery_candidate
 from app.engine.failures import Failure
 from app.engine.payload import diagnose_floor
-from app.engine.prompts import PAYLOAD_NOTICE, PAYLOAD_NOTICE_PREFIX
+from app.engine.prompts import PAYLOAD_NOTICE, PAYLOAD_NOTICE_PREFIXES
 from app.engine.receipts import make_receipt
 from app.engine.sender import RequestFailed, StreamResult
 from app.model.archive import ArchiveEntry
@@ -68,7 +70,12 @@ class Recovery:
         failure = failed.failure
         rejected = self._rejected_bytes(failed)
         notice: Message | None = None
-        if failure.payload_related:
+        # A 403 that no evidence tells from a content block (app.engine.block_cause): the ladder runs, but
+        # the cap is learned only when a smaller request passes; if every smaller resend that keeps the
+        # newest messages is refused too, it was the content, and nothing is learned.
+        deferred = _undecided_block(failure)
+        first_failure, first_rejected, refused_smaller = failure, rejected, 0
+        if failure.payload_related and not deferred:
             self._learn_cap(failure, rejected)
             self._check_floor(failure, rejected)
             if not self._notice_present():
@@ -176,14 +183,20 @@ class Recovery:
                 if again.partial_text:
                     engine.keep_partial(again.partial_text, turn, again.failure)
                     raise TurnFailed(again.failure.reason, again.failure, visible=True) from again
+                if again.failure.cause == "content":
+                    raise TurnFailed(self._content_message(again.failure), again.failure) from again
                 if not again.failure.recoverable:
                     break
                 failure = again.failure
                 rejected = self._rejected_bytes(again)
-                if failure.payload_related:
+                if deferred and _undecided_block(failure):
+                    refused_smaller += 1
+                elif failure.payload_related:
                     self._learn_cap(failure, rejected)
                     self._check_floor(failure, rejected)
                 continue
+            if deferred:  # a smaller request passed: the 403 was about size after all
+                self._learn_cap(first_failure, first_rejected)
             # Success: the candidate becomes the active view, with its archive entries, in one transaction.
             await session.drain()  # a view commit reads the database: our appends first, off the loop
             view = session.commit_view(candidate_messages, entries, reason=f"recovery:L{level}")
@@ -236,6 +249,14 @@ class Recovery:
         session.counters.recoveries_failed += 1
         session.save_counters()
         final = last.failure
+        if deferred and refused_smaller and _undecided_block(final):
+            content = judged_content(
+                final,
+                f"{refused_smaller} smaller resend(s) keeping the newest messages were refused too "
+                f"(down to {format_size(rejected)} from {format_size(first_rejected)})",
+            )
+            self._record_content_block(content)
+            raise TurnFailed(self._content_message(content), content) from last
         engine.emit(
             RecoveryStep(
                 level=min(settings.max_recovery_attempts, TOP_LEVEL),
@@ -256,6 +277,17 @@ class Recovery:
         raise TurnFailed(message, final) from last
 
     # -- pieces -----------------------------------------------------------------------------------
+    def _content_message(self, failure: Failure) -> str:
+        from app.engine.content_words import content_block_message
+
+        return content_block_message(failure, session_id=self.engine.session.id)
+
+    def _record_content_block(self, failure: Failure) -> None:
+        from app.engine.cap_purge import record_content_block
+
+        with contextlib.suppress(OSError):
+            record_content_block(self.engine.state, self.engine.route.endpoint_id, failure)
+
     def _rejected_bytes(self, failed: RequestFailed) -> int:
         return (
             failed.failure.rejected_bytes
@@ -359,7 +391,9 @@ class Recovery:
         session = self.engine.session
         if session.flags.get("payload_notice_injected"):
             return True
-        return any(PAYLOAD_NOTICE_PREFIX in m.all_text() for m in session.view.messages)
+        return any(
+            prefix in m.all_text() for m in session.view.messages for prefix in PAYLOAD_NOTICE_PREFIXES
+        )
 
     def _context(
         self, turn: int, max_tokens: int, failure: Failure, entries: list[ArchiveEntry]
@@ -423,3 +457,8 @@ class Recovery:
             },
             keys,
         )
+
+
+def _undecided_block(failure: Failure) -> bool:
+    """A 403 block whose cause no evidence decided (app.engine.block_cause: size is then only a guess)."""
+    return failure.kind == "waf_block" and failure.cause == "unknown"

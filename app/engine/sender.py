@@ -121,6 +121,7 @@ class Sender:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         size_evidence: SizeEvidence | None = None,
         user_rules: tuple[Rule, ...] = (),
+        floor_bytes: Callable[[], int | None] | None = None,
     ) -> None:
         self.session = session
         self.provider = provider
@@ -132,6 +133,7 @@ class Sender:
         self.sleep = sleep
         self.size_evidence = size_evidence if size_evidence is not None else SizeEvidence()
         self.user_rules = user_rules
+        self.floor_bytes = floor_bytes  # the request floor, for judging size against content (block_cause)
         self.draft = DraftWriter(session.folder, session.writer)
         self._visible: list[str] = []  # what the current (or last cancelled) request made visible
 
@@ -199,6 +201,8 @@ class Sender:
     def _classify(self, error: ProviderError, request: Request) -> Failure:
         """A failed request's classification, streamed or not: the endpoint's size evidence and the user's
         rules count, secrets are redacted, and what it shows about body sizes is learned."""
+        from app.engine.block_cause import judge
+
         failure = redact_failure(
             classify(
                 error,
@@ -207,8 +211,24 @@ class Sender:
                 user_rules=self.user_rules,
             )
         )
+        failure = judge(
+            failure,
+            request_bytes=error.request_bytes or request.actual_bytes or request.predicted_bytes,
+            accepted_max=self.size_evidence.accepted_max,
+            floor_bytes=self._floor(),
+            body=redact_text(error.body or error.message or ""),
+            headers=error.headers or request.response_headers,
+        )
         self._learn_sizes(error, failure, request)
         return failure
+
+    def _floor(self) -> int | None:
+        if self.floor_bytes is None:
+            return None
+        try:
+            return self.floor_bytes()
+        except Exception:  # noqa: BLE001 - a floor that cannot be measured only weakens the judgement
+            return None
 
     def _count_request(self) -> None:
         self.session.counters.requests += 1

@@ -21,6 +21,7 @@ import functools
 import json
 import os
 import random
+import sqlite3
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -128,7 +129,7 @@ class Engine:
         workspace: Path | None = None,
         mcp: McpManager | None = None,
     ) -> None:
-        from app.tools.registry import TOOL_SPECS
+        from app.engine.tool_choice import offered_tools
 
         self.settings = settings
         self.session = session
@@ -141,7 +142,9 @@ class Engine:
         self.base_system = session.system_prompt or SYSTEM_PROMPT
         self.instructions = Instructions("")
         self.system = self.base_system  # + the project instructions, once loaded (load_instructions)
-        self.builtin_tools: tuple[ToolSpec, ...] = tuple(TOOL_SPECS if tools is None else tools)
+        self.builtin_tools: tuple[ToolSpec, ...] = tuple(
+            offered_tools(settings, route) if tools is None else tools
+        )
         self._tools_cache: tuple[object, tuple[ToolSpec, ...]] | None = None
         self._view_bytes: tuple[tuple, int] | None = (
             None  # the view's last known size, with what it was made of
@@ -591,6 +594,7 @@ class Engine:
             sleep=self.sleep,
             size_evidence=self._size_evidence(provider.route),
             user_rules=build_rules(self.settings.classifier_rules),
+            floor_bytes=(lambda: self.floor_sizes().total_bytes) if provider is self.provider else None,
         )
 
     def _size_evidence(self, route: Route) -> SizeEvidence:
@@ -636,6 +640,8 @@ class Engine:
                 evidence=tuple(failure.evidence),
                 payload_related=failure.payload_related,
                 recoverable=failure.recoverable,
+                cause=failure.cause,
+                incident_id=failure.incident_id,
             )
         )
         await self.hooks.request_rejected(
@@ -650,6 +656,7 @@ class Engine:
         """Fire SessionStart and keep any answer a crash left half-written (marked partial)."""
         with contextlib.suppress(OSError):
             self.state.migrate()  # e.g. forget caps an older bulkhead learned from a 431
+        self._purge_content_cap()
         drafts = [] if self.session.read_only else leftover_drafts(self.session.folder)
         for message_id, path in drafts:
             with contextlib.suppress(OSError):
@@ -679,6 +686,24 @@ class Engine:
         for problem in self.permissions.problems:
             self.emit(Notice(display_line(problem), level="warn", code="permissions"))
         self.view_changed("start", predicted=self._start_bytes())
+
+    def _purge_content_cap(self) -> None:
+        """Forget this endpoint's cap when an older bulkhead learned it from a content block (issue 36)."""
+        from app.engine.cap_purge import purge_stale_cap
+
+        route = self.route
+        try:
+            said = purge_stale_cap(
+                self.state,
+                self.session.store,
+                route.endpoint_id,
+                url_prefix=route.endpoint_url if route.provider == "bedrock" else route.base_url,
+                floor_bytes=self.floor_sizes().total_bytes,
+            )
+        except (OSError, sqlite3.Error):
+            return
+        if said:
+            self.emit(Notice(said, level="info", code="cap_forgotten"))
 
     async def close(self, reason: str = "exit") -> None:
         """End the session here: SessionEnd, MCP and the provider closed, every queued write on disk (a held
@@ -1001,6 +1026,16 @@ class Engine:
                     failed.failure,
                     visible=True,
                 ) from failed
+            if failed.failure.cause == "content":
+                from app.engine.cap_purge import record_content_block
+                from app.engine.content_words import content_block_message
+
+                with contextlib.suppress(OSError):
+                    record_content_block(self.state, self.route.endpoint_id, failed.failure)
+
+                raise TurnFailed(
+                    content_block_message(failed.failure, session_id=self.session.id), failed.failure
+                ) from failed
             if failed.failure.recoverable:
                 result = await self.recovery.recover(failed, max_tokens=max_tokens, turn=turn)
             elif failed.failure.transient:  # the sender's retries ran out
@@ -1064,6 +1099,7 @@ class Engine:
 
         `by_user`: the user's own `@mentions` — no hooks, and no approval prompt inside the workspace.
         """
+        from app.engine.withhold import WITHHELD_REASON, WITHHELD_RECALL
         from app.tools.base import ToolContext
         from app.tools.budget import spill_folder
 
@@ -1071,6 +1107,10 @@ class Engine:
 
         def recall(key: str) -> str | None:  # the model recalls this session's archive only
             entry = store.archive_get(key, session.id, strict=True)
+            if (
+                entry is not None and entry.reason == WITHHELD_REASON
+            ):  # local-only: never re-sent by the model
+                return WITHHELD_RECALL
             return entry.content if entry else None
 
         scale = float(session.flags.get("budget_scale", 1.0))
@@ -1230,7 +1270,9 @@ class Engine:
         """Run a tool the user (or a rule) let through. Before a file tool changes a file, its bytes
         and mode are checkpointed (a separate step before the write: `/undo`, `/rewind`)."""
         from app.engine.checkpoints import CheckpointError
+        from app.engine.tool_choice import not_offered
         from app.tools.approval import target_paths
+        from app.tools.base import ToolOutcome
         from app.tools.registry import EDIT_TOOLS, run_tool
 
         snapshot = None
@@ -1252,6 +1294,8 @@ class Engine:
             outcome = await self.mcp_tools.run(
                 name, args, ctx
             )  # an MCP tool (or tool_search), through its server
+        elif (refusal := not_offered(name, self.settings, self.route)) is not None:
+            outcome = ToolOutcome(content=refusal, is_error=True)
         else:
             outcome = await run_tool(name, args, ctx)
         if snapshot is not None:

@@ -51,6 +51,7 @@ from app.engine.prompts import (
     CONTINUATION,
     DROPPED_NOTICE,
     INIT_MARKER,
+    LEGACY_PAYLOAD_NOTICE_PREFIX,
     PAYLOAD_NOTICE_PREFIX,
     SUMMARY_HEADER,
     SUMMARY_SYSTEM_MARKER,
@@ -102,8 +103,8 @@ TOOL_COMMANDS = {
     "recall": "recall",
     "call": "",
 }  # !call names its tool
-_MARKER_RE = re.compile(r"<<ccr:[0-9a-f]{16}>>")
-_KEY_RE = re.compile(r"^(?:<<ccr:)?([0-9a-fA-F]{16})(?:>>)?$")
+_MARKER_RE = re.compile(r"<<ccr:[0-9a-f]{16}>>|\[\[ccr:[0-9a-f]{16}\]\]")
+_KEY_RE = re.compile(r"^(?:<<ccr:|\[\[ccr:)?([0-9a-fA-F]{16})(?:>>|\]\])?$")
 _RANGE_RE = re.compile(r"^(\d+)\s*[-:]\s*(\d+)$")
 _ROLE_HEADER_RE = (
     re.compile(  # "[User · turn 3]", "[Tool result: shell · turn 2]", "## assistant:", "**user**"
@@ -162,6 +163,7 @@ def _is_continuation(text: str) -> bool:
 # Texts bulkhead puts in user messages that are not the user's request (the model reads them as context).
 INJECTED_PREFIXES = (
     PAYLOAD_NOTICE_PREFIX,
+    LEGACY_PAYLOAD_NOTICE_PREFIX,
     COMPACTED_NOTICE[:40],
     DROPPED_NOTICE.split("(", 1)[0],
     SUMMARY_HEADER,

@@ -38,7 +38,17 @@ from types import ModuleType
 from typing import Any
 from urllib.parse import unquote
 
-from app.lab import gateway, model, models, wire_anthropic, wire_bedrock, wire_openai, wire_responses
+from app.lab import (
+    content_rules,
+    gateway,
+    model,
+    models,
+    pages,
+    wire_anthropic,
+    wire_bedrock,
+    wire_openai,
+    wire_responses,
+)
 from app.lab.cache import PromptCache
 from app.lab.config import LabConfig
 from app.lab.conversation import WireError
@@ -376,6 +386,13 @@ class LabServer:
             )
         if route is None:
             return await self._finish(writer, head, record, not_found(head.method, head.path), "not-found")
+        if config.gateway == "modsecurity":  # a WAF that judges content, not only size
+            found = content_rules.inspect(body)
+            if found is not None:
+                record["rule"] = f"{found.rule.id} {found.rule.msg}: {found.matched!r} in {found.where}"
+                return await self._finish(
+                    writer, head, record, pages.modsecurity_403(head.host), "blocked:modsecurity-403"
+                )
         return await self._model(config, route, head, body, reader, writer, record)
 
     async def _gateway(

@@ -178,6 +178,8 @@ class Rejection(Event):
     evidence: tuple[str, ...] = ()
     payload_related: bool = False
     recoverable: bool = False
+    cause: str = ""  # a gateway refusal's judged cause: size | content | unknown ("" for other failures)
+    incident_id: str | None = None  # the block page's reference, for the network team
 
 
 @dataclass(frozen=True)

@@ -400,6 +400,14 @@ class AnthropicProvider(HttpxSdkProvider):
             )
         )
 
+    async def probe_texts(self, texts: Sequence[str]) -> ProbeReply:
+        content = [{"type": "text", "text": text or " "} for text in texts]
+        return await self._probe_call(
+            lambda client: client.messages.count_tokens(
+                model=self.route.model, messages=[{"role": "user", "content": content}]
+            )
+        )
+
     # -- the model list ------------------------------------------------------------------------
     async def list_models(self) -> list[ListedModel]:
         """`GET /v1/models` (every page), through the same client and gateway as the chat."""

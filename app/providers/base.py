@@ -289,6 +289,12 @@ class Provider(abc.ABC):
         """
         raise NotImplementedError(f"{self.kind} routes cannot be probed")
 
+    async def probe_texts(self, texts: Sequence[str]) -> ProbeReply:
+        """Send `texts` (each its own content block of one user message) the way `probe` sends its filler:
+        through the same SDK, path and headers, to an endpoint that does not run the model. For finding
+        which text a content-inspecting gateway refuses (app.engine.content_finder); raises ProviderError."""
+        raise NotImplementedError(f"{self.kind} routes cannot be probed")
+
     async def list_models(self) -> list[ListedModel]:
         """The models this route's endpoint offers (for the /model picker); raises ProviderError."""
         raise NotImplementedError(f"{self.kind} routes cannot list their models")

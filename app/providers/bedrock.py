@@ -321,6 +321,7 @@ class BedrockProvider(Provider):
                 config=config,
                 verify=botocore_verify(self.route, self.settings),
             )
+            client.meta.events.register("before-sign.bedrock-runtime.*", add_accept_header)
             client.meta.events.register("before-send.bedrock-runtime.*", _before_send)
             client.meta.events.register("before-parse.bedrock-runtime.ConverseStream", _before_parse)
             self._client = client
@@ -354,11 +355,19 @@ class BedrockProvider(Provider):
     )
 
     async def probe(self, size: int) -> ProbeReply:
+        return await self._count_tokens(self._filler(size))
+
+    async def probe_texts(self, texts: Sequence[str]) -> ProbeReply:
+        return await self._count_tokens([{"text": text or " "} for text in texts])
+
+    def _filler(self, size: int) -> list[dict[str, str]]:
         envelope = {
             "modelId": self.route.model,
             "input": {"converse": {"messages": [{"role": "user", "content": [{"text": ""}]}]}},
         }
-        filler = "x" * max(1, size - botocore_len(envelope["input"]))
+        return [{"text": "x" * max(1, size - botocore_len(envelope["input"]))}]
+
+    async def _count_tokens(self, content: list[dict[str, str]]) -> ProbeReply:
         exchange = Exchange()
 
         def work() -> None:
@@ -367,7 +376,7 @@ class BedrockProvider(Provider):
                 client = self._ensure_client()
                 client.count_tokens(
                     modelId=self.route.model,
-                    input={"converse": {"messages": [{"role": "user", "content": [{"text": filler}]}]}},
+                    input={"converse": {"messages": [{"role": "user", "content": content}]}},
                 )
             finally:
                 _THREAD.exchange = None
@@ -409,6 +418,7 @@ class BedrockProvider(Provider):
                 config=config,
                 verify=botocore_verify(self.route, self.settings),
             )
+            client.meta.events.register("before-sign.bedrock.*", add_accept_header)
             try:
                 listed = []
                 for model in client.list_foundation_models(byOutputModality="TEXT").get("modelSummaries", []):
@@ -527,6 +537,16 @@ def _register_credentials(session: Any) -> None:
         register_secret(frozen.access_key, "AWS access key id")
         register_secret(frozen.secret_key, "AWS secret access key")
         register_secret(frozen.token, "AWS session token")
+
+
+def add_accept_header(request: Any, **_: Any) -> None:
+    """botocore sends no `Accept` header; a browser-less client is expected to (the OWASP CRS scores its
+    absence, rule 920300), so say what is read back: the event stream, or JSON."""
+    headers = getattr(request, "headers", None)
+    if headers is None or "Accept" in headers:
+        return
+    url = str(getattr(request, "url", ""))
+    headers["Accept"] = "application/vnd.amazon.eventstream" if "-stream" in url else "application/json"
 
 
 def _before_send(request: Any, **_: Any) -> None:

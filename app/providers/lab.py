@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from app.config import Route, Settings
@@ -66,6 +66,10 @@ class LabProvider(AnthropicProvider):
     async def probe(self, size: int) -> ProbeReply:
         await self.ensure_started()
         return await super().probe(size)
+
+    async def probe_texts(self, texts: Sequence[str]) -> ProbeReply:
+        await self.ensure_started()
+        return await super().probe_texts(texts)
 
     async def list_models(self) -> list[ListedModel]:
         await self.ensure_started()

@@ -334,6 +334,15 @@ class OpenAIProvider(HttpxSdkProvider):
             )
         )
 
+    async def probe_texts(self, texts: Sequence[str]) -> ProbeReply:
+        field = self.max_tokens_field
+        content = [{"type": "text", "text": text or " "} for text in texts]
+        return await self._probe_call(
+            lambda client: client.chat.completions.create(
+                model=self.route.model, messages=[{"role": "user", "content": content}], **{field: 0}
+            )
+        )
+
     # -- the model list ------------------------------------------------------------------------
     async def list_models(self) -> list[ListedModel]:
         """`GET {base_url}/models`: OpenAI, Azure's v1, Ollama, vLLM (its `max_model_len` is the window),

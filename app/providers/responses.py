@@ -278,6 +278,17 @@ class ResponsesProvider(OpenAIProvider):
             )
         )
 
+    async def probe_texts(self, texts: Sequence[str]) -> ProbeReply:
+        content = [{"type": "input_text", "text": text or " "} for text in texts]
+        return await self._probe_call(
+            lambda client: client.responses.create(
+                model=self.route.model,
+                input=[{"role": "user", "content": content}],
+                max_output_tokens=0,
+                store=False,
+            )
+        )
+
     # -- streaming ----------------------------------------------------------------------------
     def _call_arguments(self, request: Request) -> dict[str, Any]:
         arguments = {k: v for k, v in request.body.items() if k in _SDK_ARGUMENTS}

@@ -313,8 +313,9 @@ TOOLS: tuple[ToolInfo, ...] = (
     ToolInfo(
         ToolSpec(
             "grep",
-            "Search file contents with a regular expression. Output lines are `path:line:text`. "
-            "Hidden and binary files are skipped. Use `glob` (e.g. `*.py`) to restrict which files.",
+            "Search file contents with a regular expression. Each output line is the path, the line "
+            "number and the text, joined by colons. Hidden and binary files are skipped. The glob "
+            "argument, for example *.py, restricts which files are searched.",
             schema(
                 {
                     "pattern": {

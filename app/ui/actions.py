@@ -185,6 +185,15 @@ ACTIONS: tuple[Action, ...] = (
         _can_undo,
     ),
     Action(
+        "blocked",
+        "gateway",
+        "find blocked text",
+        "Find the text the gateway refuses (asks first), then withhold it from the model",
+        "/blocked",
+        "/blocked",
+        _need_idle,
+    ),
+    Action(
         "retry",
         "turn",
         "retry",

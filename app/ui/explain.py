@@ -118,10 +118,16 @@ def learned_cap_for(
 
 def failure_of(record: Mapping[str, Any]) -> Failure:
     kind = record.get("kind") or "other"
+    evidence = tuple(record.get("evidence") or ())
+    # The judged cause is the evidence line "cause content: …" (app.engine.block_cause): a content block
+    # is not payload-related, so the panel never says a cap will be learned from it.
+    cause = next((line[6:].split(":", 1)[0] for line in evidence if line.startswith("cause ")), "")
+    content = cause == "content"
     return Failure(
         kind=kind,
-        payload_related=kind in PAYLOAD_KINDS,
-        recoverable=kind in PAYLOAD_KINDS or kind == "context_overflow",
+        cause=cause,
+        payload_related=kind in PAYLOAD_KINDS and not content,
+        recoverable=(kind in PAYLOAD_KINDS and not content) or kind == "context_overflow",
         transient=kind in TRANSIENT_KINDS,
         rejected_bytes=_bytes(record),
         reason=record.get("reason") or "",

@@ -64,7 +64,7 @@ async def test_413_at_128k_learns_the_cap_and_recovers(make_harness, lab, provid
 
 @pytest.mark.parametrize(
     "provider,gateway",
-    [("anthropic", "cloudflare"), ("openai", "akamai"), ("bedrock", "aws-waf"), ("bedrock", "modsecurity")],
+    [("anthropic", "cloudflare"), ("openai", "akamai"), ("bedrock", "aws-waf"), ("bedrock", "cloudflare")],
 )
 async def test_waf_403_is_recovered(make_harness, lab, provider, gateway):
     lab.configure(gateway=gateway, cap="96KB")

@@ -239,7 +239,7 @@ def test_summary_of_a_segment_rendered_into_one_message():
 def test_summary_of_bulkheads_own_summary_request_shape():
     """The shape `app.engine.compaction.summarize` sends: instructions, then `[Role · turn N]` blocks."""
     request = (
-        "The user asked for this compaction with instructions — follow them:\nkeep the failing test names\n\n"
+        "The user asked for this compaction with instructions. Follow them:\nkeep the failing test names\n\n"
         "Conversation segment to summarize (4 messages):\n\n"
         "[User · turn 1]\nWhy does test_login fail? It started today.\n\n"
         "[Assistant · turn 1]\nLet me look.\n→ shell: pytest -q tests/test_login.py\n→ read_file: app/auth.py\n\n"

@@ -41,7 +41,7 @@ async def test_guided_compact_is_written_by_the_mcp_server(make_engine, tmp_path
     text = summary_text(h)
     assert text.startswith(SUMMARY_HEADER) and "MCP demo summary" in text
     assert "Instruction: keep what the user said about okapis" in text
-    assert "<<ccr:" in text  # the segment is archived behind a marker, as with the built-in summarizer
+    assert "[[ccr:" in text  # the segment is archived behind a marker, as with the built-in summarizer
     segment_chars, budget, instruction = log.read_text().splitlines()[0].split("\t")
     assert (
         int(segment_chars) > 500

@@ -236,7 +236,7 @@ def summary_request(rendered: str, count: int, instructions: str | None) -> str:
     parts = []
     if instructions and instructions.strip():
         parts.append(
-            "The user asked for this compaction with instructions — follow them:\n" + instructions.strip()
+            "The user asked for this compaction with instructions. Follow them:\n" + instructions.strip()
         )
     parts.append(f"Conversation segment to summarize ({count} messages):\n\n{rendered}")
     parts.append("Write the summary now.")
@@ -247,7 +247,7 @@ def _clean_summary(text: str, known: set[str], ctx: PassContext) -> str:
     """The summarizer's text with any marker it invented defanged (every marker must resolve)."""
 
     def fix(match: re.Match[str]) -> str:
-        key = match.group(1)
+        key = match.group(1) or match.group(2)
         return match.group(0) if key in known or ctx.lookup(key) is not None else f"ccr:{key}"
 
     return MARKER_RE.sub(fix, text.strip())
