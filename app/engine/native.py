@@ -409,6 +409,7 @@ class NativeContext:
         self, trigger: CompactionTrigger, instructions: str | None, cancel: asyncio.Event | None = None
     ) -> PipelineResult | None:
         """Planned compaction through the provider. None when it cannot (the caller compacts locally)."""
+        from app.engine.cap_guard import OverCap, cap_label
         from app.engine.compaction.pipeline import PipelineResult
         from app.engine.sender import RequestFailed
 
@@ -446,6 +447,19 @@ class NativeContext:
                 return None  # Esc: the local pipeline sees the cancel and reports it
             items, usage = sent
         except NotImplementedError:
+            return None
+        except (
+            OverCap
+        ) as over:  # the request carries what it compacts: it cannot be cut to fit, so it is not sent
+            engine.emit(
+                Notice(
+                    f"the provider's compaction request would be {format_size(over.request.predicted_bytes)}, over "
+                    f"the {cap_label(over.cap)} ({format_size(over.cap.bytes or 0)}) — not sent; compacting "
+                    f"locally instead",
+                    level="warn",
+                    code="compaction",
+                )
+            )
             return None
         except RequestFailed as failed:
             engine.emit(

@@ -210,6 +210,18 @@ _REDUCE = {
 }
 
 
+def reduce_advice(parts: Sequence[FloorPart]) -> str:
+    """`the biggest part is system prompt (56.7 KB): shorten the system prompt` — what to reduce first."""
+    shown = [part for part in parts if part.label in FLOOR_LABELS]
+    if not shown:
+        return "reduce it"
+    biggest = max(shown, key=lambda part: part.bytes)
+    return (
+        f"the biggest part is {biggest.label} ({format_size(biggest.bytes)}): "
+        f"{_REDUCE.get(biggest.label, 'reduce it')}"
+    )
+
+
 def diagnose_floor(
     parts: Sequence[FloorPart],
     floor_bytes: int,
@@ -225,14 +237,7 @@ def diagnose_floor(
     servers = heaviest_servers(mcp_servers)
     if servers:
         listed += f"; {servers}"
-    shown = [part for part in parts if part.label in FLOOR_LABELS]
-    biggest = max(shown, key=lambda part: part.bytes) if shown else None
-    largest = "reduce it"
-    if biggest is not None:
-        largest = (
-            f"the biggest part is {biggest.label} ({format_size(biggest.bytes)}): "
-            f"{_REDUCE.get(biggest.label, 'reduce it')}"
-        )
+    largest = reduce_advice(parts)
     if floor_bytes >= rejected_bytes:
         return FloorDiagnosis(
             True,

@@ -17,9 +17,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.engine.cap_guard import check_fits
 from app.engine.draft import DRAFT_FLUSH_CHARS, DRAFT_PREFIX, DraftWriter, leftover_drafts  # noqa: F401 - re-exported
 from app.engine.failure_rules import Rule
 from app.engine.failures import Failure, classify
+from app.engine.payload import CapInfo
 from app.engine.resets import SizeEvidence
 from app.engine.retry import RetryPolicy
 from app.engine.session import Session
@@ -121,6 +123,7 @@ class Sender:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         size_evidence: SizeEvidence | None = None,
         user_rules: tuple[Rule, ...] = (),
+        cap: Callable[[], CapInfo] | None = None,
     ) -> None:
         self.session = session
         self.provider = provider
@@ -132,6 +135,7 @@ class Sender:
         self.sleep = sleep
         self.size_evidence = size_evidence if size_evidence is not None else SizeEvidence()
         self.user_rules = user_rules
+        self.cap = cap  # the route's effective byte cap now: nothing predicted over it is sent (OverCap)
         self.draft = DraftWriter(session.folder, session.writer)
         self._visible: list[str] = []  # what the current (or last cancelled) request made visible
 
@@ -146,9 +150,11 @@ class Sender:
     async def send(
         self, request: Request, *, level: int = 0, attempt: int = 0, stream_text: bool = True
     ) -> StreamResult:
-        """Send with transient retries. Raises RequestFailed; CancelledError passes through."""
+        """Send with transient retries. Raises RequestFailed, or OverCap (nothing sent) for a request
+        predicted over the route's effective cap; CancelledError passes through."""
         retry = 0
         while True:
+            self._check_cap(request)
             try:
                 return await self._send_once(request, level=level, attempt=attempt, stream_text=stream_text)
             except RequestFailed as failed:
@@ -356,7 +362,8 @@ class Sender:
 
     async def call(self, request: Request, call: Callable[[], Awaitable[Any]]) -> Any:
         """A request that is not a stream (native compaction): recorded and shown like every other one,
-        its failure classified. Raises RequestFailed; CancelledError passes through."""
+        its failure classified. Raises RequestFailed or OverCap; CancelledError passes through."""
+        self._check_cap(request)
         request_id, started, started_at, record = await self._begin(request, level=0, attempt=0)
         try:
             result = await call()
@@ -375,6 +382,11 @@ class Sender:
         record(outcome="ok", latency_ms=latency)
         self._finished(request_id, request, latency, 0, started_at)
         return result
+
+    def _check_cap(self, request: Request) -> None:
+        """The last check before a request goes: over the route's effective cap, it is not sent (OverCap)."""
+        if self.cap is not None:
+            check_fits(request, self.cap())
 
     def _learn_sizes(self, error: ProviderError, failure: Failure, request: Request) -> None:
         """What this failure shows about the endpoint's body sizes (for judging the next reset)."""

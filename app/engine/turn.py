@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app.config import Route, Settings
+from app.engine.cap_guard import OverCap, configured_cap, route_cap
+from app.engine.chat_fit import fit_under_cap
 from app.engine.checkpoints import Checkpoints, Restored
 from app.engine.compaction.context import PassContext
 from app.engine.compactor import Compactor
@@ -40,7 +42,6 @@ from app.engine.payload import (
     CapInfo,
     FloorSizes,
     calibrate,
-    effective_cap,
     floor_breakdown,
     heaviest_servers,
     preflight,
@@ -166,7 +167,7 @@ class Engine:
         )
         self.retry_policy = RetryPolicy.from_settings(settings, rng)
         self.recovery = Recovery(self)
-        self.compactor = Compactor(self)
+        self.compactor: Compactor = Compactor(self)
         self.native = NativeContext(self)
         self.tool_cancel = asyncio.Event()
         self.checkpoints = Checkpoints(session.folder, max_bytes=settings.checkpoint_max_bytes)
@@ -239,24 +240,16 @@ class Engine:
         return float(self.session.flags.get("bytes_per_token", 4.0))
 
     def configured_cap(self) -> tuple[int | None, str]:
-        caps = [
-            (c, w)
-            for c, w in (
-                (self.route.max_payload, f"routes.{self.route.name}"),
-                (self.settings.max_payload, self.settings.sources.get("max_payload", "config")),
-            )
-            if c
-        ]
-        return min(caps) if caps else (None, "")
+        return configured_cap(self.settings, self.route)
 
     def cap_info(self) -> CapInfo:
-        configured, where = self.configured_cap()
-        return effective_cap(
-            configured,
-            self.state.learned_cap(self.route.endpoint_id),
-            self.session.flags.get("assumed_cap"),
-            where,
-        )
+        return self.route_cap(self.route)
+
+    def route_cap(self, route: Route) -> CapInfo:
+        """The effective byte cap of `route` (the session's, or the summarizer's); the cap assumed after a
+        rejection of unknown size belongs to the session's route."""
+        assumed = self.session.flags.get("assumed_cap") if route.name == self.route.name else None
+        return route_cap(self.settings, self.state, route, assumed=assumed)
 
     def cap_detail(self, cap: CapInfo | None = None) -> str:
         """Where the cap in force came from, in words; a learned cap adds the rejection's reason.
@@ -591,6 +584,7 @@ class Engine:
             sleep=self.sleep,
             size_evidence=self._size_evidence(provider.route),
             user_rules=build_rules(self.settings.classifier_rules),
+            cap=functools.partial(self.route_cap, provider.route),
         )
 
     def _size_evidence(self, route: Route) -> SizeEvidence:
@@ -991,7 +985,13 @@ class Engine:
             self.session.view.messages, self.system, self.tools, max_tokens=max_tokens
         )
         try:
-            result = await self.sender.send(request)
+            try:
+                result = await self.sender.send(request)
+            except OverCap as over:  # never sent: compact until it fits (or the turn says why it cannot)
+                request = await fit_under_cap(self, over, max_tokens)
+                result = await self.sender.send(request)
+        except OverCap as over:
+            raise TurnFailed(f"Not sent: {over.message}.") from over
         except RequestFailed as failed:
             if failed.partial_text:
                 self.keep_partial(failed.partial_text, turn, failed.failure)
