@@ -14,7 +14,8 @@ Each request goes through the same three stages, and `/_lab/requests` records wh
 Each record in the log: id, time (UTC ISO 8601), method, path, bytes (body size, or the declared
 Content-Length when the gateway answered first), wire, verdict, status (None for reset/drop/timeout);
 for model requests also model, operation, stream, input_tokens, system_bytes and system_tail (the
-last 4,096 characters of the system prompt: project instructions end up there) and, when answered, output_tokens,
+last 4,096 characters of the system prompt: project instructions end up there), tools (how many were
+declared), beta (the `anthropic-beta` header, "" without one) and, when answered, output_tokens,
 stop_reason (neutral: end_turn/tool_use/max_tokens) and cache read/write tokens.
 
 Model lists (`models.py`: `GET /v1/models`, Bedrock's `/foundation-models` and `/inference-profiles`)
@@ -450,6 +451,8 @@ class LabServer:
             input_tokens=conv.input_tokens,
             system_bytes=len(conv.system.encode("utf-8")),
             system_tail=conv.system[-SYSTEM_TAIL_CHARS:],
+            tools=len(conv.tools),
+            beta=head.headers.get("anthropic-beta", ""),
         )
         fault = self._plan.next()  # token counting is rate-limited and can fail like any provider request
         if fault in STATUS_FAULTS:

@@ -54,6 +54,7 @@ from app.providers.base import (
     EditsChunk,
     ListedModel,
     NativeChunk,
+    ProbeFloor,
     ProbeReply,
     ProviderError,
     Request,
@@ -391,14 +392,33 @@ class AnthropicProvider(HttpxSdkProvider):
         "gateway but only counts tokens, so probes cost nothing"
     )
 
-    async def probe(self, size: int) -> ProbeReply:
-        envelope = {"messages": [{"role": "user", "content": ""}], "model": self.route.model}
+    async def probe(self, size: int, floor: ProbeFloor | None = None) -> ProbeReply:
+        floor = floor or ProbeFloor()
+        shape = self.build((), floor.system, floor.tools, max_tokens=1, purpose="probe").body
+        carried = {key: shape[key] for key in ("system", "tools") if key in shape}
+        envelope = {"messages": [{"role": "user", "content": ""}], "model": self.route.model, **carried}
         filler = "x" * max(1, size - compact_len(envelope))
-        return await self._probe_call(
-            lambda client: client.messages.count_tokens(
-                model=self.route.model, messages=[{"role": "user", "content": filler}]
-            )
-        )
+        arguments: dict[str, Any] = {
+            "model": self.route.model,
+            "messages": [{"role": "user", "content": filler}],
+            **carried,
+        }
+        if floor.headers:
+            arguments["extra_headers"] = dict(floor.headers)
+        return await self._probe_call(lambda client: client.messages.count_tokens(**arguments))
+
+    def chat_headers(self) -> dict[str, str]:
+        betas = self._chat_betas()
+        return {"anthropic-beta": ",".join(betas)} if betas else {}
+
+    def _chat_betas(self) -> list[str]:
+        """The betas a chat request of this route declares (context management, with its threshold)."""
+        if not self._use_context_management():
+            return []
+        betas = [CONTEXT_MANAGEMENT_BETA]
+        if any(e.get("type") == "compact_20260112" for e in self._context_management().get("edits", [])):
+            betas.append(COMPACT_THRESHOLD_BETA)
+        return betas
 
     # -- the model list ------------------------------------------------------------------------
     async def list_models(self) -> list[ListedModel]:

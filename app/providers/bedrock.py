@@ -35,6 +35,7 @@ from app.model.events import RequestPurpose
 from app.model.messages import COMPACTION_SUMMARY_HEADER, Image, Message, Native, Text, ToolCall, ToolResult
 from app.providers.base import (
     ListedModel,
+    ProbeFloor,
     ProbeReply,
     Provider,
     ProviderError,
@@ -353,10 +354,13 @@ class BedrockProvider(Provider):
         "but it only counts tokens, so probes cost nothing"
     )
 
-    async def probe(self, size: int) -> ProbeReply:
+    async def probe(self, size: int, floor: ProbeFloor | None = None) -> ProbeReply:
+        floor = floor or ProbeFloor()  # Bedrock's betas travel in the body: no extra headers to carry
+        shape = self.build((), floor.system, floor.tools, max_tokens=1, purpose="probe").body
+        carried = {key: shape[key] for key in ("system", "toolConfig") if key in shape}
         envelope = {
             "modelId": self.route.model,
-            "input": {"converse": {"messages": [{"role": "user", "content": [{"text": ""}]}]}},
+            "input": {"converse": {"messages": [{"role": "user", "content": [{"text": ""}]}], **carried}},
         }
         filler = "x" * max(1, size - botocore_len(envelope["input"]))
         exchange = Exchange()
@@ -367,7 +371,9 @@ class BedrockProvider(Provider):
                 client = self._ensure_client()
                 client.count_tokens(
                     modelId=self.route.model,
-                    input={"converse": {"messages": [{"role": "user", "content": [{"text": filler}]}]}},
+                    input={
+                        "converse": {"messages": [{"role": "user", "content": [{"text": filler}]}], **carried}
+                    },
                 )
             finally:
                 _THREAD.exchange = None
