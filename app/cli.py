@@ -169,7 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="none",
         metavar="PROFILE",
         help="how the cap is enforced: none, nginx, cloudflare, akamai, modsecurity, aws-waf, "
-        "header-431, reset, html-200, apigw, apigw-waf",
+        "header-431, reset, html-200, apigw, apigw-waf, beta-refuse, beta-strip",
     )
     lab.add_argument("--cap", metavar="SIZE", help="body cap the gateway enforces (e.g. 128KB; none: no cap)")
     lab.add_argument(
@@ -417,6 +417,10 @@ def build_parser() -> argparse.ArgumentParser:
             choices=("anthropic", "openai"),
             help="whose key" + (" (default: both)" if action == "status" else ""),
         )
+    from app.commands import doctor_cmd, gateway_cmd  # issue 38: each registers its own sub-command
+
+    gateway_cmd.add_parser(sub, _sub)
+    doctor_cmd.add_parser(sub, _sub)
     return parser
 
 
@@ -429,6 +433,8 @@ _COMMANDS = {
     "config": "app.commands.config_cmd",
     "auth": "app.commands.auth_cmd",
     "mcp": "app.commands.mcp_cmd",
+    "gateway": "app.commands.gateway_cmd",
+    "doctor": "app.commands.doctor_cmd",
 }
 
 

@@ -22,7 +22,12 @@ if TYPE_CHECKING:
     from app.providers.base import Request
     from app.state import State
 
-CAP_LABELS = {"configured": "configured cap", "learned": "learned cap", "assumed": "assumed cap"}
+CAP_LABELS = {
+    "configured": "configured cap",
+    "learned": "learned cap",
+    "imported": "imported cap",
+    "assumed": "assumed cap",
+}
 
 
 def configured_cap(settings: Settings, route: Route) -> tuple[int | None, str]:
@@ -40,8 +45,19 @@ def configured_cap(settings: Settings, route: Route) -> tuple[int | None, str]:
 
 def route_cap(settings: Settings, state: State, route: Route, *, assumed: int | None = None) -> CapInfo:
     """The effective byte cap of `route`: configured, learned for its endpoint, or `assumed` (smallest wins)."""
+    from app.gateway_profile import profile_from
+
     configured, where = configured_cap(settings, route)
-    return effective_cap(configured, state.learned_cap(route.endpoint_id), assumed, where)
+    profile = profile_from(state.read(), route.endpoint_id)  # one read of state.toml: learned and imported
+    imported = profile.imported
+    return effective_cap(
+        configured,
+        profile.learned.cap,
+        assumed,
+        where,
+        imported=imported.cap if imported is not None else None,
+        imported_from=f"{imported.source} on {imported.imported_at[:10]}" if imported is not None else "",
+    )
 
 
 def cap_label(cap: CapInfo) -> str:

@@ -462,6 +462,11 @@ class NativeContext:
             )
             return None
         except RequestFailed as failed:
+            from app.engine.betas import beta_refusal, remember_refusal, sent_betas
+
+            refused = beta_refusal(failed.error, sent_betas(failed.request, provider))
+            if refused is not None:  # remembered: the next compaction goes local at once
+                remember_refusal(engine, provider, refused)
             engine.emit(
                 Notice(
                     f"the provider could not compact ({failed.failure.reason}) — compacting locally instead",

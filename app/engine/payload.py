@@ -34,8 +34,16 @@ class CapInfo:
 
 
 def effective_cap(
-    configured: int | None, learned: LearnedCap | None, assumed: int | None, configured_where: str = "config"
+    configured: int | None,
+    learned: LearnedCap | None,
+    assumed: int | None,
+    configured_where: str = "config",
+    *,
+    imported: LearnedCap | None = None,
+    imported_from: str = "",
 ) -> CapInfo:
+    """The smallest cap present; an imported one (a team's gateways.toml) is a starting point that any tighter
+    cap — learned here, configured — overrides."""
     candidates: list[CapInfo] = []
     if configured:
         candidates.append(CapInfo(configured, "configured", f"max_payload from {configured_where}"))
@@ -44,6 +52,10 @@ def effective_cap(
         when = learned.learned_at.replace("T", " ").rstrip("Z")[:16]
         candidates.append(
             CapInfo(learned.cap_bytes, "learned", f"learned {when} from a {learned.kind} rejection{rejected}")
+        )
+    if imported:
+        candidates.append(
+            CapInfo(imported.cap_bytes, "imported", f"imported from {imported_from or 'a gateways file'}")
         )
     if assumed:
         candidates.append(CapInfo(assumed, "assumed", "assumed after a rejection of unknown size"))
@@ -80,7 +92,11 @@ def preflight(
     if cap.bytes:
         share = predicted_bytes / cap.bytes
         if share > settings.preflight_ratio:
-            label = {"configured": "configured cap", "learned": "learned cap"}.get(cap.source, "cap")
+            label = {
+                "configured": "configured cap",
+                "learned": "learned cap",
+                "imported": "imported cap",
+            }.get(cap.source, "cap")
             decisions.append(
                 Preflight(
                     "compact",

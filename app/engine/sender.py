@@ -25,6 +25,7 @@ from app.engine.payload import CapInfo
 from app.engine.resets import SizeEvidence
 from app.engine.retry import RetryPolicy
 from app.engine.session import Session
+from app.engine.stream_watch import StreamObservation, StreamTiming
 from app.model.costs import Usage, price_usd
 from app.model.events import Event, RequestFinished, RequestStarted, Retry, TextDelta, UsageRecorded
 from app.model.messages import new_id
@@ -124,6 +125,7 @@ class Sender:
         size_evidence: SizeEvidence | None = None,
         user_rules: tuple[Rule, ...] = (),
         cap: Callable[[], CapInfo] | None = None,
+        on_stream: Callable[[StreamObservation], None] | None = None,
     ) -> None:
         self.session = session
         self.provider = provider
@@ -136,6 +138,7 @@ class Sender:
         self.size_evidence = size_evidence if size_evidence is not None else SizeEvidence()
         self.user_rules = user_rules
         self.cap = cap  # the route's effective byte cap now: nothing predicted over it is sent (OverCap)
+        self.on_stream = on_stream  # each stream's timing (app.engine.stream_watch: buffered SSE, idle cuts)
         self.draft = DraftWriter(session.folder, session.writer)
         self._visible: list[str] = []  # what the current (or last cancelled) request made visible
 
@@ -287,8 +290,10 @@ class Sender:
         edits: EditsChunk | None = None
         stop_reason = "end"
         visible = False
+        timing = StreamTiming(started)
         try:
             async for chunk in self.provider.stream(request):
+                timing.saw(time.monotonic())
                 if isinstance(chunk, TextChunk):
                     if not chunk.text:
                         continue
@@ -326,6 +331,9 @@ class Sender:
                 )
             )
             error.output_visible = visible
+            self._observe(
+                timing, failed_at=time.monotonic(), cut=error.transport in ("connection", "stream-error")
+            )
             failure = self._classify(error, request)
             latency = (time.monotonic() - started) * 1000
             record(outcome="failed", error=error, failure=failure, latency_ms=latency)
@@ -353,6 +361,7 @@ class Sender:
             )
         self._count_request()
         self._visible = []
+        self._observe(timing)
         self.size_evidence.accepted(request.actual_bytes or request.predicted_bytes)
         record(outcome="ok", latency_ms=latency, usage=usage, cost=cost)
         self._finished(request_id, request, latency, level, started_at)
@@ -382,6 +391,15 @@ class Sender:
         record(outcome="ok", latency_ms=latency)
         self._finished(request_id, request, latency, 0, started_at)
         return result
+
+    def _observe(self, timing: StreamTiming, *, failed_at: float | None = None, cut: bool = False) -> None:
+        if self.on_stream is None:
+            return
+        observation = StreamObservation(timing.started, tuple(timing.arrivals), failed_at, cut)
+        try:
+            self.on_stream(observation)
+        except Exception:  # noqa: BLE001 - remembering a quirk never breaks a request
+            pass
 
     def _check_cap(self, request: Request) -> None:
         """The last check before a request goes: over the route's effective cap, it is not sent (OverCap)."""

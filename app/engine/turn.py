@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app.config import Route, Settings
+from app.engine.betas import retry_without_betas
 from app.engine.cap_guard import OverCap, configured_cap, route_cap
 from app.engine.chat_fit import fit_under_cap
 from app.engine.checkpoints import Checkpoints, Restored
@@ -47,6 +48,13 @@ from app.engine.payload import (
     preflight,
 )
 from app.engine.permissions import Permissions
+from app.engine.profile_evidence import (
+    StreamQuirks,
+    apply_profile,
+    endpoint_lines,
+    on_failure,
+    workspace_gateway_notices,
+)
 from app.engine.prompts import CONTINUATION, INTERRUPTED_TURN, SYSTEM_PROMPT
 from app.engine.recovery import Recovery, TurnFailed
 from app.engine.resets import SizeEvidence
@@ -168,7 +176,7 @@ class Engine:
         self.retry_policy = RetryPolicy.from_settings(settings, rng)
         self.recovery = Recovery(self)
         self.compactor: Compactor = Compactor(self)
-        self.native = NativeContext(self)
+        self.native: NativeContext = NativeContext(self)
         self.tool_cancel = asyncio.Event()
         self.checkpoints = Checkpoints(session.folder, max_bytes=settings.checkpoint_max_bytes)
         self._turn_running = session.turn
@@ -200,6 +208,7 @@ class Engine:
         self.max_tokens = min(configured or self.settings.max_output_tokens, cap)
         self._catalog_window = route.context_window or self.settings.context_window or limits.context_window
         self.sender = self._make_sender(provider, route.name)
+        apply_profile(provider, self.state)  # betas this endpoint refused are not sent again
         self._summarizer: tuple[Provider, Sender] | None = None
         self._floor_cache: tuple[tuple[ToolSpec, ...], str, FloorSizes] | None = None
         self._plan_memo: tuple[tuple, DeferralPlan] | None = None
@@ -567,6 +576,7 @@ class Engine:
             compact_threshold=settings.compact_threshold,
             no_cap_warn_bytes=settings.no_cap_warn_bytes,
             mcp_deferred_from=plan.full_bytes if plan is not None and plan.deferred else None,
+            gateway_profile=endpoint_lines(self.state, self.route.endpoint_id),
         )
         self.emit(event)
         return event
@@ -585,6 +595,7 @@ class Engine:
             size_evidence=self._size_evidence(provider.route),
             user_rules=build_rules(self.settings.classifier_rules),
             cap=functools.partial(self.route_cap, provider.route),
+            on_stream=StreamQuirks(self.state, provider.route.endpoint_id),
         )
 
     def _size_evidence(self, route: Route) -> SizeEvidence:
@@ -632,6 +643,18 @@ class Engine:
                 recoverable=failure.recoverable,
             )
         )
+        route = self.route if request.route == self.route.name else self.settings.routes.get(request.route)
+        if route is not None:  # what the refusal shows about the endpoint goes to its profile
+            sizes = self.sender.size_evidence if route is self.route else None
+            bytes_sent = request.actual_bytes or request.predicted_bytes
+            on_failure(
+                self.state,
+                route.endpoint_id,
+                failure,
+                request_bytes=bytes_sent,
+                header_bytes=None,
+                sizes=sizes,
+            )
         await self.hooks.request_rejected(
             failure.kind,
             list(failure.evidence),
@@ -672,6 +695,8 @@ class Engine:
         self._announce_instructions()
         for problem in self.permissions.problems:
             self.emit(Notice(display_line(problem), level="warn", code="permissions"))
+        for level, text in workspace_gateway_notices(self):  # a team's .bulkhead/gateways.toml, on trust
+            self.emit(Notice(display_line(text), level=level, code="gateways"))
         self.view_changed("start", predicted=self._start_bytes())
 
     async def close(self, reason: str = "exit") -> None:
@@ -990,6 +1015,11 @@ class Engine:
             except OverCap as over:  # never sent: compact until it fits (or the turn says why it cannot)
                 request = await fit_under_cap(self, over, max_tokens)
                 result = await self.sender.send(request)
+            except RequestFailed as failed:  # a gateway that refuses or strips a beta: once more without it
+                retried = await retry_without_betas(self, failed, request, max_tokens)
+                if retried is None:
+                    raise
+                request, result = retried
         except OverCap as over:
             raise TurnFailed(f"Not sent: {over.message}.") from over
         except RequestFailed as failed:
@@ -1516,6 +1546,7 @@ class Engine:
             native_compaction=getattr(self.provider, "native_compaction", "") if self.native.enabled else "",
             compact_threshold=self.native.threshold() or 0,
             provider_edits=edit_totals(self.session.flags),
+            gateway_profile=endpoint_lines(self.state, self.route.endpoint_id),
         )
 
 

@@ -329,6 +329,19 @@ class LabServer:
             "verdict": "",
             "status": None,
         }
+        betas = gateway.profile(config.gateway).betas
+        if betas and head.headers.get("anthropic-beta"):
+            if betas == "refuse":
+                with contextlib.suppress(_BodyTooLarge):
+                    record["bytes"] = len(await self._read_body(head, reader))
+                return await self._finish(
+                    writer,
+                    head,
+                    record,
+                    gateway.beta_refused(head.headers["anthropic-beta"]),
+                    "blocked:beta-400",
+                )
+            head = replace(head, headers={k: v for k, v in head.headers.items() if k != "anthropic-beta"})
         cap = config.effective_cap
         declared = None if head.chunked else (head.content_length or 0)
         ctx = gateway.GatewayContext(head.host, head.path, client_ip, self._serial, config.seed)
@@ -431,6 +444,14 @@ class LabServer:
                 writer, head, record, wire.bad_request(wire.decode_error(str(exc))), "bad-request"
             )
         count_only = route.operation == "count_tokens"
+        if route.wire == "anthropic":  # a beta's body field without its beta header: refused, as the API does
+            missing = wire_anthropic.beta_field_without_header(
+                payload, head.headers.get("anthropic-beta", "")
+            )
+            if missing:
+                return await self._finish(
+                    writer, head, record, wire.bad_request(WireError(missing)), "bad-request"
+                )
         try:
             if route.wire == "bedrock":
                 conv = wire.parse(payload, len(body), route.model_id, count_only=count_only)

@@ -268,7 +268,9 @@ class AnthropicProvider(HttpxSdkProvider):
         return self._tools_slot.get(tuple(tools), make)
 
     def _use_context_management(self) -> bool:
-        return self.settings.context_engine == "provider"
+        return (
+            self.settings.context_engine == "provider" and CONTEXT_MANAGEMENT_BETA not in self.refused_betas
+        )
 
     native_compaction = (
         "Anthropic server-side compaction (compact_20260112 edit past the threshold; the "
@@ -277,7 +279,7 @@ class AnthropicProvider(HttpxSdkProvider):
 
     def _context_management(self) -> dict[str, Any]:
         edits: list[dict[str, Any]] = [CLEAR_TOOL_USES]
-        if self.compact_threshold:
+        if self.compact_threshold and COMPACT_THRESHOLD_BETA not in self.refused_betas:
             edits.append(
                 {
                     "type": "compact_20260112",
@@ -463,7 +465,10 @@ class AnthropicProvider(HttpxSdkProvider):
         instructions: str | None = None,
     ) -> Request:
         """On-demand compaction (`compact-2026-09-04`): a non-streamed request whose answer is one
-        compaction block; never combined with `context_management`."""
+        compaction block; never combined with `context_management`. NotImplementedError where the
+        endpoint refused that beta (the local pipeline compacts)."""
+        if COMPACT_ON_DEMAND_BETA in self.refused_betas:
+            raise NotImplementedError(f"this endpoint refuses the {COMPACT_ON_DEMAND_BETA} beta")
         request = self.build(
             view, system, tools, max_tokens=self.settings.max_output_tokens, purpose="compact"
         )

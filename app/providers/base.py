@@ -269,6 +269,8 @@ class Provider(abc.ABC):
         self.api_key = api_key
         # context_engine = "provider": input tokens at which the provider should compact (set by the engine)
         self.compact_threshold: int | None = None
+        # betas this route's endpoint refused or stripped (its gateway profile): never sent there
+        self.refused_betas: frozenset[str] = frozenset()
 
     @abc.abstractmethod
     def build(
