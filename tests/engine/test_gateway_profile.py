@@ -199,3 +199,24 @@ async def test_an_idle_cut_behind_real_nginx_is_remembered_with_its_silence(make
         assert 0.8 <= quirks[0]["idle_seconds"] <= 3.0
     finally:
         gw.stop()
+
+
+def test_a_structured_hop_on_a_failure_is_recorded(tmp_path):
+    """The classifier's structured hop (an attribute `hop` of the failure: a mapping or an object) is kept."""
+    state = State(tmp_path / "state.toml")
+    with_hop = dataclasses.make_dataclass(
+        "WithHop", [("hop", object, dataclasses.field(default=None))], bases=(Failure,), frozen=True
+    )
+    hop = dataclasses.make_dataclass("Hop", [("name", str), ("header", str)])(
+        "Squid", "X-Squid-Error: ERR_CONNECT_FAIL"
+    )
+    on_failure(
+        state,
+        "openai http://x/v1",
+        with_hop(kind="server_error", status=503, hop=hop),
+        request_bytes=900,
+        header_bytes=None,
+        sizes=None,
+    )
+    hops = load_profile(state, "openai http://x/v1").learned.hops
+    assert [(h["name"], h["header"]) for h in hops] == [("Squid", "X-Squid-Error: ERR_CONNECT_FAIL")]
