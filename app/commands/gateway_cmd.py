@@ -58,7 +58,7 @@ def add_parser(sub, make) -> None:
     )
     trust.add_argument("--deny", action="store_true", help="leave it alone (remembered until it changes)")
     forget = actions.add_parser("forget", help="forget what this machine learned about an endpoint")
-    forget.add_argument("endpoint", metavar="ENDPOINT")
+    forget.add_argument("endpoint", metavar="ENDPOINT", help="a route, an endpoint or part of one")
     forget.add_argument("--imported", action="store_true", help="forget only what was imported for it")
 
 

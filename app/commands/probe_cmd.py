@@ -56,6 +56,7 @@ def _print_result(result: ProbeResult, endpoint: str, saved: bool) -> None:
 
 def run(args) -> int:
     from app.engine.bootstrap import choose_route
+    from app.engine.profile_evidence import apply_profile
     from app.providers.base import make_provider
     from app.state import State
 
@@ -64,6 +65,7 @@ def run(args) -> int:
     choice = choose_route(settings, args.probe_route or args.route)
     route = choice.route
     provider = make_provider(route, settings, choice.api_key)
+    apply_profile(provider, State())  # a beta this endpoint refused is left out, as chat leaves it out
     floor = route_floor(settings, provider)
     if not args.probe_json:
         where = route.base_url or route.endpoint_url or f"{route.provider} default endpoint"

@@ -14,6 +14,7 @@ pipeline), and the same request is rebuilt without it and sent once more.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -56,13 +57,25 @@ def sent_betas(request: Request, provider: Provider) -> tuple[str, ...]:
     return tuple(b.strip() for b in value.split(",") if b.strip())
 
 
+def _api_message(error: ProviderError) -> str:
+    """The API's own message from a JSON error body (`{"error": {"message": …}}`), else the body or message."""
+    try:
+        data = json.loads(error.body or "")
+        message = data.get("error", {}).get("message") if isinstance(data, dict) else None
+        if isinstance(message, str) and message:
+            return message
+    except (ValueError, AttributeError):
+        pass
+    return error.body or error.message or ""
+
+
 def beta_refusal(error: ProviderError, sent: Sequence[str]) -> BetaRefused | None:
     """The betas a 400 says were refused or stripped, or None when it is about something else."""
     if error.status != 400:
         return None
     text = f"{error.body or ''} {error.message or ''}"
     lower = text.lower()
-    evidence = display_line(" ".join(text.split()))[:240]
+    evidence = f"{error.status}: " + display_line(" ".join(_api_message(error).split()))[:200]
     if sent and BETA_HEADER in lower and any(word in lower for word in _REFUSAL_WORDS):
         named = tuple(b for b in sent if b.lower() in lower) or tuple(sent)
         return BetaRefused(named, "refused", evidence)
