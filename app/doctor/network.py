@@ -268,7 +268,7 @@ def tls_step(
                 "fail",
                 f"the certificate for {target.host} is issued by {product} ({issuer}) — a TLS-inspecting proxy "
                 f"re-signs your traffic, and {trust_source} does not trust its root: get its CA certificate from "
-                f"your network team and set ca_bundle (or {ca_hint}) to it"
+                f"your network team and set ca_bundle in config.toml to it (every route trusts it; this SDK alone reads {ca_hint})"
                 + (
                     " (the \"expired\" error is the proxy's certificate, not the provider's)"
                     if "expired" in reason
@@ -289,7 +289,7 @@ def tls_step(
             "tls",
             "fail",
             f"{trust_source} does not trust the certificate for {target.host} ({reason}; issuer {issuer}) — if a "
-            f"proxy inspects TLS here, set ca_bundle (or {ca_hint}) to its CA certificate",
+            f"proxy inspects TLS here, set ca_bundle in config.toml to its CA certificate (this SDK alone reads {ca_hint})",
             details,
         )
     except ssl.SSLError as exc:
