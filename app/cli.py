@@ -169,7 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="none",
         metavar="PROFILE",
         help="how the cap is enforced: none, nginx, cloudflare, akamai, modsecurity, aws-waf, "
-        "header-431, reset, html-200, apigw, apigw-waf",
+        "header-431, reset, html-200, apigw, apigw-waf, beta-refuse, beta-strip",
     )
     lab.add_argument(
         "--cap",
@@ -443,6 +443,10 @@ def build_parser() -> argparse.ArgumentParser:
             choices=("anthropic", "openai"),
             help="whose key" + (" (default: both)" if action == "status" else ""),
         )
+    from app.commands import doctor_cmd, gateway_cmd  # issue 38: each registers its own sub-command
+
+    gateway_cmd.add_parser(sub, _sub)
+    doctor_cmd.add_parser(sub, _sub)
     return parser
 
 
@@ -456,6 +460,8 @@ _COMMANDS = {
     "auth": "app.commands.auth_cmd",
     "mcp": "app.commands.mcp_cmd",
     "proxy": "app.commands.proxy_cmd",
+    "gateway": "app.commands.gateway_cmd",
+    "doctor": "app.commands.doctor_cmd",
 }
 
 

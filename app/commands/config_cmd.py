@@ -104,7 +104,26 @@ def show(args=None) -> int:
             f"mcp server {spec.name}{state}: {spec.describe()}"
             + (f" — {spec.problem}" if spec.problem else "")
         )
+    _show_gateway_profiles()
     return 0
+
+
+def _show_gateway_profiles() -> None:
+    """What each endpoint has shown (state.toml, learned or imported): one line each."""
+    from app.gateway_profile import all_profiles, profile_summary
+    from app.state import State
+    from app.textsafe import display_line
+
+    try:
+        profiles = all_profiles(State())
+    except OSError:
+        return
+    if not profiles:
+        return
+    print()
+    print("gateway profiles (state.toml; `bulkhead gateway show` gives the details):")
+    for profile in profiles:
+        print(f"  {display_line(profile.endpoint)}: {display_line(profile_summary(profile))}")
 
 
 def native_lines(settings, route) -> list[str]:

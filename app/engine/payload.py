@@ -34,8 +34,16 @@ class CapInfo:
 
 
 def effective_cap(
-    configured: int | None, learned: LearnedCap | None, assumed: int | None, configured_where: str = "config"
+    configured: int | None,
+    learned: LearnedCap | None,
+    assumed: int | None,
+    configured_where: str = "config",
+    *,
+    imported: LearnedCap | None = None,
+    imported_from: str = "",
 ) -> CapInfo:
+    """The smallest cap present; an imported one (a team's gateways.toml) is a starting point that any tighter
+    cap — learned here, configured — overrides."""
     candidates: list[CapInfo] = []
     if configured:
         candidates.append(CapInfo(configured, "configured", f"max_payload from {configured_where}"))
@@ -44,6 +52,10 @@ def effective_cap(
         when = learned.learned_at.replace("T", " ").rstrip("Z")[:16]
         candidates.append(
             CapInfo(learned.cap_bytes, "learned", f"learned {when} from a {learned.kind} rejection{rejected}")
+        )
+    if imported:
+        candidates.append(
+            CapInfo(imported.cap_bytes, "imported", f"imported from {imported_from or 'a gateways file'}")
         )
     if assumed:
         candidates.append(CapInfo(assumed, "assumed", "assumed after a rejection of unknown size"))
@@ -80,7 +92,11 @@ def preflight(
     if cap.bytes:
         share = predicted_bytes / cap.bytes
         if share > settings.preflight_ratio:
-            label = {"configured": "configured cap", "learned": "learned cap"}.get(cap.source, "cap")
+            label = {
+                "configured": "configured cap",
+                "learned": "learned cap",
+                "imported": "imported cap",
+            }.get(cap.source, "cap")
             decisions.append(
                 Preflight(
                     "compact",
@@ -210,6 +226,18 @@ _REDUCE = {
 }
 
 
+def reduce_advice(parts: Sequence[FloorPart]) -> str:
+    """`the biggest part is system prompt (56.7 KB): shorten the system prompt` — what to reduce first."""
+    shown = [part for part in parts if part.label in FLOOR_LABELS]
+    if not shown:
+        return "reduce it"
+    biggest = max(shown, key=lambda part: part.bytes)
+    return (
+        f"the biggest part is {biggest.label} ({format_size(biggest.bytes)}): "
+        f"{_REDUCE.get(biggest.label, 'reduce it')}"
+    )
+
+
 def diagnose_floor(
     parts: Sequence[FloorPart],
     floor_bytes: int,
@@ -225,14 +253,7 @@ def diagnose_floor(
     servers = heaviest_servers(mcp_servers)
     if servers:
         listed += f"; {servers}"
-    shown = [part for part in parts if part.label in FLOOR_LABELS]
-    biggest = max(shown, key=lambda part: part.bytes) if shown else None
-    largest = "reduce it"
-    if biggest is not None:
-        largest = (
-            f"the biggest part is {biggest.label} ({format_size(biggest.bytes)}): "
-            f"{_REDUCE.get(biggest.label, 'reduce it')}"
-        )
+    largest = reduce_advice(parts)
     if floor_bytes >= rejected_bytes:
         return FloorDiagnosis(
             True,

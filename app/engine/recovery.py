@@ -24,11 +24,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from app.engine.block_cause import judged_content
+from app.engine.cap_guard import cap_label, over_cap
 from app.engine.caps import learned_cap_for
 from app.engine.compaction.context import PassContext, merge_entries
 from app.engine.compaction.pipeline import recovery_candidate
 from app.engine.failures import Failure
-from app.engine.payload import diagnose_floor
+from app.engine.payload import FloorDiagnosis, describe_floor, diagnose_floor, reduce_advice
 from app.engine.prompts import PAYLOAD_NOTICE, PAYLOAD_NOTICE_PREFIXES
 from app.engine.receipts import make_receipt
 from app.engine.sender import RequestFailed, StreamResult
@@ -102,6 +103,7 @@ class Recovery:
         entries: list[ArchiveEntry] = []
         bytes_before = rejected
         last = failed
+        smallest_over_cap: int | None = None  # the smallest candidate left unsent for being over the cap
         for attempt in range(1, settings.max_recovery_attempts + 1):
             level = min(attempt, TOP_LEVEL)
             step = _Attempt(level, attempt, time.monotonic())
@@ -113,22 +115,19 @@ class Recovery:
             request = engine.provider.build(
                 candidate_messages, engine.system, engine.tools, max_tokens=max_tokens
             )
-            cap = engine.cap_info().bytes
+            cap_info = engine.cap_info()
+            cap = cap_info.bytes
             skip: RecoveryOutcome | None = None
             if request.predicted_bytes >= rejected:
                 skip = "not_smaller"
-            elif (
-                failure.payload_related
-                and cap
-                and request.predicted_bytes > cap
-                and attempt < settings.max_recovery_attempts
-            ):
+            elif over_cap(request, cap_info):  # nothing predicted over the effective cap is sent
                 skip = "over_cap"
+                smallest_over_cap = min(smallest_over_cap or request.predicted_bytes, request.predicted_bytes)
             if skip:
                 why = (
                     "is not smaller than the rejected request"
                     if skip == "not_smaller"
-                    else f"is still above the learned cap ({format_size(cap)})"
+                    else f"is still above the {cap_label(cap_info)} ({format_size(cap or 0)})"
                 )
                 engine.emit(
                     RecoveryStep(
@@ -274,6 +273,17 @@ class Recovery:
             f"The conversation is unchanged; /retry to try again, /compact to summarise first, "
             f"or lower max_payload."
         )
+        if (
+            last is failed and smallest_over_cap is not None
+        ):  # nothing was sent: every candidate was over the cap
+            floor = engine.floor_sizes().total_bytes
+            cap_now = engine.cap_info()
+            message = (
+                f"Recovery failed — {final.reason}; the smallest candidate ({format_size(smallest_over_cap)}) is "
+                f"still over the {cap_label(cap_now)} ({format_size(cap_now.bytes or 0)}), and nothing over it "
+                f"is sent (the request base alone is {format_size(floor)}). The conversation is unchanged; "
+                f"/compact to summarise first, or raise max_payload if the gateway takes more."
+            )
         raise TurnFailed(message, final) from last
 
     # -- pieces -----------------------------------------------------------------------------------
@@ -352,6 +362,17 @@ class Recovery:
         diagnosis = diagnose_floor(
             floor.parts, floor.total_bytes, smallest, mcp_servers=dict(floor.mcp_servers)
         )
+        cap = engine.cap_info()
+        if not diagnosis.fail_fast and cap.bytes and floor.total_bytes >= cap.bytes:
+            # nothing over the effective cap is sent: a base at or above it leaves no request to send
+            diagnosis = FloorDiagnosis(
+                True,
+                False,
+                f"The non-compactable request base ({format_size(floor.total_bytes)}: "
+                f"{describe_floor(floor.parts)}) is over the {cap_label(cap)} ({format_size(cap.bytes)}; "
+                f"{cap.detail}), and nothing over it is sent. History compaction cannot help — "
+                f"{reduce_advice(floor.parts)}; or raise max_payload if the gateway takes more.",
+            )
         if diagnosis.warn:
             engine.emit(Notice(diagnosis.message, level="warn", code="floor"))
         if diagnosis.fail_fast:

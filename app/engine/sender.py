@@ -17,12 +17,15 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.engine.cap_guard import check_fits
 from app.engine.draft import DRAFT_FLUSH_CHARS, DRAFT_PREFIX, DraftWriter, leftover_drafts  # noqa: F401 - re-exported
 from app.engine.failure_rules import Rule
 from app.engine.failures import Failure, classify
+from app.engine.payload import CapInfo
 from app.engine.resets import SizeEvidence
 from app.engine.retry import RetryPolicy
 from app.engine.session import Session
+from app.engine.stream_watch import StreamObservation, StreamTiming
 from app.model.costs import Usage, price_usd
 from app.model.events import Event, RequestFinished, RequestStarted, Retry, TextDelta, UsageRecorded
 from app.model.messages import new_id
@@ -122,6 +125,8 @@ class Sender:
         size_evidence: SizeEvidence | None = None,
         user_rules: tuple[Rule, ...] = (),
         floor_bytes: Callable[[], int | None] | None = None,
+        cap: Callable[[], CapInfo] | None = None,
+        on_stream: Callable[[StreamObservation], None] | None = None,
     ) -> None:
         self.session = session
         self.provider = provider
@@ -134,6 +139,8 @@ class Sender:
         self.size_evidence = size_evidence if size_evidence is not None else SizeEvidence()
         self.user_rules = user_rules
         self.floor_bytes = floor_bytes  # the request floor, for judging size against content (block_cause)
+        self.cap = cap  # the route's effective byte cap now: nothing predicted over it is sent (OverCap)
+        self.on_stream = on_stream  # each stream's timing (app.engine.stream_watch: buffered SSE, idle cuts)
         self.draft = DraftWriter(session.folder, session.writer)
         self._visible: list[str] = []  # what the current (or last cancelled) request made visible
 
@@ -148,9 +155,11 @@ class Sender:
     async def send(
         self, request: Request, *, level: int = 0, attempt: int = 0, stream_text: bool = True
     ) -> StreamResult:
-        """Send with transient retries. Raises RequestFailed; CancelledError passes through."""
+        """Send with transient retries. Raises RequestFailed, or OverCap (nothing sent) for a request
+        predicted over the route's effective cap; CancelledError passes through."""
         retry = 0
         while True:
+            self._check_cap(request)
             try:
                 return await self._send_once(request, level=level, attempt=attempt, stream_text=stream_text)
             except RequestFailed as failed:
@@ -301,8 +310,10 @@ class Sender:
         edits: EditsChunk | None = None
         stop_reason = "end"
         visible = False
+        timing = StreamTiming(started)
         try:
             async for chunk in self.provider.stream(request):
+                timing.saw(time.monotonic())
                 if isinstance(chunk, TextChunk):
                     if not chunk.text:
                         continue
@@ -340,6 +351,9 @@ class Sender:
                 )
             )
             error.output_visible = visible
+            self._observe(
+                timing, failed_at=time.monotonic(), cut=error.transport in ("connection", "stream-error")
+            )
             failure = self._classify(error, request)
             latency = (time.monotonic() - started) * 1000
             record(outcome="failed", error=error, failure=failure, latency_ms=latency)
@@ -367,6 +381,7 @@ class Sender:
             )
         self._count_request()
         self._visible = []
+        self._observe(timing)
         self.size_evidence.accepted(request.actual_bytes or request.predicted_bytes)
         record(outcome="ok", latency_ms=latency, usage=usage, cost=cost)
         self._finished(request_id, request, latency, level, started_at)
@@ -376,7 +391,8 @@ class Sender:
 
     async def call(self, request: Request, call: Callable[[], Awaitable[Any]]) -> Any:
         """A request that is not a stream (native compaction): recorded and shown like every other one,
-        its failure classified. Raises RequestFailed; CancelledError passes through."""
+        its failure classified. Raises RequestFailed or OverCap; CancelledError passes through."""
+        self._check_cap(request)
         request_id, started, started_at, record = await self._begin(request, level=0, attempt=0)
         try:
             result = await call()
@@ -395,6 +411,20 @@ class Sender:
         record(outcome="ok", latency_ms=latency)
         self._finished(request_id, request, latency, 0, started_at)
         return result
+
+    def _observe(self, timing: StreamTiming, *, failed_at: float | None = None, cut: bool = False) -> None:
+        if self.on_stream is None:
+            return
+        observation = StreamObservation(timing.started, tuple(timing.arrivals), failed_at, cut)
+        try:
+            self.on_stream(observation)
+        except Exception:  # noqa: BLE001 - remembering a quirk never breaks a request
+            pass
+
+    def _check_cap(self, request: Request) -> None:
+        """The last check before a request goes: over the route's effective cap, it is not sent (OverCap)."""
+        if self.cap is not None:
+            check_fits(request, self.cap())
 
     def _learn_sizes(self, error: ProviderError, failure: Failure, request: Request) -> None:
         """What this failure shows about the endpoint's body sizes (for judging the next reset)."""

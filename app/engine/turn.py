@@ -28,6 +28,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app.config import Route, Settings
+from app.engine.betas import retry_without_betas
+from app.engine.cap_guard import OverCap, configured_cap, route_cap
+from app.engine.chat_fit import fit_under_cap
 from app.engine.checkpoints import Checkpoints, Restored
 from app.engine.compaction.context import PassContext
 from app.engine.compactor import Compactor
@@ -41,12 +44,18 @@ from app.engine.payload import (
     CapInfo,
     FloorSizes,
     calibrate,
-    effective_cap,
     floor_breakdown,
     heaviest_servers,
     preflight,
 )
 from app.engine.permissions import Permissions
+from app.engine.profile_evidence import (
+    StreamQuirks,
+    apply_profile,
+    endpoint_lines,
+    on_failure,
+    workspace_gateway_notices,
+)
 from app.engine.prompts import CONTINUATION, INTERRUPTED_TURN, SYSTEM_PROMPT
 from app.engine.recovery import Recovery, TurnFailed
 from app.engine.resets import SizeEvidence
@@ -169,8 +178,8 @@ class Engine:
         )
         self.retry_policy = RetryPolicy.from_settings(settings, rng)
         self.recovery = Recovery(self)
-        self.compactor = Compactor(self)
-        self.native = NativeContext(self)
+        self.compactor: Compactor = Compactor(self)
+        self.native: NativeContext = NativeContext(self)
         self.tool_cancel = asyncio.Event()
         self.checkpoints = Checkpoints(session.folder, max_bytes=settings.checkpoint_max_bytes)
         self._turn_running = session.turn
@@ -202,6 +211,7 @@ class Engine:
         self.max_tokens = min(configured or self.settings.max_output_tokens, cap)
         self._catalog_window = route.context_window or self.settings.context_window or limits.context_window
         self.sender = self._make_sender(provider, route.name)
+        apply_profile(provider, self.state)  # betas this endpoint refused are not sent again
         self._summarizer: tuple[Provider, Sender] | None = None
         self._floor_cache: tuple[tuple[ToolSpec, ...], str, FloorSizes] | None = None
         self._plan_memo: tuple[tuple, DeferralPlan] | None = None
@@ -242,24 +252,16 @@ class Engine:
         return float(self.session.flags.get("bytes_per_token", 4.0))
 
     def configured_cap(self) -> tuple[int | None, str]:
-        caps = [
-            (c, w)
-            for c, w in (
-                (self.route.max_payload, f"routes.{self.route.name}"),
-                (self.settings.max_payload, self.settings.sources.get("max_payload", "config")),
-            )
-            if c
-        ]
-        return min(caps) if caps else (None, "")
+        return configured_cap(self.settings, self.route)
 
     def cap_info(self) -> CapInfo:
-        configured, where = self.configured_cap()
-        return effective_cap(
-            configured,
-            self.state.learned_cap(self.route.endpoint_id),
-            self.session.flags.get("assumed_cap"),
-            where,
-        )
+        return self.route_cap(self.route)
+
+    def route_cap(self, route: Route) -> CapInfo:
+        """The effective byte cap of `route` (the session's, or the summarizer's); the cap assumed after a
+        rejection of unknown size belongs to the session's route."""
+        assumed = self.session.flags.get("assumed_cap") if route.name == self.route.name else None
+        return route_cap(self.settings, self.state, route, assumed=assumed)
 
     def cap_detail(self, cap: CapInfo | None = None) -> str:
         """Where the cap in force came from, in words; a learned cap adds the rejection's reason.
@@ -577,6 +579,7 @@ class Engine:
             compact_threshold=settings.compact_threshold,
             no_cap_warn_bytes=settings.no_cap_warn_bytes,
             mcp_deferred_from=plan.full_bytes if plan is not None and plan.deferred else None,
+            gateway_profile=endpoint_lines(self.state, self.route.endpoint_id),
         )
         self.emit(event)
         return event
@@ -595,6 +598,8 @@ class Engine:
             size_evidence=self._size_evidence(provider.route),
             user_rules=build_rules(self.settings.classifier_rules),
             floor_bytes=(lambda: self.floor_sizes().total_bytes) if provider is self.provider else None,
+            cap=functools.partial(self.route_cap, provider.route),
+            on_stream=StreamQuirks(self.state, provider.route.endpoint_id),
         )
 
     def _size_evidence(self, route: Route) -> SizeEvidence:
@@ -644,6 +649,18 @@ class Engine:
                 incident_id=failure.incident_id,
             )
         )
+        route = self.route if request.route == self.route.name else self.settings.routes.get(request.route)
+        if route is not None:  # what the refusal shows about the endpoint goes to its profile
+            sizes = self.sender.size_evidence if route is self.route else None
+            bytes_sent = request.actual_bytes or request.predicted_bytes
+            on_failure(
+                self.state,
+                route.endpoint_id,
+                failure,
+                request_bytes=bytes_sent,
+                header_bytes=None,
+                sizes=sizes,
+            )
         await self.hooks.request_rejected(
             failure.kind,
             list(failure.evidence),
@@ -685,6 +702,8 @@ class Engine:
         self._announce_instructions()
         for problem in self.permissions.problems:
             self.emit(Notice(display_line(problem), level="warn", code="permissions"))
+        for level, text in workspace_gateway_notices(self):  # a team's .bulkhead/gateways.toml, on trust
+            self.emit(Notice(display_line(text), level=level, code="gateways"))
         self.view_changed("start", predicted=self._start_bytes())
 
     def _purge_content_cap(self) -> None:
@@ -1016,7 +1035,18 @@ class Engine:
             self.session.view.messages, self.system, self.tools, max_tokens=max_tokens
         )
         try:
-            result = await self.sender.send(request)
+            try:
+                result = await self.sender.send(request)
+            except OverCap as over:  # never sent: compact until it fits (or the turn says why it cannot)
+                request = await fit_under_cap(self, over, max_tokens)
+                result = await self.sender.send(request)
+            except RequestFailed as failed:  # a gateway that refuses or strips a beta: once more without it
+                retried = await retry_without_betas(self, failed, request, max_tokens)
+                if retried is None:
+                    raise
+                request, result = retried
+        except OverCap as over:
+            raise TurnFailed(f"Not sent: {over.message}.") from over
         except RequestFailed as failed:
             if failed.partial_text:
                 self.keep_partial(failed.partial_text, turn, failed.failure)
@@ -1560,6 +1590,7 @@ class Engine:
             native_compaction=getattr(self.provider, "native_compaction", "") if self.native.enabled else "",
             compact_threshold=self.native.threshold() or 0,
             provider_edits=edit_totals(self.session.flags),
+            gateway_profile=endpoint_lines(self.state, self.route.endpoint_id),
         )
 
 

@@ -26,6 +26,11 @@ html-200       every req.   a captive-portal sign-in page with status 200 and te
 apigw          10 MiB       API Gateway 413 ``{"message":"Request Too Long"}``,
                             ``x-amzn-ErrorType: RequestEntityTooLargeException``
 apigw-waf      8 KiB        API Gateway behind a WAF web ACL: 403 ``{"message":"Forbidden"}``
+beta-refuse    no cap       400 ``Unexpected value(s) `…` for the `anthropic-beta` header`` (Anthropic's
+                            JSON error) on any request carrying that header (a proxy that knows no beta)
+beta-strip     no cap       removes the ``anthropic-beta`` header on the way: the Anthropic wire then
+                            refuses the beta's body fields (``context_management: Extra inputs are not
+                            permitted``), as the real API does
 =============  ===========  ==========================================================================
 """
 
@@ -48,6 +53,7 @@ class Profile:
     description: str
     early: bool = False  # answers from Content-Length before reading the body
     headers: bool = False  # the cap is on the header block, not the body
+    betas: str = ""  # "refuse": 400 on any `anthropic-beta` header; "strip": the header is removed on the way
 
 
 PROFILES: dict[str, Profile] = {
@@ -126,6 +132,22 @@ PROFILES: dict[str, Profile] = {
             "API Gateway 413 JSON (RequestEntityTooLargeException)",
         ),
         Profile(
+            "beta-refuse",
+            None,
+            "a gateway that knows no Anthropic beta",
+            "blocked:beta-400",
+            "400 Unexpected value(s) … for the `anthropic-beta` header, on any request that carries one",
+            betas="refuse",
+        ),
+        Profile(
+            "beta-strip",
+            None,
+            "a gateway that drops headers it does not know",
+            "passed",
+            "removes the `anthropic-beta` header: the API then refuses the beta's body fields",
+            betas="strip",
+        ),
+        Profile(
             "apigw-waf",
             8 * KIB,
             "AWS WAF on API Gateway",
@@ -199,3 +221,21 @@ def block_page(name: str, ctx: GatewayContext) -> Response:
     if name == "apigw-waf":
         return pages.apigw_403(aws_request_id(), ctx.ray_id[:16])
     raise UnknownProfile(f"profile {name!r} has no block page")
+
+
+def beta_refused(header: str) -> Response:
+    """Anthropic's JSON error for betas it does not know, as a gateway or a backend without them answers."""
+    from app.lab.http import json_response
+
+    values = ", ".join(f"`{b.strip()}`" for b in header.split(",") if b.strip())
+    return json_response(
+        400,
+        {
+            "type": "error",
+            "error": {
+                "type": "invalid_request_error",
+                "message": f"Unexpected value(s) {values} for the `anthropic-beta` header. Please consult our "
+                f"documentation at docs.anthropic.com or try again without the header.",
+            },
+        },
+    )

@@ -14,7 +14,8 @@ Each request goes through the same three stages, and `/_lab/requests` records wh
 Each record in the log: id, time (UTC ISO 8601), method, path, bytes (body size, or the declared
 Content-Length when the gateway answered first), sha256 (of the body, once read whole), wire, verdict, status (None for reset/drop/timeout);
 for model requests also model, operation, stream, input_tokens, system_bytes and system_tail (the
-last 4,096 characters of the system prompt: project instructions end up there) and, when answered, output_tokens,
+last 4,096 characters of the system prompt: project instructions end up there), tools (how many were
+declared), beta (the `anthropic-beta` header, "" without one) and, when answered, output_tokens,
 stop_reason (neutral: end_turn/tool_use/max_tokens) and cache read/write tokens.
 
 `GET /` and `HEAD /` answer 200 (clients check that a base URL is reachable so). Model lists (`models.py`: `GET /v1/models`, Bedrock's `/foundation-models` and `/inference-profiles`)
@@ -348,6 +349,19 @@ class LabServer:
             "verdict": "",
             "status": None,
         }
+        betas = gateway.profile(config.gateway).betas
+        if betas and head.headers.get("anthropic-beta"):
+            if betas == "refuse":
+                with contextlib.suppress(_BodyTooLarge):
+                    record["bytes"] = len(await self._read_body(head, reader))
+                return await self._finish(
+                    writer,
+                    head,
+                    record,
+                    gateway.beta_refused(head.headers["anthropic-beta"]),
+                    "blocked:beta-400",
+                )
+            head = replace(head, headers={k: v for k, v in head.headers.items() if k != "anthropic-beta"})
         cap = config.effective_cap
         declared = None if head.chunked else (head.content_length or 0)
         ctx = gateway.GatewayContext(head.host, head.path, client_ip, self._serial, config.seed)
@@ -458,6 +472,14 @@ class LabServer:
                 writer, head, record, wire.bad_request(wire.decode_error(str(exc))), "bad-request"
             )
         count_only = route.operation == "count_tokens"
+        if route.wire == "anthropic":  # a beta's body field without its beta header: refused, as the API does
+            missing = wire_anthropic.beta_field_without_header(
+                payload, head.headers.get("anthropic-beta", "")
+            )
+            if missing:
+                return await self._finish(
+                    writer, head, record, wire.bad_request(WireError(missing)), "bad-request"
+                )
         try:
             if route.wire == "bedrock":
                 conv = wire.parse(payload, len(body), route.model_id, count_only=count_only)
@@ -478,6 +500,8 @@ class LabServer:
             input_tokens=conv.input_tokens,
             system_bytes=len(conv.system.encode("utf-8")),
             system_tail=conv.system[-SYSTEM_TAIL_CHARS:],
+            tools=len(conv.tools),
+            beta=head.headers.get("anthropic-beta", ""),
         )
         fault = self._plan.next()  # token counting is rate-limited and can fail like any provider request
         if fault in STATUS_FAULTS:

@@ -632,3 +632,23 @@ def stream_error() -> bytes:
 
 def decode_error(text: str) -> WireError:
     return WireError(f"Invalid JSON in the request body: {text}")
+
+
+# The body fields a beta allows, and the beta (any of them) that must be in the `anthropic-beta` header.
+BETA_FIELDS = {
+    "context_management": ("context-management-2025-06-27", "compact-2026-01-12"),
+    "compaction": ("compact-2026-09-04",),
+}
+
+
+def beta_field_without_header(body: Any, header: str) -> str:
+    """`context_management: Extra inputs are not permitted` when the body carries a beta's field and the
+    header does not name that beta (the real API's answer, e.g. behind a gateway that strips the header);
+    "" otherwise."""
+    if not isinstance(body, dict):
+        return ""
+    sent = {b.strip() for b in header.split(",") if b.strip()}
+    for name, betas in BETA_FIELDS.items():
+        if name in body and not sent.intersection(betas):
+            return f"{name}: Extra inputs are not permitted"
+    return ""

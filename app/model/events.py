@@ -30,7 +30,7 @@ CompactionStage = Literal[
 # provider: a compaction the provider made in its answer; provider-edit: its context editing cleared tool results
 CompactionTrigger = Literal["auto", "manual", "preflight", "recovery", "provider", "provider-edit"]
 CompactionOutcome = Literal["applied", "skipped", "failed"]
-CapSource = Literal["configured", "learned", "assumed", "none"]
+CapSource = Literal["configured", "learned", "imported", "assumed", "none"]
 HookDecision = Literal["ok", "block", "error", "timeout"]
 TurnOutcome = Literal["answered", "failed", "cancelled", "partial"]
 
@@ -296,6 +296,7 @@ class ViewChanged(Event):
     )
     no_cap_warn_bytes: int | None = None  # with no cap, the size that warns (Settings.no_cap_warn_bytes)
     mcp_deferred_from: int | None = None  # MCP definitions deferred: the bytes they would add in full
+    gateway_profile: tuple[str, ...] = ()  # what the endpoint has shown beyond its cap (app.gateway_profile)
 
 
 @dataclass(frozen=True)

@@ -239,6 +239,17 @@ def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
 
 
 @dataclass(frozen=True)
+class ProbeFloor:
+    """What every chat request of a route carries besides its messages — the system prompt (with the project's
+    instructions), the tool definitions and the extra headers (betas) — sent with each probe, so a probe sees
+    what chat sees (a gateway that blocks every chat request by its tools does not pass a bare probe)."""
+
+    system: str = ""
+    tools: tuple[ToolSpec, ...] = ()
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class ProbeReply:
     """A probe request the gateway let through: the status and the body bytes that crossed the wire."""
 
@@ -258,6 +269,8 @@ class Provider(abc.ABC):
         self.api_key = api_key
         # context_engine = "provider": input tokens at which the provider should compact (set by the engine)
         self.compact_threshold: int | None = None
+        # betas this route's endpoint refused or stripped (its gateway profile): never sent there
+        self.refused_betas: frozenset[str] = frozenset()
 
     @abc.abstractmethod
     def build(
@@ -281,8 +294,9 @@ class Provider(abc.ABC):
         """Predicted body bytes for a view (incremental: per-message sizes are cached)."""
         return self.build(view, system, tools, max_tokens=max_tokens).predicted_bytes
 
-    async def probe(self, size: int) -> ProbeReply:
-        """Send a body of about `size` bytes that costs nothing at the model (see `bulkhead probe`).
+    async def probe(self, size: int, floor: ProbeFloor | None = None) -> ProbeReply:
+        """Send a body of about `size` bytes that costs nothing at the model (see `bulkhead probe`), carrying
+        `floor` (the route's system prompt, tools and headers; the body is never smaller than it).
 
         Returns when the provider answered (even with an error about the request itself);
         raises ProviderError for everything else, exactly as `stream()` does.
@@ -298,6 +312,10 @@ class Provider(abc.ABC):
     async def list_models(self) -> list[ListedModel]:
         """The models this route's endpoint offers (for the /model picker); raises ProviderError."""
         raise NotImplementedError(f"{self.kind} routes cannot list their models")
+
+    def chat_headers(self) -> dict[str, str]:
+        """The headers a chat request adds to the client's own (e.g. Anthropic's `anthropic-beta`)."""
+        return {}
 
     @property
     def endpoint_url(self) -> str:

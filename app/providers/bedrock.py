@@ -35,6 +35,7 @@ from app.model.events import RequestPurpose
 from app.model.messages import COMPACTION_SUMMARY_HEADER, Image, Message, Native, Text, ToolCall, ToolResult
 from app.providers.base import (
     ListedModel,
+    ProbeFloor,
     ProbeReply,
     Provider,
     ProviderError,
@@ -354,20 +355,23 @@ class BedrockProvider(Provider):
         "but it only counts tokens, so probes cost nothing"
     )
 
-    async def probe(self, size: int) -> ProbeReply:
-        return await self._count_tokens(self._filler(size))
+    async def probe(self, size: int, floor: ProbeFloor | None = None) -> ProbeReply:
+        floor = floor or ProbeFloor()  # Bedrock's betas travel in the body: no extra headers to carry
+        shape = self.build((), floor.system, floor.tools, max_tokens=1, purpose="probe").body
+        carried = {key: shape[key] for key in ("system", "toolConfig") if key in shape}
+        envelope = {
+            "modelId": self.route.model,
+            "input": {"converse": {"messages": [{"role": "user", "content": [{"text": ""}]}], **carried}},
+        }
+        filler = "x" * max(1, size - botocore_len(envelope["input"]))
+        return await self._count_tokens([{"text": filler}], carried)
 
     async def probe_texts(self, texts: Sequence[str]) -> ProbeReply:
         return await self._count_tokens([{"text": text or " "} for text in texts])
 
-    def _filler(self, size: int) -> list[dict[str, str]]:
-        envelope = {
-            "modelId": self.route.model,
-            "input": {"converse": {"messages": [{"role": "user", "content": [{"text": ""}]}]}},
-        }
-        return [{"text": "x" * max(1, size - botocore_len(envelope["input"]))}]
-
-    async def _count_tokens(self, content: list[dict[str, str]]) -> ProbeReply:
+    async def _count_tokens(
+        self, content: list[dict[str, str]], carried: dict[str, Any] | None = None
+    ) -> ProbeReply:
         exchange = Exchange()
 
         def work() -> None:
@@ -376,7 +380,9 @@ class BedrockProvider(Provider):
                 client = self._ensure_client()
                 client.count_tokens(
                     modelId=self.route.model,
-                    input={"converse": {"messages": [{"role": "user", "content": content}]}},
+                    input={
+                        "converse": {"messages": [{"role": "user", "content": content}], **(carried or {})}
+                    },
                 )
             finally:
                 _THREAD.exchange = None

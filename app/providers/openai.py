@@ -33,6 +33,7 @@ from app.model.events import RequestPurpose
 from app.model.messages import COMPACTION_SUMMARY_HEADER, Image, Message, Native, Text, ToolCall, ToolResult
 from app.providers.base import (
     ListedModel,
+    ProbeFloor,
     ProbeReply,
     ProviderError,
     Request,
@@ -324,15 +325,28 @@ class OpenAIProvider(HttpxSdkProvider):
         "past the gateway costs nothing"
     )
 
-    async def probe(self, size: int) -> ProbeReply:
+    async def probe(self, size: int, floor: ProbeFloor | None = None) -> ProbeReply:
+        floor = floor or ProbeFloor()
         field = self.max_tokens_field
-        envelope = {"messages": [{"role": "user", "content": ""}], "model": self.route.model, field: 0}
+        shape = self.build((), floor.system, floor.tools, max_tokens=0, purpose="probe").body
+        system = list(shape["messages"])
+        carried = {"tools": shape["tools"]} if "tools" in shape else {}
+        envelope = {
+            "messages": [*system, {"role": "user", "content": ""}],
+            "model": self.route.model,
+            field: 0,
+            **carried,
+        }
         filler = "x" * max(1, size - compact_len(envelope))
-        return await self._probe_call(
-            lambda client: client.chat.completions.create(
-                model=self.route.model, messages=[{"role": "user", "content": filler}], **{field: 0}
-            )
-        )
+        arguments: dict[str, Any] = {
+            "model": self.route.model,
+            "messages": [*system, {"role": "user", "content": filler}],
+            field: 0,
+            **carried,
+        }
+        if floor.headers:
+            arguments["extra_headers"] = dict(floor.headers)
+        return await self._probe_call(lambda client: client.chat.completions.create(**arguments))
 
     async def probe_texts(self, texts: Sequence[str]) -> ProbeReply:
         field = self.max_tokens_field
