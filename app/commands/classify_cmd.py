@@ -3,6 +3,7 @@
     bulkhead classify --status 403 --body-file page.html --header 'cf-ray: 8f3a…' --bytes 422200
     bulkhead classify --message 'Connection error.' --bytes 819260 --json
     bulkhead classify --batch cases.jsonl            # one JSON line out per line in ('-' = stdin)
+    bulkhead classify --batch cases.jsonl --score    # lines with `expected`: accuracy, false payload verdicts
 
 The words come from `app.engine.failures`, the same rules the recovery ladder uses.
 """
@@ -27,7 +28,9 @@ from app.engine.failures import (
 EXIT_OK, EXIT_USAGE = 0, 2
 STDIN = "-"
 BATCH_FIELDS = ("status", "message", "body", "headers", "request_bytes")
-BATCH_OPTIONAL_FIELDS = ("transport", "error_type")
+# How the answer arrived, as the adapters set it: "http" (an HTTP error status), "html-200", "non-sse-200",
+# "connection", "timeout", "stream-error"; null when the adapter flagged nothing.
+BATCH_OPTIONAL_FIELDS = ("transport", "error_type", "provider", "request_header_bytes")
 
 
 def run(args) -> int:
@@ -35,7 +38,11 @@ def run(args) -> int:
     threshold, rules, fallback_cap = _from_settings()
     batch = getattr(args, "batch", None)
     if batch:
+        if getattr(args, "score", False):
+            return run_score(batch, drop_threshold=threshold, user_rules=rules, as_json=_as_json(args))
         return run_batch(batch, drop_threshold=threshold, user_rules=rules)
+    if getattr(args, "score", False):
+        return _usage_error("--score needs --batch FILE.jsonl (lines with an `expected` kind)")
     return run_single(args, drop_threshold=threshold, user_rules=rules, fallback_cap=fallback_cap)
 
 
@@ -91,6 +98,38 @@ def run_batch(
     return EXIT_OK
 
 
+def run_score(
+    path: str,
+    *,
+    drop_threshold: int = DEFAULT_DROP_THRESHOLD,
+    user_rules: tuple[Rule, ...] = (),
+    as_json: bool = False,
+) -> int:
+    """Classify a labelled batch and print accuracy, false payload verdicts and the misses."""
+    from app.commands.classify_score import Score
+
+    try:
+        text = _read_text(path)
+    except OSError as exc:
+        return _usage_error(f"cannot read --batch {path}: {exc.strerror or exc}")
+    score = Score()
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        verdict = classify_line(line, number, drop_threshold=drop_threshold, user_rules=user_rules)
+        try:
+            case = json.loads(line)
+        except ValueError:
+            case = {}
+        score.add(case if isinstance(case, dict) else {}, verdict)
+    print(json_text(score.to_dict()) if as_json else score.render())
+    return EXIT_OK
+
+
+def _as_json(args) -> bool:
+    return bool(getattr(args, "classify_json", False))
+
+
 def classify_line(
     line: str, number: int, *, drop_threshold: int = DEFAULT_DROP_THRESHOLD, user_rules: tuple[Rule, ...] = ()
 ) -> dict[str, Any]:
@@ -119,6 +158,8 @@ def classify_line(
         fields["request_bytes"],
         transport=fields["transport"],
         error_type=fields["error_type"],
+        provider=fields["provider"],
+        request_header_bytes=fields["request_header_bytes"],
         drop_threshold=drop_threshold,
         user_rules=user_rules,
     )
