@@ -341,7 +341,9 @@ def parts_from_exception(error: BaseException) -> dict[str, Any] | None:
     parts["request_bytes"] = _first_present(
         getattr(wrapper, "request_bytes", None), _sdk_request_bytes(primary)
     )
-    parts["transport"] = getattr(wrapper, "transport", None) or _sdk_transport(parts["class_names"])
+    parts["transport"] = getattr(wrapper, "transport", None) or _sdk_transport(
+        parts["class_names"], parts["status"] if primary is not wrapper else None
+    )
     parts["error_type"] = getattr(wrapper, "error_type", None)
     parts["extra_codes"] = [
         code
@@ -423,13 +425,14 @@ def _sdk_request_bytes(error: BaseException) -> int | None:
     return None
 
 
-def _sdk_transport(class_names: list[str]) -> str | None:
+def _sdk_transport(class_names: list[str], status: int | None = None) -> str | None:
+    """How a raw SDK exception's answer arrived, as an adapter would flag it."""
     lowered = [name.lower() for name in class_names]
     if lowered and lowered[0] in TIMEOUT_CLASSES:
         return "timeout"
     if any(name in CONNECTION_DROP_CLASSES | CONNECT_FAILURE_CLASSES for name in lowered):
         return "connection"
-    return None
+    return "http" if status is not None else None
 
 
 API_MESSAGE_MAX_CHARS = 100_000  # bodies longer than this are not parsed for the provider's own words

@@ -4,8 +4,6 @@ boundary decisions, 300+ public vectors with their sources, and user rules from 
 from __future__ import annotations
 
 import dataclasses
-import json
-from pathlib import Path
 
 import pytest
 
@@ -13,19 +11,9 @@ from app.engine.failure_input import make_case
 from app.engine.failure_rules import BUILT_IN_RULES, KINDS, PAYLOAD_KINDS, evaluate
 from app.engine.failures import classify_fields
 from app.engine.resets import SizeEvidence
+from tests.fixtures.failure_vectors import all_vectors
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-FILES = (
-    FIXTURES / "error-vectors.jsonl",
-    FIXTURES / "failures" / "extra-vectors.jsonl",
-    FIXTURES / "failures" / "public-vectors.jsonl",
-)
-VECTORS = [
-    json.loads(line)
-    for path in FILES
-    for line in path.read_text(encoding="utf-8").splitlines()
-    if line.strip()
-]
+VECTORS = all_vectors()
 BY_ID = {vector["id"]: vector for vector in VECTORS}
 KIND_OF = {rule.id: rule.kind for rule in BUILT_IN_RULES}
 
@@ -68,6 +56,8 @@ def _case(vector: dict, **changes):
         request_bytes=vector["request_bytes"],
         transport=vector.get("transport"),
         error_type=vector.get("error_type"),
+        provider=vector.get("provider"),
+        request_header_bytes=vector.get("request_header_bytes"),
         **changes,
     )
 

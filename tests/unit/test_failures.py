@@ -34,6 +34,7 @@ from app.engine.failures import (
     give_up_advice,
 )
 from app.providers.base import ProviderError
+from tests.fixtures.failure_vectors import TRANSPORTS, all_vectors
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 REFERENCE_VECTORS = FIXTURES / "error-vectors.jsonl"
@@ -65,7 +66,7 @@ def _load(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-ALL_VECTORS = _load(REFERENCE_VECTORS) + _load(EXTRA_VECTORS) + _load(PUBLIC_VECTORS)
+ALL_VECTORS = all_vectors()
 
 
 def _fields(vector: dict) -> Failure:
@@ -78,6 +79,7 @@ def _fields(vector: dict) -> Failure:
         transport=vector.get("transport"),
         error_type=vector.get("error_type"),
         provider=vector.get("provider"),
+        request_header_bytes=vector.get("request_header_bytes"),
     )
 
 
@@ -95,6 +97,11 @@ def test_there_are_enough_extra_vectors_and_ids_are_unique():
     ids = [vector["id"] for vector in ALL_VECTORS]
     assert len(ids) == len(set(ids))
     assert {vector["expected"] for vector in ALL_VECTORS} == set(KINDS)
+
+
+def test_every_vector_says_how_the_answer_arrived():
+    for vector in ALL_VECTORS:
+        assert "transport" in vector and vector["transport"] in TRANSPORTS, vector["id"]
 
 
 @pytest.mark.parametrize("vector", ALL_VECTORS, ids=[v["id"] for v in ALL_VECTORS])
@@ -121,6 +128,7 @@ def test_vector_wrapped_in_a_provider_error_classifies_the_same(vector):
         request_bytes=vector["request_bytes"],
         transport=vector.get("transport"),
         error_type=vector.get("error_type"),
+        request_header_bytes=vector.get("request_header_bytes"),
     )
     assert classify(error) == _fields(vector)
 
