@@ -18,7 +18,68 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from app.engine.failure_details import (  # noqa: F401 - detail sentences, one per rule
+    BIG_HEADERS,
+    HEADER_BYTES,
+    HEADERS_SUSPECT_BYTES,
+    LARGE_BODY,
+    MANY_VALUES,
+    _auth_status_detail,
+    _big_headers,
+    _block_200_detail,
+    _ca_bundle_detail,
+    _drop_detail,
+    _drop_unproven_detail,
+    _header_bytes,
+    _headers_detail,
+    _headers_reset_detail,
+    _html_200_detail,
+    _overflow_detail,
+    _overloaded_status_detail,
+    _pairing_detail,
+    _payload_detail,
+    _server_detail,
+    _timeout_detail,
+    _title_of,
+    _tls_detail,
+    _tpm_detail,
+    _upstream_detail,
+    _waf_detail,
+    _words,
+    block_status_detail,
+    body_meaning_detail,
+    gateway_html_400_detail,
+    headers_meaning_detail,
+    meaning_overflow_detail,
+    network_policy_detail,
+    not_the_request_detail,
+    output_limit_detail,
+    proxy_policy_detail,
+    proxy_timeout_detail,
+    proxy_unreachable_detail,
+    refused_detail,
+    slow_upload_detail,
+    tunnel_refused_detail,
+    waf_vendor_detail,
+)
+from app.engine.failure_hops import (
+    CONNECTION_REFUSED,
+    PROXY_POLICY_REFUSAL,
+    PROXY_TIMEOUT,
+    PROXY_UNREACHABLE,
+    SIZE_EVIDENCE_SAYS_SIZE,
+    TUNNEL_REFUSED,
+)
 from app.engine.failure_input import Case
+from app.engine.failure_meaning import (
+    MEANS_BODY_TOO_LARGE,
+    MEANS_CONVERSATION_TOO_LONG,
+    MEANS_HEADERS_TOO_LARGE,
+    MEANS_OUTPUT_LIMIT,
+    MEANS_SOMETHING_ELSE,
+    Subject,
+    read,
+)
 from app.engine.failure_phrases import (
     APIGW_FORBIDDEN,
     AUTH_CLASSES,
@@ -26,6 +87,7 @@ from app.engine.failure_phrases import (
     AUTH_RE,
     BEDROCK_TOO_LONG,
     BEDROCK_VALIDATION_CODE,
+    BLOCK_STATUSES,
     CONNECT_FAILURE_CLASSES,
     CONNECT_RE,
     CONTEXT_OVERFLOW_CODES,
@@ -34,6 +96,7 @@ from app.engine.failure_phrases import (
     HEADERS_TOO_LARGE_RE,
     MODEL_NOT_READY_RE,
     MUST_BE_REDUCED,
+    NETWORK_POLICY_RE,
     NON_STREAM_200,
     OVERLOADED_CODES,
     OVERLOADED_RE,
@@ -45,6 +108,7 @@ from app.engine.failure_phrases import (
     QUOTA_RESETS_SOON_RE,
     RATE_LIMIT_CODES,
     RATE_RE,
+    RATE_WORDS_RE,
     SERVER_ERROR_CODES,
     TIMEOUT_CLASSES,
     TIMEOUT_CODES,
@@ -92,6 +156,7 @@ from app.engine.failure_signals import (
     token_counts,
     transport,
 )
+from app.engine.failure_vendors import Role, find_vendor
 from app.sizes import format_size
 
 # -- kinds ------------------------------------------------------------------------------------------
@@ -142,6 +207,10 @@ class Rule:
     headline: str | None = None
     origin: str = "built-in"  # or "config.toml:12" for a user rule
     states_window: bool = False  # a token limit in the evidence is the largest request the provider takes
+    means: str = ""  # the generalising signal this rule embodies (`classify --explain` shows it)
+    recoverable: bool | None = None  # None: the kind's default (payload-related or context overflow)
+    ladder_limit: int | None = None  # a recoverable rule's attempts (None: max_recovery_attempts)
+    ladder_start: int = 1  # and the level it starts at (2: fewer messages at once)
 
     def match(self, case: Case) -> list[Hit] | None:
         hits: list[Hit] = []
@@ -160,201 +229,68 @@ class Rule:
         return self.detail or "matched"
 
 
-def _words(hits: Sequence[Hit]) -> list[str]:
-    return list(dict.fromkeys(word for hit in hits for word in hit.words))
+# -- signals of the rules read by meaning (issue 39) ----------------------------------------------------------
+def _not_provider_json(case: Case) -> Hit | None:
+    return None if case.json_envelope else make_hit()
 
 
-def _timeout_detail(case: Case, hits: Sequence[Hit]) -> str:
-    from app.engine.failure_phrases import TIMEOUT_STATUSES
-
-    if case.status in TIMEOUT_STATUSES:
-        said = TIMEOUT_STATUSES[case.status]
-    elif case.status in (None, 200) and case.codes & TIMEOUT_CODES:
-        said = "the provider gave up waiting"
-    else:
-        said = "no answer in time"
-    return f"{said}; a timeout says nothing about size, so it is retried"
+def _waf_vendor(case: Case) -> Hit | None:
+    mark = find_vendor(case, (Role.WAF,))
+    return make_hit(mark.line, f"{mark.vendor.display}'s mark") if mark is not None else None
 
 
-def _waf_detail(case: Case, hits: Sequence[Hit]) -> str:
-    signals = _words(hits[1:])
-    return f"{case.status} with {' and '.join(signals[:2]) or 'a block signal'}"
-
-
-def _overflow_detail(case: Case, hits: Sequence[Hit]) -> str:
-    said = next((w for w in _words(hits) if w.startswith('"')), "a context-length error")
-    tokens = token_counts(case)
-    counted = ""
-    if tokens is not None:
-        core = tokens.lines[0].removeprefix("tokens: ").split(" (", 1)[0]
-        counted = f" ({core.removesuffix(' limit')} tokens)"
-    return f"{case.status or 'error'} {said}{counted}: the conversation is longer than the model's window"
-
-
-def _payload_detail(case: Case, hits: Sequence[Hit]) -> str:
-    from app.engine.failure_phrases import PAYLOAD_STATUSES
-
-    if case.status in PAYLOAD_STATUSES:
-        detail = PAYLOAD_STATUSES[case.status]
-    elif "requestentitytoolargeexception" in (case.header("x-amzn-errortype") or "").lower():
-        detail = "RequestEntityTooLargeException"
-    else:
-        found = PAYLOAD_RE.search(case.text)
-        detail = (
-            f'{case.status or "error"} "{found.group(0)}"'
-            if found
-            else f"{case.status or 'error'} error code {sorted(case.codes & PAYLOAD_CODES)[0]}"
-        )
-    return detail + (" (HTML page)" if case.html else "")
-
-
-def _headers_detail(case: Case, hits: Sequence[Hit]) -> str:
-    title = _title_of(case).strip(" ()")
-    if case.status == 431:
-        said = "431 Request Header Fields Too Large"
-    elif title:
-        said = f"{case.status or 'error'} page {title}"
-    else:
-        said = f"{case.status or 'error'} {next((w for w in _words(hits) if w.startswith(chr(34))), 'header too large')}"
-    sent = (
-        f" (bulkhead sent {format_size(case.request_header_bytes)} of headers)"
-        if case.request_header_bytes
-        else ""
-    )
-    return (
-        f"{said}{sent}: the request's headers, not its body, are over the gateway's limit — "
-        "a long API key or token, cookies, or custom headers"
-    )
-
-
-def _header_bytes(case: Case) -> Hit | None:
-    size = case.request_header_bytes
-    return make_hit(f"request headers {format_size(size)} ({size:,} bytes)") if size else None
-
-
-HEADER_BYTES = Check("request header size", _header_bytes)
-# Header blocks past this are refused by common servers (Node, Envoy and Kestrel cap them at 16 KiB;
-# nginx and Apache a single line at 8 KiB). Node answers its 431 and closes at once with the body
-# unread, so the client often sees a reset instead of the 431: a reset of a request with headers
-# this big is a header problem, not a transient network failure and not a body cap.
-HEADERS_SUSPECT_BYTES = 16 * 1024
-
-
-def _big_headers(case: Case) -> Hit | None:
-    size = case.request_header_bytes
-    if not size or size < HEADERS_SUSPECT_BYTES:
+def _big_413(case: Case) -> Hit | None:
+    """A 413 on a body of a mebibyte or more, with no token figures: the body cap, even if it says "length"."""
+    size = case.request_bytes
+    if case.status != 413 or size is None or size < 1024 * 1024:
         return None
-    return make_hit(
-        f"request headers {format_size(size)} ({size:,} bytes) ≥ {format_size(HEADERS_SUSPECT_BYTES)}, "
-        "past what common servers accept"
-    )
+    if token_counts(case) is not None or read(case).about(Subject.INPUT) is not None:
+        return None
+    return make_hit(f"413 on a {format_size(size)} body with no token figures: the body's size")
 
 
-BIG_HEADERS = Check("header block past common server limits", _big_headers)
+def _gateway_origin(case: Case) -> Hit | None:
+    """The answer came from a hop in front of the provider: a web page, or a vendor's marks with no API code."""
+    if case.json_envelope:
+        return None
+    if case.html:
+        return make_hit("HTML page from a gateway, not the provider's JSON")
+    if case.codes - {"http"}:
+        return None  # the provider's own error code (Bedrock's ModelTimeoutException): not a gateway
+    mark = find_vendor(case)
+    return make_hit(f"{mark.line}, no API error code") if mark is not None else None
 
 
-def _headers_reset_detail(case: Case, hits: Sequence[Hit]) -> str:
-    sent = format_size(case.request_header_bytes or 0)
+def _network_policy(case: Case) -> Hit | None:
+    if not case.json_envelope:
+        return None
+    found = NETWORK_POLICY_RE.search(case.text)
     return (
-        f"the connection was reset after bulkhead sent {sent} of headers — more than servers commonly "
-        "accept (Node, Envoy and Kestrel answer 431 and close); the headers, not the body, are the likely "
-        "cause: a long API key or token, cookies, or custom headers"
+        make_hit(f'phrase "{found.group(0)}" in the provider\'s JSON', f'"{found.group(0)}"')
+        if found
+        else None
     )
 
 
-def _drop_detail(case: Case, hits: Sequence[Hit]) -> str:
-    size = format_size(case.request_bytes) if case.request_bytes is not None else "large"
-    return (
-        f"no response to a {size} request; a gateway body cap cuts uploads like this "
-        "(`bulkhead probe` measures it)"
-    )
+NOT_PROVIDER_JSON = Check("not the provider's JSON", _not_provider_json)
+# What payload.size already knows (413, API Gateway's header, the payload phrases and codes): it decides those.
+KNOWN_PAYLOAD = any_of(
+    status(413, quiet=True),
+    Header("x-amzn-errortype", "requestentitytoolargeexception"),
+    all_of(BELOW_500, any_of(phrase(PAYLOAD_RE), code(PAYLOAD_CODES))),
+)
+GATEWAY_ORIGIN = Check("answered by a gateway", _gateway_origin)
+WAF_VENDOR_MARK = Check("a WAF vendor's mark (header, cookie, link host, page)", _waf_vendor)
+BIG_413 = Check("413 on a multi-megabyte body", _big_413)
+NETWORK_POLICY = Check("the provider's own network rules", _network_policy)
+RATE_WORDS = phrase(RATE_WORDS_RE)
+ANSWERED_ERROR = status(None, between=(400, 599), quiet=True)
+NOT_THIS_FAMILY = status(401, 403, 407, 408, 429, quiet=True)  # auth, timeout and rate statuses say it first
+NEVER_A_BLOCK = status(401, 407, 408, 413, 429, 431, quiet=True)
 
 
-def _drop_unproven_detail(case: Case, hits: Sequence[Hit]) -> str:
-    if case.request_bytes is None:
-        said = "no response and the request size is unknown"
-    else:
-        said = f"no response to a {format_size(case.request_bytes)} request"
-    return (
-        f"{said}: treated as a transient network failure and retried (resets of bodies from "
-        f"drop_payload_min_bytes, {format_size(case.drop_threshold)}, or repeated ones count as a "
-        "gateway cap; `bulkhead probe` finds it)"
-    )
-
-
-def _tls_detail(case: Case, hits: Sequence[Hit]) -> str:
-    """The certificate hint names what the failing route's SDK reads, and bulkhead's own `ca_bundle`."""
-    from app.ca_bundle import SDK_NAMES, sdk_reads
-
-    said = "TLS verification failed: the server's certificate is not trusted (a proxy re-signing traffic?)"
-    if case.provider in SDK_NAMES:
-        return (
-            f"{said}; set ca_bundle in config.toml to its CA bundle, or {sdk_reads(case.provider)}, "
-            f"which {SDK_NAMES[case.provider]} reads"
-        )
-    return (
-        f"{said}; set ca_bundle in config.toml to its CA bundle (bulkhead hands it to every provider's SDK)"
-    )
-
-
-def _ca_bundle_detail(case: Case, hits: Sequence[Hit]) -> str:
-    """The route's CA bundle does not exist (`app.ca_bundle`): its own words (variable, path), once."""
-    said = case.message.split("CaBundleMissing: ", 1)[-1].strip().splitlines()[0]
-    return said.split(": ", 1)[1] if said.startswith("routes.") and ": " in said else said
-
-
-def _server_detail(case: Case, hits: Sequence[Hit]) -> str:
-    return f"{case.status} from the {'gateway' if case.html else 'server'}" + _title_of(case)
-
-
-def _title_of(case: Case) -> str:
-    """(“502 Bad Gateway”): an HTML page's own title or first heading, quoted."""
-    if not case.html:
-        return ""
-    from app.providers.html import page_heading
-
-    title = page_heading(case.body or case.message)
-    return f" (“{title}”)" if title else ""
-
-
-def _overloaded_status_detail(case: Case, hits: Sequence[Hit]) -> str:
-    from app.engine.failure_phrases import OVERLOADED_STATUSES
-
-    return OVERLOADED_STATUSES.get(case.status, f"{case.status} overloaded")
-
-
-def _auth_status_detail(case: Case, hits: Sequence[Hit]) -> str:
-    from app.engine.failure_phrases import AUTH_STATUSES
-
-    return AUTH_STATUSES.get(case.status, f"{case.status} refused")
-
-
-def _pairing_detail(case: Case, hits: Sequence[Hit]) -> str:
-    said = next((w for w in _words(hits) if w.startswith('"')), "")
-    return f"{case.status or 'error'} {said}: the conversation is longer than the model's window"
-
-
-def _tpm_detail(case: Case, hits: Sequence[Hit]) -> str:
-    return (
-        f"{case.status or 'error'}: one request larger than the tokens-per-minute limit; "
-        "waiting will not help, a smaller request will"
-    )
-
-
-def _html_200_detail(case: Case, hits: Sequence[Hit]) -> str:
-    return "200 with an HTML page instead of the API's JSON (captive portal or block page)"
-
-
-def _block_200_detail(case: Case, hits: Sequence[Hit]) -> str:
-    said = next((w for w in _words(hits) if w.startswith('"')), "")
-    return f"200 with a block message instead of the API's stream ({said})"
-
-
-def _upstream_detail(case: Case, hits: Sequence[Hit]) -> str:
-    return (
-        f"{case.status} from a proxy whose upstream failed or reset; the provider is not "
-        "(necessarily) overloaded — retried"
-    )
+# An API error that arrived (a code, or words about the conversation's length): never a dropped line.
+API_ANSWER = any_of(API_EVENT, MEANS_CONVERSATION_TOO_LONG)
 
 
 # Every built-in rule; priorities are unique (higher wins).
@@ -389,7 +325,8 @@ BUILT_IN_RULES: tuple[Rule, ...] = (
         WAF_BLOCK,
         890,
         (transport("html-200", line="transport: html-200 (the SDK got a page, not the API's JSON)"),),
-        notes=(HtmlBody(), phrase(WAF_RE)),
+        unless=(MEANS_BODY_TOO_LARGE,),  # a 200 page that states a body limit (PHP's post_max_size warning)
+        notes=(HtmlBody(), phrase(WAF_RE), WAF_VENDOR_MARK),
         detail=_html_200_detail,
     ),
     Rule(
@@ -410,7 +347,7 @@ BUILT_IN_RULES: tuple[Rule, ...] = (
             NO_HTTP_ANSWER,
             any_of(phrase(TLS_FAILURE, label="TLS"), ExceptionClass(TLS_FAILURE_CLASSES, chain=True)),
         ),
-        unless=(API_EVENT,),
+        unless=(API_ANSWER,),
         transient=False,
         headline="Could not connect",
         detail=_tls_detail,
@@ -423,7 +360,7 @@ BUILT_IN_RULES: tuple[Rule, ...] = (
             NO_HTTP_ANSWER,
             any_of(phrase(CONNECT_RE, label="connect"), ExceptionClass(CONNECT_FAILURE_CLASSES, chain=True)),
         ),
-        unless=(API_EVENT,),
+        unless=(API_ANSWER,),
         transient=True,
         headline="Could not connect",
         detail="the request never left (no connection); treated as a transient network failure and retried",
@@ -433,7 +370,7 @@ BUILT_IN_RULES: tuple[Rule, ...] = (
         OTHER,
         865,
         (status(200, quiet=True), NO_HTTP_ANSWER, DROPPED),
-        unless=(API_EVENT,),
+        unless=(API_ANSWER,),
         transient=True,
         headline="Connection dropped",
         notes=(
@@ -448,7 +385,7 @@ BUILT_IN_RULES: tuple[Rule, ...] = (
         CONNECTION_DROP,
         860,
         (status(None, quiet=True), DROPPED, RESET_IS_SIZE),
-        unless=(API_EVENT,),
+        unless=(API_ANSWER,),
         detail=_drop_detail,
     ),
     Rule(
@@ -456,7 +393,7 @@ BUILT_IN_RULES: tuple[Rule, ...] = (
         HEADERS_TOO_LARGE,
         858,
         (status(None, quiet=True), DROPPED, BIG_HEADERS),
-        unless=(API_EVENT,),
+        unless=(API_ANSWER,),
         notes=(REQUEST_SIZE,),
         detail=_headers_reset_detail,
     ),
@@ -465,7 +402,7 @@ BUILT_IN_RULES: tuple[Rule, ...] = (
         OTHER,
         855,
         (status(None, quiet=True), DROPPED, RESET_UNPROVEN),
-        unless=(API_EVENT,),
+        unless=(API_ANSWER,),
         transient=True,
         headline="Connection dropped",
         detail=_drop_unproven_detail,
@@ -496,6 +433,7 @@ BUILT_IN_RULES: tuple[Rule, ...] = (
         OVERLOADED,
         750,
         (any_of(code("modelnotreadyexception"), phrase(MODEL_NOT_READY_RE)),),
+        unless=(MEANS_CONVERSATION_TOO_LONG,),
         notes=(RETRY_AFTER,),
         detail="the model is not ready yet (loading or scaling up); retried after a wait",
     ),
@@ -580,7 +518,7 @@ BUILT_IN_RULES: tuple[Rule, ...] = (
                 ),
             ),
         ),
-        unless=(code(RATE_LIMIT_CODES),),
+        unless=(code(RATE_LIMIT_CODES), BIG_413, MEANS_BODY_TOO_LARGE),
         notes=(TOKEN_COUNTS_NOTE,),
         detail=_overflow_detail,
         states_window=True,
@@ -690,6 +628,191 @@ BUILT_IN_RULES: tuple[Rule, ...] = (
         notes=(TOKEN_COUNTS_NOTE,),
         detail=_pairing_detail,
         states_window=True,
+    ),
+    # -- issue 39: decided by meaning (object × limit × status family × body origin × size evidence) --------
+    Rule(
+        "meaning.output-limit",
+        OTHER,
+        765,
+        (MEANS_OUTPUT_LIMIT,),
+        unless=(status(401, 403, 407, 429, quiet=True),),
+        transient=False,
+        headline="Output limit refused",
+        detail=output_limit_detail,
+        means="output-limit noun × limit",
+    ),
+    Rule(
+        "meaning.overflow",
+        CONTEXT_OVERFLOW,
+        645,
+        (status(None, 200, between=(400, 599), quiet=True), MEANS_CONVERSATION_TOO_LONG),
+        unless=(NOT_THIS_FAMILY, RATE_WORDS, code(RATE_LIMIT_CODES), BIG_413),
+        notes=(TOKEN_COUNTS_NOTE,),
+        detail=meaning_overflow_detail,
+        states_window=True,
+        means="token/context noun × limit",
+    ),
+    Rule(
+        "meaning.headers",
+        HEADERS_TOO_LARGE,
+        580,
+        (status(None, between=(400, 499), quiet=True), MEANS_HEADERS_TOO_LARGE),
+        unless=(NOT_THIS_FAMILY, status(431, quiet=True), phrase(HEADERS_TOO_LARGE_RE)),
+        notes=(HtmlBody("HTML page from a gateway"), HEADER_BYTES, REQUEST_SIZE),
+        detail=headers_meaning_detail,
+        means="header noun × limit",
+    ),
+    Rule(
+        "meaning.body-size",
+        PAYLOAD_TOO_LARGE,
+        595,
+        (
+            any_of(status(None, between=(400, 599), quiet=True), transport("html-200", "non-sse-200")),
+            MEANS_BODY_TOO_LARGE,
+        ),
+        unless=(NOT_THIS_FAMILY, status(431, quiet=True), KNOWN_PAYLOAD),
+        notes=(HtmlBody(), BYTE_LIMIT_NOTE, REQUEST_SIZE),
+        detail=body_meaning_detail,
+        means="size noun × limit (and the request's size)",
+    ),
+    Rule(
+        "meaning.not-the-request",
+        OTHER,
+        560,
+        (status(None, between=(400, 499), quiet=True), MEANS_SOMETHING_ELSE),
+        unless=(status(413, 431, quiet=True),),
+        transient=False,
+        headline="Refused for something other than size",
+        detail=not_the_request_detail,
+        means="a limit on another object (image, tools, field, response)",
+    ),
+    Rule(
+        "waf.vendor-mark",
+        WAF_BLOCK,
+        696,
+        (ANSWERED_ERROR, NOT_PROVIDER_JSON, WAF_VENDOR_MARK),
+        unless=(NEVER_A_BLOCK, MEANS_HEADERS_TOO_LARGE),
+        notes=(HtmlBody(), REQUEST_SIZE),
+        detail=waf_vendor_detail,
+        means="vendor fingerprint (header, cookie, link host, page)",
+    ),
+    Rule(
+        "waf.block-status",
+        WAF_BLOCK,
+        694,
+        (status(*BLOCK_STATUSES), HtmlBody()),
+        notes=(phrase(WAF_RE), REQUEST_SIZE),
+        detail=block_status_detail,
+        means="status family: a status no API sends",
+    ),
+    Rule(
+        "waf.page-words",
+        WAF_BLOCK,
+        693,
+        (status(between=(400, 499)), HtmlBody(), phrase(WAF_RE)),
+        unless=(NEVER_A_BLOCK, MEANS_HEADERS_TOO_LARGE, MEANS_BODY_TOO_LARGE),
+        notes=(REQUEST_SIZE,),
+        detail=_waf_detail,
+        means="block words on a gateway page at any 4xx",
+    ),
+    Rule(
+        "auth.network-policy",
+        AUTH,
+        705,
+        (status(403), NETWORK_POLICY),
+        detail=network_policy_detail,
+        means="body origin: the provider's own JSON about its network",
+    ),
+    # -- issue 38: the hop that answered -------------------------------------------------------------------
+    Rule(
+        "proxy.policy",
+        AUTH,
+        720,
+        (PROXY_POLICY_REFUSAL,),
+        unless=(SIZE_EVIDENCE_SAYS_SIZE,),
+        headline="Refused by the proxy's policy",
+        detail=proxy_policy_detail,
+        means="hop: X-Squid-Error / Proxy-Status policy error",
+    ),
+    Rule(
+        "proxy.policy-by-size",
+        PAYLOAD_TOO_LARGE,
+        721,
+        (PROXY_POLICY_REFUSAL, SIZE_EVIDENCE_SAYS_SIZE),
+        notes=(REQUEST_SIZE,),
+        headline="Refused by the proxy, by size",
+        detail=lambda c, h: f"{c.status} policy refusal of a body larger than the ones this endpoint took",
+        means="hop policy × the endpoint's size evidence",
+    ),
+    Rule(
+        "proxy.unreachable",
+        OTHER,
+        718,
+        (PROXY_UNREACHABLE,),
+        transient=False,
+        headline="The proxy could not reach the provider",
+        detail=proxy_unreachable_detail,
+        means="hop: X-Squid-Error / Proxy-Status upstream error",
+    ),
+    Rule(
+        "proxy.timeout",
+        TIMEOUT,
+        717,
+        (PROXY_TIMEOUT,),
+        detail=proxy_timeout_detail,
+        means="hop: X-Squid-Error / Proxy-Status timeout",
+    ),
+    Rule(
+        "proxy.tunnel-refused",
+        OTHER,
+        878,
+        (NO_HTTP_ANSWER, TUNNEL_REFUSED),
+        transient=False,
+        headline="The proxy refused the tunnel",
+        detail=tunnel_refused_detail,
+        means="hop: the proxy's answer to CONNECT",
+    ),
+    Rule(
+        "net.refused",
+        OTHER,
+        872,
+        (NO_HTTP_ANSWER, CONNECTION_REFUSED),
+        unless=(TUNNEL_REFUSED, API_EVENT),
+        transient=False,
+        headline="Could not connect",
+        detail=refused_detail,
+        means="no HTTP answer: connection refused",
+    ),
+    Rule(
+        "gateway.html-400",
+        OTHER,
+        565,
+        (
+            status(400),
+            HtmlBody("HTML page from a gateway, not the provider's JSON"),
+            any_of(MANY_VALUES, LARGE_BODY),
+        ),
+        transient=False,
+        headline="Refused by a gateway",
+        detail=gateway_html_400_detail,
+        means="status 400 × gateway HTML × the request's shape",
+        recoverable=True,
+        ladder_limit=1,
+        ladder_start=2,
+    ),
+    Rule(
+        "timeout.gateway-408",
+        TIMEOUT,
+        902,
+        (status(408), GATEWAY_ORIGIN),
+        notes=(REQUEST_SIZE,),
+        transient=False,
+        headline="Upload too slow for the gateway",
+        detail=slow_upload_detail,
+        means="status 408 × gateway origin",
+        recoverable=True,
+        ladder_limit=1,
+        ladder_start=2,
     ),
 )
 

@@ -262,9 +262,11 @@ def test_a_config_rule_decides_a_corporate_page(tmp_path, monkeypatch, capsys):
     out = capsys.readouterr().out
     assert f"rule      config:acme-body-limit  (your rule, {config}:5)" in out
 
-    config.write_text("", encoding="utf-8")  # without the rule: a 502 from a gateway, retried
+    config.write_text("", encoding="utf-8")  # without the rule, the page's own words are read by meaning
     assert main([*args, "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["rule_id"] == "server.5xx"
+    result = json.loads(capsys.readouterr().out)
+    assert result["rule_id"] == "meaning.body-size" and result["kind"] == "payload_too_large"
+    assert any(line.startswith('meaning: body noun "body"') for line in result["evidence"])
 
 
 @pytest.mark.parametrize(

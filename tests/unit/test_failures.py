@@ -685,8 +685,9 @@ def test_anthropic_connection_refused_is_never_payload_related():
     exc = _ask_anthropic(f"http://127.0.0.1:{port}", BIG_BODY_CHARS)
     assert type(exc).__name__ == "APIConnectionError"
     for failure in (classify(exc), classify(_wrap_httpx_sdk_error(exc, "anthropic"))):
-        assert failure.kind == "other" and failure.transient and not failure.payload_related
-        assert "never left" in failure.reason
+        # issue 38 item 3: said at once (not retried), and never a gateway problem
+        assert failure.kind == "other" and not failure.transient and not failure.payload_related
+        assert failure.rule_id == "net.refused" and "nothing listens at" in failure.reason
 
 
 def _bedrock(base_url: str, monkeypatch: pytest.MonkeyPatch, sizes: list[int]):
