@@ -264,6 +264,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--batch", metavar="FILE.jsonl", help="classify one JSON object per line (see above); '-' reads stdin"
     )
     classify.add_argument(
+        "--transport",
+        choices=("http", "html-200", "non-sse-200", "connection", "timeout", "stream-error"),
+        help="how the answer arrived, as the adapters flag it (default: none flagged)",
+    )
+    classify.add_argument(
+        "--explain",
+        action="store_true",
+        help="spell the decision out: the rule and the generalising signal that decided, what else matched, "
+        "what the words say, the vendor and the hop",
+    )
+    classify.add_argument(
         "--score",
         action="store_true",
         help="with --batch: compare each line's `expected` kind and print accuracy, false payload verdicts "

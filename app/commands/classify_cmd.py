@@ -73,14 +73,56 @@ def run_single(
             "nothing to classify: give --status, --body-file, --message, --header or --bytes "
             "(or --batch FILE.jsonl)"
         )
+    transport = getattr(args, "transport", None)
     failure = classify_fields(
-        status, message, body, headers, request_bytes, drop_threshold=drop_threshold, user_rules=user_rules
+        status,
+        message,
+        body,
+        headers,
+        request_bytes,
+        transport=transport,
+        drop_threshold=drop_threshold,
+        user_rules=user_rules,
     )
+    explain = getattr(args, "explain", False)
     if getattr(args, "classify_json", False):
-        print(json_text(failure_json(failure, fallback_cap=fallback_cap)))
+        data = failure_json(failure, fallback_cap=fallback_cap)
+        if explain:
+            data["explain"] = _explain(
+                status, message, body, headers, request_bytes, transport, drop_threshold, user_rules
+            )
+        print(json_text(data))
     else:
         print(render_text(failure, fallback_cap=fallback_cap))
+        if explain:
+            print()
+            print(
+                "\n".join(
+                    _explain(
+                        status, message, body, headers, request_bytes, transport, drop_threshold, user_rules
+                    )
+                )
+            )
     return EXIT_OK
+
+
+def _explain(
+    status, message, body, headers, request_bytes, transport, drop_threshold, user_rules
+) -> list[str]:
+    """The decision spelled out (`classify --explain`): the same case the classifier reads, evaluated again."""
+    from app.commands.classify_explain import explain_lines
+    from app.engine.failure_input import make_case
+
+    case = make_case(
+        status=status,
+        message=message,
+        body=body,
+        headers=headers,
+        request_bytes=request_bytes,
+        transport=transport,
+        drop_threshold=drop_threshold,
+    )
+    return explain_lines(case, user_rules)
 
 
 def run_batch(
@@ -171,6 +213,8 @@ def classify_line(
         "reason": failure.reason,
         "evidence": list(failure.evidence),
         "rule_id": failure.rule_id,
+        "decided_by": failure.decided_by,
+        "hop": failure.hop.to_dict() if failure.hop is not None else None,
     }
 
 
@@ -190,7 +234,9 @@ def failure_json(failure: Failure, *, fallback_cap: int = DEFAULT_FALLBACK_CAP) 
         "retry_after": failure.retry_after,
         "rule_id": failure.rule_id,
         "rule_origin": failure.rule_origin,
+        "decided_by": failure.decided_by,
         "stated_window_tokens": failure.stated_window_tokens,
+        "hop": failure.hop.to_dict() if failure.hop is not None else None,
     }
 
 
@@ -211,12 +257,15 @@ def render_text(failure: Failure, *, fallback_cap: int = DEFAULT_FALLBACK_CAP) -
     ]
     if failure.gateway:
         lines.append(f"gateway   {GATEWAY_NAMES.get(failure.gateway, failure.gateway)}")
+    if failure.hop is not None and failure.hop.name:
+        lines.append(f"hop       {failure.hop.kind.value}: {failure.hop.name}")
     evidence = [item for item in failure.evidence if not item.startswith("rule ")]
     for index, item in enumerate(evidence or ["none"]):
         lines.append(f"{'evidence' if index == 0 else '':10}- {item}")
     lines.append(
         f"rule      {failure.rule_id}"
         + (f"  (your rule, {failure.rule_origin})" if failure.user_rule else "  (built-in)")
+        + (f" — {failure.decided_by}" if failure.decided_by else "")
     )
     lines.append(f"action    {describe_action(failure, fallback_cap=fallback_cap)}")
     return "\n".join(lines)

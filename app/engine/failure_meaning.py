@@ -216,10 +216,36 @@ def _fits_the_request(case: Case, claim: Claim) -> bool:
     return limit is None or case.request_bytes is None or case.request_bytes >= limit * 0.9
 
 
+# The window a sentence states: "less than N", "limit of N", "[1, N]", "Max size: N tokens", "of only N",
+# "N > M" / "N>= n_ctx: M" (the second figure), "maximum … N".
+_STATED = (
+    re.compile(r"(?:>=?|≥)\s*(?:n_ctx:?\s*)?(\d[\d,]*)"),
+    re.compile(
+        r"(?:less than|fewer than|at most|up to|limit of|max(?:imum)? size:?|of only|\[1, ?"
+        r"|context length(?: of)?(?: only)?|maximum (?:length|input length|allowed length|model length)(?: is| of)?)"
+        r"\s*\(?(\d[\d,]*)"
+    ),
+)
+
+
+def stated_window(claim: Claim) -> int | None:
+    """The token limit an input claim states, when its figures are in tokens (or it names a context length)."""
+    for pattern in _STATED:
+        found = pattern.search(claim.sentence)
+        if found:
+            value = int(found.group(1).replace(",", ""))
+            return value if value >= 256 else None  # smaller figures are counts of something else
+    return None
+
+
 # -- the checks the rules are made of ------------------------------------------------------------------------
 def _conversation(case: Case) -> Hit | None:
-    claim = read(case).about(Subject.INPUT)
-    return make_hit(claim.line(), f'"{clip(claim.sentence, 60)}"') if claim else None
+    reading = read(case)
+    claim = reading.about(Subject.INPUT)
+    if claim is None:
+        return None
+    window = next((w for c in reading.claims if c.subject is Subject.INPUT and (w := stated_window(c))), None)
+    return make_hit(claim.line(), f'"{clip(claim.sentence, 60)}"', value=window)
 
 
 def _output_limit(case: Case) -> Hit | None:

@@ -519,7 +519,7 @@ BUILT_IN_RULES: tuple[Rule, ...] = (
             ),
         ),
         unless=(code(RATE_LIMIT_CODES), BIG_413, MEANS_BODY_TOO_LARGE),
-        notes=(TOKEN_COUNTS_NOTE,),
+        notes=(TOKEN_COUNTS_NOTE, MEANS_CONVERSATION_TOO_LONG),
         detail=_overflow_detail,
         states_window=True,
     ),
@@ -840,3 +840,24 @@ def evaluate(case: Case, rules: Sequence[Rule]) -> Verdict | None:
     rule, hits = matched[0]
     notes = tuple(hit for hit in (note(case) for note in rule.notes) if hit is not None)
     return Verdict(rule, tuple(hits), notes, tuple(r.id for r, _ in matched))
+
+
+def means_of(rule: Rule) -> str:
+    """The generalising signal behind `rule`: its own `means`, else the family of signal its id says."""
+    if rule.means:
+        return rule.means
+    family = rule.id.split(".", 1)[0]
+    return {
+        "waf": "block-page phrases and headers",
+        "overflow": "the providers' own context-length wording (phrase table)",
+        "payload": "status 413 and the payload phrases",
+        "headers": "header-size status and phrases",
+        "net": "no HTTP answer: how the connection failed",
+        "timeout": "timeout status, class or wording",
+        "rate": "status 429 and rate-limit codes",
+        "overloaded": "overload status and codes",
+        "server": "status family 5xx",
+        "auth": "auth status, codes and wording",
+        "quota": "quota wording and codes",
+        "config": "your rule from config.toml",
+    }.get(family, "phrase table")

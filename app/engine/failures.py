@@ -51,6 +51,7 @@ from app.engine.failure_rules import (  # noqa: F401 - the kinds are part of thi
     Rule,
     Verdict,
     evaluate,
+    means_of,
 )
 from app.engine.failure_vendors import NAMES
 from app.engine.resets import SizeEvidence
@@ -219,7 +220,7 @@ def _from_verdict(case: Case, verdict: Verdict) -> Failure:
         transient=rule.transient,
         headline=rule.headline,
         stated_window=stated,
-        decided_by=rule.means,
+        decided_by=means_of(rule),
         recoverable=rule.recoverable,
         ladder=(rule.ladder_limit, rule.ladder_start),
     )

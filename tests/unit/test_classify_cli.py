@@ -17,7 +17,7 @@ CLOUDFLARE_PAGE = (
     "<!DOCTYPE html><html><head><title>Attention Required! | Cloudflare</title></head>"
     "<body><h1>Sorry, you have been blocked</h1></body></html>"
 )
-RESULT_KEYS = {"id", "kind", "payload_related", "recoverable", "reason", "evidence", "rule_id"}
+RESULT_KEYS = {"id", "kind", "payload_related", "recoverable", "reason", "evidence", "rule_id", "decided_by", "hop"}
 
 
 def _vectors(path: Path) -> list[dict]:
@@ -187,6 +187,8 @@ def test_batch_from_stdin(monkeypatch, capsys):
             "reason": "Authentication or permission refused: 401 Unauthorized",
             "evidence": ["status 401", "rule auth.status"],
             "rule_id": "auth.status",
+            "decided_by": "auth status, codes and wording",
+            "hop": None,
         }
     ]
 
