@@ -320,10 +320,7 @@ def proxy_unreachable_detail(case: Case, hits: Sequence[Hit]) -> str:
     who = _hop_name(case, "the proxy")
     host = _host_of(case)
     said = " and ".join(_words(hits)[:1]) or "an upstream failure"
-    return (
-        f"{case.status} from {who}: it could not reach {host or 'the provider'} ({said}) — the provider is not "
-        "(necessarily) overloaded; check the route's base_url host, or the proxy's own connectivity"
-    )
+    return f"{case.status} from {who}: it could not reach {host or 'the provider'} ({said}) — the proxy failed, not the provider"
 
 
 def proxy_timeout_detail(case: Case, hits: Sequence[Hit]) -> str:

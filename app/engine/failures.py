@@ -245,7 +245,7 @@ def _failure(
     transient = kind in TRANSIENT_KINDS if transient is None else transient
     gateway = case.gateway
     headline = headline or HEADLINES[kind]
-    if gateway and kind in _GATEWAY_KINDS:
+    if gateway and (kind in _GATEWAY_KINDS or rule_id.startswith("proxy.")):
         headline += f" ({GATEWAY_NAMES.get(gateway, gateway)})"
     lines = list(evidence)
     if case.status is not None and case.status_evidence() not in lines:

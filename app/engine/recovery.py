@@ -95,8 +95,13 @@ class Recovery:
         entries: list[ArchiveEntry] = []
         bytes_before = rejected
         last = failed
-        for attempt in range(1, settings.max_recovery_attempts + 1):
-            level = min(attempt, TOP_LEVEL)
+        # A failure may allow fewer attempts, from a higher level (a gateway's HTML 400 or 408: one try with
+        # fewer messages); by default the whole ladder, L1 first.
+        attempts = settings.max_recovery_attempts
+        if failure.ladder_limit is not None:
+            attempts = min(attempts, failure.ladder_limit)
+        for attempt in range(1, attempts + 1):
+            level = min(failure.ladder_start + attempt - 1, TOP_LEVEL)
             step = _Attempt(level, attempt, time.monotonic())
             await engine.hooks.pre_compact("recovery", "")
             ctx = self._context(turn, max_tokens, failure, entries)
@@ -110,12 +115,7 @@ class Recovery:
             skip: RecoveryOutcome | None = None
             if request.predicted_bytes >= rejected:
                 skip = "not_smaller"
-            elif (
-                failure.payload_related
-                and cap
-                and request.predicted_bytes > cap
-                and attempt < settings.max_recovery_attempts
-            ):
+            elif failure.payload_related and cap and request.predicted_bytes > cap and attempt < attempts:
                 skip = "over_cap"
             if skip:
                 why = (
@@ -127,7 +127,7 @@ class Recovery:
                     RecoveryStep(
                         level=level,
                         attempt=attempt,
-                        max_attempts=settings.max_recovery_attempts,
+                        max_attempts=attempts,
                         bytes_before=rejected,
                         bytes_after=request.predicted_bytes,
                         outcome=skip,
@@ -150,7 +150,7 @@ class Recovery:
                 RecoveryStep(
                     level=level,
                     attempt=attempt,
-                    max_attempts=settings.max_recovery_attempts,
+                    max_attempts=attempts,
                     bytes_before=rejected,
                     bytes_after=request.predicted_bytes,
                     outcome="sending",
@@ -208,7 +208,7 @@ class Recovery:
                 RecoveryStep(
                     level=level,
                     attempt=attempt,
-                    max_attempts=settings.max_recovery_attempts,
+                    max_attempts=attempts,
                     bytes_before=bytes_before,
                     bytes_after=request.predicted_bytes,
                     outcome="succeeded",
@@ -238,9 +238,9 @@ class Recovery:
         final = last.failure
         engine.emit(
             RecoveryStep(
-                level=min(settings.max_recovery_attempts, TOP_LEVEL),
-                attempt=settings.max_recovery_attempts,
-                max_attempts=settings.max_recovery_attempts,
+                level=min(failure.ladder_start + attempts - 1, TOP_LEVEL),
+                attempt=attempts,
+                max_attempts=attempts,
                 bytes_before=bytes_before,
                 bytes_after=None,
                 outcome="exhausted",
@@ -248,11 +248,13 @@ class Recovery:
                 reason=final.reason,
             )
         )
-        message = (
-            f"Recovery failed after {settings.max_recovery_attempts} attempts — {final.reason}. "
-            f"The conversation is unchanged; /retry to try again, /compact to summarise first, "
-            f"or lower max_payload."
+        tried = f"{attempts} attempt" + ("" if attempts == 1 else "s")
+        advice = (
+            "/retry to try again, /compact to summarise first, or lower max_payload."
+            if final.payload_related or final.kind == "context_overflow"
+            else "/compact to summarise first, or /retry."
         )
+        message = f"Recovery failed after {tried} — {final.reason}. The conversation is unchanged; {advice}"
         raise TurnFailed(message, final) from last
 
     # -- pieces -----------------------------------------------------------------------------------

@@ -17,7 +17,17 @@ CLOUDFLARE_PAGE = (
     "<!DOCTYPE html><html><head><title>Attention Required! | Cloudflare</title></head>"
     "<body><h1>Sorry, you have been blocked</h1></body></html>"
 )
-RESULT_KEYS = {"id", "kind", "payload_related", "recoverable", "reason", "evidence", "rule_id", "decided_by", "hop"}
+RESULT_KEYS = {
+    "id",
+    "kind",
+    "payload_related",
+    "recoverable",
+    "reason",
+    "evidence",
+    "rule_id",
+    "decided_by",
+    "hop",
+}
 
 
 def _vectors(path: Path) -> list[dict]:
