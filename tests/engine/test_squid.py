@@ -102,7 +102,7 @@ async def test_connect_fail_at_squid_is_the_proxy_not_the_provider(make_harness,
 
     assert result.outcome == "failed"
     assert result.error.startswith("The proxy could not reach the provider (Squid): 503 from Squid")
-    assert f"127.0.0.1:{port}" in result.error and f"from HTTP_PROXY" in result.error
+    assert f"127.0.0.1:{port}" in result.error and "from HTTP_PROXY" in result.error
     assert "Provider overloaded" not in result.error and "switch route" not in result.error
     record = _records(h)[-1]
     assert record["status"] == 503 and any("ERR_CONNECT_FAIL" in line for line in record["evidence"])
