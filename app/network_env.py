@@ -110,15 +110,16 @@ def proxy_for(url: str, provider: str = "", env: Mapping[str, str] | None = None
     httpx (the Anthropic and OpenAI SDKs) reads `{scheme}_proxy` then `all_proxy`; botocore (Bedrock) only
     `{scheme}_proxy`. `NO_PROXY` hosts go direct.
     """
-    from urllib.request import proxy_bypass_environment
+    import urllib.request
 
+    bypass = getattr(urllib.request, "proxy_bypass_environment", None)  # not in typeshed's stubs
     env = os.environ if env is None else env
     try:
         parts = urlsplit(url)
     except ValueError:
         return None
     scheme = (parts.scheme or "https").lower()
-    names = _SCHEME_VARIABLES.get(scheme, ())
+    names: tuple[str, ...] = _SCHEME_VARIABLES.get(scheme, ())
     if provider != "bedrock":
         names = names + _ALL_VARIABLES
     chosen = next(((name, env[name]) for name in names if env.get(name)), None)
@@ -126,9 +127,11 @@ def proxy_for(url: str, provider: str = "", env: Mapping[str, str] | None = None
         return None
     no_proxy = env.get("no_proxy") or env.get("NO_PROXY") or ""
     host = parts.hostname or ""
-    if no_proxy and host and _bypassed(host, parts.port, no_proxy, proxy_bypass_environment):
+    if no_proxy and host and bypass is not None and _bypassed(host, parts.port, no_proxy, bypass):
         return None
     name, value = chosen
+    if name.islower() and env.get(name.upper()) == value:
+        name = name.upper()  # both spellings say the same: the usual name
     try:
         proxy = urlsplit(value if "://" in value else f"http://{value}")
         port = proxy.port or _DEFAULT_PORTS.get(proxy.scheme.lower(), 80)

@@ -175,13 +175,13 @@ def _title_of(case: Case) -> str:
 def _overloaded_status_detail(case: Case, hits: Sequence[Hit]) -> str:
     from app.engine.failure_phrases import OVERLOADED_STATUSES
 
-    return OVERLOADED_STATUSES.get(case.status, f"{case.status} overloaded")
+    return OVERLOADED_STATUSES.get(case.status or 0, f"{case.status} overloaded")
 
 
 def _auth_status_detail(case: Case, hits: Sequence[Hit]) -> str:
     from app.engine.failure_phrases import AUTH_STATUSES
 
-    return AUTH_STATUSES.get(case.status, f"{case.status} refused")
+    return AUTH_STATUSES.get(case.status or 0, f"{case.status} refused")
 
 
 def _pairing_detail(case: Case, hits: Sequence[Hit]) -> str:

@@ -127,7 +127,9 @@ def _split_params(member: str) -> list[str]:
 
 
 def _split_outside_quotes(text: str, separator: str) -> list[str]:
-    parts, current, quoted = [], [], False
+    parts: list[str] = []
+    current: list[str] = []
+    quoted = False
     for char in text:
         if char == '"':
             quoted = not quoted
@@ -188,6 +190,8 @@ def hop_of(case: Case) -> Hop | None:
             return _proxy_hop(None, intermediary, proxy, error, evidence)
         return Hop(HopKind.GATEWAY, None, intermediary, None, None, error, tuple(evidence))
     if case.status is None:
+        return _unanswered_hop(case, proxy)
+    if case.status == 407 and proxy is not None:  # only a forward proxy asks for proxy credentials
         return _unanswered_hop(case, proxy)
     if case.json_envelope:
         return None  # the provider's own JSON error: no hop between is to blame

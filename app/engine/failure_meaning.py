@@ -166,14 +166,14 @@ def _claim(sentence: str) -> Claim | None:
         return Claim(
             Subject.HEADER, sentence, header.group(0), limit.group(0), unit
         )  # "header field", "metadata headers"
-    other = OTHER_NOUNS.search(sentence)
     conversation_field = CONVERSATION_FIELD.search(sentence)
-    if other and not conversation_field and unit != "tokens":
-        return Claim(Subject.OTHER, sentence, other.group(0), limit.group(0), unit)
     output = OUTPUT_NOUNS.search(sentence)
     inputs = INPUT_NOUNS.search(sentence) or conversation_field
-    if output and not inputs:
+    if output and not inputs:  # "the parameter `max_completion_tokens` …": the output setting, by name
         return Claim(Subject.OUTPUT, sentence, output.group(0), limit.group(0), unit)
+    other = OTHER_NOUNS.search(sentence)
+    if other and not conversation_field and unit != "tokens":
+        return Claim(Subject.OTHER, sentence, other.group(0), limit.group(0), unit)
     if unit == "tokens" or inputs or TOKEN_NOUN.search(sentence):
         noun = (inputs or TOKEN_NOUN.search(sentence) or BODY_NOUNS.search(sentence) or limit).group(0)
         return Claim(Subject.INPUT, sentence, noun, limit.group(0), unit)
