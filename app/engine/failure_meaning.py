@@ -52,6 +52,11 @@ INPUT_NOUNS = re.compile(
     r"|conversation|history"
     r"|n_ctx|num_ctx|n_keep|max_model_len|model length|sequence length|tokens to keep|input tokens)\b"
 )
+# The conversation itself, named outright — beside an output noun, "context window" alone is only the yardstick
+# ("max_tokens must be less than … the context_window for this model" is about max_tokens).
+STRONG_INPUT_NOUNS = re.compile(
+    r"\b(?:prompt|inputs?|messages|conversation|history|n_keep|tokens to keep|input tokens|input length)\b"
+)
 TOKEN_NOUN = re.compile(r"\btokens?\b")
 BODY_NOUNS = re.compile(
     r"\b(?:body|payload|entity|content[- ]length|request content|request size|upload(?:ed)?|post data"
@@ -169,7 +174,9 @@ def _claim(sentence: str) -> Claim | None:
     conversation_field = CONVERSATION_FIELD.search(sentence)
     output = OUTPUT_NOUNS.search(sentence)
     inputs = INPUT_NOUNS.search(sentence) or conversation_field
-    if output and not inputs:  # "the parameter `max_completion_tokens` …": the output setting, by name
+    if output and not (
+        STRONG_INPUT_NOUNS.search(sentence) or conversation_field
+    ):  # the output setting, by name
         return Claim(Subject.OUTPUT, sentence, output.group(0), limit.group(0), unit)
     other = OTHER_NOUNS.search(sentence)
     if other and not conversation_field and unit != "tokens":
