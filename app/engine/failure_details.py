@@ -230,8 +230,7 @@ def meaning_overflow_detail(case: Case, hits: Sequence[Hit]) -> str:
 def output_limit_detail(case: Case, hits: Sequence[Hit]) -> str:
     said = _quoted(hits, "an output-token limit")
     return (
-        f"{case.status or 'error'} {said}: the requested output length (max_tokens) is over the model's limit — "
-        "the conversation is fine, nothing to compact; lower max_output_tokens in config.toml (or the route's own)"
+        f"{case.status or 'error'} {said}: the requested output length (max_tokens) is over the model's limit"
     )
 
 
@@ -259,7 +258,7 @@ def not_the_request_detail(case: Case, hits: Sequence[Hit]) -> str:
     said = _quoted(hits, "a limit")
     return (
         f"{case.status or 'error'} {said}: a limit on something other than the conversation's size (an image, "
-        "the tool list, one field, the response) — neither compacting nor a smaller body would help"
+        "the tool list, one field, the response)"
     )
 
 
@@ -278,8 +277,7 @@ def network_policy_detail(case: Case, hits: Sequence[Hit]) -> str:
     said = _quoted(hits, "its network rules")
     return (
         f"{case.status} from the provider itself: {said} — the resource's own firewall or virtual-network "
-        "settings refuse this network (not a WAF judging the content); allow your address in the resource's "
-        "networking settings, or use its private endpoint"
+        "settings refuse this network (not a WAF judging the content)"
     )
 
 
@@ -310,9 +308,8 @@ def proxy_policy_detail(case: Case, hits: Sequence[Hit]) -> str:
     host = _host_of(case)
     where = f" to {host}" if host else ""
     return (
-        f"{case.status} from {who}: its access rules do not allow this request{where} ({_quoted(hits, 'a policy refusal')}) — "
-        "a proxy policy, not the request's size; ask its admins to allow the provider's host, or set NO_PROXY "
-        "for it if it may be reached directly"
+        f"{case.status} from {who}: its access rules do not allow this request{where} "
+        f"({' and '.join(_words(hits)[:1]) or 'a policy refusal'}) — the proxy's policy, not the request's size"
     )
 
 
@@ -333,10 +330,7 @@ def tunnel_refused_detail(case: Case, hits: Sequence[Hit]) -> str:
     who = proxy.named() if proxy is not None else "the proxy"
     host = _host_of(case) or "the provider"
     code = next((hit.value for hit in hits if isinstance(hit.value, int)), None)
-    if code == 403:
-        meaning = "its policy does not allow a tunnel there — ask its admins to allow the host"
-    else:
-        meaning = "it could not reach the provider — check the host in base_url, or the proxy's connectivity"
+    meaning = "its policy does not allow a tunnel there" if code == 403 else "it could not reach the provider"
     return f"{who} refused to open a tunnel to {host} ({code or 'an error'}): {meaning}"
 
 
@@ -344,15 +338,12 @@ def refused_detail(case: Case, hits: Sequence[Hit]) -> str:
     target = case.target
     proxy = target.proxy if target else None
     if proxy is not None:
-        return (
-            f"nothing listens at {proxy.address}, {proxy.named()} — start the proxy, or correct or unset "
-            f"{proxy.variable}"
-        )
+        return f"nothing listens at {proxy.address}, {proxy.named()}"
     host = _host_of(case)
     setting = f" ({target.setting})" if target and target.setting else ""
     if host:
-        return f"nothing listens at {host}{setting} — start the server there, or point the route at the right address"
-    return "the connection was refused: nothing listens at the route's address — check base_url"
+        return f"nothing listens at {host}{setting}"
+    return "the connection was refused: nothing listens at the route's address"
 
 
 def gateway_html_400_detail(case: Case, hits: Sequence[Hit]) -> str:

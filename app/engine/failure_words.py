@@ -86,34 +86,31 @@ def proxy_variable(failure: Failure) -> str:
     return "HTTPS_PROXY (HTTP_PROXY for an http:// base_url, or ALL_PROXY)"
 
 
-def _hop_name(failure: Failure, fallback: str) -> str:
-    return failure.hop.name if failure.hop is not None and failure.hop.name else fallback
-
-
 def _refused_action(failure: Failure) -> str:
     hop = failure.hop
     if hop is not None and hop.kind.value == "forward-proxy":
         return (
-            f"fail: nothing listens at the proxy {hop.address} — start it, or correct or unset {hop.setting}"
+            f"fail: start the proxy, or correct or unset {hop.setting} (not retried: waiting will not help)"
         )
-    where = hop.address if hop is not None and hop.address else "the route's address"
-    setting = f" (set by {hop.setting})" if hop is not None and hop.setting else ""
-    return f"fail: nothing listens at {where}{setting} — start the server, or point the route at the right address"
+    setting = hop.setting if hop is not None and hop.setting else "base_url"
+    return (
+        f"fail: start the server there, or correct {setting.split(' of ')[0]} (not retried: a refused connection "
+        "does not start listening by waiting)"
+    )
 
 
 RULE_ACTIONS: dict[str, Callable[[Failure], str]] = {
     "net.refused": _refused_action,
     "proxy.policy": lambda f: (
-        f"fail: {_hop_name(f, 'the proxy')} refuses it by policy — ask its admins to allow the provider's host "
-        "(or add the host to NO_PROXY if it may be reached directly); no cap is learned"
+        "fail: ask the proxy's admins to allow the provider's host (or add the host to NO_PROXY if it may be "
+        "reached directly); no cap is learned, nothing is retried"
     ),
     "proxy.unreachable": lambda f: (
         "fail: check the host in the route's base_url, or ask the proxy's admins about its connectivity; "
         "retrying here would not help"
     ),
     "proxy.tunnel-refused": lambda f: (
-        f"fail: {_hop_name(f, 'the proxy')} would not open a tunnel to the provider — ask its admins, or check "
-        f"{proxy_variable(f)}"
+        f"fail: check the host in the route's base_url, ask the proxy's admins, or correct {proxy_variable(f)}"
     ),
     "auth.network-policy": lambda f: (
         "fail: the provider's resource refuses this network — allow your address in its networking "

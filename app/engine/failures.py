@@ -254,7 +254,9 @@ def _failure(
         lines.append(f"gateway {gateway}")
     hop = hop_of(case)
     if hop is not None and hop.evidence:  # what named the hop, unless a signal already said it
-        lines.extend(line for line in hop.evidence if line not in lines and line.split(" (", 1)[0] not in lines)
+        lines.extend(
+            line for line in hop.evidence if line not in lines and line.split(" (", 1)[0] not in lines
+        )
     lines.append(f"rule {rule_id}" + ("" if origin == "built-in" else f" (your rule, {origin})"))
     if recoverable is None:
         recoverable = payload_related or kind == CONTEXT_OVERFLOW
