@@ -230,7 +230,8 @@ def meaning_overflow_detail(case: Case, hits: Sequence[Hit]) -> str:
 def output_limit_detail(case: Case, hits: Sequence[Hit]) -> str:
     said = _quoted(hits, "an output-token limit")
     return (
-        f"{case.status or 'error'} {said}: the requested output length (max_tokens) is over the model's limit"
+        f"{case.status or 'error'} {said}: the requested output length (max_tokens) is over the model's limit — "
+        "lower `max_output_tokens` in config.toml (or the route's own)"
     )
 
 

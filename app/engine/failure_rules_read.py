@@ -38,7 +38,7 @@ from app.engine.failure_hops import (
     SIZE_EVIDENCE_SAYS_SIZE,
     TUNNEL_REFUSED,
 )
-from app.engine.failure_input import Case
+from app.engine.failure_input import Case, api_message, clip
 from app.engine.failure_meaning import (
     MEANS_BODY_TOO_LARGE,
     MEANS_CONVERSATION_TOO_LONG,
@@ -135,7 +135,13 @@ def _network_policy(case: Case) -> Hit | None:
     )
 
 
+def _provider_message(case: Case) -> Hit | None:
+    said = api_message(case)
+    return make_hit(f'message "{clip(said, 80)}"') if said else None
+
+
 NOT_PROVIDER_JSON = Check("not the provider's JSON", _not_provider_json)
+PROVIDER_MESSAGE = Check("the provider's own words", _provider_message)
 # What payload.size already knows (413, API Gateway's header, the payload phrases and codes): it decides those.
 KNOWN_PAYLOAD = any_of(
     status(413, quiet=True),
@@ -164,6 +170,7 @@ READ_RULES: tuple[Rule, ...] = (
         765,
         (MEANS_OUTPUT_LIMIT,),
         unless=(status(401, 403, 407, 429, quiet=True),),
+        notes=(PROVIDER_MESSAGE,),
         transient=False,
         headline="Output limit refused",
         detail=output_limit_detail,
@@ -209,6 +216,7 @@ READ_RULES: tuple[Rule, ...] = (
         560,
         (status(None, between=(400, 499), quiet=True), MEANS_SOMETHING_ELSE),
         unless=(status(413, 431, quiet=True),),
+        notes=(PROVIDER_MESSAGE,),
         transient=False,
         headline="Refused for something other than size",
         detail=not_the_request_detail,

@@ -116,10 +116,7 @@ RULE_ACTIONS: dict[str, Callable[[Failure], str]] = {
         "fail: the provider's resource refuses this network — allow your address in its networking "
         "(firewall / virtual network) settings, or use its private endpoint"
     ),
-    "meaning.output-limit": lambda f: (
-        "fail: lower max_output_tokens in config.toml (or the route's own) — the conversation is fine, nothing "
-        "is compacted"
-    ),
+    "meaning.output-limit": lambda f: "fail: the conversation is fine, so nothing is compacted or retried",
     "meaning.not-the-request": lambda f: (
         "fail: change what the error names (an image, the tool list, a field) — compacting or a smaller body "
         "would not help"

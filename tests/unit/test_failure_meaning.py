@@ -100,7 +100,8 @@ def test_an_output_limit_says_lower_max_output_tokens_and_compacts_nothing():
     body = json.dumps({"message": "The maximum tokens you requested exceeds the model limit of 4096."})
     failure = classify_fields(400, "", body, None, 9_000)
     assert failure.kind == "other" and not failure.recoverable and not failure.transient
-    assert failure.rule_id == "meaning.output-limit" and "max_output_tokens" in describe_action(failure)
+    assert failure.rule_id == "meaning.output-limit" and "lower `max_output_tokens`" in failure.reason
+    assert "nothing is compacted" in describe_action(failure)
 
 
 def test_the_loaded_context_length_is_an_overflow_not_a_model_loading():

@@ -136,7 +136,10 @@ def test_vector_wrapped_in_a_provider_error_classifies_the_same(vector):
 def _assert_consistent(failure: Failure, request_bytes: int | None) -> None:
     assert failure.kind in KINDS
     assert failure.payload_related == (failure.kind in PAYLOAD_KINDS)
-    assert failure.recoverable == (failure.payload_related or failure.kind == "context_overflow")
+    # recoverable: payload-related, a context overflow, or a gateway's refusal that allows one smaller try
+    assert failure.recoverable == (
+        failure.payload_related or failure.kind == "context_overflow" or failure.ladder_limit == 1
+    )
     if failure.kind in TRANSIENT_KINDS:
         assert failure.transient
     if failure.recoverable:
@@ -422,7 +425,10 @@ def test_classify_fields_never_raises_and_returns_a_known_kind(
     assert isinstance(failure.reason, str) and failure.reason
     assert "could not be read" not in failure.reason  # junk is normalised, not an internal error
     assert isinstance(failure.evidence, tuple)
-    assert failure.recoverable == (failure.payload_related or failure.kind == "context_overflow")
+    # recoverable: payload-related, a context overflow, or a gateway's refusal that allows one smaller try
+    assert failure.recoverable == (
+        failure.payload_related or failure.kind == "context_overflow" or failure.ladder_limit == 1
+    )
 
 
 @settings(max_examples=150, deadline=None)
