@@ -252,14 +252,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--batch FILE.jsonl classifies one JSON object per line ('-' = stdin) and prints "
         "one JSON verdict per line. Fields of a line (all optional): id, status (int), "
         "message (str), body (str), headers (object of name: value), request_bytes "
-        '(int), transport ("connection", "timeout", "html-200" or "non-sse-200"), '
-        "error_type (the SDK's exception name). A verdict: {id, kind, payload_related, recoverable, reason, evidence}; "
-        "an unusable line gives {id, line, error}.",
+        '(int), transport (how the answer arrived, as the adapters set it: "http", "html-200", '
+        '"non-sse-200", "connection", "timeout" or "stream-error"), error_type (the SDK\'s exception name), '
+        "provider, request_header_bytes (int). A verdict: {id, kind, payload_related, recoverable, reason, "
+        "evidence}; an unusable line gives {id, line, error}. With --score, lines carry an expected kind "
+        "(and a family) and bulkhead prints the accuracy, the false payload verdicts and every miss.",
         examples="  bulkhead classify --status 413 --bytes 422400\n"
         "  bulkhead classify --status 403 --header 'cf-ray: 8f3a1c2b9d7e4a61-SJC' "
         "--body-file page.html --json\n"
         "  bulkhead classify --batch errors.jsonl     "
-        '# {"id": 1, "status": 413, "body": "...", "request_bytes": 900000}',
+        '# {"id": 1, "status": 413, "body": "...", "request_bytes": 900000}\n'
+        "  bulkhead classify --batch tests/fixtures/failures/heldout-vectors.jsonl --score",
     )
     classify.add_argument(
         "--status",
@@ -281,6 +284,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     classify.add_argument(
         "--batch", metavar="FILE.jsonl", help="classify one JSON object per line (see above); '-' reads stdin"
+    )
+    classify.add_argument(
+        "--transport",
+        choices=("http", "html-200", "non-sse-200", "connection", "timeout", "stream-error"),
+        help="how the answer arrived, as the adapters flag it (default: none flagged)",
+    )
+    classify.add_argument(
+        "--explain",
+        action="store_true",
+        help="spell the decision out: the rule and the generalising signal that decided, what else matched, "
+        "what the words say, the vendor and the hop",
+    )
+    classify.add_argument(
+        "--score",
+        action="store_true",
+        help="with --batch: compare each line's `expected` kind and print accuracy, false payload verdicts "
+        "and misses (--json: as one object)",
     )
 
     sessions = _sub(

@@ -1013,6 +1013,21 @@ class Store:
                 tuple(values.values()),
             )
 
+    def route_sizes(self, session_id: str, route: str, provider: str) -> tuple[int | None, int | None]:
+        """What this session's requests on `route` showed about body sizes: the largest body that got an
+        answer, and the smallest refused for its size (a reset, a 413 or a block judged by size)."""
+        rows = self.query(
+            "SELECT MAX(CASE WHEN outcome = 'ok' THEN COALESCE(actual_bytes, predicted_bytes) END), "
+            "MIN(CASE WHEN kind IN ('payload_too_large', 'waf_block', 'connection_drop') "
+            "THEN COALESCE(actual_bytes, predicted_bytes) END) "
+            "FROM requests WHERE session_id = ? AND route = ? AND provider = ?",
+            (session_id, route, provider),
+        )
+        if not rows:
+            return None, None
+        accepted, refused = rows[0][0], rows[0][1]
+        return (int(accepted) if accepted else None), (int(refused) if refused else None)
+
     def list_requests(self, session_id: str | None, limit: int = 10_000) -> list[dict[str, Any]]:
         rows = self.query(
             "SELECT * FROM requests WHERE session_id IS ? ORDER BY created_at, rowid LIMIT ?",

@@ -104,8 +104,13 @@ class Recovery:
         bytes_before = rejected
         last = failed
         smallest_over_cap: int | None = None  # the smallest candidate left unsent for being over the cap
-        for attempt in range(1, settings.max_recovery_attempts + 1):
-            level = min(attempt, TOP_LEVEL)
+        # A failure may allow fewer attempts, from a higher level (a gateway's HTML 400 or 408: one try with
+        # fewer messages); by default the whole ladder, L1 first.
+        attempts = settings.max_recovery_attempts
+        if failure.ladder_limit is not None:
+            attempts = min(attempts, failure.ladder_limit)
+        for attempt in range(1, attempts + 1):
+            level = min(failure.ladder_start + attempt - 1, TOP_LEVEL)
             step = _Attempt(level, attempt, time.monotonic())
             await engine.hooks.pre_compact("recovery", "")
             ctx = self._context(turn, max_tokens, failure, entries)
@@ -133,7 +138,7 @@ class Recovery:
                     RecoveryStep(
                         level=level,
                         attempt=attempt,
-                        max_attempts=settings.max_recovery_attempts,
+                        max_attempts=attempts,
                         bytes_before=rejected,
                         bytes_after=request.predicted_bytes,
                         outcome=skip,
@@ -156,7 +161,7 @@ class Recovery:
                 RecoveryStep(
                     level=level,
                     attempt=attempt,
-                    max_attempts=settings.max_recovery_attempts,
+                    max_attempts=attempts,
                     bytes_before=rejected,
                     bytes_after=request.predicted_bytes,
                     outcome="sending",
@@ -220,7 +225,7 @@ class Recovery:
                 RecoveryStep(
                     level=level,
                     attempt=attempt,
-                    max_attempts=settings.max_recovery_attempts,
+                    max_attempts=attempts,
                     bytes_before=bytes_before,
                     bytes_after=request.predicted_bytes,
                     outcome="succeeded",
@@ -258,9 +263,9 @@ class Recovery:
             raise TurnFailed(self._content_message(content), content) from last
         engine.emit(
             RecoveryStep(
-                level=min(settings.max_recovery_attempts, TOP_LEVEL),
-                attempt=settings.max_recovery_attempts,
-                max_attempts=settings.max_recovery_attempts,
+                level=min(failure.ladder_start + attempts - 1, TOP_LEVEL),
+                attempt=attempts,
+                max_attempts=attempts,
                 bytes_before=bytes_before,
                 bytes_after=None,
                 outcome="exhausted",
@@ -268,11 +273,13 @@ class Recovery:
                 reason=final.reason,
             )
         )
-        message = (
-            f"Recovery failed after {settings.max_recovery_attempts} attempts — {final.reason}. "
-            f"The conversation is unchanged; /retry to try again, /compact to summarise first, "
-            f"or lower max_payload."
+        tried = f"{attempts} attempt" + ("" if attempts == 1 else "s")
+        advice = (
+            "/retry to try again, /compact to summarise first, or lower max_payload."
+            if final.payload_related or final.kind == "context_overflow"
+            else "/compact to summarise first, or /retry."
         )
+        message = f"Recovery failed after {tried} — {final.reason}. The conversation is unchanged; {advice}"
         if (
             last is failed and smallest_over_cap is not None
         ):  # nothing was sent: every candidate was over the cap

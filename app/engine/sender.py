@@ -105,8 +105,16 @@ def body_preview(body: Any) -> str:
 
 def redact_failure(failure: Failure) -> Failure:
     """The failure with known secrets hidden in its reason and evidence (a gateway echoing the key)."""
+    hop = failure.hop
+    if hop is not None:
+        hop = dataclasses.replace(
+            hop, name=redact_text(hop.name), evidence=tuple(redact_text(e) for e in hop.evidence)
+        )
     return dataclasses.replace(
-        failure, reason=redact_text(failure.reason), evidence=tuple(redact_text(e) for e in failure.evidence)
+        failure,
+        reason=redact_text(failure.reason),
+        evidence=tuple(redact_text(e) for e in failure.evidence),
+        hop=hop,
     )
 
 
@@ -211,13 +219,20 @@ class Sender:
         """A failed request's classification, streamed or not: the endpoint's size evidence and the user's
         rules count, secrets are redacted, and what it shows about body sizes is learned."""
         from app.engine.block_cause import judge
+        from app.engine.failure_target import count_values, target_for
 
+        route = getattr(self.provider, "route", None)
+        values = (
+            count_values(request.body) if error.status is not None and 400 <= error.status < 500 else None
+        )
         failure = redact_failure(
             classify(
                 error,
                 drop_threshold=self.drop_threshold,
                 size_evidence=self.size_evidence,
                 user_rules=self.user_rules,
+                target=target_for(request.url, request.provider, route, self.route),
+                request_values=values,
             )
         )
         failure = judge(

@@ -603,11 +603,19 @@ class Engine:
         )
 
     def _size_evidence(self, route: Route) -> SizeEvidence:
-        """What this route's endpoint has shown about body sizes; a remembered payload cap is a refusal."""
+        """What this route's endpoint has shown about body sizes: a remembered payload cap is a refusal, and this
+        session's own requests on the route say what it took before (a resumed session, a `-c -p` run, judges a
+        reset with the same evidence as the session that is still open — for every SDK)."""
         evidence = SizeEvidence()
         learned = self.state.learned_cap(route.endpoint_id)
         if learned is not None and learned.kind in PAYLOAD_KINDS and learned.rejected_bytes:
             evidence.refused(learned.rejected_bytes)
+        try:
+            accepted, refused = self.session.store.route_sizes(self.session.id, route.name, route.provider)
+        except Exception:  # noqa: BLE001 - evidence is a help, never a reason to fail a turn
+            accepted, refused = None, None
+        evidence.accepted(accepted)
+        evidence.refused(refused)
         return evidence
 
     def summarizer(self) -> tuple[Provider, Sender]:

@@ -22,6 +22,8 @@ limited and fail like the rest (`stream-error` answers a count with the provider
 - ``cut``     start streaming text, then reset the connection mid-stream (output visible, then lost)
 - ``stream-error`` start streaming text, then send the provider's in-stream error event
   (Anthropic ``event: error`` overloaded_error, OpenAI error chunk, Bedrock exception frame)
+- ``html-400`` a gateway's own HTML 400 (Apache's stock page, as ModSecurity answers too many JSON values)
+- ``408``     a gateway's own HTML 408 (Apache's RequestReadTimeout: the upload was too slow)
 """
 
 from __future__ import annotations
@@ -30,7 +32,19 @@ import random
 import re
 from dataclasses import dataclass
 
-FAULT_KINDS = ("429", "529", "500", "503", "drop", "slow", "timeout", "cut", "stream-error")
+FAULT_KINDS = (
+    "429",
+    "529",
+    "500",
+    "503",
+    "drop",
+    "slow",
+    "timeout",
+    "cut",
+    "stream-error",
+    "html-400",
+    "408",
+)
 STATUS_FAULTS = ("429", "529", "500", "503")
 RETRY_AFTER_SECONDS = 2
 _ITEM_RE = re.compile(r"^\s*([a-z0-9-]+)\s*(?::\s*([0-9]*\.?[0-9]+)|@\s*(\d+(?:\s*\+\s*\d+)*))\s*$", re.I)

@@ -53,6 +53,7 @@ from app.lab import (
 from app.lab.cache import PromptCache
 from app.lab.config import LabConfig
 from app.lab.conversation import WireError
+from app.lab.fault_pages import GATEWAY_FAULTS, gateway_fault
 from app.lab.faults import STATUS_FAULTS, FaultPlan
 from app.lab.http import (
     LAST_CHUNK,
@@ -506,6 +507,8 @@ class LabServer:
         fault = self._plan.next()  # token counting is rate-limited and can fail like any provider request
         if fault in STATUS_FAULTS:
             return await self._finish(writer, head, record, wire.fault(fault, conv), f"fault:{fault}")
+        if fault in GATEWAY_FAULTS:  # a gateway's own page, never the wire format
+            return await self._finish(writer, head, record, gateway_fault(fault), f"fault:{fault}")
         if fault == "drop":
             self._record(record, "fault:drop", None)
             writer.close()

@@ -610,7 +610,7 @@ def bedrock_error(exc: BaseException, exchange: Exchange, *, in_stream: bool) ->
             request_bytes=exchange.actual_bytes,
             retry_after=parse_retry_after(headers),
             error_type=code,
-            transport="stream-error" if stream_error else None,
+            transport="stream-error" if stream_error else "http",
             request_header_bytes=exchange.request_header_bytes,
         )
     transport = transport_kind(exc)
@@ -628,6 +628,7 @@ def bedrock_error(exc: BaseException, exchange: Exchange, *, in_stream: bool) ->
         request_bytes=request_bytes,
         error_type=name,
         transport=transport or ("stream-error" if in_stream else None),
+        request_header_bytes=exchange.request_header_bytes,  # a reset of big headers is judged as for the other SDKs
     )
 
 

@@ -419,6 +419,8 @@ def sdk_error(
     transport = transport_kind(exc)
     if transport is None and in_stream:
         transport = "stream-error"
+    elif transport is None and status is not None:
+        transport = "http"  # an HTTP error answer (the classifier reads how the answer arrived)
     error_type = error_type or name
     where = f"HTTP {status}" if status is not None else (transport or "error")
     detail = _short(str(exc) or name)
