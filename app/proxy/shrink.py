@@ -8,7 +8,7 @@ fit, each cheapest and least visible first:
 3. then whole turns are dropped from the front, up to a user turn that starts fresh, so every
    `tool_use` keeps its `tool_result` (and every function call its output) — kept or dropped together.
 
-A stub names the content's archive key (`<<ccr:KEY>>`, the first 16 hex digits of its SHA-256) and
+A stub names the content's archive key (`[[ccr:KEY]]`, the first 16 hex digits of its SHA-256) and
 nothing that changes between requests, and the choice is oldest-first: the stubs of one request are
 again, byte for byte, the stubs of the next, and the prefix the provider caches is stable after one
 rebuild. Signed `thinking`/`redacted_thinking` blocks, OpenAI `reasoning` items (encrypted content),

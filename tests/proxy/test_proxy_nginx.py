@@ -18,6 +18,7 @@ import openai
 import pytest
 
 from app.config import Route
+from app.model.archive import MARKER_PREFIX
 from app.proxy.native_errors import OverflowStyle
 from app.proxy.records import Action, RequestStarted
 from app.proxy.wire import Wire
@@ -277,7 +278,7 @@ def test_shrink_makes_an_oversized_request_fit_and_keeps_the_prefix_stable(lab, 
     old_stubs = [i for i in range(len(one)) if one.startswith(stub, i)]
     new_stubs = [i for i in range(len(two)) if two.startswith(stub, i)]
     assert len(new_stubs) > len(old_stubs) >= 1
-    end_of_old = one.index(b"]", one.index(b"<<ccr:", old_stubs[-1])) + 1
+    end_of_old = one.index(b"]]", one.index(MARKER_PREFIX.encode(), old_stubs[-1])) + 2
     assert one[:end_of_old] == two[:end_of_old]  # byte for byte up to and with the older request's stubs
     assert new_stubs[: len(old_stubs)] == old_stubs
     archived = proxy.store.archive_list(proxy.session.id)

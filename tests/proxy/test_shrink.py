@@ -9,7 +9,7 @@ import hashlib
 import json
 from typing import Any
 
-from app.model.archive import archive_key, marker
+from app.model.archive import MARKER_PREFIX, archive_key, marker
 from app.proxy.shrink import NotShrunk, Shrunk, dump, shrink, stub_text
 from app.proxy.wire import Wire
 
@@ -62,7 +62,7 @@ def _stubs(body: bytes) -> list[tuple[int, int]]:
     """(start, end) of every stub in a serialised body."""
     found, start = [], 0
     while (start := body.find(b"[bulkhead proxy: this tool result", start)) != -1:
-        end = body.index(b"]", body.index(b"<<ccr:", start)) + 1
+        end = body.index(b"]]", body.index(MARKER_PREFIX.encode(), start)) + 2
         found.append((start, end))
         start = end
     return found
