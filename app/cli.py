@@ -2,7 +2,7 @@
 
     bulkhead                         TUI (new session; --resume ID, --continue)
     bulkhead -p "prompt" [--json]    one-shot: answer on stdout, notices on stderr
-    bulkhead lab | probe | classify | sessions | archive | config | auth | mcp
+    bulkhead lab | probe | classify | sessions | archive | config | auth | mcp | permissions
 
 Imports are deferred to the command that needs them, so `bulkhead --help` is instant.
 """
@@ -393,6 +393,31 @@ def build_parser() -> argparse.ArgumentParser:
     m_approve.add_argument("names", nargs="*", metavar="NAME", help="servers to allow (default: all of them)")
     mcp_sub.add_parser("reset", help="forget the answers given for this workspace's .mcp.json servers")
 
+    permissions = _sub(
+        sub,
+        "permissions",
+        help="the permission rules in force; approve a workspace's rule files",
+        description="A workspace's rule files (.claude/settings.json, .claude/settings.local.json, "
+        ".bulkhead/settings.toml) come with the repository: their deny and ask rules are always in force, "
+        "their allow rules only once you approved them (asked in the TUI, on the terminal by -p, or here). "
+        "The answer is kept in state.toml with a fingerprint of the allow rules: a change asks again.",
+        examples="  bulkhead permissions list\n"
+        "  bulkhead permissions approve                       every rule file of this workspace\n"
+        "  bulkhead permissions approve .claude/settings.json\n"
+        "  bulkhead permissions reset                         forget the answers",
+    )
+    permissions_sub = permissions.add_subparsers(dest="action", metavar="ACTION", required=True)
+    permissions_sub.add_parser("list", help="every rule in force with its file, and the rules held back")
+    for action, text in (
+        ("approve", "put the allow rules of this workspace's rule files in force (all, or those named)"),
+        ("deny", "keep the allow rules of this workspace's rule files off, without asking again"),
+    ):
+        p_action = permissions_sub.add_parser(action, help=text)
+        p_action.add_argument(
+            "files", nargs="*", metavar="FILE", help="e.g. .claude/settings.json (default: all)"
+        )
+    permissions_sub.add_parser("reset", help="forget the answers for this workspace's rule files")
+
     auth = _sub(
         sub,
         "auth",
@@ -429,6 +454,7 @@ _COMMANDS = {
     "config": "app.commands.config_cmd",
     "auth": "app.commands.auth_cmd",
     "mcp": "app.commands.mcp_cmd",
+    "permissions": "app.commands.permissions_cmd",
 }
 
 

@@ -54,6 +54,8 @@ from app.engine.sender import RequestFailed, Sender, StreamResult, leftover_draf
 from app.engine.session import Session
 from app.engine.user_rules import build_rules
 from app.engine.view_size import SIZE_FLAG, size_key, stored_size
+from app.engine.workspace_rules import confirm_rule_files, load_permissions
+from app.engine.workspace_rules import start_notices as rule_start_notices
 from app.model.events import (
     AnswerFinished,
     Event,
@@ -176,11 +178,7 @@ class Engine:
         self._closing = False
         self._use_route(route, provider)
         self.load_instructions()
-        self.permissions = Permissions.load(
-            self.workspace,
-            settings.permissions,
-            settings.config_file.name if settings.config_file else "config.toml",
-        )
+        self.permissions: Permissions = load_permissions(settings, self.workspace, self.state)
 
     def _use_route(self, route: Route, provider: Provider) -> None:
         """Derive everything that depends on the route: limits, the sender, cached sizes."""
@@ -433,6 +431,11 @@ class Engine:
                 )
             )
 
+    async def confirm_workspace_rules(self, ask=None) -> str | None:
+        """Ask (`ask(files)` → "allow" | "deny" | None) about the workspace's rule files whose allow rules
+        wait for approval (`app.engine.workspace_rules`); front ends call it after their first frame."""
+        return await confirm_rule_files(self.permissions, ask, self.emit)
+
     def _mcp_changed(self, connection) -> None:
         if self._closing:  # servers stopping at exit: nothing to tell
             return
@@ -678,6 +681,8 @@ class Engine:
         self._announce_instructions()
         for problem in self.permissions.problems:
             self.emit(Notice(display_line(problem), level="warn", code="permissions"))
+        for notice in rule_start_notices(self.permissions):
+            self.emit(notice)
         self.view_changed("start", predicted=self._start_bytes())
 
     async def close(self, reason: str = "exit") -> None:
@@ -1167,7 +1172,13 @@ class Engine:
 
         Order: a deny rule wins; then a hook's or a rule's "ask"; then a hook's or a rule's "allow"
         (for a path outside the workspace only a rule that names it); then the approval mode."""
-        from app.tools.approval import denied_outcome, describe_call, needs_approval, outside_workspace
+        from app.tools.approval import (
+            always_asks,
+            denied_outcome,
+            describe_call,
+            needs_approval,
+            outside_workspace,
+        )
 
         verdict = await self.hooks.pre_tool_use(call.name, args)
         if verdict.blocked:
@@ -1200,16 +1211,24 @@ class Engine:
                 call.name, args, self.settings.approval, self.workspace, extra_read_roots=read_roots
             )
         outside = bool(outside_workspace(call.name, args, self.workspace, read_roots))
+        forced = always_asks(call.name, args, self.workspace)  # protected files, redirections it cannot name
         if verdict.permission == "ask":
             ask, why = True, why or "a PreToolUse hook asked for confirmation"
         elif ruling.kind == "ask":
             ask, why = True, ruling.reason
-        elif verdict.permission == "allow" and not outside:
+        elif verdict.permission == "allow" and not outside and not forced:
             ask, why = False, "allowed by a PreToolUse hook"
-        elif ruling.kind == "allow" and (
-            not outside or (ruling.rule is not None and ruling.rule.names_paths)
+        elif (
+            ruling.kind == "allow"
+            and not forced
+            and (not outside or (ruling.rule is not None and ruling.rule.names_paths))
         ):
             ask, why = False, ruling.reason
+        if ask and ruling.held is not None:  # say what would have allowed it, and how to make it so
+            why += (
+                f" — {ruling.held.source} allows it ({ruling.held.text}), but its allow rules are not "
+                f"approved: `bulkhead permissions approve` puts them in force"
+            )
         if not ask:
             self.emit(ToolApproval(call_id=call.id, name=call.name, decision="auto", reason=why))
             return await self._run_tool(call.id, call.name, args, ctx), args

@@ -27,15 +27,15 @@ Values of `env` and `headers` may be secrets: nothing here prints them (`describ
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from app.trust import Decision, WorkspaceTrust, fingerprint
 
 PROJECT_FILE = ".mcp.json"
 TRANSPORTS = ("stdio", "http", "sse")
@@ -121,8 +121,7 @@ def expand(text: str, env: Mapping[str, str], missing: list[str]) -> str:
 
 
 def _fingerprint(raw: Mapping[str, Any]) -> str:
-    text = json.dumps(raw, sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    return fingerprint(dict(raw))
 
 
 # -- one definition ----------------------------------------------------------------------------------
@@ -325,54 +324,28 @@ def merge_servers(
 
 
 class ProjectApprovals:
-    """The user's yes/no for a workspace's `.mcp.json` servers, in state.toml (never in the workspace)."""
+    """The user's yes/no for a workspace's `.mcp.json` servers, in state.toml (never in the workspace):
+    `app.trust.WorkspaceTrust` with one entry per server and the fingerprint of its definition."""
 
     TABLE = "mcp_project_servers"
 
     def __init__(self, state: Any, workspace: Path) -> None:
+        self.trust = WorkspaceTrust(state, workspace, table=self.TABLE)
         self.state = state
-        self.workspace = str(Path(workspace).expanduser().resolve())
-
-    def _entries(self, data: Mapping[str, Any]) -> Mapping[str, Any]:
-        table = data.get(self.TABLE)
-        entries = table.get(self.workspace) if isinstance(table, Mapping) else None
-        return entries if isinstance(entries, Mapping) else {}
+        self.workspace = self.trust.workspace
 
     def decision(self, spec: McpServerSpec) -> str | None:
         """ "allow" or "deny" when the user answered for this very definition; None when never asked
         (or the definition changed since)."""
-        try:
-            entry = self._entries(self.state.read()).get(spec.name)
-        except Exception:  # noqa: BLE001 - an unreadable state file means "not asked yet"
-            return None
-        if not isinstance(entry, Mapping) or entry.get("fingerprint") != spec.fingerprint:
-            return None
-        decision = entry.get("decision")
-        return decision if decision in ("allow", "deny") else None
+        return self.trust.decision(spec.name, spec.fingerprint)
 
     def remember(self, specs: list[McpServerSpec], decision: str) -> None:
-        when = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-        def change(data: dict[str, Any]) -> None:
-            table = data.get(self.TABLE)
-            if not isinstance(table, dict):
-                table = data[self.TABLE] = {}
-            entries = table.get(self.workspace)
-            if not isinstance(entries, dict):
-                entries = table[self.workspace] = {}
-            for spec in specs:
-                entries[spec.name] = {"fingerprint": spec.fingerprint, "decision": decision, "at": when}
-
-        self.state.update(change)
+        """Remember "allow" or "deny" for these definitions."""
+        if decision not in ("allow", "deny"):
+            raise ValueError(f"an answer is allow or deny, not {decision!r}")
+        answer: Decision = "allow" if decision == "allow" else "deny"
+        self.trust.remember({spec.name: spec.fingerprint for spec in specs}, answer)
 
     def forget(self) -> int:
         """Forget every answer for this workspace (they will be asked again). Returns how many."""
-        removed: list[int] = []
-
-        def change(data: dict[str, Any]) -> None:
-            table = data.get(self.TABLE)
-            gone = table.pop(self.workspace, None) if isinstance(table, dict) else None
-            removed.append(len(gone) if isinstance(gone, dict) else 0)
-
-        self.state.update(change)
-        return removed[0]
+        return self.trust.forget()

@@ -173,6 +173,8 @@ class EngineLink:
         self.engine_ready.set()
         self.call_after_refresh(self._import_sdk_when_drawn, engine.route.provider, engine.warm_sizes())
         self.refresh_bindings()
+        if engine.permissions.pending_files():
+            self._confirm_rules(engine)
         if engine.mcp is not None:
             self._start_mcp(engine)
         self.send_waiting()
@@ -228,6 +230,23 @@ class EngineLink:
     async def _start_mcp(self, engine) -> None:
         """After the first frame: the SDK is imported in a thread, the servers start in the background."""
         await engine.start_mcp(ask=self.ask_mcp_trust)
+
+    @work(group="rules", exit_on_error=False, name="ask about the workspace's rule files")
+    async def _confirm_rules(self, engine) -> None:
+        await engine.confirm_workspace_rules(ask=self.ask_rules_trust)
+
+    async def ask_rules_trust(self, files) -> str | None:
+        """Ask once whether the allow rules of this workspace's rule files may be in force."""
+        from app.ui.screens.rules_trust import RulesTrustScreen
+
+        future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+
+        def answered(result: str | None) -> None:
+            if not future.done():
+                future.set_result(result)
+
+        self.push_screen(RulesTrustScreen(files, str(self.workspace)), callback=answered)
+        return await future
 
     async def ask_mcp_trust(self, specs) -> str | None:
         """Ask once whether this workspace's `.mcp.json` servers may start ("allow" | "deny" | None)."""

@@ -98,7 +98,7 @@ async def test_always_for_this_project_is_saved_and_read_by_the_next_session(mak
     assert later.asked == [] and "saved" in h2.session.master[2].tool_results[0].content
 
 
-async def test_claude_code_settings_apply_unchanged(make_harness):
+async def test_claude_code_settings_apply_once_approved(make_harness):
     approve = asker(False)
     h = make_harness(approver=approve)
     claude = h.engine.workspace / ".claude"
@@ -108,10 +108,66 @@ async def test_claude_code_settings_apply_unchanged(make_harness):
     )
     (h.engine.workspace / ".env").write_text("API_KEY=not-for-the-model\n")
     h2 = make_harness(approver=approve)  # a new engine reads the project's settings
+    await h2.engine.start()
 
+    said = [e.text for e in h2.of_type("notice") if e.code == "permissions"]
+    assert any(".claude/settings.json" in t and "NOT in force" in t and "Bash(echo:*)" in t for t in said)
     await h2.engine.submit("!shell echo from-claude-settings\n!read .env")
-
     results = [r for m in h2.session.master for r in m.tool_results]
-    assert "from-claude-settings" in results[0].content
-    assert results[1].is_error and "not-for-the-model" not in results[1].content
-    assert approve.asked == []
+    assert results[0].is_error and "from-claude-settings" not in results[0].content  # asked, and denied
+    assert "bulkhead permissions approve" in approve.asked[0][1]
+    assert results[1].is_error and "not-for-the-model" not in results[1].content  # its deny holds at once
+
+    async def yes(files):
+        assert [f.relative for f in files] == [".claude/settings.json"]
+        return "allow"
+
+    assert await h2.engine.confirm_workspace_rules(ask=yes) == "allow"
+    asked_before = len(approve.asked)
+    await h2.engine.submit("!shell echo from-claude-settings")
+    last = [r for m in h2.session.master for r in m.tool_results][-1]
+    assert "from-claude-settings" in last.content and not last.is_error
+    assert len(approve.asked) == asked_before
+    h3 = make_harness(approver=approve)  # remembered (state.toml), not asked again
+    assert h3.engine.permissions.pending_files() == []
+
+
+async def test_a_changed_rule_file_is_asked_about_again(make_harness):
+    claude_dir = make_harness().engine.workspace / ".claude"
+    claude_dir.mkdir()
+    settings = claude_dir / "settings.json"
+    settings.write_text(json.dumps({"permissions": {"allow": ["Bash(echo:*)"]}}))
+    h = make_harness()
+    h.engine.permissions.answer([".claude/settings.json"], "allow")
+    assert make_harness().engine.permissions.pending_files() == []
+
+    settings.write_text(json.dumps({"permissions": {"allow": ["Bash(echo:*)", "Bash"]}}))
+    again = make_harness()
+    [file] = again.engine.permissions.pending_files()
+    assert file.status == "changed" and file.allow == ("Bash(echo:*)", "Bash")
+    approve = asker(False)
+    again = make_harness(approver=approve)
+    await again.engine.submit("!shell echo hi")
+    assert approve.asked  # neither rule is in force until approved again
+
+
+async def test_protected_files_always_ask_whatever_the_mode_rules_or_hooks(make_harness):
+    approve = asker(False)
+    h = make_harness(
+        approver=approve, approval="never-ask", permissions={"allow": ("Edit", "Bash", "Edit(./**)")}
+    )
+    ws = h.engine.workspace
+    (ws / ".git").mkdir()
+
+    await h.engine.submit(
+        "!write .claude/settings.json {}\n!write AGENTS.md hi\n!write sub/CLAUDE.md hi\n"
+        "!write .mcp.json {}\n!write .git/config x\n!write .bulkhead/settings.toml x\n"
+        "!shell echo '{}' > .claude/settings.local.json\n!write notes.txt fine"
+    )
+
+    assert len(approve.asked) == 7, approve.asked
+    assert all("always ask" in why for _name, why in approve.asked)
+    assert (
+        not (ws / ".claude").exists() and not (ws / "AGENTS.md").exists() and not (ws / ".mcp.json").exists()
+    )
+    assert (ws / "notes.txt").read_text().startswith("fine")
