@@ -726,12 +726,13 @@ class Engine:
                 return TurnResult("blocked", error=verdict.reason)
             self._close_interrupted_turn()
             turn = self.session.turn + 1
-            parts: list = [Text(prompt), *images, *self._prompt_images(prompt)]
+            typed_text = prompt if typed is None else typed
+            parts: list = [Text(prompt), *images, *(await self._prompt_images(typed_text))]
             if verdict.additional_context:
                 parts.append(Text(f"\n\n[hook context]\n{verdict.additional_context}"))
             self.session.append(Message.create("user", parts, turn=turn))
             self.emit(TurnStarted(turn=turn, prompt=prompt))
-            result = await self._run_turn(turn, mentions=self._mentions(prompt if typed is None else typed))
+            result = await self._run_turn(turn, mentions=self._mentions(typed_text))
             await self.session.drain()  # the turn is on disk when it is over (raises a held failure)
             return result
 
@@ -808,51 +809,11 @@ class Engine:
             )
         return [ToolCall(new_id("tm"), mention.tool, {"path": mention.path}) for mention in found]
 
-    def _prompt_images(self, prompt: str) -> list[Image]:
-        """The images the prompt names (`@shot.png`, a pasted path), as image parts — or, where the
-        route takes none or one is too big, a notice saying so."""
-        from app.engine.images import accepts_images, is_image_file, load_image, pasted_images
-        from app.engine.mentions import find_mentions
+    async def _prompt_images(self, typed: str) -> list[Image]:
+        """The images the typed prompt names, through the read gate (`app.engine.prompt_images`)."""
+        from app.engine.prompt_images import attach_prompt_images
 
-        refs: dict[Path, str] = {}
-        if "@" in prompt and self.settings.max_mentions > 0:
-            for mention in find_mentions(prompt, self.workspace, self.settings.max_mentions)[0]:
-                path = self.workspace / os.path.expanduser(mention.path)
-                if not mention.is_dir and is_image_file(path):
-                    refs.setdefault(path.resolve(), "@" + mention.path)
-        for ref in pasted_images(prompt, self.workspace):
-            if is_image_file(ref.path):
-                refs.setdefault(ref.path.resolve(), ref.shown)
-        if not refs:
-            return []
-        accepted, why_not = accepts_images(self.route)
-        if not accepted:
-            self.emit(
-                Notice(
-                    f"not attached: {', '.join(display_line(s) for s in refs.values())} — route "
-                    f"{self.route.name} does not take images ({display_line(why_not)})",
-                    level="warn",
-                    code="image",
-                )
-            )
-            return []
-        images: list[Image] = []
-        for path, shown in refs.items():
-            try:
-                image = load_image(path, self.settings.image_max_bytes)
-            except ValueError as exc:
-                self.emit(Notice(display_line(str(exc)), level="warn", code="image"))
-                continue
-            images.append(image)
-            self.emit(
-                Notice(
-                    f"attached {display_line(shown)} as an image ({image.media_type}, "
-                    f"{format_size(path.stat().st_size)}; {format_size(len(image.data))} as base64 "
-                    f"in the request)",
-                    code="image",
-                )
-            )
-        return images
+        return await attach_prompt_images(self, typed, self._ask, can_ask=self.approver is not None)
 
     async def _run_turn(self, turn: int, mentions: Sequence[ToolCall] = ()) -> TurnResult:
         max_tokens = self.max_tokens
@@ -1137,6 +1098,10 @@ class Engine:
         from app.tools.approval import denied_outcome, outside_workspace
         from app.tools.registry import run_tool
 
+        ruling = self.permissions.check(call.name, args)
+        if ruling.kind == "deny":  # your own Read deny rule holds for your own @mention too
+            self.emit(ToolApproval(call_id=call.id, name=call.name, decision="denied", reason=ruling.reason))
+            return denied_outcome(call.name, ruling.reason, by="rule")
         outside = outside_workspace(call.name, args, self.workspace)
         if not outside:
             self.emit(

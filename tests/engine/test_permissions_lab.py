@@ -171,3 +171,14 @@ async def test_protected_files_always_ask_whatever_the_mode_rules_or_hooks(make_
         not (ws / ".claude").exists() and not (ws / "AGENTS.md").exists() and not (ws / ".mcp.json").exists()
     )
     assert (ws / "notes.txt").read_text().startswith("fine")
+
+
+async def test_a_read_deny_rule_holds_for_an_at_mention(make_harness):
+    h = make_harness(permissions={"deny": ("Read(./.env)",)})
+    (h.engine.workspace / ".env").write_text("API_KEY=not-for-the-model\n")
+
+    await h.engine.submit("look at @.env")
+
+    results = [r for m in h.session.master for r in m.tool_results]
+    assert results and results[0].is_error and "not-for-the-model" not in results[0].content
+    assert "Read(./.env)" in results[0].content

@@ -23,7 +23,9 @@ async def test_a_repositorys_allow_rules_wait_for_the_users_yes(lab, tmp_path):
         body = " ".join(str(w.render()) for w in app.screen.query(".mcp-trust-server"))
         assert "allow Bash" in body and "allow Edit(//**)" in body
         assert app.engine.permissions.check("shell", {"command": "id"}).kind is None  # not in force yet
-        assert app.engine.permissions.check("read_file", {"path": ".env"}).kind == "deny"  # deny holds at once
+        assert (
+            app.engine.permissions.check("read_file", {"path": ".env"}).kind == "deny"
+        )  # deny holds at once
         await until(pilot, lambda: app.chat.notices("permissions"), "the start notice")
         assert "NOT in force" in app.chat.notices("permissions")[0].text
         await pilot.press("y")
