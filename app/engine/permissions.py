@@ -39,6 +39,7 @@ at any depth (`*.env`); `*` stays within a folder, `**` crosses folders; a rule 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -192,6 +193,11 @@ class PathPattern:
         return relative != "." and bool(self.regex.match(relative))
 
 
+@functools.lru_cache(maxsize=256)
+def _path_pattern(specifier: str, base: Path) -> PathPattern:
+    return PathPattern.parse(specifier, base)
+
+
 def _path_candidates(path: Path) -> set[Path]:
     return {Path(os.path.normpath(path)), Path(os.path.realpath(path))}
 
@@ -243,7 +249,7 @@ class Rule:
     def _matches_paths(self, name: str, args: Mapping[str, Any], workspace: Path) -> bool:
         from app.tools.approval import target_paths
 
-        pattern = PathPattern.parse(self.specifier or "**", self.base)
+        pattern = _path_pattern(self.specifier or "**", self.base)
         paths = target_paths(name, args, workspace)
         if not paths:
             return False
@@ -425,6 +431,17 @@ class Permissions:
                 return Verdict("ask", doubtful, doubt=command_doubt(command))
         held = next((rule for rule in self.held if rule.matches(name, args, self.workspace)), None)
         return Verdict(None, held=held)
+
+    def denies_read(self, path: Path) -> bool:
+        """Does a deny rule keep `path` from being read? grep, glob and list_dir leave such paths out of
+        what they show (`ToolContext.read_denied`), so a search cannot read around `Read(./secrets/**)`."""
+        args = {"path": str(path)}
+        return any(
+            rule.kind == "deny"
+            and rule.covers_tool("read_file")
+            and rule.matches("read_file", args, self.workspace)
+            for rule in self.rules
+        )
 
     # -- the workspace's files ------------------------------------------------------------------------
     def pending_files(self) -> list[RuleFile]:

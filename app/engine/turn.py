@@ -1053,6 +1053,7 @@ class Engine:
                 cancel=self.tool_cancel,
                 shell_env_passthrough=self.settings.shell_env_passthrough,
                 credential_env_names=credential_names,
+                read_denied=self.permissions.denies_read,
             )
             self.emit(ToolCallStarted(call_id=call.id, name=call.name, args=args))
             if by_user:

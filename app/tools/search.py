@@ -50,12 +50,14 @@ def _cut_text(text: str) -> str:
     return text
 
 
-def _format(raw_line: str) -> str | None:
-    """`path:line:text` with the text cut; None for a line that is not a match line."""
-    match = re.match(r"^(.*?):(\d+):", raw_line)
+def _format(raw_line: str) -> tuple[str, str] | None:
+    """(path, `path:line:text` with the text cut) from ripgrep's `path\\0line:text`; None for a line that
+    is not a match line."""
+    path, nul, rest = raw_line.partition("\0")
+    match = re.match(r"^(\d+):", rest) if nul else None
     if not match:
         return None
-    return raw_line[: match.end()] + _cut_text(raw_line[match.end() :])
+    return path, f"{path}:{rest[: match.end()]}{_cut_text(rest[match.end() :])}"
 
 
 class _Collector:
@@ -142,6 +144,7 @@ async def _ripgrep(
         "--sort",
         "path",
         "--no-messages",
+        "--null",  # the path ends at a NUL: a name with `:12:` in it cannot pass for another file
     ]
     if file_glob:
         argv += ["--glob", file_glob]
@@ -165,8 +168,12 @@ async def _ripgrep(
     try:
         async with asyncio.timeout(RG_TIMEOUT):
             async for raw in _stream_lines(proc.stdout):
-                line = _format(raw.decode("utf-8", "replace"))
-                if line is not None and not collector.add(line):
+                found = _format(raw.decode("utf-8", "replace"))
+                if found is None:
+                    continue
+                if ctx.hides(Path(os.path.normpath(ctx.workspace / found[0]))):
+                    continue  # dropped without a word: a count would tell the model what the file holds
+                if not collector.add(found[1]):
                     break
             else:
                 finished = True
@@ -294,6 +301,8 @@ def _python_grep(
         if ctx.cancel is not None and ctx.cancel.is_set():
             raise ToolError("cancelled by the user")
         shown = ctx.display(path)
+        if ctx.hides(path):  # never opened: not even whether it matches is told
+            continue
         try:
             with path.open("rb") as handle:
                 if b"\x00" in handle.read(BINARY_SAMPLE_BYTES):

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import tomllib
 
+import pytest
+
 
 def asker(answer):
     asked: list[tuple[str, str]] = []
@@ -182,3 +184,33 @@ async def test_a_read_deny_rule_holds_for_an_at_mention(make_harness):
     results = [r for m in h.session.master for r in m.tool_results]
     assert results and results[0].is_error and "not-for-the-model" not in results[0].content
     assert "Read(./.env)" in results[0].content
+
+
+# -- issue 37, item 5: Read deny rules hold for searches and listings ----------------------------------------
+@pytest.mark.parametrize("ripgrep", [True, False], ids=["ripgrep", "fallback"])
+async def test_read_deny_rules_filter_grep_glob_and_list_dir(make_harness, monkeypatch, ripgrep):
+    import shutil
+
+    from app.tools import search
+
+    if ripgrep and shutil.which("rg") is None:
+        pytest.skip("ripgrep (Debian package ripgrep) is not installed")
+    monkeypatch.setattr(search, "USE_RIPGREP", ripgrep)
+    h = make_harness(approval="auto-read", permissions={"deny": ("Read(./secrets/**)", "Read(./.env)")})
+    ws = h.engine.workspace
+    (ws / "secrets").mkdir()
+    (ws / "secrets" / "key.pem").write_text("TOKEN=hunter2-secret\n")
+    (ws / ".env").write_text("TOKEN=hunter2-env\n")
+    (ws / "app.py").write_text("TOKEN = os.environ['TOKEN']\n")
+
+    await h.engine.submit(
+        '!grep TOKEN .\n!grep TOKEN secrets/..\n!call grep {"pattern": "TOKEN", "path": ".", "glob": "*"}\n'
+        '!call glob {"pattern": "**/*"}\n!call glob {"pattern": "secrets/*"}\n!ls secrets\n!ls .'
+    )
+
+    results = [r.content for m in h.session.master for r in m.tool_results]
+    assert len(results) == 7, results
+    joined = "\n".join(results)
+    assert "hunter2" not in joined and "key.pem" not in joined
+    assert "app.py:1:TOKEN" in results[0]
+    assert ".env" not in results[6] and "app.py" in results[6]
