@@ -20,7 +20,6 @@ import fnmatch
 import os
 import re
 import shutil
-import subprocess
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ from typing import Any
 from app.providers.base import ToolSpec
 from app.tools.base import PATH_ARG, ToolContext, ToolError, ToolInfo, ToolOutcome, error, ok, schema
 from app.tools.files import BINARY_SAMPLE_BYTES
-from app.tools.gitsafe import git_command, git_env
+from app.tools.gitsafe import run_git
 
 USE_RIPGREP = True
 MAX_MATCH_LINES = 500
@@ -237,24 +236,17 @@ def _git_ignored(root: Path) -> frozenset[str]:
     Empty outside a git work tree, without git, or when git is too slow: the search then
     simply includes those files, as ripgrep does outside a repository.
     """
-    git = shutil.which("git")
-    if git is None:
-        return frozenset()
-    command = git_command(
-        git, "-C", str(root), "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"
+    done = run_git(  # hardened: the repository's config cannot make this auto-approved read run a program
+        root,
+        "ls-files",
+        "-z",
+        "--others",
+        "--ignored",
+        "--exclude-standard",
+        "--directory",
+        timeout=GIT_TIMEOUT,
     )
-    try:  # hardened: the repository's config cannot make this auto-approved read run a program
-        done = subprocess.run(
-            command,
-            capture_output=True,
-            timeout=GIT_TIMEOUT,
-            check=False,
-            env=git_env(),
-            stdin=subprocess.DEVNULL,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return frozenset()
-    if done.returncode != 0:
+    if done is None or done.returncode != 0:
         return frozenset()
     return frozenset(os.fsdecode(raw) for raw in done.stdout.split(b"\0") if raw)
 
