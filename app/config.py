@@ -277,6 +277,18 @@ class Settings:
     mcp_image_max_bytes: int = field(
         default=1024 * 1024, metadata=_opt("size", "largest MCP image sent to the model", low=0)
     )
+    mcp_log_max_bytes: int = field(
+        default=1024 * 1024,
+        metadata=_opt(
+            "size", "per MCP server stderr log; past it the log rotates (one older part kept)", low=4096
+        ),
+    )
+    mcp_result_max_bytes: int = field(
+        default=16 * 1024 * 1024,
+        metadata=_opt(
+            "size", "largest MCP message bulkhead takes from a server (bigger: refused)", low=65536
+        ),
+    )
     har_body_limit: int = field(default=64 * 1024, metadata=_opt("size", "body bytes kept per HAR entry"))
     hook_timeout: float = field(
         default=60.0, metadata=_opt("float", "default hook timeout (seconds)", above=0)

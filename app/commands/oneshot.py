@@ -210,7 +210,14 @@ def terminal_mcp_ask():
     return _terminal_question(
         lambda specs: [
             "? This workspace's .mcp.json names MCP servers that have not been allowed yet:",
-            *(f"    {display_line(spec.name)}  {display_line(spec.describe())}" for spec in specs),
+            *(
+                line
+                for spec in specs
+                for line in (
+                    f"    {display_line(spec.name)}  {display_line(spec.describe())}",
+                    *([f"        {display_line(spec.reads())}"] if spec.reads() else []),
+                )
+            ),
             "  Start them?",
         ]
     )

@@ -21,7 +21,9 @@ from app.model.messages import Image, new_id
 from app.sizes import format_size
 from app.textsafe import display_line
 
-Ask = Callable[[str, dict, str], Awaitable[str]]  # the engine's _ask: "once" | "session" | … | "deny"
+Ask = Callable[
+    [str, dict[str, Any], str], Awaitable[str]
+]  # the engine's _ask: "once" | "session" | … | "deny"
 
 
 def image_refs(prompt: str, workspace: Path, max_mentions: int) -> dict[Path, str]:

@@ -22,7 +22,10 @@ until the user said yes once (`ProjectApprovals`); the answer is remembered in s
 in the workspace, which the repository could pre-fill — per workspace and per server, with a
 fingerprint of the server's definition: a changed definition asks again.
 
-Values of `env` and `headers` may be secrets: nothing here prints them (`describe` shows names).
+Values of `env` and `headers` may be secrets: nothing here prints them (`describe` shows names, and
+the command, args and URL as written — `${VAR}` unexpanded). Every variable a definition reads is listed
+(`variables`); one whose name says it is a credential is flagged in the trust question and its value
+joins the redaction registry, so it never reaches the screen, a log or an export.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from app.redact import is_secret_header, register_secret
 from app.trust import Decision, WorkspaceTrust, fingerprint
 
 PROJECT_FILE = ".mcp.json"
@@ -54,6 +58,8 @@ SERVER_KEYS = {
 }
 _NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,48}$")
 _VAR_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+# A variable whose name says it holds a credential: the question names it, its value is redacted everywhere.
+CREDENTIAL_NAME_RE = re.compile(r"KEY|TOKEN|SECRET|PASS|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|CERT", re.I)
 
 
 class McpConfigError(ValueError):
@@ -80,17 +86,32 @@ class McpServerSpec:
     origin: str = ""  # where it is defined, for messages (file, or file:line)
     fingerprint: str = ""  # of the definition as written (before ${VAR} expansion)
     problem: str = ""
+    # As written (before ${VAR} expansion): what is shown — an expanded value may be a key.
+    written_command: str | None = None
+    written_args: tuple[str, ...] = ()
+    written_url: str | None = None
+    variables: tuple[
+        str, ...
+    ] = ()  # every environment variable the definition reads (${VAR}, bearer_token_env)
 
     @property
     def from_project(self) -> bool:
         return self.source == "project"
 
+    @property
+    def credential_variables(self) -> tuple[str, ...]:
+        """The variables it reads whose names say they hold a credential (sent to this server)."""
+        return tuple(name for name in self.variables if CREDENTIAL_NAME_RE.search(name))
+
     def describe(self) -> str:
-        """`stdio: npx -y @modelcontextprotocol/server-github` / `http: https://…` — never env or header values."""
+        """`stdio: npx -y @modelcontextprotocol/server-github` / `http: https://…` as written (`${VAR}` kept),
+        never env or header values."""
         if self.transport == "stdio":
-            text = " ".join([self.command or "", *self.args]).strip()
+            command = self.written_command if self.written_command is not None else self.command
+            args = self.written_args if self.written_command is not None else self.args
+            text = " ".join([command or "", *args]).strip()
         else:
-            text = self.url or ""
+            text = (self.written_url if self.written_url is not None else self.url) or ""
         extra = []
         if self.env:
             extra.append("env " + ", ".join(sorted(self.env)))
@@ -99,6 +120,21 @@ class McpServerSpec:
         if self.bearer_token_env:
             extra.append(f"bearer ${self.bearer_token_env}")
         return f"{self.transport}: {text}" + (f" ({'; '.join(extra)})" if extra else "")
+
+    def reads(self) -> str:
+        """What it takes from your environment, credentials flagged: for the trust question ("" for nothing)."""
+        if not self.variables:
+            return ""
+        credentials = self.credential_variables
+        plain = [name for name in self.variables if name not in credentials]
+        parts = []
+        if credentials:
+            parts.append(
+                "⚠ sends it your " + ", ".join(f"${name}" for name in credentials) + " (credentials)"
+            )
+        if plain:
+            parts.append("reads " + ", ".join(f"${name}" for name in plain))
+        return "; ".join(parts)
 
 
 # -- expansion -------------------------------------------------------------------------------------
@@ -171,6 +207,23 @@ def parse_server(
 
     missing: list[str] = []
     sub = lambda text: expand(text, env, missing)  # noqa: E731
+    written = [
+        values.get("command") or "",
+        *values.get("args", ()),
+        *values.get("env", {}).values(),
+        values.get("cwd") or "",
+        values.get("url") or "",
+        *values.get("headers", {}).values(),
+    ]
+    variables = list(dict.fromkeys(m.group(1) for text in written for m in _VAR_RE.finditer(text)))
+    if values.get("bearer_token_env") and values["bearer_token_env"] not in variables:
+        variables.append(values["bearer_token_env"])
+    for variable in variables:  # a credential it reads is never printed or logged, wherever it turns up
+        if CREDENTIAL_NAME_RE.search(variable):
+            register_secret(env.get(variable), f"env {variable} (MCP server {name!r})")
+    for key, text in [*values.get("env", {}).items(), *values.get("headers", {}).items()]:
+        if CREDENTIAL_NAME_RE.search(key) or is_secret_header(key):  # a literal key in the file, too
+            register_secret(sub(text), f"MCP server {name!r} {key}")
     spec = McpServerSpec(
         name=name,
         transport=transport,
@@ -187,6 +240,10 @@ def parse_server(
         source=source,
         origin=where(""),
         fingerprint=_fingerprint(raw),
+        written_command=values.get("command"),
+        written_args=tuple(values.get("args", ())),
+        written_url=values.get("url"),
+        variables=tuple(variables),
     )
     if missing:
         names = ", ".join(f"${{{n}}}" for n in dict.fromkeys(missing))

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from app.mcp.config import McpServerSpec
+from app.mcp.stderr_log import StderrLog
 
 STDERR_TAIL_LINES = 8  # lines of a server's stderr shown with a failure
 STDERR_TAIL_BYTES = 16 * 1024  # read at most this much from the end of the log for them
@@ -123,6 +124,8 @@ def read_tail(path: Path, start: int = 0, lines: int = STDERR_TAIL_LINES) -> tup
     """The last `lines` non-empty lines written to `path` after offset `start` (raw, untrusted text)."""
     try:
         size = path.stat().st_size
+        if start > size:  # the log rotated since: what is there is all new
+            start = 0
         with open(path, "rb") as handle:
             begin = max(start, size - STDERR_TAIL_BYTES)
             handle.seek(begin)
@@ -189,9 +192,13 @@ class McpConnection:
         on_change: Callable[[McpConnection], None] | None = None,
         env: Mapping[str, str] | None = None,
         cwd: Path | None = None,
+        log_max_bytes: int = 1024 * 1024,
+        message_max_bytes: int = 16 * 1024 * 1024,
     ) -> None:
         self.spec = spec
         self.log_path = Path(log_path)
+        self.log_max_bytes = log_max_bytes
+        self.message_max_bytes = message_max_bytes
         self.startup_timeout = spec.startup_timeout or startup_timeout
         self.tool_timeout = spec.tool_timeout or tool_timeout
         self.on_change = on_change
@@ -376,13 +383,12 @@ class McpConnection:
         if spec.transport == "stdio":
             from mcp.client.stdio import StdioServerParameters, stdio_client
 
-            self.log_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            errlog = stack.enter_context(open(self.log_path, "a", encoding="utf-8"))  # noqa: SIM115
-            with contextlib.suppress(OSError):
-                os.chmod(self.log_path, 0o600)
-                errlog.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting {spec.describe()}\n")
-                errlog.flush()
-                self._log_start = self.log_path.stat().st_size
+            log = StderrLog(
+                self.log_path, max_bytes=self.log_max_bytes
+            )  # redacted, rotated (app/mcp/stderr_log.py)
+            errlog = log.open(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting {spec.describe()}")
+            stack.callback(log.close)
+            self._log_start = log.size()
             params = StdioServerParameters(
                 command=spec.command or "",
                 args=list(spec.args),

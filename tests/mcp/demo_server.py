@@ -5,6 +5,8 @@
     … --big N          N extra tools with long descriptions (a ~500-byte definition each)
     … --hang           never answers (sleeps before serving): a server that hangs at startup
     … --crash          writes a traceback-like line to stderr and exits at once
+    … --say-args       writes its arguments to stderr when it starts (a key passed in args, echoed)
+    … --chatter BYTES  then writes about BYTES of stderr lines repeating them (a server that logs too much)
 
 Tools: echo (read-only), add (structured result), tiny_image, note_resource, resource_link,
 write_note (not read-only), slow, crash (exits mid-call), big_output, context_compact (the seed's
@@ -32,6 +34,13 @@ def _fail_early(argv: list[str]) -> None:
     if "--hang" in argv:
         print("demo: waiting for something that never comes", file=sys.stderr, flush=True)
         time.sleep(3600)
+    if "--say-args" in argv:
+        print(f"demo: started with {' '.join(argv)}", file=sys.stderr, flush=True)
+        if "--chatter" in argv:
+            block = f"demo: chatter {' '.join(argv)}\n" * 500
+            for _ in range(int(argv[argv.index("--chatter") + 1]) // len(block) + 1):
+                sys.stderr.write(block)
+            sys.stderr.flush()
 
 
 if __name__ == "__main__":
