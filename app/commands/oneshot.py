@@ -155,7 +155,7 @@ def _terminal_approver():
     lock = threading.Lock()  # one question at a time
 
     def ask(why: str) -> bool:
-        with lock:
+        with lock:  # the whole text of what is approved (the terminal wraps it): nothing is cut
             writer.write(f"\n? {display(why)}\n  allow? [y/N] ")
             writer.flush()
             return reader.readline().strip().lower() in ("y", "yes")

@@ -24,6 +24,7 @@ Whatever the mode — `never-ask` included — a call whose path lies outside th
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -215,8 +216,25 @@ def needs_approval(
     return True, f"{name} {what} (approval mode {mode})"
 
 
-def describe_call(name: str, args: Mapping[str, Any], workspace: Path, max_chars: int = 200) -> str:
-    """One line for the approval prompt: `shell: make test`, `write_file app/x.py (12 lines)`."""
+LONG_WHITESPACE_RE = re.compile(r"[ \t]{4,}")
+
+
+def visible_whitespace(text: str) -> str:
+    """Runs of four or more spaces or tabs as `⟨N spaces⟩`: padding cannot push `; touch …` out of sight."""
+
+    def run(match: re.Match[str]) -> str:
+        chunk = match.group(0)
+        tabs = chunk.count("\t")
+        what = f"{len(chunk)} spaces" if not tabs else f"{len(chunk) - tabs} spaces, {tabs} tabs"
+        return f" ⟨{what}⟩ "
+
+    return LONG_WHITESPACE_RE.sub(run, text)
+
+
+def describe_call(name: str, args: Mapping[str, Any], workspace: Path, max_chars: int | None = None) -> str:
+    """The approval prompt's text: `shell: make test`, `write_file app/x.py (12 lines)`. What is approved is
+    shown whole — a shell command is never cut, long whitespace runs are shown with their length and
+    newlines as ⏎ — unless `max_chars` asks for a short label (never for a question)."""
     args = args if isinstance(args, Mapping) else {}
     if name == "shell":
         text = f"shell: {args.get('command', '')}"
@@ -235,8 +253,8 @@ def describe_call(name: str, args: Mapping[str, Any], workspace: Path, max_chars
     else:
         shown = ", ".join(f"{key}={value!r}" for key, value in args.items())
         text = f"{name} {shown}"
-    text = " ".join(text.split()) if name != "shell" else text.replace("\n", " ⏎ ")
-    return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
+    text = " ".join(text.split()) if name != "shell" else visible_whitespace(text).replace("\n", " ⏎ ")
+    return text if max_chars is None or len(text) <= max_chars else text[: max_chars - 1] + "…"
 
 
 def denied_outcome(name: str, reason: str = "", *, by: DeniedBy = "user") -> ToolOutcome:
