@@ -26,9 +26,11 @@ from app.model.events import (
     Event,
     McpServerChanged,
     SessionStarted,
+    TextDelta,
     TurnFinished,
     ViewChanged,
 )
+from app.redact import StreamRedactor, redact_data
 from app.textsafe import display_data, display_line
 from app.ui.chat_history import entries_from_messages
 from app.ui.messages import EngineEvent
@@ -111,6 +113,7 @@ class EngineLink:
         self.engine = engine
         self.choice = choice
         self.store = engine.session.store
+        self._live_redactor = StreamRedactor()  # one per engine: the answer being streamed
         self._unsubscribe = engine.session.bus.subscribe(self._on_bus)
         if source is None:
             self.show_session_in_inspector()
@@ -264,8 +267,18 @@ class EngineLink:
 
     # -- events -------------------------------------------------------------------------------------------
     def _on_bus(self, event: Event) -> None:
-        if not (self._quitting or self._exit):
-            self.post_message(EngineEvent(display_data(event)))  # the one door engine text comes in by
+        if self._quitting or self._exit:
+            return
+        # The one door engine text comes in by: every known secret replaced (a key the provider streams back
+        # is hidden as it arrives, even split across deltas), then made safe for the terminal.
+        if isinstance(event, TextDelta):
+            shown = self._live_redactor.feed(event.text)
+            if shown:
+                self.post_message(EngineEvent(display_data(TextDelta(shown))))
+            return
+        if rest := self._live_redactor.flush():
+            self.post_message(EngineEvent(display_data(TextDelta(rest))))
+        self.post_message(EngineEvent(display_data(redact_data(event))))
 
     async def on_engine_event(self, message: EngineEvent) -> None:
         if self.quitting:  # events still queued when the user quit: nothing left to draw them on
