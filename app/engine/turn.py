@@ -1142,6 +1142,7 @@ class Engine:
             always_asks,
             denied_outcome,
             describe_call,
+            landing_places,
             needs_approval,
             outside_workspace,
         )
@@ -1198,7 +1199,17 @@ class Engine:
         if not ask:
             self.emit(ToolApproval(call_id=call.id, name=call.name, decision="auto", reason=why))
             return await self._run_tool(call.id, call.name, args, ctx), args
+        where_before = landing_places(call.name, args, self.workspace)
         answer = await self._ask(call.name, args, f"{why}: {describe_call(call.name, args, self.workspace)}")
+        moved = where_before != landing_places(call.name, args, self.workspace) and answer != "deny"
+        if (
+            moved
+        ):  # a link was swapped in while the user was deciding: what was approved is not what would run
+            answer = "deny"
+            why = (
+                f"{why} — the path now resolves somewhere else than when it was approved (a link changed); "
+                f"not run"
+            )
         if answer in ("session", "project"):
             self._remember(call.name, args, answer)
         approved = answer != "deny"
@@ -1325,7 +1336,11 @@ class Engine:
         from app.engine.checkpoints import describe
 
         async with self._lock:
-            turn, results = await asyncio.to_thread(self.checkpoints.undo_last_turn)
+            turn, snapshots = await asyncio.to_thread(self.checkpoints.last_turn_snapshots)
+            approved = await self._approve_restores(snapshots, "/undo")
+            results = await asyncio.to_thread(
+                self.checkpoints.restore, snapshots, self.workspace, approved=approved
+            )
             if turn is None:
                 self.emit(
                     Notice(
@@ -1349,6 +1364,17 @@ class Engine:
             self.view_changed("undo")
             await self.session.drain()
             return results
+
+    async def _approve_restores(self, snapshots, command: str) -> set[str]:
+        """The files a restore would now write (or remove) outside the workspace — a link put in their place
+        since — each asked about like a write there; the paths the user allowed."""
+        escaping = await asyncio.to_thread(self.checkpoints.escaping, snapshots, self.workspace)
+        approved: set[str] = set()
+        for path, real in escaping.items():
+            why = f"{command} would restore {path}, which now leads outside the workspace ({real})"
+            if await self._ask("write_file", {"path": str(real), "content": ""}, why) != "deny":
+                approved.add(path)
+        return approved
 
     def rewind_points(self) -> list[tuple[Message, int]]:
         """The session's prompts, oldest first, each with how many files changed since (for `/rewind`)."""
@@ -1380,9 +1406,13 @@ class Engine:
             kept = self.view_before(message_id)
             await self.session.drain()  # commit_view reads the database: our appends first, off the loop
             self.session.commit_view(kept, [], reason="rewind")
-            restored = (
-                await asyncio.to_thread(self.checkpoints.restore_since, prompt.meta.turn) if files else []
-            )
+            restored = []
+            if files:
+                snapshots = await asyncio.to_thread(self.checkpoints.snapshots_since, prompt.meta.turn)
+                approved = await self._approve_restores(snapshots, "/rewind")
+                restored = await asyncio.to_thread(
+                    self.checkpoints.restore, snapshots, self.workspace, approved=approved
+                )
             where = f"turn {prompt.meta.turn}"
             self.emit(
                 Notice(

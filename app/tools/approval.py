@@ -131,6 +131,12 @@ def outside_workspace(
     ]
 
 
+def landing_places(name: str, args: Mapping[str, Any], workspace: Path) -> tuple[Path, ...]:
+    """Where the call's paths really lead now (every link resolved): taken before the user is asked and again
+    after, so a link swapped in while they decide does not carry the approved call somewhere else."""
+    return tuple(_real(path) for path in _paths_of(name, args, workspace))
+
+
 # Files that decide what bulkhead (or an agent) does next, or that git runs: a write to them always asks.
 PROTECTED_FOLDERS = frozenset({".claude", ".bulkhead", ".git"})
 PROTECTED_NAMES = frozenset({".mcp.json", "agents.md", "claude.md"})
