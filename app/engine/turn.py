@@ -969,6 +969,8 @@ class Engine:
                 ) from failed
             if failed.failure.recoverable:
                 result = await self.recovery.recover(failed, max_tokens=max_tokens, turn=turn)
+            elif (repaired := await self._without_images(failed, max_tokens)) is not None:
+                result = repaired
             elif failed.failure.transient:  # the sender's retries ran out
                 from app.engine.failures import give_up_advice
 
@@ -989,6 +991,39 @@ class Engine:
                 raise TurnFailed(f"{failed.failure.reason} — {action}", failed.failure) from failed
         self._calibrate(result)
         return result
+
+    async def _without_images(self, failed: RequestFailed, max_tokens: int) -> StreamResult | None:
+        """A 400 about an image with images in the view: stub them (`app.engine.image_repair`), say so, and
+        send once more. None when it does not apply; raises the new failure if the retry fails too."""
+        from app.engine.image_repair import names_an_image, stub_images
+
+        said = " ".join([str(failed.error), failed.failure.reason, *failed.failure.evidence])
+        if not names_an_image(failed.error.status, said):
+            return None
+        messages, count = stub_images(self.session.view.messages)
+        if not count:
+            return None
+        await self.session.drain()
+        self.session.commit_view(messages, [], reason="image_repair")
+        self.emit(
+            Notice(
+                f"the provider could not read {'an image' if count == 1 else f'{count} images'} in the "
+                f"conversation ({display_line(failed.failure.reason)}); replaced by a stub in the view (the log "
+                f"keeps the original) and sent again",
+                level="warn",
+                code="image",
+            )
+        )
+        self.view_changed("image_repair")
+        request = self.provider.build(
+            self.session.view.messages, self.system, self.tools, max_tokens=max_tokens
+        )
+        try:
+            return await self.sender.send(request)
+        except RequestFailed as again:
+            raise TurnFailed(
+                f"{again.failure.reason} — even with the images removed", again.failure
+            ) from again
 
     def _calibrate(self, result: StreamResult) -> None:
         if self.native.skip_calibration(result):
