@@ -202,6 +202,15 @@ def _path_candidates(path: Path) -> set[Path]:
     return {Path(os.path.normpath(path)), Path(os.path.realpath(path))}
 
 
+def mcp_parts(name: str) -> tuple[str, str | None]:
+    """`mcp__SERVER__TOOL` → (SERVER, TOOL); `mcp__SERVER` → (SERVER, None); ("", None) for other names. A
+    server name never holds `__` (app.mcp.config refuses it), so the first `__` after it ends it."""
+    if not name.startswith("mcp__"):
+        return "", None
+    server, separator, tool = name[len("mcp__") :].partition("__")
+    return server, (tool if separator else None)
+
+
 # -- rules -------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Rule:
@@ -223,9 +232,12 @@ class Rule:
         return self.specifier is not None and bool(set(TOOL_ALIASES.get(self.tool, ())) & PATH_TOOLS)
 
     def covers_tool(self, name: str) -> bool:
-        if self.tool.startswith("mcp__"):
-            server_wide = self.tool.removesuffix("__*")
-            return name == self.tool or name.startswith(server_wide + "__")
+        if self.tool.startswith("mcp__"):  # by server and tool, never by string prefix
+            rule_server, rule_tool = mcp_parts(self.tool.removesuffix("__*"))
+            server, tool = mcp_parts(name)
+            if not rule_server or rule_server != server:
+                return False
+            return rule_tool is None or rule_tool == tool
         return name in TOOL_ALIASES.get(self.tool, ())
 
     def matches(self, name: str, args: Mapping[str, Any], workspace: Path) -> bool | None:

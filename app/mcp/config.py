@@ -176,6 +176,11 @@ def parse_server(
         raise McpConfigError(
             f"{where('')}: MCP server name {name!r} may only use letters, digits, _ and - (at most 48)"
         )
+    if "__" in name or name.startswith("_") or name.endswith("_"):  # `__` separates server and tool
+        raise McpConfigError(
+            f"{where('')}: MCP server name {name!r} may not contain `__` or start or end with `_`: tools are "
+            f"named mcp__SERVER__TOOL, and such a name would fall under another server's rules — rename it"
+        )
     values: dict[str, Any] = {}
     for key, value in raw.items():
         kind = SERVER_KEYS.get(key)

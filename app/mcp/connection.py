@@ -216,6 +216,7 @@ class McpConnection:
         self._stop: asyncio.Event | None = None
         self._settled = asyncio.Event() if self.state in SETTLED else None
         self._log_start = 0
+        self._stderr_log: StderrLog | None = None
         self._gone = asyncio.Event()
         self._http_error = ""  # the last HTTP refusal of a remote server, which the SDK does not name
 
@@ -244,6 +245,8 @@ class McpConnection:
         self.state = state
         self.reason = reason
         if state in (ServerState.FAILED, ServerState.CRASHED):
+            if self._stderr_log is not None:
+                self._stderr_log.settle()  # its last words reach the log before they are read
             self.stderr_tail = read_tail(self.log_path, self._log_start)
         if state in SETTLED and self._settled is not None:
             self._settled.set()
@@ -388,6 +391,7 @@ class McpConnection:
             )  # redacted, rotated (app/mcp/stderr_log.py)
             errlog = log.open(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting {spec.describe()}")
             stack.callback(log.close)
+            self._stderr_log = log
             self._log_start = log.size()
             params = StdioServerParameters(
                 command=spec.command or "",

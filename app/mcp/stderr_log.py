@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import threading
+import time
 from pathlib import Path
 from typing import TextIO, cast
 
@@ -33,6 +35,8 @@ class StderrLog:
         self._writer: TextIO | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._reading = threading.Lock()
+        self._read_fd: int | None = None
 
     @property
     def rotated_path(self) -> Path:
@@ -65,29 +69,56 @@ class StderrLog:
         except OSError:
             return 0
 
+    def settle(self, wait: float = 1.0) -> None:
+        """Until everything the server wrote so far is in the log (at most `wait` seconds): its last words are
+        read from the log right after it died."""
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline and self._read_fd is not None:
+            with self._reading:  # the pump reads and writes under this lock: empty here means all written
+                try:
+                    pending = bool(select.select([self._read_fd], [], [], 0)[0])
+                except (OSError, ValueError):
+                    return
+            if not pending:
+                return
+            time.sleep(0.005)
+
     def _pump(self, read_fd: int) -> None:
+        self._read_fd = read_fd
         pending = b""
         dropping = False
-        with os.fdopen(read_fd, "rb", buffering=0) as reader:
+        try:
             while True:
                 try:
-                    chunk = reader.read(READ_CHUNK)
-                except OSError:
+                    ready = select.select([read_fd], [], [], 0.5)[0]
+                except (OSError, ValueError):
                     break
-                if not chunk:
-                    break
-                pending += chunk
-                while (newline := pending.find(b"\n")) >= 0:
-                    line, pending = pending[:newline], pending[newline + 1 :]
-                    if not dropping:
-                        self._line(line)
-                    dropping = False
-                if len(pending) > MAX_LINE_BYTES:  # one endless line: keep its start, drop the rest
-                    if not dropping:
-                        self._line(pending[:MAX_LINE_BYTES], cut=True)
-                    pending, dropping = b"", True
-            if pending and not dropping:
-                self._line(pending)
+                if not ready:
+                    continue
+                with self._reading:
+                    try:
+                        chunk = os.read(read_fd, READ_CHUNK)
+                    except OSError:
+                        break
+                    if not chunk:
+                        if pending and not dropping:
+                            self._line(pending)
+                        break
+                    pending += chunk
+                    while (newline := pending.find(b"\n")) >= 0:
+                        line, pending = pending[:newline], pending[newline + 1 :]
+                        if not dropping:
+                            self._line(line)
+                        dropping = False
+                    if len(pending) > MAX_LINE_BYTES:  # one endless line: keep its start, drop the rest
+                        if not dropping:
+                            self._line(pending[:MAX_LINE_BYTES], cut=True)
+                        pending, dropping = b"", True
+        finally:
+            with self._reading:
+                self._read_fd = None
+                with contextlib.suppress(OSError):
+                    os.close(read_fd)
 
     def _line(self, raw: bytes, *, cut: bool = False) -> None:
         text = redact_text(raw[:MAX_LINE_BYTES].decode("utf-8", "replace"))
