@@ -29,7 +29,9 @@ from app.model.archive import ArchiveEntry
 from app.model.messages import (
     Message,
     Meta,
+    Role,
     Text,
+    ToolCall,
     ToolResult,
     View,
     meta_from_dict,
@@ -326,6 +328,9 @@ DAMAGED_ROW = (
     "rest of the session is intact]"
 )
 _CALL_ID_RE = re.compile(r'"call_id"\s*:\s*"([^"\\]{1,200})"')
+_TOOL_CALL_RE = re.compile(
+    r'"type"\s*:\s*"tool_call"\s*,\s*"id"\s*:\s*"([^"\\]{1,200})"\s*,\s*"name"\s*:\s*"([^"\\]{1,200})"'
+)
 
 
 def _message_from_row(row: sqlite3.Row) -> Message:
@@ -340,12 +345,18 @@ def _message_from_row(row: sqlite3.Row) -> Message:
 def _damaged(row: sqlite3.Row, exc: Exception) -> Message:
     why = f"{type(exc).__name__}: {str(exc)[:120]}"
     text = DAMAGED_ROW.format(why=why)
-    role = row["role"] if row["role"] in ("user", "assistant", "tool", "system") else "user"
+    role: Role = row["role"] if row["role"] in ("user", "assistant", "tool", "system") else "user"
+    raw = str(row["parts"] or "")
     parts: tuple[Any, ...] = (Text(text),)
-    if role == "tool":  # keep the pairing: answer each call the damaged row answered, when its ids survive
-        ids = list(dict.fromkeys(_CALL_ID_RE.findall(str(row["parts"] or ""))))
+    # Keep the pairing where the ids survive: a damaged answer still made its calls, a damaged result
+    # still answers them (a provider refuses a conversation whose calls and results do not pair).
+    if role == "tool":
+        ids = list(dict.fromkeys(_CALL_ID_RE.findall(raw)))
         parts = tuple(ToolResult(call_id, text, is_error=True) for call_id in ids) or parts
         role = "tool" if ids else "user"
+    elif role == "assistant":
+        calls = [ToolCall(call_id, name) for call_id, name in _TOOL_CALL_RE.findall(raw)]
+        parts = (Text(text), *calls)
     try:
         meta = meta_from_dict(json.loads(row["meta"]))
     except (ValueError, TypeError, KeyError, AttributeError):
