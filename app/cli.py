@@ -291,6 +291,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rm.add_argument("id", help="a session id or a unique prefix of one")
     rm.add_argument("--yes", "-y", dest="rm_yes", action="store_true", help="do not ask for confirmation")
+    unlock = sessions_sub.add_parser(
+        "unlock",
+        help="free a session another bulkhead holds (shows the holder, asks)",
+        description="Free a session whose lease is held by a bulkhead that is gone — typically one on another "
+        "machine (a shared home), which bulkhead cannot check. Shows who holds it and since when, and asks.",
+    )
+    unlock.add_argument("id", help="a session id or a unique prefix of one")
+    unlock.add_argument(
+        "--yes", "-y", dest="unlock_yes", action="store_true", help="do not ask for confirmation"
+    )
     rename = sessions_sub.add_parser(
         "rename", help="set a session's title", description="Set a session's title."
     )

@@ -289,6 +289,12 @@ class Settings:
             "size", "largest MCP message bulkhead takes from a server (bigger: refused)", low=65536
         ),
     )
+    lease_foreign_max_age: float = field(
+        default=86400.0,
+        metadata=_opt(
+            "float", "seconds after which a session lease from another machine may be taken over", above=0
+        ),
+    )
     har_body_limit: int = field(default=64 * 1024, metadata=_opt("size", "body bytes kept per HAR entry"))
     hook_timeout: float = field(
         default=60.0, metadata=_opt("float", "default hook timeout (seconds)", above=0)

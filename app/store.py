@@ -722,6 +722,32 @@ class Store:
         )
         return holder if holder.alive() else None
 
+    def lease_row(self, session_id: str):
+        """Whoever holds `session_id`'s lease as recorded (an `app.lease.Holder`), alive or not; None."""
+        from app.lease import Holder
+
+        rows = self.query("SELECT * FROM leases WHERE session_id = ?", (session_id,))
+        if not rows:
+            return None
+        row = rows[0]
+        return Holder(
+            pid=row["pid"],
+            started=row["started"],
+            host=row["host"],
+            acquired_at=row["acquired_at"],
+            what=row["what"],
+        )
+
+    def break_lease(self, session_id: str, holder) -> bool:
+        """Remove `holder`'s lease on `session_id` (the user said that bulkhead is gone); False when the lease
+        changed meanwhile (someone else took it: nothing is removed)."""
+        with self.transaction() as conn:
+            done = conn.execute(
+                "DELETE FROM leases WHERE session_id = ? AND pid = ? AND started = ? AND host = ?",
+                (session_id, holder.pid, holder.started, holder.host),
+            )
+            return done.rowcount > 0
+
     def release_lease(self, session_id: str, me) -> None:
         """Drop `me`'s lease on `session_id` (someone else's is left alone)."""
         with self.transaction() as conn:

@@ -97,6 +97,7 @@ def open_session(
     what: str = "",
     notices: list[str] | None = None,
     head_later: bool = False,
+    foreign_max_age: float | None = None,
 ) -> tuple[Session, bool]:
     """(session, resumed): the one asked for, the newest one no other bulkhead holds (`--continue`), or a
     new one — holding its lease (`app.lease`). A session another bulkhead holds raises `SessionHeld`,
@@ -113,7 +114,7 @@ def open_session(
             return _forked(store, session, what, notices), True
         holder = session.take_lease(what)
         if holder is not None:
-            raise SessionHeld(session.id, session.title, holder)
+            raise SessionHeld(session.id, session.title, holder, foreign_max_age=foreign_max_age)
         return session, True
     if continue_:
         me = this_process(what)
@@ -228,6 +229,7 @@ def open_engine(
         what=what,
         notices=notices,
         head_later=head_later,
+        foreign_max_age=settings.lease_foreign_max_age,
     )
     if notices:
         choice = replace(choice, notices=(*choice.notices, *notices))

@@ -104,6 +104,15 @@ class EngineLink:
                 )
             elif choice == "fork":
                 self.open_engine(resume=held.session_id, continue_=False, route_name=route_name, fork=True)
+            elif choice == "take-over" and held.stale_foreign:
+                from app.store import Store
+
+                store = Store()
+                try:
+                    store.break_lease(held.session_id, held.holder)  # the user says that bulkhead is gone
+                finally:
+                    store.close()
+                self.open_engine(resume=held.session_id, continue_=False, route_name=route_name)
             else:
                 self.open_engine(resume=None, continue_=False, route_name=route_name)
 
