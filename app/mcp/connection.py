@@ -137,6 +137,62 @@ def read_tail(path: Path, start: int = 0, lines: int = STDERR_TAIL_LINES) -> tup
     return tuple(found[-lines:])
 
 
+def result_size(result: Any) -> int:
+    """The bytes a tool result carries (its text, data and structured content), counted without copying."""
+    total = 0
+    for block in getattr(result, "content", None) or ():
+        for name in ("text", "data", "blob"):
+            value = getattr(block, name, None)
+            if isinstance(value, str):
+                total += len(value)
+        resource = getattr(block, "resource", None)
+        for name in ("text", "blob"):
+            value = getattr(resource, name, None) if resource is not None else None
+            if isinstance(value, str):
+                total += len(value)
+    structured = getattr(result, "structuredContent", None)
+    if structured:
+        import json
+
+        total += len(json.dumps(structured, default=str))
+    return total
+
+
+def route_sdk_logging(folder: Path) -> None:
+    """The mcp SDK logs tracebacks (a server that misbehaves, a closed pipe) through `logging`; with no
+    handler Python prints them on stderr — into `-p`'s output and over the TUI. They go to
+    `FOLDER/sdk.log` instead, redacted (once per process)."""
+    import logging
+
+    logger = logging.getLogger("mcp")
+    if getattr(logger, "_bulkhead_routed", False):
+        return
+    logger.propagate = False
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        handler: logging.Handler = logging.FileHandler(folder / "sdk.log", encoding="utf-8")
+    except OSError:
+        handler = logging.NullHandler()
+
+    class Redacting(logging.Filter):
+        def filter(self, record: logging.LogRecord) -> bool:
+            from app.redact import redact_text
+
+            record.msg = redact_text(record.getMessage())
+            record.args = ()
+            if record.exc_info:
+                import traceback
+
+                record.msg += "\n" + redact_text("".join(traceback.format_exception(*record.exc_info)))
+                record.exc_info = None
+            return True
+
+    handler.addFilter(Redacting())
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logger.addHandler(handler)
+    logger._bulkhead_routed = True  # type: ignore[attr-defined]
+
+
 class _WatchedStream:
     """The read side of a transport, telling `on_eof` when the server's output ends (it exited)."""
 
@@ -490,7 +546,7 @@ class McpConnection:
                 raise asyncio.CancelledError()
             raise McpCallError(f"{self.name}: {tool} did not answer within {limit:g} s (mcp_tool_timeout)")
         try:
-            return task.result()
+            result = task.result()
         except MCPError as exc:
             lost = "closed" in str(exc).lower() or getattr(exc, "code", None) == -32000
             if "timed out" in str(exc).lower() or "timeout" in str(exc).lower():
@@ -508,6 +564,16 @@ class McpConnection:
                 self._lost(describe_error(exc))
                 raise McpCallError(f"{self.name}: connection lost: {describe_error(exc)}", lost=True) from exc
             raise McpCallError(f"{self.name}: {describe_error(exc)}") from exc
+        size = result_size(result)
+        if size > self.message_max_bytes:  # never taken into the conversation, the spill folder or the log
+            from app.sizes import format_size
+
+            raise McpCallError(
+                f"{self.name}: {tool} answered with {format_size(size)}, more than mcp_result_max_bytes "
+                f"({format_size(self.message_max_bytes)}); the result was refused — ask for less (a narrower "
+                f"query, a page), or raise mcp_result_max_bytes"
+            )
+        return result
 
     async def ping(self) -> float:
         """Seconds for one round trip: `ping` on a handshake-era server, a fresh `tools/list` on a newer one

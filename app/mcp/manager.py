@@ -30,6 +30,7 @@ from app.mcp.connection import (
     McpTool,
     ServerState,
     ServerStatus,
+    route_sdk_logging,
     sdk_available,
 )
 from app.providers.base import ToolSpec
@@ -55,6 +56,7 @@ class McpManager:
         message_max_bytes: int = 16 * 1024 * 1024,
     ) -> None:
         self.log_folder = Path(log_folder)
+        route_sdk_logging(self.log_folder)  # the SDK's tracebacks go to the log, never to stderr
         self.image_max_bytes = image_max_bytes
         self.approvals = approvals
         self.notes = tuple(notes)  # problems reading .mcp.json, shadowed names: shown once

@@ -7,6 +7,7 @@
     … --crash          writes a traceback-like line to stderr and exits at once
     … --say-args       writes its arguments to stderr when it starts (a key passed in args, echoed)
     … --chatter BYTES  then writes about BYTES of stderr lines repeating them (a server that logs too much)
+    … --garbage        writes a line that is not JSON-RPC to stdout first (the SDK logs a traceback)
 
 Tools: echo (read-only), add (structured result), tiny_image, note_resource, resource_link,
 write_note (not read-only), slow, crash (exits mid-call), big_output, context_compact (the seed's
@@ -34,6 +35,8 @@ def _fail_early(argv: list[str]) -> None:
     if "--hang" in argv:
         print("demo: waiting for something that never comes", file=sys.stderr, flush=True)
         time.sleep(3600)
+    if "--garbage" in argv:
+        print("this is not JSON-RPC", flush=True)
     if "--say-args" in argv:
         print(f"demo: started with {' '.join(argv)}", file=sys.stderr, flush=True)
         if "--chatter" in argv:
