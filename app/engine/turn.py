@@ -653,6 +653,10 @@ class Engine:
         """Fire SessionStart and keep any answer a crash left half-written (marked partial)."""
         with contextlib.suppress(OSError):
             self.state.migrate()  # e.g. forget caps an older bulkhead learned from a 431
+        from app.state import take_damage_notices
+
+        for sentence in take_damage_notices():  # a damaged state.toml was put aside: said once
+            self.emit(Notice(display_line(sentence), level="warn", code="state"))
         drafts = [] if self.session.read_only else leftover_drafts(self.session.folder)
         for message_id, path in drafts:
             with contextlib.suppress(OSError):
