@@ -164,6 +164,7 @@ class Engine:
             transcript_path=session.transcript_path,
             cwd=self.workspace,
             on_run=self.emit,
+            on_start=self.emit,
             before_run=functools.partial(session.drain, quiet=True),  # a hook reads transcript_path
         )
         self.retry_policy = RetryPolicy.from_settings(settings, rng)

@@ -24,6 +24,8 @@ from app.config import ConfigError
 from app.model.events import (
     CompactionPhase,
     Event,
+    HookRun,
+    HookStarted,
     McpServerChanged,
     SessionStarted,
     TextDelta,
@@ -308,6 +310,16 @@ class EngineLink:
         await self.chat.handle(event)
         if isinstance(event, CompactionPhase) and self.busy:
             self.prompt_box.busy_text = event.text
+        elif (
+            isinstance(event, HookStarted) and self.busy
+        ):  # a slow hook is named while it runs (Esc stops it)
+            self.prompt_box.busy_text = (
+                f"running the {event.event} hook {display_line(event.command)[:60]} — Esc stops it"
+            )
+        elif (
+            isinstance(event, HookRun) and self.busy and self.prompt_box.busy_text.startswith("running the ")
+        ):
+            self.prompt_box.busy_text = "thinking"
         elif isinstance(event, SessionStarted | ViewChanged | McpServerChanged):
             self.update_topbar()
         elif isinstance(event, TurnFinished):
