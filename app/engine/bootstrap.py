@@ -51,6 +51,17 @@ def choose_route(settings: Settings, name: str | None = None) -> RouteChoice:
         check_route(choice.route, settings)
     except CaBundleMissing as exc:
         raise ConfigError(str(exc)) from None
+    from app.providers.wire import has_userinfo
+
+    if has_userinfo(choice.route.base_url):
+        choice = replace(
+            choice,
+            notices=(
+                *choice.notices,
+                f"route {choice.route.name}: the user:password in base_url is not sent — it would replace "
+                f"your API key in the Authorization header; the key authenticates (remove it from base_url)",
+            ),
+        )
     return choice
 
 
