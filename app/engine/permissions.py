@@ -491,7 +491,9 @@ class Permissions:
                     "changed": "its allow rules changed since you answered",
                 }.get(file.status, "this repository's file was not approved yet")
                 shown = ", ".join(file.allow[:6]) + (", …" if len(file.allow) > 6 else "")
-                also = f"; its {rules} {'is' if file.deny_ask == 1 else 'are'} in force" if file.deny_ask else ""
+                also = (
+                    f"; its {rules} {'is' if file.deny_ask == 1 else 'are'} in force" if file.deny_ask else ""
+                )
                 lines.append(
                     f"project rules: {file.relative} allows {shown} — NOT in force: {why} "
                     f"(`bulkhead permissions approve` puts them in force){also}"
