@@ -2,7 +2,7 @@
 
     bulkhead                         TUI (new session; --resume ID, --continue)
     bulkhead -p "prompt" [--json]    one-shot: answer on stdout, notices on stderr
-    bulkhead lab | probe | classify | sessions | archive | config | auth | mcp | proxy
+    bulkhead lab | probe | classify | sessions | archive | config | auth | mcp | proxy | permissions
 
 Imports are deferred to the command that needs them, so `bulkhead --help` is instant.
 """
@@ -333,6 +333,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rm.add_argument("id", help="a session id or a unique prefix of one")
     rm.add_argument("--yes", "-y", dest="rm_yes", action="store_true", help="do not ask for confirmation")
+    unlock = sessions_sub.add_parser(
+        "unlock",
+        help="free a session another bulkhead holds (shows the holder, asks)",
+        description="Free a session whose lease is held by a bulkhead that is gone — typically one on another "
+        "machine (a shared home), which bulkhead cannot check. Shows who holds it and since when, and asks.",
+    )
+    unlock.add_argument("id", help="a session id or a unique prefix of one")
+    unlock.add_argument(
+        "--yes", "-y", dest="unlock_yes", action="store_true", help="do not ask for confirmation"
+    )
     rename = sessions_sub.add_parser(
         "rename", help="set a session's title", description="Set a session's title."
     )
@@ -435,6 +445,31 @@ def build_parser() -> argparse.ArgumentParser:
     m_approve.add_argument("names", nargs="*", metavar="NAME", help="servers to allow (default: all of them)")
     mcp_sub.add_parser("reset", help="forget the answers given for this workspace's .mcp.json servers")
 
+    permissions = _sub(
+        sub,
+        "permissions",
+        help="the permission rules in force; approve a workspace's rule files",
+        description="A workspace's rule files (.claude/settings.json, .claude/settings.local.json, "
+        ".bulkhead/settings.toml) come with the repository: their deny and ask rules are always in force, "
+        "their allow rules only once you approved them (asked in the TUI, on the terminal by -p, or here). "
+        "The answer is kept in state.toml with a fingerprint of the allow rules: a change asks again.",
+        examples="  bulkhead permissions list\n"
+        "  bulkhead permissions approve                       every rule file of this workspace\n"
+        "  bulkhead permissions approve .claude/settings.json\n"
+        "  bulkhead permissions reset                         forget the answers",
+    )
+    permissions_sub = permissions.add_subparsers(dest="action", metavar="ACTION", required=True)
+    permissions_sub.add_parser("list", help="every rule in force with its file, and the rules held back")
+    for action, text in (
+        ("approve", "put the allow rules of this workspace's rule files in force (all, or those named)"),
+        ("deny", "keep the allow rules of this workspace's rule files off, without asking again"),
+    ):
+        p_action = permissions_sub.add_parser(action, help=text)
+        p_action.add_argument(
+            "files", nargs="*", metavar="FILE", help="e.g. .claude/settings.json (default: all)"
+        )
+    permissions_sub.add_parser("reset", help="forget the answers for this workspace's rule files")
+
     from app.commands.proxy_cmd import add_parser as add_proxy_parser  # its flags live beside its code
 
     add_proxy_parser(sub, HelpFormatter, port)
@@ -482,6 +517,7 @@ _COMMANDS = {
     "proxy": "app.commands.proxy_cmd",
     "gateway": "app.commands.gateway_cmd",
     "doctor": "app.commands.doctor_cmd",
+    "permissions": "app.commands.permissions_cmd",
 }
 
 

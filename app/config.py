@@ -291,6 +291,24 @@ class Settings:
     mcp_image_max_bytes: int = field(
         default=1024 * 1024, metadata=_opt("size", "largest MCP image sent to the model", low=0)
     )
+    mcp_log_max_bytes: int = field(
+        default=1024 * 1024,
+        metadata=_opt(
+            "size", "per MCP server stderr log; past it the log rotates (one older part kept)", low=4096
+        ),
+    )
+    mcp_result_max_bytes: int = field(
+        default=16 * 1024 * 1024,
+        metadata=_opt(
+            "size", "largest MCP message bulkhead takes from a server (bigger: refused)", low=65536
+        ),
+    )
+    lease_foreign_max_age: float = field(
+        default=86400.0,
+        metadata=_opt(
+            "float", "seconds after which a session lease from another machine may be taken over", above=0
+        ),
+    )
     har_body_limit: int = field(default=64 * 1024, metadata=_opt("size", "body bytes kept per HAR entry"))
     proxy_port: int = field(
         default=8788, metadata=_opt("int", "port `bulkhead proxy` listens on (127.0.0.1)", low=1, high=65535)
@@ -403,13 +421,26 @@ def hide_url_password(url: str) -> str:
     return URL_PASSWORD_RE.sub(lambda m: m.group(1) + URL_PASSWORD_SHOWN + m.group(3), url) if url else url
 
 
-def _shown(value: Any, key: str = "") -> str:
-    """A value for an error message: its repr, shortened — or only its shape when it may be a secret."""
-    if (
+def _looks_secret(value: Any, key: str = "") -> bool:
+    """A string under a secret-sounding key, or one shaped like a key (`sk-…`, 32+ key characters)."""
+    return (
         isinstance(value, str)
-        and value
-        and (_SECRET_NAME_RE.search(key.rsplit(".", 1)[-1]) or _KEY_LIKE_RE.match(value.strip()))
-    ):
+        and bool(value)
+        and bool(_SECRET_NAME_RE.search(key.rsplit(".", 1)[-1]) or _KEY_LIKE_RE.match(value.strip()))
+    )
+
+
+def _shown(value: Any, key: str = "") -> str:
+    """A value for an error message: its repr, shortened — or only its shape when it may be a secret (a
+    table's keys and values each judged so: a key pasted as a header name is hidden too)."""
+    if isinstance(value, Mapping):
+        inner = ", ".join(f"{_shown(k)}: {_shown(v, str(k))}" for k, v in list(value.items())[:6])
+        text = "{" + inner + (", …" if len(value) > 6 else "") + "}"
+        return text if len(text) <= 200 else text[:197] + "..."
+    if isinstance(value, list | tuple):
+        inner = ", ".join(_shown(v, key) for v in list(value)[:6])
+        return "[" + inner + (", …" if len(value) > 6 else "") + "]"
+    if _looks_secret(value, key):
         from app.secrets import mask
 
         return f"'{mask(value)}' (hidden: it may be a secret)"
@@ -610,11 +641,16 @@ def check_url(value: str, key: str, where: str) -> None:
         return
     if "://" not in value:
         local = re.match(r"^(localhost|127\.|\[::1\]|0\.0\.0\.0|10\.|192\.168\.)", value)
+        if _looks_secret(value):  # a key pasted as the URL: never echoed, not even as "https://<key>"
+            raise ConfigError(
+                f"{where}: {key} = {_shown(value, key)} is not a URL — did you paste a key here? A base URL "
+                f"looks like https://api.example.com/v1 (keys belong in the keyring or api_key_env)"
+            )
         raise ConfigError(
             f"{where}: {key} = {value!r} has no scheme — add http:// for a local server "
             f'("http://{value}") or https:// for a remote one' + ("" if local else f' ("https://{value}")')
         )
-    raise ConfigError(f"{where}: {key} = {value!r} must start with http:// or https://")
+    raise ConfigError(f"{where}: {key} = {_shown(value, key)} must start with http:// or https://")
 
 
 def _parse_routes(raw: Any, origin: _Origin, problems: _Problems) -> dict[str, Route]:
@@ -1031,7 +1067,7 @@ def load_settings(
         if name is not None and name not in routes and name not in raw.get("routes", {}):
             known = ", ".join(sorted(routes)) or "none"
             problems.add(
-                f"{sources.get(key, 'config')}: {key} = {name!r} names no route (configured routes: {known})"
+                f"{sources.get(key, 'config')}: {key} = {_shown(name, key)} names no route (configured routes: {known})"
             )
     if problems.items:
         raise ConfigError(problems=problems.items)

@@ -43,6 +43,30 @@ class LearnedCap:
         )
 
 
+_DAMAGED: list[str] = []  # sentences about damaged state files, said once (`take_damage_notices`)
+MAX_DAMAGED_COPIES = 20
+
+
+def _free_damaged_name(path: Path) -> Path:
+    """`state.toml.damaged`, else `.damaged.1`, `.2`, …: the first name not taken (the oldest is reused past
+    MAX_DAMAGED_COPIES, so a file that keeps breaking cannot fill the disk)."""
+    first = path.with_name(path.name + ".damaged")
+    if not first.exists():
+        return first
+    for number in range(1, MAX_DAMAGED_COPIES):
+        candidate = path.with_name(f"{path.name}.damaged.{number}")
+        if not candidate.exists():
+            return candidate
+    return path.with_name(f"{path.name}.damaged.{MAX_DAMAGED_COPIES}")
+
+
+def take_damage_notices() -> list[str]:
+    """What happened to damaged state files since the last call (each said once)."""
+    said = list(_DAMAGED)
+    _DAMAGED.clear()
+    return said
+
+
 STATE_VERSION = 2  # 2: caps learned from a 431 (a header-size answer, never a body cap) are dropped
 
 
@@ -112,12 +136,19 @@ class State:
             return {}
         except OSError:  # unreadable (a folder, no permission): nothing remembered, never fatal
             return {}
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError):
-            # A damaged state file only costs remembered preferences; keep it for inspection.
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            # A damaged state file only costs remembered preferences; keep it for inspection, each damaged
+            # copy under its own number (a second corruption never overwrites the first), and say so once.
             # Only the file we read: another process may have replaced it with a good one since.
             with contextlib.suppress(OSError):
                 if os.stat(self.path).st_ino == seen.st_ino:
-                    self.path.replace(self.path.with_suffix(".toml.damaged"))
+                    kept = _free_damaged_name(self.path)
+                    self.path.replace(kept)
+                    _DAMAGED.append(
+                        f"{self.path} could not be read ({type(exc).__name__}: {str(exc)[:120]}); it was kept as "
+                        f"{kept} and bulkhead starts over with what it remembers (learned caps, chosen models, "
+                        f"approvals of workspace files) — copy anything you need from that file back by hand"
+                    )
             return {}
 
     @contextlib.contextmanager

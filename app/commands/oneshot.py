@@ -155,7 +155,7 @@ def _terminal_approver():
     lock = threading.Lock()  # one question at a time
 
     def ask(why: str) -> bool:
-        with lock:
+        with lock:  # the whole text of what is approved (the terminal wraps it): nothing is cut
             writer.write(f"\n? {display(why)}\n  allow? [y/N] ")
             writer.flush()
             return reader.readline().strip().lower() in ("y", "yes")
@@ -178,24 +178,19 @@ def _terminal_approver():
     return approve
 
 
-def terminal_mcp_ask():
-    """Ask on the controlling terminal whether a workspace's `.mcp.json` servers may start; None without one."""
+def _terminal_question(intro) -> object:
+    """An async question on the controlling terminal: `intro(items)` gives the lines to show, the answer is
+    "allow" (y), "deny" (n) or None (Enter: not now). None when there is no terminal."""
     tty = _open_terminal()
     if tty is None:
         return None
     reader, writer = tty
 
-    async def ask(specs) -> str | None:
-        from app.textsafe import display_line
-
+    async def ask(items) -> str | None:
         def question() -> str | None:
             try:
-                writer.write(
-                    "\n? This workspace's .mcp.json names MCP servers that have not been allowed yet:\n"
-                )
-                for spec in specs:
-                    writer.write(f"    {display_line(spec.name)}  {display_line(spec.describe())}\n")
-                writer.write("  Start them? [y] yes, remember · [n] no, remember · [Enter] not now: ")
+                writer.write("\n" + "\n".join(intro(items)) + "\n")
+                writer.write("  [y] yes, remember · [n] no, remember · [Enter] not now: ")
                 writer.flush()
                 answer = reader.readline().strip().lower()
             finally:
@@ -206,6 +201,42 @@ def terminal_mcp_ask():
         return await asyncio.to_thread(question)
 
     return ask
+
+
+def terminal_mcp_ask():
+    """Ask on the controlling terminal whether a workspace's `.mcp.json` servers may start; None without one."""
+    from app.textsafe import display_line
+
+    return _terminal_question(
+        lambda specs: [
+            "? This workspace's .mcp.json names MCP servers that have not been allowed yet:",
+            *(
+                line
+                for spec in specs
+                for line in (
+                    f"    {display_line(spec.name)}  {display_line(spec.describe())}",
+                    *([f"        {display_line(spec.reads())}"] if spec.reads() else []),
+                )
+            ),
+            "  Start them?",
+        ]
+    )
+
+
+def terminal_rules_ask():
+    """Ask on the controlling terminal whether the allow rules of the workspace's rule files may be in force;
+    None without one."""
+    from app.textsafe import display_line
+
+    def intro(files) -> list[str]:
+        lines = ["? This workspace's files allow tool calls without asking (they came with the repository):"]
+        for file in files:
+            lines.append(f"    {display_line(file.relative)}:")
+            lines += [f"        allow {display_line(rule)}" for rule in file.allow]
+        lines.append("  Their deny and ask rules are in force either way. Put these allow rules in force?")
+        return lines
+
+    return _terminal_question(intro)
 
 
 STDIN = "-"  # `-p -`: the prompt is stdin; `-p` with no prompt and stdin piped means the same
@@ -276,6 +307,7 @@ def run(args) -> int:
 
     async def main() -> int:
         await engine.start(resumed=resumed)
+        await engine.confirm_workspace_rules(ask=terminal_rules_ask())
         if engine.mcp is not None:  # started now, waited for before the first request
             await engine.start_mcp(ask=None if args.yes else terminal_mcp_ask(), allow_project=args.yes)
         try:

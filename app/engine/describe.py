@@ -21,6 +21,7 @@ from app.model.events import (
     CompactionPhase,
     Event,
     HookRun,
+    HookStarted,
     McpServerChanged,
     Notice,
     RecoveryStep,
@@ -136,11 +137,16 @@ def _hook(event: HookRun) -> Description | None:
     detail = f" — {lines[0][:HOOK_OUTPUT_CHARS]}" if lines else ""
     return Description(
         f"{event.event} hook `{event.command}`: {event.decision}{detail}",
-        level="warn" if event.decision in ("error", "timeout") else "info",
+        level="warn" if event.decision in ("error", "timeout", "cancelled") else "info",
         code="hook",
         title="hook",
         mark="⚓",
     )
+
+
+@describe.register
+def _hook_started(event: HookStarted) -> None:
+    return None  # shown by the status line and the Hooks panel while it runs, never as a line
 
 
 @describe.register

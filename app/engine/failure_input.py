@@ -470,7 +470,10 @@ def api_message(case: Case) -> str:
 
 
 def clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """Evidence text cut to `limit`, redacted before the cut (`app.redact.clip_redacted`)."""
+    from app.redact import clip_redacted
+
+    return clip_redacted(text, limit)
 
 
 def safe_str(value: Any) -> str:

@@ -40,7 +40,7 @@ from app.providers.base import (
     ToolCallChunk,
     UsageChunk,
 )
-from app.redact import redact_headers, redact_text
+from app.redact import clip_redacted, redact_headers, redact_text
 
 PREVIEW_STRING_CHARS = 300
 PREVIEW_LIST_ITEMS = 6
@@ -492,7 +492,9 @@ class Sender:
             record["actual_bytes"] = error.request_bytes or request.actual_bytes
             record["status"] = error.status
             record["response_headers"] = redact_headers(error.headers or request.response_headers)
-            record["error_body"] = redact_text(error.body or error.message or "")[:ERROR_BODY_CHARS]
+            record["error_body"] = clip_redacted(
+                error.body or error.message or "", ERROR_BODY_CHARS, marker=""
+            )
         if failure is not None:
             record["kind"] = failure.kind
             record["reason"] = failure.reason

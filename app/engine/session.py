@@ -27,7 +27,7 @@ from app.model.archive import ArchiveEntry
 from app.model.costs import Counters
 from app.model.events import Event, EventBus, MessageAdded
 from app.model.messages import Message, View, new_id
-from app.redact import redact_value
+from app.redact import clip_redacted, redact_value
 from app.store import SessionRow, Store
 
 TITLE_MAX_CHARS = 120  # a title set with /rename or the sessions screen
@@ -301,7 +301,8 @@ class Session:
             functools.partial(self._append_transcript, message), what="transcript", required=False
         )
         if not self.title and message.role == "user" and message.meta.origin == "user":
-            first_line = message.text.strip().splitlines()[0][:80] if message.text.strip() else ""
+            first_line = message.text.strip().splitlines()[0] if message.text.strip() else ""
+            first_line = clip_redacted(first_line, 80, marker="")  # redacted before the cut: no key prefix
             # undecodable bytes (lone surrogates) become U+FFFD: a title is plain UTF-8 text
             self.title = "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in first_line)
             self._write(

@@ -64,6 +64,8 @@ from app.engine.sender import RequestFailed, Sender, StreamResult, leftover_draf
 from app.engine.session import Session
 from app.engine.user_rules import build_rules
 from app.engine.view_size import SIZE_FLAG, size_key, stored_size
+from app.engine.workspace_rules import confirm_rule_files, load_permissions
+from app.engine.workspace_rules import start_notices as rule_start_notices
 from app.model.events import (
     AnswerFinished,
     Event,
@@ -174,6 +176,7 @@ class Engine:
             transcript_path=session.transcript_path,
             cwd=self.workspace,
             on_run=self.emit,
+            on_start=self.emit,
             before_run=functools.partial(session.drain, quiet=True),  # a hook reads transcript_path
         )
         self.retry_policy = RetryPolicy.from_settings(settings, rng)
@@ -188,11 +191,7 @@ class Engine:
         self._closing = False
         self._use_route(route, provider)
         self.load_instructions()
-        self.permissions = Permissions.load(
-            self.workspace,
-            settings.permissions,
-            settings.config_file.name if settings.config_file else "config.toml",
-        )
+        self.permissions: Permissions = load_permissions(settings, self.workspace, self.state)
 
     def _use_route(self, route: Route, provider: Provider) -> None:
         """Derive everything that depends on the route: limits, the sender, cached sizes."""
@@ -438,6 +437,11 @@ class Engine:
                 )
             )
 
+    async def confirm_workspace_rules(self, ask=None) -> str | None:
+        """Ask (`ask(files)` → "allow" | "deny" | None) about the workspace's rule files whose allow rules
+        wait for approval (`app.engine.workspace_rules`); front ends call it after their first frame."""
+        return await confirm_rule_files(self.permissions, ask, self.emit)
+
     def _mcp_changed(self, connection) -> None:
         if self._closing:  # servers stopping at exit: nothing to tell
             return
@@ -682,6 +686,10 @@ class Engine:
         with contextlib.suppress(OSError):
             self.state.migrate()  # e.g. forget caps an older bulkhead learned from a 431
         self._purge_content_cap()
+        from app.state import take_damage_notices
+
+        for sentence in take_damage_notices():  # a damaged state.toml was put aside: said once
+            self.emit(Notice(display_line(sentence), level="warn", code="state"))
         drafts = [] if self.session.read_only else leftover_drafts(self.session.folder)
         for message_id, path in drafts:
             with contextlib.suppress(OSError):
@@ -712,6 +720,8 @@ class Engine:
             self.emit(Notice(display_line(problem), level="warn", code="permissions"))
         for level, text in workspace_gateway_notices(self):  # a team's .bulkhead/gateways.toml, on trust
             self.emit(Notice(display_line(text), level=level, code="gateways"))
+        for notice in rule_start_notices(self.permissions):
+            self.emit(notice)
         self.view_changed("start", predicted=self._start_bytes())
 
     def _purge_content_cap(self) -> None:
@@ -773,12 +783,13 @@ class Engine:
                 return TurnResult("blocked", error=verdict.reason)
             self._close_interrupted_turn()
             turn = self.session.turn + 1
-            parts: list = [Text(prompt), *images, *self._prompt_images(prompt)]
+            typed_text = prompt if typed is None else typed
+            parts: list = [Text(prompt), *images, *(await self._prompt_images(typed_text))]
             if verdict.additional_context:
                 parts.append(Text(f"\n\n[hook context]\n{verdict.additional_context}"))
             self.session.append(Message.create("user", parts, turn=turn))
             self.emit(TurnStarted(turn=turn, prompt=prompt))
-            result = await self._run_turn(turn, mentions=self._mentions(prompt if typed is None else typed))
+            result = await self._run_turn(turn, mentions=self._mentions(typed_text))
             await self.session.drain()  # the turn is on disk when it is over (raises a held failure)
             return result
 
@@ -855,51 +866,11 @@ class Engine:
             )
         return [ToolCall(new_id("tm"), mention.tool, {"path": mention.path}) for mention in found]
 
-    def _prompt_images(self, prompt: str) -> list[Image]:
-        """The images the prompt names (`@shot.png`, a pasted path), as image parts — or, where the
-        route takes none or one is too big, a notice saying so."""
-        from app.engine.images import accepts_images, is_image_file, load_image, pasted_images
-        from app.engine.mentions import find_mentions
+    async def _prompt_images(self, typed: str) -> list[Image]:
+        """The images the typed prompt names, through the read gate (`app.engine.prompt_images`)."""
+        from app.engine.prompt_images import attach_prompt_images
 
-        refs: dict[Path, str] = {}
-        if "@" in prompt and self.settings.max_mentions > 0:
-            for mention in find_mentions(prompt, self.workspace, self.settings.max_mentions)[0]:
-                path = self.workspace / os.path.expanduser(mention.path)
-                if not mention.is_dir and is_image_file(path):
-                    refs.setdefault(path.resolve(), "@" + mention.path)
-        for ref in pasted_images(prompt, self.workspace):
-            if is_image_file(ref.path):
-                refs.setdefault(ref.path.resolve(), ref.shown)
-        if not refs:
-            return []
-        accepted, why_not = accepts_images(self.route)
-        if not accepted:
-            self.emit(
-                Notice(
-                    f"not attached: {', '.join(display_line(s) for s in refs.values())} — route "
-                    f"{self.route.name} does not take images ({display_line(why_not)})",
-                    level="warn",
-                    code="image",
-                )
-            )
-            return []
-        images: list[Image] = []
-        for path, shown in refs.items():
-            try:
-                image = load_image(path, self.settings.image_max_bytes)
-            except ValueError as exc:
-                self.emit(Notice(display_line(str(exc)), level="warn", code="image"))
-                continue
-            images.append(image)
-            self.emit(
-                Notice(
-                    f"attached {display_line(shown)} as an image ({image.media_type}, "
-                    f"{format_size(path.stat().st_size)}; {format_size(len(image.data))} as base64 "
-                    f"in the request)",
-                    code="image",
-                )
-            )
-        return images
+        return await attach_prompt_images(self, typed, self._ask, can_ask=self.approver is not None)
 
     async def _run_turn(self, turn: int, mentions: Sequence[ToolCall] = ()) -> TurnResult:
         max_tokens = self.max_tokens
@@ -1076,6 +1047,8 @@ class Engine:
                 ) from failed
             if failed.failure.recoverable:
                 result = await self.recovery.recover(failed, max_tokens=max_tokens, turn=turn)
+            elif (repaired := await self._without_images(failed, max_tokens)) is not None:
+                result = repaired
             elif failed.failure.transient:  # the sender's retries ran out
                 from app.engine.failures import give_up_advice
 
@@ -1096,6 +1069,39 @@ class Engine:
                 raise TurnFailed(f"{failed.failure.reason} — {action}", failed.failure) from failed
         self._calibrate(result)
         return result
+
+    async def _without_images(self, failed: RequestFailed, max_tokens: int) -> StreamResult | None:
+        """A 400 about an image with images in the view: stub them (`app.engine.image_repair`), say so, and
+        send once more. None when it does not apply; raises the new failure if the retry fails too."""
+        from app.engine.image_repair import names_an_image, stub_images
+
+        said = " ".join([str(failed.error), failed.failure.reason, *failed.failure.evidence])
+        if not names_an_image(failed.error.status, said):
+            return None
+        messages, count = stub_images(self.session.view.messages)
+        if not count:
+            return None
+        await self.session.drain()
+        self.session.commit_view(messages, [], reason="image_repair")
+        self.emit(
+            Notice(
+                f"the provider could not read {'an image' if count == 1 else f'{count} images'} in the "
+                f"conversation ({display_line(failed.failure.reason)}); replaced by a stub in the view (the log "
+                f"keeps the original) and sent again",
+                level="warn",
+                code="image",
+            )
+        )
+        self.view_changed("image_repair")
+        request = self.provider.build(
+            self.session.view.messages, self.system, self.tools, max_tokens=max_tokens
+        )
+        try:
+            return await self.sender.send(request)
+        except RequestFailed as again:
+            raise TurnFailed(
+                f"{again.failure.reason} — even with the images removed", again.failure
+            ) from again
 
     def _calibrate(self, result: StreamResult) -> None:
         if self.native.skip_calibration(result):
@@ -1165,6 +1171,7 @@ class Engine:
                 cancel=self.tool_cancel,
                 shell_env_passthrough=self.settings.shell_env_passthrough,
                 credential_env_names=credential_names,
+                read_denied=self.permissions.denies_read,
             )
             self.emit(ToolCallStarted(call_id=call.id, name=call.name, args=args))
             if by_user:
@@ -1210,6 +1217,10 @@ class Engine:
         from app.tools.approval import denied_outcome, outside_workspace
         from app.tools.registry import run_tool
 
+        ruling = self.permissions.check(call.name, args)
+        if ruling.kind == "deny":  # your own Read deny rule holds for your own @mention too
+            self.emit(ToolApproval(call_id=call.id, name=call.name, decision="denied", reason=ruling.reason))
+            return denied_outcome(call.name, ruling.reason, by="rule")
         outside = outside_workspace(call.name, args, self.workspace)
         if not outside:
             self.emit(
@@ -1245,7 +1256,14 @@ class Engine:
 
         Order: a deny rule wins; then a hook's or a rule's "ask"; then a hook's or a rule's "allow"
         (for a path outside the workspace only a rule that names it); then the approval mode."""
-        from app.tools.approval import denied_outcome, describe_call, needs_approval, outside_workspace
+        from app.tools.approval import (
+            always_asks,
+            denied_outcome,
+            describe_call,
+            landing_places,
+            needs_approval,
+            outside_workspace,
+        )
 
         verdict = await self.hooks.pre_tool_use(call.name, args)
         if verdict.blocked:
@@ -1278,20 +1296,38 @@ class Engine:
                 call.name, args, self.settings.approval, self.workspace, extra_read_roots=read_roots
             )
         outside = bool(outside_workspace(call.name, args, self.workspace, read_roots))
+        forced = always_asks(call.name, args, self.workspace)  # protected files, redirections it cannot name
         if verdict.permission == "ask":
             ask, why = True, why or "a PreToolUse hook asked for confirmation"
         elif ruling.kind == "ask":
             ask, why = True, ruling.reason
-        elif verdict.permission == "allow" and not outside:
+        elif verdict.permission == "allow" and not outside and not forced:
             ask, why = False, "allowed by a PreToolUse hook"
-        elif ruling.kind == "allow" and (
-            not outside or (ruling.rule is not None and ruling.rule.names_paths)
+        elif (
+            ruling.kind == "allow"
+            and not forced
+            and (not outside or (ruling.rule is not None and ruling.rule.names_paths))
         ):
             ask, why = False, ruling.reason
+        if ask and ruling.held is not None:  # say what would have allowed it, and how to make it so
+            why += (
+                f" — {ruling.held.source} allows it ({ruling.held.text}), but its allow rules are not "
+                f"approved: `bulkhead permissions approve` puts them in force"
+            )
         if not ask:
             self.emit(ToolApproval(call_id=call.id, name=call.name, decision="auto", reason=why))
             return await self._run_tool(call.id, call.name, args, ctx), args
+        where_before = landing_places(call.name, args, self.workspace)
         answer = await self._ask(call.name, args, f"{why}: {describe_call(call.name, args, self.workspace)}")
+        moved = where_before != landing_places(call.name, args, self.workspace) and answer != "deny"
+        if (
+            moved
+        ):  # a link was swapped in while the user was deciding: what was approved is not what would run
+            answer = "deny"
+            why = (
+                f"{why} — the path now resolves somewhere else than when it was approved (a link changed); "
+                f"not run"
+            )
         if answer in ("session", "project"):
             self._remember(call.name, args, answer)
         approved = answer != "deny"
@@ -1422,7 +1458,11 @@ class Engine:
         from app.engine.checkpoints import describe
 
         async with self._lock:
-            turn, results = await asyncio.to_thread(self.checkpoints.undo_last_turn)
+            turn, snapshots = await asyncio.to_thread(self.checkpoints.last_turn_snapshots)
+            approved = await self._approve_restores(snapshots, "/undo")
+            results = await asyncio.to_thread(
+                self.checkpoints.restore, snapshots, self.workspace, approved=approved
+            )
             if turn is None:
                 self.emit(
                     Notice(
@@ -1446,6 +1486,17 @@ class Engine:
             self.view_changed("undo")
             await self.session.drain()
             return results
+
+    async def _approve_restores(self, snapshots, command: str) -> set[str]:
+        """The files a restore would now write (or remove) outside the workspace — a link put in their place
+        since — each asked about like a write there; the paths the user allowed."""
+        escaping = await asyncio.to_thread(self.checkpoints.escaping, snapshots, self.workspace)
+        approved: set[str] = set()
+        for path, real in escaping.items():
+            why = f"{command} would restore {path}, which now leads outside the workspace ({real})"
+            if await self._ask("write_file", {"path": str(real), "content": ""}, why) != "deny":
+                approved.add(path)
+        return approved
 
     def rewind_points(self) -> list[tuple[Message, int]]:
         """The session's prompts, oldest first, each with how many files changed since (for `/rewind`)."""
@@ -1477,9 +1528,13 @@ class Engine:
             kept = self.view_before(message_id)
             await self.session.drain()  # commit_view reads the database: our appends first, off the loop
             self.session.commit_view(kept, [], reason="rewind")
-            restored = (
-                await asyncio.to_thread(self.checkpoints.restore_since, prompt.meta.turn) if files else []
-            )
+            restored = []
+            if files:
+                snapshots = await asyncio.to_thread(self.checkpoints.snapshots_since, prompt.meta.turn)
+                approved = await self._approve_restores(snapshots, "/rewind")
+                restored = await asyncio.to_thread(
+                    self.checkpoints.restore, snapshots, self.workspace, approved=approved
+                )
             where = f"turn {prompt.meta.turn}"
             self.emit(
                 Notice(

@@ -10,6 +10,8 @@ real API sends them.
 
 from __future__ import annotations
 
+import base64
+import binascii
 from dataclasses import replace
 from typing import Any
 
@@ -36,6 +38,7 @@ from app.lab.conversation import (
 )
 from app.lab.faults import RETRY_AFTER_SECONDS
 from app.lab.http import Response, StreamEvent, StreamResponse, json_body, json_response, request_id
+from app.model.image_check import problem as image_problem
 
 NAME = "anthropic"
 STOP_REASONS = {END_TURN: "end_turn", TOOL_USE_STOP: "tool_use", MAX_TOKENS: "max_tokens"}
@@ -111,6 +114,8 @@ def _block(raw: Any, where: str) -> tuple[Block, Segment]:
             raise WireError(f"{where}.content: compaction content must be a non-empty string or null")
         text = SUMMARY_LABEL + (content or "")
         return Block(TEXT, text, name=COMPACTION), segment("compaction", content or "", breakpoint=mark)
+    if kind == "image":  # as Anthropic does: an image it cannot read is a 400 naming the block
+        _check_image(raw.get("source"), where)
     rest = {k: v for k, v in raw.items() if k != "cache_control"}
     return Block(OTHER), segment(kind, compact_json(rest), breakpoint=mark)
 
@@ -128,6 +133,17 @@ def _system_message(content: Any, where: str) -> tuple[str, Segment]:
         mark = any(isinstance(raw, dict) and raw.get("cache_control") for raw in content)
         return "\n".join(texts), segment("system", "\n".join(texts), breakpoint=mark)
     raise WireError(f"{where}.content: Field required")
+
+
+def _check_image(source: Any, where: str) -> None:
+    if not isinstance(source, dict) or source.get("type") != "base64":
+        return
+    try:
+        data = base64.b64decode(str(source.get("data", "")), validate=True)
+    except (ValueError, binascii.Error):
+        raise WireError(f"{where}.source.base64.data: invalid base64 data") from None
+    if image_problem(str(source.get("media_type", "")), data):
+        raise WireError(f"{where}.source.base64: Could not process image")
 
 
 def parse(body: Any, body_bytes: int, *, count_only: bool = False) -> Conversation:

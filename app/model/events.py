@@ -31,7 +31,7 @@ CompactionStage = Literal[
 CompactionTrigger = Literal["auto", "manual", "preflight", "recovery", "provider", "provider-edit"]
 CompactionOutcome = Literal["applied", "skipped", "failed"]
 CapSource = Literal["configured", "learned", "imported", "assumed", "none"]
-HookDecision = Literal["ok", "block", "error", "timeout"]
+HookDecision = Literal["ok", "block", "error", "timeout", "cancelled"]
 TurnOutcome = Literal["answered", "failed", "cancelled", "partial"]
 
 
@@ -309,6 +309,17 @@ class HookRun(Event):
     exit_code: int | None
     decision: HookDecision
     output: str = ""
+
+
+@dataclass(frozen=True)
+class HookStarted(Event):
+    """A hook began to run (its HookRun follows when it ends): the status line and the Hooks panel show it
+    meanwhile, so a slow hook is never an unexplained "thinking"."""
+
+    type: ClassVar[str] = "hook_started"
+    event: str
+    matcher: str
+    command: str
 
 
 @dataclass(frozen=True)

@@ -88,6 +88,7 @@ from app.providers.wire import (
     parse_sse_text,
     text_field,
     unexpected_200,
+    without_userinfo,
     wrap_unknown,
 )
 
@@ -236,7 +237,7 @@ class AnthropicProvider(HttpxSdkProvider):
         return self._pieces.serialized
 
     def _base_url(self) -> str:
-        return self.route.base_url or DEFAULT_BASE_URL
+        return without_userinfo(self.route.base_url or DEFAULT_BASE_URL)  # the key authenticates, not the URL
 
     def _url(self) -> str:
         return self._base_url().rstrip("/") + "/v1/messages"

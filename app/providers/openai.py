@@ -66,6 +66,7 @@ from app.providers.wire import (
     parse_sse_text,
     text_field,
     unexpected_200,
+    without_userinfo,
     wrap_unknown,
 )
 
@@ -201,7 +202,7 @@ class OpenAIProvider(HttpxSdkProvider):
 
     # -- endpoint -----------------------------------------------------------------------------
     def _base_url(self) -> str:
-        return self.route.base_url or DEFAULT_BASE_URL
+        return without_userinfo(self.route.base_url or DEFAULT_BASE_URL)  # the key authenticates, not the URL
 
     @property
     def is_azure(self) -> bool:

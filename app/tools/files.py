@@ -269,6 +269,8 @@ def _list_dir(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     dirs: list[str] = []
     files: list[tuple[str, str]] = []
     for entry in entries:
+        if ctx.hides(path / entry.name):  # left out without a word (a count would be an oracle on names)
+            continue
         try:
             if entry.is_symlink():
                 target = os.readlink(entry.path)
@@ -351,6 +353,7 @@ def _glob(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         except OSError as exc:
             return error(f"glob failed under {shown_root}: {exc.strerror or exc}")
     matches, behind_links = _within_reach(matches, ctx.workspace, search_root)
+    matches = [match for match in matches if not ctx.hides(match)]  # Read deny rules: left out, unsaid
     note = ""
     if behind_links:
         links = ", ".join(sorted(behind_links)[:3])

@@ -933,7 +933,7 @@ class Chat(StripScrollbars, QuietResize, VerticalScroll, can_focus=True):
 
     @handle.register
     async def _show_hook_run(self, event: HookRun) -> None:
-        if event.decision in ("error", "timeout"):
+        if event.decision in ("error", "timeout", "cancelled"):
             # A broken hook (a crash, invalid JSON, a timeout) must not go unnoticed; blocks show where they act.
             await self._add_described(event, " (the Hooks panel shows its output)")
 

@@ -139,6 +139,10 @@ class TurnControl:
     async def _turn(self, prompt: str, retry: bool = False) -> None:
         try:
             result = await (self.engine.retry() if retry else self.engine.submit(prompt))
+        except asyncio.CancelledError:
+            if not retry and not self._prompt_sent(prompt):  # Esc before it was sent (a hook was running)
+                self.prompt.restore(prompt)
+            raise
         finally:
             self.activity = ""
             if self._waiting:
@@ -159,6 +163,14 @@ class TurnControl:
                 "The answer was cut short; it is kept, marked partial — /retry asks again.",
                 severity="warning",
             )
+
+    def _prompt_sent(self, prompt: str) -> bool:
+        """Is `prompt` in the conversation (Esc came after it was committed)?"""
+        engine = self.engine
+        if engine is None:
+            return True
+        tail = engine.session.decoded()[-4:]
+        return any(m.role == "user" and m.meta.origin == "user" and m.text == prompt for m in tail)
 
     def action_cancel(self) -> None:
         if not self.busy or self.engine is None or len(self.screen_stack) > 1:

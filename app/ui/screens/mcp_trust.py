@@ -1,7 +1,8 @@
 """Asked once per workspace: may the MCP servers of this workspace's `.mcp.json` start?
 
 The file came with the repository, and a server is a program that runs with your rights, so
-bulkhead shows each server's command (or URL) and asks before starting any — as Claude Code
+bulkhead shows each server's command (or URL) as written (`${VAR}` unexpanded) and every environment
+variable it would receive — a credential's name flagged — and asks before starting any, as Claude Code
 does. The answer is remembered in state.toml for these exact definitions (a changed definition
 asks again); "not now" asks again next session. The result is "allow", "deny" or None.
 """
@@ -54,6 +55,10 @@ would start and whose tools the model could call.
                         markup=False,
                         classes="mcp-trust-server",
                     )
+                    if spec.reads():  # where your environment's values (a key) would go
+                        yield Static(
+                            f"      {display_line(spec.reads())}", markup=False, classes="mcp-trust-reads"
+                        )
             yield Static(
                 "y start them (remembered) · n don't start (remembered) · Esc not now",
                 id="mcp-trust-keys",

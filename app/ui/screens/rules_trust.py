@@ -1,0 +1,60 @@
+"""Asked once per version of the workspace's rule files: may their allow rules be in force?
+
+`.claude/settings.json`, `.claude/settings.local.json` and `.bulkhead/settings.toml` came with the
+repository; their allow rules would let tool calls run without asking. The question lists them
+(the file's deny and ask rules are in force either way). Same keys and answers as the `.mcp.json`
+question: "allow", "deny" or None (not now: asked again next session).
+"""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.widgets import Static
+
+from app.textsafe import display_line
+from app.ui.screens.mcp_trust import McpTrustScreen
+
+
+class RulesTrustScreen(McpTrustScreen):
+    HELP = """\
+## Permission rules from this workspace
+
+This workspace's rule files (`.claude/settings.json`, `.claude/settings.local.json`,
+`.bulkhead/settings.toml`) allow some tool calls to run without asking. They came with the
+repository, so bulkhead asks before their allow rules are in force; their deny and ask rules
+always are.
+
+- **y**: put them in force, and remember for these rules (a change asks again)
+- **n**: keep them off, and remember
+- **Esc**: not now (asked again next session; `bulkhead permissions approve` approves ahead)
+"""
+    BINDINGS = [
+        Binding("y", "answer('allow')", "Allow them", id="rules_trust.allow"),
+        Binding("n", "answer('deny')", "Keep them off", id="rules_trust.deny"),
+        Binding("escape", "answer('')", "Not now", id="rules_trust.later"),
+    ]
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="mcp-trust-dialog"):
+            yield Static(
+                f"Permission rules from {display_line(self.path)}", id="mcp-trust-title", markup=False
+            )
+            with VerticalScroll(id="mcp-trust-body"):
+                yield Static(
+                    "This repository's files allow these tool calls without asking. Their deny and ask "
+                    "rules are in force either way:",
+                    markup=False,
+                )
+                for file in self.specs:
+                    yield Static(f"  {display_line(file.relative)}", markup=False)
+                    for rule in file.allow:
+                        yield Static(
+                            f"    • allow {display_line(rule)}", markup=False, classes="mcp-trust-server"
+                        )
+            yield Static(
+                "y put them in force (remembered) · n keep them off (remembered) · Esc not now",
+                id="mcp-trust-keys",
+                markup=False,
+            )
