@@ -8,8 +8,9 @@
 Bodies stream both ways as they come (`httpio.body_pieces` → httpx → `aiter_raw` → the client), with no
 limit of the proxy's own; a body is held whole only when `--shrink` or `--early-reject` must see it (a
 request whose declared size is over the cap, or a chunked one). An upstream error is read whole (it is
-small), classified (`app.engine.failures`) and judged (`judge`); in translate mode a size refusal goes back
-as the client's own overflow error, a content block as a non-retryable error. Everything else — success,
+small), classified (`app.engine.failures`) and judged as the engine judges (`app.engine.block_cause`: size,
+content or unknown); in translate mode a size refusal (or an unknown one, which bulkhead treats as size) goes
+back as the client's own overflow error, a content block as a non-retryable error. Everything else — success,
 the provider's own errors, rate limits — goes back byte for byte.
 """
 
@@ -26,12 +27,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from app.engine.block_cause import hop_label, judge
 from app.engine.caps import learned_cap_for
-from app.engine.failures import classify_fields
+from app.engine.failures import Failure, classify_fields
+from app.engine.profile_evidence import on_failure
 from app.model.messages import new_id
 from app.proxy import httpio, native_errors
 from app.proxy.client_body import ClientBody, model_of
-from app.proxy.judge import Cause, hop_name, incident_id, judge
 from app.proxy.native_errors import DEFAULT_STYLE, Answer, OverflowStyle, Refusal
 from app.proxy.proxy_session import ProxySession
 from app.proxy.records import (
@@ -403,28 +405,30 @@ class ProxyServer:
             provider=wire.provider or None,
             size_evidence=evidence,
         )
-        judgement = judge(
+        failure = judge(
             failure,
             request_bytes=record.sent_bytes,
-            largest_accepted=self.session.largest_accepted(record.endpoint),
+            accepted_max=evidence.accepted_max,
+            floor_bytes=None,  # the client's floor is not known here
+            body=text,
+            headers=headers,
         )
-        self._classified(record, failure, judgement.cause, judgement.why)
-        hop = hop_name(failure, headers, record.upstream_url)
-        cap = self._learn(record, failure) if judgement.cause is Cause.SIZE else None
+        self._classified(record, failure)
+        hop = hop_label(failure, headers, text, where=netloc(record.upstream_url))
+        cap = self._learn(record, failure) if failure.payload_related else None
         conversation = is_conversation(head.method, head.path) and wire.generates
-        if judgement.cause is Cause.SIZE and original is not None and cap:
+        if failure.payload_related and original is not None and cap:
             resend = await self._resend(record, wire, original, cap, clock)
             if resend is not None:
                 return resend
         if conversation and self.options.translate and complete:
-            if judgement.cause is Cause.SIZE:
+            if failure.payload_related:
                 refusal = Refusal(hop, record.sent_bytes, cap, failure.evidence)
                 answer = native_errors.overflow(
                     wire, self.options.styles.get(wire, DEFAULT_STYLE[wire]), refusal
                 )
                 return await self._answered(record, body, answer, Action.TRANSLATED, writer, head, clock)
-            if judgement.cause is Cause.CONTENT:
-                record.incident = incident_id(headers, text) or ""
+            if failure.cause == "content":
                 answer = native_errors.content_block(
                     wire, hop=hop, incident=record.incident or None, evidence=failure.evidence
                 )
@@ -476,16 +480,27 @@ class ProxyServer:
         self.events.emit(RequestStarted(again))
         return _Resend(again, result.body)
 
-    def _classified(self, record: ProxyRecord, failure: Any, cause: Cause, why: str) -> None:
-        record.kind, record.reason, record.cause = failure.kind, failure.reason, str(cause)
+    def _classified(self, record: ProxyRecord, failure: Failure) -> None:
+        """The judged failure on the record; what it shows about sizes and the refusing hop is kept (the
+        endpoint's evidence, and its gateway profile in state.toml, shared with bulkhead's routes)."""
+        record.kind, record.reason, record.cause = failure.kind, failure.reason, failure.cause
+        record.incident = failure.incident_id or ""
         evidence = self.session.evidence(record.endpoint)  # as the engine's sender keeps it
-        if cause is Cause.SIZE:
+        if failure.payload_related:
             evidence.refused(record.sent_bytes)
         elif failure.rule_id == "net.reset-unproven":
             evidence.reset(record.sent_bytes)
         else:
             evidence.last_reset = None
-        record.evidence = tuple(failure.evidence) + ((why,) if cause is not Cause.OTHER else ())
+        record.evidence = tuple(failure.evidence)
+        on_failure(
+            self.session.state,
+            record.endpoint,
+            failure,
+            request_bytes=record.sent_bytes,
+            header_bytes=None,
+            sizes=evidence,
+        )
 
     def _learn(self, record: ProxyRecord, failure: Any) -> int | None:
         """Learn the cap from a size refusal of `sent_bytes` (shared with bulkhead's routes); the cap now
@@ -543,17 +558,15 @@ class ProxyServer:
             provider=wire.provider or None,
             size_evidence=evidence,
         )
-        judgement = judge(
-            failure,
-            request_bytes=record.sent_bytes,
-            largest_accepted=self.session.largest_accepted(record.endpoint),
+        failure = judge(
+            failure, request_bytes=record.sent_bytes, accepted_max=evidence.accepted_max, floor_bytes=None
         )
-        self._classified(record, failure, judgement.cause, judgement.why)
+        self._classified(record, failure)
         conversation = is_conversation(head.method, head.path) and wire.generates
-        if judgement.cause is Cause.SIZE:
+        if failure.payload_related:
             cap = self._learn(record, failure)
             if conversation and self.options.translate:
-                hop = f"the gateway at {netloc(record.upstream_url)}"
+                hop = hop_label(failure, where=netloc(record.upstream_url))
                 refusal = Refusal(hop, record.sent_bytes, cap, failure.evidence)
                 style = self.options.styles.get(wire, DEFAULT_STYLE[wire])
                 answer = native_errors.overflow(wire, style, refusal)
