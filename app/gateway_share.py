@@ -32,7 +32,7 @@ from typing import Any
 
 import tomli_w
 
-from app.gateway_profile import IMPORTED, Facts, all_profiles, now_iso, profile_from
+from app.gateway_profile import CONTENT_BLOCK_SAME, IMPORTED, Facts, all_profiles, now_iso, profile_from
 from app.redact import redact_text
 from app.sizes import format_size
 from app.state import State
@@ -41,7 +41,7 @@ FORMAT = "bulkhead-gateways"
 VERSION = 1
 PROVIDERS = ("anthropic", "openai", "bedrock", "lab")
 LISTS = ("betas", "content_blocks", "streaming", "hops")
-KEYS = {"betas": ("beta",), "content_blocks": ("cause", "kind"), "streaming": ("quirk",), "hops": ("name",)}
+KEYS = {"betas": ("beta",), "content_blocks": CONTENT_BLOCK_SAME, "streaming": ("quirk",), "hops": ("name",)}
 
 
 class GatewayFileError(ValueError):
@@ -214,7 +214,7 @@ def import_profiles(state: State, text: str, *, source: str, loosen: bool = Fals
                 ("betas", "refused beta"),
                 ("content_blocks", "content block"),
                 ("streaming", "streaming quirk"),
-                ("hops", "proxy hop"),
+                ("hops", "hop"),
             ):
                 count = len(getattr(facts, name))
                 if count:

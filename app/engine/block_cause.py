@@ -197,7 +197,7 @@ def _content_changes(gateway: str) -> dict[str, Any]:
 
 def judged_content(failure: Failure, why: str) -> Failure:
     """An undecided block judged content after the fact (the recovery's smaller resends were refused too)."""
-    gateway = _gateway_from_reason(failure)
+    gateway = refused_by(failure)
     changes = _content_changes(gateway)
     changes["evidence"] = (
         *(e for e in failure.evidence if not e.startswith("cause ")),
@@ -206,6 +206,7 @@ def judged_content(failure: Failure, why: str) -> Failure:
     return dataclasses.replace(failure, **changes)
 
 
-def _gateway_from_reason(failure: Failure) -> str:
+def refused_by(failure: Failure) -> str:
+    """Who refused a judged failure, as its judgement named it ("refused by …"), else from its hop."""
     said = next((e for e in failure.evidence if e.startswith(_GATEWAY_LINE)), "")
     return said.removeprefix(_GATEWAY_LINE) or hop_label(failure)

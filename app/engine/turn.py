@@ -663,16 +663,7 @@ class Engine:
         )
         route = self.route if request.route == self.route.name else self.settings.routes.get(request.route)
         if route is not None:  # what the refusal shows about the endpoint goes to its profile
-            sizes = self.sender.size_evidence if route is self.route else None
-            bytes_sent = request.actual_bytes or request.predicted_bytes
-            on_failure(
-                self.state,
-                route.endpoint_id,
-                failure,
-                request_bytes=bytes_sent,
-                header_bytes=None,
-                sizes=sizes,
-            )
+            on_failure(self.state, route.endpoint_id, failure)
         await self.hooks.request_rejected(
             failure.kind,
             list(failure.evidence),
@@ -1035,12 +1026,8 @@ class Engine:
                     failed.failure,
                     visible=True,
                 ) from failed
-            if failed.failure.cause == "content":
-                from app.engine.cap_purge import record_content_block
+            if failed.failure.cause == "content":  # recorded in the endpoint's profile at the rejection
                 from app.engine.content_words import content_block_message
-
-                with contextlib.suppress(OSError):
-                    record_content_block(self.state, self.route.endpoint_id, failed.failure)
 
                 raise TurnFailed(
                     content_block_message(failed.failure, session_id=self.session.id), failed.failure

@@ -493,14 +493,7 @@ class ProxyServer:
         else:
             evidence.last_reset = None
         record.evidence = tuple(failure.evidence)
-        on_failure(
-            self.session.state,
-            record.endpoint,
-            failure,
-            request_bytes=record.sent_bytes,
-            header_bytes=None,
-            sizes=evidence,
-        )
+        on_failure(self.session.state, record.endpoint, failure)
 
     def _learn(self, record: ProxyRecord, failure: Any) -> int | None:
         """Learn the cap from a size refusal of `sent_bytes` (shared with bulkhead's routes); the cap now

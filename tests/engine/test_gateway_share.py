@@ -45,7 +45,7 @@ def test_export_import_round_trips_on_a_second_home_and_shows_the_source(
     record_refused_beta(
         state, ENDPOINT, "context-management-2025-06-27", how="refused", evidence="400 Unexpected"
     )
-    record_hop(state, ENDPOINT, {"name": "Squid", "detail": "Via: 1.1 proxy (squid/5.7)"})
+    record_hop(state, ENDPOINT, name="Squid", kind="forward-proxy", detail="Via: 1.1 proxy (squid/5.7)")
     assert main(["gateway", "export"]) == 0
     exported = capsys.readouterr().out
     assert f'[gateways."{ENDPOINT}"]' in exported and "cap_bytes = 121856" in exported
@@ -54,7 +54,7 @@ def test_export_import_round_trips_on_a_second_home_and_shows_the_source(
     monkeypatch.setattr("sys.stdin", io.StringIO(exported))
     assert main(["gateway", "import", "-"]) == 0
     out = capsys.readouterr().out
-    assert f"imported {ENDPOINT}: cap 119.0 KB, 1 refused beta, 1 proxy hop" in out
+    assert f"imported {ENDPOINT}: cap 119.0 KB, 1 refused beta, 1 hop" in out
 
     profile = load_profile(State(), ENDPOINT)
     assert profile.learned.empty and profile.imported is not None
@@ -163,7 +163,7 @@ async def test_a_workspace_gateways_file_is_read_on_trust_and_asked_again_when_i
 
 def test_import_keeps_facts_learned_here_apart(tmp_path):
     state = State(tmp_path / "state.toml")
-    record_hop(state, ENDPOINT, {"name": "Squid"})
+    record_hop(state, ENDPOINT, name="Squid", kind="forward-proxy")
     import_profiles(
         state,
         f'[gateways."{ENDPOINT}"]\ncap_bytes = 4096\n[[gateways."{ENDPOINT}".hops]]\nname = "Zscaler"\n',
