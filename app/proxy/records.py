@@ -66,6 +66,7 @@ class ProxyRecord:
     cause: str = ""  # a gateway refusal's judged cause: size | content | unknown (app.engine.block_cause)
     reason: str = ""
     evidence: tuple[str, ...] = ()
+    decision: dict[str, Any] = field(default_factory=dict)  # app.engine.failure_words.decision_of
     incident: str = ""  # the block page's reference, labelled ("Cloudflare Ray ID 8f3a…")
     cap_bytes: int | None = None  # the cap in force when the exchange ended
     notes: tuple[str, ...] = ()  # what the proxy did, in words ("3 tool results stubbed, 98 KB → 60 KB")
@@ -126,6 +127,7 @@ class ProxyRecord:
             "error_body": self.error_body,
             "usage": self.usage,
             "outcome": self.outcome,
+            "decision": self.decision,
         }
 
 

@@ -29,6 +29,7 @@ from typing import Any
 
 from app.engine.block_cause import hop_label, judge
 from app.engine.caps import learned_cap_for
+from app.engine.failure_words import decision_of
 from app.engine.failures import Failure, classify_fields
 from app.engine.profile_evidence import on_failure
 from app.model.messages import new_id
@@ -468,6 +469,7 @@ class ProxyServer:
             cause="",
             reason="",
             evidence=(),
+            decision={},
             incident="",
             status=None,
             response_headers={},
@@ -485,6 +487,7 @@ class ProxyServer:
         endpoint's evidence, and its gateway profile in state.toml, shared with bulkhead's routes)."""
         record.kind, record.reason, record.cause = failure.kind, failure.reason, failure.cause
         record.incident = failure.incident_id or ""
+        record.decision = decision_of(failure)
         evidence = self.session.evidence(record.endpoint)  # as the engine's sender keeps it
         if failure.payload_related:
             evidence.refused(record.sent_bytes)

@@ -89,6 +89,13 @@ async def test_a_403_smaller_than_an_accepted_body_is_content_at_once(make_harne
     assert h.of_type("recovery") == [] and h.engine.state.learned_cap(h.engine.route.endpoint_id) is None
     assert h.of_type("rejection")[-1].cause == "content"
     assert "If the prompt you just sent holds the refused text, edit it" in result.error
+    # the Requests panel's "Why" says what was decided then: the content action, the cause, the hop
+    from app.ui.explain import explain_request
+
+    why = explain_request(record, _requests(h))
+    assert "bulkhead stops here: no cap is learned and nothing is compacted" in why
+    assert "find the refused part and withhold it" in why and "Cause: content." in why
+    assert "Hop: Apache (gateway)." in why and "compact" not in why.replace("compacted", "")
 
 
 async def test_a_cap_learned_from_a_content_block_does_not_survive_the_upgrade(make_harness, lab):

@@ -15,6 +15,7 @@ import socket
 import pytest
 
 from app.gateway_profile import load_profile
+from app.ui.explain import explain_request
 from tests.engine.real_proxies import start_squid
 
 PROVIDERS = ("anthropic", "openai", "bedrock")
@@ -91,6 +92,10 @@ async def test_an_acl_refusal_is_squids_policy_never_a_cap(make_harness, lab, sq
     assert hop["kind"] == "forward-proxy" and hop["vendor"] == "squid" and hop["error"] == "ERR_ACCESS_DENIED"
     assert hop["name"] == f"Squid (the proxy at 127.0.0.1:{proxy.port}, from HTTP_PROXY)"
     assert hop["setting"] == "HTTP_PROXY" and "X-Squid-Error: ERR_ACCESS_DENIED" in hop["detail"]
+    # the Requests panel's "Why" gives the rule's own action and the hop, not advice rebuilt from the kind
+    why = explain_request(record)
+    assert "ask the proxy's admins to allow the provider's host" in why and "API key" not in why
+    assert f"Hop: Squid (the proxy at 127.0.0.1:{proxy.port}, from HTTP_PROXY) (forward-proxy)." in why
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
