@@ -11,6 +11,7 @@ The engine's sender and `bulkhead proxy` both feed it, so one endpoint has one p
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from app.engine.failure_hops import Hop, HopKind
@@ -23,6 +24,8 @@ from app.gateway_profile import (
     record_hop,
     record_stream_quirk,
 )
+from app.model.events import Notice
+from app.textsafe import display_line
 
 if TYPE_CHECKING:
     from app.engine.failures import Failure
@@ -131,6 +134,40 @@ class StreamQuirks:
                 detail=f"the stream was cut after {silence:.1f} s without an event (an idle timeout on the way)",
                 idle_seconds=silence,
             )
+
+
+AskGateways = Callable[[Any], Awaitable[str | None]]  # (GatewaysFile) -> "allow" | "deny" | None (not now)
+
+
+async def confirm_workspace_gateways(engine: Any, ask: AskGateways | None) -> str | None:
+    """Ask about the workspace's `.bulkhead/gateways.toml` when it waits for an answer (as the rule files and
+    `.mcp.json` are asked about); the answer is remembered, and an allowed file is read at once and applies
+    (its refused betas). Returns "allow", "deny" or None (nothing asked, or "not now")."""
+    from app.workspace_gateways import WORKSPACE_FILE, answer_gateways_file, pending_gateways_file
+
+    pending = pending_gateways_file(engine.state, engine.workspace)
+    if pending is None or ask is None:
+        return None
+    try:
+        answer = await ask(pending)
+    except Exception:  # noqa: BLE001 - a broken question is "not now"
+        answer = None
+    if answer not in ("allow", "deny"):
+        return None
+    try:
+        lines = answer_gateways_file(engine.state, pending, "allow" if answer == "allow" else "deny")
+    except Exception as exc:  # noqa: BLE001 - a broken file costs its profiles, never the session
+        engine.emit(
+            Notice(display_line(f"could not read {WORKSPACE_FILE}: {exc}"), level="warn", code="gateways")
+        )
+        return answer
+    if answer == "allow":
+        apply_profile(engine.provider, engine.state)
+        said = f"gateway profiles read from {WORKSPACE_FILE} (trusted): " + "; ".join(lines)
+    else:
+        said = f"{WORKSPACE_FILE} is left alone (remembered; `bulkhead gateway trust` reads it)"
+    engine.emit(Notice(display_line(said), code="gateways"))
+    return answer
 
 
 def workspace_gateway_notices(engine: Any) -> list[tuple[Any, str]]:

@@ -52,6 +52,7 @@ from app.engine.permissions import Permissions
 from app.engine.profile_evidence import (
     StreamQuirks,
     apply_profile,
+    confirm_workspace_gateways,
     endpoint_lines,
     on_failure,
     workspace_gateway_notices,
@@ -441,6 +442,11 @@ class Engine:
         """Ask (`ask(files)` → "allow" | "deny" | None) about the workspace's rule files whose allow rules
         wait for approval (`app.engine.workspace_rules`); front ends call it after their first frame."""
         return await confirm_rule_files(self.permissions, ask, self.emit)
+
+    async def confirm_workspace_gateways(self, ask=None) -> str | None:
+        """Ask (`ask(gateways_file)` → "allow" | "deny" | None) about the workspace's `.bulkhead/gateways.toml`
+        when it waits for an answer (`app.engine.profile_evidence`); front ends call it after their first frame."""
+        return await confirm_workspace_gateways(self, ask)
 
     def _mcp_changed(self, connection) -> None:
         if self._closing:  # servers stopping at exit: nothing to tell
