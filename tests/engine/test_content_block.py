@@ -150,7 +150,7 @@ async def test_probe_content_from_the_command_line_finds_and_withholds(make_harn
         f'[routes.t]\nprovider = "anthropic"\nmodel = "claude-sonnet-5-5"\nbase_url = "{lab.url}"\n'
     )
     env = {**os.environ, "BULKHEAD_CONFIG": str(config), "ANTHROPIC_API_KEY": "sk-ant-FAKE-test-key"}
-    command = [sys.executable, "-m", "app", "probe", "--content", "--session", session_id, "--json"]
+    command = [sys.executable, "-m", "app", "probe", "--content", "--live", "--session", session_id, "--json"]
 
     refused = subprocess.run(
         command, env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL
