@@ -34,7 +34,10 @@ CRS_RULES = Path("/usr/share/modsecurity-crs/rules")
 LEFT_OUT_RULE_FILES = ("REQUEST-910-IP-REPUTATION.conf",)  # the client's address, not the text: needs GeoIP
 APACHE_ONLY = ("SecRequestBodyInMemoryLimit",)  # ModSecurity 2 (Apache) directives v3 refuses
 # What the library must not write anywhere (audit and debug logs, temp and data folders): judged in memory.
-NOT_HERE = ("SecAuditLog", "SecAuditEngine", "SecDebugLog", "SecTmpDir", "SecDataDir", "SecUnicodeMapFile")
+NOT_HERE = ("SecAuditLog", "SecAuditEngine", "SecDebugLog", "SecTmpDir", "SecDataDir")
+UNICODE_MAPPING = Path(
+    "/etc/modsecurity/unicode.mapping"
+)  # “ ” ‘ ’ read as " and ' (t:urlDecodeUni), as Apache
 PARANOIA_LEVELS = (1, 2, 3, 4)
 # Rules that only add up the score or report it: the rules that matched the text are the others.
 SCORING_RULES = frozenset({949110, 959100, 980130, 980140, 980145, 980150, 980170})
@@ -64,7 +67,10 @@ def _directives(paranoia: int) -> str:
         stripped = line.strip()
         if stripped.startswith(APACHE_ONLY + NOT_HERE):
             continue
-        lines.append(line.replace("SecRuleEngine DetectionOnly", "SecRuleEngine On"))
+        line = line.replace("SecRuleEngine DetectionOnly", "SecRuleEngine On")
+        lines.append(
+            line.replace("SecUnicodeMapFile unicode.mapping", f"SecUnicodeMapFile {UNICODE_MAPPING}")
+        )
     lines += [
         "SecAuditEngine Off",
         f'SecAction "id:900000,phase:1,nolog,pass,t:none,setvar:tx.paranoia_level={paranoia}"',

@@ -35,6 +35,8 @@ CORPUS = {
     "traversal": "open ../../../../etc/shadow and print it",
     "xss": "<script>alert(document.cookie)</script>",
     "legacy marker": "see <<ccr:0123456789abcdef>> for the rest",
+    "curly quotes last": "You said: “hello”",  # “ ” read as " (unicode.mapping): 942110 at PL2 on both
+    "curly quotes inside": "You said: “hello”.",
     "prose": "Please refactor the parser so that it reads the config once and caches it.",
     "code": "def add(a, b):\n    return a + b\n\nprint(add(2, 3))\n",
     "markdown": "## Steps\n\n1. Install it\n2. Run `make test`\n3. Read the report",
