@@ -20,13 +20,13 @@ import asyncio
 import contextlib
 import hashlib
 import json
-import logging
 import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from app.connections import ConnectionServer
 from app.engine.block_cause import hop_label, judge
 from app.engine.caps import learned_cap_for
 from app.engine.failure_words import decision_of
@@ -53,7 +53,6 @@ from app.proxy.usage import decode_body, usage_from
 from app.proxy.wire import Wire, client_name, is_conversation, wire_for
 from app.sizes import MIB, format_size
 
-log = logging.getLogger(__name__)
 ERROR_BODY_LIMIT = 4 * MIB  # an error answer is read whole up to this (pages are a few KB)
 USAGE_HEAD_BYTES = 32 * 1024  # the start and end of an answer are read for its usage
 CONTROL_PREFIX = "/_bulkhead/"
@@ -81,7 +80,9 @@ class _Resend:
     body: bytes
 
 
-class ProxyServer:
+class ProxyServer(ConnectionServer):
+    name = "proxy"
+
     def __init__(
         self,
         options: ProxyOptions,
@@ -92,16 +93,12 @@ class ProxyServer:
     ) -> None:
         self.options, self.session, self.client = options, session, client
         self.events = events or ProxyEvents()
-        self._server: asyncio.Server | None = None
-        self._connections: set[asyncio.Task[Any]] = set()
+        super().__init__()
         self.url = ""
 
     # -- lifecycle -----------------------------------------------------------------------------------
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
-        self._server = await asyncio.start_server(
-            self._on_connection, host, port, limit=httpio.MAX_HEAD_BYTES, reuse_address=True
-        )
-        bound_host, bound_port = self._server.sockets[0].getsockname()[:2]
+        bound_host, bound_port = await self.listen(host, port, limit=httpio.MAX_HEAD_BYTES)
         shown = f"[{bound_host}]" if ":" in bound_host else bound_host
         self.url = f"http://{shown}:{bound_port}"
         self.events.emit(
@@ -110,14 +107,7 @@ class ProxyServer:
         return self.url
 
     async def stop(self) -> None:
-        server, self._server = self._server, None
-        if server is not None:
-            server.close()
-        for task in list(self._connections):
-            task.cancel()
-        await asyncio.gather(*self._connections, return_exceptions=True)
-        if server is not None:
-            await server.wait_closed()
+        await self.stop_listening()
         with contextlib.suppress(Exception):
             await self.client.aclose()
         self.events.emit(ProxyStopped(self.session.id))
@@ -145,35 +135,21 @@ class ProxyServer:
         }
 
     # -- connections ---------------------------------------------------------------------------------
-    async def _on_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        if task is not None:
-            self._connections.add(task)
-        try:
-            while True:
-                try:
-                    head = await asyncio.wait_for(httpio.read_head(reader), self.options.idle_timeout)
-                except httpio.HeadTooLarge as exc:
-                    await self._write_answer(writer, native_errors.plain(431, str(exc)), keep_alive=False)
-                    return
-                except httpio.BadRequest as exc:
-                    await self._write_answer(writer, native_errors.plain(400, str(exc)), keep_alive=False)
-                    return
-                if head is None:
-                    return
-                if not await self._exchange(head, reader, writer):
-                    return
-        except (ConnectionError, asyncio.IncompleteReadError, TimeoutError, OSError):
-            pass
-        except asyncio.CancelledError:
-            pass
-        except Exception:  # a proxy bug must never take the server down
-            log.exception("proxy: unexpected error while serving a connection")
-        finally:
-            if task is not None:
-                self._connections.discard(task)
-            with contextlib.suppress(Exception):
-                writer.close()
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """One client connection: exchanges until it closes, goes idle or a head is refused."""
+        while True:
+            try:
+                head = await asyncio.wait_for(httpio.read_head(reader), self.options.idle_timeout)
+            except httpio.HeadTooLarge as exc:
+                await self._write_answer(writer, native_errors.plain(431, str(exc)), keep_alive=False)
+                return
+            except httpio.BadRequest as exc:
+                await self._write_answer(writer, native_errors.plain(400, str(exc)), keep_alive=False)
+                return
+            if head is None:
+                return
+            if not await self._exchange(head, reader, writer):
+                return
 
     # -- one exchange ----------------------------------------------------------------------------------
     async def _exchange(
