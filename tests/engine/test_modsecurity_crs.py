@@ -18,7 +18,6 @@ import pytest
 from app.engine import prompts
 from app.model.archive import recall_suffix, stub_text
 from app.tools.registry import TOOL_SPECS
-from tests.engine.real_gateways import start_apache_modsecurity
 
 PARANOIA_LEVELS = (1, 2)
 WIRES = {
@@ -28,22 +27,6 @@ WIRES = {
     "bedrock": ("bedrock", {}),
 }
 KEYS = ("0123456789abcdef", "fedcba9876543210", "a1b2c3d4e5f60718")
-
-
-@pytest.fixture(scope="module")
-def crs(lab_server, tmp_path_factory):
-    """One Apache per paranoia level for the module, in front of the module's lab."""
-    started = {}
-
-    def gateway(paranoia: int):
-        if paranoia not in started:
-            folder = tmp_path_factory.mktemp(f"apache-pl{paranoia}")
-            started[paranoia] = start_apache_modsecurity(folder, lab_server.port, paranoia)
-        return started[paranoia]
-
-    yield gateway
-    for running in started.values():
-        running.stop()
 
 
 def post(port: int, path: str, body: bytes) -> int:

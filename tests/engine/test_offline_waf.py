@@ -20,7 +20,6 @@ import pytest
 
 from app.engine import prompts
 from app.engine.offline_waf import LocalCrs, offline_unavailable
-from tests.engine.real_gateways import start_apache_modsecurity
 from tests.engine.test_modsecurity_crs import SQL_FILE, anthropic_body, fixed_texts, post
 
 needs_offline = pytest.mark.skipif(bool(offline_unavailable()), reason=offline_unavailable() or "installed")
@@ -43,26 +42,10 @@ CORPUS = {
 }
 
 
-@pytest.fixture(scope="module")
-def apache(lab_server, tmp_path_factory):
-    started = {}
-
-    def gateway(paranoia: int):
-        if paranoia not in started:
-            started[paranoia] = start_apache_modsecurity(
-                tmp_path_factory.mktemp(f"apache-offline-pl{paranoia}"), lab_server.port, paranoia
-            )
-        return started[paranoia]
-
-    yield gateway
-    for running in started.values():
-        running.stop()
-
-
 @needs_offline
 @pytest.mark.parametrize("paranoia", (1, 2))
-def test_the_local_crs_agrees_with_the_real_apache(apache, paranoia):
-    gateway = apache(paranoia)
+def test_the_local_crs_agrees_with_the_real_apache(crs, paranoia):
+    gateway = crs(paranoia)
     crs = LocalCrs(paranoia)
     try:
         disagree = {}

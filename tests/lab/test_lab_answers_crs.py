@@ -17,7 +17,6 @@ import pytest
 
 from app.engine.prompts import CONTINUATION, SUMMARY_SYSTEM
 from app.lab.model import respond
-from tests.engine.real_gateways import start_apache_modsecurity
 from tests.engine.test_modsecurity_crs import post
 from tests.lab.test_lab_model import conv
 
@@ -77,21 +76,6 @@ def lab_answers() -> dict[str, str]:
         "summary": respond(conv(*_segment(4), system=SUMMARY_SYSTEM, tools=[])).text,
         "big": respond(conv(("user", "!big 2KB"))).text,
     }
-
-
-@pytest.fixture(scope="module")
-def crs(lab_server, tmp_path_factory):
-    started = {}
-
-    def gateway(paranoia: int):
-        if paranoia not in started:
-            folder = tmp_path_factory.mktemp(f"apache-lab-answers-pl{paranoia}")
-            started[paranoia] = start_apache_modsecurity(folder, lab_server.port, paranoia)
-        return started[paranoia]
-
-    yield gateway
-    for running in started.values():
-        running.stop()
 
 
 @pytest.mark.parametrize("paranoia", (1, 2))
