@@ -79,6 +79,13 @@ def blocked_plan(engine: Engine) -> BlockedPlan:
     )
 
 
+def lines_words(finding: Finding) -> str:
+    """ "line 3", "lines 3-5", "lines 3, 10-11": every line that holds a refused span."""
+    ranges = finding.line_ranges
+    words = ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in ranges)
+    return f"line {words}" if len(ranges) == 1 and ranges[0][0] == ranges[0][1] else f"lines {words}"
+
+
 async def _never(texts: Sequence[str]) -> Verdict:  # pragma: no cover - plan() sends nothing
     raise AssertionError("plan() sends no probe")
 
@@ -141,7 +148,7 @@ async def find_blocked(
     return BlockedReport(
         finding,
         finder.probes,
-        f"the gateway refuses {finding.part.label}, lines {finding.line_start}-{finding.line_end}: “{span}” "
+        f"the gateway refuses {finding.part.label}, {lines_words(finding)}: “{span}” "
         f"({finder.probes} probes)",
     )
 
@@ -191,7 +198,7 @@ async def find_offline(
             finding,
             0,
             f"the OWASP Core Rule Set (paranoia level {level}, checked here: nothing was sent) refuses "
-            f"{finding.part.label}, lines {finding.line_start}-{finding.line_end}: “{span}” — rule {named}",
+            f"{finding.part.label}, {lines_words(finding)}: “{span}” — rule {named}",
             offline=True,
             paranoia=level,
             rules=rules,

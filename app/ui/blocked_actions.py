@@ -94,11 +94,12 @@ async def _show(app: Host, report) -> None:
     )
     if finding is None:
         return
+    from app.engine.blocked import lines_words
     from app.ui.screens.confirm import ConfirmScreen
 
     question = (
         f"Withhold it from the model? {display_line(finding.part.label)}, "
-        f"lines {finding.line_start}-{finding.line_end}: “{display_line(finding.span[:120])}”. "
+        f"{lines_words(finding)}: “{display_line(finding.span[:120])}”. "
         "The original stays in the log and the local archive; /rewind compact undoes it."
     )
 
