@@ -234,6 +234,30 @@ def build_parser() -> argparse.ArgumentParser:
     )
     probe.add_argument("--yes", action="store_true", help="with --content: do not ask before probing")
     probe.add_argument(
+        "--offline",
+        dest="probe_offline",
+        action="store_true",
+        help="with --content: judge the request with the OWASP Core Rule Set here (zero requests; needs the "
+        "offline-waf extra and Debian's modsecurity-crs); without it the offline check still runs first "
+        "when installed",
+    )
+    probe.add_argument(
+        "--live",
+        dest="probe_live",
+        action="store_true",
+        help="with --content: probe the gateway itself, without the offline check first (its rules may not be "
+        "the Core Rule Set)",
+    )
+    probe.add_argument(
+        "--paranoia",
+        dest="probe_paranoia",
+        type=int,
+        choices=(1, 2, 3, 4),
+        metavar="N",
+        help="with --content: the CRS paranoia level of the offline check (default: the lowest of 1-4 that "
+        "refuses the request)",
+    )
+    probe.add_argument(
         "--json",
         dest="probe_json",
         action="store_true",

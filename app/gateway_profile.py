@@ -3,9 +3,9 @@
     profile = load_profile(state, route.endpoint_id)
     record_header_limit(state, endpoint, header_bytes=17_600, reason="431 …")
     record_refused_beta(state, endpoint, "context-management-2025-06-27", how="refused", evidence="400 …")
-    record_content_block(state, endpoint, cause="…", kind="waf_block", status=403, evidence="…")
+    record_content_block(state, endpoint, kind="waf_block", why="…", gateway="Apache (…)", incident_id="…")
     record_stream_quirk(state, endpoint, "buffered_sse", detail="…")
-    record_hop(state, endpoint, {"name": "Squid", "detail": "X-Squid-Error: ERR_ACCESS_DENIED"})
+    record_hop(state, endpoint, name="Squid (the proxy at 127.0.0.1:3128, from HTTP_PROXY)", kind="forward-proxy")
 
 Facts this machine learned live in `[profiles."ENDPOINT"]` (the learned body cap stays in `[caps]`);
 facts imported from a team's `gateways.toml` (`bulkhead gateway import`, a workspace's
@@ -16,11 +16,13 @@ are shown side by side and an import never overwrites what this machine saw. Eve
 - **header limit**: the smallest request header block refused as too large (431 and its kin);
 - **refused betas**: `anthropic-beta` values the endpoint refused (400 "Unexpected value(s) … for the
   `anthropic-beta` header") or stripped (the beta's body field then refused) — never sent there again;
-- **content blocks**: refusals judged to be about the content, with the judged cause (the judgement is
-  another module's: pass it to `record_content_block`);
+- **content blocks**: refusals judged to be about the content (`app.engine.block_cause` judges; the
+  engine and `bulkhead proxy` record them through `app.engine.profile_evidence`), with why, the gateway
+  and the page's incident ID — the one record of a content block in state.toml;
 - **streaming quirks**: `buffered_sse` (the whole answer arrived at once: something buffers the stream),
   `idle_cut` (the stream was cut after a silence: an idle timeout on the way);
-- **proxy hops**: the hops a failure named (a structured hop: `name` plus any string fields).
+- **hops**: the forward proxies and gateways a failure named (the classifier's `Failure.hop`: its name,
+  kind, vendor, address, the setting that put it there, its own error, the line that named it).
 """
 
 from __future__ import annotations
@@ -246,22 +248,36 @@ def record_refused_beta(state: State, endpoint: str, beta: str, *, how: BetaRefu
     state.update(change)
 
 
+CONTENT_BLOCK_SAME = ("kind", "gateway")  # one entry per gateway and kind; a repeat counts up, newest ID kept
+
+
 def record_content_block(
     state: State,
     endpoint: str,
     *,
-    cause: str,
     kind: str,
+    why: str,
     status: int | None = None,
-    evidence: str = "",
+    gateway: str = "",
+    incident_id: str | None = None,
+    rejected_bytes: int | None = None,
 ) -> None:
-    """A refusal judged to be about the content, with its judged cause (the judge is the caller's)."""
+    """A refusal judged to be about the content (the judge is the caller's: `app.engine.block_cause`)."""
 
     def change(data: dict[str, Any]) -> None:
         entry = _entry(
-            {"cause": cause, "kind": kind, "status": status, "at": now_iso(), "evidence": evidence}
+            {
+                "cause": "content",
+                "kind": kind,
+                "status": status,
+                "gateway": gateway,
+                "incident_id": incident_id,
+                "rejected_bytes": rejected_bytes,
+                "at": now_iso(),
+                "why": why,
+            }
         )
-        _add(_learned_table(data, endpoint), "content_blocks", entry, ("cause", "kind"))
+        _add(_learned_table(data, endpoint), "content_blocks", entry, CONTENT_BLOCK_SAME)
 
     state.update(change)
 
@@ -283,14 +299,35 @@ def record_stream_quirk(
     state.update(change)
 
 
-def record_hop(state: State, endpoint: str, hop: Mapping[str, Any]) -> None:
-    """A proxy hop a failure named: `name` (e.g. "Squid") and any other string fields it carries."""
-    name = str(hop.get("name") or "").strip()
-    if not name:
+def record_hop(
+    state: State,
+    endpoint: str,
+    *,
+    name: str,
+    kind: str,
+    vendor: str | None = None,
+    address: str | None = None,
+    setting: str | None = None,
+    error: str | None = None,
+    detail: str | None = None,
+) -> None:
+    """A hop a failure named (`Failure.hop`: a forward proxy or a gateway), counted up by name."""
+    if not name.strip():
         return
 
     def change(data: dict[str, Any]) -> None:
-        entry = _entry({**{str(k): v for k, v in hop.items()}, "name": name, "at": now_iso()})
+        entry = _entry(
+            {
+                "name": name.strip(),
+                "kind": kind,
+                "vendor": vendor,
+                "address": address,
+                "setting": setting,
+                "error": error,
+                "detail": detail,
+                "at": now_iso(),
+            }
+        )
         _add(_learned_table(data, endpoint), "hops", entry, ("name",))
 
     state.update(change)
@@ -355,10 +392,13 @@ def describe_facts(facts: Facts, *, with_cap: bool = True) -> list[tuple[str, st
         )
     for block in facts.content_blocks:
         status = f" {block['status']}" if block.get("status") else ""
+        by = f" by {block['gateway']}" if block.get("gateway") else ""
+        ref = f", {block['incident_id']}" if block.get("incident_id") else ""
+        why = block.get("why") or block.get("cause", "")  # files from before 'why' carry it in 'cause'
         rows.append(
             (
                 "content block",
-                f"{block.get('kind', '')}{status}{_count(block)}: {block.get('cause', '')} ({_day(block.get('at'))})",
+                f"{block.get('kind', '')}{status}{_count(block)}{by}{ref}: {why} ({_day(block.get('at'))})",
             )
         )
     for quirk in facts.streaming:
@@ -366,8 +406,10 @@ def describe_facts(facts: Facts, *, with_cap: bool = True) -> list[tuple[str, st
         idle = f" after ~{quirk['idle_seconds']:g} s of silence" if quirk.get("idle_seconds") else ""
         rows.append(("streaming", f"{words}{idle}{_count(quirk)} ({_day(quirk.get('at'))})"))
     for hop in facts.hops:
+        error = f" {hop['error']}" if hop.get("error") else ""
         detail = f" — {hop['detail']}" if hop.get("detail") else ""
-        rows.append(("proxy hop", f"{hop.get('name')}{detail}{_count(hop)} ({_day(hop.get('at'))})"))
+        label = "proxy hop" if hop.get("kind") == "forward-proxy" else "gateway hop"
+        rows.append((label, f"{hop.get('name')}{error}{detail}{_count(hop)} ({_day(hop.get('at'))})"))
     return rows
 
 

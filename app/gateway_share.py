@@ -32,7 +32,7 @@ from typing import Any
 
 import tomli_w
 
-from app.gateway_profile import IMPORTED, Facts, all_profiles, now_iso, profile_from
+from app.gateway_profile import CONTENT_BLOCK_SAME, IMPORTED, Facts, all_profiles, now_iso, profile_from
 from app.redact import redact_text
 from app.sizes import format_size
 from app.state import State
@@ -41,7 +41,7 @@ FORMAT = "bulkhead-gateways"
 VERSION = 1
 PROVIDERS = ("anthropic", "openai", "bedrock", "lab")
 LISTS = ("betas", "content_blocks", "streaming", "hops")
-KEYS = {"betas": ("beta",), "content_blocks": ("cause", "kind"), "streaming": ("quirk",), "hops": ("name",)}
+KEYS = {"betas": ("beta",), "content_blocks": CONTENT_BLOCK_SAME, "streaming": ("quirk",), "hops": ("name",)}
 
 
 class GatewayFileError(ValueError):
@@ -155,6 +155,35 @@ def _valid(endpoint: str, table: Any) -> str:
     return ""
 
 
+def facts_in_words(facts: Facts) -> str:
+    """What one endpoint's facts hold, counted: "cap 119.0 KB, 1 refused beta, 1 hop" ("" for nothing)."""
+    what = [f"cap {format_size(facts.cap.cap_bytes)}"] if facts.cap is not None else []
+    for name, words in (
+        ("betas", "refused beta"),
+        ("content_blocks", "content block"),
+        ("streaming", "streaming quirk"),
+        ("hops", "hop"),
+    ):
+        count = len(getattr(facts, name))
+        if count:
+            what.append(f"{count} {words}{'s' if count != 1 else ''}")
+    if facts.header_limit:
+        what.append("a header limit")
+    return ", ".join(what)
+
+
+def describe_file(text: str, where: str) -> list[str]:
+    """One line per endpoint a gateways file holds and what it would import (for the trust question);
+    raises GatewayFileError for a file that cannot be read."""
+    gateways, exported_at = parse_file(text, where)
+    lines = [f"exported {exported_at}"] if exported_at else []
+    for endpoint, table in gateways.items():
+        why = _valid(str(endpoint), table)
+        what = why and f"skipped: {why}" or facts_in_words(Facts.from_table(table)) or "nothing"
+        lines.append(f"{endpoint}: {what}")
+    return lines
+
+
 def import_profiles(state: State, text: str, *, source: str, loosen: bool = False) -> ImportReport:
     """Read a gateways file into `[imported]`, marked with `source` and today's date (see the module doc)."""
     gateways, exported_at = parse_file(text, source)
@@ -208,20 +237,7 @@ def import_profiles(state: State, text: str, *, source: str, loosen: bool = Fals
                     f"(`/cap reset` forgets it)"
                 )
             imported[endpoint] = {**new, "source": origin, "imported_at": now_iso()}
-            facts = Facts.from_table(imported[endpoint])
-            what = [f"cap {format_size(facts.cap.cap_bytes)}"] if facts.cap is not None else []
-            for name, words in (
-                ("betas", "refused beta"),
-                ("content_blocks", "content block"),
-                ("streaming", "streaming quirk"),
-                ("hops", "proxy hop"),
-            ):
-                count = len(getattr(facts, name))
-                if count:
-                    what.append(f"{count} {words}{'s' if count != 1 else ''}")
-            if facts.header_limit:
-                what.append("a header limit")
-            line = f"{endpoint}: {', '.join(what) or 'nothing new'}"
+            line = f"{endpoint}: {facts_in_words(Facts.from_table(imported[endpoint])) or 'nothing new'}"
             report.imported.append(line + (f" — {'; '.join(notes)}" if notes else ""))
 
     state.update(change)

@@ -44,7 +44,8 @@ def process_start(pid: int) -> str:
         return ""
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """A process with this id runs on this machine (a zombie does not count)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -78,7 +79,7 @@ class Holder:
         """Still running? A lease from another host cannot be checked and counts as held."""
         if self.host != socket.gethostname():
             return True
-        if not _pid_alive(self.pid):
+        if not pid_alive(self.pid):
             return False
         now = process_start(self.pid)
         return not (self.started and now and now != self.started)

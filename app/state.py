@@ -67,7 +67,8 @@ def take_damage_notices() -> list[str]:
     return said
 
 
-STATE_VERSION = 2  # 2: caps learned from a 431 (a header-size answer, never a body cap) are dropped
+STATE_VERSION = 3  # 2: caps learned from a 431 (a header-size answer, never a body cap) are dropped;
+# 3: the content blocks kept in a `[content_blocks]` table of their own move into the endpoints' profiles
 
 
 def state_path() -> Path:
@@ -94,8 +95,41 @@ def migrate(data: dict[str, Any]) -> bool:
     if isinstance(caps, dict):
         for endpoint in [name for name, entry in caps.items() if _from_header_rejection(entry)]:
             del caps[endpoint]
+    _move_content_blocks(data)
     data["version"] = STATE_VERSION
     return True
+
+
+def _move_content_blocks(data: dict[str, Any]) -> None:
+    """`[content_blocks."ENDPOINT"]` (one entry per endpoint, written by a bulkhead of early December 2026)
+    becomes an entry of `[profiles."ENDPOINT"].content_blocks`, where the gateway profile keeps them."""
+    old = data.pop("content_blocks", None)
+    if not isinstance(old, dict):
+        return
+    profiles = data.get("profiles")
+    if not isinstance(profiles, dict):
+        profiles = data["profiles"] = {}
+    for endpoint, entry in old.items():
+        if not isinstance(entry, dict):
+            continue
+        table = profiles.get(endpoint)
+        if not isinstance(table, dict):
+            table = profiles[endpoint] = {}
+        blocks = table.get("content_blocks")
+        if not isinstance(blocks, list):
+            blocks = table["content_blocks"] = []
+        moved = {
+            "cause": "content",
+            "kind": "waf_block",
+            "status": entry.get("status"),
+            "gateway": entry.get("gateway"),
+            "incident_id": entry.get("incident_id"),
+            "rejected_bytes": entry.get("rejected_bytes"),
+            "at": entry.get("seen_at"),
+            "why": "judged content by an earlier bulkhead",
+            "count": 1,
+        }
+        blocks.append({k: v for k, v in moved.items() if v not in (None, "", 0)})
 
 
 def _caps(data: dict[str, Any]) -> dict[str, Any]:

@@ -41,7 +41,7 @@ from app.model.messages import (
 )
 from app.redact import redact_headers, redact_known, redact_value
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _MIGRATIONS: dict[int, str] = {
     1: """
@@ -147,6 +147,11 @@ _MIGRATIONS: dict[int, str] = {
         what TEXT NOT NULL DEFAULT ''
     );
     """,
+    3: """
+    -- a refused request's decision, as the engine made it (app.engine.failure_words.decision_of): the
+    -- rule's own action, the judged cause, the block page's incident ID, the hop that answered
+    ALTER TABLE requests ADD COLUMN decision TEXT NOT NULL DEFAULT '{}';
+    """,
 }
 
 REQUEST_FIELDS = (
@@ -173,10 +178,11 @@ REQUEST_FIELDS = (
     "error_body",
     "usage",
     "outcome",
+    "decision",
 )
-_JSON_REQUEST_FIELDS = {"evidence", "request_headers", "response_headers", "usage"}
+_JSON_REQUEST_FIELDS = {"evidence", "request_headers", "response_headers", "usage", "decision"}
 _HEADER_FIELDS = ("request_headers", "response_headers")
-_TEXT_REQUEST_FIELDS = {"url", "reason", "evidence", "body_preview", "error_body"}
+_TEXT_REQUEST_FIELDS = {"url", "reason", "evidence", "body_preview", "error_body", "decision"}
 
 
 def redact_header_values(headers: Any) -> Any:

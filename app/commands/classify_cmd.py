@@ -74,55 +74,36 @@ def run_single(
             "(or --batch FILE.jsonl)"
         )
     transport = getattr(args, "transport", None)
-    failure = classify_fields(
-        status,
-        message,
-        body,
-        headers,
-        request_bytes,
-        transport=transport,
-        drop_threshold=drop_threshold,
-        user_rules=user_rules,
-    )
+    fields: dict[str, Any] = {  # the case: classified, and spelled out the same for --explain
+        "status": status,
+        "message": message,
+        "body": body,
+        "headers": headers,
+        "request_bytes": request_bytes,
+        "transport": transport,
+        "drop_threshold": drop_threshold,
+    }
+    failure = classify_fields(**fields, user_rules=user_rules)
     explain = getattr(args, "explain", False)
     if getattr(args, "classify_json", False):
         data = failure_json(failure, fallback_cap=fallback_cap)
         if explain:
-            data["explain"] = _explain(
-                status, message, body, headers, request_bytes, transport, drop_threshold, user_rules
-            )
+            data["explain"] = _explain(fields, user_rules)
         print(json_text(data))
     else:
         print(render_text(failure, fallback_cap=fallback_cap))
         if explain:
             print()
-            print(
-                "\n".join(
-                    _explain(
-                        status, message, body, headers, request_bytes, transport, drop_threshold, user_rules
-                    )
-                )
-            )
+            print("\n".join(_explain(fields, user_rules)))
     return EXIT_OK
 
 
-def _explain(
-    status, message, body, headers, request_bytes, transport, drop_threshold, user_rules
-) -> list[str]:
+def _explain(fields: dict[str, Any], user_rules) -> list[str]:
     """The decision spelled out (`classify --explain`): the same case the classifier reads, evaluated again."""
     from app.commands.classify_explain import explain_lines
     from app.engine.failure_input import make_case
 
-    case = make_case(
-        status=status,
-        message=message,
-        body=body,
-        headers=headers,
-        request_bytes=request_bytes,
-        transport=transport,
-        drop_threshold=drop_threshold,
-    )
-    return explain_lines(case, user_rules)
+    return explain_lines(make_case(**fields), user_rules)
 
 
 def run_batch(

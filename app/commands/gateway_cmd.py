@@ -184,36 +184,28 @@ def _import(args) -> int:
 def _trust(args) -> int:
     from app.gateway_share import GatewayFileError, parse_file
     from app.textsafe import display_line
-    from app.workspace_gateways import (
-        WORKSPACE_FILE,
-        import_workspace_file,
-        read_workspace_file,
-        workspace_file,
-    )
-    from app.workspace_trust import workspace_file_trust
+    from app.workspace_gateways import WORKSPACE_FILE, answer_gateways_file, gateways_file, workspace_file
 
     workspace = Path(getattr(args, "workspace", None) or os.getcwd())
-    content = read_workspace_file(workspace)
-    path = workspace_file(workspace)
-    if content is None:
-        print(f"no {WORKSPACE_FILE} in {path.parent.parent} (or it is over 1 MB)", file=sys.stderr)
+    found = gateways_file(workspace)
+    if found is None:
+        root = workspace_file(workspace).parent.parent
+        print(f"no {WORKSPACE_FILE} in {root} (or it is over 1 MB)", file=sys.stderr)
         return 1
     state = _state()
-    trust = workspace_file_trust(state, path.parent.parent, WORKSPACE_FILE, content)
     if args.deny:
-        trust.remember("deny")
-        print(f"{path} is left alone (asked again if it changes)")
+        answer_gateways_file(state, found, "deny")
+        print(f"{found.path} is left alone (asked again if it changes)")
         return 0
     try:
-        gateways, exported_at = parse_file(content.decode("utf-8", errors="replace"), str(path))
+        gateways, exported_at = parse_file(found.content.decode("utf-8", errors="replace"), str(found.path))
     except GatewayFileError as exc:
         raise ConfigError(f"gateway trust: {exc}") from None
     print(
-        f"{display_line(str(path))}: {len(gateways)} endpoint(s)"
+        f"{display_line(str(found.path))}: {len(gateways)} endpoint(s)"
         + (f", exported {exported_at}" if exported_at else "")
     )
-    trust.remember("allow")
-    for line in import_workspace_file(state, path.parent.parent, content):
+    for line in answer_gateways_file(state, found, "allow"):
         print(f"  imported {display_line(line)}")
     return 0
 

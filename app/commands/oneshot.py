@@ -239,6 +239,21 @@ def terminal_rules_ask():
     return _terminal_question(intro)
 
 
+def terminal_gateways_ask():
+    """Ask on the controlling terminal whether the workspace's `.bulkhead/gateways.toml` may be read; None
+    without one."""
+    from app.textsafe import display_line
+
+    def intro(found) -> list[str]:
+        return [
+            f"? This workspace has {display_line(str(found.path))} (gateway profiles, from the repository):",
+            *(f"    {display_line(line)}" for line in found.describe()),
+            "  Read them? (a cap from the file only tightens what bulkhead sends; a change asks again)",
+        ]
+
+    return _terminal_question(intro)
+
+
 STDIN = "-"  # `-p -`: the prompt is stdin; `-p` with no prompt and stdin piped means the same
 
 
@@ -308,6 +323,7 @@ def run(args) -> int:
     async def main() -> int:
         await engine.start(resumed=resumed)
         await engine.confirm_workspace_rules(ask=terminal_rules_ask())
+        await engine.confirm_workspace_gateways(ask=terminal_gateways_ask())
         if engine.mcp is not None:  # started now, waited for before the first request
             await engine.start_mcp(ask=None if args.yes else terminal_mcp_ask(), allow_project=args.yes)
         try:

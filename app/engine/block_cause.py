@@ -3,6 +3,7 @@
     failure = judge(failure, request_bytes=N, accepted_max=A, floor_bytes=F)
     failure.cause          # "size" | "content" | "unknown" ("" for failures that are no gateway refusal)
     failure.incident_id    # the block page's reference, for the network team (or None)
+    hop_label(failure, headers, body, where="gw:443")   # who refused, in words (every message says it so)
 
 The classifier (app/engine/failures.py) decides the *kind* — `waf_block` stays `waf_block`. This module
 decides the *cause* of a `waf_block`, and so whether the recovery ladder and a learned cap make sense:
@@ -16,17 +17,21 @@ decides the *cause* of a `waf_block`, and so whether the recovery ladder and a l
 
 A content block is not payload-related and not recoverable: nothing is learned and nothing is cut; the
 message says the gateway refused the content (app.engine.content_words) and `/blocked` finds the part.
+`bulkhead proxy` judges its upstream's refusals here too: a size cause is translated into the client's
+overflow error, a content block never is.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import html
 import re
 from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
 
 from app.engine.caps import learned_cap_for
+from app.engine.failure_hops import HopKind
 from app.engine.failures import (
     CONNECTION_DROP,
     GATEWAY_NAMES,
@@ -51,25 +56,29 @@ _SIZE_WORDS = re.compile(
 )
 # References a block page gives for the network team: (pattern over the page text, label).
 _PAGE_IDS = (
-    (re.compile(r"Reference\s*#\s*([0-9a-f][0-9a-f.]{6,60})", re.I), "reference"),
+    (re.compile(r"Reference\s*#\s*([0-9a-f][0-9a-f.]{6,60})", re.I), "reference"),  # Akamai
     (re.compile(r"Ray ID:?\s*(?:<[^>]*>\s*)*([0-9a-f]{16})", re.I), "Cloudflare Ray ID"),
-    (re.compile(r"support ID is:?\s*(?:<[^>]*>\s*)*([0-9]{6,30})", re.I), "support ID"),
-    (re.compile(r"incident ID:?\s*(?:<[^>]*>\s*)*([\w-]{6,60})", re.I), "incident ID"),
+    (re.compile(r"support ID is:?\s*(?:<[^>]*>\s*)*([0-9]{6,30})", re.I), "support ID"),  # F5 ASM
+    (re.compile(r"incident ID:?\s*(?:<[^>]*>\s*)*([\w-]{6,60})", re.I), "incident ID"),  # Imperva, others
     (re.compile(r"(?:event|transaction|request) ID:?\s*(?:<[^>]*>\s*)*([\w-]{8,60})", re.I), "request ID"),
 )
 _HEADER_IDS = (
     ("cf-ray", "Cloudflare Ray ID"),
     ("x-amzn-requestid", "AWS request ID"),
     ("x-amz-cf-id", "CloudFront ID"),
+    ("x-azure-ref", "Azure Front Door reference"),
     ("x-iinfo", "Imperva incident"),
     ("x-request-id", "request ID"),
     ("x-unique-id", "request ID"),
 )
+PAGE_SCAN_CHARS = 200_000  # a block page is a few KB; a huge error body is read no further for its ID
 
 
 def incident_id(body: str | None, headers: Mapping[str, Any] | None) -> str | None:
-    """The block page's incident/reference ID as `label VALUE`, or None when the page gives none."""
-    text = body or ""
+    """The block page's incident/reference ID as `label VALUE` ("Cloudflare Ray ID 8f3a…"), else a
+    gateway's request-id header; None when the answer gives none. The one extractor: the engine's
+    failures and `bulkhead proxy` both use it."""
+    text = html.unescape((body or "")[:PAGE_SCAN_CHARS])
     for pattern, label in _PAGE_IDS:
         found = pattern.search(text)
         if found:
@@ -81,16 +90,40 @@ def incident_id(body: str | None, headers: Mapping[str, Any] | None) -> str | No
     return None
 
 
-def gateway_label(failure: Failure, headers: Mapping[str, Any] | None, body: str | None) -> str:
-    """Who refused, in words: the classifier's gateway, else Apache (whose stock 403 page is what
-    ModSecurity sends by default), else the Server header, else "a gateway"."""
-    if failure.gateway:
-        return GATEWAY_NAMES.get(failure.gateway, failure.gateway)
+APACHE_FILTER = "Apache (ModSecurity or a similar filter)"
+
+
+def hop_label(
+    failure: Failure,
+    headers: Mapping[str, Any] | None = None,
+    body: str | None = None,
+    *,
+    where: str | None = None,
+) -> str:
+    """Who refused, in words — the one way messages name the refusing hop (the turn's error, the proxy's
+    translated errors, the Requests panel). The classifier's hop (`Failure.hop`) first, then its gateway;
+    Apache's stock page (what ModSecurity sends by default) as Apache with its filter; else the Server
+    header; else "a gateway". `where` (host:port) is added when the hop's name does not carry an address."""
+    hop = failure.hop
+    vendor = hop.vendor if hop is not None else failure.gateway
     server = next((str(v) for k, v in (headers or {}).items() if str(k).lower() == "server"), "")
-    page = body or ""
-    if server.lower().startswith("apache") or "<address>Apache" in page:
-        return "Apache (ModSecurity or a similar filter)"
-    return server.split("/")[0][:40] if server else "a gateway"
+    if vendor == "apache" or (
+        not vendor and (server.lower().startswith("apache") or "<address>Apache" in (body or ""))
+    ):
+        name = APACHE_FILTER
+    elif hop is not None and hop.kind is HopKind.ENDPOINT:  # no answer but a reset: what sits at the URL
+        name = f"the gateway at {hop.address or hop.name}"
+    elif hop is not None and hop.name:
+        name = hop.name
+    elif failure.gateway:
+        name = GATEWAY_NAMES.get(failure.gateway, failure.gateway)
+    elif server:
+        name = server.split("/")[0][:40]
+    else:
+        name = "a gateway"
+    if where and not (hop is not None and hop.address):
+        name += f" at {where}"
+    return name
 
 
 def judge_cause(
@@ -140,7 +173,7 @@ def judge(
     if cause is None:
         return failure
     incident = incident_id(body, headers)
-    label = gateway_label(failure, headers, body)
+    label = hop_label(failure, headers, body)
     evidence = (*failure.evidence, f"cause {cause}: {why}")
     if not failure.gateway and label != "a gateway":
         evidence += (f"{_GATEWAY_LINE}{label}",)
@@ -164,7 +197,7 @@ def _content_changes(gateway: str) -> dict[str, Any]:
 
 def judged_content(failure: Failure, why: str) -> Failure:
     """An undecided block judged content after the fact (the recovery's smaller resends were refused too)."""
-    gateway = _gateway_from_reason(failure)
+    gateway = refused_by(failure)
     changes = _content_changes(gateway)
     changes["evidence"] = (
         *(e for e in failure.evidence if not e.startswith("cause ")),
@@ -173,8 +206,7 @@ def judged_content(failure: Failure, why: str) -> Failure:
     return dataclasses.replace(failure, **changes)
 
 
-def _gateway_from_reason(failure: Failure) -> str:
-    if failure.gateway:
-        return GATEWAY_NAMES.get(failure.gateway, failure.gateway)
+def refused_by(failure: Failure) -> str:
+    """Who refused a judged failure, as its judgement named it ("refused by …"), else from its hop."""
     said = next((e for e in failure.evidence if e.startswith(_GATEWAY_LINE)), "")
-    return said.removeprefix(_GATEWAY_LINE) or "a gateway"
+    return said.removeprefix(_GATEWAY_LINE) or hop_label(failure)

@@ -2,6 +2,8 @@
 (optionally) withhold it. One driver for both front ends.
 
     plan = blocked_plan(engine)                       # parts and the most probes it may send (ask first)
+    report = await find_offline(engine)               # first, when the offline-waf extra is installed: the
+                                                      # local Core Rule Set at PL1-PL4, zero requests
     report = await find_blocked(engine, on_probe=...) # BlockedReport: the finding (or none), probes sent
     outcome = withhold(engine.session, report.finding)
 """
@@ -42,12 +44,22 @@ class BlockedPlan:
 @dataclass(frozen=True)
 class BlockedReport:
     finding: Finding | None
-    probes: int
+    probes: int  # requests sent to the gateway (0 offline)
     message: str
+    offline: bool = False  # judged by the local Core Rule Set (app.engine.offline_waf), nothing sent
+    paranoia: int | None = None  # offline: the lowest paranoia level that refuses the request
+    rules: tuple[str, ...] = ()  # offline: the CRS rules the span matches ("942100 SQL Injection …")
+    evaluations: int = 0  # offline: local evaluations made
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"type": "result", "probes": self.probes, "message": self.message}
         data["finding"] = self.finding.to_json() if self.finding else None
+        if self.offline:
+            data["offline"] = {
+                "paranoia": self.paranoia,
+                "rules": list(self.rules),
+                "evaluations": self.evaluations,
+            }
         return data
 
 
@@ -65,6 +77,13 @@ def blocked_plan(engine: Engine) -> BlockedPlan:
         finder.plan(parts),
         "messages, tool results, instructions or tool definitions: " + ", ".join(kinds),
     )
+
+
+def lines_words(finding: Finding) -> str:
+    """ "line 3", "lines 3-5", "lines 3, 10-11": every line that holds a refused span."""
+    ranges = finding.line_ranges
+    words = ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in ranges)
+    return f"line {words}" if len(ranges) == 1 and ranges[0][0] == ranges[0][1] else f"lines {words}"
 
 
 async def _never(texts: Sequence[str]) -> Verdict:  # pragma: no cover - plan() sends nothing
@@ -129,6 +148,76 @@ async def find_blocked(
     return BlockedReport(
         finding,
         finder.probes,
-        f"the gateway refuses {finding.part.label}, lines {finding.line_start}-{finding.line_end}: “{span}” "
+        f"the gateway refuses {finding.part.label}, {lines_words(finding)}: “{span}” "
         f"({finder.probes} probes)",
     )
+
+
+OFFLINE_MAX_EVALUATIONS = 800  # local evaluations (a few ms each) before the offline search gives up
+
+
+async def find_offline(
+    engine: Engine,
+    *,
+    paranoia: int | None = None,
+    on_probe: Callable[[int, str, Verdict], None] | None = None,
+) -> BlockedReport:
+    """The session's request judged by the local Core Rule Set (`app.engine.offline_waf`), nothing sent: at
+    `paranoia`, or at the lowest of PL1-PL4 that refuses it; the part, the span and the rules it matches.
+    A report without a finding says why (the extra or the rules missing, or no level refuses it)."""
+    from app.engine.offline_waf import PARANOIA_LEVELS, LocalCrs, offline_unavailable
+
+    why = offline_unavailable()
+    if why:
+        return BlockedReport(None, 0, why, offline=True)
+    parts = blocked_plan(engine).parts
+    texts = [text for part in parts for text in part.wire_texts]
+    levels = (paranoia,) if paranoia else PARANOIA_LEVELS
+    evaluations = 0
+    for level in levels:
+        crs = await asyncio.to_thread(LocalCrs, level)
+        try:
+            if await asyncio.to_thread(crs.judge, texts) == "passed":
+                evaluations += crs.evaluations
+                continue
+            finder = ContentFinder(_threaded(crs), max_probes=OFFLINE_MAX_EVALUATIONS, on_probe=on_probe)
+            try:
+                finding = await finder.find(parts)
+            except ProbeFailed as exc:
+                return BlockedReport(None, 0, f"offline: {exc}", offline=True, paranoia=level)
+            evaluations += crs.evaluations
+            if finding is None:
+                continue
+            await asyncio.to_thread(crs.judge, [finding.span])
+            rules = crs.last_rules
+        finally:
+            crs.close()
+        span = display_line(finding.span[:300])
+        named = "; ".join(rules[:4]) or "the anomaly score of several rules"
+        return BlockedReport(
+            finding,
+            0,
+            f"the OWASP Core Rule Set (paranoia level {level}, checked here: nothing was sent) refuses "
+            f"{finding.part.label}, {lines_words(finding)}: “{span}” — rule {named}",
+            offline=True,
+            paranoia=level,
+            rules=rules,
+            evaluations=evaluations + 1,  # and the span judged alone, for its rules
+        )
+    where = f"paranoia level {paranoia}" if paranoia else "paranoia levels 1-4"
+    return BlockedReport(
+        None,
+        0,
+        f"the OWASP Core Rule Set ({where}, checked here) refuses nothing in this request: the gateway "
+        f"judges by rules of its own, so only live probes can find the part",
+        offline=True,
+        paranoia=paranoia,
+        evaluations=evaluations,
+    )
+
+
+def _threaded(crs: Any) -> Callable[[Sequence[str]], Any]:
+    async def send(texts: Sequence[str]) -> Verdict:
+        return await asyncio.to_thread(crs.judge, texts)
+
+    return send

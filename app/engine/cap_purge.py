@@ -10,14 +10,12 @@ Before bulkhead judged size against content, any HTML 403 taught a body cap. A c
 Such a cap would shrink every later session to fit a limit that does not exist, so it is forgotten when a
 session starts, and a notice says so. Caps learned from a 413 or a reset are left alone: those are size.
 
-    record_content_block(state, endpoint, failure)   # for the gateway profile (issue 38): what was judged
+A content block itself is recorded once, in the endpoint's gateway profile (`app.engine.profile_evidence`).
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-from app.engine.failures import WAF_BLOCK, Failure
+from app.engine.failures import WAF_BLOCK
 from app.sizes import format_size
 from app.state import LearnedCap, State
 from app.store import Store
@@ -78,24 +76,3 @@ def purge_stale_cap(
     if not why or not state.forget_cap(endpoint):
         return ""
     return f"forgot the {format_size(cap.cap_bytes)} cap learned for {endpoint} from a 403: {why}"
-
-
-def record_content_block(state: State, endpoint: str, failure: Failure) -> None:
-    """Remember that `endpoint` refused content (time, incident ID, gateway) in state.toml's
-    `[content_blocks]`, without any cap. The per-endpoint gateway profile can read it."""
-    from datetime import UTC, datetime
-
-    def change(data: dict[str, Any]) -> None:
-        table = data.get("content_blocks")
-        if not isinstance(table, dict):
-            table = data["content_blocks"] = {}
-        entry = {
-            "seen_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "status": failure.status or 0,
-            "gateway": failure.gateway or "",
-            "incident_id": failure.incident_id or "",
-            "rejected_bytes": failure.rejected_bytes or 0,
-        }
-        table[endpoint] = entry
-
-    state.update(change)

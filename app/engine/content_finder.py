@@ -48,6 +48,12 @@ class RequestPart:
     index: int = 0  # the part's index within that message
     kind: str = "text"  # text | tool_result | tool_call | system | tool
     newest_prompt: bool = False  # the user's newest prompt: give it back to edit rather than withhold
+    pieces: tuple[str, ...] = ()  # the separate JSON strings the wire carries it as (a tool's definition)
+
+    @property
+    def wire_texts(self) -> tuple[str, ...]:
+        """What a probe of the whole part sends: its separate strings, as the gateway judges each on its own."""
+        return self.pieces or (self.text,)
 
     def to_json(self) -> dict[str, Any]:
         return {"label": self.label, "message_id": self.message_id, "index": self.index, "kind": self.kind}
@@ -161,12 +167,31 @@ def request_parts(
     if system.strip():
         parts.append(RequestPart("the system prompt (with AGENTS.md / CLAUDE.md)", system, kind="system"))
     for spec in tools:
-        text = spec.description + "\n" + json.dumps(spec.input_schema, ensure_ascii=False)
-        parts.append(RequestPart(f"the description of tool {spec.name}", text, kind="tool"))
+        # The gateway judges each JSON string of the definition on its own (keys and values), never the schema
+        # as one quoted string, nor the strings run together (a PL2 CRS refuses both for what they add up to).
+        pieces = (spec.description, *_strings(spec.input_schema))
+        parts.append(
+            RequestPart(f"the description of tool {spec.name}", "\n".join(pieces), kind="tool", pieces=pieces)
+        )
     return parts
 
 
+def _strings(value: Any) -> list[str]:
+    """Every string inside a JSON value, keys included, in order."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in (str(k), *_strings(v))]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
 MAX_SPANS = 4  # refused spans looked for in one part before the whole part is withheld
+
+
+def _texts(parts: Sequence[RequestPart]) -> list[str]:
+    return [text for part in parts for text in part.wire_texts]
 
 
 def _mask_lines(text: str, ranges: Sequence[tuple[int, int]]) -> str:
@@ -216,15 +241,15 @@ class ContentFinder:
         their combination, or the block is gone)."""
         if not parts:
             return None
-        if await self._probe([p.text for p in parts], f"all {len(parts)} parts") == "passed":
+        if await self._probe(_texts(parts), f"all {len(parts)} parts") == "passed":
             return None
         group = list(parts)
         while len(group) > 1:
             half = len(group) // 2
             first, second = group[:half], group[half:]
-            if await self._probe([p.text for p in first], f"{len(first)} parts") == "blocked":
+            if await self._probe(_texts(first), f"{len(first)} parts") == "blocked":
                 group = first
-            elif await self._probe([p.text for p in second], f"{len(second)} parts") == "blocked":
+            elif await self._probe(_texts(second), f"{len(second)} parts") == "blocked":
                 group = second
             else:
                 break  # each half passes alone: the pair is needed; keep the group and narrow inside it

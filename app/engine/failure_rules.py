@@ -17,19 +17,14 @@ hops (issues 38–39); `BUILT_IN_RULES` is both.
 
 from __future__ import annotations
 
-from app.engine.failure_details import (  # noqa: F401 - detail sentences, one per rule
+from app.engine.failure_details import (  # detail sentences, one per rule (the meaning and hop rules' own: failure_rules_read)
     BIG_HEADERS,
     HEADER_BYTES,
-    HEADERS_SUSPECT_BYTES,
-    LARGE_BODY,
-    MANY_VALUES,
     _auth_status_detail,
-    _big_headers,
     _block_200_detail,
     _ca_bundle_detail,
     _drop_detail,
     _drop_unproven_detail,
-    _header_bytes,
     _headers_detail,
     _headers_reset_detail,
     _html_200_detail,
@@ -39,27 +34,11 @@ from app.engine.failure_details import (  # noqa: F401 - detail sentences, one p
     _payload_detail,
     _server_detail,
     _timeout_detail,
-    _title_of,
     _tls_detail,
     _tpm_detail,
     _upstream_detail,
     _waf_detail,
     _words,
-    block_status_detail,
-    body_meaning_detail,
-    gateway_html_400_detail,
-    headers_meaning_detail,
-    meaning_overflow_detail,
-    network_policy_detail,
-    not_the_request_detail,
-    output_limit_detail,
-    proxy_policy_detail,
-    proxy_timeout_detail,
-    proxy_unreachable_detail,
-    refused_detail,
-    slow_upload_detail,
-    tunnel_refused_detail,
-    waf_vendor_detail,
 )
 from app.engine.failure_meaning import (
     MEANS_BODY_TOO_LARGE,

@@ -82,6 +82,21 @@ def describe_action(failure: Failure, *, fallback_cap: int = DEFAULT_FALLBACK_CA
     return "fail: retrying or compacting would not help"
 
 
+def decision_of(failure: Failure, *, fallback_cap: int = DEFAULT_FALLBACK_CAP) -> dict[str, object]:
+    """What the engine decided about a refused request, kept beside its record (the store's `decision`):
+    the rule's own action, the judged cause, the incident ID and the hop — so the Requests panel says
+    what was decided then instead of rebuilding advice from the kind."""
+    hop = failure.hop
+    return {
+        "action": describe_action(failure, fallback_cap=fallback_cap),
+        "rule_id": failure.rule_id,
+        "decided_by": failure.decided_by,
+        "cause": failure.cause,
+        "incident_id": failure.incident_id or "",
+        "hop": {"kind": hop.kind.value, "name": hop.name} if hop is not None and hop.name else {},
+    }
+
+
 def proxy_variable(failure: Failure) -> str:
     """The variable that set the proxy in effect (the hop knows it), else which one would."""
     hop = failure.hop
@@ -154,8 +169,15 @@ def give_up_advice(failure: Failure, url: str | None = None) -> str:
     return f"check that {where} is reachable (network, VPN, {via}), then /retry"
 
 
-def explain(failure: Failure, *, learned_cap: int | None = None, level: int | None = None) -> str:
-    """One copyable plain-text sentence: what rejected the request, the signals, and the outcome."""
+def explain(
+    failure: Failure,
+    *,
+    learned_cap: int | None = None,
+    level: int | None = None,
+    action: str | None = None,
+) -> str:
+    """One copyable plain-text sentence: what rejected the request, the signals, and the outcome
+    (`action`: what was decided when it happened, else what would be decided now)."""
     from app.engine.failures import HEADLINES
 
     sentence = failure.reason or HEADLINES.get(failure.kind, failure.kind)
@@ -170,7 +192,7 @@ def explain(failure: Failure, *, learned_cap: int | None = None, level: int | No
     elif level is not None:
         sentence += f"; bulkhead recovered at ladder level {level}"
     else:
-        action = describe_action(failure)
+        action = action or describe_action(failure)
         sentence += (
             f"; bulkhead stops here: {action.removeprefix('fail: ')}"
             if action.startswith("fail: ")

@@ -1,20 +1,20 @@
 """What a session's requests teach the endpoint's profile (`app.gateway_profile`), and what the profile changes.
 
 - `apply_profile(provider, state)`: a route's provider stops sending the betas its endpoint refused;
-- `on_failure(...)`: a refused request — its header limit (headers_too_large), a content block (with the
-  judged cause: `judged_cause`), the proxy hop the failure named (`failure_hop`);
+- `on_failure(...)`: a refused request — its header limit (headers_too_large), a content block (judged by
+  `app.engine.block_cause`: `record_judged_block`), the hop the classifier named (`Failure.hop`);
 - `StreamQuirks`: the Sender's stream timings — buffered SSE, idle cuts — remembered once per session.
 
-`judged_cause` and `failure_hop` are the two places where other modules' judgements come in (the content
-finder's cause, the classifier's structured hop): each reads an attribute of the Failure when it has one.
+The engine's sender and `bulkhead proxy` both feed it, so one endpoint has one profile whoever sent.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from app.engine.failure_hops import Hop, HopKind
 from app.engine.stream_watch import StreamObservation, buffered, idle_cut
 from app.gateway_profile import (
     load_profile,
@@ -24,15 +24,13 @@ from app.gateway_profile import (
     record_hop,
     record_stream_quirk,
 )
-from app.sizes import format_size
+from app.model.events import Notice
+from app.textsafe import display_line
 
 if TYPE_CHECKING:
     from app.engine.failures import Failure
-    from app.engine.resets import SizeEvidence
     from app.providers.base import Provider
     from app.state import State
-
-CONTENT_KINDS = frozenset({"waf_block"})
 
 
 def apply_profile(provider: Provider, state: State) -> None:
@@ -51,35 +49,45 @@ def endpoint_lines(state: State, endpoint: str) -> tuple[str, ...]:
         return ()
 
 
-def judged_cause(failure: Failure, request_bytes: int | None, sizes: SizeEvidence | None) -> str | None:
-    """Why a refusal is about the content, or None when it is not judged to be.
+def record_judged_block(state: State, endpoint: str, failure: Failure) -> None:
+    """A failure judged content (`app.engine.block_cause`, at once or after the recovery's smaller resends
+    were refused too) into the endpoint's profile: why, the gateway, the incident ID. Never raises."""
+    if failure.cause != "content":
+        return
+    from app.engine.block_cause import refused_by
 
-    A judgement carried by the failure (`content_cause`, from the content finder) wins; otherwise a WAF
-    refusal of a body no bigger than one this endpoint accepted is about what it says, not its size."""
-    cause = getattr(failure, "content_cause", None)
-    if cause:
-        return str(cause)
-    if failure.kind not in CONTENT_KINDS or not request_bytes or sizes is None or sizes.accepted_max is None:
-        return None
-    if request_bytes <= sizes.accepted_max:
-        return (
-            f"content: a {format_size(request_bytes)} request was refused where {format_size(sizes.accepted_max)} "
-            f"passed (not its size)"
+    why = next(
+        (e.removeprefix("cause content: ") for e in failure.evidence if e.startswith("cause content: ")), ""
+    )
+    with contextlib.suppress(Exception):
+        record_content_block(
+            state,
+            endpoint,
+            kind=failure.kind,
+            why=why or failure.reason,
+            status=failure.status,
+            gateway=refused_by(failure),
+            incident_id=failure.incident_id,
+            rejected_bytes=failure.rejected_bytes,
         )
-    return None
 
 
-def failure_hop(failure: Failure) -> Mapping[str, Any] | None:
-    """The proxy hop a failure names (the classifier's structured hop), as a mapping with at least `name`."""
-    hop = getattr(failure, "hop", None)
-    if hop is None:
-        return None
-    if isinstance(hop, Mapping):
-        return hop
-    fields = getattr(hop, "__dict__", None) or {
-        name: getattr(hop, name) for name in getattr(hop, "__slots__", ()) if hasattr(hop, name)
-    }
-    return {k: v for k, v in dict(fields).items() if isinstance(v, str | int | float | bool)} or None
+def record_failure_hop(state: State, endpoint: str, hop: Hop | None) -> None:
+    """The hop a failure named (`Failure.hop`), when it is one between bulkhead and the provider — a
+    forward proxy or a gateway; the endpoint itself (nothing listening, a reset) is no hop to remember."""
+    if hop is None or hop.kind is HopKind.ENDPOINT or not hop.name:
+        return
+    record_hop(
+        state,
+        endpoint,
+        name=hop.name,
+        kind=hop.kind.value,
+        vendor=hop.vendor,
+        address=hop.address,
+        setting=hop.setting,
+        error=hop.error,
+        detail=hop.evidence[0] if hop.evidence else None,
+    )
 
 
 def on_failure(
@@ -87,11 +95,10 @@ def on_failure(
     endpoint: str,
     failure: Failure,
     *,
-    request_bytes: int | None,
-    header_bytes: int | None,
-    sizes: SizeEvidence | None,
+    header_bytes: int | None = None,
 ) -> None:
-    """Remember what a refused request showed about `endpoint` (never raises)."""
+    """Remember what a refused request showed about `endpoint` (never raises): its header limit, a content
+    block (judged by `app.engine.block_cause`), the hop that answered."""
     with contextlib.suppress(Exception):
         if failure.kind == "headers_too_large" and (header_bytes or failure.request_header_bytes):
             record_header_limit(
@@ -100,19 +107,8 @@ def on_failure(
                 header_bytes=int(header_bytes or failure.request_header_bytes or 0),
                 reason=failure.reason,
             )
-        cause = judged_cause(failure, request_bytes, sizes)
-        if cause:
-            record_content_block(
-                state,
-                endpoint,
-                cause=cause,
-                kind=failure.kind,
-                status=failure.status,
-                evidence="; ".join(failure.evidence)[:300],
-            )
-        hop = failure_hop(failure)
-        if hop:
-            record_hop(state, endpoint, hop)
+        record_judged_block(state, endpoint, failure)
+        record_failure_hop(state, endpoint, failure.hop)
 
 
 class StreamQuirks:
@@ -138,6 +134,40 @@ class StreamQuirks:
                 detail=f"the stream was cut after {silence:.1f} s without an event (an idle timeout on the way)",
                 idle_seconds=silence,
             )
+
+
+AskGateways = Callable[[Any], Awaitable[str | None]]  # (GatewaysFile) -> "allow" | "deny" | None (not now)
+
+
+async def confirm_workspace_gateways(engine: Any, ask: AskGateways | None) -> str | None:
+    """Ask about the workspace's `.bulkhead/gateways.toml` when it waits for an answer (as the rule files and
+    `.mcp.json` are asked about); the answer is remembered, and an allowed file is read at once and applies
+    (its refused betas). Returns "allow", "deny" or None (nothing asked, or "not now")."""
+    from app.workspace_gateways import WORKSPACE_FILE, answer_gateways_file, pending_gateways_file
+
+    pending = pending_gateways_file(engine.state, engine.workspace)
+    if pending is None or ask is None:
+        return None
+    try:
+        answer = await ask(pending)
+    except Exception:  # noqa: BLE001 - a broken question is "not now"
+        answer = None
+    if answer not in ("allow", "deny"):
+        return None
+    try:
+        lines = answer_gateways_file(engine.state, pending, "allow" if answer == "allow" else "deny")
+    except Exception as exc:  # noqa: BLE001 - a broken file costs its profiles, never the session
+        engine.emit(
+            Notice(display_line(f"could not read {WORKSPACE_FILE}: {exc}"), level="warn", code="gateways")
+        )
+        return answer
+    if answer == "allow":
+        apply_profile(engine.provider, engine.state)
+        said = f"gateway profiles read from {WORKSPACE_FILE} (trusted): " + "; ".join(lines)
+    else:
+        said = f"{WORKSPACE_FILE} is left alone (remembered; `bulkhead gateway trust` reads it)"
+    engine.emit(Notice(display_line(said), code="gateways"))
+    return answer
 
 
 def workspace_gateway_notices(engine: Any) -> list[tuple[Any, str]]:

@@ -18,7 +18,6 @@ Every attempt writes a receipt and fires PreCompact/PostCompact with trigger `re
 
 from __future__ import annotations
 
-import contextlib
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -300,10 +299,9 @@ class Recovery:
         return content_block_message(failure, session_id=self.engine.session.id)
 
     def _record_content_block(self, failure: Failure) -> None:
-        from app.engine.cap_purge import record_content_block
+        from app.engine.profile_evidence import record_judged_block
 
-        with contextlib.suppress(OSError):
-            record_content_block(self.engine.state, self.engine.route.endpoint_id, failure)
+        record_judged_block(self.engine.state, self.engine.route.endpoint_id, failure)
 
     def _rejected_bytes(self, failed: RequestFailed) -> int:
         return (

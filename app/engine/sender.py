@@ -496,9 +496,12 @@ class Sender:
                 error.body or error.message or "", ERROR_BODY_CHARS, marker=""
             )
         if failure is not None:
+            from app.engine.failure_words import decision_of
+
             record["kind"] = failure.kind
             record["reason"] = failure.reason
             record["evidence"] = list(failure.evidence)
+            record["decision"] = decision_of(failure)
         if usage is not None:
             record["usage"] = {
                 "input_tokens": usage.input_tokens,

@@ -52,6 +52,7 @@ from app.engine.permissions import Permissions
 from app.engine.profile_evidence import (
     StreamQuirks,
     apply_profile,
+    confirm_workspace_gateways,
     endpoint_lines,
     on_failure,
     workspace_gateway_notices,
@@ -442,6 +443,11 @@ class Engine:
         wait for approval (`app.engine.workspace_rules`); front ends call it after their first frame."""
         return await confirm_rule_files(self.permissions, ask, self.emit)
 
+    async def confirm_workspace_gateways(self, ask=None) -> str | None:
+        """Ask (`ask(gateways_file)` → "allow" | "deny" | None) about the workspace's `.bulkhead/gateways.toml`
+        when it waits for an answer (`app.engine.profile_evidence`); front ends call it after their first frame."""
+        return await confirm_workspace_gateways(self, ask)
+
     def _mcp_changed(self, connection) -> None:
         if self._closing:  # servers stopping at exit: nothing to tell
             return
@@ -663,16 +669,7 @@ class Engine:
         )
         route = self.route if request.route == self.route.name else self.settings.routes.get(request.route)
         if route is not None:  # what the refusal shows about the endpoint goes to its profile
-            sizes = self.sender.size_evidence if route is self.route else None
-            bytes_sent = request.actual_bytes or request.predicted_bytes
-            on_failure(
-                self.state,
-                route.endpoint_id,
-                failure,
-                request_bytes=bytes_sent,
-                header_bytes=None,
-                sizes=sizes,
-            )
+            on_failure(self.state, route.endpoint_id, failure)
         await self.hooks.request_rejected(
             failure.kind,
             list(failure.evidence),
@@ -1035,12 +1032,8 @@ class Engine:
                     failed.failure,
                     visible=True,
                 ) from failed
-            if failed.failure.cause == "content":
-                from app.engine.cap_purge import record_content_block
+            if failed.failure.cause == "content":  # recorded in the endpoint's profile at the rejection
                 from app.engine.content_words import content_block_message
-
-                with contextlib.suppress(OSError):
-                    record_content_block(self.state, self.route.endpoint_id, failed.failure)
 
                 raise TurnFailed(
                     content_block_message(failed.failure, session_id=self.session.id), failed.failure

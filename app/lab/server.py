@@ -39,6 +39,7 @@ from types import ModuleType
 from typing import Any
 from urllib.parse import unquote
 
+from app.connections import ConnectionServer
 from app.lab import (
     content_rules,
     gateway,
@@ -134,7 +135,8 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-class LabServer:
+class LabServer(ConnectionServer):
+    name = "lab"
     """The lab: settings, fault plan, prompt cache and request log, served over HTTP on one event loop."""
 
     def __init__(
@@ -149,8 +151,7 @@ class LabServer:
         self._cache = PromptCache()
         self._log: deque[dict[str, Any]] = deque(maxlen=log_limit)
         self._serial = 0
-        self._server: asyncio.Server | None = None
-        self._connections: set[asyncio.Task] = set()
+        super().__init__()
         self.on_request = on_request
         self.host: str | None = None
         self.port: int | None = None
@@ -188,40 +189,17 @@ class LabServer:
     # --- lifecycle ----------------------------------------------------------------------------------
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
-        self._server = await asyncio.start_server(
-            self._on_connection, host, port, limit=MAX_HEAD_BYTES, reuse_address=True
-        )
-        self.host, self.port = self._server.sockets[0].getsockname()[:2]
+        self.host, self.port = await self.listen(host, port, limit=MAX_HEAD_BYTES)
         return self.url
 
     async def stop(self) -> None:
-        server, self._server = self._server, None
-        if server is not None:
-            server.close()
-        for task in list(self._connections):
-            task.cancel()
-        await asyncio.gather(*self._connections, return_exceptions=True)
-        if server is not None:
-            await server.wait_closed()
+        await self.stop_listening()
 
     # --- connections --------------------------------------------------------------------------------
 
-    async def _on_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        if task is not None:
-            self._connections.add(task)
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         writer.transport.set_write_buffer_limits(high=0)  # drain() waits until the kernel has everything
-        try:
-            await self._connection(reader, writer)
-        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError, OSError):
-            pass
-        except Exception:  # a lab bug must never take the server down
-            log.exception("lab: unexpected error while serving a connection")
-        finally:
-            if task is not None:
-                self._connections.discard(task)
-            with contextlib.suppress(Exception):
-                writer.close()
+        await self._connection(reader, writer)
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername")

@@ -53,6 +53,17 @@ def has_marker(text: str) -> bool:
     return (MARKER_PREFIX in text or LEGACY_MARKER_PREFIX in text) and MARKER_RE.search(text) is not None
 
 
+_LEGACY_MARKER_RE = re.compile(r"<<ccr:([0-9a-f]{16})>>")
+
+
+def current_markers(text: str) -> str:
+    """`text` with every legacy `<<ccr:KEY>>` written as today's `[[ccr:KEY]]` (a stock CRS at paranoia
+    level 2 refuses the old form: rule 942120 reads `<<` as an SQL operator). The same text, the same key."""
+    if LEGACY_MARKER_PREFIX not in text:
+        return text
+    return _LEGACY_MARKER_RE.sub(r"[[ccr:\1]]", text)
+
+
 def parse_recall_keys(text: str) -> list[str]:
     """Every key named in `text`, leniently: `ccr:KEY`, `<ccr:KEY>`, upper case, prose, several."""
     return list(dict.fromkeys(m.lower() for m in _LENIENT_RE.findall(text or "")))

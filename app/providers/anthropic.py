@@ -289,7 +289,7 @@ class AnthropicProvider(HttpxSdkProvider):
             )
         return {"edits": edits}
 
-    def build(
+    def _build(
         self,
         view: Sequence[Message],
         system: str,

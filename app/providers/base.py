@@ -13,6 +13,7 @@ This module must not import any SDK: importing `app.providers` stays cheap.
 from __future__ import annotations
 
 import abc
+import dataclasses
 import json
 import json.encoder
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -20,9 +21,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.config import Route, Settings
+from app.model.archive import LEGACY_MARKER_PREFIX, current_markers
 from app.model.costs import Usage
 from app.model.events import RequestPurpose
-from app.model.messages import Message
+from app.model.messages import Message, Text, ToolResult
 
 SUMMARY_PURPOSE: RequestPurpose = "summary"
 
@@ -172,6 +174,28 @@ class ListedModel:
     note: str = ""
 
 
+def sendable_view(view: Sequence[Message]) -> Sequence[Message]:
+    """`view` with the legacy marker rewritten in its text and tool results (the same message ids, so the
+    providers' per-message caches stay right: the rewrite is the same every time). Thinking blocks are
+    signed and never touched. The view itself is returned when nothing needs it."""
+    out: list[Message] | None = None
+    for index, message in enumerate(view):
+        parts = tuple(_sendable_part(part) for part in message.parts)
+        if any(new is not old for new, old in zip(parts, message.parts, strict=True)):
+            if out is None:
+                out = list(view)
+            out[index] = dataclasses.replace(message, parts=parts)
+    return view if out is None else out
+
+
+def _sendable_part(part: Any) -> Any:
+    if isinstance(part, Text) and LEGACY_MARKER_PREFIX in part.text:
+        return Text(current_markers(part.text))
+    if isinstance(part, ToolResult) and LEGACY_MARKER_PREFIX in part.content:
+        return dataclasses.replace(part, content=current_markers(part.content))
+    return part
+
+
 class ProviderError(Exception):
     """Any failure of a provider call, with everything the classifier and the inspector need."""
 
@@ -272,7 +296,6 @@ class Provider(abc.ABC):
         # betas this route's endpoint refused or stripped (its gateway profile): never sent there
         self.refused_betas: frozenset[str] = frozenset()
 
-    @abc.abstractmethod
     def build(
         self,
         view: Sequence[Message],
@@ -282,7 +305,23 @@ class Provider(abc.ABC):
         max_tokens: int,
         purpose: RequestPurpose = "chat",
     ) -> Request:
-        """Translate a view into a request, with its exact predicted body size."""
+        """Translate a view into a request, with its exact predicted body size. What is sent never carries
+        the legacy archive marker `<<ccr:KEY>>` (views stored before the marker changed hold it; a PL2 CRS
+        refuses it): it is written `[[ccr:KEY]]` here, for every provider and purpose, while the stored view
+        and the master log stay as they are."""
+        return self._build(sendable_view(view), system, tools, max_tokens=max_tokens, purpose=purpose)
+
+    @abc.abstractmethod
+    def _build(
+        self,
+        view: Sequence[Message],
+        system: str,
+        tools: Sequence[ToolSpec],
+        *,
+        max_tokens: int,
+        purpose: RequestPurpose = "chat",
+    ) -> Request:
+        """The provider's own translation of a view into a request (see `build`)."""
 
     @abc.abstractmethod
     def stream(self, request: Request) -> AsyncIterator[StreamEvent]:

@@ -226,7 +226,7 @@ class BedrockProvider(Provider):
             self._system_slot = slot
         return slot[1], slot[2]
 
-    def build(
+    def _build(
         self,
         view: Sequence[Message],
         system: str,

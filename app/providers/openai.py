@@ -245,7 +245,7 @@ class OpenAIProvider(HttpxSdkProvider):
 
         return self._tools_slot.get(tuple(tools), make)
 
-    def build(
+    def _build(
         self,
         view: Sequence[Message],
         system: str,

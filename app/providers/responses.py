@@ -221,7 +221,7 @@ class ResponsesProvider(OpenAIProvider):
             sizes.extend(piece.sizes)
         return items, sizes
 
-    def build(
+    def _build(
         self,
         view: Sequence[Message],
         system: str,

@@ -11,8 +11,8 @@ Responses APIs. Other agents (Claude Code, Codex, the SDKs) point their base URL
   to fit with stable, content-keyed stubs (originals in the local archive).
 
 Layout: `httpio` (inbound HTTP/1.1), `upstream` (where requests go, the httpx client), `wire` (which API a
-path is, the client's name), `judge` (is a refusal about size), `native_errors` (the errors each client
-recognises), `shrink`, `records` (request records and the event bus a front end subscribes to),
+path is, the client's name), `native_errors` (the errors each client recognises; whether a refusal
+is about size or content is the engine's judgement, `app.engine.block_cause`), `shrink`, `records` (request records and the event bus a front end subscribes to),
 `proxy_session` (store, caps, counts), `server` (the exchange), `runfile` (`bulkhead proxy status`).
 Nothing here imports Textual: the TUI subscribes to `ProxyEvents`.
 """

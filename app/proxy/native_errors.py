@@ -115,12 +115,12 @@ def overflow(wire: Wire, style: OverflowStyle, refusal: Refusal) -> Answer:
 
 def content_block(wire: Wire, *, hop: str, incident: str | None, evidence: tuple[str, ...]) -> Answer:
     """A non-retryable error for a content block: not an overflow, never worth a retry or a compaction."""
-    where = f" (incident ID {incident})" if incident else ""
+    where = f" ({incident})" if incident else ""
     message = (
         f"bulkhead proxy: {hop} refused the content of this request{where}, not its size — retrying or "
         f"compacting sends the same text and is refused again. Remove or reword what it objects to (the "
         f"newest tool output, an attached file or the prompt), or ask the network team to review the "
-        f"block{' quoting the incident ID' if incident else ''}."
+        f"block{' quoting that reference' if incident else ''}."
     )
     if evidence:
         message += f" Evidence: {'; '.join(evidence[:4])}."

@@ -113,9 +113,6 @@ class ProxySession:
     def accepted(self, endpoint: str, nbytes: int | None) -> None:
         self.evidence(endpoint).accepted(nbytes)
 
-    def largest_accepted(self, endpoint: str) -> int | None:
-        return self.evidence(endpoint).accepted_max
-
     # -- the store -------------------------------------------------------------------------------
     async def record(self, record: ProxyRecord) -> None:
         self.counts.add(record)

@@ -63,10 +63,11 @@ class ProxyRecord:
     first_byte_ms: float | None = None
     action: Action = Action.PASSED
     kind: str = ""  # the classifier's kind, for a refused request
-    cause: str = ""  # size | content | other (app.proxy.judge)
+    cause: str = ""  # a gateway refusal's judged cause: size | content | unknown (app.engine.block_cause)
     reason: str = ""
     evidence: tuple[str, ...] = ()
-    incident: str = ""
+    decision: dict[str, Any] = field(default_factory=dict)  # app.engine.failure_words.decision_of
+    incident: str = ""  # the block page's reference, labelled ("Cloudflare Ray ID 8f3a…")
     cap_bytes: int | None = None  # the cap in force when the exchange ended
     notes: tuple[str, ...] = ()  # what the proxy did, in words ("3 tool results stubbed, 98 KB → 60 KB")
     request_headers: dict[str, str] = field(default_factory=dict)
@@ -94,9 +95,7 @@ class ProxyRecord:
 
     def to_store(self) -> dict[str, Any]:
         """The row for `Store.record_request`."""
-        evidence = list(self.evidence)
-        if self.cause:
-            evidence.append(f"judged about {self.cause}")
+        evidence = list(self.evidence)  # the judged cause is one of its lines ("cause content: …")
         evidence += [f"proxy: {note}" for note in self.notes]
         preview = ""
         if self.body is not None:
@@ -128,6 +127,7 @@ class ProxyRecord:
             "error_body": self.error_body,
             "usage": self.usage,
             "outcome": self.outcome,
+            "decision": self.decision,
         }
 
 

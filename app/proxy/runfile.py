@@ -12,6 +12,7 @@ from typing import Any
 
 from app.config import data_home
 from app.fsutil import atomic_write
+from app.lease import pid_alive
 
 STATUS_TIMEOUT = 3.0  # seconds `bulkhead proxy status` waits for each proxy
 
@@ -33,16 +34,6 @@ def withdraw(path: Path) -> None:
         path.unlink()
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def running() -> list[dict[str, Any]]:
     """Each running proxy's announcement (stale files of dead processes are removed)."""
     found = []
@@ -52,7 +43,7 @@ def running() -> list[dict[str, Any]]:
             pid = int(info["pid"])
         except (OSError, ValueError, KeyError, TypeError):
             continue
-        if not _alive(pid):
+        if not pid_alive(pid):
             withdraw(path)
             continue
         found.append(info)

@@ -8,8 +8,9 @@
 Bodies stream both ways as they come (`httpio.body_pieces` → httpx → `aiter_raw` → the client), with no
 limit of the proxy's own; a body is held whole only when `--shrink` or `--early-reject` must see it (a
 request whose declared size is over the cap, or a chunked one). An upstream error is read whole (it is
-small), classified (`app.engine.failures`) and judged (`judge`); in translate mode a size refusal goes back
-as the client's own overflow error, a content block as a non-retryable error. Everything else — success,
+small), classified (`app.engine.failures`) and judged as the engine judges (`app.engine.block_cause`: size,
+content or unknown); in translate mode a size refusal (or an unknown one, which bulkhead treats as size) goes
+back as the client's own overflow error, a content block as a non-retryable error. Everything else — success,
 the provider's own errors, rate limits — goes back byte for byte.
 """
 
@@ -19,19 +20,21 @@ import asyncio
 import contextlib
 import hashlib
 import json
-import logging
 import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from app.connections import ConnectionServer
+from app.engine.block_cause import hop_label, judge
 from app.engine.caps import learned_cap_for
-from app.engine.failures import classify_fields
+from app.engine.failure_words import decision_of
+from app.engine.failures import Failure, classify_fields
+from app.engine.profile_evidence import on_failure
 from app.model.messages import new_id
 from app.proxy import httpio, native_errors
 from app.proxy.client_body import ClientBody, model_of
-from app.proxy.judge import Cause, hop_name, incident_id, judge
 from app.proxy.native_errors import DEFAULT_STYLE, Answer, OverflowStyle, Refusal
 from app.proxy.proxy_session import ProxySession
 from app.proxy.records import (
@@ -50,7 +53,6 @@ from app.proxy.usage import decode_body, usage_from
 from app.proxy.wire import Wire, client_name, is_conversation, wire_for
 from app.sizes import MIB, format_size
 
-log = logging.getLogger(__name__)
 ERROR_BODY_LIMIT = 4 * MIB  # an error answer is read whole up to this (pages are a few KB)
 USAGE_HEAD_BYTES = 32 * 1024  # the start and end of an answer are read for its usage
 CONTROL_PREFIX = "/_bulkhead/"
@@ -78,7 +80,9 @@ class _Resend:
     body: bytes
 
 
-class ProxyServer:
+class ProxyServer(ConnectionServer):
+    name = "proxy"
+
     def __init__(
         self,
         options: ProxyOptions,
@@ -89,16 +93,12 @@ class ProxyServer:
     ) -> None:
         self.options, self.session, self.client = options, session, client
         self.events = events or ProxyEvents()
-        self._server: asyncio.Server | None = None
-        self._connections: set[asyncio.Task[Any]] = set()
+        super().__init__()
         self.url = ""
 
     # -- lifecycle -----------------------------------------------------------------------------------
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
-        self._server = await asyncio.start_server(
-            self._on_connection, host, port, limit=httpio.MAX_HEAD_BYTES, reuse_address=True
-        )
-        bound_host, bound_port = self._server.sockets[0].getsockname()[:2]
+        bound_host, bound_port = await self.listen(host, port, limit=httpio.MAX_HEAD_BYTES)
         shown = f"[{bound_host}]" if ":" in bound_host else bound_host
         self.url = f"http://{shown}:{bound_port}"
         self.events.emit(
@@ -107,14 +107,7 @@ class ProxyServer:
         return self.url
 
     async def stop(self) -> None:
-        server, self._server = self._server, None
-        if server is not None:
-            server.close()
-        for task in list(self._connections):
-            task.cancel()
-        await asyncio.gather(*self._connections, return_exceptions=True)
-        if server is not None:
-            await server.wait_closed()
+        await self.stop_listening()
         with contextlib.suppress(Exception):
             await self.client.aclose()
         self.events.emit(ProxyStopped(self.session.id))
@@ -142,35 +135,21 @@ class ProxyServer:
         }
 
     # -- connections ---------------------------------------------------------------------------------
-    async def _on_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        if task is not None:
-            self._connections.add(task)
-        try:
-            while True:
-                try:
-                    head = await asyncio.wait_for(httpio.read_head(reader), self.options.idle_timeout)
-                except httpio.HeadTooLarge as exc:
-                    await self._write_answer(writer, native_errors.plain(431, str(exc)), keep_alive=False)
-                    return
-                except httpio.BadRequest as exc:
-                    await self._write_answer(writer, native_errors.plain(400, str(exc)), keep_alive=False)
-                    return
-                if head is None:
-                    return
-                if not await self._exchange(head, reader, writer):
-                    return
-        except (ConnectionError, asyncio.IncompleteReadError, TimeoutError, OSError):
-            pass
-        except asyncio.CancelledError:
-            pass
-        except Exception:  # a proxy bug must never take the server down
-            log.exception("proxy: unexpected error while serving a connection")
-        finally:
-            if task is not None:
-                self._connections.discard(task)
-            with contextlib.suppress(Exception):
-                writer.close()
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """One client connection: exchanges until it closes, goes idle or a head is refused."""
+        while True:
+            try:
+                head = await asyncio.wait_for(httpio.read_head(reader), self.options.idle_timeout)
+            except httpio.HeadTooLarge as exc:
+                await self._write_answer(writer, native_errors.plain(431, str(exc)), keep_alive=False)
+                return
+            except httpio.BadRequest as exc:
+                await self._write_answer(writer, native_errors.plain(400, str(exc)), keep_alive=False)
+                return
+            if head is None:
+                return
+            if not await self._exchange(head, reader, writer):
+                return
 
     # -- one exchange ----------------------------------------------------------------------------------
     async def _exchange(
@@ -403,28 +382,30 @@ class ProxyServer:
             provider=wire.provider or None,
             size_evidence=evidence,
         )
-        judgement = judge(
+        failure = judge(
             failure,
             request_bytes=record.sent_bytes,
-            largest_accepted=self.session.largest_accepted(record.endpoint),
+            accepted_max=evidence.accepted_max,
+            floor_bytes=None,  # the client's floor is not known here
+            body=text,
+            headers=headers,
         )
-        self._classified(record, failure, judgement.cause, judgement.why)
-        hop = hop_name(failure, headers, record.upstream_url)
-        cap = self._learn(record, failure) if judgement.cause is Cause.SIZE else None
+        self._classified(record, failure)
+        hop = hop_label(failure, headers, text, where=netloc(record.upstream_url))
+        cap = self._learn(record, failure) if failure.payload_related else None
         conversation = is_conversation(head.method, head.path) and wire.generates
-        if judgement.cause is Cause.SIZE and original is not None and cap:
+        if failure.payload_related and original is not None and cap:
             resend = await self._resend(record, wire, original, cap, clock)
             if resend is not None:
                 return resend
         if conversation and self.options.translate and complete:
-            if judgement.cause is Cause.SIZE:
+            if failure.payload_related:
                 refusal = Refusal(hop, record.sent_bytes, cap, failure.evidence)
                 answer = native_errors.overflow(
                     wire, self.options.styles.get(wire, DEFAULT_STYLE[wire]), refusal
                 )
                 return await self._answered(record, body, answer, Action.TRANSLATED, writer, head, clock)
-            if judgement.cause is Cause.CONTENT:
-                record.incident = incident_id(headers, text) or ""
+            if failure.cause == "content":
                 answer = native_errors.content_block(
                     wire, hop=hop, incident=record.incident or None, evidence=failure.evidence
                 )
@@ -464,6 +445,7 @@ class ProxyServer:
             cause="",
             reason="",
             evidence=(),
+            decision={},
             incident="",
             status=None,
             response_headers={},
@@ -476,16 +458,21 @@ class ProxyServer:
         self.events.emit(RequestStarted(again))
         return _Resend(again, result.body)
 
-    def _classified(self, record: ProxyRecord, failure: Any, cause: Cause, why: str) -> None:
-        record.kind, record.reason, record.cause = failure.kind, failure.reason, str(cause)
+    def _classified(self, record: ProxyRecord, failure: Failure) -> None:
+        """The judged failure on the record; what it shows about sizes and the refusing hop is kept (the
+        endpoint's evidence, and its gateway profile in state.toml, shared with bulkhead's routes)."""
+        record.kind, record.reason, record.cause = failure.kind, failure.reason, failure.cause
+        record.incident = failure.incident_id or ""
+        record.decision = decision_of(failure)
         evidence = self.session.evidence(record.endpoint)  # as the engine's sender keeps it
-        if cause is Cause.SIZE:
+        if failure.payload_related:
             evidence.refused(record.sent_bytes)
         elif failure.rule_id == "net.reset-unproven":
             evidence.reset(record.sent_bytes)
         else:
             evidence.last_reset = None
-        record.evidence = tuple(failure.evidence) + ((why,) if cause is not Cause.OTHER else ())
+        record.evidence = tuple(failure.evidence)
+        on_failure(self.session.state, record.endpoint, failure)
 
     def _learn(self, record: ProxyRecord, failure: Any) -> int | None:
         """Learn the cap from a size refusal of `sent_bytes` (shared with bulkhead's routes); the cap now
@@ -543,17 +530,15 @@ class ProxyServer:
             provider=wire.provider or None,
             size_evidence=evidence,
         )
-        judgement = judge(
-            failure,
-            request_bytes=record.sent_bytes,
-            largest_accepted=self.session.largest_accepted(record.endpoint),
+        failure = judge(
+            failure, request_bytes=record.sent_bytes, accepted_max=evidence.accepted_max, floor_bytes=None
         )
-        self._classified(record, failure, judgement.cause, judgement.why)
+        self._classified(record, failure)
         conversation = is_conversation(head.method, head.path) and wire.generates
-        if judgement.cause is Cause.SIZE:
+        if failure.payload_related:
             cap = self._learn(record, failure)
             if conversation and self.options.translate:
-                hop = f"the gateway at {netloc(record.upstream_url)}"
+                hop = hop_label(failure, where=netloc(record.upstream_url))
                 refusal = Refusal(hop, record.sent_bytes, cap, failure.evidence)
                 style = self.options.styles.get(wire, DEFAULT_STYLE[wire])
                 answer = native_errors.overflow(wire, style, refusal)

@@ -188,9 +188,10 @@ ACTIONS: tuple[Action, ...] = (
         "blocked",
         "gateway",
         "find blocked text",
-        "Find the text the gateway refuses (asks first), then withhold it from the model",
+        "Find the text the gateway refuses (the local Core Rule Set first when installed; probes ask first), "
+        "then withhold it from the model",
         "/blocked",
-        "/blocked",
+        "/blocked [live]",
         _need_idle,
     ),
     Action(

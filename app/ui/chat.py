@@ -927,9 +927,18 @@ class Chat(StripScrollbars, QuietResize, VerticalScroll, can_focus=True):
     @handle.register(RecoveryStep)
     @handle.register(Compaction)
     @handle.register(Retry)
-    @handle.register(Rejection)
     async def _show_described(self, event: Event) -> None:
         await self._add_described(event)  # the words are app.engine.describe's (the same as -p and the log)
+
+    @handle.register
+    async def _show_rejection(self, event: Rejection) -> None:
+        from app.ui.bindings import BLOCKED_KEY_WORDS
+
+        # a content block's notice names the one key that starts finding the refused text (/blocked)
+        more = (
+            f" — {BLOCKED_KEY_WORDS} (or /blocked) finds the refused text" if event.cause == "content" else ""
+        )
+        await self._add_described(event, more)
 
     @handle.register
     async def _show_hook_run(self, event: HookRun) -> None:

@@ -187,8 +187,7 @@ class EngineLink:
         self.engine_ready.set()
         self.call_after_refresh(self._import_sdk_when_drawn, engine.route.provider, engine.warm_sizes())
         self.refresh_bindings()
-        if engine.permissions.pending_files():
-            self._confirm_rules(engine)
+        self._confirm_rules(engine)  # the workspace's rule files and gateways file, when they wait for a yes
         if engine.mcp is not None:
             self._start_mcp(engine)
         self.send_waiting()
@@ -245,36 +244,40 @@ class EngineLink:
         """After the first frame: the SDK is imported in a thread, the servers start in the background."""
         await engine.start_mcp(ask=self.ask_mcp_trust)
 
-    @work(group="rules", exit_on_error=False, name="ask about the workspace's rule files")
+    @work(group="rules", exit_on_error=False, name="ask about the workspace's rule and gateway files")
     async def _confirm_rules(self, engine) -> None:
         await engine.confirm_workspace_rules(ask=self.ask_rules_trust)
+        await engine.confirm_workspace_gateways(ask=self.ask_gateways_trust)
 
-    async def ask_rules_trust(self, files) -> str | None:
-        """Ask once whether the allow rules of this workspace's rule files may be in force."""
-        from app.ui.screens.rules_trust import RulesTrustScreen
-
+    async def _ask_trust(self, screen) -> str | None:
+        """One trust question (app.ui.screens.trust): "allow" | "deny" | None (not now)."""
         future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
 
         def answered(result: str | None) -> None:
             if not future.done():
                 future.set_result(result)
 
-        self.push_screen(RulesTrustScreen(files, str(self.workspace)), callback=answered)
+        self.push_screen(screen, callback=answered)
         return await future
+
+    async def ask_rules_trust(self, files) -> str | None:
+        """Ask once whether the allow rules of this workspace's rule files may be in force."""
+        from app.ui.screens.rules_trust import RulesTrustScreen
+
+        return await self._ask_trust(RulesTrustScreen(files, str(self.workspace)))
+
+    async def ask_gateways_trust(self, found) -> str | None:
+        """Ask once whether this workspace's `.bulkhead/gateways.toml` may be read."""
+        from app.ui.screens.gateways_trust import GatewaysTrustScreen
+
+        return await self._ask_trust(GatewaysTrustScreen([found], str(found.path)))
 
     async def ask_mcp_trust(self, specs) -> str | None:
         """Ask once whether this workspace's `.mcp.json` servers may start ("allow" | "deny" | None)."""
         from app.mcp.config import PROJECT_FILE
         from app.ui.screens.mcp_trust import McpTrustScreen
 
-        future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
-
-        def answered(result: str | None) -> None:
-            if not future.done():
-                future.set_result(result)
-
-        self.push_screen(McpTrustScreen(specs, str(self.workspace / PROJECT_FILE)), callback=answered)
-        return await future
+        return await self._ask_trust(McpTrustScreen(specs, str(self.workspace / PROJECT_FILE)))
 
     # -- events -------------------------------------------------------------------------------------------
     def _on_bus(self, event: Event) -> None:

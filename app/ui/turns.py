@@ -20,6 +20,7 @@ from textual.worker import Worker
 
 from app.textsafe import display, display_data, display_line
 from app.ui.actions import ACTIONS, BY_ID, handler
+from app.ui.bindings import BLOCKED_KEY_WORDS
 from app.ui.engine_link import read_only_notice
 from app.ui.prompt import PromptArea
 from app.ui.slash import SlashError, parse_slash
@@ -135,8 +136,21 @@ class TurnControl:
         self.activity = "turn"
         return self._turn(prompt, retry)
 
+    content_blocked = False  # the last turn was refused for its content: F7 (/blocked) is offered
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "command" and parameters[:1] == ("blocked",):
+            return self.content_blocked  # the key shows in the footer only after a content block
+        return True
+
+    def _content_block_seen(self, blocked: bool) -> None:
+        if self.content_blocked != blocked:
+            self.content_blocked = blocked
+            self.refresh_bindings()
+
     @work(group="turn", exclusive=True, exit_on_error=False, name="turn")
     async def _turn(self, prompt: str, retry: bool = False) -> None:
+        self._content_block_seen(False)
         try:
             result = await (self.engine.retry() if retry else self.engine.submit(prompt))
         except asyncio.CancelledError:
@@ -152,8 +166,11 @@ class TurnControl:
         elif result.outcome == "failed":
             failure = result.failure
             retryable = bool(failure and (failure.recoverable or getattr(failure, "retryable", False)))
+            blocked = bool(failure and failure.cause == "content")
+            self._content_block_seen(blocked)
+            hint = f" — {BLOCKED_KEY_WORDS} finds the refused text" if blocked else ""
             self.notify(
-                result.error[:300] + (" — /retry asks again" if retryable else ""),
+                result.error[:300] + (" — /retry asks again" if retryable else "") + hint,
                 title="turn failed",
                 severity="error",
                 timeout=8,

@@ -232,13 +232,16 @@ class ModSecurityGateway(Gateway):
         return found
 
 
-def start_apache_modsecurity(tmp: Path, upstream_port: int, paranoia: int = 1) -> ModSecurityGateway:
+def start_apache_modsecurity(
+    tmp: Path, upstream_port: int, paranoia: int = 1, extra_config: str = ""
+) -> ModSecurityGateway:
     """Debian's Apache 2.4 + ModSecurity 2.9 + OWASP CRS 3.3 as a reverse proxy in front of the upstream.
 
     The configuration is Debian's own: `modsecurity.conf-recommended` as shipped (JSON body processor on,
     SecRequestBodyNoFilesLimit 128 KiB, anomaly scoring) with `SecRuleEngine On` instead of
     DetectionOnly, the stock `crs-setup.conf` and every rule file, no exclusion; `paranoia` sets
     tx.paranoia_level the way crs-setup.conf's rule 900000 documents. Only paths move into `tmp`.
+    `extra_config` is added as it is (a test's own limit: `RequestReadTimeout`, its module as `{modules}`).
     """
     exe = binary("apache2", "/usr/sbin/apache2", package="apache2")
     module = APACHE_MODULES / "mod_security2.so"
@@ -292,6 +295,7 @@ Include {CRS_SETUP}
 IncludeOptional /etc/modsecurity/crs/REQUEST-900-EXCLUSION-RULES-BEFORE-CRS.conf
 Include {CRS_RULES}/*.conf
 IncludeOptional /etc/modsecurity/crs/RESPONSE-999-EXCLUSION-RULES-AFTER-CRS.conf
+{extra_config.replace("{modules}", str(APACHE_MODULES))}
 ProxyPass / http://127.0.0.1:{upstream_port}/
 ProxyPassReverse / http://127.0.0.1:{upstream_port}/
 """)

@@ -3,8 +3,9 @@ it is never sent.
 
 Each test wraps the transport of every provider the engine uses (`stream`, `send_compaction`) and records,
 for each request that really goes out, its purpose, its predicted bytes and its route's effective cap at that
-moment. The last test checks that every purpose — chat, continuation, recovery attempt, summary (on the
-session's route and on the summarizer route), native compaction — was seen, so none passes by not happening.
+moment. The last test runs the scenarios that send each purpose — chat, continuation, recovery attempt,
+summary (on the session's route and on the summarizer route), native compaction — and checks that every one
+was seen under the cap, so none passes by not happening (on its own, in any order).
 """
 
 from __future__ import annotations
@@ -18,8 +19,6 @@ from app.engine.cap_guard import OverCap
 from app.sizes import KIB
 from tests.engine.conftest import MODELS
 from tests.engine.real_gateways import start_nginx
-
-SEEN: set[str] = set()  # the purposes every test of this module saw go out (checked by the last test)
 
 
 class SentLog:
@@ -46,11 +45,6 @@ class SentLog:
                 purpose = "recovery"
             cap = self.engine.route_cap(provider.route).bytes
             self.sent.append((purpose, request.predicted_bytes, cap, provider.route.name))
-            SEEN.add(
-                purpose
-                if provider.route.name == self.engine.route.name
-                else f"{purpose}@{provider.route.name}"
-            )
 
         def wrapped_stream(request):
             note(request)
@@ -73,6 +67,11 @@ class SentLog:
 
     def purposes(self) -> list[str]:
         return [purpose for purpose, *_ in self.sent]
+
+    def seen(self) -> set[str]:
+        """Each purpose sent, marked with its route when that is not the session's ("summary@small")."""
+        session_route = self.engine.route.name
+        return {p if route == session_route else f"{p}@{route}" for p, _, _, route in self.sent}
 
 
 def _is_recovery(request) -> bool:
@@ -131,6 +130,10 @@ async def test_the_summary_of_a_130kb_session_fits_a_100kb_cap_behind_real_nginx
 
 async def test_summary_request_fits_the_lab_nginx_cap_that_refused_before(make_harness, lab):
     """Same through the lab's nginx profile: no 413 at all, the compaction is a summary, not L3."""
+    await _summary_behind_the_lab_nginx(make_harness, lab)
+
+
+async def _summary_behind_the_lab_nginx(make_harness, lab) -> SentLog:
     lab.configure(gateway="nginx", cap="100KB")
     h = make_harness("openai", route_extra={"max_payload": 100 * KIB})
     log = SentLog(h.engine)
@@ -142,11 +145,16 @@ async def test_summary_request_fits_the_lab_nginx_cap_that_refused_before(make_h
     assert [c.method for c in h.of_type("compaction")] == ["summary"]
     assert h.of_type("rejection") == []
     log.assert_all_under_cap()
+    return log
 
 
 async def test_summary_on_the_summarizer_route_fits_its_own_tighter_cap(make_harness, lab):
     """compact_model sits behind another gateway with a 40 KB cap: the summary request is fitted under that
     cap (not the session's 100 KB)."""
+    await _summary_on_the_summarizer_route(make_harness, lab)
+
+
+async def _summary_on_the_summarizer_route(make_harness, lab) -> SentLog:
     h = make_harness("anthropic", route_extra={"max_payload": 100 * KIB})
     _with_summarizer_route(h, lab, "small", max_payload=40 * KIB)
     log = SentLog(h.engine)
@@ -159,6 +167,7 @@ async def test_summary_on_the_summarizer_route_fits_its_own_tighter_cap(make_har
     sent = [(p, size, cap, route) for p, size, cap, route in log.sent if p == "summary"]
     assert len(sent) == 1 and sent[0][3] == "small" and 30 * KIB < sent[0][1] <= 40 * KIB
     log.assert_all_under_cap()
+    return log
 
 
 async def test_a_summarizer_route_without_room_leaves_the_summary_to_the_sessions_route(make_harness, lab):
@@ -200,6 +209,10 @@ async def test_no_room_for_a_summary_anywhere_falls_back_to_l3_with_a_notice(mak
 async def test_a_summary_refused_by_the_gateway_teaches_a_cap_and_the_retry_fits_it(make_harness, lab):
     """No cap known; the lab's nginx refuses bodies over 64 KB. The chat request is refused and recovered; a
     manual /compact then asks for a summary: it goes under the learned cap."""
+    await _summary_after_a_refusal(make_harness, lab)
+
+
+async def _summary_after_a_refusal(make_harness, lab) -> SentLog:
     lab.configure(gateway="nginx", cap="64KB")
     h = make_harness("anthropic")
     log = SentLog(h.engine)
@@ -216,10 +229,15 @@ async def test_a_summary_refused_by_the_gateway_teaches_a_cap_and_the_retry_fits
     assert summaries and all(size <= learned.cap_bytes for size, _ in summaries)
     assert "recovery" in log.purposes()
     log.assert_all_under_cap()
+    return log
 
 
 async def test_a_continuation_near_the_cap_fits_it(make_harness, lab):
     """An answer cut at max_tokens is continued with doubled max_tokens: that request is under the cap too."""
+    await _continuation_near_the_cap(make_harness, lab)
+
+
+async def _continuation_near_the_cap(make_harness, lab) -> SentLog:
     h = make_harness("anthropic", route_extra={"max_payload": 64 * KIB}, max_output_tokens=256)
     log = SentLog(h.engine)
     h.grow(3, 8_000)  # ≈ 48 KB, under 85% of the cap
@@ -229,9 +247,14 @@ async def test_a_continuation_near_the_cap_fits_it(make_harness, lab):
     assert result.outcome == "answered", result.error
     assert "continuation" in log.purposes()
     log.assert_all_under_cap()
+    return log
 
 
 async def test_native_compaction_goes_only_under_the_cap(make_harness, lab):
+    await _native_compaction_under_the_cap(make_harness, lab)
+
+
+async def _native_compaction_under_the_cap(make_harness, lab) -> SentLog:
     h = make_harness(
         "anthropic", context_engine="provider", provider_compact_threshold=10_000_000, max_payload=64 * KIB
     )
@@ -244,6 +267,7 @@ async def test_native_compaction_goes_only_under_the_cap(make_harness, lab):
     assert (await h.engine.submit("and now?")).outcome == "answered"
     assert log.purposes().count("compact") == 1
     log.assert_all_under_cap()
+    return log
 
 
 async def test_a_request_over_the_cap_after_a_blocked_compaction_is_not_sent(make_harness, lab, tmp_path):
@@ -284,9 +308,18 @@ async def test_the_sender_refuses_a_request_over_the_cap(make_harness, lab):
     assert "is over the configured cap of route t (8.0 KB" in str(raised.value)
 
 
-def test_every_purpose_was_seen_under_the_cap():
-    """Runs last in this module: every purpose went out at least once in the tests above (none was vacuous).
-    The MCP context engine's call is checked in tests/mcp/test_mcp_context_engine.py."""
-    if not {"chat"} <= SEEN:
-        pytest.skip("run with the whole module")
-    assert {"chat", "continuation", "recovery", "summary", "summary@small", "compact"} <= SEEN, SEEN
+async def test_every_purpose_goes_out_under_the_cap(make_harness, lab):
+    """Every purpose went out at least once, each under its route's effective cap (none is vacuous): the
+    scenarios above that send them, run here in one test so it holds alone and in any order. The MCP context
+    engine's call is checked in tests/mcp/test_mcp_context_engine.py."""
+    seen: set[str] = set()
+    for scenario in (
+        _summary_behind_the_lab_nginx,
+        _summary_on_the_summarizer_route,
+        _summary_after_a_refusal,
+        _continuation_near_the_cap,
+        _native_compaction_under_the_cap,
+    ):
+        lab.configure(gateway="none", cap=None, window=None, faults=None, seed=0)
+        seen |= (await scenario(make_harness, lab)).seen()
+    assert {"chat", "continuation", "recovery", "summary", "summary@small", "compact"} <= seen, seen

@@ -89,6 +89,13 @@ async def test_a_403_smaller_than_an_accepted_body_is_content_at_once(make_harne
     assert h.of_type("recovery") == [] and h.engine.state.learned_cap(h.engine.route.endpoint_id) is None
     assert h.of_type("rejection")[-1].cause == "content"
     assert "If the prompt you just sent holds the refused text, edit it" in result.error
+    # the Requests panel's "Why" says what was decided then: the content action, the cause, the hop
+    from app.ui.explain import explain_request
+
+    why = explain_request(record, _requests(h))
+    assert "bulkhead stops here: no cap is learned and nothing is compacted" in why
+    assert "find the refused part and withhold it" in why and "Cause: content." in why
+    assert "Hop: Apache (gateway)." in why and "compact" not in why.replace("compacted", "")
 
 
 async def test_a_cap_learned_from_a_content_block_does_not_survive_the_upgrade(make_harness, lab):
@@ -143,7 +150,7 @@ async def test_probe_content_from_the_command_line_finds_and_withholds(make_harn
         f'[routes.t]\nprovider = "anthropic"\nmodel = "claude-sonnet-5-5"\nbase_url = "{lab.url}"\n'
     )
     env = {**os.environ, "BULKHEAD_CONFIG": str(config), "ANTHROPIC_API_KEY": "sk-ant-FAKE-test-key"}
-    command = [sys.executable, "-m", "app", "probe", "--content", "--session", session_id, "--json"]
+    command = [sys.executable, "-m", "app", "probe", "--content", "--live", "--session", session_id, "--json"]
 
     refused = subprocess.run(
         command, env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL

@@ -4,31 +4,11 @@ sentence that says what to do; `--report` writes a redacted file."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
-
 from app.cli import main
 from tests.engine.real_gateways import free_port, start_nginx
 from tests.engine.tls_gateways import make_ca, start_caddy_tls, start_mitmproxy
 
 KEY = "sk-ant-doctor-SECRET-0123456789"
-
-
-@pytest.fixture
-def servers(tmp_path: Path):
-    started = []
-
-    def start(kind, *args, **kwargs):
-        folder = tmp_path / f"{kind.__name__}-{len(started)}"
-        folder.mkdir()
-        server = kind(folder, *args, **kwargs)
-        started.append(server)
-        return server
-
-    yield start
-    for server in started:
-        server.stop()
 
 
 def _config(tmp_path, monkeypatch, base_url: str, extra: str = "") -> None:

@@ -4,10 +4,10 @@ learned from real requests against the lab and nginx, and read back by the next 
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
+from app.engine.block_cause import judge
+from app.engine.failure_hops import Hop, HopKind
 from app.engine.failures import Failure
 from app.engine.profile_evidence import on_failure
 from app.engine.resets import SizeEvidence
@@ -16,7 +16,6 @@ from app.gateway_profile import (
     load_profile,
     profile_lines,
     record_content_block,
-    record_hop,
 )
 from app.state import State
 from tests.engine.real_gateways import start_nginx
@@ -89,41 +88,64 @@ async def test_a_header_limit_is_remembered(make_harness, lab):
     assert limit is not None and limit["refused_bytes"] > 6000
 
 
-def test_a_content_block_judged_by_size_evidence_and_a_hop_are_recorded(tmp_path):
-    """A WAF refusal of a body no bigger than one the endpoint accepted is about the content; a judgement
-    the failure carries (the content finder's) wins; a structured hop is kept by name."""
+def test_a_judged_content_block_and_the_failures_hop_are_recorded(tmp_path):
+    """Only a refusal judged content (app.engine.block_cause) is a content block, with why, who and the
+    page's incident ID; the classifier's typed hop (Failure.hop) is kept by name; the endpoint itself is
+    no hop."""
     state = State(tmp_path / "state.toml")
-    sizes = SizeEvidence()
-    sizes.accepted(50_000)
-    waf = Failure(kind="waf_block", status=403, reason="Rejected by a WAF", evidence=("status 403",))
-
-    on_failure(state, "anthropic http://gw", waf, request_bytes=20_000, header_bytes=None, sizes=sizes)
-    on_failure(
-        state, "anthropic http://gw", waf, request_bytes=80_000, header_bytes=None, sizes=sizes
-    )  # size?
-
-    judged = dataclasses.make_dataclass(
-        "Judged", [("content_cause", str, dataclasses.field(default=""))], bases=(Failure,), frozen=True
+    endpoint = "anthropic http://gw"
+    apache = Hop(HopKind.GATEWAY, "apache", "Apache", evidence=("header server: Apache (Apache)",))
+    waf = Failure(
+        kind="waf_block", status=403, reason="Rejected by a WAF", evidence=("status 403",), hop=apache
     )
-    on_failure(
-        state,
-        "anthropic http://gw",
-        judged(kind="waf_block", status=403, content_cause="a private key in a tool result"),
-        request_bytes=90_000,
-        header_bytes=None,
-        sizes=sizes,
-    )
-    record_hop(state, "anthropic http://gw", {"name": "Squid", "detail": "X-Squid-Error: ERR_ACCESS_DENIED"})
-    record_hop(state, "anthropic http://gw", {"name": "Squid", "detail": "X-Squid-Error: ERR_ACCESS_DENIED"})
+    accepted, undecided = SizeEvidence(), SizeEvidence()
+    accepted.accepted(50_000)
 
-    profile = load_profile(state, "anthropic http://gw")
-    causes = [b["cause"] for b in profile.learned.content_blocks]
-    assert len(causes) == 2 and "refused where 48.8 KB passed" in causes[0]
-    assert causes[1] == "a private key in a tool result"
-    assert [(h["name"], h["count"]) for h in profile.learned.hops] == [("Squid", 2)]
+    def judged(sizes):
+        return judge(
+            waf,
+            request_bytes=20_000,
+            accepted_max=sizes.accepted_max,
+            floor_bytes=None,
+            body="<html><body>Reference #18.2d351ab8.1700000000.3f2a1b</body></html>",
+        )
+
+    on_failure(state, endpoint, judged(undecided))  # nothing tells size from content: no content block
+    assert load_profile(state, endpoint).learned.content_blocks == ()
+    on_failure(state, endpoint, judged(accepted))
+    on_failure(state, endpoint, judged(accepted))
+    squid = Hop(
+        HopKind.FORWARD_PROXY,
+        "squid",
+        "Squid (the proxy at 127.0.0.1:3128, from HTTP_PROXY)",
+        "127.0.0.1:3128",
+        "HTTP_PROXY",
+        "ERR_ACCESS_DENIED",
+        ("header X-Squid-Error: ERR_ACCESS_DENIED 0",),
+    )
+    on_failure(state, endpoint, Failure(kind="auth", status=403, hop=squid))
+    nothing_there = Hop(HopKind.ENDPOINT, None, "127.0.0.1:9", "127.0.0.1:9", "base_url")
+    on_failure(state, endpoint, Failure(kind="other", hop=nothing_there))
+
+    profile = load_profile(state, endpoint)
+    (block,) = profile.learned.content_blocks
+    assert block["count"] == 2 and block["gateway"] == "Apache (ModSecurity or a similar filter)"
+    assert block["incident_id"] == "reference 18.2d351ab8.1700000000.3f2a1b"
+    assert "accepted 48.8 KB before and refused 19.5 KB now" in block["why"]
+    hops = [(h["name"], h["kind"], h.get("error"), h["count"]) for h in profile.learned.hops]
+    assert hops == [
+        ("Apache", "gateway", None, 3),  # every refusal named it, the undecided one too
+        ("Squid (the proxy at 127.0.0.1:3128, from HTTP_PROXY)", "forward-proxy", "ERR_ACCESS_DENIED", 1),
+    ]
     text = "\n".join(f"{a}: {b}" for a, b in describe_profile(profile))
-    assert "content block: waf_block 403" in text and "proxy hop: Squid — X-Squid-Error" in text
-    assert any(line.startswith("proxy hop: Squid") for line in profile_lines(profile))
+    assert (
+        "content block: waf_block 403 ×2 by Apache (ModSecurity or a similar filter), reference 18.2d" in text
+    )
+    assert (
+        "proxy hop: Squid (the proxy at 127.0.0.1:3128, from HTTP_PROXY) ERR_ACCESS_DENIED — header X-Squid"
+        in text
+    )
+    assert any(line.startswith("gateway hop: Apache") for line in profile_lines(profile))
 
 
 def test_repeated_facts_count_up_and_lists_stay_bounded(tmp_path):
@@ -131,10 +153,10 @@ def test_repeated_facts_count_up_and_lists_stay_bounded(tmp_path):
 
     state = State(tmp_path / "state.toml")
     for i in range(MAX_FACTS + 5):
-        record_content_block(state, "e", cause=f"cause {i}", kind="waf_block")
-    record_content_block(state, "e", cause=f"cause {MAX_FACTS + 4}", kind="waf_block")
+        record_content_block(state, "e", kind="waf_block", why="judged", gateway=f"gateway {i}")
+    record_content_block(state, "e", kind="waf_block", why="again", gateway=f"gateway {MAX_FACTS + 4}")
     blocks = load_profile(state, "e").learned.content_blocks
-    assert len(blocks) == MAX_FACTS and blocks[-1]["count"] == 2
+    assert len(blocks) == MAX_FACTS and blocks[-1]["count"] == 2 and blocks[-1]["why"] == "again"
 
 
 NGINX_STREAM = """    server {{
@@ -199,24 +221,3 @@ async def test_an_idle_cut_behind_real_nginx_is_remembered_with_its_silence(make
         assert 0.8 <= quirks[0]["idle_seconds"] <= 3.0
     finally:
         gw.stop()
-
-
-def test_a_structured_hop_on_a_failure_is_recorded(tmp_path):
-    """The classifier's structured hop (an attribute `hop` of the failure: a mapping or an object) is kept."""
-    state = State(tmp_path / "state.toml")
-    with_hop = dataclasses.make_dataclass(
-        "WithHop", [("hop", object, dataclasses.field(default=None))], bases=(Failure,), frozen=True
-    )
-    hop = dataclasses.make_dataclass("Hop", [("name", str), ("header", str)])(
-        "Squid", "X-Squid-Error: ERR_CONNECT_FAIL"
-    )
-    on_failure(
-        state,
-        "openai http://x/v1",
-        with_hop(kind="server_error", status=503, hop=hop),
-        request_bytes=900,
-        header_bytes=None,
-        sizes=None,
-    )
-    hops = load_profile(state, "openai http://x/v1").learned.hops
-    assert [(h["name"], h["header"]) for h in hops] == [("Squid", "X-Squid-Error: ERR_CONNECT_FAIL")]

@@ -45,7 +45,7 @@ def test_export_import_round_trips_on_a_second_home_and_shows_the_source(
     record_refused_beta(
         state, ENDPOINT, "context-management-2025-06-27", how="refused", evidence="400 Unexpected"
     )
-    record_hop(state, ENDPOINT, {"name": "Squid", "detail": "Via: 1.1 proxy (squid/5.7)"})
+    record_hop(state, ENDPOINT, name="Squid", kind="forward-proxy", detail="Via: 1.1 proxy (squid/5.7)")
     assert main(["gateway", "export"]) == 0
     exported = capsys.readouterr().out
     assert f'[gateways."{ENDPOINT}"]' in exported and "cap_bytes = 121856" in exported
@@ -54,7 +54,7 @@ def test_export_import_round_trips_on_a_second_home_and_shows_the_source(
     monkeypatch.setattr("sys.stdin", io.StringIO(exported))
     assert main(["gateway", "import", "-"]) == 0
     out = capsys.readouterr().out
-    assert f"imported {ENDPOINT}: cap 119.0 KB, 1 refused beta, 1 proxy hop" in out
+    assert f"imported {ENDPOINT}: cap 119.0 KB, 1 refused beta, 1 hop" in out
 
     profile = load_profile(State(), ENDPOINT)
     assert profile.learned.empty and profile.imported is not None
@@ -135,7 +135,7 @@ async def test_a_workspace_gateways_file_is_read_on_trust_and_asked_again_when_i
 
     await h.engine.start()  # never answered: not read, and a notice says how
     notices = [n.text for n in h.of_type("notice") if n.code == "gateways"]
-    assert notices and "not read until you trust it: `bulkhead gateway trust`" in notices[0]
+    assert notices and "not read until you trust it (bulkhead asks; `bulkhead gateway trust`" in notices[0]
     assert load_profile(h.engine.state, endpoint).imported is None and h.engine.cap_info().bytes is None
 
     monkeypatch.chdir(workspace)
@@ -163,7 +163,7 @@ async def test_a_workspace_gateways_file_is_read_on_trust_and_asked_again_when_i
 
 def test_import_keeps_facts_learned_here_apart(tmp_path):
     state = State(tmp_path / "state.toml")
-    record_hop(state, ENDPOINT, {"name": "Squid"})
+    record_hop(state, ENDPOINT, name="Squid", kind="forward-proxy")
     import_profiles(
         state,
         f'[gateways."{ENDPOINT}"]\ncap_bytes = 4096\n[[gateways."{ENDPOINT}".hops]]\nname = "Zscaler"\n',
@@ -172,3 +172,51 @@ def test_import_keeps_facts_learned_here_apart(tmp_path):
     profile = load_profile(state, ENDPOINT)
     assert [h["name"] for h in profile.learned.hops] == ["Squid"]
     assert [h["name"] for h in profile.imported.hops] == ["Zscaler"] and profile.imported.source == "f.toml"
+
+
+async def test_the_front_ends_question_reads_a_trusted_gateways_file_and_remembers_a_no(make_harness, lab):
+    """As for the rule files and `.mcp.json` (app.trust.WorkspaceTrust): the TUI and `-p` ask through
+    `confirm_workspace_gateways`; yes reads the file at once, no is remembered, a changed file asks again."""
+    h = make_harness("anthropic")
+    workspace, endpoint = h.engine.workspace, h.engine.route.endpoint_id
+    (workspace / ".bulkhead").mkdir()
+    body = f'format = "bulkhead-gateways"\nversion = 1\n[gateways."{endpoint}"]\ncap_bytes = 65536\n'
+    (workspace / WORKSPACE_FILE).write_text(body)
+    asked = []
+
+    async def answer(found, said):
+        asked.append(found.describe())
+        return said
+
+    assert await h.engine.confirm_workspace_gateways(ask=lambda f: answer(f, None)) is None  # not now
+    assert await h.engine.confirm_workspace_gateways(ask=lambda f: answer(f, "allow")) == "allow"
+    assert asked[0] == [f"{endpoint}: cap 64.0 KB"]
+    assert (h.engine.cap_info().bytes, h.engine.cap_info().source) == (65_536, "imported")
+    assert any("read from .bulkhead/gateways.toml (trusted)" in n.text for n in h.of_type("notice"))
+    assert await h.engine.confirm_workspace_gateways(ask=lambda f: answer(f, "deny")) is None  # answered
+
+    (workspace / WORKSPACE_FILE).write_text(body.replace("65536", "32768"))
+    assert await h.engine.confirm_workspace_gateways(ask=lambda f: answer(f, "deny")) == "deny"
+    assert load_profile(h.engine.state, endpoint).imported.cap.cap_bytes == 65_536  # the no kept it out
+    assert await h.engine.confirm_workspace_gateways(ask=lambda f: answer(f, "allow")) is None
+    assert len(asked) == 3
+
+
+def test_p_asks_about_the_gateways_file_on_the_terminal(tmp_path):
+    """`bulkhead -p` in a workspace with an untrusted `.bulkhead/gateways.toml` asks on /dev/tty (stdin and
+    stdout piped); y reads it. Without a terminal nothing is read."""
+    from tests.reliability.helpers.terminal import run_bulkhead
+
+    workspace = tmp_path / "repo"
+    (workspace / ".bulkhead").mkdir(parents=True)
+    (workspace / WORKSPACE_FILE).write_text(f'[gateways."{ENDPOINT}"]\ncap_bytes = 65536\n')
+
+    unasked = run_bulkhead(["-p", "hello"], cwd=workspace)
+    assert unasked.returncode == 0, unasked.err
+    assert load_profile(State(), ENDPOINT).imported is None
+
+    asked = run_bulkhead(["-p", "hello"], cwd=workspace, answers=["y"])
+    assert asked.returncode == 0, asked.err
+    assert b"gateways.toml (gateway profiles, from the repository)" in asked.tty
+    assert f"{ENDPOINT}: cap 64.0 KB".encode() in asked.tty and asked.questions == 1
+    assert load_profile(State(), ENDPOINT).imported.cap.cap_bytes == 65_536

@@ -4,7 +4,7 @@
 - a gateway's HTML 400 on a request with many JSON values or a large body gets one attempt with fewer
   messages, and says why; a gateway's 408 means the upload was too slow: a smaller request, not a longer
   timeout. The lab stands in for Apache + ModSecurity here (its `html-400` and `408` faults answer with
-  Apache's own pages); the real Apache variants come with the ModSecurity harness of the content-block work;
+  Apache's own pages); the real Apache + ModSecurity variants are in test_apache_limits.py;
 - a reset is judged with the same evidence and verdict for every SDK, also when the session is continued by
   another process (its own request records are the evidence).
 """

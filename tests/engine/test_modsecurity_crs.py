@@ -18,7 +18,6 @@ import pytest
 from app.engine import prompts
 from app.model.archive import recall_suffix, stub_text
 from app.tools.registry import TOOL_SPECS
-from tests.engine.real_gateways import start_apache_modsecurity
 
 PARANOIA_LEVELS = (1, 2)
 WIRES = {
@@ -28,22 +27,6 @@ WIRES = {
     "bedrock": ("bedrock", {}),
 }
 KEYS = ("0123456789abcdef", "fedcba9876543210", "a1b2c3d4e5f60718")
-
-
-@pytest.fixture(scope="module")
-def crs(lab_server, tmp_path_factory):
-    """One Apache per paranoia level for the module, in front of the module's lab."""
-    started = {}
-
-    def gateway(paranoia: int):
-        if paranoia not in started:
-            folder = tmp_path_factory.mktemp(f"apache-pl{paranoia}")
-            started[paranoia] = start_apache_modsecurity(folder, lab_server.port, paranoia)
-        return started[paranoia]
-
-    yield gateway
-    for running in started.values():
-        running.stop()
 
 
 def post(port: int, path: str, body: bytes) -> int:
@@ -145,6 +128,44 @@ def test_a_text_with_several_markers_scores_no_more_than_a_warning(crs, paranoia
         )
         assert status == 200
         assert {rule["id"] for rule in gateway.rules_since(mark)} <= {"942430"}
+
+
+LEGACY_STUB = (
+    "[Old tool result cleared: 120 lines, 4,210 chars, text]\n"
+    "[full content recoverable via @recall <<ccr:0123456789abcdef>>]"
+)
+
+
+@pytest.mark.parametrize("wire", sorted(WIRES))
+async def test_a_session_stored_with_the_legacy_marker_passes_pl2(make_harness, crs, wire):
+    """Views stored before the marker changed hold `<<ccr:KEY>>`, which PL2 refuses on its own (942120).
+    What is sent carries `[[ccr:KEY]]` instead (rewritten at request build, every wire); the stored view
+    and the master log keep what was written."""
+    from app.model.messages import Message
+
+    gateway = crs(2)
+    mark = gateway.log_mark()
+    assert (
+        post(
+            gateway.port, "/v1/messages", anthropic_body(messages=[{"role": "user", "content": LEGACY_STUB}])
+        )
+        == 403
+    )
+    provider, extra = WIRES[wire]
+    base = f"{gateway.url}/v1" if provider == "openai" else gateway.url
+    h = make_harness(provider, base_url=base, system=prompts.SYSTEM_PROMPT, route_extra=extra)
+    h.session.append(Message.create("user", "what did the old tool say?", turn=1))
+    h.session.append(Message.create("assistant", LEGACY_STUB, turn=1))
+    request = h.engine.provider.build(h.session.view.messages, h.engine.system, h.engine.tools, max_tokens=16)
+    assert "<<ccr:" not in json.dumps(request.body) and "[[ccr:0123456789abcdef]]" in json.dumps(request.body)
+    mark = gateway.log_mark()
+
+    result = await h.engine.submit("hello")
+
+    assert result.outcome == "answered", result.error
+    assert gateway.rules_since(mark) == []
+    assert LEGACY_STUB in [m.text for m in h.session.master]  # nothing stored was rewritten
+    assert LEGACY_STUB in [m.text for m in h.session.view.messages]
 
 
 SQL_FILE = (

@@ -14,6 +14,8 @@ import socket
 
 import pytest
 
+from app.gateway_profile import load_profile
+from app.ui.explain import explain_request
 from tests.engine.real_proxies import start_squid
 
 PROVIDERS = ("anthropic", "openai", "bedrock")
@@ -85,6 +87,15 @@ async def test_an_acl_refusal_is_squids_policy_never_a_cap(make_harness, lab, sq
     assert h.engine.state.learned_cap(h.engine.route.endpoint_id) is None  # never a cap
     assert h.sleeps == [] and lab.requests() == []  # not retried; nothing got past the proxy
     assert [m.role for m in h.session.master] == ["user"]  # the prompt is kept
+    # the hop the classifier named (Failure.hop) is in the endpoint's gateway profile, as `gateway show` says
+    (hop,) = load_profile(h.engine.state, h.engine.route.endpoint_id).learned.hops
+    assert hop["kind"] == "forward-proxy" and hop["vendor"] == "squid" and hop["error"] == "ERR_ACCESS_DENIED"
+    assert hop["name"] == f"Squid (the proxy at 127.0.0.1:{proxy.port}, from HTTP_PROXY)"
+    assert hop["setting"] == "HTTP_PROXY" and "X-Squid-Error: ERR_ACCESS_DENIED" in hop["detail"]
+    # the Requests panel's "Why" gives the rule's own action and the hop, not advice rebuilt from the kind
+    why = explain_request(record)
+    assert "ask the proxy's admins to allow the provider's host" in why and "API key" not in why
+    assert f"Hop: Squid (the proxy at 127.0.0.1:{proxy.port}, from HTTP_PROXY) (forward-proxy)." in why
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)

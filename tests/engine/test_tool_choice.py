@@ -43,4 +43,4 @@ async def test_the_request_declares_only_the_chosen_tools_and_a_call_to_another_
     result = await h.engine.submit("!shell echo hi")
 
     assert result.outcome == "answered", result.error
-    assert "The tool shell is not offered in this request (tools offered: read_file" in result.text
+    assert "This request does not offer the tool shell (tools offered: read_file" in result.text

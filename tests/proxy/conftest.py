@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from app.config import load_settings
-from app.lab.embedded import LabHandle, start_embedded_lab
+from app.lab.embedded import LabHandle
 from app.proxy.proxy_session import ProxySession
 from app.proxy.records import ProxyEvent, ProxyEvents, ProxyRecord, RequestFinished
 from app.proxy.server import ProxyOptions, ProxyServer
@@ -37,12 +37,6 @@ NGINX_64K = """    server {
     }"""
 LIMIT = 64 * 1024
 WAIT = 20.0  # seconds a helper waits for something the proxy does after answering
-
-
-@pytest.fixture(scope="module")
-def lab_server() -> Iterator[LabHandle]:
-    with start_embedded_lab() as handle:
-        yield handle
 
 
 @pytest.fixture

@@ -100,7 +100,8 @@ def test_claude_code_compacts_on_a_waf_page_only_through_the_proxy(
     assert "m2.txt line 00000" in proxied.out  # the turn is answered, from the tool result it asked for
     records = [r for r in proxy.records() if "count_tokens" not in r.path]
     translated = next(i for i, r in enumerate(records) if r.action is Action.TRANSLATED)
-    assert records[translated].kind == "waf_block" and records[translated].cause == "size"
+    # nothing showed size or content (app.engine.block_cause): undecided, treated as size and translated
+    assert records[translated].kind == "waf_block" and records[translated].cause == "unknown"
     after = records[translated + 1 :]
     assert any(_compaction_request(r) and r.status == 200 for r in after)  # its own compaction ran
     assert after[-1].status == 200 and not _compaction_request(after[-1])

@@ -304,7 +304,7 @@ def test_a_content_block_is_never_translated_into_an_overflow(lab, nginx, start_
         record.action is Action.CONTENT_BLOCKED and record.kind == "waf_block" and record.cause == "content"
     )
     assert "refused the content of this request" in message and "prompt is too long" not in message
-    assert record.incident and f"incident ID {record.incident}" in message  # the page's Cloudflare Ray ID
+    assert record.incident.startswith("Cloudflare Ray ID ") and f"({record.incident})" in message
     assert State().learned_cap(proxy.options.upstream.endpoint_id(Wire.ANTHROPIC)) is None
 
 

@@ -15,9 +15,9 @@ import openai
 import pytest
 
 from app.config import ConfigError, Route
+from app.engine.block_cause import hop_label, incident_id, judge
 from app.engine.failures import classify_fields
 from app.lab import pages
-from app.proxy.judge import Cause, incident_id, judge
 from app.proxy.native_errors import OverflowStyle, Refusal, content_block, overflow
 from app.proxy.records import Action
 from app.proxy.upstream import from_route, from_url, parse_header
@@ -135,20 +135,35 @@ def test_clients_are_named_from_their_user_agent():
     assert wire_for("POST", "/v1/embeddings", False) is Wire.OTHER
 
 
-def test_a_waf_block_is_content_when_a_larger_body_passed_and_size_otherwise():
+def test_a_waf_block_is_content_when_a_larger_body_passed_and_treated_as_size_otherwise():
+    """The proxy judges as the engine does (app.engine.block_cause): content is never an overflow; an
+    undecided block is treated as size (translated, a cap learned); a rate limit is no gateway refusal."""
     page = pages.cloudflare_block("api.example.com", "8f3a1c2b9d7e4a61-SJC")
-    failure = classify_fields(
-        status=page.status, body=page.body.decode(), headers=dict(page.headers), request_bytes=20_000
-    )
+    body, headers = page.body.decode(), dict(page.headers)
+    failure = classify_fields(status=page.status, body=body, headers=headers, request_bytes=20_000)
     assert failure.kind == "waf_block"
-    assert judge(failure, request_bytes=20_000, largest_accepted=30_000).cause is Cause.CONTENT
-    assert judge(failure, request_bytes=20_000, largest_accepted=10_000).cause is Cause.SIZE
-    assert judge(failure, request_bytes=20_000, largest_accepted=None).cause is Cause.SIZE
-    assert incident_id(dict(page.headers), page.body.decode()) == "8f3a1c2b9d7e4a61"
+
+    def judged(accepted_max):
+        return judge(
+            failure,
+            request_bytes=20_000,
+            accepted_max=accepted_max,
+            floor_bytes=None,
+            body=body,
+            headers=headers,
+        )
+
+    content = judged(30_000)
+    assert content.cause == "content" and not content.payload_related
+    assert content.incident_id == "Cloudflare Ray ID 8f3a1c2b9d7e4a61"
+    for accepted in (10_000, None):
+        assert judged(accepted).cause == "unknown" and judged(accepted).payload_related
+    assert hop_label(failure, headers, body, where="gw:443") == "Cloudflare at gw:443"
     akamai = pages.akamai_denied("api.example.com", "/v1/messages", "18.2d351ab8.1700000000.3f2a1b")
-    assert incident_id({}, akamai.body.decode()) == "18.2d351ab8.1700000000.3f2a1b"
+    assert incident_id(akamai.body.decode(), {}) == "reference 18.2d351ab8.1700000000.3f2a1b"
     rate = classify_fields(status=429, body='{"error": {"type": "rate_limit_error"}}')
-    assert judge(rate, request_bytes=1000, largest_accepted=None).cause is Cause.OTHER
+    rate_judged = judge(rate, request_bytes=1000, accepted_max=None, floor_bytes=None)
+    assert rate_judged.cause == "" and not rate_judged.payload_related
 
 
 def test_errors_are_shaped_as_each_provider_sends_them():
@@ -162,11 +177,13 @@ def test_errors_are_shaped_as_each_provider_sends_them():
     assert json.loads(oa.body)["error"]["code"] == "context_length_exceeded" and oa.status == 400
     assert ("x-should-retry", "false") in oa.headers
     block = json.loads(
-        content_block(Wire.OPENAI_CHAT, hop="Cloudflare at gw", incident="8f3a", evidence=()).body
+        content_block(
+            Wire.OPENAI_CHAT, hop="Cloudflare at gw", incident="Cloudflare Ray ID 8f3a", evidence=()
+        ).body
     )
     assert (
         block["error"]["code"] == "gateway_content_blocked"
-        and "incident ID 8f3a" in block["error"]["message"]
+        and "(Cloudflare Ray ID 8f3a)" in block["error"]["message"]
     )
 
 
@@ -188,7 +205,7 @@ def test_a_dropped_connection_is_dropped_in_observe_and_never_learned_as_a_cap(l
             model="lab-1", max_tokens=5, messages=[{"role": "user", "content": "x" * 20_000}]
         )
     record = proxy.records(1)[0]
-    assert record.action is Action.DROPPED and record.kind == "other" and record.cause == "other"
+    assert record.action is Action.DROPPED and record.kind == "other" and record.cause == ""
     assert record.request_bytes and record.request_bytes > 20_000
 
 

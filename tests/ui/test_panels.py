@@ -427,7 +427,7 @@ async def test_payload_shows_the_endpoints_gateway_profile_and_an_imported_cap(e
     record_refused_beta(
         engine.state, endpoint, "context-management-2025-06-27", how="stripped", evidence="400"
     )
-    record_hop(engine.state, endpoint, {"name": "Squid", "detail": "Via: 1.1 \x1b[31mproxy"})
+    record_hop(engine.state, endpoint, name="Squid", kind="forward-proxy", detail="Via: 1.1 \x1b[31mproxy")
     import_profiles(
         engine.state,
         f'format = "bulkhead-gateways"\nversion = 1\n[gateways."{endpoint}"]\ncap_bytes = 102400\n',

@@ -365,6 +365,7 @@ def test_requests_round_trip(store):
         "error_body": "<html>413 日本</html>",
         "usage": {"input_tokens": 5},
         "outcome": "rejected",
+        "decision": {"action": "learn a cap", "cause": "size", "hop": {"kind": "gateway", "name": "nginx"}},
         "ignored_extra": "x",
     }
     store.record_request(record)
@@ -374,6 +375,7 @@ def test_requests_round_trip(store):
     expected = {k: v for k, v in record.items() if k != "ignored_extra"}
     assert got[0] == expected
     assert got[1]["evidence"] == [] and got[1]["request_headers"] == {} and got[1]["status"] is None
+    assert got[1]["decision"] == {}
 
     store.record_request(
         {"id": "r2", "session_id": sid, "created_at": 101.0, "status": 200, "actual_bytes": 9}

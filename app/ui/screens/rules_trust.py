@@ -8,16 +8,12 @@ question: "allow", "deny" or None (not now: asked again next session).
 
 from __future__ import annotations
 
-from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical, VerticalScroll
-from textual.widgets import Static
 
-from app.textsafe import display_line
-from app.ui.screens.mcp_trust import McpTrustScreen
+from app.ui.screens.trust import TrustScreen
 
 
-class RulesTrustScreen(McpTrustScreen):
+class RulesTrustScreen(TrustScreen):
     HELP = """\
 ## Permission rules from this workspace
 
@@ -35,26 +31,20 @@ always are.
         Binding("n", "answer('deny')", "Keep them off", id="rules_trust.deny"),
         Binding("escape", "answer('')", "Not now", id="rules_trust.later"),
     ]
+    KEYS = "y put them in force (remembered) · n keep them off (remembered) · Esc not now"
 
-    def compose(self) -> ComposeResult:
-        with Vertical(id="mcp-trust-dialog"):
-            yield Static(
-                f"Permission rules from {display_line(self.path)}", id="mcp-trust-title", markup=False
-            )
-            with VerticalScroll(id="mcp-trust-body"):
-                yield Static(
-                    "This repository's files allow these tool calls without asking. Their deny and ask "
-                    "rules are in force either way:",
-                    markup=False,
-                )
-                for file in self.specs:
-                    yield Static(f"  {display_line(file.relative)}", markup=False)
-                    for rule in file.allow:
-                        yield Static(
-                            f"    • allow {display_line(rule)}", markup=False, classes="mcp-trust-server"
-                        )
-            yield Static(
-                "y put them in force (remembered) · n keep them off (remembered) · Esc not now",
-                id="mcp-trust-keys",
-                markup=False,
-            )
+    def title_text(self) -> str:
+        return f"Permission rules from {self.path}"
+
+    def intro(self) -> str:
+        return (
+            "This repository's files allow these tool calls without asking. Their deny and ask "
+            "rules are in force either way:"
+        )
+
+    def lines(self) -> list[tuple[str, str]]:
+        lines = []
+        for file in self.specs:
+            lines.append((f"  {file.relative}", ""))
+            lines += [(f"    • allow {rule}", "mcp-trust-server") for rule in file.allow]
+        return lines
