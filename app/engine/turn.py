@@ -37,6 +37,7 @@ from app.engine.compactor import Compactor
 from app.engine.context_report import ContextReport
 from app.engine.describe import describe
 from app.engine.failures import PAYLOAD_KINDS, Failure
+from app.engine.fallback import FallbackChain
 from app.engine.hooks import HookResult, HookRunner
 from app.engine.instructions import INSTRUCTION_NAMES, Instructions
 from app.engine.native import NativeContext, edit_totals
@@ -95,7 +96,19 @@ if TYPE_CHECKING:
 MAX_TOOL_ROUNDS = 50  # tool round trips in one turn before bulkhead stops and asks the user
 # Events kept in the store, so a resumed session's inspector can show them again.
 STORED_EVENTS = frozenset(
-    {"rejection", "cap_learned", "recovery", "compaction", "hook", "notice", "provider_edits"}
+    {
+        "rejection",
+        "cap_learned",
+        "recovery",
+        "compaction",
+        "hook",
+        "notice",
+        "provider_edits",
+        "fallback",
+        "fallback_answered",
+        "memory_queued",
+        "memory_distilled",
+    }
 )
 
 # (tool name, args, why it asks) -> True / "once", "session", "project" (allow; the last two remember
@@ -190,6 +203,7 @@ class Engine:
         self._lock = asyncio.Lock()
         self._closing = False
         self._use_route(route, provider)
+        self.fallback = FallbackChain(self)  # app.engine.fallback: the next route when this one cannot answer
         self.load_instructions()
         self.permissions: Permissions = load_permissions(settings, self.workspace, self.state)
 
@@ -223,6 +237,7 @@ class Engine:
             old = self.provider
             self._use_route(route, provider)
             self.session.set_route(route.name, route.provider, route.model)
+            await self.fallback.reset(route, provider, old)
         with contextlib.suppress(Exception):
             await old.aclose()
         self.emit(Notice(f"now using route {route.name} ({route.provider} · {route.model})", code="route"))
@@ -754,6 +769,8 @@ class Engine:
                 with contextlib.suppress(Exception):
                     await self.mcp.close()
             with contextlib.suppress(Exception):
+                await self.fallback.aclose()
+            with contextlib.suppress(Exception):
                 await self.provider.aclose()
         finally:
             try:
@@ -873,6 +890,7 @@ class Engine:
         return await attach_prompt_images(self, typed, self._ask, can_ask=self.approver is not None)
 
     async def _run_turn(self, turn: int, mentions: Sequence[ToolCall] = ()) -> TurnResult:
+        self.fallback.turn_started()  # on the chain's first route again, unless fallback_sticky
         max_tokens = self.max_tokens
         escalations = 0
         answer: list[str] = []  # one entry per assistant message; a continuation extends the last one
@@ -892,7 +910,11 @@ class Engine:
                 await self._run_tools(mentions, turn, budget, by_user=True)
             for _round in range(MAX_TOOL_ROUNDS):
                 await self._boundary(turn, max_tokens)
-                result = await self._request(turn, max_tokens)
+                result = await self.fallback.request(turn, max_tokens)  # along the fallback chain if need be
+                max_tokens = min(max_tokens, self.model_output_cap)  # the route that answered may allow less
+                if partials := self.fallback.take_partials():  # kept from a route that failed mid-answer
+                    answer.extend(partials)
+                    continuing = True
                 if continuing and answer:
                     answer[-1] += result.text
                 else:

@@ -45,6 +45,9 @@ def price_usd(usage: Usage, model: str, provider: str) -> float | None:
         return None
 
 
+ROUTE_FIELDS = ("requests", "failed", "input_tokens", "output_tokens", "cost_usd")
+
+
 def _bump(mapping: dict[str, int], key: str, by: int = 1) -> None:
     mapping[key] = mapping.get(key, 0) + by
 
@@ -73,8 +76,20 @@ class Counters:
     recoveries_ok: int = 0
     recoveries_failed: int = 0
     bytes_saved: int = 0
+    memory_calls: int = 0  # the memory worker's requests (their tokens and cost count as the summarizer's)
+    fallbacks: int = 0  # turns moved to the next route of a fallback chain
+    by_route: dict[str, dict[str, float]] = field(
+        default_factory=dict
+    )  # route → requests, failed, tokens, cost
 
-    def add_usage(self, usage: Usage, cost: float | None, *, summarizer: bool = False) -> None:
+    def add_usage(
+        self, usage: Usage, cost: float | None, *, summarizer: bool = False, route: str = ""
+    ) -> None:
+        if route:
+            entry = self._route(route)
+            entry["input_tokens"] += usage.input_tokens
+            entry["output_tokens"] += usage.output_tokens
+            entry["cost_usd"] += cost or 0.0
         if summarizer:
             self.summarizer_calls += 1
             self.summarizer_input_tokens += usage.input_tokens
@@ -88,6 +103,21 @@ class Counters:
             self.cost_usd += cost or 0.0
         if cost is None:
             self.unpriced_requests += 1
+
+    def _route(self, route: str) -> dict[str, float]:
+        entry = self.by_route.setdefault(route, {})
+        for key in ROUTE_FIELDS:
+            entry.setdefault(key, 0)
+        return entry
+
+    def count_route(self, route: str, *, failed: bool = False) -> None:
+        """One request sent on `route` (a failed one too)."""
+        if not route:
+            return
+        entry = self._route(route)
+        entry["requests"] += 1
+        if failed:
+            entry["failed"] += 1
 
     def add_rejection(self, kind: str) -> None:
         _bump(self.rejections, kind)
