@@ -51,6 +51,12 @@ _MODEL_WORD_RE = re.compile(r"\bmodel\b|model_not_found|model identifier", re.I)
 _MISSING_RE = re.compile(
     r"not[ _]found|does not exist|doesn't exist|invalid|unknown|no such|not supported|not available", re.I
 )
+# Connection failures the classifier keeps as kind `other` (their own rules): a drop of a small request, a stream
+# cut after a 200, a connection that could not be made or was refused, a proxy refusing the tunnel. None is about
+# the request's size, and another route (another host, another way out) may well get through.
+_CONNECTION_RULES = frozenset(
+    {"net.reset-unproven", "net.cut-after-200", "net.connect-failed", "net.refused", "proxy.tunnel-refused"}
+)
 _KIND_WORDS = {
     FallbackKind.OVERLOADED: "overloaded",
     FallbackKind.SERVER_ERROR: "server error",
@@ -76,6 +82,8 @@ def moving_kind(failure: Failure | None) -> FallbackKind | None:
         return None
     if failure.kind in (kind.value for kind in FallbackKind):
         return FallbackKind(failure.kind)
+    if failure.rule_id in _CONNECTION_RULES:
+        return FallbackKind.CONNECTION_DROP
     said = " ".join((failure.reason, *failure.evidence))
     if (
         failure.status in (400, 404)
