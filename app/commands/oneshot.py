@@ -297,6 +297,7 @@ def run(args) -> int:
         prompt = expand_slash(prompt, engine.workspace) or prompt
     if getattr(args, "fallback_after_partial", False):  # a route that failed mid-answer: go on elsewhere
         engine.fallback.after_partial = "continue"
+    engine.memory.background = False  # -p reads what compactions queued before it exits, nothing behind
     printer = json_printer if args.json else text_printer
     engine.session.bus.subscribe(printer)
     denied: list[ToolApproval] = []
@@ -315,6 +316,7 @@ def run(args) -> int:
             await engine.start_mcp(ask=None if args.yes else terminal_mcp_ask(), allow_project=args.yes)
         try:
             result = await engine.submit(prompt, typed=args.prompt or "")
+            await engine.memory.drain_queue()  # a compaction's queued segment is read now, not left behind
         finally:
             await engine.close("exit")
         if rest := _answer.flush():

@@ -38,8 +38,9 @@ from app.engine.context_report import ContextReport
 from app.engine.describe import describe
 from app.engine.failures import PAYLOAD_KINDS, Failure
 from app.engine.fallback import FallbackChain
+from app.engine.memory.worker import MemoryWorker
 from app.engine.hooks import HookResult, HookRunner
-from app.engine.instructions import INSTRUCTION_NAMES, Instructions
+from app.engine.instructions import INSTRUCTION_NAMES, Instructions, join_system
 from app.engine.native import NativeContext, edit_totals
 from app.engine.payload import (
     CapInfo,
@@ -204,6 +205,9 @@ class Engine:
         self._closing = False
         self._use_route(route, provider)
         self.fallback = FallbackChain(self)  # app.engine.fallback: the next route when this one cannot answer
+        self.memory = MemoryWorker(
+            self
+        )  # app.engine.memory: facts distilled; compactions queue what they drop
         self.load_instructions()
         self.permissions: Permissions = load_permissions(settings, self.workspace, self.state)
 
@@ -405,6 +409,9 @@ class Engine:
             measure, max_tokens = self.provider.measure, self.max_tokens
             empty = measure((), "", (), max_tokens=max_tokens)
             base = measure((), self.base_system, (), max_tokens=max_tokens)
+            instructed = measure(
+                (), join_system(self.base_system, self.instructions.text), (), max_tokens=max_tokens
+            )
             bare = measure((), system, (), max_tokens=max_tokens)
             builtin = measure((), system, self.builtin_tools, max_tokens=max_tokens)
             total = measure((), system, tools, max_tokens=max_tokens)
@@ -412,14 +419,15 @@ class Engine:
             servers = tuple(plan.per_server.items()) if plan is not None else ()
             parts = floor_breakdown(
                 system_bytes=base - empty,
-                instructions_bytes=max(0, bare - base),
+                instructions_bytes=max(0, instructed - base),
+                memory_bytes=max(0, bare - instructed),
                 builtin_tools_bytes=builtin - bare,
                 mcp_tools_bytes=total - builtin,
                 mcp_servers=dict(servers),
             )
             sizes = FloorSizes(
                 system_bytes=base - empty,
-                instructions_bytes=max(0, bare - base),
+                instructions_bytes=max(0, instructed - base),
                 tools_bytes=total - bare,
                 total_bytes=total,
                 mcp_bytes=total - builtin,
@@ -523,10 +531,12 @@ class Engine:
 
     def load_instructions(self) -> Instructions:
         """(Re)read AGENTS.md / CLAUDE.md into the system prompt (at start, after /memory and /init)."""
-        from app.engine.instructions import join_system, load_instructions
+        from app.engine.instructions import load_instructions
 
         self.instructions = load_instructions(self.workspace, max_bytes=self.settings.instructions_max_bytes)
-        self.system = join_system(self.base_system, self.instructions.text)
+        self.system = join_system(
+            join_system(self.base_system, self.instructions.text), self.memory.prompt_section()
+        )
         self._floor_cache = None
         return self.instructions
 
@@ -769,6 +779,8 @@ class Engine:
                 with contextlib.suppress(Exception):
                     await self.mcp.close()
             with contextlib.suppress(Exception):
+                await self.memory.close()
+            with contextlib.suppress(Exception):
                 await self.fallback.aclose()
             with contextlib.suppress(Exception):
                 await self.provider.aclose()
@@ -990,6 +1002,7 @@ class Engine:
             self.view_changed("turn")
             with contextlib.suppress(Exception):
                 self.keep_view_size()
+            self.memory.after_turn()  # the memory worker reads a few turns behind, in the background
 
     async def _boundary(self, turn: int, max_tokens: int) -> None:
         """Before each request: compact against the byte cap or the window, or warn once."""
