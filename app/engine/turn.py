@@ -38,9 +38,9 @@ from app.engine.context_report import ContextReport
 from app.engine.describe import describe
 from app.engine.failures import PAYLOAD_KINDS, Failure
 from app.engine.fallback import FallbackChain
-from app.engine.memory.worker import MemoryWorker
 from app.engine.hooks import HookResult, HookRunner
 from app.engine.instructions import INSTRUCTION_NAMES, Instructions, join_system
+from app.engine.memory.worker import MemoryWorker
 from app.engine.native import NativeContext, edit_totals
 from app.engine.payload import (
     CapInfo,

@@ -12,7 +12,6 @@ what bulkhead remembered unless the user accepts a fact (`memory = "suggest"`, `
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from collections.abc import Sequence
 from pathlib import Path

@@ -66,6 +66,7 @@ SKIPPED_ORIGINS = ("notice", "summary", "stub")  # bulkhead's own words, never f
 FIT_MARGIN = 0.9  # JSON escaping makes a request a little bigger than its text
 MIN_PART_CHARS = 2_000  # below this a segment is not split further: the request cannot fit at all
 QUEUE_BATCH = 20  # queued segments read in one go
+MAX_SHRINKS = 8  # refusals of one part before the segment waits for a later try (2⁸: 200 KB → under 1 KB)
 NO_CAP_PART_CHARS = 200_000  # without any cap, a part is still bounded (a huge tool output is read in parts)
 
 
@@ -93,6 +94,8 @@ class MemoryHost(Protocol):
     def _make_sender(self, provider: Provider, route_name: str) -> Sender: ...
 
     def load_instructions(self) -> Any: ...
+
+    def remember(self, text: str) -> Path: ...
 
     def view_changed(self, reason: str = "", *, predicted: int | None = None) -> ViewChanged: ...
 
@@ -146,6 +149,9 @@ class MemoryWorker:
         self._task: asyncio.Task[None] | None = None
         self._again = False
         self._sender: tuple[Provider, Sender] | None = None
+        self._reading = (
+            asyncio.Lock()
+        )  # one read at a time: the background one and `-p`'s drain never overlap
         if self.enabled:
             engine.session.commit_guard = self
 
@@ -263,6 +269,10 @@ class MemoryWorker:
     # -- reading --------------------------------------------------------------------------------------------
     async def catch_up(self, *, live: bool) -> None:
         """Read the queued segments (this project's, oldest first), then — `live` — the conversation behind."""
+        async with self._reading:
+            await self._catch_up(live=live)
+
+    async def _catch_up(self, *, live: bool) -> None:
         session = self.engine.session
         sessions = self.journal.sessions_of(session.workspace) if session.workspace else []
         sessions = list(dict.fromkeys([session.id, *sessions]))
@@ -327,16 +337,19 @@ class MemoryWorker:
             try:
                 answer = await self._ask(part, index + 1, len(pending))
             except _TooBig:
-                attempts += 1
-                if attempts > self.engine.settings.max_recovery_attempts or len(part) <= MIN_PART_CHARS:
+                attempts += 1  # each refusal teaches a smaller cap and halves the part: bounded either way
+                if attempts > MAX_SHRINKS or len(part) <= MIN_PART_CHARS:
                     raise MemoryFailed(
                         f"a {format_size(len(part.encode()))} part of the segment does not fit the summarizer "
                         f"route's cap even when split"
                     ) from None
-                budget = max(MIN_PART_CHARS, min(budget, len(part)) // 2)
+                budget = max(
+                    MIN_PART_CHARS, min(self._budget(), len(part) // 2)
+                )  # the cap just learned, or half
                 pending[index : index + 1] = split_text(part, budget)
                 continue
             facts.extend(parse_facts(answer))
+            attempts = 0
             index += 1
         return list(dict.fromkeys(facts))
 
@@ -478,8 +491,17 @@ class MemoryWorker:
     def reject(self, fact: Fact) -> None:
         self.journal.decide(fact.id, "rejected")
 
-    def accepted(self, fact: Fact, written_to: Path, text: str | None = None) -> None:
-        self.journal.decide(fact.id, "accepted", text=text, written_to=str(written_to))
+    def accept(self, fact: Fact, text: str | None = None) -> Path:
+        """Write the fact (or its edited `text`) to the project's instructions file through `/memory`'s own door —
+        never through a link, never outside the project — then mark it accepted. OSError: it stays pending."""
+        edited = " ".join((text if text is not None else fact.text).split())
+        if not edited:
+            raise ValueError("an empty fact: reject it instead")
+        path = self.engine.remember(edited)
+        self.journal.decide(
+            fact.id, "accepted", text=edited if edited != fact.text else None, written_to=str(path)
+        )
+        return path
 
 
 class _TooBig(Exception):
