@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from app.engine.cap_guard import OverCap
 from app.engine.caps import learned_cap_for
 from app.engine.compaction.summarize import render_segment, summarizer_budget
+from app.engine.failpoints import reached
 from app.engine.memory.journal import Fact, MemoryJournal, QueueEntry
 from app.engine.memory.memory_file import append_facts, memory_path, project_key, prompt_section
 from app.engine.sender import RequestFailed
@@ -196,6 +197,7 @@ class MemoryWorker:
             return None
         size = sum(len(m.all_text().encode("utf-8", "surrogatepass")) for m in unread)
         queue_id = self.journal.queue(session.id, reason, [m.id for m in unread], size)
+        reached("memory.queued")  # the reliability tests crash here: the segment is queued, the view not yet
         trigger = reason.split(":", 1)[0]
         session.write_receipt(
             _receipt(
@@ -209,6 +211,7 @@ class MemoryWorker:
         self.engine.emit(MemoryQueued(queue_id=queue_id, messages=len(unread), bytes=size, reason=reason))
 
         def committed(view: View) -> None:
+            reached("memory.committed")
             session.write_receipt(
                 _receipt(trigger, "view committed", queue_id=queue_id, reason=reason, view_id=view.id)
             )
