@@ -53,6 +53,9 @@ def cost_report(c: Counters) -> tuple[str, Rows]:
         ("recoveries", f"{c.recoveries_ok} ok · {c.recoveries_failed} failed"),
         ("bytes saved", format_size(c.bytes_saved)),
     ]
+    from app.ui.widgets.cost import route_rows
+
+    rows += [(f"route {name}" if name != "fallbacks" else name, text) for name, text in route_rows(c).items()]
     return "cost — this session", rows
 
 
