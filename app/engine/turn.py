@@ -748,6 +748,7 @@ class Engine:
         for notice in rule_start_notices(self.permissions):
             self.emit(notice)
         self.view_changed("start", predicted=self._start_bytes())
+        self.memory.after_turn()  # a segment a crash left queued is read now, in the background (the TUI)
 
     def _purge_content_cap(self) -> None:
         """Forget this endpoint's cap when an older bulkhead learned it from a content block (issue 36)."""
@@ -1473,6 +1474,7 @@ class Engine:
                 trigger="manual", target_bytes=target, instructions=instructions, cancel=cancel
             )
             await self.session.drain()  # its receipt, counters and events are on disk when it is over
+            self.memory.after_turn()  # what the compaction queued is read now, in the background
             return result
 
     def rewind(self) -> bool:

@@ -76,5 +76,7 @@ def test_auto_memory_joins_the_next_request_and_its_floor(tmp_path, isolated_hom
     events = _run(tmp_path, "what do you know?", config)
     view = next(e for e in events if e["type"] == "view")
     floor = {part["label"]: part["bytes"] for part in view["floor"]}
-    facts_bytes = sum(len(line.encode()) for line in files[0].read_text().splitlines() if line.startswith("- "))
+    facts_bytes = sum(
+        len(line.encode()) for line in files[0].read_text().splitlines() if line.startswith("- ")
+    )
     assert floor.get("memory", 0) >= facts_bytes  # every request carries the memory file's facts

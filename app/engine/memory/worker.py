@@ -215,7 +215,6 @@ class MemoryWorker:
             session.write_receipt(
                 _receipt(trigger, "view committed", queue_id=queue_id, reason=reason, view_id=view.id)
             )
-            self.after_turn()  # read the queued segment soon, in the background (the TUI)
 
         return committed
 

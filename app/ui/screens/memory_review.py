@@ -24,6 +24,13 @@ Reject = Callable[[Any], str]
 
 
 class MemoryReviewScreen(ModalScreen[None]):
+    DEFAULT_CSS = """
+    MemoryReviewScreen { align: center middle; }
+    #memory-dialog { width: 90%; height: 80%; border: round $primary; background: $surface; }
+    #memory-table { height: 1fr; }
+    #memory-edit { margin: 0 1; }
+    #memory-notes { height: auto; padding: 0 1; color: $text-muted; }
+    """
     HELP = """\
 ## Memory review
 

@@ -83,6 +83,8 @@ class ModelScreen(ModalScreen[tuple[str, str] | None]):
         return self.query_one("#models-table", DataTable)
 
     def on_mount(self) -> None:
+        if self.chain:  # the chain's line above the keys
+            self.query_one("#models-keys", Static).styles.height = "auto"
         self.table.add_columns("route", "model", "window", "output cap", "")
         from app.providers.catalog import model_limits
 
