@@ -93,6 +93,8 @@ def show(args=None) -> int:
             value = getattr(route, field_.name)
             if field_.name != "name" and value is not None:
                 shown = format_size(value) if field_.name == "max_payload" else value
+                if isinstance(value, tuple):  # tools, fallback: as written in config.toml
+                    shown = "[" + ", ".join(f'"{item}"' for item in value) + "]"
                 if field_.name in ("base_url", "endpoint_url"):
                     shown = hide_url_password(str(value))
                 print(f"  {field_.name} = {shown}")

@@ -339,17 +339,17 @@ class FallbackChain:
         return f"{failed.message} — not moved on to {route} ({reason}; {how})"
 
     def _raise_spent(self, failed: TurnFailed, reason: str = "") -> None:
-        """When the chain moved in this turn (or had no route left), the failure that ends the turn names the
-        routes tried; otherwise it is raised as it is (by the caller)."""
+        """When the chain moved in this turn, or has no route left to move to (`reason`: why this one gave up), the
+        failure that ends the turn says so and names the routes tried; otherwise the caller raises it as it is."""
         state = self._turn
-        moves = [*(state.moves if state is not None else ()), *([reason] if reason else [])]
-        if not moves:
+        moved = list(state.moves) if state is not None else []
+        if not moved and not reason:
             return
-        raise TurnFailed(
-            f"{failed.message} (fallback chain spent: {' → '.join(moves)})",
-            failed.failure,
-            visible=failed.visible,
-        ) from failed
+        if reason:
+            said = f"no route left in the fallback chain: {' → '.join([*moved, reason])}"
+        else:
+            said = f"on {self.engine.route.name}, after the fallback chain moved: {' → '.join(moved)}"
+        raise TurnFailed(f"{failed.message} ({said})", failed.failure, visible=failed.visible) from failed
 
     async def aclose(self) -> None:
         """Close the providers built for the chain's other routes (the engine closes its own)."""

@@ -207,6 +207,20 @@ def test_without_a_fallback_the_same_failure_ends_the_turn_on_its_route(clean, n
     assert run.of("fallback") == [] and {r for r, _ in run.request_routes()} == {"anthropic"}
 
 
+def test_when_every_route_fails_the_error_names_each_one(clean, nginx, bulkhead):
+    clean["a"].configure(faults="529:1")
+    clean["b"].configure(faults="500:1")
+
+    run = bulkhead(_routes(nginx, chain='["chat"]'), "hello")
+
+    assert run.code == 1 and run.result["outcome"] == "failed"
+    assert [m["to_route"] for m in run.of("fallback")] == ["chat"]
+    assert run.result["error"].endswith(
+        "(no route left in the fallback chain: anthropic: 529 overloaded after 1 retry → "
+        "chat: 500 server error after 1 retry)"
+    )
+
+
 def test_a_kind_left_out_of_fallback_on_stays(clean, nginx, bulkhead):
     clean["a"].configure(faults="401:1")
 
