@@ -904,6 +904,7 @@ class Engine:
 
     async def _run_turn(self, turn: int, mentions: Sequence[ToolCall] = ()) -> TurnResult:
         self.fallback.turn_started()  # on the chain's first route again, unless fallback_sticky
+        await self.memory.yield_to_turn()  # no background memory read competes with the turn's requests
         max_tokens = self.max_tokens
         escalations = 0
         answer: list[str] = []  # one entry per assistant message; a continuation extends the last one

@@ -260,6 +260,11 @@ class MemoryWorker:
                 )
             )
 
+    async def yield_to_turn(self) -> None:
+        """A turn starts: a background read in flight stops (it never competes with the turn for the gateway;
+        what it had not recorded is read again after the turn)."""
+        await self.close()
+
     async def close(self) -> None:
         """Stop a background read (what it had not finished stays queued, or unread: the next session reads it)."""
         task, self._task = self._task, None
