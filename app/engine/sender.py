@@ -388,10 +388,12 @@ class Sender:
             cost = price_usd(
                 usage, request.model or self.session.model, request.provider or self.session.provider
             )
-            if request.purpose == "memory":
-                self.session.counters.memory_calls += 1
             self.session.counters.add_usage(
-                usage, cost, summarizer=request.purpose in ("summary", "memory"), route=self.route
+                usage,
+                cost,
+                summarizer=request.purpose == "summary",
+                memory=request.purpose == "memory",
+                route=self.route,
             )
             self.emit(
                 UsageRecorded(

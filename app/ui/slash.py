@@ -30,7 +30,6 @@ SLASH_COMPLETIONS: tuple[tuple[str, str], ...] = (
     ("/export", "write the session as Markdown (and HAR)"),
     ("/init", "ask the model to write a starter AGENTS.md"),
     ("/memory", "add a line to AGENTS.md — /memory TEXT (or start a prompt with #)"),
-    ("/memory review", "the facts the memory worker suggests: accept (into AGENTS.md), edit, reject"),
     ("/permissions", "the permission rules in force and where they come from"),
     ("/find", "find text anywhere in the conversation — /find TEXT (Ctrl+F; again: the next older match)"),
     ("/help", "keys, commands and the lab grammar"),

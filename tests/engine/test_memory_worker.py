@@ -273,3 +273,22 @@ async def test_memory_off_queues_nothing(make_harness, lab):
     _remember(h, ["a fact"])
     assert (await h.engine.submit("go on")).outcome == "answered"
     assert _queue(h) == [] and not [r for r in _receipts(h) if r.get("method") == "memory"]
+
+
+async def test_a_session_older_than_the_worker_is_read_from_where_it_was_first_seen(make_harness, lab):
+    """Turning memory on does not read a long history back to its start (nobody asked for that bill): the
+    worker starts after the last message it found; a new session is read from its first message."""
+    from app.engine.memory.journal import MemoryJournal
+    from app.engine.memory.worker import MemoryWorker
+
+    h = make_harness(memory="off")
+    _remember(h, ["an old fact", "another old fact"], filler=500)
+    journal = MemoryJournal(h.session.store)
+    assert journal.progress(h.session.id) == -1  # never seen
+
+    h.engine.settings = h.engine.settings.with_overrides(memory="suggest")
+    worker = MemoryWorker(h.engine)
+
+    assert worker.enabled and journal.progress(h.session.id) == h.session.master_len() - 1
+    fresh = make_harness(memory="suggest")
+    assert fresh.engine.memory.journal.progress(fresh.session.id) == -1

@@ -159,6 +159,15 @@ class MemoryJournal:
                 )
         return recorded
 
+    def begin(self, session_id: str, last_seq: int) -> None:
+        """The first time the worker sees a session, it starts reading after `last_seq` (-1 for a new session):
+        a session older than the memory worker is not read back to its beginning at a cost nobody asked for."""
+        with self.store.transaction() as conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO memory_progress (session_id, distilled_seq) VALUES (?, ?)",
+                (session_id, last_seq),
+            )
+
     def progress(self, session_id: str) -> int:
         """The highest master seq the worker has read live (-1: none)."""
         rows = self.store.query(

@@ -155,6 +155,12 @@ class MemoryWorker:
         )  # one read at a time: the background one and `-p`'s drain never overlap
         if self.enabled:
             engine.session.commit_guard = self
+            try:  # a session it has not seen is read from here on (a new one: from its start)
+                self.journal.begin(engine.session.id, engine.session.master_len() - 1)
+            except Exception as exc:  # noqa: BLE001 - a full disk: no memory this time, said once
+                self.mode = "off"
+                engine.session.commit_guard = None
+                engine.emit(Notice(f"memory worker off for this session: {exc}", level="warn", code="memory"))
 
     @property
     def enabled(self) -> bool:
@@ -297,7 +303,7 @@ class MemoryWorker:
     def _messages(self, entry: QueueEntry) -> list[Message]:
         """The queued messages, from the master log that keeps them."""
         session = self.engine.session
-        if entry.session_id == session.id:
+        if entry.session_id == session.id and not session.head_waiting:
             by_id = {m.id: m for m in session.master}
         else:
             by_id = {m.id: m for m in session.store.load_master(entry.session_id)}
@@ -305,6 +311,8 @@ class MemoryWorker:
 
     async def _read_behind(self) -> None:
         session = self.engine.session
+        if session.head_waiting:  # a long session opened from its end: read once its head is decoded
+            return
         lag = self.engine.settings.memory_lag_turns
         boundary = session.turn - lag
         if boundary < 1:

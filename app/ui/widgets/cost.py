@@ -74,7 +74,8 @@ Also counted: requests, failures and transient retries; compactions by trigger (
 auto, manual, recovery) and by level; L3 (the most lossy) separately; rejections by kind;
 recoveries that worked and that did not; bytes saved by compaction. When a fallback chain moved a
 turn, **Routes** counts each route apart (requests, failures, tokens, cost) and the turns that moved.
-The memory worker's calls count with the summarizer's. `/cost` prints the same.
+The memory worker's calls, tokens and cost are a row of their own once it has made some. `/cost` prints
+the same.
 """
 
     def __init__(self, *, clock: Clock = time.time, tz: tzinfo | None = None) -> None:
@@ -106,7 +107,8 @@ The memory worker's calls count with the summarizer's. `/cost` prints the same.
                         event.cache_write_tokens,
                     ),
                     event.cost_usd,
-                    summarizer=event.purpose in ("summary", "memory"),
+                    summarizer=event.purpose == "summary",
+                    memory=event.purpose == "memory",
                     route=event.route,
                 )
         self.sync()
@@ -148,6 +150,12 @@ The memory worker's calls count with the summarizer's. `/cost` prints the same.
         if not c.requests and not c.input_tokens and not c.summarizer_calls:
             values["cost"] = values["total"] = "$0.0000" if self.source is not None else "—"
         sections: tuple[tuple[str, tuple[str, ...]], ...] = _SECTIONS
+        if c.memory_calls:  # the memory worker's calls, apart (a row only once it has made some)
+            values["memory"] = (
+                f"{c.memory_calls} call{'s' if c.memory_calls != 1 else ''} · "
+                f"{c.memory_input_tokens:,} in / {c.memory_output_tokens:,} out · {usd(c.memory_cost_usd)}"
+            )
+            sections = (sections[0], ("Cost", ("cost", "summarizer", "memory", "total")), *sections[2:])
         routes = route_rows(c)
         if routes:  # a fallback chain answered on more than one route: each counted apart
             values.update(routes)
