@@ -145,6 +145,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="with -p: approve every tool call (and start the workspace's .mcp.json servers)",
     )
+    parser.add_argument(
+        "--fallback-after-partial",
+        action="store_true",
+        help="with -p: when a route fails after part of the answer arrived, continue it on the next route of "
+        "the fallback chain (without this flag -p keeps the partial answer and stops)",
+    )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     _add_session_flags(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

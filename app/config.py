@@ -18,6 +18,7 @@ from typing import Any
 
 import platformdirs
 
+from app.model.fallback import DEFAULT_FALLBACK_ON, FALLBACK_AFTER_PARTIAL, STAYING_KINDS, FallbackKind
 from app.sizes import SizeError, format_size, parse_size
 
 PROVIDERS = ("anthropic", "openai", "bedrock", "lab")
@@ -26,6 +27,7 @@ CONTEXT_ENGINES = ("local", "provider")  # or "mcp:NAME": an MCP server's contex
 OPENAI_APIS = ("responses", "chat")  # routes.NAME.api on provider = "openai" routes
 MCP_TOOL_SEARCH = ("auto", "bulkhead", "off")
 PROXY_ANTHROPIC_ERRORS = ("prompt-too-long", "request-too-large")  # app.proxy.native_errors.OverflowStyle
+MEMORY_MODES = ("off", "suggest", "auto")  # app.engine.memory: distil facts, offer them, or keep them
 HOOK_EVENTS = (
     "SessionStart",
     "SessionEnd",
@@ -112,6 +114,9 @@ class Route:
     api: str | None = None  # openai routes: "responses" | "chat"; None = by base_url (providers.openai)
     images: bool | None = None  # does the model take image blocks (None: bulkhead guesses by provider)
     tools: tuple[str, ...] | None = None  # built-in tools offered on this route (None: the global `tools`)
+    fallback: tuple[str, ...] | None = (
+        None  # the routes that take a turn this one cannot answer (None: the global)
+    )
 
     @property
     def endpoint_id(self) -> str:
@@ -137,6 +142,7 @@ _ROUTE_KEYS: dict[str, str] = {
     "api": "choice",
     "images": "bool",
     "tools": "tools?",
+    "fallback": "routenames",
 }
 _ROUTE_CHOICES: dict[str, tuple[str, ...]] = {"provider": PROVIDERS, "api": OPENAI_APIS}
 
@@ -344,6 +350,29 @@ class Settings:
     shell_env_passthrough: tuple[str, ...] = field(
         default=(), metadata=_opt("names", "provider credentials the shell tool may still see")
     )
+    fallback: tuple[str, ...] = field(
+        default=(), metadata=_opt("routenames", "routes a turn moves to when a route cannot answer")
+    )
+    fallback_sticky: bool = field(
+        default=False, metadata=_opt("bool", "the route that answered stays for the next turn")
+    )
+    fallback_on: tuple[str, ...] = field(
+        default=DEFAULT_FALLBACK_ON,
+        metadata=_opt("fallbackkinds", "failure kinds that move to the next route"),
+    )
+    fallback_after_partial: str = field(
+        default="ask",
+        metadata=_opt("choice", "after a partial answer: ask, continue or stop", FALLBACK_AFTER_PARTIAL),
+    )
+    memory: str = field(
+        default="suggest", metadata=_opt("choice", "memory worker: off, suggest or auto", MEMORY_MODES)
+    )
+    memory_max_bytes: int = field(
+        default=16 * 1024, metadata=_opt("size", "largest memory file (auto) in the system prompt", low=0)
+    )
+    memory_lag_turns: int = field(
+        default=2, metadata=_opt("int", "turns the memory worker stays behind the conversation", high=50)
+    )
     routes: Mapping[str, Route] = field(default_factory=dict, metadata={"kind": "routes"})
     hooks: tuple[HookSpec, ...] = field(default=(), metadata={"kind": "hooks"})
     classifier_rules: tuple[ClassifierRuleSpec, ...] = field(default=(), metadata={"kind": "classifier"})
@@ -520,6 +549,30 @@ def _convert(kind: str, value: Any, key: str, where: str, choices: tuple[str, ..
                     f"(tools: {', '.join(BUILTIN_TOOL_NAMES)}; [] offers none)"
                 )
             return tuple(dict.fromkeys(items))
+        if base == "routenames":  # route names (each checked against the routes once they are read)
+            items = [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else value
+            if not isinstance(items, list | tuple) or not all(
+                isinstance(v, str) and v.strip() for v in items
+            ):
+                raise ValueError
+            return tuple(dict.fromkeys(v.strip() for v in items))
+        if base == "fallbackkinds":
+            items = [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else value
+            if not isinstance(items, list | tuple) or not all(isinstance(v, str) for v in items):
+                raise ValueError
+            for item in items:
+                if item in STAYING_KINDS:
+                    raise ConfigError(
+                        f"{where}: {key}: {item!r} never moves to another route — a request refused for its "
+                        f"size or shape is recovered on the route that refused it (the recovery ladder); "
+                        f"kinds that move: {', '.join(DEFAULT_FALLBACK_ON)}"
+                    )
+                if item not in DEFAULT_FALLBACK_ON:
+                    raise ConfigError(
+                        f"{where}: {key}: {_shown(item, key)} is not a failure kind that can move to another "
+                        f"route (kinds: {', '.join(DEFAULT_FALLBACK_ON)})"
+                    )
+            return tuple(FallbackKind(v).value for v in dict.fromkeys(items))
         if base == "names":
             items = [v.strip() for v in value.split(",")] if isinstance(value, str) else value
             if not isinstance(items, list | tuple) or not all(isinstance(v, str) for v in items):
@@ -544,6 +597,8 @@ def _convert(kind: str, value: Any, key: str, where: str, choices: tuple[str, ..
             "str": "a string",
             "names": 'a list of variable names, e.g. ["GITHUB_TOKEN"]',
             "tools": 'a list of built-in tool names, e.g. ["read_file", "grep"], or [] for none',
+            "routenames": 'a list of route names, e.g. ["bedrock", "local"]',
+            "fallbackkinds": 'a list of failure kinds, e.g. ["overloaded", "server_error"]',
         }.get(base, base)
         raise ConfigError(f"{where}: {key} = {_shown(value, key)} is not {wanted}") from None
     raise AssertionError(f"unknown setting kind {kind}")
@@ -809,6 +864,83 @@ def _check_pairs(values: Mapping[str, Any], sources: Mapping[str, str], problems
             )
 
 
+def _check_fallbacks(
+    routes: Mapping[str, Route],
+    raw_routes: Any,
+    default: tuple[str, ...],
+    sources: Mapping[str, str],
+    origin: _Origin,
+    problems: _Problems,
+) -> None:
+    """Every route a `fallback` list names exists (file:line), and no chain leads back to where it began."""
+    known = set(routes) | (set(raw_routes) if isinstance(raw_routes, dict) else set())
+    listed = ", ".join(sorted(known)) or "none"
+    for name in default:
+        if name not in known:
+            problems.add(
+                f"{sources.get('fallback', 'config')}: fallback names no route {name!r} (configured routes: {listed})"
+            )
+    for route in routes.values():
+        for name in route.fallback or ():
+            if name not in known:
+                problems.add(
+                    f"{origin.where(f'routes.{route.name}', 'fallback')}: routes.{route.name}.fallback names no "
+                    f"route {name!r} (configured routes: {listed})"
+                )
+    reported: set[frozenset[str]] = set()
+    for start in routes.values():
+        cycle = _fallback_cycle(routes, start.name)
+        if cycle is None or frozenset(cycle) in reported:
+            continue
+        reported.add(frozenset(cycle))
+        problems.add(
+            f"{origin.where(f'routes.{cycle[0]}', 'fallback')}: the fallback chain goes round in a circle "
+            f"({' → '.join([*cycle, cycle[0]])}) — a route's fallback may not lead back to it; remove one of "
+            f"these links"
+        )
+
+
+def _fallback_cycle(routes: Mapping[str, Route], start: str) -> list[str] | None:
+    """The routes of a cycle reachable from `start` through their own `fallback` lists (None: no cycle)."""
+    path: list[str] = []
+    done: set[str] = set()
+
+    def visit(name: str) -> list[str] | None:
+        if name in path:
+            return path[path.index(name) :]
+        if name in done or name not in routes:
+            return None
+        path.append(name)
+        for nxt in routes[name].fallback or ():
+            found = visit(nxt)
+            if found is not None:
+                return found
+        path.pop()
+        done.add(name)
+        return None
+
+    return visit(start)
+
+
+def fallback_chain(settings: Settings, head: str) -> tuple[str, ...]:
+    """The routes a turn that starts on `head` may use, in order: `head`, then its own `fallback` list (else
+    the global `fallback`), each followed by the routes of its own `fallback` list (depth first, once each;
+    `config check` refuses cycles). Routes that do not exist are left out."""
+    chain: list[str] = [head]
+
+    def add(names: tuple[str, ...]) -> None:
+        for name in names:
+            if name in chain or name not in settings.routes:
+                continue
+            chain.append(name)
+            add(settings.routes[name].fallback or ())
+
+    route = settings.routes.get(head)
+    own = route.fallback if route is not None else None
+    add(own if own is not None else settings.fallback)
+    return tuple(chain)
+
+
 def _register_secrets(settings: Settings, env: Mapping[str, str]) -> None:
     """What the settings say is secret joins the redaction registry (`app.redact`): the routes'
     `api_key_env` values, passwords in their URLs, and the environment's keys and proxy passwords."""
@@ -1069,6 +1201,7 @@ def load_settings(
             problems.add(
                 f"{sources.get(key, 'config')}: {key} = {_shown(name, key)} names no route (configured routes: {known})"
             )
+    _check_fallbacks(routes, raw.get("routes", {}), values.get("fallback", ()), sources, origin, problems)
     if problems.items:
         raise ConfigError(problems=problems.items)
     settings = Settings(

@@ -41,7 +41,7 @@ from app.model.messages import (
 )
 from app.redact import redact_headers, redact_known, redact_value
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _MIGRATIONS: dict[int, str] = {
     1: """
@@ -151,6 +151,37 @@ _MIGRATIONS: dict[int, str] = {
     -- a refused request's decision, as the engine made it (app.engine.failure_words.decision_of): the
     -- rule's own action, the judged cause, the block page's incident ID, the hop that answered
     ALTER TABLE requests ADD COLUMN decision TEXT NOT NULL DEFAULT '{}';
+    """,
+    4: """
+    CREATE TABLE memory_queue (           -- segments a compaction took out of the view, for the memory worker
+        id INTEGER PRIMARY KEY,
+        session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        created_at REAL NOT NULL,
+        reason TEXT NOT NULL,             -- the view change that followed: "auto:summary", "recovery:L2", …
+        message_ids TEXT NOT NULL,        -- JSON list of the master messages, in order (the log keeps them)
+        bytes INTEGER NOT NULL,
+        state TEXT NOT NULL DEFAULT 'queued' CHECK (state IN ('queued', 'distilled')),
+        attempts INTEGER NOT NULL DEFAULT 0,
+        error TEXT NOT NULL DEFAULT '',
+        distilled_at REAL
+    );
+    CREATE INDEX memory_queue_session ON memory_queue(session_id, state);
+    CREATE TABLE memory_facts (           -- the session memory journal: what the worker distilled, and its fate
+        id INTEGER PRIMARY KEY,
+        session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        project TEXT NOT NULL,            -- the project folder the facts belong to
+        created_at REAL NOT NULL,
+        text TEXT NOT NULL,
+        source TEXT NOT NULL,             -- "queue N" or "conversation"
+        state TEXT NOT NULL CHECK (state IN ('pending', 'accepted', 'rejected', 'kept')),
+        decided_at REAL,
+        written_to TEXT NOT NULL DEFAULT ''
+    );
+    CREATE INDEX memory_facts_project ON memory_facts(project, state);
+    CREATE TABLE memory_progress (        -- the master log the worker has read live: up to this seq
+        session_id TEXT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+        distilled_seq INTEGER NOT NULL DEFAULT -1
+    );
     """,
 }
 

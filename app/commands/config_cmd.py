@@ -93,6 +93,8 @@ def show(args=None) -> int:
             value = getattr(route, field_.name)
             if field_.name != "name" and value is not None:
                 shown = format_size(value) if field_.name == "max_payload" else value
+                if isinstance(value, tuple):  # tools, fallback: as written in config.toml
+                    shown = "[" + ", ".join(f'"{item}"' for item in value) + "]"
                 if field_.name in ("base_url", "endpoint_url"):
                     shown = hide_url_password(str(value))
                 print(f"  {field_.name} = {shown}")
@@ -183,6 +185,7 @@ def ca_bundle_line(settings, route) -> tuple[bool, str]:
 
 
 def check(args=None) -> int:
+    from app.config import fallback_chain
     from app.secrets import get_api_key
 
     try:
@@ -226,6 +229,13 @@ def check(args=None) -> int:
         if line:
             problems += not ok
             print(f"{'✓' if ok else '✖'} routes.{route.name}: {line}")
+        chain = fallback_chain(settings, route.name)
+        if len(chain) > 1:
+            print(
+                f"• routes.{route.name}: fallback chain {' → '.join(chain)} (moves on after "
+                f"{', '.join(settings.fallback_on) or 'nothing'}; "
+                f"{'the route that answered stays' if settings.fallback_sticky else 'each turn starts here'})"
+            )
     for rule in settings.classifier_rules:
         said = ", ".join(
             f"{k} {v!r}"

@@ -24,6 +24,7 @@ from app.model.events import (
     CapLearned,
     Compaction,
     Event,
+    FallbackMoved,
     McpServerChanged,
     MessageAdded,
     Notice,
@@ -84,9 +85,9 @@ def text_printer(event: Event) -> None:
         if event.role == "assistant":
             _next_message = True
         return
-    if (
-        isinstance(event, Notice) and event.code == "escalation"
-    ):  # the answer continues where the token limit cut it
+    if (isinstance(event, Notice) and event.code == "escalation") or (
+        isinstance(event, FallbackMoved) and event.after_partial
+    ):  # the answer continues where the token limit (or a failed route) cut it
         _next_message = False
     if not _told_on_stderr(event):
         return
@@ -309,6 +310,9 @@ def run(args) -> int:
         from app.engine.custom_commands import expand_slash
 
         prompt = expand_slash(prompt, engine.workspace) or prompt
+    if getattr(args, "fallback_after_partial", False):  # a route that failed mid-answer: go on elsewhere
+        engine.fallback.after_partial = "continue"
+    engine.memory.background = False  # -p reads what compactions queued before it exits, nothing behind
     printer = json_printer if args.json else text_printer
     engine.session.bus.subscribe(printer)
     denied: list[ToolApproval] = []
@@ -328,6 +332,7 @@ def run(args) -> int:
             await engine.start_mcp(ask=None if args.yes else terminal_mcp_ask(), allow_project=args.yes)
         try:
             result = await engine.submit(prompt, typed=args.prompt or "")
+            await engine.memory.drain_queue()  # a compaction's queued segment is read now, not left behind
         finally:
             await engine.close("exit")
         if rest := _answer.flush():

@@ -155,7 +155,7 @@ class FloorSizes:
 
 MCP_PART = "tools (MCP)"
 # The parts that add up to the floor (a "tools (MCP) NAME" part details MCP_PART by server).
-FLOOR_LABELS = ("system prompt", "instructions", "tools (built-in)", MCP_PART)
+FLOOR_LABELS = ("system prompt", "instructions", "memory", "tools (built-in)", MCP_PART)
 
 
 def floor_breakdown(
@@ -165,12 +165,15 @@ def floor_breakdown(
     instructions_bytes: int = 0,
     mcp_tools_bytes: int = 0,
     mcp_servers: Mapping[str, int] | None = None,
+    memory_bytes: int = 0,
 ) -> list[FloorPart]:
     """The floor as ordered parts: system prompt, instructions, built-in tools, MCP tools (what is sent),
     then one part per MCP server (the bytes its full definitions take, heaviest first)."""
     parts = [FloorPart("system prompt", system_bytes)]
     if instructions_bytes:
         parts.append(FloorPart("instructions", instructions_bytes))
+    if memory_bytes:  # memory = "auto": the memory file's facts (app.engine.memory)
+        parts.append(FloorPart("memory", memory_bytes))
     parts.append(FloorPart("tools (built-in)", builtin_tools_bytes))
     if mcp_tools_bytes or mcp_servers:
         parts.append(FloorPart(MCP_PART, mcp_tools_bytes))
@@ -221,6 +224,7 @@ def heaviest_servers(servers: Mapping[str, int] | None, limit: int = 3) -> str:
 _REDUCE = {
     "system prompt": "shorten the system prompt",
     "instructions": "shorten AGENTS.md / CLAUDE.md (or lower instructions_max_bytes)",
+    "memory": 'lower memory_max_bytes, or trim the memory file (memory = "auto")',
     "tools (built-in)": 'offer fewer built-in tools (tools = ["read_file", "grep"] in config.toml, or [] for none)',
     MCP_PART: "turn off or defer the heaviest MCP servers (enabled = false, mcp_defer_ratio)",
 }

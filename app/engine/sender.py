@@ -256,6 +256,7 @@ class Sender:
 
     def _count_request(self) -> None:
         self.session.counters.requests += 1
+        self.session.counters.count_route(self.route)
         self.session.save_counters()
 
     def _finished(
@@ -291,6 +292,7 @@ class Sender:
         counters.requests += 1
         counters.failed_requests += 1
         counters.add_rejection(failure.kind)
+        counters.count_route(self.route, failed=True)
         self.session.save_counters()
         self.emit(
             RequestFinished(
@@ -382,8 +384,17 @@ class Sender:
         latency = (time.monotonic() - started) * 1000
         cost = None
         if usage is not None:
-            cost = price_usd(usage, self.session.model, self.session.provider)
-            self.session.counters.add_usage(usage, cost, summarizer=request.purpose == "summary")
+            # priced as the route that answered: a fallback route's model, not the session's first one
+            cost = price_usd(
+                usage, request.model or self.session.model, request.provider or self.session.provider
+            )
+            self.session.counters.add_usage(
+                usage,
+                cost,
+                summarizer=request.purpose == "summary",
+                memory=request.purpose == "memory",
+                route=self.route,
+            )
             self.emit(
                 UsageRecorded(
                     input_tokens=usage.input_tokens,
@@ -392,6 +403,7 @@ class Sender:
                     cache_write_tokens=usage.cache_write_tokens,
                     cost_usd=cost,
                     purpose=request.purpose,
+                    route=self.route,
                 )
             )
         self._count_request()

@@ -37,8 +37,10 @@ from app.engine.compactor import Compactor
 from app.engine.context_report import ContextReport
 from app.engine.describe import describe
 from app.engine.failures import PAYLOAD_KINDS, Failure
+from app.engine.fallback import FallbackChain
 from app.engine.hooks import HookResult, HookRunner
-from app.engine.instructions import INSTRUCTION_NAMES, Instructions
+from app.engine.instructions import INSTRUCTION_NAMES, Instructions, join_system
+from app.engine.memory.worker import MemoryWorker
 from app.engine.native import NativeContext, edit_totals
 from app.engine.payload import (
     CapInfo,
@@ -96,7 +98,19 @@ if TYPE_CHECKING:
 MAX_TOOL_ROUNDS = 50  # tool round trips in one turn before bulkhead stops and asks the user
 # Events kept in the store, so a resumed session's inspector can show them again.
 STORED_EVENTS = frozenset(
-    {"rejection", "cap_learned", "recovery", "compaction", "hook", "notice", "provider_edits"}
+    {
+        "rejection",
+        "cap_learned",
+        "recovery",
+        "compaction",
+        "hook",
+        "notice",
+        "provider_edits",
+        "fallback",
+        "fallback_answered",
+        "memory_queued",
+        "memory_distilled",
+    }
 )
 
 # (tool name, args, why it asks) -> True / "once", "session", "project" (allow; the last two remember
@@ -191,6 +205,10 @@ class Engine:
         self._lock = asyncio.Lock()
         self._closing = False
         self._use_route(route, provider)
+        self.fallback = FallbackChain(self)  # app.engine.fallback: the next route when this one cannot answer
+        self.memory = MemoryWorker(
+            self
+        )  # app.engine.memory: facts distilled; compactions queue what they drop
         self.load_instructions()
         self.permissions: Permissions = load_permissions(settings, self.workspace, self.state)
 
@@ -224,6 +242,7 @@ class Engine:
             old = self.provider
             self._use_route(route, provider)
             self.session.set_route(route.name, route.provider, route.model)
+            await self.fallback.reset(route, provider, old)
         with contextlib.suppress(Exception):
             await old.aclose()
         self.emit(Notice(f"now using route {route.name} ({route.provider} · {route.model})", code="route"))
@@ -391,6 +410,9 @@ class Engine:
             measure, max_tokens = self.provider.measure, self.max_tokens
             empty = measure((), "", (), max_tokens=max_tokens)
             base = measure((), self.base_system, (), max_tokens=max_tokens)
+            instructed = measure(
+                (), join_system(self.base_system, self.instructions.text), (), max_tokens=max_tokens
+            )
             bare = measure((), system, (), max_tokens=max_tokens)
             builtin = measure((), system, self.builtin_tools, max_tokens=max_tokens)
             total = measure((), system, tools, max_tokens=max_tokens)
@@ -398,14 +420,15 @@ class Engine:
             servers = tuple(plan.per_server.items()) if plan is not None else ()
             parts = floor_breakdown(
                 system_bytes=base - empty,
-                instructions_bytes=max(0, bare - base),
+                instructions_bytes=max(0, instructed - base),
+                memory_bytes=max(0, bare - instructed),
                 builtin_tools_bytes=builtin - bare,
                 mcp_tools_bytes=total - builtin,
                 mcp_servers=dict(servers),
             )
             sizes = FloorSizes(
                 system_bytes=base - empty,
-                instructions_bytes=max(0, bare - base),
+                instructions_bytes=max(0, instructed - base),
                 tools_bytes=total - bare,
                 total_bytes=total,
                 mcp_bytes=total - builtin,
@@ -514,10 +537,12 @@ class Engine:
 
     def load_instructions(self) -> Instructions:
         """(Re)read AGENTS.md / CLAUDE.md into the system prompt (at start, after /memory and /init)."""
-        from app.engine.instructions import join_system, load_instructions
+        from app.engine.instructions import load_instructions
 
         self.instructions = load_instructions(self.workspace, max_bytes=self.settings.instructions_max_bytes)
-        self.system = join_system(self.base_system, self.instructions.text)
+        self.system = join_system(
+            join_system(self.base_system, self.instructions.text), self.memory.prompt_section()
+        )
         self._floor_cache = None
         return self.instructions
 
@@ -720,6 +745,7 @@ class Engine:
         for notice in rule_start_notices(self.permissions):
             self.emit(notice)
         self.view_changed("start", predicted=self._start_bytes())
+        self.memory.after_turn()  # a segment a crash left queued is read now, in the background (the TUI)
 
     def _purge_content_cap(self) -> None:
         """Forget this endpoint's cap when an older bulkhead learned it from a content block (issue 36)."""
@@ -750,6 +776,10 @@ class Engine:
             if self.mcp is not None:
                 with contextlib.suppress(Exception):
                     await self.mcp.close()
+            with contextlib.suppress(Exception):
+                await self.memory.close()
+            with contextlib.suppress(Exception):
+                await self.fallback.aclose()
             with contextlib.suppress(Exception):
                 await self.provider.aclose()
         finally:
@@ -870,6 +900,8 @@ class Engine:
         return await attach_prompt_images(self, typed, self._ask, can_ask=self.approver is not None)
 
     async def _run_turn(self, turn: int, mentions: Sequence[ToolCall] = ()) -> TurnResult:
+        self.fallback.turn_started()  # on the chain's first route again, unless fallback_sticky
+        await self.memory.yield_to_turn()  # no background memory read competes with the turn's requests
         max_tokens = self.max_tokens
         escalations = 0
         answer: list[str] = []  # one entry per assistant message; a continuation extends the last one
@@ -889,7 +921,11 @@ class Engine:
                 await self._run_tools(mentions, turn, budget, by_user=True)
             for _round in range(MAX_TOOL_ROUNDS):
                 await self._boundary(turn, max_tokens)
-                result = await self._request(turn, max_tokens)
+                result = await self.fallback.request(turn, max_tokens)  # along the fallback chain if need be
+                max_tokens = min(max_tokens, self.model_output_cap)  # the route that answered may allow less
+                if partials := self.fallback.take_partials():  # kept from a route that failed mid-answer
+                    answer.extend(partials)
+                    continuing = True
                 if continuing and answer:
                     answer[-1] += result.text
                 else:
@@ -965,6 +1001,7 @@ class Engine:
             self.view_changed("turn")
             with contextlib.suppress(Exception):
                 self.keep_view_size()
+            self.memory.after_turn()  # the memory worker reads a few turns behind, in the background
 
     async def _boundary(self, turn: int, max_tokens: int) -> None:
         """Before each request: compact against the byte cap or the window, or warn once."""
@@ -1431,6 +1468,7 @@ class Engine:
                 trigger="manual", target_bytes=target, instructions=instructions, cancel=cancel
             )
             await self.session.drain()  # its receipt, counters and events are on disk when it is over
+            self.memory.after_turn()  # what the compaction queued is read now, in the background
             return result
 
     def rewind(self) -> bool:

@@ -14,6 +14,8 @@ It answers from the conversation it is sent — never from randomness or the clo
   declares a tool of that name; otherwise the answer says it is not offered.
 - When the latest user message carries tool results, it answers from them: each tool's name, size,
   first line and error flag.
+- A memory request (system prompt starting with ``MEMORY_SYSTEM_MARKER``, the memory worker's) gets every line
+  of the segment that starts with ``remember:``, one ``- fact`` a line (``NONE`` when there is none).
 - A summarization request (system prompt starting with ``SUMMARY_SYSTEM_MARKER``) gets an extractive
   summary: the latest instructions first, then one line per message of the segment (role, first
   sentence, tool calls named) and every ``[[ccr:KEY]]`` marker found, verbatim; at least 120 chars and
@@ -70,6 +72,7 @@ from app.lab.conversation import (
     Turn,
     compact_json,
 )
+from app.model.memory import MEMORY_SYSTEM_MARKER, NO_FACTS, remember_lines
 from app.sizes import SizeError, format_size, parse_size
 
 GRAMMAR = """\
@@ -547,9 +550,17 @@ def summarize(conv: Conversation) -> str:
 # --- entry point -----------------------------------------------------------------------------------
 
 
+def memory_facts(conv: Conversation) -> str:
+    """The memory worker's request: every line of the segment that starts with "remember:", as facts."""
+    facts = remember_lines(b.text for t in conv.turns if t.role == "user" for b in t.blocks if b.kind == TEXT)
+    return "\n".join(f"- {fact}" for fact in facts) if facts else NO_FACTS
+
+
 def _intended(conv: Conversation) -> list[Block]:
     if conv.system.startswith(SUMMARY_SYSTEM_MARKER):
         return [Block(TEXT, summarize(conv))]
+    if conv.system.startswith(MEMORY_SYSTEM_MARKER):
+        return [Block(TEXT, memory_facts(conv))]
     last, said = latest_request(conv)
     if last is None:
         return [Block(TEXT, _report(conv, ""))]

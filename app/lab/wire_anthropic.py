@@ -636,6 +636,10 @@ def fault(kind: str, conv: Conversation | None = None) -> Response:
         )
     if kind == "529":
         return error(529, "overloaded_error", "Overloaded")
+    if kind == "401":
+        return error(401, "authentication_error", "invalid x-api-key")
+    if kind == "404":
+        return error(404, "not_found_error", f"model: {conv.model if conv else 'lab-1'}")
     if kind == "503":
         return error(503, "api_error", "Service Unavailable")
     return error(500, "api_error", "Internal server error")

@@ -47,7 +47,10 @@ from app.model.events import (
     AnswerFinished,
     Compaction,
     Event,
+    FallbackAnswered,
+    FallbackMoved,
     HookRun,
+    MemoryDistilled,
     MessageAdded,
     Notice,
     RecoveryStep,
@@ -924,6 +927,9 @@ class Chat(StripScrollbars, QuietResize, VerticalScroll, can_focus=True):
     async def _show_notice(self, event: Notice) -> None:
         await self.add_notice(event.text, level=event.level, code=event.code)
 
+    @handle.register(FallbackMoved)
+    @handle.register(FallbackAnswered)
+    @handle.register(MemoryDistilled)
     @handle.register(RecoveryStep)
     @handle.register(Compaction)
     @handle.register(Retry)

@@ -122,6 +122,11 @@ class EngineLink:
 
     async def _engine_opened(self, engine, choice, resumed: bool, source=None, history=None) -> None:
         self.engine = engine
+        from app.ui.engine_questions import fallback_asker
+
+        engine.fallback.asker = fallback_asker(
+            self
+        )  # a partial answer moves to the next route only if you say so
         self.choice = choice
         self.store = engine.session.store
         self._live_redactor = StreamRedactor()  # one per engine: the answer being streamed

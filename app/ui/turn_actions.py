@@ -120,6 +120,13 @@ async def cap_set(app: Host, size: str) -> None:
 @handles("memory")
 async def memory(app: Host, text: str) -> None:
     engine = app.engine
+    if text.strip().lower() == "review":  # the memory worker's suggestions (app.ui.engine_questions)
+        from app.ui.engine_questions import open_memory_review
+
+        said = open_memory_review(app)
+        if said:
+            await app.chat.add_notice(said, code="memory", title="memory")
+        return
     if text:
         try:
             engine.remember(text)  # one short append

@@ -85,6 +85,9 @@ def make_harness(lab, tmp_path: Path, aws_env) -> Callable[..., Harness]:
         **settings_changes,
     ) -> Harness:
         route = route_for(provider, base_url or lab.url, **(route_extra or {}))
+        settings_changes.setdefault(
+            "memory", "off"
+        )  # the memory worker's own requests only where a test asks
         settings = Settings(
             routes={"t": route},
             default_route="t",
