@@ -57,7 +57,7 @@ def run_content(args) -> int:
                 say("Judging it here with the OWASP Core Rule Set first (offline: nothing is sent)…")
                 report = await find_offline(engine, paranoia=args.probe_paranoia)
                 if report.finding is not None or args.probe_offline:
-                    return _finish(engine, report)
+                    return await _finish(engine, report)
                 say(f"  offline: {report.message}")
             if not args.yes:
                 if not _ask(plan.question):
@@ -68,18 +68,25 @@ def run_content(args) -> int:
                     return 2
             elif not args.probe_json:
                 say(plan.question.removesuffix(" Go on?") + " (--yes)")
-            return _finish(engine, await find_blocked(engine, on_probe=on_probe))
+            return await _finish(engine, await find_blocked(engine, on_probe=on_probe))
         finally:
             await engine.close("probe")
 
-    def _finish(engine, report) -> int:
+    async def _finish(engine, report) -> int:
         result = report.to_json()
         if report.finding is not None and args.withhold:
             outcome = withhold(engine.session, report.finding)
+            message = outcome.message
+            if outcome.take_back is not None:
+                prompt, _ = await engine.rewind_to(outcome.take_back, files=False)
+                message += (
+                    f"; it was: “{display_line(prompt.text[:200])}” — send it again without the refused text"
+                )
             result["withheld"] = {
                 "applied": outcome.applied,
-                "message": outcome.message,
+                "message": message,
                 "key": outcome.archive_key,
+                "taken_back": outcome.take_back is not None,
             }
         if args.probe_json:
             print(json_text(result), flush=True)
@@ -91,10 +98,15 @@ def run_content(args) -> int:
                 for rule in report.rules:
                     print(f"  CRS rule {display_line(rule)}")
                 if "withheld" in result:
-                    print(
-                        ("  " if result["withheld"]["applied"] else "  not withheld: ")
-                        + result["withheld"]["message"]
+                    withheld = result["withheld"]
+                    lead = (
+                        "  "
+                        if withheld["applied"]
+                        else "  taken back: "
+                        if withheld["taken_back"]
+                        else "  not withheld: "
                     )
+                    print(lead + withheld["message"])
                 else:
                     print(f"  withhold it: bulkhead probe --content --session {engine.session.id} --withhold")
         return 0 if report.finding is not None else 1

@@ -1,7 +1,8 @@
 """Withhold the text a gateway refuses: out of the view, kept in the master log and the local archive.
 
     outcome = withhold(session, finding, gateway="Apache (ModSecurity or a similar filter)")
-    outcome.applied, outcome.message         # a new view, or why not (the newest prompt: edit it instead)
+    outcome.applied, outcome.message         # a new view, or why not
+    outcome.take_back                        # the unanswered newest prompt: rewind to before it, edit it
 
 The found span's lines (or the whole part when they are most of it) become a stub in a new view that
 tells the model what was withheld and why. The original stays in the master log (never rewritten) and is
@@ -36,6 +37,7 @@ class WithholdOutcome:
     message: str
     archive_key: str | None = None
     view_id: str | None = None
+    take_back: str | None = None  # the unanswered newest prompt's id: rewind to before it and give it back
 
 
 def _range_words(first: int, last: int) -> str:
@@ -101,15 +103,18 @@ def withhold(session: Session, finding: Finding) -> WithholdOutcome:
             else "leave that tool out (tools = [...] in config.toml)"
         )
         return WithholdOutcome(False, f"{part.label} is not part of the conversation: {fix}")
-    if part.newest_prompt:
-        return WithholdOutcome(
-            False,
-            f"the refused text is in your newest prompt ({part.label}): edit it and send it again",
-        )
     messages = list(session.view.messages)
     index = next((i for i, m in enumerate(messages) if m.id == part.message_id), None)
     if index is None:
         return WithholdOutcome(False, f"{part.label} is no longer in the conversation's view")
+    if part.newest_prompt and not any(m.role == "assistant" for m in messages[index + 1 :]):
+        # Never answered: a stub would leave an empty question; the user rewords it instead.
+        return WithholdOutcome(
+            False,
+            f"the refused text is in your newest prompt ({part.label}), which got no answer: it is taken "
+            "out of the conversation to be edited and sent again (the log keeps it)",
+            take_back=part.message_id,
+        )
     stubbed, original, whole = withheld_message(messages[index], finding)
     key = archive_key(original)
     entry = ArchiveEntry(key=key, content=original, reason=WITHHELD_REASON, source_ids=(messages[index].id,))

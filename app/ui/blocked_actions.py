@@ -97,17 +97,26 @@ async def _show(app: Host, report) -> None:
     from app.engine.blocked import lines_words
     from app.ui.screens.confirm import ConfirmScreen
 
+    where = (
+        f"{display_line(finding.part.label)}, {lines_words(finding)}: “{display_line(finding.span[:120])}”"
+    )
+    yes = "Withhold"
     question = (
-        f"Withhold it from the model? {display_line(finding.part.label)}, "
-        f"{lines_words(finding)}: “{display_line(finding.span[:120])}”. "
+        f"Withhold it from the model? {where}. "
         "The original stays in the log and the local archive; /rewind compact undoes it."
     )
+    if finding.part.newest_prompt:  # unanswered: taken back to edit (an answered one is withheld as above)
+        yes = "Take back"
+        question = (
+            f"Your newest prompt holds it ({where}). Take the prompt back into the box to edit it and send "
+            "it again? If it was answered, the refused lines are withheld instead. The log keeps the original."
+        )
 
     def answered(yes: bool | None) -> None:
         if yes:
             app.run_worker(_withhold(app, finding), group="command", exit_on_error=False, name="withhold")
 
-    app.push_screen(ConfirmScreen(question, yes="Withhold", no="Keep"), callback=answered)
+    app.push_screen(ConfirmScreen(question, yes=yes, no="Keep"), callback=answered)
 
 
 async def _withhold(app: Host, finding) -> None:
@@ -123,5 +132,7 @@ async def _withhold(app: Host, finding) -> None:
     if outcome.applied:
         app.engine.view_changed("withheld")
         app.start_turn("", retry=True)
-    elif finding.part.newest_prompt:
-        app.prefill_prompt(finding.part.text)
+    elif outcome.take_back is not None:  # the chat as it was before that prompt, the prompt back to edit
+        from app.ui.turn_actions import rewind_before
+
+        await rewind_before(app, outcome.take_back, files=False)

@@ -77,12 +77,12 @@ def rewind_to(app: Host, _arg: str) -> None:
 
     def chosen(choice: tuple[str, bool] | None) -> None:
         if choice is not None:
-            app.run_worker(_rewind(app, *choice), group="command", exit_on_error=False, name="rewind")
+            app.run_worker(rewind_before(app, *choice), group="command", exit_on_error=False, name="rewind")
 
     app.push_screen(RewindScreen(app.engine.rewind_points(), now=app.clock), callback=chosen)
 
 
-async def _rewind(app: Host, message_id: str, files: bool) -> None:
+async def rewind_before(app: Host, message_id: str, files: bool) -> None:
     """Back to just before a prompt: the chat shows the conversation as it was, the prompt holds that
     prompt again (edit and send it), and the files come back too when asked."""
     engine = app.engine

@@ -178,3 +178,46 @@ async def test_probe_content_from_the_command_line_finds_and_withholds(make_harn
     )
     assert answered.returncode == 0, answered.stderr
     assert "You said: “what now?”" in answered.stdout
+
+
+async def test_a_refused_unanswered_prompt_is_taken_back_so_the_next_one_goes_through(
+    make_harness, lab, tmp_path
+):
+    """The refused text is the newest prompt, never answered: `--withhold` takes it out of the view (the
+    log keeps it) and says what it was; without that, every later prompt carried it and was refused."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    lab.configure(gateway="modsecurity")
+    h = make_harness("anthropic")
+    assert (await h.engine.submit("hello")).outcome == "answered"
+    assert (await h.engine.submit("why is this slow?\n" + SQL)).outcome == "failed"
+    session_id = h.session.id
+    await h.engine.close()
+    config = tmp_path / "probe.toml"
+    config.write_text(
+        f'default_route = "t"\nworkspace = "{h.engine.workspace}"\n'
+        f'[routes.t]\nprovider = "anthropic"\nmodel = "claude-sonnet-5-5"\nbase_url = "{lab.url}"\n'
+    )
+    env = {**os.environ, "BULKHEAD_CONFIG": str(config), "ANTHROPIC_API_KEY": "sk-ant-FAKE-test-key"}
+    resume = [sys.executable, "-m", "app", "--resume", session_id, "-p", "what now?"]
+
+    done = subprocess.run(
+        [sys.executable, "-m", "app", "probe", "--content", "--live", "--session", session_id, "--json"]
+        + ["--yes", "--withhold"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    answered = subprocess.run(resume, env=env, capture_output=True, text=True, timeout=120)
+
+    result = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")][-1]
+    assert done.returncode == 0, done.stderr
+    assert result["finding"]["part"]["label"] == "turn 2, user prompt"
+    assert result["withheld"]["applied"] is False and result["withheld"]["taken_back"] is True
+    assert "why is this slow?" in result["withheld"]["message"]
+    assert answered.returncode == 0, answered.stderr
+    assert "You said: “what now?”" in answered.stdout

@@ -153,3 +153,36 @@ async def test_a_content_block_names_one_key_that_starts_finding_the_refused_tex
         lab.configure(gateway="none")  # the gateway goes away: the next turn answers, the key goes with it
         await send(pilot, "hello again")
         assert app.check_action("command", ("blocked",)) is False
+
+
+async def test_a_refused_prompt_is_taken_back_into_the_box_and_the_next_prompt_goes_through(lab, tmp_path):
+    """Issue 36: the refused text is in the prompt just sent. F8 finds it; the answer takes the prompt out
+    of the conversation and back into the box — the next prompt no longer carries it, so it is answered."""
+    from app.engine.offline_waf import offline_unavailable
+    from app.ui.screens.confirm import ConfirmScreen
+
+    lab.configure(gateway="modsecurity")
+    app = make_app(lab_settings(lab), tmp_path)
+    refused = "why is this slow? query = \"SELECT * FROM users WHERE name = '\" + name + \"' OR '1'='1'\""
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await send(pilot, "hello")
+        await send(pilot, refused)
+        await until(pilot, lambda: app.content_blocked, "the content block")
+        await pilot.press("f8")
+        if offline_unavailable():  # the live probes are asked for first
+            await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the probe question")
+            await pilot.press("y")
+        await until(
+            pilot,
+            lambda: (
+                isinstance(app.screen, ConfirmScreen)
+                and "Take the prompt back" in str(app.screen.query_one("#confirm-question").render())
+            ),
+            "the take-back question",
+        )
+        await pilot.press("y")
+        await until(pilot, lambda: app.prompt.text == refused, "the prompt back in the box")
+        app.prompt.set_text("")
+        await send(pilot, "hello again")
+        await until(pilot, lambda: "You said: “hello again”" in (app.chat_last_answer() or ""), "the answer")
