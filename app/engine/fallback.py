@@ -343,7 +343,7 @@ class FallbackChain:
         failure that ends the turn says so and names the routes tried; otherwise the caller raises it as it is."""
         state = self._turn
         moved = list(state.moves) if state is not None else []
-        if not moved and not reason:
+        if not moved and (not reason or len(self.chain()) == 1):  # no chain configured: nothing to add
             return
         if reason:
             said = f"no route left in the fallback chain: {' → '.join([*moved, reason])}"

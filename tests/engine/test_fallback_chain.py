@@ -205,6 +205,7 @@ def test_without_a_fallback_the_same_failure_ends_the_turn_on_its_route(clean, n
 
     assert run.code == 1 and run.result["outcome"] == "failed"
     assert run.of("fallback") == [] and {r for r, _ in run.request_routes()} == {"anthropic"}
+    assert "fallback chain" not in run.result["error"]  # no chain configured: none is spoken of
 
 
 def test_when_every_route_fails_the_error_names_each_one(clean, nginx, bulkhead):
