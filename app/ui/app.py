@@ -42,13 +42,11 @@ from app.textsafe import display, display_line
 from app.ui import (  # noqa: F401 - they register handlers
     blocked_actions,
     session_actions,
-    terminal_keys,
     turn_actions,
     view_actions,
 )
 from app.ui.bindings import APP_BINDINGS
 from app.ui.chat import Chat
-from app.ui.collector import tune_gc
 from app.ui.copying import Copying
 from app.ui.engine_link import EngineLink, read_only_notice
 from app.ui.file_mentions import FileMentions
@@ -57,7 +55,9 @@ from app.ui.main_screen import MainScreen
 from app.ui.palette import BulkheadCommands
 from app.ui.prompt import PromptArea, PromptBox, PromptHistory, history_path
 from app.ui.startup import SDK_MODULES, styles_path
-from app.ui.strip_caches import make_strip_caches_lazy
+from app.ui.textual_ext import terminal_keys
+from app.ui.textual_ext.collector import tune_gc
+from app.ui.textual_ext.strip_caches import make_strip_caches_lazy
 from app.ui.turns import INTERRUPT_QUIT_WINDOW_S, ApprovalAsked, TurnControl
 from app.ui.widgets.inspector import Inspector
 
@@ -222,7 +222,7 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
 
     def _apply_keymap(self) -> None:
         """User key overrides: the `[keys]` table of config.toml (binding id → key). Alt+Enter and
-        Alt+digit are taught to Textual's reader first (`app.ui.terminal_keys`)."""
+        Alt+digit are taught to Textual's reader first (`app.ui.textual_ext.terminal_keys`)."""
         terminal_keys.install()
         keymap = self.keymap_overrides if self.keymap_overrides is not None else dict(self.settings.keys)
         if keymap:

@@ -1,5 +1,5 @@
 """The App's keys: each with an id (users remap them by id in `[keymap]`), a tooltip (F1 lists them) and,
-for the panel keys, both the Alt and the Ctrl form (`app.ui.terminal_keys` says which terminals send which)."""
+for the panel keys, both the Alt and the Ctrl form (`app.ui.textual_ext.terminal_keys` says which terminals send which)."""
 
 from __future__ import annotations
 

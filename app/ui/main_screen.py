@@ -24,9 +24,9 @@ from textual.timer import Timer
 from textual.widgets import Static
 
 from app.ui.chat import Chat
-from app.ui.frames import frame_timer
-from app.ui.full_map import FullMapCompositor
 from app.ui.prompt import PromptBox, PromptHistory
+from app.ui.textual_ext.frames import frame_timer, frames_hold
+from app.ui.textual_ext.full_map import compositor
 from app.ui.widgets.inspector import Inspector
 from app.ui.widgets.key_footer import KeyFooter
 
@@ -38,7 +38,7 @@ class MainScreen(Screen):
 
     def __init__(self, *, history: PromptHistory, workspace: Path, inspector: Inspector) -> None:
         super().__init__(id="_default")
-        self._compositor = FullMapCompositor()  # one arrangement per layout (`app.ui.full_map`)
+        self._compositor = compositor()  # one arrangement per layout (`app.ui.textual_ext.full_map`)
         self.history = history
         self.workspace = workspace
         self.inspector = inspector
@@ -46,9 +46,9 @@ class MainScreen(Screen):
 
     @property
     def _update_timer(self) -> Timer:
-        """Textual's screen draws on a fixed 60 Hz grid; this one draws a change at once (`app.ui.frames`)."""
+        """Textual's screen draws on a fixed 60 Hz grid; this one draws a change at once (`app.ui.textual_ext.frames`)."""
         if self._frames is None:
-            self._frames = frame_timer(self)
+            self._frames = frame_timer(self) if frames_hold() else super()._update_timer
         return self._frames
 
     def compose(self) -> ComposeResult:

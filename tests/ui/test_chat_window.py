@@ -16,8 +16,8 @@ from app.engine.turn import Engine
 from app.model.messages import Message, ToolCall, ToolResult
 from app.store import Store
 from app.ui.chat_items import NoticeItem, ToolBlock, UserItem
-from app.ui.collector import GC_FULL_EVERY
 from app.ui.headless import ready, until
+from app.ui.textual_ext.collector import GC_FULL_EVERY
 from app.ui.widgets.payload import PayloadPanel
 from tests.ui.conftest import lab_settings
 from tests.ui.test_app import SIZE, make_app, submit

@@ -10,7 +10,7 @@ from rich.segment import Segment
 from textual.strip import Strip
 
 from app.ui.chat_items import ToolBlock, UserItem
-from app.ui.collector import Doomed
+from app.ui.textual_ext.collector import Doomed
 
 
 def cyclic_widgets() -> list[UserItem | ToolBlock]:

@@ -1,4 +1,4 @@
-"""When the main screen draws (`app.ui.frames`): a change at once, at most one frame per period.
+"""When the main screen draws (`app.ui.textual_ext.frames`): a change at once, at most one frame per period.
 
 Counted, never timed: the timers here have periods far longer than the test (a tick that waited for one
 would never come) or far shorter than what the test waits for.
@@ -11,8 +11,8 @@ import asyncio
 from textual.app import App
 from textual.timer import Timer
 
-from app.ui.frames import FrameTimer
 from app.ui.headless import ready, until
+from app.ui.textual_ext.frames import FrameTimer
 from tests.ui.conftest import lab_settings
 from tests.ui.test_app import make_app
 

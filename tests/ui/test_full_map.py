@@ -14,9 +14,9 @@ from textual.strip import Strip
 from textual.widgets import Static
 
 import app.ui.app as app_module
-from app.ui.full_map import FullMapCompositor
 from app.ui.headless import ready
-from app.ui.strip_caches import make_strip_caches_lazy
+from app.ui.textual_ext.full_map import FullMapCompositor
+from app.ui.textual_ext.strip_caches import make_strip_caches_lazy
 from app.ui.widgets.strip_scrollbar import StripScrollBar
 from tests.ui.conftest import lab_settings
 from tests.ui.test_app import make_app

@@ -9,13 +9,13 @@ from textual._xterm_parser import XTermParser
 from textual.actions import parse
 from textual.binding import Binding
 
-from app.ui import terminal_keys
 from app.ui.app import BulkheadApp
 from app.ui.chat import Chat
 from app.ui.headless import ready, until
 from app.ui.palette import applicable_titles
 from app.ui.prompt import PromptArea
 from app.ui.screens.help import HelpScreen
+from app.ui.textual_ext import terminal_keys
 from tests.ui.conftest import lab_settings
 from tests.ui.test_app import make_app
 

@@ -10,7 +10,7 @@ from rich.style import Style
 from textual.cache import FIFOCache
 from textual.strip import Strip
 
-from app.ui.strip_caches import CACHE_SIZES, EAGER_CACHE_SIZES, make_strip_caches_lazy
+from app.ui.textual_ext.strip_caches import CACHE_SIZES, EAGER_CACHE_SIZES, make_strip_caches_lazy
 
 
 def caches_of(strip: Strip) -> list[FIFOCache]:

@@ -10,7 +10,7 @@ from textual.widgets import Markdown, Static
 
 from app.textsafe import display_line
 from app.ui.slash import SLASH_COMPLETIONS
-from app.ui.terminal_keys import note
+from app.ui.textual_ext.terminal_keys import note
 
 TERMINALS = (
     "Every key above arrives in xterm, tmux, GNOME Terminal, iTerm2, Windows Terminal and the VS Code "

@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections.abc import MutableMapping
 from typing import cast
 
+from app.ui.textual_ext import gate
+
 
 class _KeyName(str):
     """A key name where Textual's sequence table expects a `Keys` member (it reads `.value`)."""
@@ -59,9 +61,14 @@ KEY_NOTES: dict[str, str] = {
 
 def install() -> None:
     """Teach Textual's parser Alt+Enter and Alt+digit as xterm-style terminals send them (idempotent)."""
-    from textual._ansi_sequences import ANSI_SEQUENCES_KEYS  # the parser's table; there is no public API
+    from textual import _ansi_sequences  # the parser's table; there is no public API
 
-    table = cast(MutableMapping[str, object], ANSI_SEQUENCES_KEYS)
+    table = getattr(_ansi_sequences, "ANSI_SEQUENCES_KEYS", None)
+    if not gate.holds(
+        "terminal_keys", [] if isinstance(table, MutableMapping) else ["_ansi_sequences.ANSI_SEQUENCES_KEYS"]
+    ):
+        return  # Alt+Enter / Alt+digit may not arrive; the Ctrl and F-key forms of the bindings still do
+    table = cast(MutableMapping[str, object], table)
     for sequence, name in ALT_SEQUENCES.items():
         table[sequence] = (_KeyName(name),)
 

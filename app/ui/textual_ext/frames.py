@@ -21,7 +21,27 @@ from textual.constants import MAX_FPS
 from textual.screen import Screen
 from textual.timer import EventTargetGone, Timer
 
+from app.ui.textual_ext import gate
+
 FRAME_PERIOD_S = 1 / MAX_FPS  # the least time between the starts of two frames
+
+
+def reliance() -> list[str]:
+    """What `FrameTimer` and the main screen's `_update_timer` rely on that this Textual lacks ([] = holds):
+    the screen must still take its update timer from the `_update_timer` property (else ours is never asked
+    for), and the timer must still run `_run` / `_tick` / `_start`."""
+    missing = []
+    if not isinstance(Screen.__dict__.get("_update_timer"), property):
+        missing.append("Screen._update_timer is no longer a property")
+    missing += gate.missing_attributes(Screen, ["_on_timer_update"])
+    missing += gate.missing_attributes(Timer, ["_run", "_tick", "_start", "pause", "resume"])
+    missing += gate.missing_attributes(_time, ["get_time", "sleep"])
+    return missing
+
+
+def frames_hold() -> bool:
+    """Whether the main screen may use a `FrameTimer` (logged once when not)."""
+    return gate.holds("frames", reliance())
 
 
 class FrameTimer(Timer):

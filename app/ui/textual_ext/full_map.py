@@ -15,14 +15,39 @@ It also hands out copies of each arrangement's map and widget set, and empties T
 held by the arrangement's recursive closure (`add_widget`, a reference cycle) until a collection reaches
 it, and an arrangement allocates enough for that closure to outlive a young collection or two — so a
 widget taken off the chat, with all it held, often waited for a full collection however it was released
-(see `app.ui.collector.Doomed`).
+(see `app.ui.textual_ext.collector.Doomed`).
 """
 
 from __future__ import annotations
 
+import inspect
+
 from textual._compositor import Compositor, CompositorMap, ReflowResult
 from textual.geometry import Size
 from textual.widget import Widget
+
+from app.ui.textual_ext import gate
+
+
+def reliance() -> list[str]:
+    """What `FullMapCompositor` relies on that this Textual's compositor lacks ([] = holds)."""
+    missing = gate.missing_attributes(Compositor, ["reflow", "_arrange_root"])
+    if not missing:
+        if list(inspect.signature(Compositor._arrange_root).parameters) != [
+            "self",
+            "root",
+            "size",
+            "visible_only",
+        ]:
+            missing.append("Compositor._arrange_root takes other arguments")
+        if not hasattr(Compositor(), "_full_map_invalidated"):
+            missing.append("Compositor._full_map_invalidated")
+    return missing
+
+
+def compositor() -> Compositor:
+    """The main screen's compositor: a `FullMapCompositor`, or Textual's own when the patch does not hold."""
+    return FullMapCompositor() if gate.holds("full_map", reliance()) else Compositor()
 
 
 class FullMapCompositor(Compositor):

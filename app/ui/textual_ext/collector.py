@@ -12,6 +12,8 @@ from collections.abc import Iterable
 from textual.dom import DOMNode
 from textual.widget import Widget
 
+from app.ui.textual_ext import gate
+
 GC_YOUNG_THRESHOLD = 5_000  # allocations between young collections (Python's default: 700); see tune_gc
 GC_FULL_EVERY = 10  # middle-generation collections between full ones (Python's default)
 
@@ -27,6 +29,38 @@ def tune_gc() -> None:
     gc.set_threshold(GC_YOUNG_THRESHOLD, middle, GC_FULL_EVERY)
 
 
+WIDGET_PRIVATES = (
+    "_component_styles",
+    "_query_one_cache",
+    "_css_styles",
+    "_inline_styles",
+    "_styles_cache",
+    "_box_model_cache",
+)
+
+
+def reliance(widget: Widget | None = None) -> list[str]:
+    """What `Doomed` reads of a widget that `widget` (a fresh one by default) lacks ([] when it holds)."""
+    widget = widget if widget is not None else Widget()
+    missing = gate.missing_attributes(widget, WIDGET_PRIVATES)
+    if not missing:
+        for name in ("_query_one_cache", "_box_model_cache"):
+            missing += gate.missing_attributes(getattr(widget, name), ["_cache"])
+        missing += gate.missing_attributes(widget._css_styles, ["node"])
+    return missing
+
+
+_doomed_holds: bool | None = None
+
+
+def doomed_holds() -> bool:
+    """Whether `Doomed` may break cycles in this Textual (checked once); off, widgets wait for the collector."""
+    global _doomed_holds
+    if _doomed_holds is None:
+        _doomed_holds = gate.holds("collector", reliance())
+    return _doomed_holds
+
+
 class Doomed:
     """Widgets about to be removed, to be freed by reference counting once they are.
 
@@ -35,7 +69,7 @@ class Doomed:
     widget taken off the chat (~115 objects with its styles, caches and node lists) waited for a full
     collection: paging back through a long session, 40,000 dead objects a collection, 100–170 ms each.
     `release()` breaks those cycles (and the main screen's compositor no longer keeps old maps alive, see
-    `app.ui.full_map`): a whole PageUp run to the top of 4,000 messages without any full collection left
+    `app.ui.textual_ext.full_map`): a whole PageUp run to the top of 4,000 messages without any full collection left
     ~1,400 dead objects for the collector instead of ~67,000.
 
     `Doomed.of(widgets)` is taken before the removal (Textual empties the component styles and the query
@@ -52,6 +86,10 @@ class Doomed:
     def of(cls, widgets: Iterable[Widget]) -> Doomed:
         nodes: list[DOMNode] = []
         links: list[list] = []
+        if (
+            not doomed_holds()
+        ):  # Textual changed what this reads: nothing to release, the collector frees them
+            return cls(nodes, links)
         for widget in widgets:
             for node in widget.walk_children(Widget, with_self=True):
                 nodes.append(node)

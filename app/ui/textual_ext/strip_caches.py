@@ -22,6 +22,8 @@ from rich.segment import Segment
 from textual.cache import FIFOCache
 from textual.strip import Strip
 
+from app.ui.textual_ext import gate
+
 # Strip's cache slots and their sizes, as `Strip.__init__` (Textual 8.2) makes them: made with the line,
 # read for every line drawn (a property in their place would cost more than it saves) …
 EAGER_CACHE_SIZES = {"_divide_cache": 4, "_filter_cache": 4}
@@ -33,6 +35,30 @@ CACHE_SIZES = {
     "_crop_extend_cache": 4,
     "_offsets_cache": 4,
 }
+# Every slot `_init` below sets, and so every slot Strip may have: a slot Textual adds later would be left
+# unset by `_init` (and raise AttributeError when first read), so any difference turns the patch off.
+KNOWN_SLOTS = frozenset(
+    {
+        "_segments",
+        "_cell_length",
+        "_render_cache",
+        "_link_ids",
+        "_cell_count",
+        *EAGER_CACHE_SIZES,
+        *CACHE_SIZES,
+    }
+)
+PATCHED_METHODS = ("divide", "adjust_cell_length", "crop_extend")
+
+
+def reliance(slots: Iterable[str]) -> list[str]:
+    """What this patch relies on that a `Strip` with these slots lacks or adds ([] when it holds)."""
+    slots = set(slots)
+    missing = [f"Strip slot {name} is gone" for name in sorted(KNOWN_SLOTS - slots)]
+    missing += [
+        f"Strip slot {name} is new (this patch would not set it)" for name in sorted(slots - KNOWN_SLOTS)
+    ]
+    return missing + gate.missing_attributes(Strip, PATCHED_METHODS)
 
 
 def _lazy_slot(name: str, size: int) -> property:
@@ -89,12 +115,11 @@ def _crop_extend(self: Strip, start: int, end: int, style) -> Strip:
 
 def make_strip_caches_lazy() -> bool:
     """Make five of `Strip`'s caches on first use and stop a line caching itself as its own result
-    (idempotent); False, changing nothing, when `Strip` is not the one this was written for (a slot missing
-    or renamed)."""
+    (idempotent); False, changing nothing, when `Strip` is not the one this was written for (a slot missing,
+    renamed or added: `reliance`)."""
     if getattr(Strip, "_bulkhead_lazy_caches", False):
         return True
-    slots = set(Strip.__slots__)
-    if not {*CACHE_SIZES, *EAGER_CACHE_SIZES, "_render_cache", "_link_ids", "_cell_count"} <= slots:
+    if not gate.holds("strip_caches", reliance(Strip.__slots__)):
         return False
     for name, size in CACHE_SIZES.items():
         setattr(Strip, name, _lazy_slot(name, size))
