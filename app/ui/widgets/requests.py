@@ -31,7 +31,6 @@ from textual.widgets import DataTable, Static
 from app.model.events import CapLearned, Event, RequestFinished, RequestStarted
 from app.sizes import format_size
 from app.textsafe import display_data
-from app.ui.explain import explain_request, request_report
 from app.ui.widgets.common import Clock, CopyRequested, Panel, clock_text, set_cell, trim_table
 from app.ui.widgets.report_lines import ReportLines
 from app.ui.widgets.steady_scrollbars import SteadyDataTable
@@ -330,6 +329,9 @@ error body and a preview of what was sent.
                 record.update({k: v for k, v in stored.items() if v not in (None, "") or k not in record})
                 if record.get("latency_ms") is None:
                     record["latency_ms"] = live_latency
+        # the classifier's tables come with it: imported when a request is opened, not before the first frame
+        from app.ui.explain import explain_request, request_report
+
         self.explanation = explain_request(
             record,
             list(self.records.values()),
