@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from app.model.ages import age
 from app.store import StoreError
 
 
@@ -119,7 +120,7 @@ class SessionHeld(StoreError):
         # A lease from another machine cannot be checked: past `foreign_max_age` seconds it may be taken over.
         self.stale_foreign = holder.foreign and foreign_max_age is not None and holder.age() > foreign_max_age
         takeover = (
-            f" It was taken on {holder.host} {format_age(holder.age())} ago, and bulkhead cannot check a process "
+            f" It was taken on {holder.host} {age(holder.age(), words=True)} ago, and bulkhead cannot check a process "
             f"there: if that bulkhead is gone, `bulkhead sessions unlock {session_id}` frees it."
             if self.stale_foreign
             else ""
@@ -131,14 +132,6 @@ class SessionHeld(StoreError):
             f"(the TUI; `bulkhead sessions show {session_id}` prints it) — or close the other bulkhead first."
             + takeover
         )
-
-
-def format_age(seconds: float) -> str:
-    if seconds >= 2 * 86400:
-        return f"{seconds / 86400:.0f} days"
-    if seconds >= 2 * 3600:
-        return f"{seconds / 3600:.0f} hours"
-    return f"{max(1, round(seconds / 60)):.0f} minutes"
 
 
 class SessionReadOnly(StoreError):

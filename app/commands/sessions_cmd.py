@@ -119,7 +119,7 @@ def _remove(store: Store, args) -> int:
 def _unlock(store: Store, args) -> int:
     """`sessions unlock ID`: free a lease whose bulkhead is gone. A live process on this machine is never
     overruled (close it instead); one on another machine cannot be checked, so the user decides."""
-    from app.lease import format_age
+    from app.model.ages import age
 
     row = store.find_session(args.id)
     if row is None:
@@ -144,7 +144,7 @@ def _unlock(store: Store, args) -> int:
         )
         return 0
     question = (
-        f"session {row.id} is held by {holder.describe()}, taken {format_age(holder.age())} ago. bulkhead cannot "
+        f"session {row.id} is held by {holder.describe()}, taken {age(holder.age(), words=True)} ago. bulkhead cannot "
         f"check a process on {holder.host}: free it only if that bulkhead is gone (two writers would lose turns). "
         f"Free it?"
     )

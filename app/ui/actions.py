@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-Host = Any  # app.ui.app.BulkheadApp: engine, busy, open_error, archive_count(), chat_last_answer()
+Host = Any  # app.ui.app.BulkheadApp: engine, busy, open_error, has_archive(), chat_last_answer()
 Handler = Callable[[Host, str], "Awaitable[None] | None"]
 Registered = TypeVar("Registered", bound=Callable[..., Any])  # a handler keeps its own signature
 
@@ -126,7 +126,7 @@ def _can_reset_cap(app: Host) -> str:
 
 
 def _can_recall(app: Host) -> str:
-    return _need_engine(app) or ("" if app.archive_count() else "the archive of this session is empty")
+    return _need_engine(app) or ("" if app.has_archive() else "the archive of this session is empty")
 
 
 def _can_switch_model(app: Host) -> str:

@@ -294,12 +294,13 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
             return answer.raw if answer else ""
         return ""
 
-    def archive_count(self) -> int:
+    def has_archive(self) -> bool:
+        """Whether this session's archive holds anything (one row read, not counted)."""
         if self.engine is None:
-            return 0
+            return False
         with contextlib.suppress(Exception):
-            return len(self.engine.session.store.archive_list(self.engine.session.id, limit=1))
-        return 0
+            return bool(self.engine.session.store.archive_list(self.engine.session.id, limit=1))
+        return False
 
     def slash_arguments(self, command: str) -> list[tuple[str, str]]:
         """What `/model`, `/recall` and `/mcp` can take, for the prompt's completion list."""

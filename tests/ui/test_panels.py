@@ -17,6 +17,7 @@ from textual.widgets import DataTable, Input, Static
 from app.config import Route, Settings
 from app.engine.session import Session
 from app.engine.turn import Engine
+from app.model.ages import age
 from app.model.archive import ArchiveEntry, archive_key
 from app.model.events import (
     CapLearned,
@@ -43,7 +44,7 @@ from app.ui.panel_source import panel_source
 from app.ui.widgets import archive as archive_module
 from app.ui.widgets import hooks as hooks_module
 from app.ui.widgets import requests as requests_module
-from app.ui.widgets.common import Gauge, SizeSample, age_text
+from app.ui.widgets.common import Gauge, SizeSample
 from app.ui.widgets.inspector import PANEL_NAMES, Inspector
 from app.ui.widgets.report_lines import ReportLines
 
@@ -1275,8 +1276,15 @@ async def test_cost_without_an_engine_counts_events():
         assert inspector.cost.values["input"] == "42" and inspector.cost.values["cost"] == "$0.5000"
 
 
-def test_age_text():
-    assert [age_text(s) for s in (5, 75, 7200, 200_000)] == ["5s", "1m", "2h", "2d"]
+def test_one_age_formatter_says_it_three_ways():
+    assert [age(s, compact=True) for s in (5, 75, 7200, 200_000)] == ["5s", "1m", "2h", "2d"]
+    assert [age(s) for s in (-3, 75, 7200, 200_000)] == ["0 s", "1 min", "2 h", "2 d"]
+    assert [age(s, words=True) for s in (1, 60, 7200, 259_200)] == [
+        "1 second",
+        "1 minute",
+        "2 hours",
+        "3 days",
+    ]
 
 
 def test_tables_are_datatables():

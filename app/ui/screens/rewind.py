@@ -12,9 +12,9 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
+from app.model.ages import age
 from app.model.messages import Message
 from app.textsafe import display_line
-from app.ui.screens.sessions import age
 
 PROMPT_CHARS = 70
 
@@ -66,7 +66,7 @@ prompt box to edit and send.
             table.add_row(
                 str(message.meta.turn),
                 first,
-                age(now - (message.meta.created_at or now)),
+                f"{age(now - (message.meta.created_at or now))} ago",
                 f"{changed} file{'' if changed == 1 else 's'}" if changed else "—",
                 key=message.id,
             )

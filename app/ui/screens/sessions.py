@@ -23,21 +23,10 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Input, Static
 
+from app.model.ages import age
 from app.textsafe import display_line
 from app.ui.screens.confirm import ConfirmScreen
 from app.ui.screens.list_typing import typed_into
-
-
-def age(seconds: float) -> str:
-    """`42 s`, `5 min`, `3 h`, `2 d` ago."""
-    seconds = max(0.0, seconds)
-    if seconds < 60:
-        return f"{int(seconds)} s ago"
-    if seconds < 3600:
-        return f"{int(seconds // 60)} min ago"
-    if seconds < 86400:
-        return f"{int(seconds // 3600)} h ago"
-    return f"{int(seconds // 86400)} d ago"
 
 
 @dataclass(frozen=True)
@@ -137,7 +126,7 @@ class SessionsScreen(ModalScreen[str | None]):
                 title,
                 Text(display_line(f"{row.get('route') or ''} · {row.get('model') or ''}")),
                 str(row.get("messages", 0)),
-                age(now - float(row.get("updated_at") or now)),
+                f"{age(now - float(row.get('updated_at') or now))} ago",
                 key=row["id"],
             )
         ids = [row["id"] for row in self.sessions]

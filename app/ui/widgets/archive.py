@@ -28,6 +28,7 @@ from textual.coordinate import Coordinate
 from textual.message import Message
 from textual.widgets import DataTable, Input, Static
 
+from app.model.ages import age
 from app.model.archive import ArchiveEntry
 from app.model.events import Compaction, Event
 from app.sizes import format_size
@@ -36,7 +37,6 @@ from app.ui.widgets.common import (
     Clock,
     CopyRequested,
     Panel,
-    age_text,
     clock_text,
     head_text,
     one_line,
@@ -162,7 +162,7 @@ Everything a compaction or a recovery dropped or cut is archived, content-addres
         """Ages grow while the list stands still (it is reloaded only when the archive changes)."""
         now = self.now()
         for key, entry in self.entries.items():
-            set_cell(self.table, key, "age", age_text(now - entry.created_at))
+            set_cell(self.table, key, "age", age(now - entry.created_at, compact=True))
 
     def focus_panel(self) -> None:
         self.table.focus()
@@ -219,14 +219,14 @@ Everything a compaction or a recovery dropped or cut is archived, content-addres
         for entry in entries:
             if entry.key in self.entries:
                 self.entries[entry.key] = entry
-                set_cell(table, entry.key, "age", age_text(now - entry.created_at))
+                set_cell(table, entry.key, "age", age(now - entry.created_at, compact=True))
                 continue
             self.entries[entry.key] = entry
             table.add_row(
                 entry.key,
                 entry.reason,
                 format_size(entry.bytes),
-                age_text(now - entry.created_at),
+                age(now - entry.created_at, compact=True),
                 Text(display(one_line(entry.content, ROW_PREVIEW_CHARS))),
                 key=entry.key,
             )

@@ -88,18 +88,6 @@ def clock_text(timestamp: float | None, tz: tzinfo | None = None) -> str:
     return datetime.fromtimestamp(timestamp, tz).strftime("%H:%M:%S")
 
 
-def age_text(seconds: float) -> str:
-    """`12s`, `5m`, `3h`, `2d` — how long ago, one unit."""
-    seconds = max(0.0, seconds)
-    if seconds < 60:
-        return f"{int(seconds)}s"
-    if seconds < 3600:
-        return f"{int(seconds // 60)}m"
-    if seconds < 86400:
-        return f"{int(seconds // 3600)}h"
-    return f"{int(seconds // 86400)}d"
-
-
 def one_line(text: str, limit: int) -> str:
     """`text` on one line (whitespace collapsed), cut to `limit` characters with an ellipsis."""
     flat = " ".join(str(text or "").split())
