@@ -3,7 +3,7 @@
 Code, tests and benchmarks say `DESIGN.md §N` (or `§N–§M`) for the rule they keep; docs/DESIGN.md numbers its
 sections `## N. Title` and keeps the numbers stable. A citation of a section that is gone, or a renumbering that
 leaves citations behind, fails here. The repository's own Markdown links (README, docs/, CONTRIBUTING.md,
-bench/README.md) must point at files that exist.
+bench/README.md) must point at files that exist, and at headings that exist (the README's table of contents).
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ DESIGN = REPOSITORY / "docs" / "DESIGN.md"
 CITING = ("app", "tests", "bench", "scripts")
 CITATION = re.compile(r"DESIGN\.md\s+§(\d+)(?:\s*[–-]\s*§?(\d+))?")
 HEADING = re.compile(r"^## (\d+)\. \S", re.MULTILINE)
-LINK = re.compile(r"\]\(([^)\s#]+)(?:#[^)]*)?\)")
+LINK = re.compile(r"\]\(([^)\s#]*)(?:#([^)\s]*))?\)")
+FENCE = re.compile(r"^```.*?^```", re.MULTILINE | re.DOTALL)
 LINKING = ("README.md", "CONTRIBUTING.md", "docs/DESIGN.md", "docs/ARCHITECTURE.md", "bench/README.md")
 
 
@@ -47,13 +48,30 @@ def test_design_sections_are_numbered_in_order_without_gaps():
     assert numbers == list(range(1, len(numbers) + 1))
 
 
+def _anchors(document: Path) -> set[str]:
+    """GitHub's heading anchors: lower case, punctuation but `-` and `_` dropped, spaces as `-`, repeats numbered."""
+    anchors: set[str] = set()
+    text = FENCE.sub("", document.read_text(encoding="utf-8"))
+    for heading in re.findall(r"^#{1,6} (.+)$", text, re.MULTILINE):
+        slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        candidate, n = slug, 0
+        while candidate in anchors:
+            n += 1
+            candidate = f"{slug}-{n}"
+        anchors.add(candidate)
+    return anchors
+
+
 def test_relative_links_in_the_documentation_exist():
     broken = []
     for name in LINKING:
         document = REPOSITORY / name
-        for target in LINK.findall(document.read_text(encoding="utf-8")):
+        for target, anchor in LINK.findall(document.read_text(encoding="utf-8")):
             if "://" in target or target.startswith("mailto:"):
                 continue
-            if not (document.parent / target).exists():
+            path = (document.parent / target) if target else document
+            if not path.exists():
                 broken.append(f"{name}: {target}")
-    assert not broken, f"links to files that do not exist: {broken}"
+            elif anchor and path.suffix == ".md" and anchor not in _anchors(path):
+                broken.append(f"{name}: {target}#{anchor} (no such heading)")
+    assert not broken, f"links to files or headings that do not exist: {broken}"
