@@ -1,4 +1,6 @@
-"""The memory worker's durable state, in the session database (schema 3): its queue, its journal, its progress.
+"""The memory worker's durable state, in the session database: its queue, its journal, its progress.
+
+The tables `memory_queue`, `memory_facts` and `memory_progress` came with store schema 4 (DESIGN.md §13).
 
 - `memory_queue`: segments a compaction took out of the view before the worker had read them — written in a
   transaction of their own *before* the view changes (`queue`), so a crash between the two loses nothing; each
