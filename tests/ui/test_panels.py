@@ -1293,3 +1293,41 @@ def test_tables_are_datatables():
         isinstance(t, DataTable)
         for t in (inspector.archive.table, inspector.requests.table, inspector.hooks.table)
     )
+
+
+async def test_a_resumed_session_shows_its_earlier_compactions_read_off_the_ui_loop(lab, tmp_path):
+    """The Compaction panel reads the stored compactions of a resumed session in a worker thread."""
+    import threading
+
+    from app.engine.bootstrap import open_engine
+    from app.ui.headless import ready, until
+    from app.ui.widgets.compaction import CompactionPanel
+    from tests.ui.conftest import lab_settings
+    from tests.ui.test_app import make_app
+
+    settings = lab_settings(lab)
+    engine, _choice, _resumed = open_engine(settings, workspace=tmp_path)
+    for n in range(3):
+        assert (await engine.submit(f"question {n} " + "words " * 400)).outcome == "answered"
+    await engine.compact()
+    session_id = engine.session.id
+    await engine.close()
+
+    app = make_app(settings, tmp_path, resume=session_id)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await ready(pilot)
+        panel = app.query_one(CompactionPanel)
+        read_in: list[str] = []
+        store = panel.store
+        original = store.list_events
+
+        def recorded(*args, **kwargs):
+            read_in.append(threading.current_thread().name)
+            return original(*args, **kwargs)
+
+        store.list_events = recorded
+        panel.history.clear()
+        panel.on_session_shown()
+        await until(pilot, lambda: len(panel.history) == 1, "the stored compaction")
+        assert panel.history[0].event.trigger == "manual"
+        assert read_in and threading.main_thread().name not in read_in

@@ -9,11 +9,13 @@ after, and keeps a short history of earlier compactions.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import deque
 from dataclasses import dataclass
 from datetime import tzinfo
 
+from textual import work
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.timer import Timer
@@ -129,13 +131,21 @@ before the last compaction.
         )
 
     def on_session_shown(self) -> None:
-        """A resumed session: show its earlier compactions from the store."""
-        if self.store is None or self.history:
+        """A resumed session: show its earlier compactions from the store (read off the UI loop)."""
+        if self.store is not None and not self.history:
+            self._load()
+
+    @work(exclusive=True, group="compaction-load")
+    async def _load(self) -> None:
+        store, session_id = self.store, self.session_id
+        if store is None:
             return
         try:
-            rows = self.store.list_events(self.session_id, "compaction")
-        except Exception:  # noqa: BLE001
+            rows = await asyncio.to_thread(store.list_events, session_id, "compaction")
+        except Exception:  # noqa: BLE001 - a damaged history leaves the panel empty, the session usable
             return
+        if not self.alive or self.store is not store or self.history:
+            return  # removed, rebound, or live compactions arrived meanwhile (they are newer)
         for row in rows[-MAX_HISTORY:]:
             data = dict(row.get("data") or {})
             data.pop("type", None)
