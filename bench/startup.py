@@ -68,8 +68,13 @@ QUIT_AFTER_S = (
 )
 
 
-def pty_run() -> dict:
-    """One `python3 -m app` on a pty: ms to first frame, to the session open frame, and to exit after Ctrl+Q."""
+BARE_APP = ROOT / "bench" / "bare_textual.py"
+BARE_GOAL = 1.15  # issue 43: bulkhead's first frame at most this many times the bare app's
+
+
+def pty_run(argv: list[str] | None = None, session_mark: bytes | None = SESSION_MARK) -> dict:
+    """One `python3 -m app` (or `argv`) on a pty: ms to first frame, to the session open frame (`session_mark`;
+    None: none to wait for), and to exit after Ctrl+Q."""
     with tempfile.TemporaryDirectory(prefix="bulkhead-startup-") as folder:
         home = Path(folder)
         env = isolated_env(home, {"TERM": "xterm-256color", "COLUMNS": str(COLS), "LINES": str(ROWS)})
@@ -78,7 +83,7 @@ def pty_run() -> dict:
         if pid == 0:  # the child: become the app
             try:
                 os.chdir(home)
-                os.execve(sys.executable, [sys.executable, "-m", "app"], env)
+                os.execve(sys.executable, argv or [sys.executable, "-m", "app"], env)
             finally:
                 os._exit(127)
         fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLS, 0, 0))
@@ -86,7 +91,7 @@ def pty_run() -> dict:
         first = session = None
         deadline = start + TIMEOUT_S
         try:
-            while time.perf_counter() < deadline and session is None:
+            while time.perf_counter() < deadline and session is None and not (first and session_mark is None):
                 ready, _, _ = select.select([fd], [], [], 0.05)
                 if not ready:
                     continue
@@ -98,7 +103,7 @@ def pty_run() -> dict:
                 seen = seen[-4096:] + data
                 if first is None and FIRST_FRAME_MARK in seen:
                     first = now
-                if first is not None and SESSION_MARK in seen:
+                if first is not None and session_mark is not None and session_mark in seen:
                     session = now
             settle = time.perf_counter() + QUIT_AFTER_S
             while time.perf_counter() < settle:  # let the session settle (SDK prewarm done), keep reading
@@ -253,8 +258,26 @@ def main(argv: list[str] | None = None) -> int:
     out = Output("startup", args.json)
     out.text(f"startup: {runs} fresh processes per measurement; {machine_note()}")
 
-    ptys = [pty_run() for _ in range(runs)]
+    ptys, bares = [], []
+    for _ in range(runs):  # alternating, so both see the same machine
+        ptys.append(pty_run())
+        bares.append(pty_run([sys.executable, str(BARE_APP)], session_mark=None))
     first = median([r["first_frame_ms"] for r in ptys])
+    bare_first = median([r["first_frame_ms"] for r in bares])
+    first_ratio = ratio(first, bare_first)
+    out.record(
+        {
+            "kind": "pty_vs_bare",
+            "first_frame_ms": round(first, 1),
+            "bare_first_frame_ms": round(bare_first, 1),
+            "ratio": round(first_ratio, 3),
+            "goal": BARE_GOAL,
+            "runs": runs,
+        },
+        f"first frame beside a bare Textual app with the same widget kinds (bench/bare_textual.py), "
+        f"alternating: {fmt_ms(first)} ms vs {fmt_ms(bare_first)} ms = {fmt_ratio(first_ratio)} "
+        f"(goal ≤ {BARE_GOAL}×: {'met' if first_ratio <= BARE_GOAL else 'NOT met'})",
+    )
     session = median([r["session_open_ms"] for r in ptys])
     quit_ms = median([r["quit_ms"] for r in ptys])
     out.record(
@@ -324,7 +347,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     out.headline(
         "startup to first frame (pty, lab session)",
-        f"first frame {fmt_ms(first)} ms, session open {fmt_ms(session)} ms; `{label}` answers in "
+        f"first frame {fmt_ms(first)} ms ({fmt_ratio(first_ratio)} a bare Textual app), session open "
+        f"{fmt_ms(session)} ms; `{label}` answers in "
         f"{fmt_ms(shot_first)} ms; SDK import {fmt_ms(sdk)} ms not on the first-frame path"
         if sdk_first == 0
         else f"first frame {fmt_ms(first)} ms (SDK imported before it!)",
