@@ -299,12 +299,17 @@ async def run_command(
 
 
 # -- the shell tool ----------------------------------------------------------------------------------
+STARTUP_FILES = ("BASH_ENV", "ENV")  # read and run by a non-interactive bash / POSIX sh before `-c COMMAND`
+
+
 def shell_env(passthrough: Iterable[str] = (), credential_names: Iterable[str] = ()) -> dict[str, str]:
     """The user's environment minus provider credentials, and minus what would make commands wait.
 
     Dropped: the `*_API_KEY` family, the AWS secret/session token (and key id), every route's
-    `api_key_env` (`credential_names`) and any variable holding a key read from the keyring —
-    unless `passthrough` (the `shell_env_passthrough` setting) names it.
+    `api_key_env` (`credential_names`) and any variable holding a key read from the keyring; and
+    `STARTUP_FILES` (`BASH_ENV`, `ENV`), which make `bash -c` / `sh -c` run a file before the command, so
+    that what runs is the command a rule or an approval saw — unless `passthrough` (the
+    `shell_env_passthrough` setting) names it.
     """
     keep = set(passthrough)
     names = tuple(credential_names)
@@ -312,7 +317,10 @@ def shell_env(passthrough: Iterable[str] = (), credential_names: Iterable[str] =
     env = {
         name: value
         for name, value in os.environ.items()
-        if name in keep or not (is_provider_credential(name, names) or value.strip() in keyring_values)
+        if name in keep
+        or not (
+            name in STARTUP_FILES or is_provider_credential(name, names) or value.strip() in keyring_values
+        )
     }
     env.update(
         {

@@ -233,6 +233,29 @@ async def test_shell_env_passthrough_lets_named_credentials_through(ctx: ToolCon
     assert outcome.content == "id=AKIAFAKEPASSTHROUGH1 openai="
 
 
+async def test_a_startup_file_in_the_environment_runs_nothing_before_the_command(
+    ctx: ToolContext, monkeypatch, tmp_path
+) -> None:
+    """`BASH_ENV` (and `ENV` for sh) make a non-interactive shell run a file before `-c COMMAND`: what ran
+    would not be the command the rule or the approval saw. They are left out unless passed through."""
+    startup = tmp_path / "startup.sh"
+    startup.write_text(f"touch {tmp_path / 'ran'}\n")
+    monkeypatch.setenv("BASH_ENV", str(startup))
+    monkeypatch.setenv("ENV", str(startup))
+
+    outcome = await run_tool("shell", {"command": "echo only=this"}, ctx)
+    passed = ToolContext(
+        workspace=ctx.workspace, session_folder=ctx.session_folder, shell_env_passthrough=("BASH_ENV",)
+    )
+    await run_tool("shell", {"command": "true"}, passed)
+
+    assert outcome.content == "only=this"
+    assert (tmp_path / "ran").exists()  # named in shell_env_passthrough: the user asked for it
+    (tmp_path / "ran").unlink()
+    await run_tool("shell", {"command": "true"}, ctx)
+    assert not (tmp_path / "ran").exists()
+
+
 async def test_a_keyring_key_exported_under_another_name_stays_out(ctx: ToolContext, monkeypatch) -> None:
     from app.redact import register_secret
 
