@@ -1032,6 +1032,49 @@ async def test_a_held_session_offers_read_only_fork_or_new(lab, tmp_path, sessio
             assert session.id != held.id and session.master == []
 
 
+async def test_a_lease_left_on_another_machine_long_ago_can_be_taken_over_with_u(lab, tmp_path):
+    """Issue 37: a lease from another host older than `lease_foreign_max_age` (a day) is offered for
+    take-over; `u` breaks it and opens the session itself, writable, the lease now this process's."""
+    import os
+    import time
+
+    from app.engine.session import Session
+    from app.lease import Holder
+    from app.model.messages import Message
+    from app.store import Store
+    from app.ui.screens.lease import LeaseScreen
+
+    store = Store()
+    session = Session.create(store, route="lab", provider="lab", model="lab-1")
+    session.append(Message.create("user", "asked on the laptop", turn=1))
+    session.append(Message.create("assistant", "answered there", turn=1))
+    session.flush()
+    gone = Holder(
+        pid=4242, started="x:1", host="other-laptop", acquired_at=time.time() - 3 * 86400, what="the TUI"
+    )
+    assert store.acquire_lease(session.id, gone) is None
+    try:
+        app = make_app(lab_settings(lab), tmp_path, resume=session.id)
+        async with app.run_test(size=SIZE) as pilot:
+            await until(
+                pilot,
+                lambda: isinstance(app.screen, LeaseScreen) and app.screen.query("#take-over"),
+                "the take-over offer",
+            )
+            assert "other-laptop" in str(app.screen.query_one("#lease-body").render())
+            await pilot.press("u")
+            await ready(pilot)
+            assert app.engine.session.id == session.id and not app.engine.session.read_only
+            assert store.lease_holder(session.id).pid == os.getpid()
+            await send(pilot, "and now here")
+            assert [m.text for m in app.engine.session.master][:2] == [
+                "asked on the laptop",
+                "answered there",
+            ]
+    finally:
+        store.close()
+
+
 def held_pid(store, session_id: str) -> int:
     return store.lease_holder(session_id).pid
 
