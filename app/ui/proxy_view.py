@@ -1,0 +1,213 @@
+"""`bulkhead proxy`'s live view: the proxied requests where the chat would be, the inspector beside them.
+
+    app = ProxyApp(proxy, start_text=...)    # proxy: a started app.proxy.background.BackgroundProxy
+    app.run()                                # q or Ctrl+C stops the proxy and quits
+
+The proxy runs on its own thread and never waits for the screen: its events are posted here
+(`app.ui.proxy_feed.Forwarder`) and rendered on the UI's loop. Selecting a request shows its record
+(headers redacted, everything from outside escaped: `app.ui.proxy_detail`); before the first request the
+pane shows what to paste into each client.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import tzinfo
+from typing import Any, ClassVar
+
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widgets import Footer, Static
+
+from app.proxy.background import BackgroundProxy
+from app.proxy.records import CapLearned, ProxyStopped, RequestFinished, RequestStarted
+from app.sizes import format_size
+from app.textsafe import display_line
+from app.ui.clipboard import copy_text
+from app.ui.proxy_detail import record_report
+from app.ui.proxy_feed import Forwarder, ProxyCounters, ProxyEventPosted, inspector_events, price
+from app.ui.proxy_inspector import ProxyInspector
+from app.ui.proxy_list import ProxyList
+from app.ui.widgets.common import Clock, PanelSource, read_styles
+from app.ui.widgets.report_lines import ReportLines
+
+
+class ProxyApp(App[int]):
+    TITLE = "bulkhead proxy"
+    CSS = read_styles("proxy.tcss")
+    ENABLE_COMMAND_PALETTE = False
+    BINDINGS: ClassVar = [
+        Binding("q", "stop", "Quit", id="proxy.quit", tooltip="Stop the proxy and quit"),
+        Binding(
+            "ctrl+c",
+            "stop",
+            "Quit",
+            id="proxy.quit_ctrl_c",
+            priority=True,
+            show=False,
+            tooltip="Stop the proxy and quit",
+        ),
+        Binding(
+            "question_mark",
+            "start_text",
+            "Paste lines",
+            id="proxy.start_text",
+            tooltip="Show what to paste into each client",
+        ),
+        Binding(
+            "c",
+            "copy_record",
+            "Copy record",
+            id="proxy.copy",
+            tooltip="Copy the selected request's record (headers redacted)",
+        ),
+        Binding(
+            "left_square_bracket",
+            "step_tab(-1)",
+            "Prev tab",
+            id="proxy.previous_tab",
+            show=False,
+            tooltip="Show the previous inspector tab",
+        ),
+        Binding(
+            "right_square_bracket",
+            "step_tab(1)",
+            "Next tab",
+            id="proxy.next_tab",
+            tooltip="Show the next inspector tab",
+        ),
+    ]
+
+    def __init__(
+        self,
+        proxy: BackgroundProxy,
+        forwarder: Forwarder,
+        *,
+        start_text: str,
+        clock: Clock = time.time,
+        tz: tzinfo | None = None,
+    ) -> None:
+        super().__init__()
+        self.proxy, self.forwarder, self.start_text = proxy, forwarder, start_text
+        self.clock, self.tz = clock, tz
+        self.counters = ProxyCounters()
+        self.list = ProxyList(tz=tz)
+        self.inspector = ProxyInspector(clock=clock, tz=tz)
+        self.detail_text = ""  # the selected record's report ("" while the start text shows)
+        self.stopping = False
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="proxy-title", markup=False)
+        with Horizontal(id="proxy-main"):
+            with Vertical(id="proxy-left"):
+                yield self.list
+                with VerticalScroll(id="proxy-detail"):
+                    yield ReportLines(self.start_text, id="proxy-detail-body")
+            yield self.inspector
+        yield Footer()
+
+    def on_mount(self) -> None:
+        session, store = self.proxy.session, self.proxy.store
+        if session is not None:
+            self.inspector.show_session(PanelSource(session.id, store, counters=self.counters.counters))
+        self.inspector.caps.seed(self.proxy.status().get("caps") or {})
+        self._title()
+        self.list.focus()
+        self.forwarder.attach(self)
+
+    # -- the proxy's events ------------------------------------------------------------------------
+    @on(ProxyEventPosted)
+    def _proxy_event(self, message: ProxyEventPosted) -> None:
+        event = message.event
+        if isinstance(event, RequestStarted | RequestFinished):
+            self.list.upsert(event.record)
+        if isinstance(event, RequestFinished):
+            record = event.record
+            self.inspector.caps.add_record(record)
+            usage = self.counters.add(record)
+            if usage is not None:
+                self._price(usage, record.model, record.wire, record.endpoint)
+        elif isinstance(event, CapLearned):
+            self.inspector.caps.cap_learned(event)
+            self.notify(
+                display_line(
+                    f"cap learned for {event.endpoint}: {format_size(event.cap_bytes)} "
+                    f"(from a refusal of {format_size(event.rejected_bytes)})"
+                ),
+                title="Cap learned",
+            )
+        elif isinstance(event, ProxyStopped):
+            self.stopping = True
+        for translated in inspector_events(event):
+            self.inspector.dispatch(translated)
+        self._title()
+
+    @work(thread=True, group="price")
+    def _price(self, usage: Any, model: str, wire: str, route: str) -> None:
+        cost = price(usage, model, wire)  # genai-prices: blocking, off the UI's loop
+        self.call_from_thread(self._priced, usage, cost, route)
+
+    def _priced(self, usage: Any, cost: float | None, route: str) -> None:
+        self.counters.add_usage(usage, cost, route)
+        self.inspector.cost.sync()
+
+    def _title(self) -> None:
+        counters = self.counters.counters
+        state = "stopping…" if self.stopping else "listening"
+        modes = ", ".join(self.proxy.options.modes)
+        self.query_one("#proxy-title", Static).update(
+            display_line(
+                f"bulkhead proxy {state} on {self.proxy.url} → {self.proxy.options.upstream.label} · {modes} · "
+                f"{counters.requests} requests · {counters.failed_requests} failed or answered by the proxy"
+            )
+        )
+
+    # -- the detail pane ---------------------------------------------------------------------------
+    @on(ProxyList.Chosen)
+    def _chosen(self, message: ProxyList.Chosen) -> None:
+        record = self.list.records.get(message.record_id) if message.record_id else None
+        if record is None:
+            self._show_detail(self.start_text, "", styled=False)
+            return
+        self._load_detail(record)
+
+    @work(thread=True, exclusive=True, group="proxy-detail")
+    def _load_detail(self, record: Any) -> None:
+        text = record_report(record)  # parses the body for its preview: off the UI's loop
+        self.call_from_thread(self._show_detail, text, text)
+
+    def _show_detail(self, text: str, report: str, *, styled: bool = True) -> None:
+        self.detail_text = report
+        self.query_one("#proxy-detail-body", ReportLines).update(text, styled=styled)
+
+    @property
+    def detail_shown(self) -> str:
+        return self.query_one("#proxy-detail-body", ReportLines).text
+
+    # -- actions -------------------------------------------------------------------------------------
+    def action_start_text(self) -> None:
+        self._show_detail(self.start_text, "", styled=False)
+
+    def action_copy_record(self) -> None:
+        if not self.detail_text:
+            self.notify("Select a request first: its record is what c copies.", severity="warning")
+            return
+        result = copy_text(self, self.detail_text)
+        self.notify(result.describe("the request's record"), severity="information" if result.ok else "error")
+
+    def action_step_tab(self, step: int) -> None:
+        self.inspector.action_step_tab(step)
+
+    def action_stop(self) -> None:
+        if self.stopping:
+            return
+        self.stopping = True
+        self._title()
+        self._stop_proxy()
+
+    @work(thread=True, group="stop")
+    def _stop_proxy(self) -> None:
+        self.proxy.stop()  # closes the listener and the open connections; the runfile goes
+        self.call_from_thread(self.exit, 0)
