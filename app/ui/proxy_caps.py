@@ -120,7 +120,7 @@ same endpoint use it too (and a cap they learned is used here).
         return "\n".join(self.lines())
 
     def sync(self) -> None:
-        if not self.ready:
+        if not self.alive:
             return
         body = self.query_one("#caps-table", Static)
         if not self.endpoints:

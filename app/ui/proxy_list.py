@@ -16,6 +16,7 @@ from collections import OrderedDict, deque
 from datetime import tzinfo
 from typing import ClassVar
 
+from rich.style import Style
 from rich.text import Text
 from textual import on
 from textual.coordinate import Coordinate
@@ -154,7 +155,10 @@ class ProxyList(DataTable[str | Text]):
             self.move_cursor(row=self.row_count - 1, animate=False)
 
     def cells(self, record: ProxyRecord) -> tuple[str | Text, ...]:
-        style = self.get_component_rich_style(f"proxy-list--{row_state(record)}", partial=True)
+        try:
+            style = self.get_component_rich_style(f"proxy-list--{row_state(record)}", partial=True)
+        except KeyError:  # a row before the list's first styling (a client already sending at start-up)
+            style = Style()
         path = record.path.split("?", 1)[0]
         return (
             clock_text(record.started_at, self.tz),

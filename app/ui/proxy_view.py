@@ -95,16 +95,18 @@ class ProxyApp(App[int]):
         self.counters = ProxyCounters()
         self.list = ProxyList(tz=tz)
         self.inspector = ProxyInspector(clock=clock, tz=tz)
+        self.title_line = Static(id="proxy-title", markup=False)
+        self.detail = ReportLines(start_text, id="proxy-detail-body")
         self.detail_text = ""  # the selected record's report ("" while the start text shows)
         self.stopping = False
 
     def compose(self) -> ComposeResult:
-        yield Static(id="proxy-title", markup=False)
+        yield self.title_line
         with Horizontal(id="proxy-main"):
             with Vertical(id="proxy-left"):
                 yield self.list
                 with VerticalScroll(id="proxy-detail"):
-                    yield ReportLines(self.start_text, id="proxy-detail-body")
+                    yield self.detail
             yield self.inspector
         yield Footer()
 
@@ -157,7 +159,7 @@ class ProxyApp(App[int]):
         counters = self.counters.counters
         state = "stopping…" if self.stopping else "listening"
         modes = ", ".join(self.proxy.options.modes)
-        self.query_one("#proxy-title", Static).update(
+        self.title_line.update(
             display_line(
                 f"bulkhead proxy {state} on {self.proxy.url} → {self.proxy.options.upstream.label} · {modes} · "
                 f"{counters.requests} requests · {counters.failed_requests} failed or answered by the proxy"
@@ -180,11 +182,11 @@ class ProxyApp(App[int]):
 
     def _show_detail(self, text: str, report: str, *, styled: bool = True) -> None:
         self.detail_text = report
-        self.query_one("#proxy-detail-body", ReportLines).update(text, styled=styled)
+        self.detail.update(text, styled=styled)
 
     @property
     def detail_shown(self) -> str:
-        return self.query_one("#proxy-detail-body", ReportLines).text
+        return self.detail.text
 
     # -- actions -------------------------------------------------------------------------------------
     def action_start_text(self) -> None:
