@@ -88,7 +88,8 @@ class BackgroundProxy:
         async def read() -> dict[str, Any]:
             return server.status()
 
-        return self._call(read())
+        status: dict[str, Any] = self._call(read())
+        return status
 
     def stop(self) -> None:
         if self._stopped:

@@ -32,6 +32,7 @@ from app.proxy.records import (
     RequestStarted,
 )
 from app.proxy.wire import is_conversation
+from app.textsafe import display_data
 
 OK_ACTIONS = (Action.PASSED, Action.SHRUNK)
 
@@ -94,14 +95,19 @@ def failure_kind(record: ProxyRecord) -> str | None:
 
 
 def inspector_events(event: ProxyEvent) -> list[model.Event]:
-    """The inspector's events for one proxy event (none for ProxyStarted/ProxyStopped)."""
+    """The inspector's events for one proxy event (none for ProxyStarted/ProxyStopped), made safe to show
+    (`app.textsafe.display_data`: a client name, an endpoint or a reason came from outside)."""
+    return [display_data(found) for found in _inspector_events(event)]
+
+
+def _inspector_events(event: ProxyEvent) -> list[model.Event]:
     if isinstance(event, RequestStarted):
         record = event.record
         return [
             model.RequestStarted(
                 request_id=record.id,
                 route=record.endpoint,
-                purpose=record.client,
+                purpose="chat",  # a client's conversation; RequestFinished names the client
                 predicted_bytes=declared_bytes(record),
                 started_at=record.started_at,
             )

@@ -102,11 +102,10 @@ class ProxyInspector(Vertical):
         self, *, clock: Clock = time.time, tz: tzinfo | None = None, id: str | None = "inspector"
     ) -> None:
         super().__init__(id=id, classes="proxy-inspector")
-        options = {"clock": clock, "tz": tz}
-        self.payload = ProxyPayloadPanel(**options)
-        self.requests = RequestsPanel(**options)
-        self.caps = CapsPanel(**options)
-        self.cost = CostPanel(**options)
+        self.payload = ProxyPayloadPanel(clock=clock, tz=tz)
+        self.requests = RequestsPanel(clock=clock, tz=tz)
+        self.caps = CapsPanel(clock=clock, tz=tz)
+        self.cost = CostPanel(clock=clock, tz=tz)
         self.panels: dict[str, Panel] = {
             "payload": self.payload,
             "requests": self.requests,

@@ -167,7 +167,6 @@ async def test_the_live_view_lists_requests_learns_the_cap_redacts_the_key_and_s
 async def test_early_reject_is_a_row_and_the_proxy_answers_while_the_screen_is_busy(lab, nginx):
     app = live_view(nginx.url, translate=True, early_reject=True)
     url = app.proxy.url
-    claude = anthropic.Anthropic(base_url=url, api_key=KEY, max_retries=0, timeout=30)
     gpt = openai.OpenAI(base_url=url + "/v1", api_key=OPENAI_KEY, max_retries=0, timeout=30)
 
     async with app.run_test(size=SIZE) as pilot:
