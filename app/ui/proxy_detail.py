@@ -25,10 +25,13 @@ from app.ui.explain import decision, failure_of, header_lines
 TEXT_CHARS = 8_000  # of an error body or a body preview
 
 
-def record_report(record: ProxyRecord) -> str:
-    """The whole record (the body preview parsed from the body the proxy held, when it held it)."""
+def record_report(record: ProxyRecord, store: Any = None) -> str:
+    """The whole record; the body's preview is read from `store` (app.store.Store), where the proxy wrote
+    it. Blocking: call it off the UI's thread."""
     row: dict[str, Any] = display_data(record.to_store())
     quick: ProxyRecord = display_data(dataclasses.replace(record, body=None))
+    if not row.get("body_preview") and store is not None:
+        row["body_preview"] = display(stored_preview(store, record.id))
     explanation = proxy_why(quick, row)
     sent = quick.sent_bytes
     lines = [
@@ -128,6 +131,14 @@ def proxy_why(record: ProxyRecord, row: dict[str, Any]) -> str:
     if action is Action.UNREACHABLE:
         return f"{record.reason or 'The upstream could not be reached'}. The client got {got}."
     return f"{refusal_text(row)}. The upstream dropped the connection; the proxy dropped the client's too."
+
+
+def stored_preview(store: Any, record_id: str) -> str:
+    try:
+        rows = store.query("SELECT body_preview FROM requests WHERE id = ?", (record_id,))
+    except Exception:  # noqa: BLE001 - a busy or closed database: the record without its preview
+        return ""
+    return str(rows[0]["body_preview"] or "") if rows else ""
 
 
 def _clip(text: str) -> str:

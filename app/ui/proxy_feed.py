@@ -14,7 +14,7 @@ proxy. The Cost panel reads `ProxyCounters.counters` (the session's counters, as
 
 from __future__ import annotations
 
-import copy
+import dataclasses
 import threading
 from dataclasses import dataclass, field
 
@@ -49,7 +49,8 @@ class Forwarder:
     """A `ProxyEvents` subscriber that posts each event to the app and returns at once (it runs on the
     proxy's thread). Events that come before the app is attached — a client already sending while the
     screen is drawn — are kept and posted on `attach`. A started record is still being filled in by the
-    proxy: the app gets a copy of it as it is now."""
+    proxy: the app gets a copy of it as it is now, without the body (up to `proxy_record_body_max` each;
+    the store keeps its preview)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -58,7 +59,7 @@ class Forwarder:
 
     def __call__(self, event: ProxyEvent) -> None:
         if isinstance(event, RequestStarted | RequestFinished):
-            event = type(event)(copy.copy(event.record))
+            event = type(event)(dataclasses.replace(event.record, body=None))
         with self._lock:
             if self._target is None:
                 self._early.append(event)

@@ -177,7 +177,7 @@ class ProxyApp(App[int]):
 
     @work(thread=True, exclusive=True, group="proxy-detail")
     def _load_detail(self, record: Any) -> None:
-        text = record_report(record)  # parses the body for its preview: off the UI's loop
+        text = record_report(record, self.proxy.store)  # reads the store: off the UI's loop
         self.call_from_thread(self._show_detail, text, text)
 
     def _show_detail(self, text: str, report: str, *, styled: bool = True) -> None:

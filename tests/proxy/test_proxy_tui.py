@@ -8,8 +8,18 @@ SDKs as its clients.
 from __future__ import annotations
 
 import asyncio
+import fcntl
+import os
+import pty
 import re
+import signal
 import socket
+import struct
+import subprocess
+import sys
+import termios
+import threading
+from pathlib import Path
 
 import anthropic
 import httpx2 as httpx
@@ -28,8 +38,9 @@ from app.ui.proxy_detail import start_text
 from app.ui.proxy_feed import Forwarder
 from app.ui.proxy_view import ProxyApp
 
-from .conftest import WAIT
+from .conftest import WAIT, free_port_number, wait_for
 
+REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.nginx
 KEY = "sk-ant-api03-tui-FAKEKEY-0123456789abcdefXYZ"
 OPENAI_KEY = "sk-proj-tui-FAKEKEY-0123456789abcdefXYZ"
@@ -149,6 +160,8 @@ async def test_the_live_view_lists_requests_learns_the_cap_redacts_the_key_and_s
             r"\n  (x-api-key|authorization): \[redacted\]\n", app.detail_shown
         )  # the SDK's key header
         assert KEY not in app.detail_shown and KEY[-20:] not in app.detail_shown
+        assert '"content": "hi"' in app.detail_shown  # the body's preview, read from the store
+        assert all(record.body is None for record in app.list.records.values())  # bodies are not held
         await pilot.press("down", "down")
         await until(pilot, lambda: f"Request {rows[2].id}" in app.detail_shown, "the refused record")
         assert "overflow error" in app.detail_shown and "nginx" in app.detail_shown
@@ -219,3 +232,53 @@ async def test_early_reject_is_a_row_and_the_proxy_answers_while_the_screen_is_b
         await pilot.press("ctrl+c")
         await until(pilot, lambda: not app.proxy.running, "the proxy to stop")
     assert refused(int(url.rsplit(":", 1)[1]))
+
+
+def test_bulkhead_proxy_in_a_terminal_is_the_live_view_and_sigterm_stops_it(lab, isolated_home):
+    """The real entry point in a pseudo-terminal: the live view draws, a request shows, SIGTERM stops the
+    proxy cleanly (listener closed, runfile withdrawn, the closing line on the terminal)."""
+    port = free_port_number()
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 45, 160, 0, 0))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "app", "proxy", "--upstream", lab.url, "--port", str(port), "--translate"],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        cwd=REPO,
+        env={**os.environ, "TERM": "xterm-256color"},
+        start_new_session=True,
+    )
+    os.close(slave)
+    screen = bytearray()
+
+    def read() -> None:
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:
+                return
+            if not data:
+                return
+            screen.extend(data)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        wait_for(lambda: not refused(port), "the proxy to listen")
+        wait_for(lambda: b"ANTHROPIC_BASE_URL" in screen, "the start screen")
+        claude = anthropic.Anthropic(base_url=f"http://127.0.0.1:{port}", api_key=KEY, max_retries=0)
+        claude.messages.create(model=MODEL, max_tokens=8, messages=[{"role": "user", "content": "hi"}])
+        wait_for(lambda: b"anthropic-python" in screen, "the request's row")
+        assert [info for info in runfile.running() if info["url"].endswith(f":{port}")]
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=WAIT) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=WAIT)
+    reader.join(WAIT)
+    os.close(master)
+    shown = screen.decode("utf-8", "replace")
+    assert "bulkhead proxy stopped after 1 requests" in shown and KEY not in shown
+    assert refused(port) and not list((isolated_home / "proxies").glob("*.json"))
