@@ -78,8 +78,16 @@ same endpoint use it too (and a cap they learned is used here).
         self.sync()
 
     def add_record(self, record: ProxyRecord) -> None:
-        if not record.endpoint:
-            return
+        self.add_records([record])
+
+    def add_records(self, records: list[ProxyRecord]) -> None:
+        for record in records:
+            if record.endpoint:
+                self._count(record)
+        if records:
+            self.sync()
+
+    def _count(self, record: ProxyRecord) -> None:
         entry = self._entry(record.endpoint)
         entry.requests += 1
         if record.cause == "size" or record.kind in ("payload_too_large", "context_overflow"):
@@ -88,7 +96,6 @@ same endpoint use it too (and a cap they learned is used here).
             entry.largest_ok = max(entry.largest_ok or 0, record.sent_bytes)
         if record.cap_bytes and record.cap_bytes != entry.cap_bytes:
             entry.cap_bytes = record.cap_bytes
-        self.sync()
 
     def cap_learned(self, event: CapLearned) -> None:
         entry = self._entry(event.endpoint)

@@ -1,4 +1,4 @@
-"""`bulkhead proxy` without --headless: the proxy on its own thread, the live view on the terminal.
+"""`bulkhead proxy` without --headless: the proxy in its own process, the live view on the terminal.
 
 The proxy is started before the screen is drawn, so a port that cannot be had is said on the terminal;
 it is stopped when the view quits (q, Ctrl+C), on SIGTERM, and if the view fails.
@@ -18,23 +18,21 @@ EXIT_OK, EXIT_ERROR = 0, 1
 
 def run_live(prepared: Any) -> int:
     """`prepared`: app.proxy.serve.Prepared."""
-    from app.proxy.background import BackgroundProxy
+    from app.proxy.background import ProxyProcess
     from app.ui.proxy_detail import start_text
     from app.ui.proxy_feed import Forwarder
     from app.ui.proxy_view import ProxyApp
 
-    proxy = BackgroundProxy(prepared.options, prepared.settings, cap=prepared.cap)
+    proxy = ProxyProcess(prepared.options, prepared.settings, cap=prepared.cap)
     forwarder = Forwarder()
     proxy.events.subscribe(forwarder)
+    print("bulkhead proxy: starting…", flush=True)
     try:
         url = proxy.start(prepared.address, prepared.port)
     except OSError as exc:
-        print(
-            f"bulkhead proxy: cannot listen on {prepared.address}:{prepared.port}: {exc.strerror or exc}",
-            file=sys.stderr,
-        )
+        print(f"bulkhead proxy: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    session_id = proxy.session.id if proxy.session is not None else ""
+    session_id = proxy.session_id
     text = start_text(
         url,
         upstream=prepared.options.upstream.label,
@@ -59,6 +57,6 @@ def run_live(prepared: Any) -> int:
         proxy.stop()
         with contextlib.suppress(ValueError, TypeError):
             signal.signal(signal.SIGTERM, previous)
-    counts = proxy.session.counts.requests if proxy.session is not None else 0
+    counts = int(proxy.final_counts.get("requests") or 0)
     print(f"bulkhead proxy stopped after {counts:,} requests (session {session_id})")
     return int(code or 0)

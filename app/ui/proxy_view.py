@@ -1,10 +1,10 @@
 """`bulkhead proxy`'s live view: the proxied requests where the chat would be, the inspector beside them.
 
-    app = ProxyApp(proxy, start_text=...)    # proxy: a started app.proxy.background.BackgroundProxy
+    app = ProxyApp(proxy, start_text=...)    # proxy: a started app.proxy.background.ProxyProcess
     app.run()                                # q or Ctrl+C stops the proxy and quits
 
-The proxy runs on its own thread and never waits for the screen: its events are posted here
-(`app.ui.proxy_feed.Forwarder`) and rendered on the UI's loop. Selecting a request shows its record
+The proxy runs in its own process and never waits for the screen: its events come over a pipe, are
+posted here (`app.ui.proxy_feed.Forwarder`) and drawn at most ten times a second. Selecting a request shows its record
 (headers redacted, everything from outside escaped: `app.ui.proxy_detail`); before the first request the
 pane shows what to paste into each client.
 """
@@ -21,8 +21,16 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Footer, Static
 
-from app.proxy.background import BackgroundProxy
-from app.proxy.records import CapLearned, ProxyStopped, RequestFinished, RequestStarted
+from app.model.events import Event, ViewChanged
+from app.proxy.background import ProxyProcess
+from app.proxy.records import (
+    CapLearned,
+    ProxyEvent,
+    ProxyRecord,
+    ProxyStopped,
+    RequestFinished,
+    RequestStarted,
+)
 from app.sizes import format_size
 from app.textsafe import display_line
 from app.ui.clipboard import copy_text
@@ -32,6 +40,8 @@ from app.ui.proxy_inspector import ProxyInspector
 from app.ui.proxy_list import ProxyList
 from app.ui.widgets.common import Clock, PanelSource, read_styles
 from app.ui.widgets.report_lines import ReportLines
+
+CATCH_UP_S = 0.1  # the view catches up with the proxy's events at most ten times a second
 
 
 class ProxyApp(App[int]):
@@ -82,7 +92,7 @@ class ProxyApp(App[int]):
 
     def __init__(
         self,
-        proxy: BackgroundProxy,
+        proxy: ProxyProcess,
         forwarder: Forwarder,
         *,
         start_text: str,
@@ -99,6 +109,9 @@ class ProxyApp(App[int]):
         self.detail = ReportLines(start_text, id="proxy-detail-body")
         self.detail_text = ""  # the selected record's report ("" while the start text shows)
         self.stopping = False
+        self._inbox: list[ProxyEvent] = []
+        self._catch_up_due = False
+        self._detail_due = False
 
     def compose(self) -> ComposeResult:
         yield self.title_line
@@ -111,9 +124,9 @@ class ProxyApp(App[int]):
         yield Footer()
 
     def on_mount(self) -> None:
-        session, store = self.proxy.session, self.proxy.store
-        if session is not None:
-            self.inspector.show_session(PanelSource(session.id, store, counters=self.counters.counters))
+        if self.proxy.store is not None:
+            source = PanelSource(self.proxy.session_id, self.proxy.store, counters=self.counters.counters)
+            self.inspector.show_session(source)
         self.inspector.caps.seed(self.proxy.status().get("caps") or {})
         self._title()
         self.list.focus()
@@ -122,37 +135,57 @@ class ProxyApp(App[int]):
     # -- the proxy's events ------------------------------------------------------------------------
     @on(ProxyEventPosted)
     def _proxy_event(self, message: ProxyEventPosted) -> None:
-        event = message.event
-        if isinstance(event, RequestStarted | RequestFinished):
-            self.list.upsert(event.record)
-        if isinstance(event, RequestFinished):
-            record = event.record
-            self.inspector.caps.add_record(record)
-            usage = self.counters.add(record)
-            if usage is not None:
-                self._price(usage, record.model, record.wire, record.endpoint)
-        elif isinstance(event, CapLearned):
-            self.inspector.caps.cap_learned(event)
-            self.notify(
-                display_line(
-                    f"cap learned for {event.endpoint}: {format_size(event.cap_bytes)} "
-                    f"(from a refusal of {format_size(event.rejected_bytes)})"
-                ),
-                title="Cap learned",
-            )
-        elif isinstance(event, ProxyStopped):
-            self.stopping = True
-        for translated in inspector_events(event):
-            self.inspector.dispatch(translated)
+        """Kept until the next catch-up: the screen is drawn at most `CATCH_UP_S` apart however busy the
+        proxy is (each drawing takes the interpreter from the proxy's thread for a while)."""
+        self._inbox.append(message.event)
+        if not self._catch_up_due:
+            self._catch_up_due = True
+            self.set_timer(CATCH_UP_S, self._catch_up)
+
+    def _catch_up(self) -> None:
+        self._catch_up_due = False
+        events, self._inbox = self._inbox, []
+        to_price: list[tuple[Any, str, str, str]] = []
+        finished: list[ProxyRecord] = []
+        translated: list[Event] = []
+        for event in events:
+            if isinstance(event, RequestStarted | RequestFinished):
+                self.list.upsert(event.record)
+            if isinstance(event, RequestFinished):
+                record = event.record
+                finished.append(record)
+                usage = self.counters.add(record)
+                if usage is not None:
+                    to_price.append((usage, record.model, record.wire, record.endpoint))
+            elif isinstance(event, CapLearned):
+                self.inspector.caps.cap_learned(event)
+                self.notify(
+                    display_line(
+                        f"cap learned for {event.endpoint}: {format_size(event.cap_bytes)} "
+                        f"(from a refusal of {format_size(event.rejected_bytes)})"
+                    ),
+                    title="Cap learned",
+                )
+            elif isinstance(event, ProxyStopped):
+                self.stopping = True
+            translated += inspector_events(event)
+        views = [e for e in translated if isinstance(e, ViewChanged)]
+        for event in translated:  # the gauge needs only the last request's size
+            if not isinstance(event, ViewChanged) or event is views[-1]:
+                self.inspector.dispatch(event)
+        self.inspector.caps.add_records(finished)
+        if to_price:
+            self._price(to_price)
         self._title()
 
     @work(thread=True, group="price")
-    def _price(self, usage: Any, model: str, wire: str, route: str) -> None:
-        cost = price(usage, model, wire)  # genai-prices: blocking, off the UI's loop
-        self.call_from_thread(self._priced, usage, cost, route)
+    def _price(self, answers: list[tuple[Any, str, str, str]]) -> None:
+        priced = [(usage, price(usage, model, wire), route) for usage, model, wire, route in answers]
+        self.call_from_thread(self._priced, priced)  # genai-prices is blocking: priced off the UI's loop
 
-    def _priced(self, usage: Any, cost: float | None, route: str) -> None:
-        self.counters.add_usage(usage, cost, route)
+    def _priced(self, priced: list[tuple[Any, float | None, str]]) -> None:
+        for usage, cost, route in priced:
+            self.counters.add_usage(usage, cost, route)
         self.inspector.cost.sync()
 
     def _title(self) -> None:
@@ -169,7 +202,13 @@ class ProxyApp(App[int]):
     # -- the detail pane ---------------------------------------------------------------------------
     @on(ProxyList.Chosen)
     def _chosen(self, message: ProxyList.Chosen) -> None:
-        record = self.list.records.get(message.record_id) if message.record_id else None
+        if not self._detail_due:  # the cursor following a busy list: one record read per catch-up
+            self._detail_due = True
+            self.set_timer(CATCH_UP_S, self._show_chosen)
+
+    def _show_chosen(self) -> None:
+        self._detail_due = False
+        record = self.list.selected
         if record is None:
             self._show_detail(self.start_text, "", styled=False)
             return

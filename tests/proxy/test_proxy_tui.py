@@ -29,7 +29,7 @@ import pytest
 from app.config import load_settings
 from app.engine.caps import learned_cap_for
 from app.proxy import runfile
-from app.proxy.background import BackgroundProxy
+from app.proxy.background import ProxyProcess
 from app.proxy.records import Action
 from app.proxy.server import ProxyOptions
 from app.proxy.upstream import from_url
@@ -50,17 +50,16 @@ SIZE = (200, 50)
 
 def live_view(upstream_url: str, **modes: bool) -> ProxyApp:
     options = ProxyOptions(upstream=from_url(upstream_url), **modes)
-    proxy = BackgroundProxy(options, load_settings())
+    proxy = ProxyProcess(options, load_settings())
     forwarder = Forwarder()
     proxy.events.subscribe(forwarder)
     url = proxy.start("127.0.0.1", 0)
-    assert proxy.session is not None
     text = start_text(
         url,
         upstream=options.upstream.label,
         served=options.upstream.served,
         modes=options.modes,
-        session_id=proxy.session.id,
+        session_id=proxy.session_id,
     )
     return ProxyApp(proxy, forwarder, start_text=text)
 
