@@ -170,9 +170,9 @@ class ProxyApp(App[int]):
                 self.stopping = True
             translated += inspector_events(event)
         views = [e for e in translated if isinstance(e, ViewChanged)]
-        for event in translated:  # the gauge needs only the last request's size
-            if not isinstance(event, ViewChanged) or event is views[-1]:
-                self.inspector.dispatch(event)
+        for shown in translated:  # the gauge needs only the last request's size
+            if not isinstance(shown, ViewChanged) or shown is views[-1]:
+                self.inspector.dispatch(shown)
         self.inspector.caps.add_records(finished)
         if to_price:
             self._price(to_price)
