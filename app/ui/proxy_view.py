@@ -11,6 +11,7 @@ pane shows what to paste into each client.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from datetime import tzinfo
 from typing import Any, ClassVar
@@ -170,9 +171,15 @@ class ProxyApp(App[int]):
                 self.stopping = True
             translated += inspector_events(event)
         views = [e for e in translated if isinstance(e, ViewChanged)]
-        for shown in translated:  # the gauge needs only the last request's size
-            if not isinstance(shown, ViewChanged) or shown is views[-1]:
+        if views:  # the gauge needs only the last request's size, and the last prompt's reported tokens
+            reported = [view.context_tokens for view in views if view.context_tokens]
+            if reported and not views[-1].context_tokens:
+                views[-1] = dataclasses.replace(views[-1], context_tokens=reported[-1])
+        for shown in translated:
+            if not isinstance(shown, ViewChanged):
                 self.inspector.dispatch(shown)
+        if views:
+            self.inspector.dispatch(views[-1])
         self.inspector.caps.add_records(finished)
         if to_price:
             self._price(to_price)

@@ -141,6 +141,13 @@ async def test_the_live_view_lists_requests_learns_the_cap_redacts_the_key_and_s
         assert app.inspector.requests.records[rows[2].id]["kind"] == "payload_too_large"
         learned = learned_cap_for(rows[2].sent_bytes)
         assert app.inspector.payload.cap_bytes == learned
+        assert app.inspector.payload.context_tokens, [
+            r.usage for r in rows
+        ]  # the last answered prompt's tokens, as the lab counted
+        await until(pilot, lambda: app.counters.counters.input_tokens > 0, "the Cost panel's tokens")
+        assert "input" in app.inspector.cost.values and app.inspector.cost.values["requests"].startswith(
+            "3 ·"
+        )
         assert app.counters.counters.requests == 3 and app.counters.counters.rejections == {
             "payload_too_large": 1
         }
