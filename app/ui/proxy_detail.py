@@ -51,8 +51,11 @@ def record_report(record: ProxyRecord, store: Any = None) -> str:
     lines.append(size)
     upstream = "no answer" if quick.status is None else str(quick.status)
     latency = "—" if quick.latency_ms is None else f"{quick.latency_ms:.0f} ms"
+    got = str(quick.client_status or "—")
+    if quick.action is Action.RESENT:
+        got = "the answer to the request sent again"
     lines.append(
-        f"Status: upstream {upstream} · client got {quick.client_status or '—'} · latency {latency}"
+        f"Status: upstream {upstream} · client got {got} · latency {latency}"
         + (" · streamed" if quick.stream else "")
     )
     lines.append(f"Proxy: {quick.action}" + (f" — {'; '.join(quick.notes)}" if quick.notes else ""))

@@ -130,6 +130,7 @@ class ProxyApp(App[int]):
             self.inspector.show_session(source)
         self.inspector.caps.seed(self.proxy.status().get("caps") or {})
         self._title()
+        self.list.add_class("-empty")
         self.list.focus()
         self.forwarder.attach(self)
 
@@ -181,6 +182,7 @@ class ProxyApp(App[int]):
         if views:
             self.inspector.dispatch(views[-1])
         self.inspector.caps.add_records(finished)
+        self.list.set_class(self.list.row_count == 0, "-empty")
         if to_price:
             self._price(to_price)
         self._title()
