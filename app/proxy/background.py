@@ -27,7 +27,7 @@ import threading
 from typing import Any
 
 from app.config import Settings
-from app.proxy.records import ProxyEvent, ProxyEvents, RequestFinished, RequestStarted
+from app.proxy.records import ProxyEvent, ProxyEvents, ProxyStopped, RequestFinished, RequestStarted
 
 START_TIMEOUT = 60.0  # seconds for the process to start and bind (it imports the app first)
 STOP_TIMEOUT = 30.0  # seconds to close the listener and open connections
@@ -46,6 +46,13 @@ class ProxyProcess:
         self._control: Any = None
         self._reader: threading.Thread | None = None
         self._stopped = False
+
+    @property
+    def exit_note(self) -> str:
+        """Why the proxy's process is gone when nobody stopped it ("" while it runs or after `stop`)."""
+        if self._process is None or self._stopped or self._process.is_alive():
+            return ""
+        return f"the proxy's process ended (exit code {self._process.exitcode})"
 
     @property
     def running(self) -> bool:
@@ -97,11 +104,16 @@ class ProxyProcess:
         return self.url
 
     def _read(self, pipe: Any) -> None:
+        stopped = False
         while True:
             try:
                 message = pipe.recv()
             except (EOFError, OSError):
+                if not stopped:  # the process ended without saying so: the front end must know
+                    self.events.emit(ProxyStopped(self.session_id))
                 return
+            if isinstance(message, ProxyStopped):
+                stopped = True
             if isinstance(message, tuple) and message and message[0] == "stopped":
                 self.final_counts = message[1]
                 continue

@@ -51,12 +51,17 @@ def run_live(prepared: Any) -> int:
 
     with contextlib.suppress(ValueError):  # not the main thread (a test): no signal handler
         signal.signal(signal.SIGTERM, on_term)
+    note = ""
     try:
         code = app.run()
+        note = proxy.exit_note
     finally:
         proxy.stop()
         with contextlib.suppress(ValueError, TypeError):
             signal.signal(signal.SIGTERM, previous)
+    if note:
+        print(f"bulkhead proxy: {note}; its records are kept (session {session_id})", file=sys.stderr)
+        return EXIT_ERROR
     counts = int(proxy.final_counts.get("requests") or 0)
     print(f"bulkhead proxy stopped after {counts:,} requests (session {session_id})")
     return int(code or 0)

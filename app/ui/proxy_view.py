@@ -110,6 +110,7 @@ class ProxyApp(App[int]):
         self.detail = ReportLines(start_text, id="proxy-detail-body")
         self.detail_text = ""  # the selected record's report ("" while the start text shows)
         self.stopping = False
+        self.gone = False  # the proxy's process ended without being asked
         self._inbox: list[ProxyEvent] = []
         self._catch_up_due = False
         self._detail_due = False
@@ -169,7 +170,16 @@ class ProxyApp(App[int]):
                     title="Cap learned",
                 )
             elif isinstance(event, ProxyStopped):
-                self.stopping = True
+                if not self.stopping:  # nobody asked: the proxy's process ended on its own
+                    self.stopping = True
+                    self.gone = True
+                    self.notify(
+                        f"The proxy stopped on its own ({self.proxy.exit_note or 'its process ended'}): nothing "
+                        f"listens on {self.proxy.url} any more. The records so far are kept; q quits.",
+                        title="Proxy stopped",
+                        severity="error",
+                        timeout=30,
+                    )
             translated += inspector_events(event)
         views = [e for e in translated if isinstance(e, ViewChanged)]
         if views:  # the gauge needs only the last request's size, and the last prompt's reported tokens
@@ -199,7 +209,7 @@ class ProxyApp(App[int]):
 
     def _title(self) -> None:
         counters = self.counters.counters
-        state = "stopping…" if self.stopping else "listening"
+        state = "STOPPED" if self.gone else "stopping…" if self.stopping else "listening"
         modes = ", ".join(self.proxy.options.modes)
         self.title_line.update(
             display_line(
@@ -251,6 +261,9 @@ class ProxyApp(App[int]):
         self.inspector.action_step_tab(step)
 
     def action_stop(self) -> None:
+        if self.gone:
+            self.exit(1, return_code=1)
+            return
         if self.stopping:
             return
         self.stopping = True

@@ -288,3 +288,15 @@ def test_bulkhead_proxy_in_a_terminal_is_the_live_view_and_sigterm_stops_it(lab,
     shown = screen.decode("utf-8", "replace")
     assert "bulkhead proxy stopped after 1 requests" in shown and KEY not in shown
     assert refused(port) and not list((isolated_home / "proxies").glob("*.json"))
+
+
+async def test_a_proxy_process_that_dies_is_said_on_screen(lab):
+    app = live_view(lab.url)
+    async with app.run_test(size=SIZE) as pilot:
+        app.proxy._process.kill()  # as the OOM killer would
+        await until(pilot, lambda: app.gone, "the view to notice")
+        assert "bulkhead proxy STOPPED on" in str(app.title_line.render())
+        assert any("The proxy stopped on its own" in n.message for n in app._notifications)
+        await pilot.press("q")
+    assert app.return_code == 1 and app.return_value == 1
+    app.proxy.stop()
