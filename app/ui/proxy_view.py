@@ -1,12 +1,12 @@
 """`bulkhead proxy`'s live view: the proxied requests where the chat would be, the inspector beside them.
 
-    app = ProxyApp(proxy, start_text=...)    # proxy: a started app.proxy.background.ProxyProcess
-    app.run()                                # q or Ctrl+C stops the proxy and quits
+    app = ProxyApp(proxy, forwarder, start_text=...)   # a started app.proxy.background.ProxyProcess,
+    app.run()                                          # its events' Forwarder; q or Ctrl+C stops it
 
 The proxy runs in its own process and never waits for the screen: its events come over a pipe, are
-posted here (`app.ui.proxy_feed.Forwarder`) and drawn at most ten times a second. Selecting a request shows its record
-(headers redacted, everything from outside escaped: `app.ui.proxy_detail`); before the first request the
-pane shows what to paste into each client.
+posted here (`app.ui.proxy_feed.Forwarder`) and drawn at most ten times a second. Selecting a request
+shows its record (headers redacted, everything from outside escaped: `app.ui.proxy_detail`); before the
+first request the pane shows what to paste into each client.
 """
 
 from __future__ import annotations
