@@ -129,11 +129,16 @@ class ProxyApp(App[int]):
         if self.proxy.store is not None:
             source = PanelSource(self.proxy.session_id, self.proxy.store, counters=self.counters.counters)
             self.inspector.show_session(source)
-        self.inspector.caps.seed(self.proxy.status().get("caps") or {})
+        self._seed_caps()
         self._title()
         self.list.add_class("-empty")
         self.list.focus()
         self.forwarder.attach(self)
+
+    @work(thread=True, group="caps")
+    def _seed_caps(self) -> None:
+        caps = self.proxy.status().get("caps") or {}  # asked of the proxy over HTTP: off the UI's loop
+        self.call_from_thread(self.inspector.caps.seed, caps)
 
     # -- the proxy's events ------------------------------------------------------------------------
     @on(ProxyEventPosted)

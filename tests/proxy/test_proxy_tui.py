@@ -33,7 +33,9 @@ from app.proxy.background import ProxyProcess
 from app.proxy.records import Action
 from app.proxy.server import ProxyOptions
 from app.proxy.upstream import from_url
+from app.proxy.wire import Wire
 from app.sizes import format_size
+from app.state import State
 from app.ui.proxy_detail import start_text
 from app.ui.proxy_feed import Forwarder
 from app.ui.proxy_view import ProxyApp
@@ -300,3 +302,20 @@ async def test_a_proxy_process_that_dies_is_said_on_screen(lab):
         await pilot.press("q")
     assert app.return_code == 1 and app.return_value == 1
     app.proxy.stop()
+
+
+async def test_a_cap_bulkhead_learned_before_shows_in_the_caps_panel_at_start(lab):
+    endpoint = from_url(lab.url).endpoint_id(Wire.ANTHROPIC)
+    State().learn_cap(
+        endpoint,
+        50_000,
+        rejected_bytes=66_667,
+        kind="payload_too_large",
+        reason="413 from a bulkhead session",
+    )
+    app = live_view(lab.url)
+    async with app.run_test(size=SIZE) as pilot:
+        app.inspector.show_panel("caps")
+        pattern = re.compile(rf"cap\s+{re.escape(format_size(50_000))} · learned")
+        await until(pilot, lambda: pattern.search(screen_text(app)), "the shared cap in the Caps panel")
+        await pilot.press("q")
