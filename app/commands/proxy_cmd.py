@@ -1,4 +1,4 @@
-"""`bulkhead proxy [--route NAME | --upstream URL] [--translate] [--early-reject] [--shrink] --headless`
+"""`bulkhead proxy [--route NAME | --upstream URL] [--translate] [--early-reject] [--shrink] [--headless]`
 and `bulkhead proxy status`.
 
 The parser is built here (`add_parser`, called by `app.cli`), so this module imports only argparse at the
@@ -29,7 +29,8 @@ def add_parser(sub: Any, formatter: type[argparse.HelpFormatter], port_type: Any
         "Learned caps are shared with bulkhead's own routes to the same endpoint (state.toml). "
         "The client's API key passes through untouched and is never stored or logged.",
         epilog="examples:\n"
-        "  bulkhead proxy --upstream https://llm-gw.corp.example --headless\n"
+        "  bulkhead proxy --upstream https://llm-gw.corp.example            (the live view)\n"
+        "  bulkhead proxy --upstream https://llm-gw.corp.example --headless (one line per request)\n"
         "  bulkhead proxy --route work --translate --headless\n"
         "  bulkhead proxy --upstream http://127.0.0.1:8787 --translate --shrink --headless   (the lab)\n"
         "  bulkhead proxy status",
@@ -91,8 +92,8 @@ def add_parser(sub: Any, formatter: type[argparse.HelpFormatter], port_type: Any
     proxy.add_argument(
         "--headless",
         action="store_true",
-        help="no live view: one line per request on stdout (the live view is not built yet, so this is "
-        "also what runs without the flag)",
+        help="no live view: the start-up text, then one line per request on stdout (also what runs when "
+        "stdout is not a terminal); without it, a full-screen list of the requests beside the inspector",
     )
     actions = proxy.add_subparsers(dest="proxy_action", metavar="[status]", title="actions")
     status = actions.add_parser(
@@ -104,11 +105,27 @@ def add_parser(sub: Any, formatter: type[argparse.HelpFormatter], port_type: Any
     status.add_argument("--json", dest="status_json", action="store_true", help="one JSON array")
 
 
+NOT_A_TERMINAL = (
+    "bulkhead proxy: not a terminal, so no live view — running headless (one line per request; "
+    "--headless says so and keeps this note away)"
+)
+
+
 def run(args: Any) -> int:
     if getattr(args, "proxy_action", None) == "status":
         from app.proxy.serve import print_status
 
         return print_status(as_json=bool(getattr(args, "status_json", False)))
-    from app.proxy.serve import serve_from_args
+    import sys
 
-    return serve_from_args(args)
+    from app.proxy.serve import prepare, serve_headless
+
+    prepared = prepare(args)  # a bad flag or config is said before any screen is drawn
+    if getattr(args, "headless", False):
+        return serve_headless(prepared)
+    if not sys.stdout.isatty() or not sys.stdin.isatty():
+        print(NOT_A_TERMINAL, file=sys.stderr)
+        return serve_headless(prepared)
+    from app.ui.proxy_run import run_live
+
+    return run_live(prepared)

@@ -13,6 +13,7 @@ Responses APIs. Other agents (Claude Code, Codex, the SDKs) point their base URL
 Layout: `httpio` (inbound HTTP/1.1), `upstream` (where requests go, the httpx client), `wire` (which API a
 path is, the client's name), `native_errors` (the errors each client recognises; whether a refusal
 is about size or content is the engine's judgement, `app.engine.block_cause`), `shrink`, `records` (request records and the event bus a front end subscribes to),
-`proxy_session` (store, caps, counts), `server` (the exchange), `runfile` (`bulkhead proxy status`).
-Nothing here imports Textual: the TUI subscribes to `ProxyEvents`.
+`proxy_session` (store, caps, counts), `server` (the exchange), `runfile` (`bulkhead proxy status`),
+`serve` (--headless), `background` (the proxy in a process of its own, its events over a pipe).
+Nothing here imports Textual: the live view (`app.ui.proxy_view`) subscribes to `ProxyEvents`.
 """

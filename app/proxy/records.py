@@ -5,8 +5,8 @@
     server = ProxyServer(options, events=events)
 
 Callbacks run on the proxy's event loop, in the order events happen; a callback that raises is logged
-and never stops the proxy. A front end on another thread (the TUI) hands each event over to its own loop
-(`App.call_from_thread`). `ProxyRecord.to_store()` is the row `app.store` keeps (the same columns as the
+and never stops the proxy. The live view runs the proxy in another process (`app.proxy.background`):
+there a callback queues each event for the pipe, and the view's side posts it to the app. `ProxyRecord.to_store()` is the row `app.store` keeps (the same columns as the
 chat's request records, so the Requests panel and the HAR export read both).
 """
 

@@ -9,6 +9,7 @@ import ipaddress
 import os
 import signal
 import sys
+from dataclasses import dataclass
 from typing import Any
 
 from app.config import ConfigError, Settings, load_settings
@@ -58,7 +59,20 @@ def _bind(args: Any) -> tuple[str, str]:
     return address, "pending"
 
 
-def serve_from_args(args: Any) -> int:
+@dataclass(frozen=True)
+class Prepared:
+    """Everything a run of the proxy needs, read from the command line and config.toml."""
+
+    options: Any  # app.proxy.server.ProxyOptions
+    settings: Settings
+    address: str
+    port: int
+    cap: int | None
+    warn: str  # non-empty: --bind named an address other than loopback
+
+
+def prepare(args: Any) -> Prepared:
+    """Settings, upstream, modes and where to listen (a ConfigError names what is wrong)."""
     settings = load_settings()
     upstream = upstream_from(args, settings)
     try:
@@ -79,14 +93,26 @@ def serve_from_args(args: Any) -> int:
         idle_timeout=settings.proxy_idle_timeout,
         keep_body_bytes=settings.proxy_record_body_max,
     )
-    if not getattr(args, "headless", False):
-        print(
-            "bulkhead proxy: the live view beside the request list is not built yet — running headless "
-            "(one line per request)",
-            file=sys.stderr,
-        )
+    return Prepared(options, settings, address, port, cap, warn)
+
+
+def serve_from_args(args: Any) -> int:
+    """--headless: the start-up text, then one line per request on stdout, until Ctrl+C or SIGTERM."""
+    return serve_headless(prepare(args))
+
+
+def serve_headless(prepared: Prepared) -> int:
     try:
-        return asyncio.run(_serve(options, settings, address, port, cap, warn))
+        return asyncio.run(
+            _serve(
+                prepared.options,
+                prepared.settings,
+                prepared.address,
+                prepared.port,
+                prepared.cap,
+                prepared.warn,
+            )
+        )
     except KeyboardInterrupt:
         return EXIT_OK
 

@@ -54,7 +54,8 @@ from app.proxy.wire import Wire, client_name, is_conversation, wire_for
 from app.sizes import MIB, format_size
 
 ERROR_BODY_LIMIT = 4 * MIB  # an error answer is read whole up to this (pages are a few KB)
-USAGE_HEAD_BYTES = 32 * 1024  # the start and end of an answer are read for its usage
+USAGE_HEAD_BYTES = 32 * 1024  # the start and end of a long answer are read for its usage
+USAGE_WHOLE_BYTES = MIB  # an answer up to this is read whole (a JSON answer's usage is inside the document)
 CONTROL_PREFIX = "/_bulkhead/"
 
 
@@ -327,6 +328,7 @@ class ProxyServer(ConnectionServer):
         )
         await writer.drain()
         start, end = bytearray(), bytearray()
+        whole: bytearray | None = bytearray()
         try:
             async for piece in response.aiter_raw():
                 writer.write(piece if framed else httpio.encode_chunk(piece))
@@ -334,6 +336,10 @@ class ProxyServer(ConnectionServer):
                 if len(start) < USAGE_HEAD_BYTES:
                     start += piece[: USAGE_HEAD_BYTES - len(start)]
                 end = (end + piece)[-USAGE_HEAD_BYTES:]
+                if whole is not None and len(whole) + len(piece) <= USAGE_WHOLE_BYTES:
+                    whole += piece
+                else:
+                    whole = None
         except Exception as exc:  # the upstream (or the client) broke off mid-answer
             if not _is_transport_error(exc):
                 raise
@@ -344,7 +350,8 @@ class ProxyServer(ConnectionServer):
         if not framed:
             writer.write(httpio.LAST_CHUNK)
             await writer.drain()
-        text = decode_body(bytes(start) + b"\n" + bytes(end), response.headers.get("content-encoding", ""))
+        read = bytes(whole) if whole is not None else bytes(start) + b"\n" + bytes(end)
+        text = decode_body(read, response.headers.get("content-encoding", ""))
         if text:
             record.usage = usage_from(text)
         record.client_status = response.status_code

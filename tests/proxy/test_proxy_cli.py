@@ -119,7 +119,7 @@ def test_a_proxy_needs_an_upstream_and_says_so():
     assert result.returncode == 2 and "is not an http(s) URL" in result.stderr
 
 
-def test_another_bind_address_is_said_out_loud_and_no_flag_runs_headless(lab):
+def test_another_bind_address_is_said_out_loud_and_without_a_terminal_it_runs_headless(lab):
     proxy = Running("--upstream", lab.url, "--port", "0", "--bind", "0.0.0.0")
     try:
         warning = proxy.until("warning: listening on 0.0.0.0:")
@@ -127,7 +127,7 @@ def test_another_bind_address_is_said_out_loud_and_no_flag_runs_headless(lab):
         proxy.until("Ctrl+C stops.")
     finally:
         proxy.stop()
-    assert "the live view beside the request list is not built yet" in proxy.process.stderr.read()
+    assert "not a terminal, so no live view — running headless" in proxy.process.stderr.read()
     bad = _bulkhead("proxy", "--upstream", lab.url, "--bind", "everywhere")
     assert bad.returncode == 2 and "is not an IP address" in bad.stderr
 
