@@ -36,8 +36,8 @@ if str(ROOT) not in sys.path:
 
 from app.config import Route, Settings  # noqa: E402
 from app.engine.compaction.context import JsonMeasure  # noqa: E402
-from app.engine.prompts import SYSTEM_PROMPT  # noqa: E402
 from app.model.messages import Image, Message, Text, ToolCall, ToolResult  # noqa: E402
+from app.model.prompts import SYSTEM_PROMPT  # noqa: E402
 
 MB = 1024 * 1024
 SIZES = ((1, 400), (5, 400), (10, 800))  # (MiB, messages) of the sessions the benchmarks use

@@ -29,11 +29,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from app.config import ConfigError, fallback_chain
-from app.engine.prompts import CONTINUATION
 from app.engine.recovery import TurnFailed
 from app.model.events import FallbackAnswered, FallbackMoved, Notice
 from app.model.fallback import STAYING_KINDS, FallbackKind
 from app.model.messages import Message
+from app.model.prompts import CONTINUATION
 from app.textsafe import display_line
 
 if TYPE_CHECKING:

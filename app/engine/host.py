@@ -19,7 +19,8 @@ if TYPE_CHECKING:
     from app.engine.sender import Sender
     from app.engine.session import Session
     from app.model.events import Event, ViewChanged
-    from app.providers.base import Provider, ToolSpec
+    from app.model.tools import ToolSpec
+    from app.providers.base import Provider
     from app.state import State
 
 

@@ -59,7 +59,6 @@ from app.engine.profile_evidence import (
     on_failure,
     workspace_gateway_notices,
 )
-from app.engine.prompts import CONTINUATION, INTERRUPTED_TURN, SYSTEM_PROMPT
 from app.engine.recovery import Recovery, TurnFailed
 from app.engine.resets import SizeEvidence
 from app.engine.retry import RetryPolicy
@@ -84,7 +83,9 @@ from app.model.events import (
     ViewChanged,
 )
 from app.model.messages import Image, Message, Native, Text, ToolCall, ToolResult, new_id
-from app.providers.base import Provider, Request, ToolSpec, make_provider
+from app.model.prompts import CONTINUATION, INTERRUPTED_TURN, SYSTEM_PROMPT
+from app.model.tools import ToolSpec
+from app.providers.base import Provider, Request, make_provider
 from app.providers.catalog import model_limits
 from app.sizes import format_size
 from app.state import State

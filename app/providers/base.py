@@ -25,6 +25,7 @@ from app.model.archive import LEGACY_MARKER_PREFIX, current_markers
 from app.model.costs import Usage
 from app.model.events import RequestPurpose
 from app.model.messages import Message, Text, ToolResult
+from app.model.tools import ToolSpec
 
 SUMMARY_PURPOSE: RequestPurpose = "summary"
 
@@ -76,20 +77,6 @@ def string_len(text: str) -> int:
     raw = text.encode("utf-8")
     escaped = raw.translate(None, _KEPT_BYTES)  # only the bytes that are escaped
     return len(raw) + 2 + len(escaped) + 4 * len(escaped.translate(None, _TWO_CHARACTER_ESCAPES))
-
-
-@dataclass(frozen=True)
-class ToolSpec:
-    """A tool as every provider is told about it.
-
-    `defer_loading`: Anthropic's tool search — the definition is sent but the model does not read
-    it until a `tool_reference` loads it (app.mcp.deferral); other providers send it as usual.
-    """
-
-    name: str
-    description: str
-    input_schema: Mapping[str, Any]
-    defer_loading: bool = False
 
 
 @dataclass

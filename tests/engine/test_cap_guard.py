@@ -75,7 +75,7 @@ class SentLog:
 
 
 def _is_recovery(request) -> bool:
-    from app.engine.prompts import PAYLOAD_NOTICE_PREFIX
+    from app.model.prompts import PAYLOAD_NOTICE_PREFIX
 
     return PAYLOAD_NOTICE_PREFIX in str(request.body.get("messages", ""))[-20_000:]
 
