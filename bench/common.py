@@ -151,7 +151,7 @@ def bench_route(provider: str) -> Route:
 
 def make_adapter(provider: str):
     """A fresh adapter (empty per-message size cache) for `provider`."""
-    from app.providers.base import make_provider
+    from app.providers.factory import make_provider
 
     return make_provider(bench_route(provider), Settings(), api_key="bench-not-a-key")
 

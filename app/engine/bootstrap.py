@@ -15,7 +15,7 @@ from pathlib import Path
 from app.config import ConfigError, Route, Settings
 from app.engine.session import Session
 from app.lease import SessionHeld, this_process
-from app.providers.base import make_provider
+from app.providers.factory import make_provider
 from app.secrets import get_api_key
 from app.state import State
 from app.store import Store
@@ -166,7 +166,7 @@ def _forked(store: Store, source: Session, what: str, notices: list[str]) -> Ses
 def open_mcp(settings: Settings, workspace: Path, session: Session, state: State):
     """The session's MCP servers (not started), or None when neither config.toml nor the workspace's
     `.mcp.json` names any — then nothing MCP is even imported."""
-    from app.mcp.config import PROJECT_FILE
+    from app.config_mcp import PROJECT_FILE
 
     if not settings.mcp_servers and not (Path(workspace) / PROJECT_FILE).exists():
         return None

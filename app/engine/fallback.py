@@ -269,7 +269,7 @@ class FallbackChain:
         if name in self.providers and name in self.routes:
             return self.routes[name], self.providers[name]
         from app.engine.bootstrap import choose_route, with_model
-        from app.providers.base import make_provider
+        from app.providers.factory import make_provider
 
         choice = with_model(choose_route(self.engine.settings, name), self.engine.state)
         provider = make_provider(choice.route, self.engine.settings, choice.api_key)

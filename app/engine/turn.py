@@ -85,8 +85,9 @@ from app.model.events import (
 from app.model.messages import Image, Message, Native, Text, ToolCall, ToolResult, new_id
 from app.model.prompts import CONTINUATION, INTERRUPTED_TURN, SYSTEM_PROMPT
 from app.model.tools import ToolSpec
-from app.providers.base import Provider, Request, make_provider
+from app.providers.base import Provider, Request
 from app.providers.catalog import model_limits
+from app.providers.factory import make_provider
 from app.sizes import format_size
 from app.state import State
 from app.textsafe import display_line

@@ -22,8 +22,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from app.config_mcp import McpServerSpec, ProjectApprovals, merge_servers, read_project_servers
 from app.mcp import adapter
-from app.mcp.config import McpServerSpec, ProjectApprovals, merge_servers, read_project_servers
 from app.mcp.connection import (
     McpCallError,
     McpConnection,

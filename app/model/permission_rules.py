@@ -168,7 +168,7 @@ def path_candidates(path: Path) -> set[Path]:
 
 def mcp_parts(name: str) -> tuple[str, str | None]:
     """`mcp__SERVER__TOOL` → (SERVER, TOOL); `mcp__SERVER` → (SERVER, None); ("", None) for other names. A
-    server name never holds `__` (app.mcp.config refuses it), so the first `__` after it ends it."""
+    server name never holds `__` (app.config_mcp refuses it), so the first `__` after it ends it."""
     if not name.startswith("mcp__"):
         return "", None
     server, separator, tool = name[len("mcp__") :].partition("__")

@@ -369,30 +369,3 @@ class Provider(abc.ABC):
         """Send a `build_compaction` request: the compaction item(s) it returned and its usage.
         Every failure is a ProviderError, as in stream()."""
         raise NotImplementedError(f"{self.kind} has no native compaction")
-
-
-def make_provider(route: Route, settings: Settings, api_key: str | None = None) -> Provider:
-    """The adapter for `route`. Imports only the module needed (each SDK is slow to import)."""
-    if route.provider == "anthropic":
-        from app.providers.anthropic import AnthropicProvider
-
-        return AnthropicProvider(route, settings, api_key)
-    if route.provider == "openai":
-        from app.providers.openai import openai_api
-
-        if openai_api(route) == "responses":
-            from app.providers.responses import ResponsesProvider
-
-            return ResponsesProvider(route, settings, api_key)
-        from app.providers.openai import OpenAIProvider
-
-        return OpenAIProvider(route, settings, api_key)
-    if route.provider == "bedrock":
-        from app.providers.bedrock import BedrockProvider
-
-        return BedrockProvider(route, settings, api_key)
-    if route.provider == "lab":
-        from app.providers.lab import LabProvider
-
-        return LabProvider(route, settings, api_key)
-    raise ValueError(f"unknown provider {route.provider!r}")

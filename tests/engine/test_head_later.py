@@ -12,7 +12,7 @@ from app.engine.session import Session
 from app.engine.turn import Engine, retry_point
 from app.engine.view_size import SIZE_FLAG
 from app.model.messages import Message, ToolCall, ToolResult
-from app.providers.base import make_provider
+from app.providers.factory import make_provider
 from app.state import State
 
 TURNS = HEAD_LATER_FROM // 4 + 10  # × (prompt, tool call, its result, answer)
