@@ -23,11 +23,11 @@ import os
 import random
 import sqlite3
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app.config import Route, Settings
+from app.engine.api import ApprovalRequest, TurnResult
 from app.engine.betas import retry_without_betas
 from app.engine.cap_guard import OverCap, configured_cap, route_cap
 from app.engine.chat_fit import fit_under_cap
@@ -120,14 +120,6 @@ STORED_EVENTS = frozenset(
 Approver = Callable[[str, dict, str], Awaitable[bool | str]]
 
 
-@dataclass(frozen=True)
-class TurnResult:
-    outcome: str  # answered | failed | partial | blocked | cancelled
-    text: str = ""
-    error: str = ""
-    failure: Failure | None = None
-
-
 ANSWER_SEPARATOR = "\n\n"  # between the assistant messages of one turn (text, tool calls, more text)
 
 
@@ -165,6 +157,8 @@ class Engine:
             session.start_writer()  # its disk writes leave the event loop (app.engine.writer); close() drains
         self.state = state or State()
         self.approver = approver
+        # set by `app.engine.api.EngineSession`: approvals asked by call id (wins over `approver`)
+        self.ask_call: Callable[[ApprovalRequest], Awaitable[str]] | None = None
         self.sleep = sleep
         self.workspace = Path(workspace or settings.workspace or session.workspace or Path.cwd()).expanduser()
         self.base_system = session.system_prompt or SYSTEM_PROMPT
@@ -899,7 +893,7 @@ class Engine:
         """The images the typed prompt names, through the read gate (`app.engine.prompt_images`)."""
         from app.engine.prompt_images import attach_prompt_images
 
-        return await attach_prompt_images(self, typed, self._ask, can_ask=self.approver is not None)
+        return await attach_prompt_images(self, typed, self._ask, can_ask=self.can_ask)
 
     async def _run_turn(self, turn: int, mentions: Sequence[ToolCall] = ()) -> TurnResult:
         self.fallback.turn_started()  # on the chain's first route again, unless fallback_sticky
@@ -1262,7 +1256,7 @@ class Engine:
             )
             return await run_tool(call.name, args, ctx)
         why = f"@{args.get('path', '')} is outside the workspace ({outside[0]})"
-        approved = await self._ask(call.name, args, f"{why}: attach it?") != "deny"
+        approved = await self._ask(call.name, args, f"{why}: attach it?", call_id=call.id) != "deny"
         self.emit(
             ToolApproval(
                 call_id=call.id, name=call.name, decision="approved" if approved else "denied", reason=why
@@ -1270,7 +1264,7 @@ class Engine:
         )
         if approved:
             return await run_tool(call.name, args, ctx)
-        if self.approver is None:
+        if not self.can_ask:
             self.emit(
                 Notice(
                     f"{why}: not attached — there is no terminal to ask. Run bulkhead in a terminal to be "
@@ -1350,7 +1344,9 @@ class Engine:
             self.emit(ToolApproval(call_id=call.id, name=call.name, decision="auto", reason=why))
             return await self._run_tool(call.id, call.name, args, ctx), args
         where_before = landing_places(call.name, args, self.workspace)
-        answer = await self._ask(call.name, args, f"{why}: {describe_call(call.name, args, self.workspace)}")
+        answer = await self._ask(
+            call.name, args, f"{why}: {describe_call(call.name, args, self.workspace)}", call_id=call.id
+        )
         moved = where_before != landing_places(call.name, args, self.workspace) and answer != "deny"
         if (
             moved
@@ -1370,7 +1366,7 @@ class Engine:
         )
         if approved:
             return await self._run_tool(call.id, call.name, args, ctx), args
-        return denied_outcome(call.name, why, by="user" if self.approver else "no_terminal"), args
+        return denied_outcome(call.name, why, by="user" if self.can_ask else "no_terminal"), args
 
     async def _run_tool(self, call_id: str, name: str, args: dict, ctx) -> ToolOutcome:
         """Run a tool the user (or a rule) let through. Before a file tool changes a file, its bytes
@@ -1441,13 +1437,28 @@ class Engine:
             )
         )
 
-    async def _ask(self, name: str, args: dict, why: str) -> str:
+    @property
+    def can_ask(self) -> bool:
+        """Someone can answer an approval (a front end on `app.engine.api`, or an approver callback)."""
+        return self.ask_call is not None or self.approver is not None
+
+    async def _ask(self, name: str, args: dict, why: str, *, call_id: str = "") -> str:
         """The user's answer: "once", "session", "project" (allow) or "deny". An approver may answer
-        True / False (yes / no) or one of those words."""
-        if self.approver is None:
+        True / False (yes / no) or one of those words. `call_id`: the tool call asked about (a question
+        that is not about a tool call gets an id of its own)."""
+        if not self.can_ask:
             return "deny"
         try:
-            answer = await self.approver(name, args, why)
+            if self.ask_call is not None:
+                from app.engine.permissions import suggest_rule
+
+                request = ApprovalRequest(
+                    call_id or new_id("ask"), name, dict(args), why, suggest_rule(name, args, self.workspace)
+                )
+                answer: bool | str = await self.ask_call(request)
+            else:
+                assert self.approver is not None
+                answer = await self.approver(name, args, why)
         except asyncio.CancelledError:
             raise
         except Exception:  # noqa: BLE001 - a broken prompt means "no"
