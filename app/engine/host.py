@@ -1,23 +1,31 @@
-"""What `Recovery` and `Compactor` need from the engine: two narrow protocols instead of the whole `Engine`.
+"""What the engine's parts need from the engine: narrow protocols instead of the whole `Engine`.
 
-`Engine` satisfies both (mypy checks it where it builds them); a test can hand either a small fake. Each lists
-only what its client reads or calls, so a change to the engine that breaks them shows up here.
+`Recovery`, `Compactor`, `NativeContext` and the parts `Engine` is made of (the tool runner, the budget, history,
+the MCP link, the turn loop) each see the engine through one protocol here; `Engine` satisfies them all (mypy
+checks it where it builds them) and a test can hand any of them a small fake. Each lists only what its client
+reads or calls, so a change to the engine that breaks them shows up here. No part imports `app.engine.turn` or
+another part (the import contracts in pyproject.toml).
 """
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from app.config import Route, Settings
+    from app.engine.checkpoints import Checkpoints
     from app.engine.compaction.context import PassContext
     from app.engine.compaction.summarize import ContextEngine
     from app.engine.failures import Failure
     from app.engine.hooks import HookRunner
     from app.engine.native import NativeContext
     from app.engine.payload import CapInfo, FloorSizes
+    from app.engine.permissions import Permissions
     from app.engine.sender import Sender
     from app.engine.session import Session
+    from app.mcp.toolset import McpToolset
     from app.model.events import Event, ViewChanged
     from app.model.tools import ToolSpec
     from app.providers.base import Provider
@@ -84,3 +92,22 @@ class RecoveryHost(CompactionHost, Protocol):
     def floor_sizes(self) -> FloorSizes: ...
 
     def keep_partial(self, text: str, turn: int, failure: Failure | None) -> None: ...
+
+
+class ToolHost(Protocol):
+    """What the tool runner (app.engine.tool_runner) reads: the rules, the hooks, the workspace, checkpoints."""
+
+    settings: Settings
+    session: Session
+    workspace: Path
+    permissions: Permissions
+    hooks: HookRunner
+    mcp_tools: McpToolset | None
+    route: Route
+    checkpoints: Checkpoints
+    tool_cancel: asyncio.Event
+    turn_running: int
+
+    def emit(self, event: Event) -> None: ...
+
+    def mark_instructions_changed(self) -> None: ...

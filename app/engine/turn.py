@@ -19,7 +19,6 @@ import asyncio
 import contextlib
 import functools
 import json
-import os
 import random
 import sqlite3
 from collections.abc import Awaitable, Callable, Sequence
@@ -27,7 +26,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app.config import Route, Settings
-from app.engine.api import ApprovalRequest, TurnResult
 from app.engine.betas import retry_without_betas
 from app.engine.cap_guard import OverCap, configured_cap, route_cap
 from app.engine.chat_fit import fit_under_cap
@@ -38,8 +36,8 @@ from app.engine.context_report import ContextReport
 from app.engine.describe import describe
 from app.engine.failures import PAYLOAD_KINDS, Failure
 from app.engine.fallback import FallbackChain
-from app.engine.hooks import HookResult, HookRunner
-from app.engine.instructions import INSTRUCTION_NAMES, Instructions, join_system
+from app.engine.hooks import HookRunner
+from app.engine.instructions import Instructions, join_system
 from app.engine.memory.worker import MemoryWorker
 from app.engine.native import NativeContext, edit_totals
 from app.engine.payload import (
@@ -59,11 +57,13 @@ from app.engine.profile_evidence import (
     on_failure,
     workspace_gateway_notices,
 )
+from app.engine.records import TurnResult
 from app.engine.recovery import Recovery, TurnFailed
 from app.engine.resets import SizeEvidence
 from app.engine.retry import RetryPolicy
 from app.engine.sender import RequestFailed, Sender, StreamResult, leftover_drafts
 from app.engine.session import Session
+from app.engine.tool_runner import Approver, ToolRunner
 from app.engine.user_rules import build_rules
 from app.engine.view_size import SIZE_FLAG, size_key, stored_size
 from app.engine.workspace_rules import confirm_rule_files, load_permissions
@@ -74,15 +74,12 @@ from app.model.events import (
     McpServerChanged,
     Notice,
     Rejection,
-    ToolApproval,
-    ToolCallFinished,
-    ToolCallStarted,
     TurnFinished,
     TurnOutcome,
     TurnStarted,
     ViewChanged,
 )
-from app.model.messages import Image, Message, Native, Text, ToolCall, ToolResult, new_id
+from app.model.messages import Image, Message, Native, Text, ToolCall
 from app.model.prompts import CONTINUATION, INTERRUPTED_TURN, SYSTEM_PROMPT
 from app.model.tools import ToolSpec
 from app.providers.base import Provider, Request
@@ -95,7 +92,6 @@ from app.textsafe import display_line
 if TYPE_CHECKING:
     from app.mcp.deferral import DeferralPlan
     from app.mcp.manager import McpManager
-    from app.tools.base import ToolOutcome
 
 MAX_TOOL_ROUNDS = 50  # tool round trips in one turn before bulkhead stops and asks the user
 # Events kept in the store, so a resumed session's inspector can show them again.
@@ -114,10 +110,6 @@ STORED_EVENTS = frozenset(
         "memory_distilled",
     }
 )
-
-# (tool name, args, why it asks) -> True / "once", "session", "project" (allow; the last two remember
-# an allow rule) or False / "deny"
-Approver = Callable[[str, dict, str], Awaitable[bool | str]]
 
 
 ANSWER_SEPARATOR = "\n\n"  # between the assistant messages of one turn (text, tool calls, more text)
@@ -156,9 +148,6 @@ class Engine:
         if not session.read_only:
             session.start_writer()  # its disk writes leave the event loop (app.engine.writer); close() drains
         self.state = state or State()
-        self.approver = approver
-        # set by `app.engine.api.EngineSession`: approvals asked by call id (wins over `approver`)
-        self.ask_call: Callable[[ApprovalRequest], Awaitable[str]] | None = None
         self.sleep = sleep
         self.workspace = Path(workspace or settings.workspace or session.workspace or Path.cwd()).expanduser()
         self.base_system = session.system_prompt or SYSTEM_PROMPT
@@ -195,8 +184,11 @@ class Engine:
         self.compactor: Compactor = Compactor(self)
         self.native: NativeContext = NativeContext(self)
         self.tool_cancel = asyncio.Event()
+        self.runner = ToolRunner(
+            self, approver
+        )  # app.engine.tool_runner: hooks, rules, approvals, checkpoints
         self.checkpoints = Checkpoints(session.folder, max_bytes=settings.checkpoint_max_bytes)
-        self._turn_running = session.turn
+        self.turn_running = session.turn
         self._instructions_changed = False
         self._lock = asyncio.Lock()
         self._closing = False
@@ -807,12 +799,12 @@ class Engine:
             self._close_interrupted_turn()
             turn = self.session.turn + 1
             typed_text = prompt if typed is None else typed
-            parts: list = [Text(prompt), *images, *(await self._prompt_images(typed_text))]
+            parts: list = [Text(prompt), *images, *(await self.runner.prompt_images(typed_text))]
             if verdict.additional_context:
                 parts.append(Text(f"\n\n[hook context]\n{verdict.additional_context}"))
             self.session.append(Message.create("user", parts, turn=turn))
             self.emit(TurnStarted(turn=turn, prompt=prompt))
-            result = await self._run_turn(turn, mentions=self._mentions(typed_text))
+            result = await self._run_turn(turn, mentions=self.runner.mentions(typed_text))
             await self.session.drain()  # the turn is on disk when it is over (raises a held failure)
             return result
 
@@ -866,35 +858,6 @@ class Engine:
             await self.session.drain()
             return result
 
-    def _mentions(self, prompt: str) -> list[ToolCall]:
-        """The prompt's `@paths` as the read_file / list_dir calls that attach them."""
-        from app.engine.images import is_image_file
-        from app.engine.mentions import find_mentions
-
-        limit = self.settings.max_mentions
-        if limit <= 0 or "@" not in prompt:  # 0 turns mentions off
-            return []
-        found, extra = find_mentions(prompt, self.workspace, limit)
-        found = [
-            m for m in found if m.is_dir or not is_image_file(self.workspace / os.path.expanduser(m.path))
-        ]
-        if extra:
-            self.emit(
-                Notice(
-                    f"only the first {limit} @mentions are attached ({extra} more left out; "
-                    f"max_mentions in config.toml)",
-                    level="warn",
-                    code="mention",
-                )
-            )
-        return [ToolCall(new_id("tm"), mention.tool, {"path": mention.path}) for mention in found]
-
-    async def _prompt_images(self, typed: str) -> list[Image]:
-        """The images the typed prompt names, through the read gate (`app.engine.prompt_images`)."""
-        from app.engine.prompt_images import attach_prompt_images
-
-        return await attach_prompt_images(self, typed, self._ask, can_ask=self.can_ask)
-
     async def _run_turn(self, turn: int, mentions: Sequence[ToolCall] = ()) -> TurnResult:
         self.fallback.turn_started()  # on the chain's first route again, unless fallback_sticky
         await self.memory.yield_to_turn()  # no background memory read competes with the turn's requests
@@ -902,7 +865,7 @@ class Engine:
         escalations = 0
         answer: list[str] = []  # one entry per assistant message; a continuation extends the last one
         continuing = False
-        self._turn_running = turn  # the turn file changes are checkpointed under
+        self.turn_running = turn  # the turn file changes are checkpointed under
         self.tool_cancel.clear()
         from app.tools.budget import TurnBudget
 
@@ -914,7 +877,7 @@ class Engine:
             await self._await_mcp()
             if mentions:  # attached as if the model had read them, before it answers
                 self.session.append(Message.create("assistant", list(mentions), turn=turn, origin="mention"))
-                await self._run_tools(mentions, turn, budget, by_user=True)
+                await self.runner.run_tools(mentions, turn, budget, by_user=True)
             for _round in range(MAX_TOOL_ROUNDS):
                 await self._boundary(turn, max_tokens)
                 result = await self.fallback.request(turn, max_tokens)  # along the fallback chain if need be
@@ -934,7 +897,7 @@ class Engine:
                 message = self._commit_answer(result, turn, partial=cut and not can_escalate)
                 await self.native.after_answer(result, message)
                 if result.tool_calls:
-                    await self._run_tools(result.tool_calls, turn, budget)
+                    await self.runner.run_tools(result.tool_calls, turn, budget)
                     continue
                 if cut and can_escalate:
                     escalations += 1
@@ -1164,308 +1127,18 @@ class Engine:
         self.sender.forget_streamed_text()
 
     # -- tools ------------------------------------------------------------------------------------
-    async def _run_tools(self, calls, turn: int, budget, *, by_user: bool = False) -> None:
-        """Run the model's tool calls in order: PreToolUse hook, approval, the tool, PostToolUse hook.
 
-        `by_user`: the user's own `@mentions` — no hooks, and no approval prompt inside the workspace.
-        """
-        from app.engine.withhold import WITHHELD_REASON, WITHHELD_RECALL
-        from app.tools.base import ToolContext
-        from app.tools.budget import spill_folder
+    # -- tools (app.engine.tool_runner) ----------------------------------------------------------------
+    def mark_instructions_changed(self) -> None:
+        self._instructions_changed = True  # reloaded when the turn ends (/init writes AGENTS.md)
 
-        store, session = self.session.store, self.session
-
-        def recall(key: str) -> str | None:  # the model recalls this session's archive only
-            entry = store.archive_get(key, session.id, strict=True)
-            if (
-                entry is not None and entry.reason == WITHHELD_REASON
-            ):  # local-only: never re-sent by the model
-                return WITHHELD_RECALL
-            return entry.content if entry else None
-
-        scale = float(session.flags.get("budget_scale", 1.0))
-        result_max = max(1, int(self.settings.result_max_chars * scale))
-        read_roots = [spill_folder(session.folder)]  # the payload notice sends the model back to spill files
-        credential_names = tuple(r.api_key_env for r in self.settings.routes.values() if r.api_key_env)
-        for call in calls:
-            args = dict(call.args)
-            ctx = ToolContext(
-                workspace=self.workspace,
-                session_folder=session.folder,
-                result_max_chars=budget.limit(result_max),
-                recall=recall,
-                cancel=self.tool_cancel,
-                shell_env_passthrough=self.settings.shell_env_passthrough,
-                credential_env_names=credential_names,
-                read_denied=self.permissions.denies_read,
-            )
-            self.emit(ToolCallStarted(call_id=call.id, name=call.name, args=args))
-            if by_user:
-                outcome = await self._attach_mention(call, args, ctx)
-                after = HookResult()
-            else:
-                outcome, args = await self._run_guarded(call, args, ctx, read_roots)
-                if outcome.is_error:
-                    after = await self.hooks.post_tool_use_failure(
-                        call.name, args, outcome.content[:2000], outcome.content[:500]
-                    )
-                else:
-                    after = await self.hooks.post_tool_use(call.name, args, outcome.content[:2000])
-            budget.charge(outcome)
-            content = outcome.content
-            if after.additional_context:  # Claude Code feeds a PostToolUse hook's reason back to the model
-                content += f"\n\n[hook] {after.additional_context}"
-            origin = "recall" if call.name == "recall" and not outcome.is_error else "tool"
-            result = ToolResult(call.id, content, outcome.is_error, outcome.references)
-            self.session.append(
-                Message.create(
-                    "tool",
-                    [result, *outcome.images],
-                    turn=turn,
-                    origin=origin,
-                    preserve_verbatim=outcome.preserve_verbatim and not outcome.is_error,
-                )
-            )
-            self.emit(
-                ToolCallFinished(
-                    call_id=call.id,
-                    name=call.name,
-                    is_error=outcome.is_error,
-                    preview=content[:500],
-                    chars=outcome.chars_total,
-                    spill_path=str(outcome.spill_path) if outcome.spill_path else None,
-                )
-            )
-
-    async def _attach_mention(self, call, args: dict, ctx) -> ToolOutcome:
-        """The user's `@path`: attached without asking inside the workspace; a path outside it asks,
-        like any read there (refused, and said so, when there is nobody to ask)."""
-        from app.tools.approval import denied_outcome, outside_workspace
-        from app.tools.registry import run_tool
-
-        ruling = self.permissions.check(call.name, args)
-        if ruling.kind == "deny":  # your own Read deny rule holds for your own @mention too
-            self.emit(ToolApproval(call_id=call.id, name=call.name, decision="denied", reason=ruling.reason))
-            return denied_outcome(call.name, ruling.reason, by="rule")
-        outside = outside_workspace(call.name, args, self.workspace)
-        if not outside:
-            self.emit(
-                ToolApproval(
-                    call_id=call.id, name=call.name, decision="auto", reason="attached by you with @"
-                )
-            )
-            return await run_tool(call.name, args, ctx)
-        why = f"@{args.get('path', '')} is outside the workspace ({outside[0]})"
-        approved = await self._ask(call.name, args, f"{why}: attach it?", call_id=call.id) != "deny"
-        self.emit(
-            ToolApproval(
-                call_id=call.id, name=call.name, decision="approved" if approved else "denied", reason=why
-            )
-        )
-        if approved:
-            return await run_tool(call.name, args, ctx)
-        if not self.can_ask:
-            self.emit(
-                Notice(
-                    f"{why}: not attached — there is no terminal to ask. Run bulkhead in a terminal to be "
-                    f"asked, pass --yes, or copy the file into the workspace.",
-                    level="warn",
-                    code="mention",
-                )
-            )
-            return denied_outcome(call.name, why, by="no_terminal")
-        return denied_outcome(call.name, why)
-
-    async def _run_guarded(self, call, args: dict, ctx, read_roots) -> tuple[ToolOutcome, dict]:
-        """One model tool call through the PreToolUse hook, the permission rules and the approval mode:
-        (outcome, the input it ran with — a hook's `updatedInput` may have replaced it).
-
-        Order: a deny rule wins; then a hook's or a rule's "ask"; then a hook's or a rule's "allow"
-        (for a path outside the workspace only a rule that names it); then the approval mode."""
-        from app.tools.approval import (
-            always_asks,
-            denied_outcome,
-            describe_call,
-            landing_places,
-            needs_approval,
-            outside_workspace,
-        )
-
-        verdict = await self.hooks.pre_tool_use(call.name, args)
-        if verdict.blocked:
-            self.emit(
-                ToolApproval(
-                    call_id=call.id,
-                    name=call.name,
-                    decision="denied",
-                    reason=f"blocked by hook: {verdict.reason}",
-                )
-            )
-            return denied_outcome(call.name, verdict.reason, by="hook"), args
-        if verdict.updated_input is not None and verdict.updated_input != args:
-            args = dict(verdict.updated_input)
-            self.emit(
-                Notice(
-                    text=f"A PreToolUse hook changed the input of {call.name}: now "
-                    f"{describe_call(call.name, args, self.workspace)}",
-                    code="hook_input",
-                )
-            )
-        ruling = self.permissions.check(call.name, args)
-        if ruling.kind == "deny":
-            self.emit(ToolApproval(call_id=call.id, name=call.name, decision="denied", reason=ruling.reason))
-            return denied_outcome(call.name, ruling.reason, by="rule"), args
-        if self.mcp_tools is not None and self.mcp_tools.handles(call.name):
-            ask, why = self.mcp_tools.needs_approval(call.name, self.settings.approval)
-        else:
-            ask, why = needs_approval(
-                call.name, args, self.settings.approval, self.workspace, extra_read_roots=read_roots
-            )
-        outside = bool(outside_workspace(call.name, args, self.workspace, read_roots))
-        forced = always_asks(call.name, args, self.workspace)  # protected files, redirections it cannot name
-        if verdict.permission == "ask":
-            ask, why = True, why or "a PreToolUse hook asked for confirmation"
-        elif ruling.kind == "ask":
-            ask, why = True, ruling.reason
-        elif verdict.permission == "allow" and not outside and not forced:
-            ask, why = False, "allowed by a PreToolUse hook"
-        elif (
-            ruling.kind == "allow"
-            and not forced
-            and (not outside or (ruling.rule is not None and ruling.rule.names_paths))
-        ):
-            ask, why = False, ruling.reason
-        if ask and ruling.held is not None:  # say what would have allowed it, and how to make it so
-            why += (
-                f" — {ruling.held.source} allows it ({ruling.held.text}), but its allow rules are not "
-                f"approved: `bulkhead permissions approve` puts them in force"
-            )
-        if not ask:
-            self.emit(ToolApproval(call_id=call.id, name=call.name, decision="auto", reason=why))
-            return await self._run_tool(call.id, call.name, args, ctx), args
-        where_before = landing_places(call.name, args, self.workspace)
-        answer = await self._ask(
-            call.name, args, f"{why}: {describe_call(call.name, args, self.workspace)}", call_id=call.id
-        )
-        moved = where_before != landing_places(call.name, args, self.workspace) and answer != "deny"
-        if (
-            moved
-        ):  # a link was swapped in while the user was deciding: what was approved is not what would run
-            answer = "deny"
-            why = (
-                f"{why} — the path now resolves somewhere else than when it was approved (a link changed); "
-                f"not run"
-            )
-        if answer in ("session", "project"):
-            self._remember(call.name, args, answer)
-        approved = answer != "deny"
-        self.emit(
-            ToolApproval(
-                call_id=call.id, name=call.name, decision="approved" if approved else "denied", reason=why
-            )
-        )
-        if approved:
-            return await self._run_tool(call.id, call.name, args, ctx), args
-        return denied_outcome(call.name, why, by="user" if self.can_ask else "no_terminal"), args
-
-    async def _run_tool(self, call_id: str, name: str, args: dict, ctx) -> ToolOutcome:
-        """Run a tool the user (or a rule) let through. Before a file tool changes a file, its bytes
-        and mode are checkpointed (a separate step before the write: `/undo`, `/rewind`)."""
-        from app.engine.checkpoints import CheckpointError
-        from app.engine.tool_choice import not_offered
-        from app.tools.approval import target_paths
-        from app.tools.base import ToolOutcome
-        from app.tools.registry import EDIT_TOOLS, run_tool
-
-        snapshot = None
-        paths = target_paths(name, args, self.workspace) if name in EDIT_TOOLS else []
-        if paths:
-            try:
-                snapshot = await asyncio.to_thread(
-                    self.checkpoints.snapshot, paths[0], turn=self._turn_running, call_id=call_id
-                )
-            except CheckpointError as exc:
-                self.emit(
-                    Notice(
-                        f"{display_line(str(exc))}; /undo will not restore it",
-                        level="warn",
-                        code="checkpoint",
-                    )
-                )
-        if self.mcp_tools is not None and self.mcp_tools.handles(name):
-            outcome = await self.mcp_tools.run(
-                name, args, ctx
-            )  # an MCP tool (or tool_search), through its server
-        elif (refusal := not_offered(name, self.settings, self.route)) is not None:
-            outcome = ToolOutcome(content=refusal, is_error=True)
-        else:
-            outcome = await run_tool(name, args, ctx)
-        if snapshot is not None:
-            with contextlib.suppress(OSError):
-                await asyncio.to_thread(self.checkpoints.forget_if_unchanged, snapshot)
-        if paths and paths[0].name in INSTRUCTION_NAMES and not outcome.is_error:
-            self._instructions_changed = True  # reloaded when the turn ends (/init writes AGENTS.md)
-        return outcome
-
-    def _remember(self, name: str, args: dict, scope: str) -> None:
-        """ "Always" in an approval: an allow rule for this call, for the session or the project."""
-        from app.engine.permissions import suggest_rule
-
-        rule = suggest_rule(name, args, self.workspace)
-        if scope == "session":
-            self.permissions.add_session_rule(rule)
-            self.emit(
-                Notice(f"allowed for the rest of this session: {display_line(rule)}", code="permissions")
-            )
-            return
-        try:
-            path = self.permissions.save_project_rule(rule)
-        except OSError as exc:
-            self.permissions.add_session_rule(rule)
-            self.emit(
-                Notice(
-                    f"{display_line(str(exc))} — allowed for this session only",
-                    level="warn",
-                    code="permissions",
-                )
-            )
-            return
-        self.emit(
-            Notice(
-                f"allowed in this project from now on: {display_line(rule)} (saved in {path})",
-                code="permissions",
-            )
-        )
+    @property
+    def approver(self) -> Approver | None:
+        return self.runner.approver
 
     @property
     def can_ask(self) -> bool:
-        """Someone can answer an approval (a front end on `app.engine.api`, or an approver callback)."""
-        return self.ask_call is not None or self.approver is not None
-
-    async def _ask(self, name: str, args: dict, why: str, *, call_id: str = "") -> str:
-        """The user's answer: "once", "session", "project" (allow) or "deny". An approver may answer
-        True / False (yes / no) or one of those words. `call_id`: the tool call asked about (a question
-        that is not about a tool call gets an id of its own)."""
-        if not self.can_ask:
-            return "deny"
-        try:
-            if self.ask_call is not None:
-                from app.engine.permissions import suggest_rule
-
-                request = ApprovalRequest(
-                    call_id or new_id("ask"), name, dict(args), why, suggest_rule(name, args, self.workspace)
-                )
-                answer: bool | str = await self.ask_call(request)
-            else:
-                assert self.approver is not None
-                answer = await self.approver(name, args, why)
-        except asyncio.CancelledError:
-            raise
-        except Exception:  # noqa: BLE001 - a broken prompt means "no"
-            return "deny"
-        if answer in ("once", "session", "project", "deny"):
-            return answer
-        return "once" if answer is True else "deny"
+        return self.runner.can_ask
 
     # -- user commands ----------------------------------------------------------------------------
     async def compact(self, instructions: str | None = None, cancel: asyncio.Event | None = None):
@@ -1503,7 +1176,7 @@ class Engine:
 
         async with self._lock:
             turn, snapshots = await asyncio.to_thread(self.checkpoints.last_turn_snapshots)
-            approved = await self._approve_restores(snapshots, "/undo")
+            approved = await self.runner.approve_restores(snapshots, "/undo")
             results = await asyncio.to_thread(
                 self.checkpoints.restore, snapshots, self.workspace, approved=approved
             )
@@ -1530,17 +1203,6 @@ class Engine:
             self.view_changed("undo")
             await self.session.drain()
             return results
-
-    async def _approve_restores(self, snapshots, command: str) -> set[str]:
-        """The files a restore would now write (or remove) outside the workspace — a link put in their place
-        since — each asked about like a write there; the paths the user allowed."""
-        escaping = await asyncio.to_thread(self.checkpoints.escaping, snapshots, self.workspace)
-        approved: set[str] = set()
-        for path, real in escaping.items():
-            why = f"{command} would restore {path}, which now leads outside the workspace ({real})"
-            if await self._ask("write_file", {"path": str(real), "content": ""}, why) != "deny":
-                approved.add(path)
-        return approved
 
     def rewind_points(self) -> list[tuple[Message, int]]:
         """The session's prompts, oldest first, each with how many files changed since (for `/rewind`)."""
@@ -1575,7 +1237,7 @@ class Engine:
             restored = []
             if files:
                 snapshots = await asyncio.to_thread(self.checkpoints.snapshots_since, prompt.meta.turn)
-                approved = await self._approve_restores(snapshots, "/rewind")
+                approved = await self.runner.approve_restores(snapshots, "/rewind")
                 restored = await asyncio.to_thread(
                     self.checkpoints.restore, snapshots, self.workspace, approved=approved
                 )
