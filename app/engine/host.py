@@ -10,16 +10,20 @@ another part (the import contracts in pyproject.toml).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from app.config import Route, Settings
-    from app.engine.checkpoints import Checkpoints
+    from app.engine.checkpoints import Checkpoints, Snapshot
     from app.engine.compaction.context import PassContext
     from app.engine.compaction.summarize import ContextEngine
+    from app.engine.compactor import Compactor
     from app.engine.failures import Failure
     from app.engine.hooks import HookRunner
+    from app.engine.instructions import Instructions
+    from app.engine.memory.worker import MemoryWorker
     from app.engine.native import NativeContext
     from app.engine.payload import CapInfo, FloorSizes
     from app.engine.permissions import Permissions
@@ -27,6 +31,7 @@ if TYPE_CHECKING:
     from app.engine.session import Session
     from app.mcp.toolset import McpToolset
     from app.model.events import Event, ViewChanged
+    from app.model.messages import Message
     from app.model.tools import ToolSpec
     from app.providers.base import Provider
     from app.state import State
@@ -111,3 +116,30 @@ class ToolHost(Protocol):
     def emit(self, event: Event) -> None: ...
 
     def mark_instructions_changed(self) -> None: ...
+
+
+class HistoryHost(Protocol):
+    """What the history commands (app.engine.history) use: the session, checkpoints, the compactor, sizes."""
+
+    settings: Settings
+    session: Session
+    workspace: Path
+    checkpoints: Checkpoints
+    compactor: Compactor
+    memory: MemoryWorker
+    lock: asyncio.Lock
+
+    @property
+    def bytes_per_token(self) -> float: ...
+
+    def usable_window_tokens(self) -> int: ...
+
+    def measure(self, messages: Sequence[Message], max_tokens: int | None = None) -> int: ...
+
+    def emit(self, event: Event) -> None: ...
+
+    def view_changed(self, reason: str = "") -> ViewChanged: ...
+
+    def load_instructions(self) -> Instructions: ...
+
+    async def approve_restores(self, snapshots: Sequence[Snapshot], command: str) -> set[str]: ...

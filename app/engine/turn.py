@@ -36,6 +36,7 @@ from app.engine.context_report import ContextReport
 from app.engine.describe import describe
 from app.engine.failures import PAYLOAD_KINDS, Failure
 from app.engine.fallback import FallbackChain
+from app.engine.history import History
 from app.engine.hooks import HookRunner
 from app.engine.instructions import Instructions, join_system
 from app.engine.memory.worker import MemoryWorker
@@ -90,6 +91,8 @@ from app.state import State
 from app.textsafe import display_line
 
 if TYPE_CHECKING:
+    from app.engine.checkpoints import Snapshot
+    from app.engine.compaction.pipeline import PipelineResult
     from app.mcp.deferral import DeferralPlan
     from app.mcp.manager import McpManager
 
@@ -184,13 +187,13 @@ class Engine:
         self.compactor: Compactor = Compactor(self)
         self.native: NativeContext = NativeContext(self)
         self.tool_cancel = asyncio.Event()
-        self.runner = ToolRunner(
-            self, approver
-        )  # app.engine.tool_runner: hooks, rules, approvals, checkpoints
+        # the parts (each sees the engine through a protocol of app.engine.host)
+        self.runner: ToolRunner = ToolRunner(self, approver)  # hooks, rules, approvals, checkpoints
+        self.history: History = History(self)  # /compact, /rewind, /undo, /memory, /recall
         self.checkpoints = Checkpoints(session.folder, max_bytes=settings.checkpoint_max_bytes)
         self.turn_running = session.turn
         self._instructions_changed = False
-        self._lock = asyncio.Lock()
+        self.lock = asyncio.Lock()
         self._closing = False
         self._use_route(route, provider)
         self.fallback = FallbackChain(self)  # app.engine.fallback: the next route when this one cannot answer
@@ -226,7 +229,7 @@ class Engine:
 
     async def switch_route(self, route: Route, provider: Provider) -> None:
         """`/model ROUTE`: continue this session on another route (the old provider is closed)."""
-        async with self._lock:
+        async with self.lock:
             old = self.provider
             self._use_route(route, provider)
             self.session.set_route(route.name, route.provider, route.model)
@@ -785,7 +788,7 @@ class Engine:
         `typed`: the part of `prompt` the user typed, the only text whose `@paths` are attached
         (`bulkhead -p` passes its argument: text piped in is data, never a mention). None: all of it.
         """
-        async with self._lock:
+        async with self.lock:
             verdict = await self.hooks.user_prompt_submit(prompt)
             if verdict.blocked:
                 self.emit(
@@ -833,7 +836,7 @@ class Engine:
         for again; a complete one is regenerated from the prompt that asked for it (the view goes back
         to just after that prompt and its @attachments, so tools run again). The master log keeps
         every earlier answer."""
-        async with self._lock:
+        async with self.lock:
             view = self.session.view.messages
             if not view:
                 return TurnResult("failed", error="nothing to retry yet")
@@ -1140,175 +1143,38 @@ class Engine:
     def can_ask(self) -> bool:
         return self.runner.can_ask
 
-    # -- user commands ----------------------------------------------------------------------------
-    async def compact(self, instructions: str | None = None, cancel: asyncio.Event | None = None):
+    # -- user commands (app.engine.history) ------------------------------------------------------------
+    async def approve_restores(self, snapshots: Sequence[Snapshot], command: str) -> set[str]:
+        return await self.runner.approve_restores(snapshots, command)
+
+    async def compact(
+        self, instructions: str | None = None, cancel: asyncio.Event | None = None
+    ) -> PipelineResult | None:
         """`/compact [instructions]`: a guided summary of the older history."""
-        async with self._lock:
-            target = int(
-                min(
-                    self.measure(self.session.view.messages) * 0.5,
-                    self.settings.compact_target * self.usable_window_tokens() * self.bytes_per_token,
-                )
-            )
-            result = await self.compactor.run(
-                trigger="manual", target_bytes=target, instructions=instructions, cancel=cancel
-            )
-            await self.session.drain()  # its receipt, counters and events are on disk when it is over
-            self.memory.after_turn()  # what the compaction queued is read now, in the background
-            return result
+        return await self.history.compact(instructions, cancel)
 
     def rewind(self) -> bool:
-        """`/rewind compact`: back to the view before the last compaction (messages since are kept)."""
-        restored = self.session.rewind()
-        if restored is None:
-            self.emit(Notice("nothing to rewind: no compaction in this session", code="rewind"))
-            return False
-        self.emit(
-            Notice(f"restored the view before the last compaction ({len(restored)} messages)", code="rewind")
-        )
-        self.view_changed("rewind")
-        return True
+        return self.history.rewind()
 
     async def undo(self) -> list[Restored]:
-        """`/undo`: the files changed by the last turn that changed any go back to how they were before
-        it (exact bytes and mode; a file it created is removed). The model is told, in the conversation."""
-        from app.engine.checkpoints import describe
-
-        async with self._lock:
-            turn, snapshots = await asyncio.to_thread(self.checkpoints.last_turn_snapshots)
-            approved = await self.runner.approve_restores(snapshots, "/undo")
-            results = await asyncio.to_thread(
-                self.checkpoints.restore, snapshots, self.workspace, approved=approved
-            )
-            if turn is None:
-                self.emit(
-                    Notice(
-                        "nothing to undo: no file was changed by write_file or edit_file in this session "
-                        "(shell commands are not checkpointed)",
-                        code="undo",
-                    )
-                )
-                return []
-            said = describe(results, self.workspace)
-            self.emit(Notice(f"undid the file changes of turn {turn}: {display_line(said)}", code="undo"))
-            self.session.append(
-                Message.create(
-                    "user",
-                    f"[bulkhead] The user undid the file changes of turn {turn} ({said}). Those files are "
-                    f"now as they were before that turn.",
-                    turn=self.session.turn,
-                    origin="notice",
-                )
-            )
-            self.view_changed("undo")
-            await self.session.drain()
-            return results
+        return await self.history.undo()
 
     def rewind_points(self) -> list[tuple[Message, int]]:
-        """The session's prompts, oldest first, each with how many files changed since (for `/rewind`)."""
-        changed = self.checkpoints.active()
-        return [
-            (message, len({c.path for c in changed if c.turn >= message.meta.turn}))
-            for message in self.session.master
-            if message.role == "user" and message.meta.origin == "user"
-        ]
+        return self.history.rewind_points()
 
     def view_before(self, message_id: str) -> list[Message]:
-        """The conversation just before prompt `message_id`: the newest view holding it, cut there."""
-        for view in reversed(self.session.views):
-            ids = [m.id for m in view.messages]
-            if message_id in ids:
-                return list(view.messages[: ids.index(message_id)])
-        return []
+        return self.history.view_before(message_id)
 
     async def rewind_to(self, message_id: str, *, files: bool) -> tuple[Message, list[Restored]]:
-        """`/rewind`: the conversation as it was just before prompt `message_id` — a new view (the master
-        log keeps everything; `/rewind compact` pops it again) — and, with `files`, every file changed
-        since back as it was. Returns the prompt (to edit and send again) and what was restored."""
-        from app.engine.checkpoints import describe
-
-        async with self._lock:
-            prompt = next((m for m in self.session.master if m.id == message_id), None)
-            if prompt is None or prompt.role != "user":
-                raise ValueError(f"no prompt {message_id!r} in this session")
-            kept = self.view_before(message_id)
-            await self.session.drain()  # commit_view reads the database: our appends first, off the loop
-            self.session.commit_view(kept, [], reason="rewind")
-            restored = []
-            if files:
-                snapshots = await asyncio.to_thread(self.checkpoints.snapshots_since, prompt.meta.turn)
-                approved = await self.runner.approve_restores(snapshots, "/rewind")
-                restored = await asyncio.to_thread(
-                    self.checkpoints.restore, snapshots, self.workspace, approved=approved
-                )
-            where = f"turn {prompt.meta.turn}"
-            self.emit(
-                Notice(
-                    f"rewound the conversation to just before your prompt of {where} ({len(kept)} messages "
-                    f"in view; the full log is kept — /rewind compact goes back)"
-                    + (
-                        f"; files: {display_line(describe(restored, self.workspace))}"
-                        if restored
-                        else "; files left as they are"
-                        if not files
-                        else "; no file had changed since"
-                    ),
-                    code="rewind",
-                )
-            )
-            self.view_changed("rewind")
-            await self.session.drain()
-            return prompt, restored
+        return await self.history.rewind_to(message_id, files=files)
 
     def remember(self, text: str) -> Path:
-        """`/memory TEXT` and a `#` line: append to the project's instructions file, then reload it."""
-        from app.engine.instructions import append_memory, memory_file
-
-        path = memory_file(self.workspace)
-        append_memory(path, text)
-        self.load_instructions()
-        self.emit(
-            Notice(
-                f"remembered in {display_line(str(path))}: {display_line(' '.join(text.split()))}",
-                code="memory",
-            )
-        )
-        self.view_changed("instructions")
-        return path
+        return self.history.remember(text)
 
     def recall_into_view(self, key_text: str) -> Message | None:
-        """`/recall KEY` (and Enter in the archive browser): put archived content back, as the recall tool would."""
-        from app.model.archive import format_recall, parse_recall_keys
+        return self.history.recall_into_view(key_text)
 
-        keys = parse_recall_keys(key_text)
-        if not keys:
-            self.emit(
-                Notice(
-                    f"{key_text!r} names no archive key (16 hex digits, e.g. <<ccr:3f2a9c0d1e4b5a67>>)",
-                    level="warn",
-                    code="recall",
-                )
-            )
-            return None
-        found = {}
-        for key in keys:
-            entry = self.session.store.archive_get(key, self.session.id)
-            found[key] = entry.content if entry else None
-        if not any(v is not None for v in found.values()):
-            self.emit(Notice(f"no archived segment {', '.join(keys)}", level="warn", code="recall"))
-            return None
-        text = format_recall(found)
-        message = self.session.append(
-            Message.create(
-                "user",
-                f"[recalled by the user]\n{text}",
-                turn=self.session.turn,
-                origin="recall",
-                preserve_verbatim=True,
-            )
-        )
-        self.view_changed("recall")
-        return message
+    # -- limits, again ----------------------------------------------------------------------------
 
     def reset_cap(self) -> bool:
         forgotten = self.state.forget_cap(self.route.endpoint_id)
