@@ -25,6 +25,7 @@ from app.providers.anthropic import COMPACT_ON_DEMAND_BETA, COMPACT_THRESHOLD_BE
 from app.textsafe import display_line
 
 if TYPE_CHECKING:
+    from app.engine.host import NativeHost
     from app.engine.sender import RequestFailed, StreamResult
     from app.engine.turn import Engine
     from app.providers.base import Provider, ProviderError, Request
@@ -89,7 +90,7 @@ def beta_refusal(error: ProviderError, sent: Sequence[str]) -> BetaRefused | Non
     return None
 
 
-def remember_refusal(engine: Engine, provider: Provider, refused: BetaRefused) -> None:
+def remember_refusal(engine: NativeHost, provider: Provider, refused: BetaRefused) -> None:
     """Record it for the endpoint, stop sending it, and say so."""
     endpoint = provider.route.endpoint_id
     for beta in refused.betas:

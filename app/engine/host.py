@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from app.engine.permissions import Permissions
     from app.engine.sender import Sender
     from app.engine.session import Session
+    from app.mcp.manager import McpManager
     from app.mcp.toolset import McpToolset
     from app.model.events import Event, ViewChanged
     from app.model.messages import Message
@@ -143,3 +144,51 @@ class HistoryHost(Protocol):
     def load_instructions(self) -> Instructions: ...
 
     async def approve_restores(self, snapshots: Sequence[Snapshot], command: str) -> set[str]: ...
+
+
+class McpHost(Protocol):
+    """What the MCP link (app.engine.mcp_link) reads: the servers, the request's base, the budgets."""
+
+    settings: Settings
+    route: Route
+    provider: Provider
+    system: str
+    builtin_tools: tuple[ToolSpec, ...]
+    max_tokens: int
+    mcp: McpManager | None
+    mcp_tools: McpToolset | None
+    budget_epoch: int
+    closing: bool
+
+    @property
+    def bytes_per_token(self) -> float: ...
+
+    def usable_window_tokens(self) -> int: ...
+
+    def cap_info(self) -> CapInfo: ...
+
+    def emit(self, event: Event) -> None: ...
+
+    def view_changed(self, reason: str = "") -> ViewChanged: ...
+
+
+class NativeHost(CompactionHost, Protocol):
+    """What provider-native context management (app.engine.native) uses besides the shared part."""
+
+    provider: Provider
+    sender: Sender
+    state: State
+    system: str
+    max_tokens: int
+
+    @property
+    def tools(self) -> tuple[ToolSpec, ...]: ...
+
+    @property
+    def bytes_per_token(self) -> float: ...
+
+    def usable_window_tokens(self) -> int: ...
+
+    def cap_info(self) -> CapInfo: ...
+
+    def measure(self, messages: Sequence[Message], max_tokens: int | None = None) -> int: ...

@@ -40,8 +40,8 @@ from app.sizes import format_size
 
 if TYPE_CHECKING:
     from app.engine.compaction.pipeline import PipelineResult
+    from app.engine.host import NativeHost
     from app.engine.sender import StreamResult
-    from app.engine.turn import Engine
 
 ARCHIVE_REASON = "provider"
 ARCHIVE_PART_MIN_CHARS = 1000  # a replaced text or tool result this long is archived on its own too
@@ -80,7 +80,7 @@ def edit_totals(flags: dict[str, Any]) -> dict[str, int]:
 class NativeContext:
     """The engine's side of provider-native context management (one per Engine)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: NativeHost) -> None:
         self.engine = engine
 
     # -- settings -------------------------------------------------------------------------------

@@ -39,6 +39,7 @@ from app.engine.fallback import FallbackChain
 from app.engine.history import History
 from app.engine.hooks import HookRunner
 from app.engine.instructions import Instructions, join_system
+from app.engine.mcp_link import McpLink
 from app.engine.memory.worker import MemoryWorker
 from app.engine.native import NativeContext, edit_totals
 from app.engine.payload import (
@@ -72,7 +73,6 @@ from app.engine.workspace_rules import start_notices as rule_start_notices
 from app.model.events import (
     AnswerFinished,
     Event,
-    McpServerChanged,
     Notice,
     Rejection,
     TurnFinished,
@@ -93,8 +93,11 @@ from app.textsafe import display_line
 if TYPE_CHECKING:
     from app.engine.checkpoints import Snapshot
     from app.engine.compaction.pipeline import PipelineResult
+    from app.engine.compaction.summarize import ContextEngine
     from app.mcp.deferral import DeferralPlan
+    from app.mcp.manager import Ask as McpAsk
     from app.mcp.manager import McpManager
+    from app.mcp.toolset import McpToolset
 
 MAX_TOOL_ROUNDS = 50  # tool round trips in one turn before bulkhead stops and asks the user
 # Events kept in the store, so a resumed session's inspector can show them again.
@@ -159,7 +162,6 @@ class Engine:
         self.builtin_tools: tuple[ToolSpec, ...] = tuple(
             offered_tools(settings, route) if tools is None else tools
         )
-        self._tools_cache: tuple[object, tuple[ToolSpec, ...]] | None = None
         self._view_bytes: tuple[tuple, int] | None = (
             None  # the view's last known size, with what it was made of
         )
@@ -167,13 +169,18 @@ class Engine:
         self._started = False
         self._cap_detail_memo: tuple[tuple, str] | None = None  # (endpoint, cap) → its words (cap_detail)
         self.mcp = mcp
-        self.mcp_tools = None
+        self.mcp_tools: McpToolset | None = None
+        self.budget_epoch = 0  # moves whenever the MCP share of the cap may have (views, caps, routes)
         if mcp is not None:
             from app.mcp.toolset import McpToolset
 
             self.mcp_tools = McpToolset(mcp, settings, flags=session.flags, set_flag=session.set_flag)
-            mcp.subscribe(self._mcp_changed)
-        self.hooks = hooks or HookRunner(
+        self.mcp_link: McpLink = McpLink(
+            self
+        )  # MCP tools in requests, the servers' lifecycle, context_engine
+        if mcp is not None:
+            mcp.subscribe(self.mcp_link.changed)
+        self.hooks: HookRunner = hooks or HookRunner(
             settings.hooks,
             session_id=session.id,
             transcript_path=session.transcript_path,
@@ -194,7 +201,7 @@ class Engine:
         self.turn_running = session.turn
         self._instructions_changed = False
         self.lock = asyncio.Lock()
-        self._closing = False
+        self.closing = False
         self._use_route(route, provider)
         self.fallback = FallbackChain(self)  # app.engine.fallback: the next route when this one cannot answer
         self.memory = MemoryWorker(
@@ -223,8 +230,8 @@ class Engine:
         apply_profile(provider, self.state)  # betas this endpoint refused are not sent again
         self._summarizer: tuple[Provider, Sender] | None = None
         self._floor_cache: tuple[tuple[ToolSpec, ...], str, FloorSizes] | None = None
-        self._plan_memo: tuple[tuple, DeferralPlan] | None = None
-        self._budget_epoch = getattr(self, "_budget_epoch", 0) + 1
+        self.mcp_link.forget_plan()
+        self.budget_epoch += 1
         self.native.prepare()  # the provider's compaction threshold depends on the route's window and cap
 
     async def switch_route(self, route: Route, provider: Provider) -> None:
@@ -242,7 +249,7 @@ class Engine:
     # -- events ---------------------------------------------------------------------------------
     def emit(self, event: Event) -> None:
         if event.type == "cap_learned":
-            self._budget_epoch += 1  # the MCP share of the cap moved
+            self.budget_epoch += 1  # the MCP share of the cap moved
         if event.type in STORED_EVENTS:
             self.session.record_event(event)
         else:
@@ -341,56 +348,6 @@ class Engine:
         return warm
 
     # -- tools (built-in + MCP, deferred when they crowd the payload) -----------------------------
-    @property
-    def tools(self) -> tuple[ToolSpec, ...]:
-        """What every request declares: the built-in tools, then the MCP part of the deferral plan.
-
-        The same tuple (and ToolSpec objects) until the plan changes, so the providers' caches hold."""
-        plan = self.mcp_plan()
-        if plan is None:
-            return self.builtin_tools
-        if self._tools_cache is None or self._tools_cache[0] is not plan:
-            self._tools_cache = (plan, self.builtin_tools + plan.specs)
-        return self._tools_cache[1]
-
-    def _tool_bytes(self, specs: Sequence[ToolSpec]) -> int:
-        """Exact bytes `specs` add to a request of this route (built into an empty request and measured)."""
-        base = self.provider.measure((), self.system, self.builtin_tools, max_tokens=self.max_tokens)
-        with_specs = self.provider.measure(
-            (), self.system, self.builtin_tools + tuple(specs), max_tokens=self.max_tokens
-        )
-        return with_specs - base
-
-    def mcp_budgets(self) -> tuple[int, int | None]:
-        """(share of the effective cap, share of the byte cap alone) that MCP definitions may take."""
-        ratio = self.settings.mcp_defer_ratio
-        cap = self.cap_info().bytes
-        window_bytes = int(self.usable_window_tokens() * self.bytes_per_token)
-        effective = min(cap, window_bytes) if cap else window_bytes
-        share = int(ratio * effective) // 1024 * 1024  # in whole KiB: calibration nudges do not re-plan
-        return share, (int(ratio * cap) if cap else None)
-
-    def mcp_plan(self) -> DeferralPlan | None:
-        """How MCP tools are sent now (app.mcp.deferral); None without MCP.
-
-        Re-planned when the servers' tools, the loaded tools or the budgets may have changed: the
-        budgets are read again after every view change and every learned cap (`_budget_epoch`)."""
-        if self.mcp_tools is None or self.mcp is None:
-            return None
-        key = (self._budget_epoch, self.mcp.generation, self.mcp_tools.loaded)
-        if self._plan_memo is not None and self._plan_memo[0] == key:
-            return self._plan_memo[1]
-        budget, byte_budget = self.mcp_budgets()
-        native = self.route.provider == "anthropic"
-        plan = self.mcp_tools.plan(
-            budget_bytes=budget,
-            byte_budget=byte_budget,
-            native_possible=native,
-            measure=self._tool_bytes,
-            key=(self.route.name, id(self.provider), self.system),
-        )
-        self._plan_memo = (key, plan)
-        return plan
 
     def floor_sizes(self) -> FloorSizes:
         """The non-compactable base — system prompt, project instructions, tool definitions (built-in and
@@ -407,7 +364,7 @@ class Engine:
             bare = measure((), system, (), max_tokens=max_tokens)
             builtin = measure((), system, self.builtin_tools, max_tokens=max_tokens)
             total = measure((), system, tools, max_tokens=max_tokens)
-            plan = self.mcp_plan()
+            plan = self.mcp_link.plan()
             servers = tuple(plan.per_server.items()) if plan is not None else ()
             parts = floor_breakdown(
                 system_bytes=base - empty,
@@ -430,27 +387,6 @@ class Engine:
         return cached[2]
 
     # -- MCP ----------------------------------------------------------------------------------------
-    async def start_mcp(self, *, ask=None, allow_project: bool = False) -> None:
-        """Start the MCP servers in the background (front ends call this after their first frame).
-
-        `ask(specs)` asks about a workspace's `.mcp.json` servers ("allow" | "deny" | None);
-        `allow_project` starts them without asking or remembering (`-p --yes`)."""
-        if self.mcp is None:
-            return
-        for note in self.mcp.notes:
-            self.emit(Notice(note, level="warn", code="mcp"))
-        await self.mcp.start(ask=ask, allow_project=allow_project)
-        pending = [s for s in self.mcp.statuses() if s.state == "pending"]
-        if pending:
-            names = ", ".join(s.name for s in pending)
-            self.emit(
-                Notice(
-                    f"MCP servers from this workspace's .mcp.json are not started: {names} — "
-                    f"/mcp restart NAME (or `bulkhead mcp approve`) allows one",
-                    level="warn",
-                    code="mcp",
-                )
-            )
 
     async def confirm_workspace_rules(self, ask=None) -> str | None:
         """Ask (`ask(files)` → "allow" | "deny" | None) about the workspace's rule files whose allow rules
@@ -461,70 +397,6 @@ class Engine:
         """Ask (`ask(gateways_file)` → "allow" | "deny" | None) about the workspace's `.bulkhead/gateways.toml`
         when it waits for an answer (`app.engine.profile_evidence`); front ends call it after their first frame."""
         return await confirm_workspace_gateways(self, ask)
-
-    def _mcp_changed(self, connection) -> None:
-        if self._closing:  # servers stopping at exit: nothing to tell
-            return
-        status = connection.status()
-        self.emit(
-            McpServerChanged(
-                name=status.name,
-                state=status.state.value,
-                reason=status.reason,
-                stderr_tail=status.stderr_tail,
-                tools=len(status.tools),
-                transport=status.transport,
-                source=status.source,
-                log_path=status.log_path,
-            )
-        )
-        if status.state.value in ("failed", "crashed"):
-            from app.textsafe import display_line
-
-            # the reason and the stderr lines come from the server: shown escaped, never as they are
-            verb = "did not start" if status.state.value == "failed" else "stopped working"
-            tail = ""
-            if status.stderr_tail:
-                tail = " — last stderr lines:\n" + "\n".join(
-                    f"  {display_line(line)}" for line in status.stderr_tail
-                )
-            self.emit(
-                Notice(
-                    f"MCP server {status.name} {verb}: {display_line(status.reason)}. The session goes on "
-                    f"without its tools; /mcp restart {status.name} tries again.{tail}",
-                    level="warn",
-                    code="mcp",
-                )
-            )
-        if status.state.value in ("ready", "failed", "crashed", "stopped"):
-            with contextlib.suppress(Exception):
-                self.view_changed("mcp")
-
-    def context_engine(self):
-        """The external summarizer of `context_engine = "mcp:NAME"` (app.engine.compaction.summarize), or None."""
-        name = self.settings.context_engine
-        if not name.startswith("mcp:"):
-            return None
-        from app.engine.compaction.summarize import ContextEngine
-        from app.mcp.context_engine import McpContextEngine
-
-        writer = McpContextEngine(
-            self.mcp, name.removeprefix("mcp:"), timeout=self.settings.mcp_compact_timeout
-        )
-        return ContextEngine(name, writer, timeout=self.settings.mcp_compact_timeout)
-
-    async def _await_mcp(self) -> None:
-        """Before a turn's first request: let starting MCP servers finish (each bounded by its timeout)."""
-        if self.mcp is None or not self.mcp.starting():
-            return
-        self.emit(
-            Notice(
-                f"waiting for MCP servers to start: {', '.join(self.mcp.starting())} "
-                f"(at most {self.settings.mcp_startup_timeout:g} s; Esc cancels)",
-                code="mcp_wait",
-            )
-        )
-        await self.mcp.wait_settled()
 
     def load_instructions(self) -> Instructions:
         """(Re)read AGENTS.md / CLAUDE.md into the system prompt (at start, after /memory and /init)."""
@@ -582,12 +454,12 @@ class Engine:
 
     def view_changed(self, reason: str = "", *, predicted: int | None = None) -> ViewChanged:
         """Tell the panels about the next request; `predicted`: its size, when just measured."""
-        self._budget_epoch += 1
+        self.budget_epoch += 1
         cap = self.cap_info()
         if predicted is None:
             predicted = self.measure(self.session.view.messages)
         floor = self.floor_sizes()
-        plan = self.mcp_plan()
+        plan = self.mcp_link.plan()
         settings = self.settings
         event = ViewChanged(
             view_id=self.session.view_id(),
@@ -763,7 +635,7 @@ class Engine:
             with contextlib.suppress(Exception):  # a size not kept is measured at the next open
                 self.keep_view_size()
             await self.hooks.session_end(reason)
-            self._closing = True
+            self.closing = True
             if self.mcp is not None:
                 with contextlib.suppress(Exception):
                     await self.mcp.close()
@@ -877,7 +749,7 @@ class Engine:
         )
         stop_hook_active = False
         try:
-            await self._await_mcp()
+            await self.mcp_link.await_ready()
             if mentions:  # attached as if the model had read them, before it answers
                 self.session.append(Message.create("assistant", list(mentions), turn=turn, origin="mention"))
                 await self.runner.run_tools(mentions, turn, budget, by_user=True)
@@ -1142,6 +1014,25 @@ class Engine:
     @property
     def can_ask(self) -> bool:
         return self.runner.can_ask
+
+    # -- MCP (app.engine.mcp_link) ----------------------------------------------------------------------
+    @property
+    def tools(self) -> tuple[ToolSpec, ...]:
+        """What every request declares: the built-in tools, then the MCP part of the deferral plan."""
+        return self.mcp_link.tools
+
+    def mcp_budgets(self) -> tuple[int, int | None]:
+        return self.mcp_link.budgets()
+
+    def mcp_plan(self) -> DeferralPlan | None:
+        return self.mcp_link.plan()
+
+    async def start_mcp(self, *, ask: McpAsk | None = None, allow_project: bool = False) -> None:
+        """Start the MCP servers in the background (front ends call this after their first frame)."""
+        await self.mcp_link.start(ask=ask, allow_project=allow_project)
+
+    def context_engine(self) -> ContextEngine | None:
+        return self.mcp_link.context_engine()
 
     # -- user commands (app.engine.history) ------------------------------------------------------------
     async def approve_restores(self, snapshots: Sequence[Snapshot], command: str) -> set[str]:
