@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from app.engine.permissions import Permissions
     from app.engine.sender import Sender
     from app.engine.session import Session
+    from app.mcp.deferral import DeferralPlan
     from app.mcp.manager import McpManager
     from app.mcp.toolset import McpToolset
     from app.model.events import Event, ViewChanged
@@ -192,3 +193,30 @@ class NativeHost(CompactionHost, Protocol):
     def cap_info(self) -> CapInfo: ...
 
     def measure(self, messages: Sequence[Message], max_tokens: int | None = None) -> int: ...
+
+
+class BudgetHost(Protocol):
+    """What the budget (app.engine.budget) reads: the route and its provider, the request's base, the session."""
+
+    settings: Settings
+    session: Session
+    state: State
+    route: Route
+    provider: Provider
+    system: str
+    base_system: str
+    instructions: Instructions
+    builtin_tools: tuple[ToolSpec, ...]
+    max_tokens: int
+    catalog_window: int
+    budget_epoch: int
+    native: NativeContext
+
+    @property
+    def tools(self) -> tuple[ToolSpec, ...]: ...
+
+    def mcp_plan(self) -> DeferralPlan | None: ...
+
+    def emit(self, event: Event) -> None: ...
+
+    def view_changed(self, reason: str = "") -> ViewChanged: ...

@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING
 
 from app.config import Route, Settings
 from app.engine.betas import retry_without_betas
-from app.engine.cap_guard import OverCap, configured_cap, route_cap
+from app.engine.budget import Budget
+from app.engine.cap_guard import OverCap
 from app.engine.chat_fit import fit_under_cap
 from app.engine.checkpoints import Checkpoints, Restored
 from app.engine.compaction.context import PassContext
@@ -41,12 +42,10 @@ from app.engine.hooks import HookRunner
 from app.engine.instructions import Instructions, join_system
 from app.engine.mcp_link import McpLink
 from app.engine.memory.worker import MemoryWorker
-from app.engine.native import NativeContext, edit_totals
+from app.engine.native import NativeContext
 from app.engine.payload import (
     CapInfo,
     FloorSizes,
-    calibrate,
-    floor_breakdown,
     heaviest_servers,
     preflight,
 )
@@ -55,7 +54,6 @@ from app.engine.profile_evidence import (
     StreamQuirks,
     apply_profile,
     confirm_workspace_gateways,
-    endpoint_lines,
     on_failure,
     workspace_gateway_notices,
 )
@@ -67,7 +65,6 @@ from app.engine.sender import RequestFailed, Sender, StreamResult, leftover_draf
 from app.engine.session import Session
 from app.engine.tool_runner import Approver, ToolRunner
 from app.engine.user_rules import build_rules
-from app.engine.view_size import SIZE_FLAG, size_key, stored_size
 from app.engine.workspace_rules import confirm_rule_files, load_permissions
 from app.engine.workspace_rules import start_notices as rule_start_notices
 from app.model.events import (
@@ -162,12 +159,6 @@ class Engine:
         self.builtin_tools: tuple[ToolSpec, ...] = tuple(
             offered_tools(settings, route) if tools is None else tools
         )
-        self._view_bytes: tuple[tuple, int] | None = (
-            None  # the view's last known size, with what it was made of
-        )
-        self._size_was_kept = False  # the report took the view's size kept with the session (warm_sizes)
-        self._started = False
-        self._cap_detail_memo: tuple[tuple, str] | None = None  # (endpoint, cap) → its words (cap_detail)
         self.mcp = mcp
         self.mcp_tools: McpToolset | None = None
         self.budget_epoch = 0  # moves whenever the MCP share of the cap may have (views, caps, routes)
@@ -175,9 +166,8 @@ class Engine:
             from app.mcp.toolset import McpToolset
 
             self.mcp_tools = McpToolset(mcp, settings, flags=session.flags, set_flag=session.set_flag)
-        self.mcp_link: McpLink = McpLink(
-            self
-        )  # MCP tools in requests, the servers' lifecycle, context_engine
+        self.budget: Budget = Budget(self)  # window, caps, sizes, floor, calibration, reports
+        self.mcp_link: McpLink = McpLink(self)  # MCP tools in requests, the servers, context_engine
         if mcp is not None:
             mcp.subscribe(self.mcp_link.changed)
         self.hooks: HookRunner = hooks or HookRunner(
@@ -225,11 +215,11 @@ class Engine:
             cap = configured
         self.model_output_cap = cap
         self.max_tokens = min(configured or self.settings.max_output_tokens, cap)
-        self._catalog_window = route.context_window or self.settings.context_window or limits.context_window
+        self.catalog_window = route.context_window or self.settings.context_window or limits.context_window
         self.sender = self._make_sender(provider, route.name)
         apply_profile(provider, self.state)  # betas this endpoint refused are not sent again
         self._summarizer: tuple[Provider, Sender] | None = None
-        self._floor_cache: tuple[tuple[ToolSpec, ...], str, FloorSizes] | None = None
+        self.budget.forget_floor()
         self.mcp_link.forget_plan()
         self.budget_epoch += 1
         self.native.prepare()  # the provider's compaction threshold depends on the route's window and cap
@@ -256,135 +246,8 @@ class Engine:
             self.session.emit(event)
 
     # -- limits -----------------------------------------------------------------------------------
-    @property
-    def context_window(self) -> int:
-        learned = self.session.flags.get("learned_window")
-        return min(self._catalog_window, int(learned)) if learned else self._catalog_window
-
-    def usable_window_tokens(self) -> int:
-        return max(1024, self.context_window - self.max_tokens)
-
-    @property
-    def bytes_per_token(self) -> float:
-        return float(self.session.flags.get("bytes_per_token", 4.0))
-
-    def configured_cap(self) -> tuple[int | None, str]:
-        return configured_cap(self.settings, self.route)
-
-    def cap_info(self) -> CapInfo:
-        return self.route_cap(self.route)
-
-    def route_cap(self, route: Route) -> CapInfo:
-        """The effective byte cap of `route` (the session's, or the summarizer's); the cap assumed after a
-        rejection of unknown size belongs to the session's route."""
-        assumed = self.session.flags.get("assumed_cap") if route.name == self.route.name else None
-        return route_cap(self.settings, self.state, route, assumed=assumed)
-
-    def cap_detail(self, cap: CapInfo | None = None) -> str:
-        """Where the cap in force came from, in words; a learned cap adds the rejection's reason.
-
-        Reads state.toml only when the cap changes (the answer is kept per cap)."""
-        cap = cap or self.cap_info()
-        key = (self.route.endpoint_id, cap.bytes, cap.source, cap.detail)
-        if self._cap_detail_memo is not None and self._cap_detail_memo[0] == key:
-            return self._cap_detail_memo[1]
-        detail = cap.detail
-        if cap.source == "learned" and detail:
-            learned = self.state.learned_cap(self.route.endpoint_id)
-            if learned is not None and learned.reason:
-                detail += f" ({learned.reason.split(':')[0].strip()})"
-        self._cap_detail_memo = (key, detail)
-        return detail
-
-    def measure(self, messages: Sequence[Message], max_tokens: int | None = None) -> int:
-        size = self.provider.measure(
-            tuple(messages), self.system, self.tools, max_tokens=max_tokens or self.max_tokens
-        )
-        if messages is self.session.view.messages and max_tokens in (None, self.max_tokens):
-            self._view_bytes = (self._measured(), size)
-        return size
-
-    def _size_key(self) -> str:
-        return size_key(self.provider, self.system, self.tools, self.max_tokens, self.session.view_ids())
-
-    def _known_view_bytes(self) -> int | None:
-        """The view's last measured (or kept) size, if nothing it was measured from has changed since."""
-        if self._view_bytes is None:
-            return None
-        made_of, size = self._view_bytes
-        return size if all(a is b for a, b in zip(made_of, self._measured(), strict=True)) else None
-
-    def keep_view_size(self) -> None:
-        """Keep the view's last exact size with the session (app.engine.view_size), if it is still the
-        view's: the next resume reports it without measuring every message again."""
-        size = self._known_view_bytes()
-        if size is None or self.session.read_only:
-            return  # the view, the prompt, the tools or the route changed since: the next open measures
-        kept = {"key": self._size_key(), "bytes": size}
-        if self.session.flags.get(SIZE_FLAG) != kept:
-            self.session.set_flag(SIZE_FLAG, kept)
-
-    def warm_sizes(self) -> Callable[[], None] | None:
-        """Measuring the view, to run in a thread once the start is drawn — when the session
-        opened with its kept size (`keep_view_size`), its messages were never translated for the route, and
-        the first request would do it on the event loop (the adapters' caches take concurrent measures).
-        None when the open measured the view (nothing to warm)."""
-        if not self._size_was_kept:
-            return None
-        self._size_was_kept = False
-        session, provider, system, tools, max_tokens = (
-            self.session,
-            self.provider,
-            self.system,
-            self.tools,
-            self.max_tokens,
-        )
-
-        def warm() -> None:
-            with contextlib.suppress(Exception):  # the first request measures again, and says what is wrong
-                # (a session opened from its end decodes its head here, if nothing did before)
-                provider.measure(session.view.messages, system, tools, max_tokens=max_tokens)
-
-        return warm
 
     # -- tools (built-in + MCP, deferred when they crowd the payload) -----------------------------
-
-    def floor_sizes(self) -> FloorSizes:
-        """The non-compactable base — system prompt, project instructions, tool definitions (built-in and
-        MCP) — in exact request bytes: requests with no messages, built with and without each part."""
-        tools, system = self.tools, self.system
-        cached = self._floor_cache
-        if cached is None or cached[0] is not tools or cached[1] != system:
-            measure, max_tokens = self.provider.measure, self.max_tokens
-            empty = measure((), "", (), max_tokens=max_tokens)
-            base = measure((), self.base_system, (), max_tokens=max_tokens)
-            instructed = measure(
-                (), join_system(self.base_system, self.instructions.text), (), max_tokens=max_tokens
-            )
-            bare = measure((), system, (), max_tokens=max_tokens)
-            builtin = measure((), system, self.builtin_tools, max_tokens=max_tokens)
-            total = measure((), system, tools, max_tokens=max_tokens)
-            plan = self.mcp_link.plan()
-            servers = tuple(plan.per_server.items()) if plan is not None else ()
-            parts = floor_breakdown(
-                system_bytes=base - empty,
-                instructions_bytes=max(0, instructed - base),
-                memory_bytes=max(0, bare - instructed),
-                builtin_tools_bytes=builtin - bare,
-                mcp_tools_bytes=total - builtin,
-                mcp_servers=dict(servers),
-            )
-            sizes = FloorSizes(
-                system_bytes=base - empty,
-                instructions_bytes=max(0, instructed - base),
-                tools_bytes=total - bare,
-                total_bytes=total,
-                mcp_bytes=total - builtin,
-                parts=tuple(parts),
-                mcp_servers=servers,
-            )
-            cached = self._floor_cache = (tools, system, sizes)
-        return cached[2]
 
     # -- MCP ----------------------------------------------------------------------------------------
 
@@ -406,7 +269,7 @@ class Engine:
         self.system = join_system(
             join_system(self.base_system, self.instructions.text), self.memory.prompt_section()
         )
-        self._floor_cache = None
+        self.budget.forget_floor()
         return self.instructions
 
     def _announce_instructions(self) -> None:
@@ -451,36 +314,6 @@ class Engine:
             is_master=session.is_master,
             repeatable_tools=self.mcp.read_only_tools() if self.mcp is not None else frozenset(),
         )
-
-    def view_changed(self, reason: str = "", *, predicted: int | None = None) -> ViewChanged:
-        """Tell the panels about the next request; `predicted`: its size, when just measured."""
-        self.budget_epoch += 1
-        cap = self.cap_info()
-        if predicted is None:
-            predicted = self.measure(self.session.view.messages)
-        floor = self.floor_sizes()
-        plan = self.mcp_link.plan()
-        settings = self.settings
-        event = ViewChanged(
-            view_id=self.session.view_id(),
-            messages=self.session.view_len(),
-            predicted_bytes=predicted,
-            effective_cap=cap.bytes,
-            cap_source=cap.source,
-            context_tokens=int(predicted / self.bytes_per_token),
-            context_window=self.context_window,
-            reason=reason,
-            floor=floor.parts,
-            floor_bytes=floor.total_bytes,
-            cap_detail=self.cap_detail(cap),
-            preflight_ratio=settings.preflight_ratio,
-            compact_threshold=settings.compact_threshold,
-            no_cap_warn_bytes=settings.no_cap_warn_bytes,
-            mcp_deferred_from=plan.full_bytes if plan is not None and plan.deferred else None,
-            gateway_profile=endpoint_lines(self.state, self.route.endpoint_id),
-        )
-        self.emit(event)
-        return event
 
     # -- providers --------------------------------------------------------------------------------
     def _make_sender(self, provider: Provider, route_name: str) -> Sender:
@@ -607,7 +440,7 @@ class Engine:
             self.emit(Notice(display_line(text), level=level, code="gateways"))
         for notice in rule_start_notices(self.permissions):
             self.emit(notice)
-        self.view_changed("start", predicted=self._start_bytes())
+        self.view_changed("start", predicted=self.budget.start_bytes())
         self.memory.after_turn()  # a segment a crash left queued is read now, in the background (the TUI)
 
     def _purge_content_cap(self) -> None:
@@ -931,7 +764,7 @@ class Engine:
 
                 action = describe_action(failed.failure).removeprefix("fail: ")
                 raise TurnFailed(f"{failed.failure.reason} — {action}", failed.failure) from failed
-        self._calibrate(result)
+        self.budget.calibrate(result)
         return result
 
     async def _without_images(self, failed: RequestFailed, max_tokens: int) -> StreamResult | None:
@@ -966,16 +799,6 @@ class Engine:
             raise TurnFailed(
                 f"{again.failure.reason} — even with the images removed", again.failure
             ) from again
-
-    def _calibrate(self, result: StreamResult) -> None:
-        if self.native.skip_calibration(result):
-            return  # the provider read less than was sent: usage says nothing about bytes per token
-        if result.usage and result.request.purpose == "chat":
-            updated = calibrate(
-                self.bytes_per_token, result.request.predicted_bytes, result.usage.input_tokens
-            )
-            if abs(updated - self.bytes_per_token) > 0.01:
-                self.session.set_flag("bytes_per_token", round(updated, 3))
 
     def _commit_answer(self, result: StreamResult, turn: int, *, partial: bool) -> Message:
         parts: list = [Native(n.api, n.item) for n in result.natives]
@@ -1014,6 +837,53 @@ class Engine:
     @property
     def can_ask(self) -> bool:
         return self.runner.can_ask
+
+    # -- limits and sizes (app.engine.budget) ------------------------------------------------------------
+    @property
+    def context_window(self) -> int:
+        return self.budget.context_window
+
+    def usable_window_tokens(self) -> int:
+        return self.budget.usable_window_tokens()
+
+    @property
+    def bytes_per_token(self) -> float:
+        return self.budget.bytes_per_token
+
+    def configured_cap(self) -> tuple[int | None, str]:
+        return self.budget.configured_cap()
+
+    def cap_info(self) -> CapInfo:
+        return self.budget.cap_info()
+
+    def route_cap(self, route: Route) -> CapInfo:
+        return self.budget.route_cap(route)
+
+    def cap_detail(self, cap: CapInfo | None = None) -> str:
+        return self.budget.cap_detail(cap)
+
+    def measure(self, messages: Sequence[Message], max_tokens: int | None = None) -> int:
+        return self.budget.measure(messages, max_tokens)
+
+    def keep_view_size(self) -> None:
+        self.budget.keep_view_size()
+
+    def warm_sizes(self) -> Callable[[], None] | None:
+        return self.budget.warm_sizes()
+
+    def floor_sizes(self) -> FloorSizes:
+        return self.budget.floor_sizes()
+
+    def view_changed(self, reason: str = "", *, predicted: int | None = None) -> ViewChanged:
+        """Tell the panels about the next request; `predicted`: its size, when just measured."""
+        return self.budget.view_changed(reason, predicted=predicted)
+
+    def reset_cap(self) -> bool:
+        return self.budget.reset_cap()
+
+    def context_report(self) -> ContextReport:
+        """What `/context` and the Payload panel show about the next request."""
+        return self.budget.context_report()
 
     # -- MCP (app.engine.mcp_link) ----------------------------------------------------------------------
     @property
@@ -1066,58 +936,6 @@ class Engine:
         return self.history.recall_into_view(key_text)
 
     # -- limits, again ----------------------------------------------------------------------------
-
-    def reset_cap(self) -> bool:
-        forgotten = self.state.forget_cap(self.route.endpoint_id)
-        if self.session.flags.get("assumed_cap"):
-            self.session.set_flag("assumed_cap", None)
-            forgotten = True
-        self.emit(Notice("learned cap forgotten" if forgotten else "no learned cap to forget", code="cap"))
-        self.view_changed("cap")
-        return forgotten
-
-    def _measured(self) -> tuple:
-        """What a measure of the view depends on, as objects (compared by identity)."""
-        return (self.session.view_ref(), self.system, self.tools, self.provider, self.max_tokens)
-
-    def _start_bytes(self) -> int | None:
-        """The report's figure when the session opened, if nothing it was measured from has changed since:
-        opening a session reports (off the event loop), then starts — a long view is measured once."""
-        self._started = True
-        return self._known_view_bytes()
-
-    def context_report(self) -> ContextReport:
-        """What `/context` and the Payload panel show about the next request."""
-        cap = self.cap_info()
-        session = self.session
-        predicted = None
-        if not self._started:  # opening: the size kept with the session, if it is this view's
-            predicted = stored_size(session.flags, self._size_key())
-            self._size_was_kept = predicted is not None
-        if predicted is None:
-            predicted = self.measure(session.view.messages)
-        else:
-            self._view_bytes = (self._measured(), predicted)
-        floor = self.floor_sizes()
-        return ContextReport(
-            messages_in_view=session.view_len(),
-            messages_in_master=session.master_len(),
-            predicted_bytes=predicted,
-            effective_cap=cap.bytes,
-            cap_source=cap.source,
-            cap_detail=self.cap_detail(cap),
-            context_window=self.context_window,
-            estimated_tokens=int(predicted / self.bytes_per_token),
-            bytes_per_token=self.bytes_per_token,
-            views_stacked=session.views_len(),
-            floor_bytes=floor.total_bytes,
-            floor_parts=tuple(floor.parts),
-            context_engine=self.settings.context_engine,
-            native_compaction=getattr(self.provider, "native_compaction", "") if self.native.enabled else "",
-            compact_threshold=self.native.threshold() or 0,
-            provider_edits=edit_totals(self.session.flags),
-            gateway_profile=endpoint_lines(self.state, self.route.endpoint_id),
-        )
 
 
 def _unlink_quietly(path: Path) -> None:
