@@ -25,9 +25,8 @@ from app.providers.anthropic import COMPACT_ON_DEMAND_BETA, COMPACT_THRESHOLD_BE
 from app.textsafe import display_line
 
 if TYPE_CHECKING:
-    from app.engine.host import NativeHost
+    from app.engine.host import NativeHost, RequestHost
     from app.engine.sender import RequestFailed, StreamResult
-    from app.engine.turn import Engine
     from app.providers.base import Provider, ProviderError, Request
 
 BETA_HEADER = "anthropic-beta"
@@ -108,7 +107,7 @@ def remember_refusal(engine: NativeHost, provider: Provider, refused: BetaRefuse
 
 
 async def retry_without_betas(
-    engine: Engine, failed: RequestFailed, request: Request, max_tokens: int
+    engine: RequestHost, failed: RequestFailed, request: Request, max_tokens: int
 ) -> tuple[Request, StreamResult] | None:
     """The chat request again, once, without the betas the endpoint refused; None when the failure was
     not a beta refusal (or nothing changed to send differently)."""

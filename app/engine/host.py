@@ -21,22 +21,26 @@ if TYPE_CHECKING:
     from app.engine.compaction.summarize import ContextEngine
     from app.engine.compactor import Compactor
     from app.engine.failures import Failure
+    from app.engine.fallback import FallbackChain
     from app.engine.hooks import HookRunner
     from app.engine.instructions import Instructions
     from app.engine.memory.worker import MemoryWorker
     from app.engine.native import NativeContext
     from app.engine.payload import CapInfo, FloorSizes
     from app.engine.permissions import Permissions
-    from app.engine.sender import Sender
+    from app.engine.recovery import Recovery
+    from app.engine.sender import Sender, StreamResult
     from app.engine.session import Session
+    from app.engine.tool_runner import Call
     from app.mcp.deferral import DeferralPlan
     from app.mcp.manager import McpManager
     from app.mcp.toolset import McpToolset
     from app.model.events import Event, ViewChanged
-    from app.model.messages import Message
+    from app.model.messages import Image, Message, ToolCall
     from app.model.tools import ToolSpec
     from app.providers.base import Provider
     from app.state import State
+    from app.tools.budget import TurnBudget
 
 
 class CompactionHost(Protocol):
@@ -220,3 +224,48 @@ class BudgetHost(Protocol):
     def emit(self, event: Event) -> None: ...
 
     def view_changed(self, reason: str = "") -> ViewChanged: ...
+
+
+class RequestHost(NativeHost, Protocol):
+    """What fitting a request under the cap (app.engine.chat_fit) and resending it without a refused beta
+    (app.engine.betas) use besides provider-native compaction's part."""
+
+    native: NativeContext
+    compactor: Compactor
+
+    def floor_sizes(self) -> FloorSizes: ...
+
+
+class LoopHost(RequestHost, Protocol):
+    """What the turn loop (app.engine.turn_loop) uses: everything a turn touches, through the other parts."""
+
+    lock: asyncio.Lock
+    fallback: FallbackChain
+    memory: MemoryWorker
+    recovery: Recovery
+    model_output_cap: int
+    tool_cancel: asyncio.Event
+    turn_running: int
+
+    @property
+    def context_window(self) -> int: ...
+
+    def keep_view_size(self) -> None: ...
+
+    def calibrate(self, result: StreamResult) -> None: ...
+
+    def load_instructions(self) -> Instructions: ...
+
+    def announce_instructions(self) -> None: ...
+
+    def take_instructions_changed(self) -> bool: ...
+
+    def mentions(self, prompt: str) -> list[ToolCall]: ...
+
+    async def prompt_images(self, typed: str) -> list[Image]: ...
+
+    async def run_tools(
+        self, calls: Sequence[Call], turn: int, budget: TurnBudget, *, by_user: bool = False
+    ) -> None: ...
+
+    async def await_mcp(self) -> None: ...

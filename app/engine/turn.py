@@ -1,16 +1,14 @@
-"""The turn loop, and the Engine both front ends drive.
+"""The Engine both front ends drive (through `app.engine.api`), composed of parts.
 
     engine = Engine(settings, session, route, provider, state=State(), approver=...)
     await engine.start()
     result = await engine.submit("fix the failing test")
 
-A turn: UserPromptSubmit hook → the user message joins the master log → at each boundary
-the preflight (byte cap, context window) may compact → the request is built from the
-active view, sent and streamed → tool calls run (hooks, approvals) and their results are
-appended → repeat until the model stops; an answer cut at max_tokens is continued with
-doubled max_tokens (at most `max_token_escalations` times). A recoverable provider
-failure before any visible output goes to the recovery ladder; after visible output the
-partial answer is kept, marked partial, and nothing is retried.
+Each part sees the engine only through a protocol of `app.engine.host`: the turn loop (`turn_loop`), the budget
+(`budget`: window, caps, sizes, floor, calibration, reports), the tool runner (`tool_runner`: hooks, rules,
+approvals by call id, checkpoints, mentions, images), history (`history`: compact, rewind, undo, memory,
+recall) and the MCP link (`mcp_link`). The engine keeps the route and its sender, the session's lifecycle and
+the events; every other method here hands over to a part (the names front ends call stay on `Engine`).
 """
 
 from __future__ import annotations
@@ -26,10 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app.config import Route, Settings
-from app.engine.betas import retry_without_betas
 from app.engine.budget import Budget
-from app.engine.cap_guard import OverCap
-from app.engine.chat_fit import fit_under_cap
 from app.engine.checkpoints import Checkpoints, Restored
 from app.engine.compaction.context import PassContext
 from app.engine.compactor import Compactor
@@ -46,8 +41,6 @@ from app.engine.native import NativeContext
 from app.engine.payload import (
     CapInfo,
     FloorSizes,
-    heaviest_servers,
-    preflight,
 )
 from app.engine.permissions import Permissions
 from app.engine.profile_evidence import (
@@ -58,27 +51,24 @@ from app.engine.profile_evidence import (
     workspace_gateway_notices,
 )
 from app.engine.records import TurnResult
-from app.engine.recovery import Recovery, TurnFailed
+from app.engine.recovery import Recovery
 from app.engine.resets import SizeEvidence
 from app.engine.retry import RetryPolicy
-from app.engine.sender import RequestFailed, Sender, StreamResult, leftover_drafts
+from app.engine.sender import Sender, StreamResult, leftover_drafts
 from app.engine.session import Session
-from app.engine.tool_runner import Approver, ToolRunner
+from app.engine.tool_runner import Approver, Call, ToolRunner
+from app.engine.turn_loop import ANSWER_SEPARATOR, MAX_TOOL_ROUNDS, TurnLoop, join_answers, retry_point
 from app.engine.user_rules import build_rules
 from app.engine.workspace_rules import confirm_rule_files, load_permissions
 from app.engine.workspace_rules import start_notices as rule_start_notices
 from app.model.events import (
-    AnswerFinished,
     Event,
     Notice,
     Rejection,
-    TurnFinished,
-    TurnOutcome,
-    TurnStarted,
     ViewChanged,
 )
-from app.model.messages import Image, Message, Native, Text, ToolCall
-from app.model.prompts import CONTINUATION, INTERRUPTED_TURN, SYSTEM_PROMPT
+from app.model.messages import Image, Message, ToolCall
+from app.model.prompts import SYSTEM_PROMPT
 from app.model.tools import ToolSpec
 from app.providers.base import Provider, Request
 from app.providers.catalog import model_limits
@@ -95,8 +85,8 @@ if TYPE_CHECKING:
     from app.mcp.manager import Ask as McpAsk
     from app.mcp.manager import McpManager
     from app.mcp.toolset import McpToolset
+    from app.tools.budget import TurnBudget
 
-MAX_TOOL_ROUNDS = 50  # tool round trips in one turn before bulkhead stops and asks the user
 # Events kept in the store, so a resumed session's inspector can show them again.
 STORED_EVENTS = frozenset(
     {
@@ -113,18 +103,6 @@ STORED_EVENTS = frozenset(
         "memory_distilled",
     }
 )
-
-
-ANSWER_SEPARATOR = "\n\n"  # between the assistant messages of one turn (text, tool calls, more text)
-
-
-def join_answers(texts: Sequence[str]) -> str:
-    """The turn's answer: its assistant messages' texts, apart (a message with no text is skipped; one
-    message is returned as it is)."""
-    parts = [text for text in texts if text.strip()]
-    if len(parts) <= 1:
-        return parts[0] if parts else "".join(texts)
-    return ANSWER_SEPARATOR.join(text.strip("\n") for text in parts)
 
 
 class Engine:
@@ -187,6 +165,7 @@ class Engine:
         # the parts (each sees the engine through a protocol of app.engine.host)
         self.runner: ToolRunner = ToolRunner(self, approver)  # hooks, rules, approvals, checkpoints
         self.history: History = History(self)  # /compact, /rewind, /undo, /memory, /recall
+        self.loop: TurnLoop = TurnLoop(self)  # a prompt run to its answer
         self.checkpoints = Checkpoints(session.folder, max_bytes=settings.checkpoint_max_bytes)
         self.turn_running = session.turn
         self._instructions_changed = False
@@ -272,7 +251,7 @@ class Engine:
         self.budget.forget_floor()
         return self.instructions
 
-    def _announce_instructions(self) -> None:
+    def announce_instructions(self) -> None:
         """One notice naming the instruction files in the system prompt, and one per problem (a refused
         import, the size cut)."""
         loaded = self.instructions
@@ -433,7 +412,7 @@ class Engine:
                 )
         await self.session.drain()
         await self.hooks.session_start("resume" if resumed else "startup")
-        self._announce_instructions()
+        self.announce_instructions()
         for problem in self.permissions.problems:
             self.emit(Notice(display_line(problem), level="warn", code="permissions"))
         for level, text in workspace_gateway_notices(self):  # a team's .bulkhead/gateways.toml, on trust
@@ -485,350 +464,27 @@ class Engine:
                 self.session.release_lease()  # another bulkhead may write it now
 
     # -- turns ------------------------------------------------------------------------------------
-    async def submit(
-        self, prompt: str, images: Sequence[Image] = (), *, typed: str | None = None
-    ) -> TurnResult:
-        """Run one user turn to its end. Never raises for provider failures: see TurnResult.
-
-        `typed`: the part of `prompt` the user typed, the only text whose `@paths` are attached
-        (`bulkhead -p` passes its argument: text piped in is data, never a mention). None: all of it.
-        """
-        async with self.lock:
-            verdict = await self.hooks.user_prompt_submit(prompt)
-            if verdict.blocked:
-                self.emit(
-                    Notice(
-                        f"Prompt blocked by a UserPromptSubmit hook: {verdict.reason}",
-                        level="warn",
-                        code="hook_block",
-                    )
-                )
-                return TurnResult("blocked", error=verdict.reason)
-            self._close_interrupted_turn()
-            turn = self.session.turn + 1
-            typed_text = prompt if typed is None else typed
-            parts: list = [Text(prompt), *images, *(await self.runner.prompt_images(typed_text))]
-            if verdict.additional_context:
-                parts.append(Text(f"\n\n[hook context]\n{verdict.additional_context}"))
-            self.session.append(Message.create("user", parts, turn=turn))
-            self.emit(TurnStarted(turn=turn, prompt=prompt))
-            result = await self._run_turn(turn, mentions=self.runner.mentions(typed_text))
-            await self.session.drain()  # the turn is on disk when it is over (raises a held failure)
-            return result
-
-    def _close_interrupted_turn(self) -> None:
-        """A turn killed before the model answered (Esc, a crash) leaves its prompt last in the view; the
-        next prompt would be sent merged with it, and the model would carry out both. Say it got no answer."""
-        view = self.session.view.messages
-        last = next((m for m in reversed(view) if m.role != "system"), None)
-        if last is None or last.role == "assistant":
-            return
-        self.session.append(
-            Message.create("assistant", INTERRUPTED_TURN, turn=self.session.turn, origin="notice")
-        )
-        self.emit(
-            Notice(
-                "the previous request got no answer (it was interrupted); the model is told so, and "
-                "your new prompt is sent on its own",
-                code="interrupted",
-            )
-        )
-
-    async def retry(self) -> TurnResult:
-        """`/retry`: ask again for the last answer — failed, partial or complete — from the current view.
-
-        A failed turn is sent again as it stands; a partial answer is dropped from the view and asked
-        for again; a complete one is regenerated from the prompt that asked for it (the view goes back
-        to just after that prompt and its @attachments, so tools run again). The master log keeps
-        every earlier answer."""
-        async with self.lock:
-            view = self.session.view.messages
-            if not view:
-                return TurnResult("failed", error="nothing to retry yet")
-            last = view[-1]
-            await self.session.drain()  # commit_view reads the database: our appends first, off the loop
-            if last.role == "assistant" and last.meta.partial:
-                self.session.commit_view(view[:-1], [], reason="retry")
-            elif last.role == "assistant":
-                cut = retry_point(view)
-                if cut is None:
-                    return TurnResult("failed", error="no prompt of yours in the view to ask again")
-                self.session.commit_view(view[:cut], [], reason="retry")
-                self.emit(
-                    Notice(
-                        "asking again for the last answer (the previous one stays in the session's log)",
-                        code="retry",
-                    )
-                )
-            turn = self.session.turn
-            self.emit(TurnStarted(turn=turn, prompt="/retry"))
-            result = await self._run_turn(turn)
-            await self.session.drain()
-            return result
-
-    async def _run_turn(self, turn: int, mentions: Sequence[ToolCall] = ()) -> TurnResult:
-        self.fallback.turn_started()  # on the chain's first route again, unless fallback_sticky
-        await self.memory.yield_to_turn()  # no background memory read competes with the turn's requests
-        max_tokens = self.max_tokens
-        escalations = 0
-        answer: list[str] = []  # one entry per assistant message; a continuation extends the last one
-        continuing = False
-        self.turn_running = turn  # the turn file changes are checkpointed under
-        self.tool_cancel.clear()
-        from app.tools.budget import TurnBudget
-
-        budget = TurnBudget(
-            max(1, int(self.settings.turn_budget_chars * float(self.session.flags.get("budget_scale", 1.0))))
-        )
-        stop_hook_active = False
-        try:
-            await self.mcp_link.await_ready()
-            if mentions:  # attached as if the model had read them, before it answers
-                self.session.append(Message.create("assistant", list(mentions), turn=turn, origin="mention"))
-                await self.runner.run_tools(mentions, turn, budget, by_user=True)
-            for _round in range(MAX_TOOL_ROUNDS):
-                await self._boundary(turn, max_tokens)
-                result = await self.fallback.request(turn, max_tokens)  # along the fallback chain if need be
-                max_tokens = min(max_tokens, self.model_output_cap)  # the route that answered may allow less
-                if partials := self.fallback.take_partials():  # kept from a route that failed mid-answer
-                    answer.extend(partials)
-                    continuing = True
-                if continuing and answer:
-                    answer[-1] += result.text
-                else:
-                    answer.append(result.text)
-                continuing = False
-                cut = result.stop_reason == "max_tokens" and not result.tool_calls
-                can_escalate = (
-                    escalations < self.settings.max_token_escalations and max_tokens < self.model_output_cap
-                )
-                message = self._commit_answer(result, turn, partial=cut and not can_escalate)
-                await self.native.after_answer(result, message)
-                if result.tool_calls:
-                    await self.runner.run_tools(result.tool_calls, turn, budget)
-                    continue
-                if cut and can_escalate:
-                    escalations += 1
-                    max_tokens = min(max_tokens * 2, self.model_output_cap)
-                    self.emit(
-                        Notice(
-                            f"answer cut at the token limit — continuing with max_tokens {max_tokens:,} "
-                            f"({escalations}/{self.settings.max_token_escalations})",
-                            code="escalation",
-                        )
-                    )
-                    self.session.append(Message.create("user", CONTINUATION, turn=turn, origin="notice"))
-                    continuing = True
-                    continue
-                if cut:
-                    self.emit(
-                        Notice(
-                            "answer cut at the token limit again; it is kept, marked partial",
-                            level="warn",
-                            code="partial",
-                        )
-                    )
-                self.emit(AnswerFinished(message_id=message.id, stop_reason=result.stop_reason, partial=cut))
-                verdict = await self.hooks.stop(stop_hook_active)
-                if verdict.additional_context and not stop_hook_active:
-                    # A Stop hook said "not done yet" (Claude Code's decision: block): one more round.
-                    stop_hook_active = True
-                    self.session.append(
-                        Message.create(
-                            "user", f"[Stop hook] {verdict.additional_context}", turn=turn, origin="notice"
-                        )
-                    )
-                    continue
-                break
-            else:
-                self.emit(
-                    Notice(
-                        f"stopped after {MAX_TOOL_ROUNDS} tool rounds in one turn; say how to continue",
-                        level="warn",
-                        code="tool_rounds",
-                    )
-                )
-            self.emit(TurnFinished(turn=turn, outcome="answered"))
-            return TurnResult("answered", join_answers(answer))
-        except TurnFailed as failed:
-            self.emit(Notice(failed.message, level="error", code="turn_failed"))
-            outcome: TurnOutcome = "partial" if failed.visible else "failed"
-            self.emit(TurnFinished(turn=turn, outcome=outcome, error=failed.message))
-            return TurnResult(outcome, join_answers(answer), failed.message, failed.failure)
-        except asyncio.CancelledError:
-            if self.sender.streamed_text:
-                self.keep_partial(self.sender.streamed_text, turn, None)
-            self.emit(TurnFinished(turn=turn, outcome="cancelled"))
-            raise
-        finally:
-            if self._instructions_changed:
-                self._instructions_changed = False
-                self.load_instructions()
-                self._announce_instructions()
-            self.view_changed("turn")
-            with contextlib.suppress(Exception):
-                self.keep_view_size()
-            self.memory.after_turn()  # the memory worker reads a few turns behind, in the background
-
-    async def _boundary(self, turn: int, max_tokens: int) -> None:
-        """Before each request: compact against the byte cap or the window, or warn once."""
-        self.native.prepare()
-        predicted = self.measure(self.session.view.messages, max_tokens)
-        decision = preflight(
-            predicted,
-            self.cap_info(),
-            settings=self.settings,
-            context_window=self.context_window,
-            max_output_tokens=max_tokens,
-            bytes_per_token=self.bytes_per_token,
-            warned_no_cap=bool(self.session.flags.get("no_cap_warned")),
-        )
-        if decision.action == "warn":
-            self.session.set_flag("no_cap_warned", True)
-            self.emit(Notice(decision.message, level="warn", code="no_cap_warning"))
-        elif decision.action == "compact":
-            sizes = self.floor_sizes()
-            floor = sizes.total_bytes
-            if decision.target_bytes is not None and floor >= decision.target_bytes:
-                from app.engine.payload import FLOOR_LABELS, describe_floor
-
-                shown = [part for part in sizes.parts if part.label in FLOOR_LABELS]
-                biggest = max(shown, key=lambda part: part.bytes).label if shown else "system prompt"
-                servers = heaviest_servers(dict(sizes.mcp_servers))
-                heavy = f"; the heaviest {servers}" if servers else ""
-                self.emit(
-                    Notice(
-                        f"{decision.message.split(' — ')[0]} — but the request base alone "
-                        f"({format_size(floor)}: {describe_floor(sizes.parts)}{heavy}) is above the "
-                        f"compaction target ({format_size(decision.target_bytes)}): compacting history "
-                        f"cannot help; reduce the biggest part, {biggest}",
-                        level="warn",
-                        code="floor",
-                    )
-                )
-                return
-            self.emit(Notice(decision.message, code="preflight"))
-            await self.compactor.run(trigger=decision.trigger, target_bytes=decision.target_bytes)
-
-    async def _request(self, turn: int, max_tokens: int) -> StreamResult:
-        request = self.provider.build(
-            self.session.view.messages, self.system, self.tools, max_tokens=max_tokens
-        )
-        try:
-            try:
-                result = await self.sender.send(request)
-            except OverCap as over:  # never sent: compact until it fits (or the turn says why it cannot)
-                request = await fit_under_cap(self, over, max_tokens)
-                result = await self.sender.send(request)
-            except RequestFailed as failed:  # a gateway that refuses or strips a beta: once more without it
-                retried = await retry_without_betas(self, failed, request, max_tokens)
-                if retried is None:
-                    raise
-                request, result = retried
-        except OverCap as over:
-            raise TurnFailed(f"Not sent: {over.message}.") from over
-        except RequestFailed as failed:
-            if failed.partial_text:
-                self.keep_partial(failed.partial_text, turn, failed.failure)
-                raise TurnFailed(
-                    f"{failed.failure.reason} — the answer so far is kept, marked partial; "
-                    f"/retry to ask again",
-                    failed.failure,
-                    visible=True,
-                ) from failed
-            if failed.failure.cause == "content":  # recorded in the endpoint's profile at the rejection
-                from app.engine.content_words import content_block_message
-
-                raise TurnFailed(
-                    content_block_message(failed.failure, session_id=self.session.id), failed.failure
-                ) from failed
-            if failed.failure.recoverable:
-                result = await self.recovery.recover(failed, max_tokens=max_tokens, turn=turn)
-            elif (repaired := await self._without_images(failed, max_tokens)) is not None:
-                result = repaired
-            elif failed.failure.transient:  # the sender's retries ran out
-                from app.engine.failures import give_up_advice
-
-                retries = self.sender.retry_policy.max_attempts
-                tried = (
-                    f"still failing after {retries} {'retry' if retries == 1 else 'retries'}"
-                    if retries
-                    else "not retried (retry_max_attempts = 0)"
-                )
-                raise TurnFailed(
-                    f"{failed.failure.reason} — {tried}: {give_up_advice(failed.failure, request.url)}",
-                    failed.failure,
-                ) from failed
-            else:
-                from app.engine.failures import describe_action
-
-                action = describe_action(failed.failure).removeprefix("fail: ")
-                raise TurnFailed(f"{failed.failure.reason} — {action}", failed.failure) from failed
-        self.budget.calibrate(result)
-        return result
-
-    async def _without_images(self, failed: RequestFailed, max_tokens: int) -> StreamResult | None:
-        """A 400 about an image with images in the view: stub them (`app.engine.image_repair`), say so, and
-        send once more. None when it does not apply; raises the new failure if the retry fails too."""
-        from app.engine.image_repair import names_an_image, stub_images
-
-        said = " ".join([str(failed.error), failed.failure.reason, *failed.failure.evidence])
-        if not names_an_image(failed.error.status, said):
-            return None
-        messages, count = stub_images(self.session.view.messages)
-        if not count:
-            return None
-        await self.session.drain()
-        self.session.commit_view(messages, [], reason="image_repair")
-        self.emit(
-            Notice(
-                f"the provider could not read {'an image' if count == 1 else f'{count} images'} in the "
-                f"conversation ({display_line(failed.failure.reason)}); replaced by a stub in the view (the log "
-                f"keeps the original) and sent again",
-                level="warn",
-                code="image",
-            )
-        )
-        self.view_changed("image_repair")
-        request = self.provider.build(
-            self.session.view.messages, self.system, self.tools, max_tokens=max_tokens
-        )
-        try:
-            return await self.sender.send(request)
-        except RequestFailed as again:
-            raise TurnFailed(
-                f"{again.failure.reason} — even with the images removed", again.failure
-            ) from again
-
-    def _commit_answer(self, result: StreamResult, turn: int, *, partial: bool) -> Message:
-        parts: list = [Native(n.api, n.item) for n in result.natives]
-        parts += [Text(result.text)] if result.text else []
-        parts += [ToolCall(c.id, c.name, c.args) for c in result.tool_calls]
-        if not parts:
-            parts = [Text("")]
-        message = self.session.append(
-            Message.create(
-                "assistant", parts, message_id=self.sender.draft.message_id, turn=turn, partial=partial
-            )
-        )
-        self.sender.draft.clear()
-        return message
-
-    def keep_partial(self, text: str, turn: int, failure: Failure | None) -> None:
-        """Keep what became visible of a failed answer, marked partial (never retried)."""
-        self.session.append(
-            Message.create(
-                "assistant", text, message_id=self.sender.draft.message_id, turn=turn, partial=True
-            )
-        )
-        self.sender.draft.clear()
-        self.sender.forget_streamed_text()
 
     # -- tools ------------------------------------------------------------------------------------
 
     # -- tools (app.engine.tool_runner) ----------------------------------------------------------------
     def mark_instructions_changed(self) -> None:
         self._instructions_changed = True  # reloaded when the turn ends (/init writes AGENTS.md)
+
+    def take_instructions_changed(self) -> bool:
+        changed, self._instructions_changed = self._instructions_changed, False
+        return changed
+
+    def mentions(self, prompt: str) -> list[ToolCall]:
+        return self.runner.mentions(prompt)
+
+    async def prompt_images(self, typed: str) -> list[Image]:
+        return await self.runner.prompt_images(typed)
+
+    async def run_tools(
+        self, calls: Sequence[Call], turn: int, budget: TurnBudget, *, by_user: bool = False
+    ) -> None:
+        await self.runner.run_tools(calls, turn, budget, by_user=by_user)
 
     @property
     def approver(self) -> Approver | None:
@@ -837,6 +493,36 @@ class Engine:
     @property
     def can_ask(self) -> bool:
         return self.runner.can_ask
+
+    # -- turns (app.engine.turn_loop) ---------------------------------------------------------------------
+    async def submit(
+        self, prompt: str, images: Sequence[Image] = (), *, typed: str | None = None
+    ) -> TurnResult:
+        """Run one user turn to its end. Never raises for provider failures: see TurnResult.
+
+        `typed`: the part of `prompt` the user typed, the only text whose `@paths` are attached
+        (`bulkhead -p` passes its argument: text piped in is data, never a mention). None: all of it."""
+        return await self.loop.submit(prompt, images, typed=typed)
+
+    async def retry(self) -> TurnResult:
+        """`/retry`: ask again for the last answer — failed, partial or complete — from the current view."""
+        return await self.loop.retry()
+
+    async def _request(self, turn: int, max_tokens: int) -> StreamResult:
+        return await self.loop.request(turn, max_tokens)  # the fallback chain sends through this
+
+    async def _boundary(self, turn: int, max_tokens: int) -> None:
+        await self.loop.boundary(turn, max_tokens)
+
+    def keep_partial(self, text: str, turn: int, failure: Failure | None) -> None:
+        """Keep what became visible of a failed answer, marked partial (never retried)."""
+        self.loop.keep_partial(text, turn, failure)
+
+    async def await_mcp(self) -> None:
+        await self.mcp_link.await_ready()
+
+    def calibrate(self, result: StreamResult) -> None:
+        self.budget.calibrate(result)
 
     # -- limits and sizes (app.engine.budget) ------------------------------------------------------------
     @property
@@ -943,23 +629,6 @@ def _unlink_quietly(path: Path) -> None:
         path.unlink()
 
 
-def retry_point(view: Sequence[Message]) -> int | None:
-    """Where the view is cut to regenerate its last answer: just after the user's last prompt and the
-    @attachments that came with it (None when the view holds no prompt of the user's)."""
-    prompt = next(
-        (i for i in range(len(view) - 1, -1, -1) if view[i].role == "user" and view[i].meta.origin == "user"),
-        None,
-    )
-    if prompt is None:
-        return None
-    cut = prompt + 1
-    if cut < len(view) and view[cut].role == "assistant" and view[cut].meta.origin == "mention":
-        cut += 1
-        while cut < len(view) and view[cut].role == "tool":
-            cut += 1
-    return cut
-
-
 def describe_event(event: Event) -> str:
     """One line for stderr / logs: the presenter's words (`app.engine.describe`), else the event's fields."""
     description = describe(event)
@@ -968,3 +637,6 @@ def describe_event(event: Event) -> str:
     data = event.to_json()
     data.pop("type", None)
     return f"{event.type}: " + json.dumps(data, ensure_ascii=False, default=str)[:300]
+
+
+__all__ = ["ANSWER_SEPARATOR", "MAX_TOOL_ROUNDS", "Engine", "describe_event", "join_answers", "retry_point"]
