@@ -81,6 +81,9 @@ if TYPE_CHECKING:
     from app.engine.checkpoints import Snapshot
     from app.engine.compaction.pipeline import PipelineResult
     from app.engine.compaction.summarize import ContextEngine
+    from app.engine.instructions import InstructionFile
+    from app.engine.profile_evidence import AskGateways
+    from app.engine.workspace_rules import AskRules
     from app.mcp.deferral import DeferralPlan
     from app.mcp.manager import Ask as McpAsk
     from app.mcp.manager import McpManager
@@ -228,14 +231,13 @@ class Engine:
 
     # -- tools (built-in + MCP, deferred when they crowd the payload) -----------------------------
 
-    # -- MCP ----------------------------------------------------------------------------------------
-
-    async def confirm_workspace_rules(self, ask=None) -> str | None:
+    # -- the workspace's own settings, asked about after the first frame ------------------------------------
+    async def confirm_workspace_rules(self, ask: AskRules | None = None) -> str | None:
         """Ask (`ask(files)` → "allow" | "deny" | None) about the workspace's rule files whose allow rules
         wait for approval (`app.engine.workspace_rules`); front ends call it after their first frame."""
         return await confirm_rule_files(self.permissions, ask, self.emit)
 
-    async def confirm_workspace_gateways(self, ask=None) -> str | None:
+    async def confirm_workspace_gateways(self, ask: AskGateways | None = None) -> str | None:
         """Ask (`ask(gateways_file)` → "allow" | "deny" | None) about the workspace's `.bulkhead/gateways.toml`
         when it waits for an answer (`app.engine.profile_evidence`); front ends call it after their first frame."""
         return await confirm_workspace_gateways(self, ask)
@@ -257,7 +259,7 @@ class Engine:
         loaded = self.instructions
         if loaded.files:
 
-            def name(file) -> str:
+            def name(file: InstructionFile) -> str:
                 shown = display_line(file.shown or file.path.name)
                 return {"global": f"global {shown}", "import": f"{shown} (imported)"}.get(file.scope, shown)
 
