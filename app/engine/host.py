@@ -269,3 +269,30 @@ class LoopHost(RequestHost, Protocol):
     ) -> None: ...
 
     async def await_mcp(self) -> None: ...
+
+
+class LifecycleHost(Protocol):
+    """What the start and the close (app.engine.lifecycle) use."""
+
+    session: Session
+    state: State
+    workspace: Path
+    route: Route
+    provider: Provider
+    hooks: HookRunner
+    permissions: Permissions
+    instructions: Instructions
+    mcp: McpManager | None
+    memory: MemoryWorker
+    fallback: FallbackChain
+    closing: bool
+
+    def emit(self, event: Event) -> None: ...
+
+    def view_changed(self, reason: str = "", *, predicted: int | None = None) -> ViewChanged: ...
+
+    def floor_sizes(self) -> FloorSizes: ...
+
+    def keep_view_size(self) -> None: ...
+
+    def start_bytes(self) -> int | None: ...

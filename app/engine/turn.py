@@ -18,7 +18,6 @@ import contextlib
 import functools
 import json
 import random
-import sqlite3
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -35,6 +34,7 @@ from app.engine.fallback import FallbackChain
 from app.engine.history import History
 from app.engine.hooks import HookRunner
 from app.engine.instructions import Instructions, join_system
+from app.engine.lifecycle import Lifecycle
 from app.engine.mcp_link import McpLink
 from app.engine.memory.worker import MemoryWorker
 from app.engine.native import NativeContext
@@ -48,19 +48,17 @@ from app.engine.profile_evidence import (
     apply_profile,
     confirm_workspace_gateways,
     on_failure,
-    workspace_gateway_notices,
 )
 from app.engine.records import TurnResult
 from app.engine.recovery import Recovery
 from app.engine.resets import SizeEvidence
 from app.engine.retry import RetryPolicy
-from app.engine.sender import Sender, StreamResult, leftover_drafts
+from app.engine.sender import Sender, StreamResult
 from app.engine.session import Session
 from app.engine.tool_runner import Approver, Call, ToolRunner
 from app.engine.turn_loop import ANSWER_SEPARATOR, MAX_TOOL_ROUNDS, TurnLoop, join_answers, retry_point
 from app.engine.user_rules import build_rules
 from app.engine.workspace_rules import confirm_rule_files, load_permissions
-from app.engine.workspace_rules import start_notices as rule_start_notices
 from app.model.events import (
     Event,
     Notice,
@@ -73,15 +71,12 @@ from app.model.tools import ToolSpec
 from app.providers.base import Provider, Request
 from app.providers.catalog import model_limits
 from app.providers.factory import make_provider
-from app.sizes import format_size
 from app.state import State
-from app.textsafe import display_line
 
 if TYPE_CHECKING:
     from app.engine.checkpoints import Snapshot
     from app.engine.compaction.pipeline import PipelineResult
     from app.engine.compaction.summarize import ContextEngine
-    from app.engine.instructions import InstructionFile
     from app.engine.profile_evidence import AskGateways
     from app.engine.workspace_rules import AskRules
     from app.mcp.deferral import DeferralPlan
@@ -169,6 +164,7 @@ class Engine:
         self.runner: ToolRunner = ToolRunner(self, approver)  # hooks, rules, approvals, checkpoints
         self.history: History = History(self)  # /compact, /rewind, /undo, /memory, /recall
         self.loop: TurnLoop = TurnLoop(self)  # a prompt run to its answer
+        self.lifecycle: Lifecycle = Lifecycle(self)  # the start and the close
         self.checkpoints = Checkpoints(session.folder, max_bytes=settings.checkpoint_max_bytes)
         self.turn_running = session.turn
         self._instructions_changed = False
@@ -252,30 +248,6 @@ class Engine:
         )
         self.budget.forget_floor()
         return self.instructions
-
-    def announce_instructions(self) -> None:
-        """One notice naming the instruction files in the system prompt, and one per problem (a refused
-        import, the size cut)."""
-        loaded = self.instructions
-        if loaded.files:
-
-            def name(file: InstructionFile) -> str:
-                shown = display_line(file.shown or file.path.name)
-                return {"global": f"global {shown}", "import": f"{shown} (imported)"}.get(file.scope, shown)
-
-            listed = ", ".join(f"{name(f)} {format_size(f.bytes)}" for f in loaded.files)
-            in_request = dict((p.label, p.bytes) for p in self.floor_sizes().parts).get(
-                "instructions", loaded.bytes
-            )
-            self.emit(
-                Notice(
-                    f"project instructions in the system prompt: {listed} — "
-                    f"{format_size(in_request)} of every request",
-                    code="instructions",
-                )
-            )
-        for problem in loaded.problems:
-            self.emit(Notice(display_line(problem), level="warn", code="instructions"))
 
     def pass_context(self, turn: int, max_tokens: int, *, target_bytes: int | None) -> PassContext:
         store, session = self.session.store, self.session
@@ -380,90 +352,6 @@ class Engine:
         )
 
     # -- lifecycle --------------------------------------------------------------------------------
-    async def start(self, *, resumed: bool = False) -> None:
-        """Fire SessionStart and keep any answer a crash left half-written (marked partial)."""
-        with contextlib.suppress(OSError):
-            self.state.migrate()  # e.g. forget caps an older bulkhead learned from a 431
-        self._purge_content_cap()
-        from app.state import take_damage_notices
-
-        for sentence in take_damage_notices():  # a damaged state.toml was put aside: said once
-            self.emit(Notice(display_line(sentence), level="warn", code="state"))
-        drafts = [] if self.session.read_only else leftover_drafts(self.session.folder)
-        for message_id, path in drafts:
-            with contextlib.suppress(OSError):
-                text = path.read_text(encoding="utf-8")
-                # A crash between committing an answer and deleting its draft leaves a draft already kept.
-                if text.strip() and not self.session.is_master_id(message_id):
-                    self.session.append(
-                        Message.create(
-                            "assistant", text, message_id=message_id, turn=self.session.turn, partial=True
-                        )
-                    )
-                    self.emit(
-                        Notice(
-                            "The previous answer was cut off by a crash; what arrived is kept, "
-                            "marked partial.",
-                            level="warn",
-                            code="partial",
-                        )
-                    )
-                # after the partial answer is committed: in order, on the session's writer
-                self.session.writer.submit(
-                    functools.partial(_unlink_quietly, path), what="draft", required=False
-                )
-        await self.session.drain()
-        await self.hooks.session_start("resume" if resumed else "startup")
-        self.announce_instructions()
-        for problem in self.permissions.problems:
-            self.emit(Notice(display_line(problem), level="warn", code="permissions"))
-        for level, text in workspace_gateway_notices(self):  # a team's .bulkhead/gateways.toml, on trust
-            self.emit(Notice(display_line(text), level=level, code="gateways"))
-        for notice in rule_start_notices(self.permissions):
-            self.emit(notice)
-        self.view_changed("start", predicted=self.budget.start_bytes())
-        self.memory.after_turn()  # a segment a crash left queued is read now, in the background (the TUI)
-
-    def _purge_content_cap(self) -> None:
-        """Forget this endpoint's cap when an older bulkhead learned it from a content block (issue 36)."""
-        from app.engine.cap_purge import purge_stale_cap
-
-        route = self.route
-        try:
-            said = purge_stale_cap(
-                self.state,
-                self.session.store,
-                route.endpoint_id,
-                url_prefix=route.endpoint_url if route.provider == "bedrock" else route.base_url,
-                floor_bytes=self.floor_sizes().total_bytes,
-            )
-        except (OSError, sqlite3.Error):
-            return
-        if said:
-            self.emit(Notice(said, level="info", code="cap_forgotten"))
-
-    async def close(self, reason: str = "exit") -> None:
-        """End the session here: SessionEnd, MCP and the provider closed, every queued write on disk (a held
-        failure is raised, after the lease is released), the lease released."""
-        try:
-            with contextlib.suppress(Exception):  # a size not kept is measured at the next open
-                self.keep_view_size()
-            await self.hooks.session_end(reason)
-            self.closing = True
-            if self.mcp is not None:
-                with contextlib.suppress(Exception):
-                    await self.mcp.close()
-            with contextlib.suppress(Exception):
-                await self.memory.close()
-            with contextlib.suppress(Exception):
-                await self.fallback.aclose()
-            with contextlib.suppress(Exception):
-                await self.provider.aclose()
-        finally:
-            try:
-                await self.session.stop_writer()  # nothing queued is dropped; writes go inline from here
-            finally:
-                self.session.release_lease()  # another bulkhead may write it now
 
     # -- turns ------------------------------------------------------------------------------------
 
@@ -525,6 +413,22 @@ class Engine:
 
     def calibrate(self, result: StreamResult) -> None:
         self.budget.calibrate(result)
+
+    # -- lifecycle (app.engine.lifecycle) ---------------------------------------------------------------
+    async def start(self, *, resumed: bool = False) -> None:
+        """Fire SessionStart and keep any answer a crash left half-written (marked partial)."""
+        await self.lifecycle.start(resumed=resumed)
+
+    async def close(self, reason: str = "exit") -> None:
+        """End the session here: SessionEnd, MCP and the provider closed, every queued write on disk (a held
+        failure is raised, after the lease is released), the lease released."""
+        await self.lifecycle.close(reason)
+
+    def announce_instructions(self) -> None:
+        self.lifecycle.announce_instructions()
+
+    def start_bytes(self) -> int | None:
+        return self.budget.start_bytes()
 
     # -- limits and sizes (app.engine.budget) ------------------------------------------------------------
     @property
@@ -624,11 +528,6 @@ class Engine:
         return self.history.recall_into_view(key_text)
 
     # -- limits, again ----------------------------------------------------------------------------
-
-
-def _unlink_quietly(path: Path) -> None:
-    with contextlib.suppress(OSError):
-        path.unlink()
 
 
 def describe_event(event: Event) -> str:
