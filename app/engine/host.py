@@ -10,7 +10,7 @@ another part (the import contracts in pyproject.toml).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from app.engine.payload import CapInfo, FloorSizes
     from app.engine.permissions import Permissions
     from app.engine.recovery import Recovery
+    from app.engine.retry import RetryPolicy
     from app.engine.sender import Sender, StreamResult
     from app.engine.session import Session
     from app.engine.tool_runner import Call
@@ -296,3 +297,37 @@ class LifecycleHost(Protocol):
     def keep_view_size(self) -> None: ...
 
     def start_bytes(self) -> int | None: ...
+
+
+class RouteHost(Protocol):
+    """What the route link (app.engine.route_link) reads and sets: the route and what derives from it."""
+
+    settings: Settings
+    session: Session
+    state: State
+    hooks: HookRunner
+    lock: asyncio.Lock
+    fallback: FallbackChain
+    retry_policy: RetryPolicy
+    sleep: Callable[[float], Awaitable[None]]
+    route: Route
+    provider: Provider
+    sender: Sender
+    model_output_cap: int
+    max_tokens: int
+    catalog_window: int
+
+    @property
+    def context_window(self) -> int: ...
+
+    def cap_info(self) -> CapInfo: ...
+
+    def route_cap(self, route: Route) -> CapInfo: ...
+
+    def floor_sizes(self) -> FloorSizes: ...
+
+    def route_changed(self) -> None: ...
+
+    def emit(self, event: Event) -> None: ...
+
+    def view_changed(self, reason: str = "") -> ViewChanged: ...

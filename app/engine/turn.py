@@ -14,7 +14,6 @@ the events; every other method here hands over to a part (the names front ends c
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import json
 import random
@@ -29,7 +28,7 @@ from app.engine.compaction.context import PassContext
 from app.engine.compactor import Compactor
 from app.engine.context_report import ContextReport
 from app.engine.describe import describe
-from app.engine.failures import PAYLOAD_KINDS, Failure
+from app.engine.failures import Failure
 from app.engine.fallback import FallbackChain
 from app.engine.history import History
 from app.engine.hooks import HookRunner
@@ -44,33 +43,25 @@ from app.engine.payload import (
 )
 from app.engine.permissions import Permissions
 from app.engine.profile_evidence import (
-    StreamQuirks,
-    apply_profile,
     confirm_workspace_gateways,
-    on_failure,
 )
 from app.engine.records import TurnResult
 from app.engine.recovery import Recovery
-from app.engine.resets import SizeEvidence
 from app.engine.retry import RetryPolicy
+from app.engine.route_link import RouteLink
 from app.engine.sender import Sender, StreamResult
 from app.engine.session import Session
 from app.engine.tool_runner import Approver, Call, ToolRunner
 from app.engine.turn_loop import ANSWER_SEPARATOR, MAX_TOOL_ROUNDS, TurnLoop, join_answers, retry_point
-from app.engine.user_rules import build_rules
 from app.engine.workspace_rules import confirm_rule_files, load_permissions
 from app.model.events import (
     Event,
-    Notice,
-    Rejection,
     ViewChanged,
 )
 from app.model.messages import Image, Message, ToolCall
 from app.model.prompts import SYSTEM_PROMPT
 from app.model.tools import ToolSpec
-from app.providers.base import Provider, Request
-from app.providers.catalog import model_limits
-from app.providers.factory import make_provider
+from app.providers.base import Provider
 from app.state import State
 
 if TYPE_CHECKING:
@@ -104,6 +95,14 @@ STORED_EVENTS = frozenset(
 
 
 class Engine:
+    # set by the route link (app.engine.route_link) from the route in use
+    route: Route
+    provider: Provider
+    sender: Sender
+    model_output_cap: int
+    max_tokens: int
+    catalog_window: int
+
     def __init__(
         self,
         settings: Settings,
@@ -170,6 +169,7 @@ class Engine:
         self._instructions_changed = False
         self.lock = asyncio.Lock()
         self.closing = False
+        self.routes: RouteLink = RouteLink(self)  # the route, its limits, sender and summarizer; /model
         self._use_route(route, provider)
         self.fallback = FallbackChain(self)  # app.engine.fallback: the next route when this one cannot answer
         self.memory = MemoryWorker(
@@ -177,42 +177,6 @@ class Engine:
         )  # app.engine.memory: facts distilled; compactions queue what they drop
         self.load_instructions()
         self.permissions: Permissions = load_permissions(settings, self.workspace, self.state)
-
-    def _use_route(self, route: Route, provider: Provider) -> None:
-        """Derive everything that depends on the route: limits, the sender, cached sizes."""
-        self.route = route
-        self.provider = provider
-        limits = model_limits(route.provider, route.model)
-        # A configured max_output_tokens (the route's, else an explicit global one) wins over the catalog's
-        # guess: for a model the catalog does not know, it is also the ceiling of the escalations.
-        configured = route.max_output_tokens or (
-            self.settings.max_output_tokens if "max_output_tokens" in self.settings.sources else None
-        )
-        cap = limits.max_output_tokens
-        if configured and (limits.source == "default" or configured > cap):
-            cap = configured
-        self.model_output_cap = cap
-        self.max_tokens = min(configured or self.settings.max_output_tokens, cap)
-        self.catalog_window = route.context_window or self.settings.context_window or limits.context_window
-        self.sender = self._make_sender(provider, route.name)
-        apply_profile(provider, self.state)  # betas this endpoint refused are not sent again
-        self._summarizer: tuple[Provider, Sender] | None = None
-        self.budget.forget_floor()
-        self.mcp_link.forget_plan()
-        self.budget_epoch += 1
-        self.native.prepare()  # the provider's compaction threshold depends on the route's window and cap
-
-    async def switch_route(self, route: Route, provider: Provider) -> None:
-        """`/model ROUTE`: continue this session on another route (the old provider is closed)."""
-        async with self.lock:
-            old = self.provider
-            self._use_route(route, provider)
-            self.session.set_route(route.name, route.provider, route.model)
-            await self.fallback.reset(route, provider, old)
-        with contextlib.suppress(Exception):
-            await old.aclose()
-        self.emit(Notice(f"now using route {route.name} ({route.provider} · {route.model})", code="route"))
-        self.view_changed("route")
 
     # -- events ---------------------------------------------------------------------------------
     def emit(self, event: Event) -> None:
@@ -269,87 +233,6 @@ class Engine:
         )
 
     # -- providers --------------------------------------------------------------------------------
-    def _make_sender(self, provider: Provider, route_name: str) -> Sender:
-        return Sender(
-            self.session,
-            provider,
-            route=route_name,
-            emit=self.emit,
-            retry_policy=self.retry_policy,
-            drop_threshold=self.settings.drop_payload_min_bytes,
-            on_rejection=self._on_rejection,
-            sleep=self.sleep,
-            size_evidence=self._size_evidence(provider.route),
-            user_rules=build_rules(self.settings.classifier_rules),
-            floor_bytes=(lambda: self.floor_sizes().total_bytes) if provider is self.provider else None,
-            cap=functools.partial(self.route_cap, provider.route),
-            on_stream=StreamQuirks(self.state, provider.route.endpoint_id),
-        )
-
-    def _size_evidence(self, route: Route) -> SizeEvidence:
-        """What this route's endpoint has shown about body sizes: a remembered payload cap is a refusal, and this
-        session's own requests on the route say what it took before (a resumed session, a `-c -p` run, judges a
-        reset with the same evidence as the session that is still open — for every SDK)."""
-        evidence = SizeEvidence()
-        learned = self.state.learned_cap(route.endpoint_id)
-        if learned is not None and learned.kind in PAYLOAD_KINDS and learned.rejected_bytes:
-            evidence.refused(learned.rejected_bytes)
-        try:
-            accepted, refused = self.session.store.route_sizes(self.session.id, route.name, route.provider)
-        except Exception:  # noqa: BLE001 - evidence is a help, never a reason to fail a turn
-            accepted, refused = None, None
-        evidence.accepted(accepted)
-        evidence.refused(refused)
-        return evidence
-
-    def summarizer(self) -> tuple[Provider, Sender]:
-        """The summarizer route's provider (compact_model, else the session's) and a sender for it."""
-        if self._summarizer is None:
-            name = self.settings.compact_model
-            if name and name != self.route.name:
-                from app.secrets import get_api_key
-
-                route = self.settings.route(name)
-                provider = make_provider(
-                    route, self.settings, get_api_key(route.provider, route.api_key_env).value
-                )
-                self._summarizer = (provider, self._make_sender(provider, route.name))
-            else:
-                self._summarizer = (self.provider, self.sender)
-        return self._summarizer
-
-    def summarizer_window(self) -> int:
-        provider, _ = self.summarizer()
-        if provider is self.provider:
-            return self.context_window
-        return (
-            provider.route.context_window
-            or model_limits(provider.route.provider, provider.route.model).context_window
-        )
-
-    async def _on_rejection(self, failure: Failure, request: Request) -> None:
-        self.emit(
-            Rejection(
-                kind=failure.kind,
-                bytes=failure.rejected_bytes or request.actual_bytes,
-                reason=failure.reason,
-                status=failure.status,
-                evidence=tuple(failure.evidence),
-                payload_related=failure.payload_related,
-                recoverable=failure.recoverable,
-                cause=failure.cause,
-                incident_id=failure.incident_id,
-            )
-        )
-        route = self.route if request.route == self.route.name else self.settings.routes.get(request.route)
-        if route is not None:  # what the refusal shows about the endpoint goes to its profile
-            on_failure(self.state, route.endpoint_id, failure)
-        await self.hooks.request_rejected(
-            failure.kind,
-            list(failure.evidence),
-            failure.rejected_bytes or request.actual_bytes,
-            self.cap_info().bytes,
-        )
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -413,6 +296,31 @@ class Engine:
 
     def calibrate(self, result: StreamResult) -> None:
         self.budget.calibrate(result)
+
+    # -- the route (app.engine.route_link) ----------------------------------------------------------------
+    def _use_route(self, route: Route, provider: Provider) -> None:
+        """Derive everything that depends on the route: limits, the sender, cached sizes."""
+        self.routes.use(route, provider)
+
+    def route_changed(self) -> None:
+        self.budget.forget_floor()
+        self.mcp_link.forget_plan()
+        self.budget_epoch += 1
+        self.native.prepare()  # the provider's compaction threshold depends on the route's window and cap
+
+    async def switch_route(self, route: Route, provider: Provider) -> None:
+        """`/model ROUTE`: continue this session on another route (the old provider is closed)."""
+        await self.routes.switch(route, provider)
+
+    def _make_sender(self, provider: Provider, route_name: str) -> Sender:
+        return self.routes.make_sender(provider, route_name)
+
+    def summarizer(self) -> tuple[Provider, Sender]:
+        """The summarizer route's provider (compact_model, else the session's) and a sender for it."""
+        return self.routes.summarizer()
+
+    def summarizer_window(self) -> int:
+        return self.routes.summarizer_window()
 
     # -- lifecycle (app.engine.lifecycle) ---------------------------------------------------------------
     async def start(self, *, resumed: bool = False) -> None:

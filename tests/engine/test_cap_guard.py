@@ -86,7 +86,7 @@ def _with_summarizer_route(h, lab, name: str, **extra) -> Route:
     h.engine.settings = dataclasses.replace(
         settings, routes={**settings.routes, name: route}, compact_model=name
     )
-    h.engine._summarizer = None
+    h.engine.routes.forget_summarizer()
     return route
 
 
