@@ -544,7 +544,7 @@ _COMMANDS = {
     "config": "app.commands.config_cmd",
     "auth": "app.commands.auth_cmd",
     "mcp": "app.commands.mcp_cmd",
-    "proxy": "app.commands.proxy_cmd",
+    "proxy": "app.ui.proxy_run",  # its live view; status and --headless in app.commands.proxy_cmd
     "gateway": "app.commands.gateway_cmd",
     "doctor": "app.commands.doctor_cmd",
     "permissions": "app.commands.permissions_cmd",

@@ -378,7 +378,7 @@ class Settings:
     classifier_rules: tuple[ClassifierRuleSpec, ...] = field(default=(), metadata={"kind": "classifier"})
     mcp_servers: Mapping[str, Any] = field(
         default_factory=dict, metadata={"kind": "mcp_servers"}
-    )  # app.mcp.config
+    )  # app.config_mcp
     keys: Mapping[str, str] = field(default_factory=dict, metadata={"kind": "keys"})
     permissions: Mapping[str, tuple[str, ...]] = field(default_factory=dict, metadata={"kind": "permissions"})
     sources: Mapping[str, str] = field(default_factory=dict, metadata={"kind": "meta"})
@@ -976,7 +976,7 @@ def _key_line(text: str, start: int, key: str) -> int:
 
 def _parse_classifier(raw: Any, origin: _Origin) -> tuple[ClassifierRuleSpec, ...]:
     """`[[classifier.rules]]`: user rules for a corporate gateway's own pages, checked here (file:line)."""
-    from app.engine.failure_rules import KINDS  # the engine owns the list of kinds
+    from app.model.failure_kinds import KINDS
 
     if not isinstance(raw, dict):
         raise ConfigError(
@@ -1069,10 +1069,10 @@ def _parse_classifier(raw: Any, origin: _Origin) -> tuple[ClassifierRuleSpec, ..
 
 
 def _parse_mcp_servers(raw: Any, origin: _Origin, env: Mapping[str, str]) -> dict[str, Any]:
-    """`[mcp_servers.NAME]` tables (app.mcp.config; imported only when there are some)."""
+    """`[mcp_servers.NAME]` tables (app.config_mcp; imported only when there are some)."""
     if not raw:
         return {}
-    from app.mcp.config import McpConfigError, parse_config_servers
+    from app.config_mcp import McpConfigError, parse_config_servers
 
     try:
         return parse_config_servers(raw, origin.where, env)
@@ -1081,8 +1081,8 @@ def _parse_mcp_servers(raw: Any, origin: _Origin, env: Mapping[str, str]) -> dic
 
 
 def _parse_permissions(raw: Any, origin: _Origin) -> dict[str, tuple[str, ...]]:
-    """`[permissions]`: allow / ask / deny lists of rules in Claude Code's syntax (app.engine.permissions)."""
-    from app.engine.permissions import RuleError, parse_rule
+    """`[permissions]`: allow / ask / deny lists of rules in Claude Code's syntax (app.model.permission_rules)."""
+    from app.model.permission_rules import RuleError, parse_rule
 
     if not isinstance(raw, dict):
         raise ConfigError(

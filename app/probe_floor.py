@@ -22,8 +22,9 @@ from app.sizes import format_size
 
 if TYPE_CHECKING:
     from app.config import Settings
+    from app.model.tools import ToolSpec
     from app.probe import Probe, Prober, ProbeResult
-    from app.providers.base import Provider, ToolSpec
+    from app.providers.base import Provider
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,7 @@ def measure_floor(
 def route_floor(settings: Settings, provider: Provider, workspace: Path | None = None) -> RouteFloor:
     """The floor of a new session on `provider`'s route in `workspace` (default: the current folder)."""
     from app.engine.instructions import join_system, load_instructions
-    from app.engine.prompts import SYSTEM_PROMPT
+    from app.model.prompts import SYSTEM_PROMPT
     from app.tools.registry import TOOL_SPECS
 
     folder = Path(workspace or settings.workspace or Path.cwd()).expanduser()

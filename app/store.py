@@ -39,6 +39,7 @@ from app.model.messages import (
     part_from_dict,
     part_to_dict,
 )
+from app.processes import Holder
 from app.redact import redact_headers, redact_known, redact_value
 
 SCHEMA_VERSION = 4
@@ -719,10 +720,8 @@ class Store:
 
     # -- leases: one writer per session (app.lease) -------------------------------------------
     def acquire_lease(self, session_id: str, me):
-        """Take `session_id`'s lease for `me` (an `app.lease.Holder`); None when taken (or already ours),
+        """Take `session_id`'s lease for `me` (an `app.processes.Holder`); None when taken (or already ours),
         else the live process that holds it. A stale lease (dead process, reused pid) is taken over."""
-        from app.lease import Holder
-
         with self.transaction() as conn:
             row = conn.execute("SELECT * FROM leases WHERE session_id = ?", (session_id,)).fetchone()
             if row is not None:
@@ -744,9 +743,7 @@ class Store:
         return None
 
     def lease_holder(self, session_id: str):
-        """The live process holding `session_id` (an `app.lease.Holder`), or None."""
-        from app.lease import Holder
-
+        """The live process holding `session_id` (an `app.processes.Holder`), or None."""
         rows = self.query("SELECT * FROM leases WHERE session_id = ?", (session_id,))
         if not rows:
             return None
@@ -760,9 +757,7 @@ class Store:
         return holder if holder.alive() else None
 
     def lease_row(self, session_id: str):
-        """Whoever holds `session_id`'s lease as recorded (an `app.lease.Holder`), alive or not; None."""
-        from app.lease import Holder
-
+        """Whoever holds `session_id`'s lease as recorded (an `app.processes.Holder`), alive or not; None."""
         rows = self.query("SELECT * FROM leases WHERE session_id = ?", (session_id,))
         if not rows:
             return None

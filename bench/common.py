@@ -36,8 +36,8 @@ if str(ROOT) not in sys.path:
 
 from app.config import Route, Settings  # noqa: E402
 from app.engine.compaction.context import JsonMeasure  # noqa: E402
-from app.engine.prompts import SYSTEM_PROMPT  # noqa: E402
 from app.model.messages import Image, Message, Text, ToolCall, ToolResult  # noqa: E402
+from app.model.prompts import SYSTEM_PROMPT  # noqa: E402
 
 MB = 1024 * 1024
 SIZES = ((1, 400), (5, 400), (10, 800))  # (MiB, messages) of the sessions the benchmarks use
@@ -151,7 +151,7 @@ def bench_route(provider: str) -> Route:
 
 def make_adapter(provider: str):
     """A fresh adapter (empty per-message size cache) for `provider`."""
-    from app.providers.base import make_provider
+    from app.providers.factory import make_provider
 
     return make_provider(bench_route(provider), Settings(), api_key="bench-not-a-key")
 

@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     from app.config import Settings
     from app.engine.compaction.context import PassContext
     from app.engine.compaction.pipeline import recovery_candidate
-    from app.engine.prompts import SYSTEM_PROMPT
+    from app.model.prompts import SYSTEM_PROMPT
     from app.tools.registry import TOOL_SPECS
 
     settings = Settings()

@@ -60,7 +60,7 @@ def child_engine(session_id: str) -> dict:
     from app.config import Route, Settings
     from app.engine.session import Session
     from app.engine.turn import Engine
-    from app.providers.base import make_provider
+    from app.providers.factory import make_provider
     from app.state import State
     from app.store import Store
     from app.ui import app as _ui  # noqa: F401 - same import footprint as the TUI process

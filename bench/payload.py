@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     wanted = {int(s) for s in args.sizes.split(",")}
     out = Output("payload", args.json)
 
-    from app.engine.prompts import SYSTEM_PROMPT
+    from app.model.prompts import SYSTEM_PROMPT
     from app.tools.registry import TOOL_SPECS
 
     tools = tuple(TOOL_SPECS)

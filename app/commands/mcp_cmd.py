@@ -77,7 +77,7 @@ def _route(args, settings: Settings) -> Route:
 
 def _measurer(route: Route, settings: Settings):
     """Bytes a list of tool specs adds to a request of `route`, in that route's request format."""
-    from app.providers.base import make_provider
+    from app.providers.factory import make_provider
 
     provider = make_provider(route, settings, None)
     base = provider.measure((), "", (), max_tokens=settings.max_output_tokens)
@@ -261,7 +261,7 @@ def approve(args, settings: Settings) -> int:
 
 
 def reset(args, settings: Settings) -> int:
-    from app.mcp.config import ProjectApprovals
+    from app.config_mcp import ProjectApprovals
     from app.state import State
 
     forgotten = ProjectApprovals(State(), _workspace(args, settings)).forget()

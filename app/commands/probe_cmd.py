@@ -63,7 +63,7 @@ def run(args) -> int:
         raise ConfigError("probe: --session and --withhold go with --content")
     from app.engine.bootstrap import choose_route
     from app.engine.profile_evidence import apply_profile
-    from app.providers.base import make_provider
+    from app.providers.factory import make_provider
     from app.state import State
 
     settings = load_settings()

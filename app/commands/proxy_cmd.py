@@ -111,7 +111,10 @@ NOT_A_TERMINAL = (
 )
 
 
-def run(args: Any) -> int:
+def serve_unless_live(args: Any) -> Any:
+    """`proxy status`, `--headless` and a run without a terminal, done here (an exit code); otherwise the
+    prepared proxy (`app.proxy.serve.Prepared`) for the live view to run (`app.ui.proxy_run.run`, which
+    the command line calls for `proxy`: the front end sits above the commands)."""
     if getattr(args, "proxy_action", None) == "status":
         from app.proxy.serve import print_status
 
@@ -126,6 +129,12 @@ def run(args: Any) -> int:
     if not sys.stdout.isatty() or not sys.stdin.isatty():
         print(NOT_A_TERMINAL, file=sys.stderr)
         return serve_headless(prepared)
-    from app.ui.proxy_run import run_live
+    return prepared
 
-    return run_live(prepared)
+
+def run(args: Any) -> int:
+    """The proxy without its live view (headless wherever the view would run)."""
+    from app.proxy.serve import serve_headless
+
+    outcome = serve_unless_live(args)
+    return outcome if isinstance(outcome, int) else serve_headless(outcome)

@@ -150,7 +150,7 @@ async def _probe_steps(settings: Any, route: Any, api_key: str | None, state: An
     from app.gateway_profile import load_profile, profile_lines
     from app.probe import Prober, timed
     from app.probe_floor import route_floor
-    from app.providers.base import make_provider
+    from app.providers.factory import make_provider
 
     provider = make_provider(route, settings, api_key)
     try:

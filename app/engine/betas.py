@@ -25,8 +25,8 @@ from app.providers.anthropic import COMPACT_ON_DEMAND_BETA, COMPACT_THRESHOLD_BE
 from app.textsafe import display_line
 
 if TYPE_CHECKING:
+    from app.engine.host import NativeHost, RequestHost
     from app.engine.sender import RequestFailed, StreamResult
-    from app.engine.turn import Engine
     from app.providers.base import Provider, ProviderError, Request
 
 BETA_HEADER = "anthropic-beta"
@@ -89,7 +89,7 @@ def beta_refusal(error: ProviderError, sent: Sequence[str]) -> BetaRefused | Non
     return None
 
 
-def remember_refusal(engine: Engine, provider: Provider, refused: BetaRefused) -> None:
+def remember_refusal(engine: NativeHost, provider: Provider, refused: BetaRefused) -> None:
     """Record it for the endpoint, stop sending it, and say so."""
     endpoint = provider.route.endpoint_id
     for beta in refused.betas:
@@ -107,7 +107,7 @@ def remember_refusal(engine: Engine, provider: Provider, refused: BetaRefused) -
 
 
 async def retry_without_betas(
-    engine: Engine, failed: RequestFailed, request: Request, max_tokens: int
+    engine: RequestHost, failed: RequestFailed, request: Request, max_tokens: int
 ) -> tuple[Request, StreamResult] | None:
     """The chat request again, once, without the betas the endpoint refused; None when the failure was
     not a beta refusal (or nothing changed to send differently)."""

@@ -11,14 +11,19 @@ import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from app.config import ConfigError, Route, Settings
 from app.engine.session import Session
 from app.lease import SessionHeld, this_process
-from app.providers.base import make_provider
+from app.providers.factory import make_provider
 from app.secrets import get_api_key
 from app.state import State
 from app.store import Store
+
+if TYPE_CHECKING:
+    from app.engine.turn import Engine
+    from app.mcp.manager import McpManager
 
 IMPLICIT_MODELS = {"anthropic": "claude-sonnet-5-5", "openai": "gpt-5.5"}
 LAB_NOTICE = (
@@ -163,10 +168,10 @@ def _forked(store: Store, source: Session, what: str, notices: list[str]) -> Ses
     return session
 
 
-def open_mcp(settings: Settings, workspace: Path, session: Session, state: State):
+def open_mcp(settings: Settings, workspace: Path, session: Session, state: State) -> McpManager | None:
     """The session's MCP servers (not started), or None when neither config.toml nor the workspace's
     `.mcp.json` names any — then nothing MCP is even imported."""
-    from app.mcp.config import PROJECT_FILE
+    from app.config_mcp import PROJECT_FILE
 
     if not settings.mcp_servers and not (Path(workspace) / PROJECT_FILE).exists():
         return None
@@ -203,7 +208,7 @@ def open_engine(
     resume: str | None = None,
     continue_: bool = False,
     workspace: Path | None = None,
-    approver: Callable[[str, dict, str], Awaitable[bool]] | None = None,
+    approver: Callable[[str, dict[str, Any], str], Awaitable[bool | str]] | None = None,
     store: Store | None = None,
     state: State | None = None,
     read_only: bool = False,
@@ -211,7 +216,7 @@ def open_engine(
     what: str = "",
     model: str | None = None,
     head_later: bool = False,
-):
+) -> tuple[Engine, RouteChoice, bool]:
     """An Engine ready for `start()`, plus the route choice (for the notices to show).
 
     The session is held for writing (`app.lease`) until `engine.close()`; see `open_session` for

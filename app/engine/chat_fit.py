@@ -19,7 +19,7 @@ from app.model.events import Notice
 from app.sizes import format_size
 
 if TYPE_CHECKING:
-    from app.engine.turn import Engine
+    from app.engine.host import RequestHost
     from app.providers.base import Request
 
 
@@ -28,7 +28,7 @@ def _cap_words(over: OverCap) -> str:
     return f"the {cap_label(cap)} ({format_size(cap.bytes or 0)}; {cap.detail})"
 
 
-async def fit_under_cap(engine: Engine, over: OverCap, max_tokens: int) -> Request:
+async def fit_under_cap(engine: RequestHost, over: OverCap, max_tokens: int) -> Request:
     """A request like `over.request`, rebuilt from a compacted view that fits the cap; TurnFailed if none can."""
     cap_bytes = over.cap.bytes or 0
     predicted = over.request.predicted_bytes

@@ -57,7 +57,9 @@ class Compactor:
             )
             return None
         if trigger != "recovery" and engine.native.supported:  # context_engine = "provider": ask it first
-            native = await engine.native.compact_on_demand(trigger, instructions, cancel)
+            from app.engine.native_on_demand import compact_on_demand
+
+            native = await compact_on_demand(engine.native, trigger, instructions, cancel)
             over_cap = (
                 trigger == "preflight"
                 and target_bytes is not None

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from app.model.messages import Message, Text, ToolCall, ToolResult
-from app.providers.base import ToolSpec
+from app.model.tools import ToolSpec
 
 Verdict = Literal["blocked", "passed"]
 DEFAULT_MAX_PROBES = 60

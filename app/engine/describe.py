@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from functools import singledispatch
 
 from app.model.events import (
+    ApprovalRequested,
     CapLearned,
     Compaction,
     CompactionPhase,
@@ -157,6 +158,13 @@ def _hook_started(event: HookStarted) -> None:
 def _tool_call(event: ToolCallStarted) -> Description:
     args = json.dumps(event.args, ensure_ascii=False, default=str)[:TOOL_ARGS_CHARS]
     return Description(f"{event.name} {args}", code="tool", mark="→")
+
+
+@describe.register
+def _approval_requested(event: ApprovalRequested) -> Description:
+    return Description(
+        f"{event.name} waits for your approval — {event.why}", level="warn", code="tool", mark="?"
+    )
 
 
 @describe.register

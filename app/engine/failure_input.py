@@ -15,19 +15,21 @@ from typing import Any
 
 from app.engine.failure_phrases import (
     AUTH_CLASSES,
-    BOTOCORE_CODE,
-    CODE_FIELD,
     CONNECT_FAILURE_CLASSES,
     CONNECTION_DROP_CLASSES,
     DEFAULT_DROP_THRESHOLD,
-    HTML_TAG,
-    JSON_ERROR_IN_MESSAGE,
     MAX_CAUSE_DEPTH,
     MAX_SCAN_CHARS,
+    TIMEOUT_CLASSES,
+)
+from app.engine.failure_shapes import (
+    BOTOCORE_CODE,
+    CODE_FIELD,
+    HTML_TAG,
+    JSON_ERROR_IN_MESSAGE,
     RETRY_IN_TEXT,
     SDK_MODULES,
     STATUS_IN_MESSAGE,
-    TIMEOUT_CLASSES,
 )
 from app.engine.resets import SizeEvidence
 from app.network_env import ProxyInEffect

@@ -14,35 +14,6 @@ from dataclasses import dataclass, field
 from app.engine.failure_input import Case
 from app.engine.failure_signals import Hit, Signal
 
-# -- kinds ------------------------------------------------------------------------------------------
-CONTEXT_OVERFLOW = "context_overflow"
-PAYLOAD_TOO_LARGE = "payload_too_large"
-WAF_BLOCK = "waf_block"
-CONNECTION_DROP = "connection_drop"
-HEADERS_TOO_LARGE = "headers_too_large"
-AUTH = "auth"
-RATE_LIMIT = "rate_limit"
-OVERLOADED = "overloaded"
-SERVER_ERROR = "server_error"
-TIMEOUT = "timeout"
-OTHER = "other"
-KINDS = (
-    CONTEXT_OVERFLOW,
-    PAYLOAD_TOO_LARGE,
-    WAF_BLOCK,
-    CONNECTION_DROP,
-    HEADERS_TOO_LARGE,
-    AUTH,
-    RATE_LIMIT,
-    OVERLOADED,
-    SERVER_ERROR,
-    TIMEOUT,
-    OTHER,
-)
-PAYLOAD_KINDS = frozenset({PAYLOAD_TOO_LARGE, WAF_BLOCK, CONNECTION_DROP})
-TRANSIENT_KINDS = frozenset({RATE_LIMIT, OVERLOADED, SERVER_ERROR, TIMEOUT})
-
-
 # -- rules ----------------------------------------------------------------------------------------------
 Detail = str | Callable[[Case, Sequence[Hit]], str]
 

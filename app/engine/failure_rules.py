@@ -84,20 +84,6 @@ from app.engine.failure_phrases import (
     WAF_STRONG_RE,
 )
 from app.engine.failure_rule import (  # noqa: F401 - the kinds and the machinery are this module's API
-    AUTH,
-    CONNECTION_DROP,
-    CONTEXT_OVERFLOW,
-    HEADERS_TOO_LARGE,
-    KINDS,
-    OTHER,
-    OVERLOADED,
-    PAYLOAD_KINDS,
-    PAYLOAD_TOO_LARGE,
-    RATE_LIMIT,
-    SERVER_ERROR,
-    TIMEOUT,
-    TRANSIENT_KINDS,
-    WAF_BLOCK,
     Detail,
     Rule,
     Verdict,
@@ -139,6 +125,22 @@ from app.engine.failure_signals import (
     phrase,
     status,
     transport,
+)
+from app.model.failure_kinds import (  # noqa: F401 - the kinds are part of this module's API
+    AUTH,
+    CONNECTION_DROP,
+    CONTEXT_OVERFLOW,
+    HEADERS_TOO_LARGE,
+    KINDS,
+    OTHER,
+    OVERLOADED,
+    PAYLOAD_KINDS,
+    PAYLOAD_TOO_LARGE,
+    RATE_LIMIT,
+    SERVER_ERROR,
+    TIMEOUT,
+    TRANSIENT_KINDS,
+    WAF_BLOCK,
 )
 
 # Every built-in rule; priorities are unique (higher wins).

@@ -59,13 +59,6 @@ from app.engine.failure_phrases import (
     WAF_RE,
 )
 from app.engine.failure_rule import (
-    AUTH,
-    CONTEXT_OVERFLOW,
-    HEADERS_TOO_LARGE,
-    OTHER,
-    PAYLOAD_TOO_LARGE,
-    TIMEOUT,
-    WAF_BLOCK,
     Rule,
 )
 from app.engine.failure_signals import (
@@ -89,6 +82,15 @@ from app.engine.failure_signals import (
     transport,
 )
 from app.engine.failure_vendors import Role, find_vendor
+from app.model.failure_kinds import (
+    AUTH,
+    CONTEXT_OVERFLOW,
+    HEADERS_TOO_LARGE,
+    OTHER,
+    PAYLOAD_TOO_LARGE,
+    TIMEOUT,
+    WAF_BLOCK,
+)
 from app.sizes import format_size
 
 

@@ -13,21 +13,19 @@ from typing import Any
 from app.engine.failure_input import Case, clip, header_matches
 from app.engine.failure_phrases import (
     AUTH_CODES,
-    BYTE_LIMIT,
     CONNECTION_DROP_CLASSES,
     CONTEXT_OVERFLOW_CODES,
     CONTEXT_OVERFLOW_RE,
     DROP_RE,
     EXCESS_WORDS,
-    INPUT_PLUS_OUTPUT,
     LENGTH_WORDS,
     OUTPUT_ONLY_WORDS,
     OVERLOADED_CODES,
     RATE_LIMIT_CODES,
     SERVER_ERROR_CODES,
-    TOKEN_COUNTS,
     TPM_LIMIT,
 )
+from app.engine.failure_shapes import BYTE_LIMIT, INPUT_PLUS_OUTPUT, TOKEN_COUNTS
 from app.engine.resets import judge_reset
 from app.sizes import format_size
 

@@ -33,8 +33,16 @@ from app.engine.failure_input import (
 )
 from app.engine.failure_phrases import DEFAULT_DROP_THRESHOLD
 from app.engine.failure_rules import (  # noqa: F401 - the kinds are part of this module's API
-    AUTH,
     BUILT_IN_RULES,
+    Rule,
+    Verdict,
+    evaluate,
+    means_of,
+)
+from app.engine.failure_vendors import NAMES
+from app.engine.resets import SizeEvidence
+from app.model.failure_kinds import (  # noqa: F401 - the kinds are part of this module's API
+    AUTH,
     CONNECTION_DROP,
     CONTEXT_OVERFLOW,
     HEADERS_TOO_LARGE,
@@ -48,17 +56,11 @@ from app.engine.failure_rules import (  # noqa: F401 - the kinds are part of thi
     TIMEOUT,
     TRANSIENT_KINDS,
     WAF_BLOCK,
-    Rule,
-    Verdict,
-    evaluate,
-    means_of,
 )
-from app.engine.failure_vendors import NAMES
-from app.engine.resets import SizeEvidence
 
 FALLBACK_RULE_ID = "fallback"
 
-HEADLINES = {
+HEADLINES: dict[str, str] = {  # by failure kind
     CONTEXT_OVERFLOW: "Context window exceeded",
     PAYLOAD_TOO_LARGE: "Request body too large",
     WAF_BLOCK: "Rejected by a WAF",

@@ -29,11 +29,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from app.config import ConfigError, fallback_chain
-from app.engine.prompts import CONTINUATION
 from app.engine.recovery import TurnFailed
 from app.model.events import FallbackAnswered, FallbackMoved, Notice
 from app.model.fallback import STAYING_KINDS, FallbackKind
 from app.model.messages import Message
+from app.model.prompts import CONTINUATION
 from app.textsafe import display_line
 
 if TYPE_CHECKING:
@@ -269,7 +269,7 @@ class FallbackChain:
         if name in self.providers and name in self.routes:
             return self.routes[name], self.providers[name]
         from app.engine.bootstrap import choose_route, with_model
-        from app.providers.base import make_provider
+        from app.providers.factory import make_provider
 
         choice = with_model(choose_route(self.engine.settings, name), self.engine.state)
         provider = make_provider(choice.route, self.engine.settings, choice.api_key)

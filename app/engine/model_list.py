@@ -14,7 +14,8 @@ import asyncio
 
 from app.config import Route, Settings
 from app.engine.failures import classify
-from app.providers.base import ListedModel, ProviderError, make_provider
+from app.providers.base import ListedModel, ProviderError
+from app.providers.factory import make_provider
 from app.providers.models import RouteModels, choice_for
 
 

@@ -16,7 +16,7 @@ import tomllib
 from pathlib import Path
 
 from app.engine.instructions import INSTRUCTION_NAMES, project_root
-from app.engine.prompts import INIT_MARKER
+from app.model.prompts import INIT_MARKER
 
 MAX_LISTED = 40
 

@@ -29,12 +29,12 @@ from app.engine.compaction.context import PassContext, merge_entries
 from app.engine.compaction.pipeline import recovery_candidate
 from app.engine.failures import Failure
 from app.engine.payload import FloorDiagnosis, describe_floor, diagnose_floor, reduce_advice
-from app.engine.prompts import PAYLOAD_NOTICE, PAYLOAD_NOTICE_PREFIXES
 from app.engine.receipts import make_receipt
 from app.engine.sender import RequestFailed, StreamResult
 from app.model.archive import ArchiveEntry
 from app.model.events import CapLearned, Compaction, Notice, RecoveryOutcome, RecoveryStep
 from app.model.messages import Message
+from app.model.prompts import PAYLOAD_NOTICE, PAYLOAD_NOTICE_PREFIXES
 from app.sizes import format_size
 
 if TYPE_CHECKING:

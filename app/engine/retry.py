@@ -38,4 +38,6 @@ class RetryPolicy:
         if retry_after is not None:
             return retry_after if retry_after <= MAX_HONOURED_RETRY_AFTER else None
         ceiling = min(self.max_delay, self.base_delay * (2 ** (attempt - 1)))
-        return ceiling * (0.5 + 0.5 * self.rng.random())  # "equal jitter": never zero, never above the cap
+        return float(
+            ceiling * (0.5 + 0.5 * self.rng.random())
+        )  # "equal jitter": never zero, never above the cap

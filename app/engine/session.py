@@ -154,7 +154,7 @@ class Session:
     def take_lease(self, what: str = "") -> Holder | None:
         """Hold this session for writing; None when it is ours, else the other bulkhead that holds it."""
         me = this_process(what)
-        holder = self.store.acquire_lease(self.id, me)
+        holder: Holder | None = self.store.acquire_lease(self.id, me)
         if holder is None:
             self.lease = me
         return holder

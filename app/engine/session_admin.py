@@ -20,7 +20,8 @@ def session_holder(store: Store, session_id: str) -> str | None:
     holder = store.lease_holder(session_id)
     if holder is None or holder.same_process(this_process()):
         return None
-    return holder.describe()
+    described: str = holder.describe()
+    return described
 
 
 def delete_session(store: Store, session_id: str, *, current_id: str | None = None) -> SessionRow:

@@ -10,7 +10,7 @@ to judge. A model that calls a built-in tool the route does not offer gets an er
 from __future__ import annotations
 
 from app.config import Route, Settings
-from app.providers.base import ToolSpec
+from app.model.tools import ToolSpec
 from app.tools.registry import TOOL_SPECS
 
 

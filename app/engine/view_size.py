@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 from app.providers.base import dumps
 
 if TYPE_CHECKING:
-    from app.providers.base import Provider, ToolSpec
+    from app.model.tools import ToolSpec
+    from app.providers.base import Provider
 
 SIZE_FLAG = "view_bytes"  # the session flag: {"key": size_key(...), "bytes": exact body bytes}
 _SHARED_MODULES = ("app.providers.base", "app.providers.wire", "app.model.messages")

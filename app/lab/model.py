@@ -49,17 +49,6 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from app.engine.compaction.pairing import CONTINUES_NOTICE
-from app.engine.prompts import (
-    COMPACTED_NOTICE,
-    CONTINUATION,
-    DROPPED_NOTICE,
-    INIT_MARKER,
-    LEGACY_PAYLOAD_NOTICE_PREFIX,
-    PAYLOAD_NOTICE_PREFIX,
-    SUMMARY_HEADER,
-    SUMMARY_SYSTEM_MARKER,
-)
 from app.lab.conversation import (
     END_TURN,
     MAX_TOKENS,
@@ -73,6 +62,17 @@ from app.lab.conversation import (
     compact_json,
 )
 from app.model.memory import MEMORY_SYSTEM_MARKER, NO_FACTS, remember_lines
+from app.model.prompts import (
+    COMPACTED_NOTICE,
+    CONTINUATION,
+    CONTINUES_NOTICE,
+    DROPPED_NOTICE,
+    INIT_MARKER,
+    LEGACY_PAYLOAD_NOTICE_PREFIX,
+    PAYLOAD_NOTICE_PREFIX,
+    SUMMARY_HEADER,
+    SUMMARY_SYSTEM_MARKER,
+)
 from app.sizes import SizeError, format_size, parse_size
 
 GRAMMAR = """\

@@ -35,7 +35,7 @@ from typing import Any
 
 from app.mcp.connection import McpTool
 from app.model.messages import Image
-from app.providers.base import ToolSpec
+from app.model.tools import ToolSpec
 from app.sizes import format_size
 from app.tools.base import ToolOutcome, error, ok
 

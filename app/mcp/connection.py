@@ -27,7 +27,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from app.mcp.config import McpServerSpec
+from app.config_mcp import McpServerSpec
 from app.mcp.stderr_log import StderrLog
 
 STDERR_TAIL_LINES = 8  # lines of a server's stderr shown with a failure

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from app.mcp.adapter import one_line
-from app.providers.base import ToolSpec
+from app.model.tools import ToolSpec
 from app.sizes import format_size
 
 SEARCH_TOOL = "tool_search"

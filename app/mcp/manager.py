@@ -22,8 +22,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from app.config_mcp import McpServerSpec, ProjectApprovals, merge_servers, read_project_servers
 from app.mcp import adapter
-from app.mcp.config import McpServerSpec, ProjectApprovals, merge_servers, read_project_servers
 from app.mcp.connection import (
     McpCallError,
     McpConnection,
@@ -33,7 +33,7 @@ from app.mcp.connection import (
     route_sdk_logging,
     sdk_available,
 )
-from app.providers.base import ToolSpec
+from app.model.tools import ToolSpec
 
 Ask = Callable[[list[McpServerSpec]], Awaitable[str | None]]  # -> "allow" | "deny" | None (not now)
 SDK_MISSING = "the mcp package is not installed: python3 -m pip install 'mcp>=2.3,<3'"

@@ -141,6 +141,20 @@ class ToolApproval(Event):
 
 
 @dataclass(frozen=True)
+class ApprovalRequested(Event):
+    """A tool call waits for the user's answer (`SessionApi.approve(call_id, answer)`); `remember`: the
+    allow rule an "always" answer keeps. Only front ends on `app.engine.api` get it (a legacy approver
+    callback is asked directly)."""
+
+    type: ClassVar[str] = "approval_requested"
+    call_id: str
+    name: str
+    args: dict[str, Any] = field(default_factory=dict)
+    why: str = ""
+    remember: str = ""
+
+
+@dataclass(frozen=True)
 class ToolCallFinished(Event):
     type: ClassVar[str] = "tool_result"
     call_id: str

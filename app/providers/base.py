@@ -25,6 +25,7 @@ from app.model.archive import LEGACY_MARKER_PREFIX, current_markers
 from app.model.costs import Usage
 from app.model.events import RequestPurpose
 from app.model.messages import Message, Text, ToolResult
+from app.model.tools import ToolSpec
 
 SUMMARY_PURPOSE: RequestPurpose = "summary"
 
@@ -76,20 +77,6 @@ def string_len(text: str) -> int:
     raw = text.encode("utf-8")
     escaped = raw.translate(None, _KEPT_BYTES)  # only the bytes that are escaped
     return len(raw) + 2 + len(escaped) + 4 * len(escaped.translate(None, _TWO_CHARACTER_ESCAPES))
-
-
-@dataclass(frozen=True)
-class ToolSpec:
-    """A tool as every provider is told about it.
-
-    `defer_loading`: Anthropic's tool search — the definition is sent but the model does not read
-    it until a `tool_reference` loads it (app.mcp.deferral); other providers send it as usual.
-    """
-
-    name: str
-    description: str
-    input_schema: Mapping[str, Any]
-    defer_loading: bool = False
 
 
 @dataclass
@@ -382,30 +369,3 @@ class Provider(abc.ABC):
         """Send a `build_compaction` request: the compaction item(s) it returned and its usage.
         Every failure is a ProviderError, as in stream()."""
         raise NotImplementedError(f"{self.kind} has no native compaction")
-
-
-def make_provider(route: Route, settings: Settings, api_key: str | None = None) -> Provider:
-    """The adapter for `route`. Imports only the module needed (each SDK is slow to import)."""
-    if route.provider == "anthropic":
-        from app.providers.anthropic import AnthropicProvider
-
-        return AnthropicProvider(route, settings, api_key)
-    if route.provider == "openai":
-        from app.providers.openai import openai_api
-
-        if openai_api(route) == "responses":
-            from app.providers.responses import ResponsesProvider
-
-            return ResponsesProvider(route, settings, api_key)
-        from app.providers.openai import OpenAIProvider
-
-        return OpenAIProvider(route, settings, api_key)
-    if route.provider == "bedrock":
-        from app.providers.bedrock import BedrockProvider
-
-        return BedrockProvider(route, settings, api_key)
-    if route.provider == "lab":
-        from app.providers.lab import LabProvider
-
-        return LabProvider(route, settings, api_key)
-    raise ValueError(f"unknown provider {route.provider!r}")

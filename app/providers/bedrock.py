@@ -33,6 +33,7 @@ from app.config import Route, Settings
 from app.model.costs import Usage
 from app.model.events import RequestPurpose
 from app.model.messages import COMPACTION_SUMMARY_HEADER, Image, Message, Native, Text, ToolCall, ToolResult
+from app.model.tools import ToolSpec
 from app.providers.base import (
     ListedModel,
     ProbeFloor,
@@ -44,7 +45,6 @@ from app.providers.base import (
     StreamEvent,
     TextChunk,
     ToolCallChunk,
-    ToolSpec,
     UsageChunk,
     one_encoder,
     parse_retry_after,

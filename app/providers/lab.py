@@ -1,15 +1,16 @@
 """The `lab` provider: bulkhead's gateway lab, spoken to in the Anthropic wire format.
 
-With `base_url` on the route it talks to a running `bulkhead lab`; without one it starts
-the lab in-process (`app.lab.embedded`) on first use, once, and keeps the handle in
-`LabProvider.lab` so the caller can say so, reconfigure it, or read what it received.
+With `base_url` on the route it talks to a running `bulkhead lab`; without one it starts the lab in-process
+on first use, once, with the `start_lab` it was given (the engine registers the embedded lab's,
+`app.engine.lab_provider`: this package sits below `app.lab`), and keeps the handle in `LabProvider.lab` so the
+caller can say so, reconfigure it, or read what it received.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from app.config import Route, Settings
@@ -24,9 +25,17 @@ NOT_STARTED_URL = "lab://embedded"
 class LabProvider(AnthropicProvider):
     kind = "lab"
 
-    def __init__(self, route: Route, settings: Settings, api_key: str | None = None) -> None:
+    def __init__(
+        self,
+        route: Route,
+        settings: Settings,
+        api_key: str | None = None,
+        *,
+        start_lab: Callable[..., Any] | None = None,
+    ) -> None:
         super().__init__(route, settings, api_key)
         self.lab: Any = None  # app.lab.embedded.LabHandle once started
+        self._start_lab = start_lab  # app.lab.embedded.start_embedded_lab, given by the engine
         self._lab_lock = threading.Lock()
 
     def _base_url(self) -> str:
@@ -40,12 +49,15 @@ class LabProvider(AnthropicProvider):
     def _start_once(self) -> Any:
         with self._lab_lock:
             if self.lab is None:
-                from app.lab.embedded import start_embedded_lab
-
+                if self._start_lab is None:
+                    raise RuntimeError(
+                        f"route {self.route.name!r} has no base_url and there is no embedded lab here: start one "
+                        f"with `bulkhead lab` and set base_url to its address"
+                    )
                 options: dict[str, Any] = {}
                 if self.route.context_window:
                     options["window"] = self.route.context_window
-                self.lab = start_embedded_lab(**options)
+                self.lab = self._start_lab(**options)
                 self._client = None  # any client made before pointed nowhere
             return self.lab
 

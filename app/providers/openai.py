@@ -31,6 +31,7 @@ from app.config import Route, Settings
 from app.model.costs import Usage
 from app.model.events import RequestPurpose
 from app.model.messages import COMPACTION_SUMMARY_HEADER, Image, Message, Native, Text, ToolCall, ToolResult
+from app.model.tools import ToolSpec
 from app.providers.base import (
     ListedModel,
     ProbeFloor,
@@ -41,7 +42,6 @@ from app.providers.base import (
     StreamEvent,
     TextChunk,
     ToolCallChunk,
-    ToolSpec,
     UsageChunk,
 )
 from app.providers.html import looks_like_html

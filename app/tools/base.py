@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from app.model.messages import Image
-from app.providers.base import ToolSpec
+from app.model.tools import ToolSpec
 
 ToolKind = Literal["read", "edit", "shell", "recall"]
 RecallLookup = Callable[[str], str | None]

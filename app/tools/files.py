@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from app.fsutil import WriteFailed, atomic_write
-from app.providers.base import ToolSpec
+from app.model.tools import ToolSpec
 from app.sizes import format_size
 from app.tools.base import (
     PATH_ARG,

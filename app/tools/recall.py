@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.model.archive import format_recall, parse_recall_keys
-from app.providers.base import ToolSpec
+from app.model.tools import ToolSpec
 from app.tools.base import ToolContext, ToolInfo, ToolOutcome, error, schema
 
 NOT_FOUND = "[not found in the archive]"

@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-from app.providers.base import ToolSpec
+from app.model.tools import ToolSpec
 from app.tools import files, recall, search, shell
 from app.tools.base import ToolContext, ToolError, ToolInfo, ToolOutcome, error
 from app.tools.budget import apply_budget

@@ -24,7 +24,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
-from app.providers.base import ToolSpec
+from app.model.tools import ToolSpec
 from app.tools.base import PATH_ARG, ToolContext, ToolError, ToolInfo, ToolOutcome, error, ok, schema
 from app.tools.files import BINARY_SAMPLE_BYTES
 from app.tools.gitsafe import run_git

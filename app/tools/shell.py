@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.providers.base import ToolSpec
+from app.model.tools import ToolSpec
 from app.redact import known_secrets
 from app.secrets import is_provider_credential
 from app.sizes import format_size

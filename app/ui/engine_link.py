@@ -279,7 +279,7 @@ class EngineLink:
 
     async def ask_mcp_trust(self, specs) -> str | None:
         """Ask once whether this workspace's `.mcp.json` servers may start ("allow" | "deny" | None)."""
-        from app.mcp.config import PROJECT_FILE
+        from app.config_mcp import PROJECT_FILE
         from app.ui.screens.mcp_trust import McpTrustScreen
 
         return await self._ask_trust(McpTrustScreen(specs, str(self.workspace / PROJECT_FILE)))

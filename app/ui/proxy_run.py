@@ -16,6 +16,14 @@ from app.proxy.texts import bind_warning
 EXIT_OK, EXIT_ERROR = 0, 1
 
 
+def run(args: Any) -> int:
+    """`bulkhead proxy`: the live view in a terminal; status, --headless and no terminal as the command does."""
+    from app.commands.proxy_cmd import serve_unless_live
+
+    outcome = serve_unless_live(args)
+    return outcome if isinstance(outcome, int) else run_live(outcome)
+
+
 def run_live(prepared: Any) -> int:
     """`prepared`: app.proxy.serve.Prepared."""
     from app.proxy.background import ProxyProcess

@@ -143,7 +143,7 @@ async def model(app: Host, name: str, chosen_model: str | None = None) -> None:
         except OSError as exc:
             app.notify(f"could not remember the model: {exc}", severity="warning")
     choice = with_model(choice, app.state)
-    from app.providers.base import make_provider
+    from app.providers.factory import make_provider
 
     provider = make_provider(choice.route, app.settings, choice.api_key)
     await app.engine.switch_route(choice.route, provider)  # its notice says so in the chat

@@ -11,9 +11,9 @@ from app.engine.compaction.pairing import (
     repair_pairing,
     starts_with_user,
 )
-from app.engine.prompts import DROPPED_NOTICE
 from app.model.archive import archive_key, marker
 from app.model.messages import ToolCall
+from app.model.prompts import DROPPED_NOTICE
 
 
 def test_valid_view_is_untouched():

@@ -16,9 +16,9 @@ from app.engine.compaction.summarize import (
     summarizer_budget,
     summary_floor,
 )
-from app.engine.prompts import SUMMARY_HEADER, SUMMARY_SYSTEM
 from app.model.archive import archive_key, marker, markers_in
 from app.model.messages import Message, Text, ToolCall
+from app.model.prompts import SUMMARY_HEADER, SUMMARY_SYSTEM
 
 GOOD = (
     "The user asked to fix the parser in app/parse.py; the assistant ran the tests (→ shell: pytest), "

@@ -10,9 +10,9 @@ from app.config import Settings
 from app.engine.compaction.pairing import pairing_problems
 from app.engine.compaction.truncate import keep_recent, nuclear, shrink_to_fit
 from app.engine.compaction.verbatim import limit_verbatim
-from app.engine.prompts import COMPACTED_NOTICE, DROPPED_NOTICE
 from app.model.archive import archive_key, marker, markers_in
 from app.model.messages import Text
+from app.model.prompts import COMPACTED_NOTICE, DROPPED_NOTICE
 
 
 def chat(turns: int, size: int = 200) -> Builder:

@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from app.engine import prompts
+from app.model import prompts
 from tests.engine.real_gateways import start_apache_modsecurity
 
 

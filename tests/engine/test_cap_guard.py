@@ -75,7 +75,7 @@ class SentLog:
 
 
 def _is_recovery(request) -> bool:
-    from app.engine.prompts import PAYLOAD_NOTICE_PREFIX
+    from app.model.prompts import PAYLOAD_NOTICE_PREFIX
 
     return PAYLOAD_NOTICE_PREFIX in str(request.body.get("messages", ""))[-20_000:]
 
@@ -86,7 +86,7 @@ def _with_summarizer_route(h, lab, name: str, **extra) -> Route:
     h.engine.settings = dataclasses.replace(
         settings, routes={**settings.routes, name: route}, compact_model=name
     )
-    h.engine._summarizer = None
+    h.engine.routes.forget_summarizer()
     return route
 
 

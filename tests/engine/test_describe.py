@@ -9,6 +9,7 @@ from app.commands import oneshot
 from app.engine.describe import describe
 from app.engine.turn import describe_event
 from app.model.events import (
+    ApprovalRequested,
     CapLearned,
     Compaction,
     HookRun,
@@ -61,6 +62,8 @@ def test_what_is_not_a_line_is_none():
 def test_line_carries_a_mark():
     assert describe(Notice("careful", level="warn")).line == "⚠ careful"
     assert describe(ToolCallFinished("c1", "grep", False, "", 1200)).line == "✓ grep: 1,200 chars"
+    asked = describe(ApprovalRequested("c1", "shell", {"command": "ls"}, "writes outside: ls"))
+    assert (asked.line, asked.level) == ("? shell waits for your approval — writes outside: ls", "warn")
     assert describe(McpServerChanged("docs", "ready", tools=3)).line == "⚙ MCP server docs: ready, 3 tools"
     assert (
         "assumed a cap of 4.0 MB"

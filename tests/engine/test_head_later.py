@@ -12,7 +12,7 @@ from app.engine.session import Session
 from app.engine.turn import Engine, retry_point
 from app.engine.view_size import SIZE_FLAG
 from app.model.messages import Message, ToolCall, ToolResult
-from app.providers.base import make_provider
+from app.providers.factory import make_provider
 from app.state import State
 
 TURNS = HEAD_LATER_FROM // 4 + 10  # × (prompt, tool call, its result, answer)
@@ -90,12 +90,12 @@ async def test_the_engine_opens_and_starts_without_the_head_and_reports_what_a_w
         1,
     )
 
-    kept = again._known_view_bytes()
+    kept = again.budget.known_view_bytes()
     again.session.complete()
-    assert again._known_view_bytes() == kept  # the same view, decoded: its size still known
+    assert again.budget.known_view_bytes() == kept  # the same view, decoded: its size still known
     assert kept == again.measure(again.session.view.messages)
     again.session.append(Message.create("user", "one more", turn=again.session.turn + 1))
-    assert again._known_view_bytes() is None  # a new view
+    assert again.budget.known_view_bytes() is None  # a new view
     await again.close()
 
 

@@ -15,7 +15,7 @@ import json
 
 import pytest
 
-from app.engine import prompts
+from app.model import prompts
 from app.model.archive import recall_suffix, stub_text
 from app.tools.registry import TOOL_SPECS
 

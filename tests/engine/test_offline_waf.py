@@ -18,8 +18,8 @@ import sys
 
 import pytest
 
-from app.engine import prompts
 from app.engine.offline_waf import LocalCrs, offline_unavailable
+from app.model import prompts
 from tests.engine.test_modsecurity_crs import SQL_FILE, anthropic_body, fixed_texts, post
 
 needs_offline = pytest.mark.skipif(bool(offline_unavailable()), reason=offline_unavailable() or "installed")

@@ -7,7 +7,7 @@ import json
 from app.config import Route, Settings
 from app.engine.session import Session
 from app.engine.turn import Engine
-from app.providers.base import make_provider
+from app.providers.factory import make_provider
 from app.state import State
 from app.store import Store
 

@@ -10,7 +10,7 @@ import pytest
 from app.config import Settings
 from app.engine.retry import RetryPolicy
 from app.probe import Prober, timed
-from app.providers.base import make_provider
+from app.providers.factory import make_provider
 from app.sizes import KIB, MIB
 from tests.engine.conftest import FAKE_KEY, route_for
 

@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from app.engine.prompts import PAYLOAD_NOTICE_PREFIX
 from app.model.archive import markers_in
+from app.model.prompts import PAYLOAD_NOTICE_PREFIX
 from app.sizes import KIB
 
 PROVIDERS = ("anthropic", "openai", "bedrock")

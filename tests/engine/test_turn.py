@@ -9,8 +9,8 @@ import stat
 import pytest
 
 from app.config import HookSpec
-from app.engine.prompts import CONTINUATION
 from app.model.archive import markers_in
+from app.model.prompts import CONTINUATION
 
 PROVIDERS = ("anthropic", "openai", "bedrock")
 

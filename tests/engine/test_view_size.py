@@ -12,7 +12,7 @@ from app.engine.session import Session
 from app.engine.turn import Engine
 from app.engine.view_size import SIZE_FLAG
 from app.model.messages import Message
-from app.providers.base import make_provider
+from app.providers.factory import make_provider
 from app.state import State
 
 PROVIDERS = ("anthropic", "openai", "bedrock")

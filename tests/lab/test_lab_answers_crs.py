@@ -15,8 +15,8 @@ import json
 
 import pytest
 
-from app.engine.prompts import CONTINUATION, SUMMARY_SYSTEM
 from app.lab.model import respond
+from app.model.prompts import CONTINUATION, SUMMARY_SYSTEM
 from tests.engine.test_modsecurity_crs import post
 from tests.lab.test_lab_model import conv
 

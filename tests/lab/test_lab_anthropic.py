@@ -9,8 +9,8 @@ import urllib.request
 import anthropic
 import pytest
 
-from app.engine.prompts import CONTINUATION
 from app.lab.model import CUT_ENDING
+from app.model.prompts import CONTINUATION
 
 TOOLS = [
     {

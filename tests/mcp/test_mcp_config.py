@@ -8,7 +8,7 @@ import json
 import pytest
 
 from app.config import ConfigError, load_settings
-from app.mcp.config import (
+from app.config_mcp import (
     McpConfigError,
     ProjectApprovals,
     expand,

@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from app.engine.prompts import SUMMARY_HEADER
 from app.engine.receipts import read_receipts
+from app.model.prompts import SUMMARY_HEADER
 from tests.mcp.conftest import demo_spec
 
 

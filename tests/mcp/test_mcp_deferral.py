@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from app.mcp.deferral import SEARCH_TOOL, describe_found, index_text, plan_tools, search
-from app.providers.base import ToolSpec
+from app.model.tools import ToolSpec
 
 
 def specs(count: int, server: str = "big", words: int = 60) -> list[ToolSpec]:

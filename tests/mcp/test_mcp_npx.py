@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from app.mcp.config import McpServerSpec
+from app.config_mcp import McpServerSpec
 from app.mcp.manager import McpManager
 from app.mcp.toolset import McpToolset
 from app.tools.base import ToolContext

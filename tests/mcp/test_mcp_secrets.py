@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sys
 
-from app.mcp.config import read_project_servers
+from app.config_mcp import read_project_servers
 from app.mcp.manager import McpManager
 from app.redact import redact_text
 from tests.mcp.conftest import DEMO
@@ -48,7 +48,7 @@ def test_definitions_are_shown_as_written_and_credentials_flagged(tmp_path) -> N
 
 
 async def test_the_stderr_log_is_redacted_and_rotates(tmp_path) -> None:
-    from app.mcp.config import parse_server
+    from app.config_mcp import parse_server
 
     spec = parse_server(
         "chatty",
@@ -79,7 +79,7 @@ async def test_the_stderr_log_is_redacted_and_rotates(tmp_path) -> None:
 
 
 async def test_the_log_names_the_definition_as_written_and_hides_an_echoed_key(tmp_path) -> None:
-    from app.mcp.config import parse_server
+    from app.config_mcp import parse_server
 
     spec = parse_server(
         "echoer",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from app.mcp.config import McpServerSpec
+from app.config_mcp import McpServerSpec
 from app.mcp.connection import McpCallError, McpConnection, ServerState
 from app.mcp.manager import McpManager
 from tests.mcp.conftest import demo_spec
@@ -145,7 +145,7 @@ async def test_esc_cancels_a_running_call(tmp_path):
 
 
 async def test_manager_needs_a_yes_for_project_servers_and_remembers_it(tmp_path):
-    from app.mcp.config import ProjectApprovals
+    from app.config_mcp import ProjectApprovals
     from app.state import State
 
     state = State(tmp_path / "state.toml")

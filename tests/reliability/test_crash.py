@@ -368,7 +368,7 @@ async def test_regression_a_draft_left_after_its_answer_was_committed_is_not_app
     from app.config import Settings
     from app.engine.turn import Engine
     from app.model.messages import Message
-    from app.providers.base import make_provider
+    from app.providers.factory import make_provider
     from tests.reliability.conftest import FAKE_KEY, route_for
 
     store = Store()

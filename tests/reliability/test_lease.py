@@ -194,7 +194,7 @@ async def test_a_turn_appended_by_another_process_survives_a_compact(home, fresh
     The turn must stay in the view (it is not archived) — before, the new view silently left it out."""
     from app.config import Settings
     from app.engine.turn import Engine
-    from app.providers.base import make_provider
+    from app.providers.factory import make_provider
     from app.state import State
     from tests.reliability.conftest import FAKE_KEY, route_for
 

@@ -34,7 +34,7 @@ from app.config import Settings
 from app.engine.session import Session
 from app.engine.turn import Engine
 from app.model.events import Event
-from app.providers.base import make_provider
+from app.providers.factory import make_provider
 from app.sizes import KIB, format_size
 from app.state import State
 from app.store import Store

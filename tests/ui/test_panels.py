@@ -36,7 +36,7 @@ from app.model.events import (
     ViewChanged,
 )
 from app.model.messages import Message
-from app.providers.base import make_provider
+from app.providers.factory import make_provider
 from app.state import State
 from app.store import Store
 from app.ui.explain import explain_request, recovery_after, request_report

@@ -396,7 +396,7 @@ def test_a_missing_bundle_met_after_route_setup_says_variable_path_and_does_not_
 
     from app.config import Route, Settings
     from app.engine.failures import classify
-    from app.providers.base import make_provider
+    from app.providers.factory import make_provider
 
     missing = tmp_path / "corp.pem"
     monkeypatch.setenv("SSL_CERT_FILE", str(missing))

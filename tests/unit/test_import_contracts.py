@@ -65,3 +65,21 @@ def test_the_tool_registry_declares_the_tools_in_the_order_requests_always_had()
             strict=True,
         )
     )
+
+
+def test_the_front_door_contract_forbids_every_engine_module_but_the_api():
+    """A new module of app.engine is forbidden to the front ends as soon as it exists: the contract's list is
+    the engine's modules, every one but `app.engine.api`."""
+    import tomllib
+
+    contracts = tomllib.loads((REPOSITORY / "pyproject.toml").read_text())["tool"]["importlinter"][
+        "contracts"
+    ]
+    front_door = next(c for c in contracts if c.get("source_modules") == ["app.ui", "app.commands"])
+    engine = REPOSITORY / "app" / "engine"
+    modules = {
+        f"app.engine.{path.stem}"
+        for path in engine.iterdir()
+        if (path.suffix == ".py" and path.stem != "__init__") or (path / "__init__.py").exists()
+    }
+    assert set(front_door["forbidden_modules"]) == modules - {"app.engine.api"}

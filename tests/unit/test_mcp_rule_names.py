@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from app.config_mcp import McpConfigError, parse_server, read_project_servers
 from app.engine.permissions import Permissions
-from app.mcp.config import McpConfigError, parse_server, read_project_servers
 
 
 @pytest.mark.parametrize("name", ["github__x", "_github", "github_", "a__b__c"])

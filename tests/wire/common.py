@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from app.model.messages import Image, Message, Text, ToolCall, ToolResult
+from app.model.tools import ToolSpec
 from app.providers.base import (
     Provider,
     ProviderError,
@@ -18,7 +19,6 @@ from app.providers.base import (
     StreamEvent,
     TextChunk,
     ToolCallChunk,
-    ToolSpec,
     UsageChunk,
 )
 

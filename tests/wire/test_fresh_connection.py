@@ -14,7 +14,8 @@ import threading
 import pytest
 
 from app.config import Route, Settings
-from app.providers.base import ProviderError, make_provider
+from app.providers.base import ProviderError
+from app.providers.factory import make_provider
 
 LIMIT = 100_000
 OK_BODY = json.dumps(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from app.config import Route, Settings
-from app.providers.base import make_provider
+from app.providers.factory import make_provider
 
 from .common import READ_TOOL, SYSTEM, collect, collect_error, stop_of, text_of, user
 

@@ -11,7 +11,8 @@ import app.providers.anthropic, app.providers.openai, app.providers.bedrock, app
 import app.providers.catalog, app.providers.wire, app.providers.html
 from app.config import Route, Settings
 from app.model.messages import Message
-from app.providers.base import ToolSpec, make_provider
+from app.providers.factory import make_provider
+from app.model.tools import ToolSpec
 
 tool = ToolSpec("read_file", "Read a file.", {"type": "object"})
 for provider, model in (("anthropic", "claude-sonnet-5"), ("openai", "gpt-4o"),

@@ -8,8 +8,9 @@ import pytest
 from app.config import Route, Settings
 from app.model.messages import Message, Native, Text, ToolCall, ToolResult, part_from_dict, part_to_dict
 from app.providers.anthropic import COMPACT_ON_DEMAND_BETA, COMPACT_THRESHOLD_BETA, CONTEXT_MANAGEMENT_BETA
-from app.providers.base import EditsChunk, NativeChunk, TextChunk, make_provider
+from app.providers.base import EditsChunk, NativeChunk, TextChunk
 from app.providers.bedrock import translate as bedrock_translate
+from app.providers.factory import make_provider
 from app.providers.openai import translate as chat_translate
 from app.providers.responses import translate as responses_translate
 

@@ -23,8 +23,8 @@ from app.providers.base import (
     TextChunk,
     ToolCallChunk,
     UsageChunk,
-    make_provider,
 )
+from app.providers.factory import make_provider
 from app.providers.openai import OpenAIProvider, openai_api
 from app.providers.responses import API, ResponsesProvider
 

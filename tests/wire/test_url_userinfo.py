@@ -6,7 +6,7 @@ from __future__ import annotations
 import base64
 
 from app.config import Route
-from app.providers.base import make_provider
+from app.providers.factory import make_provider
 
 from . import frames as F
 from .common import SYSTEM, collect, simple_view

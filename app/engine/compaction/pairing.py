@@ -28,13 +28,12 @@ from app.engine.compaction.segment import (
     notice_message,
     segment_sources,
 )
-from app.engine.prompts import DROPPED_NOTICE
 from app.model.archive import has_marker
 from app.model.messages import Message, Part, ToolCall, ToolResult
+from app.model.prompts import CONTINUES_NOTICE, DROPPED_NOTICE
 
 MISSING_RESULT = "[tool result missing: dropped during compaction]"
 ORPHAN_HEADER = "[Tool output kept without its call]"
-CONTINUES_NOTICE = "[Conversation continues from earlier context.]"
 
 
 def pairing_problems(messages: Messages) -> list[str]:

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from app.engine.compaction.context import Archiver, PassContext, args_text, message_keys
-from app.engine.prompts import PAYLOAD_NOTICE_PREFIXES
 from app.model.archive import ArchiveEntry, defang_markers, marker
 from app.model.messages import Image, Message, Native, Text, ToolCall, ToolResult
+from app.model.prompts import PAYLOAD_NOTICE_PREFIXES
 
 
 def render_message_full(message: Message) -> str:

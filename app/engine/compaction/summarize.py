@@ -37,9 +37,9 @@ from app.engine.compaction.pairing import ensure_starts_with_user, repair_pairin
 from app.engine.compaction.segment import archive_segment, segment_sources
 from app.engine.compaction.truncate import is_pinned, tail_boundary
 from app.engine.compaction.verbatim import limit_verbatim, reappendable
-from app.engine.prompts import SUMMARY_HEADER, SUMMARY_SYSTEM
 from app.model.archive import MARKER_RE, ArchiveEntry, markers_in, recall_suffix
 from app.model.messages import Image, Message, Native, Text, ToolCall, ToolResult
+from app.model.prompts import SUMMARY_HEADER, SUMMARY_SYSTEM
 from app.sizes import format_size
 
 Summarizer = Callable[[str, str], Awaitable[str]]

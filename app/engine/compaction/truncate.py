@@ -40,9 +40,9 @@ from app.engine.compaction.segment import (
     segment_sources,
 )
 from app.engine.compaction.verbatim import is_verbatim, limit_verbatim, reappendable
-from app.engine.prompts import COMPACTED_NOTICE, DROPPED_NOTICE
 from app.model.archive import ArchiveEntry
 from app.model.messages import Message
+from app.model.prompts import COMPACTED_NOTICE, DROPPED_NOTICE
 from app.sizes import format_size
 
 SHRINK_MAX_ROUNDS = 24

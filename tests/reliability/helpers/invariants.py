@@ -26,11 +26,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from app.engine.compaction.pairing import pairing_problems, starts_with_user
-from app.engine.prompts import PAYLOAD_NOTICE_PREFIX
 from app.engine.session import Session
 from app.model.archive import markers_in
 from app.model.events import MessageAdded, RequestFinished, RequestStarted, TextDelta, TurnStarted
 from app.model.messages import Text
+from app.model.prompts import PAYLOAD_NOTICE_PREFIX
 from app.store import Store
 
 ALL_ROWS = 10**9

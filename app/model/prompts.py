@@ -47,6 +47,10 @@ DROPPED_NOTICE = (
     "Full content recoverable via @recall {markers}]"
 )
 
+# When compaction drops the head of a run of messages, the kept part starts with this user message (the
+# pairing pass, app.engine.compaction.pairing), so the conversation still opens with the user.
+CONTINUES_NOTICE = "[Conversation continues from earlier context.]"
+
 # The summarizer's system prompt. The lab model recognises summary requests by its first line.
 SUMMARY_SYSTEM_MARKER = "You are bulkhead's conversation summarizer."
 SUMMARY_SYSTEM = (

@@ -1,0 +1,367 @@
+"""The one front door to the engine: what a front end (the TUI, `bulkhead -p`, an ACP agent, a recovery proxy)
+may do with a session and what it gets back.
+
+    session = await open_session(settings, resume=..., on_event=show)
+    result = await session.submit("fix the failing test")
+    await session.close()
+
+`SessionApi` is a Protocol: the engine implements it (`EngineSession`, over `app.engine.turn.Engine`), a test
+can hand a front end a fake. Every value it returns is a frozen dataclass of this module (or of `app.model`):
+a front end needs no other module of the engine. This module imports no engine internals at import time
+(the first frame of the TUI pays only for what it draws); `open_session` brings the engine in.
+
+Approvals go by tool call id: a tool call that needs the user's answer emits `ApprovalRequested` (with the
+`call_id` of the `ToolCallStarted` it belongs to) and waits until `approve(call_id, answer)`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from app.engine.context_report import ContextReport
+from app.engine.records import (
+    ANSWERS,
+    Answer,
+    ApprovalRequest,
+    ArchiveItem,
+    ArchivePage,
+    CompactResult,
+    CustomCommandInfo,
+    PermissionRule,
+    PermissionsView,
+    RestoredFile,
+    RewindPoint,
+    RewindResult,
+    RouteModelsView,
+    SessionInfo,
+    TurnResult,
+)
+from app.model.events import ApprovalRequested, Event
+
+if TYPE_CHECKING:
+    from app.config import Settings
+    from app.engine.turn import Engine
+    from app.model.messages import Image
+
+Subscriber = Callable[[Event], None]
+
+__all__ = [
+    "ANSWERS",
+    "Answer",
+    "ApprovalRequest",
+    "ArchiveItem",
+    "ArchivePage",
+    "CompactResult",
+    "ContextReport",
+    "CustomCommandInfo",
+    "EngineSession",
+    "PermissionRule",
+    "PermissionsView",
+    "RestoredFile",
+    "RewindPoint",
+    "RewindResult",
+    "RouteModelsView",
+    "SessionApi",
+    "SessionInfo",
+    "TurnResult",
+    "open_session",
+]
+
+
+# -- the protocol --------------------------------------------------------------------------------------------
+@runtime_checkable
+class SessionApi(Protocol):
+    """A session as every front end drives it: commands, queries and one event stream."""
+
+    # commands
+    async def submit(
+        self, prompt: str, images: Sequence[Image] = (), *, typed: str | None = None
+    ) -> TurnResult: ...
+
+    async def retry(self) -> TurnResult: ...
+
+    def cancel(self) -> bool: ...
+
+    async def compact(self, instructions: str | None = None) -> CompactResult: ...
+
+    async def rewind_to(self, message_id: str, *, files: bool) -> RewindResult: ...
+
+    async def undo(self) -> tuple[RestoredFile, ...]: ...
+
+    def recall(self, key_text: str) -> bool: ...
+
+    def remember(self, text: str) -> str: ...
+
+    async def switch_route(self, route_name: str, *, model: str | None = None) -> SessionInfo: ...
+
+    def approve(self, call_id: str, answer: Answer | bool) -> bool: ...
+
+    async def close(self, reason: str = "exit") -> None: ...
+
+    # queries
+    def report(self) -> ContextReport: ...
+
+    async def rewind_points(self) -> tuple[RewindPoint, ...]: ...
+
+    def permissions(self) -> PermissionsView: ...
+
+    async def archive_page(self, query: str = "", limit: int = 100) -> ArchivePage: ...
+
+    async def custom_commands(self, reserved: Iterable[str] = ()) -> tuple[CustomCommandInfo, ...]: ...
+
+    async def models(self) -> tuple[RouteModelsView, ...]: ...
+
+    def info(self) -> SessionInfo: ...
+
+    def pending_approvals(self) -> tuple[ApprovalRequest, ...]: ...
+
+    # the event stream
+    def subscribe(self, callback: Subscriber) -> Callable[[], None]: ...
+
+
+# -- the engine's implementation -----------------------------------------------------------------------------
+class EngineSession:
+    """`SessionApi` over an `Engine`: adapts its methods' shapes, keeps the running turn (to cancel it) and
+    the approvals waiting for an answer, by call id."""
+
+    def __init__(self, engine: Engine, *, notices: Sequence[str] = (), resumed: bool = False) -> None:
+        self.engine = engine
+        self._notices = tuple(notices)
+        self._resumed = resumed
+        self._waiting: dict[str, tuple[ApprovalRequest, asyncio.Future[str]]] = {}
+        self._turn: asyncio.Task[TurnResult] | None = None
+        engine.runner.ask_call = self._ask
+
+    # -- approvals ----------------------------------------------------------------------------------------
+    async def _ask(self, request: ApprovalRequest) -> str:
+        future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        call_id = request.call_id
+        self._waiting[call_id] = (request, future)
+        try:
+            self.engine.emit(
+                ApprovalRequested(
+                    call_id=call_id,
+                    name=request.name,
+                    args=dict(request.args),
+                    why=request.why,
+                    remember=request.remember,
+                )
+            )
+            return await future
+        finally:
+            self._waiting.pop(call_id, None)
+
+    def approve(self, call_id: str, answer: Answer | bool) -> bool:
+        """Answer the approval of tool call `call_id` (True/"once", "session", "project"; False/"deny").
+        False when no call of that id waits (answered already, cancelled, or never asked)."""
+        waiting = self._waiting.get(call_id)
+        if waiting is None or waiting[1].done():
+            return False
+        word = "once" if answer is True else "deny" if answer is False else answer
+        if word not in ANSWERS:
+            raise ValueError(
+                f"an approval answer is one of {sorted(ANSWERS)} (or True/False), not {answer!r}"
+            )
+        waiting[1].set_result(word)
+        return True
+
+    def pending_approvals(self) -> tuple[ApprovalRequest, ...]:
+        return tuple(request for request, future in self._waiting.values() if not future.done())
+
+    # -- commands -----------------------------------------------------------------------------------------
+    async def _run(self, work: Any) -> TurnResult:
+        task: asyncio.Task[TurnResult] = asyncio.ensure_future(work)
+        self._turn = task
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if task.cancelled() and not (current is not None and current.cancelling()):
+                return TurnResult("cancelled")  # cancel() ended the turn; the caller goes on
+            task.cancel()
+            raise
+        finally:
+            if self._turn is task:
+                self._turn = None
+
+    async def submit(
+        self, prompt: str, images: Sequence[Image] = (), *, typed: str | None = None
+    ) -> TurnResult:
+        return await self._run(self.engine.submit(prompt, images, typed=typed))
+
+    async def retry(self) -> TurnResult:
+        return await self._run(self.engine.retry())
+
+    def cancel(self) -> bool:
+        """Stop the running turn (a running tool is stopped, an answer so far is kept, marked partial)."""
+        task = self._turn
+        if task is None or task.done():
+            return False
+        self.engine.tool_cancel.set()
+        task.cancel()
+        return True
+
+    async def compact(self, instructions: str | None = None) -> CompactResult:
+        result = await self.engine.compact(instructions)
+        if result is None:
+            return CompactResult(ran=False)
+        return CompactResult(
+            ran=True,
+            changed=result.changed,
+            method=result.method,
+            bytes_before=result.bytes_before,
+            bytes_after=result.bytes_after,
+            cancelled=result.cancelled,
+        )
+
+    async def rewind_to(self, message_id: str, *, files: bool) -> RewindResult:
+        prompt, restored = await self.engine.rewind_to(message_id, files=files)
+        return RewindResult(prompt.id, prompt.text, tuple(_restored(r) for r in restored))
+
+    async def undo(self) -> tuple[RestoredFile, ...]:
+        return tuple(_restored(r) for r in await self.engine.undo())
+
+    def recall(self, key_text: str) -> bool:
+        return self.engine.recall_into_view(key_text) is not None
+
+    def remember(self, text: str) -> str:
+        return str(self.engine.remember(text))
+
+    async def switch_route(self, route_name: str, *, model: str | None = None) -> SessionInfo:
+        from app.engine.bootstrap import choose_route, with_model
+        from app.providers.factory import make_provider
+
+        engine = self.engine
+        choice = await asyncio.to_thread(
+            lambda: with_model(choose_route(engine.settings, route_name), engine.state, model)
+        )
+        provider = make_provider(choice.route, engine.settings, choice.api_key)
+        await engine.switch_route(choice.route, provider)
+        self._notices = tuple(choice.notices)
+        return self.info()
+
+    async def close(self, reason: str = "exit") -> None:
+        self.cancel()
+        for _request, future in list(self._waiting.values()):
+            if not future.done():
+                future.set_result("deny")
+        await self.engine.close(reason)
+
+    # -- queries ------------------------------------------------------------------------------------------
+    def report(self) -> ContextReport:
+        return self.engine.context_report()
+
+    async def rewind_points(self) -> tuple[RewindPoint, ...]:
+        points = await asyncio.to_thread(self.engine.rewind_points)
+        return tuple(RewindPoint(m.id, m.meta.turn, m.text, changed) for m, changed in points)
+
+    def permissions(self) -> PermissionsView:
+        engine = self.engine
+        return PermissionsView(
+            approval=engine.settings.approval,
+            rules=tuple(PermissionRule(*row) for row in engine.permissions.listing()),
+            problems=tuple(engine.permissions.problems),
+        )
+
+    async def archive_page(self, query: str = "", limit: int = 100) -> ArchivePage:
+        store, session_id = self.engine.session.store, self.engine.session.id
+        if query.strip():
+            entries = await asyncio.to_thread(store.archive_search, query, session_id, limit)
+        else:
+            entries = await asyncio.to_thread(store.archive_list, session_id, limit)
+        items = tuple(ArchiveItem(e.key, e.reason, e.bytes, e.created_at, e.content) for e in entries)
+        return ArchivePage(items, query=query, limit=limit)
+
+    async def custom_commands(self, reserved: Iterable[str] = ()) -> tuple[CustomCommandInfo, ...]:
+        from app.engine.custom_commands import discover
+
+        found, _problems = await asyncio.to_thread(discover, self.engine.workspace, reserved=tuple(reserved))
+        return tuple(CustomCommandInfo(c.name, c.source, c.description, c.argument_hint) for c in found)
+
+    async def models(self) -> tuple[RouteModelsView, ...]:
+        from app.engine.model_list import list_route_models
+        from app.secrets import get_api_key
+
+        settings = self.engine.settings
+        routes = list(settings.routes.values()) or [self.engine.route]
+
+        async def one(route: Any) -> RouteModelsView:
+            key = None
+            if route.provider in ("anthropic", "openai"):
+                key = (await asyncio.to_thread(get_api_key, route.provider, route.api_key_env)).value
+            listed = await list_route_models(route, settings, key, timeout=settings.model_list_timeout)
+            current = self.engine.route.model if route.name == self.engine.route.name else route.model
+            ids = tuple(choice.model for choice in listed.models)
+            return RouteModelsView(route.name, route.provider, current, ids, listed.error)
+
+        return tuple(await asyncio.gather(*(one(route) for route in routes)))
+
+    def info(self) -> SessionInfo:
+        engine, session = self.engine, self.engine.session
+        return SessionInfo(
+            id=session.id,
+            title=session.title or "",
+            route=engine.route.name,
+            provider=engine.route.provider,
+            model=engine.route.model,
+            workspace=str(engine.workspace),
+            read_only=session.read_only,
+            turn=session.turn,
+            notices=self._notices,
+            resumed=self._resumed,
+        )
+
+    # -- the event stream ---------------------------------------------------------------------------------
+    def subscribe(self, callback: Subscriber) -> Callable[[], None]:
+        return self.engine.session.bus.subscribe(callback)
+
+
+def _restored(restored: Any) -> RestoredFile:
+    return RestoredFile(restored.path, str(restored.action), restored.detail)
+
+
+async def open_session(
+    settings: Settings,
+    *,
+    route_name: str | None = None,
+    resume: str | None = None,
+    continue_: bool = False,
+    workspace: Path | None = None,
+    read_only: bool = False,
+    fork: bool = False,
+    model: str | None = None,
+    what: str = "",
+    on_event: Subscriber | None = None,
+) -> SessionApi:
+    """Open (or resume) a session and start it: the store is read off the event loop; `on_event` is
+    subscribed before the start, so it sees the start's notices. Raises `app.lease.SessionHeld` when another
+    bulkhead writes the session (open it `read_only` or `fork` it instead)."""
+    from app.engine.bootstrap import open_engine
+
+    engine, choice, resumed = await asyncio.to_thread(
+        lambda: open_engine(
+            settings,
+            route_name=route_name,
+            resume=resume,
+            continue_=continue_,
+            workspace=workspace,
+            read_only=read_only,
+            fork=fork,
+            what=what or "a front end",
+            model=model,
+        )
+    )
+    session = EngineSession(engine, notices=choice.notices, resumed=resumed)
+    if on_event is not None:
+        session.subscribe(on_event)
+    try:
+        await engine.start(resumed=resumed)
+    except BaseException:
+        with contextlib.suppress(Exception):
+            await engine.close("error")
+        raise
+    return session

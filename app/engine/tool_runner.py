@@ -1,0 +1,413 @@
+"""The tool runner: a turn's tool calls through the PreToolUse hook, the permission rules, the approval mode and
+the user's answer (asked by tool call id), checkpoints before a file changes, the PostToolUse hook; the prompt's
+`@mentions` and images; "always" answers kept as allow rules.
+
+It sees the engine only through `ToolHost` (app.engine.host).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from app.engine.hooks import HookResult
+from app.engine.instructions import INSTRUCTION_NAMES
+from app.engine.records import ApprovalRequest
+from app.model.events import Notice, ToolApproval, ToolCallFinished, ToolCallStarted
+from app.model.messages import Image, Message, ToolCall, ToolResult, new_id
+from app.textsafe import display_line
+
+if TYPE_CHECKING:
+    from app.engine.checkpoints import Snapshot
+    from app.engine.host import ToolHost
+    from app.tools.base import ToolContext, ToolOutcome
+    from app.tools.budget import TurnBudget
+
+# (tool name, args, why it asks) -> True / "once", "session", "project" (allow; the last two remember
+# an allow rule) or False / "deny"
+Approver = Callable[[str, dict[str, Any], str], Awaitable[bool | str]]
+Args = dict[str, Any]
+
+
+class Call(Protocol):
+    """A tool call: the model's (`ToolCallChunk`) or an `@mention`'s (`ToolCall`)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def args(self) -> Mapping[str, Any]: ...
+
+
+class ToolRunner:
+    def __init__(self, host: ToolHost, approver: Approver | None = None) -> None:
+        self.host = host
+        self.approver = approver
+        # set by `app.engine.api.EngineSession`: approvals asked by call id (wins over `approver`)
+        self.ask_call: Callable[[ApprovalRequest], Awaitable[str]] | None = None
+
+    def mentions(self, prompt: str) -> list[ToolCall]:
+        """The prompt's `@paths` as the read_file / list_dir calls that attach them."""
+        from app.engine.images import is_image_file
+        from app.engine.mentions import find_mentions
+
+        limit = self.host.settings.max_mentions
+        if limit <= 0 or "@" not in prompt:  # 0 turns mentions off
+            return []
+        found, extra = find_mentions(prompt, self.host.workspace, limit)
+        found = [
+            m
+            for m in found
+            if m.is_dir or not is_image_file(self.host.workspace / os.path.expanduser(m.path))
+        ]
+        if extra:
+            self.host.emit(
+                Notice(
+                    f"only the first {limit} @mentions are attached ({extra} more left out; "
+                    f"max_mentions in config.toml)",
+                    level="warn",
+                    code="mention",
+                )
+            )
+        return [ToolCall(new_id("tm"), mention.tool, {"path": mention.path}) for mention in found]
+
+    async def prompt_images(self, typed: str) -> list[Image]:
+        """The images the typed prompt names, through the read gate (`app.engine.prompt_images`)."""
+        from app.engine.prompt_images import attach_prompt_images
+
+        return await attach_prompt_images(self.host, typed, self.ask, can_ask=self.can_ask)
+
+    async def run_tools(
+        self, calls: Sequence[Call], turn: int, budget: TurnBudget, *, by_user: bool = False
+    ) -> None:
+        """Run the model's tool calls in order: PreToolUse hook, approval, the tool, PostToolUse hook.
+
+        `by_user`: the user's own `@mentions` — no hooks, and no approval prompt inside the workspace.
+        """
+        from app.engine.withhold import WITHHELD_REASON, WITHHELD_RECALL
+        from app.tools.base import ToolContext
+        from app.tools.budget import spill_folder
+
+        store, session = self.host.session.store, self.host.session
+
+        def recall(key: str) -> str | None:  # the model recalls this session's archive only
+            entry = store.archive_get(key, session.id, strict=True)
+            if (
+                entry is not None and entry.reason == WITHHELD_REASON
+            ):  # local-only: never re-sent by the model
+                return WITHHELD_RECALL
+            return entry.content if entry else None
+
+        scale = float(session.flags.get("budget_scale", 1.0))
+        result_max = max(1, int(self.host.settings.result_max_chars * scale))
+        read_roots = [spill_folder(session.folder)]  # the payload notice sends the model back to spill files
+        credential_names = tuple(r.api_key_env for r in self.host.settings.routes.values() if r.api_key_env)
+        for call in calls:
+            args = dict(call.args)
+            ctx = ToolContext(
+                workspace=self.host.workspace,
+                session_folder=session.folder,
+                result_max_chars=budget.limit(result_max),
+                recall=recall,
+                cancel=self.host.tool_cancel,
+                shell_env_passthrough=self.host.settings.shell_env_passthrough,
+                credential_env_names=credential_names,
+                read_denied=self.host.permissions.denies_read,
+            )
+            self.host.emit(ToolCallStarted(call_id=call.id, name=call.name, args=args))
+            if by_user:
+                outcome = await self._attach_mention(call, args, ctx)
+                after = HookResult()
+            else:
+                outcome, args = await self._run_guarded(call, args, ctx, read_roots)
+                if outcome.is_error:
+                    after = await self.host.hooks.post_tool_use_failure(
+                        call.name, args, outcome.content[:2000], outcome.content[:500]
+                    )
+                else:
+                    after = await self.host.hooks.post_tool_use(call.name, args, outcome.content[:2000])
+            budget.charge(outcome)
+            content = outcome.content
+            if after.additional_context:  # Claude Code feeds a PostToolUse hook's reason back to the model
+                content += f"\n\n[hook] {after.additional_context}"
+            origin = "recall" if call.name == "recall" and not outcome.is_error else "tool"
+            result = ToolResult(call.id, content, outcome.is_error, outcome.references)
+            self.host.session.append(
+                Message.create(
+                    "tool",
+                    [result, *outcome.images],
+                    turn=turn,
+                    origin=origin,
+                    preserve_verbatim=outcome.preserve_verbatim and not outcome.is_error,
+                )
+            )
+            self.host.emit(
+                ToolCallFinished(
+                    call_id=call.id,
+                    name=call.name,
+                    is_error=outcome.is_error,
+                    preview=content[:500],
+                    chars=outcome.chars_total,
+                    spill_path=str(outcome.spill_path) if outcome.spill_path else None,
+                )
+            )
+
+    async def _attach_mention(self, call: Call, args: Args, ctx: ToolContext) -> ToolOutcome:
+        """The user's `@path`: attached without asking inside the workspace; a path outside it asks,
+        like any read there (refused, and said so, when there is nobody to ask)."""
+        from app.tools.approval import denied_outcome, outside_workspace
+        from app.tools.registry import run_tool
+
+        ruling = self.host.permissions.check(call.name, args)
+        if ruling.kind == "deny":  # your own Read deny rule holds for your own @mention too
+            self.host.emit(
+                ToolApproval(call_id=call.id, name=call.name, decision="denied", reason=ruling.reason)
+            )
+            return denied_outcome(call.name, ruling.reason, by="rule")
+        outside = outside_workspace(call.name, args, self.host.workspace)
+        if not outside:
+            self.host.emit(
+                ToolApproval(
+                    call_id=call.id, name=call.name, decision="auto", reason="attached by you with @"
+                )
+            )
+            return await run_tool(call.name, args, ctx)
+        why = f"@{args.get('path', '')} is outside the workspace ({outside[0]})"
+        approved = await self.ask(call.name, args, f"{why}: attach it?", call_id=call.id) != "deny"
+        self.host.emit(
+            ToolApproval(
+                call_id=call.id, name=call.name, decision="approved" if approved else "denied", reason=why
+            )
+        )
+        if approved:
+            return await run_tool(call.name, args, ctx)
+        if not self.can_ask:
+            self.host.emit(
+                Notice(
+                    f"{why}: not attached — there is no terminal to ask. Run bulkhead in a terminal to be "
+                    f"asked, pass --yes, or copy the file into the workspace.",
+                    level="warn",
+                    code="mention",
+                )
+            )
+            return denied_outcome(call.name, why, by="no_terminal")
+        return denied_outcome(call.name, why)
+
+    async def _run_guarded(
+        self, call: Call, args: Args, ctx: ToolContext, read_roots: Sequence[Path]
+    ) -> tuple[ToolOutcome, Args]:
+        """One model tool call through the PreToolUse hook, the permission rules and the approval mode:
+        (outcome, the input it ran with — a hook's `updatedInput` may have replaced it).
+
+        Order: a deny rule wins; then a hook's or a rule's "ask"; then a hook's or a rule's "allow"
+        (for a path outside the workspace only a rule that names it); then the approval mode."""
+        from app.tools.approval import (
+            always_asks,
+            denied_outcome,
+            describe_call,
+            landing_places,
+            needs_approval,
+            outside_workspace,
+        )
+
+        verdict = await self.host.hooks.pre_tool_use(call.name, args)
+        if verdict.blocked:
+            self.host.emit(
+                ToolApproval(
+                    call_id=call.id,
+                    name=call.name,
+                    decision="denied",
+                    reason=f"blocked by hook: {verdict.reason}",
+                )
+            )
+            return denied_outcome(call.name, verdict.reason, by="hook"), args
+        if verdict.updated_input is not None and verdict.updated_input != args:
+            args = dict(verdict.updated_input)
+            self.host.emit(
+                Notice(
+                    text=f"A PreToolUse hook changed the input of {call.name}: now "
+                    f"{describe_call(call.name, args, self.host.workspace)}",
+                    code="hook_input",
+                )
+            )
+        ruling = self.host.permissions.check(call.name, args)
+        if ruling.kind == "deny":
+            self.host.emit(
+                ToolApproval(call_id=call.id, name=call.name, decision="denied", reason=ruling.reason)
+            )
+            return denied_outcome(call.name, ruling.reason, by="rule"), args
+        if self.host.mcp_tools is not None and self.host.mcp_tools.handles(call.name):
+            ask, why = self.host.mcp_tools.needs_approval(call.name, self.host.settings.approval)
+        else:
+            ask, why = needs_approval(
+                call.name, args, self.host.settings.approval, self.host.workspace, extra_read_roots=read_roots
+            )
+        outside = bool(outside_workspace(call.name, args, self.host.workspace, read_roots))
+        forced = always_asks(
+            call.name, args, self.host.workspace
+        )  # protected files, redirections it cannot name
+        if verdict.permission == "ask":
+            ask, why = True, why or "a PreToolUse hook asked for confirmation"
+        elif ruling.kind == "ask":
+            ask, why = True, ruling.reason
+        elif verdict.permission == "allow" and not outside and not forced:
+            ask, why = False, "allowed by a PreToolUse hook"
+        elif (
+            ruling.kind == "allow"
+            and not forced
+            and (not outside or (ruling.rule is not None and ruling.rule.names_paths))
+        ):
+            ask, why = False, ruling.reason
+        if ask and ruling.held is not None:  # say what would have allowed it, and how to make it so
+            why += (
+                f" — {ruling.held.source} allows it ({ruling.held.text}), but its allow rules are not "
+                f"approved: `bulkhead permissions approve` puts them in force"
+            )
+        if not ask:
+            self.host.emit(ToolApproval(call_id=call.id, name=call.name, decision="auto", reason=why))
+            return await self._run_tool(call.id, call.name, args, ctx), args
+        where_before = landing_places(call.name, args, self.host.workspace)
+        answer = await self.ask(
+            call.name, args, f"{why}: {describe_call(call.name, args, self.host.workspace)}", call_id=call.id
+        )
+        moved = where_before != landing_places(call.name, args, self.host.workspace) and answer != "deny"
+        if (
+            moved
+        ):  # a link was swapped in while the user was deciding: what was approved is not what would run
+            answer = "deny"
+            why = (
+                f"{why} — the path now resolves somewhere else than when it was approved (a link changed); "
+                f"not run"
+            )
+        if answer in ("session", "project"):
+            self.remember_rule(call.name, args, answer)
+        approved = answer != "deny"
+        self.host.emit(
+            ToolApproval(
+                call_id=call.id, name=call.name, decision="approved" if approved else "denied", reason=why
+            )
+        )
+        if approved:
+            return await self._run_tool(call.id, call.name, args, ctx), args
+        return denied_outcome(call.name, why, by="user" if self.can_ask else "no_terminal"), args
+
+    async def _run_tool(self, call_id: str, name: str, args: Args, ctx: ToolContext) -> ToolOutcome:
+        """Run a tool the user (or a rule) let through. Before a file tool changes a file, its bytes
+        and mode are checkpointed (a separate step before the write: `/undo`, `/rewind`)."""
+        from app.engine.checkpoints import CheckpointError
+        from app.engine.tool_choice import not_offered
+        from app.tools.approval import target_paths
+        from app.tools.base import ToolOutcome
+        from app.tools.registry import EDIT_TOOLS, run_tool
+
+        snapshot = None
+        paths = target_paths(name, args, self.host.workspace) if name in EDIT_TOOLS else []
+        if paths:
+            try:
+                snapshot = await asyncio.to_thread(
+                    self.host.checkpoints.snapshot, paths[0], turn=self.host.turn_running, call_id=call_id
+                )
+            except CheckpointError as exc:
+                self.host.emit(
+                    Notice(
+                        f"{display_line(str(exc))}; /undo will not restore it",
+                        level="warn",
+                        code="checkpoint",
+                    )
+                )
+        if self.host.mcp_tools is not None and self.host.mcp_tools.handles(name):
+            outcome = await self.host.mcp_tools.run(
+                name, args, ctx
+            )  # an MCP tool (or tool_search), through its server
+        elif (refusal := not_offered(name, self.host.settings, self.host.route)) is not None:
+            outcome = ToolOutcome(content=refusal, is_error=True)
+        else:
+            outcome = await run_tool(name, args, ctx)
+        if snapshot is not None:
+            with contextlib.suppress(OSError):
+                await asyncio.to_thread(self.host.checkpoints.forget_if_unchanged, snapshot)
+        if paths and paths[0].name in INSTRUCTION_NAMES and not outcome.is_error:
+            self.host.mark_instructions_changed()  # reloaded when the turn ends (/init writes AGENTS.md)
+        return outcome
+
+    def remember_rule(self, name: str, args: Args, scope: str) -> None:
+        """ "Always" in an approval: an allow rule for this call, for the session or the project."""
+        from app.engine.permissions import suggest_rule
+
+        rule = suggest_rule(name, args, self.host.workspace)
+        if scope == "session":
+            self.host.permissions.add_session_rule(rule)
+            self.host.emit(
+                Notice(f"allowed for the rest of this session: {display_line(rule)}", code="permissions")
+            )
+            return
+        try:
+            path = self.host.permissions.save_project_rule(rule)
+        except OSError as exc:
+            self.host.permissions.add_session_rule(rule)
+            self.host.emit(
+                Notice(
+                    f"{display_line(str(exc))} — allowed for this session only",
+                    level="warn",
+                    code="permissions",
+                )
+            )
+            return
+        self.host.emit(
+            Notice(
+                f"allowed in this project from now on: {display_line(rule)} (saved in {path})",
+                code="permissions",
+            )
+        )
+
+    @property
+    def can_ask(self) -> bool:
+        """Someone can answer an approval (a front end on `app.engine.api`, or an approver callback)."""
+        return self.ask_call is not None or self.approver is not None
+
+    async def ask(self, name: str, args: Args, why: str, *, call_id: str = "") -> str:
+        """The user's answer: "once", "session", "project" (allow) or "deny". An approver may answer
+        True / False (yes / no) or one of those words. `call_id`: the tool call asked about (a question
+        that is not about a tool call gets an id of its own)."""
+        if not self.can_ask:
+            return "deny"
+        try:
+            if self.ask_call is not None:
+                from app.engine.permissions import suggest_rule
+
+                request = ApprovalRequest(
+                    call_id or new_id("ask"),
+                    name,
+                    dict(args),
+                    why,
+                    suggest_rule(name, args, self.host.workspace),
+                )
+                answer: bool | str = await self.ask_call(request)
+            else:
+                assert self.approver is not None
+                answer = await self.approver(name, args, why)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # noqa: BLE001 - a broken prompt means "no"
+            return "deny"
+        if answer in ("once", "session", "project", "deny"):
+            return answer
+        return "once" if answer is True else "deny"
+
+    async def approve_restores(self, snapshots: Sequence[Snapshot], command: str) -> set[str]:
+        """The files a restore would now write (or remove) outside the workspace — a link put in their place
+        since — each asked about like a write there; the paths the user allowed."""
+        escaping = await asyncio.to_thread(self.host.checkpoints.escaping, snapshots, self.host.workspace)
+        approved: set[str] = set()
+        for path, real in escaping.items():
+            why = f"{command} would restore {path}, which now leads outside the workspace ({real})"
+            if await self.ask("write_file", {"path": str(real), "content": ""}, why) != "deny":
+                approved.add(path)
+        return approved
