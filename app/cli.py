@@ -88,7 +88,7 @@ def _add_session_flags(parser: argparse.ArgumentParser) -> None:
         "-c",
         dest="continue_",
         action="store_true",
-        help="continue the most recent session no other bulkhead has open",
+        help="continue the newest session of this folder (the workspace) that no other bulkhead has open",
     )
     parser.add_argument(
         "--fork",
@@ -123,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
         "model (offline, no key).",
         epilog="examples:\n"
         "  bulkhead                               the chat, a new session\n"
-        "  bulkhead -c                            continue the latest session\n"
+        "  bulkhead -c                            continue this folder's newest session\n"
         '  bulkhead -p "explain @app/cli.py"      one answer on stdout\n'
         '  git diff | bulkhead -p "review this"   piped stdin is appended to the prompt\n'
         "  bulkhead COMMAND --help                what a command does, its flags and examples",

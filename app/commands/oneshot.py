@@ -273,6 +273,8 @@ def run(args) -> int:
     )
     for note in choice.notices:
         printer(Notice(note, code="lab" if choice.lab else "route"))
+    for note in choice.session_notices:
+        printer(Notice(note, code="session"))
 
     async def main() -> int:
         await engine.start(resumed=resumed)

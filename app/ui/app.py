@@ -94,9 +94,13 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         fork: bool = False,
         read_only: bool = False,
         model: str | None = None,
+        ask_workspace: bool = True,
     ) -> None:
         super().__init__()
         self.model_override = model  # --model: this run's model on the first route
+        # Resuming a session of another folder asks where its tools run (not when --workspace said so).
+        self.ask_workspace = ask_workspace
+        self.folder_notice = ""  # said once at the next session's start: the app moved to another folder
         self.settings = settings
         self.route_name = route_name
         self.resume = resume
@@ -104,6 +108,7 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         self.fork = fork
         self.read_only = read_only
         self.workspace = Path(workspace or settings.workspace or Path.cwd()).expanduser()
+        self.started_in = self.workspace  # the top bar names the folder once the app works in another one
         self.state = state or State()
         self.store = store
         self.clock = clock

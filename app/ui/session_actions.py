@@ -20,6 +20,8 @@ from app.ui.startup import prewarm_in_background
 @handles("sessions")
 def sessions(app: Host, _arg: str) -> None:
     from app.engine.session_admin import delete_session
+    from app.engine.session_folders import elsewhere, folder_key
+    from app.ui.screens.folder import FolderScreen
     from app.ui.screens.sessions import SessionsActions, SessionsScreen
 
     if app.store is None:
@@ -41,7 +43,19 @@ def sessions(app: Host, _arg: str) -> None:
     def resume(session_id: str | None) -> None:
         if not session_id or (app.engine is not None and session_id == app.engine.session.id):
             return
-        app.switch_session(session_id)
+        row = store.find_session(session_id)
+        if row is None or not app.ask_workspace or not elsewhere(row.workspace, app.workspace):
+            app.switch_session(session_id)
+            return
+
+        def chosen(choice: str | None) -> None:  # a session of another folder: where do its tools run?
+            if choice is None:
+                return  # back: the session in use goes on
+            if choice == "its":
+                app.move_to_workspace(row.workspace)
+            app.switch_session(session_id, folder_asked=True)
+
+        app.push_screen(FolderScreen(row.id, row.title, row.workspace, app.workspace), callback=chosen)
 
     actions = SessionsActions(
         search=store.search_sessions,
@@ -49,7 +63,13 @@ def sessions(app: Host, _arg: str) -> None:
         delete=lambda session_id: delete_session(store, session_id, current_id=current),
     )
     app.push_screen(
-        SessionsScreen(store.list_sessions(), current_id=current, now=app.clock, actions=actions),
+        SessionsScreen(
+            store.list_sessions(limit=500),
+            current_id=current,
+            now=app.clock,
+            actions=actions,
+            folder=folder_key(app.workspace),
+        ),
         callback=resume,
     )
 
