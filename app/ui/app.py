@@ -254,7 +254,18 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         ):
             self._early_keys.append(event)  # typed before the prompt could take it: replayed once it can
             return
+        if isinstance(event, events.Key) and self._types_into_prompt(event):
+            with contextlib.suppress(NoMatches):
+                self.screen.set_focus(self.prompt)  # now: the key below reaches it, in order
         await super().on_event(event)
+
+    def _types_into_prompt(self, event: events.Key) -> bool:
+        """A printable key typed on the main screen outside a text field, that no key of the focused area
+        claims (the chat's approval letters while a call waits, a panel's own keys), goes to the prompt:
+        nothing typed is ever taken for a command, nor lost in a panel (`app.ui.focus_rules`)."""
+        from app.ui.focus_rules import goes_to_prompt
+
+        return goes_to_prompt(self, event)
 
     async def _replay_early_keys(self) -> None:
         """Keys that arrived before the prompt had the focus (typed while bulkhead started), in order.
@@ -335,6 +346,8 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
             self.notify("A turn is running — recall after it (Esc cancels it).", severity="warning")
             return
         self.engine.recall_into_view(message.key)
+        with contextlib.suppress(NoMatches):
+            self.screen.set_focus(self.prompt)  # it is in the conversation: ask about it
 
     def on_rewind_requested(self, message) -> None:
         if self.engine is not None and not self.busy:
@@ -381,7 +394,7 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         self.notify(text[:300], title="error", severity="error", timeout=10)
         with contextlib.suppress(Exception):
             await self.chat.add_notice(
-                text + "  (c in the chat copies this)", level="error", code="error", title="error"
+                text + "  (Ctrl+O, then Ctrl+C copies this)", level="error", code="error", title="error"
             )
 
     async def action_quit(self) -> None:

@@ -19,7 +19,7 @@
   session (past `RENDER_BUDGET`) become entries again. `/find` (Ctrl+F) searches every item, on
   screen or not, and brings the match into view; the store keeps everything (/export).
 - Engine events are dispatched by type (`handle` is a `functools.singledispatchmethod`).
-- One cursor instead of focusable items: ↑/↓ move it, c copies the item, b a code block,
+- One cursor instead of focusable items: ↑/↓ move it, Alt+C (Ctrl+C) copies the item, Alt+B a code block,
   Enter folds a tool block, y/n answer an approval.
 """
 
@@ -84,25 +84,38 @@ class Chat(StripScrollbars, QuietResize, VerticalScroll, can_focus=True):
     HELP = """\
 ## Chat
 
-- **↑ / ↓** (or **k / j**): move the cursor between messages
-- **c**: copy the message under the cursor · **b**: copy a code block (again for the next one)
+Letters typed here go to the prompt (nothing you type is taken for a key); the chat's keys are these:
+
+- **↑ / ↓**: move the cursor between messages · **PageUp / PageDown**: a page · **Home** / **End**: the
+  top / the latest output (and follow it)
+- **Ctrl+C** (nothing running) or **Alt+C**: copy the message under the cursor · **Alt+B**: copy a code
+  block (again for the next one)
 - **Enter**: fold or unfold a tool block
-- **y / n**: approve or deny the pending tool call · **a** / **p**: approve it and allow the same call
-  for the rest of the session / in this project from now on (saved in `.bulkhead/settings.toml`)
-- **End** (or **G**): jump to the latest output and follow it · **Home** (or **g**): the top
-- **Esc** or **i**: back to the prompt
+- a tool call waiting for approval: **y** approves, **n** denies, **d** denies and tells the model why,
+  **a** / **p** approve and allow the same call for the rest of the session / in this project from now
+  on (saved in `.bulkhead/settings.toml`) — only while it waits
+- **Esc**: back to the prompt (from anywhere)
 """
 
     BINDINGS = [
-        Binding("up,k", "cursor(-1)", "Previous", show=False, id="chat.previous"),
-        Binding("down,j", "cursor(1)", "Next", show=False, id="chat.next"),
-        Binding("c", "copy_item", "Copy", tooltip="Copy the message under the cursor", id="chat.copy"),
+        Binding("up", "cursor(-1)", "Previous", show=False, id="chat.previous"),
+        Binding("down", "cursor(1)", "Next", show=False, id="chat.next"),
         Binding(
-            "b", "copy_code", "Copy code", tooltip="Copy a code block of the message", id="chat.copy_code"
+            "alt+c",
+            "copy_item",
+            "Copy",
+            tooltip="Copy the message under the cursor (or Ctrl+C)",
+            id="chat.copy",
         ),
         Binding(
-            "enter,space", "toggle_item", "Fold", tooltip="Fold or unfold a tool block", id="chat.toggle"
+            "alt+b",
+            "copy_code",
+            "Copy code",
+            tooltip="Copy a code block of the message (again: the next one)",
+            id="chat.copy_code",
         ),
+        Binding("enter", "toggle_item", "Fold", tooltip="Fold or unfold a tool block", id="chat.toggle"),
+        # The approval's keys: letters, but only while a call waits (check_action); else they type.
         Binding("y", "approve(True)", "Approve", tooltip="Approve the pending tool call", id="chat.approve"),
         Binding("n", "approve(False)", "Deny", tooltip="Deny the pending tool call", id="chat.deny"),
         Binding(
@@ -119,9 +132,9 @@ class Chat(StripScrollbars, QuietResize, VerticalScroll, can_focus=True):
             id="chat.always_project",
             tooltip="Approve the pending call and allow it in this project (.bulkhead/settings.toml)",
         ),
-        Binding("end,G", "jump_latest", "Latest", show=False, id="chat.latest"),
-        Binding("home,g", "jump_top", "Top", show=False, id="chat.top"),
-        Binding("escape,i", "leave", "Prompt", show=False, id="chat.leave"),
+        Binding("end", "jump_latest", "Latest", show=False, id="chat.latest"),
+        Binding("home", "jump_top", "Top", show=False, id="chat.top"),
+        # Esc back to the prompt is the app's (`app.cancel`): from anywhere, also while a turn runs.
     ]
 
     follow: reactive[bool] = reactive(True, init=False)
@@ -1067,7 +1080,9 @@ class Chat(StripScrollbars, QuietResize, VerticalScroll, can_focus=True):
         item = self.current_item()
         blocks = item.code_blocks() if item is not None else []
         if not blocks:
-            self.app.notify("No code block in this message — c copies the whole message.", severity="warning")
+            self.app.notify(
+                "No code block in this message — Alt+C copies the whole message.", severity="warning"
+            )
             return
         index = self._code_index.get(id(item), -1) + 1
         index = index if index < len(blocks) else 0

@@ -31,21 +31,21 @@ from app.ui.quiet_resize import QuietResize
 _CODE_BLOCK_RE = re.compile(r"^(```+|~~~+)[^\n]*\n(.*?)^\1[ \t]*$", re.M | re.S)
 NOTICE_MARKS = {"info": "ℹ", "warn": "⚠", "error": "✖"}
 # A long prompt (a pasted log) is shown folded: laying out a megabyte of text stalls the screen,
-# and the whole of it is one `c` away. The model always gets all of it.
+# and the whole of it is one copy away (Alt+C in the chat). The model always gets all of it.
 PROMPT_FOLD_LINES = 24
 PROMPT_FOLD_CHARS = 3000
 RECALL_FOLD_CHARS = 1200
 
 
 def fold(text: str, *, max_lines: int, max_chars: int) -> str:
-    """`text`, or its head and a line saying how much more there is (and that `c` copies it all)."""
+    """`text`, or its head and a line saying how much more there is (and how to copy it all)."""
     lines = text.count("\n") + 1
     if lines <= max_lines and len(text) <= max_chars:
         return text
     head = "\n".join(text.split("\n", max_lines)[:max_lines])[:max_chars].rstrip()
     rest_lines = lines - (head.count("\n") + 1)
     more = f"{rest_lines:,} more lines, " if rest_lines > 0 else ""
-    return f"{head}\n… ({more}{len(text):,} characters in all; c copies them)"
+    return f"{head}\n… ({more}{len(text):,} characters in all; Ctrl+O, then Alt+C copies them)"
 
 
 # How an answer is drawn (see `AnswerView`).

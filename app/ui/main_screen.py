@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
+from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
@@ -65,6 +66,12 @@ class MainScreen(Screen):
         for selector in ("#new-output", "#completions", "#busy"):
             self.query_one(selector).display = False
         self.app.main_screen_mounted()  # type: ignore[attr-defined]  # BulkheadApp's; screens see App[Any]
+
+    def on_prompt_area_scroll_chat(self, event) -> None:
+        """PageUp / PageDown / Home / End typed in the prompt when its text does not need them."""
+        chat = self.query_one("#chat", Chat)
+        with contextlib.suppress(SkipAction):  # nothing to scroll
+            getattr(chat, f"action_{event.action}")()
 
     def on_chat_leave_chat(self) -> None:
         with contextlib.suppress(NoMatches):

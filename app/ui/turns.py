@@ -161,8 +161,19 @@ class TurnControl:
             )
 
     def action_cancel(self) -> None:
-        if not self.busy or self.engine is None or len(self.screen_stack) > 1:
-            raise SkipAction()  # Esc then closes the palette / help / sessions screen, or leaves the chat
+        """Esc: cancel what runs, and come back to the prompt from anywhere on the main screen (the chat, a
+        panel, a panel's search box); with the prompt focused and nothing running, the prompt's own Esc."""
+        if len(self.screen_stack) > 1:
+            raise SkipAction()  # Esc then closes the palette / help / sessions screen
+        running = self.busy and self.engine is not None
+        at_prompt = isinstance(self.focused, PromptArea)
+        if not at_prompt:
+            with contextlib.suppress(NoMatches):
+                self.screen.set_focus(self.prompt)
+        if not running:
+            if at_prompt:
+                raise SkipAction()  # the prompt's own Esc (it closes the completion list)
+            return
         self.engine.tool_cancel.set()
         if self.activity == "compact" and self.compact_cancel is not None:
             self.compact_cancel.set()
@@ -171,8 +182,9 @@ class TurnControl:
         self.workers.cancel_group(self, "turn")
 
     async def action_interrupt(self) -> None:
-        """Ctrl+C as in other terminal agents: cancel what runs; else copy the selection, else clear
-        the prompt (↑ brings it back); on an empty, idle prompt a second press within 2 s quits."""
+        """Ctrl+C as in other terminal agents: cancel what runs; else copy the selection, else (in the chat
+        or a panel) what its cursor is on, else clear the prompt (↑ brings it back); on an empty, idle prompt a
+        second press within 2 s quits."""
         if len(self.screen_stack) > 1:
             raise SkipAction()  # the palette, help or sessions screen handles its own Ctrl+C
         if self.busy and self.engine is not None:
@@ -183,6 +195,17 @@ class TurnControl:
             selected = self.focused.selected_text
         if selected:
             self.copy(selected, "the selection")
+            return
+        copy = self.screen.active_bindings.get(
+            "alt+c"
+        )  # the focused area's copy (the chat's item, a panel's)
+        if (
+            copy is not None
+            and copy.enabled
+            and copy.node is not self
+            and not isinstance(self.focused, PromptArea)
+        ):
+            await copy.node.run_action(copy.binding.action)
             return
         prompt = self.prompt
         if prompt.text.strip():
@@ -226,8 +249,16 @@ class TurnControl:
             return
         self.chat.focus()
         self.prompt_box.busy_text = f"waiting for your approval of {message.name} — y approves, n denies"
-        message.future.add_done_callback(lambda _future: self.refresh_bindings())
+        message.future.add_done_callback(lambda _future: self._approval_over())
         self.refresh_bindings()
+
+    def _approval_over(self) -> None:
+        """An approval was answered or cancelled (Esc): the keyboard goes back to the prompt, unless another
+        call waits."""
+        self.refresh_bindings()
+        with contextlib.suppress(NoMatches):
+            if self.chat.pending_approval() is None and self.focused is self.chat:
+                self.screen.set_focus(self.prompt)
 
     def on_tool_block_resolved(self, event) -> None:
         with contextlib.suppress(NoMatches):

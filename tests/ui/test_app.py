@@ -671,7 +671,9 @@ async def test_a_pasted_log_is_shown_folded_but_sent_and_copied_whole(lab, tmp_p
         item = next(i for i in app.chat.items if isinstance(i, UserItem))
         shown = item.body
         assert shown.startswith("Traceback line 0:") and "Traceback line 1999" not in shown
-        assert shown.endswith(f"… (1,976 more lines, {len(log):,} characters in all; c copies them)")
+        assert shown.endswith(
+            f"… (1,976 more lines, {len(log):,} characters in all; Ctrl+O, then Alt+C copies them)"
+        )
         assert item.copy_text() == log
         assert app.engine.session.master[0].text == log  # the model got all of it
 
@@ -795,10 +797,10 @@ async def test_copy_message_and_code_block(lab, tmp_path, monkeypatch):
         await app.chat.add(AssistantItem("look:\n\n```python\nprint('hi')\n```\n"))
         await pilot.press("ctrl+o")
         assert app.focused is app.chat
-        await pilot.press("c")
+        await pilot.press("alt+c")
         await until(pilot, lambda: app.last_copy is not None, "the copy")
         assert app.clipboard.startswith("look:")
-        await pilot.press("b")
+        await pilot.press("alt+b")
         await until(pilot, lambda: app.clipboard == "print('hi')", "the code block copy")
         assert not app.last_copy.system_tool
         assert "OSC 52" in app.last_copy.describe("x") or "Could not copy" in app.last_copy.describe("x")
