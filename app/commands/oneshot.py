@@ -119,7 +119,7 @@ def json_printer(event: Event) -> None:
     sys.stdout.flush()
 
 
-def _settle(future: asyncio.Future[bool], value: bool) -> None:
+def _settle(future: asyncio.Future, value: object) -> None:
     if not future.done():
         future.set_result(value)
 
@@ -146,28 +146,48 @@ def _open_terminal():
     return reader, writer
 
 
-def _terminal_approver():
-    """Ask on the controlling terminal about tool calls; None when there is none."""
+def _terminal_approver(workspace, preview_lines: int = 40):
+    """Ask on the controlling terminal about tool calls (an edit shows its diff first); None when there is
+    no terminal. y allows; Enter or n denies; anything else denies and is what the model is told."""
+    from app.tools.approval import Denial
+    from app.tools.change_preview import preview_change
+
     tty = _open_terminal()
     if tty is None:
         return None
     reader, writer = tty
     lock = threading.Lock()  # one question at a time
 
-    def ask(why: str) -> bool:
+    def ask(name: str, args: dict, why: str) -> bool | Denial:
+        preview = preview_change(name, args, workspace, max_lines=preview_lines)
         with lock:
-            writer.write(f"\n? {display(why)}\n  allow? [y/N] ")
+            writer.write(f"\n? {display(why)}\n")
+            if preview is not None:
+                writer.write(f"  {display(preview.summary)}\n")
+                if preview.problem and preview.problem not in preview.summary:
+                    writer.write(f"  {display(preview.problem)}\n")
+                for line in display(preview.text).splitlines():
+                    writer.write(f"  {line}\n")
+                if preview.more_lines:
+                    writer.write(f"  … {preview.more_lines:,} more lines\n")
+            writer.write("  allow? [y/N, or type why not — the model is told] ")
             writer.flush()
-            return reader.readline().strip().lower() in ("y", "yes")
+            answer = reader.readline().strip()
+            if answer.lower() in ("y", "yes"):
+                return True
+            if answer.lower() in ("", "n", "no"):
+                return False
+            return Denial(answer)
 
-    async def approve(name: str, args: dict, why: str) -> bool:
+    async def approve(name: str, args: dict, why: str) -> bool | Denial:
         # A daemon thread, not asyncio.to_thread: Ctrl+C while it waits must not wait for a line.
         loop = asyncio.get_running_loop()
-        answer: asyncio.Future[bool] = loop.create_future()
+        answer: asyncio.Future[bool | Denial] = loop.create_future()
 
         def run() -> None:
+            result: bool | Denial
             try:
-                result = ask(why)
+                result = ask(name, args, why)
             except (OSError, ValueError):  # the terminal went away: no
                 result = False
             loop.call_soon_threadsafe(_settle, answer, result)
@@ -240,7 +260,10 @@ def run(args) -> int:
         async def approver(name: str, tool_args: dict, why: str) -> bool:
             return True
     else:
-        approver = _terminal_approver()
+        from pathlib import Path
+
+        workspace = Path(settings.workspace or os.getcwd()).expanduser()
+        approver = _terminal_approver(workspace, settings.approval_preview_lines)
     if getattr(args, "read_only", False):
         _stderr(
             "bulkhead: --read-only opens a session to read it (the TUI, or `bulkhead sessions show ID`); "

@@ -24,7 +24,7 @@ import random
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from app.config import Route, Settings
 from app.engine.checkpoints import Checkpoints, Restored
@@ -87,8 +87,8 @@ STORED_EVENTS = frozenset(
 )
 
 # (tool name, args, why it asks) -> True / "once", "session", "project" (allow; the last two remember
-# an allow rule) or False / "deny"
-Approver = Callable[[str, dict, str], Awaitable[bool | str]]
+# an allow rule) or False / "deny", or an app.tools.approval.Denial (no, and what to tell the model)
+Approver = Callable[[str, dict, str], Awaitable[Any]]
 
 
 @dataclass(frozen=True)
@@ -1141,7 +1141,7 @@ class Engine:
             )
             return await run_tool(call.name, args, ctx)
         why = f"@{args.get('path', '')} is outside the workspace ({outside[0]})"
-        approved = await self._ask(call.name, args, f"{why}: attach it?") != "deny"
+        approved = (await self._ask(call.name, args, f"{why}: attach it?"))[0] != "deny"
         self.emit(
             ToolApproval(
                 call_id=call.id, name=call.name, decision="approved" if approved else "denied", reason=why
@@ -1213,18 +1213,23 @@ class Engine:
         if not ask:
             self.emit(ToolApproval(call_id=call.id, name=call.name, decision="auto", reason=why))
             return await self._run_tool(call.id, call.name, args, ctx), args
-        answer = await self._ask(call.name, args, f"{why}: {describe_call(call.name, args, self.workspace)}")
+        answer, said = await self._ask(
+            call.name, args, f"{why}: {describe_call(call.name, args, self.workspace)}"
+        )
         if answer in ("session", "project"):
             self._remember(call.name, args, answer)
         approved = answer != "deny"
         self.emit(
             ToolApproval(
-                call_id=call.id, name=call.name, decision="approved" if approved else "denied", reason=why
+                call_id=call.id,
+                name=call.name,
+                decision="approved" if approved else "denied",
+                reason=f"{why} — you told the model: {said}" if said else why,
             )
         )
         if approved:
             return await self._run_tool(call.id, call.name, args, ctx), args
-        return denied_outcome(call.name, why, by="user" if self.approver else "no_terminal"), args
+        return denied_outcome(call.name, why, by="user" if self.approver else "no_terminal", said=said), args
 
     async def _run_tool(self, call_id: str, name: str, args: dict, ctx) -> ToolOutcome:
         """Run a tool the user (or a rule) let through. Before a file tool changes a file, its bytes
@@ -1261,6 +1266,14 @@ class Engine:
             self._instructions_changed = True  # reloaded when the turn ends (/init writes AGENTS.md)
         return outcome
 
+    def set_approval(self, mode: str) -> None:
+        """The approval mode from the next tool call on (`/approval`, Shift+Tab), for this run of the session."""
+        from app.config import APPROVAL_MODES
+
+        if mode not in APPROVAL_MODES:
+            raise ValueError(f"{mode!r} is not an approval mode: {', '.join(APPROVAL_MODES)}")
+        self.settings = self.settings.with_overrides(approval=mode)
+
     def _remember(self, name: str, args: dict, scope: str) -> None:
         """ "Always" in an approval: an allow rule for this call, for the session or the project."""
         from app.engine.permissions import suggest_rule
@@ -1291,20 +1304,25 @@ class Engine:
             )
         )
 
-    async def _ask(self, name: str, args: dict, why: str) -> str:
-        """The user's answer: "once", "session", "project" (allow) or "deny". An approver may answer
-        True / False (yes / no) or one of those words."""
+    async def _ask(self, name: str, args: dict, why: str) -> tuple[str, str]:
+        """(the user's answer, what they told the model): "once", "session", "project" (allow) or "deny", and
+        the reason of a denial given one (`app.tools.approval.Denial`, else ""). An approver may answer
+        True / False (yes / no), one of those words, or a Denial."""
+        from app.tools.approval import Denial
+
         if self.approver is None:
-            return "deny"
+            return "deny", ""
         try:
             answer = await self.approver(name, args, why)
         except asyncio.CancelledError:
             raise
         except Exception:  # noqa: BLE001 - a broken prompt means "no"
-            return "deny"
+            return "deny", ""
+        if isinstance(answer, Denial):
+            return "deny", answer.said
         if answer in ("once", "session", "project", "deny"):
-            return answer
-        return "once" if answer is True else "deny"
+            return str(answer), ""
+        return ("once" if answer is True else "deny"), ""
 
     # -- user commands ----------------------------------------------------------------------------
     async def compact(self, instructions: str | None = None, cancel: asyncio.Event | None = None):

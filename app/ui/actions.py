@@ -315,6 +315,15 @@ ACTIONS: tuple[Action, ...] = (
         _need_idle,
     ),
     Action(
+        "approval",
+        "approval",
+        "change mode",
+        "Which tool calls ask first: ask, auto-read, auto-edit or never-ask (Shift+Tab steps through the first three)",
+        "/approval",
+        "/approval [ask|auto-read|auto-edit|never-ask]",
+        _need_engine,
+    ),
+    Action(
         "permissions",
         "permissions",
         "show rules",

@@ -39,7 +39,13 @@ from app.config import ConfigError, Settings
 from app.sizes import format_size
 from app.state import State
 from app.textsafe import display, display_line
-from app.ui import session_actions, terminal_keys, turn_actions, view_actions  # noqa: F401 - they register handlers
+from app.ui import (  # noqa: F401 - they register handlers
+    approval_mode,
+    session_actions,
+    terminal_keys,
+    turn_actions,
+    view_actions,
+)
 from app.ui.bindings import APP_BINDINGS
 from app.ui.chat import Chat
 from app.ui.collector import tune_gc
@@ -281,6 +287,10 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
             await super().on_event(event)
 
     # -- actions ----------------------------------------------------------------------------------------------
+    def action_approval_cycle(self) -> None:
+        """Shift+Tab in the prompt: the next approval mode (`app.ui.approval_mode`)."""
+        approval_mode.cycle(self)
+
     def action_focus_chat(self) -> None:
         self.chat.focus()
 

@@ -76,6 +76,8 @@ RENDER_BUDGET = 400  # mounted items kept in a live session; older ones become e
 PRUNE_TO = 300
 CHAT_WINDOW_ITEMS = 60  # default of the `chat_window_items` setting: items mounted on resume at most
 CHAT_WINDOW_SCREENS = 2  # default of `chat_window_screens`: screens of history drawn around the view
+CARD_ROWS = 9  # an approval card's rows besides its diff: header, why, summary, buttons, borders, margins
+PREVIEW_MIN_ROWS = 6  # a diff shows at least this many lines in the card, however short the view
 
 
 class Chat(StripScrollbars, QuietResize, VerticalScroll, can_focus=True):
@@ -118,6 +120,13 @@ Letters typed here go to the prompt (nothing you type is taken for a key); the c
         # The approval's keys: letters, but only while a call waits (check_action); else they type.
         Binding("y", "approve(True)", "Approve", tooltip="Approve the pending tool call", id="chat.approve"),
         Binding("n", "approve(False)", "Deny", tooltip="Deny the pending tool call", id="chat.deny"),
+        Binding(
+            "d",
+            "deny_with_reason",
+            "Deny, say why",
+            tooltip="Deny the pending call and write one line the model gets as its result",
+            id="chat.deny_why",
+        ),
         Binding(
             "a",
             "approve('session')",
@@ -988,14 +997,16 @@ Letters typed here go to the prompt (nothing you type is taken for a key); the c
 
     # -- approvals ----------------------------------------------------------------------------------------
     def ask_approval(
-        self, name: str, why: str, future: asyncio.Future[bool | str], remember: str = ""
+        self, name: str, why: str, future: asyncio.Future, remember: str = "", preview=None
     ) -> ToolBlock | None:
         """Attach an approval prompt to the newest unanswered block of tool `name` (`remember`: the rule
-        "always" keeps)."""
+        "always" keeps; `preview`: what an edit would change, shown in the card as far as the view has room
+        beside the card's other lines — its arguments then stay folded)."""
         for block in reversed(self.tool_blocks()):
             if block.tool_name == name and not block.decision and not block.pending:
-                block.ask(why, future, remember)
-                block.collapsed = False
+                rows = max(PREVIEW_MIN_ROWS, self._screen()[0] - CARD_ROWS)
+                block.ask(why, future, remember, preview, rows)
+                block.collapsed = preview is not None
                 block._sync()
                 self.cursor = self.items.index(block)
                 self.call_after_refresh(self._show_approval, block)  # once the expanded block is laid out
@@ -1013,9 +1024,14 @@ Letters typed here go to the prompt (nothing you type is taken for a key); the c
             self.scroll_to_widget(block.query_one(".approval-bar"), animate=False, immediate=True)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "approve":  # y / n show in the footer only while a tool call waits for them
+        if action in ("approve", "deny_with_reason"):  # y / n / d only while a tool call waits for them
             return self.pending_approval() is not None
         return True
+
+    def action_deny_with_reason(self) -> None:
+        block = self.pending_approval()
+        if block is None or not block.start_reason():
+            self.app.bell()
 
     def action_approve(self, approved: bool | str) -> None:
         block = self.pending_approval()

@@ -186,6 +186,9 @@ class EngineLink:
         with self.batch_update():  # one layout and frame for all of it, not one half-mounted on the way
             await self._show_start(engine, choice, resumed, history)
         self.update_topbar()
+        from app.ui.approval_mode import show_mode
+
+        show_mode(self)
         self._start_engine(resumed)
 
     async def _show_start(self, engine, choice, resumed: bool, history) -> None:

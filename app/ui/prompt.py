@@ -138,6 +138,14 @@ class PromptArea(SteadyScrollbars, TextArea):
             id="prompt.newline",
         ),
         Binding("tab", "complete", "Complete", show=False, id="prompt.complete"),
+        Binding(
+            "shift+tab",
+            "approval_cycle",
+            "Approval",
+            show=False,
+            id="prompt.approval",
+            tooltip="Step the approval mode: ask, auto-read, auto-edit (/approval names any)",
+        ),
         Binding("f6", "app.focus_chat", show=False),  # TextArea's F6 (select line) would hide the app's
     ]
 
@@ -246,6 +254,10 @@ class PromptArea(SteadyScrollbars, TextArea):
             event.stop()
             event.prevent_default()
             await self.run_action(active.binding.action)
+
+    async def action_approval_cycle(self) -> None:
+        """Shift+Tab: the app steps the approval mode (`app.ui.approval_mode`)."""
+        await self.run_action("app.approval_cycle")
 
     def _chat_may_have(self, key: str) -> bool:
         """PageUp / PageDown scroll the chat while all of the prompt's text is in view (it has nothing to page

@@ -19,8 +19,10 @@ from textual.message import Message
 from textual.worker import Worker
 
 from app.textsafe import display, display_data, display_line
+from app.tools.approval import Denial
 from app.ui.actions import ACTIONS, BY_ID, handler
 from app.ui.engine_link import read_only_notice
+from app.ui.focus_rules import focus_in
 from app.ui.prompt import PromptArea
 from app.ui.slash import SlashError, parse_slash
 
@@ -30,12 +32,13 @@ INTERRUPT_QUIT_WINDOW_S = 2.0  # a second Ctrl+C on an empty, idle prompt within
 class ApprovalAsked(Message):
     """The engine's approver awaits `future`; the chat's tool block resolves it."""
 
-    def __init__(self, name: str, args: dict, why: str, future: asyncio.Future[bool | str]) -> None:
+    def __init__(self, name: str, args: dict, why: str, future: asyncio.Future, preview=None) -> None:
         super().__init__()
         self.name = name
         self.args = args
         self.why = why
         self.future = future
+        self.preview = preview  # app.tools.change_preview.ChangePreview: what an edit would change
 
 
 class TurnControl:
@@ -163,8 +166,8 @@ class TurnControl:
     def action_cancel(self) -> None:
         """Esc: cancel what runs, and come back to the prompt from anywhere on the main screen (the chat, a
         panel, a panel's search box); with the prompt focused and nothing running, the prompt's own Esc."""
-        if len(self.screen_stack) > 1:
-            raise SkipAction()  # Esc then closes the palette / help / sessions screen
+        if len(self.screen_stack) > 1 or getattr(self.focused, "keeps_escape", False):
+            raise SkipAction()  # Esc then closes the palette / help / sessions screen, or a line being typed
         running = self.busy and self.engine is not None
         at_prompt = isinstance(self.focused, PromptArea)
         if not at_prompt:
@@ -221,11 +224,21 @@ class TurnControl:
         self.notify("Press Ctrl+C again to quit (or Ctrl+Q)", timeout=INTERRUPT_QUIT_WINDOW_S)
 
     # -- approvals --------------------------------------------------------------------------------------------
-    async def approve_tool(self, name: str, args: dict, why: str) -> bool | str:
-        """The engine's approver: an inline bar in the tool's block — yes, always for this session,
-        always for this project (the answer names the rule the engine then remembers), no."""
-        future: asyncio.Future[bool | str] = asyncio.get_running_loop().create_future()
-        self.post_message(ApprovalAsked(display(name), display_data(args), display(why), future))
+    async def approve_tool(self, name: str, args: dict, why: str) -> bool | str | Denial:
+        """The engine's approver: an inline card in the tool's block — what an edit would change, and yes,
+        always for this session, always for this project (the answer names the rule the engine then
+        remembers), no, or no and what to tell the model (`app.tools.approval.Denial`)."""
+        from app.tools.change_preview import preview_change
+
+        future: asyncio.Future[bool | str | Denial] = asyncio.get_running_loop().create_future()
+        workspace = self.engine.workspace if self.engine is not None else self.workspace
+        try:  # the file is read in a thread: a large one never holds the screen
+            preview = await asyncio.to_thread(
+                preview_change, name, args, workspace, max_lines=self.settings.approval_preview_lines
+            )
+        except Exception:  # noqa: BLE001 - a preview that fails leaves the card as it was (arguments shown)
+            preview = None
+        self.post_message(ApprovalAsked(display(name), display_data(args), display(why), future, preview))
         return await future
 
     def on_approval_asked(self, message: ApprovalAsked) -> None:
@@ -239,6 +252,7 @@ class TurnControl:
                 message.why,
                 message.future,
                 remember=suggest_rule(message.name, message.args, self.workspace),
+                preview=message.preview,
             )
         except NoMatches:  # quitting
             message.future.cancel()
@@ -248,7 +262,9 @@ class TurnControl:
             self.notify(f"{message.name}: could not show the approval prompt; denied", severity="warning")
             return
         self.chat.focus()
-        self.prompt_box.busy_text = f"waiting for your approval of {message.name} — y approves, n denies"
+        self.prompt_box.busy_text = (
+            f"waiting for your approval of {message.name} — y approves, n denies, d denies and says why"
+        )
         message.future.add_done_callback(lambda _future: self._approval_over())
         self.refresh_bindings()
 
@@ -257,7 +273,7 @@ class TurnControl:
         call waits."""
         self.refresh_bindings()
         with contextlib.suppress(NoMatches):
-            if self.chat.pending_approval() is None and self.focused is self.chat:
+            if self.chat.pending_approval() is None and focus_in(self.chat, self):
                 self.screen.set_focus(self.prompt)
 
     def on_tool_block_resolved(self, event) -> None:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 DEADLINE_S = 120.0
-QUESTION = b"allow? [y/N]"
+QUESTION = b"allow? [y/N"  # then ", or type why not …]"
 
 
 @dataclass
