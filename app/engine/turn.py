@@ -76,6 +76,7 @@ from app.state import State
 from app.textsafe import display_line
 
 if TYPE_CHECKING:
+    from app.engine.always_allow import AskedBy
     from app.mcp.deferral import DeferralPlan
     from app.mcp.manager import McpManager
     from app.tools.base import ToolOutcome
@@ -136,6 +137,9 @@ class Engine:
             session.start_writer()  # its disk writes leave the event loop (app.engine.writer); close() drains
         self.state = state or State()
         self.approver = approver
+        self.always = (
+            None  # while an approval waits: what "always" may keep (app.engine.always_allow.AlwaysOffer)
+        )
         self.sleep = sleep
         self.workspace = Path(workspace or settings.workspace or session.workspace or Path.cwd()).expanduser()
         self.base_system = session.system_prompt or SYSTEM_PROMPT
@@ -1141,7 +1145,9 @@ class Engine:
             )
             return await run_tool(call.name, args, ctx)
         why = f"@{args.get('path', '')} is outside the workspace ({outside[0]})"
-        approved = (await self._ask(call.name, args, f"{why}: attach it?"))[0] != "deny"
+        approved = (
+            await self._ask(call.name, args, f"{why}: attach it?", self._offer(call.name, args, "mention"))
+        )[0] != "deny"
         self.emit(
             ToolApproval(
                 call_id=call.id, name=call.name, decision="approved" if approved else "denied", reason=why
@@ -1200,10 +1206,12 @@ class Engine:
                 call.name, args, self.settings.approval, self.workspace, extra_read_roots=read_roots
             )
         outside = bool(outside_workspace(call.name, args, self.workspace, read_roots))
+        asked_by: AskedBy = "mode"
         if verdict.permission == "ask":
+            asked_by = "hook"
             ask, why = True, why or "a PreToolUse hook asked for confirmation"
         elif ruling.kind == "ask":
-            ask, why = True, ruling.reason
+            ask, why, asked_by = True, ruling.reason, "rule"
         elif verdict.permission == "allow" and not outside:
             ask, why = False, "allowed by a PreToolUse hook"
         elif ruling.kind == "allow" and (
@@ -1213,11 +1221,12 @@ class Engine:
         if not ask:
             self.emit(ToolApproval(call_id=call.id, name=call.name, decision="auto", reason=why))
             return await self._run_tool(call.id, call.name, args, ctx), args
+        offer = self._offer(call.name, args, asked_by, outside=outside, ask_rule=ruling.rule)
         answer, said = await self._ask(
-            call.name, args, f"{why}: {describe_call(call.name, args, self.workspace)}"
+            call.name, args, f"{why}: {describe_call(call.name, args, self.workspace)}", offer
         )
-        if answer in ("session", "project"):
-            self._remember(call.name, args, answer)
+        if answer in ("session", "project") and offer.rule:
+            self._remember(offer.rule, answer)
         approved = answer != "deny"
         self.emit(
             ToolApproval(
@@ -1274,11 +1283,22 @@ class Engine:
             raise ValueError(f"{mode!r} is not an approval mode: {', '.join(APPROVAL_MODES)}")
         self.settings = self.settings.with_overrides(approval=mode)
 
-    def _remember(self, name: str, args: dict, scope: str) -> None:
-        """ "Always" in an approval: an allow rule for this call, for the session or the project."""
-        from app.engine.permissions import suggest_rule
+    def _offer(self, name: str, args: dict, asked_by: AskedBy, *, outside: bool = False, ask_rule=None):
+        """What this approval may offer as "always" (`app.engine.always_allow`): the rule, or why not."""
+        from app.engine.always_allow import always_offer
 
-        rule = suggest_rule(name, args, self.workspace)
+        return always_offer(
+            self.permissions,
+            name,
+            args,
+            self.workspace,
+            asked_by=asked_by,
+            outside=outside,
+            ask_rule=ask_rule,
+        )
+
+    def _remember(self, rule: str, scope: str) -> None:
+        """ "Always" in an approval: the allow rule it offered, for the session or the project."""
         if scope == "session":
             self.permissions.add_session_rule(rule)
             self.emit(
@@ -1304,22 +1324,29 @@ class Engine:
             )
         )
 
-    async def _ask(self, name: str, args: dict, why: str) -> tuple[str, str]:
+    async def _ask(self, name: str, args: dict, why: str, offer=None) -> tuple[str, str]:
         """(the user's answer, what they told the model): "once", "session", "project" (allow) or "deny", and
         the reason of a denial given one (`app.tools.approval.Denial`, else ""). An approver may answer
-        True / False (yes / no), one of those words, or a Denial."""
+        True / False (yes / no), one of those words, or a Denial. `offer` (`always_allow.AlwaysOffer`) is
+        what "always" may keep — the approver reads it as `engine.always` while it asks; "session" or
+        "project" without one is a plain yes."""
         from app.tools.approval import Denial
 
         if self.approver is None:
             return "deny", ""
+        self.always = offer
         try:
             answer = await self.approver(name, args, why)
         except asyncio.CancelledError:
             raise
         except Exception:  # noqa: BLE001 - a broken prompt means "no"
             return "deny", ""
+        finally:
+            self.always = None
         if isinstance(answer, Denial):
             return "deny", answer.said
+        if answer in ("session", "project") and (offer is None or not offer.rule):
+            return "once", ""
         if answer in ("once", "session", "project", "deny"):
             return str(answer), ""
         return ("once" if answer is True else "deny"), ""

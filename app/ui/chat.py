@@ -95,7 +95,8 @@ Letters typed here go to the prompt (nothing you type is taken for a key); the c
 - **Enter**: fold or unfold a tool block
 - a tool call waiting for approval: **y** approves, **n** denies, **d** denies and tells the model why,
   **a** / **p** approve and allow the same call for the rest of the session / in this project from now
-  on (saved in `.bulkhead/settings.toml`) — only while it waits
+  on (saved in `.bulkhead/settings.toml`) — only while it waits, and a / p only where that rule would take
+  effect (not under an `ask` rule, a hook that asked, a compound command: the card says why)
 - **Esc**: back to the prompt (from anywhere)
 """
 
@@ -997,15 +998,22 @@ Letters typed here go to the prompt (nothing you type is taken for a key); the c
 
     # -- approvals ----------------------------------------------------------------------------------------
     def ask_approval(
-        self, name: str, why: str, future: asyncio.Future, remember: str = "", preview=None
+        self,
+        name: str,
+        why: str,
+        future: asyncio.Future,
+        remember: str = "",
+        preview=None,
+        no_always: str = "",
     ) -> ToolBlock | None:
         """Attach an approval prompt to the newest unanswered block of tool `name` (`remember`: the rule
-        "always" keeps; `preview`: what an edit would change, shown in the card as far as the view has room
-        beside the card's other lines — its arguments then stay folded)."""
+        "always" keeps — "" offers no a / p, and `no_always` says why; `preview`: what an edit would change,
+        shown in the card as far as the view has room beside the card's other lines — its arguments then
+        stay folded)."""
         for block in reversed(self.tool_blocks()):
             if block.tool_name == name and not block.decision and not block.pending:
                 rows = max(PREVIEW_MIN_ROWS, self._screen()[0] - CARD_ROWS)
-                block.ask(why, future, remember, preview, rows)
+                block.ask(why, future, remember, preview, rows, no_always=no_always)
                 block.collapsed = preview is not None
                 block._sync()
                 self.cursor = self.items.index(block)
@@ -1025,7 +1033,10 @@ Letters typed here go to the prompt (nothing you type is taken for a key); the c
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("approve", "deny_with_reason"):  # y / n / d only while a tool call waits for them
-            return self.pending_approval() is not None
+            block = self.pending_approval()
+            if block is not None and parameters and parameters[0] in ("session", "project"):
+                return bool(block.remember)  # a / p only where "always" takes effect
+            return block is not None
         return True
 
     def action_deny_with_reason(self) -> None:
@@ -1035,7 +1046,7 @@ Letters typed here go to the prompt (nothing you type is taken for a key); the c
 
     def action_approve(self, approved: bool | str) -> None:
         block = self.pending_approval()
-        if block is None:
+        if block is None or (approved in ("session", "project") and not block.remember):
             self.app.bell()
             return
         block.answer(approved)

@@ -305,7 +305,8 @@ class ToolBlock(ChatItem):
         self._why = ""
         self.preview = None  # app.tools.change_preview.ChangePreview of an edit waiting for approval
         self.preview_rows = 0  # at most this many lines of it (what fits beside the card in the chat)
-        self.remember = ""  # the allow rule "always" would keep, e.g. Bash(make test)
+        self.remember = ""  # the allow rule "always" would keep, e.g. Bash(make test); "": a / p not offered
+        self.no_always = ""  # why "always" is not offered (an ask rule, a hook, a compound command)
         self._own_header = False  # the header is drawn by the block, not a child (see compose)
         self.set_state_classes(update=False)
 
@@ -456,11 +457,16 @@ class ToolBlock(ChatItem):
                 else:
                     self.mount(self._body_widget(), after=self.query_one(".tool-header"))
         if self.pending:
-            remember = (
-                f"\n  a / p: also allow {display_line(self.remember)} for this session / in this project"
-                if self.remember
-                else ""
-            )
+            if self.remember:
+                remember = (
+                    f"\n  a / p: also allow {display_line(self.remember)} for this session / in this project"
+                )
+            elif self.no_always:
+                remember = f"\n  no a / p (always allow): {display(self.no_always)}"
+            else:
+                remember = ""
+            for button in self.query(".always-session, .always-project").results(Button):
+                button.display = bool(self.remember)
             self.query_one(".approval-why", Static).update(f"? {display(self._why)}{remember}")
             preview = self.query_one(".approval-preview", Static)
             preview.display = self.preview is not None
@@ -513,12 +519,16 @@ class ToolBlock(ChatItem):
         remember: str = "",
         preview=None,
         preview_rows: int = 0,
+        *,
+        no_always: str = "",
     ) -> None:
-        """Wait for an answer: `remember` is the rule "always" keeps; `preview` (a ChangePreview) what an edit
-        would change, at most `preview_rows` lines of it (0: all)."""
+        """Wait for an answer: `remember` is the rule "always" keeps ("" when it is not offered, `no_always`
+        saying why); `preview` (a ChangePreview) what an edit would change, at most `preview_rows` lines of it
+        (0: all)."""
         self._why = why
         self._future = future
         self.remember = remember
+        self.no_always = no_always
         self.preview = preview
         self.preview_rows = preview_rows
         future.add_done_callback(lambda f: self._on_future_done(f))
@@ -569,7 +579,7 @@ class ToolBlock(ChatItem):
         self.decision = "denied" if denied else "approved"
         if isinstance(approved, Denial):
             self.reason = f"denied — you told the model: {approved.said}"
-        if approved in ("session", "project"):
+        if approved in ("session", "project") and self.remember:
             self.reason = (
                 f"always ({'this session' if approved == 'session' else 'this project'}): {self.remember}"
             )

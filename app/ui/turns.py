@@ -32,8 +32,11 @@ INTERRUPT_QUIT_WINDOW_S = 2.0  # a second Ctrl+C on an empty, idle prompt within
 class ApprovalAsked(Message):
     """The engine's approver awaits `future`; the chat's tool block resolves it."""
 
-    def __init__(self, name: str, args: dict, why: str, future: asyncio.Future, preview=None) -> None:
+    def __init__(
+        self, name: str, args: dict, why: str, future: asyncio.Future, preview=None, always=None
+    ) -> None:
         super().__init__()
+        self.always = always  # app.engine.always_allow.AlwaysOffer: the rule "always" keeps, or why not
         self.name = name
         self.args = args
         self.why = why
@@ -231,6 +234,7 @@ class TurnControl:
         from app.tools.change_preview import preview_change
 
         future: asyncio.Future[bool | str | Denial] = asyncio.get_running_loop().create_future()
+        always = self.engine.always if self.engine is not None else None  # read before the first await
         workspace = self.engine.workspace if self.engine is not None else self.workspace
         try:  # the file is read in a thread: a large one never holds the screen
             preview = await asyncio.to_thread(
@@ -238,20 +242,22 @@ class TurnControl:
             )
         except Exception:  # noqa: BLE001 - a preview that fails leaves the card as it was (arguments shown)
             preview = None
-        self.post_message(ApprovalAsked(display(name), display_data(args), display(why), future, preview))
+        self.post_message(
+            ApprovalAsked(display(name), display_data(args), display(why), future, preview, always)
+        )
         return await future
 
     def on_approval_asked(self, message: ApprovalAsked) -> None:
         if message.future.done():
             return
-        from app.engine.permissions import suggest_rule
-
+        always = message.always
         try:
             block = self.chat.ask_approval(
                 message.name,
                 message.why,
                 message.future,
-                remember=suggest_rule(message.name, message.args, self.workspace),
+                remember=display_line(always.rule) if always is not None else "",
+                no_always=display(always.why_not) if always is not None else "",
                 preview=message.preview,
             )
         except NoMatches:  # quitting

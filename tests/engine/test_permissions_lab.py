@@ -115,3 +115,46 @@ async def test_claude_code_settings_apply_unchanged(make_harness):
     assert "from-claude-settings" in results[0].content
     assert results[1].is_error and "not-for-the-model" not in results[1].content
     assert approve.asked == []
+
+
+# -- "always" is offered only where it takes effect (app.engine.always_allow) ------------------------------
+def offering_asker(answer):
+    """An approver that also records what "always" the engine offered while it asked."""
+    seen: list = []
+    holder: dict = {}
+
+    async def approve(name, args, why):
+        seen.append(holder["engine"].always)
+        return answer
+
+    approve.seen = seen
+    approve.holder = holder
+    return approve
+
+
+async def test_under_an_ask_rule_always_is_not_offered_and_not_kept(make_harness):
+    approve = offering_asker("project")
+    h = make_harness(approver=approve, permissions={"ask": ("Bash(echo *)",)})
+    approve.holder["engine"] = h.engine
+
+    await h.engine.submit("!shell echo asked")
+    await h.engine.submit("!shell echo asked")
+
+    offers = approve.seen
+    assert len(offers) == 2 and all(not offer.rule for offer in offers)  # asked both times
+    assert "the ask rule Bash(echo *)" in offers[0].why_not and "ask wins over allow" in offers[0].why_not
+    assert not (h.engine.workspace / ".bulkhead").exists()  # "project" wrote nothing: it was a plain yes
+    assert all(kind != "allow" for kind, _rule, _source in h.engine.permissions.listing())
+
+
+async def test_a_compound_command_gets_no_always_and_a_plain_one_does(make_harness):
+    approve = offering_asker("session")
+    h = make_harness(approver=approve)
+    approve.holder["engine"] = h.engine
+
+    await h.engine.submit("!shell echo a && echo b")
+    await h.engine.submit("!shell echo c")
+
+    compound, plain = approve.seen
+    assert not compound.rule and "compound command" in compound.why_not
+    assert plain.rule == "Bash(echo c)" and not plain.why_not

@@ -139,3 +139,28 @@ def test_one_shot_shows_the_diff_and_takes_a_reason_on_the_terminal(tmp_path):
     assert "calc.py: +1 −1 lines" in tty and "-    return a - b" in tty and "+    return b - a" in tty
     assert done.questions == 1 and (tmp_path / "calc.py").read_text() == SOURCE
     assert "The user denied this edit_file call and said: keep sub as it is" in done.out
+
+
+async def test_always_is_offered_only_where_it_takes_effect(tmp_path, monkeypatch):
+    """Under an explicit ask rule, a / p would write an allow rule the ask rule overrides: not offered."""
+    import os
+
+    Path(os.environ["BULKHEAD_CONFIG"]).write_text('[permissions]\nask = ["Bash(echo *)"]\n')
+    app = tui(monkeypatch, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        block = await ask(pilot, "!shell echo hi")
+        why = str(block.query_one(".approval-why", Static).render())
+        assert "no a / p (always allow): the ask rule Bash(echo *)" in why and "ask wins over allow" in why
+        assert not any(b.display for b in block.query(".always-session, .always-project"))
+        assert "a" not in app.screen.active_bindings and "p" not in app.screen.active_bindings
+        await pilot.press("y")
+        await settle(pilot)
+        # a command no rule covers offers them, with the rule it keeps
+        block = await ask(pilot, "!shell pwd")
+        assert block.remember == "Bash(pwd)" and all(
+            b.display for b in block.query(".always-session, .always-project")
+        )
+        await pilot.press("a")
+        await settle(pilot)
+        assert ("allow", "Bash(pwd)", "this session") in app.engine.permissions.listing()
