@@ -54,3 +54,20 @@ class QuietResize:
         if widget.is_scrollable:
             widget._scroll_update(virtual_size)
         return True
+
+
+def measure_again(widget: Widget) -> None:
+    """`widget.refresh(layout=True)` for a widget whose content height has just changed, that also forgets
+    every measure of it taken before the change.
+
+    Textual keys a widget's measured size (its box model cache) on a counter that `refresh(layout=True)`
+    bumps only when no layout request is pending. A streamed answer asks for a layout, a layout runs before
+    Textual has handled the request (another widget's), measures the answer at its height then and caches
+    it, the answer grows, asks again — and the counter stays: the next layout sizes its chat item from the
+    cached, older height while the answer itself gets its new one. The item kept the caption's single row
+    with the text below it, out of view, and the chat's end stopped above it (issue 40: an empty
+    "assistant" block, 2 of ~30 long answers; the stress test in tests/ui/test_stream_stress.py found it).
+    Bumping the counter with every change keeps a stale measure from ever being found. (Textual 8.2.)"""
+    if widget._layout_required:
+        widget._layout_updates += 1  # refresh below will not: a request is pending
+    widget.refresh(layout=True)
