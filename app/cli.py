@@ -2,7 +2,7 @@
 
     bulkhead                         TUI (new session; --resume ID, --continue)
     bulkhead -p "prompt" [--json]    one-shot: answer on stdout, notices on stderr
-    bulkhead lab | probe | classify | sessions | archive | config | auth | mcp
+    bulkhead lab | probe | classify | sessions | archive | config | auth | mcp | proxy | permissions
 
 Imports are deferred to the command that needs them, so `bulkhead --help` is instant.
 """
@@ -145,6 +145,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="with -p: approve every tool call (and start the workspace's .mcp.json servers)",
     )
+    parser.add_argument(
+        "--fallback-after-partial",
+        action="store_true",
+        help="with -p: when a route fails after part of the answer arrived, continue it on the next route of "
+        "the fallback chain (without this flag -p keeps the partial answer and stops)",
+    )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     _add_session_flags(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -169,11 +175,17 @@ def build_parser() -> argparse.ArgumentParser:
         default="none",
         metavar="PROFILE",
         help="how the cap is enforced: none, nginx, cloudflare, akamai, modsecurity, aws-waf, "
-        "header-431, reset, html-200, apigw, apigw-waf",
+        "header-431, reset, html-200, apigw, apigw-waf, beta-refuse, beta-strip",
     )
-    lab.add_argument("--cap", metavar="SIZE", help="body cap the gateway enforces (e.g. 128KB; none: no cap)")
     lab.add_argument(
-        "--window", type=int, metavar="TOKENS", help="context window of the lab model (none: no overflow)"
+        "--cap",
+        metavar="SIZE",
+        help="body cap the gateway enforces (e.g. 128KB; default: the profile's own; none: no cap at all)",
+    )
+    lab.add_argument(
+        "--window",
+        metavar="TOKENS",
+        help="context window of the lab model in tokens (default: 200000; none: no overflow)",
     )
     lab.add_argument(
         "--faults",
@@ -212,6 +224,46 @@ def build_parser() -> argparse.ArgumentParser:
     probe.add_argument("--max-probes", type=int, default=40, metavar="N", help="at most this many requests")
     probe.add_argument("--save", action="store_true", help="remember the cap found for this endpoint")
     probe.add_argument(
+        "--content",
+        action="store_true",
+        help="find which part of a session's request a content-inspecting gateway refuses (asks first: "
+        "each probe carries conversation text to the gateway)",
+    )
+    probe.add_argument(
+        "--session",
+        dest="probe_session",
+        metavar="ID",
+        help="with --content: the session (default: the latest)",
+    )
+    probe.add_argument(
+        "--withhold", action="store_true", help="with --content: withhold what was found from the model"
+    )
+    probe.add_argument("--yes", action="store_true", help="with --content: do not ask before probing")
+    probe.add_argument(
+        "--offline",
+        dest="probe_offline",
+        action="store_true",
+        help="with --content: judge the request with the OWASP Core Rule Set here (zero requests; needs the "
+        "offline-waf extra and Debian's modsecurity-crs); without it the offline check still runs first "
+        "when installed",
+    )
+    probe.add_argument(
+        "--live",
+        dest="probe_live",
+        action="store_true",
+        help="with --content: probe the gateway itself, without the offline check first (its rules may not be "
+        "the Core Rule Set)",
+    )
+    probe.add_argument(
+        "--paranoia",
+        dest="probe_paranoia",
+        type=int,
+        choices=(1, 2, 3, 4),
+        metavar="N",
+        help="with --content: the CRS paranoia level of the offline check (default: the lowest of 1-4 that "
+        "refuses the request)",
+    )
+    probe.add_argument(
         "--json",
         dest="probe_json",
         action="store_true",
@@ -230,14 +282,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--batch FILE.jsonl classifies one JSON object per line ('-' = stdin) and prints "
         "one JSON verdict per line. Fields of a line (all optional): id, status (int), "
         "message (str), body (str), headers (object of name: value), request_bytes "
-        '(int), transport ("connection", "timeout", "html-200" or "non-sse-200"), '
-        "error_type (the SDK's exception name). A verdict: {id, kind, payload_related, recoverable, reason, evidence}; "
-        "an unusable line gives {id, line, error}.",
+        '(int), transport (how the answer arrived, as the adapters set it: "http", "html-200", '
+        '"non-sse-200", "connection", "timeout" or "stream-error"), error_type (the SDK\'s exception name), '
+        "provider, request_header_bytes (int). A verdict: {id, kind, payload_related, recoverable, reason, "
+        "evidence}; an unusable line gives {id, line, error}. With --score, lines carry an expected kind "
+        "(and a family) and bulkhead prints the accuracy, the false payload verdicts and every miss.",
         examples="  bulkhead classify --status 413 --bytes 422400\n"
         "  bulkhead classify --status 403 --header 'cf-ray: 8f3a1c2b9d7e4a61-SJC' "
         "--body-file page.html --json\n"
         "  bulkhead classify --batch errors.jsonl     "
-        '# {"id": 1, "status": 413, "body": "...", "request_bytes": 900000}',
+        '# {"id": 1, "status": 413, "body": "...", "request_bytes": 900000}\n'
+        "  bulkhead classify --batch tests/fixtures/failures/heldout-vectors.jsonl --score",
     )
     classify.add_argument(
         "--status",
@@ -259,6 +314,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     classify.add_argument(
         "--batch", metavar="FILE.jsonl", help="classify one JSON object per line (see above); '-' reads stdin"
+    )
+    classify.add_argument(
+        "--transport",
+        choices=("http", "html-200", "non-sse-200", "connection", "timeout", "stream-error"),
+        help="how the answer arrived, as the adapters flag it (default: none flagged)",
+    )
+    classify.add_argument(
+        "--explain",
+        action="store_true",
+        help="spell the decision out: the rule and the generalising signal that decided, what else matched, "
+        "what the words say, the vendor and the hop",
+    )
+    classify.add_argument(
+        "--score",
+        action="store_true",
+        help="with --batch: compare each line's `expected` kind and print accuracy, false payload verdicts "
+        "and misses (--json: as one object)",
     )
 
     sessions = _sub(
@@ -291,6 +363,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rm.add_argument("id", help="a session id or a unique prefix of one")
     rm.add_argument("--yes", "-y", dest="rm_yes", action="store_true", help="do not ask for confirmation")
+    unlock = sessions_sub.add_parser(
+        "unlock",
+        help="free a session another bulkhead holds (shows the holder, asks)",
+        description="Free a session whose lease is held by a bulkhead that is gone — typically one on another "
+        "machine (a shared home), which bulkhead cannot check. Shows who holds it and since when, and asks.",
+    )
+    unlock.add_argument("id", help="a session id or a unique prefix of one")
+    unlock.add_argument(
+        "--yes", "-y", dest="unlock_yes", action="store_true", help="do not ask for confirmation"
+    )
     rename = sessions_sub.add_parser(
         "rename", help="set a session's title", description="Set a session's title."
     )
@@ -393,6 +475,35 @@ def build_parser() -> argparse.ArgumentParser:
     m_approve.add_argument("names", nargs="*", metavar="NAME", help="servers to allow (default: all of them)")
     mcp_sub.add_parser("reset", help="forget the answers given for this workspace's .mcp.json servers")
 
+    permissions = _sub(
+        sub,
+        "permissions",
+        help="the permission rules in force; approve a workspace's rule files",
+        description="A workspace's rule files (.claude/settings.json, .claude/settings.local.json, "
+        ".bulkhead/settings.toml) come with the repository: their deny and ask rules are always in force, "
+        "their allow rules only once you approved them (asked in the TUI, on the terminal by -p, or here). "
+        "The answer is kept in state.toml with a fingerprint of the allow rules: a change asks again.",
+        examples="  bulkhead permissions list\n"
+        "  bulkhead permissions approve                       every rule file of this workspace\n"
+        "  bulkhead permissions approve .claude/settings.json\n"
+        "  bulkhead permissions reset                         forget the answers",
+    )
+    permissions_sub = permissions.add_subparsers(dest="action", metavar="ACTION", required=True)
+    permissions_sub.add_parser("list", help="every rule in force with its file, and the rules held back")
+    for action, text in (
+        ("approve", "put the allow rules of this workspace's rule files in force (all, or those named)"),
+        ("deny", "keep the allow rules of this workspace's rule files off, without asking again"),
+    ):
+        p_action = permissions_sub.add_parser(action, help=text)
+        p_action.add_argument(
+            "files", nargs="*", metavar="FILE", help="e.g. .claude/settings.json (default: all)"
+        )
+    permissions_sub.add_parser("reset", help="forget the answers for this workspace's rule files")
+
+    from app.commands.proxy_cmd import add_parser as add_proxy_parser  # its flags live beside its code
+
+    add_proxy_parser(sub, HelpFormatter, port)
+
     auth = _sub(
         sub,
         "auth",
@@ -417,6 +528,10 @@ def build_parser() -> argparse.ArgumentParser:
             choices=("anthropic", "openai"),
             help="whose key" + (" (default: both)" if action == "status" else ""),
         )
+    from app.commands import doctor_cmd, gateway_cmd  # issue 38: each registers its own sub-command
+
+    gateway_cmd.add_parser(sub, _sub)
+    doctor_cmd.add_parser(sub, _sub)
     return parser
 
 
@@ -429,6 +544,10 @@ _COMMANDS = {
     "config": "app.commands.config_cmd",
     "auth": "app.commands.auth_cmd",
     "mcp": "app.commands.mcp_cmd",
+    "proxy": "app.commands.proxy_cmd",
+    "gateway": "app.commands.gateway_cmd",
+    "doctor": "app.commands.doctor_cmd",
+    "permissions": "app.commands.permissions_cmd",
 }
 
 

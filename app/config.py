@@ -18,6 +18,7 @@ from typing import Any
 
 import platformdirs
 
+from app.model.fallback import DEFAULT_FALLBACK_ON, FALLBACK_AFTER_PARTIAL, STAYING_KINDS, FallbackKind
 from app.sizes import SizeError, format_size, parse_size
 
 PROVIDERS = ("anthropic", "openai", "bedrock", "lab")
@@ -25,6 +26,8 @@ APPROVAL_MODES = ("ask", "auto-read", "auto-edit", "never-ask")
 CONTEXT_ENGINES = ("local", "provider")  # or "mcp:NAME": an MCP server's context_compact writes summaries
 OPENAI_APIS = ("responses", "chat")  # routes.NAME.api on provider = "openai" routes
 MCP_TOOL_SEARCH = ("auto", "bulkhead", "off")
+PROXY_ANTHROPIC_ERRORS = ("prompt-too-long", "request-too-large")  # app.proxy.native_errors.OverflowStyle
+MEMORY_MODES = ("off", "suggest", "auto")  # app.engine.memory: distil facts, offer them, or keep them
 HOOK_EVENTS = (
     "SessionStart",
     "SessionEnd",
@@ -75,6 +78,11 @@ def example_config_path() -> Path:
     raise ConfigError("config.example.toml is missing from this installation; reinstall bulkhead")
 
 
+# The built-in tools by name (app.tools.registry declares them; a test keeps the two in step). Config
+# sits below the tools in the import layers, so the names are spelled here for `tools = [...]`.
+BUILTIN_TOOL_NAMES = ("read_file", "list_dir", "glob", "grep", "shell", "write_file", "edit_file", "recall")
+
+
 def _opt(
     kind: str,
     help: str,
@@ -105,6 +113,10 @@ class Route:
     api_key_env: str | None = None
     api: str | None = None  # openai routes: "responses" | "chat"; None = by base_url (providers.openai)
     images: bool | None = None  # does the model take image blocks (None: bulkhead guesses by provider)
+    tools: tuple[str, ...] | None = None  # built-in tools offered on this route (None: the global `tools`)
+    fallback: tuple[str, ...] | None = (
+        None  # the routes that take a turn this one cannot answer (None: the global)
+    )
 
     @property
     def endpoint_id(self) -> str:
@@ -129,6 +141,8 @@ _ROUTE_KEYS: dict[str, str] = {
     "api_key_env": "str",
     "api": "choice",
     "images": "bool",
+    "tools": "tools?",
+    "fallback": "routenames",
 }
 _ROUTE_CHOICES: dict[str, tuple[str, ...]] = {"provider": PROVIDERS, "api": OPENAI_APIS}
 
@@ -227,6 +241,12 @@ class Settings:
         default=None,
         metadata=_opt("str?", "CA bundle (PEM file; a folder for Anthropic/OpenAI) every provider trusts"),
     )
+    content_probe_max: int = field(
+        default=60, metadata=_opt("int", "probes /blocked may send to find refused text", low=1, high=500)
+    )
+    tools: tuple[str, ...] | None = field(
+        default=None, metadata=_opt("tools?", "built-in tools offered to the model (default: all; [] none)")
+    )
     approval: str = field(default="auto-read", metadata=_opt("choice", "tool approvals", APPROVAL_MODES))
     approval_preview_lines: int = field(
         default=40,
@@ -281,7 +301,46 @@ class Settings:
     mcp_image_max_bytes: int = field(
         default=1024 * 1024, metadata=_opt("size", "largest MCP image sent to the model", low=0)
     )
+    mcp_log_max_bytes: int = field(
+        default=1024 * 1024,
+        metadata=_opt(
+            "size", "per MCP server stderr log; past it the log rotates (one older part kept)", low=4096
+        ),
+    )
+    mcp_result_max_bytes: int = field(
+        default=16 * 1024 * 1024,
+        metadata=_opt(
+            "size", "largest MCP message bulkhead takes from a server (bigger: refused)", low=65536
+        ),
+    )
+    lease_foreign_max_age: float = field(
+        default=86400.0,
+        metadata=_opt(
+            "float", "seconds after which a session lease from another machine may be taken over", above=0
+        ),
+    )
     har_body_limit: int = field(default=64 * 1024, metadata=_opt("size", "body bytes kept per HAR entry"))
+    proxy_port: int = field(
+        default=8788, metadata=_opt("int", "port `bulkhead proxy` listens on (127.0.0.1)", low=1, high=65535)
+    )
+    proxy_idle_timeout: float = field(
+        default=900.0,
+        metadata=_opt(
+            "float", "seconds `bulkhead proxy` waits for a byte either way before giving up", above=0
+        ),
+    )
+    proxy_record_body_max: int = field(
+        default=4 * 1024 * 1024,
+        metadata=_opt("size", "request bodies up to this are kept whole for the proxy's records", low=0),
+    )
+    proxy_anthropic_error: str = field(
+        default="prompt-too-long",
+        metadata=_opt(
+            "choice",
+            "how `bulkhead proxy --translate` words a size refusal for Anthropic clients",
+            PROXY_ANTHROPIC_ERRORS,
+        ),
+    )
     hook_timeout: float = field(
         default=60.0, metadata=_opt("float", "default hook timeout (seconds)", above=0)
     )
@@ -294,6 +353,29 @@ class Settings:
     )
     shell_env_passthrough: tuple[str, ...] = field(
         default=(), metadata=_opt("names", "provider credentials the shell tool may still see")
+    )
+    fallback: tuple[str, ...] = field(
+        default=(), metadata=_opt("routenames", "routes a turn moves to when a route cannot answer")
+    )
+    fallback_sticky: bool = field(
+        default=False, metadata=_opt("bool", "the route that answered stays for the next turn")
+    )
+    fallback_on: tuple[str, ...] = field(
+        default=DEFAULT_FALLBACK_ON,
+        metadata=_opt("fallbackkinds", "failure kinds that move to the next route"),
+    )
+    fallback_after_partial: str = field(
+        default="ask",
+        metadata=_opt("choice", "after a partial answer: ask, continue or stop", FALLBACK_AFTER_PARTIAL),
+    )
+    memory: str = field(
+        default="suggest", metadata=_opt("choice", "memory worker: off, suggest or auto", MEMORY_MODES)
+    )
+    memory_max_bytes: int = field(
+        default=16 * 1024, metadata=_opt("size", "largest memory file (auto) in the system prompt", low=0)
+    )
+    memory_lag_turns: int = field(
+        default=2, metadata=_opt("int", "turns the memory worker stays behind the conversation", high=50)
     )
     routes: Mapping[str, Route] = field(default_factory=dict, metadata={"kind": "routes"})
     hooks: tuple[HookSpec, ...] = field(default=(), metadata={"kind": "hooks"})
@@ -372,13 +454,26 @@ def hide_url_password(url: str) -> str:
     return URL_PASSWORD_RE.sub(lambda m: m.group(1) + URL_PASSWORD_SHOWN + m.group(3), url) if url else url
 
 
-def _shown(value: Any, key: str = "") -> str:
-    """A value for an error message: its repr, shortened — or only its shape when it may be a secret."""
-    if (
+def _looks_secret(value: Any, key: str = "") -> bool:
+    """A string under a secret-sounding key, or one shaped like a key (`sk-…`, 32+ key characters)."""
+    return (
         isinstance(value, str)
-        and value
-        and (_SECRET_NAME_RE.search(key.rsplit(".", 1)[-1]) or _KEY_LIKE_RE.match(value.strip()))
-    ):
+        and bool(value)
+        and bool(_SECRET_NAME_RE.search(key.rsplit(".", 1)[-1]) or _KEY_LIKE_RE.match(value.strip()))
+    )
+
+
+def _shown(value: Any, key: str = "") -> str:
+    """A value for an error message: its repr, shortened — or only its shape when it may be a secret (a
+    table's keys and values each judged so: a key pasted as a header name is hidden too)."""
+    if isinstance(value, Mapping):
+        inner = ", ".join(f"{_shown(k)}: {_shown(v, str(k))}" for k, v in list(value.items())[:6])
+        text = "{" + inner + (", …" if len(value) > 6 else "") + "}"
+        return text if len(text) <= 200 else text[:197] + "..."
+    if isinstance(value, list | tuple):
+        inner = ", ".join(_shown(v, key) for v in list(value)[:6])
+        return "[" + inner + (", …" if len(value) > 6 else "") + "]"
+    if _looks_secret(value, key):
         from app.secrets import mask
 
         return f"'{mask(value)}' (hidden: it may be a secret)"
@@ -447,6 +542,41 @@ def _convert(kind: str, value: Any, key: str, where: str, choices: tuple[str, ..
             if not isinstance(value, str):
                 raise ValueError
             return value
+        if base == "tools":  # built-in tool names: a list, [] for none
+            items = [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else value
+            if not isinstance(items, list | tuple) or not all(isinstance(v, str) for v in items):
+                raise ValueError
+            unknown = [v for v in items if v not in BUILTIN_TOOL_NAMES]
+            if unknown:
+                raise ConfigError(
+                    f"{where}: {key}: {_shown(unknown[0], key)} is not a built-in tool "
+                    f"(tools: {', '.join(BUILTIN_TOOL_NAMES)}; [] offers none)"
+                )
+            return tuple(dict.fromkeys(items))
+        if base == "routenames":  # route names (each checked against the routes once they are read)
+            items = [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else value
+            if not isinstance(items, list | tuple) or not all(
+                isinstance(v, str) and v.strip() for v in items
+            ):
+                raise ValueError
+            return tuple(dict.fromkeys(v.strip() for v in items))
+        if base == "fallbackkinds":
+            items = [v.strip() for v in value.split(",") if v.strip()] if isinstance(value, str) else value
+            if not isinstance(items, list | tuple) or not all(isinstance(v, str) for v in items):
+                raise ValueError
+            for item in items:
+                if item in STAYING_KINDS:
+                    raise ConfigError(
+                        f"{where}: {key}: {item!r} never moves to another route — a request refused for its "
+                        f"size or shape is recovered on the route that refused it (the recovery ladder); "
+                        f"kinds that move: {', '.join(DEFAULT_FALLBACK_ON)}"
+                    )
+                if item not in DEFAULT_FALLBACK_ON:
+                    raise ConfigError(
+                        f"{where}: {key}: {_shown(item, key)} is not a failure kind that can move to another "
+                        f"route (kinds: {', '.join(DEFAULT_FALLBACK_ON)})"
+                    )
+            return tuple(FallbackKind(v).value for v in dict.fromkeys(items))
         if base == "names":
             items = [v.strip() for v in value.split(",")] if isinstance(value, str) else value
             if not isinstance(items, list | tuple) or not all(isinstance(v, str) for v in items):
@@ -470,6 +600,9 @@ def _convert(kind: str, value: Any, key: str, where: str, choices: tuple[str, ..
             "bool": "true or false",
             "str": "a string",
             "names": 'a list of variable names, e.g. ["GITHUB_TOKEN"]',
+            "tools": 'a list of built-in tool names, e.g. ["read_file", "grep"], or [] for none',
+            "routenames": 'a list of route names, e.g. ["bedrock", "local"]',
+            "fallbackkinds": 'a list of failure kinds, e.g. ["overloaded", "server_error"]',
         }.get(base, base)
         raise ConfigError(f"{where}: {key} = {_shown(value, key)} is not {wanted}") from None
     raise AssertionError(f"unknown setting kind {kind}")
@@ -567,11 +700,16 @@ def check_url(value: str, key: str, where: str) -> None:
         return
     if "://" not in value:
         local = re.match(r"^(localhost|127\.|\[::1\]|0\.0\.0\.0|10\.|192\.168\.)", value)
+        if _looks_secret(value):  # a key pasted as the URL: never echoed, not even as "https://<key>"
+            raise ConfigError(
+                f"{where}: {key} = {_shown(value, key)} is not a URL — did you paste a key here? A base URL "
+                f"looks like https://api.example.com/v1 (keys belong in the keyring or api_key_env)"
+            )
         raise ConfigError(
             f"{where}: {key} = {value!r} has no scheme — add http:// for a local server "
             f'("http://{value}") or https:// for a remote one' + ("" if local else f' ("https://{value}")')
         )
-    raise ConfigError(f"{where}: {key} = {value!r} must start with http:// or https://")
+    raise ConfigError(f"{where}: {key} = {_shown(value, key)} must start with http:// or https://")
 
 
 def _parse_routes(raw: Any, origin: _Origin, problems: _Problems) -> dict[str, Route]:
@@ -728,6 +866,83 @@ def _check_pairs(values: Mapping[str, Any], sources: Mapping[str, str], problems
             problems.add(
                 f"{where}: {smaller} = {low:g} must be {'below' if strict else 'at most'} {larger} = {high:g}"
             )
+
+
+def _check_fallbacks(
+    routes: Mapping[str, Route],
+    raw_routes: Any,
+    default: tuple[str, ...],
+    sources: Mapping[str, str],
+    origin: _Origin,
+    problems: _Problems,
+) -> None:
+    """Every route a `fallback` list names exists (file:line), and no chain leads back to where it began."""
+    known = set(routes) | (set(raw_routes) if isinstance(raw_routes, dict) else set())
+    listed = ", ".join(sorted(known)) or "none"
+    for name in default:
+        if name not in known:
+            problems.add(
+                f"{sources.get('fallback', 'config')}: fallback names no route {name!r} (configured routes: {listed})"
+            )
+    for route in routes.values():
+        for name in route.fallback or ():
+            if name not in known:
+                problems.add(
+                    f"{origin.where(f'routes.{route.name}', 'fallback')}: routes.{route.name}.fallback names no "
+                    f"route {name!r} (configured routes: {listed})"
+                )
+    reported: set[frozenset[str]] = set()
+    for start in routes.values():
+        cycle = _fallback_cycle(routes, start.name)
+        if cycle is None or frozenset(cycle) in reported:
+            continue
+        reported.add(frozenset(cycle))
+        problems.add(
+            f"{origin.where(f'routes.{cycle[0]}', 'fallback')}: the fallback chain goes round in a circle "
+            f"({' → '.join([*cycle, cycle[0]])}) — a route's fallback may not lead back to it; remove one of "
+            f"these links"
+        )
+
+
+def _fallback_cycle(routes: Mapping[str, Route], start: str) -> list[str] | None:
+    """The routes of a cycle reachable from `start` through their own `fallback` lists (None: no cycle)."""
+    path: list[str] = []
+    done: set[str] = set()
+
+    def visit(name: str) -> list[str] | None:
+        if name in path:
+            return path[path.index(name) :]
+        if name in done or name not in routes:
+            return None
+        path.append(name)
+        for nxt in routes[name].fallback or ():
+            found = visit(nxt)
+            if found is not None:
+                return found
+        path.pop()
+        done.add(name)
+        return None
+
+    return visit(start)
+
+
+def fallback_chain(settings: Settings, head: str) -> tuple[str, ...]:
+    """The routes a turn that starts on `head` may use, in order: `head`, then its own `fallback` list (else
+    the global `fallback`), each followed by the routes of its own `fallback` list (depth first, once each;
+    `config check` refuses cycles). Routes that do not exist are left out."""
+    chain: list[str] = [head]
+
+    def add(names: tuple[str, ...]) -> None:
+        for name in names:
+            if name in chain or name not in settings.routes:
+                continue
+            chain.append(name)
+            add(settings.routes[name].fallback or ())
+
+    route = settings.routes.get(head)
+    own = route.fallback if route is not None else None
+    add(own if own is not None else settings.fallback)
+    return tuple(chain)
 
 
 def _register_secrets(settings: Settings, env: Mapping[str, str]) -> None:
@@ -988,8 +1203,9 @@ def load_settings(
         if name is not None and name not in routes and name not in raw.get("routes", {}):
             known = ", ".join(sorted(routes)) or "none"
             problems.add(
-                f"{sources.get(key, 'config')}: {key} = {name!r} names no route (configured routes: {known})"
+                f"{sources.get(key, 'config')}: {key} = {_shown(name, key)} names no route (configured routes: {known})"
             )
+    _check_fallbacks(routes, raw.get("routes", {}), values.get("fallback", ()), sources, origin, problems)
     if problems.items:
         raise ConfigError(problems=problems.items)
     settings = Settings(

@@ -44,7 +44,8 @@ def process_start(pid: int) -> str:
         return ""
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """A process with this id runs on this machine (a zombie does not count)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -78,10 +79,18 @@ class Holder:
         """Still running? A lease from another host cannot be checked and counts as held."""
         if self.host != socket.gethostname():
             return True
-        if not _pid_alive(self.pid):
+        if not pid_alive(self.pid):
             return False
         now = process_start(self.pid)
         return not (self.started and now and now != self.started)
+
+    @property
+    def foreign(self) -> bool:
+        """Taken on another machine: bulkhead cannot tell whether that process still runs."""
+        return self.host != socket.gethostname()
+
+    def age(self, now: float | None = None) -> float:
+        return max(0.0, (time.time() if now is None else now) - self.acquired_at) if self.acquired_at else 0.0
 
     def describe(self) -> str:
         since = time.strftime("%H:%M", time.localtime(self.acquired_at)) if self.acquired_at else "?"
@@ -101,16 +110,35 @@ class SessionHeld(StoreError):
 
     exit_code = 2
 
-    def __init__(self, session_id: str, title: str, holder: Holder) -> None:
+    def __init__(
+        self, session_id: str, title: str, holder: Holder, *, foreign_max_age: float | None = None
+    ) -> None:
         self.session_id = session_id
         self.title = title
         self.holder = holder
+        # A lease from another machine cannot be checked: past `foreign_max_age` seconds it may be taken over.
+        self.stale_foreign = holder.foreign and foreign_max_age is not None and holder.age() > foreign_max_age
+        takeover = (
+            f" It was taken on {holder.host} {format_age(holder.age())} ago, and bulkhead cannot check a process "
+            f"there: if that bulkhead is gone, `bulkhead sessions unlock {session_id}` frees it."
+            if self.stale_foreign
+            else ""
+        )
         super().__init__(
             f"session {session_id}{f' “{title}”' if title else ''} is open in another bulkhead, "
             f"{holder.describe()}. Continue it as a new session with --fork "
             f"(`bulkhead --resume {session_id} --fork …`), or open it without writing with --read-only "
             f"(the TUI; `bulkhead sessions show {session_id}` prints it) — or close the other bulkhead first."
+            + takeover
         )
+
+
+def format_age(seconds: float) -> str:
+    if seconds >= 2 * 86400:
+        return f"{seconds / 86400:.0f} days"
+    if seconds >= 2 * 3600:
+        return f"{seconds / 3600:.0f} hours"
+    return f"{max(1, round(seconds / 60)):.0f} minutes"
 
 
 class SessionReadOnly(StoreError):

@@ -82,3 +82,67 @@ def network_lines(env: Mapping[str, str] | None = None) -> list[NetworkLine]:
                 )
             )
     return lines
+
+
+# -- the proxy in effect for one request -----------------------------------------------------------------
+@dataclass(frozen=True)
+class ProxyInEffect:
+    """The forward proxy an SDK uses for a URL, and the variable (as spelled in the environment) that set it."""
+
+    variable: str  # "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "ALL_PROXY", …
+    url: str  # the proxy URL, password hidden
+    address: str  # host:port
+
+    def named(self) -> str:
+        return f"the proxy at {self.address} ({self.variable})"
+
+
+# Which variables each scheme reads, in the order urllib (and so httpx and botocore) prefers them: a
+# lower-case variable wins over its upper-case twin. botocore has no ALL_PROXY.
+_SCHEME_VARIABLES = {"https": ("https_proxy", "HTTPS_PROXY"), "http": ("http_proxy", "HTTP_PROXY")}
+_ALL_VARIABLES = ("all_proxy", "ALL_PROXY")
+_DEFAULT_PORTS = {"http": 80, "https": 443, "socks5": 1080, "socks5h": 1080}
+
+
+def proxy_for(url: str, provider: str = "", env: Mapping[str, str] | None = None) -> ProxyInEffect | None:
+    """The proxy the route's SDK takes from the environment for `url` (None: a direct connection).
+
+    httpx (the Anthropic and OpenAI SDKs) reads `{scheme}_proxy` then `all_proxy`; botocore (Bedrock) only
+    `{scheme}_proxy`. `NO_PROXY` hosts go direct.
+    """
+    import urllib.request
+
+    bypass = getattr(urllib.request, "proxy_bypass_environment", None)  # not in typeshed's stubs
+    env = os.environ if env is None else env
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None
+    scheme = (parts.scheme or "https").lower()
+    names: tuple[str, ...] = _SCHEME_VARIABLES.get(scheme, ())
+    if provider != "bedrock":
+        names = names + _ALL_VARIABLES
+    chosen = next(((name, env[name]) for name in names if env.get(name)), None)
+    if chosen is None:
+        return None
+    no_proxy = env.get("no_proxy") or env.get("NO_PROXY") or ""
+    host = parts.hostname or ""
+    if no_proxy and host and bypass is not None and _bypassed(host, parts.port, no_proxy, bypass):
+        return None
+    name, value = chosen
+    if name.islower() and env.get(name.upper()) == value:
+        name = name.upper()  # both spellings say the same: the usual name
+    try:
+        proxy = urlsplit(value if "://" in value else f"http://{value}")
+        port = proxy.port or _DEFAULT_PORTS.get(proxy.scheme.lower(), 80)
+    except ValueError:
+        return ProxyInEffect(name, hide_password(value), hide_password(value))
+    return ProxyInEffect(name, hide_password(value), f"{proxy.hostname}:{port}")
+
+
+def _bypassed(host: str, port: int | None, no_proxy: str, bypass: object) -> bool:
+    target = f"{host}:{port}" if port else host
+    try:
+        return bool(bypass(target, {"no": no_proxy}))  # type: ignore[operator]
+    except Exception:
+        return False

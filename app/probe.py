@@ -274,6 +274,15 @@ class Prober:
                 )
             await self.sleep(delay)
 
+    async def try_size(self, size: int) -> tuple[Probe | None, str]:
+        """Send one body of `size` (e.g. the route's floor on its own), transient answers retried: the probe
+        reported for it, or (None, why no answer came)."""
+        try:
+            await self._accepts(size)
+        except _Inconclusive as stop:
+            return None, stop.message
+        return self.probes[-1], ""
+
     @staticmethod
     def _drop_failure(size: int, failure: Failure | None, why: str) -> Failure:
         evidence = tuple(e for e in (failure.evidence if failure else ()) if not e.startswith("rule "))

@@ -195,6 +195,42 @@ def redact_value(value: Any, *, urls: bool = True) -> Any:
     return value
 
 
+def redact_data(value: Any) -> Any:
+    """`redact_known` on every string inside `value`, dataclass instances included (a changed one is
+    copied): an engine event on its way to the screen."""
+    import dataclasses
+
+    if isinstance(value, str | Mapping | list | tuple):
+        return redact_value(value, urls=False) if _ordered else value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type) and _ordered:
+        changes = {}
+        for field in dataclasses.fields(value):
+            if field.init:
+                old = getattr(value, field.name)
+                new = redact_data(old)
+                if new != old:
+                    changes[field.name] = new
+        return dataclasses.replace(value, **changes) if changes else value
+    return value
+
+
+MIN_PREFIX_AT_CUT = 4  # a cut that ends with this much of a known secret hides it
+
+
+def clip_redacted(text: str, limit: int, marker: str = "…") -> str:
+    """`text` cut to `limit` characters for evidence and notices, redacted first (a cut must not keep the
+    first half of a key, which the registry would no longer recognise), then any trailing start of a
+    known secret at the cut hidden too."""
+    text = redact_text(text)
+    if len(text) <= limit:
+        return text
+    kept = text[: max(0, limit - len(marker))]
+    hold = _longest_secret_prefix_suffix(kept)
+    if hold >= MIN_PREFIX_AT_CUT:
+        kept = kept[: len(kept) - hold] + REDACTED
+    return kept + marker
+
+
 class StreamRedactor:
     """`redact_known` for text that arrives in pieces (a streamed answer): a secret split across two
     pieces is still caught. `feed` returns what is safe to show now, holding back a tail that could be

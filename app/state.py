@@ -43,7 +43,32 @@ class LearnedCap:
         )
 
 
-STATE_VERSION = 2  # 2: caps learned from a 431 (a header-size answer, never a body cap) are dropped
+_DAMAGED: list[str] = []  # sentences about damaged state files, said once (`take_damage_notices`)
+MAX_DAMAGED_COPIES = 20
+
+
+def _free_damaged_name(path: Path) -> Path:
+    """`state.toml.damaged`, else `.damaged.1`, `.2`, …: the first name not taken (the oldest is reused past
+    MAX_DAMAGED_COPIES, so a file that keeps breaking cannot fill the disk)."""
+    first = path.with_name(path.name + ".damaged")
+    if not first.exists():
+        return first
+    for number in range(1, MAX_DAMAGED_COPIES):
+        candidate = path.with_name(f"{path.name}.damaged.{number}")
+        if not candidate.exists():
+            return candidate
+    return path.with_name(f"{path.name}.damaged.{MAX_DAMAGED_COPIES}")
+
+
+def take_damage_notices() -> list[str]:
+    """What happened to damaged state files since the last call (each said once)."""
+    said = list(_DAMAGED)
+    _DAMAGED.clear()
+    return said
+
+
+STATE_VERSION = 3  # 2: caps learned from a 431 (a header-size answer, never a body cap) are dropped;
+# 3: the content blocks kept in a `[content_blocks]` table of their own move into the endpoints' profiles
 
 
 def state_path() -> Path:
@@ -70,8 +95,41 @@ def migrate(data: dict[str, Any]) -> bool:
     if isinstance(caps, dict):
         for endpoint in [name for name, entry in caps.items() if _from_header_rejection(entry)]:
             del caps[endpoint]
+    _move_content_blocks(data)
     data["version"] = STATE_VERSION
     return True
+
+
+def _move_content_blocks(data: dict[str, Any]) -> None:
+    """`[content_blocks."ENDPOINT"]` (one entry per endpoint, written by a bulkhead of early December 2026)
+    becomes an entry of `[profiles."ENDPOINT"].content_blocks`, where the gateway profile keeps them."""
+    old = data.pop("content_blocks", None)
+    if not isinstance(old, dict):
+        return
+    profiles = data.get("profiles")
+    if not isinstance(profiles, dict):
+        profiles = data["profiles"] = {}
+    for endpoint, entry in old.items():
+        if not isinstance(entry, dict):
+            continue
+        table = profiles.get(endpoint)
+        if not isinstance(table, dict):
+            table = profiles[endpoint] = {}
+        blocks = table.get("content_blocks")
+        if not isinstance(blocks, list):
+            blocks = table["content_blocks"] = []
+        moved = {
+            "cause": "content",
+            "kind": "waf_block",
+            "status": entry.get("status"),
+            "gateway": entry.get("gateway"),
+            "incident_id": entry.get("incident_id"),
+            "rejected_bytes": entry.get("rejected_bytes"),
+            "at": entry.get("seen_at"),
+            "why": "judged content by an earlier bulkhead",
+            "count": 1,
+        }
+        blocks.append({k: v for k, v in moved.items() if v not in (None, "", 0)})
 
 
 def _caps(data: dict[str, Any]) -> dict[str, Any]:
@@ -112,12 +170,19 @@ class State:
             return {}
         except OSError:  # unreadable (a folder, no permission): nothing remembered, never fatal
             return {}
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError):
-            # A damaged state file only costs remembered preferences; keep it for inspection.
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            # A damaged state file only costs remembered preferences; keep it for inspection, each damaged
+            # copy under its own number (a second corruption never overwrites the first), and say so once.
             # Only the file we read: another process may have replaced it with a good one since.
             with contextlib.suppress(OSError):
                 if os.stat(self.path).st_ino == seen.st_ino:
-                    self.path.replace(self.path.with_suffix(".toml.damaged"))
+                    kept = _free_damaged_name(self.path)
+                    self.path.replace(kept)
+                    _DAMAGED.append(
+                        f"{self.path} could not be read ({type(exc).__name__}: {str(exc)[:120]}); it was kept as "
+                        f"{kept} and bulkhead starts over with what it remembers (learned caps, chosen models, "
+                        f"approvals of workspace files) — copy anything you need from that file back by hand"
+                    )
             return {}
 
     @contextlib.contextmanager

@@ -13,6 +13,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import shutil
 import sqlite3
 import threading
@@ -25,10 +26,22 @@ from typing import Any
 
 from app.config import data_home
 from app.model.archive import ArchiveEntry
-from app.model.messages import Message, View, meta_from_dict, meta_to_dict, part_from_dict, part_to_dict
+from app.model.messages import (
+    Message,
+    Meta,
+    Role,
+    Text,
+    ToolCall,
+    ToolResult,
+    View,
+    meta_from_dict,
+    meta_to_dict,
+    part_from_dict,
+    part_to_dict,
+)
 from app.redact import redact_headers, redact_known, redact_value
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 4
 
 _MIGRATIONS: dict[int, str] = {
     1: """
@@ -134,6 +147,42 @@ _MIGRATIONS: dict[int, str] = {
         what TEXT NOT NULL DEFAULT ''
     );
     """,
+    3: """
+    -- a refused request's decision, as the engine made it (app.engine.failure_words.decision_of): the
+    -- rule's own action, the judged cause, the block page's incident ID, the hop that answered
+    ALTER TABLE requests ADD COLUMN decision TEXT NOT NULL DEFAULT '{}';
+    """,
+    4: """
+    CREATE TABLE memory_queue (           -- segments a compaction took out of the view, for the memory worker
+        id INTEGER PRIMARY KEY,
+        session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        created_at REAL NOT NULL,
+        reason TEXT NOT NULL,             -- the view change that followed: "auto:summary", "recovery:L2", …
+        message_ids TEXT NOT NULL,        -- JSON list of the master messages, in order (the log keeps them)
+        bytes INTEGER NOT NULL,
+        state TEXT NOT NULL DEFAULT 'queued' CHECK (state IN ('queued', 'distilled')),
+        attempts INTEGER NOT NULL DEFAULT 0,
+        error TEXT NOT NULL DEFAULT '',
+        distilled_at REAL
+    );
+    CREATE INDEX memory_queue_session ON memory_queue(session_id, state);
+    CREATE TABLE memory_facts (           -- the session memory journal: what the worker distilled, and its fate
+        id INTEGER PRIMARY KEY,
+        session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        project TEXT NOT NULL,            -- the project folder the facts belong to
+        created_at REAL NOT NULL,
+        text TEXT NOT NULL,
+        source TEXT NOT NULL,             -- "queue N" or "conversation"
+        state TEXT NOT NULL CHECK (state IN ('pending', 'accepted', 'rejected', 'kept')),
+        decided_at REAL,
+        written_to TEXT NOT NULL DEFAULT ''
+    );
+    CREATE INDEX memory_facts_project ON memory_facts(project, state);
+    CREATE TABLE memory_progress (        -- the master log the worker has read live: up to this seq
+        session_id TEXT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+        distilled_seq INTEGER NOT NULL DEFAULT -1
+    );
+    """,
 }
 
 REQUEST_FIELDS = (
@@ -160,10 +209,11 @@ REQUEST_FIELDS = (
     "error_body",
     "usage",
     "outcome",
+    "decision",
 )
-_JSON_REQUEST_FIELDS = {"evidence", "request_headers", "response_headers", "usage"}
+_JSON_REQUEST_FIELDS = {"evidence", "request_headers", "response_headers", "usage", "decision"}
 _HEADER_FIELDS = ("request_headers", "response_headers")
-_TEXT_REQUEST_FIELDS = {"url", "reason", "evidence", "body_preview", "error_body"}
+_TEXT_REQUEST_FIELDS = {"url", "reason", "evidence", "body_preview", "error_body", "decision"}
 
 
 def redact_header_values(headers: Any) -> Any:
@@ -314,8 +364,45 @@ _INSERT_MESSAGE = (
 _INSERT_DERIVED = _INSERT_MESSAGE + " ON CONFLICT(id) DO NOTHING"
 
 
+DAMAGED_ROW = (
+    "[bulkhead: this message could not be read from the database — its stored row is damaged ({why}); the "
+    "rest of the session is intact]"
+)
+_CALL_ID_RE = re.compile(r'"call_id"\s*:\s*"([^"\\]{1,200})"')
+_TOOL_CALL_RE = re.compile(
+    r'"type"\s*:\s*"tool_call"\s*,\s*"id"\s*:\s*"([^"\\]{1,200})"\s*,\s*"name"\s*:\s*"([^"\\]{1,200})"'
+)
+
+
 def _message_from_row(row: sqlite3.Row) -> Message:
-    return _message(row, json.loads(row["parts"]), json.loads(row["meta"]))
+    """The message of one row; a row that cannot be decoded becomes a visible stub in its place (one
+    damaged row must not make the whole session unreadable: `-c`, `sessions show`, exports)."""
+    try:
+        return _message(row, json.loads(row["parts"]), json.loads(row["meta"]))
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        return _damaged(row, exc)
+
+
+def _damaged(row: sqlite3.Row, exc: Exception) -> Message:
+    why = f"{type(exc).__name__}: {str(exc)[:120]}"
+    text = DAMAGED_ROW.format(why=why)
+    role: Role = row["role"] if row["role"] in ("user", "assistant", "tool", "system") else "user"
+    raw = str(row["parts"] or "")
+    parts: tuple[Any, ...] = (Text(text),)
+    # Keep the pairing where the ids survive: a damaged answer still made its calls, a damaged result
+    # still answers them (a provider refuses a conversation whose calls and results do not pair).
+    if role == "tool":
+        ids = list(dict.fromkeys(_CALL_ID_RE.findall(raw)))
+        parts = tuple(ToolResult(call_id, text, is_error=True) for call_id in ids) or parts
+        role = "tool" if ids else "user"
+    elif role == "assistant":
+        calls = [ToolCall(call_id, name) for call_id, name in _TOOL_CALL_RE.findall(raw)]
+        parts = (Text(text), *calls)
+    try:
+        meta = meta_from_dict(json.loads(row["meta"]))
+    except (ValueError, TypeError, KeyError, AttributeError):
+        meta = Meta()
+    return Message(id=row["id"], role=role, parts=parts, meta=meta)
 
 
 def _message(row: sqlite3.Row, parts: list[dict[str, Any]], meta: dict[str, Any]) -> Message:
@@ -352,11 +439,14 @@ def _parse_batch(rows: list[sqlite3.Row]) -> list[Message]:
     try:
         parts = json.loads("[" + ",".join([row["parts"] for row in rows]) + "]")
         metas = json.loads("[" + ",".join([row["meta"] for row in rows]) + "]")
-    except ValueError:  # a damaged row: parsed alone, it raises what it always did
+    except (ValueError, TypeError):  # a damaged row: each parsed alone, the damaged one a stub
         return [_message_from_row(row) for row in rows]
     if len(parts) != len(rows) or len(metas) != len(rows):  # a row that was not one JSON value
         return [_message_from_row(row) for row in rows]
-    return [_message(row, p, m) for row, p, m in zip(rows, parts, metas, strict=True)]
+    try:
+        return [_message(row, p, m) for row, p, m in zip(rows, parts, metas, strict=True)]
+    except (ValueError, TypeError, KeyError, AttributeError):  # valid JSON, not a message: row by row
+        return [_message_from_row(row) for row in rows]
 
 
 class Store:
@@ -582,7 +672,7 @@ class Store:
     def folder_sessions(self, workspace: str, limit: int = 50) -> list[sqlite3.Row]:
         """(id, title) of the sessions of the folder `workspace` that have a message, newest first (`-c`)."""
         return self.query(
-            f"SELECT s.id, s.title FROM sessions s WHERE s.workspace = ? AND {_HAS_MESSAGES} "
+            f"SELECT s.id, s.title FROM sessions s WHERE s.workspace = ? AND s.provider != 'proxy' AND {_HAS_MESSAGES} "
             "ORDER BY s.updated_at DESC, s.created_at DESC LIMIT ?",
             (workspace, limit),
         )
@@ -709,6 +799,32 @@ class Store:
             what=rows[0]["what"],
         )
         return holder if holder.alive() else None
+
+    def lease_row(self, session_id: str):
+        """Whoever holds `session_id`'s lease as recorded (an `app.lease.Holder`), alive or not; None."""
+        from app.lease import Holder
+
+        rows = self.query("SELECT * FROM leases WHERE session_id = ?", (session_id,))
+        if not rows:
+            return None
+        row = rows[0]
+        return Holder(
+            pid=row["pid"],
+            started=row["started"],
+            host=row["host"],
+            acquired_at=row["acquired_at"],
+            what=row["what"],
+        )
+
+    def break_lease(self, session_id: str, holder) -> bool:
+        """Remove `holder`'s lease on `session_id` (the user said that bulkhead is gone); False when the lease
+        changed meanwhile (someone else took it: nothing is removed)."""
+        with self.transaction() as conn:
+            done = conn.execute(
+                "DELETE FROM leases WHERE session_id = ? AND pid = ? AND started = ? AND host = ?",
+                (session_id, holder.pid, holder.started, holder.host),
+            )
+            return done.rowcount > 0
 
     def release_lease(self, session_id: str, me) -> None:
         """Drop `me`'s lease on `session_id` (someone else's is left alone)."""
@@ -1053,6 +1169,21 @@ class Store:
                 f"ON CONFLICT(id) DO UPDATE SET {updates}",
                 tuple(values.values()),
             )
+
+    def route_sizes(self, session_id: str, route: str, provider: str) -> tuple[int | None, int | None]:
+        """What this session's requests on `route` showed about body sizes: the largest body that got an
+        answer, and the smallest refused for its size (a reset, a 413 or a block judged by size)."""
+        rows = self.query(
+            "SELECT MAX(CASE WHEN outcome = 'ok' THEN COALESCE(actual_bytes, predicted_bytes) END), "
+            "MIN(CASE WHEN kind IN ('payload_too_large', 'waf_block', 'connection_drop') "
+            "THEN COALESCE(actual_bytes, predicted_bytes) END) "
+            "FROM requests WHERE session_id = ? AND route = ? AND provider = ?",
+            (session_id, route, provider),
+        )
+        if not rows:
+            return None, None
+        accepted, refused = rows[0][0], rows[0][1]
+        return (int(accepted) if accepted else None), (int(refused) if refused else None)
 
     def list_requests(self, session_id: str | None, limit: int = 10_000) -> list[dict[str, Any]]:
         rows = self.query(

@@ -54,3 +54,32 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
     yield home
     forget_secrets()  # the redaction registry is process-wide: no test inherits another's keys
+
+
+@pytest.fixture(scope="module")
+def lab_server():
+    """The lab (app.lab), in-process, one per test module; each folder's `lab` fixture resets it per test."""
+    from app.lab.embedded import start_embedded_lab
+
+    with start_embedded_lab() as handle:
+        yield handle
+
+
+@pytest.fixture(scope="module")
+def crs(lab_server, tmp_path_factory):
+    """`crs(paranoia)`: Debian's Apache + ModSecurity + OWASP CRS in front of the module's lab at that
+    paranoia level, one per level for the module (tests/engine/real_gateways.py; skips, naming the package,
+    when one is missing)."""
+    from tests.engine.real_gateways import start_apache_modsecurity
+
+    started = {}
+
+    def gateway(paranoia: int):
+        if paranoia not in started:
+            folder = tmp_path_factory.mktemp(f"apache-pl{paranoia}")
+            started[paranoia] = start_apache_modsecurity(folder, lab_server.port, paranoia)
+        return started[paranoia]
+
+    yield gateway
+    for running in started.values():
+        running.stop()

@@ -3,6 +3,7 @@
     bulkhead classify --status 403 --body-file page.html --header 'cf-ray: 8f3a…' --bytes 422200
     bulkhead classify --message 'Connection error.' --bytes 819260 --json
     bulkhead classify --batch cases.jsonl            # one JSON line out per line in ('-' = stdin)
+    bulkhead classify --batch cases.jsonl --score    # lines with `expected`: accuracy, false payload verdicts
 
 The words come from `app.engine.failures`, the same rules the recovery ladder uses.
 """
@@ -27,7 +28,9 @@ from app.engine.failures import (
 EXIT_OK, EXIT_USAGE = 0, 2
 STDIN = "-"
 BATCH_FIELDS = ("status", "message", "body", "headers", "request_bytes")
-BATCH_OPTIONAL_FIELDS = ("transport", "error_type")
+# How the answer arrived, as the adapters set it: "http" (an HTTP error status), "html-200", "non-sse-200",
+# "connection", "timeout", "stream-error"; null when the adapter flagged nothing.
+BATCH_OPTIONAL_FIELDS = ("transport", "error_type", "provider", "request_header_bytes")
 
 
 def run(args) -> int:
@@ -35,7 +38,11 @@ def run(args) -> int:
     threshold, rules, fallback_cap = _from_settings()
     batch = getattr(args, "batch", None)
     if batch:
+        if getattr(args, "score", False):
+            return run_score(batch, drop_threshold=threshold, user_rules=rules, as_json=_as_json(args))
         return run_batch(batch, drop_threshold=threshold, user_rules=rules)
+    if getattr(args, "score", False):
+        return _usage_error("--score needs --batch FILE.jsonl (lines with an `expected` kind)")
     return run_single(args, drop_threshold=threshold, user_rules=rules, fallback_cap=fallback_cap)
 
 
@@ -66,14 +73,37 @@ def run_single(
             "nothing to classify: give --status, --body-file, --message, --header or --bytes "
             "(or --batch FILE.jsonl)"
         )
-    failure = classify_fields(
-        status, message, body, headers, request_bytes, drop_threshold=drop_threshold, user_rules=user_rules
-    )
+    transport = getattr(args, "transport", None)
+    fields: dict[str, Any] = {  # the case: classified, and spelled out the same for --explain
+        "status": status,
+        "message": message,
+        "body": body,
+        "headers": headers,
+        "request_bytes": request_bytes,
+        "transport": transport,
+        "drop_threshold": drop_threshold,
+    }
+    failure = classify_fields(**fields, user_rules=user_rules)
+    explain = getattr(args, "explain", False)
     if getattr(args, "classify_json", False):
-        print(json_text(failure_json(failure, fallback_cap=fallback_cap)))
+        data = failure_json(failure, fallback_cap=fallback_cap)
+        if explain:
+            data["explain"] = _explain(fields, user_rules)
+        print(json_text(data))
     else:
         print(render_text(failure, fallback_cap=fallback_cap))
+        if explain:
+            print()
+            print("\n".join(_explain(fields, user_rules)))
     return EXIT_OK
+
+
+def _explain(fields: dict[str, Any], user_rules) -> list[str]:
+    """The decision spelled out (`classify --explain`): the same case the classifier reads, evaluated again."""
+    from app.commands.classify_explain import explain_lines
+    from app.engine.failure_input import make_case
+
+    return explain_lines(make_case(**fields), user_rules)
 
 
 def run_batch(
@@ -89,6 +119,38 @@ def run_batch(
             continue
         print(json_text(classify_line(line, number, drop_threshold=drop_threshold, user_rules=user_rules)))
     return EXIT_OK
+
+
+def run_score(
+    path: str,
+    *,
+    drop_threshold: int = DEFAULT_DROP_THRESHOLD,
+    user_rules: tuple[Rule, ...] = (),
+    as_json: bool = False,
+) -> int:
+    """Classify a labelled batch and print accuracy, false payload verdicts and the misses."""
+    from app.commands.classify_score import Score
+
+    try:
+        text = _read_text(path)
+    except OSError as exc:
+        return _usage_error(f"cannot read --batch {path}: {exc.strerror or exc}")
+    score = Score()
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        verdict = classify_line(line, number, drop_threshold=drop_threshold, user_rules=user_rules)
+        try:
+            case = json.loads(line)
+        except ValueError:
+            case = {}
+        score.add(case if isinstance(case, dict) else {}, verdict)
+    print(json_text(score.to_dict()) if as_json else score.render())
+    return EXIT_OK
+
+
+def _as_json(args) -> bool:
+    return bool(getattr(args, "classify_json", False))
 
 
 def classify_line(
@@ -119,6 +181,8 @@ def classify_line(
         fields["request_bytes"],
         transport=fields["transport"],
         error_type=fields["error_type"],
+        provider=fields["provider"],
+        request_header_bytes=fields["request_header_bytes"],
         drop_threshold=drop_threshold,
         user_rules=user_rules,
     )
@@ -130,6 +194,8 @@ def classify_line(
         "reason": failure.reason,
         "evidence": list(failure.evidence),
         "rule_id": failure.rule_id,
+        "decided_by": failure.decided_by,
+        "hop": failure.hop.to_dict() if failure.hop is not None else None,
     }
 
 
@@ -149,7 +215,9 @@ def failure_json(failure: Failure, *, fallback_cap: int = DEFAULT_FALLBACK_CAP) 
         "retry_after": failure.retry_after,
         "rule_id": failure.rule_id,
         "rule_origin": failure.rule_origin,
+        "decided_by": failure.decided_by,
         "stated_window_tokens": failure.stated_window_tokens,
+        "hop": failure.hop.to_dict() if failure.hop is not None else None,
     }
 
 
@@ -170,12 +238,15 @@ def render_text(failure: Failure, *, fallback_cap: int = DEFAULT_FALLBACK_CAP) -
     ]
     if failure.gateway:
         lines.append(f"gateway   {GATEWAY_NAMES.get(failure.gateway, failure.gateway)}")
+    if failure.hop is not None and failure.hop.name:
+        lines.append(f"hop       {failure.hop.kind.value}: {failure.hop.name}")
     evidence = [item for item in failure.evidence if not item.startswith("rule ")]
     for index, item in enumerate(evidence or ["none"]):
         lines.append(f"{'evidence' if index == 0 else '':10}- {item}")
     lines.append(
         f"rule      {failure.rule_id}"
         + (f"  (your rule, {failure.rule_origin})" if failure.user_rule else "  (built-in)")
+        + (f" — {failure.decided_by}" if failure.decided_by else "")
     )
     lines.append(f"action    {describe_action(failure, fallback_cap=fallback_cap)}")
     return "\n".join(lines)

@@ -93,6 +93,8 @@ def show(args=None) -> int:
             value = getattr(route, field_.name)
             if field_.name != "name" and value is not None:
                 shown = format_size(value) if field_.name == "max_payload" else value
+                if isinstance(value, tuple):  # tools, fallback: as written in config.toml
+                    shown = "[" + ", ".join(f'"{item}"' for item in value) + "]"
                 if field_.name in ("base_url", "endpoint_url"):
                     shown = hide_url_password(str(value))
                 print(f"  {field_.name} = {shown}")
@@ -104,7 +106,26 @@ def show(args=None) -> int:
             f"mcp server {spec.name}{state}: {spec.describe()}"
             + (f" — {spec.problem}" if spec.problem else "")
         )
+    _show_gateway_profiles()
     return 0
+
+
+def _show_gateway_profiles() -> None:
+    """What each endpoint has shown (state.toml, learned or imported): one line each."""
+    from app.gateway_profile import all_profiles, profile_summary
+    from app.state import State
+    from app.textsafe import display_line
+
+    try:
+        profiles = all_profiles(State())
+    except OSError:
+        return
+    if not profiles:
+        return
+    print()
+    print("gateway profiles (state.toml; `bulkhead gateway show` gives the details):")
+    for profile in profiles:
+        print(f"  {display_line(profile.endpoint)}: {display_line(profile_summary(profile))}")
 
 
 def native_lines(settings, route) -> list[str]:
@@ -164,6 +185,7 @@ def ca_bundle_line(settings, route) -> tuple[bool, str]:
 
 
 def check(args=None) -> int:
+    from app.config import fallback_chain
     from app.secrets import get_api_key
 
     try:
@@ -207,6 +229,13 @@ def check(args=None) -> int:
         if line:
             problems += not ok
             print(f"{'✓' if ok else '✖'} routes.{route.name}: {line}")
+        chain = fallback_chain(settings, route.name)
+        if len(chain) > 1:
+            print(
+                f"• routes.{route.name}: fallback chain {' → '.join(chain)} (moves on after "
+                f"{', '.join(settings.fallback_on) or 'nothing'}; "
+                f"{'the route that answered stays' if settings.fallback_sticky else 'each turn starts here'})"
+            )
     for rule in settings.classifier_rules:
         said = ", ".join(
             f"{k} {v!r}"

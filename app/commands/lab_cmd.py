@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from app.lab.config import LabConfig
-from app.sizes import SizeError, format_size, parse_size
+from app.sizes import SizeError, format_size
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 
@@ -49,8 +49,9 @@ def log_line(record: dict[str, Any]) -> str:
 
 
 def _config_from(args: Any) -> LabConfig:
-    cap = parse_size(args.cap) if getattr(args, "cap", None) else None
-    return LabConfig(gateway=args.gateway, cap=cap, window=args.window, faults=args.faults, seed=args.seed)
+    return LabConfig(
+        gateway=args.gateway, cap=args.cap, window=args.window, faults=args.faults, seed=args.seed
+    )
 
 
 async def _serve(config: LabConfig, host: str, port: int) -> int:

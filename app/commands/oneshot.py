@@ -24,6 +24,7 @@ from app.model.events import (
     CapLearned,
     Compaction,
     Event,
+    FallbackMoved,
     McpServerChanged,
     MessageAdded,
     Notice,
@@ -84,9 +85,9 @@ def text_printer(event: Event) -> None:
         if event.role == "assistant":
             _next_message = True
         return
-    if (
-        isinstance(event, Notice) and event.code == "escalation"
-    ):  # the answer continues where the token limit cut it
+    if (isinstance(event, Notice) and event.code == "escalation") or (
+        isinstance(event, FallbackMoved) and event.after_partial
+    ):  # the answer continues where the token limit (or a failed route) cut it
         _next_message = False
     if not _told_on_stderr(event):
         return
@@ -160,7 +161,7 @@ def _terminal_approver(workspace, preview_lines: int = 40):
 
     def ask(name: str, args: dict, why: str) -> bool | Denial:
         preview = preview_change(name, args, workspace, max_lines=preview_lines)
-        with lock:
+        with lock:  # the whole text of what is approved (the terminal wraps it): nothing is cut
             writer.write(f"\n? {display(why)}\n")
             if preview is not None:
                 writer.write(f"  {display(preview.summary)}\n")
@@ -198,24 +199,19 @@ def _terminal_approver(workspace, preview_lines: int = 40):
     return approve
 
 
-def terminal_mcp_ask():
-    """Ask on the controlling terminal whether a workspace's `.mcp.json` servers may start; None without one."""
+def _terminal_question(intro) -> object:
+    """An async question on the controlling terminal: `intro(items)` gives the lines to show, the answer is
+    "allow" (y), "deny" (n) or None (Enter: not now). None when there is no terminal."""
     tty = _open_terminal()
     if tty is None:
         return None
     reader, writer = tty
 
-    async def ask(specs) -> str | None:
-        from app.textsafe import display_line
-
+    async def ask(items) -> str | None:
         def question() -> str | None:
             try:
-                writer.write(
-                    "\n? This workspace's .mcp.json names MCP servers that have not been allowed yet:\n"
-                )
-                for spec in specs:
-                    writer.write(f"    {display_line(spec.name)}  {display_line(spec.describe())}\n")
-                writer.write("  Start them? [y] yes, remember · [n] no, remember · [Enter] not now: ")
+                writer.write("\n" + "\n".join(intro(items)) + "\n")
+                writer.write("  [y] yes, remember · [n] no, remember · [Enter] not now: ")
                 writer.flush()
                 answer = reader.readline().strip().lower()
             finally:
@@ -226,6 +222,57 @@ def terminal_mcp_ask():
         return await asyncio.to_thread(question)
 
     return ask
+
+
+def terminal_mcp_ask():
+    """Ask on the controlling terminal whether a workspace's `.mcp.json` servers may start; None without one."""
+    from app.textsafe import display_line
+
+    return _terminal_question(
+        lambda specs: [
+            "? This workspace's .mcp.json names MCP servers that have not been allowed yet:",
+            *(
+                line
+                for spec in specs
+                for line in (
+                    f"    {display_line(spec.name)}  {display_line(spec.describe())}",
+                    *([f"        {display_line(spec.reads())}"] if spec.reads() else []),
+                )
+            ),
+            "  Start them?",
+        ]
+    )
+
+
+def terminal_rules_ask():
+    """Ask on the controlling terminal whether the allow rules of the workspace's rule files may be in force;
+    None without one."""
+    from app.textsafe import display_line
+
+    def intro(files) -> list[str]:
+        lines = ["? This workspace's files allow tool calls without asking (they came with the repository):"]
+        for file in files:
+            lines.append(f"    {display_line(file.relative)}:")
+            lines += [f"        allow {display_line(rule)}" for rule in file.allow]
+        lines.append("  Their deny and ask rules are in force either way. Put these allow rules in force?")
+        return lines
+
+    return _terminal_question(intro)
+
+
+def terminal_gateways_ask():
+    """Ask on the controlling terminal whether the workspace's `.bulkhead/gateways.toml` may be read; None
+    without one."""
+    from app.textsafe import display_line
+
+    def intro(found) -> list[str]:
+        return [
+            f"? This workspace has {display_line(str(found.path))} (gateway profiles, from the repository):",
+            *(f"    {display_line(line)}" for line in found.describe()),
+            "  Read them? (a cap from the file only tightens what bulkhead sends; a change asks again)",
+        ]
+
+    return _terminal_question(intro)
 
 
 STDIN = "-"  # `-p -`: the prompt is stdin; `-p` with no prompt and stdin piped means the same
@@ -286,6 +333,9 @@ def run(args) -> int:
         from app.engine.custom_commands import expand_slash
 
         prompt = expand_slash(prompt, engine.workspace) or prompt
+    if getattr(args, "fallback_after_partial", False):  # a route that failed mid-answer: go on elsewhere
+        engine.fallback.after_partial = "continue"
+    engine.memory.background = False  # -p reads what compactions queued before it exits, nothing behind
     printer = json_printer if args.json else text_printer
     engine.session.bus.subscribe(printer)
     denied: list[ToolApproval] = []
@@ -301,10 +351,13 @@ def run(args) -> int:
 
     async def main() -> int:
         await engine.start(resumed=resumed)
+        await engine.confirm_workspace_rules(ask=terminal_rules_ask())
+        await engine.confirm_workspace_gateways(ask=terminal_gateways_ask())
         if engine.mcp is not None:  # started now, waited for before the first request
             await engine.start_mcp(ask=None if args.yes else terminal_mcp_ask(), allow_project=args.yes)
         try:
             result = await engine.submit(prompt, typed=args.prompt or "")
+            await engine.memory.drain_queue()  # a compaction's queued segment is read now, not left behind
         finally:
             await engine.close("exit")
         if rest := _answer.flush():

@@ -10,6 +10,7 @@ from app.console import json_text
 from app.engine.retry import RetryPolicy
 from app.engine.user_rules import build_rules
 from app.probe import Probe, ProbeAnswer, Prober, ProbeResult, max_probes_for, timed
+from app.probe_floor import FloorOutcome, probe_with_floor, route_floor
 from app.sizes import SizeError, format_size, parse_size
 
 
@@ -54,7 +55,14 @@ def _print_result(result: ProbeResult, endpoint: str, saved: bool) -> None:
 
 
 def run(args) -> int:
+    if getattr(args, "content", False):
+        from app.commands.probe_content import run_content
+
+        return run_content(args)
+    if getattr(args, "withhold", False) or getattr(args, "probe_session", None):
+        raise ConfigError("probe: --session and --withhold go with --content")
     from app.engine.bootstrap import choose_route
+    from app.engine.profile_evidence import apply_profile
     from app.providers.base import make_provider
     from app.state import State
 
@@ -63,6 +71,8 @@ def run(args) -> int:
     choice = choose_route(settings, args.probe_route or args.route)
     route = choice.route
     provider = make_provider(route, settings, choice.api_key)
+    apply_profile(provider, State())  # a beta this endpoint refused is left out, as chat leaves it out
+    floor = route_floor(settings, provider)
     if not args.probe_json:
         where = route.base_url or route.endpoint_url or f"{route.provider} default endpoint"
         print(
@@ -70,12 +80,17 @@ def run(args) -> int:
             f"precision {format_size(precision)} (≈{max_probes_for(low, high, precision)} requests)."
         )
         print(f"Probes use {provider.probe_method}.")
+        print(
+            f"Every probe carries the route's floor — system prompt, instructions, tool definitions"
+            f"{', headers ' + ', '.join(sorted(floor.floor.headers)) if floor.floor.headers else ''}: "
+            f"{floor.describe()}."
+        )
         for note in choice.notices:
             print(f"ℹ {note}", file=sys.stderr)
 
     async def send(size: int) -> ProbeAnswer:
         async def call() -> tuple[int, int | None]:
-            reply = await provider.probe(size)
+            reply = await provider.probe(size, floor.floor)
             return reply.status, reply.actual_bytes
 
         return await timed(call, size)
@@ -95,13 +110,13 @@ def run(args) -> int:
         user_rules=build_rules(settings.classifier_rules),
     )
 
-    async def main() -> ProbeResult:
+    async def main() -> tuple[ProbeResult, FloorOutcome]:
         try:
-            return await prober.find(low, high, precision)
+            return await probe_with_floor(prober, floor, low, high, precision)
         finally:
             await provider.aclose()
 
-    result = asyncio.run(main())
+    result, floor_outcome = asyncio.run(main())
     saved = False
     if args.save and result.cap_bytes is not None:
         State().learn_cap(
@@ -113,9 +128,13 @@ def run(args) -> int:
         )
         saved = True
     if args.probe_json:
+        print(json_text(floor_outcome.to_json()))
         payload = result.to_json()
         payload["saved"] = saved
+        payload["floor_bytes"] = floor.bytes
+        payload["floor_passes"] = floor_outcome.passed
         print(json_text(payload))
     else:
         _print_result(result, route.endpoint_id, saved)
-    return 0 if result.conclusive else 1
+        print(("  ✓ " if floor_outcome.passed else "  ✖ ") + floor_outcome.line)
+    return 0 if result.conclusive and floor_outcome.passed else 1  # a refused floor: every chat request fails

@@ -116,6 +116,53 @@ def _remove(store: Store, args) -> int:
     return 0
 
 
+def _unlock(store: Store, args) -> int:
+    """`sessions unlock ID`: free a lease whose bulkhead is gone. A live process on this machine is never
+    overruled (close it instead); one on another machine cannot be checked, so the user decides."""
+    from app.lease import format_age
+
+    row = store.find_session(args.id)
+    if row is None:
+        print(f"bulkhead: no session {args.id!r}; `bulkhead sessions list` shows them", file=sys.stderr)
+        return 1
+    holder = store.lease_row(row.id)
+    if holder is None:
+        print(f"session {row.id} is not held by any bulkhead: nothing to unlock", file=sys.stderr)
+        return 0
+    if not holder.foreign and holder.alive():
+        print(
+            f"bulkhead: session {row.id} is open in a running bulkhead on this machine, {holder.describe()}: "
+            f"close that one (or use --fork / --read-only); unlock frees only a lease whose bulkhead is gone",
+            file=sys.stderr,
+        )
+        return 1
+    if not holder.foreign:  # its process is gone: the next open takes it over anyway; free it now
+        store.break_lease(row.id, holder)
+        print(
+            f"freed session {row.id} (its bulkhead, {holder.describe()}, is no longer running)",
+            file=sys.stderr,
+        )
+        return 0
+    question = (
+        f"session {row.id} is held by {holder.describe()}, taken {format_age(holder.age())} ago. bulkhead cannot "
+        f"check a process on {holder.host}: free it only if that bulkhead is gone (two writers would lose turns). "
+        f"Free it?"
+    )
+    if not getattr(args, "unlock_yes", False):
+        answer = _confirm(question)
+        if answer is None:
+            print(f"bulkhead: {question} — run it in a terminal to answer, or add --yes", file=sys.stderr)
+            return 2
+        if not answer:
+            print("left it held", file=sys.stderr)
+            return 1
+    if not store.break_lease(row.id, holder):
+        print(f"bulkhead: the lease of {row.id} changed meanwhile; nothing was freed", file=sys.stderr)
+        return 1
+    print(f"freed session {row.id} (was held by {holder.describe()})", file=sys.stderr)
+    return 0
+
+
 def _rename(store: Store, args) -> int:
     from app.engine.session import rename_session
 
@@ -140,6 +187,8 @@ def run(args) -> int:
         return _remove(store, args)
     if args.action == "rename":
         return _rename(store, args)
+    if args.action == "unlock":
+        return _unlock(store, args)
     try:
         session = Session.load(store, args.id)
     except SessionNotFound as exc:

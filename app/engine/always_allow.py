@@ -50,8 +50,12 @@ def always_offer(
     asked_by: AskedBy,
     outside: bool = False,
     ask_rule: Rule | None = None,
+    forced: str = "",
 ) -> AlwaysOffer:
-    """What the approval of this call may offer (see the module's doc). `ask_rule`: the ask rule that asked."""
+    """What the approval of this call may offer (see the module's doc). `ask_rule`: the ask rule that asked;
+    `forced`: why the call asks whatever the rules say (`app.tools.approval.always_asks`)."""
+    if forced:
+        return AlwaysOffer(why_not=f"{forced} — no allow rule changes that")
     if asked_by == "mention":
         return AlwaysOffer(why_not="a file you attach with @ outside the workspace is asked about each time")
     if asked_by == "hook":
@@ -78,8 +82,8 @@ def always_offer(
         return AlwaysOffer(rule=rule)
     if name == "shell":
         return AlwaysOffer(
-            why_not="an allow rule cannot cover this command (a compound command or $(…) is allowed only "
-            "part by part) — approve it each time, or add a rule for each part to .bulkhead/settings.toml"
+            why_not="no allow rule can cover this command (command substitution, $(…) or `…`, or text "
+            "bulkhead cannot parse for sure is never allowed by a pattern) — approve it each time"
         )
     if verdict.kind == "ask" and verdict.rule is not None:
         return always_offer(permissions, name, args, workspace, asked_by="rule", ask_rule=verdict.rule)

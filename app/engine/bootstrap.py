@@ -53,6 +53,17 @@ def choose_route(settings: Settings, name: str | None = None) -> RouteChoice:
         check_route(choice.route, settings)
     except CaBundleMissing as exc:
         raise ConfigError(str(exc)) from None
+    from app.providers.wire import has_userinfo
+
+    if has_userinfo(choice.route.base_url):
+        choice = replace(
+            choice,
+            notices=(
+                *choice.notices,
+                f"route {choice.route.name}: the user:password in base_url is not sent — it would replace "
+                f"your API key in the Authorization header; the key authenticates (remove it from base_url)",
+            ),
+        )
     return choice
 
 
@@ -99,6 +110,7 @@ def open_session(
     what: str = "",
     notices: list[str] | None = None,
     head_later: bool = False,
+    foreign_max_age: float | None = None,
 ) -> tuple[Session, bool]:
     """(session, resumed): the one asked for, the newest one no other bulkhead holds (`--continue`), or a
     new one — holding its lease (`app.lease`). A session another bulkhead holds raises `SessionHeld`,
@@ -116,7 +128,7 @@ def open_session(
             return _in_folder(_forked(store, session, what, notices), folder, notices), True
         holder = session.take_lease(what)
         if holder is not None:
-            raise SessionHeld(session.id, session.title, holder)
+            raise SessionHeld(session.id, session.title, holder, foreign_max_age=foreign_max_age)
         return _in_folder(session, folder, notices), True
     if continue_:  # the newest session of this folder (sessions belong to the folder their tools run in)
         me = this_process(what)
@@ -247,6 +259,7 @@ def open_engine(
         what=what,
         notices=notices,
         head_later=head_later,
+        foreign_max_age=settings.lease_foreign_max_age,
     )
     if notices:
         choice = replace(choice, session_notices=(*choice.session_notices, *notices))

@@ -17,6 +17,7 @@ Shell commands are not checkpointed: only the file tools know what they will cha
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -27,6 +28,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
+
+from app.fsutil import WriteFailed, atomic_write
 
 Action = Literal["restored", "removed", "unchanged", "skipped"]
 
@@ -156,34 +159,70 @@ class Checkpoints:
         return list(dict.fromkeys(s.path for s in self.active() if s.turn >= turn))
 
     # -- restoring -------------------------------------------------------------------------------
-    def undo_last_turn(self) -> tuple[int | None, list[Restored]]:
+    def last_turn_snapshots(self) -> tuple[int | None, list[Snapshot]]:
+        """The newest turn with changes not undone, and its snapshots (what `/undo` restores)."""
         turn = self.last_turn()
+        return turn, [s for s in self.active() if s.turn == turn] if turn is not None else []
+
+    def snapshots_since(self, turn: int) -> list[Snapshot]:
+        return [s for s in self.active() if s.turn >= turn]
+
+    def escaping(self, snapshots: Iterable[Snapshot], workspace: Path) -> dict[str, Path]:
+        """path → where a restore would write now, for the files that lead outside the workspace *now* (a
+        link put in place of the file or of a folder on its way since it was changed): those ask first."""
+        root = Path(os.path.realpath(Path(workspace).expanduser()))
+        found: dict[str, Path] = {}
+        for snapshot in _first_per_path(snapshots):
+            real = _landing(snapshot)
+            if not _inside(real, root) and not self._matches(snapshot):
+                found[snapshot.path] = real
+        return found
+
+    def undo_last_turn(
+        self, workspace: Path | None = None, *, approved: Iterable[str] = ()
+    ) -> tuple[int | None, list[Restored]]:
+        turn, snapshots = self.last_turn_snapshots()
         if turn is None:
             return None, []
-        return turn, self._restore([s for s in self.active() if s.turn == turn])
+        return turn, self.restore(snapshots, workspace, approved=approved)
 
-    def restore_since(self, turn: int) -> list[Restored]:
-        return self._restore([s for s in self.active() if s.turn >= turn])
+    def restore_since(
+        self, turn: int, workspace: Path | None = None, *, approved: Iterable[str] = ()
+    ) -> list[Restored]:
+        return self.restore(self.snapshots_since(turn), workspace, approved=approved)
 
-    def _restore(self, snapshots: list[Snapshot]) -> list[Restored]:
-        first: dict[str, Snapshot] = {}
-        for snapshot in snapshots:
-            first.setdefault(snapshot.path, snapshot)
-        results = [self._restore_one(snapshot) for snapshot in first.values()]
+    def restore(
+        self, snapshots: list[Snapshot], workspace: Path | None = None, *, approved: Iterable[str] = ()
+    ) -> list[Restored]:
+        """Each file back as its first snapshot kept it. With `workspace`, the place each write or removal
+        lands is checked again now, by real path: one that leads outside is restored only when its path is
+        in `approved` (the user said yes), else skipped and said so."""
+        allowed = set(approved)
+        root = Path(os.path.realpath(Path(workspace).expanduser())) if workspace is not None else None
+        results = [self._restore_one(snapshot, root, allowed) for snapshot in _first_per_path(snapshots)]
         if snapshots:
             self._write_line({"kind": "undone", "ids": [s.id for s in snapshots]})
         return results
 
-    def _restore_one(self, snapshot: Snapshot) -> Restored:
+    def _restore_one(self, snapshot: Snapshot, root: Path | None, approved: set[str]) -> Restored:
         path = Path(snapshot.path)
         if self._matches(snapshot):
             return Restored(snapshot.path, "unchanged")
+        landing = _landing(snapshot)
+        if root is not None and not _inside(landing, root) and snapshot.path not in approved:
+            return Restored(
+                snapshot.path,
+                "skipped",
+                f"it now leads outside the workspace ({landing}); not touched without your yes",
+            )
         try:
             if not snapshot.existed:
-                path.unlink()
+                _remove_created(path)
                 return Restored(snapshot.path, "removed")
             data = (self.blobs / str(snapshot.blob)).read_bytes()
-            _write_exactly(path, data, snapshot.mode)
+            atomic_write(landing, data, snapshot.mode)  # where it lands now, in one step; never half-written
+        except WriteFailed as exc:
+            return Restored(snapshot.path, "skipped", exc.reason)
         except OSError as exc:
             return Restored(snapshot.path, "skipped", exc.strerror or str(exc))
         return Restored(snapshot.path, "restored")
@@ -242,26 +281,38 @@ def _new_id() -> str:
     return f"c_{time.time_ns():x}{os.urandom(3).hex()}"
 
 
-def _write_exactly(path: Path, data: bytes, mode: int | None) -> None:
-    """Put `data` at `path` with permission bits `mode`: a temporary file renamed over it (a symlink is
-    written through, so it stays a symlink)."""
-    if path.is_symlink():
-        path.write_bytes(data)
-        if mode is not None:
-            os.chmod(path, mode)
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".undo", dir=path.parent)
+def _first_per_path(snapshots: Iterable[Snapshot]) -> list[Snapshot]:
+    first: dict[str, Snapshot] = {}
+    for snapshot in snapshots:
+        first.setdefault(snapshot.path, snapshot)
+    return list(first.values())
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or path.is_relative_to(root)
+
+
+def _landing(snapshot: Snapshot) -> Path:
+    """Where restoring `snapshot` acts now: for bytes, the path with every link resolved, the last one too (a
+    file replaced by a link would be written where the link leads); for removing a created file, its folder
+    resolved plus its name (removing a link removes the link)."""
+    path = Path(snapshot.path)
+    if not snapshot.existed:
+        return Path(os.path.realpath(path.parent)) / path.name
+    return Path(os.path.realpath(path))
+
+
+def _remove_created(path: Path) -> None:
+    """Remove a file the undone turn created, where its folder really is now (the caller checked that
+    place), by name in that folder: a link in place of the file is removed itself, never its target."""
+    fd = os.open(os.path.realpath(path.parent), os.O_RDONLY | os.O_DIRECTORY)
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+        info = os.stat(path.name, dir_fd=fd, follow_symlinks=False)
+        if stat.S_ISDIR(info.st_mode):
+            raise IsADirectoryError(errno.EISDIR, "it is now a folder", str(path))
+        os.unlink(path.name, dir_fd=fd)
+    finally:
+        os.close(fd)
 
 
 def describe(results: Iterable[Restored], workspace: Path) -> str:

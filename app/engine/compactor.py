@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from app.engine.compaction.pipeline import PipelineResult, run_pipeline
 from app.engine.receipts import make_receipt
+from app.engine.summary_routes import summary_routes
 from app.model.events import (
     Compaction,
     CompactionOutcome,
@@ -23,13 +24,10 @@ from app.model.events import (
     CompactionTrigger,
     Notice,
 )
-from app.model.messages import Message
-from app.providers.base import SUMMARY_PURPOSE
 
 if TYPE_CHECKING:
     from app.engine.host import CompactorHost
 
-SUMMARY_MAX_TOKENS = 4096
 HOOK_TRIGGERS = {"auto": "auto", "preflight": "auto", "manual": "manual", "recovery": "recovery"}
 
 
@@ -83,18 +81,31 @@ class Compactor:
             engine.emit(CompactionPhase(trigger=trigger, phase=key, text=text))
 
         summarizer_window = engine.summarizer_window()
+        routes = summary_routes(engine)
         result = await run_pipeline(
             before,
             ctx,
             trigger=trigger,
-            summarizer=self.summarize,
+            summarizer=routes[0].ask,
             instructions=instructions,
             window_tokens=summarizer_window,
             skip_summary=skip_summary,
             on_phase=on_phase,
             cancel=cancel,
             context_engine=engine.context_engine(),
+            summary_routes=routes,
         )
+        for report in result.reports:
+            if report.name == "summary" and report.counts.get("no_room"):
+                engine.emit(
+                    Notice(
+                        f"no summary: {report.detail} — compacting to the last "
+                        f"{settings.nuclear_keep_messages} messages instead (everything else is archived). Set "
+                        f"compact_model to a route with more room, or raise max_payload if the gateway takes more.",
+                        level="warn",
+                        code="summary_no_room",
+                    )
+                )
         named: dict[str, Any] = {"engine": result.engine} if result.engine else {}
         elapsed = time.monotonic() - started
         keys = [e.key for e in result.entries]
@@ -185,14 +196,3 @@ class Compactor:
         )
         engine.view_changed(f"compaction:{trigger}")
         return result
-
-    async def summarize(self, system: str, user_text: str) -> str:
-        """Ask the summarizer route (compact_model, else the session's) for a summary; usage counted apart."""
-        engine = self.engine
-        provider, sender = engine.summarizer()
-        message = Message.create("user", user_text, turn=engine.session.turn, origin="notice")
-        request = provider.build(
-            (message,), system, (), max_tokens=SUMMARY_MAX_TOKENS, purpose=SUMMARY_PURPOSE
-        )
-        result = await sender.send(request, stream_text=False)
-        return result.text

@@ -37,6 +37,7 @@ class ContextReport:
     native_compaction: str = ""  # the provider's compaction on this route ("" when none is in use)
     compact_threshold: int = 0  # tokens from which the provider compacts
     provider_edits: dict[str, int] = field(default_factory=dict)  # app.engine.native.edit_totals
+    gateway_profile: tuple[str, ...] = ()  # the endpoint's profile beyond its cap (app.gateway_profile)
 
     @property
     def cap_share(self) -> float | None:

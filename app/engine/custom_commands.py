@@ -9,13 +9,15 @@ The folders are read in that order (the workspace's, then the repository root's 
 then the global one); the first file of a name wins, and a built-in command's name is never taken.
 `/review the parser` sends the file's text with `$ARGUMENTS` replaced by `the parser` (and `$1`,
 `$2`, … by the words); a file without `$ARGUMENTS` gets `ARGUMENTS: …` appended when arguments are
-given. Optional YAML front matter: `description` (shown in /help and the palette, else the first
+given. A project's command folder, or a file in it, that is a link leading outside the project is
+skipped (said in the problems). Optional YAML front matter: `description` (shown in /help and the palette, else the first
 line) and `argument-hint` (shown after the name). Names and descriptions come from files: they are
 shown through the textsafe seam.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 from collections.abc import Iterable
@@ -82,6 +84,10 @@ def _first_line(text: str) -> str:
     return ""
 
 
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or path.is_relative_to(root)
+
+
 def command_folders(workspace: Path, global_dir: Path) -> list[tuple[Path, str]]:
     from app.engine.instructions import project_root
 
@@ -107,12 +113,28 @@ def discover(
     reserved = {name.lstrip("/").lower() for name in reserved}
     found: dict[str, CustomCommand] = {}
     problems: list[str] = []
+    from app.engine.instructions import project_root
+
+    project = Path(os.path.realpath(project_root(workspace)))
     for folder, source in command_folders(
         workspace, global_dir if global_dir is not None else global_folder()
     ):
         if not folder.is_dir():
             continue
+        confine = None if source == "global" else project  # your own folder may link anywhere
+        if confine is not None and not _inside(Path(os.path.realpath(folder)), confine):
+            problems.append(
+                f"{source} is a link to {os.path.realpath(folder)}, outside the project; its files are not "
+                f"commands"
+            )
+            continue
         for path in sorted(folder.rglob("*.md")):
+            if confine is not None and not _inside(Path(os.path.realpath(path)), confine):
+                problems.append(
+                    f"{source}/{path.relative_to(folder).as_posix()} is a link to a file outside the project; "
+                    f"skipped"
+                )
+                continue
             relative = path.relative_to(folder).with_suffix("")
             name = ":".join(relative.parts)
             if not _NAME_RE.match(name):
@@ -133,7 +155,8 @@ def discover(
                         f"skipped"
                     )
                     continue
-                text = path.read_text(encoding="utf-8", errors="replace")
+                with path.open("rb") as handle:  # at most the limit, even if the file grew since
+                    text = handle.read(MAX_COMMAND_BYTES + 1).decode("utf-8", errors="replace")
             except OSError as exc:
                 problems.append(f"{path}: {exc.strerror or exc}; skipped")
                 continue

@@ -20,8 +20,13 @@ from app.model.events import (
     Compaction,
     CompactionPhase,
     Event,
+    FallbackAnswered,
+    FallbackMoved,
     HookRun,
+    HookStarted,
     McpServerChanged,
+    MemoryDistilled,
+    MemoryQueued,
     Notice,
     RecoveryStep,
     Rejection,
@@ -136,11 +141,16 @@ def _hook(event: HookRun) -> Description | None:
     detail = f" — {lines[0][:HOOK_OUTPUT_CHARS]}" if lines else ""
     return Description(
         f"{event.event} hook `{event.command}`: {event.decision}{detail}",
-        level="warn" if event.decision in ("error", "timeout") else "info",
+        level="warn" if event.decision in ("error", "timeout", "cancelled") else "info",
         code="hook",
         title="hook",
         mark="⚓",
     )
+
+
+@describe.register
+def _hook_started(event: HookStarted) -> None:
+    return None  # shown by the status line and the Hooks panel while it runs, never as a line
 
 
 @describe.register
@@ -193,3 +203,44 @@ def _cap_learned(event: CapLearned) -> Description:
         level="warn",
         code="cap",
     )
+
+
+@describe.register
+def _fallback_moved(event: FallbackMoved) -> Description:
+    partial = " — the partial answer is kept and continued there" if event.after_partial else ""
+    return Description(
+        f"{event.reason} → trying {event.to_route}{partial}",
+        level="warn",
+        code="fallback",
+        title="fallback",
+        mark="⇢",
+    )
+
+
+@describe.register
+def _fallback_answered(event: FallbackAnswered) -> Description:
+    return Description(event.text, code="fallback", title="fallback", mark="⇢")
+
+
+@describe.register
+def _memory_queued(event: MemoryQueued) -> Description:
+    what = event.reason.split(":", 1)[0] or "the compaction"
+    return Description(
+        f"queued {event.messages} message{'s' if event.messages != 1 else ''} ({format_size(event.bytes)}) "
+        f"for the memory worker before the {what} rewrites the view",
+        code="memory",
+        title="memory",
+        mark="🧠",
+    )
+
+
+@describe.register
+def _memory_distilled(event: MemoryDistilled) -> Description | None:
+    if not event.facts:
+        return None
+    count = f"{len(event.facts)} fact{'s' if len(event.facts) != 1 else ''}"
+    if event.mode == "auto":
+        text = f"kept {count} in {event.path} (part of every request's system prompt)"
+    else:
+        text = f"{count} to review ({event.pending} waiting) — /memory review accepts, edits or rejects them"
+    return Description(text, code="memory", title="memory", mark="🧠")

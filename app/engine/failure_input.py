@@ -20,8 +20,6 @@ from app.engine.failure_phrases import (
     CONNECT_FAILURE_CLASSES,
     CONNECTION_DROP_CLASSES,
     DEFAULT_DROP_THRESHOLD,
-    GATEWAY_HEADERS_ON_JSON,
-    GATEWAY_TEXT,
     HTML_TAG,
     JSON_ERROR_IN_MESSAGE,
     MAX_CAUSE_DEPTH,
@@ -32,7 +30,17 @@ from app.engine.failure_phrases import (
     TIMEOUT_CLASSES,
 )
 from app.engine.resets import SizeEvidence
+from app.network_env import ProxyInEffect
 from app.providers.base import ProviderError, parse_retry_after
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where the failed request went: its URL, the setting that names it, and the proxy in effect for it."""
+
+    url: str = ""
+    setting: str = ""  # e.g. "base_url of [routes.work]" — what the user changes to point elsewhere
+    proxy: ProxyInEffect | None = None  # the forward proxy the SDK used (HTTPS_PROXY, HTTP_PROXY, ALL_PROXY)
 
 
 # -- the normalised case the rules read -------------------------------------------------------------
@@ -60,6 +68,9 @@ class Case:
     json_envelope: bool = False
     gateway: str | None = None
     provider: str = ""  # the adapter's kind ("anthropic", "bedrock", …) when known: hints name its SDK
+    target: Target | None = None  # where the request went (URL, setting, proxy), when the sender knows
+    request_values: int | None = None  # how many JSON values (leaves) the body held: WAFs count them
+    reading: object = None  # the meaning reading, made once (app/engine/failure_meaning.py)
 
     def status_evidence(self) -> str:
         return f"status {self.status}{self.status_note}"
@@ -88,6 +99,8 @@ def make_case(
     size_evidence: SizeEvidence | None = None,
     request_header_bytes: Any = None,
     provider: Any = None,
+    target: Target | None = None,
+    request_values: Any = None,
 ) -> Case:
     message_text = _as_text(message)
     body_text = _as_text(body)
@@ -110,6 +123,8 @@ def make_case(
         size_evidence=size_evidence if isinstance(size_evidence, SizeEvidence) else None,
         request_header_bytes=_as_size(request_header_bytes),
         provider=_as_text(provider).strip().lower(),
+        target=target if isinstance(target, Target) else None,
+        request_values=_as_size(request_values),
     )
     lowered_message = _scan_window(message_text).lower()
     if case.status is None:
@@ -243,16 +258,11 @@ def _error_codes(case: Case, lowered_raw: str, extra: Iterable[str]) -> frozense
 
 
 def _detect_gateway(case: Case) -> str | None:
-    """The middlebox that answered, from headers and page fingerprints (not from an API's JSON)."""
-    for name, signs, text_pattern in GATEWAY_TEXT:
-        for header_name, value_part in signs:
-            if case.json_envelope and header_name not in GATEWAY_HEADERS_ON_JSON:
-                continue
-            if header_matches(case.headers, header_name, value_part):
-                return name
-        if text_pattern is not None and not case.json_envelope and text_pattern.search(case.text):
-            return name
-    return None
+    """The middlebox that answered, from its headers, cookies, link hosts and page (not from an API's JSON)."""
+    from app.engine.failure_vendors import find_vendor  # the vendor table reads the Case made here
+
+    mark = find_vendor(case)
+    return mark.vendor.name if mark is not None else None
 
 
 def header_matches(headers: Mapping[str, str], name: str, value_part: str) -> str | None:
@@ -341,7 +351,9 @@ def parts_from_exception(error: BaseException) -> dict[str, Any] | None:
     parts["request_bytes"] = _first_present(
         getattr(wrapper, "request_bytes", None), _sdk_request_bytes(primary)
     )
-    parts["transport"] = getattr(wrapper, "transport", None) or _sdk_transport(parts["class_names"])
+    parts["transport"] = getattr(wrapper, "transport", None) or _sdk_transport(
+        parts["class_names"], parts["status"] if primary is not wrapper else None
+    )
     parts["error_type"] = getattr(wrapper, "error_type", None)
     parts["extra_codes"] = [
         code
@@ -423,13 +435,14 @@ def _sdk_request_bytes(error: BaseException) -> int | None:
     return None
 
 
-def _sdk_transport(class_names: list[str]) -> str | None:
+def _sdk_transport(class_names: list[str], status: int | None = None) -> str | None:
+    """How a raw SDK exception's answer arrived, as an adapter would flag it."""
     lowered = [name.lower() for name in class_names]
     if lowered and lowered[0] in TIMEOUT_CLASSES:
         return "timeout"
     if any(name in CONNECTION_DROP_CLASSES | CONNECT_FAILURE_CLASSES for name in lowered):
         return "connection"
-    return None
+    return "http" if status is not None else None
 
 
 API_MESSAGE_MAX_CHARS = 100_000  # bodies longer than this are not parsed for the provider's own words
@@ -457,7 +470,10 @@ def api_message(case: Case) -> str:
 
 
 def clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """Evidence text cut to `limit`, redacted before the cut (`app.redact.clip_redacted`)."""
+    from app.redact import clip_redacted
+
+    return clip_redacted(text, limit)
 
 
 def safe_str(value: Any) -> str:

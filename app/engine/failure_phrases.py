@@ -228,6 +228,9 @@ CONNECTION_DROP_PHRASES = (
     r"epipe",
     r"incomplete (?:chunked )?read",
     r"connection closed",
+    r"websocket (?:closed|disconnected)",  # Codex: "websocket closed by server before response.completed"
+    r"stream (?:closed|disconnected) before",
+    r"disconnected before completion",
     *TLS_DROP_PHRASES,
 )
 CONNECTION_DROP_CLASSES = frozenset(
@@ -339,15 +342,25 @@ OVERLOADED_CODES = frozenset(
         "service_unavailable",
         "unavailable",
         "modelnotreadyexception",
+        "model_capacity_exhausted",
     }
 )
-OVERLOADED_PHRASES = (r"\boverloaded\b", r"service unavailable", r"unable to process your request")
+OVERLOADED_PHRASES = (
+    r"\boverloaded\b",
+    r"service unavailable",
+    r"unable to process your request",
+    r"high demand",  # Gemini, Gemini CLI, Codex: "experiencing high demand"
+    r"\bat capacity\b",  # "Selected model is at capacity"
+    r"no capacity available",  # Google's MODEL_CAPACITY_EXHAUSTED
+    r"capacity (?:constraints|exhausted)",
+)
 # A model that is loading or scaling up: wait and retry (Bedrock ModelNotReadyException, TGI/HF 503, Ollama).
 MODEL_NOT_READY_PHRASES = (
-    r"model is (?:currently )?loading",
+    r"model is (?:currently |still )?loading",
     r"not ready for inference",
     r"model is not ready",
-    r"model (?:is )?(?:still )?(?:being )?(?:loaded|warming up)",
+    # "being loaded", never "is loaded with context length of only 4096 tokens" (LM Studio's window)
+    r"model (?:is )?(?:still |currently )?(?:being loaded|warming up)",
     r"loading model",
 )
 # A proxy's 502/503 about its upstream: server trouble, not provider overload (Envoy, nginx, HAProxy, Kong).
@@ -487,40 +500,6 @@ TOKEN_COUNTS = (
 INPUT_PLUS_OUTPUT = re.compile(r"(\d[\d,]*) \+ (\d[\d,]*) > (\d[\d,]*)")
 BYTE_LIMIT = re.compile(r"(?:max(?:imum)? size|exceeds the limit|limit(?: of)?)\s*:?\s*(\d{4,})\s*bytes")
 
-# Recognised middleboxes: (name, header signs, text fingerprint). A header sign is
-# (name or prefix ending in "-", substring of the value or ""); the first match wins.
-GATEWAY_FINGERPRINTS: tuple[tuple[str, tuple[tuple[str, str], ...], str | None], ...] = (
-    ("modsecurity", (), r"mod_?security|mod security"),
-    ("aws-waf", (("x-amzn-waf-action", ""),), r"\baws waf\b"),
-    ("zscaler", (("server", "zscaler"), ("x-zscaler-", "")), r"\bzscaler\b"),
-    ("imperva", (("x-iinfo", ""), ("x-cdn", "incapsula")), r"incapsula|imperva"),
-    ("f5", (("server", "bigip"), ("server", "big-ip")), r"the requested url was rejected"),
-    ("sucuri", (("x-sucuri-id", ""),), r"\bsucuri\b"),
-    ("cloudflare", (("cf-ray", ""), ("cf-mitigated", ""), ("server", "cloudflare")), r"\bcloudflare\b"),
-    ("akamai", (("server", "akamai"), ("akamai-grn", "")), r"\bakamai\b|edgesuite|reference #"),
-    (
-        "cloudfront",
-        (("x-amz-cf-id", ""), ("via", "cloudfront"), ("x-cache", "cloudfront"), ("server", "cloudfront")),
-        r"cloudfront",
-    ),
-    ("awselb", (("server", "awselb"),), None),
-    ("apigw", (("x-amz-apigw-id", ""), ("x-amzn-errortype", APIGW_FORBIDDEN)), None),
-    ("envoy", (("server", "envoy"), ("x-envoy-", "")), r"upstream connect error|\benvoy\b"),
-    ("nginx", (("server", "nginx"),), r"\bnginx\b"),
-)
-# Headers that identify a middlebox even on a JSON answer.
-GATEWAY_HEADERS_ON_JSON = frozenset(
-    {
-        "x-amzn-waf-action",
-        "x-zscaler-",
-        "x-iinfo",
-        "x-sucuri-id",
-        "cf-mitigated",
-        "x-amz-apigw-id",
-        "x-amzn-errortype",
-    }
-)
-
 # Exceptions from these modules are provider-call errors; anything else is not recovered.
 SDK_MODULES = (
     "anthropic",
@@ -557,6 +536,16 @@ MODEL_NOT_READY_RE = any_of(MODEL_NOT_READY_PHRASES)
 UPSTREAM_TROUBLE_RE = any_of(UPSTREAM_TROUBLE_PHRASES)
 QUOTA_RE = any_of(QUOTA_PHRASES)
 QUOTA_RESETS_SOON_RE = any_of(QUOTA_RESETS_SOON)
-GATEWAY_TEXT = tuple(
-    (name, signs, re.compile(text) if text else None) for name, signs, text in GATEWAY_FINGERPRINTS
+# The provider's own JSON refusing a network, not a content judgement (Azure: "Access denied due to Virtual
+# Network/Firewall rules"): the resource's networking settings, a permission refusal.
+NETWORK_POLICY_RE = re.compile(
+    r"virtual network|\bvnet\b|firewall rules|private (?:endpoint|link)|public network access"
+    r"|(?:ip|address|network) (?:address )?(?:is )?not (?:allowed|authorized|whitelisted|permitted)"
+    r"|traffic ?denied"
+)
+# Statuses no API answers with: a middlebox's block (hosts answer mod_security blocks with 418; WebKnight 999).
+BLOCK_STATUSES = (418, 451, 999)
+# A limit stated per minute or as a rate: waiting helps, compacting does not.
+RATE_WORDS_RE = re.compile(
+    r"\bper (?:minute|min|second|sec|hour|day)\b|\brate[ _-]?limit|\bthrottl|wait before|try again in|\btpm\b"
 )

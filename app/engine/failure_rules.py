@@ -1,4 +1,4 @@
-"""The classifier's rules, as data: `Rule(id, kind, priority, signals, unless)`.
+"""The classifier's rules, as data: `Rule(id, kind, priority, signals, unless)` (`failure_rule.py`).
 
 Every rule is evaluated against the normalised `Case`; a rule matches when each of its
 `signals` matches and none of its `unless` signals does. The matching rule with the highest
@@ -10,15 +10,40 @@ Signals (`failure_signals.py`) read status, headers, phrases, error codes, body 
 flags, exception classes (also down the cause chain) and the request size. What cannot be said as
 a pattern is a named predicate (`Check`): the size judgement of a reset (`app/engine/resets.py`),
 the pairing of a length word with an excess word, a tokens-per-minute request over its limit.
-User rules from `[[classifier.rules]]` are built from the same signals (`user_rules.py`).
+User rules from `[[classifier.rules]]` are built from the same signals (`user_rules.py`). This table holds
+the first rules (statuses, codes, phrases, connections); `failure_rules_read.py` those that read meaning and
+hops (issues 38–39); `BUILT_IN_RULES` is both.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-
-from app.engine.failure_input import Case
+from app.engine.failure_details import (  # detail sentences, one per rule (the meaning and hop rules' own: failure_rules_read)
+    BIG_HEADERS,
+    HEADER_BYTES,
+    _auth_status_detail,
+    _block_200_detail,
+    _ca_bundle_detail,
+    _drop_detail,
+    _drop_unproven_detail,
+    _headers_detail,
+    _headers_reset_detail,
+    _html_200_detail,
+    _overflow_detail,
+    _overloaded_status_detail,
+    _pairing_detail,
+    _payload_detail,
+    _server_detail,
+    _timeout_detail,
+    _tls_detail,
+    _tpm_detail,
+    _upstream_detail,
+    _waf_detail,
+    _words,
+)
+from app.engine.failure_meaning import (
+    MEANS_BODY_TOO_LARGE,
+    MEANS_CONVERSATION_TOO_LONG,
+)
 from app.engine.failure_phrases import (
     APIGW_FORBIDDEN,
     AUTH_CLASSES,
@@ -58,8 +83,34 @@ from app.engine.failure_phrases import (
     WAF_RE,
     WAF_STRONG_RE,
 )
+from app.engine.failure_rule import (  # noqa: F401 - the kinds and the machinery are this module's API
+    AUTH,
+    CONNECTION_DROP,
+    CONTEXT_OVERFLOW,
+    HEADERS_TOO_LARGE,
+    KINDS,
+    OTHER,
+    OVERLOADED,
+    PAYLOAD_KINDS,
+    PAYLOAD_TOO_LARGE,
+    RATE_LIMIT,
+    SERVER_ERROR,
+    TIMEOUT,
+    TRANSIENT_KINDS,
+    WAF_BLOCK,
+    Detail,
+    Rule,
+    Verdict,
+    evaluate,
+    means_of,
+)
+from app.engine.failure_rules_read import (
+    API_ANSWER,
+    BIG_413,
+    READ_RULES,
+    WAF_VENDOR_MARK,
+)
 from app.engine.failure_signals import (
-    API_EVENT,
     BELOW_500,
     BYTE_LIMIT_NOTE,
     CF_RAY_ON_JSON,
@@ -79,286 +130,19 @@ from app.engine.failure_signals import (
     Check,
     ExceptionClass,
     Header,
-    Hit,
     HtmlBody,
     NotHtml,
-    Signal,
     all_of,
     any_of,
     code,
     make_hit,
     phrase,
     status,
-    token_counts,
     transport,
 )
-from app.sizes import format_size
-
-# -- kinds ------------------------------------------------------------------------------------------
-CONTEXT_OVERFLOW = "context_overflow"
-PAYLOAD_TOO_LARGE = "payload_too_large"
-WAF_BLOCK = "waf_block"
-CONNECTION_DROP = "connection_drop"
-HEADERS_TOO_LARGE = "headers_too_large"
-AUTH = "auth"
-RATE_LIMIT = "rate_limit"
-OVERLOADED = "overloaded"
-SERVER_ERROR = "server_error"
-TIMEOUT = "timeout"
-OTHER = "other"
-KINDS = (
-    CONTEXT_OVERFLOW,
-    PAYLOAD_TOO_LARGE,
-    WAF_BLOCK,
-    CONNECTION_DROP,
-    HEADERS_TOO_LARGE,
-    AUTH,
-    RATE_LIMIT,
-    OVERLOADED,
-    SERVER_ERROR,
-    TIMEOUT,
-    OTHER,
-)
-PAYLOAD_KINDS = frozenset({PAYLOAD_TOO_LARGE, WAF_BLOCK, CONNECTION_DROP})
-TRANSIENT_KINDS = frozenset({RATE_LIMIT, OVERLOADED, SERVER_ERROR, TIMEOUT})
-
-
-# -- rules ----------------------------------------------------------------------------------------------
-Detail = str | Callable[[Case, Sequence[Hit]], str]
-
-
-@dataclass(frozen=True)
-class Rule:
-    """One way of recognising a failure. Matches when every signal does and no `unless` signal does."""
-
-    id: str
-    kind: str
-    priority: int
-    signals: tuple[Signal, ...]
-    unless: tuple[Signal, ...] = ()
-    notes: tuple[Signal, ...] = ()  # evidence worth showing when the rule wins; never decides
-    detail: Detail = ""
-    transient: bool | None = None  # None: the kind's default
-    headline: str | None = None
-    origin: str = "built-in"  # or "config.toml:12" for a user rule
-    states_window: bool = False  # a token limit in the evidence is the largest request the provider takes
-
-    def match(self, case: Case) -> list[Hit] | None:
-        hits: list[Hit] = []
-        for signal in self.signals:
-            hit = signal(case)
-            if hit is None:
-                return None
-            hits.append(hit)
-        if any(signal(case) is not None for signal in self.unless):
-            return None
-        return hits
-
-    def describe(self, case: Case, hits: Sequence[Hit]) -> str:
-        if callable(self.detail):
-            return self.detail(case, hits)
-        return self.detail or "matched"
-
-
-def _words(hits: Sequence[Hit]) -> list[str]:
-    return list(dict.fromkeys(word for hit in hits for word in hit.words))
-
-
-def _timeout_detail(case: Case, hits: Sequence[Hit]) -> str:
-    from app.engine.failure_phrases import TIMEOUT_STATUSES
-
-    if case.status in TIMEOUT_STATUSES:
-        said = TIMEOUT_STATUSES[case.status]
-    elif case.status in (None, 200) and case.codes & TIMEOUT_CODES:
-        said = "the provider gave up waiting"
-    else:
-        said = "no answer in time"
-    return f"{said}; a timeout says nothing about size, so it is retried"
-
-
-def _waf_detail(case: Case, hits: Sequence[Hit]) -> str:
-    signals = _words(hits[1:])
-    return f"{case.status} with {' and '.join(signals[:2]) or 'a block signal'}"
-
-
-def _overflow_detail(case: Case, hits: Sequence[Hit]) -> str:
-    said = next((w for w in _words(hits) if w.startswith('"')), "a context-length error")
-    tokens = token_counts(case)
-    counted = ""
-    if tokens is not None:
-        core = tokens.lines[0].removeprefix("tokens: ").split(" (", 1)[0]
-        counted = f" ({core.removesuffix(' limit')} tokens)"
-    return f"{case.status or 'error'} {said}{counted}: the conversation is longer than the model's window"
-
-
-def _payload_detail(case: Case, hits: Sequence[Hit]) -> str:
-    from app.engine.failure_phrases import PAYLOAD_STATUSES
-
-    if case.status in PAYLOAD_STATUSES:
-        detail = PAYLOAD_STATUSES[case.status]
-    elif "requestentitytoolargeexception" in (case.header("x-amzn-errortype") or "").lower():
-        detail = "RequestEntityTooLargeException"
-    else:
-        found = PAYLOAD_RE.search(case.text)
-        detail = (
-            f'{case.status or "error"} "{found.group(0)}"'
-            if found
-            else f"{case.status or 'error'} error code {sorted(case.codes & PAYLOAD_CODES)[0]}"
-        )
-    return detail + (" (HTML page)" if case.html else "")
-
-
-def _headers_detail(case: Case, hits: Sequence[Hit]) -> str:
-    title = _title_of(case).strip(" ()")
-    if case.status == 431:
-        said = "431 Request Header Fields Too Large"
-    elif title:
-        said = f"{case.status or 'error'} page {title}"
-    else:
-        said = f"{case.status or 'error'} {next((w for w in _words(hits) if w.startswith(chr(34))), 'header too large')}"
-    sent = (
-        f" (bulkhead sent {format_size(case.request_header_bytes)} of headers)"
-        if case.request_header_bytes
-        else ""
-    )
-    return (
-        f"{said}{sent}: the request's headers, not its body, are over the gateway's limit — "
-        "a long API key or token, cookies, or custom headers"
-    )
-
-
-def _header_bytes(case: Case) -> Hit | None:
-    size = case.request_header_bytes
-    return make_hit(f"request headers {format_size(size)} ({size:,} bytes)") if size else None
-
-
-HEADER_BYTES = Check("request header size", _header_bytes)
-# Header blocks past this are refused by common servers (Node, Envoy and Kestrel cap them at 16 KiB;
-# nginx and Apache a single line at 8 KiB). Node answers its 431 and closes at once with the body
-# unread, so the client often sees a reset instead of the 431: a reset of a request with headers
-# this big is a header problem, not a transient network failure and not a body cap.
-HEADERS_SUSPECT_BYTES = 16 * 1024
-
-
-def _big_headers(case: Case) -> Hit | None:
-    size = case.request_header_bytes
-    if not size or size < HEADERS_SUSPECT_BYTES:
-        return None
-    return make_hit(
-        f"request headers {format_size(size)} ({size:,} bytes) ≥ {format_size(HEADERS_SUSPECT_BYTES)}, "
-        "past what common servers accept"
-    )
-
-
-BIG_HEADERS = Check("header block past common server limits", _big_headers)
-
-
-def _headers_reset_detail(case: Case, hits: Sequence[Hit]) -> str:
-    sent = format_size(case.request_header_bytes or 0)
-    return (
-        f"the connection was reset after bulkhead sent {sent} of headers — more than servers commonly "
-        "accept (Node, Envoy and Kestrel answer 431 and close); the headers, not the body, are the likely "
-        "cause: a long API key or token, cookies, or custom headers"
-    )
-
-
-def _drop_detail(case: Case, hits: Sequence[Hit]) -> str:
-    size = format_size(case.request_bytes) if case.request_bytes is not None else "large"
-    return (
-        f"no response to a {size} request; a gateway body cap cuts uploads like this "
-        "(`bulkhead probe` measures it)"
-    )
-
-
-def _drop_unproven_detail(case: Case, hits: Sequence[Hit]) -> str:
-    if case.request_bytes is None:
-        said = "no response and the request size is unknown"
-    else:
-        said = f"no response to a {format_size(case.request_bytes)} request"
-    return (
-        f"{said}: treated as a transient network failure and retried (resets of bodies from "
-        f"drop_payload_min_bytes, {format_size(case.drop_threshold)}, or repeated ones count as a "
-        "gateway cap; `bulkhead probe` finds it)"
-    )
-
-
-def _tls_detail(case: Case, hits: Sequence[Hit]) -> str:
-    """The certificate hint names what the failing route's SDK reads, and bulkhead's own `ca_bundle`."""
-    from app.ca_bundle import SDK_NAMES, sdk_reads
-
-    said = "TLS verification failed: the server's certificate is not trusted (a proxy re-signing traffic?)"
-    if case.provider in SDK_NAMES:
-        return (
-            f"{said}; set ca_bundle in config.toml to its CA bundle, or {sdk_reads(case.provider)}, "
-            f"which {SDK_NAMES[case.provider]} reads"
-        )
-    return (
-        f"{said}; set ca_bundle in config.toml to its CA bundle (bulkhead hands it to every provider's SDK)"
-    )
-
-
-def _ca_bundle_detail(case: Case, hits: Sequence[Hit]) -> str:
-    """The route's CA bundle does not exist (`app.ca_bundle`): its own words (variable, path), once."""
-    said = case.message.split("CaBundleMissing: ", 1)[-1].strip().splitlines()[0]
-    return said.split(": ", 1)[1] if said.startswith("routes.") and ": " in said else said
-
-
-def _server_detail(case: Case, hits: Sequence[Hit]) -> str:
-    return f"{case.status} from the {'gateway' if case.html else 'server'}" + _title_of(case)
-
-
-def _title_of(case: Case) -> str:
-    """(“502 Bad Gateway”): an HTML page's own title or first heading, quoted."""
-    if not case.html:
-        return ""
-    from app.providers.html import page_heading
-
-    title = page_heading(case.body or case.message)
-    return f" (“{title}”)" if title else ""
-
-
-def _overloaded_status_detail(case: Case, hits: Sequence[Hit]) -> str:
-    from app.engine.failure_phrases import OVERLOADED_STATUSES
-
-    return OVERLOADED_STATUSES.get(case.status, f"{case.status} overloaded")
-
-
-def _auth_status_detail(case: Case, hits: Sequence[Hit]) -> str:
-    from app.engine.failure_phrases import AUTH_STATUSES
-
-    return AUTH_STATUSES.get(case.status, f"{case.status} refused")
-
-
-def _pairing_detail(case: Case, hits: Sequence[Hit]) -> str:
-    said = next((w for w in _words(hits) if w.startswith('"')), "")
-    return f"{case.status or 'error'} {said}: the conversation is longer than the model's window"
-
-
-def _tpm_detail(case: Case, hits: Sequence[Hit]) -> str:
-    return (
-        f"{case.status or 'error'}: one request larger than the tokens-per-minute limit; "
-        "waiting will not help, a smaller request will"
-    )
-
-
-def _html_200_detail(case: Case, hits: Sequence[Hit]) -> str:
-    return "200 with an HTML page instead of the API's JSON (captive portal or block page)"
-
-
-def _block_200_detail(case: Case, hits: Sequence[Hit]) -> str:
-    said = next((w for w in _words(hits) if w.startswith('"')), "")
-    return f"200 with a block message instead of the API's stream ({said})"
-
-
-def _upstream_detail(case: Case, hits: Sequence[Hit]) -> str:
-    return (
-        f"{case.status} from a proxy whose upstream failed or reset; the provider is not "
-        "(necessarily) overloaded — retried"
-    )
-
 
 # Every built-in rule; priorities are unique (higher wins).
-BUILT_IN_RULES: tuple[Rule, ...] = (
+CORE_RULES: tuple[Rule, ...] = (
     Rule(
         "net.ca-bundle-missing",
         OTHER,
@@ -389,7 +173,8 @@ BUILT_IN_RULES: tuple[Rule, ...] = (
         WAF_BLOCK,
         890,
         (transport("html-200", line="transport: html-200 (the SDK got a page, not the API's JSON)"),),
-        notes=(HtmlBody(), phrase(WAF_RE)),
+        unless=(MEANS_BODY_TOO_LARGE,),  # a 200 page that states a body limit (PHP's post_max_size warning)
+        notes=(HtmlBody(), phrase(WAF_RE), WAF_VENDOR_MARK),
         detail=_html_200_detail,
     ),
     Rule(
@@ -410,7 +195,7 @@ BUILT_IN_RULES: tuple[Rule, ...] = (
             NO_HTTP_ANSWER,
             any_of(phrase(TLS_FAILURE, label="TLS"), ExceptionClass(TLS_FAILURE_CLASSES, chain=True)),
         ),
-        unless=(API_EVENT,),
+        unless=(API_ANSWER,),
         transient=False,
         headline="Could not connect",
         detail=_tls_detail,
@@ -423,7 +208,7 @@ BUILT_IN_RULES: tuple[Rule, ...] = (
             NO_HTTP_ANSWER,
             any_of(phrase(CONNECT_RE, label="connect"), ExceptionClass(CONNECT_FAILURE_CLASSES, chain=True)),
         ),
-        unless=(API_EVENT,),
+        unless=(API_ANSWER,),
         transient=True,
         headline="Could not connect",
         detail="the request never left (no connection); treated as a transient network failure and retried",
@@ -433,7 +218,7 @@ BUILT_IN_RULES: tuple[Rule, ...] = (
         OTHER,
         865,
         (status(200, quiet=True), NO_HTTP_ANSWER, DROPPED),
-        unless=(API_EVENT,),
+        unless=(API_ANSWER,),
         transient=True,
         headline="Connection dropped",
         notes=(
@@ -448,7 +233,7 @@ BUILT_IN_RULES: tuple[Rule, ...] = (
         CONNECTION_DROP,
         860,
         (status(None, quiet=True), DROPPED, RESET_IS_SIZE),
-        unless=(API_EVENT,),
+        unless=(API_ANSWER,),
         detail=_drop_detail,
     ),
     Rule(
@@ -456,7 +241,7 @@ BUILT_IN_RULES: tuple[Rule, ...] = (
         HEADERS_TOO_LARGE,
         858,
         (status(None, quiet=True), DROPPED, BIG_HEADERS),
-        unless=(API_EVENT,),
+        unless=(API_ANSWER,),
         notes=(REQUEST_SIZE,),
         detail=_headers_reset_detail,
     ),
@@ -465,7 +250,7 @@ BUILT_IN_RULES: tuple[Rule, ...] = (
         OTHER,
         855,
         (status(None, quiet=True), DROPPED, RESET_UNPROVEN),
-        unless=(API_EVENT,),
+        unless=(API_ANSWER,),
         transient=True,
         headline="Connection dropped",
         detail=_drop_unproven_detail,
@@ -496,6 +281,7 @@ BUILT_IN_RULES: tuple[Rule, ...] = (
         OVERLOADED,
         750,
         (any_of(code("modelnotreadyexception"), phrase(MODEL_NOT_READY_RE)),),
+        unless=(MEANS_CONVERSATION_TOO_LONG,),
         notes=(RETRY_AFTER,),
         detail="the model is not ready yet (loading or scaling up); retried after a wait",
     ),
@@ -580,8 +366,8 @@ BUILT_IN_RULES: tuple[Rule, ...] = (
                 ),
             ),
         ),
-        unless=(code(RATE_LIMIT_CODES),),
-        notes=(TOKEN_COUNTS_NOTE,),
+        unless=(code(RATE_LIMIT_CODES), BIG_413, MEANS_BODY_TOO_LARGE),
+        notes=(TOKEN_COUNTS_NOTE, MEANS_CONVERSATION_TOO_LONG),
         detail=_overflow_detail,
         states_window=True,
     ),
@@ -693,27 +479,4 @@ BUILT_IN_RULES: tuple[Rule, ...] = (
     ),
 )
 
-
-@dataclass(frozen=True)
-class Verdict:
-    """The winning rule and what it saw; `matched` lists every rule that matched, best first."""
-
-    rule: Rule
-    hits: tuple[Hit, ...]
-    notes: tuple[Hit, ...]
-    matched: tuple[str, ...] = field(default=())
-
-
-def evaluate(case: Case, rules: Sequence[Rule]) -> Verdict | None:
-    """Evaluate every rule; the highest priority wins (a user rule wins a tie with a built-in one)."""
-    matched: list[tuple[Rule, list[Hit]]] = []
-    for rule in rules:
-        hits = rule.match(case)
-        if hits is not None:
-            matched.append((rule, hits))
-    if not matched:
-        return None
-    matched.sort(key=lambda item: (item[0].priority, item[0].origin != "built-in"), reverse=True)
-    rule, hits = matched[0]
-    notes = tuple(hit for hit in (note(case) for note in rule.notes) if hit is not None)
-    return Verdict(rule, tuple(hits), notes, tuple(r.id for r, _ in matched))
+BUILT_IN_RULES: tuple[Rule, ...] = (*CORE_RULES, *READ_RULES)

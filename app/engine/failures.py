@@ -20,8 +20,10 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from app.engine.failure_hops import Hop, hop_of
 from app.engine.failure_input import (
     Case,
+    Target,
     api_message,
     clip,
     make_case,
@@ -49,7 +51,9 @@ from app.engine.failure_rules import (  # noqa: F401 - the kinds are part of thi
     Rule,
     Verdict,
     evaluate,
+    means_of,
 )
+from app.engine.failure_vendors import NAMES
 from app.engine.resets import SizeEvidence
 
 FALLBACK_RULE_ID = "fallback"
@@ -68,34 +72,7 @@ HEADLINES = {
     OTHER: "Not a recoverable rejection",
 }
 
-GATEWAY_NAMES = {
-    "nginx": "nginx",
-    "cloudflare": "Cloudflare",
-    "akamai": "Akamai",
-    "modsecurity": "ModSecurity",
-    "aws-waf": "AWS WAF",
-    "cloudfront": "CloudFront",
-    "awselb": "AWS load balancer",
-    "apigw": "API Gateway",
-    "envoy": "Envoy",
-    "zscaler": "Zscaler",
-    "imperva": "Imperva",
-    "f5": "F5 BIG-IP",
-    "sucuri": "Sucuri",
-    "haproxy": "HAProxy",
-    "caddy": "Caddy",
-    "squid": "Squid",
-    "fortinet": "FortiGate/FortiWeb",
-    "paloalto": "Palo Alto",
-    "barracuda": "Barracuda",
-    "fastly": "Fastly",
-    "azure-frontdoor": "Azure Front Door",
-    "azure-appgw": "Azure Application Gateway",
-    "kong": "Kong",
-    "apigee": "Apigee",
-    "azure-apim": "Azure API Management",
-    "iis": "IIS",
-}
+GATEWAY_NAMES = NAMES  # vendor key → its name ("cloudflare" → "Cloudflare"), from failure_vendors.VENDORS
 _GATEWAY_KINDS = (WAF_BLOCK, PAYLOAD_TOO_LARGE, HEADERS_TOO_LARGE, TIMEOUT, SERVER_ERROR, OVERLOADED, AUTH)
 
 
@@ -117,11 +94,18 @@ class Failure:
     rule_origin: str = "built-in"  # or where a user rule is written ("config.toml:12")
     stated_window_tokens: int | None = None  # the largest request (tokens) the error says the provider takes
     request_header_bytes: int | None = None  # how big the request's headers were (for headers_too_large)
+    cause: str = ""  # a gateway refusal's judged cause: size | content | unknown (app.engine.block_cause)
+    incident_id: str | None = None  # the block page's reference for the network team (app.engine.block_cause)
+    hop: Hop | None = None  # which hop answered (a forward proxy, a gateway, the endpoint itself), when known
+    decided_by: str = ""  # the generalising signal behind the winning rule ("size noun × limit", …)
+    ladder_limit: int | None = None  # at most this many recovery attempts (None: max_recovery_attempts)
+    ladder_start: int = 1  # the recovery ladder's first level for this failure
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready fields (evidence as a list)."""
+        """Plain JSON-ready fields (evidence as a list, the hop as an object)."""
         data = asdict(self)
         data["evidence"] = list(self.evidence)
+        data["hop"] = self.hop.to_dict() if self.hop is not None else None
         return data
 
     @property
@@ -144,6 +128,8 @@ def classify_fields(
     user_rules: Sequence[Rule] = (),
     request_header_bytes: Any = None,
     provider: Any = None,
+    target: Target | None = None,
+    request_values: Any = None,
 ) -> Failure:
     """Classify a failure from its raw parts (status, message, body text, headers, request size).
 
@@ -162,6 +148,8 @@ def classify_fields(
             size_evidence=size_evidence,
             request_header_bytes=request_header_bytes,
             provider=provider,
+            target=target,
+            request_values=request_values,
         )
         return decide(case, user_rules)
     except Exception as exc:  # the classifier must never raise
@@ -174,6 +162,8 @@ def classify(
     drop_threshold: int = DEFAULT_DROP_THRESHOLD,
     size_evidence: SizeEvidence | None = None,
     user_rules: Sequence[Rule] = (),
+    target: Target | None = None,
+    request_values: int | None = None,
 ) -> Failure:
     """Classify an exception: a `ProviderError`, or defensively a raw anthropic/openai/botocore error.
 
@@ -190,7 +180,13 @@ def classify(
                 f"so it is never recovered",
                 evidence=(f"exception {name} (not a provider error)",),
             )
-        case = make_case(drop_threshold=drop_threshold, size_evidence=size_evidence, **parts)
+        case = make_case(
+            drop_threshold=drop_threshold,
+            size_evidence=size_evidence,
+            target=target,
+            request_values=request_values,
+            **parts,
+        )
         return decide(case, user_rules)
     except Exception as exc:  # the classifier must never raise
         return _unclassifiable(exc)
@@ -226,6 +222,9 @@ def _from_verdict(case: Case, verdict: Verdict) -> Failure:
         transient=rule.transient,
         headline=rule.headline,
         stated_window=stated,
+        decided_by=means_of(rule),
+        recoverable=rule.recoverable,
+        ladder=(rule.ladder_limit, rule.ladder_start),
     )
 
 
@@ -240,23 +239,33 @@ def _failure(
     transient: bool | None = None,
     headline: str | None = None,
     stated_window: int | None = None,
+    decided_by: str = "",
+    recoverable: bool | None = None,
+    ladder: tuple[int | None, int] = (None, 1),
 ) -> Failure:
     payload_related = kind in PAYLOAD_KINDS
     transient = kind in TRANSIENT_KINDS if transient is None else transient
     gateway = case.gateway
     headline = headline or HEADLINES[kind]
-    if gateway and kind in _GATEWAY_KINDS:
+    if gateway and (kind in _GATEWAY_KINDS or rule_id.startswith("proxy.")):
         headline += f" ({GATEWAY_NAMES.get(gateway, gateway)})"
     lines = list(evidence)
     if case.status is not None and case.status_evidence() not in lines:
         lines.insert(0, case.status_evidence())
     if gateway and not any(gateway in item.lower() for item in lines):
         lines.append(f"gateway {gateway}")
+    hop = hop_of(case)
+    if hop is not None and hop.evidence:  # what named the hop, unless a signal already said it
+        lines.extend(
+            line for line in hop.evidence if line not in lines and line.split(" (", 1)[0] not in lines
+        )
     lines.append(f"rule {rule_id}" + ("" if origin == "built-in" else f" (your rule, {origin})"))
+    if recoverable is None:
+        recoverable = payload_related or kind == CONTEXT_OVERFLOW
     return Failure(
         kind=kind,
         payload_related=payload_related,
-        recoverable=payload_related or kind == CONTEXT_OVERFLOW,
+        recoverable=recoverable,
         transient=transient,
         rejected_bytes=case.request_bytes,
         reason=f"{headline}: {detail}",
@@ -268,6 +277,10 @@ def _failure(
         rule_origin=origin,
         stated_window_tokens=stated_window,
         request_header_bytes=case.request_header_bytes,
+        hop=hop,
+        decided_by=decided_by or ("no rule: the fallback" if rule_id == FALLBACK_RULE_ID else ""),
+        ladder_limit=ladder[0] if recoverable else None,
+        ladder_start=ladder[1] if recoverable else 1,
     )
 
 

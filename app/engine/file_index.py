@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import subprocess
 import time
 from bisect import bisect_right
 from collections.abc import Callable
@@ -33,6 +31,8 @@ from dataclasses import dataclass, field
 from itertools import accumulate, repeat
 from operator import add
 from pathlib import Path
+
+from app.tools.gitsafe import run_git
 
 GIT_LIST_TIMEOUT_S = 20.0  # past this, the walk lists the files instead
 SKIP_DIRS = frozenset(
@@ -78,18 +78,12 @@ class FileIndex:
 
 
 def _git_files(root: Path) -> list[str] | None:
-    """The files git does not ignore under `root` (relative to it), or None outside a work tree."""
-    git = shutil.which("git")
-    if git is None:
-        return None
-    command = [git, "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard"]
-    try:
-        done = subprocess.run(
-            command, capture_output=True, timeout=GIT_LIST_TIMEOUT_S, check=False, stdin=subprocess.DEVNULL
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if done.returncode != 0:
+    """The files git does not ignore under `root` (relative to it), or None outside a work tree. Through
+    `app.tools.gitsafe`: typing `@` must not run the repository's `core.fsmonitor` (or anything else)."""
+    done = run_git(
+        root, "ls-files", "-z", "--cached", "--others", "--exclude-standard", timeout=GIT_LIST_TIMEOUT_S
+    )
+    if done is None or done.returncode != 0:
         return None
     return list(dict.fromkeys(os.fsdecode(raw) for raw in done.stdout.split(b"\0") if raw))
 

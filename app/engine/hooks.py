@@ -48,6 +48,7 @@ is reported to `on_run` as a `HookRun` event. Nothing a hook does makes `run()` 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -59,7 +60,7 @@ from pathlib import Path
 from typing import Any
 
 from app.config import HOOK_EVENTS, HookSpec
-from app.model.events import HookDecision, HookRun
+from app.model.events import HookDecision, HookRun, HookStarted
 from app.tools.shell import ProcessResult, run_command, shell_argv
 
 DEFAULT_TIMEOUT = 60.0
@@ -223,6 +224,7 @@ class HookRunner:
         transcript_path: Path,
         cwd: Path,
         on_run: Callable[[HookRun], None] | None = None,
+        on_start: Callable[[HookStarted], None] | None = None,
         env: Mapping[str, str] | None = None,
         before_run: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
@@ -231,6 +233,7 @@ class HookRunner:
         self.transcript_path = Path(transcript_path)
         self.cwd = Path(cwd)
         self.on_run = on_run
+        self.on_start = on_start
         self.before_run = before_run  # awaited before hooks run (the session's writes reach transcript_path)
         self.base_env = dict(os.environ if env is None else env)
 
@@ -305,6 +308,9 @@ class HookRunner:
     ) -> _Verdict:
         started = time.monotonic()
         timeout = spec.timeout if spec.timeout and spec.timeout > 0 else DEFAULT_TIMEOUT
+        if self.on_start is not None:  # seen while it runs (the status line, the Hooks panel)
+            with contextlib.suppress(Exception):
+                self.on_start(HookStarted(event=event, matcher=spec.matcher, command=spec.command))
         try:
             result = await run_command(
                 shell_argv(expand_command(spec.command)),
@@ -318,6 +324,17 @@ class HookRunner:
             )
             verdict = self._judge(spec, event, result, blockable, timeout)
         except asyncio.CancelledError:
+            self._report(
+                self._hook_run(
+                    spec,
+                    event,
+                    started,
+                    None,
+                    "cancelled",
+                    "cancelled (Esc): the hook and its child processes were stopped"
+                    + ("; the prompt was not sent" if event == "UserPromptSubmit" else ""),
+                )
+            )
             raise
         except Exception as exc:  # noqa: BLE001 - a hook must never break the engine
             verdict = _Verdict(

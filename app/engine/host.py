@@ -42,6 +42,14 @@ class CompactorHost(CompactionHost, Protocol):
 
     max_tokens: int
     native: NativeContext
+    provider: Provider
+    sender: Sender
+    state: State
+
+    @property
+    def context_window(self) -> int: ...
+
+    def route_cap(self, route: Route) -> CapInfo: ...
 
     def summarizer(self) -> tuple[Provider, Sender]: ...
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.config import Route
+from app.model.image_check import problem as image_problem
 from app.model.messages import Image
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp")
@@ -129,4 +130,7 @@ def load_image(path: Path, max_bytes: int) -> Image:
     kind = media_type(data[:16])
     if kind is None:
         raise ValueError(f"{path.name} is not a PNG, JPEG, GIF or WebP image; not attached")
+    broken = image_problem(kind, data)
+    if broken:  # sent, it would make every later request fail with the same 400
+        raise ValueError(f"{path.name} looks like a {kind.split('/')[1].upper()} but {broken}; not attached")
     return Image(kind, base64.b64encode(data).decode("ascii"))

@@ -12,7 +12,9 @@ In each folder `AGENTS.md` (the cross-tool convention) comes before `CLAUDE.md` 
 names a file relative to the importing file (`~/` and absolute paths too); imported files may
 import in turn, at most `MAX_IMPORT_DEPTH` (5) hops deep; each file is included once. Imports from
 project files must stay inside the project (the repository root): a checked-out repository cannot
-pull `~/.ssh/…` into the prompt. Imports from your global file may name any file you can read.
+pull `~/.ssh/…` into the prompt; a project's own `AGENTS.md`/`CLAUDE.md` that is a link to a file outside
+it is not read, and a file is read up to `instructions_max_bytes` only. Imports from your global file may
+name any file you can read. `/memory` and `#` never write through a link.
 
 Everything is part of the system prompt — the non-compactable floor — and is capped at
 `instructions_max_bytes` (0 turns project instructions off).
@@ -20,6 +22,7 @@ Everything is part of the system prompt — the non-compactable floor — and is
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from collections.abc import Iterator
@@ -72,10 +75,15 @@ def global_folder() -> Path:
 
 
 def project_root(workspace: Path) -> Path:
-    """The repository root above (or at) the workspace; the workspace itself outside a repository."""
+    """The repository root above (or at) the workspace; the workspace itself outside a repository. A
+    repository at your home folder or above it (dotfiles kept in git) is not "the project": a folder
+    under it without a repository of its own is its own project, so its files cannot import `~/.ssh/…`."""
     workspace = Path(workspace).expanduser().resolve()
+    home = Path.home().resolve()
     for folder in (workspace, *workspace.parents):
         if (folder / ".git").exists():
+            if folder != workspace and (folder == home or home.is_relative_to(folder)):
+                return workspace
             return folder
     return workspace
 
@@ -111,9 +119,12 @@ def import_paths(text: str, base: Path) -> Iterator[tuple[str, Path]]:
             yield written, Path(os.path.normpath(path if path.is_absolute() else base / path))
 
 
-def _read(path: Path) -> str | None:
+def _read(path: Path, limit: int) -> str | None:
+    """At most `limit` bytes of the file as text (a 1 GB file costs `limit`, not 1 GB); None for a binary or
+    unreadable one."""
     try:
-        data = path.read_bytes()
+        with path.open("rb") as handle:
+            data = handle.read(max(0, limit))
     except OSError:
         return None
     if b"\x00" in data[:8192]:
@@ -150,7 +161,13 @@ class _Loader:
         real = Path(os.path.realpath(path))
         if real in self.seen or self.cut:
             return
-        text = _read(real)
+        if confine is not None and imported_by is None and not _inside(real, confine):
+            self.problems.append(
+                f"{self.label(path)} is a link to {real}, outside the project ({confine}); a project's "
+                f"instructions are its own files — not read"
+            )
+            return
+        text = _read(real, self.max_bytes + 1)
         if text is None:
             if imported_by is not None:
                 self.problems.append(
@@ -235,9 +252,25 @@ def memory_file(workspace: Path) -> Path:
 
 
 def append_memory(path: Path, text: str) -> None:
-    """Add `text` as one bullet at the end of `path` (created if missing)."""
+    """Add `text` as one bullet at the end of `path` (created if missing). A symlink is never written
+    through (it could lead anywhere: a repository's `AGENTS.md → ~/.bashrc`): OSError says so."""
     line = " ".join(text.split())
-    existing = path.read_text(encoding="utf-8") if path.exists() else ""
-    prefix = "" if not existing or existing.endswith("\n") else "\n"
-    with path.open("a", encoding="utf-8") as handle:
-        handle.write(f"{prefix}- {line}\n")
+    if path.is_symlink():
+        raise OSError(
+            f"{path} is a link to {os.path.realpath(path)}; /memory and # do not write through links — "
+            f"add the line to the file yourself"
+        )
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # it became a link since the check
+            raise OSError(f"{path} is a link; /memory and # do not write through links") from None
+        raise
+    with os.fdopen(fd, "r+b") as handle:
+        size = os.fstat(fd).st_size
+        last = b"\n"
+        if size:
+            handle.seek(size - 1)
+            last = handle.read(1)
+        prefix = "" if last == b"\n" else "\n"
+        handle.write(f"{prefix}- {line}\n".encode())

@@ -409,6 +409,7 @@ class NativeContext:
         self, trigger: CompactionTrigger, instructions: str | None, cancel: asyncio.Event | None = None
     ) -> PipelineResult | None:
         """Planned compaction through the provider. None when it cannot (the caller compacts locally)."""
+        from app.engine.cap_guard import OverCap, cap_label
         from app.engine.compaction.pipeline import PipelineResult
         from app.engine.sender import RequestFailed
 
@@ -447,7 +448,25 @@ class NativeContext:
             items, usage = sent
         except NotImplementedError:
             return None
+        except (
+            OverCap
+        ) as over:  # the request carries what it compacts: it cannot be cut to fit, so it is not sent
+            engine.emit(
+                Notice(
+                    f"the provider's compaction request would be {format_size(over.request.predicted_bytes)}, over "
+                    f"the {cap_label(over.cap)} ({format_size(over.cap.bytes or 0)}) — not sent; compacting "
+                    f"locally instead",
+                    level="warn",
+                    code="compaction",
+                )
+            )
+            return None
         except RequestFailed as failed:
+            from app.engine.betas import beta_refusal, remember_refusal, sent_betas
+
+            refused = beta_refusal(failed.error, sent_betas(failed.request, provider))
+            if refused is not None:  # remembered: the next compaction goes local at once
+                remember_refusal(engine, provider, refused)
             engine.emit(
                 Notice(
                     f"the provider could not compact ({failed.failure.reason}) — compacting locally instead",

@@ -34,8 +34,16 @@ class CapInfo:
 
 
 def effective_cap(
-    configured: int | None, learned: LearnedCap | None, assumed: int | None, configured_where: str = "config"
+    configured: int | None,
+    learned: LearnedCap | None,
+    assumed: int | None,
+    configured_where: str = "config",
+    *,
+    imported: LearnedCap | None = None,
+    imported_from: str = "",
 ) -> CapInfo:
+    """The smallest cap present; an imported one (a team's gateways.toml) is a starting point that any tighter
+    cap — learned here, configured — overrides."""
     candidates: list[CapInfo] = []
     if configured:
         candidates.append(CapInfo(configured, "configured", f"max_payload from {configured_where}"))
@@ -44,6 +52,10 @@ def effective_cap(
         when = learned.learned_at.replace("T", " ").rstrip("Z")[:16]
         candidates.append(
             CapInfo(learned.cap_bytes, "learned", f"learned {when} from a {learned.kind} rejection{rejected}")
+        )
+    if imported:
+        candidates.append(
+            CapInfo(imported.cap_bytes, "imported", f"imported from {imported_from or 'a gateways file'}")
         )
     if assumed:
         candidates.append(CapInfo(assumed, "assumed", "assumed after a rejection of unknown size"))
@@ -80,7 +92,11 @@ def preflight(
     if cap.bytes:
         share = predicted_bytes / cap.bytes
         if share > settings.preflight_ratio:
-            label = {"configured": "configured cap", "learned": "learned cap"}.get(cap.source, "cap")
+            label = {
+                "configured": "configured cap",
+                "learned": "learned cap",
+                "imported": "imported cap",
+            }.get(cap.source, "cap")
             decisions.append(
                 Preflight(
                     "compact",
@@ -139,7 +155,7 @@ class FloorSizes:
 
 MCP_PART = "tools (MCP)"
 # The parts that add up to the floor (a "tools (MCP) NAME" part details MCP_PART by server).
-FLOOR_LABELS = ("system prompt", "instructions", "tools (built-in)", MCP_PART)
+FLOOR_LABELS = ("system prompt", "instructions", "memory", "tools (built-in)", MCP_PART)
 
 
 def floor_breakdown(
@@ -149,12 +165,15 @@ def floor_breakdown(
     instructions_bytes: int = 0,
     mcp_tools_bytes: int = 0,
     mcp_servers: Mapping[str, int] | None = None,
+    memory_bytes: int = 0,
 ) -> list[FloorPart]:
     """The floor as ordered parts: system prompt, instructions, built-in tools, MCP tools (what is sent),
     then one part per MCP server (the bytes its full definitions take, heaviest first)."""
     parts = [FloorPart("system prompt", system_bytes)]
     if instructions_bytes:
         parts.append(FloorPart("instructions", instructions_bytes))
+    if memory_bytes:  # memory = "auto": the memory file's facts (app.engine.memory)
+        parts.append(FloorPart("memory", memory_bytes))
     parts.append(FloorPart("tools (built-in)", builtin_tools_bytes))
     if mcp_tools_bytes or mcp_servers:
         parts.append(FloorPart(MCP_PART, mcp_tools_bytes))
@@ -205,9 +224,22 @@ def heaviest_servers(servers: Mapping[str, int] | None, limit: int = 3) -> str:
 _REDUCE = {
     "system prompt": "shorten the system prompt",
     "instructions": "shorten AGENTS.md / CLAUDE.md (or lower instructions_max_bytes)",
-    "tools (built-in)": "turn tools off",
+    "memory": 'lower memory_max_bytes, or trim the memory file (memory = "auto")',
+    "tools (built-in)": 'offer fewer built-in tools (tools = ["read_file", "grep"] in config.toml, or [] for none)',
     MCP_PART: "turn off or defer the heaviest MCP servers (enabled = false, mcp_defer_ratio)",
 }
+
+
+def reduce_advice(parts: Sequence[FloorPart]) -> str:
+    """`the biggest part is system prompt (56.7 KB): shorten the system prompt` — what to reduce first."""
+    shown = [part for part in parts if part.label in FLOOR_LABELS]
+    if not shown:
+        return "reduce it"
+    biggest = max(shown, key=lambda part: part.bytes)
+    return (
+        f"the biggest part is {biggest.label} ({format_size(biggest.bytes)}): "
+        f"{_REDUCE.get(biggest.label, 'reduce it')}"
+    )
 
 
 def diagnose_floor(
@@ -225,14 +257,7 @@ def diagnose_floor(
     servers = heaviest_servers(mcp_servers)
     if servers:
         listed += f"; {servers}"
-    shown = [part for part in parts if part.label in FLOOR_LABELS]
-    biggest = max(shown, key=lambda part: part.bytes) if shown else None
-    largest = "reduce it"
-    if biggest is not None:
-        largest = (
-            f"the biggest part is {biggest.label} ({format_size(biggest.bytes)}): "
-            f"{_REDUCE.get(biggest.label, 'reduce it')}"
-        )
+    largest = reduce_advice(parts)
     if floor_bytes >= rejected_bytes:
         return FloorDiagnosis(
             True,

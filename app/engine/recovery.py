@@ -22,12 +22,14 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from app.engine.block_cause import judged_content
+from app.engine.cap_guard import cap_label, over_cap
 from app.engine.caps import learned_cap_for
 from app.engine.compaction.context import PassContext, merge_entries
 from app.engine.compaction.pipeline import recovery_candidate
 from app.engine.failures import Failure
-from app.engine.payload import diagnose_floor
-from app.engine.prompts import PAYLOAD_NOTICE, PAYLOAD_NOTICE_PREFIX
+from app.engine.payload import FloorDiagnosis, describe_floor, diagnose_floor, reduce_advice
+from app.engine.prompts import PAYLOAD_NOTICE, PAYLOAD_NOTICE_PREFIXES
 from app.engine.receipts import make_receipt
 from app.engine.sender import RequestFailed, StreamResult
 from app.model.archive import ArchiveEntry
@@ -68,7 +70,12 @@ class Recovery:
         failure = failed.failure
         rejected = self._rejected_bytes(failed)
         notice: Message | None = None
-        if failure.payload_related:
+        # A 403 that no evidence tells from a content block (app.engine.block_cause): the ladder runs, but
+        # the cap is learned only when a smaller request passes; if every smaller resend that keeps the
+        # newest messages is refused too, it was the content, and nothing is learned.
+        deferred = _undecided_block(failure)
+        first_failure, first_rejected, refused_smaller = failure, rejected, 0
+        if failure.payload_related and not deferred:
             self._learn_cap(failure, rejected)
             self._check_floor(failure, rejected)
             if not self._notice_present():
@@ -95,8 +102,14 @@ class Recovery:
         entries: list[ArchiveEntry] = []
         bytes_before = rejected
         last = failed
-        for attempt in range(1, settings.max_recovery_attempts + 1):
-            level = min(attempt, TOP_LEVEL)
+        smallest_over_cap: int | None = None  # the smallest candidate left unsent for being over the cap
+        # A failure may allow fewer attempts, from a higher level (a gateway's HTML 400 or 408: one try with
+        # fewer messages); by default the whole ladder, L1 first.
+        attempts = settings.max_recovery_attempts
+        if failure.ladder_limit is not None:
+            attempts = min(attempts, failure.ladder_limit)
+        for attempt in range(1, attempts + 1):
+            level = min(failure.ladder_start + attempt - 1, TOP_LEVEL)
             step = _Attempt(level, attempt, time.monotonic())
             await engine.hooks.pre_compact("recovery", "")
             ctx = self._context(turn, max_tokens, failure, entries)
@@ -106,28 +119,25 @@ class Recovery:
             request = engine.provider.build(
                 candidate_messages, engine.system, engine.tools, max_tokens=max_tokens
             )
-            cap = engine.cap_info().bytes
+            cap_info = engine.cap_info()
+            cap = cap_info.bytes
             skip: RecoveryOutcome | None = None
             if request.predicted_bytes >= rejected:
                 skip = "not_smaller"
-            elif (
-                failure.payload_related
-                and cap
-                and request.predicted_bytes > cap
-                and attempt < settings.max_recovery_attempts
-            ):
+            elif over_cap(request, cap_info):  # nothing predicted over the effective cap is sent
                 skip = "over_cap"
+                smallest_over_cap = min(smallest_over_cap or request.predicted_bytes, request.predicted_bytes)
             if skip:
                 why = (
                     "is not smaller than the rejected request"
                     if skip == "not_smaller"
-                    else f"is still above the learned cap ({format_size(cap)})"
+                    else f"is still above the {cap_label(cap_info)} ({format_size(cap or 0)})"
                 )
                 engine.emit(
                     RecoveryStep(
                         level=level,
                         attempt=attempt,
-                        max_attempts=settings.max_recovery_attempts,
+                        max_attempts=attempts,
                         bytes_before=rejected,
                         bytes_after=request.predicted_bytes,
                         outcome=skip,
@@ -150,7 +160,7 @@ class Recovery:
                 RecoveryStep(
                     level=level,
                     attempt=attempt,
-                    max_attempts=settings.max_recovery_attempts,
+                    max_attempts=attempts,
                     bytes_before=rejected,
                     bytes_after=request.predicted_bytes,
                     outcome="sending",
@@ -176,14 +186,20 @@ class Recovery:
                 if again.partial_text:
                     engine.keep_partial(again.partial_text, turn, again.failure)
                     raise TurnFailed(again.failure.reason, again.failure, visible=True) from again
+                if again.failure.cause == "content":
+                    raise TurnFailed(self._content_message(again.failure), again.failure) from again
                 if not again.failure.recoverable:
                     break
                 failure = again.failure
                 rejected = self._rejected_bytes(again)
-                if failure.payload_related:
+                if deferred and _undecided_block(failure):
+                    refused_smaller += 1
+                elif failure.payload_related:
                     self._learn_cap(failure, rejected)
                     self._check_floor(failure, rejected)
                 continue
+            if deferred:  # a smaller request passed: the 403 was about size after all
+                self._learn_cap(first_failure, first_rejected)
             # Success: the candidate becomes the active view, with its archive entries, in one transaction.
             await session.drain()  # a view commit reads the database: our appends first, off the loop
             view = session.commit_view(candidate_messages, entries, reason=f"recovery:L{level}")
@@ -208,7 +224,7 @@ class Recovery:
                 RecoveryStep(
                     level=level,
                     attempt=attempt,
-                    max_attempts=settings.max_recovery_attempts,
+                    max_attempts=attempts,
                     bytes_before=bytes_before,
                     bytes_after=request.predicted_bytes,
                     outcome="succeeded",
@@ -236,11 +252,19 @@ class Recovery:
         session.counters.recoveries_failed += 1
         session.save_counters()
         final = last.failure
+        if deferred and refused_smaller and _undecided_block(final):
+            content = judged_content(
+                final,
+                f"{refused_smaller} smaller resend(s) keeping the newest messages were refused too "
+                f"(down to {format_size(rejected)} from {format_size(first_rejected)})",
+            )
+            self._record_content_block(content)
+            raise TurnFailed(self._content_message(content), content) from last
         engine.emit(
             RecoveryStep(
-                level=min(settings.max_recovery_attempts, TOP_LEVEL),
-                attempt=settings.max_recovery_attempts,
-                max_attempts=settings.max_recovery_attempts,
+                level=min(failure.ladder_start + attempts - 1, TOP_LEVEL),
+                attempt=attempts,
+                max_attempts=attempts,
                 bytes_before=bytes_before,
                 bytes_after=None,
                 outcome="exhausted",
@@ -248,14 +272,37 @@ class Recovery:
                 reason=final.reason,
             )
         )
-        message = (
-            f"Recovery failed after {settings.max_recovery_attempts} attempts — {final.reason}. "
-            f"The conversation is unchanged; /retry to try again, /compact to summarise first, "
-            f"or lower max_payload."
+        tried = f"{attempts} attempt" + ("" if attempts == 1 else "s")
+        advice = (
+            "/retry to try again, /compact to summarise first, or lower max_payload."
+            if final.payload_related or final.kind == "context_overflow"
+            else "/compact to summarise first, or /retry."
         )
+        message = f"Recovery failed after {tried} — {final.reason}. The conversation is unchanged; {advice}"
+        if (
+            last is failed and smallest_over_cap is not None
+        ):  # nothing was sent: every candidate was over the cap
+            floor = engine.floor_sizes().total_bytes
+            cap_now = engine.cap_info()
+            message = (
+                f"Recovery failed — {final.reason}; the smallest candidate ({format_size(smallest_over_cap)}) is "
+                f"still over the {cap_label(cap_now)} ({format_size(cap_now.bytes or 0)}), and nothing over it "
+                f"is sent (the request base alone is {format_size(floor)}). The conversation is unchanged; "
+                f"/compact to summarise first, or raise max_payload if the gateway takes more."
+            )
         raise TurnFailed(message, final) from last
 
     # -- pieces -----------------------------------------------------------------------------------
+    def _content_message(self, failure: Failure) -> str:
+        from app.engine.content_words import content_block_message
+
+        return content_block_message(failure, session_id=self.engine.session.id)
+
+    def _record_content_block(self, failure: Failure) -> None:
+        from app.engine.profile_evidence import record_judged_block
+
+        record_judged_block(self.engine.state, self.engine.route.endpoint_id, failure)
+
     def _rejected_bytes(self, failed: RequestFailed) -> int:
         return (
             failed.failure.rejected_bytes
@@ -320,6 +367,17 @@ class Recovery:
         diagnosis = diagnose_floor(
             floor.parts, floor.total_bytes, smallest, mcp_servers=dict(floor.mcp_servers)
         )
+        cap = engine.cap_info()
+        if not diagnosis.fail_fast and cap.bytes and floor.total_bytes >= cap.bytes:
+            # nothing over the effective cap is sent: a base at or above it leaves no request to send
+            diagnosis = FloorDiagnosis(
+                True,
+                False,
+                f"The non-compactable request base ({format_size(floor.total_bytes)}: "
+                f"{describe_floor(floor.parts)}) is over the {cap_label(cap)} ({format_size(cap.bytes)}; "
+                f"{cap.detail}), and nothing over it is sent. History compaction cannot help — "
+                f"{reduce_advice(floor.parts)}; or raise max_payload if the gateway takes more.",
+            )
         if diagnosis.warn:
             engine.emit(Notice(diagnosis.message, level="warn", code="floor"))
         if diagnosis.fail_fast:
@@ -359,7 +417,9 @@ class Recovery:
         session = self.engine.session
         if session.flags.get("payload_notice_injected"):
             return True
-        return any(PAYLOAD_NOTICE_PREFIX in m.all_text() for m in session.view.messages)
+        return any(
+            prefix in m.all_text() for m in session.view.messages for prefix in PAYLOAD_NOTICE_PREFIXES
+        )
 
     def _context(
         self, turn: int, max_tokens: int, failure: Failure, entries: list[ArchiveEntry]
@@ -423,3 +483,8 @@ class Recovery:
             },
             keys,
         )
+
+
+def _undecided_block(failure: Failure) -> bool:
+    """A 403 block whose cause no evidence decided (app.engine.block_cause: size is then only a guess)."""
+    return failure.kind == "waf_block" and failure.cause == "unknown"

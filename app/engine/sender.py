@@ -17,12 +17,15 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.engine.cap_guard import check_fits
 from app.engine.draft import DRAFT_FLUSH_CHARS, DRAFT_PREFIX, DraftWriter, leftover_drafts  # noqa: F401 - re-exported
 from app.engine.failure_rules import Rule
 from app.engine.failures import Failure, classify
+from app.engine.payload import CapInfo
 from app.engine.resets import SizeEvidence
 from app.engine.retry import RetryPolicy
 from app.engine.session import Session
+from app.engine.stream_watch import StreamObservation, StreamTiming
 from app.model.costs import Usage, price_usd
 from app.model.events import Event, RequestFinished, RequestStarted, Retry, TextDelta, UsageRecorded
 from app.model.messages import new_id
@@ -37,7 +40,7 @@ from app.providers.base import (
     ToolCallChunk,
     UsageChunk,
 )
-from app.redact import redact_headers, redact_text
+from app.redact import clip_redacted, redact_headers, redact_text
 
 PREVIEW_STRING_CHARS = 300
 PREVIEW_LIST_ITEMS = 6
@@ -102,8 +105,16 @@ def body_preview(body: Any) -> str:
 
 def redact_failure(failure: Failure) -> Failure:
     """The failure with known secrets hidden in its reason and evidence (a gateway echoing the key)."""
+    hop = failure.hop
+    if hop is not None:
+        hop = dataclasses.replace(
+            hop, name=redact_text(hop.name), evidence=tuple(redact_text(e) for e in hop.evidence)
+        )
     return dataclasses.replace(
-        failure, reason=redact_text(failure.reason), evidence=tuple(redact_text(e) for e in failure.evidence)
+        failure,
+        reason=redact_text(failure.reason),
+        evidence=tuple(redact_text(e) for e in failure.evidence),
+        hop=hop,
     )
 
 
@@ -121,6 +132,9 @@ class Sender:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         size_evidence: SizeEvidence | None = None,
         user_rules: tuple[Rule, ...] = (),
+        floor_bytes: Callable[[], int | None] | None = None,
+        cap: Callable[[], CapInfo] | None = None,
+        on_stream: Callable[[StreamObservation], None] | None = None,
     ) -> None:
         self.session = session
         self.provider = provider
@@ -132,6 +146,9 @@ class Sender:
         self.sleep = sleep
         self.size_evidence = size_evidence if size_evidence is not None else SizeEvidence()
         self.user_rules = user_rules
+        self.floor_bytes = floor_bytes  # the request floor, for judging size against content (block_cause)
+        self.cap = cap  # the route's effective byte cap now: nothing predicted over it is sent (OverCap)
+        self.on_stream = on_stream  # each stream's timing (app.engine.stream_watch: buffered SSE, idle cuts)
         self.draft = DraftWriter(session.folder, session.writer)
         self._visible: list[str] = []  # what the current (or last cancelled) request made visible
 
@@ -146,9 +163,11 @@ class Sender:
     async def send(
         self, request: Request, *, level: int = 0, attempt: int = 0, stream_text: bool = True
     ) -> StreamResult:
-        """Send with transient retries. Raises RequestFailed; CancelledError passes through."""
+        """Send with transient retries. Raises RequestFailed, or OverCap (nothing sent) for a request
+        predicted over the route's effective cap; CancelledError passes through."""
         retry = 0
         while True:
+            self._check_cap(request)
             try:
                 return await self._send_once(request, level=level, attempt=attempt, stream_text=stream_text)
             except RequestFailed as failed:
@@ -199,19 +218,45 @@ class Sender:
     def _classify(self, error: ProviderError, request: Request) -> Failure:
         """A failed request's classification, streamed or not: the endpoint's size evidence and the user's
         rules count, secrets are redacted, and what it shows about body sizes is learned."""
+        from app.engine.block_cause import judge
+        from app.engine.failure_target import count_values, target_for
+
+        route = getattr(self.provider, "route", None)
+        values = (
+            count_values(request.body) if error.status is not None and 400 <= error.status < 500 else None
+        )
         failure = redact_failure(
             classify(
                 error,
                 drop_threshold=self.drop_threshold,
                 size_evidence=self.size_evidence,
                 user_rules=self.user_rules,
+                target=target_for(request.url, request.provider, route, self.route),
+                request_values=values,
             )
+        )
+        failure = judge(
+            failure,
+            request_bytes=error.request_bytes or request.actual_bytes or request.predicted_bytes,
+            accepted_max=self.size_evidence.accepted_max,
+            floor_bytes=self._floor(),
+            body=redact_text(error.body or error.message or ""),
+            headers=error.headers or request.response_headers,
         )
         self._learn_sizes(error, failure, request)
         return failure
 
+    def _floor(self) -> int | None:
+        if self.floor_bytes is None:
+            return None
+        try:
+            return self.floor_bytes()
+        except Exception:  # noqa: BLE001 - a floor that cannot be measured only weakens the judgement
+            return None
+
     def _count_request(self) -> None:
         self.session.counters.requests += 1
+        self.session.counters.count_route(self.route)
         self.session.save_counters()
 
     def _finished(
@@ -247,6 +292,7 @@ class Sender:
         counters.requests += 1
         counters.failed_requests += 1
         counters.add_rejection(failure.kind)
+        counters.count_route(self.route, failed=True)
         self.session.save_counters()
         self.emit(
             RequestFinished(
@@ -281,8 +327,10 @@ class Sender:
         edits: EditsChunk | None = None
         stop_reason = "end"
         visible = False
+        timing = StreamTiming(started)
         try:
             async for chunk in self.provider.stream(request):
+                timing.saw(time.monotonic())
                 if isinstance(chunk, TextChunk):
                     if not chunk.text:
                         continue
@@ -320,6 +368,9 @@ class Sender:
                 )
             )
             error.output_visible = visible
+            self._observe(
+                timing, failed_at=time.monotonic(), cut=error.transport in ("connection", "stream-error")
+            )
             failure = self._classify(error, request)
             latency = (time.monotonic() - started) * 1000
             record(outcome="failed", error=error, failure=failure, latency_ms=latency)
@@ -333,8 +384,17 @@ class Sender:
         latency = (time.monotonic() - started) * 1000
         cost = None
         if usage is not None:
-            cost = price_usd(usage, self.session.model, self.session.provider)
-            self.session.counters.add_usage(usage, cost, summarizer=request.purpose == "summary")
+            # priced as the route that answered: a fallback route's model, not the session's first one
+            cost = price_usd(
+                usage, request.model or self.session.model, request.provider or self.session.provider
+            )
+            self.session.counters.add_usage(
+                usage,
+                cost,
+                summarizer=request.purpose == "summary",
+                memory=request.purpose == "memory",
+                route=self.route,
+            )
             self.emit(
                 UsageRecorded(
                     input_tokens=usage.input_tokens,
@@ -343,10 +403,12 @@ class Sender:
                     cache_write_tokens=usage.cache_write_tokens,
                     cost_usd=cost,
                     purpose=request.purpose,
+                    route=self.route,
                 )
             )
         self._count_request()
         self._visible = []
+        self._observe(timing)
         self.size_evidence.accepted(request.actual_bytes or request.predicted_bytes)
         record(outcome="ok", latency_ms=latency, usage=usage, cost=cost)
         self._finished(request_id, request, latency, level, started_at)
@@ -356,7 +418,8 @@ class Sender:
 
     async def call(self, request: Request, call: Callable[[], Awaitable[Any]]) -> Any:
         """A request that is not a stream (native compaction): recorded and shown like every other one,
-        its failure classified. Raises RequestFailed; CancelledError passes through."""
+        its failure classified. Raises RequestFailed or OverCap; CancelledError passes through."""
+        self._check_cap(request)
         request_id, started, started_at, record = await self._begin(request, level=0, attempt=0)
         try:
             result = await call()
@@ -375,6 +438,20 @@ class Sender:
         record(outcome="ok", latency_ms=latency)
         self._finished(request_id, request, latency, 0, started_at)
         return result
+
+    def _observe(self, timing: StreamTiming, *, failed_at: float | None = None, cut: bool = False) -> None:
+        if self.on_stream is None:
+            return
+        observation = StreamObservation(timing.started, tuple(timing.arrivals), failed_at, cut)
+        try:
+            self.on_stream(observation)
+        except Exception:  # noqa: BLE001 - remembering a quirk never breaks a request
+            pass
+
+    def _check_cap(self, request: Request) -> None:
+        """The last check before a request goes: over the route's effective cap, it is not sent (OverCap)."""
+        if self.cap is not None:
+            check_fits(request, self.cap())
 
     def _learn_sizes(self, error: ProviderError, failure: Failure, request: Request) -> None:
         """What this failure shows about the endpoint's body sizes (for judging the next reset)."""
@@ -427,11 +504,16 @@ class Sender:
             record["actual_bytes"] = error.request_bytes or request.actual_bytes
             record["status"] = error.status
             record["response_headers"] = redact_headers(error.headers or request.response_headers)
-            record["error_body"] = redact_text(error.body or error.message or "")[:ERROR_BODY_CHARS]
+            record["error_body"] = clip_redacted(
+                error.body or error.message or "", ERROR_BODY_CHARS, marker=""
+            )
         if failure is not None:
+            from app.engine.failure_words import decision_of
+
             record["kind"] = failure.kind
             record["reason"] = failure.reason
             record["evidence"] = list(failure.evidence)
+            record["decision"] = decision_of(failure)
         if usage is not None:
             record["usage"] = {
                 "input_tokens": usage.input_tokens,

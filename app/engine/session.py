@@ -15,9 +15,9 @@ import json
 import os
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from app.engine.head_later import HeadLater, plan_head_later
 from app.engine.receipts import write_receipt
@@ -27,10 +27,16 @@ from app.model.archive import ArchiveEntry
 from app.model.costs import Counters
 from app.model.events import Event, EventBus, MessageAdded
 from app.model.messages import Message, View, new_id
-from app.redact import redact_value
+from app.redact import clip_redacted, redact_value
 from app.store import SessionRow, Store
 
 TITLE_MAX_CHARS = 120  # a title set with /rename or the sessions screen
+
+
+class CommitGuard(Protocol):
+    def before_commit(
+        self, active: View, messages: tuple[Message, ...], reason: str
+    ) -> Callable[[View], None] | None: ...
 
 
 class SessionNotFound(Exception):
@@ -92,6 +98,9 @@ class Session:
         # Every write of this session goes through its writer: inline until an engine starts it, then in
         # order on a thread of its own (`app.engine.writer`: where the engine waits for it, what a failure does).
         self.writer = SessionWriter(row.id)
+        # Told before every view commit, with what the view becomes (app.engine.memory: the segment a compaction
+        # takes out goes to the memory queue first); what it returns is called once the commit is done.
+        self.commit_guard: CommitGuard | None = None
 
     # -- opening -------------------------------------------------------------------------------
     @classmethod
@@ -276,6 +285,10 @@ class Session:
     def is_master_id(self, message_id: str) -> bool:
         return message_id in self._seq
 
+    def seq_of(self, message_id: str) -> int | None:
+        """The master message's place in the log (0 first), None for a derived message."""
+        return self._seq.get(message_id)
+
     def master_ids(self) -> set[str]:
         return set(self._seq)
 
@@ -301,7 +314,8 @@ class Session:
             functools.partial(self._append_transcript, message), what="transcript", required=False
         )
         if not self.title and message.role == "user" and message.meta.origin == "user":
-            first_line = message.text.strip().splitlines()[0][:80] if message.text.strip() else ""
+            first_line = message.text.strip().splitlines()[0] if message.text.strip() else ""
+            first_line = clip_redacted(first_line, 80, marker="")  # redacted before the cut: no key prefix
             # undecodable bytes (lone surrogates) become U+FFFD: a title is plain UTF-8 text
             self.title = "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in first_line)
             self._write(
@@ -327,6 +341,10 @@ class Session:
         """
         self._check_writable()
         self.writer.flush()  # it reads the database for messages another process appended: ours first
+        messages = tuple(messages)
+        committed = (
+            self.commit_guard.before_commit(self.view, messages, reason) if self.commit_guard else None
+        )
         view = self.view.with_messages(messages, reason)
         newer = self.store.commit_view(self.id, view, set(self._seq), list(archive_entries))
         if newer:  # another process appended these since we loaded: kept in the view, never dropped
@@ -339,6 +357,8 @@ class Session:
                 created_at=view.created_at,
             )
         self.views.append(view)
+        if committed is not None:
+            committed(view)
         return view
 
     def archive(self, entries: Iterable[ArchiveEntry]) -> None:

@@ -21,31 +21,44 @@ import functools
 import json
 import os
 import random
+import sqlite3
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from app.config import Route, Settings
+from app.engine.betas import retry_without_betas
+from app.engine.cap_guard import OverCap, configured_cap, route_cap
+from app.engine.chat_fit import fit_under_cap
 from app.engine.checkpoints import Checkpoints, Restored
 from app.engine.compaction.context import PassContext
 from app.engine.compactor import Compactor
 from app.engine.context_report import ContextReport
 from app.engine.describe import describe
 from app.engine.failures import PAYLOAD_KINDS, Failure
+from app.engine.fallback import FallbackChain
 from app.engine.hooks import HookResult, HookRunner
-from app.engine.instructions import INSTRUCTION_NAMES, Instructions
+from app.engine.instructions import INSTRUCTION_NAMES, Instructions, join_system
+from app.engine.memory.worker import MemoryWorker
 from app.engine.native import NativeContext, edit_totals
 from app.engine.payload import (
     CapInfo,
     FloorSizes,
     calibrate,
-    effective_cap,
     floor_breakdown,
     heaviest_servers,
     preflight,
 )
 from app.engine.permissions import Permissions
+from app.engine.profile_evidence import (
+    StreamQuirks,
+    apply_profile,
+    confirm_workspace_gateways,
+    endpoint_lines,
+    on_failure,
+    workspace_gateway_notices,
+)
 from app.engine.prompts import CONTINUATION, INTERRUPTED_TURN, SYSTEM_PROMPT
 from app.engine.recovery import Recovery, TurnFailed
 from app.engine.resets import SizeEvidence
@@ -54,6 +67,8 @@ from app.engine.sender import RequestFailed, Sender, StreamResult, leftover_draf
 from app.engine.session import Session
 from app.engine.user_rules import build_rules
 from app.engine.view_size import SIZE_FLAG, size_key, stored_size
+from app.engine.workspace_rules import confirm_rule_files, load_permissions
+from app.engine.workspace_rules import start_notices as rule_start_notices
 from app.model.events import (
     AnswerFinished,
     Event,
@@ -84,7 +99,19 @@ if TYPE_CHECKING:
 MAX_TOOL_ROUNDS = 50  # tool round trips in one turn before bulkhead stops and asks the user
 # Events kept in the store, so a resumed session's inspector can show them again.
 STORED_EVENTS = frozenset(
-    {"rejection", "cap_learned", "recovery", "compaction", "hook", "notice", "provider_edits"}
+    {
+        "rejection",
+        "cap_learned",
+        "recovery",
+        "compaction",
+        "hook",
+        "notice",
+        "provider_edits",
+        "fallback",
+        "fallback_answered",
+        "memory_queued",
+        "memory_distilled",
+    }
 )
 
 # (tool name, args, why it asks) -> True / "once", "session", "project" (allow; the last two remember
@@ -129,7 +156,7 @@ class Engine:
         workspace: Path | None = None,
         mcp: McpManager | None = None,
     ) -> None:
-        from app.tools.registry import TOOL_SPECS
+        from app.engine.tool_choice import offered_tools
 
         self.settings = settings
         self.session = session
@@ -145,7 +172,9 @@ class Engine:
         self.base_system = session.system_prompt or SYSTEM_PROMPT
         self.instructions = Instructions("")
         self.system = self.base_system  # + the project instructions, once loaded (load_instructions)
-        self.builtin_tools: tuple[ToolSpec, ...] = tuple(TOOL_SPECS if tools is None else tools)
+        self.builtin_tools: tuple[ToolSpec, ...] = tuple(
+            offered_tools(settings, route) if tools is None else tools
+        )
         self._tools_cache: tuple[object, tuple[ToolSpec, ...]] | None = None
         self._view_bytes: tuple[tuple, int] | None = (
             None  # the view's last known size, with what it was made of
@@ -166,12 +195,13 @@ class Engine:
             transcript_path=session.transcript_path,
             cwd=self.workspace,
             on_run=self.emit,
+            on_start=self.emit,
             before_run=functools.partial(session.drain, quiet=True),  # a hook reads transcript_path
         )
         self.retry_policy = RetryPolicy.from_settings(settings, rng)
         self.recovery = Recovery(self)
-        self.compactor = Compactor(self)
-        self.native = NativeContext(self)
+        self.compactor: Compactor = Compactor(self)
+        self.native: NativeContext = NativeContext(self)
         self.tool_cancel = asyncio.Event()
         self.checkpoints = Checkpoints(session.folder, max_bytes=settings.checkpoint_max_bytes)
         self._turn_running = session.turn
@@ -179,12 +209,12 @@ class Engine:
         self._lock = asyncio.Lock()
         self._closing = False
         self._use_route(route, provider)
+        self.fallback = FallbackChain(self)  # app.engine.fallback: the next route when this one cannot answer
+        self.memory = MemoryWorker(
+            self
+        )  # app.engine.memory: facts distilled; compactions queue what they drop
         self.load_instructions()
-        self.permissions = Permissions.load(
-            self.workspace,
-            settings.permissions,
-            settings.config_file.name if settings.config_file else "config.toml",
-        )
+        self.permissions: Permissions = load_permissions(settings, self.workspace, self.state)
 
     def _use_route(self, route: Route, provider: Provider) -> None:
         """Derive everything that depends on the route: limits, the sender, cached sizes."""
@@ -203,6 +233,7 @@ class Engine:
         self.max_tokens = min(configured or self.settings.max_output_tokens, cap)
         self._catalog_window = route.context_window or self.settings.context_window or limits.context_window
         self.sender = self._make_sender(provider, route.name)
+        apply_profile(provider, self.state)  # betas this endpoint refused are not sent again
         self._summarizer: tuple[Provider, Sender] | None = None
         self._floor_cache: tuple[tuple[ToolSpec, ...], str, FloorSizes] | None = None
         self._plan_memo: tuple[tuple, DeferralPlan] | None = None
@@ -215,6 +246,7 @@ class Engine:
             old = self.provider
             self._use_route(route, provider)
             self.session.set_route(route.name, route.provider, route.model)
+            await self.fallback.reset(route, provider, old)
         with contextlib.suppress(Exception):
             await old.aclose()
         self.emit(Notice(f"now using route {route.name} ({route.provider} · {route.model})", code="route"))
@@ -243,24 +275,16 @@ class Engine:
         return float(self.session.flags.get("bytes_per_token", 4.0))
 
     def configured_cap(self) -> tuple[int | None, str]:
-        caps = [
-            (c, w)
-            for c, w in (
-                (self.route.max_payload, f"routes.{self.route.name}"),
-                (self.settings.max_payload, self.settings.sources.get("max_payload", "config")),
-            )
-            if c
-        ]
-        return min(caps) if caps else (None, "")
+        return configured_cap(self.settings, self.route)
 
     def cap_info(self) -> CapInfo:
-        configured, where = self.configured_cap()
-        return effective_cap(
-            configured,
-            self.state.learned_cap(self.route.endpoint_id),
-            self.session.flags.get("assumed_cap"),
-            where,
-        )
+        return self.route_cap(self.route)
+
+    def route_cap(self, route: Route) -> CapInfo:
+        """The effective byte cap of `route` (the session's, or the summarizer's); the cap assumed after a
+        rejection of unknown size belongs to the session's route."""
+        assumed = self.session.flags.get("assumed_cap") if route.name == self.route.name else None
+        return route_cap(self.settings, self.state, route, assumed=assumed)
 
     def cap_detail(self, cap: CapInfo | None = None) -> str:
         """Where the cap in force came from, in words; a learned cap adds the rejection's reason.
@@ -390,6 +414,9 @@ class Engine:
             measure, max_tokens = self.provider.measure, self.max_tokens
             empty = measure((), "", (), max_tokens=max_tokens)
             base = measure((), self.base_system, (), max_tokens=max_tokens)
+            instructed = measure(
+                (), join_system(self.base_system, self.instructions.text), (), max_tokens=max_tokens
+            )
             bare = measure((), system, (), max_tokens=max_tokens)
             builtin = measure((), system, self.builtin_tools, max_tokens=max_tokens)
             total = measure((), system, tools, max_tokens=max_tokens)
@@ -397,14 +424,15 @@ class Engine:
             servers = tuple(plan.per_server.items()) if plan is not None else ()
             parts = floor_breakdown(
                 system_bytes=base - empty,
-                instructions_bytes=max(0, bare - base),
+                instructions_bytes=max(0, instructed - base),
+                memory_bytes=max(0, bare - instructed),
                 builtin_tools_bytes=builtin - bare,
                 mcp_tools_bytes=total - builtin,
                 mcp_servers=dict(servers),
             )
             sizes = FloorSizes(
                 system_bytes=base - empty,
-                instructions_bytes=max(0, bare - base),
+                instructions_bytes=max(0, instructed - base),
                 tools_bytes=total - bare,
                 total_bytes=total,
                 mcp_bytes=total - builtin,
@@ -436,6 +464,16 @@ class Engine:
                     code="mcp",
                 )
             )
+
+    async def confirm_workspace_rules(self, ask=None) -> str | None:
+        """Ask (`ask(files)` → "allow" | "deny" | None) about the workspace's rule files whose allow rules
+        wait for approval (`app.engine.workspace_rules`); front ends call it after their first frame."""
+        return await confirm_rule_files(self.permissions, ask, self.emit)
+
+    async def confirm_workspace_gateways(self, ask=None) -> str | None:
+        """Ask (`ask(gateways_file)` → "allow" | "deny" | None) about the workspace's `.bulkhead/gateways.toml`
+        when it waits for an answer (`app.engine.profile_evidence`); front ends call it after their first frame."""
+        return await confirm_workspace_gateways(self, ask)
 
     def _mcp_changed(self, connection) -> None:
         if self._closing:  # servers stopping at exit: nothing to tell
@@ -503,10 +541,12 @@ class Engine:
 
     def load_instructions(self) -> Instructions:
         """(Re)read AGENTS.md / CLAUDE.md into the system prompt (at start, after /memory and /init)."""
-        from app.engine.instructions import join_system, load_instructions
+        from app.engine.instructions import load_instructions
 
         self.instructions = load_instructions(self.workspace, max_bytes=self.settings.instructions_max_bytes)
-        self.system = join_system(self.base_system, self.instructions.text)
+        self.system = join_system(
+            join_system(self.base_system, self.instructions.text), self.memory.prompt_section()
+        )
         self._floor_cache = None
         return self.instructions
 
@@ -578,6 +618,7 @@ class Engine:
             compact_threshold=settings.compact_threshold,
             no_cap_warn_bytes=settings.no_cap_warn_bytes,
             mcp_deferred_from=plan.full_bytes if plan is not None and plan.deferred else None,
+            gateway_profile=endpoint_lines(self.state, self.route.endpoint_id),
         )
         self.emit(event)
         return event
@@ -595,14 +636,25 @@ class Engine:
             sleep=self.sleep,
             size_evidence=self._size_evidence(provider.route),
             user_rules=build_rules(self.settings.classifier_rules),
+            floor_bytes=(lambda: self.floor_sizes().total_bytes) if provider is self.provider else None,
+            cap=functools.partial(self.route_cap, provider.route),
+            on_stream=StreamQuirks(self.state, provider.route.endpoint_id),
         )
 
     def _size_evidence(self, route: Route) -> SizeEvidence:
-        """What this route's endpoint has shown about body sizes; a remembered payload cap is a refusal."""
+        """What this route's endpoint has shown about body sizes: a remembered payload cap is a refusal, and this
+        session's own requests on the route say what it took before (a resumed session, a `-c -p` run, judges a
+        reset with the same evidence as the session that is still open — for every SDK)."""
         evidence = SizeEvidence()
         learned = self.state.learned_cap(route.endpoint_id)
         if learned is not None and learned.kind in PAYLOAD_KINDS and learned.rejected_bytes:
             evidence.refused(learned.rejected_bytes)
+        try:
+            accepted, refused = self.session.store.route_sizes(self.session.id, route.name, route.provider)
+        except Exception:  # noqa: BLE001 - evidence is a help, never a reason to fail a turn
+            accepted, refused = None, None
+        evidence.accepted(accepted)
+        evidence.refused(refused)
         return evidence
 
     def summarizer(self) -> tuple[Provider, Sender]:
@@ -640,8 +692,13 @@ class Engine:
                 evidence=tuple(failure.evidence),
                 payload_related=failure.payload_related,
                 recoverable=failure.recoverable,
+                cause=failure.cause,
+                incident_id=failure.incident_id,
             )
         )
+        route = self.route if request.route == self.route.name else self.settings.routes.get(request.route)
+        if route is not None:  # what the refusal shows about the endpoint goes to its profile
+            on_failure(self.state, route.endpoint_id, failure)
         await self.hooks.request_rejected(
             failure.kind,
             list(failure.evidence),
@@ -654,6 +711,11 @@ class Engine:
         """Fire SessionStart and keep any answer a crash left half-written (marked partial)."""
         with contextlib.suppress(OSError):
             self.state.migrate()  # e.g. forget caps an older bulkhead learned from a 431
+        self._purge_content_cap()
+        from app.state import take_damage_notices
+
+        for sentence in take_damage_notices():  # a damaged state.toml was put aside: said once
+            self.emit(Notice(display_line(sentence), level="warn", code="state"))
         drafts = [] if self.session.read_only else leftover_drafts(self.session.folder)
         for message_id, path in drafts:
             with contextlib.suppress(OSError):
@@ -682,7 +744,30 @@ class Engine:
         self._announce_instructions()
         for problem in self.permissions.problems:
             self.emit(Notice(display_line(problem), level="warn", code="permissions"))
+        for level, text in workspace_gateway_notices(self):  # a team's .bulkhead/gateways.toml, on trust
+            self.emit(Notice(display_line(text), level=level, code="gateways"))
+        for notice in rule_start_notices(self.permissions):
+            self.emit(notice)
         self.view_changed("start", predicted=self._start_bytes())
+        self.memory.after_turn()  # a segment a crash left queued is read now, in the background (the TUI)
+
+    def _purge_content_cap(self) -> None:
+        """Forget this endpoint's cap when an older bulkhead learned it from a content block (issue 36)."""
+        from app.engine.cap_purge import purge_stale_cap
+
+        route = self.route
+        try:
+            said = purge_stale_cap(
+                self.state,
+                self.session.store,
+                route.endpoint_id,
+                url_prefix=route.endpoint_url if route.provider == "bedrock" else route.base_url,
+                floor_bytes=self.floor_sizes().total_bytes,
+            )
+        except (OSError, sqlite3.Error):
+            return
+        if said:
+            self.emit(Notice(said, level="info", code="cap_forgotten"))
 
     async def close(self, reason: str = "exit") -> None:
         """End the session here: SessionEnd, MCP and the provider closed, every queued write on disk (a held
@@ -695,6 +780,10 @@ class Engine:
             if self.mcp is not None:
                 with contextlib.suppress(Exception):
                     await self.mcp.close()
+            with contextlib.suppress(Exception):
+                await self.memory.close()
+            with contextlib.suppress(Exception):
+                await self.fallback.aclose()
             with contextlib.suppress(Exception):
                 await self.provider.aclose()
         finally:
@@ -725,12 +814,13 @@ class Engine:
                 return TurnResult("blocked", error=verdict.reason)
             self._close_interrupted_turn()
             turn = self.session.turn + 1
-            parts: list = [Text(prompt), *images, *self._prompt_images(prompt)]
+            typed_text = prompt if typed is None else typed
+            parts: list = [Text(prompt), *images, *(await self._prompt_images(typed_text))]
             if verdict.additional_context:
                 parts.append(Text(f"\n\n[hook context]\n{verdict.additional_context}"))
             self.session.append(Message.create("user", parts, turn=turn))
             self.emit(TurnStarted(turn=turn, prompt=prompt))
-            result = await self._run_turn(turn, mentions=self._mentions(prompt if typed is None else typed))
+            result = await self._run_turn(turn, mentions=self._mentions(typed_text))
             await self.session.drain()  # the turn is on disk when it is over (raises a held failure)
             return result
 
@@ -807,53 +897,18 @@ class Engine:
             )
         return [ToolCall(new_id("tm"), mention.tool, {"path": mention.path}) for mention in found]
 
-    def _prompt_images(self, prompt: str) -> list[Image]:
-        """The images the prompt names (`@shot.png`, a pasted path), as image parts — or, where the
-        route takes none or one is too big, a notice saying so."""
-        from app.engine.images import accepts_images, is_image_file, load_image, pasted_images
-        from app.engine.mentions import find_mentions
+    async def _prompt_images(self, typed: str) -> list[Image]:
+        """The images the typed prompt names, through the read gate (`app.engine.prompt_images`)."""
+        from app.engine.prompt_images import attach_prompt_images
 
-        refs: dict[Path, str] = {}
-        if "@" in prompt and self.settings.max_mentions > 0:
-            for mention in find_mentions(prompt, self.workspace, self.settings.max_mentions)[0]:
-                path = self.workspace / os.path.expanduser(mention.path)
-                if not mention.is_dir and is_image_file(path):
-                    refs.setdefault(path.resolve(), "@" + mention.path)
-        for ref in pasted_images(prompt, self.workspace):
-            if is_image_file(ref.path):
-                refs.setdefault(ref.path.resolve(), ref.shown)
-        if not refs:
-            return []
-        accepted, why_not = accepts_images(self.route)
-        if not accepted:
-            self.emit(
-                Notice(
-                    f"not attached: {', '.join(display_line(s) for s in refs.values())} — route "
-                    f"{self.route.name} does not take images ({display_line(why_not)})",
-                    level="warn",
-                    code="image",
-                )
-            )
-            return []
-        images: list[Image] = []
-        for path, shown in refs.items():
-            try:
-                image = load_image(path, self.settings.image_max_bytes)
-            except ValueError as exc:
-                self.emit(Notice(display_line(str(exc)), level="warn", code="image"))
-                continue
-            images.append(image)
-            self.emit(
-                Notice(
-                    f"attached {display_line(shown)} as an image ({image.media_type}, "
-                    f"{format_size(path.stat().st_size)}; {format_size(len(image.data))} as base64 "
-                    f"in the request)",
-                    code="image",
-                )
-            )
-        return images
+        async def ask(name: str, args: dict, why: str) -> str:
+            return (await self._ask(name, args, why))[0]  # an outside image: asked each time, no "always"
+
+        return await attach_prompt_images(self, typed, ask, can_ask=self.approver is not None)
 
     async def _run_turn(self, turn: int, mentions: Sequence[ToolCall] = ()) -> TurnResult:
+        self.fallback.turn_started()  # on the chain's first route again, unless fallback_sticky
+        await self.memory.yield_to_turn()  # no background memory read competes with the turn's requests
         max_tokens = self.max_tokens
         escalations = 0
         answer: list[str] = []  # one entry per assistant message; a continuation extends the last one
@@ -873,7 +928,11 @@ class Engine:
                 await self._run_tools(mentions, turn, budget, by_user=True)
             for _round in range(MAX_TOOL_ROUNDS):
                 await self._boundary(turn, max_tokens)
-                result = await self._request(turn, max_tokens)
+                result = await self.fallback.request(turn, max_tokens)  # along the fallback chain if need be
+                max_tokens = min(max_tokens, self.model_output_cap)  # the route that answered may allow less
+                if partials := self.fallback.take_partials():  # kept from a route that failed mid-answer
+                    answer.extend(partials)
+                    continuing = True
                 if continuing and answer:
                     answer[-1] += result.text
                 else:
@@ -949,6 +1008,7 @@ class Engine:
             self.view_changed("turn")
             with contextlib.suppress(Exception):
                 self.keep_view_size()
+            self.memory.after_turn()  # the memory worker reads a few turns behind, in the background
 
     async def _boundary(self, turn: int, max_tokens: int) -> None:
         """Before each request: compact against the byte cap or the window, or warn once."""
@@ -995,7 +1055,18 @@ class Engine:
             self.session.view.messages, self.system, self.tools, max_tokens=max_tokens
         )
         try:
-            result = await self.sender.send(request)
+            try:
+                result = await self.sender.send(request)
+            except OverCap as over:  # never sent: compact until it fits (or the turn says why it cannot)
+                request = await fit_under_cap(self, over, max_tokens)
+                result = await self.sender.send(request)
+            except RequestFailed as failed:  # a gateway that refuses or strips a beta: once more without it
+                retried = await retry_without_betas(self, failed, request, max_tokens)
+                if retried is None:
+                    raise
+                request, result = retried
+        except OverCap as over:
+            raise TurnFailed(f"Not sent: {over.message}.") from over
         except RequestFailed as failed:
             if failed.partial_text:
                 self.keep_partial(failed.partial_text, turn, failed.failure)
@@ -1005,8 +1076,16 @@ class Engine:
                     failed.failure,
                     visible=True,
                 ) from failed
+            if failed.failure.cause == "content":  # recorded in the endpoint's profile at the rejection
+                from app.engine.content_words import content_block_message
+
+                raise TurnFailed(
+                    content_block_message(failed.failure, session_id=self.session.id), failed.failure
+                ) from failed
             if failed.failure.recoverable:
                 result = await self.recovery.recover(failed, max_tokens=max_tokens, turn=turn)
+            elif (repaired := await self._without_images(failed, max_tokens)) is not None:
+                result = repaired
             elif failed.failure.transient:  # the sender's retries ran out
                 from app.engine.failures import give_up_advice
 
@@ -1027,6 +1106,39 @@ class Engine:
                 raise TurnFailed(f"{failed.failure.reason} — {action}", failed.failure) from failed
         self._calibrate(result)
         return result
+
+    async def _without_images(self, failed: RequestFailed, max_tokens: int) -> StreamResult | None:
+        """A 400 about an image with images in the view: stub them (`app.engine.image_repair`), say so, and
+        send once more. None when it does not apply; raises the new failure if the retry fails too."""
+        from app.engine.image_repair import names_an_image, stub_images
+
+        said = " ".join([str(failed.error), failed.failure.reason, *failed.failure.evidence])
+        if not names_an_image(failed.error.status, said):
+            return None
+        messages, count = stub_images(self.session.view.messages)
+        if not count:
+            return None
+        await self.session.drain()
+        self.session.commit_view(messages, [], reason="image_repair")
+        self.emit(
+            Notice(
+                f"the provider could not read {'an image' if count == 1 else f'{count} images'} in the "
+                f"conversation ({display_line(failed.failure.reason)}); replaced by a stub in the view (the log "
+                f"keeps the original) and sent again",
+                level="warn",
+                code="image",
+            )
+        )
+        self.view_changed("image_repair")
+        request = self.provider.build(
+            self.session.view.messages, self.system, self.tools, max_tokens=max_tokens
+        )
+        try:
+            return await self.sender.send(request)
+        except RequestFailed as again:
+            raise TurnFailed(
+                f"{again.failure.reason} — even with the images removed", again.failure
+            ) from again
 
     def _calibrate(self, result: StreamResult) -> None:
         if self.native.skip_calibration(result):
@@ -1068,6 +1180,7 @@ class Engine:
 
         `by_user`: the user's own `@mentions` — no hooks, and no approval prompt inside the workspace.
         """
+        from app.engine.withhold import WITHHELD_REASON, WITHHELD_RECALL
         from app.tools.base import ToolContext
         from app.tools.budget import spill_folder
 
@@ -1075,6 +1188,10 @@ class Engine:
 
         def recall(key: str) -> str | None:  # the model recalls this session's archive only
             entry = store.archive_get(key, session.id, strict=True)
+            if (
+                entry is not None and entry.reason == WITHHELD_REASON
+            ):  # local-only: never re-sent by the model
+                return WITHHELD_RECALL
             return entry.content if entry else None
 
         scale = float(session.flags.get("budget_scale", 1.0))
@@ -1091,6 +1208,7 @@ class Engine:
                 cancel=self.tool_cancel,
                 shell_env_passthrough=self.settings.shell_env_passthrough,
                 credential_env_names=credential_names,
+                read_denied=self.permissions.denies_read,
             )
             self.emit(ToolCallStarted(call_id=call.id, name=call.name, args=args))
             if by_user:
@@ -1136,6 +1254,10 @@ class Engine:
         from app.tools.approval import denied_outcome, outside_workspace
         from app.tools.registry import run_tool
 
+        ruling = self.permissions.check(call.name, args)
+        if ruling.kind == "deny":  # your own Read deny rule holds for your own @mention too
+            self.emit(ToolApproval(call_id=call.id, name=call.name, decision="denied", reason=ruling.reason))
+            return denied_outcome(call.name, ruling.reason, by="rule")
         outside = outside_workspace(call.name, args, self.workspace)
         if not outside:
             self.emit(
@@ -1173,7 +1295,14 @@ class Engine:
 
         Order: a deny rule wins; then a hook's or a rule's "ask"; then a hook's or a rule's "allow"
         (for a path outside the workspace only a rule that names it); then the approval mode."""
-        from app.tools.approval import denied_outcome, describe_call, needs_approval, outside_workspace
+        from app.tools.approval import (
+            always_asks,
+            denied_outcome,
+            describe_call,
+            landing_places,
+            needs_approval,
+            outside_workspace,
+        )
 
         verdict = await self.hooks.pre_tool_use(call.name, args)
         if verdict.blocked:
@@ -1207,24 +1336,41 @@ class Engine:
             )
         outside = bool(outside_workspace(call.name, args, self.workspace, read_roots))
         asked_by: AskedBy = "mode"
+        forced = always_asks(call.name, args, self.workspace)  # protected files, redirections it cannot name
         if verdict.permission == "ask":
             asked_by = "hook"
             ask, why = True, why or "a PreToolUse hook asked for confirmation"
         elif ruling.kind == "ask":
             ask, why, asked_by = True, ruling.reason, "rule"
-        elif verdict.permission == "allow" and not outside:
+        elif verdict.permission == "allow" and not outside and not forced:
             ask, why = False, "allowed by a PreToolUse hook"
-        elif ruling.kind == "allow" and (
-            not outside or (ruling.rule is not None and ruling.rule.names_paths)
+        elif (
+            ruling.kind == "allow"
+            and not forced
+            and (not outside or (ruling.rule is not None and ruling.rule.names_paths))
         ):
             ask, why = False, ruling.reason
+        if ask and ruling.held is not None:  # say what would have allowed it, and how to make it so
+            why += (
+                f" — {ruling.held.source} allows it ({ruling.held.text}), but its allow rules are not "
+                f"approved: `bulkhead permissions approve` puts them in force"
+            )
         if not ask:
             self.emit(ToolApproval(call_id=call.id, name=call.name, decision="auto", reason=why))
             return await self._run_tool(call.id, call.name, args, ctx), args
-        offer = self._offer(call.name, args, asked_by, outside=outside, ask_rule=ruling.rule)
+        offer = self._offer(call.name, args, asked_by, outside=outside, ask_rule=ruling.rule, forced=forced)
+        where_before = landing_places(call.name, args, self.workspace)
         answer, said = await self._ask(
             call.name, args, f"{why}: {describe_call(call.name, args, self.workspace)}", offer
         )
+        moved = where_before != landing_places(call.name, args, self.workspace) and answer != "deny"
+        # a link was swapped in while the user was deciding: what was approved is not what would run
+        if moved:
+            answer = "deny"
+            why = (
+                f"{why} — the path now resolves somewhere else than when it was approved (a link changed); "
+                f"not run"
+            )
         if answer in ("session", "project") and offer.rule:
             self._remember(offer.rule, answer)
         approved = answer != "deny"
@@ -1244,7 +1390,9 @@ class Engine:
         """Run a tool the user (or a rule) let through. Before a file tool changes a file, its bytes
         and mode are checkpointed (a separate step before the write: `/undo`, `/rewind`)."""
         from app.engine.checkpoints import CheckpointError
+        from app.engine.tool_choice import not_offered
         from app.tools.approval import target_paths
+        from app.tools.base import ToolOutcome
         from app.tools.registry import EDIT_TOOLS, run_tool
 
         snapshot = None
@@ -1266,6 +1414,8 @@ class Engine:
             outcome = await self.mcp_tools.run(
                 name, args, ctx
             )  # an MCP tool (or tool_search), through its server
+        elif (refusal := not_offered(name, self.settings, self.route)) is not None:
+            outcome = ToolOutcome(content=refusal, is_error=True)
         else:
             outcome = await run_tool(name, args, ctx)
         if snapshot is not None:
@@ -1283,7 +1433,16 @@ class Engine:
             raise ValueError(f"{mode!r} is not an approval mode: {', '.join(APPROVAL_MODES)}")
         self.settings = self.settings.with_overrides(approval=mode)
 
-    def _offer(self, name: str, args: dict, asked_by: AskedBy, *, outside: bool = False, ask_rule=None):
+    def _offer(
+        self,
+        name: str,
+        args: dict,
+        asked_by: AskedBy,
+        *,
+        outside: bool = False,
+        ask_rule=None,
+        forced: str = "",
+    ):
         """What this approval may offer as "always" (`app.engine.always_allow`): the rule, or why not."""
         from app.engine.always_allow import always_offer
 
@@ -1295,6 +1454,7 @@ class Engine:
             asked_by=asked_by,
             outside=outside,
             ask_rule=ask_rule,
+            forced=forced,
         )
 
     def _remember(self, rule: str, scope: str) -> None:
@@ -1365,6 +1525,7 @@ class Engine:
                 trigger="manual", target_bytes=target, instructions=instructions, cancel=cancel
             )
             await self.session.drain()  # its receipt, counters and events are on disk when it is over
+            self.memory.after_turn()  # what the compaction queued is read now, in the background
             return result
 
     def rewind(self) -> bool:
@@ -1385,7 +1546,11 @@ class Engine:
         from app.engine.checkpoints import describe
 
         async with self._lock:
-            turn, results = await asyncio.to_thread(self.checkpoints.undo_last_turn)
+            turn, snapshots = await asyncio.to_thread(self.checkpoints.last_turn_snapshots)
+            approved = await self._approve_restores(snapshots, "/undo")
+            results = await asyncio.to_thread(
+                self.checkpoints.restore, snapshots, self.workspace, approved=approved
+            )
             if turn is None:
                 self.emit(
                     Notice(
@@ -1409,6 +1574,17 @@ class Engine:
             self.view_changed("undo")
             await self.session.drain()
             return results
+
+    async def _approve_restores(self, snapshots, command: str) -> set[str]:
+        """The files a restore would now write (or remove) outside the workspace — a link put in their place
+        since — each asked about like a write there; the paths the user allowed."""
+        escaping = await asyncio.to_thread(self.checkpoints.escaping, snapshots, self.workspace)
+        approved: set[str] = set()
+        for path, real in escaping.items():
+            why = f"{command} would restore {path}, which now leads outside the workspace ({real})"
+            if (await self._ask("write_file", {"path": str(real), "content": ""}, why))[0] != "deny":
+                approved.add(path)
+        return approved
 
     def rewind_points(self) -> list[tuple[Message, int]]:
         """The session's prompts, oldest first, each with how many files changed since (for `/rewind`)."""
@@ -1440,9 +1616,13 @@ class Engine:
             kept = self.view_before(message_id)
             await self.session.drain()  # commit_view reads the database: our appends first, off the loop
             self.session.commit_view(kept, [], reason="rewind")
-            restored = (
-                await asyncio.to_thread(self.checkpoints.restore_since, prompt.meta.turn) if files else []
-            )
+            restored = []
+            if files:
+                snapshots = await asyncio.to_thread(self.checkpoints.snapshots_since, prompt.meta.turn)
+                approved = await self._approve_restores(snapshots, "/rewind")
+                restored = await asyncio.to_thread(
+                    self.checkpoints.restore, snapshots, self.workspace, approved=approved
+                )
             where = f"turn {prompt.meta.turn}"
             self.emit(
                 Notice(
@@ -1561,6 +1741,7 @@ class Engine:
             native_compaction=getattr(self.provider, "native_compaction", "") if self.native.enabled else "",
             compact_threshold=self.native.threshold() or 0,
             provider_edits=edit_totals(self.session.flags),
+            gateway_profile=endpoint_lines(self.state, self.route.endpoint_id),
         )
 
 

@@ -10,12 +10,21 @@ from app.lab.faults import FaultRule, describe_faults, parse_faults
 from app.sizes import format_size, parse_size
 
 DEFAULT_WINDOW = 200_000
+NO_CAP = -1  # `cap = "none"`: no body cap at all, not even the profile's default
+NO_WINDOW = -1  # `window = "none"`: no context window, so no overflow
+UNLIMITED_WINDOW = 2**31 - 1  # the window a lab without one reports (tokens)
+_NONE_WORDS = ("none", "off")
 
 
 def _cap_bytes(value: Any) -> int | None:
-    """A cap from the CLI, the API or JSON: None, an int (bytes) or a size string ("128KB"; "5" = 5 MiB)."""
+    """A cap from the CLI, the API or JSON: None (the profile's default), "none" (no cap), an int (bytes)
+    or a size string ("128KB"; "5" = 5 MiB)."""
     if value is None or value == "":
         return None
+    if isinstance(value, str) and value.strip().lower() in _NONE_WORDS:
+        return NO_CAP
+    if value == NO_CAP:
+        return NO_CAP
     if isinstance(value, bool):
         raise ValueError(f"cap {value!r} is not a size")
     if isinstance(value, int):
@@ -30,9 +39,23 @@ def _cap_bytes(value: Any) -> int | None:
         raise ValueError(f"cap: {exc}") from None
 
 
+def _window(value: Any) -> int | None:
+    """A window from the CLI, the API or JSON: None (the default), "none" (no overflow) or tokens ≥ 1."""
+    if value is None or value == "":
+        return None
+    if value == NO_WINDOW or (isinstance(value, str) and value.strip().lower() in _NONE_WORDS):
+        return NO_WINDOW
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"window {value!r} must be a positive number of tokens (or none: no overflow)")
+    return value
+
+
 @dataclass(frozen=True)
 class LabConfig:
-    """Settings of a running lab. `cap` is in bytes (None: the profile's default), `window` in tokens."""
+    """Settings of a running lab. `cap` is in bytes (None: the profile's default; NO_CAP: none at all),
+    `window` in tokens (None: DEFAULT_WINDOW; NO_WINDOW: none, so nothing overflows)."""
 
     gateway: str = "none"
     cap: int | None = None
@@ -44,10 +67,7 @@ class LabConfig:
     def __post_init__(self) -> None:
         gateway.profile(self.gateway)
         object.__setattr__(self, "cap", _cap_bytes(self.cap))
-        if self.window is not None and (
-            isinstance(self.window, bool) or not isinstance(self.window, int) or self.window < 1
-        ):
-            raise ValueError(f"window {self.window!r} must be a positive number of tokens")
+        object.__setattr__(self, "window", _window(self.window))
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise ValueError(f"seed {self.seed!r} must be an integer")
         if not isinstance(self.slow_pause, int | float) or self.slow_pause < 0:
@@ -56,10 +76,12 @@ class LabConfig:
 
     @property
     def effective_cap(self) -> int | None:
-        return gateway.effective_cap(self.gateway, self.cap)
+        return None if self.cap == NO_CAP else gateway.effective_cap(self.gateway, self.cap)
 
     @property
     def effective_window(self) -> int:
+        if self.window == NO_WINDOW:
+            return UNLIMITED_WINDOW
         return self.window if self.window is not None else DEFAULT_WINDOW
 
     @property
@@ -78,6 +100,10 @@ class LabConfig:
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
+        if self.cap == NO_CAP:
+            data["cap"] = "none"
+        if self.window == NO_WINDOW:
+            data["window"] = "none"
         data.update(effective_cap=self.effective_cap, effective_window=self.effective_window)
         return data
 
@@ -93,7 +119,8 @@ class LabConfig:
             cap_text = f"cap {format_size(cap)}" + (
                 "" if self.cap is not None else f" ({profile.cap_origin})"
             )
+        window_text = "no window" if self.window == NO_WINDOW else f"window {self.effective_window:,} tokens"
         return (
-            f"gateway {self.gateway} · {cap_text} · window {self.effective_window:,} tokens · "
+            f"gateway {self.gateway} · {cap_text} · {window_text} · "
             f"faults {describe_faults(self.fault_rules)} · seed {self.seed}"
         )

@@ -16,12 +16,18 @@ limited and fail like the rest (`stream-error` answers a count with the provider
 - ``429``     rate limited, with ``retry-after`` and the provider's rate-limit body
 - ``529``     overloaded (Anthropic 529 overloaded_error; OpenAI and Bedrock answer 503)
 - ``500``     internal server error; ``503`` service unavailable
+- ``401``     the key is refused (Anthropic 401 authentication_error, OpenAI 401 invalid_api_key, Bedrock 403
+  UnrecognizedClientException)
+- ``404``     the model does not exist there (Anthropic 404 not_found_error, OpenAI 404 model_not_found, Bedrock
+  400 ValidationException "The provided model identifier is invalid.")
 - ``drop``    read the request, then close the connection without a response
 - ``slow``    answer with pauses between stream events (or before a JSON answer); completes
 - ``timeout`` read the request and never answer, until the client gives up
 - ``cut``     start streaming text, then reset the connection mid-stream (output visible, then lost)
 - ``stream-error`` start streaming text, then send the provider's in-stream error event
   (Anthropic ``event: error`` overloaded_error, OpenAI error chunk, Bedrock exception frame)
+- ``html-400`` a gateway's own HTML 400 (Apache's stock page, as ModSecurity answers too many JSON values)
+- ``408``     a gateway's own HTML 408 (Apache's RequestReadTimeout: the upload was too slow)
 """
 
 from __future__ import annotations
@@ -30,8 +36,22 @@ import random
 import re
 from dataclasses import dataclass
 
-FAULT_KINDS = ("429", "529", "500", "503", "drop", "slow", "timeout", "cut", "stream-error")
-STATUS_FAULTS = ("429", "529", "500", "503")
+FAULT_KINDS = (
+    "429",
+    "401",
+    "404",
+    "529",
+    "500",
+    "503",
+    "drop",
+    "slow",
+    "timeout",
+    "cut",
+    "stream-error",
+    "html-400",
+    "408",
+)
+STATUS_FAULTS = ("429", "529", "500", "503", "401", "404")
 RETRY_AFTER_SECONDS = 2
 _ITEM_RE = re.compile(r"^\s*([a-z0-9-]+)\s*(?::\s*([0-9]*\.?[0-9]+)|@\s*(\d+(?:\s*\+\s*\d+)*))\s*$", re.I)
 

@@ -4,6 +4,8 @@ It answers from the conversation it is sent — never from randomness or the clo
 
 - By default it reports what arrived: ``Lab model · turn 3 · received 12.4 KB (≈3,100 tokens) in
   7 messages. You said: “…”``.
+- Its own words pass a stock OWASP CRS at paranoia levels 1 and 2 (tests/lab/test_lab_answers_crs.py): no
+  backticks, no `<<`, no "X is not Y" (rule 942130 reads it as an SQL tautology at PL2).
 - It answers the user's latest request, as a real model would: the last user text that is not
   something bulkhead injected (the payload notice, a compaction notice, a summary, recalled archive
   text). Lines of that request that start with ``!`` are commands (the grammar below, also in
@@ -12,9 +14,11 @@ It answers from the conversation it is sent — never from randomness or the clo
   declares a tool of that name; otherwise the answer says it is not offered.
 - When the latest user message carries tool results, it answers from them: each tool's name, size,
   first line and error flag.
+- A memory request (system prompt starting with ``MEMORY_SYSTEM_MARKER``, the memory worker's) gets every line
+  of the segment that starts with ``remember:``, one ``- fact`` a line (``NONE`` when there is none).
 - A summarization request (system prompt starting with ``SUMMARY_SYSTEM_MARKER``) gets an extractive
   summary: the latest instructions first, then one line per message of the segment (role, first
-  sentence, tool calls named) and every ``<<ccr:KEY>>`` marker found, verbatim; at least 120 chars and
+  sentence, tool calls named) and every ``[[ccr:KEY]]`` marker found, verbatim; at least 120 chars and
   at most ``max(6,000, 10 % of the input)`` chars.
 - Output is limited by ``max_tokens`` (tokens = chars / 4; a request without one gets 4,096): an answer
   longer than that stops with ``max_tokens``. After ``!cut`` (or a cut ``!big``), a user message that is
@@ -51,6 +55,7 @@ from app.engine.prompts import (
     CONTINUATION,
     DROPPED_NOTICE,
     INIT_MARKER,
+    LEGACY_PAYLOAD_NOTICE_PREFIX,
     PAYLOAD_NOTICE_PREFIX,
     SUMMARY_HEADER,
     SUMMARY_SYSTEM_MARKER,
@@ -67,6 +72,7 @@ from app.lab.conversation import (
     Turn,
     compact_json,
 )
+from app.model.memory import MEMORY_SYSTEM_MARKER, NO_FACTS, remember_lines
 from app.sizes import SizeError, format_size, parse_size
 
 GRAMMAR = """\
@@ -102,8 +108,8 @@ TOOL_COMMANDS = {
     "recall": "recall",
     "call": "",
 }  # !call names its tool
-_MARKER_RE = re.compile(r"<<ccr:[0-9a-f]{16}>>")
-_KEY_RE = re.compile(r"^(?:<<ccr:)?([0-9a-fA-F]{16})(?:>>)?$")
+_MARKER_RE = re.compile(r"<<ccr:[0-9a-f]{16}>>|\[\[ccr:[0-9a-f]{16}\]\]")
+_KEY_RE = re.compile(r"^(?:<<ccr:|\[\[ccr:)?([0-9a-fA-F]{16})(?:>>|\]\])?$")
 _RANGE_RE = re.compile(r"^(\d+)\s*[-:]\s*(\d+)$")
 _ROLE_HEADER_RE = (
     re.compile(  # "[User · turn 3]", "[Tool result: shell · turn 2]", "## assistant:", "**user**"
@@ -162,6 +168,7 @@ def _is_continuation(text: str) -> bool:
 # Texts bulkhead puts in user messages that are not the user's request (the model reads them as context).
 INJECTED_PREFIXES = (
     PAYLOAD_NOTICE_PREFIX,
+    LEGACY_PAYLOAD_NOTICE_PREFIX,
     COMPACTED_NOTICE[:40],
     DROPPED_NOTICE.split("(", 1)[0],
     SUMMARY_HEADER,
@@ -221,7 +228,7 @@ def _generic_call(args: str) -> tuple[str, dict] | str:
     try:
         value = json.loads(raw)
     except json.JSONDecodeError as exc:
-        return f"!call {name}: the input is not JSON ({exc.msg} at char {exc.pos}): {raw[:80]}"
+        return f"!call {name}: the input does not parse as JSON ({exc.msg} at char {exc.pos}): {raw[:80]}"
     if not isinstance(value, dict):
         return f"!call {name}: the input must be a JSON object, got {type(value).__name__}"
     return name, value
@@ -240,7 +247,7 @@ def tool_call(command: Command) -> tuple[str, dict] | str:
         if len(parts) > 1:
             match = _RANGE_RE.match("".join(parts[1:]))
             if not match or int(match.group(2)) < int(match.group(1)):
-                return f"!read: {' '.join(parts[1:])!r} is not a line range START-END"
+                return f"!read: {' '.join(parts[1:])} does not look like a line range START-END"
             start, end = int(match.group(1)), int(match.group(2))
             args.update(offset=start, limit=end - start + 1)
         return name, args
@@ -274,7 +281,9 @@ def tool_call(command: Command) -> tuple[str, dict] | str:
     for part in _split_args(command.args):
         match = _KEY_RE.match(part)
         if not match:
-            return f"!recall: {part!r} is not an archive key (16 hex digits or <<ccr:KEY>>)"
+            return (
+                f"!recall: {part} does not look like an archive key (16 hex digits, or a [[ccr:KEY]] marker)"
+            )
         keys.append(match.group(1).lower())
     if not keys:
         return "usage: !recall KEY…"
@@ -334,7 +343,7 @@ def _report(conv: Conversation, said: str) -> str:
     return (
         f"Lab model · turn {_user_turn_number(conv)} · received {format_size(conv.body_bytes)} "
         f"(≈{conv.input_tokens:,} tokens) in {conv.message_count} message{'s' if conv.message_count != 1 else ''}. "
-        f"You said: “{echo}”"
+        f"You said: “{echo}”."  # never a quote last: the CRS reads a text ending in one as injection (942110)
     )
 
 
@@ -353,7 +362,7 @@ def _tool_results_answer(conv: Conversation, turn: Turn) -> str:
         size = format_size(len(block.text.encode("utf-8")))
         flag = ", error" if block.is_error else ""
         first = _first_line(block.text) or "(empty)"
-        lines.append(f"- {names.get(block.id, 'unknown tool')} ({size}{flag}): “{first}”")
+        lines.append(f"- {names.get(block.id, 'unknown tool')} ({size}{flag}): “{first}”.")
     return "\n".join(lines)
 
 
@@ -384,7 +393,7 @@ def _continuation(conv: Conversation) -> list[Block]:
             return [Block(TEXT, filler(size)[sent:])]
     if "cut" in verbs or "big" in verbs:
         return [Block(TEXT, CUT_ENDING)]
-    return [Block(TEXT, "Lab model · nothing of mine was cut off, so there is nothing to continue.")]
+    return [Block(TEXT, "Lab model · my last answer was complete, so there is no more to add.")]
 
 
 def _commands_answer(conv: Conversation, commands: Sequence[Command]) -> list[Block]:
@@ -416,8 +425,8 @@ def _commands_answer(conv: Conversation, commands: Sequence[Command]) -> list[Bl
             elif call[0] not in conv.tools:
                 offered = ", ".join(conv.tools) or "none"
                 notes.append(
-                    f"The tool {call[0]} is not offered in this request (tools offered: {offered}), "
-                    f"so I cannot run `{command.line}`."
+                    f"This request does not offer the tool {call[0]} (tools offered: {offered}), "
+                    f"so I cannot run this line: {command.line}"
                 )
             else:
                 calls.append(
@@ -444,7 +453,8 @@ def _init_answer(conv: Conversation, said: str) -> list[Block]:
     if name not in conv.tools:
         return [
             Block(
-                TEXT, f"Lab model · /init: the tool {name} is not offered, so I cannot write {args['path']}."
+                TEXT,
+                f"Lab model · /init: this request does not offer the tool {name}, so I cannot write {args['path']}.",
             )
         ]
     call_id = f"labinit{hashlib.sha256(said.encode()).hexdigest()[:12]}"
@@ -540,9 +550,17 @@ def summarize(conv: Conversation) -> str:
 # --- entry point -----------------------------------------------------------------------------------
 
 
+def memory_facts(conv: Conversation) -> str:
+    """The memory worker's request: every line of the segment that starts with "remember:", as facts."""
+    facts = remember_lines(b.text for t in conv.turns if t.role == "user" for b in t.blocks if b.kind == TEXT)
+    return "\n".join(f"- {fact}" for fact in facts) if facts else NO_FACTS
+
+
 def _intended(conv: Conversation) -> list[Block]:
     if conv.system.startswith(SUMMARY_SYSTEM_MARKER):
         return [Block(TEXT, summarize(conv))]
+    if conv.system.startswith(MEMORY_SYSTEM_MARKER):
+        return [Block(TEXT, memory_facts(conv))]
     last, said = latest_request(conv)
     if last is None:
         return [Block(TEXT, _report(conv, ""))]

@@ -12,12 +12,13 @@ Each request goes through the same three stages, and `/_lab/requests` records wh
 3. **model** (`model.py`): the lab model answers — verdict `passed`.
 
 Each record in the log: id, time (UTC ISO 8601), method, path, bytes (body size, or the declared
-Content-Length when the gateway answered first), wire, verdict, status (None for reset/drop/timeout);
+Content-Length when the gateway answered first), sha256 (of the body, once read whole), wire, verdict, status (None for reset/drop/timeout);
 for model requests also model, operation, stream, input_tokens, system_bytes and system_tail (the
-last 4,096 characters of the system prompt: project instructions end up there) and, when answered, output_tokens,
+last 4,096 characters of the system prompt: project instructions end up there), tools (how many were
+declared), beta (the `anthropic-beta` header, "" without one) and, when answered, output_tokens,
 stop_reason (neutral: end_turn/tool_use/max_tokens) and cache read/write tokens.
 
-Model lists (`models.py`: `GET /v1/models`, Bedrock's `/foundation-models` and `/inference-profiles`)
+`GET /` and `HEAD /` answer 200 (clients check that a base URL is reachable so). Model lists (`models.py`: `GET /v1/models`, Bedrock's `/foundation-models` and `/inference-profiles`)
 are answered at once, never logged. Control plane (never behind the gateway, never logged): `GET /_lab/health`, `GET|DELETE /_lab/requests`,
 `GET|POST /_lab/config` (JSON {gateway, cap, window, faults, seed, slow_pause}), `DELETE /_lab/cache`.
 """
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import logging
 import re
@@ -37,10 +39,22 @@ from types import ModuleType
 from typing import Any
 from urllib.parse import unquote
 
-from app.lab import gateway, model, models, wire_anthropic, wire_bedrock, wire_openai, wire_responses
+from app.connections import ConnectionServer
+from app.lab import (
+    content_rules,
+    gateway,
+    model,
+    models,
+    pages,
+    wire_anthropic,
+    wire_bedrock,
+    wire_openai,
+    wire_responses,
+)
 from app.lab.cache import PromptCache
 from app.lab.config import LabConfig
 from app.lab.conversation import WireError
+from app.lab.fault_pages import GATEWAY_FAULTS, gateway_fault
 from app.lab.faults import STATUS_FAULTS, FaultPlan
 from app.lab.http import (
     LAST_CHUNK,
@@ -99,12 +113,14 @@ def match_route(method: str, raw_path: str) -> Route | None:
     return None
 
 
+ENDPOINTS = (
+    "POST /v1/messages, /v1/messages/count_tokens, /v1/chat/completions, /v1/responses, "
+    "/v1/responses/compact, /model/{id}/converse, /model/{id}/converse-stream, /model/{id}/count-tokens"
+)
+
+
 def not_found(method: str, path: str) -> Response:
-    message = (
-        f"{method} {path} is not a lab endpoint (POST /v1/messages, /v1/messages/count_tokens, "
-        "/v1/chat/completions, /v1/responses, /v1/responses/compact, /model/{id}/converse, "
-        "/model/{id}/converse-stream, /model/{id}/count-tokens)"
-    )
+    message = f"{method} {path} is not a lab endpoint ({ENDPOINTS})"
     return json_response(404, {"type": "error", "error": {"type": "not_found_error", "message": message}})
 
 
@@ -119,7 +135,8 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-class LabServer:
+class LabServer(ConnectionServer):
+    name = "lab"
     """The lab: settings, fault plan, prompt cache and request log, served over HTTP on one event loop."""
 
     def __init__(
@@ -134,8 +151,7 @@ class LabServer:
         self._cache = PromptCache()
         self._log: deque[dict[str, Any]] = deque(maxlen=log_limit)
         self._serial = 0
-        self._server: asyncio.Server | None = None
-        self._connections: set[asyncio.Task] = set()
+        super().__init__()
         self.on_request = on_request
         self.host: str | None = None
         self.port: int | None = None
@@ -173,40 +189,17 @@ class LabServer:
     # --- lifecycle ----------------------------------------------------------------------------------
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
-        self._server = await asyncio.start_server(
-            self._on_connection, host, port, limit=MAX_HEAD_BYTES, reuse_address=True
-        )
-        self.host, self.port = self._server.sockets[0].getsockname()[:2]
+        self.host, self.port = await self.listen(host, port, limit=MAX_HEAD_BYTES)
         return self.url
 
     async def stop(self) -> None:
-        server, self._server = self._server, None
-        if server is not None:
-            server.close()
-        for task in list(self._connections):
-            task.cancel()
-        await asyncio.gather(*self._connections, return_exceptions=True)
-        if server is not None:
-            await server.wait_closed()
+        await self.stop_listening()
 
     # --- connections --------------------------------------------------------------------------------
 
-    async def _on_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        if task is not None:
-            self._connections.add(task)
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         writer.transport.set_write_buffer_limits(high=0)  # drain() waits until the kernel has everything
-        try:
-            await self._connection(reader, writer)
-        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError, OSError):
-            pass
-        except Exception:  # a lab bug must never take the server down
-            log.exception("lab: unexpected error while serving a connection")
-        finally:
-            if task is not None:
-                self._connections.discard(task)
-            with contextlib.suppress(Exception):
-                writer.close()
+        await self._connection(reader, writer)
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername")
@@ -312,6 +305,13 @@ class LabServer:
             return await self._send(
                 writer, self._control(head.method, head.path, body), close=not head.keep_alive
             )
+        if head.method in ("GET", "HEAD") and head.path.rstrip("/") == "":  # a client's reachability check
+            root = json_response(200, {"lab": "bulkhead", "endpoints": ENDPOINTS})
+            if head.method == "HEAD":
+                writer.write(encode_head(200, root.headers, length=len(root.body), close=not head.keep_alive))
+                await writer.drain()
+                return head.keep_alive
+            return await self._send(writer, root, close=not head.keep_alive)
         listed = models.listing(head.method, head.path, dict(head.headers), self._config.effective_window)
         if listed is not None:  # the model list (GET, no body): answered like a provider, never logged
             return await self._send(writer, json_response(200, listed), close=not head.keep_alive)
@@ -328,6 +328,19 @@ class LabServer:
             "verdict": "",
             "status": None,
         }
+        betas = gateway.profile(config.gateway).betas
+        if betas and head.headers.get("anthropic-beta"):
+            if betas == "refuse":
+                with contextlib.suppress(_BodyTooLarge):
+                    record["bytes"] = len(await self._read_body(head, reader))
+                return await self._finish(
+                    writer,
+                    head,
+                    record,
+                    gateway.beta_refused(head.headers["anthropic-beta"]),
+                    "blocked:beta-400",
+                )
+            head = replace(head, headers={k: v for k, v in head.headers.items() if k != "anthropic-beta"})
         cap = config.effective_cap
         declared = None if head.chunked else (head.content_length or 0)
         ctx = gateway.GatewayContext(head.host, head.path, client_ip, self._serial, config.seed)
@@ -359,12 +372,20 @@ class LabServer:
             await self._send(writer, response, close=True)
             return False
         record["bytes"] = len(body)
+        record["sha256"] = hashlib.sha256(body).hexdigest()  # what arrived, byte for byte (proxy tests)
         if declared is None and gateway.over_cap(cap, len(body)):
             return await self._gateway(
                 config, route, head, reader, writer, record, ctx, len(body), body_read=True
             )
         if route is None:
             return await self._finish(writer, head, record, not_found(head.method, head.path), "not-found")
+        if config.gateway == "modsecurity":  # a WAF that judges content, not only size
+            found = content_rules.inspect(body)
+            if found is not None:
+                record["rule"] = f"{found.rule.id} {found.rule.msg}: {found.matched!r} in {found.where}"
+                return await self._finish(
+                    writer, head, record, pages.modsecurity_403(head.host), "blocked:modsecurity-403"
+                )
         return await self._model(config, route, head, body, reader, writer, record)
 
     async def _gateway(
@@ -430,6 +451,14 @@ class LabServer:
                 writer, head, record, wire.bad_request(wire.decode_error(str(exc))), "bad-request"
             )
         count_only = route.operation == "count_tokens"
+        if route.wire == "anthropic":  # a beta's body field without its beta header: refused, as the API does
+            missing = wire_anthropic.beta_field_without_header(
+                payload, head.headers.get("anthropic-beta", "")
+            )
+            if missing:
+                return await self._finish(
+                    writer, head, record, wire.bad_request(WireError(missing)), "bad-request"
+                )
         try:
             if route.wire == "bedrock":
                 conv = wire.parse(payload, len(body), route.model_id, count_only=count_only)
@@ -450,10 +479,14 @@ class LabServer:
             input_tokens=conv.input_tokens,
             system_bytes=len(conv.system.encode("utf-8")),
             system_tail=conv.system[-SYSTEM_TAIL_CHARS:],
+            tools=len(conv.tools),
+            beta=head.headers.get("anthropic-beta", ""),
         )
         fault = self._plan.next()  # token counting is rate-limited and can fail like any provider request
         if fault in STATUS_FAULTS:
             return await self._finish(writer, head, record, wire.fault(fault, conv), f"fault:{fault}")
+        if fault in GATEWAY_FAULTS:  # a gateway's own page, never the wire format
+            return await self._finish(writer, head, record, gateway_fault(fault), f"fault:{fault}")
         if fault == "drop":
             self._record(record, "fault:drop", None)
             writer.close()

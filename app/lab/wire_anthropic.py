@@ -1,7 +1,8 @@
 """Anthropic Messages API: `POST /v1/messages` (JSON or SSE) and `POST /v1/messages/count_tokens`.
 
 Request: model, max_tokens, system (string or text blocks), messages (string or blocks: text, tool_use,
-tool_result, image, …), tools, `cache_control` on tools/system/content blocks, stream. Responses,
+tool_result, image, …; a `system`-role message between them, as the mid-conversation system beta that
+Claude Code uses sends it, joins the system prompt), tools, `cache_control` on tools/system/content blocks, stream. Responses,
 stream events, usage (`input_tokens` excludes cached tokens) and errors
 (`{"type":"error","error":{"type","message"},"request_id"}` with a `request-id` header) are shaped as the
 real API sends them.
@@ -9,6 +10,8 @@ real API sends them.
 
 from __future__ import annotations
 
+import base64
+import binascii
 from dataclasses import replace
 from typing import Any
 
@@ -35,6 +38,7 @@ from app.lab.conversation import (
 )
 from app.lab.faults import RETRY_AFTER_SECONDS
 from app.lab.http import Response, StreamEvent, StreamResponse, json_body, json_response, request_id
+from app.model.image_check import problem as image_problem
 
 NAME = "anthropic"
 STOP_REASONS = {END_TURN: "end_turn", TOOL_USE_STOP: "tool_use", MAX_TOKENS: "max_tokens"}
@@ -110,8 +114,36 @@ def _block(raw: Any, where: str) -> tuple[Block, Segment]:
             raise WireError(f"{where}.content: compaction content must be a non-empty string or null")
         text = SUMMARY_LABEL + (content or "")
         return Block(TEXT, text, name=COMPACTION), segment("compaction", content or "", breakpoint=mark)
+    if kind == "image":  # as Anthropic does: an image it cannot read is a 400 naming the block
+        _check_image(raw.get("source"), where)
     rest = {k: v for k, v in raw.items() if k != "cache_control"}
     return Block(OTHER), segment(kind, compact_json(rest), breakpoint=mark)
+
+
+def _system_message(content: Any, where: str) -> tuple[str, Segment]:
+    """A `system`-role message inside `messages` (the mid-conversation system beta): text only."""
+    if isinstance(content, str):
+        return content, segment("system", content)
+    if isinstance(content, list) and content:
+        texts = []
+        for position, raw in enumerate(content):
+            if not isinstance(raw, dict) or raw.get("type") != "text" or not isinstance(raw.get("text"), str):
+                raise WireError(f"{where}.content.{position}: a system message holds text blocks only")
+            texts.append(raw["text"])
+        mark = any(isinstance(raw, dict) and raw.get("cache_control") for raw in content)
+        return "\n".join(texts), segment("system", "\n".join(texts), breakpoint=mark)
+    raise WireError(f"{where}.content: Field required")
+
+
+def _check_image(source: Any, where: str) -> None:
+    if not isinstance(source, dict) or source.get("type") != "base64":
+        return
+    try:
+        data = base64.b64decode(str(source.get("data", "")), validate=True)
+    except (ValueError, binascii.Error):
+        raise WireError(f"{where}.source.base64.data: invalid base64 data") from None
+    if image_problem(str(source.get("media_type", "")), data):
+        raise WireError(f"{where}.source.base64: Could not process image")
 
 
 def parse(body: Any, body_bytes: int, *, count_only: bool = False) -> Conversation:
@@ -163,10 +195,16 @@ def parse(body: Any, body_bytes: int, *, count_only: bool = False) -> Conversati
             segments.append(seg)
         system_text = "\n".join(parts)
     parsed: list[tuple[str, list[Block], list[Segment]]] = []
+    mid_system: list[str] = []
     for index, message in enumerate(messages):
-        if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
-            raise WireError(f"messages.{index}.role: Input should be 'user' or 'assistant'")
+        if not isinstance(message, dict) or message.get("role") not in ("user", "assistant", "system"):
+            raise WireError(f"messages.{index}.role: Input should be 'user', 'assistant' or 'system'")
         content = message.get("content")
+        if message["role"] == "system":  # the mid-conversation system beta (Claude Code sends one)
+            text, seg = _system_message(content, f"messages.{index}")
+            mid_system.append(text)
+            segments.append(seg)
+            continue
         if isinstance(content, str):
             parsed.append((message["role"], [Block(TEXT, content)], [segment("text", content)]))
         elif isinstance(content, list):
@@ -198,7 +236,7 @@ def parse(body: Any, body_bytes: int, *, count_only: bool = False) -> Conversati
     conv = Conversation(
         NAME,
         model,
-        system_text,
+        "\n".join([system_text, *mid_system]) if mid_system else system_text,
         tuple(turns),
         tuple(tools),
         max_tokens if not count_only else None,
@@ -598,6 +636,10 @@ def fault(kind: str, conv: Conversation | None = None) -> Response:
         )
     if kind == "529":
         return error(529, "overloaded_error", "Overloaded")
+    if kind == "401":
+        return error(401, "authentication_error", "invalid x-api-key")
+    if kind == "404":
+        return error(404, "not_found_error", f"model: {conv.model if conv else 'lab-1'}")
     if kind == "503":
         return error(503, "api_error", "Service Unavailable")
     return error(500, "api_error", "Internal server error")
@@ -610,3 +652,23 @@ def stream_error() -> bytes:
 
 def decode_error(text: str) -> WireError:
     return WireError(f"Invalid JSON in the request body: {text}")
+
+
+# The body fields a beta allows, and the beta (any of them) that must be in the `anthropic-beta` header.
+BETA_FIELDS = {
+    "context_management": ("context-management-2025-06-27", "compact-2026-01-12"),
+    "compaction": ("compact-2026-09-04",),
+}
+
+
+def beta_field_without_header(body: Any, header: str) -> str:
+    """`context_management: Extra inputs are not permitted` when the body carries a beta's field and the
+    header does not name that beta (the real API's answer, e.g. behind a gateway that strips the header);
+    "" otherwise."""
+    if not isinstance(body, dict):
+        return ""
+    sent = {b.strip() for b in header.split(",") if b.strip()}
+    for name, betas in BETA_FIELDS.items():
+        if name in body and not sent.intersection(betas):
+            return f"{name}: Extra inputs are not permitted"
+    return ""

@@ -308,6 +308,12 @@ def fault(kind: str, conv: Conversation | None = None) -> Response:
             "Too many requests, please wait before trying again.",
             (("retry-after", str(RETRY_AFTER_SECONDS)),),
         )
+    if kind == "401":
+        return error(
+            403, "UnrecognizedClientException", "The security token included in the request is invalid."
+        )
+    if kind == "404":
+        return error(400, "ValidationException", "The provided model identifier is invalid.")
     if kind in ("529", "503"):
         return error(503, "ServiceUnavailableException", "Bedrock is unable to process your request.")
     return error(

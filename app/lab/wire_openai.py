@@ -379,6 +379,24 @@ def fault(kind: str, conv: Conversation | None = None) -> Response:
         )
     if kind == "529":
         return error(503, OVERLOADED_MESSAGE, "server_error")
+    if kind == "401":
+        return error(
+            401,
+            "Incorrect API key provided: sk-lab***. You can find your API key at "
+            "https://platform.openai.com/account/api-keys.",
+            "invalid_request_error",
+            None,
+            "invalid_api_key",
+        )
+    if kind == "404":
+        model = conv.model if conv else "lab-1"
+        return error(
+            404,
+            f"The model `{model}` does not exist or you do not have access to it.",
+            "invalid_request_error",
+            None,
+            "model_not_found",
+        )
     if kind == "503":
         return error(503, "Service Unavailable.", "server_error")
     return error(

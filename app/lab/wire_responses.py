@@ -2,7 +2,9 @@
 
 Request: model, input (a string, or items: messages with role user/assistant/system/developer and
 string or `input_text`/`input_image`/`output_text` content; `function_call`; `function_call_output`;
-`reasoning`; `compaction`), instructions, tools (`{"type": "function", "name", …}`),
+`reasoning`; `compaction`; `custom_tool_call`/`_output`), instructions, tools (`function` and `custom`
+ones with a name, a `namespace` of them, and hosted ones such as `web_search`, whose definitions count as
+input but which the lab never calls),
 max_output_tokens (at least 16, as OpenAI requires — so a probe with 0 gets a 400), stream, store,
 include, context_management (`[{"type": "compaction", "compact_threshold": N}]`).
 
@@ -62,6 +64,22 @@ MIN_OUTPUT_TOKENS = 16
 COMPACTION_PREFIX = "lab-compaction:"
 REASONING_PREFIX = "lab-reasoning:"
 SUMMARY_LABEL = "[compacted earlier conversation]\n"
+# Tools the provider runs itself: accepted (their definitions count as input), never called by the lab.
+HOSTED_TOOLS = frozenset(
+    {
+        "web_search",
+        "web_search_preview",
+        "file_search",
+        "code_interpreter",
+        "image_generation",
+        "local_shell",
+        "shell",
+        "apply_patch",
+        "mcp",
+        "computer_use_preview",
+        "tool_search",
+    }
+)
 
 # Errors are shaped as Chat Completions errors (the same API platform).
 error = wire_openai.error
@@ -175,6 +193,62 @@ def _from_latest_compaction(items: list[Any]) -> tuple[list[Any], str | None]:
     return items[latest + 1 :], summary
 
 
+def _named(tool: dict[str, Any], where: str) -> str:
+    name = tool.get("name")
+    if not isinstance(name, str) or not name:
+        raise WireError(
+            f"Missing required parameter: '{where}.name'.",
+            param=f"{where}.name",
+            code="missing_required_parameter",
+        )
+    return name
+
+
+def _tool(tool: Any, where: str) -> list[tuple[str, str]]:
+    """(callable name or "", what it adds to the prompt) for one entry of `tools`: a function or custom
+    tool, a namespace of them (Codex sends its sub-agent tools so), or a hosted tool (web_search, …)
+    that the lab accepts and never calls."""
+    if not isinstance(tool, dict):
+        raise WireError(f"Invalid type for '{where}': expected an object.", param=where)
+    kind = tool.get("type")
+    if kind == "function":
+        name = _named(tool, where)
+        return [
+            (name, name + "\n" + str(tool.get("description", "")) + compact_json(tool.get("parameters", {})))
+        ]
+    if kind == "custom":  # a freeform tool: its input is a string (Codex's apply_patch can be one)
+        name = _named(tool, where)
+        return [(name, name + "\n" + str(tool.get("description", "")) + compact_json(tool.get("format", {})))]
+    if kind == "namespace":
+        name = _named(tool, where)
+        inner = tool.get("tools")
+        if not isinstance(inner, list):
+            raise WireError(
+                f"Missing required parameter: '{where}.tools'.",
+                param=f"{where}.tools",
+                code="missing_required_parameter",
+            )
+        found = [(name, name + "\n" + str(tool.get("description", "")))]
+        for position, member in enumerate(inner):
+            if isinstance(member, dict) and member.get("type") not in ("function", "custom"):
+                raise WireError(
+                    f"Invalid value for '{where}.tools[{position}].type': a namespace holds function "
+                    f"and custom tools.",
+                    param=f"{where}.tools[{position}].type",
+                    code="invalid_value",
+                )
+            found += _tool(member, f"{where}.tools[{position}]")
+        return found
+    if kind in HOSTED_TOOLS:
+        return [("", compact_json(tool))]
+    raise WireError(
+        f"Invalid value for '{where}.type': {kind!r} is not a tool type the lab knows "
+        f"(function, custom, namespace, {', '.join(sorted(HOSTED_TOOLS))}).",
+        param=f"{where}.type",
+        code="invalid_value",
+    )
+
+
 def parse(body: Any, body_bytes: int, *, compact: bool = False) -> Conversation:
     if not isinstance(body, dict):
         raise WireError("Invalid request body: expected a JSON object.")
@@ -194,26 +268,10 @@ def parse(body: Any, body_bytes: int, *, compact: bool = False) -> Conversation:
     segments: list[Segment] = []
     tools: list[str] = []
     for index, tool in enumerate(body.get("tools") or []):
-        if (
-            not isinstance(tool, dict)
-            or tool.get("type") != "function"
-            or not isinstance(tool.get("name"), str)
-        ):
-            raise WireError(
-                f"Missing required parameter: 'tools[{index}].name'.",
-                param=f"tools[{index}].name",
-                code="missing_required_parameter",
-            )
-        tools.append(tool["name"])
-        segments.append(
-            segment(
-                "tool",
-                tool["name"]
-                + "\n"
-                + str(tool.get("description", ""))
-                + compact_json(tool.get("parameters", {})),
-            )
-        )
+        for name, described in _tool(tool, f"tools[{index}]"):
+            if name:
+                tools.append(name)
+            segments.append(segment("tool", described))
     system_parts: list[str] = []
     instructions = body.get("instructions")
     if isinstance(instructions, str) and instructions:
@@ -272,7 +330,24 @@ def parse(body: Any, body_bytes: int, *, compact: bool = False) -> Conversation:
             segments.append(
                 segment("function_call", str(item.get("name", "")) + str(raw_args), breakpoint=True)
             )
-        elif kind == "function_call_output":
+        elif kind == "custom_tool_call":  # a freeform tool's call: its input is a string
+            add(
+                "assistant",
+                Block(
+                    TOOL_USE,
+                    name=str(item.get("name", "")),
+                    id=str(item.get("call_id", "")),
+                    input={"input": str(item.get("input", ""))},
+                ),
+            )
+            segments.append(
+                segment(
+                    "custom_tool_call",
+                    str(item.get("name", "")) + str(item.get("input", "")),
+                    breakpoint=True,
+                )
+            )
+        elif kind in ("function_call_output", "custom_tool_call_output"):
             output = item.get("output")
             text = output if isinstance(output, str) else compact_json(output)
             add("user", Block(TOOL_RESULT, text, id=str(item.get("call_id", ""))))

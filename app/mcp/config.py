@@ -22,20 +22,24 @@ until the user said yes once (`ProjectApprovals`); the answer is remembered in s
 in the workspace, which the repository could pre-fill — per workspace and per server, with a
 fingerprint of the server's definition: a changed definition asks again.
 
-Values of `env` and `headers` may be secrets: nothing here prints them (`describe` shows names).
+Values of `env` and `headers` may be secrets: nothing here prints them (`describe` shows names, and
+the command, args and URL as written — `${VAR}` unexpanded). Every variable a definition reads is listed
+(`variables`); one whose name says it is a credential is flagged in the trust question and its value
+joins the redaction registry, so it never reaches the screen, a log or an export.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from app.redact import is_secret_header, register_secret
+from app.trust import Decision, WorkspaceTrust, fingerprint
 
 PROJECT_FILE = ".mcp.json"
 TRANSPORTS = ("stdio", "http", "sse")
@@ -54,6 +58,8 @@ SERVER_KEYS = {
 }
 _NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,48}$")
 _VAR_RE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+# A variable whose name says it holds a credential: the question names it, its value is redacted everywhere.
+CREDENTIAL_NAME_RE = re.compile(r"KEY|TOKEN|SECRET|PASS|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|CERT", re.I)
 
 
 class McpConfigError(ValueError):
@@ -80,17 +86,32 @@ class McpServerSpec:
     origin: str = ""  # where it is defined, for messages (file, or file:line)
     fingerprint: str = ""  # of the definition as written (before ${VAR} expansion)
     problem: str = ""
+    # As written (before ${VAR} expansion): what is shown — an expanded value may be a key.
+    written_command: str | None = None
+    written_args: tuple[str, ...] = ()
+    written_url: str | None = None
+    variables: tuple[
+        str, ...
+    ] = ()  # every environment variable the definition reads (${VAR}, bearer_token_env)
 
     @property
     def from_project(self) -> bool:
         return self.source == "project"
 
+    @property
+    def credential_variables(self) -> tuple[str, ...]:
+        """The variables it reads whose names say they hold a credential (sent to this server)."""
+        return tuple(name for name in self.variables if CREDENTIAL_NAME_RE.search(name))
+
     def describe(self) -> str:
-        """`stdio: npx -y @modelcontextprotocol/server-github` / `http: https://…` — never env or header values."""
+        """`stdio: npx -y @modelcontextprotocol/server-github` / `http: https://…` as written (`${VAR}` kept),
+        never env or header values."""
         if self.transport == "stdio":
-            text = " ".join([self.command or "", *self.args]).strip()
+            command = self.written_command if self.written_command is not None else self.command
+            args = self.written_args if self.written_command is not None else self.args
+            text = " ".join([command or "", *args]).strip()
         else:
-            text = self.url or ""
+            text = (self.written_url if self.written_url is not None else self.url) or ""
         extra = []
         if self.env:
             extra.append("env " + ", ".join(sorted(self.env)))
@@ -99,6 +120,21 @@ class McpServerSpec:
         if self.bearer_token_env:
             extra.append(f"bearer ${self.bearer_token_env}")
         return f"{self.transport}: {text}" + (f" ({'; '.join(extra)})" if extra else "")
+
+    def reads(self) -> str:
+        """What it takes from your environment, credentials flagged: for the trust question ("" for nothing)."""
+        if not self.variables:
+            return ""
+        credentials = self.credential_variables
+        plain = [name for name in self.variables if name not in credentials]
+        parts = []
+        if credentials:
+            parts.append(
+                "⚠ sends it your " + ", ".join(f"${name}" for name in credentials) + " (credentials)"
+            )
+        if plain:
+            parts.append("reads " + ", ".join(f"${name}" for name in plain))
+        return "; ".join(parts)
 
 
 # -- expansion -------------------------------------------------------------------------------------
@@ -121,8 +157,7 @@ def expand(text: str, env: Mapping[str, str], missing: list[str]) -> str:
 
 
 def _fingerprint(raw: Mapping[str, Any]) -> str:
-    text = json.dumps(raw, sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    return fingerprint(dict(raw))
 
 
 # -- one definition ----------------------------------------------------------------------------------
@@ -140,6 +175,11 @@ def parse_server(
     if not _NAME_RE.match(name):
         raise McpConfigError(
             f"{where('')}: MCP server name {name!r} may only use letters, digits, _ and - (at most 48)"
+        )
+    if "__" in name or name.startswith("_") or name.endswith("_"):  # `__` separates server and tool
+        raise McpConfigError(
+            f"{where('')}: MCP server name {name!r} may not contain `__` or start or end with `_`: tools are "
+            f"named mcp__SERVER__TOOL, and such a name would fall under another server's rules — rename it"
         )
     values: dict[str, Any] = {}
     for key, value in raw.items():
@@ -172,6 +212,23 @@ def parse_server(
 
     missing: list[str] = []
     sub = lambda text: expand(text, env, missing)  # noqa: E731
+    written = [
+        values.get("command") or "",
+        *values.get("args", ()),
+        *values.get("env", {}).values(),
+        values.get("cwd") or "",
+        values.get("url") or "",
+        *values.get("headers", {}).values(),
+    ]
+    variables = list(dict.fromkeys(m.group(1) for text in written for m in _VAR_RE.finditer(text)))
+    if values.get("bearer_token_env") and values["bearer_token_env"] not in variables:
+        variables.append(values["bearer_token_env"])
+    for variable in variables:  # a credential it reads is never printed or logged, wherever it turns up
+        if CREDENTIAL_NAME_RE.search(variable):
+            register_secret(env.get(variable), f"env {variable} (MCP server {name!r})")
+    for key, text in [*values.get("env", {}).items(), *values.get("headers", {}).items()]:
+        if CREDENTIAL_NAME_RE.search(key) or is_secret_header(key):  # a literal key in the file, too
+            register_secret(sub(text), f"MCP server {name!r} {key}")
     spec = McpServerSpec(
         name=name,
         transport=transport,
@@ -188,6 +245,10 @@ def parse_server(
         source=source,
         origin=where(""),
         fingerprint=_fingerprint(raw),
+        written_command=values.get("command"),
+        written_args=tuple(values.get("args", ())),
+        written_url=values.get("url"),
+        variables=tuple(variables),
     )
     if missing:
         names = ", ".join(f"${{{n}}}" for n in dict.fromkeys(missing))
@@ -325,54 +386,28 @@ def merge_servers(
 
 
 class ProjectApprovals:
-    """The user's yes/no for a workspace's `.mcp.json` servers, in state.toml (never in the workspace)."""
+    """The user's yes/no for a workspace's `.mcp.json` servers, in state.toml (never in the workspace):
+    `app.trust.WorkspaceTrust` with one entry per server and the fingerprint of its definition."""
 
     TABLE = "mcp_project_servers"
 
     def __init__(self, state: Any, workspace: Path) -> None:
+        self.trust = WorkspaceTrust(state, workspace, table=self.TABLE)
         self.state = state
-        self.workspace = str(Path(workspace).expanduser().resolve())
-
-    def _entries(self, data: Mapping[str, Any]) -> Mapping[str, Any]:
-        table = data.get(self.TABLE)
-        entries = table.get(self.workspace) if isinstance(table, Mapping) else None
-        return entries if isinstance(entries, Mapping) else {}
+        self.workspace = self.trust.workspace
 
     def decision(self, spec: McpServerSpec) -> str | None:
         """ "allow" or "deny" when the user answered for this very definition; None when never asked
         (or the definition changed since)."""
-        try:
-            entry = self._entries(self.state.read()).get(spec.name)
-        except Exception:  # noqa: BLE001 - an unreadable state file means "not asked yet"
-            return None
-        if not isinstance(entry, Mapping) or entry.get("fingerprint") != spec.fingerprint:
-            return None
-        decision = entry.get("decision")
-        return decision if decision in ("allow", "deny") else None
+        return self.trust.decision(spec.name, spec.fingerprint)
 
     def remember(self, specs: list[McpServerSpec], decision: str) -> None:
-        when = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-        def change(data: dict[str, Any]) -> None:
-            table = data.get(self.TABLE)
-            if not isinstance(table, dict):
-                table = data[self.TABLE] = {}
-            entries = table.get(self.workspace)
-            if not isinstance(entries, dict):
-                entries = table[self.workspace] = {}
-            for spec in specs:
-                entries[spec.name] = {"fingerprint": spec.fingerprint, "decision": decision, "at": when}
-
-        self.state.update(change)
+        """Remember "allow" or "deny" for these definitions."""
+        if decision not in ("allow", "deny"):
+            raise ValueError(f"an answer is allow or deny, not {decision!r}")
+        answer: Decision = "allow" if decision == "allow" else "deny"
+        self.trust.remember({spec.name: spec.fingerprint for spec in specs}, answer)
 
     def forget(self) -> int:
         """Forget every answer for this workspace (they will be asked again). Returns how many."""
-        removed: list[int] = []
-
-        def change(data: dict[str, Any]) -> None:
-            table = data.get(self.TABLE)
-            gone = table.pop(self.workspace, None) if isinstance(table, dict) else None
-            removed.append(len(gone) if isinstance(gone, dict) else 0)
-
-        self.state.update(change)
-        return removed[0]
+        return self.trust.forget()

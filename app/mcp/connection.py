@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from app.mcp.config import McpServerSpec
+from app.mcp.stderr_log import StderrLog
 
 STDERR_TAIL_LINES = 8  # lines of a server's stderr shown with a failure
 STDERR_TAIL_BYTES = 16 * 1024  # read at most this much from the end of the log for them
@@ -123,6 +124,8 @@ def read_tail(path: Path, start: int = 0, lines: int = STDERR_TAIL_LINES) -> tup
     """The last `lines` non-empty lines written to `path` after offset `start` (raw, untrusted text)."""
     try:
         size = path.stat().st_size
+        if start > size:  # the log rotated since: what is there is all new
+            start = 0
         with open(path, "rb") as handle:
             begin = max(start, size - STDERR_TAIL_BYTES)
             handle.seek(begin)
@@ -132,6 +135,62 @@ def read_tail(path: Path, start: int = 0, lines: int = STDERR_TAIL_LINES) -> tup
     text = data.decode("utf-8", "replace")
     found = [line.rstrip() for line in text.splitlines() if line.strip()]
     return tuple(found[-lines:])
+
+
+def result_size(result: Any) -> int:
+    """The bytes a tool result carries (its text, data and structured content), counted without copying."""
+    total = 0
+    for block in getattr(result, "content", None) or ():
+        for name in ("text", "data", "blob"):
+            value = getattr(block, name, None)
+            if isinstance(value, str):
+                total += len(value)
+        resource = getattr(block, "resource", None)
+        for name in ("text", "blob"):
+            value = getattr(resource, name, None) if resource is not None else None
+            if isinstance(value, str):
+                total += len(value)
+    structured = getattr(result, "structuredContent", None)
+    if structured:
+        import json
+
+        total += len(json.dumps(structured, default=str))
+    return total
+
+
+def route_sdk_logging(folder: Path) -> None:
+    """The mcp SDK logs tracebacks (a server that misbehaves, a closed pipe) through `logging`; with no
+    handler Python prints them on stderr — into `-p`'s output and over the TUI. They go to
+    `FOLDER/sdk.log` instead, redacted (once per process)."""
+    import logging
+
+    logger = logging.getLogger("mcp")
+    if getattr(logger, "_bulkhead_routed", False):
+        return
+    logger.propagate = False
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        handler: logging.Handler = logging.FileHandler(folder / "sdk.log", encoding="utf-8")
+    except OSError:
+        handler = logging.NullHandler()
+
+    class Redacting(logging.Filter):
+        def filter(self, record: logging.LogRecord) -> bool:
+            from app.redact import redact_text
+
+            record.msg = redact_text(record.getMessage())
+            record.args = ()
+            if record.exc_info:
+                import traceback
+
+                record.msg += "\n" + redact_text("".join(traceback.format_exception(*record.exc_info)))
+                record.exc_info = None
+            return True
+
+    handler.addFilter(Redacting())
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logger.addHandler(handler)
+    logger._bulkhead_routed = True  # type: ignore[attr-defined]
 
 
 class _WatchedStream:
@@ -189,9 +248,13 @@ class McpConnection:
         on_change: Callable[[McpConnection], None] | None = None,
         env: Mapping[str, str] | None = None,
         cwd: Path | None = None,
+        log_max_bytes: int = 1024 * 1024,
+        message_max_bytes: int = 16 * 1024 * 1024,
     ) -> None:
         self.spec = spec
         self.log_path = Path(log_path)
+        self.log_max_bytes = log_max_bytes
+        self.message_max_bytes = message_max_bytes
         self.startup_timeout = spec.startup_timeout or startup_timeout
         self.tool_timeout = spec.tool_timeout or tool_timeout
         self.on_change = on_change
@@ -209,6 +272,7 @@ class McpConnection:
         self._stop: asyncio.Event | None = None
         self._settled = asyncio.Event() if self.state in SETTLED else None
         self._log_start = 0
+        self._stderr_log: StderrLog | None = None
         self._gone = asyncio.Event()
         self._http_error = ""  # the last HTTP refusal of a remote server, which the SDK does not name
 
@@ -237,6 +301,8 @@ class McpConnection:
         self.state = state
         self.reason = reason
         if state in (ServerState.FAILED, ServerState.CRASHED):
+            if self._stderr_log is not None:
+                self._stderr_log.settle()  # its last words reach the log before they are read
             self.stderr_tail = read_tail(self.log_path, self._log_start)
         if state in SETTLED and self._settled is not None:
             self._settled.set()
@@ -376,13 +442,13 @@ class McpConnection:
         if spec.transport == "stdio":
             from mcp.client.stdio import StdioServerParameters, stdio_client
 
-            self.log_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            errlog = stack.enter_context(open(self.log_path, "a", encoding="utf-8"))  # noqa: SIM115
-            with contextlib.suppress(OSError):
-                os.chmod(self.log_path, 0o600)
-                errlog.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting {spec.describe()}\n")
-                errlog.flush()
-                self._log_start = self.log_path.stat().st_size
+            log = StderrLog(
+                self.log_path, max_bytes=self.log_max_bytes
+            )  # redacted, rotated (app/mcp/stderr_log.py)
+            errlog = log.open(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting {spec.describe()}")
+            stack.callback(log.close)
+            self._stderr_log = log
+            self._log_start = log.size()
             params = StdioServerParameters(
                 command=spec.command or "",
                 args=list(spec.args),
@@ -480,7 +546,7 @@ class McpConnection:
                 raise asyncio.CancelledError()
             raise McpCallError(f"{self.name}: {tool} did not answer within {limit:g} s (mcp_tool_timeout)")
         try:
-            return task.result()
+            result = task.result()
         except MCPError as exc:
             lost = "closed" in str(exc).lower() or getattr(exc, "code", None) == -32000
             if "timed out" in str(exc).lower() or "timeout" in str(exc).lower():
@@ -498,6 +564,16 @@ class McpConnection:
                 self._lost(describe_error(exc))
                 raise McpCallError(f"{self.name}: connection lost: {describe_error(exc)}", lost=True) from exc
             raise McpCallError(f"{self.name}: {describe_error(exc)}") from exc
+        size = result_size(result)
+        if size > self.message_max_bytes:  # never taken into the conversation, the spill folder or the log
+            from app.sizes import format_size
+
+            raise McpCallError(
+                f"{self.name}: {tool} answered with {format_size(size)}, more than mcp_result_max_bytes "
+                f"({format_size(self.message_max_bytes)}); the result was refused — ask for less (a narrower "
+                f"query, a page), or raise mcp_result_max_bytes"
+            )
+        return result
 
     async def ping(self) -> float:
         """Seconds for one round trip: `ping` on a handshake-era server, a fresh `tools/list` on a newer one

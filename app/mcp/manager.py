@@ -30,6 +30,7 @@ from app.mcp.connection import (
     McpTool,
     ServerState,
     ServerStatus,
+    route_sdk_logging,
     sdk_available,
 )
 from app.providers.base import ToolSpec
@@ -51,8 +52,11 @@ class McpManager:
         notes: tuple[str, ...] = (),
         env: Mapping[str, str] | None = None,
         cwd: Path | None = None,
+        log_max_bytes: int = 1024 * 1024,
+        message_max_bytes: int = 16 * 1024 * 1024,
     ) -> None:
         self.log_folder = Path(log_folder)
+        route_sdk_logging(self.log_folder)  # the SDK's tracebacks go to the log, never to stderr
         self.image_max_bytes = image_max_bytes
         self.approvals = approvals
         self.notes = tuple(notes)  # problems reading .mcp.json, shadowed names: shown once
@@ -65,6 +69,8 @@ class McpManager:
                 on_change=self._changed,
                 env=env,
                 cwd=cwd,
+                log_max_bytes=log_max_bytes,
+                message_max_bytes=message_max_bytes,
             )
             for name, spec in specs.items()
         }
@@ -97,6 +103,8 @@ class McpManager:
             startup_timeout=settings.mcp_startup_timeout,
             tool_timeout=settings.mcp_tool_timeout,
             image_max_bytes=settings.mcp_image_max_bytes,
+            log_max_bytes=settings.mcp_log_max_bytes,
+            message_max_bytes=settings.mcp_result_max_bytes,
             approvals=approvals,
             notes=tuple(notes),
             env=env,

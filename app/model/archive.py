@@ -1,8 +1,9 @@
 """The CCR archive: content-addressed copies of everything a view dropped or cut.
 
-Key = first 16 lowercase hex digits of SHA-256 of the content; marker `<<ccr:KEY>>`
-(ChatCLI's marker, so transcripts interoperate); stubs end with
-`[full content recoverable via @recall <<ccr:KEY>>]`.
+Key = first 16 lowercase hex digits of SHA-256 of the content; marker `[[ccr:KEY]]`; stubs end with
+`[full content recoverable via @recall [[ccr:KEY]]]`. ChatCLI's `<<ccr:KEY>>` (bulkhead's marker before
+issue 36) is still read everywhere a marker is, but never written: a stock OWASP CRS at paranoia level 2
+blocks `<<` as an SQL operator (rule 942120), and every archived message carries a marker.
 
 Rules (DESIGN.md §3):
 - content that already holds a marker is never archived (markers never nest); a stub
@@ -20,12 +21,14 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-MARKER_RE = re.compile(r"<<ccr:([0-9a-f]{16})>>")
+MARKER_RE = re.compile(r"(?:<<ccr:([0-9a-f]{16})>>|\[\[ccr:([0-9a-f]{16})\]\])")
+LEGACY_MARKER_PREFIX = "<<ccr:"
+MARKER_PREFIX = "[[ccr:"
 # Lenient, for what people and models type: ccr:KEY, <ccr:KEY>, CCR:KEY, @recall KEY, bare KEY.
 _LENIENT_RE = re.compile(r"(?i)(?:ccr:\s*)?(?<![0-9a-z])([0-9a-f]{16})(?![0-9a-z])")
 MAX_ENTRY_BYTES = 64 * 1024 * 1024
 
-REASONS = ("microcompact", "dedup", "budget", "L1", "L2", "L3", "shrink", "summary", "recovery")
+REASONS = ("microcompact", "dedup", "budget", "L1", "L2", "L3", "shrink", "summary", "recovery", "withheld")
 
 
 def archive_key(content: str) -> str:
@@ -33,7 +36,7 @@ def archive_key(content: str) -> str:
 
 
 def marker(key: str) -> str:
-    return f"<<ccr:{key}>>"
+    return f"[[ccr:{key}]]"
 
 
 def stub_suffix(key: str) -> str:
@@ -42,7 +45,23 @@ def stub_suffix(key: str) -> str:
 
 def markers_in(text: str) -> list[str]:
     """Keys of every marker in `text`, in order, without repeats."""
-    return list(dict.fromkeys(MARKER_RE.findall(text)))
+    return list(dict.fromkeys(a or b for a, b in MARKER_RE.findall(text)))
+
+
+def has_marker(text: str) -> bool:
+    """True when `text` holds a marker (either form): it must not be archived or cut without carrying it."""
+    return (MARKER_PREFIX in text or LEGACY_MARKER_PREFIX in text) and MARKER_RE.search(text) is not None
+
+
+_LEGACY_MARKER_RE = re.compile(r"<<ccr:([0-9a-f]{16})>>")
+
+
+def current_markers(text: str) -> str:
+    """`text` with every legacy `<<ccr:KEY>>` written as today's `[[ccr:KEY]]` (a stock CRS at paranoia
+    level 2 refuses the old form: rule 942120 reads `<<` as an SQL operator). The same text, the same key."""
+    if LEGACY_MARKER_PREFIX not in text:
+        return text
+    return _LEGACY_MARKER_RE.sub(r"[[ccr:\1]]", text)
 
 
 def parse_recall_keys(text: str) -> list[str]:
@@ -92,18 +111,20 @@ def stub_text(summary_line: str, keys: list[str] | tuple[str, ...]) -> str:
 # -- helpers the compaction passes and the recall tool share ---------------------------------------
 
 # A stub's recall suffix, with one or several markers (what `stub_text` and `stub_suffix` write).
-STUB_SUFFIX_RE = re.compile(r"\s*\[full content recoverable via @recall(?:\s+<<ccr:[0-9a-f]{16}>>)+\]")
+STUB_SUFFIX_RE = re.compile(
+    r"\s*\[full content recoverable via @recall(?:\s+(?:<<ccr:[0-9a-f]{16}>>|\[\[ccr:[0-9a-f]{16}\]\]))+\]"
+)
 
 
 def defang_markers(text: str) -> str:
-    """`text` with every `<<ccr:KEY>>` written as `ccr:KEY` — still a key recall accepts, no longer a marker.
+    """`text` with every `[[ccr:KEY]]` (or `<<ccr:KEY>>`) written as `ccr:KEY` — still a key recall accepts, no longer a marker.
 
     Archived content must never hold a marker (markers never nest). When content that holds
     markers has to be archived (a dropped segment that contains stubs, an original message that
     quotes a marker), the markers are defanged in the archived copy and carried forward, as real
     markers, by the stub or notice that replaces it.
     """
-    return MARKER_RE.sub(r"ccr:\1", text)
+    return MARKER_RE.sub(lambda m: f"ccr:{m.group(1) or m.group(2)}", text)
 
 
 def strip_markers(text: str) -> str:
@@ -112,7 +133,7 @@ def strip_markers(text: str) -> str:
 
 
 def recall_suffix(keys: Sequence[str]) -> str:
-    """`[full content recoverable via @recall <<ccr:A>> <<ccr:B>>]`, or "" without keys."""
+    """`[full content recoverable via @recall [[ccr:A]] [[ccr:B]]]`, or "" without keys."""
     keys = list(dict.fromkeys(keys))
     if not keys:
         return ""
@@ -127,7 +148,7 @@ def format_recall(entries_by_key: dict[str, str | None]) -> str:
     a marker (headers use the bare `ccr:KEY` form), so it can itself be archived again later.
     """
     if not entries_by_key:
-        return "No archive key given. Pass keys like <<ccr:0123456789abcdef>> or ccr:0123456789abcdef."
+        return "No archive key given. Pass keys like [[ccr:0123456789abcdef]] or ccr:0123456789abcdef."
     if len(entries_by_key) == 1:
         key, content = next(iter(entries_by_key.items()))
         if content is None:

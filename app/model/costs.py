@@ -45,6 +45,9 @@ def price_usd(usage: Usage, model: str, provider: str) -> float | None:
         return None
 
 
+ROUTE_FIELDS = ("requests", "failed", "input_tokens", "output_tokens", "cost_usd")
+
+
 def _bump(mapping: dict[str, int], key: str, by: int = 1) -> None:
     mapping[key] = mapping.get(key, 0) + by
 
@@ -73,9 +76,35 @@ class Counters:
     recoveries_ok: int = 0
     recoveries_failed: int = 0
     bytes_saved: int = 0
+    memory_calls: int = 0  # the memory worker's requests, kept apart like the summarizer's
+    memory_input_tokens: int = 0
+    memory_output_tokens: int = 0
+    memory_cost_usd: float = 0.0
+    fallbacks: int = 0  # turns moved to the next route of a fallback chain
+    by_route: dict[str, dict[str, float]] = field(
+        default_factory=dict
+    )  # route → requests, failed, tokens, cost
 
-    def add_usage(self, usage: Usage, cost: float | None, *, summarizer: bool = False) -> None:
-        if summarizer:
+    def add_usage(
+        self,
+        usage: Usage,
+        cost: float | None,
+        *,
+        summarizer: bool = False,
+        route: str = "",
+        memory: bool = False,
+    ) -> None:
+        if route:
+            entry = self._route(route)
+            entry["input_tokens"] += usage.input_tokens
+            entry["output_tokens"] += usage.output_tokens
+            entry["cost_usd"] += cost or 0.0
+        if memory:
+            self.memory_calls += 1
+            self.memory_input_tokens += usage.input_tokens
+            self.memory_output_tokens += usage.output_tokens
+            self.memory_cost_usd += cost or 0.0
+        elif summarizer:
             self.summarizer_calls += 1
             self.summarizer_input_tokens += usage.input_tokens
             self.summarizer_output_tokens += usage.output_tokens
@@ -89,6 +118,21 @@ class Counters:
         if cost is None:
             self.unpriced_requests += 1
 
+    def _route(self, route: str) -> dict[str, float]:
+        entry = self.by_route.setdefault(route, {})
+        for key in ROUTE_FIELDS:
+            entry.setdefault(key, 0)
+        return entry
+
+    def count_route(self, route: str, *, failed: bool = False) -> None:
+        """One request sent on `route` (a failed one too)."""
+        if not route:
+            return
+        entry = self._route(route)
+        entry["requests"] += 1
+        if failed:
+            entry["failed"] += 1
+
     def add_rejection(self, kind: str) -> None:
         _bump(self.rejections, kind)
 
@@ -101,7 +145,7 @@ class Counters:
 
     @property
     def total_cost_usd(self) -> float:
-        return self.cost_usd + self.summarizer_cost_usd
+        return self.cost_usd + self.summarizer_cost_usd + self.memory_cost_usd
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

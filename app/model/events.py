@@ -13,7 +13,9 @@ from typing import Any, ClassVar, Literal
 
 # The closed sets events carry (values as stored in the database, receipts and `--json`).
 NoticeLevel = Literal["info", "warn", "error"]
-RequestPurpose = Literal["chat", "summary", "probe", "compact"]  # compact: a provider-side compaction request
+RequestPurpose = Literal[
+    "chat", "summary", "probe", "compact", "memory"
+]  # compact: a provider-side compaction request; memory: the memory worker distilling facts
 ApprovalDecision = Literal["approved", "denied", "auto"]
 RecoveryOutcome = Literal["sending", "not_smaller", "over_cap", "succeeded", "failed", "exhausted", "refused"]
 CompactionStage = Literal[
@@ -30,8 +32,8 @@ CompactionStage = Literal[
 # provider: a compaction the provider made in its answer; provider-edit: its context editing cleared tool results
 CompactionTrigger = Literal["auto", "manual", "preflight", "recovery", "provider", "provider-edit"]
 CompactionOutcome = Literal["applied", "skipped", "failed"]
-CapSource = Literal["configured", "learned", "assumed", "none"]
-HookDecision = Literal["ok", "block", "error", "timeout"]
+CapSource = Literal["configured", "learned", "imported", "assumed", "none"]
+HookDecision = Literal["ok", "block", "error", "timeout", "cancelled"]
 TurnOutcome = Literal["answered", "failed", "cancelled", "partial"]
 
 
@@ -158,6 +160,7 @@ class UsageRecorded(Event):
     cache_write_tokens: int = 0
     cost_usd: float | None = None
     purpose: str = "chat"
+    route: str = ""  # the route that answered (a fallback chain counts each route apart)
 
 
 @dataclass(frozen=True)
@@ -178,6 +181,8 @@ class Rejection(Event):
     evidence: tuple[str, ...] = ()
     payload_related: bool = False
     recoverable: bool = False
+    cause: str = ""  # a gateway refusal's judged cause: size | content | unknown ("" for other failures)
+    incident_id: str | None = None  # the block page's reference, for the network team
 
 
 @dataclass(frozen=True)
@@ -294,6 +299,7 @@ class ViewChanged(Event):
     )
     no_cap_warn_bytes: int | None = None  # with no cap, the size that warns (Settings.no_cap_warn_bytes)
     mcp_deferred_from: int | None = None  # MCP definitions deferred: the bytes they would add in full
+    gateway_profile: tuple[str, ...] = ()  # what the endpoint has shown beyond its cap (app.gateway_profile)
 
 
 @dataclass(frozen=True)
@@ -309,6 +315,17 @@ class HookRun(Event):
 
 
 @dataclass(frozen=True)
+class HookStarted(Event):
+    """A hook began to run (its HookRun follows when it ends): the status line and the Hooks panel show it
+    meanwhile, so a slow hook is never an unexplained "thinking"."""
+
+    type: ClassVar[str] = "hook_started"
+    event: str
+    matcher: str
+    command: str
+
+
+@dataclass(frozen=True)
 class CountersChanged(Event):
     type: ClassVar[str] = "counters"
     counters: dict[str, Any] = field(default_factory=dict)
@@ -320,6 +337,62 @@ class TurnFinished(Event):
     turn: int
     outcome: TurnOutcome
     error: str = ""
+
+
+@dataclass(frozen=True)
+class FallbackMoved(Event):
+    """A route could not answer (after its own retries): the turn goes on through the next route of its chain."""
+
+    type: ClassVar[str] = "fallback"
+    from_route: str
+    to_route: str
+    kind: str  # app.model.fallback.FallbackKind
+    reason: str  # "anthropic: 529 overloaded after 2 retries"
+    status: int | None = None
+    retries: int = 0
+    after_partial: bool = False  # the first route's partial answer is kept; the next one continues it
+
+
+@dataclass(frozen=True)
+class FallbackAnswered(Event):
+    """The turn was answered by a route of the chain other than the one it started on, and why it moved."""
+
+    type: ClassVar[str] = "fallback_answered"
+    route: str
+    started_on: str
+    moves: tuple[str, ...]  # each move's reason, in order
+
+    @property
+    def text(self) -> str:
+        return " → ".join((*self.moves, f"answered by {self.route}"))
+
+    def to_json(self) -> dict[str, Any]:
+        return {**super().to_json(), "text": self.text}
+
+
+@dataclass(frozen=True)
+class MemoryQueued(Event):
+    """A compaction is about to rewrite the view: the segment the memory worker had not read yet is in its
+    durable queue first (app.engine.memory)."""
+
+    type: ClassVar[str] = "memory_queued"
+    queue_id: int
+    messages: int
+    bytes: int
+    reason: str  # the view change that follows: "auto:summary", "recovery:L2", "manual:provider", …
+
+
+@dataclass(frozen=True)
+class MemoryDistilled(Event):
+    """The memory worker read a segment and found durable facts: suggested (memory = "suggest") or kept in the
+    memory file (memory = "auto")."""
+
+    type: ClassVar[str] = "memory_distilled"
+    facts: tuple[str, ...]
+    mode: str  # suggest | auto
+    source: str  # "queue 3" (a segment compaction pushed out) or "conversation" (read a few turns behind)
+    pending: int = 0  # facts waiting for /memory review
+    path: str = ""  # the memory file written (auto)
 
 
 Subscriber = Callable[[Event], None]

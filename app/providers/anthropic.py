@@ -54,6 +54,7 @@ from app.providers.base import (
     EditsChunk,
     ListedModel,
     NativeChunk,
+    ProbeFloor,
     ProbeReply,
     ProviderError,
     Request,
@@ -87,6 +88,7 @@ from app.providers.wire import (
     parse_sse_text,
     text_field,
     unexpected_200,
+    without_userinfo,
     wrap_unknown,
 )
 
@@ -235,7 +237,7 @@ class AnthropicProvider(HttpxSdkProvider):
         return self._pieces.serialized
 
     def _base_url(self) -> str:
-        return self.route.base_url or DEFAULT_BASE_URL
+        return without_userinfo(self.route.base_url or DEFAULT_BASE_URL)  # the key authenticates, not the URL
 
     def _url(self) -> str:
         return self._base_url().rstrip("/") + "/v1/messages"
@@ -267,7 +269,9 @@ class AnthropicProvider(HttpxSdkProvider):
         return self._tools_slot.get(tuple(tools), make)
 
     def _use_context_management(self) -> bool:
-        return self.settings.context_engine == "provider"
+        return (
+            self.settings.context_engine == "provider" and CONTEXT_MANAGEMENT_BETA not in self.refused_betas
+        )
 
     native_compaction = (
         "Anthropic server-side compaction (compact_20260112 edit past the threshold; the "
@@ -276,7 +280,7 @@ class AnthropicProvider(HttpxSdkProvider):
 
     def _context_management(self) -> dict[str, Any]:
         edits: list[dict[str, Any]] = [CLEAR_TOOL_USES]
-        if self.compact_threshold:
+        if self.compact_threshold and COMPACT_THRESHOLD_BETA not in self.refused_betas:
             edits.append(
                 {
                     "type": "compact_20260112",
@@ -285,7 +289,7 @@ class AnthropicProvider(HttpxSdkProvider):
             )
         return {"edits": edits}
 
-    def build(
+    def _build(
         self,
         view: Sequence[Message],
         system: str,
@@ -391,12 +395,39 @@ class AnthropicProvider(HttpxSdkProvider):
         "gateway but only counts tokens, so probes cost nothing"
     )
 
-    async def probe(self, size: int) -> ProbeReply:
-        envelope = {"messages": [{"role": "user", "content": ""}], "model": self.route.model}
+    async def probe(self, size: int, floor: ProbeFloor | None = None) -> ProbeReply:
+        floor = floor or ProbeFloor()
+        shape = self.build((), floor.system, floor.tools, max_tokens=1, purpose="probe").body
+        carried = {key: shape[key] for key in ("system", "tools") if key in shape}
+        envelope = {"messages": [{"role": "user", "content": ""}], "model": self.route.model, **carried}
         filler = "x" * max(1, size - compact_len(envelope))
+        arguments: dict[str, Any] = {
+            "model": self.route.model,
+            "messages": [{"role": "user", "content": filler}],
+            **carried,
+        }
+        if floor.headers:
+            arguments["extra_headers"] = dict(floor.headers)
+        return await self._probe_call(lambda client: client.messages.count_tokens(**arguments))
+
+    def chat_headers(self) -> dict[str, str]:
+        betas = self._chat_betas()
+        return {"anthropic-beta": ",".join(betas)} if betas else {}
+
+    def _chat_betas(self) -> list[str]:
+        """The betas a chat request of this route declares (context management, with its threshold)."""
+        if not self._use_context_management():
+            return []
+        betas = [CONTEXT_MANAGEMENT_BETA]
+        if any(e.get("type") == "compact_20260112" for e in self._context_management().get("edits", [])):
+            betas.append(COMPACT_THRESHOLD_BETA)
+        return betas
+
+    async def probe_texts(self, texts: Sequence[str]) -> ProbeReply:
+        content = [{"type": "text", "text": text or " "} for text in texts]
         return await self._probe_call(
             lambda client: client.messages.count_tokens(
-                model=self.route.model, messages=[{"role": "user", "content": filler}]
+                model=self.route.model, messages=[{"role": "user", "content": content}]
             )
         )
 
@@ -443,7 +474,10 @@ class AnthropicProvider(HttpxSdkProvider):
         instructions: str | None = None,
     ) -> Request:
         """On-demand compaction (`compact-2026-09-04`): a non-streamed request whose answer is one
-        compaction block; never combined with `context_management`."""
+        compaction block; never combined with `context_management`. NotImplementedError where the
+        endpoint refused that beta (the local pipeline compacts)."""
+        if COMPACT_ON_DEMAND_BETA in self.refused_betas:
+            raise NotImplementedError(f"this endpoint refuses the {COMPACT_ON_DEMAND_BETA} beta")
         request = self.build(
             view, system, tools, max_tokens=self.settings.max_output_tokens, purpose="compact"
         )

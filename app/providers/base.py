@@ -13,6 +13,7 @@ This module must not import any SDK: importing `app.providers` stays cheap.
 from __future__ import annotations
 
 import abc
+import dataclasses
 import json
 import json.encoder
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -20,9 +21,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.config import Route, Settings
+from app.model.archive import LEGACY_MARKER_PREFIX, current_markers
 from app.model.costs import Usage
 from app.model.events import RequestPurpose
-from app.model.messages import Message
+from app.model.messages import Message, Text, ToolResult
 
 SUMMARY_PURPOSE: RequestPurpose = "summary"
 
@@ -172,6 +174,28 @@ class ListedModel:
     note: str = ""
 
 
+def sendable_view(view: Sequence[Message]) -> Sequence[Message]:
+    """`view` with the legacy marker rewritten in its text and tool results (the same message ids, so the
+    providers' per-message caches stay right: the rewrite is the same every time). Thinking blocks are
+    signed and never touched. The view itself is returned when nothing needs it."""
+    out: list[Message] | None = None
+    for index, message in enumerate(view):
+        parts = tuple(_sendable_part(part) for part in message.parts)
+        if any(new is not old for new, old in zip(parts, message.parts, strict=True)):
+            if out is None:
+                out = list(view)
+            out[index] = dataclasses.replace(message, parts=parts)
+    return view if out is None else out
+
+
+def _sendable_part(part: Any) -> Any:
+    if isinstance(part, Text) and LEGACY_MARKER_PREFIX in part.text:
+        return Text(current_markers(part.text))
+    if isinstance(part, ToolResult) and LEGACY_MARKER_PREFIX in part.content:
+        return dataclasses.replace(part, content=current_markers(part.content))
+    return part
+
+
 class ProviderError(Exception):
     """Any failure of a provider call, with everything the classifier and the inspector need."""
 
@@ -239,6 +263,17 @@ def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:
 
 
 @dataclass(frozen=True)
+class ProbeFloor:
+    """What every chat request of a route carries besides its messages — the system prompt (with the project's
+    instructions), the tool definitions and the extra headers (betas) — sent with each probe, so a probe sees
+    what chat sees (a gateway that blocks every chat request by its tools does not pass a bare probe)."""
+
+    system: str = ""
+    tools: tuple[ToolSpec, ...] = ()
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class ProbeReply:
     """A probe request the gateway let through: the status and the body bytes that crossed the wire."""
 
@@ -258,8 +293,9 @@ class Provider(abc.ABC):
         self.api_key = api_key
         # context_engine = "provider": input tokens at which the provider should compact (set by the engine)
         self.compact_threshold: int | None = None
+        # betas this route's endpoint refused or stripped (its gateway profile): never sent there
+        self.refused_betas: frozenset[str] = frozenset()
 
-    @abc.abstractmethod
     def build(
         self,
         view: Sequence[Message],
@@ -269,7 +305,23 @@ class Provider(abc.ABC):
         max_tokens: int,
         purpose: RequestPurpose = "chat",
     ) -> Request:
-        """Translate a view into a request, with its exact predicted body size."""
+        """Translate a view into a request, with its exact predicted body size. What is sent never carries
+        the legacy archive marker `<<ccr:KEY>>` (views stored before the marker changed hold it; a PL2 CRS
+        refuses it): it is written `[[ccr:KEY]]` here, for every provider and purpose, while the stored view
+        and the master log stay as they are."""
+        return self._build(sendable_view(view), system, tools, max_tokens=max_tokens, purpose=purpose)
+
+    @abc.abstractmethod
+    def _build(
+        self,
+        view: Sequence[Message],
+        system: str,
+        tools: Sequence[ToolSpec],
+        *,
+        max_tokens: int,
+        purpose: RequestPurpose = "chat",
+    ) -> Request:
+        """The provider's own translation of a view into a request (see `build`)."""
 
     @abc.abstractmethod
     def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
@@ -281,17 +333,28 @@ class Provider(abc.ABC):
         """Predicted body bytes for a view (incremental: per-message sizes are cached)."""
         return self.build(view, system, tools, max_tokens=max_tokens).predicted_bytes
 
-    async def probe(self, size: int) -> ProbeReply:
-        """Send a body of about `size` bytes that costs nothing at the model (see `bulkhead probe`).
+    async def probe(self, size: int, floor: ProbeFloor | None = None) -> ProbeReply:
+        """Send a body of about `size` bytes that costs nothing at the model (see `bulkhead probe`), carrying
+        `floor` (the route's system prompt, tools and headers; the body is never smaller than it).
 
         Returns when the provider answered (even with an error about the request itself);
         raises ProviderError for everything else, exactly as `stream()` does.
         """
         raise NotImplementedError(f"{self.kind} routes cannot be probed")
 
+    async def probe_texts(self, texts: Sequence[str]) -> ProbeReply:
+        """Send `texts` (each its own content block of one user message) the way `probe` sends its filler:
+        through the same SDK, path and headers, to an endpoint that does not run the model. For finding
+        which text a content-inspecting gateway refuses (app.engine.content_finder); raises ProviderError."""
+        raise NotImplementedError(f"{self.kind} routes cannot be probed")
+
     async def list_models(self) -> list[ListedModel]:
         """The models this route's endpoint offers (for the /model picker); raises ProviderError."""
         raise NotImplementedError(f"{self.kind} routes cannot list their models")
+
+    def chat_headers(self) -> dict[str, str]:
+        """The headers a chat request adds to the client's own (e.g. Anthropic's `anthropic-beta`)."""
+        return {}
 
     @property
     def endpoint_url(self) -> str:

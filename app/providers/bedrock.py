@@ -35,6 +35,7 @@ from app.model.events import RequestPurpose
 from app.model.messages import COMPACTION_SUMMARY_HEADER, Image, Message, Native, Text, ToolCall, ToolResult
 from app.providers.base import (
     ListedModel,
+    ProbeFloor,
     ProbeReply,
     Provider,
     ProviderError,
@@ -225,7 +226,7 @@ class BedrockProvider(Provider):
             self._system_slot = slot
         return slot[1], slot[2]
 
-    def build(
+    def _build(
         self,
         view: Sequence[Message],
         system: str,
@@ -321,6 +322,7 @@ class BedrockProvider(Provider):
                 config=config,
                 verify=botocore_verify(self.route, self.settings),
             )
+            client.meta.events.register("before-sign.bedrock-runtime.*", add_accept_header)
             client.meta.events.register("before-send.bedrock-runtime.*", _before_send)
             client.meta.events.register("before-parse.bedrock-runtime.ConverseStream", _before_parse)
             self._client = client
@@ -353,12 +355,23 @@ class BedrockProvider(Provider):
         "but it only counts tokens, so probes cost nothing"
     )
 
-    async def probe(self, size: int) -> ProbeReply:
+    async def probe(self, size: int, floor: ProbeFloor | None = None) -> ProbeReply:
+        floor = floor or ProbeFloor()  # Bedrock's betas travel in the body: no extra headers to carry
+        shape = self.build((), floor.system, floor.tools, max_tokens=1, purpose="probe").body
+        carried = {key: shape[key] for key in ("system", "toolConfig") if key in shape}
         envelope = {
             "modelId": self.route.model,
-            "input": {"converse": {"messages": [{"role": "user", "content": [{"text": ""}]}]}},
+            "input": {"converse": {"messages": [{"role": "user", "content": [{"text": ""}]}], **carried}},
         }
         filler = "x" * max(1, size - botocore_len(envelope["input"]))
+        return await self._count_tokens([{"text": filler}], carried)
+
+    async def probe_texts(self, texts: Sequence[str]) -> ProbeReply:
+        return await self._count_tokens([{"text": text or " "} for text in texts])
+
+    async def _count_tokens(
+        self, content: list[dict[str, str]], carried: dict[str, Any] | None = None
+    ) -> ProbeReply:
         exchange = Exchange()
 
         def work() -> None:
@@ -367,7 +380,9 @@ class BedrockProvider(Provider):
                 client = self._ensure_client()
                 client.count_tokens(
                     modelId=self.route.model,
-                    input={"converse": {"messages": [{"role": "user", "content": [{"text": filler}]}]}},
+                    input={
+                        "converse": {"messages": [{"role": "user", "content": content}], **(carried or {})}
+                    },
                 )
             finally:
                 _THREAD.exchange = None
@@ -409,6 +424,7 @@ class BedrockProvider(Provider):
                 config=config,
                 verify=botocore_verify(self.route, self.settings),
             )
+            client.meta.events.register("before-sign.bedrock.*", add_accept_header)
             try:
                 listed = []
                 for model in client.list_foundation_models(byOutputModality="TEXT").get("modelSummaries", []):
@@ -529,6 +545,16 @@ def _register_credentials(session: Any) -> None:
         register_secret(frozen.token, "AWS session token")
 
 
+def add_accept_header(request: Any, **_: Any) -> None:
+    """botocore sends no `Accept` header; a browser-less client is expected to (the OWASP CRS scores its
+    absence, rule 920300), so say what is read back: the event stream, or JSON."""
+    headers = getattr(request, "headers", None)
+    if headers is None or "Accept" in headers:
+        return
+    url = str(getattr(request, "url", ""))
+    headers["Accept"] = "application/vnd.amazon.eventstream" if "-stream" in url else "application/json"
+
+
 def _before_send(request: Any, **_: Any) -> None:
     exchange: Exchange | None = getattr(_THREAD, "exchange", None)
     if exchange is None:
@@ -584,7 +610,7 @@ def bedrock_error(exc: BaseException, exchange: Exchange, *, in_stream: bool) ->
             request_bytes=exchange.actual_bytes,
             retry_after=parse_retry_after(headers),
             error_type=code,
-            transport="stream-error" if stream_error else None,
+            transport="stream-error" if stream_error else "http",
             request_header_bytes=exchange.request_header_bytes,
         )
     transport = transport_kind(exc)
@@ -602,6 +628,7 @@ def bedrock_error(exc: BaseException, exchange: Exchange, *, in_stream: bool) ->
         request_bytes=request_bytes,
         error_type=name,
         transport=transport or ("stream-error" if in_stream else None),
+        request_header_bytes=exchange.request_header_bytes,  # a reset of big headers is judged as for the other SDKs
     )
 
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from app.config import Route, Settings
 from app.providers.anthropic import AnthropicProvider
-from app.providers.base import ListedModel, ProbeReply, Request, StreamEvent
+from app.providers.base import ListedModel, ProbeFloor, ProbeReply, Request, StreamEvent
 from app.providers.wire import Exchange, wrap_unknown
 
 LAB_API_KEY = "sk-lab-placeholder"  # the lab accepts any key; the SDK wants one
@@ -63,9 +63,13 @@ class LabProvider(AnthropicProvider):
         async for event in super().stream(request):
             yield event
 
-    async def probe(self, size: int) -> ProbeReply:
+    async def probe(self, size: int, floor: ProbeFloor | None = None) -> ProbeReply:
         await self.ensure_started()
-        return await super().probe(size)
+        return await super().probe(size, floor)
+
+    async def probe_texts(self, texts: Sequence[str]) -> ProbeReply:
+        await self.ensure_started()
+        return await super().probe_texts(texts)
 
     async def list_models(self) -> list[ListedModel]:
         await self.ensure_started()

@@ -33,6 +33,7 @@ from app.model.events import RequestPurpose
 from app.model.messages import COMPACTION_SUMMARY_HEADER, Image, Message, Native, Text, ToolCall, ToolResult
 from app.providers.base import (
     ListedModel,
+    ProbeFloor,
     ProbeReply,
     ProviderError,
     Request,
@@ -65,6 +66,7 @@ from app.providers.wire import (
     parse_sse_text,
     text_field,
     unexpected_200,
+    without_userinfo,
     wrap_unknown,
 )
 
@@ -200,7 +202,7 @@ class OpenAIProvider(HttpxSdkProvider):
 
     # -- endpoint -----------------------------------------------------------------------------
     def _base_url(self) -> str:
-        return self.route.base_url or DEFAULT_BASE_URL
+        return without_userinfo(self.route.base_url or DEFAULT_BASE_URL)  # the key authenticates, not the URL
 
     @property
     def is_azure(self) -> bool:
@@ -243,7 +245,7 @@ class OpenAIProvider(HttpxSdkProvider):
 
         return self._tools_slot.get(tuple(tools), make)
 
-    def build(
+    def _build(
         self,
         view: Sequence[Message],
         system: str,
@@ -324,13 +326,35 @@ class OpenAIProvider(HttpxSdkProvider):
         "past the gateway costs nothing"
     )
 
-    async def probe(self, size: int) -> ProbeReply:
+    async def probe(self, size: int, floor: ProbeFloor | None = None) -> ProbeReply:
+        floor = floor or ProbeFloor()
         field = self.max_tokens_field
-        envelope = {"messages": [{"role": "user", "content": ""}], "model": self.route.model, field: 0}
+        shape = self.build((), floor.system, floor.tools, max_tokens=0, purpose="probe").body
+        system = list(shape["messages"])
+        carried = {"tools": shape["tools"]} if "tools" in shape else {}
+        envelope = {
+            "messages": [*system, {"role": "user", "content": ""}],
+            "model": self.route.model,
+            field: 0,
+            **carried,
+        }
         filler = "x" * max(1, size - compact_len(envelope))
+        arguments: dict[str, Any] = {
+            "model": self.route.model,
+            "messages": [*system, {"role": "user", "content": filler}],
+            field: 0,
+            **carried,
+        }
+        if floor.headers:
+            arguments["extra_headers"] = dict(floor.headers)
+        return await self._probe_call(lambda client: client.chat.completions.create(**arguments))
+
+    async def probe_texts(self, texts: Sequence[str]) -> ProbeReply:
+        field = self.max_tokens_field
+        content = [{"type": "text", "text": text or " "} for text in texts]
         return await self._probe_call(
             lambda client: client.chat.completions.create(
-                model=self.route.model, messages=[{"role": "user", "content": filler}], **{field: 0}
+                model=self.route.model, messages=[{"role": "user", "content": content}], **{field: 0}
             )
         )
 

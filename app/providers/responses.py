@@ -50,6 +50,7 @@ from app.model.events import RequestPurpose
 from app.model.messages import COMPACTION_SUMMARY_HEADER, Image, Message, Native, Text, ToolCall, ToolResult
 from app.providers.base import (
     NativeChunk,
+    ProbeFloor,
     ProbeReply,
     ProviderError,
     Request,
@@ -220,7 +221,7 @@ class ResponsesProvider(OpenAIProvider):
             sizes.extend(piece.sizes)
         return items, sizes
 
-    def build(
+    def _build(
         self,
         view: Sequence[Message],
         system: str,
@@ -261,18 +262,35 @@ class ResponsesProvider(OpenAIProvider):
         "past the gateway costs nothing"
     )
 
-    async def probe(self, size: int) -> ProbeReply:
+    async def probe(self, size: int, floor: ProbeFloor | None = None) -> ProbeReply:
+        floor = floor or ProbeFloor()
+        shape = self.build((), floor.system, floor.tools, max_tokens=0, purpose="probe").body
+        carried = {key: shape[key] for key in ("instructions", "tools") if key in shape}
         envelope = {
             "model": self.route.model,
             "input": [{"role": "user", "content": ""}],
             "max_output_tokens": 0,
             "store": False,
+            **carried,
         }
         filler = "x" * max(1, size - compact_len(envelope))
+        arguments: dict[str, Any] = {
+            "model": self.route.model,
+            "input": [{"role": "user", "content": filler}],
+            "max_output_tokens": 0,
+            "store": False,
+            **carried,
+        }
+        if floor.headers:
+            arguments["extra_headers"] = dict(floor.headers)
+        return await self._probe_call(lambda client: client.responses.create(**arguments))
+
+    async def probe_texts(self, texts: Sequence[str]) -> ProbeReply:
+        content = [{"type": "input_text", "text": text or " "} for text in texts]
         return await self._probe_call(
             lambda client: client.responses.create(
                 model=self.route.model,
-                input=[{"role": "user", "content": filler}],
+                input=[{"role": "user", "content": content}],
                 max_output_tokens=0,
                 store=False,
             )

@@ -30,6 +30,23 @@ PIECE_CACHE_LIMIT = 200_000  # messages; far more than any view holds
 ERROR_BODY_LIMIT = 1 << 20  # bytes of an error body kept on ProviderError
 
 
+def without_userinfo(url: str) -> str:
+    """`url` without a `user:password@` part. The SDKs' HTTP client turns one into `Authorization: Basic …`,
+    which replaced the route's key (OpenAI's Bearer, Anthropic's x-api-key): the key is what authenticates."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+
+
+def has_userinfo(url: str | None) -> bool:
+    from urllib.parse import urlsplit
+
+    return bool(url) and "@" in urlsplit(url or "").netloc
+
+
 def is_local_url(url: str | None) -> bool:
     """True for a base URL on this machine (localhost, 127.x, ::1): such servers need no API key."""
     if not url:
@@ -419,6 +436,8 @@ def sdk_error(
     transport = transport_kind(exc)
     if transport is None and in_stream:
         transport = "stream-error"
+    elif transport is None and status is not None:
+        transport = "http"  # an HTTP error answer (the classifier reads how the answer arrived)
     error_type = error_type or name
     where = f"HTTP {status}" if status is not None else (transport or "error")
     detail = _short(str(exc) or name)

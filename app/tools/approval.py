@@ -24,12 +24,14 @@ Whatever the mode — `never-ask` included — a call whose path lies outside th
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from app.config import APPROVAL_MODES
+from app.model.shell_syntax import parse_shell
 from app.tools.base import ToolError, ToolOutcome, error, resolve_path
 from app.tools.files import split_glob
 from app.tools.registry import EDIT_TOOLS, READ_TOOLS, TOOLS
@@ -80,19 +82,129 @@ def target_paths(name: str, args: Mapping[str, Any], workspace: Path) -> list[Pa
     return paths
 
 
+@dataclass(frozen=True)
+class ShellPaths:
+    """The files a shell command's redirections open: `> x` writes, `< x` reads; `unknown` lists what
+    bulkhead cannot name before the command runs (`> $F`, `> ~/x`, a relative path after `cd`)."""
+
+    writes: tuple[Path, ...] = ()
+    reads: tuple[Path, ...] = ()
+    unknown: tuple[str, ...] = ()
+
+
+_NOT_FILES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/stdin", "/dev/tty", "/dev/zero"})
+_CHANGES_FOLDER = frozenset({"cd", "pushd", "popd"})
+
+
+def shell_paths(command: str, workspace: Path) -> ShellPaths:
+    """The paths a shell command redirects to or from, absolute (relative ones start at the workspace,
+    where the command runs)."""
+    syntax = parse_shell(command)
+    if syntax.doubt:
+        return ShellPaths(unknown=(f"cannot read the command for sure: {syntax.doubt}",))
+    moves = any(c.words and c.words[0] in _CHANGES_FOLDER for c in syntax.commands)
+    writes: list[Path] = []
+    reads: list[Path] = []
+    unknown: list[str] = []
+    for redirection in syntax.redirections:
+        target = redirection.target
+        if target is None:
+            unknown.append(f"{redirection.operator} (a target only known when it runs)")
+            continue
+        if target in _NOT_FILES or target.startswith("/dev/fd/"):
+            continue
+        if moves and not target.startswith("/"):
+            unknown.append(f"{redirection.operator} {target} (after a cd)")
+            continue
+        path = Path(os.path.normpath(Path(workspace).expanduser() / target))
+        (writes if redirection.writes else reads).append(path)
+    return ShellPaths(tuple(writes), tuple(reads), tuple(unknown))
+
+
+def _paths_of(name: str, args: Mapping[str, Any], workspace: Path) -> list[Path]:
+    if name == "shell" and isinstance(args, Mapping) and isinstance(args.get("command"), str):
+        found = shell_paths(args["command"], workspace)
+        return [*found.writes, *found.reads]
+    return target_paths(name, args, workspace)
+
+
 def outside_workspace(
     name: str, args: Mapping[str, Any], workspace: Path, extra_read_roots: Iterable[Path] = ()
 ) -> list[Path]:
-    """Paths of the call that resolve outside the workspace (empty when all are inside)."""
+    """Paths of the call that resolve outside the workspace (empty when all are inside); for the shell,
+    the files its redirections open."""
     root = _real(Path(workspace).expanduser())
     allowed = [root]
     if name in READ_TOOLS:
         allowed += [_real(Path(extra).expanduser()) for extra in extra_read_roots]
     return [
         path
-        for path in target_paths(name, args, workspace)
+        for path in _paths_of(name, args, workspace)
         if not any(_inside(_real(path), base) for base in allowed)
     ]
+
+
+def landing_places(name: str, args: Mapping[str, Any], workspace: Path) -> tuple[Path, ...]:
+    """Where the call's paths really lead now (every link resolved): taken before the user is asked and again
+    after, so a link swapped in while they decide does not carry the approved call somewhere else."""
+    return tuple(_real(path) for path in _paths_of(name, args, workspace))
+
+
+# Files that decide what bulkhead (or an agent) does next, or that git runs: a write to them always asks.
+PROTECTED_FOLDERS = frozenset({".claude", ".bulkhead", ".git"})
+PROTECTED_NAMES = frozenset({".mcp.json", "agents.md", "claude.md"})
+
+
+def _protected(path: Path, root: Path) -> bool:
+    for candidate in {Path(os.path.normpath(path)), _real(path)}:
+        try:
+            parts = candidate.relative_to(root).parts
+        except ValueError:
+            continue
+        lowered = [part.lower() for part in parts]  # a case-insensitive file system opens .Claude too
+        if any(part in PROTECTED_FOLDERS for part in lowered) or (lowered and lowered[-1] in PROTECTED_NAMES):
+            return True
+    return False
+
+
+def protected_writes(name: str, args: Mapping[str, Any], workspace: Path) -> list[Path]:
+    """Files this call would write that always ask, whatever the approval mode, rules or hooks say:
+    `.claude/`, `.bulkhead/`, `.git/`, `.mcp.json`, `AGENTS.md`, `CLAUDE.md` (a repository's settings,
+    instructions and git's own files — writing them would change what runs next time)."""
+    if name == "shell" and isinstance(args, Mapping) and isinstance(args.get("command"), str):
+        paths = list(shell_paths(args["command"], workspace).writes)
+    elif name in EDIT_TOOLS:
+        paths = target_paths(name, args, workspace)
+    else:
+        return []
+    workspace = Path(workspace).expanduser()
+    roots = {Path(os.path.normpath(workspace)), _real(workspace)}
+    return [path for path in paths if any(_protected(path, root) for root in roots)]
+
+
+def always_asks(name: str, args: Mapping[str, Any], workspace: Path) -> str:
+    """Why this call asks whatever the approval mode, the rules or a hook say ("" when nothing forces it):
+    a protected file written, or a shell redirection bulkhead cannot name. (Paths outside the workspace
+    are `outside_workspace`'s.)"""
+    protected = protected_writes(name, args, workspace)
+    if protected:
+        shown = _shown(protected[0], workspace)
+        return (
+            f"{name} writes {shown}: a repository's settings, instructions and git files "
+            f"(.claude/, .bulkhead/, .git/, .mcp.json, AGENTS.md, CLAUDE.md) always ask"
+        )
+    if name == "shell" and isinstance(args, Mapping) and isinstance(args.get("command"), str):
+        unknown = shell_paths(args["command"], workspace).unknown
+        if unknown:
+            return f"shell opens a file bulkhead cannot name before it runs: {unknown[0]}"
+    return ""
+
+
+def _shown(path: Path, workspace: Path) -> str:
+    try:
+        return path.relative_to(Path(os.path.normpath(Path(workspace).expanduser()))).as_posix()
+    except ValueError:
+        return str(path)
 
 
 def needs_approval(
@@ -105,6 +217,9 @@ def needs_approval(
         real = _real(path)
         shown = str(path) if real == path else f"{path} (resolves to {real})"
         return True, f"{name} touches a path outside the workspace: {shown}"
+    forced = always_asks(name, args, workspace)
+    if forced:
+        return True, forced
     if name not in TOOLS:
         return True, f"unknown tool {name!r}"
     if mode == "never-ask":
@@ -120,8 +235,25 @@ def needs_approval(
     return True, f"{name} {what} (approval mode {mode})"
 
 
-def describe_call(name: str, args: Mapping[str, Any], workspace: Path, max_chars: int = 200) -> str:
-    """One line for the approval prompt: `shell: make test`, `write_file app/x.py (12 lines)`."""
+LONG_WHITESPACE_RE = re.compile(r"[ \t]{4,}")
+
+
+def visible_whitespace(text: str) -> str:
+    """Runs of four or more spaces or tabs as `⟨N spaces⟩`: padding cannot push `; touch …` out of sight."""
+
+    def run(match: re.Match[str]) -> str:
+        chunk = match.group(0)
+        tabs = chunk.count("\t")
+        what = f"{len(chunk)} spaces" if not tabs else f"{len(chunk) - tabs} spaces, {tabs} tabs"
+        return f" ⟨{what}⟩ "
+
+    return LONG_WHITESPACE_RE.sub(run, text)
+
+
+def describe_call(name: str, args: Mapping[str, Any], workspace: Path, max_chars: int | None = None) -> str:
+    """The approval prompt's text: `shell: make test`, `write_file app/x.py (12 lines)`. What is approved is
+    shown whole — a shell command is never cut, long whitespace runs are shown with their length and
+    newlines as ⏎ — unless `max_chars` asks for a short label (never for a question)."""
     args = args if isinstance(args, Mapping) else {}
     if name == "shell":
         text = f"shell: {args.get('command', '')}"
@@ -140,8 +272,8 @@ def describe_call(name: str, args: Mapping[str, Any], workspace: Path, max_chars
     else:
         shown = ", ".join(f"{key}={value!r}" for key, value in args.items())
         text = f"{name} {shown}"
-    text = " ".join(text.split()) if name != "shell" else text.replace("\n", " ⏎ ")
-    return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
+    text = " ".join(text.split()) if name != "shell" else visible_whitespace(text).replace("\n", " ⏎ ")
+    return text if max_chars is None or len(text) <= max_chars else text[: max_chars - 1] + "…"
 
 
 def denied_outcome(name: str, reason: str = "", *, by: DeniedBy = "user", said: str = "") -> ToolOutcome:

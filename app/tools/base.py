@@ -74,6 +74,11 @@ class ToolContext:
     shell_timeout_default: float = DEFAULT_SHELL_TIMEOUT
     shell_env_passthrough: tuple[str, ...] = ()  # provider credentials the shell may still see
     credential_env_names: tuple[str, ...] = ()  # the routes' api_key_env: dropped from the shell's env
+    read_denied: Callable[[Path], bool] | None = None  # the user's Read deny rules: kept out of every listing
+
+    def hides(self, path: Path) -> bool:
+        """Does a Read deny rule cover `path`? grep, glob and list_dir leave such files out of what they show."""
+        return self.read_denied is not None and self.read_denied(path)
 
     def resolve(self, raw: str | os.PathLike[str]) -> Path:
         """`raw` as an absolute, normalised path: `~` expanded, relative to the workspace.

@@ -269,6 +269,8 @@ def _list_dir(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     dirs: list[str] = []
     files: list[tuple[str, str]] = []
     for entry in entries:
+        if ctx.hides(path / entry.name):  # left out without a word (a count would be an oracle on names)
+            continue
         try:
             if entry.is_symlink():
                 target = os.readlink(entry.path)
@@ -351,6 +353,7 @@ def _glob(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         except OSError as exc:
             return error(f"glob failed under {shown_root}: {exc.strerror or exc}")
     matches, behind_links = _within_reach(matches, ctx.workspace, search_root)
+    matches = [match for match in matches if not ctx.hides(match)]  # Read deny rules: left out, unsaid
     note = ""
     if behind_links:
         links = ", ".join(sorted(behind_links)[:3])
@@ -596,9 +599,9 @@ TOOLS: tuple[ToolInfo, ...] = (
     ToolInfo(
         ToolSpec(
             "read_file",
-            "Read a text file. Returns numbered lines (cat -n style) and a final note with the total "
-            "line count. Reads at most `limit` lines from `offset` (1-based); prefer ranged reads of "
-            "large files. Binary files are not shown.",
+            "Read a text file. Returns numbered lines, like cat -n, and a final note with the total "
+            "line count. Reads at most limit lines, from line offset on (the first line is 1); prefer "
+            "ranged reads of large files. Binary files are not shown.",
             schema(
                 {
                     "path": PATH_ARG,
@@ -634,7 +637,8 @@ TOOLS: tuple[ToolInfo, ...] = (
     ToolInfo(
         ToolSpec(
             "glob",
-            "Find files by glob pattern (e.g. `**/*.py`, `src/**/test_*.py`), newest first.",
+            "Find files by glob pattern, newest first. A pattern such as *.py matches in the folder itself; "
+            "put ** and a slash before it to match at any depth.",
             schema(
                 {
                     "pattern": {"type": "string", "description": "Glob pattern; ** matches any depth."},
@@ -651,8 +655,8 @@ TOOLS: tuple[ToolInfo, ...] = (
     ToolInfo(
         ToolSpec(
             "write_file",
-            "Write a whole file (created with its parent folders if missing, else overwritten). "
-            "Returns a unified diff against the previous content. Prefer edit_file for changes.",
+            "Write a whole file, creating it and its parent folders when missing, overwriting it "
+            "otherwise. Returns a unified diff against the previous content. Prefer edit_file for changes.",
             schema(
                 {
                     "path": PATH_ARG,
@@ -668,8 +672,8 @@ TOOLS: tuple[ToolInfo, ...] = (
     ToolInfo(
         ToolSpec(
             "edit_file",
-            "Replace an exact string in a file and return the unified diff. `old_string` must occur "
-            "exactly once (include surrounding lines to make it unique) unless replace_all is true.",
+            "Replace an exact string in a file and return the unified diff. The old_string must occur "
+            "exactly once, so include surrounding lines to make it unique, unless replace_all is true.",
             schema(
                 {
                     "path": PATH_ARG,

@@ -7,13 +7,18 @@ read (grep's fallback asks `git ls-files` what is ignored) would run code the re
 and `git_env` drops every `GIT_*` variable of the parent (which could point git at another
 repository, index or config) and keeps git from taking optional locks or prompting.
 
-    subprocess.run(git_command(git, "-C", root, "ls-files", …), env=git_env(), …)
+    done = run_git(root, "ls-files", "-z", timeout=10)     # None: no git, too slow, or it failed to start
+
+Every git call in bulkhead goes through `run_git` (a test fails on a raw one).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 from collections.abc import Mapping
+from pathlib import Path
 
 # Config keys whose value is a program git may run, set to something inert.
 NEUTRAL_CONFIG = (
@@ -54,3 +59,22 @@ def git_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
         }
     )
     return env
+
+
+def run_git(root: str | Path, *args: str, timeout: float) -> subprocess.CompletedProcess[bytes] | None:
+    """`git -C ROOT ARGS` with nothing the repository configured allowed to run, no stdin, output captured;
+    None when git is not installed, did not start, or took longer than `timeout` seconds."""
+    git = shutil.which("git")
+    if git is None:
+        return None
+    try:
+        return subprocess.run(
+            git_command(git, "-C", str(root), *args),
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+            env=git_env(),
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None

@@ -56,7 +56,7 @@ TOOLS: tuple[ToolInfo, ...] = (
         ToolSpec(
             "recall",
             "Restore archived content by its key, exactly as it was. Keys appear in markers like "
-            "<<ccr:0123456789abcdef>>; pass one key or several.",
+            "[[ccr:0123456789abcdef]]; pass one key or several.",
             schema(
                 {
                     "keys": {

@@ -20,7 +20,6 @@ import fnmatch
 import os
 import re
 import shutil
-import subprocess
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ from typing import Any
 from app.providers.base import ToolSpec
 from app.tools.base import PATH_ARG, ToolContext, ToolError, ToolInfo, ToolOutcome, error, ok, schema
 from app.tools.files import BINARY_SAMPLE_BYTES
-from app.tools.gitsafe import git_command, git_env
+from app.tools.gitsafe import run_git
 
 USE_RIPGREP = True
 MAX_MATCH_LINES = 500
@@ -50,12 +49,14 @@ def _cut_text(text: str) -> str:
     return text
 
 
-def _format(raw_line: str) -> str | None:
-    """`path:line:text` with the text cut; None for a line that is not a match line."""
-    match = re.match(r"^(.*?):(\d+):", raw_line)
+def _format(raw_line: str) -> tuple[str, str] | None:
+    """(path, `path:line:text` with the text cut) from ripgrep's `path\\0line:text`; None for a line that
+    is not a match line."""
+    path, nul, rest = raw_line.partition("\0")
+    match = re.match(r"^(\d+):", rest) if nul else None
     if not match:
         return None
-    return raw_line[: match.end()] + _cut_text(raw_line[match.end() :])
+    return path, f"{path}:{rest[: match.end()]}{_cut_text(rest[match.end() :])}"
 
 
 class _Collector:
@@ -142,6 +143,7 @@ async def _ripgrep(
         "--sort",
         "path",
         "--no-messages",
+        "--null",  # the path ends at a NUL: a name with `:12:` in it cannot pass for another file
     ]
     if file_glob:
         argv += ["--glob", file_glob]
@@ -165,8 +167,12 @@ async def _ripgrep(
     try:
         async with asyncio.timeout(RG_TIMEOUT):
             async for raw in _stream_lines(proc.stdout):
-                line = _format(raw.decode("utf-8", "replace"))
-                if line is not None and not collector.add(line):
+                found = _format(raw.decode("utf-8", "replace"))
+                if found is None:
+                    continue
+                if ctx.hides(Path(os.path.normpath(ctx.workspace / found[0]))):
+                    continue  # dropped without a word: a count would tell the model what the file holds
+                if not collector.add(found[1]):
                     break
             else:
                 finished = True
@@ -230,24 +236,17 @@ def _git_ignored(root: Path) -> frozenset[str]:
     Empty outside a git work tree, without git, or when git is too slow: the search then
     simply includes those files, as ripgrep does outside a repository.
     """
-    git = shutil.which("git")
-    if git is None:
-        return frozenset()
-    command = git_command(
-        git, "-C", str(root), "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"
+    done = run_git(  # hardened: the repository's config cannot make this auto-approved read run a program
+        root,
+        "ls-files",
+        "-z",
+        "--others",
+        "--ignored",
+        "--exclude-standard",
+        "--directory",
+        timeout=GIT_TIMEOUT,
     )
-    try:  # hardened: the repository's config cannot make this auto-approved read run a program
-        done = subprocess.run(
-            command,
-            capture_output=True,
-            timeout=GIT_TIMEOUT,
-            check=False,
-            env=git_env(),
-            stdin=subprocess.DEVNULL,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return frozenset()
-    if done.returncode != 0:
+    if done is None or done.returncode != 0:
         return frozenset()
     return frozenset(os.fsdecode(raw) for raw in done.stdout.split(b"\0") if raw)
 
@@ -294,6 +293,8 @@ def _python_grep(
         if ctx.cancel is not None and ctx.cancel.is_set():
             raise ToolError("cancelled by the user")
         shown = ctx.display(path)
+        if ctx.hides(path):  # never opened: not even whether it matches is told
+            continue
         try:
             with path.open("rb") as handle:
                 if b"\x00" in handle.read(BINARY_SAMPLE_BYTES):
@@ -313,8 +314,9 @@ TOOLS: tuple[ToolInfo, ...] = (
     ToolInfo(
         ToolSpec(
             "grep",
-            "Search file contents with a regular expression. Output lines are `path:line:text`. "
-            "Hidden and binary files are skipped. Use `glob` (e.g. `*.py`) to restrict which files.",
+            "Search file contents with a regular expression. Each output line is the path, the line "
+            "number and the text, joined by colons. Hidden and binary files are skipped. The glob "
+            "argument, for example *.py, restricts which files are searched.",
             schema(
                 {
                     "pattern": {

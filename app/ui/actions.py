@@ -185,6 +185,16 @@ ACTIONS: tuple[Action, ...] = (
         _can_undo,
     ),
     Action(
+        "blocked",
+        "gateway",
+        "find blocked text",
+        "Find the text the gateway refuses (the local Core Rule Set first when installed; probes ask first), "
+        "then withhold it from the model",
+        "/blocked",
+        "/blocked [live]",
+        _need_idle,
+    ),
+    Action(
         "retry",
         "turn",
         "retry",

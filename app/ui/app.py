@@ -41,6 +41,7 @@ from app.state import State
 from app.textsafe import display, display_line
 from app.ui import (  # noqa: F401 - they register handlers
     approval_mode,
+    blocked_actions,
     session_actions,
     terminal_keys,
     turn_actions,

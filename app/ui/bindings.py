@@ -9,6 +9,8 @@ from app.ui.widgets.inspector import PANEL_NAMES
 
 PANEL_KEYS = 7  # alt+1 … alt+7 (ctrl+1 … ctrl+7 where the terminal reports them); ctrl+t steps through them
 VIEW = Binding.Group("View")
+BLOCKED_KEYS = "f8,alt+b"  # shown (and live) only while the last turn was refused for its content
+BLOCKED_KEY_WORDS = "F8"  # how the content-block notice names it
 
 APP_BINDINGS: list[Binding] = [
     Binding(
@@ -84,6 +86,13 @@ APP_BINDINGS: list[Binding] = [
         tooltip="Widen or narrow the inspector",
         group=VIEW,
         id="app.widen",
+    ),
+    Binding(
+        BLOCKED_KEYS,
+        "command('blocked')",
+        "Find blocked",
+        tooltip="After a content block: find the text the gateway refuses, then withhold it (/blocked)",
+        id="app.blocked",
     ),
     Binding(
         "f5,alt+s",

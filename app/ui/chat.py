@@ -19,7 +19,7 @@
   session (past `RENDER_BUDGET`) become entries again. `/find` (Ctrl+F) searches every item, on
   screen or not, and brings the match into view; the store keeps everything (/export).
 - Engine events are dispatched by type (`handle` is a `functools.singledispatchmethod`).
-- One cursor instead of focusable items: ↑/↓ move it, Alt+C (Ctrl+C) copies the item, Alt+B a code block,
+- One cursor instead of focusable items: ↑/↓ move it, Alt+C (Ctrl+C) copies the item, Alt+K a code block,
   Enter folds a tool block, y/n answer an approval.
 """
 
@@ -47,7 +47,10 @@ from app.model.events import (
     AnswerFinished,
     Compaction,
     Event,
+    FallbackAnswered,
+    FallbackMoved,
     HookRun,
+    MemoryDistilled,
     MessageAdded,
     Notice,
     RecoveryStep,
@@ -90,7 +93,7 @@ Letters typed here go to the prompt (nothing you type is taken for a key); the c
 
 - **↑ / ↓**: move the cursor between messages · **PageUp / PageDown**: a page · **Home** / **End**: the
   top / the latest output (and follow it)
-- **Ctrl+C** (nothing running) or **Alt+C**: copy the message under the cursor · **Alt+B**: copy a code
+- **Ctrl+C** (nothing running) or **Alt+C**: copy the message under the cursor · **Alt+K**: copy a code
   block (again for the next one)
 - **Enter**: fold or unfold a tool block
 - a tool call waiting for approval: **y** approves, **n** denies, **d** denies and tells the model why,
@@ -111,7 +114,7 @@ Letters typed here go to the prompt (nothing you type is taken for a key); the c
             id="chat.copy",
         ),
         Binding(
-            "alt+b",
+            "alt+k",
             "copy_code",
             "Copy code",
             tooltip="Copy a code block of the message (again: the next one)",
@@ -947,16 +950,28 @@ Letters typed here go to the prompt (nothing you type is taken for a key); the c
     async def _show_notice(self, event: Notice) -> None:
         await self.add_notice(event.text, level=event.level, code=event.code)
 
+    @handle.register(FallbackMoved)
+    @handle.register(FallbackAnswered)
+    @handle.register(MemoryDistilled)
     @handle.register(RecoveryStep)
     @handle.register(Compaction)
     @handle.register(Retry)
-    @handle.register(Rejection)
     async def _show_described(self, event: Event) -> None:
         await self._add_described(event)  # the words are app.engine.describe's (the same as -p and the log)
 
     @handle.register
+    async def _show_rejection(self, event: Rejection) -> None:
+        from app.ui.bindings import BLOCKED_KEY_WORDS
+
+        # a content block's notice names the one key that starts finding the refused text (/blocked)
+        more = (
+            f" — {BLOCKED_KEY_WORDS} (or /blocked) finds the refused text" if event.cause == "content" else ""
+        )
+        await self._add_described(event, more)
+
+    @handle.register
     async def _show_hook_run(self, event: HookRun) -> None:
-        if event.decision in ("error", "timeout"):
+        if event.decision in ("error", "timeout", "cancelled"):
             # A broken hook (a crash, invalid JSON, a timeout) must not go unnoticed; blocks show where they act.
             await self._add_described(event, " (the Hooks panel shows its output)")
 

@@ -25,11 +25,15 @@ from app.config import ConfigError
 from app.model.events import (
     CompactionPhase,
     Event,
+    HookRun,
+    HookStarted,
     McpServerChanged,
     SessionStarted,
+    TextDelta,
     TurnFinished,
     ViewChanged,
 )
+from app.redact import StreamRedactor, redact_data
 from app.textsafe import display_data, display_line
 from app.ui.chat_history import entries_from_messages
 from app.ui.messages import EngineEvent
@@ -168,6 +172,15 @@ class EngineLink:
                 )
             elif choice == "fork":
                 self.open_engine(resume=held.session_id, continue_=False, route_name=route_name, fork=True)
+            elif choice == "take-over" and held.stale_foreign:
+                from app.store import Store
+
+                store = Store()
+                try:
+                    store.break_lease(held.session_id, held.holder)  # the user says that bulkhead is gone
+                finally:
+                    store.close()
+                self.open_engine(resume=held.session_id, continue_=False, route_name=route_name)
             else:
                 self.open_engine(resume=None, continue_=False, route_name=route_name)
 
@@ -175,8 +188,14 @@ class EngineLink:
 
     async def _engine_opened(self, engine, choice, resumed: bool, source=None, history=None) -> None:
         self.engine = engine
+        from app.ui.engine_questions import fallback_asker
+
+        engine.fallback.asker = fallback_asker(
+            self
+        )  # a partial answer moves to the next route only if you say so
         self.choice = choice
         self.store = engine.session.store
+        self._live_redactor = StreamRedactor()  # one per engine: the answer being streamed
         self._unsubscribe = engine.session.bus.subscribe(self._on_bus)
         if source is None:
             self.show_session_in_inspector()
@@ -247,6 +266,7 @@ class EngineLink:
         self.engine_ready.set()
         self.call_after_refresh(self._import_sdk_when_drawn, engine.route.provider, engine.warm_sizes())
         self.refresh_bindings()
+        self._confirm_rules(engine)  # the workspace's rule files and gateways file, when they wait for a yes
         if engine.mcp is not None:
             self._start_mcp(engine)
         self.send_waiting()
@@ -303,24 +323,55 @@ class EngineLink:
         """After the first frame: the SDK is imported in a thread, the servers start in the background."""
         await engine.start_mcp(ask=self.ask_mcp_trust)
 
-    async def ask_mcp_trust(self, specs) -> str | None:
-        """Ask once whether this workspace's `.mcp.json` servers may start ("allow" | "deny" | None)."""
-        from app.mcp.config import PROJECT_FILE
-        from app.ui.screens.mcp_trust import McpTrustScreen
+    @work(group="rules", exit_on_error=False, name="ask about the workspace's rule and gateway files")
+    async def _confirm_rules(self, engine) -> None:
+        await engine.confirm_workspace_rules(ask=self.ask_rules_trust)
+        await engine.confirm_workspace_gateways(ask=self.ask_gateways_trust)
 
+    async def _ask_trust(self, screen) -> str | None:
+        """One trust question (app.ui.screens.trust): "allow" | "deny" | None (not now)."""
         future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
 
         def answered(result: str | None) -> None:
             if not future.done():
                 future.set_result(result)
 
-        self.push_screen(McpTrustScreen(specs, str(self.workspace / PROJECT_FILE)), callback=answered)
+        self.push_screen(screen, callback=answered)
         return await future
+
+    async def ask_rules_trust(self, files) -> str | None:
+        """Ask once whether the allow rules of this workspace's rule files may be in force."""
+        from app.ui.screens.rules_trust import RulesTrustScreen
+
+        return await self._ask_trust(RulesTrustScreen(files, str(self.workspace)))
+
+    async def ask_gateways_trust(self, found) -> str | None:
+        """Ask once whether this workspace's `.bulkhead/gateways.toml` may be read."""
+        from app.ui.screens.gateways_trust import GatewaysTrustScreen
+
+        return await self._ask_trust(GatewaysTrustScreen([found], str(found.path)))
+
+    async def ask_mcp_trust(self, specs) -> str | None:
+        """Ask once whether this workspace's `.mcp.json` servers may start ("allow" | "deny" | None)."""
+        from app.mcp.config import PROJECT_FILE
+        from app.ui.screens.mcp_trust import McpTrustScreen
+
+        return await self._ask_trust(McpTrustScreen(specs, str(self.workspace / PROJECT_FILE)))
 
     # -- events -------------------------------------------------------------------------------------------
     def _on_bus(self, event: Event) -> None:
-        if not (self._quitting or self._exit):
-            self.post_message(EngineEvent(display_data(event)))  # the one door engine text comes in by
+        if self._quitting or self._exit:
+            return
+        # The one door engine text comes in by: every known secret replaced (a key the provider streams back
+        # is hidden as it arrives, even split across deltas), then made safe for the terminal.
+        if isinstance(event, TextDelta):
+            shown = self._live_redactor.feed(event.text)
+            if shown:
+                self.post_message(EngineEvent(display_data(TextDelta(shown))))
+            return
+        if rest := self._live_redactor.flush():
+            self.post_message(EngineEvent(display_data(TextDelta(rest))))
+        self.post_message(EngineEvent(display_data(redact_data(event))))
 
     async def on_engine_event(self, message: EngineEvent) -> None:
         if self.quitting:  # events still queued when the user quit: nothing left to draw them on
@@ -341,6 +392,16 @@ class EngineLink:
         await self.chat.handle(event)
         if isinstance(event, CompactionPhase) and self.busy:
             self.prompt_box.busy_text = event.text
+        elif (
+            isinstance(event, HookStarted) and self.busy
+        ):  # a slow hook is named while it runs (Esc stops it)
+            self.prompt_box.busy_text = (
+                f"running the {event.event} hook {display_line(event.command)[:60]} — Esc stops it"
+            )
+        elif (
+            isinstance(event, HookRun) and self.busy and self.prompt_box.busy_text.startswith("running the ")
+        ):
+            self.prompt_box.busy_text = "thinking"
         elif isinstance(event, SessionStarted | ViewChanged | McpServerChanged):
             self.update_topbar()
         elif isinstance(event, TurnFinished):

@@ -116,12 +116,30 @@ def learned_cap_for(
     return None
 
 
+def decision(record: Mapping[str, Any]) -> Mapping[str, Any]:
+    """What the engine decided when the request was refused (the store's `decision`; {} for records from
+    before it was kept)."""
+    value = record.get("decision")
+    return value if isinstance(value, Mapping) else {}
+
+
 def failure_of(record: Mapping[str, Any]) -> Failure:
     kind = record.get("kind") or "other"
+    evidence = tuple(record.get("evidence") or ())
+    decided = decision(record)
+    # The judged cause (app.engine.block_cause) — the decision's, or for an older record its evidence line
+    # "cause content: …": a content block is not payload-related, so no cap is said to be learned from it.
+    cause = str(decided.get("cause") or "") or next(
+        (line[6:].split(":", 1)[0] for line in evidence if line.startswith("cause ")), ""
+    )
+    content = cause == "content"
     return Failure(
         kind=kind,
-        payload_related=kind in PAYLOAD_KINDS,
-        recoverable=kind in PAYLOAD_KINDS or kind == "context_overflow",
+        cause=cause,
+        incident_id=str(decided.get("incident_id") or "") or None,
+        rule_id=str(decided.get("rule_id") or "") or "fallback",
+        payload_related=kind in PAYLOAD_KINDS and not content,
+        recoverable=(kind in PAYLOAD_KINDS and not content) or kind == "context_overflow",
         transient=kind in TRANSIENT_KINDS,
         rejected_bytes=_bytes(record),
         reason=record.get("reason") or "",
@@ -148,7 +166,31 @@ def explain_request(
         return f"Cancelled before an answer arrived; request {format_size(size)}."
     if not is_failed(record):
         return _accepted_text(record)
+    return _refused_text(record, records, learned_cap, cap_events) + _decided_facts(record)
+
+
+def _decided_facts(record: Mapping[str, Any]) -> str:
+    """The judged cause, the hop that answered and the block page's incident ID, as decided then."""
+    decided = decision(record)
+    facts = []
+    if decided.get("cause"):
+        facts.append(f"Cause: {decided['cause']}.")
+    hop = decided.get("hop")
+    if isinstance(hop, Mapping) and hop.get("name"):
+        facts.append(f"Hop: {hop['name']} ({hop.get('kind') or 'hop'}).")
+    if decided.get("incident_id"):
+        facts.append(f"Incident: {decided['incident_id']} (quote it to your network team).")
+    return (" " + " ".join(facts)) if facts else ""
+
+
+def _refused_text(
+    record: Mapping[str, Any],
+    records: Sequence[Mapping[str, Any]],
+    learned_cap: int | None,
+    cap_events: Iterable[Mapping[str, Any]],
+) -> str:
     failure = failure_of(record)
+    action = str(decision(record).get("action") or "") or None  # the rule's own action, as decided
     if learned_cap is None:
         learned_cap = learned_cap_for(record, records, cap_events)
     after = recovery_after(record, records) if records else RecoveryOutcome()
@@ -158,7 +200,7 @@ def explain_request(
             f" (recovery attempt {record.get('attempt') or '?'} at ladder level {record.get('level')})"
         )
     if after.recovered_level is not None or learned_cap is not None:
-        text = explain(failure, learned_cap=learned_cap, level=after.recovered_level)
+        text = explain(failure, learned_cap=learned_cap, level=after.recovered_level, action=action)
         if after.recovered_level is None and after.failed_attempts and not after.pending:
             text += _failed_attempts(after.failed_attempts)
         elif after.recovered_level is None and after.pending:
@@ -176,7 +218,7 @@ def explain_request(
         return head + _failed_attempts(after.failed_attempts) + attempt_note
     if attempt_note:
         return head + attempt_note
-    return explain(failure)
+    return explain(failure, action=action)
 
 
 def _failed_attempts(count: int) -> str:

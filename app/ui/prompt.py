@@ -37,6 +37,7 @@ from textual.widgets import Static, TextArea
 from app.config import data_home
 from app.engine.file_index import FuzzyPaths
 from app.engine.mentions import complete_mention, describe_completion, is_explicit_path, mention_at_end
+from app.redact import redact_known
 from app.textsafe import display_line, without_unsafe
 from app.ui.slash import complete_slash
 from app.ui.widgets.steady_scrollbars import SteadyScrollbars
@@ -70,6 +71,7 @@ class PromptHistory:
     def add(self, text: str) -> None:
         self.position = None
         self.draft = ""
+        text = redact_known(text)  # a key typed into a prompt is never written down (nor recalled)
         if not text.strip() or (self.entries and self.entries[-1] == text):
             return
         self.entries.append(text)

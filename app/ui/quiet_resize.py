@@ -67,7 +67,9 @@ def measure_again(widget: Widget) -> None:
     cached, older height while the answer itself gets its new one. The item kept the caption's single row
     with the text below it, out of view, and the chat's end stopped above it (issue 40: an empty
     "assistant" block, 2 of ~30 long answers; the stress test in tests/ui/test_stream_stress.py found it).
-    Bumping the counter with every change keeps a stale measure from ever being found. (Textual 8.2.)"""
+    Bumping the counter with every change keeps a stale measure from ever being found. (Textual 8.2.)
+    Nothing is repainted here (`refresh()` without regions would mark every line): the caller repaints
+    what changed."""
     if widget._layout_required:
         widget._layout_updates += 1  # refresh below will not: a request is pending
-    widget.refresh(layout=True)
+    widget.refresh(layout=True, repaint=False)

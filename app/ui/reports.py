@@ -53,6 +53,18 @@ def cost_report(c: Counters) -> tuple[str, Rows]:
         ("recoveries", f"{c.recoveries_ok} ok · {c.recoveries_failed} failed"),
         ("bytes saved", format_size(c.bytes_saved)),
     ]
+    if c.memory_calls:
+        rows.insert(
+            4,
+            (
+                "memory",
+                f"{c.memory_calls} call{'' if c.memory_calls == 1 else 's'} · {c.memory_input_tokens:,} in · "
+                f"{c.memory_output_tokens:,} out · ${c.memory_cost_usd:.4f}",
+            ),
+        )
+    from app.ui.widgets.cost import route_rows
+
+    rows += [(f"route {name}" if name != "fallbacks" else name, text) for name, text in route_rows(c).items()]
     return "cost — this session", rows
 
 

@@ -167,6 +167,10 @@ async def model(app: Host, name: str, chosen_model: str | None = None) -> None:
 
     provider = make_provider(choice.route, app.settings, choice.api_key)
     await app.engine.switch_route(choice.route, provider)  # its notice says so in the chat
+    if len(app.engine.fallback.chain()) > 1:
+        await app.chat.add_notice(
+            f"fallback chain: {app.engine.fallback.describe()}", code="fallback", title="fallback"
+        )
     app.show_session_in_inspector()
     app.update_topbar()
     prewarm_in_background(choice.route.provider)
@@ -200,4 +204,6 @@ def _open_model_picker(app: Host) -> None:
         )
 
     current = (app.engine.route.name, app.engine.route.model)
-    app.push_screen(ModelScreen(routes, current=current, load=load), callback=picked)
+    fallback = app.engine.fallback
+    chain = fallback.describe() if len(fallback.chain()) > 1 else ""  # /model shows the chain it starts
+    app.push_screen(ModelScreen(routes, current=current, load=load, chain=chain), callback=picked)

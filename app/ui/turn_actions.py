@@ -120,6 +120,13 @@ async def cap_set(app: Host, size: str) -> None:
 @handles("memory")
 async def memory(app: Host, text: str) -> None:
     engine = app.engine
+    if text.strip().lower() == "review":  # the memory worker's suggestions (app.ui.engine_questions)
+        from app.ui.engine_questions import open_memory_review
+
+        said = open_memory_review(app)
+        if said:
+            await app.chat.add_notice(said, code="memory", title="memory")
+        return
     if text:
         try:
             engine.remember(text)  # one short append
@@ -206,10 +213,15 @@ async def _probe(app: Host) -> None:
     from app.engine.retry import RetryPolicy
     from app.engine.user_rules import build_rules
     from app.probe import Probe, ProbeAnswer, Prober, max_probes_for, timed
+    from app.probe_floor import measure_floor, probe_with_floor
 
     engine = app.engine
     provider = engine.provider
     low, high, precision = PROBE_LOW, PROBE_HIGH, PROBE_PRECISION
+    # every probe carries the session's floor (system prompt, instructions, tools with MCP, headers)
+    floor = measure_floor(
+        provider, engine.base_system, engine.system, engine.tools, max_tokens=engine.max_tokens
+    )
     try:
         await app.chat.add_notice(
             f"probing route {engine.route.name} from {format_size(low)} to "
@@ -221,7 +233,7 @@ async def _probe(app: Host) -> None:
 
         async def send(size: int) -> ProbeAnswer:
             async def call() -> tuple[int, int | None]:
-                reply = await provider.probe(size)
+                reply = await provider.probe(size, floor.floor)
                 return reply.status, reply.actual_bytes
 
             return await timed(call, size)
@@ -237,7 +249,9 @@ async def _probe(app: Host) -> None:
             max_requests=PROBE_MAX_REQUESTS,
             user_rules=build_rules(app.settings.classifier_rules),
         )
-        result = await prober.find(low, high, precision)
+        result, floor_outcome = await probe_with_floor(prober, floor, low, high, precision)
     finally:
         app.activity = ""
     await app.chat.add_report(*probe_report(engine.route.name, result))
+    level = "info" if floor_outcome.passed else "warn"
+    await app.chat.add_notice(floor_outcome.line, level=level, code="probe", title="probe")

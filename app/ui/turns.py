@@ -21,6 +21,7 @@ from textual.worker import Worker
 from app.textsafe import display, display_data, display_line
 from app.tools.approval import Denial
 from app.ui.actions import ACTIONS, BY_ID, handler
+from app.ui.bindings import BLOCKED_KEY_WORDS
 from app.ui.engine_link import read_only_notice
 from app.ui.focus_rules import focus_in
 from app.ui.prompt import PromptArea
@@ -141,10 +142,27 @@ class TurnControl:
         self.activity = "turn"
         return self._turn(prompt, retry)
 
+    content_blocked = False  # the last turn was refused for its content: F7 (/blocked) is offered
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "command" and parameters[:1] == ("blocked",):
+            return self.content_blocked  # the key shows in the footer only after a content block
+        return True
+
+    def _content_block_seen(self, blocked: bool) -> None:
+        if self.content_blocked != blocked:
+            self.content_blocked = blocked
+            self.refresh_bindings()
+
     @work(group="turn", exclusive=True, exit_on_error=False, name="turn")
     async def _turn(self, prompt: str, retry: bool = False) -> None:
+        self._content_block_seen(False)
         try:
             result = await (self.engine.retry() if retry else self.engine.submit(prompt))
+        except asyncio.CancelledError:
+            if not retry and not self._prompt_sent(prompt):  # Esc before it was sent (a hook was running)
+                self.prompt.restore(prompt)
+            raise
         finally:
             self.activity = ""
             if self._waiting:
@@ -154,8 +172,11 @@ class TurnControl:
         elif result.outcome == "failed":
             failure = result.failure
             retryable = bool(failure and (failure.recoverable or getattr(failure, "retryable", False)))
+            blocked = bool(failure and failure.cause == "content")
+            self._content_block_seen(blocked)
+            hint = f" — {BLOCKED_KEY_WORDS} finds the refused text" if blocked else ""
             self.notify(
-                result.error[:300] + (" — /retry asks again" if retryable else ""),
+                result.error[:300] + (" — /retry asks again" if retryable else "") + hint,
                 title="turn failed",
                 severity="error",
                 timeout=8,
@@ -165,6 +186,14 @@ class TurnControl:
                 "The answer was cut short; it is kept, marked partial — /retry asks again.",
                 severity="warning",
             )
+
+    def _prompt_sent(self, prompt: str) -> bool:
+        """Is `prompt` in the conversation (Esc came after it was committed)?"""
+        engine = self.engine
+        if engine is None:
+            return True
+        tail = engine.session.decoded()[-4:]
+        return any(m.role == "user" and m.meta.origin == "user" and m.text == prompt for m in tail)
 
     def action_cancel(self) -> None:
         """Esc: cancel what runs, and come back to the prompt from anywhere on the main screen (the chat, a

@@ -203,7 +203,7 @@ def check_view(
         for s in part_strings(m):
             if not s or s in view_strings:
                 continue
-            if "<<ccr:" in s:
+            if "<<ccr:" in s or "[[ccr:" in s:
                 s = defang_markers(s)
             assert s in archived, f"lost content of {m.role} {m.id}: {s[:80]!r}"
 

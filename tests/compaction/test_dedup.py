@@ -39,7 +39,7 @@ def test_same_range_earlier_becomes_a_stub_newest_stays():
         original = result.tool_results[0].content
         assert re.match(
             r"^\[Earlier read of app/x\.py \(whole file\) superseded by a later read\] "
-            r"\[full content recoverable via @recall <<ccr:[0-9a-f]{16}>>\]$",
+            r"\[full content recoverable via @recall \[\[ccr:[0-9a-f]{16}\]\]\]$",
             stub,
         )
         assert markers_in(stub) == [archive_key(original)]

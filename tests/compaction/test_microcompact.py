@@ -12,8 +12,8 @@ from app.engine.compaction.truncate import nuclear
 from app.model.archive import archive_key, marker, markers_in
 
 ONE_LINE = re.compile(
-    r"^\[Old tool result cleared — ([\d,]+) lines, ([\d,]+) chars, (\w+)\] "
-    r"\[full content recoverable via @recall <<ccr:([0-9a-f]{16})>>\]$"
+    r"^\[Old tool result cleared: ([\d,]+) lines, ([\d,]+) chars, (\w+)\] "
+    r"\[full content recoverable via @recall \[\[ccr:([0-9a-f]{16})\]\]\]$"
 )
 
 

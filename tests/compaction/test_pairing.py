@@ -54,7 +54,7 @@ def test_calls_without_results_get_a_synthetic_error_result():
     assert synthetic.role == "tool"
     [result] = synthetic.tool_results
     assert (result.call_id, result.content, result.is_error) == ("c2", MISSING_RESULT, True)
-    assert MISSING_RESULT == "[tool result missing — dropped during compaction]"
+    assert MISSING_RESULT == "[tool result missing: dropped during compaction]"
     assert pairing_problems(out.messages) == []
 
 

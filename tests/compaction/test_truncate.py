@@ -90,7 +90,7 @@ def test_nuclear_keeps_the_last_4_capped_at_4000_chars():
     assert segment_entry.reason == "L3"
     assert {e.reason for e in out.entries} == {"L3"}
     assert {e.content for e in out.entries} >= {m.text for m in non_system[-4:]}  # archived before the cut
-    assert re.search(r"\[full content recoverable via @recall <<ccr:[0-9a-f]{16}>>\]$", notice.text)
+    assert re.search(r"\[full content recoverable via @recall \[\[ccr:[0-9a-f]{16}\]\]\]$", notice.text)
     check_view(b.view, b.view, out.messages, out.entries, {})
 
 

@@ -10,7 +10,6 @@ import pytest
 from app.config import Route, Settings
 from app.engine.session import Session
 from app.engine.turn import Engine
-from app.lab.embedded import start_embedded_lab
 from app.model.messages import Message
 from app.providers.base import make_provider
 from app.state import State
@@ -22,12 +21,6 @@ MODELS = {
     "openai": "gpt-5.5",
     "bedrock": "anthropic.claude-sonnet-5-5-v1:0",
 }
-
-
-@pytest.fixture(scope="module")
-def lab_server():
-    with start_embedded_lab() as handle:
-        yield handle
 
 
 @pytest.fixture
@@ -92,6 +85,9 @@ def make_harness(lab, tmp_path: Path, aws_env) -> Callable[..., Harness]:
         **settings_changes,
     ) -> Harness:
         route = route_for(provider, base_url or lab.url, **(route_extra or {}))
+        settings_changes.setdefault(
+            "memory", "off"
+        )  # the memory worker's own requests only where a test asks
         settings = Settings(
             routes={"t": route},
             default_route="t",
@@ -132,3 +128,21 @@ def make_harness(lab, tmp_path: Path, aws_env) -> Callable[..., Harness]:
         return Harness(engine, sleeps, events)
 
     return build
+
+
+@pytest.fixture
+def servers(tmp_path: Path):
+    """`servers(kind, *args)`: start a real server (`kind(folder, *args)`: nginx, mitmproxy, …) in a folder of
+    its own under the test's tmp_path; all stopped after the test."""
+    started = []
+
+    def start(kind, *args, **kwargs):
+        folder = tmp_path / f"{kind.__name__}-{len(started)}"
+        folder.mkdir()
+        server = kind(folder, *args, **kwargs)
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()

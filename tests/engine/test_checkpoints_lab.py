@@ -120,3 +120,47 @@ async def test_rewind_without_files_leaves_them(make_harness):
     assert restored == [] and (h.engine.workspace / "kept.md").read_text() == "written"
     assert len(h.session.view) == 0
     assert "files left as they are" in [e.text for e in h.of_type("notice") if e.code == "rewind"][-1]
+
+
+# -- issue 37, item 11 and 19: links swapped in ----------------------------------------------------------------
+async def test_undo_asks_before_restoring_through_a_link_out_of_the_workspace(make_harness, tmp_path):
+    asked = []
+
+    async def answer(name, args, why):
+        asked.append(why)
+        return not why.startswith("/undo")  # yes to the write, no to the restore through the link
+
+    h = make_harness(approver=answer)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("someone else's\n")
+    notes = h.engine.workspace / "notes.txt"
+    notes.write_text("v1\n")
+    await h.engine.submit("!write notes.txt v2")
+    notes.unlink()
+    notes.symlink_to(victim)
+
+    results = await h.engine.undo()
+
+    assert victim.read_text() == "someone else's\n"
+    assert [r.action for r in results] == ["skipped"]
+    assert any(why.startswith("/undo would restore") and str(victim) in why for why in asked)
+
+
+async def test_a_link_swapped_in_while_the_user_decides_is_not_written_through(make_harness, tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("someone else's\n")
+
+    async def swap_then_yes(name, args, why):
+        target = h.engine.workspace / "inside.txt"
+        target.unlink()
+        target.symlink_to(victim)  # between the question and the write
+        return True
+
+    h = make_harness(approver=swap_then_yes)
+    (h.engine.workspace / "inside.txt").write_text("mine\n")
+
+    await h.engine.submit("!write inside.txt overwritten")
+
+    assert victim.read_text() == "someone else's\n"
+    result = [r for m in h.session.master for r in m.tool_results][0]
+    assert result.is_error and "resolves somewhere else than when it was approved" in result.content

@@ -34,11 +34,62 @@ async def test_an_image_mention_becomes_an_image_block_on_the_wire(make_harness,
 
 
 async def test_a_pasted_path_is_attached_too(make_harness, tmp_path):
-    h = make_harness()
-    shot = tmp_path / "Screen Shot.png"
+    asked = []
+
+    async def yes(name, args, why):
+        asked.append((name, why))
+        return True
+
+    h = make_harness(approver=yes)
+    shot = tmp_path / "Screen Shot.png"  # outside the workspace: asked like a read_file of it
     shot.write_bytes(png())
     await h.engine.submit(f"look: '{shot}'")
     assert any(isinstance(p, Image) for p in h.session.master[0].parts)
+    assert asked and asked[0][0] == "read_file" and "outside the workspace" in asked[0][1]
+    inside = h.engine.workspace / "inside shot.png"
+    inside.write_bytes(png())
+    await h.engine.submit(f"and: '{inside}'")
+    assert len(asked) == 1  # inside the workspace: attached without asking
+
+
+# -- issue 37, item 4: images go through the read gate ---------------------------------------------------
+async def test_images_outside_the_workspace_ask_and_without_anyone_to_ask_are_not_sent(
+    make_harness, tmp_path
+):
+    h = make_harness()  # no approver: like -p without a terminal
+    outside = tmp_path / "private.png"
+    outside.write_bytes(png())
+    (tmp_path / "other.png").write_bytes(png(8, 8))
+    (h.engine.workspace / "innocent.png").symlink_to(tmp_path / "other.png")
+
+    await h.engine.submit("see @../private.png and @innocent.png")
+
+    assert not any(isinstance(p, Image) for p in h.session.master[0].parts)
+    said = [e.text for e in h.of_type("notice") if e.code == "image"]
+    assert len(said) == 2 and all("outside the workspace" in t and "no terminal to ask" in t for t in said)
+    denied = [e for e in h.of_type("tool_approval") if e.decision == "denied"]
+    assert [e.name for e in denied] == ["read_file", "read_file"]
+
+
+async def test_image_paths_in_piped_text_are_data(make_harness, tmp_path):
+    h = make_harness()
+    (h.engine.workspace / "shot.png").write_bytes(png())
+    piped = f"log line: '{h.engine.workspace / 'shot.png'}' and @shot.png"
+
+    await h.engine.submit(f"summarise\n\n{piped}", typed="summarise")
+
+    assert not any(isinstance(p, Image) for p in h.session.master[0].parts)
+
+
+async def test_a_read_deny_rule_keeps_an_image_out(make_harness):
+    h = make_harness(permissions={"deny": ("Read(./private/**)",)})
+    (h.engine.workspace / "private").mkdir()
+    (h.engine.workspace / "private" / "id.png").write_bytes(png())
+
+    await h.engine.submit("see @private/id.png")
+
+    assert not any(isinstance(p, Image) for p in h.session.master[0].parts)
+    assert "Read(./private/**)" in [e.text for e in h.of_type("notice") if e.code == "image"][0]
 
 
 async def test_a_route_without_images_says_so_and_sends_none(make_harness, lab):

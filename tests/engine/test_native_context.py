@@ -193,7 +193,7 @@ async def test_applied_edits_are_mirrored_locally(make_harness, lab):
 @pytest.mark.parametrize("which", ["anthropic", "responses"])
 async def test_preflight_against_a_known_cap_compacts_through_the_provider(make_harness, lab, which):
     h = _harness(make_harness, which, provider_compact_threshold=10_000_000, max_payload=64 * 1024)
-    h.grow(8, 8_000)
+    h.grow(7, 4_000)  # ≈ 60 KB: past 85% of the cap, and the compaction request (the history) still fits it
     result = await h.engine.submit("and the next step?")
     assert result.outcome == "answered", result.error
     compactions = h.of_type("compaction")
@@ -207,6 +207,25 @@ async def test_preflight_against_a_known_cap_compacts_through_the_provider(make_
     else:
         assert len(compactions) == 1
     assert _requests(h)[-1]["actual_bytes"] < 0.85 * 64 * 1024
+
+
+@pytest.mark.parametrize("which", ["anthropic", "responses"])
+async def test_a_native_compaction_request_over_the_cap_is_not_sent(make_harness, lab, which):
+    """The provider's compaction request carries the history it compacts: over the cap (a gateway would refuse
+    it), it is never sent — the local pipeline compacts, and a notice says why."""
+    h = _harness(make_harness, which, provider_compact_threshold=10_000_000, max_payload=64 * 1024)
+    h.grow(8, 8_000)  # ≈ 128 KB: the compaction request would be twice the cap
+    result = await h.engine.submit("and the next step?")
+    assert result.outcome == "answered", result.error
+    assert all(r["purpose"] != "compact" for r in _requests(h))
+    assert all(r["actual_bytes"] <= 64 * 1024 for r in _requests(h))
+    assert [c.method for c in h.of_type("compaction")] != [] and "provider" not in [
+        c.method for c in h.of_type("compaction")
+    ]
+    notices = [n.text for n in h.of_type("notice") if "compaction request would be" in n.text]
+    assert (
+        notices and "over the configured cap (64.0 KB)" in notices[0] and "compacting locally" in notices[0]
+    )
 
 
 @pytest.mark.parametrize("which", ["anthropic", "responses"])

@@ -71,6 +71,7 @@ def _engine(which: str, url: str, tmp_path: Path) -> Engine:
             name="gw", provider="openai", model=MODELS["openai"], base_url=url + "/v1", api="responses"
         )
     settings = Settings(
+        memory="off",  # the request sizes below are the chat's own (the memory worker has its tests)
         routes={"gw": route},
         default_route="gw",
         context_engine="provider",

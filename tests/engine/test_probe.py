@@ -130,11 +130,73 @@ def test_the_cli_prints_each_probe_and_the_result_as_json(lab, tmp_path, monkeyp
 
     assert code == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert all(line["type"] == "probe" for line in lines[:-1])
+    assert all(line["type"] == "probe" for line in lines[:-2]) and lines[-2]["type"] == "floor"
     result = lines[-1]
     assert result["type"] == "result" and result["kind"] == "waf_block" and result["saved"] is True
     assert 63 * KIB <= result["cap_bytes"] <= 64 * KIB
-    assert result["probes"] == len(lines) - 1
+    assert result["probes"] == len(lines) - 2
     from app.state import State
 
     assert State().learned_cap(f"anthropic {lab.url}").cap_bytes == result["cap_bytes"]
+
+
+# -- issue 38 item 2: probes carry the route's floor ------------------------------------------------------------
+
+
+def _cli_config(tmp_path, monkeypatch, lab, extra: str = "") -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(
+        f'default_route = "gw"\n{extra}[routes.gw]\nprovider = "anthropic"\nmodel = "claude-sonnet-5-5"\n'
+        f'base_url = "{lab.url}"\n'
+    )
+    monkeypatch.setenv("BULKHEAD_CONFIG", str(config))
+    monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
+    monkeypatch.chdir(tmp_path)
+
+
+def test_every_probe_carries_the_system_prompt_and_the_tools(lab, tmp_path, monkeypatch, capsys):
+    """The floor (system prompt with the workspace's AGENTS.md, the tool definitions) goes with every probe,
+    first on its own: the report gives its size and says it passes."""
+    from app.cli import main
+
+    lab.configure(gateway="nginx", cap=64 * KIB)
+    _cli_config(tmp_path, monkeypatch, lab)
+    (tmp_path / "AGENTS.md").write_text("Always run the tests. " * 100)
+
+    code = main(["probe", "--max", "1MB", "--json"])
+
+    assert code == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    floor = next(line for line in lines if line["type"] == "floor")
+    assert (
+        floor["passed"] is True
+        and floor["parts"]["instructions"] > 2_000
+        and floor["parts"]["tools (built-in)"] > 0
+    )
+    probes = [line for line in lines if line["type"] == "probe"]
+    assert (
+        probes[0]["bytes"] <= floor["bytes"] + 64 and probes[0]["verdict"] == "passed"
+    )  # the floor alone first
+    counted = [r for r in lab.requests() if r.get("operation") == "count_tokens"]
+    assert counted and all(r["tools"] >= 8 and r["system_bytes"] > 2_000 for r in counted)
+    assert all(r["bytes"] >= floor["bytes"] - 64 for r in lab.requests())  # no probe smaller than the floor
+    result = lines[-1]
+    assert result["floor_passes"] is True and 63 * KIB <= result["cap_bytes"] <= 64 * KIB
+
+
+def test_a_floor_over_the_cap_is_reported_as_refused_not_as_a_cap(lab, tmp_path, monkeypatch, capsys):
+    """The gateway takes 3 KB; the floor is ≈4.5 KB, so every chat request is refused. A bare probe reported
+    "cap found: up to 3 KB pass"; now the floor is refused on its own, the probe says so and exits 1."""
+    from app.cli import main
+
+    lab.configure(gateway="nginx", cap=3 * KIB)
+    _cli_config(tmp_path, monkeypatch, lab)
+
+    code = main(["probe", "--max", "1MB"])
+
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "REFUSED on its own (payload_too_large" in out
+    assert "every chat request on this route carries it, so every one is refused" in out
+    assert "cap found" not in out
+    assert len(lab.requests()) == 1  # no bisection after the floor was refused

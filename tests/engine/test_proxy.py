@@ -64,7 +64,8 @@ async def test_a_proxy_that_wants_credentials_is_named_and_not_retried(
     result = await h.engine.submit("hello")
 
     assert result.outcome == "failed"
-    assert "407" in result.error and "HTTPS_PROXY" in result.error
+    # issue 38 item 5: the lab is an http:// upstream, so HTTP_PROXY is the variable in effect
+    assert "407" in result.error and "put them in HTTP_PROXY as user:password@host" in result.error
     assert len(proxy.seen) == 1 and h.sleeps == []  # not retried
     assert [m.role for m in h.session.master] == ["user"]  # the prompt is kept
     assert lab.requests() == []  # nothing got past the proxy

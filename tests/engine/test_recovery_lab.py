@@ -64,7 +64,7 @@ async def test_413_at_128k_learns_the_cap_and_recovers(make_harness, lab, provid
 
 @pytest.mark.parametrize(
     "provider,gateway",
-    [("anthropic", "cloudflare"), ("openai", "akamai"), ("bedrock", "aws-waf"), ("bedrock", "modsecurity")],
+    [("anthropic", "cloudflare"), ("openai", "akamai"), ("bedrock", "aws-waf"), ("bedrock", "cloudflare")],
 )
 async def test_waf_403_is_recovered(make_harness, lab, provider, gateway):
     lab.configure(gateway=gateway, cap="96KB")
@@ -160,11 +160,25 @@ async def test_system_prompt_bigger_than_the_rejection_fails_fast(make_harness, 
     result = await h.engine.submit("hi")
 
     assert result.outcome == "failed"
+    # Predicted over the learned cap (30,000) by its base alone: never sent, and the turn says why.
+    assert result.error.startswith("Not sent: the request base alone")
+    assert "no compaction of the history can make the request fit" in result.error
+    assert _requests(h) == [] and lab.requests() == []
+    assert h.sleeps == []
+    assert len(h.session.master) == master_before + 1  # the prompt is kept, nothing else changed
+
+
+async def test_a_base_bigger_than_a_fresh_rejection_fails_fast(make_harness, lab):
+    """No cap known yet: the request goes, the gateway refuses it, and the floor diagnosis stops the ladder."""
+    lab.configure(gateway="nginx", cap="32KB")
+    h = make_harness("anthropic", system="You are a careful assistant. " * 2000)  # ≈ 58 KB of system prompt
+
+    result = await h.engine.submit("hi")
+
+    assert result.outcome == "failed"
     assert "non-compactable request base" in result.error
     assert len(_requests(h)) == 1  # zero retries
-    assert h.sleeps == []
     assert h.of_type("recovery")[-1].outcome == "refused"
-    assert len(h.session.master) == master_before + 1  # the prompt is kept, nothing else changed
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)

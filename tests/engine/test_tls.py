@@ -32,22 +32,6 @@ def ca(tmp_path: Path):
     return make_ca(tmp_path / "ca")
 
 
-@pytest.fixture
-def servers(tmp_path: Path):
-    started = []
-
-    def start(kind, *args, **kwargs):
-        folder = tmp_path / f"{kind.__name__}-{len(started)}"
-        folder.mkdir()
-        server = kind(folder, *args, **kwargs)
-        started.append(server)
-        return server
-
-    yield start
-    for server in started:
-        server.stop()
-
-
 def _requests(h):
     return h.session.store.list_requests(h.session.id)
 

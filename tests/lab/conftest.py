@@ -5,22 +5,15 @@ from __future__ import annotations
 import json
 import socket
 import urllib.request
-from collections.abc import Iterator
 from functools import cached_property
 from typing import Any
 
 import pytest
 
-from app.lab.embedded import LabHandle, start_embedded_lab
+from app.lab.embedded import LabHandle
 
 MODEL = "lab-1"
 BEDROCK_MODEL = "anthropic.claude-sonnet-4-5-20250929-v1:0"
-
-
-@pytest.fixture(scope="module")
-def lab_server() -> Iterator[LabHandle]:
-    with start_embedded_lab() as handle:
-        yield handle
 
 
 @pytest.fixture

@@ -30,17 +30,17 @@ def test_call_any_offered_tool_with_a_json_input():
 
 def test_bad_json_and_tools_not_offered_are_explained_not_called():
     bad = respond(conv('!call mcp__demo__echo {"text": okapi}'))
-    assert not calls(bad) and "is not JSON" in bad.text
+    assert not calls(bad) and "does not parse as JSON" in bad.text
     listed = respond(conv("!call mcp__demo__echo [1]"))
     assert "must be a JSON object" in listed.text
     missing = respond(conv("!call mcp__other__x {}"))
-    assert not calls(missing) and "not offered" in missing.text
+    assert not calls(missing) and "does not offer the tool" in missing.text
     assert "!call TOOL {JSON}" in GRAMMAR
 
 
 def test_a_deferred_tool_is_not_offered_until_a_tool_reference_loads_it():
     hidden = respond(conv("!call mcp__big__t1 {}", deferred=("mcp__big__t1",)))
-    assert "not offered" in hidden.text
+    assert "does not offer the tool" in hidden.text
     body = {
         "model": "lab-1",
         "max_tokens": 4096,

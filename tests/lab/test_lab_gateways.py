@@ -88,15 +88,23 @@ def test_akamai_access_denied(sdk, lab):
     assert_under_cap_passes(sdk, lab)
 
 
-def test_modsecurity_403(sdk, lab):
+def test_modsecurity_413_over_the_body_limit(sdk, lab):
+    """Issue 36: as Debian's Apache + ModSecurity answer a body over SecRequestBodyNoFilesLimit — a 413 with
+    Apache's stock page, not a 403 naming ModSecurity."""
     lab.configure(gateway="modsecurity", cap=CAP)
     a, o, b = over_cap_all_wires(sdk)
-    assert isinstance(a, anthropic.PermissionDeniedError) and "Mod_Security" in str(a)
-    assert a.response.headers["server"] == "Apache"
-    assert isinstance(o, openai.PermissionDeniedError) and "Mod_Security" in o.response.text
+    assert (
+        isinstance(a, anthropic.APIStatusError)
+        and a.status_code == 413
+        and "Request Entity Too Large" in str(a)
+    )
+    assert a.response.headers["server"].startswith("Apache/2.4")
+    assert (
+        isinstance(o, openai.APIStatusError) and o.status_code == 413 and "capacity limit" in o.response.text
+    )
     error, meta = bedrock_error(b)
-    assert error["Code"] == "403" and "Mod_Security" in error["Message"]
-    assert verdicts(lab) == [("blocked:modsecurity-403", 403)] * 3
+    assert meta["HTTPStatusCode"] == 413
+    assert verdicts(lab) == [("blocked:modsecurity-413", 413)] * 3
     assert_under_cap_passes(sdk, lab)
 
 

@@ -80,16 +80,18 @@ def test_several_commands_give_several_calls_in_one_response():
 def test_a_tool_the_request_does_not_declare_is_not_called():
     reply = respond(conv(("user", "!shell rm -rf /\n!read a.py"), tools=["read_file"]))
     assert calls(reply) == [("read_file", {"path": "a.py"})]
-    assert "The tool shell is not offered" in reply.text
+    assert "This request does not offer the tool shell" in reply.text
     only_text = respond(conv(("user", "!ls"), tools=[]))
     assert calls(only_text) == [] and only_text.stop_reason == END_TURN
-    assert "list_dir is not offered" in only_text.text
+    assert "does not offer the tool list_dir" in only_text.text
 
 
 def test_bad_arguments_get_a_usage_line_not_a_call():
     reply = respond(conv(("user", "!read a.py lines\n!recall nope")))
     assert calls(reply) == []
-    assert "not a line range" in reply.text and "not an archive key" in reply.text
+    assert (
+        "does not look like a line range" in reply.text and "does not look like an archive key" in reply.text
+    )
 
 
 def test_big_answers_with_exactly_that_much_text():
@@ -239,7 +241,7 @@ def test_summary_of_a_segment_rendered_into_one_message():
 def test_summary_of_bulkheads_own_summary_request_shape():
     """The shape `app.engine.compaction.summarize` sends: instructions, then `[Role · turn N]` blocks."""
     request = (
-        "The user asked for this compaction with instructions — follow them:\nkeep the failing test names\n\n"
+        "The user asked for this compaction with instructions. Follow them:\nkeep the failing test names\n\n"
         "Conversation segment to summarize (4 messages):\n\n"
         "[User · turn 1]\nWhy does test_login fail? It started today.\n\n"
         "[Assistant · turn 1]\nLet me look.\n→ shell: pytest -q tests/test_login.py\n→ read_file: app/auth.py\n\n"

@@ -17,7 +17,6 @@ pytest.importorskip("mcp", reason="the mcp SDK is not installed (python3 -m pip 
 from app.config import Route, Settings  # noqa: E402
 from app.engine.session import Session  # noqa: E402
 from app.engine.turn import Engine  # noqa: E402
-from app.lab.embedded import start_embedded_lab  # noqa: E402
 from app.mcp.config import McpServerSpec  # noqa: E402
 from app.mcp.manager import McpManager  # noqa: E402
 from app.providers.base import make_provider  # noqa: E402
@@ -75,12 +74,6 @@ def http_demo():
             process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             process.kill()
-
-
-@pytest.fixture(scope="module")
-def lab_server():
-    with start_embedded_lab() as handle:
-        yield handle
 
 
 @pytest.fixture

@@ -5,6 +5,9 @@
     … --big N          N extra tools with long descriptions (a ~500-byte definition each)
     … --hang           never answers (sleeps before serving): a server that hangs at startup
     … --crash          writes a traceback-like line to stderr and exits at once
+    … --say-args       writes its arguments to stderr when it starts (a key passed in args, echoed)
+    … --chatter BYTES  then writes about BYTES of stderr lines repeating them (a server that logs too much)
+    … --garbage        writes a line that is not JSON-RPC to stdout first (the SDK logs a traceback)
 
 Tools: echo (read-only), add (structured result), tiny_image, note_resource, resource_link,
 write_note (not read-only), slow, crash (exits mid-call), big_output, context_compact (the seed's
@@ -32,6 +35,15 @@ def _fail_early(argv: list[str]) -> None:
     if "--hang" in argv:
         print("demo: waiting for something that never comes", file=sys.stderr, flush=True)
         time.sleep(3600)
+    if "--garbage" in argv:
+        print("this is not JSON-RPC", flush=True)
+    if "--say-args" in argv:
+        print(f"demo: started with {' '.join(argv)}", file=sys.stderr, flush=True)
+        if "--chatter" in argv:
+            block = f"demo: chatter {' '.join(argv)}\n" * 500
+            for _ in range(int(argv[argv.index("--chatter") + 1]) // len(block) + 1):
+                sys.stderr.write(block)
+            sys.stderr.flush()
 
 
 if __name__ == "__main__":
@@ -49,8 +61,8 @@ from mcp.types import (  # noqa: E402
 
 TINY_PNG = base64.b64encode(
     bytes.fromhex(
-        "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
-        "1f15c4890000000d49444154789c6360000002000001e221bc330000000049454e44ae426082"
+        "89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489"  # a whole 1×1 PNG
+        "0000000b49444154789c6360000200000500017a5eab3f0000000049454e44ae426082"
     )
 ).decode()
 READ_ONLY = ToolAnnotations(readOnlyHint=True)

@@ -53,7 +53,7 @@ def test_without_yes_or_a_terminal_project_servers_stay_off_and_it_says_how(work
     done = run(workspace, "-p", '!call mcp__demo__echo {"text": "okapi"}')
     assert done.returncode == 0, done.stderr
     assert "not started: demo" in done.stderr and "bulkhead mcp approve" in done.stderr
-    assert "not offered" in done.stdout  # the lab model was not given the tool
+    assert "does not offer the tool" in done.stdout  # the lab model was not given the tool
     listed = run(workspace, "mcp", "list")
     assert (
         listed.returncode == 1 and "pending" in listed.stdout and "bulkhead mcp approve demo" in listed.stdout

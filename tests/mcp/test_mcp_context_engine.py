@@ -4,6 +4,7 @@ The archive, /rewind compact and the receipts work as with the built-in summariz
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -41,7 +42,7 @@ async def test_guided_compact_is_written_by_the_mcp_server(make_engine, tmp_path
     text = summary_text(h)
     assert text.startswith(SUMMARY_HEADER) and "MCP demo summary" in text
     assert "Instruction: keep what the user said about okapis" in text
-    assert "<<ccr:" in text  # the segment is archived behind a marker, as with the built-in summarizer
+    assert "[[ccr:" in text  # the segment is archived behind a marker, as with the built-in summarizer
     segment_chars, budget, instruction = log.read_text().splitlines()[0].split("\t")
     assert (
         int(segment_chars) > 500
@@ -108,3 +109,32 @@ def test_receipt_engine_field_is_json(tmp_path):
         engine="mcp:x",
     )
     assert json.loads(json.dumps(record))["engine"] == "mcp:x"
+
+
+async def test_the_segment_sent_to_the_mcp_engine_fits_the_byte_cap(make_engine, tmp_path, monkeypatch):
+    """Issue 38 item 1: the MCP context engine is handed the rendering fitted to the route's byte cap (it may
+    sit behind the same gateway): the JSON arguments of its call are under the cap, and the engine writes
+    the summary."""
+    from app.mcp.context_engine import McpContextEngine
+
+    calls: list[int] = []
+    original = McpContextEngine.__call__
+
+    async def measured(self, segment: str, budget_chars: int, instruction: str) -> str:
+        arguments = {"segment": segment, "budget_chars": budget_chars, "instruction": instruction}
+        calls.append(len(json.dumps(arguments, ensure_ascii=False).encode("utf-8")))
+        return await original(self, segment, budget_chars, instruction)
+
+    monkeypatch.setattr(McpContextEngine, "__call__", measured)
+    h, log = await grown(make_engine, tmp_path, "ok")
+    for i in range(10):
+        assert (await h.engine.submit(f"more {i}: " + "okapi " * 500)).outcome == "answered"
+    h.engine.settings = dataclasses.replace(h.engine.settings, max_payload=26 * 1024)
+    full = sum(len(m.all_text()) for m in h.session.view.messages[:-6])
+    assert full > 40_000  # the whole segment would not fit
+
+    result = await h.engine.compact()
+
+    assert result.changed and result.engine == "mcp:demo"
+    assert calls and all(size <= 26 * 1024 for size in calls)
+    assert int(log.read_text().splitlines()[-1].split("\t")[0]) < full

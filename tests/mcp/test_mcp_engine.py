@@ -144,7 +144,7 @@ async def test_native_defer_loading_on_an_anthropic_route(make_engine):
     deferred = [t for t in request.body["tools"] if t.get("defer_loading")]
     assert len(deferred) == plan.tool_count and not request.body["tools"][0].get("defer_loading")
     await h.engine.submit('!call mcp__demo__records_0011 {"query": "x"}')
-    assert "not offered" in h.session.master[-1].text  # the model cannot see a deferred tool yet
+    assert "does not offer the tool" in h.session.master[-1].text  # the model cannot see a deferred tool yet
     await h.engine.submit(f'!call {SEARCH_TOOL} {{"query": "mcp__demo__records_0011"}}')
     assert h.tool_results()[-1].references == ("mcp__demo__records_0011",)
     body = h.engine.provider.build(

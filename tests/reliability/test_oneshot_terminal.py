@@ -127,3 +127,15 @@ def test_a_typed_mention_outside_the_workspace_asks_on_the_terminal(
     assert run.questions == 1 and f"@{outside_file} is outside the workspace".encode() in run.tty
     assert (SECRET in run.out) is attached
     assert run.returncode == (0 if attached else 1), run.err
+
+
+# -- issue 37, item 9: the question shows the whole command ------------------------------------------------
+def test_the_terminal_question_shows_the_whole_command_padding_and_all(workspace: Path) -> None:
+    padded = "echo ok" + " " * 400 + "; touch hidden-part.txt"
+    call = json.dumps({"command": padded})
+    run = run_bulkhead(["-p", f"!call shell {call}", "--workspace", str(workspace)], answers=["n"])
+
+    assert run.questions == 1
+    tty = run.tty.decode("utf-8", "replace")
+    assert "⟨400 spaces⟩" in tty and "touch hidden-part.txt" in tty
+    assert not (workspace / "hidden-part.txt").exists()

@@ -16,6 +16,7 @@ transcripts, state.toml), the exports, what the hooks were sent, what the CLI pr
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import io
 import json
@@ -500,4 +501,168 @@ base_url = "{fresh_lab.url}"
         print(
             f"\nsecrets (echo, shell env, base_url): {len(wanted)} needles, {len(scanned)} files "
             f"+ {len(printed)} CLI outputs scanned — none found"
+        )
+
+
+# -- issue 37: evidence cut through a key, MCP logs and dialogs, the TUI's live text -------------------------
+class CutHandler(BaseHTTPRequestHandler):
+    """A gateway whose 400 quotes the key just where the evidence is cut (80 characters in)."""
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        said = f"upstream refused {'x' * 40} {ANTHROPIC_ENV_KEY} for this request"
+        data = json.dumps(
+            {"type": "error", "error": {"type": "invalid_request_error", "message": said}}
+        ).encode()
+        self.send_response(400)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+MCP_TOKEN = "ghp_FAKEmcpTOKENsyzygy0123456789abcdefgh"
+
+
+async def test_evidence_mcp_logs_and_dialogs_and_the_live_screen_hold_no_key(
+    fresh_lab, isolated_home, tmp_path, monkeypatch, capsys, secret_env
+):
+    from textual.geometry import Region
+
+    from app.ui.app import BulkheadApp
+    from app.ui.headless import ready, settle, until
+    from app.ui.screens.mcp_trust import McpTrustScreen
+    from tests.mcp.conftest import DEMO
+
+    pytest.importorskip("mcp", reason="the mcp SDK is not installed")
+    server = ThreadingHTTPServer(("127.0.0.1", 0), CutHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv("GITHUB_TOKEN", MCP_TOKEN)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / ".mcp.json").write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "gh": {
+                        "command": sys.executable,
+                        "args": [str(DEMO), "--say-args", "--token", "${GITHUB_TOKEN}"],
+                    }
+                }
+            }
+        )
+    )
+    monkeypatch.chdir(workspace)
+    config_path().write_text(
+        f"""\
+default_route = "lab"
+retry_max_attempts = 0
+
+[routes.cut]
+provider = "anthropic"
+model = "{MODELS["anthropic"]}"
+base_url = "http://127.0.0.1:{server.server_address[1]}"
+
+[routes.lab]
+provider = "anthropic"
+model = "{MODELS["anthropic"]}"
+base_url = "{fresh_lab.url}"
+""",
+        encoding="utf-8",
+    )
+    printed: dict[str, bytes] = {}
+    seen: dict[str, bytes] = {}
+
+    def run(*argv: str) -> tuple[int, str]:
+        code = cli_main(list(argv))
+        out = capsys.readouterr()
+        printed[" ".join(argv)] = (out.out + out.err).encode()
+        return code, out.out + out.err
+
+    async def cli(*argv: str) -> tuple[int, str]:  # the CLI runs its own event loop: in a thread of its own
+        return await asyncio.to_thread(run, *argv)
+
+    def rendered(app) -> str:
+        parts = []
+        for widget in app.screen.walk_children(with_self=True):
+            if widget.display and widget.size.area:
+                for strip in widget.render_lines(Region(0, 0, widget.size.width, widget.size.height)):
+                    parts.append("".join(text for text, _style, control in strip if not control) + "\n")
+        return "".join(parts)
+
+    try:
+        monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+        code, out = await cli(
+            "-r", "cut", "--json", "-p", "hello through a gateway that quotes my key at the cut"
+        )
+        assert code == 1, out
+        assert (await cli("mcp", "approve"))[0] == 0
+        code, out = await cli("mcp", "list")
+        assert "${GITHUB_TOKEN}" in out, out
+        code, out = await cli("-r", "lab", "-p", "hello with an MCP server that echoes its arguments")
+        assert code == 0, out
+
+        # the TUI: the .mcp.json question (reset, so it is asked), then a key streamed back by the model
+        await cli("mcp", "reset")
+        settings = load_settings().with_overrides(workspace=str(workspace), approval="never-ask")
+        app = BulkheadApp(settings, workspace=workspace, keymap={}, cursor_blink=False)
+        async with app.run_test(size=(160, 50)) as pilot:
+            await ready(pilot)
+            await until(pilot, lambda: isinstance(app.screen, McpTrustScreen), "the .mcp.json question")
+            seen["the .mcp.json question"] = (rendered(app) + app.export_screenshot()).encode()
+            await pilot.press("n")
+            app.prompt.set_text(f"!echo the key is {OPENAI_ENV_KEY} and the token {MCP_TOKEN}")
+            await pilot.press("enter")
+            await until(pilot, lambda: bool(app.chat.answers()), "the answer")
+            seen["the streaming answer"] = (rendered(app) + app.export_screenshot()).encode()
+            await settle(pilot)
+            seen["the chat after the answer"] = (rendered(app) + app.export_screenshot()).encode()
+            answer = app.chat.answers()[-1].raw
+            assert "the key is [redacted] and the token [redacted]" in answer, answer
+            for name in ("requests", "hooks"):
+                app.inspector.show_panel(name)
+                await pilot.pause()
+                seen[f"the {name} panel"] = (rendered(app) + app.export_screenshot()).encode()
+            await app.action_quit()
+    finally:
+        server.shutdown()
+        server.server_close()
+
+    from app.store import Store
+
+    store = Store()
+    cut_rows = [
+        r for s in store.list_sessions() for r in store.list_requests(s["id"]) if r.get("status") == 400
+    ]
+    assert cut_rows and any("[redacted]" in " ".join(r.get("evidence") or []) for r in cut_rows), cut_rows
+    exports = []
+    for row in store.list_sessions():
+        for fmt in ("json", "har", "md"):
+            target = tmp_path / "exports" / f"{row['id']}.{fmt}"
+            target.parent.mkdir(exist_ok=True)
+            assert (await cli("sessions", "export", row["id"], "--format", fmt, "-o", str(target)))[0] == 0
+            exports.append(target)
+    store.close()
+    logs = [p for p in isolated_home.rglob("*.stderr.log*")]
+    assert logs and any(b"--say-args --token [redacted]" in p.read_bytes() for p in logs), logs
+
+    wanted = needles() | {"mcp token": MCP_TOKEN.encode(), "core mcpTOKENsyzygy": b"mcpTOKENsyzygy"}
+    scanned = sorted(p for p in isolated_home.rglob("*") if p.is_file()) + exports
+    hits = []
+    for where, data in (
+        [(str(p), p.read_bytes()) for p in scanned] + list(printed.items()) + list(seen.items())
+    ):
+        hits += [
+            f"{where}: {name} … {data[max(0, data.index(needle) - 80) : data.index(needle) + 20]!r}"
+            for name, needle in wanted.items()
+            if needle in data
+        ]
+    assert not hits, "secrets found:\n" + "\n".join(hits)
+    with capsys.disabled():
+        print(
+            f"\nsecrets (evidence at a cut, MCP logs and question, the TUI's live text): {len(wanted)} needles, "
+            f"{len(scanned)} files + {len(printed)} CLI outputs + {len(seen)} screens scanned — none found"
         )

@@ -194,6 +194,7 @@ def settings_for(route) -> Settings:
         request_timeout=REQUEST_TIMEOUT,
         connect_timeout=5.0,
         drop_payload_min_bytes=32_000,
+        memory="off",  # the audit counts each turn's own requests; the memory worker has its own tests
     )
 
 

@@ -169,4 +169,12 @@ def test_describe_call(ws: Path) -> None:
         describe_call("write_file", {"path": "a.py", "content": "1\n2\n"}, ws) == "write_file a.py (2 lines)"
     )
     assert describe_call("read_file", {"path": "a.py"}, ws) == "read_file path='a.py'"
-    assert len(describe_call("shell", {"command": "x" * 1000}, ws)) == 200
+    assert len(describe_call("shell", {"command": "x" * 1000}, ws)) == len("shell: ") + 1000  # never cut
+
+
+def test_what_is_approved_is_shown_whole_padding_included(ws: Path) -> None:
+    """Issue 37, item 9: 300 spaces of padding cannot push `; touch …` out of the question."""
+    padded = "npm test" + " " * 300 + "; touch ~/.bashrc_owned" + "\t" * 6 + "x"
+    shown = describe_call("shell", {"command": padded}, ws)
+    assert shown == "shell: npm test ⟨300 spaces⟩ ; touch ~/.bashrc_owned ⟨0 spaces, 6 tabs⟩ x"
+    assert describe_call("shell", {"command": "a  b"}, ws) == "shell: a  b"  # short runs stay as typed

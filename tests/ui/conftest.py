@@ -3,18 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 
 import pytest
 
 from app.config import Route, Settings, load_settings
-from app.lab.embedded import LabHandle, start_embedded_lab
-
-
-@pytest.fixture(scope="module")
-def lab_server() -> Iterator[LabHandle]:
-    with start_embedded_lab() as handle:
-        yield handle
+from app.lab.embedded import LabHandle
 
 
 @pytest.fixture

@@ -800,7 +800,7 @@ async def test_copy_message_and_code_block(lab, tmp_path, monkeypatch):
         await pilot.press("alt+c")
         await until(pilot, lambda: app.last_copy is not None, "the copy")
         assert app.clipboard.startswith("look:")
-        await pilot.press("alt+b")
+        await pilot.press("alt+k")
         await until(pilot, lambda: app.clipboard == "print('hi')", "the code block copy")
         assert not app.last_copy.system_tool
         assert "OSC 52" in app.last_copy.describe("x") or "Could not copy" in app.last_copy.describe("x")

@@ -567,9 +567,9 @@ async def test_a_long_session_opens_from_its_end_and_its_older_items_follow_once
         await app.action_quit()
 
 
-async def test_an_unreadable_older_part_is_said_in_the_chat_and_find_searches_what_is_shown(lab, tmp_path):
-    """A damaged row among the older messages: the session opens from its end all the same, the chat says
-    what could not be read, and /find searches what is there instead of waiting for it."""
+async def test_a_damaged_older_row_is_a_stub_and_the_session_goes_on(lab, tmp_path):
+    """A damaged row among the older messages (issue 37, item 14): the session opens from its end all the
+    same, the row reads as a stub that says so, nothing else is lost, and the next turn is answered."""
     session_id = await closed_by_bulkhead(lab_settings(lab), long_session(tmp_path), tmp_path)
     store = Store()
     with store._lock:  # a row of the head damaged
@@ -582,16 +582,17 @@ async def test_an_unreadable_older_part_is_said_in_the_chat_and_find_searches_wh
     async with app.run_test(size=SIZE) as pilot:
         chat = await resumed_and_focused(pilot)
         await until(pilot, lambda: chat._older_coming is None, "the head's decoding to end")
-        notice = chat.notices("session")[-1]
-        assert notice.level == "error" and "older messages could not be read" in notice.text
-        said = await chat.find("marker-0-end")  # the first tool result, in what could not be read
-        assert "is not in this conversation" in said
+        assert not [n for n in chat.notices("session") if n.level == "error"]
+        stub = app.engine.session.master[2]
+        assert "could not be read from the database" in stub.text
         assert users(app)[-1] == f"prompt number {PROMPTS - 1}: look at module {PROMPTS - 1}"
-        errors = len(chat.notices())
+        errors = len([n for n in chat.notices() if n.level == "error"])
         app.prompt.focus()
-        await submit(pilot, "one more question")  # a request needs the whole conversation: it says why not
-        await until(pilot, lambda: len(chat.notices()) > errors and not app.busy, "the turn's end")
-        said = chat.notices()[-1]
-        assert said.level == "error" and "turn failed" in said.text and "Expecting" in said.text, said.text
+        await submit(pilot, "one more question")
+        await until(pilot, lambda: not app.busy, "the turn's end")
+        assert len([n for n in chat.notices() if n.level == "error"]) == errors
+        assert "one more question" in app.engine.session.master[-1].text or any(
+            "one more question" in m.text for m in app.engine.session.master[-3:]
+        )
         assert app.is_running
         await app.action_quit()

@@ -118,8 +118,8 @@ async def test_after_ctrl_o_letters_are_typed_not_taken_for_chat_keys(tmp_path, 
         await type_text(pilot, "big green cat")  # b copied a code block, g jumped, c copied
         assert app.prompt.text == "big green cat" and app.focused is app.prompt
         assert app.last_copy is None
-        # the chat's own keys are not letters: Alt+C / Ctrl+C copy the message under the cursor, Alt+B a block
-        await pilot.press("ctrl+o", "alt+b")
+        # the chat's own keys are not letters: Alt+C / Ctrl+C copy the message under the cursor, Alt+K a block
+        await pilot.press("ctrl+o", "alt+k")
         await until(pilot, lambda: app.clipboard == "print('hi')", "the code block copy")
         app.prompt.set_text("")
         await pilot.press("ctrl+o", "ctrl+c")

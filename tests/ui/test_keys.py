@@ -91,6 +91,8 @@ async def test_each_key_of_a_default_binding_reaches_its_action(lab, tmp_path, w
         setattr(node, f"action_{name}", lambda *args: calls.append(args))
         if where == "chat":
             node.check_action = lambda action, parameters: True  # y / n apply only while an approval waits
+        if binding.id == "app.blocked":
+            app.content_blocked = True  # F8 applies only after a content block
         for key in binding.key.split(","):
             (app.chat if where == "chat" else app.prompt).focus()
             await pilot.pause()

@@ -417,6 +417,38 @@ async def test_payload_names_a_configured_cap(tmp_path):
     engine.session.store.close()
 
 
+async def test_payload_shows_the_endpoints_gateway_profile_and_an_imported_cap(engine):
+    """Issue 38 item 9: what the endpoint has shown beyond its cap — a refused beta, a proxy hop whose text
+    came from outside (shown escaped) — and a profile imported from a team's file, with its source."""
+    from app.gateway_profile import record_hop, record_refused_beta
+    from app.gateway_share import import_profiles
+
+    endpoint = engine.route.endpoint_id
+    record_refused_beta(
+        engine.state, endpoint, "context-management-2025-06-27", how="stripped", evidence="400"
+    )
+    record_hop(engine.state, endpoint, name="Squid", kind="forward-proxy", detail="Via: 1.1 \x1b[31mproxy")
+    import_profiles(
+        engine.state,
+        f'format = "bulkhead-gateways"\nversion = 1\n[gateways."{endpoint}"]\ncap_bytes = 102400\n',
+        source="team/gateways.toml",
+    )
+    app = InspectorApp(engine)
+    async with app.run_test(size=(100, 50)) as pilot:
+        await settle(pilot)
+        engine.view_changed("profile")
+        await pilot.pause()
+        payload = app.inspector.payload
+        label = payload.profile_label
+        assert label.startswith("Gateway: refused beta: context-management-2025-06-27 (stripped on the way")
+        assert "proxy hop: Squid — Via: 1.1 \\x1b[31mproxy" in label  # the escape is shown, not obeyed
+        assert "imported (cap 100.0 KB) from team/gateways.toml" in label
+        assert payload.cap_bytes == 102_400 and payload.cap_source == "imported"
+        assert payload.cap_label.startswith("cap 100.0 KB · imported from team/gateways.toml on 20")
+        assert payload.query_one("#payload-profile", Static).display
+        assert "Gateway: refused beta" in payload.copy_text()
+
+
 async def test_cap_learned_event_switches_the_label_at_once():
     app = InspectorApp()
     async with app.run_test(size=(80, 50)) as pilot:

@@ -161,6 +161,12 @@ async def test_permissions_view_and_help_list_the_rules(lab, ws):
     app = make_app(lab_settings(lab), ws)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
+        from app.ui.screens.rules_trust import RulesTrustScreen
+
+        # the repository's file: its allow rule waits for a yes (issue 37), its deny rule is in force already
+        await until(pilot, lambda: isinstance(app.screen, RulesTrustScreen), "the question about the rules")
+        await pilot.press("y")
+        await until(pilot, lambda: not app.engine.permissions.pending_files(), "the answer")
         await submit(pilot, "/permissions")
         await until(pilot, lambda: isinstance(app.screen, PermissionsScreen), "the permissions view")
         table = app.screen.query_one("#permissions-table")

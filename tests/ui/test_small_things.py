@@ -122,3 +122,34 @@ async def test_f2_in_a_tiny_terminal_says_why_nothing_shows(lab, tmp_path):
         notes.clear()
         await pilot.press("ctrl+t")
         assert app.has_class("-hide-inspector") and notes
+
+
+async def test_a_content_block_names_one_key_that_starts_finding_the_refused_text(lab, tmp_path):
+    """Issue 36: the notice of a content block says F8; the key (shown in the footer only then) opens the
+    /blocked question — how many probes, what they carry — and a turn that answers takes it away again."""
+    from app.engine.offline_waf import offline_unavailable
+    from app.ui.screens.confirm import ConfirmScreen
+
+    lab.configure(gateway="modsecurity")
+    (tmp_path / "db.py").write_text(
+        "query = \"SELECT * FROM users WHERE name = '\" + name + \"' OR '1'='1'\"\n"
+    )
+    app = make_app(lab_settings(lab), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await send(pilot, "hello")
+        assert app.check_action("command", ("blocked",)) is False  # nothing blocked yet: no key
+        await send(pilot, "!read db.py")
+        await until(pilot, lambda: app.content_blocked, "the content block")
+        notices = [n.text for n in app.chat.notices("rejection")]
+        assert any("F8 (or /blocked) finds the refused text" in text for text in notices), notices
+        assert app.check_action("command", ("blocked",)) is True
+        await pilot.press("f8")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the /blocked question")
+        question = str(app.screen.query_one("#confirm-question").render())
+        # with the offline-waf extra the local CRS finds it first (nothing sent): the question is to withhold it
+        assert ("Withhold it from the model?" if not offline_unavailable() else "probe requests") in question
+        await pilot.press("escape")
+        lab.configure(gateway="none")  # the gateway goes away: the next turn answers, the key goes with it
+        await send(pilot, "hello again")
+        assert app.check_action("command", ("blocked",)) is False

@@ -17,7 +17,17 @@ CLOUDFLARE_PAGE = (
     "<!DOCTYPE html><html><head><title>Attention Required! | Cloudflare</title></head>"
     "<body><h1>Sorry, you have been blocked</h1></body></html>"
 )
-RESULT_KEYS = {"id", "kind", "payload_related", "recoverable", "reason", "evidence", "rule_id"}
+RESULT_KEYS = {
+    "id",
+    "kind",
+    "payload_related",
+    "recoverable",
+    "reason",
+    "evidence",
+    "rule_id",
+    "decided_by",
+    "hop",
+}
 
 
 def _vectors(path: Path) -> list[dict]:
@@ -187,6 +197,8 @@ def test_batch_from_stdin(monkeypatch, capsys):
             "reason": "Authentication or permission refused: 401 Unauthorized",
             "evidence": ["status 401", "rule auth.status"],
             "rule_id": "auth.status",
+            "decided_by": "auth status, codes and wording",
+            "hop": None,
         }
     ]
 
@@ -262,9 +274,11 @@ def test_a_config_rule_decides_a_corporate_page(tmp_path, monkeypatch, capsys):
     out = capsys.readouterr().out
     assert f"rule      config:acme-body-limit  (your rule, {config}:5)" in out
 
-    config.write_text("", encoding="utf-8")  # without the rule: a 502 from a gateway, retried
+    config.write_text("", encoding="utf-8")  # without the rule, the page's own words are read by meaning
     assert main([*args, "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["rule_id"] == "server.5xx"
+    result = json.loads(capsys.readouterr().out)
+    assert result["rule_id"] == "meaning.body-size" and result["kind"] == "payload_too_large"
+    assert any(line.startswith('meaning: body noun "body"') for line in result["evidence"])
 
 
 @pytest.mark.parametrize(

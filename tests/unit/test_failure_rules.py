@@ -4,8 +4,6 @@ boundary decisions, 300+ public vectors with their sources, and user rules from 
 from __future__ import annotations
 
 import dataclasses
-import json
-from pathlib import Path
 
 import pytest
 
@@ -13,19 +11,9 @@ from app.engine.failure_input import make_case
 from app.engine.failure_rules import BUILT_IN_RULES, KINDS, PAYLOAD_KINDS, evaluate
 from app.engine.failures import classify_fields
 from app.engine.resets import SizeEvidence
+from tests.fixtures.failure_vectors import all_vectors
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-FILES = (
-    FIXTURES / "error-vectors.jsonl",
-    FIXTURES / "failures" / "extra-vectors.jsonl",
-    FIXTURES / "failures" / "public-vectors.jsonl",
-)
-VECTORS = [
-    json.loads(line)
-    for path in FILES
-    for line in path.read_text(encoding="utf-8").splitlines()
-    if line.strip()
-]
+VECTORS = all_vectors()
 BY_ID = {vector["id"]: vector for vector in VECTORS}
 KIND_OF = {rule.id: rule.kind for rule in BUILT_IN_RULES}
 
@@ -33,7 +21,6 @@ KIND_OF = {rule.id: rule.kind for rule in BUILT_IN_RULES}
 # vector that shows it. A new rule (or phrase) that makes two rules meet must be decided here.
 PINNED = {
     ("headers.phrase", "payload.size"): "gw-iis-header-too-long",  # "Request Too Long" page about headers
-    ("net.connect-failed", "net.reset-by-size"): "x-connection-refused-big",  # never left: not a size
     ("net.tls-verify", "net.reset-by-size"): "x-bedrock-tls-unknown-ca",  # a certificate refused: not a size
     ("overflow.tpm", "payload.size"): "x-groq-413-request-too-large",  # TPM words win over a 413
     (
@@ -56,6 +43,22 @@ PINNED = {
     ("waf.403", "auth.403"): "obs-old-openai-create-alb_waf_403-300KiB",
     ("waf.block-words", "overloaded.status"): "waf-paloalto-blocked",  # a block page served with 503
     ("waf.block-words", "server.5xx"): "waf-paloalto-blocked",
+    # issue 38: the hop that answered
+    ("net.refused", "net.reset-by-size"): "x-connection-refused-big",  # nothing listens: not a size
+    ("proxy.policy", "waf.403"): "squid-acl-403",  # a proxy's policy, never a cap
+    ("proxy.policy", "waf.page-words"): "squid-acl-403",
+    ("proxy.policy", "waf.block-words"): "squid-acl-403",
+    ("proxy.unreachable", "server.5xx"): "proxy-status-connection-refused-502",  # the proxy, not the provider
+    ("proxy.unreachable", "overloaded.status"): "squid-connect-fail-503",
+    # issue 39: decided by meaning
+    ("auth.network-policy", "waf.403"): "azure-openai-vnet-firewall-403",  # the provider's own network rules
+    ("meaning.body-size", "gateway.html-400"): "ngrok-812-exceeded-maximum-size",  # it says the size
+    ("meaning.body-size", "server.5xx"): "aspnet-maximum-request-length-500",  # a byte cap reported as 500
+    ("meaning.headers", "payload.size"): "jetty-413-head-tiny-body",  # a 413 about the head, 1.2 KB body
+    ("meaning.output-limit", "overflow.pairing"): "bedrock-maximum-tokens-exceeds-model-limit",  # max_tokens
+    ("meaning.overflow", "payload.size"): "github-models-413-tokens",  # a 413 whose limit is in tokens
+    ("waf.vendor-mark", "gateway.html-400"): "f5-asm-ts-cookie-only-403",  # F5's cookie says who refused
+    ("waf.vendor-mark", "server.5xx"): "fortiweb-blocked-cookie",  # a block page served with 500
 }
 
 
@@ -68,6 +71,8 @@ def _case(vector: dict, **changes):
         request_bytes=vector["request_bytes"],
         transport=vector.get("transport"),
         error_type=vector.get("error_type"),
+        provider=vector.get("provider"),
+        request_header_bytes=vector.get("request_header_bytes"),
         **changes,
     )
 

@@ -34,6 +34,7 @@ from app.engine.failures import (
     give_up_advice,
 )
 from app.providers.base import ProviderError
+from tests.fixtures.failure_vectors import TRANSPORTS, all_vectors
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 REFERENCE_VECTORS = FIXTURES / "error-vectors.jsonl"
@@ -65,7 +66,7 @@ def _load(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-ALL_VECTORS = _load(REFERENCE_VECTORS) + _load(EXTRA_VECTORS) + _load(PUBLIC_VECTORS)
+ALL_VECTORS = all_vectors()
 
 
 def _fields(vector: dict) -> Failure:
@@ -78,6 +79,7 @@ def _fields(vector: dict) -> Failure:
         transport=vector.get("transport"),
         error_type=vector.get("error_type"),
         provider=vector.get("provider"),
+        request_header_bytes=vector.get("request_header_bytes"),
     )
 
 
@@ -95,6 +97,11 @@ def test_there_are_enough_extra_vectors_and_ids_are_unique():
     ids = [vector["id"] for vector in ALL_VECTORS]
     assert len(ids) == len(set(ids))
     assert {vector["expected"] for vector in ALL_VECTORS} == set(KINDS)
+
+
+def test_every_vector_says_how_the_answer_arrived():
+    for vector in ALL_VECTORS:
+        assert "transport" in vector and vector["transport"] in TRANSPORTS, vector["id"]
 
 
 @pytest.mark.parametrize("vector", ALL_VECTORS, ids=[v["id"] for v in ALL_VECTORS])
@@ -121,6 +128,7 @@ def test_vector_wrapped_in_a_provider_error_classifies_the_same(vector):
         request_bytes=vector["request_bytes"],
         transport=vector.get("transport"),
         error_type=vector.get("error_type"),
+        request_header_bytes=vector.get("request_header_bytes"),
     )
     assert classify(error) == _fields(vector)
 
@@ -128,7 +136,10 @@ def test_vector_wrapped_in_a_provider_error_classifies_the_same(vector):
 def _assert_consistent(failure: Failure, request_bytes: int | None) -> None:
     assert failure.kind in KINDS
     assert failure.payload_related == (failure.kind in PAYLOAD_KINDS)
-    assert failure.recoverable == (failure.payload_related or failure.kind == "context_overflow")
+    # recoverable: payload-related, a context overflow, or a gateway's refusal that allows one smaller try
+    assert failure.recoverable == (
+        failure.payload_related or failure.kind == "context_overflow" or failure.ladder_limit == 1
+    )
     if failure.kind in TRANSIENT_KINDS:
         assert failure.transient
     if failure.recoverable:
@@ -414,7 +425,10 @@ def test_classify_fields_never_raises_and_returns_a_known_kind(
     assert isinstance(failure.reason, str) and failure.reason
     assert "could not be read" not in failure.reason  # junk is normalised, not an internal error
     assert isinstance(failure.evidence, tuple)
-    assert failure.recoverable == (failure.payload_related or failure.kind == "context_overflow")
+    # recoverable: payload-related, a context overflow, or a gateway's refusal that allows one smaller try
+    assert failure.recoverable == (
+        failure.payload_related or failure.kind == "context_overflow" or failure.ladder_limit == 1
+    )
 
 
 @settings(max_examples=150, deadline=None)
@@ -677,8 +691,9 @@ def test_anthropic_connection_refused_is_never_payload_related():
     exc = _ask_anthropic(f"http://127.0.0.1:{port}", BIG_BODY_CHARS)
     assert type(exc).__name__ == "APIConnectionError"
     for failure in (classify(exc), classify(_wrap_httpx_sdk_error(exc, "anthropic"))):
-        assert failure.kind == "other" and failure.transient and not failure.payload_related
-        assert "never left" in failure.reason
+        # issue 38 item 3: said at once (not retried), and never a gateway problem
+        assert failure.kind == "other" and not failure.transient and not failure.payload_related
+        assert failure.rule_id == "net.refused" and "nothing listens at" in failure.reason
 
 
 def _bedrock(base_url: str, monkeypatch: pytest.MonkeyPatch, sizes: list[int]):

@@ -75,9 +75,7 @@ def test_outside_git_the_walk_skips_generated_folders(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = tree(tmp_path)
-    monkeypatch.setattr(
-        "app.engine.file_index.shutil.which", lambda name: None
-    )  # as on a machine without git
+    monkeypatch.setattr("app.tools.gitsafe.shutil.which", lambda name: None)  # as on a machine without git
     index = build_file_index(root, now=lambda: NOW)
     assert index.source == "walk" and index.files == 8  # build/out.log stays: no git, no .gitignore rules
     assert "app/cli.py" in index.paths and "app/" in index.paths
@@ -85,7 +83,7 @@ def test_outside_git_the_walk_skips_generated_folders(
 
 
 def test_max_files_truncates_and_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("app.engine.file_index.shutil.which", lambda name: None)
+    monkeypatch.setattr("app.tools.gitsafe.shutil.which", lambda name: None)
     for n in range(30):
         touch(tmp_path / "repo", f"f{n}.txt")
     index = build_file_index(tmp_path / "repo", max_files=10, now=lambda: NOW)
@@ -140,3 +138,24 @@ def test_typing_on_narrows_from_the_previous_keystroke() -> None:
     fz2 = matcher({f"pkg/file{n}.py": NOW - 9e6 for n in range(2000)} | {"app/cli.py": NOW - 9e6})
     assert fz2.complete("clipy") == results[-1]  # the same answer without the narrowing
     assert fz.complete("cl")[0][0] == fz2.complete("cl")[0][0]  # backspace starts afresh
+
+
+# -- issue 37, item 6: typing `@` runs nothing the repository configured ----------------------------------
+@needs_git
+def test_listing_the_files_never_runs_the_repositorys_fsmonitor(tmp_path: Path) -> None:
+    root = tree(tmp_path)
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    marker = tmp_path / "ran"
+    script = tmp_path / "evil.sh"
+    script.write_text(f"#!/bin/sh\ntouch {marker}\nexit 0\n")
+    script.chmod(0o755)
+    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(root), "config", "core.fsmonitor", str(script)], check=True)
+    subprocess.run(["git", "-C", str(root), "ls-files"], capture_output=True, check=False)
+    assert marker.exists(), "this git does not run core.fsmonitor on ls-files (git 2.16+ does)"
+    marker.unlink()
+
+    index = build_file_index(root)
+
+    assert index.source == "git" and "app/cli.py" in index.paths
+    assert not marker.exists(), "core.fsmonitor ran while listing the files for @ completion"

@@ -17,10 +17,11 @@ from app.engine.permissions import (
     RuleError,
     command_matches,
     parse_rule,
-    split_command,
     suggest_rule,
 )
 from app.engine.project_settings import add_allow_rule
+from app.engine.workspace_rules import rule_trust
+from app.state import State
 
 
 @pytest.fixture
@@ -29,6 +30,14 @@ def ws(tmp_path: Path) -> Path:
     (folder / "src" / "app").mkdir(parents=True)
     (folder / "docs").mkdir()
     return folder
+
+
+def approved(ws: Path, tmp_path: Path | None = None) -> Permissions:
+    """The workspace's rules with every rule file approved by the user (a real state.toml)."""
+    trust = rule_trust(State((tmp_path or ws.parent) / "state.toml"), ws)
+    permissions = Permissions.load(ws, trust=trust)
+    permissions.answer([file.relative for file in permissions.files], "allow")
+    return Permissions.load(ws, trust=trust)
 
 
 def rules(ws: Path, *, allow=(), ask=(), deny=()) -> Permissions:
@@ -97,12 +106,14 @@ def test_a_deny_rule_catches_any_part_of_a_command(ws: Path, command: str) -> No
     assert rules(ws, allow=["Bash"], deny=["Bash(npm publish:*)"]).check(*shell(command)).kind == "deny"
 
 
-def test_commands_split_outside_quotes_only() -> None:
-    assert split_command("echo 'a && b' && ls | wc -l; make 2>&1") == [
-        "echo 'a && b'",
-        "ls",
-        "wc -l",
-        "make 2>&1",
+def test_commands_split_as_bash_splits_them() -> None:
+    from app.model.shell_syntax import parse_shell
+
+    assert [c.words for c in parse_shell("echo 'a && b' && ls | wc -l; make 2>&1").commands] == [
+        ("echo", "a && b"),
+        ("ls",),
+        ("wc", "-l"),
+        ("make",),
     ]
     assert command_matches("echo:*", 'echo "x; y"', "allow")
 
@@ -216,7 +227,7 @@ def test_claude_settings_files_are_read_unchanged(ws: Path) -> None:
     )
     before = settings.read_bytes()
 
-    permissions = Permissions.load(ws)
+    permissions = approved(ws)
 
     assert permissions.problems == []
     assert permissions.check(*shell("npm run test -- -u")).kind == "allow"
@@ -236,7 +247,7 @@ def test_a_broken_settings_file_is_reported_not_fatal(ws: Path) -> None:
     (ws / ".claude" / "settings.json").write_text("{ not json")
     (ws / ".bulkhead").mkdir()
     (ws / ".bulkhead" / "settings.toml").write_text('[permissions]\nallow = ["Bash(ok)", "Nope(x)"]\n')
-    permissions = Permissions.load(ws)
+    permissions = approved(ws)
     assert permissions.check(*shell("ok")).kind == "allow"
     assert any("not valid JSON" in p for p in permissions.problems)
     assert any("Nope" in p and "skipped" in p for p in permissions.problems)
@@ -256,7 +267,7 @@ def test_config_toml_rules_are_checked_when_loaded(tmp_path: Path) -> None:
 
 # -- "always": the rule remembered, and where ------------------------------------------------------------
 def test_suggested_rules_name_exactly_this_call(ws: Path) -> None:
-    assert suggest_rule("shell", {"command": "make   test"}, ws) == "Bash(make test)"
+    assert suggest_rule("shell", {"command": "make   test"}, ws) == "Bash(make   test)"  # as typed
     assert suggest_rule("edit_file", {"path": "src/a[1].py"}, ws) == "Edit(./src/a\\[1\\].py)"
     assert suggest_rule("read_file", {"path": "/etc/hosts"}, ws) == "Read(//etc/hosts)"
     assert suggest_rule("mcp__github__get_issue", {}, ws) == "mcp__github__get_issue"
@@ -276,7 +287,7 @@ def test_always_for_this_project_keeps_the_users_file(ws: Path) -> None:
         '[other]\nkey = "value"\n'
     )
     path.write_text(original)
-    permissions = Permissions.load(ws)
+    permissions = approved(ws)
 
     permissions.save_project_rule("Bash(make test)")
 
@@ -285,8 +296,13 @@ def test_always_for_this_project_keeps_the_users_file(ws: Path) -> None:
     data = tomllib.loads(text)
     assert data["permissions"]["allow"] == ["Bash(make test)", "Bash(ls)"]
     assert data["permissions"]["deny"] == ["Bash(rm:*)"]
-    assert Permissions.load(ws).check(*shell("make test")).kind == "allow"  # in force next time …
+    assert approved_again(ws).check(*shell("make test")).kind == "allow"  # in force next time …
     assert permissions.check(*shell("make test")).kind == "allow"  # … and now
+
+
+def approved_again(ws: Path) -> Permissions:
+    """The rules as the next session loads them, with the answers remembered so far (nothing new approved)."""
+    return Permissions.load(ws, trust=rule_trust(State(ws.parent / "state.toml"), ws))
 
 
 def test_adding_a_rule_creates_the_file_and_refuses_to_mangle_one(tmp_path: Path) -> None:

@@ -153,3 +153,20 @@ def test_rename(two_sessions, capsys):
     code, _, err = run_cli(capsys, "sessions", "rename", first.id, "Parser", "tabs")
     assert code == 0 and "“Parser tabs”" in err
     assert store.find_session(first.id).title == "Parser tabs"
+
+
+def test_show_and_export_a_session_with_a_damaged_row(two_sessions, capsys, tmp_path):
+    """Issue 37, item 14: the readable messages are shown and exported, the damaged one as a stub."""
+    store, _first, second = two_sessions
+    with store._lock:
+        store._conn.execute("UPDATE messages SET parts = '[{' WHERE session_id = ? AND seq = 0", (second.id,))
+        store._conn.commit()
+    code, out, err = run_cli(capsys, "sessions", "show", second.id)
+    assert code == 0, err
+    assert "could not be read from the database" in out and "Traceback" not in out + err
+    for fmt in ("md", "json", "har"):
+        target = tmp_path / f"out.{fmt}"
+        code, _out, err = run_cli(capsys, "sessions", "export", second.id, "--format", fmt, "-o", str(target))
+        assert code == 0, err
+        assert target.exists() and "Traceback" not in err
+    assert "could not be read from the database" in (tmp_path / "out.md").read_text()

@@ -246,3 +246,22 @@ def test_caps_learned_from_a_431_do_not_survive_the_upgrade(tmp_path):
     assert "431" not in text and "gw.example.com" not in text and f"version = {STATE_VERSION}" in text
     assert 'last_route = "work"' in text
     assert state.migrate() is False  # idempotent
+
+
+def test_content_blocks_kept_apart_move_into_the_endpoints_profile(tmp_path):
+    """state.toml version 3: the `[content_blocks]` table an early bulkhead wrote becomes the profile's
+    one record of content blocks (what `bulkhead gateway show` and the Payload panel show)."""
+    from app.gateway_profile import load_profile
+    from app.state import State
+
+    path = tmp_path / "state.toml"
+    path.write_text(
+        'version = 2\n[content_blocks."anthropic http://gw"]\nseen_at = "2026-12-02T10:00:00Z"\nstatus = 403\n'
+        'gateway = ""\nincident_id = "reference 18.2d35"\nrejected_bytes = 4600\n'
+    )
+    state = State(path)
+    assert state.migrate() is True
+    assert "[content_blocks" not in path.read_text()
+    (block,) = load_profile(state, "anthropic http://gw").learned.content_blocks
+    assert block["status"] == 403 and block["incident_id"] == "reference 18.2d35" and block["count"] == 1
+    assert block["at"] == "2026-12-02T10:00:00Z" and "gateway" not in block

@@ -163,8 +163,9 @@ def test_a_long_log_loads_exactly_whatever_the_sizes_of_its_messages(store):
 
 
 @pytest.mark.parametrize("damage", ['[{"type": "text", "text": "cut', "[], []"], ids=["cut", "two values"])
-def test_a_damaged_row_fails_the_load_as_it_would_alone(store, damage):
-    """A row that is not one JSON array is an error, never parts shifted onto its neighbours."""
+def test_a_damaged_row_becomes_a_visible_stub_in_its_place(store, damage):
+    """A row that is not one JSON array is a stub saying so (issue 37, item 14), never parts shifted onto its
+    neighbours, and never a session that cannot be loaded at all."""
     sid, vid = new_session(store)
     messages = [Message.create("user", f"message {i}", turn=i) for i in range(20)]
     for message in messages:
@@ -172,8 +173,10 @@ def test_a_damaged_row_fails_the_load_as_it_would_alone(store, damage):
     store._conn.execute("UPDATE messages SET parts = ? WHERE id = ?", (damage, messages[7].id))
     with pytest.raises(ValueError):
         json.loads(damage)
-    with pytest.raises(ValueError):
-        store.load_master(sid)
+    loaded = store.load_master(sid)
+    assert [m.id for m in loaded] == [m.id for m in messages]
+    assert loaded[:7] == messages[:7] and loaded[8:] == messages[8:]
+    assert "could not be read from the database" in loaded[7].text and loaded[7].meta.turn == 7
 
 
 def test_seq_is_per_session(store):
@@ -362,6 +365,7 @@ def test_requests_round_trip(store):
         "error_body": "<html>413 日本</html>",
         "usage": {"input_tokens": 5},
         "outcome": "rejected",
+        "decision": {"action": "learn a cap", "cause": "size", "hop": {"kind": "gateway", "name": "nginx"}},
         "ignored_extra": "x",
     }
     store.record_request(record)
@@ -371,6 +375,7 @@ def test_requests_round_trip(store):
     expected = {k: v for k, v in record.items() if k != "ignored_extra"}
     assert got[0] == expected
     assert got[1]["evidence"] == [] and got[1]["request_headers"] == {} and got[1]["status"] is None
+    assert got[1]["decision"] == {}
 
     store.record_request(
         {"id": "r2", "session_id": sid, "created_at": 101.0, "status": 200, "actual_bytes": 9}

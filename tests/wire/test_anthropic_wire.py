@@ -175,18 +175,18 @@ async def test_context_management_beta_when_the_provider_manages_context(server)
 # -- errors ---------------------------------------------------------------------------------------
 
 ERRORS = {
-    "nginx-413-html": (Reply(413, F.HTML, F.NGINX_413), 413, "ContentTooLargeError", None),
+    "nginx-413-html": (Reply(413, F.HTML, F.NGINX_413), 413, "ContentTooLargeError", "http"),
     "cloudflare-403-html": (
         Reply(403, F.CLOUDFLARE_HEADERS, F.CLOUDFLARE_403),
         403,
         "PermissionDeniedError",
-        None,
+        "http",
     ),
     "json-401": (
         Reply(401, F.JSON, F.anthropic_error_json("authentication_error", "invalid x-api-key")),
         401,
         "authentication_error",
-        None,
+        "http",
     ),
     "429-retry-after": (
         Reply(
@@ -198,7 +198,7 @@ ERRORS = {
         ),
         429,
         "rate_limit_error",
-        None,
+        "http",
     ),
     "overflow-400": (
         Reply(
@@ -210,13 +210,13 @@ ERRORS = {
         ),
         400,
         "invalid_request_error",
-        None,
+        "http",
     ),
     "overloaded-529": (
         Reply(529, F.JSON, F.anthropic_error_json("overloaded_error", "Overloaded")),
         529,
         "overloaded_error",
-        None,
+        "http",
     ),
 }
 

@@ -214,7 +214,7 @@ async def test_error_responses_become_provider_errors(server, settings, case):
         "bedrock",
         status,
         error_type,
-        None,
+        "http",  # an HTTP error answer: the classifier reads how the answer arrived
     )
     assert error.body == reply.body  # the raw body, even where botocore keeps only a message
     assert error.request_bytes == request.predicted_bytes == server.last.body_bytes == request.actual_bytes

@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 
 from app.config import Route, Settings
-from app.lab.embedded import start_embedded_lab
 from app.model.messages import Message, Native, Text, ToolCall, ToolResult, part_from_dict, part_to_dict
 from app.providers.anthropic import COMPACT_ON_DEMAND_BETA, COMPACT_THRESHOLD_BETA, CONTEXT_MANAGEMENT_BETA
 from app.providers.base import EditsChunk, NativeChunk, TextChunk, make_provider
@@ -15,12 +14,6 @@ from app.providers.openai import translate as chat_translate
 from app.providers.responses import translate as responses_translate
 
 from .common import READ_TOOL, SYSTEM, user
-
-
-@pytest.fixture(scope="module")
-def lab_server():
-    with start_embedded_lab() as handle:
-        yield handle
 
 
 @pytest.fixture

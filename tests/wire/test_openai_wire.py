@@ -216,7 +216,7 @@ async def test_error_responses_become_provider_errors(server, settings, case):
         "openai",
         status,
         error_type,
-        None,
+        "http",  # an HTTP error answer: the classifier reads how the answer arrived
     )
     assert error.body == reply.body  # the raw HTML, although str(exc) is only "Error code: 403"
     assert error.request_bytes == request.predicted_bytes == server.last.body_bytes == request.actual_bytes

@@ -14,7 +14,6 @@ import pytest
 
 from app.config import Route, Settings
 from app.engine.failures import classify
-from app.lab.embedded import start_embedded_lab
 from app.model.costs import price_usd
 from app.model.messages import Image, Message, Native, Text, ToolCall, ToolResult
 from app.providers.base import (
@@ -32,12 +31,6 @@ from app.providers.responses import API, ResponsesProvider
 from .common import BYTE_RATIOS, READ_TOOL, SYSTEM, user
 
 MODEL = "gpt-5.5"
-
-
-@pytest.fixture(scope="module")
-def lab_server():
-    with start_embedded_lab() as handle:
-        yield handle
 
 
 @pytest.fixture

@@ -24,6 +24,7 @@ from app.engine.compaction.context import (
 )
 from app.engine.compaction.cut import MIN_CUT_CHARS, preview, water_cap
 from app.engine.compaction.microcompact import call_names
+from app.model.archive import has_marker
 from app.model.messages import Part, ToolResult
 from app.sizes import format_size
 from app.tools.budget import spill_note, spill_text
@@ -72,7 +73,7 @@ def enforce_budgets(messages: Messages, ctx: PassContext) -> PassResult:
                 parts.append(part)
                 continue
             note = ""
-            if ctx.session_folder is not None and "<<ccr:" not in part.content:
+            if ctx.session_folder is not None and not has_marker(part.content):
                 try:  # the same spill files the tools write, so the model finds them the same way
                     note = spill_note(
                         spill_text(names.get(part.call_id, "tool"), part.content, ctx.session_folder)

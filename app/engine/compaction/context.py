@@ -133,6 +133,7 @@ class Report:
     ok: bool = True
     detail: str = ""
     engine: str = ""  # the summary pass: who wrote the summary ("local", "mcp:NAME"), and any fallback
+    route: str = ""  # the summary pass: the route asked, when it is not the first one offered (and why)
 
 
 @dataclass(frozen=True)

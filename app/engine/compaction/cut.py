@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from app.engine.compaction.context import Archiver, PassContext, args_text, derive
-from app.model.archive import recall_suffix, strip_markers
+from app.model.archive import has_marker, recall_suffix, strip_markers
 from app.model.messages import Image, Message, Text, ToolCall, ToolResult
 
 # The smallest allowance a cut may leave for text around its gap line and recall suffix.
@@ -38,7 +38,7 @@ def preview(
     allowance left after the gap line and the suffix is split `head_ratio` : rest. Markers inside
     `text` are defanged in the body; `keys` (which must include them) are named in the suffix.
     """
-    body = strip_markers(text) if "<<ccr:" in text else text
+    body = strip_markers(text) if has_marker(text) else text
     suffix = ("\n" + recall_suffix(keys)) if keys else ""
     if head is None or tail is None:
         reserve = len(gap_line(len(body), note)) + len(suffix)
@@ -118,7 +118,7 @@ def cut_part(part: Any, allowance: int, message: Message, archiver: Archiver) ->
         keys = archiver.stash(part.data, message)
         if keys is None:
             return None
-        return Text(one_line(f"[image {part.media_type} removed — {len(part.data):,} base64 chars]", keys))
+        return Text(one_line(f"[image {part.media_type} removed, {len(part.data):,} base64 chars]", keys))
     if isinstance(part, ToolCall):
         return _cut_call(part, allowance, message, archiver)
     return None

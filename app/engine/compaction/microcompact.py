@@ -4,7 +4,7 @@ Seed numbers (Settings): a tool result at least `microcompact_truncate_turns` (2
 over `microcompact_truncate_min_chars` (3,000) chars becomes head 2,000 + tail 500 with a marker;
 at least `microcompact_summarize_turns` (4) turns old and over
 `microcompact_summarize_min_chars` (1,000) chars it becomes one line,
-`[Old tool result cleared — L lines, C chars, TYPE]` + marker. A preview that later becomes one
+`[Old tool result cleared: L lines, C chars, TYPE]` (the seed's em dash is a colon: see app.engine.prompts) + marker. A preview that later becomes one
 line carries its marker forward. Recall output and verbatim messages are never touched.
 """
 
@@ -43,7 +43,7 @@ def original_text(content: str, ctx: PassContext, archiver: Archiver) -> str:
 
 
 def cleared_line(original: str, kind: str) -> str:
-    return f"[Old tool result cleared — {line_count(original):,} lines, {len(original):,} chars, {kind}]"
+    return f"[Old tool result cleared: {line_count(original):,} lines, {len(original):,} chars, {kind}]"
 
 
 def microcompact(messages: Messages, ctx: PassContext) -> PassResult:

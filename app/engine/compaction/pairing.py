@@ -29,9 +29,10 @@ from app.engine.compaction.segment import (
     segment_sources,
 )
 from app.engine.prompts import DROPPED_NOTICE
+from app.model.archive import has_marker
 from app.model.messages import Message, Part, ToolCall, ToolResult
 
-MISSING_RESULT = "[tool result missing — dropped during compaction]"
+MISSING_RESULT = "[tool result missing: dropped during compaction]"
 ORPHAN_HEADER = "[Tool output kept without its call]"
 CONTINUES_NOTICE = "[Conversation continues from earlier context.]"
 
@@ -130,7 +131,7 @@ def repair_pairing(messages: Messages, ctx: PassContext, *, reason: str = "recov
             out.append(derive(message, ctx, keep, origin=message.meta.origin))
         orphan_message = derive(message, ctx, orphans, origin=message.meta.origin) if keep else message
         texts = [part_string(p) for p in orphans]
-        if is_protected(message) or any("<<ccr:" in t for t in texts):
+        if is_protected(message) or any(has_marker(t) for t in texts):
             target.append(as_user_message(orphan_message, ctx, ORPHAN_HEADER))
             converted += 1
             continue

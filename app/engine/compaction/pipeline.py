@@ -30,7 +30,7 @@ from app.engine.compaction.context import Messages, PassContext, PassResult, Rep
 from app.engine.compaction.dedup import dedup_reads
 from app.engine.compaction.microcompact import microcompact
 from app.engine.compaction.pairing import ensure_starts_with_user, repair_pairing
-from app.engine.compaction.summarize import ContextEngine, Summarizer, summarize_pass
+from app.engine.compaction.summarize import ContextEngine, Summarizer, SummaryRoute, summarize_pass
 from app.engine.compaction.truncate import keep_recent, nuclear, shrink_to_fit
 from app.model.archive import ArchiveEntry
 from app.model.events import CompactionStage, CompactionTrigger
@@ -182,12 +182,14 @@ async def run_pipeline(
     cancel: asyncio.Event | None = None,
     force_summary: bool | None = None,
     context_engine: ContextEngine | None = None,
+    summary_routes: Sequence[SummaryRoute] = (),
 ) -> PipelineResult:
     """Compact `messages` toward `ctx.target_bytes`, cheapest first (see the module docstring).
 
     `trigger` is auto | manual | preflight | recovery | budget (only "manual" changes behaviour:
     a manual `/compact` summarizes even when the trims already fit, unless `force_summary` says
-    otherwise). `window_tokens` is the summarizer's context window (its input is budgeted to half).
+    otherwise). `window_tokens` is the summarizer's context window (its input is budgeted to half);
+    `summary_routes` bound the summary request by each route's byte cap too (`summarize_pass`).
     """
     original = tuple(messages)
     target = ctx.target_bytes
@@ -253,6 +255,7 @@ async def run_pipeline(
                 instructions=instructions,
                 window_tokens=window_tokens,
                 context_engine=context_engine,
+                routes=summary_routes,
             )
         )
         try:
@@ -276,9 +279,17 @@ async def run_pipeline(
             summary_missed = not fits
             method, level = "summary", 2
             by = f" by {engine}" if engine and engine != "local" and not engine.startswith("local (") else ""
+            if result.report.route:
+                by += f" on route {result.report.route}"
             phase(
                 "summary_applied",
                 f"✓ Summary applied{by} ({count_before} → {len(view)} msgs, {_size(before)} → {_size(size)})",
+            )
+        elif result.report.counts.get("no_room"):
+            summary_failed = summary_missed = True
+            phase(
+                "summary_rejected",
+                f"✗ No room for a summary under the byte cap ({result.report.detail}) — falling back to Level 3",
             )
         elif summary_calls:
             summary_failed = summary_missed = True

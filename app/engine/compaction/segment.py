@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from app.engine.compaction.context import Archiver, PassContext, args_text, message_keys
-from app.engine.prompts import PAYLOAD_NOTICE_PREFIX
+from app.engine.prompts import PAYLOAD_NOTICE_PREFIXES
 from app.model.archive import ArchiveEntry, defang_markers, marker
 from app.model.messages import Image, Message, Native, Text, ToolCall, ToolResult
 
@@ -78,7 +78,7 @@ def markers_text(keys: Sequence[str]) -> str:
 
 def is_payload_notice(message: Message) -> bool:
     """The once-per-session payload notice: kept in view when older messages are dropped."""
-    return message.role == "user" and message.text.startswith(PAYLOAD_NOTICE_PREFIX)
+    return message.role == "user" and message.text.startswith(PAYLOAD_NOTICE_PREFIXES)
 
 
 def as_user_message(message: Message, ctx: PassContext, header: str = "") -> Message:

@@ -46,6 +46,23 @@ Summarizer = Callable[[str, str], Awaitable[str]]
 
 
 @dataclass(frozen=True)
+class SummaryRoute:
+    """A route a summary may be written on: its summarizer, the exact body bytes of a summary request
+    carrying a given (system, user text), its effective byte cap now (read before every attempt: a refusal
+    may have taught a tighter one) and its context window."""
+
+    name: str
+    ask: Summarizer
+    request_bytes: Callable[[str, str], int]
+    cap: Callable[[], int | None]
+    window_tokens: int
+
+
+FIT_ROUNDS = 6  # re-renderings to bring the summary request under the cap (each one scales the budget down)
+FIT_MARGIN = 0.98  # a little under the exact ratio: rendering is per message and rounds
+
+
+@dataclass(frozen=True)
 class ContextEngine:
     """An external summarizer (the seed's `context_engine = "mcp:NAME"`): `write(segment, budget_chars,
     instruction)` gets the same budgeted rendering the built-in summarizer reads. Its answer passes the
@@ -189,6 +206,37 @@ def render_segment(
     return "\n\n".join(f"{h}\n{_fit(b, cap)}" for h, b in zip(headers, bodies, strict=True))
 
 
+def fit_rendering(
+    messages: Sequence[Message],
+    budget_chars: int,
+    archive_lookup: Callable[[str], str | None],
+    *,
+    request_text: Callable[[str], str],
+    request_bytes: Callable[[str], int],
+    cap: int | None,
+    min_chars: int,
+) -> str | None:
+    """The segment rendered within `budget_chars` and so that the request carrying it (`request_text` of the
+    rendering, measured exactly by `request_bytes`) fits `cap`; None when it only fits under `min_chars`."""
+    rendered = render_segment(messages, budget_chars, archive_lookup)
+    if not cap:
+        return rendered
+    floor_chars = min(min_chars, len(rendered))
+    overhead = request_bytes(request_text(""))
+    for _ in range(FIT_ROUNDS):
+        size = request_bytes(request_text(rendered))
+        if size <= cap:
+            return rendered
+        room = cap - overhead
+        if room <= 0:
+            return None
+        budget = int(len(rendered) * room / max(1, size - overhead) * FIT_MARGIN)
+        if budget < floor_chars or budget >= len(rendered):
+            return None
+        rendered = render_segment(messages, budget, archive_lookup)
+    return None
+
+
 # -- the quality gate ---------------------------------------------------------------------------------
 
 _APOS = "['’]"
@@ -236,7 +284,7 @@ def summary_request(rendered: str, count: int, instructions: str | None) -> str:
     parts = []
     if instructions and instructions.strip():
         parts.append(
-            "The user asked for this compaction with instructions — follow them:\n" + instructions.strip()
+            "The user asked for this compaction with instructions. Follow them:\n" + instructions.strip()
         )
     parts.append(f"Conversation segment to summarize ({count} messages):\n\n{rendered}")
     parts.append("Write the summary now.")
@@ -247,7 +295,7 @@ def _clean_summary(text: str, known: set[str], ctx: PassContext) -> str:
     """The summarizer's text with any marker it invented defanged (every marker must resolve)."""
 
     def fix(match: re.Match[str]) -> str:
-        key = match.group(1)
+        key = match.group(1) or match.group(2)
         return match.group(0) if key in known or ctx.lookup(key) is not None else f"ccr:{key}"
 
     return MARKER_RE.sub(fix, text.strip())
@@ -282,6 +330,7 @@ async def summarize_pass(
     instructions: str | None = None,
     window_tokens: int,
     context_engine: ContextEngine | None = None,
+    routes: Sequence[SummaryRoute] = (),
 ) -> PassResult:
     """Replace the older segment with a gated summary; `report.ok` False (view unchanged) if none passes.
 
@@ -289,6 +338,12 @@ async def summarize_pass(
     Cancellation (`asyncio.CancelledError`) propagates; a summarizer that raises or times out
     counts as a rejected answer. With a `context_engine` it is asked first; when it fails the
     built-in summarizer writes this summary (`report.engine` says which did, and why).
+
+    `routes` bound the summary request by bytes: the first route whose cap leaves room for the segment
+    rendered at its minimum (`summarizer_floor_chars`, or the whole segment when shorter) writes the
+    summary, its request fitted under that cap (re-fitted before the retry, against the cap then); when
+    no route has room, nothing is asked and `report.counts["no_room"]` is 1 (the pipeline falls back to
+    L3). Without `routes`, `summarizer` on a window of `window_tokens` with no byte cap.
     """
     settings = ctx.settings
     entries: list[ArchiveEntry] = []
@@ -310,8 +365,40 @@ async def summarize_pass(
         )
 
     lookup_ctx = ctx.with_entries(entries)
-    budget = summarizer_budget(window_tokens, settings.summarizer_floor_chars)
-    rendered = render_segment(rest, budget, lookup_ctx.lookup)
+    floor_chars = settings.summarizer_floor_chars
+    if not routes:
+        routes = (SummaryRoute("", summarizer, lambda _system, _text: 0, lambda: None, window_tokens),)
+
+    def render_for(route: SummaryRoute, suffix: str = "") -> str | None:
+        return fit_rendering(
+            rest,
+            summarizer_budget(route.window_tokens, floor_chars),
+            lookup_ctx.lookup,
+            request_text=lambda rendered: summary_request(rendered, len(rest), instructions) + suffix,
+            request_bytes=lambda text: route.request_bytes(SUMMARY_SYSTEM, text),
+            cap=route.cap(),
+            min_chars=floor_chars,
+        )
+
+    chosen: SummaryRoute | None = None
+    rendered: str | None = None
+    no_room: list[str] = []
+    for route in routes:
+        rendered = render_for(route)
+        if rendered is not None:
+            chosen = route
+            break
+        no_room.append(
+            f"route {route.name}'s cap ({format_size(route.cap() or 0)}) leaves no room for the summary input "
+            f"at its minimum ({floor_chars:,} chars, or the whole segment when shorter)"
+        )
+    if chosen is None or rendered is None:
+        return PassResult(
+            tuple(messages),
+            [],
+            Report("summary", ok=False, detail="; ".join(no_room), counts={"calls": 0, "no_room": 1}),
+        )
+    summarizer = chosen.ask
     request = summary_request(rendered, len(rest), instructions)
     segment_chars = sum(len(part_string(p)) for m in rest for p in m.parts)
 
@@ -327,13 +414,16 @@ async def summarize_pass(
             context_engine.name if answer is not None else f"local (fallback: {context_engine.name} — {why})"
         )
     for attempt in range(SUMMARY_ATTEMPTS if answer is None else 0):
-        text = (
-            request
-            if attempt == 0
-            else (
-                request + f"\n\n(Your previous answer was rejected: {reasons[-1]}. Write the summary itself.)"
-            )
-        )
+        text = request
+        if attempt > 0:  # fitted again: the suffix adds bytes, and a refusal may have taught a tighter cap
+            suffix = f"\n\n(Your previous answer was rejected: {reasons[-1]}. Write the summary itself.)"
+            again = render_for(chosen, suffix)
+            if again is None:
+                reasons.append(
+                    f"no room for a retry under route {chosen.name}'s cap now ({format_size(chosen.cap() or 0)})"
+                )
+                break
+            text = summary_request(again, len(rest), instructions) + suffix
         calls += 1
         try:
             reply = await asyncio.wait_for(summarizer(SUMMARY_SYSTEM, text), timeout=settings.summary_timeout)
@@ -389,6 +479,8 @@ async def summarize_pass(
             entries = merge_entries(entries, result.entries)
     before, after = ctx.measure(tuple(messages)), ctx.measure(candidate)
     by = f" by {engine_used}" if engine_used != "local" else ""
+    if engine_used == "local" and chosen is not routes[0]:  # say so: the summary went to another route
+        by += f" on route {chosen.name} ({'; '.join(no_room)})"
     line = (
         f"🧠 summary{by}: {len(rest)} messages → 1 ({len(clean):,} chars), "
         f"{format_size(before)} → {format_size(after)}" + (f", {len(pinned)} verbatim kept" if pinned else "")
@@ -404,5 +496,6 @@ async def summarize_pass(
             max(0, before - after),
             detail="; ".join(reasons),
             engine=engine_used,
+            route=f"{chosen.name} ({'; '.join(no_room)})" if chosen is not routes[0] else "",
         ),
     )

@@ -53,7 +53,7 @@ def restub_verbatim(message: Message, ctx: PassContext, archiver: Archiver) -> M
         if keys is None:
             return None
         line = one_line(
-            f"[Recalled content moved back to the archive — {line_count(text):,} lines, {len(text):,} chars]",
+            f"[Recalled content moved back to the archive: {line_count(text):,} lines, {len(text):,} chars]",
             keys,
         )
         parts.append(

@@ -46,9 +46,15 @@ class ModelScreen(ModalScreen[tuple[str, str] | None]):
     ]
 
     def __init__(
-        self, routes: list[Any], *, current: tuple[str, str], load: Callable[[Any], Awaitable[Any]]
+        self,
+        routes: list[Any],
+        *,
+        current: tuple[str, str],
+        load: Callable[[Any], Awaitable[Any]],
+        chain: str = "",
     ) -> None:
         super().__init__()
+        self.chain = chain  # the session's fallback chain in words (app.engine.fallback), "" without one
         self.routes = routes
         self.current = current
         self.load = load
@@ -66,7 +72,8 @@ class ModelScreen(ModalScreen[tuple[str, str] | None]):
             )
             yield DataTable(id="models-table", cursor_type="row", zebra_stripes=True)
             yield Static(
-                "Enter uses it (remembered for the route) · type to filter · Esc back",
+                (f"fallback chain: {display_line(self.chain)}\n" if self.chain else "")
+                + "Enter uses it (remembered for the route) · type to filter · Esc back",
                 id="models-keys",
                 markup=False,
             )
@@ -76,6 +83,8 @@ class ModelScreen(ModalScreen[tuple[str, str] | None]):
         return self.query_one("#models-table", DataTable)
 
     def on_mount(self) -> None:
+        if self.chain:  # the chain's line above the keys
+            self.query_one("#models-keys", Static).styles.height = "auto"
         self.table.add_columns("route", "model", "window", "output cap", "")
         from app.providers.catalog import model_limits
 

@@ -23,6 +23,7 @@ from app.model.events import (
     Compaction,
     CountersChanged,
     Event,
+    FallbackMoved,
     RecoveryStep,
     Rejection,
     RequestFinished,
@@ -51,7 +52,16 @@ def _by(mapping: dict[str, int], order: tuple[str, ...] = ()) -> str:
 class CostPanel(Panel):
     NAME = "cost"
     TITLE = "Cost"
-    HANDLES = (UsageRecorded, CountersChanged, Compaction, RequestFinished, RecoveryStep, Rejection, Retry)
+    HANDLES = (
+        UsageRecorded,
+        CountersChanged,
+        Compaction,
+        RequestFinished,
+        RecoveryStep,
+        Rejection,
+        Retry,
+        FallbackMoved,
+    )
     BINDINGS = [copy_binding("cost", "the counters")]
     HELP = """\
 ## Cost
@@ -62,13 +72,17 @@ guess. The summarizer's calls, tokens and cost are kept apart from the chat's.
 
 Also counted: requests, failures and transient retries; compactions by trigger (pre-flight,
 auto, manual, recovery) and by level; L3 (the most lossy) separately; rejections by kind;
-recoveries that worked and that did not; bytes saved by compaction. `/cost` prints the same.
+recoveries that worked and that did not; bytes saved by compaction. When a fallback chain moved a
+turn, **Routes** counts each route apart (requests, failures, tokens, cost) and the turns that moved.
+The memory worker's calls, tokens and cost are a row of their own once it has made some. `/cost` prints
+the same.
 """
 
     def __init__(self, *, clock: Clock = time.time, tz: tzinfo | None = None) -> None:
         super().__init__(clock=clock, tz=tz)
         self.local = Counters()  # used only until a session's source gives the live counters
         self.values: dict[str, str] = {}
+        self.sections: tuple[tuple[str, tuple[str, ...]], ...] = _SECTIONS
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="cost-body"):
@@ -94,6 +108,8 @@ recoveries that worked and that did not; bytes saved by compaction. `/cost` prin
                     ),
                     event.cost_usd,
                     summarizer=event.purpose == "summary",
+                    memory=event.purpose == "memory",
+                    route=event.route,
                 )
         self.sync()
 
@@ -102,7 +118,7 @@ recoveries that worked and that did not; bytes saved by compaction. `/cost` prin
 
     def copy_text(self) -> str:
         lines = []
-        for title, keys in _SECTIONS:
+        for title, keys in self.sections:
             lines.append(f"{title}:")
             lines += [f"  {key}: {self.values.get(key, '—')}" for key in keys]
         return "\n".join(lines) if self.values else ""
@@ -133,8 +149,20 @@ recoveries that worked and that did not; bytes saved by compaction. `/cost` prin
         }
         if not c.requests and not c.input_tokens and not c.summarizer_calls:
             values["cost"] = values["total"] = "$0.0000" if self.source is not None else "—"
+        sections: tuple[tuple[str, tuple[str, ...]], ...] = _SECTIONS
+        if c.memory_calls:  # the memory worker's calls, apart (a row only once it has made some)
+            values["memory"] = (
+                f"{c.memory_calls} call{'s' if c.memory_calls != 1 else ''} · "
+                f"{c.memory_input_tokens:,} in / {c.memory_output_tokens:,} out · {usd(c.memory_cost_usd)}"
+            )
+            sections = (sections[0], ("Cost", ("cost", "summarizer", "memory", "total")), *sections[2:])
+        routes = route_rows(c)
+        if routes:  # a fallback chain answered on more than one route: each counted apart
+            values.update(routes)
+            sections = (*_SECTIONS, ("Routes", tuple(routes)))
         self.values = values
-        self.query_one("#cost-table", Static).update(_table(values))
+        self.sections = sections
+        self.query_one("#cost-table", Static).update(_table(values, sections))
 
 
 _SECTIONS = (
@@ -144,10 +172,27 @@ _SECTIONS = (
 )
 
 
-def _table(values: dict[str, str]) -> Group:
+def route_rows(c: Counters) -> dict[str, str]:
+    """One row per route when more than one route sent requests (a fallback chain moved), else none."""
+    if len(c.by_route) < 2 and not c.fallbacks:
+        return {}
+    rows = {}
+    for route, entry in sorted(c.by_route.items(), key=lambda item: -item[1].get("requests", 0)):
+        failed = int(entry.get("failed", 0))
+        rows[route] = (
+            f"{int(entry.get('requests', 0))} req"
+            + (f" ({failed} failed)" if failed else "")
+            + f" · {int(entry.get('input_tokens', 0)):,} in / {int(entry.get('output_tokens', 0)):,} out · "
+            + usd(float(entry.get("cost_usd", 0.0)))
+        )
+    rows["fallbacks"] = f"{c.fallbacks} turn{'s' if c.fallbacks != 1 else ''} moved to the next route"
+    return rows
+
+
+def _table(values: dict[str, str], sections: tuple[tuple[str, tuple[str, ...]], ...] = _SECTIONS) -> Group:
     parts: list = []
-    width = max(len(key) for _, keys in _SECTIONS for key in keys)
-    for index, (title, keys) in enumerate(_SECTIONS):
+    width = max(len(key) for _, keys in sections for key in keys)
+    for index, (title, keys) in enumerate(sections):
         if index:
             parts.append(Text(""))
         parts.append(Text(title, style="bold underline"))

@@ -23,7 +23,7 @@ from textual.containers import VerticalScroll
 from textual.coordinate import Coordinate
 from textual.widgets import DataTable, Static
 
-from app.model.events import Event, HookRun
+from app.model.events import Event, HookRun, HookStarted
 from app.textsafe import display_data
 from app.ui.widgets.common import Clock, Panel, clock_text, copy_binding, head_text, one_line
 from app.ui.widgets.steady_scrollbars import SteadyDataTable
@@ -40,6 +40,7 @@ COLUMNS = (
     ("decision", "decision"),
     ("ms", "duration"),
 )
+RUNNING = "running… (Esc stops it)"
 EMPTY_DETAIL = (
     "No hook has run yet. Configure hooks in config.toml ([[hooks]]) with Claude Code's contract; "
     "every run is listed here."
@@ -56,7 +57,7 @@ class HookRecord:
 class HooksPanel(Panel):
     NAME = "hooks"
     TITLE = "Hooks"
-    HANDLES = (HookRun,)
+    HANDLES = (HookRun, HookStarted)
     COMPONENT_CLASSES: ClassVar[set[str]] = {"hooks--ok", "hooks--block", "hooks--error"}
     BINDINGS = [copy_binding("hooks", "the selected run: command, exit code and output")]
     HELP = """\
@@ -74,6 +75,9 @@ the decision bulkhead took from it and how long it ran.
     def __init__(self, *, clock: Clock = time.time, tz: tzinfo | None = None) -> None:
         super().__init__(clock=clock, tz=tz)
         self.runs: dict[str, HookRecord] = {}
+        self._hooks_running: dict[
+            tuple[str, str], str
+        ] = {}  # (event, command) → the row of a hook still running
         self._order: deque[str] = deque()
         self._seq = 0
         self.table = SteadyDataTable(id="hooks-table", cursor_type="row", zebra_stripes=True)
@@ -98,7 +102,17 @@ the decision bulkhead took from it and how long it ran.
 
     # -- events ------------------------------------------------------------------------------------------
     def on_engine_event(self, event: Event) -> None:
-        if isinstance(event, HookRun):
+        if isinstance(event, HookStarted):  # a row that says "running" until the hook ends
+            self._add(
+                [(self.now(), HookRun(event.event, event.matcher, event.command, 0.0, None, "ok", RUNNING))]
+            )
+            self._hooks_running[(event.event, event.command)] = self._order[-1]
+        elif isinstance(event, HookRun):
+            old = self._hooks_running.pop((event.event, event.command), None)
+            if old is not None and old in self.runs:  # its row now says how it ended
+                self.runs.pop(old)
+                self._order.remove(old)
+                self.table.remove_row(old)
             self._add([(self.now(), event)])
 
     def _selected_key(self) -> str | None:
@@ -138,7 +152,7 @@ the decision bulkhead took from it and how long it ran.
             Text(run.event),
             Text(one_line(run.command, COMMAND_CHARS)),
             "—" if run.exit_code is None else str(run.exit_code),
-            Text(run.decision, style=style),
+            Text("running" if run.output == RUNNING and run.exit_code is None else run.decision, style=style),
             f"{run.duration_ms:.0f}",
         )
 

@@ -45,6 +45,7 @@ SPARKLINE_SAMPLES = 240
 _SOURCE_WORDS = {
     "configured": "configured",
     "learned": "learned",
+    "imported": "imported",
     "assumed": "assumed",
     "none": "no cap known",
 }
@@ -82,6 +83,9 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
 - Context: estimated input tokens against the model's context window.
 - Floor: what every request carries and compaction never shrinks — the system prompt, your project
   instructions (AGENTS.md / CLAUDE.md) and the tool definitions, with bytes for each.
+- Gateway: what this endpoint has shown beyond its cap (`bulkhead gateway show`) — a header limit,
+  betas it refuses, content blocks, streaming quirks, the proxy hop — and a profile imported from a
+  team's gateways.toml, with its source.
 
 `/cap reset` forgets a learned cap; `/context` shows the same numbers in the chat.
 """
@@ -106,6 +110,9 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
         self.window_warn_ratio: float = setting_default("compact_threshold")
         self.no_cap_warn_bytes: int = setting_default("no_cap_warn_bytes")
         self.mcp_deferred_from: int | None = None  # MCP definitions deferred: what they would add in full
+        self.gateway_profile: tuple[
+            str, ...
+        ] = ()  # what the endpoint showed beyond its cap (app.gateway_profile)
         self.gauge = Gauge(id="payload-gauge")
         self.context_gauge = Gauge(id="payload-context-gauge")
         self.sparkline = SizeSparkline(SPARKLINE_SAMPLES, id="payload-sparkline")
@@ -116,6 +123,7 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
         yield self.gauge
         yield Static(id="payload-cap", classes="panel-detail", markup=False)
         yield Static(id="payload-floor", classes="panel-detail", markup=False)
+        yield Static(id="payload-profile", classes="panel-detail", markup=False)
         yield Static(id="payload-spark-title", classes="panel-line", markup=False)
         yield self.sparkline
         yield Static(id="payload-context", classes="panel-line", markup=False)
@@ -161,6 +169,16 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
                 text += f" (deferred from {format_size(self.mcp_deferred_from)})"
         return text
 
+    @property
+    def profile_label(self) -> str:
+        """`Gateway: refused beta: … · streaming: buffered SSE …` — what the endpoint showed beyond its cap
+        (its text came from outside: shown escaped)."""
+        from app.textsafe import display_line
+
+        if not self.gateway_profile:
+            return ""
+        return "Gateway: " + "\n  ".join(display_line(line) for line in self.gateway_profile)
+
     # -- events ----------------------------------------------------------------------------------------
     def on_engine_event(self, event: Event) -> None:
         if isinstance(event, ProviderEdits):
@@ -183,6 +201,7 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
             if event.floor_bytes is not None:
                 self.floor, self.floor_bytes = event.floor, event.floor_bytes
             self.mcp_deferred_from = event.mcp_deferred_from
+            self.gateway_profile = event.gateway_profile
             if event.cap_detail:
                 self.cap_detail = event.cap_detail
             elif event.effective_cap != self.cap_bytes or event.cap_source != self.cap_source:
@@ -236,6 +255,7 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
             self.provider_cleared = (edits["edits"], edits["tool_results"], edits["tokens"])
         self.floor = tuple(report.floor_parts)
         self.floor_bytes = report.floor_bytes
+        self.gateway_profile = tuple(report.gateway_profile)
 
     @work(exclusive=True, group="payload-history")
     async def _load_history(self) -> None:
@@ -271,6 +291,7 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
             str(self.query_one("#payload-next", Static).render()),
             self.cap_label,
             self.floor_label,
+            *([self.profile_label] if self.gateway_profile else []),
             str(self.query_one("#payload-spark-title", Static).render()),
             str(self.query_one("#payload-context", Static).render()),
         ]
@@ -312,6 +333,9 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
                 next_line.update(f"Next request {format_size(predicted)} {against}{messages}")
         self.query_one("#payload-cap", Static).update(self.cap_label)
         self.query_one("#payload-floor", Static).update(self.floor_label)
+        profile = self.query_one("#payload-profile", Static)
+        profile.update(self.profile_label)
+        profile.display = bool(self.gateway_profile)
         self.sparkline.set_cap(self.cap_bytes)
         self._sync_spark_title()
         context = self.query_one("#payload-context", Static)

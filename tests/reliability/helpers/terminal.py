@@ -3,7 +3,8 @@
 `run_bulkhead(args, stdin=…, answers=…)` starts the process in a session of its own. With
 `answers` it gets a pseudo-terminal as its controlling terminal (what /dev/tty opens) while
 stdin, stdout and stderr stay pipes — `printf … | bulkhead -p … > out` typed in a terminal.
-Each answer is typed when the terminal shows the next `allow? [y/N]` question; everything
+Each answer is typed when the terminal shows the next `allow? [y/N]` question (or the question
+about the workspace's rule files or `.mcp.json`, ending `[Enter] not now: `); everything
 written to the terminal is returned as `tty`. Without `answers` there is no controlling
 terminal at all (a cron job, CI). Reads wait on `select`; the deadline only guards a hang.
 """
@@ -23,6 +24,7 @@ from pathlib import Path
 
 DEADLINE_S = 120.0
 QUESTION = b"allow? [y/N"  # then ", or type why not …]"
+TRUST_QUESTION = b"[Enter] not now: "  # the workspace's rule files and .mcp.json servers
 
 
 @dataclass
@@ -112,7 +114,7 @@ def run_bulkhead(
             if not chunk:
                 break
             tty += chunk
-            while tty.count(QUESTION) > questions:
+            while tty.count(QUESTION) + tty.count(TRUST_QUESTION) > questions:
                 questions += 1
                 os.write(master, (pending.pop(0) if pending else "").encode() + b"\n")
     finally:

@@ -1,0 +1,529 @@
+"""The memory worker: durable facts distilled from the conversation, and nothing lost to a compaction.
+
+    worker = MemoryWorker(engine)        # installs itself as the session's commit guard (memory != "off")
+    worker.after_turn()                  # the TUI: read what is `memory_lag_turns` behind, in the background
+    await worker.drain_queue()           # `-p`: read what compactions queued, before exiting
+
+Two ways in, one way out:
+
+1. **Behind the conversation.** Every `memory_lag_turns` turns the worker reads the master messages still in the
+   view that are at least that many turns old (`memory_progress` says how far it got) and asks the summarizer
+   route (`compact_model`, else the session's) for durable facts.
+2. **Before a compaction.** Every view commit of a compaction — auto, pre-flight, `/compact` with or without
+   instructions, each recovery level, the provider's own compaction and context edits, in the TUI and in `-p` —
+   first passes here (`Session.commit_guard`): the master messages the new view no longer holds that the worker
+   has not read go into the durable queue (`memory_queue`, its own SQLite transaction) *before* the view is
+   written; the receipt file says so in that order (`memory: queued N messages`, then `view committed`). A crash
+   between the two leaves the segment queued and the old view active: nothing is lost, at most read twice.
+
+What it finds goes to the session memory journal (`memory_facts`) and then, by `memory`:
+- `suggest`: the facts wait for `/memory review` (accept → the project's instructions file through `/memory`'s
+  own door, with its link and confinement checks; edit; reject) — never written to the repository unasked;
+- `auto`: appended to a file of bulkhead's outside the repository (`app.engine.memory.memory_file`) that joins
+  the system prompt like the instruction files, is measured in the floor and kept within `memory_max_bytes`.
+
+Every request it makes is fitted under the summarizer route's effective cap (the sender refuses anything over it)
+and its window; a size refusal teaches the cap and the segment is read again in smaller parts, like any request
+is recovered. A request that fails otherwise leaves the segment queued for the next try.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from app.engine.cap_guard import OverCap
+from app.engine.caps import learned_cap_for
+from app.engine.compaction.summarize import render_segment, summarizer_budget
+from app.engine.failpoints import reached
+from app.engine.memory.journal import Fact, MemoryJournal, QueueEntry
+from app.engine.memory.memory_file import append_facts, memory_path, project_key, prompt_section
+from app.engine.sender import RequestFailed
+from app.model.events import CapLearned, MemoryDistilled, MemoryQueued, Notice
+from app.model.memory import MEMORY_SYSTEM, memory_request_text, parse_facts
+from app.model.messages import Message, View
+from app.sizes import format_size
+
+if TYPE_CHECKING:
+    from app.config import Route, Settings
+    from app.engine.payload import CapInfo
+    from app.engine.sender import Sender
+    from app.engine.session import Session
+    from app.model.events import Event, ViewChanged
+    from app.providers.base import Provider, Request
+    from app.state import State
+
+MEMORY_MAX_TOKENS = 2048  # a memory answer is a list of short facts
+# The view changes that are compactions (their reason's first word): what they take out is queued first. A
+# `/retry`, `/rewind`, an image stub or withheld text is the user's own choice and reaches no memory.
+COMPACTION_REASONS = ("auto", "preflight", "manual", "recovery", "provider", "provider-edit")
+SKIPPED_ORIGINS = ("notice", "summary", "stub")  # bulkhead's own words, never facts of the project
+FIT_MARGIN = 0.9  # JSON escaping makes a request a little bigger than its text
+MIN_PART_CHARS = 2_000  # below this a segment is not split further: the request cannot fit at all
+QUEUE_BATCH = 20  # queued segments read in one go
+MAX_SHRINKS = 8  # refusals of one part before the segment waits for a later try (2⁸: 200 KB → under 1 KB)
+NO_CAP_PART_CHARS = 200_000  # without any cap, a part is still bounded (a huge tool output is read in parts)
+
+
+class MemoryFailed(Exception):
+    """The worker could not read a segment now (the segment stays queued, or the progress unmoved)."""
+
+
+class MemoryHost(Protocol):
+    """What the worker uses of the engine (app.engine.turn.Engine satisfies it)."""
+
+    settings: Settings
+    session: Session
+    state: State
+    workspace: Path
+    route: Route
+
+    def emit(self, event: Event) -> None: ...
+
+    def summarizer(self) -> tuple[Provider, Sender]: ...
+
+    def summarizer_window(self) -> int: ...
+
+    def route_cap(self, route: Route) -> CapInfo: ...
+
+    def _make_sender(self, provider: Provider, route_name: str) -> Sender: ...
+
+    def load_instructions(self) -> Any: ...
+
+    def remember(self, text: str) -> Path: ...
+
+    def view_changed(self, reason: str = "", *, predicted: int | None = None) -> ViewChanged: ...
+
+
+@dataclass(frozen=True)
+class Queued:
+    queue_id: int
+    messages: int
+    bytes: int
+
+
+def compaction_reason(reason: str) -> bool:
+    return reason.split(":", 1)[0] in COMPACTION_REASONS
+
+
+def _worth_reading(message: Message) -> bool:
+    return message.role != "system" and message.meta.origin not in SKIPPED_ORIGINS
+
+
+def split_text(text: str, budget: int) -> list[str]:
+    """`text` in parts of at most `budget` chars, cut at line ends where possible (every char kept, in order)."""
+    if len(text) <= budget:
+        return [text]
+    parts: list[str] = []
+    current: list[str] = []
+    size = 0
+    for line in text.splitlines(keepends=True):
+        while len(line) > budget:  # a line longer than a part: cut it
+            if current:
+                parts.append("".join(current))
+                current, size = [], 0
+            parts.append(line[:budget])
+            line = line[budget:]
+        if size + len(line) > budget and current:
+            parts.append("".join(current))
+            current, size = [], 0
+        current.append(line)
+        size += len(line)
+    if current:
+        parts.append("".join(current))
+    return parts
+
+
+class MemoryWorker:
+    def __init__(self, engine: MemoryHost) -> None:
+        self.engine = engine
+        self.mode = engine.settings.memory
+        self.journal = MemoryJournal(engine.session.store)
+        self.project = project_key(engine.workspace)
+        self.background = True  # the TUI reads behind the conversation after each turn; `-p` only drains
+        self._task: asyncio.Task[None] | None = None
+        self._again = False
+        self._sender: tuple[Provider, Sender] | None = None
+        self._reading = (
+            asyncio.Lock()
+        )  # one read at a time: the background one and `-p`'s drain never overlap
+        if self.enabled:
+            engine.session.commit_guard = self
+            try:  # a session it has not seen is read from here on (a new one: from its start)
+                self.journal.begin(engine.session.id, engine.session.master_len() - 1)
+            except Exception as exc:  # noqa: BLE001 - a full disk: no memory this time, said once
+                self.mode = "off"
+                engine.session.commit_guard = None
+                engine.emit(Notice(f"memory worker off for this session: {exc}", level="warn", code="memory"))
+
+    @property
+    def enabled(self) -> bool:
+        return self.mode != "off" and not self.engine.session.read_only
+
+    @property
+    def path(self) -> Path:
+        return memory_path(self.engine.workspace)
+
+    # -- the system prompt (auto) ------------------------------------------------------------------
+    def prompt_section(self) -> str:
+        """The memory file's facts for the system prompt (memory = "auto"), within memory_max_bytes."""
+        if self.mode != "auto":
+            return ""
+        try:
+            return prompt_section(self.path, self.engine.settings.memory_max_bytes)
+        except OSError:
+            return ""
+
+    # -- before a compaction's view commit (Session.commit_guard) ----------------------------------------
+    def before_commit(
+        self, active: View, messages: tuple[Message, ...], reason: str
+    ) -> Callable[[View], None] | None:
+        """Queue what this compaction takes out of the view that the worker has not read, durably, now."""
+        if not self.enabled or not compaction_reason(reason):
+            return None
+        session = self.engine.session
+        staying = {m.id for m in messages}
+        leaving = [m for m in active.messages if m.id not in staying and session.is_master(m)]
+        if not leaving:
+            return None
+        read_up_to = self.journal.progress(session.id)
+        queued = self.journal.queued_ids(session.id)
+        unread = [
+            m
+            for m in leaving
+            if m.id not in queued and (session.seq_of(m.id) or 0) > read_up_to and _worth_reading(m)
+        ]
+        if not unread:
+            return None
+        size = sum(len(m.all_text().encode("utf-8", "surrogatepass")) for m in unread)
+        queue_id = self.journal.queue(session.id, reason, [m.id for m in unread], size)
+        reached("memory.queued")  # the reliability tests crash here: the segment is queued, the view not yet
+        trigger = reason.split(":", 1)[0]
+        session.write_receipt(
+            _receipt(
+                trigger,
+                f"memory: queued {len(unread)} messages",
+                queue_id=queue_id,
+                reason=reason,
+                bytes=size,
+            )
+        )
+        self.engine.emit(MemoryQueued(queue_id=queue_id, messages=len(unread), bytes=size, reason=reason))
+
+        def committed(view: View) -> None:
+            reached("memory.committed")
+            session.write_receipt(
+                _receipt(trigger, "view committed", queue_id=queue_id, reason=reason, view_id=view.id)
+            )
+
+        return committed
+
+    # -- scheduling ---------------------------------------------------------------------------------------
+    def after_turn(self) -> None:
+        """After a turn (or a compaction): read what waits, in the background (not in `-p`: see `drain_queue`)."""
+        if not self.enabled or not self.background:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        if self._task is not None and not self._task.done():
+            self._again = True
+            return
+        self._task = loop.create_task(self._run(), name="memory worker")
+
+    async def _run(self) -> None:
+        while True:
+            self._again = False
+            try:
+                await self.catch_up(live=True)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - the worker never breaks a session; it says why once
+                self.engine.emit(Notice(f"memory worker stopped for now: {exc}", level="warn", code="memory"))
+                return
+            if not self._again:
+                return
+
+    async def drain_queue(self) -> None:
+        """Read every queued segment of this project now (`-p` before it exits); failures are said, kept queued."""
+        if not self.enabled:
+            return
+        try:
+            await self.catch_up(live=False)
+        except Exception as exc:  # noqa: BLE001 - the segment stays queued: the next session reads it
+            self.engine.emit(
+                Notice(
+                    f"memory: a queued segment stays queued for the next session — {exc}",
+                    level="warn",
+                    code="memory",
+                )
+            )
+
+    async def yield_to_turn(self) -> None:
+        """A turn starts: a background read in flight stops (it never competes with the turn for the gateway;
+        what it had not recorded is read again after the turn)."""
+        await self.close()
+
+    async def close(self) -> None:
+        """Stop a background read (what it had not finished stays queued, or unread: the next session reads it)."""
+        task, self._task = self._task, None
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    # -- reading --------------------------------------------------------------------------------------------
+    async def catch_up(self, *, live: bool) -> None:
+        """Read the queued segments (this project's, oldest first), then — `live` — the conversation behind."""
+        async with self._reading:
+            await self._catch_up(live=live)
+
+    async def _catch_up(self, *, live: bool) -> None:
+        session = self.engine.session
+        sessions = self.journal.sessions_of(session.workspace) if session.workspace else []
+        sessions = list(dict.fromkeys([session.id, *sessions]))
+        for entry in self.journal.waiting(sessions, limit=QUEUE_BATCH):
+            messages = self._messages(entry)
+            try:
+                facts = await self._distil(messages) if messages else []
+            except MemoryFailed as failed:
+                self.journal.failed(entry.id, str(failed))
+                raise
+            self._found(facts, source=f"queue {entry.id}", session_id=entry.session_id, queue_id=entry.id)
+        if live:
+            await self._read_behind()
+
+    def _messages(self, entry: QueueEntry) -> list[Message]:
+        """The queued messages, from the master log that keeps them."""
+        session = self.engine.session
+        if entry.session_id == session.id and not session.head_waiting:
+            by_id = {m.id: m for m in session.master}
+        else:
+            by_id = {m.id: m for m in session.store.load_master(entry.session_id)}
+        return [by_id[i] for i in entry.message_ids if i in by_id]
+
+    async def _read_behind(self) -> None:
+        session = self.engine.session
+        if session.head_waiting:  # a long session opened from its end: read once its head is decoded
+            return
+        lag = self.engine.settings.memory_lag_turns
+        boundary = session.turn - lag
+        if boundary < 1:
+            return
+        read_up_to = self.journal.progress(session.id)
+        master = session.master
+        in_view = {m.id for m in session.view.messages}
+        queued = self.journal.queued_ids(session.id)
+        chosen: list[Message] = []
+        last = read_up_to
+        turns: set[int] = set()
+        for seq in range(read_up_to + 1, len(master)):
+            message = master[seq]
+            if message.meta.turn > boundary:
+                break
+            last = seq
+            turns.add(message.meta.turn)
+            if message.id in in_view and message.id not in queued and _worth_reading(message):
+                chosen.append(message)
+        if last == read_up_to or len(turns) < max(1, lag):  # a few turns at once: a request per `lag` turns
+            return
+        facts = await self._distil(chosen) if chosen else []
+        self._found(facts, source="conversation", session_id=session.id, progress=last)
+
+    async def _distil(self, messages: Sequence[Message]) -> list[str]:
+        """Ask the summarizer route for the durable facts of `messages`, in as many parts as its cap needs."""
+        text = render_segment(messages, 10**12, self._lookup)
+        if not text.strip():
+            return []
+        facts: list[str] = []
+        budget = self._budget()
+        attempts = 0
+        pending = split_text(text, budget)
+        index = 0
+        while index < len(pending):
+            part = pending[index]
+            try:
+                answer = await self._ask(part, index + 1, len(pending))
+            except _TooBig:
+                attempts += 1  # each refusal teaches a smaller cap and halves the part: bounded either way
+                if attempts > MAX_SHRINKS or len(part) <= MIN_PART_CHARS:
+                    raise MemoryFailed(
+                        f"a {format_size(len(part.encode()))} part of the segment does not fit the summarizer "
+                        f"route's cap even when split"
+                    ) from None
+                budget = max(
+                    MIN_PART_CHARS, min(self._budget(), len(part) // 2)
+                )  # the cap just learned, or half
+                pending[index : index + 1] = split_text(part, budget)
+                continue
+            facts.extend(parse_facts(answer))
+            attempts = 0
+            index += 1
+        return list(dict.fromkeys(facts))
+
+    def _lookup(self, key: str) -> str | None:
+        entry = self.engine.session.store.archive_get(key, self.engine.session.id, strict=True)
+        return entry.content if entry else None
+
+    def _route(self) -> tuple[Provider, Sender]:
+        provider, _ = self.engine.summarizer()
+        if self._sender is None or self._sender[0] is not provider:
+            self._sender = (provider, self.engine._make_sender(provider, provider.route.name))
+        return self._sender
+
+    def _budget(self) -> int:
+        """Chars of segment a request may carry: half the summarizer's window, and under its cap."""
+        provider, _ = self._route()
+        budget = summarizer_budget(
+            self.engine.summarizer_window(), self.engine.settings.summarizer_floor_chars
+        )
+        cap = self.engine.route_cap(provider.route).bytes
+        if cap:
+            overhead = self._request(provider, "", 1, 1).predicted_bytes
+            budget = min(budget, int((cap - overhead) * FIT_MARGIN))
+        else:
+            budget = min(budget, NO_CAP_PART_CHARS)
+        return max(MIN_PART_CHARS, budget)
+
+    def _request(self, provider: Provider, part: str, index: int, parts: int) -> Request:
+        message = Message.create(
+            "user", memory_request_text(part, index, parts), turn=self.engine.session.turn, origin="notice"
+        )
+        return provider.build((message,), MEMORY_SYSTEM, (), max_tokens=MEMORY_MAX_TOKENS, purpose="memory")
+
+    async def _ask(self, part: str, index: int, parts: int) -> str:
+        provider, sender = self._route()
+        request = self._request(provider, part, index, parts)
+        try:
+            result = await sender.send(request, stream_text=False)
+        except OverCap as over:  # never sent: split smaller
+            raise _TooBig(over.message) from over
+        except RequestFailed as failed:
+            failure = failed.failure
+            if failure.payload_related or failure.kind == "context_overflow":
+                self._learn(provider, failed)
+                raise _TooBig(failure.reason) from failed
+            raise MemoryFailed(
+                f"the memory request on {provider.route.name} failed: {failure.reason}"
+            ) from failed
+        return result.text
+
+    def _learn(self, provider: Provider, failed: RequestFailed) -> None:
+        """A memory request refused for its size: ¾ of it becomes that endpoint's cap (the next part fits)."""
+        rejected = (
+            failed.failure.rejected_bytes or failed.error.request_bytes or failed.request.predicted_bytes
+        )
+        if not failed.failure.payload_related or not rejected:
+            return
+        endpoint = provider.route.endpoint_id
+        learned = self.engine.state.learn_cap(
+            endpoint,
+            learned_cap_for(rejected),
+            rejected_bytes=rejected,
+            kind=failed.failure.kind,
+            reason=failed.failure.reason,
+        )
+        self.engine.emit(
+            CapLearned(
+                cap_bytes=learned.cap_bytes,
+                rejected_bytes=rejected,
+                endpoint=endpoint,
+                reason=failed.failure.reason,
+            )
+        )
+
+    # -- what was found -----------------------------------------------------------------------------------
+    def _found(
+        self,
+        facts: Sequence[str],
+        *,
+        source: str,
+        session_id: str,
+        queue_id: int | None = None,
+        progress: int | None = None,
+    ) -> list[Fact]:
+        settings = self.engine.settings
+        path = ""
+        state = "pending"
+        if self.mode == "auto":
+            state = "kept"
+            path = str(self.path)
+        recorded = self.journal.distilled(
+            session_id,
+            self.project,
+            facts,
+            source=source,
+            state="kept" if state == "kept" else "pending",
+            queue_id=queue_id,
+            progress=progress,
+            written_to=path,
+        )
+        if not recorded:
+            return recorded
+        if self.mode == "auto":
+            try:
+                _added, dropped = append_facts(
+                    self.path, [f.text for f in recorded], settings.memory_max_bytes
+                )
+            except OSError as exc:
+                self.engine.emit(
+                    Notice(f"could not write the memory file {self.path}: {exc}", level="warn", code="memory")
+                )
+                return recorded
+            if dropped:
+                self.engine.emit(
+                    Notice(
+                        f"the memory file is at memory_max_bytes ({format_size(settings.memory_max_bytes)}): "
+                        f"{dropped} older fact{'s' if dropped != 1 else ''} left it",
+                        code="memory",
+                    )
+                )
+            self.engine.load_instructions()  # the file joins the system prompt: the floor grows
+            self.engine.view_changed("memory")
+        pending = len(self.journal.facts(self.project, "pending")) if self.mode == "suggest" else 0
+        self.engine.emit(
+            MemoryDistilled(
+                facts=tuple(f.text for f in recorded),
+                mode=self.mode,
+                source=source,
+                pending=pending,
+                path=path,
+            )
+        )
+        return recorded
+
+    # -- review (memory = "suggest") ------------------------------------------------------------------------
+    def pending(self) -> list[Fact]:
+        return self.journal.facts(self.project, "pending")
+
+    def reject(self, fact: Fact) -> None:
+        self.journal.decide(fact.id, "rejected")
+
+    def accept(self, fact: Fact, text: str | None = None) -> Path:
+        """Write the fact (or its edited `text`) to the project's instructions file through `/memory`'s own door —
+        never through a link, never outside the project — then mark it accepted. OSError: it stays pending."""
+        edited = " ".join((text if text is not None else fact.text).split())
+        if not edited:
+            raise ValueError("an empty fact: reject it instead")
+        path = self.engine.remember(edited)
+        self.journal.decide(
+            fact.id, "accepted", text=edited if edited != fact.text else None, written_to=str(path)
+        )
+        return path
+
+
+class _TooBig(Exception):
+    """A memory request over the cap (not sent) or refused for its size: read the part in smaller pieces."""
+
+
+def _receipt(trigger: str, event: str, **fields: Any) -> dict[str, Any]:
+    """A line of the compaction receipts file recording the memory flush and the commit, in their order."""
+    stamp = datetime.fromtimestamp(time.time(), UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return {"timestamp": stamp, "trigger": trigger, "method": "memory", "event": event, **fields}

@@ -1,0 +1,127 @@
+"""`/blocked` (issue 36): find the text a content-inspecting gateway refuses, then withhold it.
+
+It says how many zero-cost probes it may send and that each carries conversation text to the gateway,
+and asks first; the probes run as a worker in the "turn" group with their progress in the chat; the
+finding is shown (sanitised) and a second question offers to withhold it — then the refused turn is
+asked again. `/rewind compact` undoes the withholding. With the offline-waf extra installed, the local
+OWASP Core Rule Set judges the request first (nothing sent, nothing to ask); the probes are offered only
+when it finds nothing.
+"""
+
+from __future__ import annotations
+
+from app.textsafe import display_line
+from app.ui.actions import Host, handles
+
+PROGRESS_EVERY = 5  # a progress line every this many probes (and the first)
+
+
+@handles("blocked")
+def blocked(app: Host, arg: str) -> None:
+    from app.engine.offline_waf import offline_unavailable
+
+    if offline_unavailable() or arg.strip() == "live":  # `/blocked live`: the gateway itself, asked first
+        _ask_to_probe(app)
+    else:
+        app.run_worker(
+            _offline(app), group="turn", exclusive=True, exit_on_error=False, name="blocked offline"
+        )
+
+
+async def _offline(app: Host) -> None:
+    """The local Core Rule Set first: a finding is shown at once; none, and the live probes are offered."""
+    from app.engine.blocked import find_offline
+
+    chat = app.chat
+    app.activity = "blocked"
+    try:
+        await chat.add_notice(
+            "checking the refused request with the OWASP Core Rule Set here (paranoia levels 1-4; nothing is "
+            "sent)…",
+            code="blocked",
+            title="blocked",
+        )
+        report = await find_offline(app.engine)
+    finally:
+        app.activity = ""
+    if report.finding is None:
+        await chat.add_notice(display_line(report.message), code="blocked", title="blocked")
+        _ask_to_probe(app)
+        return
+    await _show(app, report)
+
+
+def _ask_to_probe(app: Host) -> None:
+    from app.engine.blocked import blocked_plan
+    from app.ui.screens.confirm import ConfirmScreen
+
+    plan = blocked_plan(app.engine)
+
+    def answered(yes: bool | None) -> None:
+        if yes:
+            app.run_worker(_find(app), group="turn", exclusive=True, exit_on_error=False, name="blocked")
+
+    app.push_screen(ConfirmScreen(plan.question, yes="Probe", no="Cancel"), callback=answered)
+
+
+async def _find(app: Host) -> None:
+    from app.engine.blocked import find_blocked
+
+    chat = app.chat
+    app.activity = "blocked"
+    lines: list[str] = []
+
+    def on_probe(number: int, what: str, verdict: str) -> None:
+        lines.append(f"probe {number}: {what} → {verdict}")
+
+    try:
+        await chat.add_notice("finding the refused text (zero-cost probes)…", code="blocked", title="blocked")
+        report = await find_blocked(app.engine, on_probe=on_probe)
+    finally:
+        app.activity = ""
+    await _show(app, report)
+
+
+async def _show(app: Host, report) -> None:
+    """The finding (sanitised), then the question whether to withhold it."""
+    chat = app.chat
+    finding = report.finding
+    await chat.add_notice(
+        display_line(report.message),
+        level="warn" if finding else "info",
+        code="blocked",
+        title="blocked",
+    )
+    if finding is None:
+        return
+    from app.engine.blocked import lines_words
+    from app.ui.screens.confirm import ConfirmScreen
+
+    question = (
+        f"Withhold it from the model? {display_line(finding.part.label)}, "
+        f"{lines_words(finding)}: “{display_line(finding.span[:120])}”. "
+        "The original stays in the log and the local archive; /rewind compact undoes it."
+    )
+
+    def answered(yes: bool | None) -> None:
+        if yes:
+            app.run_worker(_withhold(app, finding), group="command", exit_on_error=False, name="withhold")
+
+    app.push_screen(ConfirmScreen(question, yes="Withhold", no="Keep"), callback=answered)
+
+
+async def _withhold(app: Host, finding) -> None:
+    from app.engine.withhold import withhold
+
+    outcome = withhold(app.engine.session, finding)
+    await app.chat.add_notice(
+        display_line(outcome.message),
+        level="info" if outcome.applied else "warn",
+        code="blocked",
+        title="withheld" if outcome.applied else "blocked",
+    )
+    if outcome.applied:
+        app.engine.view_changed("withheld")
+        app.start_turn("", retry=True)
+    elif finding.part.newest_prompt:
+        app.prefill_prompt(finding.part.text)
