@@ -20,13 +20,13 @@ from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
-from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Static
 
 from app.ui.chat import Chat
 from app.ui.frames import frame_timer
 from app.ui.full_map import FullMapCompositor
+from app.ui.layout_requests import ListsEveryChild
 from app.ui.prompt import PromptBox, PromptHistory
 from app.ui.widgets.inspector import Inspector
 from app.ui.widgets.key_footer import KeyFooter
@@ -34,7 +34,7 @@ from app.ui.widgets.key_footer import KeyFooter
 NEW_OUTPUT_HINT = "↓ new output below — End (in the chat) or Alt+↓ jumps to it and follows"
 
 
-class MainScreen(Screen):
+class MainScreen(ListsEveryChild):
     """Chat beside the inspector; the hint for output below the fold; the prompt."""
 
     def __init__(self, *, history: PromptHistory, workspace: Path, inspector: Inspector) -> None:

@@ -26,13 +26,16 @@ from pathlib import Path
 
 import pytest
 from textual.app import App, ComposeResult
+from textual.containers import VerticalScroll
 from textual.geometry import Size
+from textual.screen import Screen
 from textual.widget import Widget
 
 from app.cli import build_parser
 from app.ui.chat_items import AssistantItem
 from app.ui.headless import ready, settle
-from app.ui.quiet_resize import measure_again
+from app.ui.layout_requests import ListsEveryChild
+from app.ui.quiet_resize import QuietResize, measure_again
 from app.ui.run import build_app
 
 SIZE = (160, 45)
@@ -135,7 +138,7 @@ async def test_every_streamed_answer_is_on_screen_when_it_ends_under_load(tmp_pa
     assert not failures, "\n".join(failures)
 
 
-class Grows(Widget):
+class Grows(QuietResize, Widget):
     """A widget whose content height changes under Textual's feet, as a streamed answer's does."""
 
     DEFAULT_CSS = "Grows { height: auto; }"
@@ -171,3 +174,59 @@ async def test_a_height_change_is_never_measured_from_an_older_layout():
 @pytest.fixture(autouse=True)
 def _quiet_clipboard(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("app.ui.copying.system_copy", lambda text: (None, ""))
+
+
+class Item(QuietResize, Widget):
+    """A chat item: a container of automatic height around a view that grows."""
+
+    DEFAULT_CSS = "Item { height: auto; }"
+
+    def compose(self) -> ComposeResult:
+        yield Grows()
+
+
+class Column(QuietResize, VerticalScroll):
+    """The chat: the stream layout, and no second layout after a change of size (`app.ui.quiet_resize`)."""
+
+    DEFAULT_CSS = "Column { layout: stream; }"
+
+
+def stream_host(screen_class: type[Screen]) -> App:
+    class Host(App):
+        def get_default_screen(self) -> Screen:
+            return screen_class()
+
+        def on_mount(self) -> None:
+            self.screen.mount(Column(Item(), Item()))
+
+    return Host()
+
+
+async def grow_the_first_while_the_second_asks(app: App, pilot) -> Item:
+    """The first item's view grows while the second item also asks for a layout, before the screen lays out
+    (the chat's answer grows while another of its items changes)."""
+    await pilot.pause()
+    first, second = app.query(Item)
+    with app.batch_update():  # both requests reach the screen before it lays out
+        second.refresh(layout=True)
+        await pilot.pause()
+        first.query_one(Grows).rows = 9
+        first.query_one(Grows).refresh(layout=True)
+        await pilot.pause()
+    await pilot.pause()
+    await pilot.pause()
+    return first
+
+
+@pytest.mark.parametrize("screen_class", [ListsEveryChild, Screen], ids=["bulkhead", "textual"])
+async def test_a_grown_child_is_placed_anew_by_the_stream_layout(screen_class):
+    """`app.ui.layout_requests`: the item whose view grew is listed under the chat, so the stream layout
+    measures it again instead of reusing its old placement. Textual's own screen reuses it (the bug the
+    module works around): when that case fails, Textual has fixed it and the module can go."""
+    app = stream_host(screen_class)
+    async with app.run_test(size=(40, 30)) as pilot:
+        first = await grow_the_first_while_the_second_asks(app, pilot)
+        if screen_class is Screen:
+            assert first.size.height == 1, "Textual now lists every child: app.ui.layout_requests can go"
+        else:
+            assert first.size.height == 9
