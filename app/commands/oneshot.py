@@ -56,7 +56,18 @@ def _stderr(line: str) -> None:
         sys.stdout.write("\n")
         sys.stdout.flush()
         _stdout_midline = False
-    print(redact_text(line), file=sys.stderr, flush=True)
+    print(redact_text(outside_the_tui(line)), file=sys.stderr, flush=True)
+
+
+_quiet = False  # --quiet: only errors on stderr (the answer on stdout as always)
+ESC_HINTS = ("; Esc cancels", " (Esc cancels)", ", Esc cancels")  # the TUI's key: Ctrl+C stops -p
+
+
+def outside_the_tui(line: str) -> str:
+    """A notice's line as -p prints it: without the TUI's "Esc cancels" (Esc does nothing on a terminal)."""
+    for hint in ESC_HINTS:
+        line = line.replace(hint, "")
+    return line
 
 
 _answer = StreamRedactor()  # a known key split across two streamed chunks is still caught
@@ -92,7 +103,7 @@ def text_printer(event: Event) -> None:
     if not _told_on_stderr(event):
         return
     description = describe(event)
-    if description is not None:
+    if description is not None and (not _quiet or description.level == "error"):
         _stderr(description.line)
 
 
@@ -302,14 +313,21 @@ def run(args) -> int:
             'echo "…" | bulkhead -p (`-p -` reads stdin)'
         )
         return 2
+    from pathlib import Path
+
+    from app.commands.oneshot_slash import plan_slash, run_slash
+    from app.engine.custom_commands import expand_slash
+
+    workspace = Path(settings.workspace or os.getcwd()).expanduser()
+    slash = plan_slash(prompt, lambda text: expand_slash(text, workspace) is not None)
+    if slash.error:  # nothing is opened or sent: a TUI command or a typo is not a message to the model
+        _stderr(f"bulkhead: {slash.error}")
+        return 2
     if args.yes:
 
         async def approver(name: str, tool_args: dict, why: str) -> bool:
             return True
     else:
-        from pathlib import Path
-
-        workspace = Path(settings.workspace or os.getcwd()).expanduser()
         approver = _terminal_approver(workspace, settings.approval_preview_lines)
     if getattr(args, "read_only", False):
         _stderr(
@@ -333,9 +351,13 @@ def run(args) -> int:
         from app.engine.custom_commands import expand_slash
 
         prompt = expand_slash(prompt, engine.workspace) or prompt
+    if prompt.startswith("//"):  # `//text`: sent as `/text`, as in the TUI
+        prompt = prompt[1:]
     if getattr(args, "fallback_after_partial", False):  # a route that failed mid-answer: go on elsewhere
         engine.fallback.after_partial = "continue"
     engine.memory.background = False  # -p reads what compactions queued before it exits, nothing behind
+    global _quiet
+    _quiet = bool(getattr(args, "quiet", False))
     printer = json_printer if args.json else text_printer
     engine.session.bus.subscribe(printer)
     denied: list[ToolApproval] = []
@@ -355,6 +377,11 @@ def run(args) -> int:
         await engine.confirm_workspace_gateways(ask=terminal_gateways_ask())
         if engine.mcp is not None:  # started now, waited for before the first request
             await engine.start_mcp(ask=None if args.yes else terminal_mcp_ask(), allow_project=args.yes)
+        if slash.action:
+            try:
+                return await run_slash(engine, slash, _stderr)
+            finally:
+                await engine.close("exit")
         try:
             result = await engine.submit(prompt, typed=args.prompt or "")
             await engine.memory.drain_queue()  # a compaction's queued segment is read now, not left behind

@@ -102,8 +102,10 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         read_only: bool = False,
         model: str | None = None,
         ask_workspace: bool = True,
+        initial_prompt: str = "",
     ) -> None:
         super().__init__()
+        self.initial_prompt = initial_prompt  # `bulkhead "…"`: sent as if typed once the prompt is there
         self.model_override = model  # --model: this run's model on the first route
         # Resuming a session of another folder asks where its tools run (not when --workspace said so).
         self.ask_workspace = ask_workspace
@@ -195,6 +197,10 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         prompt.slash_extra = self.custom_completions
         prompt.focus()
         self.call_later(self._replay_early_keys)
+        if self.initial_prompt:  # through the prompt: a slash command runs, a message waits for the session
+            prompt.set_text(self.initial_prompt)
+            self.initial_prompt = ""
+            self.call_later(prompt.action_submit)
         self.open_engine(
             resume=self.resume,
             continue_=self.continue_,

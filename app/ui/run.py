@@ -32,6 +32,7 @@ def build_app(args, **options):
         read_only=getattr(args, "read_only", False),
         model=getattr(args, "model", None),
         ask_workspace=not args.workspace,
+        initial_prompt=getattr(args, "initial_prompt", "") or "",
         **options,
     )
 
