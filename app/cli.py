@@ -122,6 +122,13 @@ def _add_session_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workspace", metavar="DIR", help="folder the tools work in (default: current)")
 
 
+def _add_session_filters(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--here", action="store_true", help="only the sessions of the current folder")
+    parser.add_argument("--folder", metavar="DIR", help="only the sessions of DIR")
+    parser.add_argument("--older-than", metavar="AGE", help="last used more than AGE ago (30d, 12h, 2w)")
+    parser.add_argument("--newer-than", metavar="AGE", help="last used within AGE (30d, 12h, 2w)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="bulkhead",
@@ -360,7 +367,8 @@ def build_parser() -> argparse.ArgumentParser:
         "Each keeps its whole master log; export writes it as Markdown, JSON or HAR "
         "(the requests, for a network team). rm deletes one with its archive, requests and "
         "folder (never one another bulkhead holds).",
-        examples="  bulkhead sessions list\n"
+        examples="  bulkhead sessions list --here --newer-than 7d\n"
+        "  bulkhead sessions prune --older-than 30d\n"
         "  bulkhead sessions show s_1a2b\n"
         "  bulkhead sessions export s_1a2b --format har -o session.har\n"
         "  bulkhead sessions rm s_1a2b --yes",
@@ -369,6 +377,19 @@ def build_parser() -> argparse.ArgumentParser:
     s_list = sessions_sub.add_parser(
         "list", help="recent sessions", description="The most recent sessions, newest first."
     )
+    _add_session_filters(s_list)
+    prune = sessions_sub.add_parser(
+        "prune",
+        help="delete the sessions not used for a while",
+        description="Delete every session last used more than AGE ago (of one folder with --here / --folder), "
+        "with its archive, requests and folder; never one another bulkhead holds. Asks first, listing "
+        "them, unless --yes.",
+    )
+    prune.add_argument("--older-than", required=True, metavar="AGE", help="30d, 12h, 2w, 90m, 45s")
+    prune.add_argument("--here", action="store_true", help="only this folder's sessions")
+    prune.add_argument("--folder", metavar="DIR", help="only the sessions of DIR")
+    prune.add_argument("--yes", "-y", dest="rm_yes", action="store_true", help="do not ask for confirmation")
+    prune.add_argument("--dry-run", action="store_true", help="say what would be deleted, delete nothing")
     s_list.add_argument(
         "--json",
         dest="sessions_json",

@@ -238,6 +238,7 @@ def open_engine(
     store = store or Store()
     state = state or State()
     workspace = Path(workspace or settings.workspace or os.getcwd()).expanduser().resolve()
+    gone_route = ""  # the resumed session's route, no longer in config.toml
     if (resume or continue_) and route_name is None:
         latest = (  # the row is enough here
             store.find_session(resume) if resume else store.latest_session(folder_key(workspace))
@@ -246,8 +247,15 @@ def open_engine(
             route_name = latest.route or None
             if not settings.routes and route_name not in (None, "lab", *IMPLICIT_MODELS):
                 route_name = None
+        elif latest is not None and latest.route:
+            gone_route = latest.route
     choice = with_model(choose_route(settings, route_name), state, model)
     notices: list[str] = []
+    if gone_route and gone_route != choice.route.name:
+        notices.append(
+            f"this session used route {gone_route!r}, which config.toml no longer has — it goes on with "
+            f"{choice.route.name!r} ({choice.route.model}); /model (or --route) picks another"
+        )
     session, resumed = open_session(
         store,
         choice.route,

@@ -791,6 +791,10 @@ class Engine:
                 await self.session.stop_writer()  # nothing queued is dropped; writes go inline from here
             finally:
                 self.session.release_lease()  # another bulkhead may write it now
+                if reason in ("exit", "clear", "resume") and not self.session.read_only:
+                    from app.engine.empty_sessions import forget_if_empty
+
+                    forget_if_empty(self.session)  # nothing in it: not kept (issue 40)
 
     # -- turns ------------------------------------------------------------------------------------
     async def submit(

@@ -4,6 +4,8 @@ no prefix matching."""
 from __future__ import annotations
 
 import io
+import os
+from pathlib import Path
 
 import pytest
 
@@ -95,3 +97,24 @@ def test_quiet_prints_the_answer_and_no_notices(capsys, tmp_path, monkeypatch):
     assert code == 0 and "hi" in out and err == ""
     code, out, err = run_cli(capsys, "-p", "hi")
     assert "lab model" in err  # the notice --quiet kept back
+
+
+def test_an_empty_session_is_not_kept_and_a_renamed_one_is(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(capsys, "-p", "/compact")  # a new session with nothing to compact
+    assert code == 1 and "the session is empty" in err
+    assert Store().list_sessions() == []
+    code, out, err = run_cli(capsys, "-p", "/rename notes for later")
+    assert code == 0 and [row["title"] for row in Store().list_sessions()] == ["notes for later"]
+
+
+def test_a_resumed_session_whose_route_is_gone_says_so(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    config = Path(os.environ["BULKHEAD_CONFIG"])
+    config.write_text('[routes.work]\nprovider = "lab"\nmodel = "lab-1"\n', encoding="utf-8")
+    code, _out, err = run_cli(capsys, "-p", "first")
+    assert code == 0 and "no longer has" not in err
+    config.write_text('[routes.other]\nprovider = "lab"\nmodel = "lab-1"\n', encoding="utf-8")
+    code, _out, err = run_cli(capsys, "-c", "-p", "second")
+    assert code == 0 and "this session used route 'work', which config.toml no longer has" in err
+    assert "goes on with 'other'" in err
