@@ -967,7 +967,8 @@ class Engine:
                 if cut:
                     self.emit(
                         Notice(
-                            "answer cut at the token limit again; it is kept, marked partial",
+                            f"answer cut at the token limit{' again' if escalations else ''}; it is kept, marked "
+                            f"partial",
                             level="warn",
                             code="partial",
                         )

@@ -264,7 +264,7 @@ def describe_call(name: str, args: Mapping[str, Any], workspace: Path, max_chars
             if isinstance(content, str)
             else 0
         )
-        text = f"write_file {args.get('path', '')} ({lines} lines)"
+        text = f"write_file {args.get('path', '')} ({lines} line{'' if lines == 1 else 's'})"
     elif name == "edit_file":
         text = f"edit_file {args.get('path', '')}" + (" (replace all)" if args.get("replace_all") else "")
     elif name == "recall":

@@ -319,7 +319,7 @@ ACTIONS: tuple[Action, ...] = (
         "memory",
         "project",
         "remember a line",
-        "Add a line to the project's AGENTS.md (no text: list the instruction files in the system prompt)",
+        "Add a line to the project's instruction file, AGENTS.md or CLAUDE.md (no text: list the instruction files)",
         "/memory",
         "/memory [TEXT]",
         _need_idle,

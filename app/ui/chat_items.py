@@ -248,7 +248,7 @@ def _args_line(name: str, args: dict) -> str:
         content = args.get("content")
         if name == "write_file" and isinstance(content, str):
             lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
-            return f"{args['path']} ({lines:,} lines)"
+            return f"{args['path']} ({lines:,} line{'' if lines == 1 else 's'})"
         return args["path"]
     if isinstance(args.get("path"), str) and len(args) <= 3:
         extra = {k: v for k, v in args.items() if k != "path"}

@@ -123,7 +123,7 @@ class PromptArea(SteadyScrollbars, TextArea):
 - **/**: slash commands — **Tab** completes the highlighted one, ↑/↓ choose
 - **@path**: attach a file (or list a folder) of the workspace — fuzzy: `@clipy` finds `app/cli.py` (recent and shallow files first, nothing .gitignore'd); **Tab** takes the highlighted one
   (`@shot.png`, or a pasted image path, attaches the image where the route takes images)
-- **# text** on one line: add it to the project's AGENTS.md (as `/memory text`)
+- **# text** on one line: add it to the project's instruction file — AGENTS.md, or CLAUDE.md where that is the one the project has (as `/memory text`; `/memory` names it)
 - **PageUp / PageDown** scroll the chat while the prompt's text is all in view; **Home / End** (empty prompt):
   the chat's top / latest output
 - **Esc** or **Ctrl+C**: cancel the running turn (idle, Ctrl+C clears the prompt; twice quits) · **Ctrl+O**: move into the chat to copy
