@@ -301,9 +301,9 @@ ACTIONS: tuple[Action, ...] = (
         "export",
         "session",
         "export",
-        "Write the session as Markdown (and HAR) to its folder",
+        "Write the session as Markdown (and HAR) into the project folder, or to PATH",
         "/export",
-        "/export",
+        "/export [PATH]",
         _need_engine,
     ),
     Action(

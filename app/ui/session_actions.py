@@ -94,19 +94,42 @@ def _stamp(app: Host) -> str:
     return time.strftime("%Y%m%d-%H%M%S", time.localtime(app.clock()))
 
 
+def export_paths(workspace: Path, arg: str, stamp: str) -> tuple[Path, Path]:
+    """Where `/export [PATH]` writes (Markdown, HAR): the project folder by default; PATH relative to it,
+    a folder (the files go in it) or a file name (the HAR beside it, `.har`)."""
+    name = f"bulkhead-export-{stamp}"
+    if not arg.strip():
+        return workspace / f"{name}.md", workspace / f"{name}.har"
+    target = Path(arg.strip()).expanduser()
+    target = target if target.is_absolute() else workspace / target
+    if target.is_dir() or arg.strip().endswith(("/", "\\")):
+        return target / f"{name}.md", target / f"{name}.har"
+    md = target if target.suffix else target.with_suffix(".md")
+    return md, md.with_suffix(".har")
+
+
 @handles("export")
-async def export(app: Host, _arg: str) -> None:
+async def export(app: Host, arg: str) -> None:
     from app.export import to_markdown
 
     session = app.engine.session
-    stamp = _stamp(app)
     written = []
-    md_path = session.folder / f"export-{stamp}.md"
+    md_path, har_path_wanted = export_paths(Path(app.engine.workspace), arg, _stamp(app))
     text = to_markdown(session)
-    await asyncio.to_thread(atomic_write, md_path, text, 0o600)
+    try:
+        md_path.parent.mkdir(parents=True, exist_ok=True)
+        await asyncio.to_thread(atomic_write, md_path, text, 0o600)
+    except OSError as exc:
+        await app.chat.add_notice(
+            f"could not export to {md_path}: {exc.strerror or exc} — /export PATH writes elsewhere",
+            level="error",
+            code="export",
+            title="export",
+        )
+        return
     written.append(md_path)
     if module_available("app.har"):
-        har_path = await write_har(app, session, session.folder / f"export-{stamp}.har")
+        har_path = await write_har(app, session, har_path_wanted)
         if har_path is not None:
             written.append(har_path)
     names = " and ".join(str(p) for p in written)

@@ -493,9 +493,12 @@ async def test_retry_and_export(lab, tmp_path):
         await ready(pilot)
         await send(pilot, "hello")
         await send(pilot, "/export")
-        exports = list(app.engine.session.folder.glob("export-*.md"))
+        exports = list(tmp_path.glob("bulkhead-export-*.md"))  # the project folder, not the data folder
         assert len(exports) == 1 and "hello" in exports[0].read_text()
-        assert app.chat.notices("export")
+        assert str(exports[0]) in app.chat.notices("export")[-1].text  # says the path
+        await send(pilot, "/export notes/today")  # PATH, relative to the project folder
+        await until(pilot, lambda: (tmp_path / "notes" / "today.md").exists(), "the export at PATH")
+        assert "hello" in (tmp_path / "notes" / "today.md").read_text()
 
 
 async def test_export_writes_har_and_probe_finds_the_gateway_cap(lab, tmp_path):
