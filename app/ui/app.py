@@ -187,6 +187,15 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         make_strip_caches_lazy()  # before the first frame: every line drawn is a Strip
         self._apply_theme()
 
+    def deliver_screenshot(
+        self, filename: str | None = None, path: str | None = None, time_format: str | None = None
+    ) -> str | None:
+        """Textual's, into the working folder when there is no Downloads folder (`app.ui.screenshots`)."""
+        from app.ui.screenshots import screenshot_folder
+
+        folder = path or str(screenshot_folder(self.workspace))
+        return super().deliver_screenshot(filename, folder, time_format)
+
     def main_screen_mounted(self) -> None:
         """The main screen's widgets are there (`MainScreen.on_mount`): wire the prompt, open the session."""
         self._apply_keymap()

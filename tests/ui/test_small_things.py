@@ -153,3 +153,14 @@ async def test_a_content_block_names_one_key_that_starts_finding_the_refused_tex
         lab.configure(gateway="none")  # the gateway goes away: the next turn answers, the key goes with it
         await send(pilot, "hello again")
         assert app.check_action("command", ("blocked",)) is False
+
+
+async def test_a_screenshot_without_a_downloads_folder_goes_to_the_working_folder(lab, tmp_path, monkeypatch):
+    """The palette's Screenshot failed ("Failed to save screenshot") where ~/Downloads does not exist."""
+    monkeypatch.setattr("platformdirs.user_downloads_path", lambda: tmp_path / "no-such-Downloads")
+    app = make_app(lab_settings(lab), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        app.action_screenshot()
+        await until(pilot, lambda: list(tmp_path.glob("*.svg")), "the screenshot in the working folder")
+        assert not (tmp_path / "no-such-Downloads").exists()
