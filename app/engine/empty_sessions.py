@@ -8,9 +8,13 @@ closed by this one, so never deleted by it.
 from __future__ import annotations
 
 import contextlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from app.engine.session import Session
 
 
-def forget_if_empty(session) -> bool:
+def forget_if_empty(session: Session) -> bool:
     """Delete `session` (an `app.engine.session.Session` whose writes are on disk) if it holds nothing."""
     if session.master_len() or session.title:
         return False
