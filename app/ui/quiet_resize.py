@@ -72,4 +72,19 @@ def measure_again(widget: Widget) -> None:
     what changed."""
     if widget._layout_required:
         widget._layout_updates += 1  # refresh below will not: a request is pending
+    forget_measures(widget)
     widget.refresh(layout=True, repaint=False)
+
+
+def forget_measures(widget: Widget) -> None:
+    """Forget the measures that hold `widget`'s old height: its containers' arrangements and sizes, up to
+    the first that does not size itself by its content (the chat) — as Textual does only when it handles
+    the layout request. A layout that runs before then (another widget's) measures the item around an
+    answer anew instead of from an arrangement made for the answer's old height."""
+    for ancestor in widget.ancestors:
+        if not isinstance(ancestor, Widget):
+            break
+        ancestor._clear_arrangement_cache()
+        ancestor._layout_updates += 1
+        if not ancestor.styles.auto_dimensions:
+            break

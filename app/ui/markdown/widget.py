@@ -34,7 +34,7 @@ from textual.widget import Widget
 from app.textsafe import display, display_line
 from app.ui.markdown.painter import STYLE_NAMES, DrawnLine, Line, Painter, block_margins
 from app.ui.markdown.parser import PARSER, REFERENCE_DEFINITION, cold_languages, parse_markdown, split_blocks
-from app.ui.quiet_resize import QuietResize, measure_again
+from app.ui.quiet_resize import QuietResize, forget_measures, measure_again
 from app.ui.selection import selected_cells
 
 SLICE_S = 0.012  # the most drawing one slice does before it gives the event loop back
@@ -473,6 +473,9 @@ class AnswerView(QuietResize, Widget):
             previous = block
         self._display = display
         self._ys = ys
+        if y != self._height and self.is_attached:  # no measure of the old height may be used again
+            self._layout_updates += 1
+            forget_measures(self)
         self._height = y
 
     def _on_timer(self) -> None:
