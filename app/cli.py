@@ -1,6 +1,7 @@
 """`bulkhead` — argument parsing and dispatch. Each sub-command lives in `app/commands/`.
 
     bulkhead                         TUI (new session; --resume ID, --continue)
+    bulkhead "prompt"                TUI with that prompt sent (a sub-command's name wins: `--` before it)
     bulkhead -p "prompt" [--json]    one-shot: answer on stdout, notices on stderr
     bulkhead lab | probe | classify | sessions | archive | config | auth | mcp | proxy | permissions
 
@@ -15,6 +16,15 @@ import importlib
 import sys
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse without prefix matching (`classify --body` is not `--body-file`); sub-commands' parsers are
+    made of the same class."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
 
 class HelpFormatter(argparse.HelpFormatter):
@@ -88,7 +98,7 @@ def _add_session_flags(parser: argparse.ArgumentParser) -> None:
         "-c",
         dest="continue_",
         action="store_true",
-        help="continue the most recent session no other bulkhead has open",
+        help="continue the newest session of this folder (the workspace) that no other bulkhead has open",
     )
     parser.add_argument(
         "--fork",
@@ -112,8 +122,15 @@ def _add_session_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workspace", metavar="DIR", help="folder the tools work in (default: current)")
 
 
+def _add_session_filters(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--here", action="store_true", help="only the sessions of the current folder")
+    parser.add_argument("--folder", metavar="DIR", help="only the sessions of DIR")
+    parser.add_argument("--older-than", metavar="AGE", help="last used more than AGE ago (30d, 12h, 2w)")
+    parser.add_argument("--newer-than", metavar="AGE", help="last used within AGE (30d, 12h, 2w)")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="bulkhead",
         formatter_class=HelpFormatter,
         description="A terminal chat client for coding sessions that survives gateways, WAFs and context "
@@ -123,7 +140,10 @@ def build_parser() -> argparse.ArgumentParser:
         "model (offline, no key).",
         epilog="examples:\n"
         "  bulkhead                               the chat, a new session\n"
-        "  bulkhead -c                            continue the latest session\n"
+        "  bulkhead -c                            continue this folder's newest session\n"
+        '  bulkhead "fix the failing test"        the chat, with that prompt sent\n'
+        '  bulkhead -- "lab"                      a prompt that is a command name\n'
+        '  bulkhead -p "/compact" -c              a slash command on this folder\'s newest session\n'
         '  bulkhead -p "explain @app/cli.py"      one answer on stdout\n'
         '  git diff | bulkhead -p "review this"   piped stdin is appended to the prompt\n'
         "  bulkhead COMMAND --help                what a command does, its flags and examples",
@@ -139,6 +159,12 @@ def build_parser() -> argparse.ArgumentParser:
         "PROMPT (or -p -) stdin is the prompt; @path attaches a file",
     )
     parser.add_argument("--json", action="store_true", help="with -p: one JSON object per engine event")
+    parser.add_argument(
+        "--quiet",
+        "-q",
+        action="store_true",
+        help="with -p: only the answer on stdout and errors on stderr (no notices, progress or tool lines)",
+    )
     parser.add_argument(
         "--yes",
         "-y",
@@ -341,7 +367,8 @@ def build_parser() -> argparse.ArgumentParser:
         "Each keeps its whole master log; export writes it as Markdown, JSON or HAR "
         "(the requests, for a network team). rm deletes one with its archive, requests and "
         "folder (never one another bulkhead holds).",
-        examples="  bulkhead sessions list\n"
+        examples="  bulkhead sessions list --here --newer-than 7d\n"
+        "  bulkhead sessions prune --older-than 30d\n"
         "  bulkhead sessions show s_1a2b\n"
         "  bulkhead sessions export s_1a2b --format har -o session.har\n"
         "  bulkhead sessions rm s_1a2b --yes",
@@ -350,6 +377,19 @@ def build_parser() -> argparse.ArgumentParser:
     s_list = sessions_sub.add_parser(
         "list", help="recent sessions", description="The most recent sessions, newest first."
     )
+    _add_session_filters(s_list)
+    prune = sessions_sub.add_parser(
+        "prune",
+        help="delete the sessions not used for a while",
+        description="Delete every session last used more than AGE ago (of one folder with --here / --folder), "
+        "with its archive, requests and folder; never one another bulkhead holds. Asks first, listing "
+        "them, unless --yes.",
+    )
+    prune.add_argument("--older-than", required=True, metavar="AGE", help="30d, 12h, 2w, 90m, 45s")
+    prune.add_argument("--here", action="store_true", help="only this folder's sessions")
+    prune.add_argument("--folder", metavar="DIR", help="only the sessions of DIR")
+    prune.add_argument("--yes", "-y", dest="rm_yes", action="store_true", help="do not ask for confirmation")
+    prune.add_argument("--dry-run", action="store_true", help="say what would be deleted, delete nothing")
     s_list.add_argument(
         "--json",
         dest="sessions_json",
@@ -551,6 +591,67 @@ _COMMANDS = {
 }
 
 
+class UsageError(Exception):
+    """A command line that cannot mean anything: said in one line, exit status 2."""
+
+
+def split_prompt(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[list[str], str]:
+    """`bulkhead [flags] "prompt" [flags]`: (the command line without the prompt, the prompt) — the TUI opens
+    with it sent. A sub-command's name is the sub-command (`--` before a prompt that is one); with -p the
+    prompt is -p's. A word close to a sub-command's name is taken for a typo, and more than one word for
+    an unquoted prompt: both are refused with what to type."""
+    import difflib
+
+    takes_value = {
+        option: action.nargs not in (0, "?") and action.nargs != argparse.OPTIONAL
+        for action in parser._actions
+        for option in action.option_strings
+    }
+    positions: list[int] = []
+    wanting = -1  # where a -p without its prompt is
+    index = 0
+    while index < len(argv):
+        token = argv[index]
+        if token == "--":
+            rest = argv[index + 1 :]
+            if len(rest) > 1:
+                raise UsageError(
+                    f'give the prompt as one argument, in quotes: bulkhead -- "{" ".join(rest)}"'
+                )
+            return argv[:index], rest[0] if rest else ""
+        if token in ("-p", "--print") or token.startswith("--print="):
+            given = "=" in token or (index + 1 < len(argv) and not argv[index + 1].startswith("-"))
+            if given or positions:
+                return argv, ""  # one-shot: -p has its prompt
+            wanting = index  # `-p -c "prompt"`: the prompt comes after other flags
+            index += 1
+            continue
+        if token.startswith("-") and token != "-":
+            index += 2 if takes_value.get(token, False) and "=" not in token else 1
+            continue
+        if not positions and token in _COMMANDS:
+            return argv, ""  # a sub-command: its own parser reads the rest
+        positions.append(index)
+        index += 1
+    if not positions:
+        return argv, ""
+    if wanting >= 0:  # -p's prompt, moved next to it (argparse would take it for a sub-command)
+        moved = [token for i, token in enumerate(argv) if i != positions[0]]
+        moved.insert(wanting + 1, argv[positions[0]])
+        return moved, ""
+    words = [argv[i] for i in positions]
+    if len(words) > 1:
+        raise UsageError(f'give the prompt as one argument, in quotes: bulkhead "{" ".join(words)}"')
+    prompt = words[0]
+    near = difflib.get_close_matches(prompt, list(_COMMANDS), n=1, cutoff=0.75)
+    if near and " " not in prompt:
+        raise UsageError(
+            f"{prompt!r} is not a command — did you mean `bulkhead {near[0]}`? To send it to the model as a "
+            f'prompt: bulkhead -- "{prompt}"'
+        )
+    return [token for i, token in enumerate(argv) if i != positions[0]], prompt
+
+
 def main(argv: list[str] | None = None) -> int:
     from app.config import ConfigError
     from app.console import prepare_streams
@@ -559,13 +660,23 @@ def main(argv: list[str] | None = None) -> int:
 
     prepare_streams()  # a terminal that is not UTF-8 gets ASCII stand-ins, never a crash or a lost chunk
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        argv, initial_prompt = split_prompt(parser, argv)
+    except UsageError as exc:
+        print(f"bulkhead: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     args = parser.parse_args(argv)
+    args.initial_prompt = initial_prompt
     if args.version:
         from app import __version__
 
         print(f"bulkhead {__version__}")
         return EXIT_OK
     tui = not args.command and args.prompt is None
+    if args.initial_prompt and not tui:
+        print("bulkhead: a prompt before a sub-command means nothing — put it after -p", file=sys.stderr)
+        return EXIT_USAGE
     streams = (sys.stdout, sys.stderr)
     if not tui:  # what a command prints may come from outside (answers, bodies, files): app/textsafe.py
         sys.stdout, sys.stderr = SafeStream(sys.stdout), SafeStream(sys.stderr)

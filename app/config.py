@@ -248,6 +248,10 @@ class Settings:
         default=None, metadata=_opt("tools?", "built-in tools offered to the model (default: all; [] none)")
     )
     approval: str = field(default="auto-read", metadata=_opt("choice", "tool approvals", APPROVAL_MODES))
+    approval_preview_lines: int = field(
+        default=40,
+        metadata=_opt("int", "diff lines an edit's approval card shows (a new file: its first lines)", low=0),
+    )
     workspace: str | None = field(default=None, metadata=_opt("str?", "folder tools work in (default: cwd)"))
     max_mentions: int = field(default=10, metadata=_opt("int", "@file mentions attached per prompt"))
     image_max_bytes: int = field(

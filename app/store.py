@@ -326,6 +326,10 @@ class SessionRow:
     flags: dict[str, Any]
 
 
+# A session with at least one message of its master log (an empty one is a start that said nothing).
+_HAS_MESSAGES = "EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id AND m.seq IS NOT NULL)"
+
+
 def database_path() -> Path:
     return data_home() / "bulkhead.db"
 
@@ -654,18 +658,55 @@ class Store:
         )
         return self._session_row(rows[0]) if len(rows) == 1 else None
 
-    def latest_session(self) -> SessionRow | None:
-        rows = self.query("SELECT * FROM sessions ORDER BY updated_at DESC, created_at DESC LIMIT 1")
+    def latest_session(self, workspace: str | None = None) -> SessionRow | None:
+        """The newest session (of the folder `workspace`, when given, with at least one message)."""
+        if workspace is None:
+            rows = self.query("SELECT * FROM sessions ORDER BY updated_at DESC, created_at DESC LIMIT 1")
+        else:
+            rows = self.query(
+                f"SELECT * FROM sessions s WHERE s.workspace = ? AND {_HAS_MESSAGES} "
+                "ORDER BY s.updated_at DESC, s.created_at DESC LIMIT 1",
+                (workspace,),
+            )
         return self._session_row(rows[0]) if rows else None
 
-    def list_sessions(self, limit: int = 100) -> list[dict[str, Any]]:
+    def folder_sessions(self, workspace: str, limit: int = 50) -> list[sqlite3.Row]:
+        """(id, title) of the sessions of the folder `workspace` that have a message, newest first (`-c`)."""
+        return self.query(
+            f"SELECT s.id, s.title FROM sessions s WHERE s.workspace = ? AND s.provider != 'proxy' AND {_HAS_MESSAGES} "
+            "ORDER BY s.updated_at DESC, s.created_at DESC LIMIT ?",
+            (workspace, limit),
+        )
+
+    def list_sessions(
+        self,
+        limit: int = 100,
+        *,
+        workspace: str | None = None,
+        updated_before: float | None = None,
+        updated_after: float | None = None,
+    ) -> list[dict[str, Any]]:
+        """The sessions, newest first: of one folder (`workspace`), last updated before / after a time."""
+        where, params = [], []
+        for clause, value in (
+            ("s.workspace = ?", workspace),
+            ("s.updated_at < ?", updated_before),
+            ("s.updated_at >= ?", updated_after),
+        ):
+            if value is not None:
+                where.append(clause)
+                params.append(value)
         rows = self.query(
             "SELECT s.id, s.title, s.route, s.provider, s.model, s.workspace, s.created_at, s.updated_at, "
             "(SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id AND m.seq IS NOT NULL) AS messages "
-            "FROM sessions s ORDER BY s.updated_at DESC LIMIT ?",
-            (limit,),
+            f"FROM sessions s {'WHERE ' + ' AND '.join(where) if where else ''} "
+            "ORDER BY s.updated_at DESC LIMIT ?",
+            (*params, limit),
         )
         return [dict(r) for r in rows]
+
+    def session_count(self) -> int:
+        return int(self.column("SELECT COUNT(*) FROM sessions")[0])
 
     def search_sessions(self, text: str, limit: int = 100) -> list[str]:
         """Ids of the sessions whose title or any message holds `text` (case-insensitive), newest first."""
@@ -699,7 +740,7 @@ class Store:
         return True
 
     def update_session(self, session_id: str, **fields_: Any) -> None:
-        allowed = {"title", "route", "provider", "model", "counters", "flags", "system_prompt"}
+        allowed = {"title", "route", "provider", "model", "workspace", "counters", "flags", "system_prompt"}
         unknown = set(fields_) - allowed
         if unknown:
             raise ValueError(f"cannot update session fields {unknown}")

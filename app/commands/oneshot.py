@@ -56,7 +56,18 @@ def _stderr(line: str) -> None:
         sys.stdout.write("\n")
         sys.stdout.flush()
         _stdout_midline = False
-    print(redact_text(line), file=sys.stderr, flush=True)
+    print(redact_text(outside_the_tui(line)), file=sys.stderr, flush=True)
+
+
+_quiet = False  # --quiet: only errors on stderr (the answer on stdout as always)
+ESC_HINTS = ("; Esc cancels", " (Esc cancels)", ", Esc cancels")  # the TUI's key: Ctrl+C stops -p
+
+
+def outside_the_tui(line: str) -> str:
+    """A notice's line as -p prints it: without the TUI's "Esc cancels" (Esc does nothing on a terminal)."""
+    for hint in ESC_HINTS:
+        line = line.replace(hint, "")
+    return line
 
 
 _answer = StreamRedactor()  # a known key split across two streamed chunks is still caught
@@ -92,7 +103,7 @@ def text_printer(event: Event) -> None:
     if not _told_on_stderr(event):
         return
     description = describe(event)
-    if description is not None:
+    if description is not None and (not _quiet or description.level == "error"):
         _stderr(description.line)
 
 
@@ -120,7 +131,7 @@ def json_printer(event: Event) -> None:
     sys.stdout.flush()
 
 
-def _settle(future: asyncio.Future[bool], value: bool) -> None:
+def _settle(future: asyncio.Future, value: object) -> None:
     if not future.done():
         future.set_result(value)
 
@@ -147,28 +158,48 @@ def _open_terminal():
     return reader, writer
 
 
-def _terminal_approver():
-    """Ask on the controlling terminal about tool calls; None when there is none."""
+def _terminal_approver(workspace, preview_lines: int = 40):
+    """Ask on the controlling terminal about tool calls (an edit shows its diff first); None when there is
+    no terminal. y allows; Enter or n denies; anything else denies and is what the model is told."""
+    from app.tools.approval import Denial
+    from app.tools.change_preview import preview_change
+
     tty = _open_terminal()
     if tty is None:
         return None
     reader, writer = tty
     lock = threading.Lock()  # one question at a time
 
-    def ask(why: str) -> bool:
+    def ask(name: str, args: dict, why: str) -> bool | Denial:
+        preview = preview_change(name, args, workspace, max_lines=preview_lines)
         with lock:  # the whole text of what is approved (the terminal wraps it): nothing is cut
-            writer.write(f"\n? {display(why)}\n  allow? [y/N] ")
+            writer.write(f"\n? {display(why)}\n")
+            if preview is not None:
+                writer.write(f"  {display(preview.summary)}\n")
+                if preview.problem and preview.problem not in preview.summary:
+                    writer.write(f"  {display(preview.problem)}\n")
+                for line in display(preview.text).splitlines():
+                    writer.write(f"  {line}\n")
+                if preview.more_lines:
+                    writer.write(f"  … {preview.more_lines:,} more lines\n")
+            writer.write("  allow? [y/N, or type why not — the model is told] ")
             writer.flush()
-            return reader.readline().strip().lower() in ("y", "yes")
+            answer = reader.readline().strip()
+            if answer.lower() in ("y", "yes"):
+                return True
+            if answer.lower() in ("", "n", "no"):
+                return False
+            return Denial(answer)
 
-    async def approve(name: str, args: dict, why: str) -> bool:
+    async def approve(name: str, args: dict, why: str) -> bool | Denial:
         # A daemon thread, not asyncio.to_thread: Ctrl+C while it waits must not wait for a line.
         loop = asyncio.get_running_loop()
-        answer: asyncio.Future[bool] = loop.create_future()
+        answer: asyncio.Future[bool | Denial] = loop.create_future()
 
         def run() -> None:
+            result: bool | Denial
             try:
-                result = ask(why)
+                result = ask(name, args, why)
             except (OSError, ValueError):  # the terminal went away: no
                 result = False
             loop.call_soon_threadsafe(_settle, answer, result)
@@ -282,12 +313,22 @@ def run(args) -> int:
             'echo "…" | bulkhead -p (`-p -` reads stdin)'
         )
         return 2
+    from pathlib import Path
+
+    from app.commands.oneshot_slash import plan_slash, run_slash
+    from app.engine.custom_commands import expand_slash
+
+    workspace = Path(settings.workspace or os.getcwd()).expanduser()
+    slash = plan_slash(prompt, lambda text: expand_slash(text, workspace) is not None)
+    if slash.error:  # nothing is opened or sent: a TUI command or a typo is not a message to the model
+        _stderr(f"bulkhead: {slash.error}")
+        return 2
     if args.yes:
 
         async def approver(name: str, tool_args: dict, why: str) -> bool:
             return True
     else:
-        approver = _terminal_approver()
+        approver = _terminal_approver(workspace, settings.approval_preview_lines)
     if getattr(args, "read_only", False):
         _stderr(
             "bulkhead: --read-only opens a session to read it (the TUI, or `bulkhead sessions show ID`); "
@@ -310,9 +351,13 @@ def run(args) -> int:
         from app.engine.custom_commands import expand_slash
 
         prompt = expand_slash(prompt, engine.workspace) or prompt
+    if prompt.startswith("//"):  # `//text`: sent as `/text`, as in the TUI
+        prompt = prompt[1:]
     if getattr(args, "fallback_after_partial", False):  # a route that failed mid-answer: go on elsewhere
         engine.fallback.after_partial = "continue"
     engine.memory.background = False  # -p reads what compactions queued before it exits, nothing behind
+    global _quiet
+    _quiet = bool(getattr(args, "quiet", False))
     printer = json_printer if args.json else text_printer
     engine.session.bus.subscribe(printer)
     denied: list[ToolApproval] = []
@@ -323,6 +368,8 @@ def run(args) -> int:
     )
     for note in choice.notices:
         printer(Notice(note, code="lab" if choice.lab else "route"))
+    for note in choice.session_notices:
+        printer(Notice(note, code="session"))
 
     async def main() -> int:
         await engine.start(resumed=resumed)
@@ -330,6 +377,11 @@ def run(args) -> int:
         await engine.confirm_workspace_gateways(ask=terminal_gateways_ask())
         if engine.mcp is not None:  # started now, waited for before the first request
             await engine.start_mcp(ask=None if args.yes else terminal_mcp_ask(), allow_project=args.yes)
+        if slash.action:
+            try:
+                return await run_slash(engine, slash, _stderr)
+            finally:
+                await engine.close("exit")
         try:
             result = await engine.submit(prompt, typed=args.prompt or "")
             await engine.memory.drain_queue()  # a compaction's queued segment is read now, not left behind

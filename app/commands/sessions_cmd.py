@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -33,8 +34,17 @@ def _iso(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _list(store: Store, as_json: bool) -> int:
-    rows = store.list_sessions()
+def _list(store: Store, args) -> int:
+    from app.commands.sessions_filter import AgeError, chosen
+    from app.engine.session_folders import shown_folder
+
+    as_json = getattr(args, "sessions_json", False)
+    try:
+        filters = chosen(args, time.time())
+    except AgeError as exc:
+        print(f"bulkhead: {exc}", file=sys.stderr)
+        return 2
+    rows = store.list_sessions(**filters)  # type: ignore[arg-type]
     if as_json:
         from app.engine.session_admin import session_holder
 
@@ -55,11 +65,64 @@ def _list(store: Store, as_json: bool) -> int:
         ]
         sys.stdout.write(json.dumps(listed, ensure_ascii=False, indent=2) + "\n")
         return 0
-    if not rows:
+    if not rows and filters:
+        print("no session matches (`bulkhead sessions list` without filters shows every one)")
+    elif not rows:
         print('no sessions yet — start one with `bulkhead` or `bulkhead -p "hello"`')
     for row in rows:
         when = datetime.fromtimestamp(row["updated_at"]).strftime("%Y-%m-%d %H:%M")
-        print(f"{row['id']}  {when}  {row['messages']:5} msgs  {row['route'] or '-':10}  {row['title'][:60]}")
+        print(
+            f"{row['id']}  {when}  {row['messages']:5} msgs  {row['route'] or '-':10}  "
+            f"{shown_folder(row['workspace'] or '', 30):30}  {row['title'][:60]}"
+        )
+    return 0
+
+
+def _prune(store: Store, args) -> int:
+    """`sessions prune --older-than AGE`: delete what was not used since, after one confirmation."""
+    from app.commands.sessions_filter import AgeError, chosen
+    from app.engine.session_admin import SessionBusy, delete_session, session_holder
+
+    try:
+        filters = chosen(args, time.time())
+    except AgeError as exc:
+        print(f"bulkhead: {exc}", file=sys.stderr)
+        return 2
+    rows = store.list_sessions(limit=1_000_000, **filters)  # type: ignore[arg-type]
+    held = [row for row in rows if session_holder(store, row["id"])]
+    doomed = [row for row in rows if row not in held]
+    for row in held:
+        print(f"keeping {row['id']}: open in another bulkhead", file=sys.stderr)
+    if not doomed:
+        print(f"no session last used more than {args.older_than} ago", file=sys.stderr)
+        return 0
+    count = sum(row["messages"] for row in doomed)
+    what = f"{len(doomed)} session{'s' if len(doomed) != 1 else ''} ({count:,} messages)"
+    for row in doomed[:20]:
+        print(f"  {row['id']}  {row['title'][:60] or '(untitled)'}", file=sys.stderr)
+    if len(doomed) > 20:
+        print(f"  … and {len(doomed) - 20} more", file=sys.stderr)
+    if args.dry_run:
+        print(f"would delete {what} (--dry-run: nothing deleted)", file=sys.stderr)
+        return 0
+    if not args.rm_yes:
+        answer = _confirm(f"delete {what}, with their archives, requests and folders?")
+        if answer is None:
+            print(
+                "bulkhead: pruning needs a confirmation: run it in a terminal, or add --yes", file=sys.stderr
+            )
+            return 2
+        if not answer:
+            print("kept them", file=sys.stderr)
+            return 1
+    deleted = 0
+    for row in doomed:
+        try:
+            delete_session(store, row["id"])
+            deleted += 1
+        except SessionBusy as exc:  # opened since it was listed
+            print(f"keeping {row['id']}: {exc}", file=sys.stderr)
+    print(f"deleted {deleted} session{'s' if deleted != 1 else ''}", file=sys.stderr)
     return 0
 
 
@@ -182,7 +245,9 @@ def _rename(store: Store, args) -> int:
 def run(args) -> int:
     store = Store()
     if args.action == "list":
-        return _list(store, getattr(args, "sessions_json", False))
+        return _list(store, args)
+    if args.action == "prune":
+        return _prune(store, args)
     if args.action == "rm":
         return _remove(store, args)
     if args.action == "rename":

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from app.config import ConfigError, Route, Settings
 from app.engine.session import Session
+from app.engine.session_folders import elsewhere, folder_key, no_session_here, tools_run_in
 from app.lease import SessionHeld, this_process
 from app.providers.factory import make_provider
 from app.secrets import get_api_key
@@ -40,6 +41,7 @@ class RouteChoice:
     api_key: str | None
     notices: tuple[str, ...] = ()
     lab: bool = False
+    session_notices: tuple[str, ...] = ()  # about the session opened: its folder, a lease, a fork, its route
 
 
 def _is_local(url: str | None) -> bool:
@@ -121,25 +123,26 @@ def open_session(
     `head_later`: a long session held for writing opens from its end (`app.engine.head_later`)."""
     notices = notices if notices is not None else []
     head_later = head_later and not (read_only or fork or store.read_only)
+    folder = folder_key(workspace)
     if resume:
         session = Session.load(store, resume, head_later=head_later)
         if read_only or store.read_only:  # asked for, or a read-only home: look without writing
             session.open_read_only(store.lease_holder(session.id))
             return session, True
         if fork:
-            return _forked(store, session, what, notices), True
+            return _in_folder(_forked(store, session, what, notices), folder, notices), True
         holder = session.take_lease(what)
         if holder is not None:
             raise SessionHeld(session.id, session.title, holder, foreign_max_age=foreign_max_age)
-        return session, True
-    if continue_:
+        return _in_folder(session, folder, notices), True
+    if continue_:  # the newest session of this folder (sessions belong to the folder their tools run in)
         me = this_process(what)
-        for row in store.query(
-            "SELECT id, title FROM sessions WHERE provider != 'proxy' "  # `bulkhead proxy` records: not a chat
-            "ORDER BY updated_at DESC, created_at DESC LIMIT 50"
-        ):
+        rows = store.folder_sessions(folder)
+        for row in rows:
             if fork:
-                return _forked(store, Session.load(store, row["id"]), what, notices), True
+                return _in_folder(
+                    _forked(store, Session.load(store, row["id"]), what, notices), folder, notices
+                ), True
             holder = store.acquire_lease(row["id"], me)
             if holder is None:  # ours now (loaded only then: a held session is never read whole here)
                 session = Session.load(store, row["id"], head_later=head_later)
@@ -148,14 +151,27 @@ def open_session(
             title = f" “{row['title']}”" if row["title"] else ""
             notices.append(
                 f"session {row['id']}{title} is open in "
-                f"another bulkhead, {holder.describe()}: -c goes on with the newest session nobody "
-                f"holds, or a new one"
+                f"another bulkhead, {holder.describe()}: -c goes on with the newest session of this folder "
+                f"nobody holds, or a new one"
             )
+        if not rows:
+            notices.append(no_session_here(folder, others=len(store.list_sessions(limit=1))))
     session = Session.create(
-        store, route=route.name, provider=route.provider, model=route.model, workspace=str(workspace)
+        store, route=route.name, provider=route.provider, model=route.model, workspace=folder
     )
     session.take_lease(what)
     return session, False
+
+
+def _in_folder(session: Session, folder: str, notices: list[str]) -> Session:
+    """A session held for writing goes on in `folder`: a session of another folder says so and belongs to
+    this one from now on (its tools run here); one that never recorded its folder records it."""
+    if session.workspace != folder:
+        if elsewhere(session.workspace, folder):
+            notices.append(tools_run_in(session.id, session.workspace, folder))
+        session.store.update_session(session.id, workspace=folder)
+        session.workspace = folder
+    return session
 
 
 def _forked(store: Store, source: Session, what: str, notices: list[str]) -> Session:
@@ -227,14 +243,24 @@ def open_engine(
     store = store or Store()
     state = state or State()
     workspace = Path(workspace or settings.workspace or os.getcwd()).expanduser().resolve()
+    gone_route = ""  # the resumed session's route, no longer in config.toml
     if (resume or continue_) and route_name is None:
-        latest = store.find_session(resume) if resume else store.latest_session()  # the row is enough here
+        latest = (  # the row is enough here
+            store.find_session(resume) if resume else store.latest_session(folder_key(workspace))
+        )
         if latest is not None and (latest.route in settings.routes or not settings.routes):
             route_name = latest.route or None
             if not settings.routes and route_name not in (None, "lab", *IMPLICIT_MODELS):
                 route_name = None
+        elif latest is not None and latest.route:
+            gone_route = latest.route
     choice = with_model(choose_route(settings, route_name), state, model)
     notices: list[str] = []
+    if gone_route and gone_route != choice.route.name:
+        notices.append(
+            f"this session used route {gone_route!r}, which config.toml no longer has — it goes on with "
+            f"{choice.route.name!r} ({choice.route.model}); /model (or --route) picks another"
+        )
     session, resumed = open_session(
         store,
         choice.route,
@@ -249,7 +275,7 @@ def open_engine(
         foreign_max_age=settings.lease_foreign_max_age,
     )
     if notices:
-        choice = replace(choice, notices=(*choice.notices, *notices))
+        choice = replace(choice, session_notices=(*choice.session_notices, *notices))
     if not session.read_only and (session.route, session.provider, session.model) != (
         choice.route.name,
         choice.route.provider,

@@ -118,6 +118,10 @@ class Lifecycle:
                 await self.host.session.stop_writer()  # nothing queued is dropped; writes go inline from here
             finally:
                 self.host.session.release_lease()  # another bulkhead may write it now
+                if reason in ("exit", "clear", "resume") and not self.host.session.read_only:
+                    from app.engine.empty_sessions import forget_if_empty
+
+                    forget_if_empty(self.host.session)  # nothing in it: not kept (issue 40)
 
     def announce_instructions(self) -> None:
         """One notice naming the instruction files in the system prompt, and one per problem (a refused

@@ -22,14 +22,15 @@ from app.model.messages import Image, Message, ToolCall, ToolResult, new_id
 from app.textsafe import display_line
 
 if TYPE_CHECKING:
+    from app.engine.always_allow import AlwaysOffer, AskedBy
     from app.engine.checkpoints import Snapshot
     from app.engine.host import ToolHost
     from app.tools.base import ToolContext, ToolOutcome
     from app.tools.budget import TurnBudget
 
 # (tool name, args, why it asks) -> True / "once", "session", "project" (allow; the last two remember
-# an allow rule) or False / "deny"
-Approver = Callable[[str, dict[str, Any], str], Awaitable[bool | str]]
+# an allow rule) or False / "deny", or an app.tools.approval.Denial (no, and what to tell the model)
+Approver = Callable[[str, dict[str, Any], str], Awaitable[Any]]
 Args = dict[str, Any]
 
 
@@ -51,7 +52,8 @@ class ToolRunner:
         self.host = host
         self.approver = approver
         # set by `app.engine.api.EngineSession`: approvals asked by call id (wins over `approver`)
-        self.ask_call: Callable[[ApprovalRequest], Awaitable[str]] | None = None
+        self.ask_call: Callable[[ApprovalRequest], Awaitable[Any]] | None = None
+        self.always: AlwaysOffer | None = None  # while an approval waits: what "always" may keep
 
     def mentions(self, prompt: str) -> list[ToolCall]:
         """The prompt's `@paths` as the read_file / list_dir calls that attach them."""
@@ -82,7 +84,10 @@ class ToolRunner:
         """The images the typed prompt names, through the read gate (`app.engine.prompt_images`)."""
         from app.engine.prompt_images import attach_prompt_images
 
-        return await attach_prompt_images(self.host, typed, self.ask, can_ask=self.can_ask)
+        async def ask(name: str, args: Args, why: str) -> str:
+            return (await self.ask(name, args, why))[0]  # an outside image: asked each time, no "always"
+
+        return await attach_prompt_images(self.host, typed, ask, can_ask=self.can_ask)
 
     async def run_tools(
         self, calls: Sequence[Call], turn: int, budget: TurnBudget, *, by_user: bool = False
@@ -180,7 +185,10 @@ class ToolRunner:
             )
             return await run_tool(call.name, args, ctx)
         why = f"@{args.get('path', '')} is outside the workspace ({outside[0]})"
-        approved = await self.ask(call.name, args, f"{why}: attach it?", call_id=call.id) != "deny"
+        offer = self.offer(call.name, args, "mention")
+        approved = (await self.ask(call.name, args, f"{why}: attach it?", offer, call_id=call.id))[
+            0
+        ] != "deny"
         self.host.emit(
             ToolApproval(
                 call_id=call.id, name=call.name, decision="approved" if approved else "denied", reason=why
@@ -250,13 +258,15 @@ class ToolRunner:
                 call.name, args, self.host.settings.approval, self.host.workspace, extra_read_roots=read_roots
             )
         outside = bool(outside_workspace(call.name, args, self.host.workspace, read_roots))
+        asked_by: AskedBy = "mode"
         forced = always_asks(
             call.name, args, self.host.workspace
         )  # protected files, redirections it cannot name
         if verdict.permission == "ask":
+            asked_by = "hook"
             ask, why = True, why or "a PreToolUse hook asked for confirmation"
         elif ruling.kind == "ask":
-            ask, why = True, ruling.reason
+            ask, why, asked_by = True, ruling.reason, "rule"
         elif verdict.permission == "allow" and not outside and not forced:
             ask, why = False, "allowed by a PreToolUse hook"
         elif (
@@ -273,30 +283,37 @@ class ToolRunner:
         if not ask:
             self.host.emit(ToolApproval(call_id=call.id, name=call.name, decision="auto", reason=why))
             return await self._run_tool(call.id, call.name, args, ctx), args
+        offer = self.offer(call.name, args, asked_by, outside=outside, ask_rule=ruling.rule, forced=forced)
         where_before = landing_places(call.name, args, self.host.workspace)
-        answer = await self.ask(
-            call.name, args, f"{why}: {describe_call(call.name, args, self.host.workspace)}", call_id=call.id
+        answer, said = await self.ask(
+            call.name,
+            args,
+            f"{why}: {describe_call(call.name, args, self.host.workspace)}",
+            offer,
+            call_id=call.id,
         )
         moved = where_before != landing_places(call.name, args, self.host.workspace) and answer != "deny"
-        if (
-            moved
-        ):  # a link was swapped in while the user was deciding: what was approved is not what would run
+        # a link was swapped in while the user was deciding: what was approved is not what would run
+        if moved:
             answer = "deny"
             why = (
                 f"{why} — the path now resolves somewhere else than when it was approved (a link changed); "
                 f"not run"
             )
-        if answer in ("session", "project"):
-            self.remember_rule(call.name, args, answer)
+        if answer in ("session", "project") and offer.rule:
+            self.remember_rule(offer.rule, answer)
         approved = answer != "deny"
         self.host.emit(
             ToolApproval(
-                call_id=call.id, name=call.name, decision="approved" if approved else "denied", reason=why
+                call_id=call.id,
+                name=call.name,
+                decision="approved" if approved else "denied",
+                reason=f"{why} — you told the model: {said}" if said else why,
             )
         )
         if approved:
             return await self._run_tool(call.id, call.name, args, ctx), args
-        return denied_outcome(call.name, why, by="user" if self.can_ask else "no_terminal"), args
+        return denied_outcome(call.name, why, by="user" if self.can_ask else "no_terminal", said=said), args
 
     async def _run_tool(self, call_id: str, name: str, args: Args, ctx: ToolContext) -> ToolOutcome:
         """Run a tool the user (or a rule) let through. Before a file tool changes a file, its bytes
@@ -337,11 +354,32 @@ class ToolRunner:
             self.host.mark_instructions_changed()  # reloaded when the turn ends (/init writes AGENTS.md)
         return outcome
 
-    def remember_rule(self, name: str, args: Args, scope: str) -> None:
-        """ "Always" in an approval: an allow rule for this call, for the session or the project."""
-        from app.engine.permissions import suggest_rule
+    def offer(
+        self,
+        name: str,
+        args: Args,
+        asked_by: AskedBy,
+        *,
+        outside: bool = False,
+        ask_rule: Any = None,
+        forced: str = "",
+    ) -> AlwaysOffer:
+        """What this approval may offer as "always" (`app.engine.always_allow`): the rule, or why not."""
+        from app.engine.always_allow import always_offer
 
-        rule = suggest_rule(name, args, self.host.workspace)
+        return always_offer(
+            self.host.permissions,
+            name,
+            args,
+            self.host.workspace,
+            asked_by=asked_by,
+            outside=outside,
+            ask_rule=ask_rule,
+            forced=forced,
+        )
+
+    def remember_rule(self, rule: str, scope: str) -> None:
+        """ "Always" in an approval: the allow rule it offered, for the session or the project."""
         if scope == "session":
             self.host.permissions.add_session_rule(rule)
             self.host.emit(
@@ -372,34 +410,42 @@ class ToolRunner:
         """Someone can answer an approval (a front end on `app.engine.api`, or an approver callback)."""
         return self.ask_call is not None or self.approver is not None
 
-    async def ask(self, name: str, args: Args, why: str, *, call_id: str = "") -> str:
-        """The user's answer: "once", "session", "project" (allow) or "deny". An approver may answer
-        True / False (yes / no) or one of those words. `call_id`: the tool call asked about (a question
-        that is not about a tool call gets an id of its own)."""
+    async def ask(
+        self, name: str, args: Args, why: str, offer: AlwaysOffer | None = None, *, call_id: str = ""
+    ) -> tuple[str, str]:
+        """(the user's answer, what they told the model): "once", "session", "project" (allow) or "deny",
+        and the reason of a denial given one (`app.tools.approval.Denial`, else ""). An approver may answer
+        True / False (yes / no), one of those words, or a Denial. `offer` (`always_allow.AlwaysOffer`) is
+        what "always" may keep — an approver reads it as `engine.always` while it asks; "session" or
+        "project" without one is a plain yes. `call_id`: the tool call asked about (a question that is not
+        about a tool call gets an id of its own)."""
+        from app.tools.approval import Denial
+
         if not self.can_ask:
-            return "deny"
+            return "deny", ""
+        self.always = offer
         try:
             if self.ask_call is not None:
-                from app.engine.permissions import suggest_rule
-
                 request = ApprovalRequest(
-                    call_id or new_id("ask"),
-                    name,
-                    dict(args),
-                    why,
-                    suggest_rule(name, args, self.host.workspace),
+                    call_id or new_id("ask"), name, dict(args), why, offer.rule if offer is not None else ""
                 )
-                answer: bool | str = await self.ask_call(request)
+                answer: Any = await self.ask_call(request)
             else:
                 assert self.approver is not None
                 answer = await self.approver(name, args, why)
         except asyncio.CancelledError:
             raise
         except Exception:  # noqa: BLE001 - a broken prompt means "no"
-            return "deny"
+            return "deny", ""
+        finally:
+            self.always = None
+        if isinstance(answer, Denial):
+            return "deny", answer.said
+        if answer in ("session", "project") and (offer is None or not offer.rule):
+            return "once", ""
         if answer in ("once", "session", "project", "deny"):
-            return answer
-        return "once" if answer is True else "deny"
+            return str(answer), ""
+        return ("once" if answer is True else "deny"), ""
 
     async def approve_restores(self, snapshots: Sequence[Snapshot], command: str) -> set[str]:
         """The files a restore would now write (or remove) outside the workspace — a link put in their place
@@ -408,6 +454,6 @@ class ToolRunner:
         approved: set[str] = set()
         for path, real in escaping.items():
             why = f"{command} would restore {path}, which now leads outside the workspace ({real})"
-            if await self.ask("write_file", {"path": str(real), "content": ""}, why) != "deny":
+            if (await self.ask("write_file", {"path": str(real), "content": ""}, why))[0] != "deny":
                 approved.add(path)
         return approved

@@ -65,6 +65,7 @@ from app.providers.base import Provider
 from app.state import State
 
 if TYPE_CHECKING:
+    from app.engine.always_allow import AlwaysOffer
     from app.engine.checkpoints import Snapshot
     from app.engine.compaction.pipeline import PipelineResult
     from app.engine.compaction.summarize import ContextEngine
@@ -266,6 +267,19 @@ class Engine:
     @property
     def can_ask(self) -> bool:
         return self.runner.can_ask
+
+    @property
+    def always(self) -> AlwaysOffer | None:
+        """While an approval waits: what its "always" may keep (`app.engine.always_allow`), read by the TUI."""
+        return self.runner.always
+
+    def set_approval(self, mode: str) -> None:
+        """The approval mode from the next tool call on (`/approval`, Shift+Tab), for this run of the session."""
+        from app.config import APPROVAL_MODES
+
+        if mode not in APPROVAL_MODES:
+            raise ValueError(f"{mode!r} is not an approval mode: {', '.join(APPROVAL_MODES)}")
+        self.settings = self.settings.with_overrides(approval=mode)
 
     # -- turns (app.engine.turn_loop) ---------------------------------------------------------------------
     async def submit(

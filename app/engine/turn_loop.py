@@ -202,7 +202,8 @@ class TurnLoop:
                 if cut:
                     self.host.emit(
                         Notice(
-                            "answer cut at the token limit again; it is kept, marked partial",
+                            f"answer cut at the token limit{' again' if escalations else ''}; it is kept, "
+                            "marked partial",
                             level="warn",
                             code="partial",
                         )

@@ -37,6 +37,19 @@ from app.tools.files import split_glob
 from app.tools.registry import EDIT_TOOLS, READ_TOOLS, TOOLS
 
 DeniedBy = Literal["user", "no_terminal", "hook", "rule"]
+DENIAL_MAX_CHARS = 500  # a reason longer than this is cut (it is one line of the user's)
+
+
+@dataclass(frozen=True)
+class Denial:
+    """An approver's "no, because …": `reason` goes back to the model as the tool result."""
+
+    reason: str
+
+    @property
+    def said(self) -> str:
+        """The reason as one line, at most DENIAL_MAX_CHARS."""
+        return " ".join(self.reason.split())[:DENIAL_MAX_CHARS]
 
 
 def _real(path: Path) -> Path:
@@ -251,7 +264,7 @@ def describe_call(name: str, args: Mapping[str, Any], workspace: Path, max_chars
             if isinstance(content, str)
             else 0
         )
-        text = f"write_file {args.get('path', '')} ({lines} lines)"
+        text = f"write_file {args.get('path', '')} ({lines} line{'' if lines == 1 else 's'})"
     elif name == "edit_file":
         text = f"edit_file {args.get('path', '')}" + (" (replace all)" if args.get("replace_all") else "")
     elif name == "recall":
@@ -263,10 +276,10 @@ def describe_call(name: str, args: Mapping[str, Any], workspace: Path, max_chars
     return text if max_chars is None or len(text) <= max_chars else text[: max_chars - 1] + "…"
 
 
-def denied_outcome(name: str, reason: str = "", *, by: DeniedBy = "user") -> ToolOutcome:
+def denied_outcome(name: str, reason: str = "", *, by: DeniedBy = "user", said: str = "") -> ToolOutcome:
     """The tool result the model gets for a call that did not run.
 
-    `by="user"`: the user said no (`reason`, if any, is what they said or why it asked);
+    `by="user"`: the user said no (`reason`, if any, is why it asked; `said`, what they told the model);
     `by="no_terminal"`: one-shot mode with nobody to ask and no `--yes`;
     `by="hook"`: a PreToolUse hook blocked it (`reason` is the hook's);
     `by="rule"`: a deny rule of the permission settings (`reason` names the rule and its file).
@@ -284,6 +297,11 @@ def denied_outcome(name: str, reason: str = "", *, by: DeniedBy = "user") -> Too
         return error(
             f"Denied by the user's permission settings; this {name} call was not run{detail}. "
             f"Do not retry it; choose another approach or ask the user."
+        )
+    if said:
+        return error(
+            f"The user denied this {name} call and said: {said}\nIt was not run. Do what they said; do not "
+            f"retry it unchanged."
         )
     return error(
         f"The user denied this {name} call{detail}. It was not run. Do not retry it unchanged; "

@@ -417,7 +417,7 @@ def unified_diff(old: str, new: str, shown: str) -> str:
     )
 
 
-def _diff_counts(diff: str) -> tuple[int, int]:
+def diff_counts(diff: str) -> tuple[int, int]:
     added = removed = 0
     for line in diff.splitlines():
         if line.startswith("+") and not line.startswith("+++"):
@@ -508,7 +508,7 @@ def _write_file(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
         size = len(content.encode("utf-8"))
         return ok(f"Created {shown}: {_lines(_line_count(content))} ({size:,} bytes)")
     diff = unified_diff(old, content, shown)
-    added, removed = _diff_counts(diff)
+    added, removed = diff_counts(diff)
     return ok(f"Updated {shown} (+{added} −{removed} lines)\n{diff}")
 
 
@@ -545,7 +545,22 @@ def _edit_file(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
             return error(f"{exc}; to create a new file use write_file")
         raise
     text = _read_text_for_change(path, shown, "edited")
+    try:
+        new_text, count = replaced_text(text, old_string, new_string, replace_all, shown)
+    except ToolError as exc:
+        return error(str(exc))
+    _write_text(path, shown, new_text)
+    diff = unified_diff(text, new_text, shown)
+    added, removed = diff_counts(diff)
+    replaced = f"{count} replacements" if count > 1 else "1 replacement"
+    return ok(f"Edited {shown}: {replaced} (+{added} −{removed} lines)\n{diff}")
 
+
+def replaced_text(
+    text: str, old_string: str, new_string: str, replace_all: bool, shown: str
+) -> tuple[str, int]:
+    """(`text` after edit_file's replacement, how many were replaced), or a ToolError saying why it cannot be
+    made — the edit itself, and the diff an approval shows before it (`app.tools.change_preview`)."""
     count = text.count(old_string)
     if count == 0 and "\r\n" in text and "\n" in old_string and "\r\n" not in old_string:
         # The file uses CRLF; the model almost always sends LF.
@@ -561,14 +576,14 @@ def _edit_file(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
                 f" Text equal to it except for leading/trailing whitespace is at line "
                 f"{_line_numbers(text, stripped, 1)[0]}; copy it exactly, whitespace included."
             )
-        return error(
+        raise ToolError(
             f"old_string was not found in {shown}; nothing was changed. Read the file again "
             f"and copy the exact text (indentation and line breaks included).{hint}"
         )
     if count > 1 and not replace_all:
         lines = _line_numbers(text, old_string)
         where = ", ".join(str(n) for n in lines) + (", …" if count > len(lines) else "")
-        return error(
+        raise ToolError(
             f"old_string appears {count} times in {shown} (at lines {where}); nothing was changed. "
             f"Include more surrounding lines to make it unique, or set replace_all=true to "
             f"replace every occurrence."
@@ -576,11 +591,7 @@ def _edit_file(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     new_text = (
         text.replace(old_string, new_string) if replace_all else text.replace(old_string, new_string, 1)
     )
-    _write_text(path, shown, new_text)
-    diff = unified_diff(text, new_text, shown)
-    added, removed = _diff_counts(diff)
-    replaced = f"{count} replacements" if count > 1 else "1 replacement"
-    return ok(f"Edited {shown}: {replaced} (+{added} −{removed} lines)\n{diff}")
+    return new_text, count
 
 
 # -- what the model is told ---------------------------------------------------------------------------

@@ -40,6 +40,7 @@ from app.sizes import format_size
 from app.state import State
 from app.textsafe import display, display_line
 from app.ui import (  # noqa: F401 - they register handlers
+    approval_mode,
     blocked_actions,
     session_actions,
     turn_actions,
@@ -100,9 +101,15 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         fork: bool = False,
         read_only: bool = False,
         model: str | None = None,
+        ask_workspace: bool = True,
+        initial_prompt: str = "",
     ) -> None:
         super().__init__()
+        self.initial_prompt = initial_prompt  # `bulkhead "…"`: sent as if typed once the prompt is there
         self.model_override = model  # --model: this run's model on the first route
+        # Resuming a session of another folder asks where its tools run (not when --workspace said so).
+        self.ask_workspace = ask_workspace
+        self.folder_notice = ""  # said once at the next session's start: the app moved to another folder
         self.settings = settings
         self.route_name = route_name
         self.resume = resume
@@ -110,6 +117,7 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         self.fork = fork
         self.read_only = read_only
         self.workspace = Path(workspace or settings.workspace or Path.cwd()).expanduser()
+        self.started_in = self.workspace  # the top bar names the folder once the app works in another one
         self.state = state or State()
         self.store = store
         self.clock = clock
@@ -179,6 +187,15 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         make_strip_caches_lazy()  # before the first frame: every line drawn is a Strip
         self._apply_theme()
 
+    def deliver_screenshot(
+        self, filename: str | None = None, path: str | None = None, time_format: str | None = None
+    ) -> str | None:
+        """Textual's, into the working folder when there is no Downloads folder (`app.ui.screenshots`)."""
+        from app.ui.screenshots import screenshot_folder
+
+        folder = path or str(screenshot_folder(self.workspace))
+        return super().deliver_screenshot(filename, folder, time_format)
+
     def main_screen_mounted(self) -> None:
         """The main screen's widgets are there (`MainScreen.on_mount`): wire the prompt, open the session."""
         self._apply_keymap()
@@ -189,6 +206,10 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         prompt.slash_extra = self.custom_completions
         prompt.focus()
         self.call_later(self._replay_early_keys)
+        if self.initial_prompt:  # through the prompt: a slash command runs, a message waits for the session
+            prompt.set_text(self.initial_prompt)
+            self.initial_prompt = ""
+            self.call_later(prompt.action_submit)
         self.open_engine(
             resume=self.resume,
             continue_=self.continue_,
@@ -255,7 +276,18 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         ):
             self._early_keys.append(event)  # typed before the prompt could take it: replayed once it can
             return
+        if isinstance(event, events.Key) and self._types_into_prompt(event):
+            with contextlib.suppress(NoMatches):
+                self.screen.set_focus(self.prompt)  # now: the key below reaches it, in order
         await super().on_event(event)
+
+    def _types_into_prompt(self, event: events.Key) -> bool:
+        """A printable key typed on the main screen outside a text field, that no key of the focused area
+        claims (the chat's approval letters while a call waits, a panel's own keys), goes to the prompt:
+        nothing typed is ever taken for a command, nor lost in a panel (`app.ui.focus_rules`)."""
+        from app.ui.focus_rules import goes_to_prompt
+
+        return goes_to_prompt(self, event)
 
     async def _replay_early_keys(self) -> None:
         """Keys that arrived before the prompt had the focus (typed while bulkhead started), in order.
@@ -271,6 +303,10 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
             await super().on_event(event)
 
     # -- actions ----------------------------------------------------------------------------------------------
+    def action_approval_cycle(self) -> None:
+        """Shift+Tab in the prompt: the next approval mode (`app.ui.approval_mode`)."""
+        approval_mode.cycle(self)
+
     def action_focus_chat(self) -> None:
         self.chat.focus()
 
@@ -337,6 +373,8 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
             self.notify("A turn is running — recall after it (Esc cancels it).", severity="warning")
             return
         self.engine.recall_into_view(message.key)
+        with contextlib.suppress(NoMatches):
+            self.screen.set_focus(self.prompt)  # it is in the conversation: ask about it
 
     def on_rewind_requested(self, message) -> None:
         if self.engine is not None and not self.busy:
@@ -383,7 +421,7 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         self.notify(text[:300], title="error", severity="error", timeout=10)
         with contextlib.suppress(Exception):
             await self.chat.add_notice(
-                text + "  (c in the chat copies this)", level="error", code="error", title="error"
+                text + "  (Ctrl+O, then Ctrl+C copies this)", level="error", code="error", title="error"
             )
 
     async def action_quit(self) -> None:

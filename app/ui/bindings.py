@@ -32,7 +32,7 @@ APP_BINDINGS: list[Binding] = [
         "escape",
         "cancel",
         "Cancel",
-        tooltip="Cancel the running turn or compaction",
+        tooltip="Cancel the running turn or compaction; from anywhere, back to the prompt",
         priority=True,
         show=False,
         id="app.cancel",
@@ -44,7 +44,8 @@ APP_BINDINGS: list[Binding] = [
         priority=True,
         show=False,
         id="app.interrupt",
-        tooltip="Cancel the running turn; else copy the selection or clear the prompt; twice quits",
+        tooltip="Cancel the running turn; else copy the selection (in the chat or a panel: what its cursor is "
+        "on) or clear the prompt; twice quits",
     ),
     Binding(
         "ctrl+f",

@@ -19,7 +19,7 @@
   session (past `RENDER_BUDGET`) become entries again. `/find` (Ctrl+F) searches every item, on
   screen or not, and brings the match into view; the store keeps everything (/export).
 - Engine events are dispatched by type (`handle` is a `functools.singledispatchmethod`).
-- One cursor instead of focusable items: ↑/↓ move it, c copies the item, b a code block,
+- One cursor instead of focusable items: ↑/↓ move it, Alt+C (Ctrl+C) copies the item, Alt+K a code block,
   Enter folds a tool block, y/n answer an approval.
 """
 
@@ -79,6 +79,8 @@ RENDER_BUDGET = 400  # mounted items kept in a live session; older ones become e
 PRUNE_TO = 300
 CHAT_WINDOW_ITEMS = 60  # default of the `chat_window_items` setting: items mounted on resume at most
 CHAT_WINDOW_SCREENS = 2  # default of `chat_window_screens`: screens of history drawn around the view
+CARD_ROWS = 9  # an approval card's rows besides its diff: header, why, summary, buttons, borders, margins
+PREVIEW_MIN_ROWS = 6  # a diff shows at least this many lines in the card, however short the view
 
 
 class Chat(StripScrollbars, QuietResize, VerticalScroll, can_focus=True):
@@ -87,27 +89,48 @@ class Chat(StripScrollbars, QuietResize, VerticalScroll, can_focus=True):
     HELP = """\
 ## Chat
 
-- **↑ / ↓** (or **k / j**): move the cursor between messages
-- **c**: copy the message under the cursor · **b**: copy a code block (again for the next one)
+Letters typed here go to the prompt (nothing you type is taken for a key); the chat's keys are these:
+
+- **↑ / ↓**: move the cursor between messages · **PageUp / PageDown**: a page · **Home** / **End**: the
+  top / the latest output (and follow it)
+- **Ctrl+C** (nothing running) or **Alt+C**: copy the message under the cursor · **Alt+K**: copy a code
+  block (again for the next one)
 - **Enter**: fold or unfold a tool block
-- **y / n**: approve or deny the pending tool call · **a** / **p**: approve it and allow the same call
-  for the rest of the session / in this project from now on (saved in `.bulkhead/settings.toml`)
-- **End** (or **G**): jump to the latest output and follow it · **Home** (or **g**): the top
-- **Esc** or **i**: back to the prompt
+- a tool call waiting for approval: **y** approves, **n** denies, **d** denies and tells the model why,
+  **a** / **p** approve and allow the same call for the rest of the session / in this project from now
+  on (saved in `.bulkhead/settings.toml`) — only while it waits, and a / p only where that rule would take
+  effect (not under an `ask` rule, a hook that asked, a compound command: the card says why)
+- **Esc**: back to the prompt (from anywhere)
 """
 
     BINDINGS = [
-        Binding("up,k", "cursor(-1)", "Previous", show=False, id="chat.previous"),
-        Binding("down,j", "cursor(1)", "Next", show=False, id="chat.next"),
-        Binding("c", "copy_item", "Copy", tooltip="Copy the message under the cursor", id="chat.copy"),
+        Binding("up", "cursor(-1)", "Previous", show=False, id="chat.previous"),
+        Binding("down", "cursor(1)", "Next", show=False, id="chat.next"),
         Binding(
-            "b", "copy_code", "Copy code", tooltip="Copy a code block of the message", id="chat.copy_code"
+            "alt+c",
+            "copy_item",
+            "Copy",
+            tooltip="Copy the message under the cursor (or Ctrl+C)",
+            id="chat.copy",
         ),
         Binding(
-            "enter,space", "toggle_item", "Fold", tooltip="Fold or unfold a tool block", id="chat.toggle"
+            "alt+k",
+            "copy_code",
+            "Copy code",
+            tooltip="Copy a code block of the message (again: the next one)",
+            id="chat.copy_code",
         ),
+        Binding("enter", "toggle_item", "Fold", tooltip="Fold or unfold a tool block", id="chat.toggle"),
+        # The approval's keys: letters, but only while a call waits (check_action); else they type.
         Binding("y", "approve(True)", "Approve", tooltip="Approve the pending tool call", id="chat.approve"),
         Binding("n", "approve(False)", "Deny", tooltip="Deny the pending tool call", id="chat.deny"),
+        Binding(
+            "d",
+            "deny_with_reason",
+            "Deny, say why",
+            tooltip="Deny the pending call and write one line the model gets as its result",
+            id="chat.deny_why",
+        ),
         Binding(
             "a",
             "approve('session')",
@@ -122,9 +145,9 @@ class Chat(StripScrollbars, QuietResize, VerticalScroll, can_focus=True):
             id="chat.always_project",
             tooltip="Approve the pending call and allow it in this project (.bulkhead/settings.toml)",
         ),
-        Binding("end,G", "jump_latest", "Latest", show=False, id="chat.latest"),
-        Binding("home,g", "jump_top", "Top", show=False, id="chat.top"),
-        Binding("escape,i", "leave", "Prompt", show=False, id="chat.leave"),
+        Binding("end", "jump_latest", "Latest", show=False, id="chat.latest"),
+        Binding("home", "jump_top", "Top", show=False, id="chat.top"),
+        # Esc back to the prompt is the app's (`app.cancel`): from anywhere, also while a turn runs.
     ]
 
     follow: reactive[bool] = reactive(True, init=False)
@@ -990,14 +1013,23 @@ class Chat(StripScrollbars, QuietResize, VerticalScroll, can_focus=True):
 
     # -- approvals ----------------------------------------------------------------------------------------
     def ask_approval(
-        self, name: str, why: str, future: asyncio.Future[bool | str], remember: str = ""
+        self,
+        name: str,
+        why: str,
+        future: asyncio.Future,
+        remember: str = "",
+        preview=None,
+        no_always: str = "",
     ) -> ToolBlock | None:
         """Attach an approval prompt to the newest unanswered block of tool `name` (`remember`: the rule
-        "always" keeps)."""
+        "always" keeps — "" offers no a / p, and `no_always` says why; `preview`: what an edit would change,
+        shown in the card as far as the view has room beside the card's other lines — its arguments then
+        stay folded)."""
         for block in reversed(self.tool_blocks()):
             if block.tool_name == name and not block.decision and not block.pending:
-                block.ask(why, future, remember)
-                block.collapsed = False
+                rows = max(PREVIEW_MIN_ROWS, self._screen()[0] - CARD_ROWS)
+                block.ask(why, future, remember, preview, rows, no_always=no_always)
+                block.collapsed = preview is not None
                 block._sync()
                 self.cursor = self.items.index(block)
                 self.call_after_refresh(self._show_approval, block)  # once the expanded block is laid out
@@ -1015,13 +1047,21 @@ class Chat(StripScrollbars, QuietResize, VerticalScroll, can_focus=True):
             self.scroll_to_widget(block.query_one(".approval-bar"), animate=False, immediate=True)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "approve":  # y / n show in the footer only while a tool call waits for them
-            return self.pending_approval() is not None
+        if action in ("approve", "deny_with_reason"):  # y / n / d only while a tool call waits for them
+            block = self.pending_approval()
+            if block is not None and parameters and parameters[0] in ("session", "project"):
+                return bool(block.remember)  # a / p only where "always" takes effect
+            return block is not None
         return True
+
+    def action_deny_with_reason(self) -> None:
+        block = self.pending_approval()
+        if block is None or not block.start_reason():
+            self.app.bell()
 
     def action_approve(self, approved: bool | str) -> None:
         block = self.pending_approval()
-        if block is None:
+        if block is None or (approved in ("session", "project") and not block.remember):
             self.app.bell()
             return
         block.answer(approved)
@@ -1082,7 +1122,9 @@ class Chat(StripScrollbars, QuietResize, VerticalScroll, can_focus=True):
         item = self.current_item()
         blocks = item.code_blocks() if item is not None else []
         if not blocks:
-            self.app.notify("No code block in this message — c copies the whole message.", severity="warning")
+            self.app.notify(
+                "No code block in this message — Alt+C copies the whole message.", severity="warning"
+            )
             return
         index = self._code_index.get(id(item), -1) + 1
         index = index if index < len(blocks) else 0

@@ -15,37 +15,41 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from typing import Any
 
 from rich.console import RenderableType
 from rich.text import Text
 from textual.app import ComposeResult, RenderResult
+from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widget import Widget
-from textual.widgets import Button, Static
+from textual.widgets import Button, Input, Static
 
 from app.textsafe import display, display_line
+from app.tools.approval import Denial
+from app.ui.diff_text import diff_text
 from app.ui.markdown.widget import SharedStylesAnswerView
 from app.ui.quiet_resize import QuietResize
 
 _CODE_BLOCK_RE = re.compile(r"^(```+|~~~+)[^\n]*\n(.*?)^\1[ \t]*$", re.M | re.S)
 NOTICE_MARKS = {"info": "ℹ", "warn": "⚠", "error": "✖"}
 # A long prompt (a pasted log) is shown folded: laying out a megabyte of text stalls the screen,
-# and the whole of it is one `c` away. The model always gets all of it.
+# and the whole of it is one copy away (Alt+C in the chat). The model always gets all of it.
 PROMPT_FOLD_LINES = 24
 PROMPT_FOLD_CHARS = 3000
 RECALL_FOLD_CHARS = 1200
 
 
 def fold(text: str, *, max_lines: int, max_chars: int) -> str:
-    """`text`, or its head and a line saying how much more there is (and that `c` copies it all)."""
+    """`text`, or its head and a line saying how much more there is (and how to copy it all)."""
     lines = text.count("\n") + 1
     if lines <= max_lines and len(text) <= max_chars:
         return text
     head = "\n".join(text.split("\n", max_lines)[:max_lines])[:max_chars].rstrip()
     rest_lines = lines - (head.count("\n") + 1)
     more = f"{rest_lines:,} more lines, " if rest_lines > 0 else ""
-    return f"{head}\n… ({more}{len(text):,} characters in all; c copies them)"
+    return f"{head}\n… ({more}{len(text):,} characters in all; Ctrl+O, then Alt+C copies them)"
 
 
 # How an answer is drawn (see `AnswerView`).
@@ -240,17 +244,39 @@ class ReportItem(ChatItem):
 def _args_line(name: str, args: dict) -> str:
     if name == "shell" and isinstance(args.get("command"), str):
         return args["command"]
+    if name in ("edit_file", "write_file") and isinstance(args.get("path"), str):  # the diff shows the change
+        content = args.get("content")
+        if name == "write_file" and isinstance(content, str):
+            lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
+            return f"{args['path']} ({lines:,} line{'' if lines == 1 else 's'})"
+        return args["path"]
     if isinstance(args.get("path"), str) and len(args) <= 3:
         extra = {k: v for k, v in args.items() if k != "path"}
         return args["path"] + (f" {json.dumps(extra, ensure_ascii=False)}" if extra else "")
     return json.dumps(args, ensure_ascii=False)
 
 
+class ReasonInput(Input):
+    """The one line "deny, and tell the model why" asks for: Enter sends it, Esc goes back to the card."""
+
+    keeps_escape = True  # the app's Esc (cancel, back to the prompt) leaves this one to the input
+    BINDINGS = [Binding("escape", "back", "Back", show=False, id="approval.reason_back")]
+
+    def action_back(self) -> None:
+        for ancestor in self.ancestors:
+            if isinstance(ancestor, ToolBlock):
+                ancestor.end_reason()
+                return
+
+
 class ToolBlock(ChatItem):
     """A tool call: a one-line header (Enter or a click folds it), the arguments, the result, and —
-    when the engine asks — an inline approve/deny bar that resolves the approver's future."""
+    when the engine asks — an inline approval card that resolves the approver's future: why it asks, what
+    an edit would change (the diff, coloured; a new file's first lines), and the answers."""
 
     kind = "tool"
+    COMPONENT_CLASSES = {"tool-block--added", "tool-block--removed", "tool-block--hunk"}
+    CHANGE_TOOLS = ("edit_file", "write_file")  # their result is a diff: drawn in colour
 
     class Resolved(Message):
         """The user answered an approval prompt."""
@@ -275,9 +301,12 @@ class ToolBlock(ChatItem):
         self.done = False
         self.stopped = False  # the turn was cancelled before the tool finished (its process was killed)
         self.collapsed = True
-        self._future: asyncio.Future[bool | str] | None = None
+        self._future: asyncio.Future[bool | str | Denial] | None = None
         self._why = ""
-        self.remember = ""  # the allow rule "always" would keep, e.g. Bash(make test)
+        self.preview = None  # app.tools.change_preview.ChangePreview of an edit waiting for approval
+        self.preview_rows = 0  # at most this many lines of it (what fits beside the card in the chat)
+        self.remember = ""  # the allow rule "always" would keep, e.g. Bash(make test); "": a / p not offered
+        self.no_always = ""  # why "always" is not offered (an ask rule, a hook, a compound command)
         self._own_header = False  # the header is drawn by the block, not a child (see compose)
         self.set_state_classes(update=False)
 
@@ -300,8 +329,13 @@ class ToolBlock(ChatItem):
             return
         with Vertical(classes="approval-bar"):
             yield Static("", classes="approval-why", markup=False)
+            yield Static("", classes="approval-preview", markup=False)
             with Horizontal(classes="approval-buttons"):
                 yield from self._approval_buttons()
+            yield ReasonInput(
+                placeholder="why not? one line for the model — Enter sends it, Esc goes back",
+                classes="deny-reason",
+            )
 
     @staticmethod
     def _approval_buttons() -> ComposeResult:
@@ -319,12 +353,33 @@ class ToolBlock(ChatItem):
             tooltip="Approve, and allow this exact call in this project from now on (.bulkhead/settings.toml)",
         )
         yield Button("Deny (n)", variant="error", classes="deny", compact=True)
+        yield Button(
+            "Deny, say why (d)",
+            classes="deny-why",
+            compact=True,
+            tooltip="Deny, and write one line the model gets as the tool's result",
+        )
 
     def _header_widget(self) -> Static:
         return Static(self._header(), classes="tool-header")
 
     def _body_widget(self) -> Static:
-        return Static(self._body(), classes="tool-body", markup=False)
+        return Static(self._body_shown(), classes="tool-body", markup=False)
+
+    def _body_shown(self) -> Text:
+        """The body as drawn: an edit's diff in colour (`-` / `+` lines told apart)."""
+        text = Text(display(self._body()))
+        if self.tool_name in self.CHANGE_TOOLS and self.done and not self.is_error:
+            head, _, diff = text.plain.partition("\n@@")
+            if diff:
+                return Text(head + "\n") + diff_text("@@" + diff, self._diff_styles())
+        return text
+
+    def _diff_styles(self) -> dict[str, Any]:
+        return {
+            kind: self.get_component_rich_style(f"tool-block--{kind}", partial=True)
+            for kind in ("added", "removed", "hunk")
+        }
 
     def on_mount(self) -> None:
         self._sync(content=False)  # compose drew the header and body as they are now
@@ -398,16 +453,25 @@ class ToolBlock(ChatItem):
             if not self.collapsed:
                 body = self.query(".tool-body")
                 if body:
-                    body.first(Static).update(self._body())
+                    body.first(Static).update(self._body_shown())
                 else:
                     self.mount(self._body_widget(), after=self.query_one(".tool-header"))
         if self.pending:
-            remember = (
-                f"\n  a / p: also allow {display_line(self.remember)} for this session / in this project"
-                if self.remember
-                else ""
-            )
+            if self.remember:
+                remember = (
+                    f"\n  a / p: also allow {display_line(self.remember)} for this session / in this project"
+                )
+            elif self.no_always:
+                remember = f"\n  no a / p (always allow): {display(self.no_always)}"
+            else:
+                remember = ""
+            for button in self.query(".always-session, .always-project").results(Button):
+                button.display = bool(self.remember)
             self.query_one(".approval-why", Static).update(f"? {display(self._why)}{remember}")
+            preview = self.query_one(".approval-preview", Static)
+            preview.display = self.preview is not None
+            if self.preview is not None:
+                preview.update(self._preview_shown())
 
     def toggle(self) -> None:
         self.collapsed = not self.collapsed
@@ -421,38 +485,113 @@ class ToolBlock(ChatItem):
     def render(self) -> RenderResult:
         return self._header() if self._own_header else super().render()
 
+    def _preview_shown(self) -> Text:
+        """The card's view of the change: its summary, then the diff (or a new file's head) in colour."""
+        preview = self.preview
+        text = Text()
+        if preview is None:
+            return text
+        text.append(display_line(preview.summary), style="bold")
+        if preview.problem and preview.problem not in preview.summary:
+            text.append("\n" + display(preview.problem), style=self._diff_styles()["removed"])
+        body = display(preview.text)
+        lines = body.splitlines(keepends=True)
+        shown = lines[: self.preview_rows] if self.preview_rows else lines
+        more = preview.more_lines + len(lines) - len(shown)
+        if shown:
+            text.append("\n")
+            if preview.new_file:
+                text.append("".join(shown).rstrip("\n"))
+            else:
+                text.append_text(diff_text("".join(shown).rstrip("\n"), self._diff_styles()))
+        if more:
+            whole = "the file" if preview.new_file else "the diff"
+            text.append(
+                f"\n… {more:,} more lines ({whole} is in the result once it runs)", style="dim italic"
+            )
+        return text
+
     # -- approval ------------------------------------------------------------------------------------
-    def ask(self, why: str, future: asyncio.Future[bool | str], remember: str = "") -> None:
+    def ask(
+        self,
+        why: str,
+        future: asyncio.Future[bool | str | Denial],
+        remember: str = "",
+        preview=None,
+        preview_rows: int = 0,
+        *,
+        no_always: str = "",
+    ) -> None:
+        """Wait for an answer: `remember` is the rule "always" keeps ("" when it is not offered, `no_always`
+        saying why); `preview` (a ChangePreview) what an edit would change, at most `preview_rows` lines of it
+        (0: all)."""
         self._why = why
         self._future = future
         self.remember = remember
+        self.no_always = no_always
+        self.preview = preview
+        self.preview_rows = preview_rows
         future.add_done_callback(lambda f: self._on_future_done(f))
         self._sync()
 
-    def _on_future_done(self, future: asyncio.Future[bool]) -> None:
+    def start_reason(self) -> bool:
+        """`d`: ask for the one line the model gets with the denial (the keyboard goes to it)."""
+        if not self.pending or not self.is_mounted:
+            return False
+        box = self.query_one(ReasonInput)
+        box.add_class("-asking")
+        box.focus()
+        return True
+
+    def end_reason(self) -> None:
+        """Esc in the reason line: back to the card, still waiting."""
+        box = self.query_one(ReasonInput)
+        box.remove_class("-asking")
+        box.value = ""
+        for ancestor in self.ancestors:
+            if isinstance(ancestor, Widget) and ancestor.can_focus:
+                ancestor.focus()  # the chat, whose keys answer the card
+                return
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if isinstance(event.input, ReasonInput):
+            event.stop()
+            reason = " ".join(event.value.split())
+            if reason:
+                self.answer(Denial(reason))
+            else:
+                self.answer(False)  # nothing said: a plain no
+
+    def _on_future_done(self, future: asyncio.Future[bool | str | Denial]) -> None:
         if future.cancelled() and not self.decision:
             self.decision = "cancelled"
             self.reason = "the turn was cancelled"
         self._sync()
 
-    def answer(self, approved: bool | str) -> bool:
-        """Resolve the pending approval — True (once), "session" or "project" (always), False (no);
-        False when there was none."""
+    def answer(self, approved: bool | str | Denial) -> bool:
+        """Resolve the pending approval — True (once), "session" or "project" (always), False (no), or a
+        Denial (no, and what to tell the model); False when there was none."""
         if not self.pending:
             return False
         assert self._future is not None
         self._future.set_result(approved)
-        self.decision = "approved" if approved else "denied"
-        if approved in ("session", "project"):
+        denied = approved is False or isinstance(approved, Denial)
+        self.decision = "denied" if denied else "approved"
+        if isinstance(approved, Denial):
+            self.reason = f"denied — you told the model: {approved.said}"
+        if approved in ("session", "project") and self.remember:
             self.reason = (
                 f"always ({'this session' if approved == 'session' else 'this project'}): {self.remember}"
             )
         self._sync()
-        self.post_message(self.Resolved(self, bool(approved)))
+        self.post_message(self.Resolved(self, not denied))
         return True
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
+        if event.button.has_class("deny-why"):
+            self.start_reason()
+            return
         answers = {"approve": True, "always-session": "session", "always-project": "project", "deny": False}
         self.answer(next(answer for cls, answer in answers.items() if event.button.has_class(cls)))
 

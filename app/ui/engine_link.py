@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from textual import work
@@ -52,6 +53,11 @@ class EngineLink:
 
     engine: Any
     app: Any
+    store: Any  # app.store.Store, once opened
+    workspace: Path  # where the tools run (the app's)
+    started_in: Path
+    resume: str | None
+    folder_notice: str
 
     @work(thread=True, group="engine", exclusive=True, exit_on_error=False, name="open engine")
     def open_engine(
@@ -63,10 +69,16 @@ class EngineLink:
         fork: bool = False,
         read_only: bool = False,
         model: str | None = None,
+        folder_asked: bool = False,
     ) -> None:
         from app.engine.bootstrap import open_engine
         from app.lease import SessionHeld
 
+        if resume and not read_only and not folder_asked and self.ask_workspace:
+            row = self._session_of_another_folder(resume)
+            if row is not None:  # its tools would run here: ask where first
+                self.call_from_thread(self._ask_folder, row, route_name, fork, model)
+                return
         try:
             engine, choice, resumed = open_engine(
                 self.settings,
@@ -95,6 +107,60 @@ class EngineLink:
         if resumed:
             heap.release()  # what loading and measuring a long session freed goes back to the system
         self.call_from_thread(self._engine_opened, engine, choice, resumed, source, history)
+
+    def _session_of_another_folder(self, session_id: str):
+        """The store's row of `session_id` when it was started in another folder (else None)."""
+        from app.engine.session_folders import elsewhere
+        from app.store import Store
+
+        if self.store is None:
+            self.store = Store()
+        row = self.store.find_session(session_id)
+        return row if row is not None and elsewhere(row.workspace, self.workspace) else None
+
+    def _ask_folder(self, row, route_name: str | None, fork: bool, model: str | None) -> None:
+        """A session of another folder: ask where its tools run, then open it there (Esc: a new session here)."""
+        from app.ui.screens.folder import FolderScreen
+
+        def chosen(choice: str | None) -> None:
+            if choice is None:
+                self.resume = None
+                self.open_engine(resume=None, continue_=False, route_name=route_name, model=model)
+                return
+            if choice == "its":
+                self.move_to_workspace(row.workspace)
+            self.open_engine(
+                resume=row.id,
+                continue_=False,
+                route_name=route_name,
+                fork=fork,
+                model=model,
+                folder_asked=True,
+            )
+
+        self.push_screen(
+            FolderScreen(row.id, row.title, row.workspace, self.workspace, back_label="A new session here"),
+            callback=chosen,
+        )
+
+    def move_to_workspace(self, folder) -> None:
+        """Work in `folder` from now on: the tools (the next engine opens there), `@` files, the prompt's
+        history, custom commands and project rules. The next session's start says so."""
+        from app.engine.session_folders import shown_folder
+        from app.ui.prompt import PromptHistory, history_path
+
+        self.folder_notice = (
+            f"working in {shown_folder(str(folder))}, the session's own folder: its tools, @ files, commands "
+            f"and project rules are there (bulkhead was started in {shown_folder(str(self.workspace))})"
+        )
+        self.workspace = Path(folder)
+        self.history = PromptHistory(history_path(self.workspace))
+        with contextlib.suppress(NoMatches):
+            prompt = self.prompt
+            prompt.workspace = self.workspace
+            prompt.prompt_history = self.history
+            prompt.file_matcher = None  # listed again for the new folder at the next `@`
+        self.files_stale = True
 
     def _session_held(self, held, route_name: str | None) -> None:
         from app.ui.screens.lease import LeaseScreen
@@ -139,6 +205,9 @@ class EngineLink:
         with self.batch_update():  # one layout and frame for all of it, not one half-mounted on the way
             await self._show_start(engine, choice, resumed, history)
         self.update_topbar()
+        from app.ui.approval_mode import show_mode
+
+        show_mode(self)
         self._start_engine(resumed)
 
     async def _show_start(self, engine, choice, resumed: bool, history) -> None:
@@ -153,8 +222,13 @@ class EngineLink:
             await chat.add_notice(
                 note, code="lab" if choice.lab else "route", title="lab model" if choice.lab else "route"
             )
+        for note in choice.session_notices:
+            await chat.add_notice(note, code="session", title="session")
         for note in self.ready_notices:
             await chat.add_notice(note, code="app")
+        if self.folder_notice:
+            await chat.add_notice(self.folder_notice, code="folder", title="folder")
+            self.folder_notice = ""
         for problem in self._command_problems:
             await chat.add_notice(
                 display_line(problem), level="warn", code="commands", title="custom command"
@@ -341,6 +415,10 @@ class EngineLink:
         lab = " · lab (offline)" if route.provider == "lab" else ""
         title = f" · {session.title}" if session.title else ""  # the first prompt's words
         read_only = " · READ-ONLY" if session.read_only else ""
+        if self.workspace != self.started_in:  # moved to a resumed session's own folder
+            from app.engine.session_folders import shown_folder
+
+            read_only += f" · in {shown_folder(str(self.workspace), 30)}"
         mcp = ""
         if engine.mcp is not None and engine.mcp.connections:
             statuses = engine.mcp.statuses()
@@ -352,8 +430,9 @@ class EngineLink:
 
     # -- switching, failing, reopening ------------------------------------------------------------------------
     @work(group="session-switch", exclusive=True, exit_on_error=False, name="switch session")
-    async def switch_session(self, session_id: str | None) -> None:
-        """Resume `session_id` here, or (None: /new, /clear) start a fresh session on the same route."""
+    async def switch_session(self, session_id: str | None, *, folder_asked: bool = False) -> None:
+        """Resume `session_id` here, or (None: /new, /clear) start a fresh session on the same route.
+        `folder_asked`: the user said where a session of another folder runs its tools (`FolderScreen`)."""
         old = self.engine
         route_name = model = None
         previous = ""
@@ -384,7 +463,7 @@ class EngineLink:
                 code="new",
                 title="session",
             )
-        self.reopen(route_name=route_name, model=model)
+        self.reopen(route_name=route_name, model=model, folder_asked=folder_asked)
 
     async def engine_failed(self, error: BaseException) -> None:
         """The session could not open (a route without a key, `--resume` of an unknown id, a database
@@ -412,7 +491,13 @@ class EngineLink:
                 title="no session",
             )
 
-    def reopen(self, *, route_name: str | None, model: str | None = None) -> None:
+    def reopen(self, *, route_name: str | None, model: str | None = None, folder_asked: bool = False) -> None:
         self.open_error = ""
         self._q("#topbar", Static).update("bulkhead · opening the session…")
-        self.open_engine(resume=self.resume, continue_=self.continue_, route_name=route_name, model=model)
+        self.open_engine(
+            resume=self.resume,
+            continue_=self.continue_,
+            route_name=route_name,
+            model=model,
+            folder_asked=folder_asked,
+        )

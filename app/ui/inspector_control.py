@@ -6,8 +6,12 @@ narrower than `INSPECTOR_MIN_COLUMNS` cannot show it beside the chat, and says s
 
 from __future__ import annotations
 
-from textual import events
+import contextlib
 
+from textual import events
+from textual.css.query import NoMatches
+
+from app.ui.focus_rules import focus_in
 from app.ui.widgets.inspector import PANEL_NAMES
 
 NARROW_COLUMNS = 110  # a terminal narrower than this starts with the inspector hidden (F2 shows it)
@@ -26,7 +30,10 @@ class InspectorControl:
             return
         first = self._narrow is None
         self._narrow = narrow
-        self.set_class(narrow, "-hide-inspector")
+        if narrow:
+            self._hide_inspector()
+        else:
+            self.remove_class("-hide-inspector")
         if narrow and first:
             self.notify(
                 f"The terminal is {event.size.width} columns wide: the inspector is hidden to give the "
@@ -48,11 +55,19 @@ class InspectorControl:
         self.remove_class("-hide-inspector")
         return True
 
+    def _hide_inspector(self) -> None:
+        """Hide the inspector; the keyboard goes back to the prompt if one of its panels had it (the focused
+        area is always one you can see)."""
+        if focus_in(self.inspector, self):
+            with contextlib.suppress(NoMatches):
+                self.screen.set_focus(self.prompt)
+        self.add_class("-hide-inspector")
+
     def action_toggle_inspector(self) -> None:
         if self.has_class("-hide-inspector"):
             self._show_inspector()
         else:
-            self.add_class("-hide-inspector")
+            self._hide_inspector()
 
     def action_widen_inspector(self) -> None:
         if not self._show_inspector():

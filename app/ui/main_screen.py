@@ -16,14 +16,15 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
+from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
-from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Static
 
 from app.ui.chat import Chat
+from app.ui.layout_requests import ListsEveryChild
 from app.ui.prompt import PromptBox, PromptHistory
 from app.ui.textual_ext.frames import frame_timer, frames_hold
 from app.ui.textual_ext.full_map import compositor
@@ -33,7 +34,7 @@ from app.ui.widgets.key_footer import KeyFooter
 NEW_OUTPUT_HINT = "↓ new output below — End (in the chat) or Alt+↓ jumps to it and follows"
 
 
-class MainScreen(Screen):
+class MainScreen(ListsEveryChild):
     """Chat beside the inspector; the hint for output below the fold; the prompt."""
 
     def __init__(self, *, history: PromptHistory, workspace: Path, inspector: Inspector) -> None:
@@ -65,6 +66,12 @@ class MainScreen(Screen):
         for selector in ("#new-output", "#completions", "#busy"):
             self.query_one(selector).display = False
         self.app.main_screen_mounted()  # type: ignore[attr-defined]  # BulkheadApp's; screens see App[Any]
+
+    def on_prompt_area_scroll_chat(self, event) -> None:
+        """PageUp / PageDown / Home / End typed in the prompt when its text does not need them."""
+        chat = self.query_one("#chat", Chat)
+        with contextlib.suppress(SkipAction):  # nothing to scroll
+            getattr(chat, f"action_{event.action}")()
 
     def on_chat_leave_chat(self) -> None:
         with contextlib.suppress(NoMatches):

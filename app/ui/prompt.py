@@ -108,6 +108,10 @@ class PromptHistory:
         return self.draft
 
 
+# Keys the prompt hands to the chat when its own text does not need them (see `_chat_may_have`).
+CHAT_KEYS = {"pageup": "page_up", "pagedown": "page_down", "home": "jump_top", "end": "jump_latest"}
+
+
 class PromptArea(SteadyScrollbars, TextArea):
     """Where you type. Enter sends; Ctrl+J / Alt+Enter add a newline."""
 
@@ -119,7 +123,9 @@ class PromptArea(SteadyScrollbars, TextArea):
 - **/**: slash commands — **Tab** completes the highlighted one, ↑/↓ choose
 - **@path**: attach a file (or list a folder) of the workspace — fuzzy: `@clipy` finds `app/cli.py` (recent and shallow files first, nothing .gitignore'd); **Tab** takes the highlighted one
   (`@shot.png`, or a pasted image path, attaches the image where the route takes images)
-- **# text** on one line: add it to the project's AGENTS.md (as `/memory text`)
+- **# text** on one line: add it to the project's instruction file — AGENTS.md, or CLAUDE.md where that is the one the project has (as `/memory text`; `/memory` names it)
+- **PageUp / PageDown** scroll the chat while the prompt's text is all in view; **Home / End** (empty prompt):
+  the chat's top / latest output
 - **Esc** or **Ctrl+C**: cancel the running turn (idle, Ctrl+C clears the prompt; twice quits) · **Ctrl+O**: move into the chat to copy
 """
 
@@ -134,6 +140,14 @@ class PromptArea(SteadyScrollbars, TextArea):
             id="prompt.newline",
         ),
         Binding("tab", "complete", "Complete", show=False, id="prompt.complete"),
+        Binding(
+            "shift+tab",
+            "approval_cycle",
+            "Approval",
+            show=False,
+            id="prompt.approval",
+            tooltip="Step the approval mode: ask, auto-read, auto-edit (/approval names any)",
+        ),
         Binding("f6", "app.focus_chat", show=False),  # TextArea's F6 (select line) would hide the app's
     ]
 
@@ -159,6 +173,13 @@ class PromptArea(SteadyScrollbars, TextArea):
             super().__init__()
             self.prompt = prompt
             self.text = text
+
+    class ScrollChat(Message):
+        """A key the prompt does not need now, for the chat: `action` is one of CHAT_KEYS' values."""
+
+        def __init__(self, action: str) -> None:
+            super().__init__()
+            self.action = action
 
     class CompletionsChanged(Message):
         def __init__(self, completions: list[tuple[str, str]], selected: int) -> None:
@@ -190,6 +211,7 @@ class PromptArea(SteadyScrollbars, TextArea):
         self.wants_files: Callable[[], None] | None = None
         # More slash commands to offer (the custom ones from Markdown files); set by the app.
         self.slash_extra: Callable[[], list[tuple[str, str]]] | None = None
+        self._told_tab = False
 
     async def _on_key(self, event: events.Key) -> None:
         key = event.key
@@ -209,10 +231,20 @@ class PromptArea(SteadyScrollbars, TextArea):
             else:
                 self.action_submit()
             return
-        if key == "tab" and self.completions:
+        if key == "tab":  # completes; with nothing to complete it stays here (it used to leave for a panel)
             event.stop()
             event.prevent_default()
             self.action_complete()
+            return
+        if key == "escape" and self.completions:
+            event.stop()
+            event.prevent_default()
+            self.completions = []
+            return
+        if key in CHAT_KEYS and self._chat_may_have(key):
+            event.stop()
+            event.prevent_default()
+            self.post_message(self.ScrollChat(CHAT_KEYS[key]))
             return
         await super()._on_key(event)
         if event.is_printable:
@@ -224,6 +256,17 @@ class PromptArea(SteadyScrollbars, TextArea):
             event.stop()
             event.prevent_default()
             await self.run_action(active.binding.action)
+
+    async def action_approval_cycle(self) -> None:
+        """Shift+Tab: the app steps the approval mode (`app.ui.approval_mode`)."""
+        await self.run_action("app.approval_cycle")
+
+    def _chat_may_have(self, key: str) -> bool:
+        """PageUp / PageDown scroll the chat while all of the prompt's text is in view (it has nothing to page
+        through); Home / End while the prompt is empty (no line to go along)."""
+        if key in ("pageup", "pagedown"):
+            return self.max_scroll_y == 0 and not self.completions
+        return not self.text
 
     def _backslash_before_cursor(self) -> bool:
         """`\\` + Enter: a newline in any terminal (the backslash is replaced), as in Claude Code."""
@@ -328,7 +371,13 @@ class PromptArea(SteadyScrollbars, TextArea):
 
     def action_complete(self) -> None:
         if not self.completions:
-            self.screen.focus_next()
+            if not self._told_tab:  # once: Tab completes; the chat and the panels have their own keys
+                self._told_tab = True
+                self.notify(
+                    "Tab completes / commands and @ files — nothing to complete here. Ctrl+O moves to the "
+                    "chat, Alt+1…7 to a panel; Esc comes back.",
+                    timeout=5,
+                )
             return
         word = self.completions[self.selected][0]
         if word.startswith("@"):

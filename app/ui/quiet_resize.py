@@ -54,3 +54,37 @@ class QuietResize:
         if widget.is_scrollable:
             widget._scroll_update(virtual_size)
         return True
+
+
+def measure_again(widget: Widget) -> None:
+    """`widget.refresh(layout=True)` for a widget whose content height has just changed, that also forgets
+    every measure of it taken before the change.
+
+    Textual keys a widget's measured size (its box model cache) on a counter that `refresh(layout=True)`
+    bumps only when no layout request is pending. A streamed answer asks for a layout, a layout runs before
+    Textual has handled the request (another widget's), measures the answer at its height then and caches
+    it, the answer grows, asks again — and the counter stays: the next layout sizes its chat item from the
+    cached, older height while the answer itself gets its new one. The item kept the caption's single row
+    with the text below it, out of view, and the chat's end stopped above it (issue 40: an empty
+    "assistant" block, 2 of ~30 long answers; the stress test in tests/ui/test_stream_stress.py found it).
+    Bumping the counter with every change keeps a stale measure from ever being found. (Textual 8.2.)
+    Nothing is repainted here (`refresh()` without regions would mark every line): the caller repaints
+    what changed."""
+    if widget._layout_required:
+        widget._layout_updates += 1  # refresh below will not: a request is pending
+    forget_measures(widget)
+    widget.refresh(layout=True, repaint=False)
+
+
+def forget_measures(widget: Widget) -> None:
+    """Forget the measures that hold `widget`'s old height: its containers' arrangements and sizes, up to
+    the first that does not size itself by its content (the chat) — as Textual does only when it handles
+    the layout request. A layout that runs before then (another widget's) measures the item around an
+    answer anew instead of from an arrangement made for the answer's old height."""
+    for ancestor in widget.ancestors:
+        if not isinstance(ancestor, Widget):
+            break
+        ancestor._clear_arrangement_cache()
+        ancestor._layout_updates += 1
+        if not ancestor.styles.auto_dimensions:
+            break

@@ -13,17 +13,16 @@ from app.textsafe import display_line
 NOT_A_TERMINAL = 'bulkhead needs a terminal for the full-screen UI; use -p for one-shot (bulkhead -p "…")'
 
 
-def run(args) -> int:
-    if not sys.stdout.isatty() or not sys.stdin.isatty():
-        print(NOT_A_TERMINAL, file=sys.stderr)
-        return 2
+def build_app(args, **options):
+    """The TUI for the parsed command line `args` (the same app `run` runs; tests drive it with Pilot).
+    `options`: more keywords for `BulkheadApp` (tests: cursor_blink, keymap)."""
     from app.commands.oneshot import settings_flags
     from app.config import load_settings
 
     settings = load_settings(flags=settings_flags(args))
     from app.ui.app import BulkheadApp
 
-    app = BulkheadApp(
+    return BulkheadApp(
         settings,
         route_name=args.route,
         resume=args.resume,
@@ -32,7 +31,17 @@ def run(args) -> int:
         fork=getattr(args, "fork", False),
         read_only=getattr(args, "read_only", False),
         model=getattr(args, "model", None),
+        ask_workspace=not args.workspace,
+        initial_prompt=getattr(args, "initial_prompt", "") or "",
+        **options,
     )
+
+
+def run(args) -> int:
+    if not sys.stdout.isatty() or not sys.stdin.isatty():
+        print(NOT_A_TERMINAL, file=sys.stderr)
+        return 2
+    app = build_app(args)
     code = app.run()
     if app.open_error and app.engine is None:  # quit without a session: say why on the terminal too
         print(f"bulkhead: {app.open_error}", file=sys.stderr)

@@ -20,6 +20,8 @@ from app.ui.startup import prewarm_in_background
 @handles("sessions")
 def sessions(app: Host, _arg: str) -> None:
     from app.engine.session_admin import delete_session
+    from app.engine.session_folders import elsewhere, folder_key
+    from app.ui.screens.folder import FolderScreen
     from app.ui.screens.sessions import SessionsActions, SessionsScreen
 
     if app.store is None:
@@ -41,7 +43,19 @@ def sessions(app: Host, _arg: str) -> None:
     def resume(session_id: str | None) -> None:
         if not session_id or (app.engine is not None and session_id == app.engine.session.id):
             return
-        app.switch_session(session_id)
+        row = store.find_session(session_id)
+        if row is None or not app.ask_workspace or not elsewhere(row.workspace, app.workspace):
+            app.switch_session(session_id)
+            return
+
+        def chosen(choice: str | None) -> None:  # a session of another folder: where do its tools run?
+            if choice is None:
+                return  # back: the session in use goes on
+            if choice == "its":
+                app.move_to_workspace(row.workspace)
+            app.switch_session(session_id, folder_asked=True)
+
+        app.push_screen(FolderScreen(row.id, row.title, row.workspace, app.workspace), callback=chosen)
 
     actions = SessionsActions(
         search=store.search_sessions,
@@ -49,7 +63,13 @@ def sessions(app: Host, _arg: str) -> None:
         delete=lambda session_id: delete_session(store, session_id, current_id=current),
     )
     app.push_screen(
-        SessionsScreen(store.list_sessions(), current_id=current, now=app.clock, actions=actions),
+        SessionsScreen(
+            store.list_sessions(limit=500),
+            current_id=current,
+            now=app.clock,
+            actions=actions,
+            folder=folder_key(app.workspace),
+        ),
         callback=resume,
     )
 
@@ -74,19 +94,42 @@ def _stamp(app: Host) -> str:
     return time.strftime("%Y%m%d-%H%M%S", time.localtime(app.clock()))
 
 
+def export_paths(workspace: Path, arg: str, stamp: str) -> tuple[Path, Path]:
+    """Where `/export [PATH]` writes (Markdown, HAR): the project folder by default; PATH relative to it,
+    a folder (the files go in it) or a file name (the HAR beside it, `.har`)."""
+    name = f"bulkhead-export-{stamp}"
+    if not arg.strip():
+        return workspace / f"{name}.md", workspace / f"{name}.har"
+    target = Path(arg.strip()).expanduser()
+    target = target if target.is_absolute() else workspace / target
+    if target.is_dir() or arg.strip().endswith(("/", "\\")):
+        return target / f"{name}.md", target / f"{name}.har"
+    md = target if target.suffix else target.with_suffix(".md")
+    return md, md.with_suffix(".har")
+
+
 @handles("export")
-async def export(app: Host, _arg: str) -> None:
+async def export(app: Host, arg: str) -> None:
     from app.export import to_markdown
 
     session = app.engine.session
-    stamp = _stamp(app)
     written = []
-    md_path = session.folder / f"export-{stamp}.md"
+    md_path, har_path_wanted = export_paths(Path(app.engine.workspace), arg, _stamp(app))
     text = to_markdown(session)
-    await asyncio.to_thread(atomic_write, md_path, text, 0o600)
+    try:
+        md_path.parent.mkdir(parents=True, exist_ok=True)
+        await asyncio.to_thread(atomic_write, md_path, text, 0o600)
+    except OSError as exc:
+        await app.chat.add_notice(
+            f"could not export to {md_path}: {exc.strerror or exc} — /export PATH writes elsewhere",
+            level="error",
+            code="export",
+            title="export",
+        )
+        return
     written.append(md_path)
     if module_available("app.har"):
-        har_path = await write_har(app, session, session.folder / f"export-{stamp}.har")
+        har_path = await write_har(app, session, har_path_wanted)
         if har_path is not None:
             written.append(har_path)
     names = " and ".join(str(p) for p in written)

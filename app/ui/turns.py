@@ -19,9 +19,11 @@ from textual.message import Message
 from textual.worker import Worker
 
 from app.textsafe import display, display_data, display_line
+from app.tools.approval import Denial
 from app.ui.actions import ACTIONS, BY_ID, handler
 from app.ui.bindings import BLOCKED_KEY_WORDS
 from app.ui.engine_link import read_only_notice
+from app.ui.focus_rules import focus_in
 from app.ui.prompt import PromptArea
 from app.ui.slash import SlashError, parse_slash
 
@@ -31,12 +33,16 @@ INTERRUPT_QUIT_WINDOW_S = 2.0  # a second Ctrl+C on an empty, idle prompt within
 class ApprovalAsked(Message):
     """The engine's approver awaits `future`; the chat's tool block resolves it."""
 
-    def __init__(self, name: str, args: dict, why: str, future: asyncio.Future[bool | str]) -> None:
+    def __init__(
+        self, name: str, args: dict, why: str, future: asyncio.Future, preview=None, always=None
+    ) -> None:
         super().__init__()
+        self.always = always  # app.engine.always_allow.AlwaysOffer: the rule "always" keeps, or why not
         self.name = name
         self.args = args
         self.why = why
         self.future = future
+        self.preview = preview  # app.tools.change_preview.ChangePreview: what an edit would change
 
 
 class TurnControl:
@@ -190,8 +196,19 @@ class TurnControl:
         return any(m.role == "user" and m.meta.origin == "user" and m.text == prompt for m in tail)
 
     def action_cancel(self) -> None:
-        if not self.busy or self.engine is None or len(self.screen_stack) > 1:
-            raise SkipAction()  # Esc then closes the palette / help / sessions screen, or leaves the chat
+        """Esc: cancel what runs, and come back to the prompt from anywhere on the main screen (the chat, a
+        panel, a panel's search box); with the prompt focused and nothing running, the prompt's own Esc."""
+        if len(self.screen_stack) > 1 or getattr(self.focused, "keeps_escape", False):
+            raise SkipAction()  # Esc then closes the palette / help / sessions screen, or a line being typed
+        running = self.busy and self.engine is not None
+        at_prompt = isinstance(self.focused, PromptArea)
+        if not at_prompt:
+            with contextlib.suppress(NoMatches):
+                self.screen.set_focus(self.prompt)
+        if not running:
+            if at_prompt:
+                raise SkipAction()  # the prompt's own Esc (it closes the completion list)
+            return
         self.engine.tool_cancel.set()
         if self.activity == "compact" and self.compact_cancel is not None:
             self.compact_cancel.set()
@@ -200,8 +217,9 @@ class TurnControl:
         self.workers.cancel_group(self, "turn")
 
     async def action_interrupt(self) -> None:
-        """Ctrl+C as in other terminal agents: cancel what runs; else copy the selection, else clear
-        the prompt (↑ brings it back); on an empty, idle prompt a second press within 2 s quits."""
+        """Ctrl+C as in other terminal agents: cancel what runs; else copy the selection, else (in the chat
+        or a panel) what its cursor is on, else clear the prompt (↑ brings it back); on an empty, idle prompt a
+        second press within 2 s quits."""
         if len(self.screen_stack) > 1:
             raise SkipAction()  # the palette, help or sessions screen handles its own Ctrl+C
         if self.busy and self.engine is not None:
@@ -212,6 +230,17 @@ class TurnControl:
             selected = self.focused.selected_text
         if selected:
             self.copy(selected, "the selection")
+            return
+        copy = self.screen.active_bindings.get(
+            "alt+c"
+        )  # the focused area's copy (the chat's item, a panel's)
+        if (
+            copy is not None
+            and copy.enabled
+            and copy.node is not self
+            and not isinstance(self.focused, PromptArea)
+        ):
+            await copy.node.run_action(copy.binding.action)
             return
         prompt = self.prompt
         if prompt.text.strip():
@@ -227,24 +256,38 @@ class TurnControl:
         self.notify("Press Ctrl+C again to quit (or Ctrl+Q)", timeout=INTERRUPT_QUIT_WINDOW_S)
 
     # -- approvals --------------------------------------------------------------------------------------------
-    async def approve_tool(self, name: str, args: dict, why: str) -> bool | str:
-        """The engine's approver: an inline bar in the tool's block — yes, always for this session,
-        always for this project (the answer names the rule the engine then remembers), no."""
-        future: asyncio.Future[bool | str] = asyncio.get_running_loop().create_future()
-        self.post_message(ApprovalAsked(display(name), display_data(args), display(why), future))
+    async def approve_tool(self, name: str, args: dict, why: str) -> bool | str | Denial:
+        """The engine's approver: an inline card in the tool's block — what an edit would change, and yes,
+        always for this session, always for this project (the answer names the rule the engine then
+        remembers), no, or no and what to tell the model (`app.tools.approval.Denial`)."""
+        from app.tools.change_preview import preview_change
+
+        future: asyncio.Future[bool | str | Denial] = asyncio.get_running_loop().create_future()
+        always = self.engine.always if self.engine is not None else None  # read before the first await
+        workspace = self.engine.workspace if self.engine is not None else self.workspace
+        try:  # the file is read in a thread: a large one never holds the screen
+            preview = await asyncio.to_thread(
+                preview_change, name, args, workspace, max_lines=self.settings.approval_preview_lines
+            )
+        except Exception:  # noqa: BLE001 - a preview that fails leaves the card as it was (arguments shown)
+            preview = None
+        self.post_message(
+            ApprovalAsked(display(name), display_data(args), display(why), future, preview, always)
+        )
         return await future
 
     def on_approval_asked(self, message: ApprovalAsked) -> None:
         if message.future.done():
             return
-        from app.engine.permissions import suggest_rule
-
+        always = message.always
         try:
             block = self.chat.ask_approval(
                 message.name,
                 message.why,
                 message.future,
-                remember=suggest_rule(message.name, message.args, self.workspace),
+                remember=display_line(always.rule) if always is not None else "",
+                no_always=display(always.why_not) if always is not None else "",
+                preview=message.preview,
             )
         except NoMatches:  # quitting
             message.future.cancel()
@@ -254,9 +297,19 @@ class TurnControl:
             self.notify(f"{message.name}: could not show the approval prompt; denied", severity="warning")
             return
         self.chat.focus()
-        self.prompt_box.busy_text = f"waiting for your approval of {message.name} — y approves, n denies"
-        message.future.add_done_callback(lambda _future: self.refresh_bindings())
+        self.prompt_box.busy_text = (
+            f"waiting for your approval of {message.name} — y approves, n denies, d denies and says why"
+        )
+        message.future.add_done_callback(lambda _future: self._approval_over())
         self.refresh_bindings()
+
+    def _approval_over(self) -> None:
+        """An approval was answered or cancelled (Esc): the keyboard goes back to the prompt, unless another
+        call waits."""
+        self.refresh_bindings()
+        with contextlib.suppress(NoMatches):
+            if self.chat.pending_approval() is None and focus_in(self.chat, self):
+                self.screen.set_focus(self.prompt)
 
     def on_tool_block_resolved(self, event) -> None:
         with contextlib.suppress(NoMatches):

@@ -214,3 +214,59 @@ async def test_read_deny_rules_filter_grep_glob_and_list_dir(make_harness, monke
     assert "hunter2" not in joined and "key.pem" not in joined
     assert "app.py:1:TOKEN" in results[0]
     assert ".env" not in results[6] and "app.py" in results[6]
+
+
+# -- "always" is offered only where it takes effect (app.engine.always_allow) ------------------------------
+def offering_asker(answer):
+    """An approver that also records what "always" the engine offered while it asked."""
+    seen: list = []
+    holder: dict = {}
+
+    async def approve(name, args, why):
+        seen.append(holder["engine"].always)
+        return answer
+
+    approve.seen = seen
+    approve.holder = holder
+    return approve
+
+
+async def test_under_an_ask_rule_always_is_not_offered_and_not_kept(make_harness):
+    approve = offering_asker("project")
+    h = make_harness(approver=approve, permissions={"ask": ("Bash(echo *)",)})
+    approve.holder["engine"] = h.engine
+
+    await h.engine.submit("!shell echo asked")
+    await h.engine.submit("!shell echo asked")
+
+    offers = approve.seen
+    assert len(offers) == 2 and all(not offer.rule for offer in offers)  # asked both times
+    assert "the ask rule Bash(echo *)" in offers[0].why_not and "ask wins over allow" in offers[0].why_not
+    assert not (h.engine.workspace / ".bulkhead").exists()  # "project" wrote nothing: it was a plain yes
+    assert all(kind != "allow" for kind, _rule, _source in h.engine.permissions.listing())
+
+
+async def test_a_substitution_gets_no_always_and_a_compound_command_does(make_harness):
+    approve = offering_asker("session")
+    h = make_harness(approver=approve)
+    approve.holder["engine"] = h.engine
+
+    await h.engine.submit("!shell echo $(echo a)")
+    await h.engine.submit("!shell echo b && echo c")
+    await h.engine.submit("!shell echo b && echo c")  # kept: not asked again
+
+    substitution, compound = approve.seen
+    assert not substitution.rule and "command substitution" in substitution.why_not
+    assert compound.rule == "Bash(echo b && echo c)" and not compound.why_not
+
+
+async def test_a_protected_file_gets_no_always(make_harness):
+    approve = offering_asker("project")
+    h = make_harness(approver=approve, approval="auto-edit")
+    approve.holder["engine"] = h.engine
+
+    await h.engine.submit("!write AGENTS.md hi")
+
+    [offer] = approve.seen
+    assert not offer.rule and "always ask" in offer.why_not
+    assert not (h.engine.workspace / ".bulkhead").exists()

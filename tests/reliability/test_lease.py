@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from app.engine.session import Session
+from app.engine.session_folders import folder_key
 from app.lease import Holder, SessionHeld, SessionReadOnly, process_start, this_process
 from app.model.messages import Message
 from app.store import Store
@@ -56,8 +57,9 @@ def home(isolated_home: Path) -> Path:
     return isolated_home
 
 
-def new_session(store: Store, title: str) -> Session:
-    session = Session.create(store, route="lab", provider="lab", model="lab-1")
+def new_session(store: Store, title: str, folder: Path) -> Session:
+    """A session of `folder` (where `run_app` runs bulkhead: `-c` continues that folder's sessions)."""
+    session = Session.create(store, route="lab", provider="lab", model="lab-1", workspace=folder_key(folder))
     session.append(Message.create("user", title, turn=1))
     session.append(Message.create("assistant", f"answer to {title}", turn=1))
     return session
@@ -67,9 +69,9 @@ def new_session(store: Store, title: str) -> Session:
 def held(home: Path):
     """(store, the newest session — held by a second process, an older session — free, the holder's pid)."""
     store = Store()
-    older = new_session(store, "older and free")
+    older = new_session(store, "older and free", home)
     time.sleep(0.01)  # updated_at orders them (a clock tick, not a wait for anything)
-    newest = new_session(store, "newest and held")
+    newest = new_session(store, "newest and held", home)
     proc = subprocess.Popen(
         [sys.executable, "-c", HOLDER, newest.id],
         env=env_for(home),
@@ -145,7 +147,7 @@ def test_read_only_with_p_is_refused(held, home):
 
 def test_the_lease_is_released_on_close_and_a_dead_holder_is_taken_over(home):
     store = Store()
-    session = new_session(store, "s")
+    session = new_session(store, "s", home)
     dead = subprocess.run(
         [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True
     )
@@ -160,7 +162,7 @@ def test_the_lease_is_released_on_close_and_a_dead_holder_is_taken_over(home):
 
 def test_a_reused_pid_is_not_taken_for_the_holder(home):
     store = Store()
-    session = new_session(store, "s")
+    session = new_session(store, "s", home)
     sleeper = subprocess.Popen(["sleep", "60"])
     try:
         live = Holder(
@@ -179,7 +181,7 @@ def test_a_reused_pid_is_not_taken_for_the_holder(home):
 
 def test_a_read_only_session_refuses_every_write(home):
     store = Store()
-    session = new_session(store, "s")
+    session = new_session(store, "s", home)
     session.open_read_only(None)
     with pytest.raises(SessionReadOnly, match="--fork"):
         session.append(Message.create("user", "no", turn=2))
@@ -199,7 +201,7 @@ async def test_a_turn_appended_by_another_process_survives_a_compact(home, fresh
     from tests.reliability.conftest import FAKE_KEY, route_for
 
     store = Store()
-    session = new_session(store, "first")
+    session = new_session(store, "first", home)
     for i in range(8):
         session.append(Message.create("user", f"question {i} " + "lorem " * 400, turn=i + 2))
         session.append(Message.create("assistant", f"answer {i} " + "ipsum " * 400, turn=i + 2))

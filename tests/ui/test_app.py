@@ -493,9 +493,12 @@ async def test_retry_and_export(lab, tmp_path):
         await ready(pilot)
         await send(pilot, "hello")
         await send(pilot, "/export")
-        exports = list(app.engine.session.folder.glob("export-*.md"))
+        exports = list(tmp_path.glob("bulkhead-export-*.md"))  # the project folder, not the data folder
         assert len(exports) == 1 and "hello" in exports[0].read_text()
-        assert app.chat.notices("export")
+        assert str(exports[0]) in app.chat.notices("export")[-1].text  # says the path
+        await send(pilot, "/export notes/today")  # PATH, relative to the project folder
+        await until(pilot, lambda: (tmp_path / "notes" / "today.md").exists(), "the export at PATH")
+        assert "hello" in (tmp_path / "notes" / "today.md").read_text()
 
 
 async def test_export_writes_har_and_probe_finds_the_gateway_cap(lab, tmp_path):
@@ -671,7 +674,9 @@ async def test_a_pasted_log_is_shown_folded_but_sent_and_copied_whole(lab, tmp_p
         item = next(i for i in app.chat.items if isinstance(i, UserItem))
         shown = item.body
         assert shown.startswith("Traceback line 0:") and "Traceback line 1999" not in shown
-        assert shown.endswith(f"… (1,976 more lines, {len(log):,} characters in all; c copies them)")
+        assert shown.endswith(
+            f"… (1,976 more lines, {len(log):,} characters in all; Ctrl+O, then Alt+C copies them)"
+        )
         assert item.copy_text() == log
         assert app.engine.session.master[0].text == log  # the model got all of it
 
@@ -795,10 +800,10 @@ async def test_copy_message_and_code_block(lab, tmp_path, monkeypatch):
         await app.chat.add(AssistantItem("look:\n\n```python\nprint('hi')\n```\n"))
         await pilot.press("ctrl+o")
         assert app.focused is app.chat
-        await pilot.press("c")
+        await pilot.press("alt+c")
         await until(pilot, lambda: app.last_copy is not None, "the copy")
         assert app.clipboard.startswith("look:")
-        await pilot.press("b")
+        await pilot.press("alt+k")
         await until(pilot, lambda: app.clipboard == "print('hi')", "the code block copy")
         assert not app.last_copy.system_tool
         assert "OSC 52" in app.last_copy.describe("x") or "Could not copy" in app.last_copy.describe("x")

@@ -263,7 +263,7 @@ async def test_show_panel_switches_tab_and_focuses(engine):
         inspector.show_panel("payload")
         await pilot.pause()
         assert app.focused is inspector.payload and inspector.active_tab == "cost"
-        await pilot.press("right_square_bracket")  # focus is in the inspector: next tab wraps to the first
+        await pilot.press("ctrl+pagedown")  # focus is in the inspector: next tab wraps to the first
         await pilot.pause()
         assert inspector.active_tab == "compaction"
         with pytest.raises(ValueError):
@@ -323,7 +323,7 @@ async def test_c_copies_each_panel_as_plain_text():
         for name in ("payload", "ladder", "compaction", "hooks", "cost"):
             inspector.show_panel(name)
             await pilot.pause()
-            await pilot.press("c")
+            await pilot.press("alt+c")
         payload, ladder, compaction, hooks, cost = app.copies
         assert (
             payload.startswith("Next request 293.0 KB of 309.4 KB cap") and "412.5 KB (waf_block)" in payload
@@ -749,7 +749,7 @@ async def test_archive_lists_searches_previews_and_recalls(engine):
         await pilot.press("down")
         assert panel.preview_key == keys[1] and "client_max_body_size" in panel.preview_text
 
-        await pilot.press("slash")
+        await pilot.press("shift+tab")  # the search box, above the table
         assert app.focused is panel.search
         await pilot.press(*"pytest failing")
         await settle(pilot)
@@ -775,7 +775,7 @@ async def test_archive_lists_searches_previews_and_recalls(engine):
         await settle(pilot)
         assert panel.row_keys == keys[::-1]
 
-        await pilot.press("c")
+        await pilot.press("alt+c")
         assert app.copies == [ARCHIVED[0][1]]
         assert not inspector.errors
 
@@ -788,7 +788,7 @@ async def test_archive_rewind_key_restores_the_previous_view(engine):
         app.inspector.show_panel("archive")
         await pilot.pause()
         assert len(engine.session.views) == 2 and len(engine.session.view) == 2
-        await pilot.press("u")
+        await pilot.press("ctrl+z")
         await pilot.pause()
         assert app.rewinds == 1
         assert len(engine.session.views) == 1 and len(engine.session.view) == 4
@@ -1029,8 +1029,8 @@ async def test_requests_table_and_detail_explain_the_rejection(engine):
         shown = panel.query_one("#requests-detail-body", ReportLines)
         assert shown.text == detail and SECRET not in app.export_screenshot()
 
-        await pilot.press("c")
-        await pilot.press("C")
+        await pilot.press("alt+c")
+        await pilot.press("alt+r")
         assert app.copies == [expected, detail]
 
         await pilot.press("down")

@@ -4,6 +4,7 @@ F5 screen's search, rename and delete (with confirmation)."""
 from __future__ import annotations
 
 from app.engine.session import Session
+from app.engine.session_folders import folder_key
 from app.model.messages import Message
 from app.ui.chat_items import UserItem
 from app.ui.headless import ready, until
@@ -70,9 +71,10 @@ async def test_sessions_screen_searches_renames_and_deletes(lab, tmp_path):
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         store = app.engine.session.store
-        older = Session.create(store, route="lab", provider="lab", model="lab-1")
+        here = folder_key(tmp_path)  # sessions of this folder: F5 lists them first
+        older = Session.create(store, route="lab", provider="lab", model="lab-1", workspace=here)
         older.append(Message.create("user", "why does nginx answer 413", turn=1))
-        other = Session.create(store, route="lab", provider="lab", model="lab-1")
+        other = Session.create(store, route="lab", provider="lab", model="lab-1", workspace=here)
         other.append(Message.create("user", "refactor the lexer", turn=1))
         await send(pilot, "hello")
         await pilot.press("f5")

@@ -186,3 +186,14 @@ async def test_a_refused_prompt_is_taken_back_into_the_box_and_the_next_prompt_g
         app.prompt.set_text("")
         await send(pilot, "hello again")
         await until(pilot, lambda: "You said: “hello again”" in (app.chat_last_answer() or ""), "the answer")
+
+
+async def test_a_screenshot_without_a_downloads_folder_goes_to_the_working_folder(lab, tmp_path, monkeypatch):
+    """The palette's Screenshot failed ("Failed to save screenshot") where ~/Downloads does not exist."""
+    monkeypatch.setattr("platformdirs.user_downloads_path", lambda: tmp_path / "no-such-Downloads")
+    app = make_app(lab_settings(lab), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        app.action_screenshot()
+        await until(pilot, lambda: list(tmp_path.glob("*.svg")), "the screenshot in the working folder")
+        assert not (tmp_path / "no-such-Downloads").exists()

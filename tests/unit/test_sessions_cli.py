@@ -170,3 +170,46 @@ def test_show_and_export_a_session_with_a_damaged_row(two_sessions, capsys, tmp_
         assert code == 0, err
         assert target.exists() and "Traceback" not in err
     assert "could not be read from the database" in (tmp_path / "out.md").read_text()
+
+
+# --- list filters and prune (issue 40 item 7) ------------------------------------------------------------
+
+
+def aged(store: Store, session: Session, days: float) -> None:
+    """As if it was last used `days` ago."""
+    import time
+
+    with store.transaction() as conn:
+        conn.execute(
+            "UPDATE sessions SET updated_at = ? WHERE id = ?", (time.time() - days * 86_400, session.id)
+        )
+
+
+def test_list_filters_by_folder_and_age(two_sessions, capsys, tmp_path, monkeypatch):
+    store, first, second = two_sessions
+    aged(store, first, 40)
+    code, out, _ = run_cli(capsys, "sessions", "list", "--folder", "/src/app", "--json")
+    assert code == 0 and [r["id"] for r in json.loads(out)] == [first.id]
+    code, out, _ = run_cli(capsys, "sessions", "list", "--older-than", "30d", "--json")
+    assert [r["id"] for r in json.loads(out)] == [first.id]
+    code, out, _ = run_cli(capsys, "sessions", "list", "--newer-than", "1w", "--json")
+    assert [r["id"] for r in json.loads(out)] == [second.id]
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run_cli(capsys, "sessions", "list", "--here")
+    assert code == 0 and "no session matches" in out
+    code, _out, err = run_cli(capsys, "sessions", "list", "--older-than", "a month")
+    assert code == 2 and "30d, 12h" in err
+
+
+def test_prune_deletes_only_what_is_older_and_asks_first(two_sessions, capsys, monkeypatch):
+    store, first, second = two_sessions
+    aged(store, first, 40)
+    code, _out, err = run_cli(capsys, "sessions", "prune", "--older-than", "30d", "--dry-run")
+    assert code == 0 and "would delete 1 session" in err and first.id in err
+    monkeypatch.setattr("app.commands.sessions_cmd._confirm", lambda question: None)  # no terminal
+    code, _out, err = run_cli(capsys, "sessions", "prune", "--older-than", "30d")
+    assert code == 2 and "add --yes" in err
+    assert {r["id"] for r in store.list_sessions()} == {first.id, second.id}
+    code, _out, err = run_cli(capsys, "sessions", "prune", "--older-than", "30d", "--yes")
+    assert code == 0 and "deleted 1 session" in err
+    assert [r["id"] for r in store.list_sessions()] == [second.id]

@@ -34,7 +34,7 @@ from textual.widget import Widget
 from app.textsafe import display, display_line
 from app.ui.markdown.painter import STYLE_NAMES, DrawnLine, Line, Painter, block_margins
 from app.ui.markdown.parser import PARSER, REFERENCE_DEFINITION, cold_languages, parse_markdown, split_blocks
-from app.ui.quiet_resize import QuietResize
+from app.ui.quiet_resize import QuietResize, forget_measures, measure_again
 from app.ui.selection import selected_cells
 
 SLICE_S = 0.012  # the most drawing one slice does before it gives the event loop back
@@ -164,7 +164,10 @@ class AnswerView(QuietResize, Widget):
         self._display: list[_Block] = []
         self._ys: list[int] = []
         self._height = self._top
-        self._laid_out_height = 0
+        # The height the last layout request was made for. Not what the last layout measured: a layout can
+        # measure the answer in one container size while its item's height comes from an older measure (see
+        # `quiet_resize.measure_again`), and taking that measure for "laid out" left the item short for good.
+        self._measured_height = -1
         self._announced_height = 0  # the height the chat was last told of (Grew) or grew by an append
         # What the drawn lines Textual has cached were made of: (block, top row, its lines) as last repainted.
         # A change repaints from the first row that differs, not the whole answer (see `_repaint_changed`).
@@ -470,6 +473,9 @@ class AnswerView(QuietResize, Widget):
             previous = block
         self._display = display
         self._ys = ys
+        if y != self._height and self.is_attached:  # no measure of the old height may be used again
+            self._layout_updates += 1
+            forget_measures(self)
         self._height = y
 
     def _on_timer(self) -> None:
@@ -495,9 +501,8 @@ class AnswerView(QuietResize, Widget):
                     self._tail_due = perf_counter() + (perf_counter() - started) * (1 - TAIL_DUTY) / TAIL_DUTY
         self._draw(started + SLICE_S)
         self._relayout()
-        # Repaint from the first row that changed; lay out again only if the height did (what the last
-        # layout got from get_content_height).
-        self._repaint_changed(layout=self._height != self._laid_out_height)
+        # Repaint from the first row that changed; lay out again only if the height did.
+        self._repaint_changed(layout=self._height != self._measured_height)
         # Said against what was last said, not against the last layout: a layout that ran in between
         # (another widget's) must not swallow the news that the answer grew.
         if announce and self._height > self._announced_height:
@@ -530,10 +535,11 @@ class AnswerView(QuietResize, Widget):
         """Repaint the rows from the first that changed to the end (of the old or new height, the longer):
         Textual keeps its cached lines above it. A streamed flush changes the open last block only, so a
         frame draws a few lines of the answer again, not every line on screen."""
+        if layout:
+            measure_again(self)  # the height changed: no measure of the old one may be used again
+            self._measured_height = self._height
         first = self._first_changed_row()
         if first is None and self._height == self._painted_height:
-            if layout:
-                self.refresh(layout=True)
             return
         if first is None:
             first = min(self._height, self._painted_height)
@@ -541,11 +547,7 @@ class AnswerView(QuietResize, Widget):
         self._painted = [(block, y, block.lines) for block, y in zip(self._display, self._ys, strict=True)]
         self._painted_height = self._height
         if bottom > first:
-            self.refresh(
-                Region(0, first, max(self._width, self.size.width, 1), bottom - first), layout=layout
-            )
-        elif layout:
-            self.refresh(layout=True)
+            self.refresh(Region(0, first, max(self._width, self.size.width, 1), bottom - first))
 
     def _repaint_resized(self, old: Size, size: Size) -> None:
         """Textual repaints every line of a widget whose size changed; an answer that only got taller (or
@@ -560,7 +562,6 @@ class AnswerView(QuietResize, Widget):
             self._relayout()
             if self._draw_pending():
                 self._kick()
-        self._laid_out_height = self._height
         return self._height
 
     def render_lines(self, crop):

@@ -42,7 +42,7 @@ Rules use Claude Code's syntax: `Bash(npm test:*)`, `Bash(git diff *)`, `Read(./
     def compose(self) -> ComposeResult:
         with Vertical(id="permissions-dialog", classes="dialog"):
             yield Static(
-                f"Permissions — {len(self.rules)} rules · approval mode {self.mode} · Esc closes",
+                f"Permissions — {len(self.rules)} rule{'' if len(self.rules) == 1 else 's'} · approval mode {self.mode} · Esc closes",
                 id="permissions-title",
                 classes="dialog-title",
                 markup=False,

@@ -1,11 +1,13 @@
 """The sessions screen (F5, /sessions): search, resume, rename, delete.
 
-Typing filters at once by title, id, route and model, and a worker searches the messages of every
-session too (the store's `search_sessions`); every letter types (a search for "dry run" once began
-with **d**, the delete key, and its **y** confirmed the deletion). Enter resumes the highlighted
-session (the screen's result is its id); **Ctrl+R** renames it in place; **Del** or **Ctrl+D**
-deletes it after a confirmation — never the session in use, nor one another bulkhead holds. The
-screen holds no store: the app hands it what to call (`SessionsActions`).
+Sessions belong to a folder (`app.engine.session_folders`): the screen lists this folder's sessions,
+each row showing its folder, and **F5** again (or **Ctrl+A**) shows every folder's (a folder with no
+session starts there). Typing filters at once by title, id, folder, route and model, and a worker
+searches the messages of every session too (the store's `search_sessions`); every letter types (a
+search for "dry run" once began with **d**, the delete key, and its **y** confirmed the deletion).
+Enter resumes the highlighted session (the screen's result is its id); **Ctrl+R** renames it in
+place; **Del** or **Ctrl+D** deletes it after a confirmation — never the session in use, nor one
+another bulkhead holds. The screen holds no store: the app hands it what to call (`SessionsActions`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Input, Static
 
+from app.engine.session_folders import shown_folder
 from app.model.ages import age
 from app.textsafe import display_line
 from app.ui.screens.confirm import ConfirmScreen
@@ -39,7 +42,14 @@ class SessionsActions:
 
 
 def _matches(row: dict[str, Any], needle: str) -> bool:
-    return any(needle in str(row.get(key) or "").lower() for key in ("title", "id", "route", "model"))
+    return any(
+        needle in str(row.get(key) or "").lower() for key in ("title", "id", "route", "model", "workspace")
+    )
+
+
+# From this many cells inside the dialog (90% of the screen) every column shows; narrower, the route column
+# goes and titles are cut shorter (the id, title, folder, messages and age fit 100 columns).
+WIDE_COLUMNS = 130
 
 
 class SessionsScreen(ModalScreen[str | None]):
@@ -48,14 +58,17 @@ class SessionsScreen(ModalScreen[str | None]):
     HELP = """\
 ## Sessions
 
-- **type** (or **/**): search titles, ids, routes and every message · **↑ / ↓**: choose
-- **Enter**: resume it here · **Ctrl+R**: rename it · **Del** / **Ctrl+D**: delete it (asks first) · **Esc**: back
+- this folder's sessions; **F5** again (or **Ctrl+A**): every folder's, and back
+- **type** (or **/**): search titles, ids, folders, routes and every message · **↑ / ↓**: choose
+- **Enter**: resume it here (a session of another folder asks where its tools run) · **Ctrl+R**: rename
+  it · **Del** / **Ctrl+D**: delete it (asks first) · **Esc**: back
 """
     BINDINGS = [
         Binding("escape", "cancel", "Back", id="sessions.back"),
         Binding("enter", "resume", "Resume", id="sessions.resume", priority=True),
         Binding("ctrl+r", "rename", "Rename", id="sessions.rename"),
         Binding("delete,ctrl+d", "delete", "Delete", id="sessions.delete"),
+        Binding("f5,ctrl+a", "folders", "All folders", id="sessions.folders", priority=True),
         Binding("slash", "search", "Search", id="sessions.search", show=False),
     ]
 
@@ -66,10 +79,16 @@ class SessionsScreen(ModalScreen[str | None]):
         current_id: str | None = None,
         now: Callable[[], float] = time.time,
         actions: SessionsActions | None = None,
+        folder: str | None = None,
     ) -> None:
+        """`folder`: this folder (`session_folders.folder_key`): its sessions are shown first; None: every one."""
         super().__init__()
-        self.all_sessions = list(sessions)
-        self.sessions = list(sessions)  # the rows shown, in order
+        self.every_session = list(sessions)
+        self.folder = folder
+        # This folder's sessions, unless it has none (then every folder's, and the title says so).
+        self.all_folders = folder is None or not any(row.get("workspace") == folder for row in sessions)
+        self.all_sessions = self._in_scope()
+        self.sessions = list(self.all_sessions)  # the rows shown, in order
         self.current_id = current_id
         self.now = now
         self.actions = actions
@@ -88,7 +107,8 @@ class SessionsScreen(ModalScreen[str | None]):
             yield DataTable(id="sessions-table", cursor_type="row", zebra_stripes=True)
             yield Input(id="sessions-rename", placeholder="a new title — Enter saves, Esc keeps the old one")
             yield Static(
-                "Enter resumes · Ctrl+R renames · Del / Ctrl+D deletes · type to search · Esc back",
+                "Enter resumes · F5 this folder / every folder · Ctrl+R renames · Del / Ctrl+D deletes · "
+                "type to search · Esc back",
                 id="sessions-keys",
                 markup=False,
             )
@@ -106,10 +126,18 @@ class SessionsScreen(ModalScreen[str | None]):
         return self.query_one("#sessions-rename", Input)
 
     def on_mount(self) -> None:
-        self.table.add_columns("id", "title", "route", "messages", "updated")
+        self._wide = self.app.size.width * 0.9 - 4 >= WIDE_COLUMNS  # the dialog is 90% of the screen
+        self.table.add_columns(
+            "id", "title", "folder", *(("route",) if self._wide else ()), "msgs", "updated"
+        )
         self.rename_box.display = False
         self._fill()
         self.table.focus()
+
+    def _in_scope(self) -> list[dict[str, Any]]:
+        if self.all_folders:
+            return list(self.every_session)
+        return [row for row in self.every_session if row.get("workspace") == self.folder]
 
     # -- the table -----------------------------------------------------------------------------------
     def _fill(self) -> None:
@@ -117,14 +145,19 @@ class SessionsScreen(ModalScreen[str | None]):
         keep = self._cursor_id
         table.clear()
         now = self.now()
+        title_chars = 60 if self._wide else 36
         for row in self.sessions:
             mark = " ●" if row["id"] == self.current_id else ""
             # A title is the first prompt's words: Text (a DataTable reads a str as markup), made safe.
-            title = Text(display_line((row.get("title") or "(untitled)")[:60]))
+            title = Text(display_line((row.get("title") or "(untitled)")[:title_chars]))
+            folder = str(row.get("workspace") or "")
+            shown = "this folder" if folder and folder == self.folder else shown_folder(folder, 28)
+            route = (Text(display_line(f"{row.get('route') or ''} · {row.get('model') or ''}")),)
             table.add_row(
                 row["id"] + mark,
                 title,
-                Text(display_line(f"{row.get('route') or ''} · {row.get('model') or ''}")),
+                Text(display_line(shown)),
+                *(route if self._wide else ()),
                 str(row.get("messages", 0)),
                 f"{age(now - float(row.get('updated_at') or now))} ago",
                 key=row["id"],
@@ -137,8 +170,30 @@ class SessionsScreen(ModalScreen[str | None]):
     def _update_title(self) -> None:
         shown, total = len(self.sessions), len(self.all_sessions)
         count = f"{total}" if shown == total else f"{shown} of {total}"
-        text = f"Sessions — {count}" + (f" · {self.status}" if self.status else "")
-        self.query_one("#sessions-title", Static).update(text)
+        if self.all_folders:
+            scope = "every folder's" + (
+                " (none of this folder yet)" if self.folder is not None and not self._here_count() else ""
+            )
+        else:
+            scope = f"this folder's (F5: every folder's, {len(self.every_session)})"
+        text = f"Sessions — {count} · {scope}" + (f" · {self.status}" if self.status else "")
+        self.query_one("#sessions-title", Static).update(display_line(text))
+
+    def _here_count(self) -> int:
+        return sum(1 for row in self.every_session if row.get("workspace") == self.folder)
+
+    def action_folders(self) -> None:
+        """F5 / Ctrl+A: every folder's sessions, or this folder's again."""
+        if self.folder is None:
+            return
+        if self.all_folders and not self._here_count():
+            self.status = "this folder has no session yet"
+            self._update_title()
+            return
+        self.all_folders = not self.all_folders
+        self.all_sessions = self._in_scope()
+        self.status = ""
+        self._apply_filter()
 
     @on(DataTable.RowHighlighted)
     def _row_highlighted(self, event: DataTable.RowHighlighted) -> None:
@@ -272,6 +327,7 @@ class SessionsScreen(ModalScreen[str | None]):
         except Exception as exc:  # noqa: BLE001 - e.g. another bulkhead holds it: say so, keep the row
             self.status = f"not deleted: {exc}"
         else:
+            self.every_session = [r for r in self.every_session if r["id"] != row["id"]]
             self.all_sessions = [r for r in self.all_sessions if r["id"] != row["id"]]
             self.status = f"deleted {row['id']}"
         self._apply_filter()

@@ -47,6 +47,12 @@ KEY_NOTES: dict[str, str] = {
     "ctrl+p": "VS Code keeps Ctrl+P (quick open): run `/help` for the commands, or let it through with "
     'terminal.integrated.commandsToSkipShell: ["-workbench.action.quickOpen"]',
     "ctrl+q": "VS Code on Windows/Linux keeps Ctrl+Q: press Ctrl+C twice on an empty prompt there",
+    "alt+c": "macOS Terminal/iTerm2 type ç unless Option is set to Meta/Esc+: use Ctrl+C there (nothing running)",
+    "alt+k": "macOS Terminal/iTerm2 type ˚ unless Option is set to Meta/Esc+ (Alt+C copies the whole message)",
+    "alt+b": "macOS Terminal/iTerm2 type ∫ unless Option is set to Meta/Esc+: use F8 (or /blocked) there",
+    "alt+r": "macOS Terminal/iTerm2 type ® unless Option is set to Meta/Esc+",
+    "ctrl+pageup": "some terminals switch their own tabs with Ctrl+PageUp/PageDown: use Ctrl+T there",
+    "ctrl+pagedown": "some terminals switch their own tabs with Ctrl+PageUp/PageDown: use Ctrl+T there",
     **{
         f"ctrl+{n}": "reaches the app only where the terminal reports it (kitty keyboard protocol); "
         "most terminals send nothing"

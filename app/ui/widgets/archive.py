@@ -3,7 +3,7 @@
 A table of the session's archived segments (key, reason, size, age, preview), newest first,
 an Input for full-text search (SQLite FTS5, prefix match per word), and a preview of the
 selected segment. **Enter** asks to recall the segment into the conversation, as the recall
-tool would; **u** (or ctrl+z) asks to restore the view before the last compaction.
+tool would; **Ctrl+Z** asks to restore the view before the last compaction.
 
 Recall and rewind change the conversation, so the panel only *asks*: it posts
 `ArchiveRecallRequested(key)` / `RewindRequested()`, which bubble to the app. The app decides
@@ -48,7 +48,7 @@ MAX_ROWS = 500
 SEARCH_LIMIT = 100
 PREVIEW_CHARS = 20_000
 ROW_PREVIEW_CHARS = 60
-HINT = "enter recall · u rewind view · / search · c copy"
+HINT = "enter recall · ctrl+z rewind view · shift+tab search · alt+c copy"
 EMPTY_PREVIEW = (
     "No archived segments yet. Compaction and recovery archive everything they drop or cut; "
     "each segment can be recalled here with Enter."
@@ -104,17 +104,14 @@ class ArchivePanel(Panel):
             tooltip="Put the selected segment back into the conversation",
         ),
         Binding(
-            "u,ctrl+z",
+            "ctrl+z",
             "rewind",
             "Rewind view",
             id="archive.rewind",
             tooltip="Restore the view before the last compaction (/rewind compact)",
         ),
-        Binding(
-            "slash", "focus_search", "Search", id="archive.search", tooltip="Full-text search the archive"
-        ),
-        Binding("c", "copy", "Copy", id="archive.copy", tooltip="Copy the selected segment's content"),
-        Binding("r", "reload", "Reload", id="archive.reload", show=False, tooltip="Reload the archive"),
+        Binding("alt+c", "copy", "Copy", id="archive.copy", tooltip="Copy the selected segment's content"),
+        Binding("ctrl+l", "reload", "Reload", id="archive.reload", show=False, tooltip="Reload the archive"),
     ]
     HELP = """\
 ## Archive
@@ -122,13 +119,14 @@ class ArchivePanel(Panel):
 Everything a compaction or a recovery dropped or cut is archived, content-addressed
 (`<<ccr:KEY>>`), and can be brought back. Newest first.
 
-- Type in the search box (or press `/`) for a full-text search; every word matches the
+- Type in the search box (**Tab** or **Shift+Tab** reaches it; a letter typed on the table goes to
+  the prompt) for a full-text search; every word matches the
   start of a word.
 - **Enter** recalls the selected segment into the conversation, as the `recall` tool would
   (the model sees it on the next request).
-- **u** / **ctrl+z** restores the view before the last compaction (`/rewind compact`);
+- **Ctrl+Z** restores the view before the last compaction (`/rewind compact`);
   messages sent since are kept.
-- **c** copies the selected segment.
+- **Alt+C** (or **Ctrl+C** when nothing runs) copies the selected segment.
 """
 
     def __init__(self, *, clock: Clock = time.time, tz: tzinfo | None = None) -> None:
@@ -139,7 +137,7 @@ Everything a compaction or a recovery dropped or cut is archived, content-addres
         self.preview_text = ""
         self._search_mode = False
         self.table = ArchiveTable(id="archive-table", cursor_type="row", zebra_stripes=True)
-        self.search = Input(placeholder="search the archive (/)", id="archive-search")
+        self.search = Input(placeholder="search the archive (Shift+Tab from the list)", id="archive-search")
 
     def compose(self) -> ComposeResult:
         yield self.search

@@ -178,7 +178,7 @@ class Panel(Vertical):
         """Render the panel's state into its widgets."""
 
     def copy_text(self) -> str:
-        """What `c` copies: the panel's state as plain text."""
+        """What Alt+C (Ctrl+C when nothing runs) copies: the panel's state as plain text."""
         return ""
 
     def action_copy(self) -> None:
@@ -219,8 +219,9 @@ class Panel(Vertical):
 
 
 def copy_binding(panel: str, what: str) -> Binding:
-    """The `c` binding every panel has: copy what it shows, as plain text."""
-    return Binding("c", "copy", "Copy", id=f"{panel}.copy", tooltip=f"Copy {what} as plain text")
+    """The copy key every panel has (Alt+C; the app's Ctrl+C does the same when nothing runs): copy what it
+    shows, as plain text. Not a letter: letters typed on a panel go to the prompt (`app.ui.focus_rules`)."""
+    return Binding("alt+c", "copy", "Copy", id=f"{panel}.copy", tooltip=f"Copy {what} as plain text")
 
 
 def set_cell(table: DataTable, row: str, column: str, value: str | Text) -> None:

@@ -68,7 +68,7 @@ class Inspector(Vertical):
     SCOPED_CSS = False  # the stylesheet also styles `App.-hide-inspector Inspector`
     BINDINGS: ClassVar = [
         Binding(
-            "left_square_bracket",
+            "ctrl+pageup",
             "previous_tab",
             "Prev tab",
             id="inspector.previous_tab",
@@ -76,7 +76,7 @@ class Inspector(Vertical):
             tooltip="Show the previous inspector tab",
         ),
         Binding(
-            "right_square_bracket",
+            "ctrl+pagedown",
             "next_tab",
             "Next tab",
             id="inspector.next_tab",
@@ -89,7 +89,7 @@ class Inspector(Vertical):
 
 Live panels for the session: **Payload** (next request vs the cap) and **Ladder** (recovery)
 always in view; **Compaction**, **Archive**, **Requests**, **Hooks** and **Cost** in tabs
-(`[` and `]` switch tabs). F1 on a panel explains it.
+(**Ctrl+PageUp** / **Ctrl+PageDown** switch tabs; Ctrl+T steps through every panel). F1 on a panel explains it.
 """
 
     PANELS: ClassVar[tuple[str, ...]] = PANEL_NAMES  # the order the app's panel keys (1–7) follow

@@ -4,8 +4,8 @@ A table (time, route, purpose, predicted and actual bytes, status, latency, fail
 ladder level), one row per request, appended as RequestStarted arrives and completed by
 RequestFinished. Selecting a row shows the record from the store: a plain-text
 explanation (`app.ui.explain`), the classifier's evidence, the request and response headers
-(secrets redacted), the error body and a preview of the body sent. **c** copies the
-explanation, **C** the whole record (the app puts it on the clipboard: `CopyRequested`).
+(secrets redacted), the error body and a preview of the body sent. **Alt+C** copies the
+explanation, **Alt+R** the whole record (the app puts it on the clipboard: `CopyRequested`).
 Records read from the store go through `app.textsafe.display_data`, as live events do: a
 gateway's body or header is shown, never interpreted.
 """
@@ -74,20 +74,22 @@ class RequestsPanel(Panel):
     COMPONENT_CLASSES: ClassVar[set[str]] = {"requests--failed", "requests--sending", "requests--ok"}
     BINDINGS = [
         Binding(
-            "c",
+            "alt+c",
             "copy_explanation",
             "Copy why",
             id="requests.copy",
             tooltip="Copy the plain-text explanation of the selected request",
         ),
         Binding(
-            "C",
+            "alt+r",
             "copy_report",
             "Copy record",
             id="requests.copy_record",
             tooltip="Copy the whole record: sizes, evidence, redacted headers, error body",
         ),
-        Binding("r", "reload", "Reload", id="requests.reload", show=False, tooltip="Reload from the store"),
+        Binding(
+            "ctrl+l", "reload", "Reload", id="requests.reload", show=False, tooltip="Reload from the store"
+        ),
     ]
     HELP = """\
 ## Requests
@@ -100,7 +102,8 @@ Select a request to see *why*: a plain-text explanation, the classifier's eviden
 phrases, headers, body shape), the request and response headers with secrets redacted, the
 error body and a preview of what was sent.
 
-- **c** copies the explanation, **C** the whole record — ready for your network team.
+- **Alt+C** (or **Ctrl+C** when nothing runs) copies the explanation, **Alt+R** the whole record —
+  ready for your network team.
 """
 
     def __init__(self, *, clock: Clock = time.time, tz: tzinfo | None = None) -> None:
@@ -119,7 +122,9 @@ error body and a preview of what was sent.
         yield self.table
         with VerticalScroll(id="requests-detail"):
             yield ReportLines(EMPTY_DETAIL, id="requests-detail-body")
-        yield Static("c copy why · C copy the record", id="requests-hint", classes="panel-hint", markup=False)
+        yield Static(
+            "alt+c copy why · alt+r copy the record", id="requests-hint", classes="panel-hint", markup=False
+        )
 
     def on_mount(self) -> None:
         for label, key in COLUMNS:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 DEADLINE_S = 120.0
-QUESTION = b"allow? [y/N]"
+QUESTION = b"allow? [y/N"  # then ", or type why not …]"
 TRUST_QUESTION = b"[Enter] not now: "  # the workspace's rule files and .mcp.json servers
 
 
