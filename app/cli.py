@@ -459,7 +459,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Print one archived segment as it was archived; control characters "
         "and escape sequences are shown as visible escapes unless --raw.",
     )
-    a_show.add_argument("key", help="the 16 hex digits of the key, or a <<ccr:KEY>> marker")
+    a_show.add_argument("key", help="the 16 hex digits of the key, or a [[ccr:KEY]] marker")
     a_show.add_argument(
         "--raw",
         action="store_true",

@@ -8,7 +8,7 @@
 A custom command (`.bulkhead/commands`, `.claude/commands`, the config folder) is expanded and sent, as in
 the TUI. Any other slash command is a TUI one (a picker, a panel, a screen) or unknown: -p says which, with
 exit status 2, and sends nothing to the model (`//text` sends `/text` as typed). The words are the TUI's
-(`app.ui.slash`, which imports no Textual).
+(`app.model.slash`, the TUI's own parser).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ class SlashPlan:
 
 def plan_slash(prompt: str, is_custom: Callable[[str], bool]) -> SlashPlan:
     """What -p does with `prompt`: run a command (`action`), refuse it (`error`), or send it (neither)."""
-    from app.ui.slash import SlashError, parse_slash
+    from app.model.slash import SlashError, parse_slash
 
     text = prompt.strip()
     if not text.startswith("/") or text.startswith("//") or is_custom(text):

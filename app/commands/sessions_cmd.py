@@ -36,7 +36,7 @@ def _iso(timestamp: float) -> str:
 
 def _list(store: Store, args) -> int:
     from app.commands.sessions_filter import AgeError, chosen
-    from app.engine.session_folders import shown_folder
+    from app.model.session_folders import shown_folder
 
     as_json = getattr(args, "sessions_json", False)
     try:

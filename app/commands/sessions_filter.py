@@ -27,7 +27,7 @@ def parse_age(text: str) -> float:
 
 def chosen(args, now: float) -> dict[str, object]:
     """`Store.list_sessions` keywords for the flags --here / --folder DIR, --older-than / --newer-than AGE."""
-    from app.engine.session_folders import folder_key
+    from app.model.session_folders import folder_key
 
     filters: dict[str, object] = {}
     folder = getattr(args, "folder", None) or (os.getcwd() if getattr(args, "here", False) else None)

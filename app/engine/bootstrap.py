@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from app.config import ConfigError, Route, Settings
 from app.engine.session import Session
-from app.engine.session_folders import elsewhere, folder_key, no_session_here, tools_run_in
 from app.lease import SessionHeld, this_process
+from app.model.session_folders import elsewhere, folder_key, no_session_here, tools_run_in
 from app.providers.factory import make_provider
 from app.secrets import get_api_key
 from app.state import State

@@ -110,7 +110,7 @@ class EngineLink:
 
     def _session_of_another_folder(self, session_id: str):
         """The store's row of `session_id` when it was started in another folder (else None)."""
-        from app.engine.session_folders import elsewhere
+        from app.model.session_folders import elsewhere
         from app.store import Store
 
         if self.store is None:
@@ -146,7 +146,7 @@ class EngineLink:
     def move_to_workspace(self, folder) -> None:
         """Work in `folder` from now on: the tools (the next engine opens there), `@` files, the prompt's
         history, custom commands and project rules. The next session's start says so."""
-        from app.engine.session_folders import shown_folder
+        from app.model.session_folders import shown_folder
         from app.ui.prompt import PromptHistory, history_path
 
         self.folder_notice = (
@@ -416,7 +416,7 @@ class EngineLink:
         title = f" · {session.title}" if session.title else ""  # the first prompt's words
         read_only = " · READ-ONLY" if session.read_only else ""
         if self.workspace != self.started_in:  # moved to a resumed session's own folder
-            from app.engine.session_folders import shown_folder
+            from app.model.session_folders import shown_folder
 
             read_only += f" · in {shown_folder(str(self.workspace), 30)}"
         mcp = ""

@@ -20,7 +20,7 @@ from app.ui.startup import prewarm_in_background
 @handles("sessions")
 def sessions(app: Host, _arg: str) -> None:
     from app.engine.session_admin import delete_session
-    from app.engine.session_folders import elsewhere, folder_key
+    from app.model.session_folders import elsewhere, folder_key
     from app.ui.screens.folder import FolderScreen
     from app.ui.screens.sessions import SessionsActions, SessionsScreen
 

@@ -1,4 +1,5 @@
-"""Slash commands as text: what the prompt completes and what a typed line means. No textual here.
+"""Slash commands as text: what the prompt completes, and (from app.model.slash) what a typed line means.
+No textual here.
 
 parse_slash("/cap 256KB")      → ("cap_set", "256KB")
 complete_slash("/co")          → [("/compact", …), ("/cost", …), ("/context", …)]
@@ -8,7 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from app.ui.actions import ACTIONS
+from app.model.slash import SlashError, parse_slash
+
+__all__ = ["SLASH_COMPLETIONS", "SlashError", "complete_slash", "parse_slash"]
 
 SLASH_COMPLETIONS: tuple[tuple[str, str], ...] = (
     ("/compact", "summarize older history now — /compact [instructions]"),
@@ -70,42 +73,3 @@ def complete_slash(
     # `/rewind` is a command of its own besides `/rewind compact`: offered first, so Enter runs it
     exact = [(word, help_) for word, help_ in words if word.lower() == lowered]
     return exact[:1] + longer if longer and exact else longer
-
-
-class SlashError(ValueError):
-    """A slash command that does not parse; the message is shown to the user."""
-
-
-def parse_slash(text: str) -> tuple[str, str]:
-    """`/cap 256KB` → ("cap_set", "256KB"). Raises SlashError with a usage line."""
-    word, _, rest = text.strip().partition(" ")
-    word, rest = word.lower(), rest.strip()
-    if word == "/compact":
-        return "compact", rest
-    if word == "/rewind":
-        if rest.lower() not in ("compact", ""):
-            raise SlashError("usage: /rewind (choose a prompt) or /rewind compact")
-        return ("rewind", "") if rest else ("rewind_to", "")
-    if word == "/cap":
-        if not rest:
-            return "context", ""
-        return ("cap_reset", "") if rest.lower() == "reset" else ("cap_set", rest)
-    if word == "/recall":
-        if not rest:
-            raise SlashError("usage: /recall KEY (16 hex digits, or a <<ccr:KEY>> marker)")
-        return "recall", rest
-    if word == "/model":
-        return "model", rest
-    if word in ("/new", "/clear"):
-        return "new", ""
-    if word in ("/exit", "/quit"):
-        return "quit", ""
-    if word == "/rename":
-        if not rest:
-            raise SlashError("usage: /rename TITLE")
-        return "rename", rest
-    for action in ACTIONS:
-        if action.slash == word and action.id not in ("cap_reset", "cap_set"):
-            return action.id, rest
-    known = " ".join(sorted({a.slash for a in ACTIONS if a.slash}))
-    raise SlashError(f"unknown command {word} — known: {known}")

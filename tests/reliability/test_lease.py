@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 
 from app.engine.session import Session
-from app.engine.session_folders import folder_key
 from app.lease import Holder, SessionHeld, SessionReadOnly, process_start, this_process
 from app.model.messages import Message
+from app.model.session_folders import folder_key
 from app.store import Store
 
 REPO = Path(__file__).resolve().parents[2]

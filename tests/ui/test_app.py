@@ -928,6 +928,15 @@ def test_parse_slash():
         parse_slash("/nope")
 
 
+def test_the_shared_slash_words_are_the_tui_s_actions():
+    """`-p` and the TUI read a slash line with one parser (app.model.slash); its table of words must
+    be the TUI's action table's, or a command added to one would be unknown to the other."""
+    from app.model.slash import SLASH_ACTIONS
+    from app.ui.actions import ACTIONS
+
+    assert SLASH_ACTIONS == {action.slash: action.id for action in ACTIONS if action.slash}
+
+
 def test_code_blocks():
     assert code_blocks("a\n```py\nx = 1\n```\nb\n~~~\ny\n~~~\n") == ["x = 1", "y"]
 

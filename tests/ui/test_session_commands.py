@@ -4,8 +4,8 @@ F5 screen's search, rename and delete (with confirmation)."""
 from __future__ import annotations
 
 from app.engine.session import Session
-from app.engine.session_folders import folder_key
 from app.model.messages import Message
+from app.model.session_folders import folder_key
 from app.ui.chat_items import UserItem
 from app.ui.headless import ready, until
 from app.ui.screens.confirm import ConfirmScreen

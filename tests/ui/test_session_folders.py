@@ -14,8 +14,8 @@ import pytest
 
 from app.cli import build_parser
 from app.engine.session import Session
-from app.engine.session_folders import folder_key
 from app.model.messages import Message
+from app.model.session_folders import folder_key
 from app.store import Store
 from app.ui.headless import ready, settle, until
 from app.ui.run import build_app

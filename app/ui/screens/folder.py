@@ -16,7 +16,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
-from app.engine.session_folders import shown_folder
+from app.model.session_folders import shown_folder
 from app.textsafe import display_line
 
 FolderChoice = Literal["its", "here"]

@@ -1,6 +1,6 @@
 """The sessions screen (F5, /sessions): search, resume, rename, delete.
 
-Sessions belong to a folder (`app.engine.session_folders`): the screen lists this folder's sessions,
+Sessions belong to a folder (`app.model.session_folders`): the screen lists this folder's sessions,
 each row showing its folder, and **F5** again (or **Ctrl+A**) shows every folder's (a folder with no
 session starts there). Typing filters at once by title, id, folder, route and model, and a worker
 searches the messages of every session too (the store's `search_sessions`); every letter types (a
@@ -25,8 +25,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Input, Static
 
-from app.engine.session_folders import shown_folder
 from app.model.ages import age
+from app.model.session_folders import shown_folder
 from app.textsafe import display_line
 from app.ui.screens.confirm import ConfirmScreen
 from app.ui.screens.list_typing import typed_into
