@@ -66,8 +66,8 @@ from app.model.messages import Message as EngineMessage
 from app.ui.chat_history import HistoryEntry, entries_from_messages, entry_of, fill
 from app.ui.chat_items import AssistantItem, ChatItem, NoticeItem, ReportItem, ToolBlock, UserItem
 from app.ui.markdown.widget import AnswerView
-from app.ui.quiet_resize import QuietResize
 from app.ui.textual_ext.collector import Doomed
+from app.ui.textual_ext.quiet_resize import QuietResize
 from app.ui.widgets.strip_scrollbar import StripScrollbars
 
 ItemT = TypeVar("ItemT", bound=ChatItem)

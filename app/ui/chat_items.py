@@ -30,7 +30,7 @@ from app.textsafe import display, display_line
 from app.tools.approval import Denial
 from app.ui.diff_text import diff_text
 from app.ui.markdown.widget import SharedStylesAnswerView
-from app.ui.quiet_resize import QuietResize
+from app.ui.textual_ext.quiet_resize import QuietResize
 
 _CODE_BLOCK_RE = re.compile(r"^(```+|~~~+)[^\n]*\n(.*?)^\1[ \t]*$", re.M | re.S)
 NOTICE_MARKS = {"info": "ℹ", "warn": "⚠", "error": "✖"}

@@ -24,10 +24,10 @@ from textual.timer import Timer
 from textual.widgets import Static
 
 from app.ui.chat import Chat
-from app.ui.layout_requests import ListsEveryChild
 from app.ui.prompt import PromptBox, PromptHistory
 from app.ui.textual_ext.frames import frame_timer, frames_hold
 from app.ui.textual_ext.full_map import compositor
+from app.ui.textual_ext.layout_requests import ListsEveryChild
 from app.ui.widgets.inspector import Inspector
 from app.ui.widgets.key_footer import KeyFooter
 

@@ -40,7 +40,7 @@ from app.engine.mentions import complete_mention, describe_completion, is_explic
 from app.redact import redact_known
 from app.textsafe import display_line, without_unsafe
 from app.ui.slash import complete_slash
-from app.ui.widgets.steady_scrollbars import SteadyScrollbars
+from app.ui.textual_ext.steady_scrollbars import SteadyScrollbars
 
 HISTORY_LIMIT = 1000
 

@@ -20,8 +20,8 @@ from app.ui.chat import Chat
 from app.ui.headless import until
 from app.ui.markdown import painter, parser
 from app.ui.markdown.widget import AnswerView
-from app.ui.quiet_resize import QuietResize
-from app.ui.widgets.steady_scrollbars import SteadyDataTable
+from app.ui.textual_ext.quiet_resize import QuietResize
+from app.ui.textual_ext.steady_scrollbars import SteadyDataTable
 
 
 def count_calls(obj: object, name: str) -> list[int]:

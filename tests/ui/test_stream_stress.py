@@ -34,9 +34,9 @@ from textual.widget import Widget
 from app.cli import build_parser
 from app.ui.chat_items import AssistantItem
 from app.ui.headless import ready, settle
-from app.ui.layout_requests import ListsEveryChild
-from app.ui.quiet_resize import QuietResize, measure_again
 from app.ui.run import build_app
+from app.ui.textual_ext.layout_requests import ListsEveryChild
+from app.ui.textual_ext.quiet_resize import QuietResize, measure_again
 
 SIZE = (160, 45)
 ANSWERS = int(os.environ.get("BULKHEAD_STRESS_ANSWERS", "16"))
@@ -186,7 +186,7 @@ class Item(QuietResize, Widget):
 
 
 class Column(QuietResize, VerticalScroll):
-    """The chat: the stream layout, and no second layout after a change of size (`app.ui.quiet_resize`)."""
+    """The chat: the stream layout, and no second layout after a change of size (`app.ui.textual_ext.quiet_resize`)."""
 
     DEFAULT_CSS = "Column { layout: stream; }"
 
@@ -220,13 +220,15 @@ async def grow_the_first_while_the_second_asks(app: App, pilot) -> Item:
 
 @pytest.mark.parametrize("screen_class", [ListsEveryChild, Screen], ids=["bulkhead", "textual"])
 async def test_a_grown_child_is_placed_anew_by_the_stream_layout(screen_class):
-    """`app.ui.layout_requests`: the item whose view grew is listed under the chat, so the stream layout
+    """`app.ui.textual_ext.layout_requests`: the item whose view grew is listed under the chat, so the stream layout
     measures it again instead of reusing its old placement. Textual's own screen reuses it (the bug the
     module works around): when that case fails, Textual has fixed it and the module can go."""
     app = stream_host(screen_class)
     async with app.run_test(size=(40, 30)) as pilot:
         first = await grow_the_first_while_the_second_asks(app, pilot)
         if screen_class is Screen:
-            assert first.size.height == 1, "Textual now lists every child: app.ui.layout_requests can go"
+            assert first.size.height == 1, (
+                "Textual now lists every child: app.ui.textual_ext.layout_requests can go"
+            )
         else:
             assert first.size.height == 9

@@ -15,7 +15,17 @@ from textual.screen import Screen
 from textual.strip import Strip
 
 from app.ui.headless import ready
-from app.ui.textual_ext import collector, frames, full_map, gate, strip_caches, terminal_keys
+from app.ui.textual_ext import (
+    collector,
+    frames,
+    full_map,
+    gate,
+    layout_requests,
+    quiet_resize,
+    steady_scrollbars,
+    strip_caches,
+    terminal_keys,
+)
 from tests.ui.conftest import lab_settings
 from tests.ui.test_app import make_app
 
@@ -26,6 +36,7 @@ def test_the_installed_textual_is_the_one_every_patch_was_written_for() -> None:
     assert collector.reliance() == []
     assert frames.reliance() == []
     assert full_map.reliance() == []
+    assert layout_requests.reliance() == quiet_resize.reliance() == steady_scrollbars.reliance() == []
     assert isinstance(full_map.compositor(), full_map.FullMapCompositor)
 
 
@@ -87,3 +98,14 @@ def test_a_key_table_textual_moved_leaves_the_keys_as_they_are(monkeypatch) -> N
 @pytest.fixture(autouse=True)
 def _gate_state(monkeypatch):
     monkeypatch.setattr(gate, "_state", {})
+
+
+def test_a_screen_without_the_layout_list_keeps_textual_s_handler(monkeypatch) -> None:
+    monkeypatch.delattr(Screen, "_on_layout")
+    assert "Screen._on_layout" in layout_requests.reliance()
+    layout_requests.layout_holds.cache_clear()
+    try:
+        assert layout_requests.layout_holds() is False
+        assert gate.report()["layout_requests"].startswith("off")
+    finally:
+        layout_requests.layout_holds.cache_clear()

@@ -34,8 +34,8 @@ from textual.widget import Widget
 from app.textsafe import display, display_line
 from app.ui.markdown.painter import STYLE_NAMES, DrawnLine, Line, Painter, block_margins
 from app.ui.markdown.parser import PARSER, REFERENCE_DEFINITION, cold_languages, parse_markdown, split_blocks
-from app.ui.quiet_resize import QuietResize, forget_measures, measure_again
 from app.ui.selection import selected_cells
+from app.ui.textual_ext.quiet_resize import QuietResize, forget_measures, measure_again
 
 SLICE_S = 0.012  # the most drawing one slice does before it gives the event loop back
 SLICE_GAP_S = 0.004  # the pause between two slices: frames, keys and timers run in it

@@ -33,6 +33,7 @@ from app.model.archive import ArchiveEntry
 from app.model.events import Compaction, Event
 from app.sizes import format_size
 from app.textsafe import display
+from app.ui.textual_ext.steady_scrollbars import SteadyScrollbars
 from app.ui.widgets.common import (
     Clock,
     CopyRequested,
@@ -42,7 +43,6 @@ from app.ui.widgets.common import (
     one_line,
     set_cell,
 )
-from app.ui.widgets.steady_scrollbars import SteadyScrollbars
 
 MAX_ROWS = 500
 SEARCH_LIMIT = 100

@@ -25,8 +25,8 @@ from textual.widgets import DataTable, Static
 
 from app.model.events import Event, HookRun, HookStarted
 from app.textsafe import display_data
+from app.ui.textual_ext.steady_scrollbars import SteadyDataTable
 from app.ui.widgets.common import Clock, Panel, clock_text, copy_binding, head_text, one_line
-from app.ui.widgets.steady_scrollbars import SteadyDataTable
 
 MAX_ROWS = 500
 COMMAND_CHARS = 48

@@ -31,9 +31,9 @@ from textual.widgets import DataTable, Static
 from app.model.events import CapLearned, Event, RequestFinished, RequestStarted
 from app.sizes import format_size
 from app.textsafe import display_data
+from app.ui.textual_ext.steady_scrollbars import SteadyDataTable
 from app.ui.widgets.common import Clock, CopyRequested, Panel, clock_text, set_cell, trim_table
 from app.ui.widgets.report_lines import ReportLines
-from app.ui.widgets.steady_scrollbars import SteadyDataTable
 
 MAX_ROWS = 1_000
 MAX_CAP_EVENTS = 200

@@ -15,16 +15,35 @@ view, and the chat's end above it) whenever another child of the chat had also a
 
 from __future__ import annotations
 
+from functools import cache
+
 from textual import messages
 from textual.dom import DOMNode
 from textual.screen import Screen
 from textual.widget import Widget
+
+from app.ui.textual_ext import gate
+
+
+def reliance() -> list[str]:
+    """What `ListsEveryChild` relies on that this Textual's screen lacks ([] = holds)."""
+    missing = gate.missing_attributes(Screen, ["_on_layout", "check_idle"])
+    return missing + gate.missing_attributes(Screen(), ["_layout_widgets", "_layout_required"])
+
+
+@cache
+def layout_holds() -> bool:
+    """Checked once; off, Textual's own handler runs (and the empty-block bug of issue 40 may return)."""
+    return gate.holds("layout_requests", reliance())
 
 
 class ListsEveryChild(Screen):
     """Mix in before `Screen`: `Layout` messages list every widget that asked under each container."""
 
     async def _on_layout(self, message: messages.Layout) -> None:
+        if not layout_holds():
+            await super()._on_layout(message)
+            return
         message.stop()
         message.prevent_default()  # Textual's own handler (which skips a listed container) does not run
         layout_required = False

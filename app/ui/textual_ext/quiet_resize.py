@@ -14,8 +14,28 @@ scrollbars of a scrolling container, and sets the virtual size without the react
 
 from __future__ import annotations
 
+from functools import cache
+
 from textual.geometry import Region, Size
 from textual.widget import Widget
+
+from app.ui.textual_ext import gate
+
+WIDGET_PRIVATES = ("_size", "_container_size", "_layout_required", "_layout_updates")
+WIDGET_METHODS = ("_size_updated", "_set_dirty", "_scroll_update", "_clear_arrangement_cache", "set_reactive")
+
+
+def reliance() -> list[str]:
+    """What `QuietResize` and `measure_again` rely on that this Textual's widget lacks ([] = holds)."""
+    return gate.missing_attributes(Widget, WIDGET_METHODS) + gate.missing_attributes(
+        Widget(), WIDGET_PRIVATES
+    )
+
+
+@cache
+def quiet_holds() -> bool:
+    """Checked once; off, widgets resize as Textual does (two layouts and a full repaint per change)."""
+    return gate.holds("quiet_resize", reliance())
 
 
 class QuietResize:
@@ -33,6 +53,8 @@ class QuietResize:
         self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True
     ) -> bool:
         widget: Widget = self  # type: ignore[assignment]
+        if not quiet_holds():
+            return super()._size_updated(size, virtual_size, container_size, layout)  # type: ignore[misc]
         old = widget._size
         if (
             not layout  # the scroll fast path: Textual's own handling
@@ -70,6 +92,9 @@ def measure_again(widget: Widget) -> None:
     Bumping the counter with every change keeps a stale measure from ever being found. (Textual 8.2.)
     Nothing is repainted here (`refresh()` without regions would mark every line): the caller repaints
     what changed."""
+    if not quiet_holds():
+        widget.refresh(layout=True, repaint=False)
+        return
     if widget._layout_required:
         widget._layout_updates += 1  # refresh below will not: a request is pending
     forget_measures(widget)
@@ -81,6 +106,8 @@ def forget_measures(widget: Widget) -> None:
     the first that does not size itself by its content (the chat) — as Textual does only when it handles
     the layout request. A layout that runs before then (another widget's) measures the item around an
     answer anew instead of from an arrangement made for the answer's old height."""
+    if not quiet_holds():
+        return
     for ancestor in widget.ancestors:
         if not isinstance(ancestor, Widget):
             break

@@ -15,8 +15,26 @@ size, its own virtual size, the container size the compositor gives it, or its s
 
 from __future__ import annotations
 
+from functools import cache
+
+from textual.css.styles import RenderStyles
 from textual.geometry import Size
+from textual.scroll_view import ScrollView
 from textual.widgets import DataTable
+
+from app.ui.textual_ext import gate
+
+
+def reliance() -> list[str]:
+    """What `SteadyScrollbars` relies on that this Textual lacks ([] = holds)."""
+    return gate.missing_attributes(ScrollView, ["_size_updated"]) + gate.missing_attributes(
+        RenderStyles, ["_cache_key"]
+    )
+
+
+@cache
+def steady_holds() -> bool:
+    return gate.holds("steady_scrollbars", reliance())
 
 
 class SteadyScrollbars:
@@ -28,6 +46,8 @@ class SteadyScrollbars:
     def _size_updated(
         self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True
     ) -> bool:
+        if not steady_holds():
+            return super()._size_updated(size, virtual_size, container_size, layout)  # type: ignore[misc]
         key = (size, self.virtual_size, container_size, self.styles._cache_key)  # type: ignore[attr-defined]
         if key == self._steady_key:
             # What ScrollView._size_updated returns when nothing changed (it sends no Resize then).
