@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from app.engine.cap_guard import configured_cap, route_cap
+from app.engine.compaction.context import PassContext
 from app.engine.context_report import ContextReport
 from app.engine.instructions import join_system
 from app.engine.native import edit_totals
@@ -36,6 +37,27 @@ class Budget:
         self._started = False
         self._cap_detail_memo: tuple[tuple[object, ...], str] | None = None  # (endpoint, cap) → its words
         self._floor_cache: tuple[tuple[ToolSpec, ...], str, FloorSizes] | None = None
+
+    def pass_context(self, turn: int, max_tokens: int, *, target_bytes: int | None) -> PassContext:
+        """What a compaction pass measures with (app.engine.compaction): this budget's `measure`, the target, the
+        archive to restore stubs from, and the MCP tools whose repeated reads may be deduplicated."""
+        store, session = self.host.session.store, self.host.session
+
+        def lookup(key: str) -> str | None:
+            entry = store.archive_get(key, session.id, strict=True)
+            return entry.content if entry else None
+
+        return PassContext(
+            settings=self.host.settings,
+            turn=turn,
+            budget_scale=float(session.flags.get("budget_scale", 1.0)),
+            session_folder=session.folder,
+            archive_lookup=lookup,
+            measure=lambda messages: self.measure(messages, max_tokens),
+            target_bytes=target_bytes,
+            is_master=session.is_master,
+            repeatable_tools=self.host.mcp.read_only_tools() if self.host.mcp is not None else frozenset(),
+        )
 
     def forget_floor(self) -> None:
         """The system prompt, the tools or the route changed: the floor is measured again."""

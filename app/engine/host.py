@@ -216,6 +216,7 @@ class BudgetHost(Protocol):
     catalog_window: int
     budget_epoch: int
     native: NativeContext
+    mcp: McpManager | None
 
     @property
     def tools(self) -> tuple[ToolSpec, ...]: ...

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
-import json
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from app.engine.draft import DRAFT_FLUSH_CHARS, DRAFT_PREFIX, DraftWriter, lefto
 from app.engine.failure_rules import Rule
 from app.engine.failures import Failure, classify
 from app.engine.payload import CapInfo
+from app.engine.request_row import body_preview, request_row  # noqa: F401 - body_preview re-exported
 from app.engine.resets import SizeEvidence
 from app.engine.retry import RetryPolicy
 from app.engine.session import Session
@@ -40,11 +40,7 @@ from app.providers.base import (
     ToolCallChunk,
     UsageChunk,
 )
-from app.redact import clip_redacted, redact_headers, redact_text
-
-PREVIEW_STRING_CHARS = 300
-PREVIEW_LIST_ITEMS = 6
-ERROR_BODY_CHARS = 16_384
+from app.redact import redact_text
 
 
 @dataclass
@@ -72,35 +68,6 @@ class RequestFailed(Exception):
 
     def __str__(self) -> str:
         return self.failure.reason or str(self.error)
-
-
-def body_preview(body: Any) -> str:
-    """A compact, bounded preview of a request body: long strings and long lists are elided."""
-
-    def shrink(value: Any) -> Any:
-        if isinstance(value, str):
-            value = redact_text(value)  # before the cut: a key cut in two would survive as a prefix
-            if len(value) <= PREVIEW_STRING_CHARS:
-                return value
-            return f"{value[:PREVIEW_STRING_CHARS]}… [{len(value):,} chars]"
-        if isinstance(value, bytes | bytearray):
-            return f"<{len(value):,} bytes>"
-        if isinstance(value, dict):
-            return {k: shrink(v) for k, v in value.items()}
-        if isinstance(value, list | tuple):
-            items = list(value)
-            if len(items) > PREVIEW_LIST_ITEMS:
-                hidden = len(items) - 5
-                return (
-                    [shrink(v) for v in items[:2]] + [f"… {hidden} more …"] + [shrink(v) for v in items[-3:]]
-                )
-            return [shrink(v) for v in items]
-        return value
-
-    try:
-        return json.dumps(shrink(body), ensure_ascii=False, indent=1, default=str)
-    except (TypeError, ValueError):
-        return "<unprintable body>"
 
 
 def redact_failure(failure: Failure) -> Failure:
@@ -463,66 +430,10 @@ class Sender:
         else:  # anything else breaks a run of identical resets
             self.size_evidence.last_reset = None
 
-    def _record(
-        self,
-        request_id: str,
-        request: Request,
-        *,
-        level: int,
-        attempt: int,
-        started_at: float,
-        outcome: str,
-        error: ProviderError | None = None,
-        failure: Failure | None = None,
-        latency_ms: float | None = None,
-        usage: Usage | None = None,
-        cost: float | None = None,
-    ) -> None:
-        record: dict[str, Any] = {
-            "id": request_id,
-            "session_id": self.session.id,
-            "created_at": started_at,
-            "route": self.route,
-            "provider": request.provider,
-            "model": request.model,
-            "url": request.url,
-            "purpose": request.purpose,
-            "attempt": attempt,
-            "level": level,
-            "predicted_bytes": request.predicted_bytes,
-            "actual_bytes": request.actual_bytes,
-            "request_headers": redact_headers(request.request_headers),
-            "outcome": outcome,
-            "latency_ms": latency_ms,
-        }
-        if outcome == "sending":
-            record["body_preview"] = body_preview(request.body)
-        else:
-            record["status"] = request.status
-            record["response_headers"] = redact_headers(request.response_headers)
-        if error is not None:
-            record["actual_bytes"] = error.request_bytes or request.actual_bytes
-            record["status"] = error.status
-            record["response_headers"] = redact_headers(error.headers or request.response_headers)
-            record["error_body"] = clip_redacted(
-                error.body or error.message or "", ERROR_BODY_CHARS, marker=""
-            )
-        if failure is not None:
-            from app.engine.failure_words import decision_of
-
-            record["kind"] = failure.kind
-            record["reason"] = failure.reason
-            record["evidence"] = list(failure.evidence)
-            record["decision"] = decision_of(failure)
-        if usage is not None:
-            record["usage"] = {
-                "input_tokens": usage.input_tokens,
-                "output_tokens": usage.output_tokens,
-                "cache_read_tokens": usage.cache_read_tokens,
-                "cache_write_tokens": usage.cache_write_tokens,
-                "cost_usd": cost,
-            }
-        # Best effort, in order with the session's other writes: a full disk must not turn a good answer into a failure.
+    def _record(self, request_id: str, request: Request, **outcome: Any) -> None:
+        """The request's row in the store (app.engine.request_row), written in order with the session's other
+        writes, best effort: a full disk must not turn a good answer into a failure."""
+        row = request_row(self.session.id, self.route, request_id, request, **outcome)
         self.session.writer.submit(
-            functools.partial(self.session.store.record_request, record), what="request", required=False
+            functools.partial(self.session.store.record_request, row), what="request", required=False
         )

@@ -8,13 +8,13 @@ Each part sees the engine only through a protocol of `app.engine.host`: the turn
 (`budget`: window, caps, sizes, floor, calibration, reports), the tool runner (`tool_runner`: hooks, rules,
 approvals by call id, checkpoints, mentions, images), history (`history`: compact, rewind, undo, memory,
 recall) and the MCP link (`mcp_link`). The engine keeps the route and its sender, the session's lifecycle and
-the events; every other method here hands over to a part (the names front ends call stay on `Engine`).
+the events; every other method here hands over to a part (the names front ends call stay on `Engine`). What it is
+assembled from besides its parts (workspace, built-in tools, MCP toolset, hook runner) is made in `assembly`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import random
 from collections.abc import Awaitable, Callable, Sequence
@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app.config import Route, Settings
+from app.engine.assembly import builtin_tools, hook_runner, mcp_toolset, workspace_of
 from app.engine.budget import Budget
 from app.engine.checkpoints import Checkpoints, Restored
 from app.engine.compaction.context import PassContext
@@ -120,41 +121,25 @@ class Engine:
         workspace: Path | None = None,
         mcp: McpManager | None = None,
     ) -> None:
-        from app.engine.tool_choice import offered_tools
-
         self.settings = settings
         self.session = session
         if not session.read_only:
             session.start_writer()  # its disk writes leave the event loop (app.engine.writer); close() drains
         self.state = state or State()
         self.sleep = sleep
-        self.workspace = Path(workspace or settings.workspace or session.workspace or Path.cwd()).expanduser()
+        self.workspace = workspace_of(settings, session, workspace)
         self.base_system = session.system_prompt or SYSTEM_PROMPT
         self.instructions = Instructions("")
         self.system = self.base_system  # + the project instructions, once loaded (load_instructions)
-        self.builtin_tools: tuple[ToolSpec, ...] = tuple(
-            offered_tools(settings, route) if tools is None else tools
-        )
+        self.builtin_tools: tuple[ToolSpec, ...] = builtin_tools(settings, route, tools)
         self.mcp = mcp
-        self.mcp_tools: McpToolset | None = None
+        self.mcp_tools: McpToolset | None = mcp_toolset(mcp, settings, session)
         self.budget_epoch = 0  # moves whenever the MCP share of the cap may have (views, caps, routes)
-        if mcp is not None:
-            from app.mcp.toolset import McpToolset
-
-            self.mcp_tools = McpToolset(mcp, settings, flags=session.flags, set_flag=session.set_flag)
         self.budget: Budget = Budget(self)  # window, caps, sizes, floor, calibration, reports
         self.mcp_link: McpLink = McpLink(self)  # MCP tools in requests, the servers, context_engine
         if mcp is not None:
             mcp.subscribe(self.mcp_link.changed)
-        self.hooks: HookRunner = hooks or HookRunner(
-            settings.hooks,
-            session_id=session.id,
-            transcript_path=session.transcript_path,
-            cwd=self.workspace,
-            on_run=self.emit,
-            on_start=self.emit,
-            before_run=functools.partial(session.drain, quiet=True),  # a hook reads transcript_path
-        )
+        self.hooks: HookRunner = hooks or hook_runner(settings, session, self.workspace, self.emit)
         self.retry_policy = RetryPolicy.from_settings(settings, rng)
         self.recovery = Recovery(self)
         self.compactor: Compactor = Compactor(self)
@@ -188,10 +173,6 @@ class Engine:
         else:
             self.session.emit(event)
 
-    # -- limits -----------------------------------------------------------------------------------
-
-    # -- tools (built-in + MCP, deferred when they crowd the payload) -----------------------------
-
     # -- the workspace's own settings, asked about after the first frame ------------------------------------
     async def confirm_workspace_rules(self, ask: AskRules | None = None) -> str | None:
         """Ask (`ask(files)` → "allow" | "deny" | None) about the workspace's rule files whose allow rules
@@ -215,31 +196,7 @@ class Engine:
         return self.instructions
 
     def pass_context(self, turn: int, max_tokens: int, *, target_bytes: int | None) -> PassContext:
-        store, session = self.session.store, self.session
-
-        def lookup(key: str) -> str | None:
-            entry = store.archive_get(key, session.id, strict=True)
-            return entry.content if entry else None
-
-        return PassContext(
-            settings=self.settings,
-            turn=turn,
-            budget_scale=float(session.flags.get("budget_scale", 1.0)),
-            session_folder=session.folder,
-            archive_lookup=lookup,
-            measure=lambda messages: self.measure(messages, max_tokens),
-            target_bytes=target_bytes,
-            is_master=session.is_master,
-            repeatable_tools=self.mcp.read_only_tools() if self.mcp is not None else frozenset(),
-        )
-
-    # -- providers --------------------------------------------------------------------------------
-
-    # -- lifecycle --------------------------------------------------------------------------------
-
-    # -- turns ------------------------------------------------------------------------------------
-
-    # -- tools ------------------------------------------------------------------------------------
+        return self.budget.pass_context(turn, max_tokens, target_bytes=target_bytes)
 
     # -- tools (app.engine.tool_runner) ----------------------------------------------------------------
     def mark_instructions_changed(self) -> None:
@@ -448,8 +405,6 @@ class Engine:
 
     def recall_into_view(self, key_text: str) -> Message | None:
         return self.history.recall_into_view(key_text)
-
-    # -- limits, again ----------------------------------------------------------------------------
 
 
 def describe_event(event: Event) -> str:

@@ -8,14 +8,9 @@ import pytest
 from compaction_helpers import Builder, big_text, check_view, ctx_for, fake_summarizer, run
 
 from app.config import Settings
-from app.engine.compaction.summarize import (
-    name_call,
-    quality_gate,
-    render_segment,
-    summarize_pass,
-    summarizer_budget,
-    summary_floor,
-)
+from app.engine.compaction.quality import quality_gate, summary_floor
+from app.engine.compaction.render import name_call, render_segment, summarizer_budget
+from app.engine.compaction.summarize import summarize_pass
 from app.model.archive import archive_key, marker, markers_in
 from app.model.messages import Message, Text, ToolCall
 from app.model.prompts import SUMMARY_HEADER, SUMMARY_SYSTEM

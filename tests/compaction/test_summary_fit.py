@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 
-from app.engine.compaction.summarize import fit_rendering, render_segment, summary_request
+from app.engine.compaction.render import fit_rendering, render_segment
+from app.engine.compaction.summarize import summary_request
 from app.model.messages import Message
 
 

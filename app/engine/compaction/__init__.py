@@ -21,7 +21,9 @@ from app.engine.compaction.pipeline import (
     run_passes,
     run_pipeline,
 )
-from app.engine.compaction.summarize import quality_gate, render_segment, summarize_pass
+from app.engine.compaction.quality import quality_gate
+from app.engine.compaction.render import render_segment
+from app.engine.compaction.summarize import summarize_pass
 from app.engine.compaction.truncate import keep_recent, nuclear, shrink_to_fit
 from app.engine.compaction.verbatim import limit_verbatim
 

@@ -1,10 +1,10 @@
 """The L2 planned summary: render the older segment, ask the summarizer, gate the answer.
 
-- `render_segment` fits the segment into the summarizer's budget (half its window in chars,
+- `render_segment` (app.engine.compaction.render) fits the segment into the summarizer's budget (half its window in chars,
   floor `summarizer_floor_chars`): every message gets a fair share, over-long ones keep head and
   tail 3:1, stubs are restored from the archive where the original fits the share, and native
   tool calls are named (`→ shell: ls -la`).
-- `quality_gate` rejects refusals and answers too short for the segment (the floor scales with
+- `quality_gate` (app.engine.compaction.quality) rejects refusals and answers too short for the segment (the floor scales with
   the segment's size, capped at `summary_min_chars_cap`, 80).
 - `summarize_pass` replaces all but the last `summary_keep_messages` non-system messages with
   one user message, `SUMMARY_HEADER` + the summary + the markers of the archived segment and of
@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -30,15 +29,14 @@ from app.engine.compaction.context import (
     merge_entries,
     part_string,
 )
-from app.engine.compaction.cut import water_cap
-from app.engine.compaction.dedup import read_range
-from app.engine.compaction.microcompact import call_names
 from app.engine.compaction.pairing import ensure_starts_with_user, repair_pairing
+from app.engine.compaction.quality import quality_gate
+from app.engine.compaction.render import CHARS_PER_TOKEN, fit_rendering, summarizer_budget
 from app.engine.compaction.segment import archive_segment, segment_sources
 from app.engine.compaction.truncate import is_pinned, tail_boundary
 from app.engine.compaction.verbatim import limit_verbatim, reappendable
 from app.model.archive import MARKER_RE, ArchiveEntry, markers_in, recall_suffix
-from app.model.messages import Image, Message, Native, Text, ToolCall, ToolResult
+from app.model.messages import Message
 from app.model.prompts import SUMMARY_HEADER, SUMMARY_SYSTEM
 from app.sizes import format_size
 
@@ -58,10 +56,6 @@ class SummaryRoute:
     window_tokens: int
 
 
-FIT_ROUNDS = 6  # re-renderings to bring the summary request under the cap (each one scales the budget down)
-FIT_MARGIN = 0.98  # a little under the exact ratio: rendering is per message and rounds
-
-
 @dataclass(frozen=True)
 class ContextEngine:
     """An external summarizer (the seed's `context_engine = "mcp:NAME"`): `write(segment, budget_chars,
@@ -74,207 +68,10 @@ class ContextEngine:
     timeout: float = 180.0
 
 
-CHARS_PER_TOKEN = 4
 SUMMARY_ATTEMPTS = 2  # one retry on a rejected answer
 SUMMARY_BUDGET_CHARS = (
     4096 * CHARS_PER_TOKEN
 )  # what a summary may hold: the summarizer's max_tokens, in chars
-FLOOR_RATIO = 20  # the too-short floor is 1/20 of the segment's chars, capped (default 80)
-ARG_PREVIEW_CHARS = 160
-
-
-def summarizer_budget(window_tokens: int, floor_chars: int) -> int:
-    """Half the summarizer's window, in chars (tokens × 4 / 2), never under the floor."""
-    return max(floor_chars, int(window_tokens) * CHARS_PER_TOKEN // 2)
-
-
-# -- rendering ---------------------------------------------------------------------------------------
-
-
-def _short(value: object, limit: int = ARG_PREVIEW_CHARS) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def name_call(call: ToolCall) -> str:
-    """`→ shell: ls -la`, `→ read_file: app/x.py (lines 10–60)` — what the summary can list."""
-    args = dict(call.args)
-    if call.name == "shell" and "command" in args:
-        detail = _short(args["command"])
-    elif call.name == "read_file":
-        rng = read_range(call)
-        detail = _short(args.get("path", "")) + (f" ({rng.describe()})" if rng else "")
-    elif call.name in ("write_file", "edit_file") and "path" in args:
-        detail = _short(args["path"])
-        content = args.get("content", args.get("new", args.get("new_string")))
-        if isinstance(content, str):
-            detail += f" ({len(content):,} chars)"
-    elif call.name == "grep" and "pattern" in args:
-        detail = _short(args["pattern"]) + (f" in {_short(args['path'])}" if args.get("path") else "")
-    elif call.name == "recall":
-        detail = _short(args.get("keys", args))
-    elif len(args) == 1:
-        detail = _short(next(iter(args.values())))
-    else:
-        detail = _short(args) if args else ""
-    return f"→ {call.name}: {detail}" if detail else f"→ {call.name}"
-
-
-def _header(message: Message, names: dict[str, str]) -> str:
-    if message.role == "tool":
-        ids = [p.call_id for p in message.tool_results]
-        tools = ", ".join(dict.fromkeys(names.get(i, "tool") for i in ids)) or "tool"
-        error = " (error)" if any(p.is_error for p in message.tool_results) else ""
-        return f"[Tool result: {tools}{error} · turn {message.meta.turn}]"
-    label = {"user": "User", "assistant": "Assistant", "system": "System"}.get(message.role, message.role)
-    if message.meta.origin in ("summary", "notice"):
-        label += f" ({message.meta.origin})"
-    return f"[{label} · turn {message.meta.turn}]"
-
-
-def _piece(part: object) -> str:
-    if isinstance(part, Text):
-        return part.text
-    if isinstance(part, ToolResult):
-        return part.content
-    if isinstance(part, ToolCall):
-        return name_call(part)
-    if isinstance(part, Image):
-        return f"[image {part.media_type}, {len(part.data):,} base64 chars]"
-    if isinstance(part, Native):
-        return part.readable  # a provider's readable compaction summary; opaque items say nothing
-    return ""
-
-
-def _restored_piece(part: object, lookup: Callable[[str], str | None]) -> str | None:
-    """The archived original a stub part stands for (its first marker), if the archive has it."""
-    text = part_string(part) if isinstance(part, Text | ToolResult) else ""
-    keys = markers_in(text)
-    if not keys:
-        return None
-    try:
-        return lookup(keys[0])
-    except Exception:
-        return None
-
-
-def _fit(text: str, cap: int) -> str:
-    """`text` within `cap` chars, head and tail 3:1 around a gap line."""
-    if len(text) <= cap:
-        return text
-    gap = f"\n[… {len(text):,} chars, cut …]\n"
-    room = cap - len(gap)
-    if room <= 8:
-        return text[: max(0, cap)]
-    head = room * 3 // 4
-    tail = room - head
-    return text[:head] + gap + text[len(text) - tail :]
-
-
-def render_segment(
-    messages: Sequence[Message], budget_chars: int, archive_lookup: Callable[[str], str | None]
-) -> str:
-    """The segment as the summarizer reads it, at most `budget_chars` long (when headers fit)."""
-    if not messages:
-        return ""
-    names = call_names(tuple(messages))
-    headers = [_header(m, names) for m in messages]
-    bodies = ["\n".join(_piece(p) for p in m.parts) for m in messages]
-    restored: list[str | None] = [None] * len(messages)
-    for index, message in enumerate(messages):
-        if message.meta.origin != "stub":
-            continue
-        pieces = []
-        any_restored = False
-        for part in message.parts:
-            original = _restored_piece(part, archive_lookup)
-            pieces.append(original if original is not None else _piece(part))
-            any_restored = any_restored or original is not None
-        if any_restored:
-            restored[index] = "\n".join(pieces)
-    overhead = sum(len(h) + 1 for h in headers) + 2 * (len(messages) - 1)
-    available = max(0, budget_chars - overhead)
-    # The fair share if every stub were restored: an original within it is restored (it will not be cut).
-    share = water_cap(
-        [len(r) if r is not None else len(b) for r, b in zip(restored, bodies, strict=True)], available
-    )
-    for index, original in enumerate(restored):
-        if original is not None and len(original) <= share:
-            bodies[index] = original
-    cap = water_cap([len(b) for b in bodies], available)
-    return "\n\n".join(f"{h}\n{_fit(b, cap)}" for h, b in zip(headers, bodies, strict=True))
-
-
-def fit_rendering(
-    messages: Sequence[Message],
-    budget_chars: int,
-    archive_lookup: Callable[[str], str | None],
-    *,
-    request_text: Callable[[str], str],
-    request_bytes: Callable[[str], int],
-    cap: int | None,
-    min_chars: int,
-) -> str | None:
-    """The segment rendered within `budget_chars` and so that the request carrying it (`request_text` of the
-    rendering, measured exactly by `request_bytes`) fits `cap`; None when it only fits under `min_chars`."""
-    rendered = render_segment(messages, budget_chars, archive_lookup)
-    if not cap:
-        return rendered
-    floor_chars = min(min_chars, len(rendered))
-    overhead = request_bytes(request_text(""))
-    for _ in range(FIT_ROUNDS):
-        size = request_bytes(request_text(rendered))
-        if size <= cap:
-            return rendered
-        room = cap - overhead
-        if room <= 0:
-            return None
-        budget = int(len(rendered) * room / max(1, size - overhead) * FIT_MARGIN)
-        if budget < floor_chars or budget >= len(rendered):
-            return None
-        rendered = render_segment(messages, budget, archive_lookup)
-    return None
-
-
-# -- the quality gate ---------------------------------------------------------------------------------
-
-_APOS = "['’]"
-_REFUSAL_START = re.compile(
-    rf"^\W*(i\s+can{_APOS}?t|i\s+cannot|i\s+can\s+not|i{_APOS}m\s+(sorry|unable|not able)|i\s+am\s+(sorry|unable|not able)"
-    rf"|sorry,|i\s+won{_APOS}t|i\s+will\s+not|unfortunately,?\s+i|as\s+an\s+ai)",
-    re.IGNORECASE,
-)
-_REFUSAL_ANYWHERE = re.compile(
-    rf"\b(i\s+can{_APOS}?t\s+help|i\s+cannot\s+(help|assist|comply|provide|summari[sz]e)|i{_APOS}m\s+unable\s+to"
-    rf"|i\s+am\s+unable\s+to|i\s+can{_APOS}t\s+(assist|comply|summari[sz]e)|as\s+an\s+ai\b|as\s+a\s+language\s+model)",
-    re.IGNORECASE,
-)
-_SHORT_REFUSAL_CHARS = 400
-
-
-def summary_floor(segment_chars: int, cap: int = 80) -> int:
-    """The shortest acceptable summary: 1/20 of the segment, at least 1 char, at most `cap`."""
-    return min(cap, max(1, segment_chars // FLOOR_RATIO))
-
-
-def quality_gate(summary: str, segment_chars: int, cap: int = 80) -> tuple[bool, str]:
-    """(ok, reason): refusals and answers too short for the segment are rejected."""
-    text = (summary or "").strip()
-    if not text:
-        return False, "empty answer"
-    body = text.removeprefix(SUMMARY_HEADER).strip().lstrip("#*> ").strip()
-    match = _REFUSAL_START.search(body[:200])
-    if match is None and (
-        len(body) < _SHORT_REFUSAL_CHARS or "as an ai" in body.lower() or "language model" in body.lower()
-    ):
-        match = _REFUSAL_ANYWHERE.search(body)
-    if match is not None:
-        return False, f"refusal (“{match.group(0).strip()}”)"
-    floor = summary_floor(segment_chars, cap)
-    if len(body) < floor:
-        return False, f"too short: {len(body)} chars for a {segment_chars:,}-char segment (floor {floor})"
-    return True, "ok"
 
 
 # -- the pass -----------------------------------------------------------------------------------------

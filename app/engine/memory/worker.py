@@ -22,9 +22,9 @@ What it finds goes to the session memory journal (`memory_facts`) and then, by `
 - `auto`: appended to a file of bulkhead's outside the repository (`app.engine.memory.memory_file`) that joins
   the system prompt like the instruction files, is measured in the floor and kept within `memory_max_bytes`.
 
-Every request it makes is fitted under the summarizer route's effective cap (the sender refuses anything over it)
-and its window; a size refusal teaches the cap and the segment is read again in smaller parts, like any request
-is recovered. A request that fails otherwise leaves the segment queued for the next try.
+Every request it makes (app.engine.memory.distil) is fitted under the summarizer route's effective cap (the sender
+refuses anything over it) and its window; a size refusal teaches the cap and the segment is read again in smaller
+parts, like any request is recovered. A request that fails otherwise leaves the segment queued for the next try.
 """
 
 from __future__ import annotations
@@ -38,61 +38,30 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from app.engine.cap_guard import OverCap
-from app.engine.caps import learned_cap_for
-from app.engine.compaction.summarize import render_segment, summarizer_budget
 from app.engine.failpoints import reached
+from app.engine.memory.distil import DistilHost, Distiller, MemoryFailed
 from app.engine.memory.journal import Fact, MemoryJournal, QueueEntry
 from app.engine.memory.memory_file import append_facts, memory_path, project_key, prompt_section
-from app.engine.sender import RequestFailed
-from app.model.events import CapLearned, MemoryDistilled, MemoryQueued, Notice
-from app.model.memory import MEMORY_SYSTEM, memory_request_text, parse_facts
+from app.model.events import MemoryDistilled, MemoryQueued, Notice
 from app.model.messages import Message, View
 from app.sizes import format_size
 
 if TYPE_CHECKING:
-    from app.config import Route, Settings
-    from app.engine.payload import CapInfo
-    from app.engine.sender import Sender
-    from app.engine.session import Session
-    from app.model.events import Event, ViewChanged
-    from app.providers.base import Provider, Request
-    from app.state import State
+    from app.config import Route
+    from app.model.events import ViewChanged
 
-MEMORY_MAX_TOKENS = 2048  # a memory answer is a list of short facts
 # The view changes that are compactions (their reason's first word): what they take out is queued first. A
 # `/retry`, `/rewind`, an image stub or withheld text is the user's own choice and reaches no memory.
 COMPACTION_REASONS = ("auto", "preflight", "manual", "recovery", "provider", "provider-edit")
 SKIPPED_ORIGINS = ("notice", "summary", "stub")  # bulkhead's own words, never facts of the project
-FIT_MARGIN = 0.9  # JSON escaping makes a request a little bigger than its text
-MIN_PART_CHARS = 2_000  # below this a segment is not split further: the request cannot fit at all
 QUEUE_BATCH = 20  # queued segments read in one go
-MAX_SHRINKS = 8  # refusals of one part before the segment waits for a later try (2⁸: 200 KB → under 1 KB)
-NO_CAP_PART_CHARS = 200_000  # without any cap, a part is still bounded (a huge tool output is read in parts)
 
 
-class MemoryFailed(Exception):
-    """The worker could not read a segment now (the segment stays queued, or the progress unmoved)."""
-
-
-class MemoryHost(Protocol):
+class MemoryHost(DistilHost, Protocol):
     """What the worker uses of the engine (app.engine.turn.Engine satisfies it)."""
 
-    settings: Settings
-    session: Session
-    state: State
     workspace: Path
     route: Route
-
-    def emit(self, event: Event) -> None: ...
-
-    def summarizer(self) -> tuple[Provider, Sender]: ...
-
-    def summarizer_window(self) -> int: ...
-
-    def route_cap(self, route: Route) -> CapInfo: ...
-
-    def _make_sender(self, provider: Provider, route_name: str) -> Sender: ...
 
     def load_instructions(self) -> Any: ...
 
@@ -116,30 +85,6 @@ def _worth_reading(message: Message) -> bool:
     return message.role != "system" and message.meta.origin not in SKIPPED_ORIGINS
 
 
-def split_text(text: str, budget: int) -> list[str]:
-    """`text` in parts of at most `budget` chars, cut at line ends where possible (every char kept, in order)."""
-    if len(text) <= budget:
-        return [text]
-    parts: list[str] = []
-    current: list[str] = []
-    size = 0
-    for line in text.splitlines(keepends=True):
-        while len(line) > budget:  # a line longer than a part: cut it
-            if current:
-                parts.append("".join(current))
-                current, size = [], 0
-            parts.append(line[:budget])
-            line = line[budget:]
-        if size + len(line) > budget and current:
-            parts.append("".join(current))
-            current, size = [], 0
-        current.append(line)
-        size += len(line)
-    if current:
-        parts.append("".join(current))
-    return parts
-
-
 class MemoryWorker:
     def __init__(self, engine: MemoryHost) -> None:
         self.engine = engine
@@ -149,7 +94,7 @@ class MemoryWorker:
         self.background = True  # the TUI reads behind the conversation after each turn; `-p` only drains
         self._task: asyncio.Task[None] | None = None
         self._again = False
-        self._sender: tuple[Provider, Sender] | None = None
+        self.distiller = Distiller(engine)
         self._reading = (
             asyncio.Lock()
         )  # one read at a time: the background one and `-p`'s drain never overlap
@@ -292,7 +237,7 @@ class MemoryWorker:
         for entry in self.journal.waiting(sessions, limit=QUEUE_BATCH):
             messages = self._messages(entry)
             try:
-                facts = await self._distil(messages) if messages else []
+                facts = await self.distiller.distil(messages) if messages else []
             except MemoryFailed as failed:
                 self.journal.failed(entry.id, str(failed))
                 raise
@@ -334,110 +279,8 @@ class MemoryWorker:
                 chosen.append(message)
         if last == read_up_to or len(turns) < max(1, lag):  # a few turns at once: a request per `lag` turns
             return
-        facts = await self._distil(chosen) if chosen else []
+        facts = await self.distiller.distil(chosen) if chosen else []
         self._found(facts, source="conversation", session_id=session.id, progress=last)
-
-    async def _distil(self, messages: Sequence[Message]) -> list[str]:
-        """Ask the summarizer route for the durable facts of `messages`, in as many parts as its cap needs."""
-        text = render_segment(messages, 10**12, self._lookup)
-        if not text.strip():
-            return []
-        facts: list[str] = []
-        budget = self._budget()
-        attempts = 0
-        pending = split_text(text, budget)
-        index = 0
-        while index < len(pending):
-            part = pending[index]
-            try:
-                answer = await self._ask(part, index + 1, len(pending))
-            except _TooBig:
-                attempts += 1  # each refusal teaches a smaller cap and halves the part: bounded either way
-                if attempts > MAX_SHRINKS or len(part) <= MIN_PART_CHARS:
-                    raise MemoryFailed(
-                        f"a {format_size(len(part.encode()))} part of the segment does not fit the summarizer "
-                        f"route's cap even when split"
-                    ) from None
-                budget = max(
-                    MIN_PART_CHARS, min(self._budget(), len(part) // 2)
-                )  # the cap just learned, or half
-                pending[index : index + 1] = split_text(part, budget)
-                continue
-            facts.extend(parse_facts(answer))
-            attempts = 0
-            index += 1
-        return list(dict.fromkeys(facts))
-
-    def _lookup(self, key: str) -> str | None:
-        entry = self.engine.session.store.archive_get(key, self.engine.session.id, strict=True)
-        return entry.content if entry else None
-
-    def _route(self) -> tuple[Provider, Sender]:
-        provider, _ = self.engine.summarizer()
-        if self._sender is None or self._sender[0] is not provider:
-            self._sender = (provider, self.engine._make_sender(provider, provider.route.name))
-        return self._sender
-
-    def _budget(self) -> int:
-        """Chars of segment a request may carry: half the summarizer's window, and under its cap."""
-        provider, _ = self._route()
-        budget = summarizer_budget(
-            self.engine.summarizer_window(), self.engine.settings.summarizer_floor_chars
-        )
-        cap = self.engine.route_cap(provider.route).bytes
-        if cap:
-            overhead = self._request(provider, "", 1, 1).predicted_bytes
-            budget = min(budget, int((cap - overhead) * FIT_MARGIN))
-        else:
-            budget = min(budget, NO_CAP_PART_CHARS)
-        return max(MIN_PART_CHARS, budget)
-
-    def _request(self, provider: Provider, part: str, index: int, parts: int) -> Request:
-        message = Message.create(
-            "user", memory_request_text(part, index, parts), turn=self.engine.session.turn, origin="notice"
-        )
-        return provider.build((message,), MEMORY_SYSTEM, (), max_tokens=MEMORY_MAX_TOKENS, purpose="memory")
-
-    async def _ask(self, part: str, index: int, parts: int) -> str:
-        provider, sender = self._route()
-        request = self._request(provider, part, index, parts)
-        try:
-            result = await sender.send(request, stream_text=False)
-        except OverCap as over:  # never sent: split smaller
-            raise _TooBig(over.message) from over
-        except RequestFailed as failed:
-            failure = failed.failure
-            if failure.payload_related or failure.kind == "context_overflow":
-                self._learn(provider, failed)
-                raise _TooBig(failure.reason) from failed
-            raise MemoryFailed(
-                f"the memory request on {provider.route.name} failed: {failure.reason}"
-            ) from failed
-        return result.text
-
-    def _learn(self, provider: Provider, failed: RequestFailed) -> None:
-        """A memory request refused for its size: ¾ of it becomes that endpoint's cap (the next part fits)."""
-        rejected = (
-            failed.failure.rejected_bytes or failed.error.request_bytes or failed.request.predicted_bytes
-        )
-        if not failed.failure.payload_related or not rejected:
-            return
-        endpoint = provider.route.endpoint_id
-        learned = self.engine.state.learn_cap(
-            endpoint,
-            learned_cap_for(rejected),
-            rejected_bytes=rejected,
-            kind=failed.failure.kind,
-            reason=failed.failure.reason,
-        )
-        self.engine.emit(
-            CapLearned(
-                cap_bytes=learned.cap_bytes,
-                rejected_bytes=rejected,
-                endpoint=endpoint,
-                reason=failed.failure.reason,
-            )
-        )
 
     # -- what was found -----------------------------------------------------------------------------------
     def _found(
@@ -517,10 +360,6 @@ class MemoryWorker:
             fact.id, "accepted", text=edited if edited != fact.text else None, written_to=str(path)
         )
         return path
-
-
-class _TooBig(Exception):
-    """A memory request over the cap (not sent) or refused for its size: read the part in smaller pieces."""
 
 
 def _receipt(trigger: str, event: str, **fields: Any) -> dict[str, Any]:
