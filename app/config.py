@@ -407,6 +407,12 @@ class Settings:
     def with_overrides(self, **changes: Any) -> Settings:
         return replace(self, **changes)
 
+    def with_approval(self, mode: str) -> Settings:
+        """These settings under another approval mode (`/approval`, Shift+Tab); ValueError names the modes."""
+        if mode not in APPROVAL_MODES:
+            raise ValueError(f"{mode!r} is not an approval mode: {', '.join(APPROVAL_MODES)}")
+        return replace(self, approval=mode)
+
 
 SETTING_FIELDS = {
     f.name: f

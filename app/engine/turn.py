@@ -173,15 +173,12 @@ class Engine:
         else:
             self.session.emit(event)
 
-    # -- the workspace's own settings, asked about after the first frame ------------------------------------
     async def confirm_workspace_rules(self, ask: AskRules | None = None) -> str | None:
-        """Ask (`ask(files)` → "allow" | "deny" | None) about the workspace's rule files whose allow rules
-        wait for approval (`app.engine.workspace_rules`); front ends call it after their first frame."""
+        """Ask (`ask(files)` → allow | deny | None) about rule files awaiting approval, after the first frame."""
         return await confirm_rule_files(self.permissions, ask, self.emit)
 
     async def confirm_workspace_gateways(self, ask: AskGateways | None = None) -> str | None:
-        """Ask (`ask(gateways_file)` → "allow" | "deny" | None) about the workspace's `.bulkhead/gateways.toml`
-        when it waits for an answer (`app.engine.profile_evidence`); front ends call it after their first frame."""
+        """Ask (`ask(file)` → allow | deny | None) about `.bulkhead/gateways.toml`, after the first frame."""
         return await confirm_workspace_gateways(self, ask)
 
     def load_instructions(self) -> Instructions:
@@ -226,17 +223,11 @@ class Engine:
         return self.runner.can_ask
 
     @property
-    def always(self) -> AlwaysOffer | None:
-        """While an approval waits: what its "always" may keep (`app.engine.always_allow`), read by the TUI."""
+    def always(self) -> AlwaysOffer | None:  # while an approval waits: what its "always" may keep
         return self.runner.always
 
-    def set_approval(self, mode: str) -> None:
-        """The approval mode from the next tool call on (`/approval`, Shift+Tab), for this run of the session."""
-        from app.config import APPROVAL_MODES
-
-        if mode not in APPROVAL_MODES:
-            raise ValueError(f"{mode!r} is not an approval mode: {', '.join(APPROVAL_MODES)}")
-        self.settings = self.settings.with_overrides(approval=mode)
+    def set_approval(self, mode: str) -> None:  # from the next tool call on, for this run of the session
+        self.settings = self.settings.with_approval(mode)
 
     # -- turns (app.engine.turn_loop) ---------------------------------------------------------------------
     async def submit(
@@ -299,8 +290,7 @@ class Engine:
         await self.lifecycle.start(resumed=resumed)
 
     async def close(self, reason: str = "exit") -> None:
-        """End the session here: SessionEnd, MCP and the provider closed, every queued write on disk (a held
-        failure is raised, after the lease is released), the lease released."""
+        """End the session here: every queued write on disk, the lease released (`app.engine.lifecycle`)."""
         await self.lifecycle.close(reason)
 
     def announce_instructions(self) -> None:
