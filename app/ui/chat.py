@@ -1012,29 +1012,36 @@ Letters typed here go to the prompt (nothing you type is taken for a key); the c
                 return
 
     # -- approvals ----------------------------------------------------------------------------------------
-    def ask_approval(
+    async def ask_approval(
         self,
+        call_id: str,
         name: str,
+        args: dict,
         why: str,
         future: asyncio.Future,
         remember: str = "",
         preview=None,
         no_always: str = "",
     ) -> ToolBlock | None:
-        """Attach an approval prompt to the newest unanswered block of tool `name` (`remember`: the rule
-        "always" keeps — "" offers no a / p, and `no_always` says why; `preview`: what an edit would change,
-        shown in the card as far as the view has room beside the card's other lines — its arguments then
-        stay folded)."""
-        for block in reversed(self.tool_blocks()):
-            if block.tool_name == name and not block.decision and not block.pending:
-                rows = max(PREVIEW_MIN_ROWS, self._screen()[0] - CARD_ROWS)
-                block.ask(why, future, remember, preview, rows, no_always=no_always)
-                block.collapsed = preview is not None
-                block._sync()
-                self.cursor = self.items.index(block)
-                self.call_after_refresh(self._show_approval, block)  # once the expanded block is laid out
-                return block
-        return None
+        """Attach an approval prompt to the block of tool call `call_id` (`remember`: the rule "always"
+        keeps — "" offers no a / p, and `no_always` says why; `preview`: what an edit would change, shown in
+        the card as far as the view has room beside the card's other lines — its arguments then stay
+        folded). A question about no tool call of the model's (an image or a restore outside the workspace:
+        the engine made its id up) gets a block of its own. None when the call's block is gone."""
+        block = self._tools.get(call_id)
+        if block is None:
+            block = ToolBlock(call_id, name, args, asked_only=True)
+            self._tools[call_id] = block
+            await self.add(block)
+        if not block.is_attached or block.decision or block.pending:
+            return None
+        rows = max(PREVIEW_MIN_ROWS, self._screen()[0] - CARD_ROWS)
+        block.ask(why, future, remember, preview, rows, no_always=no_always)
+        block.collapsed = preview is not None
+        block._sync()
+        self.cursor = self.items.index(block)
+        self.call_after_refresh(self._show_approval, block)  # once the expanded block is laid out
+        return block
 
     def _show_approval(self, block: ToolBlock) -> None:
         """Bring the approve/deny row into view: the newest item is shown by following the end;

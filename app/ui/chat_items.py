@@ -286,9 +286,21 @@ class ToolBlock(ChatItem):
             self.block = block
             self.approved = approved
 
-    def __init__(self, call_id: str, name: str, args: dict, *, approvable: bool = True, **kwargs) -> None:
+    def __init__(
+        self,
+        call_id: str,
+        name: str,
+        args: dict,
+        *,
+        approvable: bool = True,
+        asked_only: bool = False,
+        **kwargs,
+    ) -> None:
         super().__init__(**kwargs)
         self.approvable = approvable  # False: a block of the history (no approval bar: 8 widgets fewer)
+        # True: a question about no tool call of the model's (an image or a restore outside the workspace):
+        # the block holds the card and then the answer; nothing runs in it
+        self.asked_only = asked_only
         self.call_id = call_id
         self.tool_name = display(name)
         self.args = dict(args)  # shown through display(): see _header and _body
@@ -397,6 +409,8 @@ class ToolBlock(ChatItem):
         mark, word = status
         if self.pending:
             mark, word = "?", "waiting for your approval"
+        elif self.asked_only:
+            mark, word = ("✓", "approved") if self.decision == "approved" else ("✖", self.decision or "asked")
         elif self.stopped and not self.done:
             mark, word = (
                 "✖",

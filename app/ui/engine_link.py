@@ -86,7 +86,6 @@ class EngineLink:
                 resume=resume,
                 continue_=continue_,
                 workspace=self.workspace,
-                approver=self.approve_tool,
                 store=self.store,
                 state=self.state,
                 fork=fork,
@@ -98,6 +97,8 @@ class EngineLink:
         except SessionHeld as held:  # one writer per session: ask what to do instead
             self.call_from_thread(self._session_held, held, route_name)
             return
+        # approvals come by tool call id: each card on the block of its own call
+        engine.runner.ask_call = self.approve_call
         self._command_problems = self.refresh_custom_commands()
         # What costs the length of the session is done here, off the event loop, before the engine is
         # shared: the inspector's report (measuring the view, which warms the provider's payload cache

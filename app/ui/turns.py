@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual import work
 from textual.actions import SkipAction
@@ -27,16 +27,29 @@ from app.ui.focus_rules import focus_in
 from app.ui.prompt import PromptArea
 from app.ui.slash import SlashError, parse_slash
 
+if TYPE_CHECKING:
+    from app.engine.api import ApprovalRequest
+
 INTERRUPT_QUIT_WINDOW_S = 2.0  # a second Ctrl+C on an empty, idle prompt within this quits
 
 
 class ApprovalAsked(Message):
-    """The engine's approver awaits `future`; the chat's tool block resolves it."""
+    """The engine asks about tool call `call_id` and awaits `future`; the chat's block of that call resolves it
+    (a question about no tool call of the model's — an image or a restore outside the workspace — gets a
+    block of its own)."""
 
     def __init__(
-        self, name: str, args: dict, why: str, future: asyncio.Future, preview=None, always=None
+        self,
+        call_id: str,
+        name: str,
+        args: dict,
+        why: str,
+        future: asyncio.Future,
+        preview=None,
+        always=None,
     ) -> None:
         super().__init__()
+        self.call_id = call_id
         self.always = always  # app.engine.always_allow.AlwaysOffer: the rule "always" keeps, or why not
         self.name = name
         self.args = args
@@ -256,15 +269,17 @@ class TurnControl:
         self.notify("Press Ctrl+C again to quit (or Ctrl+Q)", timeout=INTERRUPT_QUIT_WINDOW_S)
 
     # -- approvals --------------------------------------------------------------------------------------------
-    async def approve_tool(self, name: str, args: dict, why: str) -> bool | str | Denial:
-        """The engine's approver: an inline card in the tool's block — what an edit would change, and yes,
-        always for this session, always for this project (the answer names the rule the engine then
-        remembers), no, or no and what to tell the model (`app.tools.approval.Denial`)."""
+    async def approve_call(self, request: ApprovalRequest) -> bool | str | Denial:
+        """The engine's question about one tool call (`engine.runner.ask_call`): an inline card in the block
+        of that call — what an edit would change, and yes, always for this session, always for this project
+        (the answer names the rule the engine then remembers), no, or no and what to tell the model
+        (`app.tools.approval.Denial`)."""
         from app.tools.change_preview import preview_change
 
         future: asyncio.Future[bool | str | Denial] = asyncio.get_running_loop().create_future()
         always = self.engine.always if self.engine is not None else None  # read before the first await
         workspace = self.engine.workspace if self.engine is not None else self.workspace
+        name, args = request.name, request.args
         try:  # the file is read in a thread: a large one never holds the screen
             preview = await asyncio.to_thread(
                 preview_change, name, args, workspace, max_lines=self.settings.approval_preview_lines
@@ -272,17 +287,27 @@ class TurnControl:
         except Exception:  # noqa: BLE001 - a preview that fails leaves the card as it was (arguments shown)
             preview = None
         self.post_message(
-            ApprovalAsked(display(name), display_data(args), display(why), future, preview, always)
+            ApprovalAsked(
+                request.call_id,
+                display(name),
+                display_data(args),
+                display(request.why),
+                future,
+                preview,
+                always,
+            )
         )
         return await future
 
-    def on_approval_asked(self, message: ApprovalAsked) -> None:
+    async def on_approval_asked(self, message: ApprovalAsked) -> None:
         if message.future.done():
             return
         always = message.always
         try:
-            block = self.chat.ask_approval(
+            block = await self.chat.ask_approval(
+                message.call_id,
                 message.name,
+                message.args,
                 message.why,
                 message.future,
                 remember=display_line(always.rule) if always is not None else "",
@@ -291,6 +316,8 @@ class TurnControl:
             )
         except NoMatches:  # quitting
             message.future.cancel()
+            return
+        if message.future.done():  # answered or cancelled while the card went in
             return
         if block is None:  # the block was pruned or never shown: deny rather than hang
             message.future.set_result(False)
