@@ -241,6 +241,12 @@ def test_continue_never_opens_a_proxy_session_as_a_chat(tmp_path):
         continue_=False,
         workspace=tmp_path,
     )
+    from app.model.messages import Message
+
+    chat.append(
+        Message.create("user", "a chat of this folder", turn=1)
+    )  # -c continues one that has a message
+    chat.flush()
     chat.release_lease()
     proxy_session = ProxySession(store, State(), label="http://gw")
     proxy_session.close()  # not held: only its provider keeps -c away
