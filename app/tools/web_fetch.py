@@ -175,6 +175,11 @@ async def _read(response: Any, url: str, hops: list[str], cap: int) -> ToolOutco
             cut = True
             del body[limit:]
             break
+    if shown_type == "(none)" and b"\x00" in body:
+        return error(
+            f"web_fetch: {url} answered {response.status_code} with no content type and binary content; "
+            f"only HTML, plain text and JSON are fetched"
+        )
     encoding = response.charset_encoding or "utf-8"
     try:
         text = bytes(body).decode(encoding, errors="replace")

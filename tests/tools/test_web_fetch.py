@@ -133,12 +133,18 @@ def test_html_to_text_keeps_structure_and_drops_control_characters():
 async def test_json_and_plain_text_pass_through_and_other_types_are_refused(site, tmp_path):
     site.routes["/data.json"] = (200, {"Content-Type": "application/json"}, b'{"a": [1, 2]}')
     site.routes["/logo.png"] = (200, {"Content-Type": "image/png"}, b"\x89PNG" + b"\x00" * 100)
+    site.routes["/blob"] = (200, {}, b"\x89PNG" + b"\x00" * 100)
+    site.routes["/notes"] = (200, {}, b"plain words")
     ctx = context(tmp_path)
     data = await run_tool("web_fetch", {"url": f"{site.url}/data.json"}, ctx)
     assert not data.is_error and data.content.endswith('\n\n{"a": [1, 2]}')
     image = await run_tool("web_fetch", {"url": f"{site.url}/logo.png"}, ctx)
     assert image.is_error
     assert "content type image/png" in image.content and "only HTML, plain text and JSON" in image.content
+    blob = await run_tool("web_fetch", {"url": f"{site.url}/blob"}, ctx)
+    assert blob.is_error and "no content type and binary content" in blob.content
+    notes = await run_tool("web_fetch", {"url": f"{site.url}/notes"}, ctx)
+    assert not notes.is_error and notes.content.endswith("Content-Type: (none)\nCut: no\n\nplain words")
 
 
 async def test_a_huge_body_is_cut_at_the_cap_and_not_read_further(site, tmp_path):
