@@ -223,13 +223,11 @@ TOOLS = (
     ToolInfo(
         ToolSpec(
             "web_fetch",
-            "Fetch one web page by its address and return it as readable text: HTML becomes plain text with "
-            "headings, paragraphs, list items and links kept; plain text and JSON come back as they are; "
-            "other content is refused. The answer names the final address after redirects, the status, "
-            "the content type and whether the text was cut at the size limit. Goes through the same proxy "
-            "as the chat. Each fetch may need the user's approval.",
+            "Fetch one http or https web page and return it as text: HTML becomes plain text, plain text "
+            "and JSON pass through, other types are refused. The result names the final address, the "
+            "status, the content type and whether the text was cut.",
             schema(
-                {"url": {"type": "string", "description": "The full address, starting with https or http."}},
+                {"url": {"type": "string", "description": "The full address."}},
                 ["url"],
             ),
         ),
