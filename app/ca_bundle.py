@@ -176,3 +176,23 @@ def botocore_verify(route: Any, settings: Any) -> str | None:
     if problem:
         raise CaBundleMissing(problem)
     return bundle.path
+
+
+def fetch_verify(settings: Any, env: Mapping[str, str] | None = None) -> Any:
+    """`verify=` for web_fetch's httpx client: the bundle the httpx providers trust (`ca_bundle`, else
+    SSL_CERT_FILE / SSL_CERT_DIR, else REQUESTS_CA_BUNDLE), or True (httpx's default). A bundle that does not
+    exist raises CaBundleMissing, named as for a route."""
+    import ssl
+
+    bundle = resolve("web_fetch", setting=getattr(settings, "ca_bundle", None), env=env)
+    if bundle is None:
+        return True
+    if not bundle.exists:
+        kind = "folder" if bundle.is_dir else "file"
+        raise CaBundleMissing(
+            f"{bundle.source} = {bundle.path} does not exist (no such {kind}); web_fetch would fail TLS "
+            "verification — point it at your proxy's CA bundle, or unset it"
+        )
+    if bundle.is_dir:
+        return ssl.create_default_context(capath=bundle.path)
+    return ssl.create_default_context(cafile=bundle.path)

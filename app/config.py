@@ -80,7 +80,9 @@ def example_config_path() -> Path:
 
 # The built-in tools by name (app.tools.registry declares them; a test keeps the two in step). Config
 # sits below the tools in the import layers, so the names are spelled here for `tools = [...]`.
-BUILTIN_TOOL_NAMES = ("read_file", "list_dir", "glob", "grep", "shell", "write_file", "edit_file", "recall")
+BUILTIN_TOOL_NAMES = (
+    "read_file", "list_dir", "glob", "grep", "web_fetch", "shell", "write_file", "edit_file", "recall",
+)  # fmt: skip
 
 
 def _opt(
@@ -353,6 +355,16 @@ class Settings:
     )
     shell_env_passthrough: tuple[str, ...] = field(
         default=(), metadata=_opt("names", "provider credentials the shell tool may still see")
+    )
+    web_fetch_max_bytes: int = field(
+        default=200 * 1024,
+        metadata=_opt("size", "text a web_fetch returns at most (the body read stops there)", low=1024),
+    )
+    web_fetch_timeout: float = field(
+        default=30.0, metadata=_opt("float", "seconds a web_fetch waits for each hop", above=0, high=600)
+    )
+    web_fetch_max_redirects: int = field(
+        default=5, metadata=_opt("int", "redirects a web_fetch follows", low=0, high=20)
     )
     fallback: tuple[str, ...] = field(
         default=(), metadata=_opt("routenames", "routes a turn moves to when a route cannot answer")

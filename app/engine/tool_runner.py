@@ -96,6 +96,7 @@ class ToolRunner:
 
         `by_user`: the user's own `@mentions` — no hooks, and no approval prompt inside the workspace.
         """
+        from app.engine.fetch_context import fetch_settings
         from app.engine.withhold import WITHHELD_REASON, WITHHELD_RECALL
         from app.tools.base import ToolContext
         from app.tools.budget import spill_folder
@@ -114,6 +115,7 @@ class ToolRunner:
         result_max = max(1, int(self.host.settings.result_max_chars * scale))
         read_roots = [spill_folder(session.folder)]  # the payload notice sends the model back to spill files
         credential_names = tuple(r.api_key_env for r in self.host.settings.routes.values() if r.api_key_env)
+        fetch = fetch_settings(self.host.settings, self.host.permissions)
         for call in calls:
             args = dict(call.args)
             ctx = ToolContext(
@@ -125,6 +127,7 @@ class ToolRunner:
                 shell_env_passthrough=self.host.settings.shell_env_passthrough,
                 credential_env_names=credential_names,
                 read_denied=self.host.permissions.denies_read,
+                **fetch,
             )
             self.host.emit(ToolCallStarted(call_id=call.id, name=call.name, args=args))
             if by_user:

@@ -30,6 +30,7 @@ Grammar::
     !ls [PATH]               list_dir {path}            (default ".")
     !grep PATTERN [PATH]     grep {pattern, path}       (default "."; quote patterns with spaces)
     !shell CMD…              shell {command: "CMD…"}
+    !fetch URL               web_fetch {url: URL}
     !write PATH TEXT…        write_file {path, content: "TEXT…"}   (a literal \\n becomes a newline)
     !edit PATH OLD NEW       edit_file {path, old_string: OLD, new_string: NEW}   (shell-style quoting; \\n too)
     !recall KEY…             recall {keys: [KEY, …]}    (bare keys or <<ccr:KEY>> markers)
@@ -81,6 +82,7 @@ The lab model understands lines of your message that start with "!":
   !ls [PATH]               call list_dir {path}
   !grep PATTERN [PATH]     call grep {pattern, path}
   !shell CMD…              call shell {command}
+  !fetch URL               call web_fetch {url}
   !write PATH TEXT…        call write_file {path, content}  (\\n in TEXT is a newline)
   !edit PATH OLD NEW       call edit_file {path, old_string, new_string}  (quote words with spaces)
   !recall KEY…             call recall {keys}  (bare keys or <<ccr:KEY>> markers)
@@ -103,6 +105,7 @@ TOOL_COMMANDS = {
     "ls": "list_dir",
     "grep": "grep",
     "shell": "shell",
+    "fetch": "web_fetch",
     "write": "write_file",
     "edit": "edit_file",
     "recall": "recall",
@@ -125,7 +128,9 @@ _INSTRUCTIONS_RE = re.compile(
     re.I | re.M | re.S,
 )
 _CALL_ARROW_RE = re.compile(r"→ ([A-Za-z_][\w.-]*)")
-_KNOWN_TOOLS_RE = re.compile(r"\b(read_file|list_dir|glob|grep|shell|write_file|edit_file|recall)\b")
+_KNOWN_TOOLS_RE = re.compile(
+    r"\b(read_file|list_dir|glob|grep|web_fetch|shell|write_file|edit_file|recall)\b"
+)
 _CLOSING_RE = re.compile(r"\n\s*\n\s*write the summary[^\n]*\s*\Z", re.I)
 
 
@@ -263,6 +268,10 @@ def tool_call(command: Command) -> tuple[str, dict] | str:
         if not command.args:
             return "usage: !shell CMD…"
         return name, {"command": command.args}
+    if command.verb == "fetch":
+        if not command.args.strip():
+            return "usage: !fetch URL"
+        return name, {"url": command.args.strip()}
     if command.verb == "write":
         path, _, content = command.args.partition(" ")
         if not path:

@@ -6,8 +6,11 @@ Modes (`Settings.approval`):
 |-------------|--------------------------------------------------------|----------------------|
 | `ask`       | nothing                                                | every call           |
 | `auto-read` | read_file, list_dir, glob, grep, recall   (default)    | shell, writes        |
-| `auto-edit` | the reads, write_file and edit_file                    | shell                |
+| `auto-edit` | the reads, write_file and edit_file                    | shell, web_fetch     |
 | `never-ask` | everything                                             | —                    |
+
+(`auto-read` asks for web_fetch too: a fetch is a network action.) A web_fetch of `localhost`, a loopback,
+private or link-local address always asks, whatever the mode, unless an allow rule names its host.
 
 Whatever the mode — `never-ask` included — a call whose path lies outside the workspace
 (after `~`, `..` and symlinks are resolved) always asks. Reads of `extra_read_roots`
@@ -222,6 +225,9 @@ def needs_approval(
         return True, forced
     if name not in TOOLS:
         return True, f"unknown tool {name!r}"
+    private = _private_fetch(name, args)
+    if private:
+        return True, private
     if mode == "never-ask":
         return False, "approval mode never-ask"
     if mode == "auto-read" and name in READ_TOOLS:
@@ -229,10 +235,28 @@ def needs_approval(
     if mode == "auto-edit" and (name in READ_TOOLS or name in EDIT_TOOLS):
         kind = "edit" if name in EDIT_TOOLS else "read-only"
         return False, f"{kind} tool inside the workspace (approval mode auto-edit)"
-    what = {"shell": "runs a shell command", "edit": "changes files"}.get(TOOLS[name].kind, "reads files")
+    what = {"shell": "runs a shell command", "edit": "changes files", "fetch": "fetches a web page"}.get(
+        TOOLS[name].kind, "reads files"
+    )
     if mode not in APPROVAL_MODES:
         return True, f"{name} {what}; unknown approval mode {mode!r}, so every call asks"
     return True, f"{name} {what} (approval mode {mode})"
+
+
+def _private_fetch(name: str, args: Mapping[str, Any]) -> str:
+    """Why a web_fetch of this machine or a private network asks whatever the mode ("" for other calls):
+    the model must not reach the user's own services unasked. An allow rule naming the host still lets it
+    run (`WebFetch(domain:localhost)`), as the "always" answer writes it."""
+    if name != "web_fetch" or not isinstance(args, Mapping):
+        return ""
+    from app.tools.web_fetch import host_of, is_private_host
+
+    host = host_of(str(args.get("url", "")))
+    if not is_private_host(host):
+        return ""
+    return (
+        f"web_fetch reaches {host}, this machine or a private network: it always asks unless a rule allows it"
+    )
 
 
 LONG_WHITESPACE_RE = re.compile(r"[ \t]{4,}")
@@ -269,6 +293,8 @@ def describe_call(name: str, args: Mapping[str, Any], workspace: Path, max_chars
         text = f"edit_file {args.get('path', '')}" + (" (replace all)" if args.get("replace_all") else "")
     elif name == "recall":
         text = f"recall {args.get('keys', '')}"
+    elif name == "web_fetch":
+        text = f"web_fetch {args.get('url', '')}"
     else:
         shown = ", ".join(f"{key}={value!r}" for key, value in args.items())
         text = f"{name} {shown}"

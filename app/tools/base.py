@@ -32,7 +32,7 @@ One tool call in the turn loop, end to end:
                    else hooks.post_tool_use(call.name, call.args, outcome.content))
     turn_budget.charge(outcome)
 
-Each tool module (`files`, `search`, `shell`, `recall`) declares its own `ToolInfo(spec, kind, handler)`s;
+Each tool module (`files`, `search`, `shell`, `recall`, `web_fetch`) declares its own `ToolInfo(spec, kind, handler)`s;
 `app.tools.registry` gathers them into `TOOLS` / `TOOL_SPECS` and holds `run_tool`. This module is the contract
 they share (the kind drives approvals, `app.tools.approval`).
 """
@@ -49,8 +49,9 @@ from typing import Any, Literal
 from app.model.messages import Image
 from app.model.tools import ToolSpec
 
-ToolKind = Literal["read", "edit", "shell", "recall"]
+ToolKind = Literal["read", "edit", "shell", "recall", "fetch"]
 RecallLookup = Callable[[str], str | None]
+FetchRule = Callable[[str], tuple[str | None, str]]  # a URL → (the deciding rule's kind or None, its reason)
 
 DEFAULT_SHELL_TIMEOUT = 120.0
 MAX_SHELL_TIMEOUT = 600.0
@@ -75,6 +76,16 @@ class ToolContext:
     shell_env_passthrough: tuple[str, ...] = ()  # provider credentials the shell may still see
     credential_env_names: tuple[str, ...] = ()  # the routes' api_key_env: dropped from the shell's env
     read_denied: Callable[[Path], bool] | None = None  # the user's Read deny rules: kept out of every listing
+    fetch_max_bytes: int = 200 * 1024  # web_fetch: text returned at most (web_fetch_max_bytes)
+    fetch_timeout: float = 30.0  # web_fetch: seconds per hop (web_fetch_timeout)
+    fetch_max_redirects: int = 5  # web_fetch: redirects followed (web_fetch_max_redirects)
+    fetch_verify: Any = (
+        True  # web_fetch: httpx `verify=`, the providers' CA bundle (app.ca_bundle.fetch_verify)
+    )
+    fetch_problem: str = ""  # web_fetch: why the configured CA bundle cannot be used ("" when it can)
+    fetch_rule: FetchRule | None = (
+        None  # web_fetch: the WebFetch(domain:…) rules, asked for each redirect hop
+    )
 
     def hides(self, path: Path) -> bool:
         """Does a Read deny rule cover `path`? grep, glob and list_dir leave such files out of what they show."""

@@ -1,7 +1,7 @@
 """The built-in tools: one `ToolInfo(spec, kind, handler)` per tool, declared in its own module, and `run_tool`.
 
     outcome = await run_tool("read_file", {"path": "app/cli.py"}, ctx)   # never raises (see app.tools.base)
-    TOOL_SPECS  → what every request declares, read tools first, then shell, edits, recall
+    TOOL_SPECS  → what every request declares, read tools first, then web_fetch, shell, edits, recall
     READ_TOOLS, EDIT_TOOLS → names by kind, for approvals (app.tools.approval)
 
 Adding a tool: declare its `ToolInfo` in its module's `TOOLS` and list the module in `_MODULES`.
@@ -14,12 +14,18 @@ from collections.abc import Mapping
 from typing import Any
 
 from app.model.tools import ToolSpec
-from app.tools import files, recall, search, shell
+from app.tools import files, recall, search, shell, web_fetch
 from app.tools.base import ToolContext, ToolError, ToolInfo, ToolOutcome, error
 from app.tools.budget import apply_budget
 
-_MODULES = (files, search, shell, recall)
-_KIND_ORDER = ("read", "shell", "edit", "recall")  # the order requests declare them in (stable within a kind)
+_MODULES = (files, search, web_fetch, shell, recall)
+_KIND_ORDER = (
+    "read",
+    "fetch",
+    "shell",
+    "edit",
+    "recall",
+)  # the order requests declare them in (stable within a kind)
 
 TOOLS: Mapping[str, ToolInfo] = {
     info.name: info

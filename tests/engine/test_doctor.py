@@ -66,7 +66,7 @@ NGINX_2K = """    server {
 def test_behind_nginx_whose_cap_is_under_the_floor_the_floor_is_red(
     lab, tmp_path, monkeypatch, capsys, servers
 ):
-    """nginx takes 2 KB: the free probe passes, the route's floor (≈4.4 KB) does not — every chat request
+    """nginx takes 2 KB: the free probe passes, the route's floor (≈5 KB) does not — every chat request
     would be refused, and the doctor says so with nginx's own answer."""
     gateway = servers(start_nginx, lab.port, NGINX_2K)
     _config(tmp_path, monkeypatch, gateway.url)
@@ -76,7 +76,7 @@ def test_behind_nginx_whose_cap_is_under_the_floor_the_floor_is_red(
 
     steps = _lines(capsys)
     assert "HTTP 200" in steps["probe"]
-    assert steps["floor"].startswith("the floor alone (4.")
+    assert steps["floor"].startswith("the floor alone (") and "tools (built-in)" in steps["floor"]
     assert "is refused: payload_too_large" in steps["floor"] and "nginx" in steps["floor"]
     assert "every chat request carries it, so every one would be refused" in steps["floor"]
     text = report.read_text()

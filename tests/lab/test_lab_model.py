@@ -11,7 +11,7 @@ from app.lab.conversation import END_TURN, MAX_TOKENS, TEXT, TOOL_USE, TOOL_USE_
 from app.lab.model import GRAMMAR, filler, respond, summarize
 from app.model.prompts import CONTINUATION, SUMMARY_SYSTEM, SUMMARY_SYSTEM_MARKER
 
-ALL_TOOLS = ["read_file", "list_dir", "grep", "shell", "write_file", "recall"]
+ALL_TOOLS = ["read_file", "list_dir", "grep", "web_fetch", "shell", "write_file", "recall"]
 
 
 def conv(*messages, tools=ALL_TOOLS, max_tokens=4096, system=None):
@@ -56,6 +56,7 @@ def test_the_model_is_deterministic():
         ("!grep 'def main' app", "grep", {"pattern": "def main", "path": "app"}),
         ("!grep TODO", "grep", {"pattern": "TODO", "path": "."}),
         ("!shell ls -la | head -3", "shell", {"command": "ls -la | head -3"}),
+        ("!fetch https://docs.example.com/a?b=1", "web_fetch", {"url": "https://docs.example.com/a?b=1"}),
         ("!write notes.txt hello\\nworld", "write_file", {"path": "notes.txt", "content": "hello\nworld"}),
         (
             "!recall <<ccr:0123456789abcdef>> FEDCBA9876543210",
@@ -166,7 +167,7 @@ def test_echo_answers_the_text_with_its_escapes_decoded():
 
 
 def test_help_and_grammar_constant_name_every_command():
-    for verb in ("!read", "!ls", "!grep", "!shell", "!write", "!recall", "!big", "!cut", "!echo"):
+    for verb in ("!read", "!ls", "!grep", "!shell", "!fetch", "!write", "!recall", "!big", "!cut", "!echo"):
         assert verb in GRAMMAR
         assert verb in model.__doc__
     assert respond(conv(("user", "!help"))).text == GRAMMAR

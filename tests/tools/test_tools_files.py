@@ -34,6 +34,7 @@ def test_every_spec_is_a_valid_json_schema_with_a_description() -> None:
         "list_dir",
         "glob",
         "grep",
+        "web_fetch",
         "shell",
         "write_file",
         "edit_file",

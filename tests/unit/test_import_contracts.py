@@ -50,6 +50,7 @@ def test_the_tool_registry_declares_the_tools_in_the_order_requests_always_had()
         "list_dir",
         "glob",
         "grep",
+        "web_fetch",
         "shell",
         "write_file",
         "edit_file",
@@ -61,7 +62,7 @@ def test_the_tool_registry_declares_the_tools_in_the_order_requests_always_had()
         info.handler.__module__ == f"app.tools.{module}"
         for info, module in zip(
             TOOLS.values(),
-            ["files", "files", "files", "search", "shell", "files", "files", "recall"],
+            ["files", "files", "files", "search", "web_fetch", "shell", "files", "files", "recall"],
             strict=True,
         )
     )
