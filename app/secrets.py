@@ -84,14 +84,14 @@ def _backend_usable() -> tuple[bool, str]:
     try:
         keyring, _, _ = _keyring()
         backend = keyring.get_keyring()
-    except Exception as exc:  # noqa: BLE001 - any import/backend failure means "no keyring"
+    except Exception as exc:  # any import/backend failure means "no keyring"
         return False, f"keyring unavailable ({exc.__class__.__name__})"
     name = type(backend).__name__
     if name in ("Keyring", "NoKeyring") and type(backend).__module__.startswith("keyring.backends.fail"):
         return False, "no keyring backend is installed on this system"
     try:
         priority = getattr(backend, "priority", 1)
-    except Exception:  # noqa: BLE001 - a backend that cannot say its priority is still worth a try
+    except Exception:  # a backend that cannot say its priority is still worth a try
         priority = 1
     if priority <= 0 and "chainer" not in type(backend).__module__:
         return False, f"keyring backend {name} is not usable"
@@ -109,7 +109,7 @@ def get_api_key(provider: str, env_var: str | None = None) -> SecretLookup:
             if value:
                 register_secret(value, f"keyring {provider}")
                 return SecretLookup(value, "keyring")
-        except Exception as exc:  # noqa: BLE001 - a broken backend must never crash the app
+        except Exception as exc:  # a broken backend must never crash the app
             note = f"keyring read failed ({exc.__class__.__name__}); using the environment"
     else:
         note = f"{detail}; using the environment"
@@ -129,7 +129,7 @@ def set_api_key(provider: str, value: str) -> None:
     keyring, keyring_error, _ = _keyring()
     try:
         keyring.set_password(SERVICE, provider, value)
-    except Exception as exc:  # noqa: BLE001 - backends raise all sorts (D-Bus, locked collections)
+    except Exception as exc:  # backends raise all sorts (D-Bus, locked collections)
         raise SecretStoreError(
             f"the keyring refused the key ({exc.__class__.__name__}: {exc}). Export {name} instead."
         ) from None
@@ -145,7 +145,7 @@ def delete_api_key(provider: str) -> bool:
         return True
     except keyring_error:
         return False
-    except Exception as exc:  # noqa: BLE001 - a broken backend is a message, not a traceback
+    except Exception as exc:  # a broken backend is a message, not a traceback
         raise SecretStoreError(
             f"the keyring could not delete the key ({exc.__class__.__name__}: {exc})"
         ) from None

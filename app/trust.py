@@ -55,7 +55,7 @@ class WorkspaceTrust:
         (or the item changed since). An unreadable state file means "not asked yet"."""
         try:
             entry = self._entries(self.state.read()).get(name)
-        except Exception:  # noqa: BLE001 - unreadable state: nothing was approved
+        except Exception:  # unreadable state: nothing was approved
             return None
         if not isinstance(entry, Mapping) or entry.get("fingerprint") != digest:
             return None
@@ -66,7 +66,7 @@ class WorkspaceTrust:
         """Every remembered answer of this workspace: name → {fingerprint, decision, at}."""
         try:
             return {str(k): v for k, v in self._entries(self.state.read()).items() if isinstance(v, Mapping)}
-        except Exception:  # noqa: BLE001 - unreadable state: nothing remembered
+        except Exception:  # unreadable state: nothing remembered
             return {}
 
     def remember(self, items: Mapping[str, str], decision: Decision) -> None:

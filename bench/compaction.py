@@ -30,11 +30,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app.config import Settings  # noqa: E402
-from app.engine.compaction.context import PassContext  # noqa: E402
-from app.engine.compaction.pipeline import run_pipeline  # noqa: E402
-from app.model.messages import Message  # noqa: E402
-from bench.common import SIZES, provider_measure, synthetic_session  # noqa: E402
+from app.config import Settings
+from app.engine.compaction.context import PassContext
+from app.engine.compaction.pipeline import run_pipeline
+from app.model.messages import Message
+from bench.common import SIZES, provider_measure, synthetic_session
 
 FAKE_SUMMARY = (
     "The user and the assistant built and tested the project step by step: files under app/ were "

@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import Output, fmt_bytes, fmt_ms, fmt_ratio, machine_note, median, parser, percentile, ratio  # noqa: E402
+from bench.common import Output, fmt_bytes, fmt_ms, fmt_ratio, machine_note, median, parser, percentile, ratio
 
 SIZES = (32 * 1024, 128 * 1024)
 DELTA_CHARS = 40

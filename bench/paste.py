@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.common import Output, fmt_bytes, fmt_ms, fmt_ratio, machine_note, median, parser, ratio, temp_home  # noqa: E402
+from bench.common import Output, fmt_bytes, fmt_ms, fmt_ratio, machine_note, median, parser, ratio, temp_home
 
 SIZES = (2_000, 20_000)  # lines: ~100 KB and ~1 MB
 WAIT_S = 120.0  # a guard against a hang, never a timing

@@ -57,7 +57,7 @@ def bashlex_commands(command: str) -> object:
 
     try:
         trees = bashlex.parse(command)
-    except Exception:  # noqa: BLE001 - bashlex raises its own errors and NotImplementedError
+    except Exception:  # bashlex raises its own errors and NotImplementedError
         return ERROR
     found: list[list[str | None]] = []
 

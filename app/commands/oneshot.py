@@ -143,11 +143,11 @@ def _open_terminal():
     file, and a terminal is not one (io.UnsupportedOperation).
     """
     try:
-        reader = open("/dev/tty", encoding="utf-8", errors="replace")  # noqa: SIM115 - closed by the caller
+        reader = open("/dev/tty", encoding="utf-8", errors="replace")  # closed by the caller
     except OSError:
         return None
     try:
-        writer = open("/dev/tty", "w", encoding="utf-8", errors="replace")  # noqa: SIM115
+        writer = open("/dev/tty", "w", encoding="utf-8", errors="replace")
     except OSError:
         reader.close()
         return None

@@ -129,7 +129,7 @@ def _prune(store: Store, args) -> int:
 def _confirm(question: str) -> bool | None:
     """Ask on the terminal; None when there is none to ask on."""
     try:
-        tty = open("/dev/tty", "r+", encoding="utf-8")  # noqa: SIM115 - closed below
+        tty = open("/dev/tty", "r+", encoding="utf-8")  # closed below
     except OSError:
         return None
     with tty:

@@ -135,7 +135,7 @@ def network_steps(route: Any, settings: Any, env: Mapping[str, str] | None = Non
         return steps
     try:
         context, source, hint = verify_context(route, settings)
-    except Exception as exc:  # noqa: BLE001 - a CA bundle that does not exist: said as the step's failure
+    except Exception as exc:  # a CA bundle that does not exist: said as the step's failure
         steps.append(Step("tls", "fail", str(exc)))
         return steps
     steps.append(tls_step(_connector(target, proxy, timeout), target, context, source, hint, timeout))
@@ -277,6 +277,6 @@ def walk(
         return steps
     try:
         steps += asyncio.run(_probe_steps(settings, route, api_key, state))
-    except Exception as exc:  # noqa: BLE001 - the doctor reports, never crashes
+    except Exception as exc:  # the doctor reports, never crashes
         steps.append(Step("probe", "fail", f"the probe could not run: {type(exc).__name__}: {exc}"))
     return steps

@@ -152,7 +152,7 @@ class Compactor:
         await session.drain()  # a view commit reads the database: our appends first, off the loop
         try:
             view = session.commit_view(result.messages, result.entries, reason=f"{trigger}:{result.method}")
-        except Exception as exc:  # noqa: BLE001 - the store refused: the old view stays, say so
+        except Exception as exc:  # the store refused: the old view stays, say so
             engine.emit(
                 Notice(f"Compaction could not be saved ({exc}); the history is unchanged.", level="error")
             )

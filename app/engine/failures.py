@@ -32,7 +32,7 @@ from app.engine.failure_input import (
     safe_str,
 )
 from app.engine.failure_phrases import DEFAULT_DROP_THRESHOLD
-from app.engine.failure_rules import (  # noqa: F401 - the kinds are part of this module's API
+from app.engine.failure_rules import (  # the kinds are part of this module's API
     BUILT_IN_RULES,
     Rule,
     Verdict,

@@ -323,7 +323,7 @@ class FallbackChain:
         )
         try:
             return bool(await self.asker(question))
-        except Exception:  # noqa: BLE001 - a broken question means "no": the partial answer stays either way
+        except Exception:  # a broken question means "no": the partial answer stays either way
             return False
 
     def _partial_refused(self, failed: TurnFailed, reason: str, route: str) -> str:

@@ -274,7 +274,7 @@ class HookRunner:
                 )
             )
             raise
-        except Exception as exc:  # noqa: BLE001 - a hook must never break the engine
+        except Exception as exc:  # a hook must never break the engine
             verdict = Verdict(
                 hook_run(
                     spec, event, started, None, "error", f"hook runner error: {type(exc).__name__}: {exc}"
@@ -288,7 +288,7 @@ class HookRunner:
             return
         try:
             self.on_run(run)
-        except Exception:  # noqa: BLE001 - a broken listener must not break hooks
+        except Exception:  # a broken listener must not break hooks
             pass
 
     # -- one method per event, so the fields are always the right ones ----------------------------

@@ -40,12 +40,12 @@ async def list_route_models(
         error = f"no answer in {timeout:g} s (model_list_timeout)"
     except NotImplementedError as exc:
         error = str(exc)
-    except Exception as exc:  # noqa: BLE001 - one route's failure is a line in the picker, not a crash
+    except Exception as exc:  # one route's failure is a line in the picker, not a crash
         error = describe_failure(exc)
     finally:
         try:
             await provider.aclose()
-        except Exception:  # noqa: BLE001 - closing is best effort
+        except Exception:  # closing is best effort
             pass
     ids = {model.id for model in listed}
     if route.model not in ids:  # the configured model is always offered, listed or not

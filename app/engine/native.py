@@ -213,7 +213,7 @@ class NativeContext:
         entries = archiver.entries
         try:
             new_view = session.commit_view(messages, entries, reason="provider:edits")
-        except Exception as exc:  # noqa: BLE001 - the store refused: keep the old view, say so
+        except Exception as exc:  # the store refused: keep the old view, say so
             engine.emit(
                 Notice(f"The provider's cleared tool results could not be mirrored ({exc}).", level="warn")
             )
@@ -320,7 +320,7 @@ class NativeContext:
         before, after = engine.measure(view), engine.measure(messages)
         try:
             new_view = session.commit_view(messages, entries, reason=f"{trigger}:provider")
-        except Exception as exc:  # noqa: BLE001 - the store refused: the old view stays, say so
+        except Exception as exc:  # the store refused: the old view stays, say so
             engine.emit(
                 Notice(
                     f"The provider's compaction could not be saved ({exc}); the history is unchanged.",

@@ -45,7 +45,7 @@ def endpoint_lines(state: State, endpoint: str) -> tuple[str, ...]:
     """The endpoint's profile in short lines for the Payload panel (none when nothing is known)."""
     try:
         return tuple(profile_lines(load_profile(state, endpoint)))
-    except Exception:  # noqa: BLE001 - an unreadable state file: nothing to show
+    except Exception:  # an unreadable state file: nothing to show
         return ()
 
 
@@ -150,13 +150,13 @@ async def confirm_workspace_gateways(engine: Any, ask: AskGateways | None) -> st
         return None
     try:
         answer = await ask(pending)
-    except Exception:  # noqa: BLE001 - a broken question is "not now"
+    except Exception:  # a broken question is "not now"
         answer = None
     if answer not in ("allow", "deny"):
         return None
     try:
         lines = answer_gateways_file(engine.state, pending, "allow" if answer == "allow" else "deny")
-    except Exception as exc:  # noqa: BLE001 - a broken file costs its profiles, never the session
+    except Exception as exc:  # a broken file costs its profiles, never the session
         engine.emit(
             Notice(display_line(f"could not read {WORKSPACE_FILE}: {exc}"), level="warn", code="gateways")
         )
@@ -177,7 +177,7 @@ def workspace_gateway_notices(engine: Any) -> list[tuple[Any, str]]:
 
     try:
         notices = sync_workspace_gateways(engine.state, engine.workspace)
-    except Exception as exc:  # noqa: BLE001 - a broken file costs its profiles, never the session
+    except Exception as exc:  # a broken file costs its profiles, never the session
         return [("warn", f"could not read the workspace's gateway profiles: {exc}")]
     if notices:
         apply_profile(engine.provider, engine.state)

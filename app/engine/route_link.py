@@ -105,7 +105,7 @@ class RouteLink:
             accepted, refused = self.host.session.store.route_sizes(
                 self.host.session.id, route.name, route.provider
             )
-        except Exception:  # noqa: BLE001 - evidence is a help, never a reason to fail a turn
+        except Exception:  # evidence is a help, never a reason to fail a turn
             accepted, refused = None, None
         evidence.accepted(accepted)
         evidence.refused(refused)

@@ -218,7 +218,7 @@ class Sender:
             return None
         try:
             return self.floor_bytes()
-        except Exception:  # noqa: BLE001 - a floor that cannot be measured only weakens the judgement
+        except Exception:  # a floor that cannot be measured only weakens the judgement
             return None
 
     def _count_request(self) -> None:
@@ -412,7 +412,7 @@ class Sender:
         observation = StreamObservation(timing.started, tuple(timing.arrivals), failed_at, cut)
         try:
             self.on_stream(observation)
-        except Exception:  # noqa: BLE001 - remembering a quirk never breaks a request
+        except Exception:  # remembering a quirk never breaks a request
             pass
 
     def _check_cap(self, request: Request) -> None:

@@ -438,7 +438,7 @@ class ToolRunner:
                 answer = await self.approver(name, args, why)
         except asyncio.CancelledError:
             raise
-        except Exception:  # noqa: BLE001 - a broken prompt means "no"
+        except Exception:  # a broken prompt means "no"
             return "deny", ""
         finally:
             self.always = None

@@ -57,7 +57,7 @@ async def confirm_rule_files(
         return None
     try:
         answer = await ask(pending)
-    except Exception:  # noqa: BLE001 - a broken question is "not now"
+    except Exception:  # a broken question is "not now"
         answer = None
     names = ", ".join(file.relative for file in pending)
     if answer == "allow":

@@ -109,7 +109,7 @@ class SessionWriter:
             else:
                 try:
                     run()
-                except Exception:  # noqa: BLE001 - best effort by contract (events, transcript, drafts)
+                except Exception:  # best effort by contract (events, transcript, drafts)
                     pass
             return
         with self._cond:
@@ -137,7 +137,7 @@ class SessionWriter:
                 item = self._queue[0]
             try:
                 item.run()
-            except BaseException as exc:  # noqa: BLE001 - kept for the next drain (required) or dropped
+            except BaseException as exc:  # kept for the next drain (required) or dropped
                 if item.required:
                     with self._cond:
                         self._failure = exc
@@ -226,5 +226,5 @@ def _flush_at_exit() -> None:
     for writer in list(_live):
         try:
             writer.flush()
-        except Exception:  # noqa: BLE001 - nothing more can be done at exit; the store said why
+        except Exception:  # nothing more can be done at exit; the store said why
             pass

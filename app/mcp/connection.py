@@ -364,7 +364,7 @@ class McpConnection:
                 runner.cancel()
                 with contextlib.suppress(BaseException):
                     await runner
-            except Exception:  # noqa: BLE001 - already reported by the runner
+            except Exception:  # already reported by the runner
                 pass
         self._runner = None
 
@@ -399,7 +399,7 @@ class McpConnection:
                 ServerState.FAILED, f"did not answer within {self.startup_timeout:g} s (mcp_startup_timeout)"
             )
             return
-        except BaseException as exc:  # noqa: BLE001 - anything the SDK or the server does is a failure
+        except BaseException as exc:  # anything the SDK or the server does is a failure
             self._client = None
             if isinstance(exc, KeyboardInterrupt | SystemExit):
                 raise
@@ -559,7 +559,7 @@ class McpConnection:
         except (OSError, ConnectionError) as exc:
             self._lost(describe_error(exc))
             raise McpCallError(f"{self.name}: connection lost: {describe_error(exc)}", lost=True) from exc
-        except Exception as exc:  # noqa: BLE001 - a result the SDK could not read, a transport error
+        except Exception as exc:  # a result the SDK could not read, a transport error
             if type(exc).__name__ in ("ConnectError", "RemoteProtocolError", "ReadError"):
                 self._lost(describe_error(exc))
                 raise McpCallError(f"{self.name}: connection lost: {describe_error(exc)}", lost=True) from exc

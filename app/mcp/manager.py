@@ -189,7 +189,7 @@ class McpManager:
             answer = await ask(waiting)
         except asyncio.CancelledError:
             raise
-        except Exception:  # noqa: BLE001 - a broken prompt is "not now"
+        except Exception:  # a broken prompt is "not now"
             answer = None
         await self.answer(waiting, answer)
 
@@ -308,8 +308,8 @@ class McpManager:
 def _import_sdk() -> bool:
     """Import the SDK (called in a thread: it takes ~0.6 s). False when it is not installed."""
     try:
-        import mcp  # noqa: F401
-        import mcp.client.stdio  # noqa: F401
+        import mcp
+        import mcp.client.stdio
         import mcp.client.streamable_http  # noqa: F401
     except ImportError:
         return False

@@ -41,7 +41,7 @@ def price_usd(usage: Usage, model: str, provider: str) -> float | None:
             provider_id=provider_id,
         )
         return float(result.total_price)
-    except Exception:  # noqa: BLE001 - LookupError for unknown models, anything else: still unpriced
+    except Exception:  # LookupError for unknown models, anything else: still unpriced
         return None
 
 

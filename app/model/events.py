@@ -434,6 +434,6 @@ class EventBus:
         for subscriber in list(self._subscribers):
             try:
                 subscriber(event)
-            except Exception as exc:  # noqa: BLE001 - a broken front end must not break the engine
+            except Exception as exc:  # a broken front end must not break the engine
                 self.errors.append(exc)
                 del self.errors[: -self.MAX_ERRORS]  # a subscriber failing on every event: keep the latest

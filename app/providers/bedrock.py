@@ -338,7 +338,7 @@ class BedrockProvider(Provider):
         if client is not None:
             try:
                 client.close()
-            except Exception:  # noqa: BLE001 - closing is best effort
+            except Exception:  # closing is best effort
                 pass
 
     async def aclose(self) -> None:
@@ -346,7 +346,7 @@ class BedrockProvider(Provider):
         if client is not None:
             try:
                 client.close()
-            except Exception:  # noqa: BLE001 - closing is best effort
+            except Exception:  # closing is best effort
                 pass
 
     # -- probing --------------------------------------------------------------------------------
@@ -389,7 +389,7 @@ class BedrockProvider(Provider):
 
         try:
             await asyncio.to_thread(work)
-        except Exception as exc:  # noqa: BLE001 - every SDK failure becomes a ProviderError
+        except Exception as exc:  # every SDK failure becomes a ProviderError
             await asyncio.to_thread(self._fresh_connection)
             raise bedrock_error(exc, exchange, in_stream=False) from exc
         return ProbeReply(exchange.status or 200, exchange.actual_bytes)
@@ -455,7 +455,7 @@ class BedrockProvider(Provider):
 
         try:
             return await asyncio.to_thread(work)
-        except Exception as exc:  # noqa: BLE001 - every SDK failure becomes a ProviderError
+        except Exception as exc:  # every SDK failure becomes a ProviderError
             raise bedrock_error(exc, Exchange(), in_stream=False) from exc
 
     # -- streaming ----------------------------------------------------------------------------
@@ -485,7 +485,7 @@ class BedrockProvider(Provider):
                             break
                         post("event", event)
                 post("end", None)
-            except Exception as exc:  # noqa: BLE001 - handed to the event loop, wrapped there
+            except Exception as exc:  # handed to the event loop, wrapped there
                 self._fresh_connection()
                 post("error", exc)
             finally:
@@ -493,7 +493,7 @@ class BedrockProvider(Provider):
                 if events is not None:
                     try:
                         events.close()
-                    except Exception:  # noqa: BLE001
+                    except Exception:
                         pass
 
         threading.Thread(target=work, name=f"bedrock-{self.route.name}", daemon=True).start()
@@ -507,7 +507,7 @@ class BedrockProvider(Provider):
                         events = parser.feed(value)
                     except ProviderError:
                         raise
-                    except Exception as exc:  # noqa: BLE001
+                    except Exception as exc:
                         raise wrap_unknown(self.kind, exc, exchange, in_stream=True) from exc
                     for event in events:
                         yield event
@@ -537,7 +537,7 @@ def _register_credentials(session: Any) -> None:
     try:
         credentials = session.get_credentials()
         frozen = credentials.get_frozen_credentials() if credentials is not None else None
-    except Exception:  # noqa: BLE001 - no credentials yet: the request will say so
+    except Exception:  # no credentials yet: the request will say so
         return
     if frozen is not None:
         register_secret(frozen.access_key, "AWS access key id")

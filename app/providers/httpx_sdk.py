@@ -77,7 +77,7 @@ class HttpxSdkProvider(Provider):
                     importlib.import_module, self.sdk_module
                 )  # never block the loop on it
             client = self._client_for_loop()
-        except Exception as exc:  # noqa: BLE001 - e.g. no credentials: still provider-origin
+        except Exception as exc:  # e.g. no credentials: still provider-origin
             raise wrap_unknown(self.kind, exc, exchange, in_stream=False) from exc
         self._users[id(client)] = self._users.get(id(client), 0) + 1
         return client
@@ -111,7 +111,7 @@ class HttpxSdkProvider(Provider):
         token = CURRENT_EXCHANGE.set(exchange)
         try:
             return await call(client)
-        except Exception as exc:  # noqa: BLE001 - every SDK failure becomes a ProviderError
+        except Exception as exc:  # every SDK failure becomes a ProviderError
             self._fresh_connection()
             raise sdk_error(self.kind, exc, exchange, in_stream=False, type_attrs=self.type_attrs) from exc
         finally:
@@ -174,7 +174,7 @@ class HttpxSdkProvider(Provider):
         if "event-stream" not in content_type.lower():
             try:
                 raw = await response.aread()
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 raise sdk_error(self.kind, exc, exchange, in_stream=True, type_attrs=self.type_attrs) from exc
             finally:
                 await close_quietly(result)
@@ -189,7 +189,7 @@ class HttpxSdkProvider(Provider):
                     yield event
         except ProviderError:
             raise
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise sdk_error(self.kind, exc, exchange, in_stream=True, type_attrs=self.type_attrs) from exc
         finally:
             await close_quietly(result)
@@ -200,5 +200,5 @@ class HttpxSdkProvider(Provider):
 async def _close(client: Any) -> None:
     try:
         await client.close()
-    except Exception:  # noqa: BLE001 - closing is best effort
+    except Exception:  # closing is best effort
         pass

@@ -66,7 +66,7 @@ class LabProvider(AnthropicProvider):
         if not self.route.base_url and self.lab is None:
             try:
                 await asyncio.to_thread(self._start_once)
-            except Exception as exc:  # noqa: BLE001 - the lab is this provider's server
+            except Exception as exc:  # the lab is this provider's server
                 raise wrap_unknown(self.kind, exc, Exchange(), in_stream=False) from exc
 
     async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:

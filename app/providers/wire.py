@@ -263,7 +263,7 @@ async def httpx_request_hook(request: Any) -> None:
         return
     try:
         size = len(request.content)
-    except Exception:  # noqa: BLE001 - a streaming body has no content yet
+    except Exception:  # a streaming body has no content yet
         size = _content_length(request.headers)
     exchange.saw_request(size, request.headers)
 
@@ -417,7 +417,7 @@ def sdk_error(
     if response is not None and not in_stream:
         try:
             body = decode_body(response.content, ERROR_BODY_LIMIT)
-        except Exception:  # noqa: BLE001 - a streamed response that was never read
+        except Exception:  # a streamed response that was never read
             body = None
     if not body:
         body = _body_text(getattr(exc, "body", None))
@@ -425,7 +425,7 @@ def sdk_error(
     if request_bytes is None:
         try:
             request_bytes = len(exc.request.content)  # type: ignore[attr-defined]
-        except Exception:  # noqa: BLE001 - not every exception carries a request
+        except Exception:  # not every exception carries a request
             request_bytes = None
     error_type = None
     for attr in type_attrs:
@@ -587,7 +587,7 @@ class StreamParser:
             return self._feed(event)
         except ProviderError:
             raise
-        except Exception as exc:  # noqa: BLE001 - any unreadable event is the stream's failure
+        except Exception as exc:  # any unreadable event is the stream's failure
             raise wrap_unknown(self.provider, exc, self.exchange, in_stream=True) from exc
 
     def finish(self) -> list[StreamEvent]:
@@ -595,7 +595,7 @@ class StreamParser:
             return self._finish()
         except ProviderError:
             raise
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise wrap_unknown(self.provider, exc, self.exchange, in_stream=True) from exc
 
     def _feed(self, event: Any) -> list[StreamEvent]:
@@ -646,5 +646,5 @@ async def close_quietly(result: Any) -> None:
         return
     try:
         await close()
-    except Exception:  # noqa: BLE001 - best effort
+    except Exception:  # best effort
         pass

@@ -121,7 +121,7 @@ def html_to_text(html: str, base_url: str = "") -> str:
     try:
         reader.feed(html)
         reader.close()
-    except Exception:  # noqa: BLE001 - html.parser is lenient; a page it still chokes on keeps what was read
+    except Exception:  # html.parser is lenient; a page it still chokes on keeps what was read
         pass
     reader.flush()
     title = _SPACES.sub(" ", reader.title).strip()

@@ -35,7 +35,7 @@ async def recall(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     for key in keys:
         try:
             content = ctx.recall(key)
-        except Exception as exc:  # noqa: BLE001 - a broken archive is a tool error, not a crash
+        except Exception as exc:  # a broken archive is a tool error, not a crash
             problems[key] = f"[archive lookup failed: {type(exc).__name__}: {exc}]"
             continue
         if content is None:

@@ -117,7 +117,7 @@ async def run_tool(name: str, args: Mapping[str, Any] | None, ctx: ToolContext) 
         outcome = error(f"{name}: {exc}")
     except asyncio.CancelledError:
         raise
-    except Exception as exc:  # noqa: BLE001 - a bug in a tool must not end the turn
+    except Exception as exc:  # a bug in a tool must not end the turn
         outcome = error(f"{name} failed unexpectedly: {type(exc).__name__}: {exc}")
     if outcome.preserve_verbatim or name in NEVER_BUDGETED:
         return outcome

@@ -261,7 +261,7 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
             return True
         try:
             return not self.screen_stack
-        except Exception:  # noqa: BLE001 - the mode's stack is gone: shut down
+        except Exception:  # the mode's stack is gone: shut down
             return True
 
     async def on_event(self, event: events.Event) -> None:
@@ -438,7 +438,7 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
             self.engine = None
             try:
                 await asyncio.wait_for(engine.close("exit"), timeout=5)
-            except Exception as exc:  # noqa: BLE001 - quitting goes on; a save that failed is said on the terminal
+            except Exception as exc:  # quitting goes on; a save that failed is said on the terminal
                 from app.store import StoreError
 
                 if isinstance(exc, StoreError):

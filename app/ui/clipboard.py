@@ -88,7 +88,7 @@ def copy_text(app, text: str, *, which: Callable[[str], str | None] = shutil.whi
     try:
         app.copy_to_clipboard(text)
         osc52 = getattr(app, "_driver", None) is not None and not getattr(app, "is_headless", False)
-    except Exception as exc:  # noqa: BLE001 - a clipboard failure is a toast, not a crash
+    except Exception as exc:  # a clipboard failure is a toast, not a crash
         error = str(exc)
     tool, tool_error = system_copy(text, which=which)
     return CopyResult(osc52=osc52, system_tool=tool, error=tool_error or error)

@@ -18,7 +18,7 @@ class Copying:
         try:
             self.copy_to_clipboard(text)
             osc52 = not self.is_headless
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             error = str(exc)
         self._system_copy(text, what, osc52, error)
 

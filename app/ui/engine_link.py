@@ -297,7 +297,7 @@ class EngineLink:
             try:
                 session.complete()  # (or something on the loop did already: the same messages)
                 entries = entries_from_messages(session.master[: session.head_count])
-            except Exception as exc:  # noqa: BLE001 - said in the chat; whatever needs them says it again
+            except Exception as exc:  # said in the chat; whatever needs them says it again
                 with contextlib.suppress(Exception):
                     self.call_from_thread(self._head_unreadable, coming, exc)
                 return
@@ -388,7 +388,7 @@ class EngineLink:
     async def _render_event(self, event: Event) -> None:
         try:
             self.inspector.dispatch(event)
-        except Exception as exc:  # noqa: BLE001 - a panel bug must not stop the chat
+        except Exception as exc:  # a panel bug must not stop the chat
             self.log.error(f"inspector failed on {event.type}: {exc!r}")
         await self.chat.handle(event)
         if isinstance(event, CompactionPhase) and self.busy:

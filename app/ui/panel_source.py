@@ -21,7 +21,7 @@ def panel_source(engine: Engine) -> PanelSource:
     """What the panels may read of `engine`'s session (its report is None on a half-built engine)."""
     try:
         report = display_data(engine.context_report())
-    except Exception:  # noqa: BLE001 - a half-built engine: the panels keep their empty state
+    except Exception:  # a half-built engine: the panels keep their empty state
         report = None
     session = engine.session
     return PanelSource(

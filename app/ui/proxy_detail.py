@@ -139,7 +139,7 @@ def proxy_why(record: ProxyRecord, row: dict[str, Any]) -> str:
 def stored_preview(store: Any, record_id: str) -> str:
     try:
         rows = store.query("SELECT body_preview FROM requests WHERE id = ?", (record_id,))
-    except Exception:  # noqa: BLE001 - a busy or closed database: the record without its preview
+    except Exception:  # a busy or closed database: the record without its preview
         return ""
     return str(rows[0]["body_preview"] or "") if rows else ""
 

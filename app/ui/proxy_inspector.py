@@ -135,7 +135,7 @@ class ProxyInspector(Vertical):
         for handler in handlers:
             try:
                 handler(event)
-            except Exception as exc:  # noqa: BLE001 - a panel bug must not take the proxy's view down
+            except Exception as exc:  # a panel bug must not take the proxy's view down
                 self.errors.append(exc)
                 self.log.error(f"proxy inspector panel failed on {event.type}: {exc!r}")
 

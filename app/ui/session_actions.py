@@ -148,7 +148,7 @@ async def write_har(app: Host, session, path: Path) -> Path | None:
         text = json_text(data, indent=1)
         await asyncio.to_thread(atomic_write, path, text, 0o600)
         return path
-    except Exception as exc:  # noqa: BLE001 - a HAR failure must not lose the Markdown export
+    except Exception as exc:  # a HAR failure must not lose the Markdown export
         app.notify(f"HAR export failed: {exc}", severity="error")
     return None
 

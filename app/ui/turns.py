@@ -284,7 +284,7 @@ class TurnControl:
             preview = await asyncio.to_thread(
                 preview_change, name, args, workspace, max_lines=self.settings.approval_preview_lines
             )
-        except Exception:  # noqa: BLE001 - a preview that fails leaves the card as it was (arguments shown)
+        except Exception:  # a preview that fails leaves the card as it was (arguments shown)
             preview = None
         self.post_message(
             ApprovalAsked(

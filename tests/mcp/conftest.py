@@ -14,14 +14,14 @@ import pytest
 
 pytest.importorskip("mcp", reason="the mcp SDK is not installed (python3 -m pip install 'mcp>=2.3,<3')")
 
-from app.config import Route, Settings  # noqa: E402
-from app.config_mcp import McpServerSpec  # noqa: E402
-from app.engine.session import Session  # noqa: E402
-from app.engine.turn import Engine  # noqa: E402
-from app.mcp.manager import McpManager  # noqa: E402
-from app.providers.factory import make_provider  # noqa: E402
-from app.state import State  # noqa: E402
-from app.store import Store  # noqa: E402
+from app.config import Route, Settings
+from app.config_mcp import McpServerSpec
+from app.engine.session import Session
+from app.engine.turn import Engine
+from app.mcp.manager import McpManager
+from app.providers.factory import make_provider
+from app.state import State
+from app.store import Store
 
 DEMO = Path(__file__).with_name("demo_server.py")
 FAKE_KEY = "sk-ant-FAKE-test-key"

@@ -31,7 +31,7 @@ KEY = "sk-ant-api03-passes-through-0123456789"
 class Recorder(BaseHTTPRequestHandler):
     seen: list[dict[str, Any]] = []
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+    def do_POST(self) -> None:  # http.server's naming
         body = self.rfile.read(int(self.headers.get("content-length") or 0))
         Recorder.seen.append({"path": self.path, "headers": list(self.headers.items()), "body": body})
         answer = json.dumps(

@@ -156,7 +156,7 @@ def _integrity_problems(home: Path) -> list[str]:
                 for key in markers_in(message.all_text()):
                     if store.archive_get(key, session.id) is None:
                         problems.append(f"marker <<ccr:{key}>> in {message.id} does not resolve")
-    except Exception as exc:  # noqa: BLE001 - reported as a problem
+    except Exception as exc:  # reported as a problem
         problems.append(f"Session.load failed: {exc!r}")
     finally:
         store.close()

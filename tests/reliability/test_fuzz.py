@@ -286,7 +286,7 @@ def _load(text: str | bytes) -> tuple[Path, Settings | ConfigError | BaseExcepti
             return path, load_settings(path, env={})
         except ConfigError as exc:
             return path, exc
-        except Exception as exc:  # noqa: BLE001 - reported by the caller
+        except Exception as exc:  # reported by the caller
             return path, exc
 
 
@@ -1118,7 +1118,7 @@ def _decode(data: bytes) -> list[tuple[dict[str, str], bytes]] | EventStreamErro
         return list(decode_frames(data))
     except EventStreamError as exc:
         return exc
-    except Exception as exc:  # noqa: BLE001 - judged by the caller
+    except Exception as exc:  # judged by the caller
         return exc
 
 

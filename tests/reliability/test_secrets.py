@@ -331,7 +331,7 @@ ECHO_CORES = {"GRUEBLEEN", "PASS-QUENDOR", "GATEWAY-KEY-ZORKMID", "FLATHEADgithu
 class EchoHandler(BaseHTTPRequestHandler):
     """A gateway that quotes the credentials it received: in an error body and in `x-echo-authorization`."""
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+    def do_POST(self) -> None:  # http.server's naming
         length = int(self.headers.get("content-length") or 0)
         self.rfile.read(length)
         received = {
@@ -508,7 +508,7 @@ base_url = "{fresh_lab.url}"
 class CutHandler(BaseHTTPRequestHandler):
     """A gateway whose 400 quotes the key just where the evidence is cut (80 characters in)."""
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+    def do_POST(self) -> None:  # http.server's naming
         self.rfile.read(int(self.headers.get("content-length") or 0))
         said = f"upstream refused {'x' * 40} {ANTHROPIC_ENV_KEY} for this request"
         data = json.dumps(

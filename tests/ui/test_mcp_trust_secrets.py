@@ -14,7 +14,7 @@ from tests.ui.test_app import SIZE, make_app
 
 pytest.importorskip("mcp", reason="the mcp SDK is not installed")
 
-from tests.mcp.conftest import DEMO  # noqa: E402
+from tests.mcp.conftest import DEMO
 
 TOKEN = "ghp_FAKEtoken0123456789abcdef"
 

@@ -17,7 +17,7 @@ from tests.ui.test_app import SIZE, make_app, send
 
 pytest.importorskip("mcp", reason="the mcp SDK is not installed")
 
-from tests.mcp.conftest import DEMO, demo_spec  # noqa: E402
+from tests.mcp.conftest import DEMO, demo_spec
 
 
 def servers_ready(app) -> bool:

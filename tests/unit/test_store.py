@@ -577,7 +577,7 @@ def test_store_is_usable_from_threads(store):
         try:
             for i in range(20):
                 store.append_message(sid, Message.create("user", f"{n}-{i}"), vid)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]

@@ -110,7 +110,7 @@ async def _ask_engine(
         raise
     except TimeoutError:
         return None, f"no answer within {engine.timeout:g} s"
-    except Exception as exc:  # noqa: BLE001 - the engine's failure is a fallback, never a crash
+    except Exception as exc:  # the engine's failure is a fallback, never a crash
         return None, (str(exc) or type(exc).__name__)[:300]
     if not (reply or "").strip():
         return None, "empty answer"

@@ -102,7 +102,7 @@ class MemoryWorker:
             engine.session.commit_guard = self
             try:  # a session it has not seen is read from here on (a new one: from its start)
                 self.journal.begin(engine.session.id, engine.session.master_len() - 1)
-            except Exception as exc:  # noqa: BLE001 - a full disk: no memory this time, said once
+            except Exception as exc:  # a full disk: no memory this time, said once
                 self.mode = "off"
                 engine.session.commit_guard = None
                 engine.emit(Notice(f"memory worker off for this session: {exc}", level="warn", code="memory"))
@@ -190,7 +190,7 @@ class MemoryWorker:
                 await self.catch_up(live=True)
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:  # noqa: BLE001 - the worker never breaks a session; it says why once
+            except Exception as exc:  # the worker never breaks a session; it says why once
                 self.engine.emit(Notice(f"memory worker stopped for now: {exc}", level="warn", code="memory"))
                 return
             if not self._again:
@@ -202,7 +202,7 @@ class MemoryWorker:
             return
         try:
             await self.catch_up(live=False)
-        except Exception as exc:  # noqa: BLE001 - the segment stays queued: the next session reads it
+        except Exception as exc:  # the segment stays queued: the next session reads it
             self.engine.emit(
                 Notice(
                     f"memory: a queued segment stays queued for the next session — {exc}",

@@ -109,7 +109,7 @@ class ModelScreen(ModalScreen[tuple[str, str] | None]):
     async def _load(self, route: Any) -> None:
         try:
             found = await self.load(route)
-        except Exception as exc:  # noqa: BLE001 - shown on the route's line
+        except Exception as exc:  # shown on the route's line
             self._loaded(route, [], f"{type(exc).__name__}: {exc}")
             return
         self._loaded(route, list(found.models), found.error)
@@ -183,7 +183,7 @@ class ModelScreen(ModalScreen[tuple[str, str] | None]):
     def _highlighted(self) -> tuple[str, str] | None:
         try:
             row = self.table.cursor_row
-        except Exception:  # noqa: BLE001 - before the table has rows
+        except Exception:  # before the table has rows
             return None
         if 0 <= row < len(self.shown) and not self.shown[row]["error"]:
             return self.shown[row]["route"], self.shown[row]["model"]

@@ -238,7 +238,7 @@ class SessionsScreen(ModalScreen[str | None]):
         try:
             ids = set(self.actions.search(text))
             error = ""
-        except Exception as exc:  # noqa: BLE001 - a search that fails says so and filters by title only
+        except Exception as exc:  # a search that fails says so and filters by title only
             ids, error = set(), f"searching the messages failed: {exc}"
         self.app.call_from_thread(self._searched, text, ids, error)
 
@@ -290,7 +290,7 @@ class SessionsScreen(ModalScreen[str | None]):
             return
         try:
             title = self.actions.rename(row["id"], self.rename_box.value)
-        except Exception as exc:  # noqa: BLE001 - shown, the old title stays
+        except Exception as exc:  # shown, the old title stays
             self.status = f"not renamed: {exc}"
         else:
             row["title"] = title
@@ -324,7 +324,7 @@ class SessionsScreen(ModalScreen[str | None]):
             return
         try:
             self.actions.delete(row["id"])
-        except Exception as exc:  # noqa: BLE001 - e.g. another bulkhead holds it: say so, keep the row
+        except Exception as exc:  # e.g. another bulkhead holds it: say so, keep the row
             self.status = f"not deleted: {exc}"
         else:
             self.every_session = [r for r in self.every_session if r["id"] != row["id"]]

@@ -243,7 +243,7 @@ def trim_table(table: DataTable, order: deque[str], max_rows: int) -> None:
         key = order.popleft()
         try:
             table.remove_row(key)
-        except Exception:  # noqa: BLE001 - already gone (cleared by a reload)
+        except Exception:  # already gone (cleared by a reload)
             pass
 
 

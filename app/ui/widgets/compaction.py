@@ -142,7 +142,7 @@ before the last compaction.
             return
         try:
             rows = await asyncio.to_thread(store.list_events, session_id, "compaction")
-        except Exception:  # noqa: BLE001 - a damaged history leaves the panel empty, the session usable
+        except Exception:  # a damaged history leaves the panel empty, the session usable
             return
         if not self.alive or self.store is not store or self.history:
             return  # removed, rebound, or live compactions arrived meanwhile (they are newer)

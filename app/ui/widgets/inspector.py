@@ -162,7 +162,7 @@ always in view; **Compaction**, **Archive**, **Requests**, **Hooks** and **Cost*
         for handler in handlers:
             try:
                 handler(event)
-            except Exception as exc:  # noqa: BLE001 - a panel bug must not take the chat down
+            except Exception as exc:  # a panel bug must not take the chat down
                 self.errors.append(exc)
                 self.log.error(f"inspector panel failed on {event.type}: {exc!r}")
 

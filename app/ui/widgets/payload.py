@@ -265,7 +265,7 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
             return
         try:
             rows = await asyncio.to_thread(store.list_requests, self.session_id)
-        except Exception:  # noqa: BLE001 - no history is not an error
+        except Exception:  # no history is not an error
             return
         if not self.alive or self.store is not store or self.sparkline.samples:
             return  # removed, rebound, or live requests arrived meanwhile (they are newer)
