@@ -189,9 +189,8 @@ class ToolRunner:
             return await run_tool(call.name, args, ctx)
         why = f"@{args.get('path', '')} is outside the workspace ({outside[0]})"
         offer = self.offer(call.name, args, "mention")
-        approved = (await self.ask(call.name, args, f"{why}: attach it?", offer, call_id=call.id))[
-            0
-        ] != "deny"
+        answer, _said = await self.ask(call.name, args, f"{why}: attach it?", offer, call_id=call.id)
+        approved = answer != "deny"
         self.host.emit(
             ToolApproval(
                 call_id=call.id, name=call.name, decision="approved" if approved else "denied", reason=why
