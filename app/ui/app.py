@@ -206,10 +206,13 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         prompt.slash_extra = self.custom_completions
         prompt.focus()
         self.call_later(self._replay_early_keys)
-        if self.initial_prompt:  # through the prompt: a slash command runs, a message waits for the session
+        if (
+            self.initial_prompt
+        ):  # through the prompt: a message waits for the session, a command runs once it is open
             prompt.set_text(self.initial_prompt)
-            self.initial_prompt = ""
-            self.call_later(prompt.action_submit)
+            if not self.initial_prompt.lstrip().startswith("/"):
+                self.initial_prompt = ""
+                self.call_later(prompt.action_submit)
         self.open_engine(
             resume=self.resume,
             continue_=self.continue_,
@@ -319,6 +322,13 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
 
     def action_help(self) -> None:
         view_actions.open_help(self)
+
+    def submit_initial_command(self) -> None:
+        """`bulkhead "/approval auto-edit"`: the slash command runs when the session has opened (as if typed then),
+        unless the prompt was edited meanwhile."""
+        command, self.initial_prompt = self.initial_prompt, ""
+        if command and self.prompt.text == command:
+            self.prompt.action_submit()
 
     def prefill_prompt(self, text: str) -> None:
         self.prompt.set_text(text)

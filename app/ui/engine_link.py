@@ -271,6 +271,7 @@ class EngineLink:
         if engine.mcp is not None:
             self._start_mcp(engine)
         self.send_waiting()
+        self.submit_initial_command()
 
     def _import_sdk_when_drawn(self, provider: str, warm: Callable[[], None] | None = None) -> None:
         """Import the route's SDK (0.6–1.6 s of CPU) in a thread once the session is on screen: it shares the
