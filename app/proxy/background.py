@@ -20,7 +20,6 @@ import asyncio
 import contextlib
 import dataclasses
 import multiprocessing
-import os
 import queue
 import signal
 import threading
@@ -225,16 +224,7 @@ async def _serve(
         session.close()
         store.close()
         return
-    announced = runfile.announce(
-        {
-            "pid": os.getpid(),
-            "url": url,
-            "session_id": session.id,
-            "upstream": options.upstream.label,
-            "modes": list(options.modes),
-            "started_at": session.started_at,
-        }
-    )
+    announced = runfile.announce_proxy(url, session, options)
     outbox.put(("started", url, session.id))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

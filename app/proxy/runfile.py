@@ -29,6 +29,21 @@ def announce(info: dict[str, Any]) -> Path:
     return path
 
 
+def announce_proxy(url: str, session: Any, options: Any) -> Path:
+    """This process's announcement as a running proxy (`proxy status` reads it): where it listens, its
+    session (`ProxySession`), its upstream and modes (`ProxyOptions`)."""
+    return announce(
+        {
+            "pid": os.getpid(),
+            "url": url,
+            "session_id": session.id,
+            "upstream": options.upstream.label,
+            "modes": list(options.modes),
+            "started_at": session.started_at,
+        }
+    )
+
+
 def withdraw(path: Path) -> None:
     with contextlib.suppress(OSError):
         path.unlink()

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
-import os
 import signal
 import sys
 from dataclasses import dataclass
@@ -153,16 +152,7 @@ async def _serve(
         ),
         flush=True,
     )
-    announced = runfile.announce(
-        {
-            "pid": os.getpid(),
-            "url": url,
-            "session_id": session.id,
-            "upstream": options.upstream.label,
-            "modes": list(options.modes),
-            "started_at": session.started_at,
-        }
-    )
+    announced = runfile.announce_proxy(url, session, options)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
