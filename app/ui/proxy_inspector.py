@@ -15,10 +15,8 @@ import dataclasses
 import time
 from collections.abc import Callable
 from datetime import tzinfo
-from typing import ClassVar
 
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import Static, TabbedContent, TabPane
 
@@ -75,28 +73,10 @@ endpoint; the sparkline has one column per request (`✗` a size refusal, `!` an
 
 
 class ProxyInspector(Vertical):
-    """Payload above; Requests, Caps and Cost in tabs (`[` and `]` switch)."""
+    """Payload above; Requests, Caps and Cost in tabs (`[` and `]`, bound by the proxy view, switch)."""
 
     DEFAULT_CSS = read_styles("inspector.tcss")
     SCOPED_CSS = False
-    BINDINGS: ClassVar = [
-        Binding(
-            "left_square_bracket",
-            "step_tab(-1)",
-            "Prev tab",
-            id="proxy_inspector.previous_tab",
-            show=False,
-            tooltip="Show the previous inspector tab",
-        ),
-        Binding(
-            "right_square_bracket",
-            "step_tab(1)",
-            "Next tab",
-            id="proxy_inspector.next_tab",
-            show=False,
-            tooltip="Show the next inspector tab",
-        ),
-    ]
 
     def __init__(
         self, *, clock: Clock = time.time, tz: tzinfo | None = None, id: str | None = "inspector"

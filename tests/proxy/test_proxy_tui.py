@@ -178,6 +178,12 @@ async def test_the_live_view_lists_requests_learns_the_cap_redacts_the_key_and_s
         shown = screen_text(app)
         for secret in (KEY, OPENAI_KEY, KEY[-20:], OPENAI_KEY[-20:]):
             assert secret not in shown
+        await pilot.press(
+            "right_square_bracket"
+        )  # the view's keys step the inspector's tabs, wherever the focus is
+        assert app.inspector.active_tab == "caps"
+        await pilot.press("left_square_bracket", "left_square_bracket")
+        assert app.inspector.active_tab == "cost"
 
         await pilot.press("q")
         await until(pilot, lambda: not app.is_running or app.proxy.running is False, "the proxy to stop")
