@@ -83,3 +83,16 @@ def crs(lab_server, tmp_path_factory):
     yield gateway
     for running in started.values():
         running.stop()
+
+
+@pytest.fixture
+def site(monkeypatch: pytest.MonkeyPatch):
+    """A local web site for web_fetch (tests/tools/test_web_fetch.py: `Site`), reached without any proxy."""
+    from tests.tools.test_web_fetch import Site
+
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+    server = Site()
+    yield server
+    server.close()

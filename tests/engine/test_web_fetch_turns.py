@@ -3,32 +3,7 @@ refuses without asking, an allow rule fetches a loopback address without asking.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
-
-from tests.tools.test_web_fetch import Site
-
-
-@pytest.fixture
-def site(monkeypatch) -> Iterator[Site]:
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
-        monkeypatch.delenv(name, raising=False)
-        monkeypatch.delenv(name.lower(), raising=False)
-    server = Site()
-    yield server
-    server.close()
-
-
-def asker(answer):
-    asked: list[tuple[str, str]] = []
-
-    async def approve(name, args, why):
-        asked.append((name, why))
-        return answer
-
-    approve.asked = asked
-    return approve
+from tests.engine.test_permissions_lab import asker
 
 
 async def test_ask_mode_asks_before_fetching_and_a_no_sends_nothing(make_harness, site):

@@ -81,16 +81,6 @@ class Site:
         self.server.server_close()
 
 
-@pytest.fixture
-def site(monkeypatch) -> Iterator[Site]:
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
-        monkeypatch.delenv(name, raising=False)
-        monkeypatch.delenv(name.lower(), raising=False)
-    server = Site()
-    yield server
-    server.close()
-
-
 def perms(workspace: Path, **lists: tuple[str, ...]) -> Permissions:
     rules = [Rule(text, kind, "config.toml", workspace) for kind, texts in lists.items() for text in texts]
     return Permissions(workspace, rules)
