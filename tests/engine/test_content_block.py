@@ -26,6 +26,18 @@ def _requests(h):
     return h.session.store.list_requests(h.session.id)
 
 
+def command_line_env(h, lab, tmp_path):
+    """The environment in which `bulkhead` on the command line reaches the harness's session over the lab."""
+    import os
+
+    config = tmp_path / "probe.toml"
+    config.write_text(
+        f'default_route = "t"\nworkspace = "{h.engine.workspace}"\n'
+        f'[routes.t]\nprovider = "anthropic"\nmodel = "claude-sonnet-5-5"\nbase_url = "{lab.url}"\n'
+    )
+    return {**os.environ, "BULKHEAD_CONFIG": str(config), "ANTHROPIC_API_KEY": "sk-ant-FAKE-test-key"}
+
+
 def test_a_403_on_a_body_smaller_than_one_accepted_is_content():
     failure = classify_fields(status=403, body=APACHE_403, headers={"server": "Apache"}, request_bytes=4_600)
     assert failure.kind == "waf_block"
@@ -133,7 +145,6 @@ async def test_probe_content_from_the_command_line_finds_and_withholds(make_harn
     """`bulkhead probe --content --session ID --json --yes --withhold`, the real entry point, against the
     lab's modsecurity profile: it names the tool result and the span, withholds it, and the session goes on."""
     import json
-    import os
     import subprocess
     import sys
 
@@ -144,12 +155,7 @@ async def test_probe_content_from_the_command_line_finds_and_withholds(make_harn
     assert (await h.engine.submit("!read db.py")).outcome == "failed"
     session_id = h.session.id
     await h.engine.close()
-    config = tmp_path / "probe.toml"
-    config.write_text(
-        f'default_route = "t"\nworkspace = "{h.engine.workspace}"\n'
-        f'[routes.t]\nprovider = "anthropic"\nmodel = "claude-sonnet-5-5"\nbase_url = "{lab.url}"\n'
-    )
-    env = {**os.environ, "BULKHEAD_CONFIG": str(config), "ANTHROPIC_API_KEY": "sk-ant-FAKE-test-key"}
+    env = command_line_env(h, lab, tmp_path)
     command = [sys.executable, "-m", "app", "probe", "--content", "--live", "--session", session_id, "--json"]
 
     refused = subprocess.run(
@@ -186,7 +192,6 @@ async def test_a_refused_unanswered_prompt_is_taken_back_so_the_next_one_goes_th
     """The refused text is the newest prompt, never answered: `--withhold` takes it out of the view (the
     log keeps it) and says what it was; without that, every later prompt carried it and was refused."""
     import json
-    import os
     import subprocess
     import sys
 
@@ -196,12 +201,7 @@ async def test_a_refused_unanswered_prompt_is_taken_back_so_the_next_one_goes_th
     assert (await h.engine.submit("why is this slow?\n" + SQL)).outcome == "failed"
     session_id = h.session.id
     await h.engine.close()
-    config = tmp_path / "probe.toml"
-    config.write_text(
-        f'default_route = "t"\nworkspace = "{h.engine.workspace}"\n'
-        f'[routes.t]\nprovider = "anthropic"\nmodel = "claude-sonnet-5-5"\nbase_url = "{lab.url}"\n'
-    )
-    env = {**os.environ, "BULKHEAD_CONFIG": str(config), "ANTHROPIC_API_KEY": "sk-ant-FAKE-test-key"}
+    env = command_line_env(h, lab, tmp_path)
     resume = [sys.executable, "-m", "app", "--resume", session_id, "-p", "what now?"]
 
     done = subprocess.run(
