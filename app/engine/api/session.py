@@ -1,5 +1,5 @@
-"""The one front door to the engine: what a front end (the TUI, `bulkhead -p`, an ACP agent, a recovery proxy)
-may do with a session and what it gets back.
+"""A session through the front door (`app.engine.api`): what a front end (the TUI, `bulkhead -p`, an ACP agent,
+a recovery proxy) may do with a session and what it gets back.
 
     session = await open_session(settings, resume=..., on_event=show)
     result = await session.submit("fix the failing test")
