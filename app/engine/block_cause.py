@@ -151,7 +151,7 @@ def judge_cause(
     if request_bytes and floor_bytes and learned_cap_for(request_bytes) <= floor_bytes:
         return BlockCause.CONTENT, (
             f"the size limit bulkhead would learn from this refusal (3/4 of {format_size(request_bytes)}) is "
-            f"below the smallest request it can send ({format_size(floor_bytes)}: system prompt and tools), "
+            f"no larger than the smallest request it can send ({format_size(floor_bytes)}: system prompt and tools), "
             "so no request could pass it: the refusal is taken as about content"
         )
     return BlockCause.UNKNOWN, "no evidence tells size from content (bulkhead treats it as size)"
