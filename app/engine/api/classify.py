@@ -27,6 +27,7 @@ from app.engine.failure_rules import BUILT_IN_RULES, Rule, evaluate, means_of
 from app.engine.failure_vendors import find_vendor
 from app.engine.failures import (
     DEFAULT_DROP_THRESHOLD,
+    FALLBACK_RULE_ID,
     GATEWAY_NAMES,
     HEADLINES,
     Failure,
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_DROP_THRESHOLD",
     "DEFAULT_FALLBACK_CAP",
+    "FALLBACK_RULE_ID",
     "GATEWAY_NAMES",
     "HEADLINES",
     "Decision",
@@ -95,6 +97,9 @@ def decision(
     request_bytes: Any = None,
     *,
     transport: Any = None,
+    error_type: Any = None,
+    provider: Any = None,
+    request_header_bytes: Any = None,
     drop_threshold: Any = DEFAULT_DROP_THRESHOLD,
     user_rules: Sequence[Rule] = (),
 ) -> Decision:
@@ -106,6 +111,9 @@ def decision(
         headers=headers,
         request_bytes=request_bytes,
         transport=transport,
+        error_type=error_type,
+        provider=provider,
+        request_header_bytes=request_header_bytes,
         drop_threshold=drop_threshold,
     )
     rules = (*BUILT_IN_RULES, *user_rules)
