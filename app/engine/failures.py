@@ -20,10 +20,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from app.engine.failure_case import Case, Target
 from app.engine.failure_hops import Hop, hop_of
 from app.engine.failure_input import (
-    Case,
-    Target,
     api_message,
     clip,
     make_case,
