@@ -158,9 +158,7 @@ class Engine:
         self.closing = False
         self.routes: RouteLink = RouteLink(self)  # the route, its limits, sender and summarizer; /model
         self._use_route(route, provider)
-        self.fallback: FallbackChain = FallbackChain(
-            self
-        )  # app.engine.fallback: the next route when this one cannot answer
+        self.fallback: FallbackChain = FallbackChain(self)  # the next route when this one cannot answer
         self.memory = MemoryWorker(
             self
         )  # app.engine.memory: facts distilled; compactions queue what they drop
