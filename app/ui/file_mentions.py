@@ -36,7 +36,7 @@ class FileMentions:
 
     @work(thread=True, group="file-index", exclusive=True, exit_on_error=False, name="list workspace files")
     def _list_files(self) -> None:
-        from app.engine.file_index import FuzzyPaths, build_file_index
+        from app.engine.api.mentions import FuzzyPaths, build_file_index
 
         def progress(count: int) -> None:
             with contextlib.suppress(Exception):  # the app may be closing
