@@ -39,6 +39,7 @@ from app.model.events import (
 )
 from app.redact import StreamRedactor, redact_data
 from app.textsafe import display_data, display_line
+from app.ui.app_host import AppMixin
 from app.ui.chat_history import entries_from_messages
 from app.ui.messages import EngineEvent
 from app.ui.panel_source import panel_source
@@ -55,7 +56,7 @@ def read_only_notice(session_id: str) -> str:
     )
 
 
-class EngineLink:
+class EngineLink(AppMixin):
     """Mixed into `BulkheadApp`: opening, starting, switching and closing the session."""
 
     session: UiSession | None
@@ -316,11 +317,11 @@ class EngineLink:
                 entries = entries_from_messages(session.load_head())
             except Exception as exc:  # said in the chat; whatever needs them says it again
                 with contextlib.suppress(Exception):
-                    self.call_from_thread(self._head_unreadable, coming, exc)
+                    self.call_from_thread(_awaited(self._head_unreadable), coming, exc)
                 return
             heap.release()  # what decoding freed goes back to the system, as after the open
             with contextlib.suppress(Exception):  # the app is closing
-                self.call_from_thread(chat.add_older, coming, entries)
+                self.call_from_thread(_awaited(chat.add_older), coming, entries)
 
         return decode
 
@@ -524,3 +525,9 @@ class EngineLink:
             model=model,
             folder_asked=folder_asked,
         )
+
+
+def _awaited(callback: Callable[..., Any]) -> Callable[..., Any]:
+    """`callback` as `App.call_from_thread` takes it (its type variable cannot be solved for a coroutine
+    function returning None)."""
+    return callback

@@ -12,8 +12,10 @@ import contextlib
 from textual import work
 from textual.css.query import NoMatches
 
+from app.ui.app_host import AppMixin
 
-class FileMentions:
+
+class FileMentions(AppMixin):
     """Mixed into `BulkheadApp`: `want_files` is the prompt's hook; the listing runs in a worker."""
 
     files_listing = False  # the workspace's files are being listed

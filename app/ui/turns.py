@@ -23,6 +23,7 @@ from app.engine.api import ANSWERS
 from app.textsafe import display, display_data, display_line
 from app.tools.approval import Denial
 from app.ui.actions import ACTIONS, BY_ID, handler
+from app.ui.app_host import AppMixin
 from app.ui.bindings import BLOCKED_KEY_WORDS
 from app.ui.engine_link import read_only_notice
 from app.ui.focus_rules import focus_in
@@ -63,7 +64,7 @@ class ApprovalAsked(Message):
         self.preview = preview  # app.tools.change_preview.ChangePreview: what an edit would change
 
 
-class TurnControl:
+class TurnControl(AppMixin):
     """Mixed into `BulkheadApp`: prompts, commands, turns, cancelling and approvals."""
 
     session: UiSession | None
@@ -261,7 +262,7 @@ class TurnControl:
             and copy.node is not self
             and not isinstance(self.focused, PromptArea)
         ):
-            await copy.node.run_action(copy.binding.action)
+            await self.run_action(copy.binding.action, copy.node)  # as the node's own run_action does
             return
         prompt = self.prompt
         if prompt.text.strip():
