@@ -194,3 +194,29 @@ async def test_slash_commands_post_their_intents_to_the_session(tmp_path):
         assert "approval: auto-edit" in str(app.prompt.border_subtitle)
         await app.action_quit()
     assert fake.closed == "exit"
+
+
+async def test_a_card_without_always_says_why_and_binds_no_a_or_p(tmp_path):
+    """`ApprovalRequested.why_not` (why "always" is not offered) reaches the card; a / p are not bound."""
+    from textual.widgets import Static
+
+    from app.config import load_settings
+
+    why_not = "the ask rule Bash(echo *) covers it — ask wins over allow"
+    fake = FakeSession(
+        tmp_path, script={"echo": tool_call("c-echo", "shell", {"command": "echo hi"}, why_not=why_not)}
+    )
+    app, _messages = fake_app(load_settings(), tmp_path, fake)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        app.prompt.set_text("echo")
+        await pilot.press("enter")
+        await until(pilot, lambda: app.chat.pending_approval() is not None, "the approval card")
+        await pilot.pause()
+        block = app.chat.pending_approval()
+        why = str(block.query_one(".approval-why", Static).render())
+        assert f"no a / p (always allow): {why_not}" in why
+        assert "a" not in app.screen.active_bindings and "p" not in app.screen.active_bindings
+        await pilot.press("y")
+        await settle(pilot)
+        assert fake.answered("c-echo") == ("once", "")
