@@ -416,7 +416,12 @@ class ToolRunner:
         try:
             if self.ask_call is not None:
                 request = ApprovalRequest(
-                    call_id or new_id("ask"), name, dict(args), why, offer.rule if offer is not None else ""
+                    call_id or new_id("ask"),
+                    name,
+                    dict(args),
+                    why,
+                    offer.rule if offer is not None else "",
+                    offer.why_not if offer is not None else "",
                 )
                 answer: Any = await self.ask_call(request)
             else:

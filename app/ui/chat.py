@@ -42,7 +42,7 @@ from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Static
 
-from app.engine.describe import describe
+from app.engine.api.describe import describe
 from app.model.events import (
     AnswerFinished,
     Compaction,

@@ -35,8 +35,13 @@ from textual.strip import Strip
 from textual.widgets import Static, TextArea
 
 from app.config import data_home
-from app.engine.file_index import FuzzyPaths
-from app.engine.mentions import complete_mention, describe_completion, is_explicit_path, mention_at_end
+from app.engine.api.mentions import (
+    FuzzyPaths,
+    complete_mention,
+    describe_completion,
+    is_explicit_path,
+    mention_at_end,
+)
 from app.redact import redact_known
 from app.textsafe import display_line, without_unsafe
 from app.ui.slash import complete_slash

@@ -18,7 +18,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.widgets import Static
 
-from app.engine.context_report import ContextReport
+from app.engine.api import ContextReport
 from app.model.events import (
     CapLearned,
     Event,
@@ -155,7 +155,7 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
         """`Floor 9.6 KB: system prompt 512 B · instructions 1.2 KB · tools (built-in) 7.0 KB`, and when MCP
         tools are in play `· tools: 7.4 KB, of which MCP: 2.6 KB (deferred from 311.7 KB)` (the floor is
         what compaction cannot shrink)."""
-        from app.engine.payload import FLOOR_LABELS, MCP_PART, describe_tools
+        from app.engine.api.ui_text import FLOOR_LABELS, MCP_PART, describe_tools
 
         if self.floor_bytes is None:
             return "Floor —"
