@@ -97,6 +97,9 @@ class Request:
     request_headers: dict[str, str] = field(default_factory=dict)
     status: int | None = None
     response_headers: dict[str, str] = field(default_factory=dict)
+    # When the transport sent it (time.monotonic()): after the SDK import, the client and a lazy lab start,
+    # so a request's latency is the network's and the server's time, not bulkhead's own setup.
+    sent_at: float | None = None
 
 
 # -- what stream() yields -------------------------------------------------------------------------
