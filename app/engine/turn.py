@@ -362,6 +362,10 @@ class Engine:
         """Start the MCP servers in the background (front ends call this after their first frame)."""
         await self.mcp_link.start(ask=ask, allow_project=allow_project)
 
+    def begin_mcp(self, *, ask: McpAsk | None = None, allow_project: bool = False) -> None:
+        """`start_mcp` without waiting (`-p`): the first request waits only for the tools (mcp_tools_wait)."""
+        self.mcp_link.begin(ask=ask, allow_project=allow_project)
+
     def context_engine(self) -> ContextEngine | None:
         return self.mcp_link.context_engine()
 

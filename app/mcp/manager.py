@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import threading
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -80,6 +81,7 @@ class McpManager:
         self._tools_generation = -1
         self._by_name: dict[str, tuple[McpConnection, McpTool]] = {}
         self.started = False
+        self.closed = False
 
     @classmethod
     def from_settings(
@@ -150,14 +152,11 @@ class McpManager:
         self.started = True
         if not self.connections:
             return
-        launch = [
-            c
-            for c in self.connections.values()
-            if not c.spec.from_project or allow_project or self._decision(c.spec) == "allow"
-        ]
-        for connection in launch:
-            connection.expect()
-        if not await asyncio.to_thread(_import_sdk):
+        self.expect_launch(allow_project=allow_project)
+        imported = await _import_sdk_aside()
+        if self.closed:  # the session ended while the SDK was imported (`-p` answered first): start nothing
+            return
+        if not imported:
             for connection in self.connections.values():
                 if connection.state not in (ServerState.DISABLED,):
                     connection.mark(ServerState.FAILED, SDK_MISSING)
@@ -192,6 +191,14 @@ class McpManager:
         except Exception:  # a broken prompt is "not now"
             answer = None
         await self.answer(waiting, answer)
+
+    def expect_launch(self, *, allow_project: bool = False) -> None:
+        """Show every server `start` will launch as starting, at once — before the SDK import and any question —
+        so a turn that comes first knows to wait for them (app.engine.mcp_link) instead of going without."""
+        for connection in self.connections.values():
+            spec = connection.spec
+            if not spec.from_project or allow_project or self._decision(spec) == "allow":
+                connection.expect()
 
     async def answer(self, specs: list[McpServerSpec], answer: str | None) -> None:
         """The user's answer for `specs`: "allow" starts them and remembers, "deny" remembers, None leaves
@@ -233,6 +240,7 @@ class McpManager:
         return connection.status()
 
     async def close(self) -> None:
+        self.closed = True
         await asyncio.gather(*(c.stop() for c in self.connections.values()), return_exceptions=True)
 
     # -- tools ------------------------------------------------------------------------------------
@@ -303,6 +311,24 @@ class McpManager:
         return adapter.convert_result(
             result, name=name, spill_folder=spill_folder, image_max_bytes=self.image_max_bytes
         )
+
+
+async def _import_sdk_aside() -> bool:
+    """`_import_sdk` in a daemon thread: the event loop never stalls on it, and a session that ends first
+    (`-p` answered before its servers were needed) exits without waiting for the import to finish."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[bool] = loop.create_future()
+
+    def run() -> None:
+        try:
+            result = _import_sdk()
+        except Exception:  # a broken install is "not installed" here: the state says so
+            result = False
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits any more
+            loop.call_soon_threadsafe(lambda: done.done() or done.set_result(result))
+
+    threading.Thread(target=run, name="import the mcp SDK", daemon=True).start()
+    return await done
 
 
 def _import_sdk() -> bool:

@@ -350,6 +350,11 @@ class Provider(abc.ABC):
     def endpoint_url(self) -> str:
         return self.route.base_url or self.route.endpoint_url or ""
 
+    async def prepare(self) -> None:  # noqa: B027 - optional hook
+        """Do the first request's local setup ahead (the SDK import, the client, a lazy lab start), best effort:
+        what fails here is the request's to report. Called while MCP servers start (app.engine.mcp_link), so
+        the two overlap instead of adding up."""
+
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release connections."""
 
