@@ -203,9 +203,20 @@ class McpLink:
                     code="mcp_wait",
                 )
             )
-            await asyncio.gather(mcp.wait_settled(wait), self.host.provider.prepare())
+            await asyncio.gather(mcp.wait_settled(wait), self._prepare_after_launch(wait))
         for name in mcp.starting():
             self.host.emit(Notice(still_starting(name, wait), level="warn", code="mcp_wait"))
+
+
+    async def _prepare_after_launch(self, wait: float) -> None:
+        """The route's own setup, once the servers are launched: the MCP SDK's import comes first (the servers'
+        start waits for it), then the provider's (its SDK, client, lab) overlaps with their start."""
+        mcp = self.host.mcp
+        if mcp is not None and mcp.started:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(wait):
+                    await mcp.launched.wait()
+        await self.host.provider.prepare()
 
 
 def still_starting(name: str, wait: float) -> str:

@@ -81,6 +81,7 @@ class McpManager:
         self._tools_generation = -1
         self._by_name: dict[str, tuple[McpConnection, McpTool]] = {}
         self.started = False
+        self.launched = asyncio.Event()  # `start` has launched what it may (the SDK is imported): set once
         self.closed = False
 
     @classmethod
@@ -150,17 +151,26 @@ class McpManager:
         if self.started:
             return
         self.started = True
+        try:
+            launch = await self._launch(allow_project)
+        finally:
+            self.launched.set()
+        if launch:
+            await self._ask_pending(ask)
+
+    async def _launch(self, allow_project: bool) -> bool:
+        """The SDK imported and the servers that may start started; False when nothing more is to be done."""
         if not self.connections:
-            return
+            return False
         self.expect_launch(allow_project=allow_project)
         imported = await _import_sdk_aside()
         if self.closed:  # the session ended while the SDK was imported (`-p` answered first): start nothing
-            return
+            return False
         if not imported:
             for connection in self.connections.values():
                 if connection.state not in (ServerState.DISABLED,):
                     connection.mark(ServerState.FAILED, SDK_MISSING)
-            return
+            return False
         for connection in self.connections.values():
             spec = connection.spec
             if not spec.from_project or spec.problem or not spec.enabled:
@@ -171,6 +181,10 @@ class McpManager:
                 connection.mark(
                     ServerState.DENIED, "you chose not to start it (bulkhead mcp reset asks again)"
                 )
+        return True
+
+    async def _ask_pending(self, ask: Ask | None) -> None:
+        """Mark the project's servers nobody answered for as pending, and ask about them."""
         waiting = self.pending()
         if not waiting:
             return

@@ -54,7 +54,7 @@ async def test_without_waiting_the_first_request_goes_before_a_slow_server_and_i
     assert mcp_tools and second["tools"] == first["tools"] + len(mcp_tools)  # offered from the next request
 
 
-async def test_by_default_the_first_request_waits_for_a_starting_server_and_carries_its_tools(
+async def test_a_waiting_first_request_goes_once_a_starting_server_is_ready_and_carries_its_tools(
     make_engine, lab, tmp_path
 ):
     gate = tmp_path / "gate"
