@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import threading
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -163,7 +162,7 @@ class McpManager:
         if not self.connections:
             return False
         self.expect_launch(allow_project=allow_project)
-        imported = await _import_sdk_aside()
+        imported = await asyncio.to_thread(_import_sdk)  # never stalls the event loop
         if self.closed:  # the session ended while the SDK was imported (`-p` answered first): start nothing
             return False
         if not imported:
@@ -325,24 +324,6 @@ class McpManager:
         return adapter.convert_result(
             result, name=name, spill_folder=spill_folder, image_max_bytes=self.image_max_bytes
         )
-
-
-async def _import_sdk_aside() -> bool:
-    """`_import_sdk` in a daemon thread: the event loop never stalls on it, and a session that ends first
-    (`-p` answered before its servers were needed) exits without waiting for the import to finish."""
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[bool] = loop.create_future()
-
-    def run() -> None:
-        try:
-            result = _import_sdk()
-        except Exception:  # a broken install is "not installed" here: the state says so
-            result = False
-        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits any more
-            loop.call_soon_threadsafe(lambda: done.done() or done.set_result(result))
-
-    threading.Thread(target=run, name="import the mcp SDK", daemon=True).start()
-    return await done
 
 
 def _import_sdk() -> bool:
