@@ -104,7 +104,11 @@ def main() -> int:
         spec = {"command": sys.executable, "args": [str(server), str(args.server_sleep)]}
         (with_server / ".mcp.json").write_text(json.dumps({"mcpServers": {"slow": spec}}))
         approved = subprocess.run(
-            [sys.executable, "-m", "app", "mcp", "approve"], env=env, cwd=with_server, capture_output=True, text=True
+            [sys.executable, "-m", "app", "mcp", "approve"],
+            env=env,
+            cwd=with_server,
+            capture_output=True,
+            text=True,
         )
         if approved.returncode:
             raise RuntimeError(f"bulkhead mcp approve failed: {approved.stdout}{approved.stderr}")
@@ -127,7 +131,11 @@ def main() -> int:
         for kind, figures in med.items():
             factor = ratio(figures["exit_ms"], base)
             out.record(
-                {"kind": kind, **{k: round(v, 1) for k, v in figures.items()}, "exit_vs_without": round(factor, 3)},
+                {
+                    "kind": kind,
+                    **{k: round(v, 1) for k, v in figures.items()},
+                    "exit_vs_without": round(factor, 3),
+                },
                 f"{kind:<40} answer {fmt_ms(figures['first_byte_ms']):>6} ms · exit {fmt_ms(figures['exit_ms']):>6} ms"
                 f" · {fmt_ratio(factor)} without",
             )
@@ -149,7 +157,11 @@ def main() -> int:
                 seconds.append(latencies[1])
         first_ms, second_ms = median(firsts), median(seconds)
         out.record(
-            {"kind": "latency", "first_request_ms": round(first_ms, 1), "second_request_ms": round(second_ms, 1)},
+            {
+                "kind": "latency",
+                "first_request_ms": round(first_ms, 1),
+                "second_request_ms": round(second_ms, 1),
+            },
             f"recorded latency (`-p '!read notes.txt'`, two requests): first {fmt_ms(first_ms)} ms, "
             f"second {fmt_ms(second_ms)} ms",
         )

@@ -190,8 +190,9 @@ class McpLink:
             return
         starting = self._starting
         if starting is not None and not starting.done() and self._asking:
-            with contextlib.suppress(Exception):  # a start that failed has said so
-                await asyncio.shield(starting)  # the user is asked about the workspace's servers: the answer first
+            # the user is asked about the workspace's servers: the answer first (a start that failed has said so)
+            with contextlib.suppress(Exception):
+                await asyncio.shield(starting)
         if not mcp.starting():
             return
         wait = self.host.settings.mcp_tools_wait
@@ -206,7 +207,6 @@ class McpLink:
             await asyncio.gather(mcp.wait_settled(wait), self._prepare_after_launch(wait))
         for name in mcp.starting():
             self.host.emit(Notice(still_starting(name, wait), level="warn", code="mcp_wait"))
-
 
     async def _prepare_after_launch(self, wait: float) -> None:
         """The route's own setup, once the servers are launched: the MCP SDK's import comes first (the servers'

@@ -342,7 +342,8 @@ class McpConnection:
         if self._runner is not None and not self._runner.done():
             return
         self._stop = asyncio.Event()
-        if self._settled is None or self._settled.is_set():  # one `expect` made is kept: a turn may wait on it
+        # the event one `expect` made is kept: a turn may be waiting on it
+        if self._settled is None or self._settled.is_set():
             self._settled = asyncio.Event()
         self._gone = asyncio.Event()
         self._http_error = ""

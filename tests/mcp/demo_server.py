@@ -38,7 +38,8 @@ def _fail_early(argv: list[str]) -> None:
         time.sleep(3600)
     if "--wait-for" in argv:
         gate = argv[argv.index("--wait-for") + 1]
-        while not os.path.exists(gate):  # the test opens the gate; a test that never does leaves a hung server
+        # the test opens the gate; a test that never does leaves a hung server
+        while not os.path.exists(gate):
             time.sleep(0.02)
     if "--garbage" in argv:
         print("this is not JSON-RPC", flush=True)

@@ -79,7 +79,10 @@ async def test_a_waiting_first_request_goes_once_a_starting_server_is_ready_and_
 
 async def test_a_server_that_never_answers_or_crashes_does_not_hold_the_turn_or_the_exit(make_engine, lab):
     h = make_engine(
-        demo_spec("stuck", "--hang"), demo_spec("broken", "--crash"), mcp_tools_wait=0.5, mcp_startup_timeout=120
+        demo_spec("stuck", "--hang"),
+        demo_spec("broken", "--crash"),
+        mcp_tools_wait=0.5,
+        mcp_startup_timeout=120,
     )
     await h.engine.start()
     h.engine.begin_mcp()
@@ -90,7 +93,10 @@ async def test_a_server_that_never_answers_or_crashes_does_not_hold_the_turn_or_
     bounded = _index(events, lambda e: e.type == "notice" and "MCP server stuck is still starting" in e.text)
     first_request = _index(events, lambda e: e.type == "request_started")
     assert crashed < first_request and bounded < first_request
-    assert "after 0.5 s (mcp_tools_wait)" in events[bounded].text and "raise mcp_tools_wait" in events[bounded].text
+    assert (
+        "after 0.5 s (mcp_tools_wait)" in events[bounded].text
+        and "raise mcp_tools_wait" in events[bounded].text
+    )
     stuck = h.engine.mcp.connections["stuck"]
     assert stuck.state == "starting"  # still within its mcp_startup_timeout: only the request stopped waiting
     # At exit a server still starting is cancelled, not given the polite stop's 10 s to finish (a hang guard
