@@ -1,5 +1,6 @@
 """The MCP link: the servers' tools in every request (deferred when they crowd the payload), starting the
-servers after the first frame, waiting for them before a turn, what a server's change tells the user, and the
+servers (after the TUI's first frame; in `-p` while the request is built), waiting for them before a turn (at
+most `mcp_tools_wait`, overlapped with the route's own setup), what a server's change tells the user, and the
 external summarizer of `context_engine = "mcp:NAME"`.
 
 It sees the engine only through `McpHost` (app.engine.host).
