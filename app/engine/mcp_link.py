@@ -32,6 +32,8 @@ class McpLink:
         self._plan_memo: tuple[tuple[object, ...], DeferralPlan] | None = None
         self._starting: asyncio.Task[None] | None = None  # `begin`'s start of the servers
         self._asking = False  # that start asks about the workspace's servers first
+        self._told_notes = False  # the problems reading the servers' definitions were said
+        self._told_pending = False  # `begin` said which of the workspace's servers are not started
 
     def forget_plan(self) -> None:
         """The route changed: the next request plans the MCP tools again."""
@@ -97,9 +99,20 @@ class McpLink:
         `allow_project` starts them without asking or remembering (`-p --yes`)."""
         if self.host.mcp is None:
             return
-        for note in self.host.mcp.notes:
-            self.host.emit(Notice(note, level="warn", code="mcp"))
+        if not self._told_notes:
+            self._tell_notes()
         await self.host.mcp.start(ask=ask, allow_project=allow_project)
+        if not self._told_pending:
+            self._tell_pending()
+
+    def _tell_notes(self) -> None:
+        assert self.host.mcp is not None
+        for note in self.host.mcp.notes:  # problems reading .mcp.json, shadowed names
+            self.host.emit(Notice(note, level="warn", code="mcp"))
+        self._told_notes = True
+
+    def _tell_pending(self) -> None:
+        assert self.host.mcp is not None
         pending = [s for s in self.host.mcp.statuses() if s.state == "pending"]
         if pending:
             names = ", ".join(s.name for s in pending)
@@ -122,6 +135,11 @@ class McpLink:
             return
         self._asking = ask is not None and bool(self.host.mcp.pending())
         self.host.mcp.expect_launch(allow_project=allow_project)
+        self._tell_notes()  # said now, not after the SDK's import: a quick answer may end the session first
+        if not self._asking:
+            self.host.mcp.mark_pending()
+            self._tell_pending()
+            self._told_pending = True
         self._starting = asyncio.get_running_loop().create_task(
             self._begin(ask, allow_project), name="mcp start"
         )

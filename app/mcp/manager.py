@@ -182,19 +182,24 @@ class McpManager:
                 )
         return True
 
+    def mark_pending(self) -> list[McpServerSpec]:
+        """Mark the project's servers nobody answered for as pending (no SDK needed: at once); returns them."""
+        waiting = self.pending()
+        for spec in waiting:
+            connection = self.connections[spec.name]
+            if connection.state != ServerState.PENDING:
+                connection.mark(
+                    ServerState.PENDING,
+                    f"not started: it comes from this workspace's .mcp.json and was not allowed yet (bulkhead "
+                    f"mcp approve {spec.name}, --yes, or /mcp restart {spec.name})",
+                )
+        return waiting
+
     async def _ask_pending(self, ask: Ask | None) -> None:
         """Mark the project's servers nobody answered for as pending, and ask about them."""
-        waiting = self.pending()
+        waiting = self.mark_pending()
         if not waiting:
             return
-        for spec in waiting:
-            self.connections[spec.name].mark(
-                ServerState.PENDING,
-                f"not started: it comes from this workspace's "
-                f".mcp.json and was not allowed yet (bulkhead mcp "
-                f"approve {spec.name}, --yes, or /mcp restart "
-                f"{spec.name})",
-            )
         if ask is None:
             return
         try:
