@@ -119,7 +119,7 @@ class McpLink:
             self.host.emit(
                 Notice(
                     f"MCP servers from this workspace's .mcp.json are not started: {names} — "
-                    f"/mcp restart NAME (or `bulkhead mcp approve`) allows one",
+                    f"`bulkhead mcp approve` allows them (in the TUI /mcp restart NAME, in -p --yes for one run)",
                     level="warn",
                     code="mcp",
                 )
