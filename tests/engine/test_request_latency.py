@@ -98,3 +98,34 @@ async def test_a_request_that_never_went_out_is_timed_from_its_start(tmp_path):
     rows = session.store.list_requests(session.id)
     assert rows and all(r["outcome"] == "failed" for r in rows)
     assert rows[0]["latency_ms"] >= 300  # the attempt, setup and all: nothing was sent to time from
+
+
+async def test_a_slow_setup_before_a_burst_of_events_is_no_buffering_gateway(tmp_path):
+    """The lab answers at once (a burst of events) after a SETUP_S start: judged from the sending there is no
+    long wait before the burst, so the endpoint is not remembered as one that buffers the event stream."""
+    from app.gateway_profile import load_profile
+
+    def slow_start(**options):
+        time.sleep(SETUP_S)
+        return start_embedded_lab(**options)
+
+    route = Route(name="lab", provider="lab", model="lab-1")
+    settings = Settings(routes={"lab": route}, default_route="lab", memory="off", request_timeout=30.0)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    session = Session.create(Store(), route="lab", provider="lab", model="lab-1", workspace=str(workspace))
+    state = State()
+    engine = Engine(
+        settings,
+        session,
+        route,
+        LabProvider(route, settings, start_lab=slow_start),
+        state=state,
+        workspace=workspace,
+    )
+    try:
+        result = await engine.submit("!big 2KB")  # a long answer: many events, well past BUFFERED_MIN_EVENTS
+    finally:
+        await engine.close()
+    assert result.outcome == "answered", result.error
+    assert not load_profile(state, route.endpoint_id).learned.streaming
