@@ -376,7 +376,9 @@ def run(args) -> int:
         await engine.confirm_workspace_rules(ask=terminal_rules_ask())
         await engine.confirm_workspace_gateways(ask=terminal_gateways_ask())
         if engine.mcp is not None:  # starting while the request is built; waited for within mcp_tools_wait
-            engine.begin_mcp(ask=None if args.yes else terminal_mcp_ask(), allow_project=args.yes)
+            await engine.start_mcp(
+                ask=None if args.yes else terminal_mcp_ask(), allow_project=args.yes, wait=False
+            )
         if slash.action:
             try:
                 return await run_slash(engine, slash, _stderr)

@@ -92,12 +92,16 @@ class McpLink:
         self._plan_memo = (key, plan)
         return plan
 
-    async def start(self, *, ask: Ask | None = None, allow_project: bool = False) -> None:
+    async def start(self, *, ask: Ask | None = None, allow_project: bool = False, wait: bool = True) -> None:
         """Start the MCP servers in the background (front ends call this after their first frame).
 
         `ask(specs)` asks about a workspace's `.mcp.json` servers ("allow" | "deny" | None);
-        `allow_project` starts them without asking or remembering (`-p --yes`)."""
+        `allow_project` starts them without asking or remembering (`-p --yes`); `wait=False` returns at once
+        (`begin`)."""
         if self.host.mcp is None:
+            return
+        if not wait:
+            self.begin(ask=ask, allow_project=allow_project)
             return
         if not self._told_notes:
             self._tell_notes()

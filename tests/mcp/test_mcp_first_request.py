@@ -40,7 +40,7 @@ async def test_without_waiting_the_first_request_goes_before_a_slow_server_and_i
     h = make_engine(demo_spec("slow", "--wait-for", str(gate)), approver=approver, mcp_tools_wait=0)
     holder["h"] = h
     await h.engine.start()
-    h.engine.begin_mcp()
+    await h.engine.start_mcp(wait=False)
     result = await h.engine.submit(WRITE)
     assert result.outcome == "answered", result.error
     events = h.events
@@ -63,7 +63,7 @@ async def test_a_waiting_first_request_goes_once_a_starting_server_is_ready_and_
         lambda e: gate.touch() if e.type == "notice" and e.code == "mcp_wait" else None
     )
     await h.engine.start()
-    h.engine.begin_mcp()
+    await h.engine.start_mcp(wait=False)
     async with asyncio.timeout(120):  # a hang guard: the wait must end when the server is ready, not at 600 s
         result = await h.engine.submit('!call mcp__slow__echo {"text": "okapi"}')
     assert result.outcome == "answered" and "okapi" in result.text
@@ -85,7 +85,7 @@ async def test_a_server_that_never_answers_or_crashes_does_not_hold_the_turn_or_
         mcp_startup_timeout=120,
     )
     await h.engine.start()
-    h.engine.begin_mcp()
+    await h.engine.start_mcp(wait=False)
     result = await h.engine.submit("hello")
     assert result.outcome == "answered", result.error
     events = h.events
