@@ -294,6 +294,15 @@ class Settings:
     mcp_startup_timeout: float = field(
         default=30.0, metadata=_opt("float", "seconds an MCP server may take to start", above=0)
     )
+    mcp_tools_wait: float = field(
+        default=10.0,
+        metadata=_opt(
+            "float",
+            "seconds a turn's first request waits for MCP servers still starting, so their tools are in it "
+            "(0 = never waits: their tools join from the next request)",
+            low=0,
+        ),
+    )
     mcp_tool_timeout: float = field(
         default=120.0, metadata=_opt("float", "seconds an MCP tool call may take", above=0)
     )

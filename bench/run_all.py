@@ -32,6 +32,7 @@ BENCHES = (
     "paste",
     "mention",
     "startup",
+    "mcp_startup",
     "memory",
     "peer_gptme",
     "markdown_render",

@@ -375,8 +375,10 @@ def run(args) -> int:
         await engine.start(resumed=resumed)
         await engine.confirm_workspace_rules(ask=terminal_rules_ask())
         await engine.confirm_workspace_gateways(ask=terminal_gateways_ask())
-        if engine.mcp is not None:  # started now, waited for before the first request
-            await engine.start_mcp(ask=None if args.yes else terminal_mcp_ask(), allow_project=args.yes)
+        if engine.mcp is not None:  # starting while the request is built; waited for within mcp_tools_wait
+            await engine.start_mcp(
+                ask=None if args.yes else terminal_mcp_ask(), allow_project=args.yes, wait=False
+            )
         if slash.action:
             try:
                 return await run_slash(engine, slash, _stderr)

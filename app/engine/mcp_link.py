@@ -1,5 +1,6 @@
 """The MCP link: the servers' tools in every request (deferred when they crowd the payload), starting the
-servers after the first frame, waiting for them before a turn, what a server's change tells the user, and the
+servers (after the TUI's first frame; in `-p` while the request is built), waiting for them before a turn (at
+most `mcp_tools_wait`, overlapped with the route's own setup), what a server's change tells the user, and the
 external summarizer of `context_engine = "mcp:NAME"`.
 
 It sees the engine only through `McpHost` (app.engine.host).
@@ -7,6 +8,7 @@ It sees the engine only through `McpHost` (app.engine.host).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -28,6 +30,10 @@ class McpLink:
         self.host = host
         self._tools_cache: tuple[object, tuple[ToolSpec, ...]] | None = None
         self._plan_memo: tuple[tuple[object, ...], DeferralPlan] | None = None
+        self._starting: asyncio.Task[None] | None = None  # `begin`'s start of the servers
+        self._asking = False  # that start asks about the workspace's servers first
+        self._told_notes = False  # the problems reading the servers' definitions were said
+        self._told_pending = False  # `begin` said which of the workspace's servers are not started
 
     def forget_plan(self) -> None:
         """The route changed: the next request plans the MCP tools again."""
@@ -86,27 +92,68 @@ class McpLink:
         self._plan_memo = (key, plan)
         return plan
 
-    async def start(self, *, ask: Ask | None = None, allow_project: bool = False) -> None:
+    async def start(self, *, ask: Ask | None = None, allow_project: bool = False, wait: bool = True) -> None:
         """Start the MCP servers in the background (front ends call this after their first frame).
 
         `ask(specs)` asks about a workspace's `.mcp.json` servers ("allow" | "deny" | None);
-        `allow_project` starts them without asking or remembering (`-p --yes`)."""
+        `allow_project` starts them without asking or remembering (`-p --yes`); `wait=False` returns at once
+        (`begin`)."""
         if self.host.mcp is None:
             return
-        for note in self.host.mcp.notes:
-            self.host.emit(Notice(note, level="warn", code="mcp"))
+        if not wait:
+            self.begin(ask=ask, allow_project=allow_project)
+            return
+        if not self._told_notes:
+            self._tell_notes()
         await self.host.mcp.start(ask=ask, allow_project=allow_project)
+        if not self._told_pending:
+            self._tell_pending()
+
+    def _tell_notes(self) -> None:
+        assert self.host.mcp is not None
+        for note in self.host.mcp.notes:  # problems reading .mcp.json, shadowed names
+            self.host.emit(Notice(note, level="warn", code="mcp"))
+        self._told_notes = True
+
+    def _tell_pending(self) -> None:
+        assert self.host.mcp is not None
         pending = [s for s in self.host.mcp.statuses() if s.state == "pending"]
         if pending:
             names = ", ".join(s.name for s in pending)
             self.host.emit(
                 Notice(
                     f"MCP servers from this workspace's .mcp.json are not started: {names} — "
-                    f"/mcp restart NAME (or `bulkhead mcp approve`) allows one",
+                    f"`bulkhead mcp approve` allows them (in the TUI /mcp restart NAME, in -p --yes for one run)",
                     level="warn",
                     code="mcp",
                 )
             )
+
+    def begin(self, *, ask: Ask | None = None, allow_project: bool = False) -> None:
+        """`start`, without waiting for it (`bulkhead -p`): the servers start while the session opens and the
+        first request is built; the turn waits for them only where it needs their tools (`await_ready`).
+
+        The servers that will be launched show as starting at once; a question about the workspace's servers
+        (`ask`) is answered before the first request goes."""
+        if self.host.mcp is None or self._starting is not None:
+            return
+        self._asking = ask is not None and bool(self.host.mcp.pending())
+        self.host.mcp.expect_launch(allow_project=allow_project)
+        self._tell_notes()  # said now, not after the SDK's import: a quick answer may end the session first
+        if not self._asking:
+            self.host.mcp.mark_pending()
+            self._tell_pending()
+            self._told_pending = True
+        self._starting = asyncio.get_running_loop().create_task(
+            self._begin(ask, allow_project), name="mcp start"
+        )
+
+    async def _begin(self, ask: Ask | None, allow_project: bool) -> None:
+        if self.host.settings.mcp_tools_wait == 0 and not self._asking:
+            # No request waits for the servers: the route's setup goes first, uncontended (the MCP SDK's import
+            # would share the interpreter with it), then the servers start while the first request is answered.
+            await self.host.provider.prepare()
+        await self.start(ask=ask, allow_project=allow_project)
 
     def changed(self, connection: McpConnection) -> None:
         if self.host.closing:  # servers stopping at exit: nothing to tell
@@ -158,14 +205,51 @@ class McpLink:
         return Engine(name, writer, timeout=self.host.settings.mcp_compact_timeout)
 
     async def await_ready(self) -> None:
-        """Before a turn's first request: let starting MCP servers finish (each bounded by its timeout)."""
-        if self.host.mcp is None or not self.host.mcp.starting():
+        """Before a turn's first request: servers still starting get up to `mcp_tools_wait` seconds to be ready,
+        so their tools are in it; the route's own setup (SDK, client, lab) is done meanwhile. A server still
+        starting after that is said, and its tools join from the next request once it is ready."""
+        mcp = self.host.mcp
+        if mcp is None:
             return
-        self.host.emit(
-            Notice(
-                f"waiting for MCP servers to start: {', '.join(self.host.mcp.starting())} "
-                f"(at most {self.host.settings.mcp_startup_timeout:g} s; Esc cancels)",
-                code="mcp_wait",
+        starting = self._starting
+        if starting is not None and not starting.done() and self._asking:
+            # the user is asked about the workspace's servers: the answer first (a start that failed has said so)
+            with contextlib.suppress(Exception):
+                await asyncio.shield(starting)
+        if not mcp.starting():
+            return
+        wait = self.host.settings.mcp_tools_wait
+        if wait > 0:
+            self.host.emit(
+                Notice(
+                    f"waiting for MCP servers to start: {', '.join(mcp.starting())} "
+                    f"(at most {wait:g} s, mcp_tools_wait; Esc cancels)",
+                    code="mcp_wait",
+                )
             )
+            await asyncio.gather(mcp.wait_settled(wait), self._prepare_after_launch(wait))
+        for name in mcp.starting():
+            self.host.emit(Notice(still_starting(name, wait), level="warn", code="mcp_wait"))
+
+    async def _prepare_after_launch(self, wait: float) -> None:
+        """The route's own setup, once the servers are launched: the MCP SDK's import comes first (the servers'
+        start waits for it), then the provider's (its SDK, client, lab) overlaps with their start."""
+        mcp = self.host.mcp
+        if mcp is not None and mcp.started:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(wait):
+                    await mcp.launched.wait()
+        await self.host.provider.prepare()
+
+
+def still_starting(name: str, wait: float) -> str:
+    """What a request that goes without a starting server's tools says about it."""
+    if wait > 0:
+        return (
+            f"MCP server {name} is still starting after {wait:g} s (mcp_tools_wait): this request goes without "
+            f"its tools, which join from the next request once it is ready — raise mcp_tools_wait to wait longer"
         )
-        await self.host.mcp.wait_settled()
+    return (
+        f"MCP server {name} is still starting: this request goes without its tools, which join from the next "
+        f"request once it is ready (mcp_tools_wait = 0; set it above 0 to wait for them)"
+    )

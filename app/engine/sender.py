@@ -85,6 +85,15 @@ def redact_failure(failure: Failure) -> Failure:
     )
 
 
+def latency_ms(request: Request, started: float) -> float:
+    """A request's latency as recorded (Requests panel, HAR): from when the transport sent it to now — the
+    network's and the server's time. What came before (the SDK import, the client, a lazy lab start) is
+    bulkhead's own setup and not counted; a request that never went out is timed from `started`."""
+    sent = request.sent_at
+    since = sent if sent is not None and sent >= started else started
+    return (time.monotonic() - since) * 1000
+
+
 class Sender:
     def __init__(
         self,
@@ -163,6 +172,7 @@ class Sender:
         raises here: nothing is sent unsaved); recorded as sending and shown (RequestStarted). Returns its id,
         its start (monotonic and wall clock) and the recorder of its outcome."""
         await self.session.drain()
+        request.sent_at = None  # the same request sent again (a retry) is timed from its own sending
         request_id = new_id("r")
         started, started_at = time.monotonic(), time.time()
         record = functools.partial(
@@ -336,19 +346,22 @@ class Sender:
             )
             error.output_visible = visible
             self._observe(
-                timing, failed_at=time.monotonic(), cut=error.transport in ("connection", "stream-error")
+                timing,
+                request,
+                failed_at=time.monotonic(),
+                cut=error.transport in ("connection", "stream-error"),
             )
             failure = self._classify(error, request)
-            latency = (time.monotonic() - started) * 1000
+            latency = latency_ms(request, started)
             record(outcome="failed", error=error, failure=failure, latency_ms=latency)
             await self._count_failure(request_id, request, error, failure, latency, level, started_at)
             raise RequestFailed(error, failure, request, "".join(text), request_id, tool_calls) from raised
         except asyncio.CancelledError:
-            latency = (time.monotonic() - started) * 1000
+            latency = latency_ms(request, started)
             record(outcome="cancelled", latency_ms=latency)
             self._count_request()
             raise
-        latency = (time.monotonic() - started) * 1000
+        latency = latency_ms(request, started)
         cost = None
         if usage is not None:
             # priced as the route that answered: a fallback route's model, not the session's first one
@@ -375,7 +388,7 @@ class Sender:
             )
         self._count_request()
         self._visible = []
-        self._observe(timing)
+        self._observe(timing, request)
         self.size_evidence.accepted(request.actual_bytes or request.predicted_bytes)
         record(outcome="ok", latency_ms=latency, usage=usage, cost=cost)
         self._finished(request_id, request, latency, level, started_at)
@@ -391,25 +404,30 @@ class Sender:
         try:
             result = await call()
         except asyncio.CancelledError:
-            record(outcome="cancelled", latency_ms=(time.monotonic() - started) * 1000)
+            record(outcome="cancelled", latency_ms=latency_ms(request, started))
             self._count_request()
             raise
         except ProviderError as error:
             failure = self._classify(error, request)
-            latency = (time.monotonic() - started) * 1000
+            latency = latency_ms(request, started)
             record(outcome="failed", error=error, failure=failure, latency_ms=latency)
             await self._count_failure(request_id, request, error, failure, latency, 0, started_at)
             raise RequestFailed(error, failure, request, "", request_id) from error
-        latency = (time.monotonic() - started) * 1000
+        latency = latency_ms(request, started)
         self._count_request()
         record(outcome="ok", latency_ms=latency)
         self._finished(request_id, request, latency, 0, started_at)
         return result
 
-    def _observe(self, timing: StreamTiming, *, failed_at: float | None = None, cut: bool = False) -> None:
+    def _observe(
+        self, timing: StreamTiming, request: Request, *, failed_at: float | None = None, cut: bool = False
+    ) -> None:
         if self.on_stream is None:
             return
-        observation = StreamObservation(timing.started, tuple(timing.arrivals), failed_at, cut)
+        # judged from the sending, as the latency is: a first request's local setup is no wait on the way
+        sent = request.sent_at
+        started = sent if sent is not None and sent >= timing.started else timing.started
+        observation = StreamObservation(started, tuple(timing.arrivals), failed_at, cut)
         try:
             self.on_stream(observation)
         except Exception:  # remembering a quirk never breaks a request

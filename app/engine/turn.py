@@ -359,9 +359,9 @@ class Engine:
     def mcp_plan(self) -> DeferralPlan | None:
         return self.mcp_link.plan()
 
-    async def start_mcp(self, *, ask: McpAsk | None = None, allow_project: bool = False) -> None:
-        """Start the MCP servers in the background (front ends call this after their first frame)."""
-        await self.mcp_link.start(ask=ask, allow_project=allow_project)
+    async def start_mcp(self, *, ask: McpAsk | None = None, **options: bool) -> None:
+        """Start the MCP servers in the background (options allow_project, wait: McpLink.start)."""
+        await self.mcp_link.start(ask=ask, **options)
 
     def context_engine(self) -> ContextEngine | None:
         return self.mcp_link.context_engine()

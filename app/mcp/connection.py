@@ -342,7 +342,9 @@ class McpConnection:
         if self._runner is not None and not self._runner.done():
             return
         self._stop = asyncio.Event()
-        self._settled = asyncio.Event()
+        # the event one `expect` made is kept: a turn may be waiting on it
+        if self._settled is None or self._settled.is_set():
+            self._settled = asyncio.Event()
         self._gone = asyncio.Event()
         self._http_error = ""
         self.tools = ()
@@ -356,7 +358,11 @@ class McpConnection:
             return
         if self._stop is not None:
             self._stop.set()
-        if not runner.done():
+        if not runner.done() and self.state == ServerState.STARTING:
+            runner.cancel()  # not connected yet: nothing to end politely, and a hung start must not hold the exit
+            with contextlib.suppress(BaseException):
+                await runner
+        elif not runner.done():
             try:
                 async with asyncio.timeout(10):
                     await asyncio.shield(runner)

@@ -80,6 +80,8 @@ class McpManager:
         self._tools_generation = -1
         self._by_name: dict[str, tuple[McpConnection, McpTool]] = {}
         self.started = False
+        self.launched = asyncio.Event()  # `start` has launched what it may (the SDK is imported): set once
+        self.closed = False
 
     @classmethod
     def from_settings(
@@ -148,20 +150,26 @@ class McpManager:
         if self.started:
             return
         self.started = True
+        try:
+            launch = await self._launch(allow_project)
+        finally:
+            self.launched.set()
+        if launch:
+            await self._ask_pending(ask)
+
+    async def _launch(self, allow_project: bool) -> bool:
+        """The SDK imported and the servers that may start started; False when nothing more is to be done."""
         if not self.connections:
-            return
-        launch = [
-            c
-            for c in self.connections.values()
-            if not c.spec.from_project or allow_project or self._decision(c.spec) == "allow"
-        ]
-        for connection in launch:
-            connection.expect()
-        if not await asyncio.to_thread(_import_sdk):
+            return False
+        self.expect_launch(allow_project=allow_project)
+        imported = await asyncio.to_thread(_import_sdk)  # never stalls the event loop
+        if self.closed:  # the session ended while the SDK was imported (`-p` answered first): start nothing
+            return False
+        if not imported:
             for connection in self.connections.values():
                 if connection.state not in (ServerState.DISABLED,):
                     connection.mark(ServerState.FAILED, SDK_MISSING)
-            return
+            return False
         for connection in self.connections.values():
             spec = connection.spec
             if not spec.from_project or spec.problem or not spec.enabled:
@@ -172,17 +180,26 @@ class McpManager:
                 connection.mark(
                     ServerState.DENIED, "you chose not to start it (bulkhead mcp reset asks again)"
                 )
+        return True
+
+    def mark_pending(self) -> list[McpServerSpec]:
+        """Mark the project's servers nobody answered for as pending (no SDK needed: at once); returns them."""
         waiting = self.pending()
+        for spec in waiting:
+            connection = self.connections[spec.name]
+            if connection.state != ServerState.PENDING:
+                connection.mark(
+                    ServerState.PENDING,
+                    f"not started: it comes from this workspace's .mcp.json and was not allowed yet (bulkhead "
+                    f"mcp approve {spec.name}, --yes, or /mcp restart {spec.name})",
+                )
+        return waiting
+
+    async def _ask_pending(self, ask: Ask | None) -> None:
+        """Mark the project's servers nobody answered for as pending, and ask about them."""
+        waiting = self.mark_pending()
         if not waiting:
             return
-        for spec in waiting:
-            self.connections[spec.name].mark(
-                ServerState.PENDING,
-                f"not started: it comes from this workspace's "
-                f".mcp.json and was not allowed yet (bulkhead mcp "
-                f"approve {spec.name}, --yes, or /mcp restart "
-                f"{spec.name})",
-            )
         if ask is None:
             return
         try:
@@ -192,6 +209,14 @@ class McpManager:
         except Exception:  # a broken prompt is "not now"
             answer = None
         await self.answer(waiting, answer)
+
+    def expect_launch(self, *, allow_project: bool = False) -> None:
+        """Show every server `start` will launch as starting, at once — before the SDK import and any question —
+        so a turn that comes first knows to wait for them (app.engine.mcp_link) instead of going without."""
+        for connection in self.connections.values():
+            spec = connection.spec
+            if not spec.from_project or allow_project or self._decision(spec) == "allow":
+                connection.expect()
 
     async def answer(self, specs: list[McpServerSpec], answer: str | None) -> None:
         """The user's answer for `specs`: "allow" starts them and remembers, "deny" remembers, None leaves
@@ -233,6 +258,7 @@ class McpManager:
         return connection.status()
 
     async def close(self) -> None:
+        self.closed = True
         await asyncio.gather(*(c.stop() for c in self.connections.values()), return_exceptions=True)
 
     # -- tools ------------------------------------------------------------------------------------

@@ -97,6 +97,9 @@ class Request:
     request_headers: dict[str, str] = field(default_factory=dict)
     status: int | None = None
     response_headers: dict[str, str] = field(default_factory=dict)
+    # When the transport sent it (time.monotonic()): after the SDK import, the client and a lazy lab start,
+    # so a request's latency is the network's and the server's time, not bulkhead's own setup.
+    sent_at: float | None = None
 
 
 # -- what stream() yields -------------------------------------------------------------------------
@@ -346,6 +349,11 @@ class Provider(abc.ABC):
     @property
     def endpoint_url(self) -> str:
         return self.route.base_url or self.route.endpoint_url or ""
+
+    async def prepare(self) -> None:  # noqa: B027 - optional hook
+        """Do the first request's local setup ahead (the SDK import, the client, a lazy lab start), best effort:
+        what fails here is the request's to report. Called while MCP servers start (app.engine.mcp_link), so
+        the two overlap instead of adding up."""
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release connections."""

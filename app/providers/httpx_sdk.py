@@ -82,6 +82,14 @@ class HttpxSdkProvider(Provider):
         self._users[id(client)] = self._users.get(id(client), 0) + 1
         return client
 
+    async def prepare(self) -> None:
+        """The SDK imported (in a thread) and the client made, ahead of the first request."""
+        try:
+            client = await self._acquire(Exchange())
+        except ProviderError:  # e.g. no credentials: the request will say so
+            return
+        await self._release(client)
+
     async def _release(self, client: Any) -> None:
         left = self._users.get(id(client), 1) - 1
         if left > 0:

@@ -15,7 +15,7 @@ from typing import Any
 
 from app.config import Route, Settings
 from app.providers.anthropic import AnthropicProvider
-from app.providers.base import ListedModel, ProbeFloor, ProbeReply, Request, StreamEvent
+from app.providers.base import ListedModel, ProbeFloor, ProbeReply, ProviderError, Request, StreamEvent
 from app.providers.wire import Exchange, wrap_unknown
 
 LAB_API_KEY = "sk-lab-placeholder"  # the lab accepts any key; the SDK wants one
@@ -68,6 +68,14 @@ class LabProvider(AnthropicProvider):
                 await asyncio.to_thread(self._start_once)
             except Exception as exc:  # the lab is this provider's server
                 raise wrap_unknown(self.kind, exc, Exchange(), in_stream=False) from exc
+
+    async def prepare(self) -> None:
+        """The embedded lab started, then the SDK and its client, ahead of the first request."""
+        try:
+            await self.ensure_started()
+        except ProviderError:  # the request will say why
+            return
+        await super().prepare()
 
     async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
         await self.ensure_started()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextvars
 import json
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -195,8 +196,11 @@ class Exchange:
     error_body: str | None = None  # raw body of an error response, when a hook saw it
     unexpected_body: str | None = None  # a 200 body that is not the stream we asked for
     saw_done: bool = False  # an SSE stream carried OpenAI's `data: [DONE]` terminator
+    sent_at: float | None = None  # time.monotonic() when the request first went out (a redirect keeps it)
 
     def saw_request(self, size: int | None, headers: Mapping[Any, Any] | None) -> None:
+        if self.sent_at is None:
+            self.sent_at = time.monotonic()
         self.actual_bytes = size
         self.request_header_bytes = header_block_bytes(headers)
         self.request_headers = redact_headers(_text_headers(headers))
@@ -217,6 +221,8 @@ class Exchange:
             request.status = self.status
         if self.response_headers:
             request.response_headers = dict(self.response_headers)
+        if self.sent_at is not None:
+            request.sent_at = self.sent_at
 
 
 CURRENT_EXCHANGE: contextvars.ContextVar[Exchange | None] = contextvars.ContextVar(

@@ -8,6 +8,7 @@
     … --say-args       writes its arguments to stderr when it starts (a key passed in args, echoed)
     … --chatter BYTES  then writes about BYTES of stderr lines repeating them (a server that logs too much)
     … --garbage        writes a line that is not JSON-RPC to stdout first (the SDK logs a traceback)
+    … --wait-for PATH  does not answer before PATH exists (a server slow to start, for as long as a test wants)
 
 Tools: echo (read-only), add (structured result), tiny_image, note_resource, resource_link,
 write_note (not read-only), slow, crash (exits mid-call), big_output, context_compact (the seed's
@@ -35,6 +36,11 @@ def _fail_early(argv: list[str]) -> None:
     if "--hang" in argv:
         print("demo: waiting for something that never comes", file=sys.stderr, flush=True)
         time.sleep(3600)
+    if "--wait-for" in argv:
+        gate = argv[argv.index("--wait-for") + 1]
+        # the test opens the gate; a test that never does leaves a hung server
+        while not os.path.exists(gate):
+            time.sleep(0.02)
     if "--garbage" in argv:
         print("this is not JSON-RPC", flush=True)
     if "--say-args" in argv:
