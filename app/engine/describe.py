@@ -187,7 +187,11 @@ def _tool_result(event: ToolCallFinished) -> Description:
 @describe.register
 def _mcp_server(event: McpServerChanged) -> Description:
     if event.state == "ready":
-        return Description(f"MCP server {event.name}: ready, {event.tools} tools", code="mcp", mark="⚙")
+        return Description(
+            f"MCP server {event.name}: ready, {event.tools} tool{'' if event.tools == 1 else 's'}",
+            code="mcp",
+            mark="⚙",
+        )
     return Description(
         f"MCP server {event.name}: {event.state}" + (f" — {event.reason}" if event.reason else ""),
         level="warn" if event.state in ("failed", "error") else "info",

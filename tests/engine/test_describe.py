@@ -65,6 +65,7 @@ def test_line_carries_a_mark():
     asked = describe(ApprovalRequested("c1", "shell", {"command": "ls"}, "writes outside: ls"))
     assert (asked.line, asked.level) == ("? shell waits for your approval — writes outside: ls", "warn")
     assert describe(McpServerChanged("docs", "ready", tools=3)).line == "⚙ MCP server docs: ready, 3 tools"
+    assert describe(McpServerChanged("docs", "ready", tools=1)).line == "⚙ MCP server docs: ready, 1 tool"
     assert (
         "assumed a cap of 4.0 MB"
         in describe(CapLearned(4 * 1024 * 1024, None, "lab", "?", assumed=True)).text
