@@ -70,7 +70,7 @@ async def test_a_new_file_card_shows_its_first_lines(tmp_path, monkeypatch):
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         block = await ask(pilot, "!write notes.md first line of the notes")
-        assert block.preview.new_file and "notes.md: a new file, 1 lines" in block.preview.summary
+        assert block.preview.new_file and "notes.md: a new file, 1 line (" in block.preview.summary
         assert "first line of the notes" in block._preview_shown().plain
         assert not (tmp_path / "notes.md").exists()
         await pilot.press("n")
