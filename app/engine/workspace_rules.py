@@ -141,7 +141,9 @@ class RuleFilesWatch:
         after = load_permissions(host.settings, host.workspace, host.state)
         after.rules += [rule for rule in before.rules if rule.source == SESSION]  # yours, for this session
         kept = _keep_unreadable(before, after, host.workspace)
-        same = _in_force(after) == _in_force(before) and after.files == before.files
+        same = sorted(_in_force(after)) == sorted(_in_force(before)) and sorted(
+            after.files, key=lambda file: file.relative
+        ) == sorted(before.files, key=lambda file: file.relative)  # "p" on an approval wrote the file
         host.permissions = after
         if same and not kept:
             return False

@@ -145,3 +145,21 @@ def _fingerprint(allow: list[str]) -> str:
     from app.engine.permissions import allow_fingerprint
 
     return allow_fingerprint(allow)
+
+
+async def test_bulkheads_own_write_of_a_rule_file_is_not_news(make_harness):
+    """`p` on an approval adds the rule to `.bulkhead/settings.toml`; the next prompt reads the file again
+    and finds what is already in force: nothing said, nothing asked."""
+    approve = asker("project")
+    h = make_harness(approver=approve)
+    write_settings(h.engine.workspace, {"deny": ["Read(./.env)"]})
+    h = make_harness(approver=approve)
+    ask = rules_asker(None)
+    await h.engine.confirm_workspace_rules(ask=ask)
+    await h.engine.submit("!shell echo saved")
+    before = [e.text for e in h.of_type("notice") if e.code == "permissions"]
+
+    await h.engine.submit("!shell echo saved")
+
+    assert len(approve.asked) == 1 and "saved" in results(h)[1].content
+    assert [e.text for e in h.of_type("notice") if e.code == "permissions"] == before and ask.asked == []
