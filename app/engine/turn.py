@@ -158,9 +158,7 @@ class Engine:
         self.routes: RouteLink = RouteLink(self)  # the route, its limits, sender and summarizer; /model
         self._use_route(route, provider)
         self.fallback = FallbackChain(self)  # app.engine.fallback: the next route when this one cannot answer
-        self.memory = MemoryWorker(
-            self
-        )  # app.engine.memory: facts distilled; compactions queue what they drop
+        self.memory = MemoryWorker(self)  # app.engine.memory: facts distilled, compactions queue drops
         self.load_instructions()
         self.permissions: Permissions = load_permissions(settings, self.workspace, self.state)
         self.rule_files = RuleFilesWatch(self)  # read again before each prompt when one changed
