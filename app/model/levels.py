@@ -45,3 +45,12 @@ def method_label(trigger: str, method: str) -> str:
     if len(method) == 2 and method[0] == "L" and method[1].isdigit():
         return step_label(trigger, int(method[1]))
     return method
+
+
+_ARCHIVE_REASONS = {"L1": "ladder L1", "L2": "ladder L2", "L3": "last 4"}
+
+
+def archive_reason_label(reason: str) -> str:
+    """An archive entry's reason for a reader: the ladder's steps by name (`L2` was the ladder's last 10,
+    not a summary; `L3`, the last 4 messages, is the same step in both)."""
+    return _ARCHIVE_REASONS.get(reason, reason)

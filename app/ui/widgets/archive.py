@@ -31,6 +31,7 @@ from textual.widgets import DataTable, Input, Static
 from app.model.ages import age
 from app.model.archive import ArchiveEntry
 from app.model.events import Compaction, Event
+from app.model.levels import archive_reason_label
 from app.sizes import format_size
 from app.textsafe import display
 from app.ui.textual_ext.steady_scrollbars import SteadyScrollbars
@@ -222,7 +223,7 @@ Everything a compaction or a recovery dropped or cut is archived, content-addres
             self.entries[entry.key] = entry
             table.add_row(
                 entry.key,
-                entry.reason,
+                archive_reason_label(entry.reason),
                 format_size(entry.bytes),
                 age(now - entry.created_at, compact=True),
                 Text(display(one_line(entry.content, ROW_PREVIEW_CHARS))),
@@ -267,7 +268,7 @@ Everything a compaction or a recovery dropped or cut is archived, content-addres
         sources = len(entry.source_ids)
         origin = f" · from {sources} message{'s' if sources != 1 else ''}" if sources else ""
         title.update(
-            f"ccr:{entry.key} · {entry.reason} · {format_size(entry.bytes)} · "
+            f"ccr:{entry.key} · {archive_reason_label(entry.reason)} · {format_size(entry.bytes)} · "
             f"{clock_text(entry.created_at, self.tz)}{origin}"
         )
         self.preview_text = display(head_text(entry.content, PREVIEW_CHARS))

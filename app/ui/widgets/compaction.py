@@ -1,7 +1,7 @@
 """Compaction panel: the phases of the running compaction, live, or of the last one.
 
 A planned compaction (pre-flight, auto, manual) reports its phases as CompactionPhase events
-in the seed's wording (📦 start, 🧹 trim, 🧠 summarize, ✓ applied, 🔻 Level 3, …); a
+in the seed's wording (📦 start, 🧹 trim, 🧠 summarize, ✓ applied, 🔻 Last 4, …); a
 recovery reports its attempts as RecoveryStep events. The panel shows the trigger, each
 phase line with a spinner on the current one, then the outcome with the sizes before and
 after, and keeps a short history of earlier compactions.
