@@ -93,7 +93,7 @@ async def test_requests_at_100_columns_keep_the_key_columns_whole(lab, tmp_path)
         hidden = panel.fit.hidden_labels
         assert hidden and "route" in hidden
         hint = str(panel.query_one("#requests-hint").render())
-        assert "hidden here:" in hint and "route" in hint and "enter the whole record" in hint
+        assert hint.startswith("hidden: ") and "route" in hint and "enter: whole record" in hint
 
 
 def test_the_least_important_column_goes_first_and_a_narrow_one_still_fits():
@@ -105,3 +105,30 @@ def test_the_least_important_column_goes_first_and_a_narrow_one_still_fits():
     assert fit.choose(9) and fit.shown == ("status",)
     assert not fit.choose(9)  # the same width: nothing changed
     assert fit.choose(3) is False and fit.shown == ("status",)  # never an empty table
+
+
+async def test_hooks_in_a_narrow_inspector_keep_event_and_decision_and_enter_opens_the_run():
+    from app.model.events import HookRun
+    from tests.ui.test_panels import InspectorApp
+
+    command = "./hooks/check-the-whole-repository-before-any-tool-runs.sh --strict"
+    app = InspectorApp()
+    async with app.run_test(size=(40, 40)) as pilot:
+        inspector = app.inspector
+        inspector.dispatch(HookRun("PreToolUse", "shell", command, 1234.0, 2, "block", "no: tests fail"))
+        panel = inspector.show_panel("hooks")
+        await until(pilot, lambda: panel.table.size.width > 0 and panel.fit.width is not None, "the table")
+        await pilot.pause()
+        table = panel.table
+        assert {"n", "event", "decision", "exit"} <= set(panel.fit.shown) and "command" not in panel.fit.shown
+        assert table.virtual_size.width <= table.size.width
+        row = table_lines(table)[1]
+        assert "PreToolUse" in row and "block" in row
+
+        table.focus()
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, RecordScreen), "the whole run")
+        assert command in app.screen.text and "no: tests fail" in app.screen.text
+        await pilot.press("alt+c")
+        await until(pilot, lambda: app.copies, "the copy")
+        assert command in app.copies[-1]

@@ -95,3 +95,11 @@ class ColumnFit:
     @property
     def hidden_labels(self) -> list[str]:
         return [column.label for column in self.columns if column.key not in self.shown]
+
+
+def fit_hint(fit: ColumnFit, hint: str) -> str:
+    """A panel's hint line, led by what the width hides (the line is cut at the panel's edge: news first)."""
+    hidden = fit.hidden_labels
+    if not hidden:
+        return hint
+    return f"hidden: {', '.join(hidden)} (F3 widens) · {hint}"

@@ -35,7 +35,7 @@ from app.sizes import format_size
 from app.textsafe import display_data
 from app.ui.textual_ext.steady_scrollbars import SteadyDataTable
 from app.ui.widgets.common import Clock, CopyRequested, Panel, clock_text, set_cell, trim_table
-from app.ui.widgets.fit_columns import Column, ColumnFit, table_width
+from app.ui.widgets.fit_columns import Column, ColumnFit, fit_hint, table_width
 from app.ui.widgets.report_lines import ReportLines
 
 MAX_ROWS = 1_000
@@ -68,7 +68,7 @@ RANKS = {
     "latency": 6,
     "route": 7,
 }
-HINT = "enter the whole record · alt+c copy why · alt+r copy the record"
+HINT = "enter: whole record · alt+c: copy why · alt+r: copy record"
 
 
 def _decode(row: dict[str, Any]) -> dict[str, Any]:
@@ -167,10 +167,7 @@ error body and a preview of what was sent.
             table.add_row(*self.fit.row(self._cell_map(record)), key=request_id)
         if selected in self.records:
             table.move_cursor(row=table.get_row_index(selected), animate=False)
-        hidden = self.fit.hidden_labels
-        self.query_one("#requests-hint", Static).update(
-            HINT + (f" · hidden here: {', '.join(hidden)} (F3 widens)" if hidden else "")
-        )
+        self.query_one("#requests-hint", Static).update(fit_hint(self.fit, HINT))
 
     def _cell_map(self, record: dict[str, Any]) -> dict[str, Any]:
         return dict(zip((key for _label, key in COLUMNS), self._cells(record), strict=True))
