@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from app.engine.permissions import RULE_FILES, SESSION, Permissions, RuleFile
 from app.model.events import Notice
@@ -153,6 +153,7 @@ class RuleFilesWatch:
             if old != new
         ]
         lines = dict(zip((file.relative for file in after.files), after.summary(), strict=True))
+        level: Literal["info", "warn"]
         for relative in changed:
             if relative in lines:
                 held = next(file for file in after.files if file.relative == relative).held

@@ -7,8 +7,8 @@ from __future__ import annotations
 from textual.geometry import Region
 
 from app.ui.headless import ready, until
-from app.ui.screens.record import RecordScreen
 from app.ui.widgets.fit_columns import Column, ColumnFit, table_width
+from app.ui.widgets.record_screen import RecordScreen
 from tests.ui.conftest import lab_settings
 from tests.ui.test_app import make_app, send
 

@@ -133,7 +133,7 @@ the decision bulkhead took from it and how long it ran.
         key = self._selected_key()
         self._show_detail(key)
         if key is not None and self.detail_text:
-            from app.ui.screens.record import RecordScreen
+            from app.ui.widgets.record_screen import RecordScreen
 
             title = f"hook run #{key}"
             self.app.push_screen(RecordScreen(title, self.detail_text, copy_what="hook run"))

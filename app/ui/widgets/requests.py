@@ -182,7 +182,7 @@ error body and a preview of what was sent.
         if request_id != self.selected_id or not self.detail_text:
             self._show_detail(request_id)
         if self.detail_text:
-            from app.ui.screens.record import RecordScreen
+            from app.ui.widgets.record_screen import RecordScreen
 
             self.app.push_screen(
                 RecordScreen(f"request {request_id}", self.detail_text, copy_what="request record")

@@ -4,6 +4,7 @@ panel. The inspector's tables show what fits their width; this shows every field
     app.push_screen(RecordScreen("request r_… · route work", report_text, copy_what="request record"))
 
 Esc, Enter or q closes it; Alt+C copies the text (the app's clipboard path: OSC 52, then the system's).
+It lives beside the panels that open it (app.ui.screens imports the widgets, never the other way).
 """
 
 from __future__ import annotations
