@@ -159,10 +159,11 @@ class RuleFilesWatch:
                 held = next(file for file in after.files if file.relative == relative).held
                 text, level = f"{relative} changed — {lines[relative]}", "warn" if held else "info"
             elif relative in kept:
+                many = kept[relative] != 1
                 text = (
-                    f"{relative} changed and cannot be read now: its {kept[relative]} deny/ask rule"
-                    f"{'s' if kept[relative] != 1 else ''} from before stay in force, its allow rules are off "
-                    f"until it reads again"
+                    f"{relative} changed and cannot be read now ({_problem_of(after, host.workspace, relative)}): "
+                    f"its {kept[relative]} deny/ask rule{'s' if many else ''} from before "
+                    f"{'stay' if many else 'stays'} in force, its allow rules are off until it reads again"
                 )
                 level = "warn"
             elif not (Path(host.workspace) / relative).exists():
@@ -170,8 +171,9 @@ class RuleFilesWatch:
             else:
                 text, level = f"{relative} changed; it holds no permission rules now", "info"
             host.emit(Notice(display_line(text), level=level, code="permissions"))
+        unreadable = tuple(f"{Path(host.workspace).expanduser() / relative}:" for relative in kept)
         for problem in after.problems:
-            if problem not in before.problems:
+            if problem not in before.problems and not problem.startswith(unreadable):  # said above
                 host.emit(Notice(display_line(problem), level="warn", code="permissions"))
         if after.pending_files() and not self._asking:
             self._asking = True
@@ -196,3 +198,10 @@ def _keep_unreadable(before: Permissions, after: Permissions, workspace: Path) -
             after.rules += rules
             kept[file.relative] = len(rules)
     return kept
+
+
+def _problem_of(permissions: Permissions, workspace: Path, relative: str) -> str:
+    """What reading `relative` said (the parser's words), without the path and the advice."""
+    prefix = f"{Path(workspace).expanduser() / relative}:"
+    found = next((p for p in permissions.problems if p.startswith(prefix)), "")
+    return found.removeprefix(prefix).strip().split("; ")[0] or "unreadable"
