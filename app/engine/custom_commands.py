@@ -194,13 +194,14 @@ class CommandCatalog:
         self.workspace = Path(workspace)
         self.global_dir = Path(global_dir) if global_dir is not None else global_folder()
         self.reserved = tuple(reserved)
+        self._folders = [folder for folder, _source in command_folders(self.workspace, self.global_dir)]
         self._seen: Stamp | None = None
         self._found: tuple[list[CustomCommand], list[str]] = ([], [])
 
     def stamp(self) -> Stamp:
         """(path, mtime_ns, size) of each command folder and each `.md` file in them."""
         stamps: list[tuple[str, int, int]] = []
-        for folder, _source in command_folders(self.workspace, self.global_dir):
+        for folder in self._folders:
             try:
                 found = folder.stat()
             except OSError:
