@@ -13,6 +13,10 @@ given. A project's command folder, or a file in it, that is a link leading outsi
 skipped (said in the problems). Optional YAML front matter: `description` (shown in /help and the palette, else the first
 line) and `argument-hint` (shown after the name). Names and descriptions come from files: they are
 shown through the textsafe seam.
+
+A `CommandCatalog` keeps the commands of a workspace and reads the files again only when a stat of the
+folders says a file was added, changed or removed — cheap enough to ask before each prompt and for each
+completion, so a file added while bulkhead runs is a command at once (no /new).
 """
 
 from __future__ import annotations
@@ -170,6 +174,54 @@ def discover(
                 body=body,
             )
     return sorted(found.values(), key=lambda command: command.name), problems
+
+
+Stamp = tuple[tuple[str, int, int], ...]
+
+
+class CommandCatalog:
+    """The custom commands of `workspace`, read again only when a command file was added, changed or removed.
+
+    catalog = CommandCatalog(workspace, reserved=built_in_words)
+    commands, problems = catalog.read()   # a stat of each folder and file; files read only on a change
+    """
+
+    def __init__(
+        self, workspace: Path, *, global_dir: Path | None = None, reserved: Iterable[str] = ()
+    ) -> None:
+        from app.engine.instructions import global_folder
+
+        self.workspace = Path(workspace)
+        self.global_dir = Path(global_dir) if global_dir is not None else global_folder()
+        self.reserved = tuple(reserved)
+        self._folders = [folder for folder, _source in command_folders(self.workspace, self.global_dir)]
+        self._seen: Stamp | None = None
+        self._found: tuple[list[CustomCommand], list[str]] = ([], [])
+
+    def stamp(self) -> Stamp:
+        """(path, mtime_ns, size) of each command folder and each `.md` file in them."""
+        stamps: list[tuple[str, int, int]] = []
+        for folder in self._folders:
+            try:
+                found = folder.stat()
+            except OSError:
+                continue
+            stamps.append((str(folder), found.st_mtime_ns, found.st_size))
+            for path in folder.rglob("*"):  # a sub-folder's file changes the sub-folder, not the folder
+                try:
+                    found = path.stat()
+                except OSError:
+                    continue
+                stamps.append((str(path), found.st_mtime_ns, found.st_size))
+        return tuple(sorted(stamps))
+
+    def read(self) -> tuple[list[CustomCommand], list[str]]:
+        """The commands and what was skipped (and why), read again only when the files changed."""
+        stamp = self.stamp()
+        if stamp != self._seen:
+            self._found = discover(self.workspace, global_dir=self.global_dir, reserved=self.reserved)
+            self._seen = stamp
+        return self._found
 
 
 def expand_slash(text: str, workspace: Path) -> str | None:

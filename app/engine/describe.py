@@ -36,6 +36,7 @@ from app.model.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
+from app.model.levels import ladder_label, method_label
 from app.sizes import format_size
 
 LEVEL_MARKS = {"info": "ℹ", "warn": "⚠", "error": "✖"}
@@ -80,8 +81,8 @@ def _recovery(event: RecoveryStep) -> Description:
         event.outcome, "info"
     )
     text = (
-        f"L{event.level} attempt {event.attempt}/{event.max_attempts}: {event.outcome.replace('_', ' ')}{sizes}"
-        + (f" — {event.reason}" if event.reason else "")
+        f"{ladder_label(event.level)} attempt {event.attempt}/{event.max_attempts}: "
+        f"{event.outcome.replace('_', ' ')}{sizes}" + (f" — {event.reason}" if event.reason else "")
     )
     return Description(text, level=level, code="recovery", title="recovery", mark="⛑")
 
@@ -111,9 +112,8 @@ def _rejection(event: Rejection) -> Description:
 def _compaction(event: Compaction) -> Description:
     if event.outcome == "applied":
         archived = f", {len(event.archive_keys)} segment(s) archived" if event.archive_keys else ""
-        level = f" L{event.level}" if event.level and event.method != f"L{event.level}" else ""
         return Description(
-            f"{event.method}{level}: {format_size(event.bytes_before)} → "
+            f"{method_label(event.trigger, event.method)}: {format_size(event.bytes_before)} → "
             f"{format_size(event.bytes_after)}, {event.messages_before} → "
             f"{event.messages_after} messages{archived} (/rewind compact undoes it)",
             code="compaction",
@@ -121,7 +121,7 @@ def _compaction(event: Compaction) -> Description:
             mark="📦",
         )
     return Description(
-        f"{event.method}: {event.outcome}",
+        f"{method_label(event.trigger, event.method)}: {event.outcome}",
         level="warn" if event.outcome == "failed" else "info",
         code="compaction",
         title=f"compaction ({event.trigger})",

@@ -54,7 +54,7 @@ from app.engine.sender import Sender, StreamResult
 from app.engine.session import Session
 from app.engine.tool_runner import Approver, ToolRunner
 from app.engine.turn_loop import ANSWER_SEPARATOR, MAX_TOOL_ROUNDS, TurnLoop, join_answers, retry_point
-from app.engine.workspace_rules import confirm_rule_files, load_permissions
+from app.engine.workspace_rules import RuleFilesWatch, load_permissions
 from app.model.events import (
     Event,
     ViewChanged,
@@ -159,11 +159,10 @@ class Engine:
         self.routes: RouteLink = RouteLink(self)  # the route, its limits, sender and summarizer; /model
         self._use_route(route, provider)
         self.fallback: FallbackChain = FallbackChain(self)  # the next route when this one cannot answer
-        self.memory = MemoryWorker(
-            self
-        )  # app.engine.memory: facts distilled; compactions queue what they drop
+        self.memory = MemoryWorker(self)  # app.engine.memory: facts distilled, compactions queue drops
         self.load_instructions()
         self.permissions: Permissions = load_permissions(settings, self.workspace, self.state)
+        self.rule_files = RuleFilesWatch(self)  # read again before each prompt when one changed
 
     # -- events ---------------------------------------------------------------------------------
     def emit(self, event: Event) -> None:
@@ -176,7 +175,7 @@ class Engine:
 
     async def confirm_workspace_rules(self, ask: AskRules | None = None) -> str | None:
         """Ask (`ask(files)` → allow | deny | None) about rule files awaiting approval, after the first frame."""
-        return await confirm_rule_files(self.permissions, ask, self.emit)
+        return await self.rule_files.confirm(ask)  # `ask` asks again when a rule file changes later
 
     async def confirm_workspace_gateways(self, ask: AskGateways | None = None) -> str | None:
         """Ask (`ask(file)` → allow | deny | None) about `.bulkhead/gateways.toml`, after the first frame."""
@@ -238,6 +237,7 @@ class Engine:
 
         `typed`: the part of `prompt` the user typed, the only text whose `@paths` are attached
         (`bulkhead -p` passes its argument: text piped in is data, never a mention). None: all of it."""
+        await self.rule_files.refresh()  # a rule file added or changed since the last prompt
         return await self.loop.submit(prompt, images, typed=typed)
 
     async def retry(self) -> TurnResult:

@@ -84,10 +84,12 @@ class TurnLoop:
 
     def _close_interrupted_turn(self) -> None:
         """A turn killed before the model answered (Esc, a crash) leaves its prompt last in the view; the
-        next prompt would be sent merged with it, and the model would carry out both. Say it got no answer."""
+        next prompt would be sent merged with it, and the model would carry out both. Say it got no answer.
+        Only a request is unanswered: bulkhead's own notes last in the view (/undo's, a summary left last by
+        /rewind, a /recall) asked the model nothing, and nothing failed (issue 40)."""
         view = self.host.session.view.messages
         last = next((m for m in reversed(view) if m.role != "system"), None)
-        if last is None or last.role == "assistant":
+        if last is None or not awaits_answer(last):
             return
         self.host.session.append(
             Message.create("assistant", INTERRUPTED_TURN, turn=self.host.session.turn, origin="notice")
@@ -421,3 +423,13 @@ def retry_point(view: Sequence[Message]) -> int | None:
         while cut < len(view) and view[cut].role == "tool":
             cut += 1
     return cut
+
+
+def awaits_answer(message: Message) -> bool:
+    """Was `message` sent for the model to answer: a prompt (with its @mentions), tool results, or the
+    request to continue a cut answer? An assistant message and bulkhead's notes are not."""
+    if message.role == "tool":
+        return True
+    if message.role != "user":
+        return False
+    return message.meta.origin in ("user", "mention") or message.text == CONTINUATION

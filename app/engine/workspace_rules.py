@@ -10,15 +10,22 @@ rules (`app.trust.WorkspaceTrust`, as for `.mcp.json`): when they change, you ar
     permissions = load_permissions(settings, workspace, state)
     for line in permissions.summary(): ...            # said when the session starts
     await confirm_rule_files(permissions, ask, emit)  # the front end's question, if any
+
+The files are looked at again before each prompt (`RuleFilesWatch.refresh`, a stat of each: cheap when
+nothing changed). A file added, changed or removed while the session runs is read again and goes through
+the same trust as at the start: its deny and ask rules are in force at once, its allow rules only once
+approved (the front end that asked at the start asks again). A file that became unreadable (a save half
+done, a typo) keeps the deny and ask rules it had, and says so.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, Protocol
 
-from app.engine.permissions import Permissions, RuleFile
+from app.engine.permissions import RULE_FILES, SESSION, Permissions, RuleFile
 from app.model.events import Notice
 from app.textsafe import display_line
 from app.trust import WorkspaceTrust
@@ -75,3 +82,126 @@ async def confirm_rule_files(
         )
         return answer
     return None
+
+
+# -- read again while the session runs -----------------------------------------------------------------------
+Stamp = tuple[tuple[str, int, int, int] | None, ...]  # per rule file: (path, mtime_ns, size, inode) or None
+
+
+def rule_files_stamp(workspace: Path) -> Stamp:
+    """What a stat says of each of the workspace's rule files (None: no such file)."""
+    stamps: list[tuple[str, int, int, int] | None] = []
+    for relative in RULE_FILES:
+        try:
+            found = os.stat(Path(workspace).expanduser() / relative)
+        except OSError:
+            stamps.append(None)
+            continue
+        stamps.append((relative.as_posix(), found.st_mtime_ns, found.st_size, found.st_ino))
+    return tuple(stamps)
+
+
+class RulesHost(Protocol):
+    """What the watch reads and replaces on the engine."""
+
+    settings: Any
+    workspace: Path
+    state: Any
+    permissions: Permissions
+
+    def emit(self, event: Any) -> None: ...
+
+
+def _in_force(permissions: Permissions) -> list[tuple[str, str, str]]:
+    return [row for row in permissions.listing() if row[2] != SESSION]
+
+
+class RuleFilesWatch:
+    """The workspace's rule files, looked at again before each prompt; a change goes through trust as at start."""
+
+    def __init__(self, host: RulesHost) -> None:
+        self.host = host
+        self.ask: AskRules | None = None  # the front end's question (set by the first confirm_rule_files)
+        self.seen = rule_files_stamp(host.workspace)
+        self._asking = False
+
+    async def confirm(self, ask: AskRules | None) -> str | None:
+        """The question at the start (`confirm_rule_files`); `ask` is kept to ask again after a change."""
+        self.ask = ask
+        return await confirm_rule_files(self.host.permissions, ask, self.host.emit)
+
+    async def refresh(self) -> bool:
+        """Read the rule files again if a stat says one was added, changed or removed; say what changed and
+        ask about allow rules that wait for an answer. True when the rules in force changed."""
+        stamp = rule_files_stamp(self.host.workspace)
+        if stamp == self.seen:
+            return False
+        before_stamp, self.seen = self.seen, stamp
+        host, before = self.host, self.host.permissions
+        after = load_permissions(host.settings, host.workspace, host.state)
+        after.rules += [rule for rule in before.rules if rule.source == SESSION]  # yours, for this session
+        kept = _keep_unreadable(before, after, host.workspace)
+        same = sorted(_in_force(after)) == sorted(_in_force(before)) and sorted(
+            after.files, key=lambda file: file.relative
+        ) == sorted(before.files, key=lambda file: file.relative)  # "p" on an approval wrote the file
+        host.permissions = after
+        if same and not kept:
+            return False
+        changed = [
+            relative.as_posix()
+            for relative, old, new in zip(RULE_FILES, before_stamp, stamp, strict=True)
+            if old != new
+        ]
+        lines = dict(zip((file.relative for file in after.files), after.summary(), strict=True))
+        level: Literal["info", "warn"]
+        for relative in changed:
+            if relative in lines:
+                held = next(file for file in after.files if file.relative == relative).held
+                text, level = f"{relative} changed — {lines[relative]}", "warn" if held else "info"
+            elif relative in kept:
+                many = kept[relative] != 1
+                text = (
+                    f"{relative} changed and cannot be read now ({_problem_of(after, host.workspace, relative)}): "
+                    f"its {kept[relative]} deny/ask rule{'s' if many else ''} from before "
+                    f"{'stay' if many else 'stays'} in force, its allow rules are off until it reads again"
+                )
+                level = "warn"
+            elif not (Path(host.workspace) / relative).exists():
+                text, level = f"{relative} was removed: its rules are no longer in force", "info"
+            else:
+                text, level = f"{relative} changed; it holds no permission rules now", "info"
+            host.emit(Notice(display_line(text), level=level, code="permissions"))
+        unreadable = tuple(f"{Path(host.workspace).expanduser() / relative}:" for relative in kept)
+        for problem in after.problems:
+            if problem not in before.problems and not problem.startswith(unreadable):  # said above
+                host.emit(Notice(display_line(problem), level="warn", code="permissions"))
+        if after.pending_files() and not self._asking:
+            self._asking = True
+            try:
+                await confirm_rule_files(after, self.ask, host.emit)
+            finally:
+                self._asking = False
+        return True
+
+
+def _keep_unreadable(before: Permissions, after: Permissions, workspace: Path) -> dict[str, int]:
+    """A rule file that is there but can no longer be read keeps its deny and ask rules (a half-done save
+    must not lift a deny). Returns relative path → how many were kept."""
+    now = {file.relative for file in after.files}
+    kept: dict[str, int] = {}
+    for file in before.files:
+        path = Path(workspace).expanduser() / file.relative
+        if file.relative in now or not any(problem.startswith(f"{path}:") for problem in after.problems):
+            continue
+        rules = [rule for rule in before.rules if rule.source == file.relative and rule.kind != "allow"]
+        if rules:
+            after.rules += rules
+            kept[file.relative] = len(rules)
+    return kept
+
+
+def _problem_of(permissions: Permissions, workspace: Path, relative: str) -> str:
+    """What reading `relative` said (the parser's words), without the path and the advice."""
+    prefix = f"{Path(workspace).expanduser() / relative}:"
+    found = next((p for p in permissions.problems if p.startswith(prefix)), "")
+    return found.removeprefix(prefix).strip().split("; ")[0] or "unreadable"

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from app.model.levels import step_label
+
 _PROVIDER_IDS = {"anthropic": "anthropic", "openai": "openai", "bedrock": "aws", "lab": None}
 
 
@@ -138,7 +140,7 @@ class Counters:
 
     def add_compaction(self, trigger: str, level: int, bytes_saved: int) -> None:
         _bump(self.compactions, trigger)
-        _bump(self.compactions_by_level, f"L{level}")
+        _bump(self.compactions_by_level, step_label(trigger, level))  # "summary", "ladder L2 (last 10)"
         if level >= 3:
             self.l3_count += 1
         self.bytes_saved += max(0, bytes_saved)

@@ -81,7 +81,7 @@ def preview_change(
             text, more = _cut(lines, max_lines)
             size = format_size(len(content.encode("utf-8", "surrogatepass")))
             return ChangePreview(
-                summary=f"{shown}: a new file, {len(lines):,} lines ({size})",
+                summary=f"{shown}: a new file, {len(lines):,} line{'' if len(lines) == 1 else 's'} ({size})",
                 text=text,
                 new_file=True,
                 more_lines=more,

@@ -506,7 +506,9 @@ def _write_file(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     _write_text(path, shown, content)
     if old is None:
         size = len(content.encode("utf-8"))
-        return ok(f"Created {shown}: {_lines(_line_count(content))} ({size:,} bytes)")
+        return ok(
+            f"Created {shown}: {_lines(_line_count(content))} ({size:,} byte{'' if size == 1 else 's'})"
+        )
     diff = unified_diff(old, content, shown)
     added, removed = diff_counts(diff)
     return ok(f"Updated {shown} (+{added} −{removed} lines)\n{diff}")

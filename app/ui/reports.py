@@ -46,9 +46,9 @@ def cost_report(c: Counters) -> tuple[str, Rows]:
         (
             "compactions",
             _joined(c.compactions)
-            + (f" · by level: {_joined(c.compactions_by_level)}" if c.compactions_by_level else ""),
+            + (f" · by step: {_joined(c.compactions_by_level)}" if c.compactions_by_level else ""),
         ),
-        ("L3 (nuclear)", str(c.l3_count)),
+        ("last 4 only", str(c.l3_count)),
         ("rejections", _joined(c.rejections)),
         ("recoveries", f"{c.recoveries_ok} ok · {c.recoveries_failed} failed"),
         ("bytes saved", format_size(c.bytes_saved)),
@@ -74,9 +74,12 @@ def context_report(r: ContextReport, *, no_cap_warn_bytes: int) -> tuple[str, Ro
 
     share = f" ({r.cap_share:.0%} of the cap)" if r.cap_share is not None else ""
     if r.effective_cap:
-        cap = f"{format_size(r.effective_cap)} — {r.cap_source}" + (
-            f": {r.cap_detail}" if r.cap_detail else ""
-        )
+        detail = (
+            r.cap_detail or r.cap_source
+        )  # "learned 2026-… from a 413 rejection", not "learned: learned …"
+        if not detail.startswith(r.cap_source):
+            detail = f"{r.cap_source}: {detail}"
+        cap = f"{format_size(r.effective_cap)} — {detail}"
     else:
         cap = (
             f"none known — a request over {format_size(no_cap_warn_bytes)} warns once; "

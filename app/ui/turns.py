@@ -420,16 +420,22 @@ class TurnControl(AppMixin):
 
         self.run_worker(add(), group="command-notice", exit_on_error=False, name="command notice")
 
-    def refresh_custom_commands(self) -> list[str]:
-        """Read the Markdown command files again (they may be added while bulkhead runs); what was skipped."""
-        from app.engine.api.custom_commands import discover
+    _command_catalog: Any = None
 
-        self.custom_commands, problems = discover(
-            self.workspace, reserved=[a.slash for a in ACTIONS if a.slash]
-        )
+    def refresh_custom_commands(self) -> list[str]:
+        """The Markdown command files, read again when one was added, changed or removed (a stat when not:
+        cheap enough for each completion); what was skipped."""
+        if self._command_catalog is None or self._command_catalog.workspace != Path(self.workspace):
+            from app.engine.api.custom_commands import CommandCatalog
+
+            self._command_catalog = CommandCatalog(
+                self.workspace, reserved=[a.slash for a in ACTIONS if a.slash]
+            )
+        self.custom_commands, problems = self._command_catalog.read()
         return problems
 
     def custom_completions(self) -> list[tuple[str, str]]:
+        self.refresh_custom_commands()  # a file added since the last prompt completes at once
         return [
             (
                 command.slash,

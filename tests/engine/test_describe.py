@@ -29,7 +29,9 @@ def test_recovery_rejection_retry_compaction_in_words():
     step = describe(
         RecoveryStep(1, 1, 3, 422_400, 430_000, "not_smaller", "waf_block", "no smaller candidate")
     )
-    assert step.text == "L1 attempt 1/3: not smaller (412.5 KB → 419.9 KB) — no smaller candidate"
+    assert step.text == (
+        "ladder L1 (repair) attempt 1/3: not smaller (412.5 KB → 419.9 KB) — no smaller candidate"
+    )
     assert (step.level, step.code, step.title) == ("warn", "recovery", "recovery")
     rejected = describe(Rejection("waf_block", 422_400, "Rejected by a WAF", 403, recoverable=True))
     assert rejected.text == "403 waf_block, 412.5 KB: Rejected by a WAF — recovering"
@@ -41,11 +43,18 @@ def test_recovery_rejection_retry_compaction_in_words():
         "failed",
     )
     assert describe(Retry("rate_limit", 1, 3, 2.0, "429")).text == "rate_limit: retry 1/3 in 2.0 s — 429"
-    applied = describe(Compaction("auto", "L2", "applied", 4096, 1024, 30, 11, level=2, archive_keys=("k",)))
+    applied = describe(
+        Compaction("auto", "summary", "applied", 4096, 1024, 30, 11, level=2, archive_keys=("k",))
+    )
     assert applied.text == (
-        "L2: 4.0 KB → 1.0 KB, 30 → 11 messages, 1 segment(s) archived (/rewind compact undoes it)"
+        "summary: 4.0 KB → 1.0 KB, 30 → 11 messages, 1 segment(s) archived (/rewind compact undoes it)"
     )
     assert applied.title == "compacted (auto)"
+    # the ladder's L2 keeps the last 10 messages; a planned compaction's level 2 is the summary: never both "L2"
+    recovered = describe(Compaction("recovery", "L2", "applied", 4096, 1024, 30, 11, level=2))
+    assert recovered.text.startswith("ladder L2 (last 10): 4.0 KB → 1.0 KB")
+    nuclear = describe(Compaction("preflight", "L3", "applied", 4096, 1024, 30, 5, level=3))
+    assert nuclear.text.startswith("last 4: 4.0 KB → 1.0 KB")
     assert describe(Compaction("manual", "summary", "failed", 1, 1, 1, 1)).level == "warn"
 
 

@@ -10,6 +10,7 @@ import pytest
 from app.engine.session import Session
 from app.model.archive import ArchiveEntry, archive_key
 from app.model.messages import Message, ToolResult
+from app.model.prompts import INTERRUPTED_TURN
 
 OTHER_SECRET = "the other project's design notes: launch codes 0000"
 
@@ -88,3 +89,47 @@ async def wait_for_request(lab, limit: float = 10.0) -> None:
     while not lab.requests():
         assert loop.time() < deadline, "the lab never received the request"
         await asyncio.sleep(0.01)
+
+
+async def allow(name, args, why):
+    return True
+
+
+def no_reply_notes(h) -> list:
+    return [m for m in h.session.view.messages if m.text == INTERRUPTED_TURN]
+
+
+async def test_a_prompt_after_undo_is_not_told_the_last_request_got_no_reply(make_harness):
+    """/undo leaves the model a note (a user message from bulkhead); the next prompt is no answer to
+    a failed request: no 'got no reply' line is added (issue 40)."""
+    h = make_harness(approver=allow)
+    await h.engine.submit("!write notes.md draft 1")
+    await h.engine.submit("!edit notes.md 'draft 1' 'draft 2'")
+    await h.engine.undo()
+    assert (h.engine.workspace / "notes.md").read_text() == "draft 1"
+
+    result = await h.engine.submit("what now?")
+
+    assert result.outcome == "answered"
+    assert no_reply_notes(h) == []
+    assert not [e for e in h.of_type("notice") if e.code == "interrupted"]
+
+
+async def test_a_prompt_after_rewinding_next_to_a_summary_is_not_told_it_got_no_reply(make_harness):
+    """A compacted view starts with bulkhead's summary (a user message); /rewind with files to the first
+    prompt after it leaves the summary last. The next prompt adds no 'got no reply' line."""
+    h = make_harness(approver=allow)
+    for i in range(4):
+        await h.engine.submit(f"!write notes.md draft {i}")
+    await h.engine.compact()
+    view = h.session.view.messages
+    prompts = [m for m in view if m.role == "user" and m.meta.origin == "user"]
+    assert view[0].role == "user" and view[0].meta.origin != "user" and prompts
+    await h.engine.rewind_to(prompts[0].id, files=True)
+    assert h.session.view.messages[-1].role == "user"  # the summary, last
+    assert (h.engine.workspace / "notes.md").read_text() == "draft 2"
+
+    result = await h.engine.submit("start again from here")
+
+    assert result.outcome == "answered"
+    assert no_reply_notes(h) == []

@@ -400,11 +400,13 @@ async def test_compact_rewind_and_recall(lab, tmp_path):
 @pytest.mark.parametrize(
     ("method", "level", "shown"),
     [
-        ("summary", 2, "summary L2: 400.0 KB → 100.0 KB"),
-        ("L3", 3, "L3: 400.0 KB → 100.0 KB"),
+        ("summary", 2, "summary: 400.0 KB → 100.0 KB"),
+        ("L3", 3, "last 4: 400.0 KB → 100.0 KB"),
     ],
 )
 async def test_a_compaction_notice_names_its_method_once(lab, tmp_path, method, level, shown):
+    """By what it did, never by a number the recovery ladder also uses ("summary L2" read as the ladder's
+    L2, which keeps the last 10 messages; issue 40)."""
     app = make_app(lab_settings(lab), tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)

@@ -108,7 +108,7 @@ async def test_a_new_file_card_shows_its_first_lines(tmp_path):
         await until(pilot, lambda: app.chat.pending_approval() is not None, "the approval card")
         await pilot.pause()
         block = app.chat.pending_approval()
-        assert block.preview.new_file and "notes.md: a new file, 1 lines" in block.preview.summary
+        assert block.preview.new_file and "notes.md: a new file, 1 line (" in block.preview.summary
         assert "first line of the notes" in block._preview_shown().plain
         await pilot.press("n")
         await settle(pilot)

@@ -356,7 +356,8 @@ async def test_c_copies_each_panel_as_plain_text():
             payload.startswith("Next request 293.0 KB of 309.4 KB cap") and "412.5 KB (waf_block)" in payload
         )
         assert "recovered at L2 on attempt 2/3" in ladder
-        assert compaction.endswith("applied: 30 → 11 msgs · 412.5 KB → 117.2 KB (−295.3 KB) · L2")
+        assert compaction.startswith("Last: recovery · ladder L2 (last 10) · applied")
+        assert compaction.endswith("applied: 30 → 11 msgs · 412.5 KB → 117.2 KB (−295.3 KB)")
         assert hooks.startswith("Stop · matcher * · exit 0 · ok")
         assert "  input: 1,000" in cost and "  cost: $0.0100" in cost
 
@@ -683,7 +684,7 @@ async def test_compaction_phases_live_then_final():
         assert panel.result is not None and panel.result.method == "summary"
         assert len(panel.phases) == 5
         result = str(panel.query_one("#compaction-result", Static).render())
-        assert result == "applied: 23 → 9 msgs · 4.2 MB → 1.8 MB (−2.4 MB) · L2 · 2 archived"
+        assert result == "applied: 23 → 9 msgs · 4.2 MB → 1.8 MB (−2.4 MB) · 2 archived"
         assert str(panel.query_one("#compaction-status").render()) == "Last: preflight · summary · applied"
 
         # the next one starts afresh; the last one goes to the history
@@ -1281,8 +1282,11 @@ async def test_cost_reads_the_engine_counters(engine):
         assert values["cost"] == "$0.0421" and values["total"] == "$0.0526"
         assert values["summarizer"] == "1 call · 20,000 in / 900 out · $0.0105"
         assert values["requests"] == "7 · 2 failed · 1 retried"
-        assert values["compactions"] == "preflight 1 · recovery 1" and values["by level"] == "L2 1 · L3 1"
-        assert values["L3"] == "1" and values["rejections"] == "payload_too_large 1 · waf_block 1"
+        assert (
+            values["compactions"] == "preflight 1 · recovery 1"
+            and values["by step"] == "summary 1 · ladder L3 (last 4) 1"
+        )
+        assert values["last 4 only"] == "1" and values["rejections"] == "payload_too_large 1 · waf_block 1"
         assert values["recoveries"] == "1 ok · 1 failed" and values["bytes saved"] == "2.2 MB"
         counters.unpriced_requests = 2
         app.inspector.dispatch(RequestFinished("r", "lab", "chat", 1, 1, 200, 1.0))

@@ -221,3 +221,25 @@ async def test_an_image_mention_is_attached_and_said(lab, ws):
         notice = app.chat.notices("image")[0].text
         assert notice.startswith("attached @shot.png as an image (image/png") and "as base64" in notice
         assert lab.requests()[-1]["bytes"] > len(png(32, 32))
+
+
+async def test_a_command_file_added_mid_session_completes_and_runs_without_new(lab, ws):
+    """The slash completion reads the command folders again (a stat when nothing changed): a file added
+    while the TUI runs completes at once and runs at the next prompt (issue 40)."""
+    app = make_app(lab_settings(lab), ws)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await send(pilot, "hello")
+        app.prompt.focus()
+        await pilot.press("/", "s", "h")
+        assert not [c for c in app.prompt.completions if c[0] == "/shout"]
+        await pilot.press("backspace", "backspace", "backspace")
+        commands = ws / ".claude" / "commands"
+        commands.mkdir(parents=True)
+        (commands / "shout.md").write_text("---\ndescription: Say it loud\n---\nSay $ARGUMENTS loudly.\n")
+        await pilot.press("/", "s", "h")
+        await until(pilot, lambda: app.prompt.completions, "the completions")
+        assert ("/shout", "Say it loud (.claude/commands)") in app.prompt.completions
+        app.prompt.set_text("")
+        await send(pilot, "/shout the news")
+        assert app.engine.session.master[-2].text == "Say the news loudly.\n"

@@ -8,7 +8,7 @@ import json
 from app.ui.headless import ready, until
 from app.ui.screens.rules_trust import RulesTrustScreen
 from tests.ui.conftest import lab_settings
-from tests.ui.test_app import SIZE, make_app
+from tests.ui.test_app import SIZE, make_app, send, submit
 
 
 async def test_a_repositorys_allow_rules_wait_for_the_users_yes(lab, tmp_path):
@@ -72,3 +72,28 @@ async def test_a_repositorys_gateways_file_waits_for_the_users_yes(lab, tmp_path
         await until(pilot, lambda: again.chat.notices("gateways") or True, "the start")
         assert not isinstance(again.screen, GatewaysTrustScreen)
         await again.action_quit()
+
+
+async def test_a_rule_file_added_mid_session_is_asked_about_at_the_next_prompt(lab, tmp_path):
+    """No /new: a `.claude/settings.json` written while the TUI runs is read at the next prompt — its deny
+    rules in force at once, its allow rules asked about with the same dialog as at the start (issue 40)."""
+    app = make_app(lab_settings(lab), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await send(pilot, "hello")
+        (tmp_path / ".claude").mkdir()
+        (tmp_path / ".claude" / "settings.json").write_text(
+            json.dumps({"permissions": {"allow": ["Bash(echo:*)"], "deny": ["Read(./.env)"]}})
+        )
+        await submit(pilot, "and now?")
+        await until(
+            pilot, lambda: isinstance(app.screen, RulesTrustScreen), "the question about the new file"
+        )
+        assert app.engine.permissions.check("read_file", {"path": ".env"}).kind == "deny"
+        assert app.engine.permissions.check("shell", {"command": "echo hi"}).kind is None
+        await pilot.press("y")
+        await until(pilot, lambda: len(app.chat.answers()) == 2, "the answer to the second prompt")
+        assert app.engine.permissions.check("shell", {"command": "echo hi"}).kind == "allow"
+        said = " ".join(n.text for n in app.chat.notices("permissions"))
+        assert ".claude/settings.json changed" in said
+        await app.action_quit()

@@ -197,3 +197,18 @@ async def test_a_screenshot_without_a_downloads_folder_goes_to_the_working_folde
         app.action_screenshot()
         await until(pilot, lambda: list(tmp_path.glob("*.svg")), "the screenshot in the working folder")
         assert not (tmp_path / "no-such-Downloads").exists()
+
+
+async def test_context_names_a_learned_cap_once(lab, tmp_path):
+    """`/context` said "learned: learned … from a 413 rejection" (issue 40): the source is said once."""
+    lab.configure(gateway="nginx", cap="48KB")
+    app = make_app(lab_settings(lab), tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot)
+        await send(pilot, "!big 60KB")
+        await send(pilot, "and again")  # over the cap: refused, the cap learned, the ladder recovers
+        assert app.engine.cap_info().source == "learned"
+        await send(pilot, "/context")
+        context = dict([i for i in app.chat.items if isinstance(i, ReportItem)][-1].rows)
+        assert " — learned " in context["cap"] and "learned: learned" not in context["cap"]
+        assert "rejection" in context["cap"]

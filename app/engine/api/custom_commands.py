@@ -3,12 +3,13 @@
 
     commands, problems = discover(workspace, reserved=["/help", …])   # the TUI's palette and /help
     prompt = expand_slash("/review the parser", workspace)            # `-p "/review …"`; None: no such command
+    catalog = CommandCatalog(workspace, reserved=[…]); commands, problems = catalog.read()  # re-read on change
 
 A command's name, description and body come from files: a front end shows them through `app.textsafe`.
 """
 
 from __future__ import annotations
 
-from app.engine.custom_commands import CustomCommand, discover, expand_slash
+from app.engine.custom_commands import CommandCatalog, CustomCommand, discover, expand_slash
 
-__all__ = ["CustomCommand", "discover", "expand_slash"]
+__all__ = ["CommandCatalog", "CustomCommand", "discover", "expand_slash"]

@@ -289,19 +289,22 @@ async def run_pipeline(
             summary_failed = summary_missed = True
             phase(
                 "summary_rejected",
-                f"✗ No room for a summary under the byte cap ({result.report.detail}) — falling back to Level 3",
+                f"✗ No room for a summary under the byte cap ({result.report.detail}) — falling back to the "
+                f"last {ctx.settings.nuclear_keep_messages} messages",
             )
         elif summary_calls:
             summary_failed = summary_missed = True
             phase(
-                "summary_rejected", f"✗ Summary rejected ({result.report.detail}) — falling back to Level 3"
+                "summary_rejected",
+                f"✗ Summary rejected ({result.report.detail}) — falling back to the last "
+                f"{ctx.settings.nuclear_keep_messages} messages",
             )
 
     if (target is not None and not fits) or summary_failed:
         if cancel is not None and cancel.is_set():
             return cancelled()
         keep = ctx.settings.nuclear_keep_messages
-        phase("nuclear", f"🔻 Level 3: keeping the last {keep} messages, shrinking to fit…")
+        phase("nuclear", f"🔻 Last {keep}: keeping only the last {keep} messages, shrinking to fit…")
         nuked = run_passes(view, ctx.with_entries(entries), L3_PASSES)
         reports.extend(nuked.reports)
         if nuked.changed:

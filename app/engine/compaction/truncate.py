@@ -118,11 +118,13 @@ def keep_recent(messages: Messages, ctx: PassContext, *, reason: str = "L2") -> 
         view, entries = _finish(tuple(messages), [], ctx, reason)
         if same_view(view, messages):
             return unchanged(messages, "keep_recent")
-        return PassResult(view, entries, Report("keep_recent", "↪ L2: view repaired", True))
+        return PassResult(view, entries, Report("keep_recent", "↪ view repaired (ladder L2)", True))
     head, kept, _gone, archiver, count = split
     view, entries = _finish(tuple(head + kept), archiver.entries, ctx, reason)
     freed = max(0, ctx.measure(tuple(messages)) - ctx.measure(view))
-    line = f"✂ L2: kept the last {len(kept)} messages, {count} older archived, {format_size(freed)} freed"
+    line = (
+        f"✂ ladder L2: kept the last {len(kept)} messages, {count} older archived, {format_size(freed)} freed"
+    )
     return PassResult(
         view, entries, Report("keep_recent", line, True, {"dropped": count, "kept": len(kept)}, freed)
     )
@@ -155,11 +157,11 @@ def nuclear(messages: Messages, ctx: PassContext, *, reason: str = "L3") -> Pass
         view, entries = _finish(tuple(messages), [], ctx, reason)
         if same_view(view, messages):
             return unchanged(messages, "nuclear")
-        return PassResult(view, entries, Report("nuclear", "↪ L3: view repaired", True))
+        return PassResult(view, entries, Report("nuclear", "↪ view repaired (last messages only)", True))
     view, entries = _finish(candidate, archiver.entries, ctx, reason)
     freed = max(0, ctx.measure(tuple(messages)) - ctx.measure(view))
     line = (
-        f"✂ L3: kept the last {len(kept)} messages (each ≤ {settings.nuclear_message_chars:,} chars, "
+        f"✂ kept only the last {len(kept)} messages (each ≤ {settings.nuclear_message_chars:,} chars, "
         f"{capped} capped), {count} older archived"
     )
     return PassResult(

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from datetime import tzinfo
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -31,6 +31,7 @@ from textual.widgets import DataTable, Input, Static
 from app.model.ages import age
 from app.model.archive import ArchiveEntry
 from app.model.events import Compaction, Event
+from app.model.levels import archive_reason_label
 from app.sizes import format_size
 from app.textsafe import display
 from app.ui.textual_ext.steady_scrollbars import SteadyScrollbars
@@ -43,11 +44,16 @@ from app.ui.widgets.common import (
     one_line,
     set_cell,
 )
+from app.ui.widgets.fit_columns import CELL_PADDING, Column, ColumnFit, table_width
 
 MAX_ROWS = 500
 SEARCH_LIMIT = 100
 PREVIEW_CHARS = 20_000
-ROW_PREVIEW_CHARS = 60
+ROW_PREVIEW_CHARS = 60  # the most a row's preview shows; less when the inspector is narrower
+MIN_ROW_PREVIEW = 10  # a preview narrower than this is left out (the pane below shows the segment)
+# Which columns stay when the inspector is narrow (0 is the last to go; the key orders the rows); the preview
+# takes what is left.
+FIXED_COLUMNS = (("key", "key", 0), ("reason", "reason", 1), ("size", "size", 2), ("age", "age", 3))
 HINT = "enter recall · ctrl+z rewind view · shift+tab search · alt+c copy"
 EMPTY_PREVIEW = (
     "No archived segments yet. Compaction and recovery archive everything they drop or cut; "
@@ -137,6 +143,8 @@ Everything a compaction or a recovery dropped or cut is archived, content-addres
         self.preview_text = ""
         self._search_mode = False
         self.table = ArchiveTable(id="archive-table", cursor_type="row", zebra_stripes=True)
+        self.fit = ColumnFit([Column(label, key, rank) for label, key, rank in FIXED_COLUMNS])
+        self.preview_chars = ROW_PREVIEW_CHARS
         self.search = Input(placeholder="search the archive (Shift+Tab from the list)", id="archive-search")
 
     def compose(self) -> ComposeResult:
@@ -148,16 +156,62 @@ Everything a compaction or a recovery dropped or cut is archived, content-addres
         yield Static(HINT, id="archive-hint", classes="panel-hint", markup=False)
 
     def on_mount(self) -> None:
-        self.table.add_column("key", key="key")
-        self.table.add_column("reason", key="reason")
-        self.table.add_column("size", key="size")
-        self.table.add_column("age", key="age")
-        self.table.add_column("preview", key="preview")
+        self._add_columns()
         self.set_interval(AGE_REFRESH_S, self.refresh_ages, name="archive ages")
         # Panel.on_mount runs next (Textual calls each class's handler): sync, bind, replay events.
 
+    # -- columns by width ------------------------------------------------------------------------------
+    def _add_columns(self) -> None:
+        for key in self.fit.shown:
+            self.table.add_column(key, key=key)
+        if self.preview_chars:
+            self.table.add_column("preview", key="preview")
+
+    def on_resize(self, _event: events.Resize) -> None:
+        self.call_after_refresh(self._fit_width)
+
+    def _fit_width(self, *, force: bool = False) -> None:
+        width = table_width(self.table)
+        if width <= 0:
+            return
+        changed = self.fit.choose(width)
+        left = width - sum(self.fit.needed(key) for key in self.fit.shown) - 2 * CELL_PADDING
+        preview = min(ROW_PREVIEW_CHARS, left) if left >= MIN_ROW_PREVIEW else 0
+        if changed or preview != self.preview_chars or force:
+            self.preview_chars = preview
+            self._rebuild()
+
+    @staticmethod
+    def _fixed(entry: ArchiveEntry, now: float) -> dict[str, object]:
+        return {
+            "key": entry.key,
+            "reason": archive_reason_label(entry.reason),
+            "size": format_size(entry.bytes),
+            "age": age(now - entry.created_at, compact=True),
+        }
+
+    def _cells(self, entry: ArchiveEntry, now: float) -> list[object]:
+        row = self.fit.row(self._fixed(entry, now))
+        if self.preview_chars:
+            row.append(Text(display(one_line(entry.content, self.preview_chars))))
+        return row
+
+    def _rebuild(self) -> None:
+        """The table again with the chosen columns, rows in the order they were, the cursor where it was."""
+        table, selected = self.table, self.selected_key
+        order = [row.key.value for row in table.ordered_rows if row.key.value in self.entries]
+        table.clear(columns=True)
+        self._add_columns()
+        now = self.now()
+        for key in order:
+            table.add_row(*self._cells(self.entries[key], now), key=key)
+        if selected in self.entries:
+            table.move_cursor(row=table.get_row_index(selected), animate=False)
+
     def refresh_ages(self) -> None:
         """Ages grow while the list stands still (it is reloaded only when the archive changes)."""
+        if "age" not in self.fit.shown:
+            return
         now = self.now()
         for key, entry in self.entries.items():
             set_cell(self.table, key, "age", age(now - entry.created_at, compact=True))
@@ -217,17 +271,12 @@ Everything a compaction or a recovery dropped or cut is archived, content-addres
         for entry in entries:
             if entry.key in self.entries:
                 self.entries[entry.key] = entry
-                set_cell(table, entry.key, "age", age(now - entry.created_at, compact=True))
+                if "age" in self.fit.shown:
+                    set_cell(table, entry.key, "age", age(now - entry.created_at, compact=True))
                 continue
             self.entries[entry.key] = entry
-            table.add_row(
-                entry.key,
-                entry.reason,
-                format_size(entry.bytes),
-                age(now - entry.created_at, compact=True),
-                Text(display(one_line(entry.content, ROW_PREVIEW_CHARS))),
-                key=entry.key,
-            )
+            self.fit.measure(self._fixed(entry, now))
+            table.add_row(*self._cells(entry, now), key=entry.key)
         if not search:
             created = {k: e.created_at for k, e in self.entries.items()}
             table.sort("key", key=lambda k: created.get(k, 0.0), reverse=True)
@@ -237,6 +286,7 @@ Everything a compaction or a recovery dropped or cut is archived, content-addres
                 self.entries.pop(row.key.value, None)
         if selected and selected in self.entries:
             table.move_cursor(row=table.get_row_index(selected), animate=False)
+        self._fit_width()  # a wider reason or size may leave the preview less room
         self.set_class(not self.entries, "-empty")
         self._show_preview(self.selected_key)
 
@@ -267,7 +317,7 @@ Everything a compaction or a recovery dropped or cut is archived, content-addres
         sources = len(entry.source_ids)
         origin = f" · from {sources} message{'s' if sources != 1 else ''}" if sources else ""
         title.update(
-            f"ccr:{entry.key} · {entry.reason} · {format_size(entry.bytes)} · "
+            f"ccr:{entry.key} · {archive_reason_label(entry.reason)} · {format_size(entry.bytes)} · "
             f"{clock_text(entry.created_at, self.tz)}{origin}"
         )
         self.preview_text = display(head_text(entry.content, PREVIEW_CHARS))

@@ -1,7 +1,7 @@
 """Compaction panel: the phases of the running compaction, live, or of the last one.
 
 A planned compaction (pre-flight, auto, manual) reports its phases as CompactionPhase events
-in the seed's wording (📦 start, 🧹 trim, 🧠 summarize, ✓ applied, 🔻 Level 3, …); a
+in the seed's wording (📦 start, 🧹 trim, 🧠 summarize, ✓ applied, 🔻 Last 4, …); a
 recovery reports its attempts as RecoveryStep events. The panel shows the trigger, each
 phase line with a spinner on the current one, then the outcome with the sizes before and
 after, and keeps a short history of earlier compactions.
@@ -22,6 +22,7 @@ from textual.timer import Timer
 from textual.widgets import Static
 
 from app.model.events import Compaction, CompactionPhase, Event, RecoveryStep
+from app.model.levels import ladder_label, method_label
 from app.sizes import format_size
 from app.textsafe import display_data
 from app.ui.widgets.common import Clock, Panel, clock_text, copy_binding, one_line
@@ -52,8 +53,9 @@ The phases of the **running** compaction, live, or of the **last** one: what tri
 `recovery` after a rejection), each phase, and the result — messages and bytes before and
 after, the level reached and how many segments were archived.
 
-Cheapest first: microcompact and dedup old tool output, enforce budgets, then a summary
-(L2) only if still over budget, then L3. Esc cancels a running summary; the view is left as
+Cheapest first: microcompact and dedup old tool output, enforce budgets, then a **summary**
+only if still over budget, then **last 4** (the last messages only, shrunk to fit). A recovery after
+a rejection shows the ladder's steps by name: `ladder L2 (last 10)` is not the summary. Esc cancels a running summary; the view is left as
 it was. Every dropped segment is in the Archive panel; `/rewind compact` restores the view
 before the last compaction.
 """
@@ -90,7 +92,9 @@ before the last compaction.
             if not self.phases or not self.running:
                 self.trigger = event.trigger
                 self.phases = (
-                    [("method", f"{event.trigger}: {event.method}")] if event.trigger == "recovery" else []
+                    [("method", f"{event.trigger}: {method_label(event.trigger, event.method)}")]
+                    if event.trigger == "recovery"
+                    else []
                 )
             self.running = False
             self.trigger = event.trigger
@@ -126,7 +130,7 @@ before the last compaction.
         mark = marks.get(event.outcome, "·")
         self._add_phase(
             f"L{event.level}",
-            f"{mark} L{event.level} attempt {event.attempt}/{event.max_attempts}: "
+            f"{mark} {ladder_label(event.level)} attempt {event.attempt}/{event.max_attempts}: "
             f"{event.outcome} — {one_line(event.reason, 160)}",
         )
 
@@ -213,7 +217,8 @@ before the last compaction.
         block.display = bool(history)
         block.update(
             "\n".join(
-                f"{clock_text(r.at, self.tz)} {r.event.trigger:<9} {r.event.method:<7} {r.event.outcome:<7} "
+                f"{clock_text(r.at, self.tz)} {r.event.trigger:<9} "
+                f"{method_label(r.event.trigger, r.event.method):<7} {r.event.outcome:<7} "
                 f"{format_size(r.event.bytes_before)} → {format_size(r.event.bytes_after)}"
                 for r in history
             )
@@ -235,7 +240,8 @@ before the last compaction.
             )  # only an external engine (or its fallback) is news
             engine = f" · {_engine_text(self.result.engine)}" if shown else ""
             status.update(
-                f"Last: {self.result.trigger} · {self.result.method} · {self.result.outcome}{engine}"
+                f"Last: {self.result.trigger} · {method_label(self.result.trigger, self.result.method)} · "
+                f"{self.result.outcome}{engine}"
             )
         else:
             status.update("Idle")
@@ -260,7 +266,6 @@ def _engine_text(engine: str) -> str:
 def _result_text(event: Compaction) -> str:
     saved = event.bytes_before - event.bytes_after
     archived = f" · {len(event.archive_keys)} archived" if event.archive_keys else ""
-    level = f" · L{event.level}" if event.level else ""
     if event.outcome == "skipped":
         return (
             f"skipped — nothing to compact ({event.messages_before} msgs, {format_size(event.bytes_before)})"
@@ -268,5 +273,5 @@ def _result_text(event: Compaction) -> str:
     return (
         f"{event.outcome}: {event.messages_before} → {event.messages_after} msgs · "
         f"{format_size(event.bytes_before)} → {format_size(event.bytes_after)} "
-        f"(−{format_size(max(0, saved))}){level}{archived}"
+        f"(−{format_size(max(0, saved))}){archived}"  # the step is named on the status line
     )

@@ -30,6 +30,7 @@ from app.model.events import (
     Retry,
     UsageRecorded,
 )
+from app.model.levels import COMPACTION_STEPS, LADDER_STEPS, ladder_label
 from app.sizes import format_size
 from app.ui.widgets.common import Clock, Panel, copy_binding
 
@@ -40,6 +41,9 @@ def usd(amount: float, unpriced: int = 0) -> str:
         return "unpriced"
     text = f"${amount:.4f}" if amount < 100 else f"${amount:,.2f}"
     return f"{text} + {unpriced} unpriced" if unpriced else text
+
+
+STEP_ORDER = (*COMPACTION_STEPS.values(), *(ladder_label(level) for level in range(len(LADDER_STEPS))))
 
 
 def _by(mapping: dict[str, int], order: tuple[str, ...] = ()) -> str:
@@ -71,7 +75,9 @@ genai-prices (offline data). A model genai-prices does not know is **unpriced**,
 guess. The summarizer's calls, tokens and cost are kept apart from the chat's.
 
 Also counted: requests, failures and transient retries; compactions by trigger (pre-flight,
-auto, manual, recovery) and by level; L3 (the most lossy) separately; rejections by kind;
+auto, manual, recovery) and by step — a planned compaction's `trim`, `summary`, `last 4`, a recovery's
+`ladder L1 (repair)` … `ladder L3 (last 4)`; how often only the last 4 messages were kept (the most
+lossy) separately; rejections by kind;
 recoveries that worked and that did not; bytes saved by compaction. When a fallback chain moved a
 turn, **Routes** counts each route apart (requests, failures, tokens, cost) and the turns that moved.
 The memory worker's calls, tokens and cost are a row of their own once it has made some. `/cost` prints
@@ -141,8 +147,8 @@ the same.
             "total": usd(c.total_cost_usd, c.unpriced_requests),
             "requests": f"{c.requests} · {c.failed_requests} failed · {c.retries} retried",
             "compactions": _by(c.compactions, ("preflight", "auto", "manual", "recovery")),
-            "by level": _by(c.compactions_by_level, ("L0", "L1", "L2", "L3")),
-            "L3": str(c.l3_count),
+            "by step": _by(c.compactions_by_level, STEP_ORDER),
+            "last 4 only": str(c.l3_count),
             "rejections": _by(c.rejections),
             "recoveries": f"{c.recoveries_ok} ok · {c.recoveries_failed} failed",
             "bytes saved": format_size(c.bytes_saved) if c.bytes_saved else "0 B",
@@ -168,7 +174,18 @@ the same.
 _SECTIONS = (
     ("Tokens", ("input", "output", "cache read", "cache write")),
     ("Cost", ("cost", "summarizer", "total")),
-    ("Session", ("requests", "compactions", "by level", "L3", "rejections", "recoveries", "bytes saved")),
+    (
+        "Session",
+        (
+            "requests",
+            "compactions",
+            "by step",
+            "last 4 only",
+            "rejections",
+            "recoveries",
+            "bytes saved",
+        ),
+    ),
 )
 
 

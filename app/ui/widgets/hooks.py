@@ -17,7 +17,7 @@ from datetime import tzinfo
 from typing import ClassVar
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.coordinate import Coordinate
@@ -27,6 +27,7 @@ from app.model.events import Event, HookRun, HookStarted
 from app.textsafe import display_data
 from app.ui.textual_ext.steady_scrollbars import SteadyDataTable
 from app.ui.widgets.common import Clock, Panel, clock_text, copy_binding, head_text, one_line
+from app.ui.widgets.fit_columns import Column, ColumnFit, table_width
 
 MAX_ROWS = 500
 COMMAND_CHARS = 48
@@ -40,6 +41,8 @@ COLUMNS = (
     ("decision", "decision"),
     ("ms", "duration"),
 )
+# Which columns stay when the inspector is narrow (0 is the last to go; `#` orders the rows, so it stays).
+RANKS = {"n": 0, "event": 1, "decision": 2, "exit": 3, "command": 4, "time": 5, "duration": 6}
 RUNNING = "running… (Esc stops it)"
 EMPTY_DETAIL = (
     "No hook has run yet. Configure hooks in config.toml ([[hooks]]) with Claude Code's contract; "
@@ -69,7 +72,8 @@ the decision bulkhead took from it and how long it ran.
 
 - exit **0**: ok; **2**: block (stderr is the reason); other: a non-blocking error;
   **timeout**: killed after the hook's timeout.
-- Select a run to see its matcher, the whole command and its output.
+- Select a run to see its matcher, the whole command and its output; **Enter** opens it on top of
+  everything. The table shows the columns that fit its width (the command and times go first).
 """
 
     def __init__(self, *, clock: Clock = time.time, tz: tzinfo | None = None) -> None:
@@ -81,6 +85,7 @@ the decision bulkhead took from it and how long it ran.
         self._order: deque[str] = deque()
         self._seq = 0
         self.table = SteadyDataTable(id="hooks-table", cursor_type="row", zebra_stripes=True)
+        self.fit = ColumnFit([Column(label, key, RANKS[key]) for label, key in COLUMNS])
         self.detail_text = ""
 
     def compose(self) -> ComposeResult:
@@ -95,6 +100,43 @@ the decision bulkhead took from it and how long it ran.
 
     def focus_panel(self) -> None:
         self.table.focus()
+
+    # -- columns by width ------------------------------------------------------------------------------
+    def on_resize(self, _event: events.Resize) -> None:
+        self.call_after_refresh(self._fit_width)
+
+    def _fit_width(self) -> None:
+        if self.fit.choose(table_width(self.table)):
+            self._rebuild()
+
+    def _cell_map(self, record: HookRecord) -> dict[str, object]:
+        cells = self._cells(record.seq, record.at, record.run)
+        return dict(zip((key for _label, key in COLUMNS), cells, strict=True))
+
+    def _rebuild(self) -> None:
+        """The table again with the chosen columns, newest first, the cursor where it was."""
+        table, selected = self.table, self._selected_key()
+        labels = {key: label for label, key in COLUMNS}
+        table.clear(columns=True)
+        for key in self.fit.shown:
+            table.add_column(labels[key], key=key)
+        for key in self._order:
+            table.add_row(*self.fit.row(self._cell_map(self.runs[key])), key=key)
+        table.sort("n", key=int, reverse=True)
+        if selected in self.runs:
+            table.move_cursor(row=table.get_row_index(selected), animate=False)
+
+    @on(DataTable.RowSelected, "#hooks-table")
+    def _open_record(self, event: DataTable.RowSelected) -> None:
+        """Enter on a run: its matcher, whole command and output on top of everything."""
+        event.stop()
+        key = self._selected_key()
+        self._show_detail(key)
+        if key is not None and self.detail_text:
+            from app.ui.widgets.record_screen import RecordScreen
+
+            title = f"hook run #{key}"
+            self.app.push_screen(RecordScreen(title, self.detail_text, copy_what="hook run"))
 
     @property
     def newest_first(self) -> list[HookRun]:
@@ -131,7 +173,12 @@ the decision bulkhead took from it and how long it ran.
             key = str(self._seq)
             self.runs[key] = HookRecord(self._seq, at, run)
             self._order.append(key)
-            table.add_row(*self._cells(self._seq, at, run), key=key)
+            cells = self._cell_map(self.runs[key])
+            self.fit.measure(cells)
+            if self.fit.choose():
+                self._rebuild()  # a wider value: the columns chosen again (the new row is in it)
+            else:
+                table.add_row(*self.fit.row(cells), key=key)
         while len(self._order) > MAX_ROWS:
             oldest = self._order.popleft()
             self.runs.pop(oldest, None)

@@ -18,10 +18,11 @@ from textual.containers import Horizontal
 from textual.widgets import Static
 
 from app.model.events import Event, RecoveryStep, Rejection, RequestFinished, Retry, TurnStarted
+from app.model.levels import LADDER_STEPS
 from app.sizes import format_size
 from app.ui.widgets.common import Clock, Panel, copy_binding, one_line, setting_default
 
-STEPS = (("L0", "as sent"), ("L1", "repair"), ("L2", "last 10"), ("L3", "last 4"))
+STEPS = LADDER_STEPS
 MAX_ATTEMPT_ROWS = 8
 
 

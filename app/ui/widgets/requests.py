@@ -5,7 +5,9 @@ ladder level), one row per request, appended as RequestStarted arrives and compl
 RequestFinished. Selecting a row shows the record from the store: a plain-text
 explanation (`app.ui.explain`), the classifier's evidence, the request and response headers
 (secrets redacted), the error body and a preview of the body sent. **Alt+C** copies the
-explanation, **Alt+R** the whole record (the app puts it on the clipboard: `CopyRequested`).
+explanation, **Alt+R** the whole record (the app puts it on the clipboard: `CopyRequested`), **Enter** opens
+the whole record on top of everything. The table shows the columns that fit the inspector's width (status,
+kind, size and time are the last to go: `app.ui.widgets.fit_columns`), chosen again on a resize.
 Records read from the store go through `app.textsafe.display_data`, as live events do: a
 gateway's body or header is shown, never interpreted.
 """
@@ -21,7 +23,7 @@ from typing import Any, ClassVar
 
 from rich.style import Style
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -33,6 +35,7 @@ from app.sizes import format_size
 from app.textsafe import display_data
 from app.ui.textual_ext.steady_scrollbars import SteadyDataTable
 from app.ui.widgets.common import Clock, CopyRequested, Panel, clock_text, set_cell, trim_table
+from app.ui.widgets.fit_columns import Column, ColumnFit, fit_hint, table_width
 from app.ui.widgets.report_lines import ReportLines
 
 MAX_ROWS = 1_000
@@ -42,7 +45,8 @@ EMPTY_DETAIL = (
     "No requests yet. Every request appears here; select one to see its headers, body, "
     "error body and why it was rejected."
 )
-# Status and kind first: the inspector is narrow, and "why was this rejected" is the question.
+# Status and kind first: the inspector is narrow, and "why was this rejected" is the question. The rank says
+# which columns stay when the width is short (0 is the last to go; the record has every field, Enter).
 COLUMNS = (
     ("time", "time"),
     ("status", "status"),
@@ -54,6 +58,17 @@ COLUMNS = (
     ("purpose", "purpose"),
     ("route", "route"),
 )
+RANKS = {
+    "status": 0,
+    "kind": 1,
+    "predicted": 2,
+    "time": 3,
+    "actual": 4,
+    "purpose": 5,
+    "latency": 6,
+    "route": 7,
+}
+HINT = "enter: whole record · alt+c: copy why · alt+r: copy record"
 
 
 def _decode(row: dict[str, Any]) -> dict[str, Any]:
@@ -102,8 +117,11 @@ Select a request to see *why*: a plain-text explanation, the classifier's eviden
 phrases, headers, body shape), the request and response headers with secrets redacted, the
 error body and a preview of what was sent.
 
+- **Enter** opens the whole record on top of everything (Esc closes it).
 - **Alt+C** (or **Ctrl+C** when nothing runs) copies the explanation, **Alt+R** the whole record —
   ready for your network team.
+- The table shows the columns that fit its width: the route, the latency, the ladder level and the purpose
+  go first, status and kind last. **F3** widens the inspector; the hint line names what is hidden.
 """
 
     def __init__(self, *, clock: Clock = time.time, tz: tzinfo | None = None) -> None:
@@ -117,19 +135,58 @@ error body and a preview of what was sent.
         self._cap_by_request: dict[str, int] = {}
         self._last_rejected: str | None = None
         self.table = SteadyDataTable(id="requests-table", cursor_type="row", zebra_stripes=True)
+        self.fit = ColumnFit([Column(label, key, RANKS.get(key, 8)) for label, key in COLUMNS])
 
     def compose(self) -> ComposeResult:
         yield self.table
         with VerticalScroll(id="requests-detail"):
             yield ReportLines(EMPTY_DETAIL, id="requests-detail-body")
-        yield Static(
-            "alt+c copy why · alt+r copy the record", id="requests-hint", classes="panel-hint", markup=False
-        )
+        yield Static(HINT, id="requests-hint", classes="panel-hint", markup=False)
 
     def on_mount(self) -> None:
         for label, key in COLUMNS:
             self.table.add_column(label, key=key)
         # Panel.on_mount runs next: sync, bind, replay events.
+
+    # -- columns by width ------------------------------------------------------------------------------
+    def on_resize(self, _event: events.Resize) -> None:
+        self.call_after_refresh(self._fit_width)
+
+    def _fit_width(self) -> None:
+        if self.fit.choose(table_width(self.table)):
+            self._rebuild()
+
+    def _rebuild(self) -> None:
+        """The table again with the chosen columns (the width changed, or a wider value arrived)."""
+        table, selected = self.table, self._cursor_id()
+        labels = {key: label for label, key in COLUMNS}
+        table.clear(columns=True)
+        for key in self.fit.shown:
+            table.add_column(labels[key], key=key)
+        for request_id, record in self.records.items():
+            table.add_row(*self.fit.row(self._cell_map(record)), key=request_id)
+        if selected in self.records:
+            table.move_cursor(row=table.get_row_index(selected), animate=False)
+        self.query_one("#requests-hint", Static).update(fit_hint(self.fit, HINT))
+
+    def _cell_map(self, record: dict[str, Any]) -> dict[str, Any]:
+        return dict(zip((key for _label, key in COLUMNS), self._cells(record), strict=True))
+
+    @on(DataTable.RowSelected, "#requests-table")
+    def _open_record(self, event: DataTable.RowSelected) -> None:
+        """Enter on a row: the whole record on top of everything."""
+        event.stop()
+        request_id = self._cursor_id()
+        if request_id is None:
+            return
+        if request_id != self.selected_id or not self.detail_text:
+            self._show_detail(request_id)
+        if self.detail_text:
+            from app.ui.widgets.record_screen import RecordScreen
+
+            self.app.push_screen(
+                RecordScreen(f"request {request_id}", self.detail_text, copy_what="request record")
+            )
 
     def focus_panel(self) -> None:
         self.table.focus()
@@ -195,18 +252,26 @@ error body and a preview of what was sent.
     def _upsert(self, record: dict[str, Any]) -> None:
         request_id = record["id"]
         table = self.table
-        cells = self._cells(record)
+        cells = self._cell_map(record)
+        self.fit.measure(cells)
+        refit = self.fit.choose()
         if request_id in self.records and request_id in table.rows:
             self.records[request_id] = record
-            for (_, key), value in zip(COLUMNS, cells, strict=True):
-                set_cell(table, request_id, key, value)
+            if refit:
+                self._rebuild()
+            else:
+                for key in self.fit.shown:
+                    set_cell(table, request_id, key, cells[key])
             if request_id == self.selected_id:
                 self._show_detail(request_id)
             return
         follow = table.row_count == 0 or table.cursor_row >= table.row_count - 1
         self.records[request_id] = record
         self._order.append(request_id)
-        table.add_row(*cells, key=request_id)
+        if refit:
+            self._rebuild()
+        else:
+            table.add_row(*self.fit.row(cells), key=request_id)
         while len(self.records) > MAX_ROWS:
             self.records.popitem(last=False)
         trim_table(table, self._order, MAX_ROWS)
@@ -286,9 +351,11 @@ error body and a preview of what was sent.
         selected = self.selected_id
         self.records = merged
         self._order = deque(merged)
-        self.table.clear()
-        for request_id, record in merged.items():
-            self.table.add_row(*self._cells(record), key=request_id)
+        self.fit.reset()
+        for record in merged.values():
+            self.fit.measure(self._cell_map(record))
+        self.fit.choose()
+        self._rebuild()
         if selected in merged:
             self.table.move_cursor(row=self.table.get_row_index(selected), animate=False)
         elif merged:
