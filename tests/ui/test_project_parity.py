@@ -242,4 +242,4 @@ async def test_a_command_file_added_mid_session_completes_and_runs_without_new(l
         assert ("/shout", "Say it loud (.claude/commands)") in app.prompt.completions
         app.prompt.set_text("")
         await send(pilot, "/shout the news")
-        assert app.engine.session.master[-2].text == "Say the news loudly.\n"
+        assert app.session.engine.session.master[-2].text == "Say the news loudly.\n"

@@ -89,11 +89,11 @@ async def test_a_rule_file_added_mid_session_is_asked_about_at_the_next_prompt(l
         await until(
             pilot, lambda: isinstance(app.screen, RulesTrustScreen), "the question about the new file"
         )
-        assert app.engine.permissions.check("read_file", {"path": ".env"}).kind == "deny"
-        assert app.engine.permissions.check("shell", {"command": "echo hi"}).kind is None
+        assert app.session.engine.permissions.check("read_file", {"path": ".env"}).kind == "deny"
+        assert app.session.engine.permissions.check("shell", {"command": "echo hi"}).kind is None
         await pilot.press("y")
         await until(pilot, lambda: len(app.chat.answers()) == 2, "the answer to the second prompt")
-        assert app.engine.permissions.check("shell", {"command": "echo hi"}).kind == "allow"
+        assert app.session.engine.permissions.check("shell", {"command": "echo hi"}).kind == "allow"
         said = " ".join(n.text for n in app.chat.notices("permissions"))
         assert ".claude/settings.json changed" in said
         await app.action_quit()

@@ -207,7 +207,7 @@ async def test_context_names_a_learned_cap_once(lab, tmp_path):
         await ready(pilot)
         await send(pilot, "!big 60KB")
         await send(pilot, "and again")  # over the cap: refused, the cap learned, the ladder recovers
-        assert app.engine.cap_info().source == "learned"
+        assert app.session.engine.cap_info().source == "learned"
         await send(pilot, "/context")
         context = dict([i for i in app.chat.items if isinstance(i, ReportItem)][-1].rows)
         assert " — learned " in context["cap"] and "learned: learned" not in context["cap"]
