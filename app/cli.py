@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import importlib
 import sys
 
@@ -652,10 +653,30 @@ def split_prompt(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[list
     return [token for i, token in enumerate(argv) if i != positions[0]], prompt
 
 
+def _config_or_store_error(exc: Exception, display) -> int:
+    from app.redact import redact_text
+
+    print(f"bulkhead: {display(redact_text(str(exc)))}", file=sys.stderr)
+    return getattr(exc, "exit_code", EXIT_USAGE)
+
+
 def main(argv: list[str] | None = None) -> int:
+    # No cyclic collections while starting: the TUI's imports, stylesheets and first widgets allocate ~80,000
+    # objects, and the collector went over them again and again (~30 ms before the first frame, a third of it
+    # one full collection). The TUI turns it back on once its first frame is drawn (`app.ui.startup.
+    # collect_from_now`); every other command at once.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _main(argv, collecting)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _main(argv: list[str] | None, collecting: bool) -> int:
     from app.config import ConfigError
     from app.console import prepare_streams
-    from app.store import StoreError
     from app.textsafe import SafeStream, display
 
     prepare_streams()  # a terminal that is not UTF-8 gets ASCII stand-ins, never a crash or a lost chunk
@@ -674,6 +695,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bulkhead {__version__}")
         return EXIT_OK
     tui = not args.command and args.prompt is None
+    if collecting and not tui:
+        gc.enable()
     if args.initial_prompt and not tui:
         print("bulkhead: a prompt before a sub-command means nothing — put it after -p", file=sys.stderr)
         return EXIT_USAGE
@@ -688,11 +711,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             module = importlib.import_module("app.ui.run")
         return int(module.run(args) or 0)
-    except (ConfigError, StoreError) as exc:
-        from app.redact import redact_text
-
-        print(f"bulkhead: {display(redact_text(str(exc)))}", file=sys.stderr)
-        return getattr(exc, "exit_code", EXIT_USAGE)
+    except ConfigError as exc:
+        return _config_or_store_error(exc, display)
     except KeyboardInterrupt:
         print("bulkhead: interrupted", file=sys.stderr)
         return 130
@@ -712,6 +732,10 @@ def main(argv: list[str] | None = None) -> int:
         )
         return EXIT_ERROR
     except Exception as exc:
+        # The store (sqlite) is imported by what uses it, not here: the TUI's first frame does not wait for it.
+        store = sys.modules.get("app.store")
+        if store is not None and isinstance(exc, store.StoreError):
+            return _config_or_store_error(exc, display)
         from app.engine.session import SessionNotFound
 
         if not isinstance(exc, SessionNotFound):

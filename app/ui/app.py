@@ -55,7 +55,7 @@ from app.ui.inspector_control import InspectorControl
 from app.ui.main_screen import MainScreen
 from app.ui.palette import BulkheadCommands
 from app.ui.prompt import PromptArea, PromptBox, PromptHistory, history_path
-from app.ui.startup import SDK_MODULES, styles_path
+from app.ui.startup import SDK_MODULES, collect_from_now, styles_path
 from app.ui.textual_ext import terminal_keys
 from app.ui.textual_ext.collector import tune_gc
 from app.ui.textual_ext.strip_caches import make_strip_caches_lazy
@@ -213,7 +213,11 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
             if not self.initial_prompt.lstrip().startswith("/"):
                 self.initial_prompt = ""
                 self.call_later(prompt.action_submit)
-        self.open_engine(
+        # After the first frame: the engine's thread imports and opens while the screen is drawn otherwise, and
+        # the two share one interpreter lock (the first frame came ~60-100 ms later).
+        self.call_after_refresh(collect_from_now)
+        self.call_after_refresh(
+            self.open_engine,
             resume=self.resume,
             continue_=self.continue_,
             route_name=self.route_name,

@@ -42,7 +42,6 @@ from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Static
 
-from app.engine.describe import describe
 from app.model.events import (
     AnswerFinished,
     Compaction,
@@ -976,6 +975,8 @@ Letters typed here go to the prompt (nothing you type is taken for a key); the c
             await self._add_described(event, " (the Hooks panel shows its output)")
 
     async def _add_described(self, event: Event, more: str = "") -> None:
+        from app.engine.describe import describe  # here: the first frame does not import the engine
+
         line = describe(event)
         if line is not None:
             await self.add_notice(line.text + more, level=line.level, code=line.code, title=line.title)

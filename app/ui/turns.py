@@ -19,7 +19,6 @@ from textual.message import Message
 from textual.worker import Worker
 
 from app.textsafe import display, display_data, display_line
-from app.tools.approval import Denial
 from app.ui.actions import ACTIONS, BY_ID, handler
 from app.ui.bindings import BLOCKED_KEY_WORDS
 from app.ui.engine_link import read_only_notice
@@ -29,6 +28,7 @@ from app.ui.slash import SlashError, parse_slash
 
 if TYPE_CHECKING:
     from app.engine.api import ApprovalRequest
+    from app.tools.approval import Denial
 
 INTERRUPT_QUIT_WINDOW_S = 2.0  # a second Ctrl+C on an empty, idle prompt within this quits
 
