@@ -6,7 +6,10 @@
 
 Every run starts a NEW process (the disk cache is warm after the first: "cold" means a cold
 interpreter, not a cold disk), with its own empty BULKHEAD_HOME and config and no provider
-keys, so bulkhead opens a new session on its built-in lab model. Definitions:
+keys, so bulkhead opens a new session on its built-in lab model. Every process reads compiled
+bytecode, as an installed bulkhead does: where PYTHONDONTWRITEBYTECODE is set (this machine sets it),
+from a cache folder of the bench's own (`bench.common.with_bytecode_cache`; one untimed run of each
+kind writes it) — else every run would compile all of `app/` again (~90 ms no user pays). Definitions:
 
 - pty, first frame: `python3 -m app` on a pseudo-terminal of 160×48 (TERM=xterm-256color);
   t0 is just before fork; "first frame" is the moment the pty carries the first paint of the

@@ -29,7 +29,7 @@ import asyncio
 import contextlib
 import functools
 from collections.abc import Iterable, Sequence
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from textual import events
 from textual.actions import SkipAction
@@ -61,13 +61,15 @@ from app.model.events import (
     ToolCallStarted,
     TurnFinished,
 )
-from app.model.messages import Message as EngineMessage
 from app.ui.chat_history import HistoryEntry, entries_from_messages, entry_of, fill
 from app.ui.chat_items import AssistantItem, ChatItem, NoticeItem, ReportItem, ToolBlock, UserItem
 from app.ui.markdown.widget import AnswerView
 from app.ui.textual_ext.collector import Doomed
 from app.ui.textual_ext.quiet_resize import QuietResize
 from app.ui.widgets.strip_scrollbar import StripScrollbars
+
+if TYPE_CHECKING:
+    from app.model.messages import Message as EngineMessage
 
 ItemT = TypeVar("ItemT", bound=ChatItem)
 

@@ -104,7 +104,15 @@ def test_the_first_frame_imports_only_what_it_draws_and_mounts_the_hidden_tabs_a
     # Payload, Ladder and the shown tab (Requests) are drawn; the hidden tabs' panels join after the frame ...
     assert seen["mounted"] == ["ladder", "payload", "requests"]
     # ... and everything is there once the session is open: all seven panels, the engine.
-    assert seen["mounted_later"] == ["archive", "compaction", "cost", "hooks", "ladder", "payload", "requests"]
+    assert seen["mounted_later"] == [
+        "archive",
+        "compaction",
+        "cost",
+        "hooks",
+        "ladder",
+        "payload",
+        "requests",
+    ]
     assert seen["engine_later"]
 
 
