@@ -3,9 +3,11 @@
     app = BulkheadApp(settings, route_name=None, resume=None, continue_=False)
     app.run()
 
-The first frame paints before anything slow happens: the engine (database, session, route, key
-lookup) is opened in a thread worker (`app.ui.engine_link`), and the provider SDK is imported in a
-daemon thread (`app.ui.startup`; quitting never waits for that import). The engine's events reach the
+The first frame paints before anything slow happens, and pays only for what it draws: the engine
+(database, session, route, key lookup) is imported and opened in a thread worker once it is drawn
+(`app.ui.engine_link`), the inspector's hidden tabs mount after it, and the provider SDK is imported in a
+daemon thread (`app.ui.startup`; quitting never waits for that import). `tests/ui/test_first_frame_imports.py`
+lists what the first frame must not import. The engine's events reach the
 widgets as `EngineEvent` messages, in order: the chat renders them, the inspector's panels react to
 them; once the app is quitting they are dropped. Every I/O path is a named worker with one error
 handler, so a failure is a notice or a toast, never a traceback on the screen.
