@@ -366,7 +366,7 @@ class Probes:
             return result
 
         prompt.edit = edit
-        app.engine.session.bus.subscribe(self._on_event)
+        app.session.subscribe(self._on_event)
         self.writes: list[tuple[float, float, bool]] = []  # (end time, seconds, on the loop's thread)
         self._unwrap = self._time_writes(threading.get_ident())
         self.task = asyncio.ensure_future(self._probe())

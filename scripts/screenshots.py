@@ -81,14 +81,16 @@ async def grow(pilot, status: int, *, wait_for_end: bool = True) -> None:
     """Send `!big 40KB` until a request is rejected with `status`."""
     app = pilot.app
     for _ in range(MAX_MESSAGES):
-        turn = app.engine.session.turn
+        turn = app.session.info().turn
         app.prompt.set_text(GROW)
         await pilot.press("enter")
         if not wait_for_end:
 
             def answered(turn: int = turn) -> bool:
-                session = app.engine.session
-                return not app.busy and session.turn > turn and session.master[-1].role == "assistant"
+                session = app.session
+                return (
+                    not app.busy and session.info().turn > turn and session.history()[-1].role == "assistant"
+                )
 
             await until(pilot, lambda: rejected(app, status) or answered(), "a rejection or the answer")
             if rejected(app, status):
@@ -115,7 +117,7 @@ async def shoot_recovery(out: Path, workspace: Path) -> list[str]:
                 if isinstance(event, Rejection):
                     lab.configure(faults="slow:1", slow_pause=0.3)
 
-            app.engine.session.bus.subscribe(slow_down)
+            app.session.subscribe(slow_down)
             await grow(pilot, 413, wait_for_end=False)
             ladder = app.inspector.ladder
             await until(

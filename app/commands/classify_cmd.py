@@ -5,7 +5,7 @@
     bulkhead classify --batch cases.jsonl            # one JSON line out per line in ('-' = stdin)
     bulkhead classify --batch cases.jsonl --score    # lines with `expected`: accuracy, false payload verdicts
 
-The words come from `app.engine.failures`, the same rules the recovery ladder uses.
+The words come from `app.engine.api.classify`, the same rules the recovery ladder uses.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ import sys
 from typing import Any
 
 from app.console import json_text
-from app.engine.caps import DEFAULT_FALLBACK_CAP
-from app.engine.failure_rules import Rule
-from app.engine.failures import (
+from app.engine.api.classify import (
     DEFAULT_DROP_THRESHOLD,
+    DEFAULT_FALLBACK_CAP,
     GATEWAY_NAMES,
     Failure,
+    Rule,
     classify_fields,
     describe_action,
 )
@@ -101,9 +101,9 @@ def run_single(
 def _explain(fields: dict[str, Any], user_rules) -> list[str]:
     """The decision spelled out (`classify --explain`): the same case the classifier reads, evaluated again."""
     from app.commands.classify_explain import explain_lines
-    from app.engine.failure_input import make_case
+    from app.engine.api.classify import decision
 
-    return explain_lines(make_case(**fields), user_rules)
+    return explain_lines(decision(**fields, user_rules=user_rules))
 
 
 def run_batch(
@@ -276,7 +276,7 @@ def _from_settings() -> tuple[int, tuple[Rule, ...], int]:
     """`drop_payload_min_bytes`, the user's `[[classifier.rules]]` and `fallback_cap` from the settings;
     a broken config falls back to the defaults (and no user rules), loudly."""
     from app.config import ConfigError, load_settings
-    from app.engine.user_rules import build_rules
+    from app.engine.api.classify import user_rules
 
     try:
         settings = load_settings()
@@ -288,7 +288,7 @@ def _from_settings() -> tuple[int, tuple[Rule, ...], int]:
         return DEFAULT_DROP_THRESHOLD, (), DEFAULT_FALLBACK_CAP
     return (
         int(settings.drop_payload_min_bytes),
-        build_rules(settings.classifier_rules),
+        user_rules(settings),
         int(settings.fallback_cap),
     )
 

@@ -9,35 +9,22 @@ vendor      (none)    hop  (none)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from app.engine.failure_hops import hop_of
-from app.engine.failure_input import Case
-from app.engine.failure_meaning import describe, read
-from app.engine.failure_rules import BUILT_IN_RULES, Rule, evaluate, means_of
-from app.engine.failure_vendors import find_vendor
+from app.engine.api.classify import Decision
 
 
-def explain_lines(case: Case, user_rules: Sequence[Rule] = ()) -> list[str]:
-    rules = (*BUILT_IN_RULES, *user_rules)
-    verdict = evaluate(case, rules)
+def explain_lines(decision: Decision) -> list[str]:
     lines: list[str] = []
-    if verdict is None:
+    winner = decision.winner
+    if winner is None:
         lines.append("decided by  no rule matched: the fallback (status and wording alone)")
     else:
-        rule = verdict.rule
-        means = means_of(rule)
-        lines.append(f"decided by  {rule.id} — {means}")
-        for hit in verdict.hits:
-            lines.extend(f"  - {line}" for line in hit.lines)
-        by_id = {r.id: r for r in rules}
-        for other in verdict.matched[1:]:
-            loser = by_id[other]
-            lines.append(f"also matched  {other} ({loser.priority}, {loser.kind}) — lower priority")
-    lines.extend(f"read        {line}" for line in describe(read(case)))
-    mark = find_vendor(case)
-    hop = hop_of(case)
-    lines.append(f"vendor      {mark.line if mark else '(none)'}")
+        lines.append(f"decided by  {winner.rule_id} — {winner.means}")
+        lines.extend(f"  - {line}" for line in winner.lines)
+        for loser in decision.also_matched:
+            lines.append(f"also matched  {loser.rule_id} ({loser.priority}, {loser.kind}) — lower priority")
+    lines.extend(f"read        {line}" for line in decision.reading)
+    hop = decision.hop
+    lines.append(f"vendor      {decision.vendor or '(none)'}")
     if hop is not None:
         where = f", at {hop.address}" if hop.address else ""
         setting = f", named by {hop.setting}" if hop.setting else ""

@@ -14,7 +14,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.engine.failure_rules import PAYLOAD_KINDS
+from app.model.failure_kinds import PAYLOAD_KINDS
 
 
 @dataclass

@@ -87,7 +87,7 @@ def report_text(steps, route_name: str) -> str:
 def run(args) -> int:
     from app.config import load_settings
     from app.doctor.walk import walk
-    from app.engine.bootstrap import choose_route
+    from app.engine.api.setup import choose_route
     from app.fsutil import atomic_write
     from app.network_env import register_proxy_passwords
 

@@ -68,7 +68,7 @@ async def _start(args, manager, only: str | None = None) -> None:
 
 
 def _route(args, settings: Settings) -> Route:
-    from app.engine.bootstrap import choose_route
+    from app.engine.api.setup import choose_route
 
     try:
         return choose_route(settings, getattr(args, "route", None)).route

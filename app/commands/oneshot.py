@@ -20,7 +20,7 @@ import threading
 from app.commands import settings_flags
 from app.config import load_settings
 from app.console import json_text
-from app.engine.describe import describe
+from app.engine.api.describe import describe
 from app.model.events import (
     CapLearned,
     Compaction,
@@ -294,7 +294,7 @@ def read_prompt(args) -> str:
 
 
 def run(args) -> int:
-    from app.engine.bootstrap import open_engine
+    from app.engine.api.setup import open_engine
 
     settings = load_settings(flags=settings_flags(args))
     prompt = read_prompt(args)
@@ -307,7 +307,7 @@ def run(args) -> int:
     from pathlib import Path
 
     from app.commands.oneshot_slash import plan_slash, run_slash
-    from app.engine.custom_commands import expand_slash
+    from app.engine.api.custom_commands import expand_slash
 
     workspace = Path(settings.workspace or os.getcwd()).expanduser()
     slash = plan_slash(prompt, lambda text: expand_slash(text, workspace) is not None)
@@ -339,7 +339,7 @@ def run(args) -> int:
     if prompt.startswith(
         "/"
     ):  # a custom command from .bulkhead/commands, .claude/commands or the config folder
-        from app.engine.custom_commands import expand_slash
+        from app.engine.api.custom_commands import expand_slash
 
         prompt = expand_slash(prompt, engine.workspace) or prompt
     if prompt.startswith("//"):  # `//text`: sent as `/text`, as in the TUI

@@ -25,18 +25,18 @@ def _workspace(args, settings: Settings) -> Path:
 
 
 def run(args) -> int:
-    from app.engine.workspace_rules import load_permissions
+    from app.engine.api.permissions import workspace_permissions
     from app.state import State
 
     settings = load_settings(flags=settings_flags(args))
     workspace = _workspace(args, settings)
-    permissions = load_permissions(settings, workspace, State())
+    permissions = workspace_permissions(settings, workspace, State())
     if args.action == "list":
         return _list(permissions, workspace)
     if args.action == "reset":
-        from app.engine.workspace_rules import rule_trust
+        from app.engine.api.permissions import forget_rule_answers
 
-        forgotten = rule_trust(State(), workspace).forget()
+        forgotten = forget_rule_answers(State(), workspace)
         print(
             f"forgot {forgotten} answer{'s' if forgotten != 1 else ''} for {display_line(str(workspace))}'s rule "
             f"files; their allow rules are off until approved again"

@@ -7,8 +7,7 @@ import sys
 
 from app.config import ConfigError, load_settings
 from app.console import json_text
-from app.engine.retry import RetryPolicy
-from app.engine.user_rules import build_rules
+from app.engine.api.probe import apply_profile, retry_policy, user_rules
 from app.probe import Probe, ProbeAnswer, Prober, ProbeResult, max_probes_for, timed
 from app.probe_floor import FloorOutcome, probe_with_floor, route_floor
 from app.sizes import SizeError, format_size, parse_size
@@ -61,8 +60,7 @@ def run(args) -> int:
         return run_content(args)
     if getattr(args, "withhold", False) or getattr(args, "probe_session", None):
         raise ConfigError("probe: --session and --withhold go with --content")
-    from app.engine.bootstrap import choose_route
-    from app.engine.profile_evidence import apply_profile
+    from app.engine.api.setup import choose_route
     from app.providers.factory import make_provider
     from app.state import State
 
@@ -104,10 +102,10 @@ def run(args) -> int:
     prober = Prober(
         send,
         drop_threshold=settings.drop_payload_min_bytes,
-        retry_policy=RetryPolicy.from_settings(settings),
+        retry_policy=retry_policy(settings),
         on_probe=on_probe,
         max_requests=args.max_probes,
-        user_rules=build_rules(settings.classifier_rules),
+        user_rules=user_rules(settings),
     )
 
     async def main() -> tuple[ProbeResult, FloorOutcome]:

@@ -1,5 +1,5 @@
 """`bulkhead probe --content [--session ID] [--json] [--withhold] [--yes] [--offline] [--paranoia N]`: find the
-text a content-inspecting gateway refuses in a session's request (app.engine.blocked), and withhold it on
+text a content-inspecting gateway refuses in a session's request (app.engine.api.blocked), and withhold it on
 request. With the offline-waf extra installed the local Core Rule Set judges it first (zero requests);
 `--offline` stops there, `--live` skips it; live probes (asked for first) run only when the offline check finds nothing."""
 
@@ -10,7 +10,7 @@ import sys
 
 from app.config import ConfigError, load_settings
 from app.console import json_text
-from app.engine.withhold import withhold
+from app.engine.api.blocked import withhold
 from app.textsafe import display_line
 
 
@@ -22,9 +22,8 @@ def _ask(question: str) -> bool:
 
 
 def run_content(args) -> int:
-    from app.engine.blocked import blocked_plan, find_blocked, find_offline
-    from app.engine.bootstrap import open_engine
-    from app.engine.offline_waf import offline_unavailable
+    from app.engine.api.blocked import blocked_plan, find_blocked, find_offline, offline_unavailable
+    from app.engine.api.setup import open_engine
 
     if args.probe_offline and offline_unavailable():
         print(f"bulkhead: probe --content --offline: {offline_unavailable()}", file=sys.stderr)

@@ -9,7 +9,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from app.engine.session import Session, SessionNotFound
+from app.engine.api.sessions import Session, SessionNotFound, load_session
 from app.fsutil import WriteFailed, atomic_write
 from app.store import Store
 from app.textsafe import json_text
@@ -46,7 +46,7 @@ def _list(store: Store, args) -> int:
         return 2
     rows = store.list_sessions(**filters)  # type: ignore[arg-type]
     if as_json:
-        from app.engine.session_admin import session_holder
+        from app.engine.api.sessions import session_holder
 
         listed = [
             {
@@ -81,7 +81,7 @@ def _list(store: Store, args) -> int:
 def _prune(store: Store, args) -> int:
     """`sessions prune --older-than AGE`: delete what was not used since, after one confirmation."""
     from app.commands.sessions_filter import AgeError, chosen
-    from app.engine.session_admin import SessionBusy, delete_session, session_holder
+    from app.engine.api.sessions import SessionBusy, delete_session, session_holder
 
     try:
         filters = chosen(args, time.time())
@@ -141,7 +141,7 @@ def _confirm(question: str) -> bool | None:
 
 
 def _remove(store: Store, args) -> int:
-    from app.engine.session_admin import SessionBusy, delete_session, session_holder
+    from app.engine.api.sessions import SessionBusy, delete_session, session_holder
 
     row = store.find_session(args.id)
     if row is None:
@@ -227,7 +227,7 @@ def _unlock(store: Store, args) -> int:
 
 
 def _rename(store: Store, args) -> int:
-    from app.engine.session import rename_session
+    from app.engine.api.sessions import rename_session
 
     row = store.find_session(args.id)
     if row is None:
@@ -255,7 +255,7 @@ def run(args) -> int:
     if args.action == "unlock":
         return _unlock(store, args)
     try:
-        session = Session.load(store, args.id)
+        session = load_session(store, args.id)
     except SessionNotFound as exc:
         print(f"bulkhead: {exc}", file=sys.stderr)
         return 1

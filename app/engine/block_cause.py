@@ -150,8 +150,9 @@ def judge_cause(
         )
     if request_bytes and floor_bytes and learned_cap_for(request_bytes) <= floor_bytes:
         return BlockCause.CONTENT, (
-            f"a cap of 3/4 of {format_size(request_bytes)} would be at or below the request floor "
-            f"({format_size(floor_bytes)}: system prompt and tools), which no request could pass"
+            f"the size limit bulkhead would learn from this refusal (3/4 of {format_size(request_bytes)}) is "
+            f"no larger than the smallest request it can send ({format_size(floor_bytes)}: system prompt and tools), "
+            "so no request could pass it: the refusal is taken as about content"
         )
     return BlockCause.UNKNOWN, "no evidence tells size from content (bulkhead treats it as size)"
 

@@ -57,9 +57,7 @@ class Compactor:
             )
             return None
         if trigger != "recovery" and engine.native.supported:  # context_engine = "provider": ask it first
-            from app.engine.native_on_demand import compact_on_demand
-
-            native = await compact_on_demand(engine.native, trigger, instructions, cancel)
+            native = await engine.native.compact(trigger, instructions, cancel)
             over_cap = (
                 trigger == "preflight"
                 and target_bytes is not None

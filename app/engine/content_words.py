@@ -4,7 +4,7 @@ neither size nor history length is the problem."""
 
 from __future__ import annotations
 
-from app.engine.failures import Failure
+from app.engine.failure_record import Failure
 
 FIND_HINT = "/blocked finds the part it refuses"
 CLI_FIND_HINT = "/blocked (or `bulkhead probe --content --session {session}`) finds the part it refuses"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from app.engine.failure_input import Case
+from app.engine.failure_case import Case
 from app.engine.failure_phrases import PAYLOAD_CODES, PAYLOAD_RE, TIMEOUT_CODES
 from app.engine.failure_signals import Check, Hit, make_hit, token_counts
 from app.sizes import format_size

@@ -25,7 +25,8 @@ from enum import StrEnum
 from typing import Any
 from urllib.parse import urlsplit
 
-from app.engine.failure_input import Case, clip, header_matches
+from app.engine.failure_case import Case, header_matches
+from app.engine.failure_input import clip
 from app.engine.failure_signals import Check, Hit, make_hit
 
 

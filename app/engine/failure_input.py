@@ -1,4 +1,5 @@
-"""Reading a failure: raw fields or an SDK exception, normalised into the `Case` the rules read.
+"""Reading a failure: raw fields or an SDK exception, normalised into the `Case` the rules read
+(`app/engine/failure_case.py`: the record, which the vendor table reads too).
 
 Nothing here raises on odd input: unreadable parts become empty text, unknown sizes None.
 """
@@ -10,9 +11,9 @@ import json
 import math
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from app.engine.failure_case import Case, Target
 from app.engine.failure_phrases import (
     AUTH_CLASSES,
     CONNECT_FAILURE_CLASSES,
@@ -31,54 +32,9 @@ from app.engine.failure_shapes import (
     SDK_MODULES,
     STATUS_IN_MESSAGE,
 )
+from app.engine.failure_vendors import find_vendor
 from app.engine.resets import SizeEvidence
-from app.network_env import ProxyInEffect
 from app.providers.base import ProviderError, parse_retry_after
-
-
-@dataclass(frozen=True)
-class Target:
-    """Where the failed request went: its URL, the setting that names it, and the proxy in effect for it."""
-
-    url: str = ""
-    setting: str = ""  # e.g. "base_url of [routes.work]" — what the user changes to point elsewhere
-    proxy: ProxyInEffect | None = None  # the forward proxy the SDK used (HTTPS_PROXY, HTTP_PROXY, ALL_PROXY)
-
-
-# -- the normalised case the rules read -------------------------------------------------------------
-@dataclass
-class Case:
-    status: int | None
-    status_note: str  # "" or " (from the message)"
-    message: str
-    body: str
-    headers: dict[str, str]
-    request_bytes: int | None
-    transport: str
-    error_type: str
-    drop_threshold: int
-    class_names: tuple[str, ...] = ()  # the failing exception's classes (its MRO)
-    cause_names: tuple[str, ...] = ()  # classes further down its __cause__/__context__ chain
-    cause_notes: tuple[str, ...] = ()
-    cause_text: str = ""  # the messages of the whole __cause__/__context__ chain, lower case
-    size_evidence: SizeEvidence | None = None  # what this endpoint showed about body sizes (resets)
-    request_header_bytes: int | None = None  # the request's header block, when the adapter measured it
-    retry_after: float | None = None
-    text: str = ""  # message + body: lower case, entities decoded, whitespace collapsed
-    codes: frozenset[str] = frozenset()
-    html: bool = False
-    json_envelope: bool = False
-    gateway: str | None = None
-    provider: str = ""  # the adapter's kind ("anthropic", "bedrock", …) when known: hints name its SDK
-    target: Target | None = None  # where the request went (URL, setting, proxy), when the sender knows
-    request_values: int | None = None  # how many JSON values (leaves) the body held: WAFs count them
-    reading: object = None  # the meaning reading, made once (app/engine/failure_meaning.py)
-
-    def status_evidence(self) -> str:
-        return f"status {self.status}{self.status_note}"
-
-    def header(self, name: str) -> str | None:
-        return self.headers.get(name)
 
 
 # -- normalising input ------------------------------------------------------------------------------
@@ -261,18 +217,8 @@ def _error_codes(case: Case, lowered_raw: str, extra: Iterable[str]) -> frozense
 
 def _detect_gateway(case: Case) -> str | None:
     """The middlebox that answered, from its headers, cookies, link hosts and page (not from an API's JSON)."""
-    from app.engine.failure_vendors import find_vendor  # the vendor table reads the Case made here
-
     mark = find_vendor(case)
     return mark.vendor.name if mark is not None else None
-
-
-def header_matches(headers: Mapping[str, str], name: str, value_part: str) -> str | None:
-    """The matching header name, for a name (or a prefix ending in '-') and value substring."""
-    for key, value in headers.items():
-        if (key.startswith(name) if name.endswith("-") else key == name) and value_part in value.lower():
-            return key
-    return None
 
 
 def _retry_after(case: Case) -> float | None:

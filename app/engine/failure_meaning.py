@@ -25,7 +25,8 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
-from app.engine.failure_input import Case, api_message, clip
+from app.engine.failure_case import Case
+from app.engine.failure_input import api_message, clip
 from app.engine.failure_signals import Check, Hit, make_hit
 from app.sizes import format_size
 

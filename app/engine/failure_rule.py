@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from app.engine.failure_input import Case
+from app.engine.failure_case import Case
 from app.engine.failure_signals import Hit, Signal
 
 # -- rules ----------------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ meet on a real vector.
 
 from __future__ import annotations
 
+from app.engine.failure_case import Case
 from app.engine.failure_details import (
     HEADER_BYTES,
     LARGE_BODY,
@@ -38,7 +39,7 @@ from app.engine.failure_hops import (
     SIZE_EVIDENCE_SAYS_SIZE,
     TUNNEL_REFUSED,
 )
-from app.engine.failure_input import Case, api_message, clip
+from app.engine.failure_input import api_message, clip
 from app.engine.failure_meaning import (
     MEANS_BODY_TOO_LARGE,
     MEANS_CONVERSATION_TOO_LONG,

@@ -10,7 +10,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.engine.failure_input import Case, clip, header_matches
+from app.engine.failure_case import Case, header_matches
+from app.engine.failure_input import clip
 from app.engine.failure_phrases import (
     AUTH_CODES,
     CONNECTION_DROP_CLASSES,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.engine.failure_input import Target
+from app.engine.failure_case import Target
 from app.network_env import proxy_for
 
 VALUE_COUNT_CAP = 1_000_000  # stop counting past this many values: the answer is "very many" already

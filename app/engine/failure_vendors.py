@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 
-from app.engine.failure_input import Case, header_matches
+from app.engine.failure_case import Case, header_matches
 
 
 class Role(StrEnum):

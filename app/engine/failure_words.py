@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from app.engine.caps import DEFAULT_FALLBACK_CAP, learned_cap_for
+from app.engine.failure_record import HEADLINES
 from app.engine.failure_rules import (
     AUTH,
     CONTEXT_OVERFLOW,
@@ -22,7 +23,7 @@ from app.engine.failure_signals import format_seconds
 from app.sizes import format_size
 
 if TYPE_CHECKING:
-    from app.engine.failures import Failure
+    from app.engine.failure_record import Failure
 
 
 def describe_action(failure: Failure, *, fallback_cap: int = DEFAULT_FALLBACK_CAP) -> str:
@@ -178,8 +179,6 @@ def explain(
 ) -> str:
     """One copyable plain-text sentence: what rejected the request, the signals, and the outcome
     (`action`: what was decided when it happened, else what would be decided now)."""
-    from app.engine.failures import HEADLINES
-
     sentence = failure.reason or HEADLINES.get(failure.kind, failure.kind)
     if failure.rejected_bytes is not None and format_size(failure.rejected_bytes) not in sentence:
         sentence += f", request {format_size(failure.rejected_bytes)}"

@@ -17,13 +17,11 @@ DESIGN.md §5 is the specification.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
 from typing import Any
 
-from app.engine.failure_hops import Hop, hop_of
+from app.engine.failure_case import Case, Target
+from app.engine.failure_hops import hop_of
 from app.engine.failure_input import (
-    Case,
-    Target,
     api_message,
     clip,
     make_case,
@@ -32,6 +30,7 @@ from app.engine.failure_input import (
     safe_str,
 )
 from app.engine.failure_phrases import DEFAULT_DROP_THRESHOLD
+from app.engine.failure_record import FALLBACK_RULE_ID, HEADLINES, Failure
 from app.engine.failure_rules import (  # the kinds are part of this module's API
     BUILT_IN_RULES,
     Rule,
@@ -40,6 +39,11 @@ from app.engine.failure_rules import (  # the kinds are part of this module's AP
     means_of,
 )
 from app.engine.failure_vendors import NAMES
+from app.engine.failure_words import (  # noqa: F401 - wording and policy live there; re-exported for callers
+    describe_action,
+    explain,
+    give_up_advice,
+)
 from app.engine.resets import SizeEvidence
 from app.model.failure_kinds import (  # noqa: F401 - the kinds are part of this module's API
     AUTH,
@@ -58,61 +62,8 @@ from app.model.failure_kinds import (  # noqa: F401 - the kinds are part of this
     WAF_BLOCK,
 )
 
-FALLBACK_RULE_ID = "fallback"
-
-HEADLINES: dict[str, str] = {  # by failure kind
-    CONTEXT_OVERFLOW: "Context window exceeded",
-    PAYLOAD_TOO_LARGE: "Request body too large",
-    WAF_BLOCK: "Rejected by a WAF",
-    CONNECTION_DROP: "Connection dropped during a large request",
-    HEADERS_TOO_LARGE: "Request headers too large",
-    AUTH: "Authentication or permission refused",
-    RATE_LIMIT: "Rate limited",
-    OVERLOADED: "Provider overloaded",
-    SERVER_ERROR: "Server error",
-    TIMEOUT: "Timed out",
-    OTHER: "Not a recoverable rejection",
-}
-
 GATEWAY_NAMES = NAMES  # vendor key → its name ("cloudflare" → "Cloudflare"), from failure_vendors.VENDORS
 _GATEWAY_KINDS = (WAF_BLOCK, PAYLOAD_TOO_LARGE, HEADERS_TOO_LARGE, TIMEOUT, SERVER_ERROR, OVERLOADED, AUTH)
-
-
-@dataclass(frozen=True)
-class Failure:
-    """A classified provider failure: what kind, may the recovery ladder act, and why we think so."""
-
-    kind: str
-    payload_related: bool = False
-    recoverable: bool = False  # the recovery ladder may act (payload-related or context overflow)
-    transient: bool = False  # retry with backoff, never compact
-    rejected_bytes: int | None = None
-    reason: str = ""
-    evidence: tuple[str, ...] = ()
-    status: int | None = None
-    gateway: str | None = None
-    retry_after: float | None = None
-    rule_id: str = FALLBACK_RULE_ID  # the rule that decided ("waf.403", "config:corp-block", …)
-    rule_origin: str = "built-in"  # or where a user rule is written ("config.toml:12")
-    stated_window_tokens: int | None = None  # the largest request (tokens) the error says the provider takes
-    request_header_bytes: int | None = None  # how big the request's headers were (for headers_too_large)
-    cause: str = ""  # a gateway refusal's judged cause: size | content | unknown (app.engine.block_cause)
-    incident_id: str | None = None  # the block page's reference for the network team (app.engine.block_cause)
-    hop: Hop | None = None  # which hop answered (a forward proxy, a gateway, the endpoint itself), when known
-    decided_by: str = ""  # the generalising signal behind the winning rule ("size noun × limit", …)
-    ladder_limit: int | None = None  # at most this many recovery attempts (None: max_recovery_attempts)
-    ladder_start: int = 1  # the recovery ladder's first level for this failure
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready fields (evidence as a list, the hop as an object)."""
-        data = asdict(self)
-        data["evidence"] = list(self.evidence)
-        data["hop"] = self.hop.to_dict() if self.hop is not None else None
-        return data
-
-    @property
-    def user_rule(self) -> bool:
-        return self.rule_origin != "built-in"
 
 
 # -- public API -------------------------------------------------------------------------------------
@@ -361,7 +312,3 @@ def _unclassifiable(exc: BaseException) -> Failure:
         reason=f"{HEADLINES[OTHER]}: the error could not be read ({name})",
         evidence=(f"classifier error {name}: {clip(safe_str(exc), 120)}",),
     )
-
-
-# Wording and policy live in failure_words; re-exported for the callers that import them from here.
-from app.engine.failure_words import describe_action, explain, give_up_advice  # noqa: E402,F401

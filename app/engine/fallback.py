@@ -268,7 +268,7 @@ class FallbackChain:
         """Route `name` as this run uses it (the model /model chose for it) and its provider, built once."""
         if name in self.providers and name in self.routes:
             return self.routes[name], self.providers[name]
-        from app.engine.bootstrap import choose_route, with_model
+        from app.engine.route_choice import choose_route, with_model
         from app.providers.factory import make_provider
 
         choice = with_model(choose_route(self.engine.settings, name), self.engine.state)

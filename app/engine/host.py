@@ -10,33 +10,29 @@ another part (the import contracts in pyproject.toml).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from app.config import Route, Settings
     from app.engine.checkpoints import Checkpoints, Snapshot
     from app.engine.compaction.context import PassContext
+    from app.engine.compaction.pipeline import PipelineResult
     from app.engine.compaction.summarize import ContextEngine
-    from app.engine.compactor import Compactor
     from app.engine.failures import Failure
-    from app.engine.fallback import FallbackChain
     from app.engine.hooks import HookRunner
     from app.engine.instructions import Instructions
     from app.engine.memory.worker import MemoryWorker
-    from app.engine.native import NativeContext
     from app.engine.payload import CapInfo, FloorSizes
     from app.engine.permissions import Permissions
-    from app.engine.recovery import Recovery
     from app.engine.retry import RetryPolicy
-    from app.engine.sender import Sender, StreamResult
+    from app.engine.sender import RequestFailed, Sender, StreamResult
     from app.engine.session import Session
-    from app.engine.tool_runner import Call
     from app.mcp.deferral import DeferralPlan
     from app.mcp.manager import McpManager
     from app.mcp.toolset import McpToolset
-    from app.model.events import Event, ViewChanged
+    from app.model.events import CompactionTrigger, Event, ViewChanged
     from app.model.messages import Image, Message, ToolCall
     from app.model.tools import ToolSpec
     from app.providers.base import Provider
@@ -44,6 +40,76 @@ if TYPE_CHECKING:
     from app.tools.budget import TurnBudget
 
 
+# -- the parts as the other parts see them (each lists what its callers use; the classes satisfy them) ---------
+class Call(Protocol):
+    """A tool call: the model's (`ToolCallChunk`) or an `@mention`'s (`ToolCall`)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def args(self) -> Mapping[str, Any]: ...
+
+
+class CompactorPart(Protocol):
+    """`app.engine.compactor.Compactor` as history, the turn loop and chat_fit call it."""
+
+    async def run(
+        self,
+        *,
+        trigger: CompactionTrigger,
+        target_bytes: int | None,
+        instructions: str | None = None,
+        cancel: asyncio.Event | None = None,
+    ) -> PipelineResult | None: ...
+
+
+class RecoveryPart(Protocol):
+    """`app.engine.recovery.Recovery` as the turn loop calls it: the ladder after a payload rejection."""
+
+    async def recover(self, failed: RequestFailed, *, max_tokens: int, turn: int) -> StreamResult: ...
+
+
+class FallbackPart(Protocol):
+    """`app.engine.fallback.FallbackChain` as the turn loop, the lifecycle and the route link use it."""
+
+    def turn_started(self) -> None: ...
+
+    async def request(self, turn: int, max_tokens: int) -> StreamResult: ...
+
+    def take_partials(self) -> list[str]: ...
+
+    async def reset(self, route: Route, provider: Provider, old: Provider | None = None) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+
+class NativePart(Protocol):
+    """`app.engine.native.NativeContext` (provider-native context management) as the other parts use it."""
+
+    @property
+    def enabled(self) -> bool: ...
+
+    @property
+    def supported(self) -> bool: ...
+
+    def threshold(self) -> int | None: ...
+
+    def prepare(self) -> None: ...
+
+    def skip_calibration(self, result: StreamResult) -> bool: ...
+
+    async def after_answer(self, result: StreamResult, answer: Message) -> None: ...
+
+    async def compact(
+        self, trigger: CompactionTrigger, instructions: str | None, cancel: asyncio.Event | None = None
+    ) -> PipelineResult | None: ...
+
+
+# -- the engine as each part sees it ---------------------------------------------------------------------------
 class CompactionHost(Protocol):
     """The engine as the compactor and the recovery ladder both see it: session, settings, events, view."""
 
@@ -62,10 +128,12 @@ class CompactorHost(CompactionHost, Protocol):
     """What `Compactor` uses besides the shared part: the output budget, native compaction, the summarizer."""
 
     max_tokens: int
-    native: NativeContext
     provider: Provider
     sender: Sender
     state: State
+
+    @property
+    def native(self) -> NativePart: ...
 
     @property
     def context_window(self) -> int: ...
@@ -132,9 +200,11 @@ class HistoryHost(Protocol):
     session: Session
     workspace: Path
     checkpoints: Checkpoints
-    compactor: Compactor
     memory: MemoryWorker
     lock: asyncio.Lock
+
+    @property
+    def compactor(self) -> CompactorPart: ...
 
     @property
     def bytes_per_token(self) -> float: ...
@@ -215,8 +285,10 @@ class BudgetHost(Protocol):
     max_tokens: int
     catalog_window: int
     budget_epoch: int
-    native: NativeContext
     mcp: McpManager | None
+
+    @property
+    def native(self) -> NativePart: ...
 
     @property
     def tools(self) -> tuple[ToolSpec, ...]: ...
@@ -232,8 +304,11 @@ class RequestHost(NativeHost, Protocol):
     """What fitting a request under the cap (app.engine.chat_fit) and resending it without a refused beta
     (app.engine.betas) use besides provider-native compaction's part."""
 
-    native: NativeContext
-    compactor: Compactor
+    @property
+    def native(self) -> NativePart: ...
+
+    @property
+    def compactor(self) -> CompactorPart: ...
 
     def floor_sizes(self) -> FloorSizes: ...
 
@@ -242,12 +317,16 @@ class LoopHost(RequestHost, Protocol):
     """What the turn loop (app.engine.turn_loop) uses: everything a turn touches, through the other parts."""
 
     lock: asyncio.Lock
-    fallback: FallbackChain
     memory: MemoryWorker
-    recovery: Recovery
     model_output_cap: int
     tool_cancel: asyncio.Event
     turn_running: int
+
+    @property
+    def fallback(self) -> FallbackPart: ...
+
+    @property
+    def recovery(self) -> RecoveryPart: ...
 
     @property
     def context_window(self) -> int: ...
@@ -286,8 +365,10 @@ class LifecycleHost(Protocol):
     instructions: Instructions
     mcp: McpManager | None
     memory: MemoryWorker
-    fallback: FallbackChain
     closing: bool
+
+    @property
+    def fallback(self) -> FallbackPart: ...
 
     def emit(self, event: Event) -> None: ...
 
@@ -308,7 +389,6 @@ class RouteHost(Protocol):
     state: State
     hooks: HookRunner
     lock: asyncio.Lock
-    fallback: FallbackChain
     retry_policy: RetryPolicy
     sleep: Callable[[float], Awaitable[None]]
     route: Route
@@ -317,6 +397,9 @@ class RouteHost(Protocol):
     model_output_cap: int
     max_tokens: int
     catalog_window: int
+
+    @property
+    def fallback(self) -> FallbackPart: ...
 
     @property
     def context_window(self) -> int: ...

@@ -24,6 +24,7 @@ pipeline runs, and `config check` says so.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -37,6 +38,7 @@ from app.model.messages import Message, ToolResult
 from app.sizes import format_size
 
 if TYPE_CHECKING:
+    from app.engine.compaction.pipeline import PipelineResult
     from app.engine.host import NativeHost
     from app.engine.sender import StreamResult
 
@@ -110,6 +112,15 @@ class NativeContext:
         self.engine.provider.compact_threshold = self.threshold()
 
     # -- after an answer -------------------------------------------------------------------------
+    async def compact(
+        self, trigger: CompactionTrigger, instructions: str | None, cancel: asyncio.Event | None = None
+    ) -> PipelineResult | None:
+        """Planned compaction through the provider (`app.engine.native_on_demand`); None when it cannot
+        (the caller compacts locally)."""
+        from app.engine.native_on_demand import compact_on_demand
+
+        return await compact_on_demand(self, trigger, instructions, cancel)
+
     def skip_calibration(self, result: StreamResult) -> bool:
         """The provider read less than was sent (edits, compaction): usage says nothing about bytes/token."""
         return result.edits is not None or any(n.item.get("type") == "compaction" for n in result.natives)

@@ -6,7 +6,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from app.model.events import CompactionPhase, CompactionTrigger, Notice
 from app.model.messages import Message, Native
@@ -14,7 +15,37 @@ from app.sizes import format_size
 
 if TYPE_CHECKING:
     from app.engine.compaction.pipeline import PipelineResult
-    from app.engine.native import NativeContext
+    from app.engine.host import NativeHost
+
+
+class NativeCompaction(Protocol):
+    """What this module uses of `app.engine.native.NativeContext` (which calls it: `NativeContext.compact`)."""
+
+    @property
+    def engine(self) -> NativeHost: ...
+
+    @property
+    def supported(self) -> bool: ...
+
+    def commit_compaction(
+        self,
+        anchor: Message,
+        *,
+        trigger: CompactionTrigger,
+        started: float,
+        kept: Sequence[Message] = (),
+        tail: Sequence[Message] | None = None,
+        replaced: Sequence[Message] | None = None,
+    ) -> list[str] | None: ...
+
+    async def post_compact(
+        self,
+        trigger: CompactionTrigger,
+        before: int,
+        after: int,
+        messages: tuple[int, int],
+        keys: Sequence[str],
+    ) -> None: ...
 
 
 async def _unless_cancelled(work: Any, cancel: asyncio.Event | None) -> Any:
@@ -36,7 +67,7 @@ async def _unless_cancelled(work: Any, cancel: asyncio.Event | None) -> Any:
 
 
 async def compact_on_demand(
-    native: NativeContext,
+    native: NativeCompaction,
     trigger: CompactionTrigger,
     instructions: str | None,
     cancel: asyncio.Event | None = None,

@@ -35,6 +35,7 @@ class ApprovalRequest:
     args: dict[str, Any]
     why: str
     remember: str = ""
+    why_not: str = ""  # why "always" is not offered ("" when it is, or when nothing was asked about)
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,7 @@ class SessionInfo:
     turn: int
     notices: tuple[str, ...] = ()  # what choosing the route said (a lab fallback, a --model override)
     resumed: bool = False
+    messages: int = 0  # in the conversation (all of it, not only the view)
 
 
 @dataclass(frozen=True)

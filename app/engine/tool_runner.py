@@ -10,9 +10,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from app.engine.hooks import HookResult
 from app.engine.instructions import INSTRUCTION_NAMES
@@ -24,7 +24,7 @@ from app.textsafe import display_line
 if TYPE_CHECKING:
     from app.engine.always_allow import AlwaysOffer, AskedBy
     from app.engine.checkpoints import Snapshot
-    from app.engine.host import ToolHost
+    from app.engine.host import Call, ToolHost
     from app.tools.base import ToolContext, ToolOutcome
     from app.tools.budget import TurnBudget
 
@@ -32,19 +32,6 @@ if TYPE_CHECKING:
 # an allow rule) or False / "deny", or an app.tools.approval.Denial (no, and what to tell the model)
 Approver = Callable[[str, dict[str, Any], str], Awaitable[Any]]
 Args = dict[str, Any]
-
-
-class Call(Protocol):
-    """A tool call: the model's (`ToolCallChunk`) or an `@mention`'s (`ToolCall`)."""
-
-    @property
-    def id(self) -> str: ...
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def args(self) -> Mapping[str, Any]: ...
 
 
 class ToolRunner:
@@ -429,7 +416,12 @@ class ToolRunner:
         try:
             if self.ask_call is not None:
                 request = ApprovalRequest(
-                    call_id or new_id("ask"), name, dict(args), why, offer.rule if offer is not None else ""
+                    call_id or new_id("ask"),
+                    name,
+                    dict(args),
+                    why,
+                    offer.rule if offer is not None else "",
+                    offer.why_not if offer is not None else "",
                 )
                 answer: Any = await self.ask_call(request)
             else:

@@ -52,7 +52,7 @@ from app.engine.retry import RetryPolicy
 from app.engine.route_link import RouteLink
 from app.engine.sender import Sender, StreamResult
 from app.engine.session import Session
-from app.engine.tool_runner import Approver, Call, ToolRunner
+from app.engine.tool_runner import Approver, ToolRunner
 from app.engine.turn_loop import ANSWER_SEPARATOR, MAX_TOOL_ROUNDS, TurnLoop, join_answers, retry_point
 from app.engine.workspace_rules import confirm_rule_files, load_permissions
 from app.model.events import (
@@ -70,6 +70,7 @@ if TYPE_CHECKING:
     from app.engine.checkpoints import Snapshot
     from app.engine.compaction.pipeline import PipelineResult
     from app.engine.compaction.summarize import ContextEngine
+    from app.engine.host import Call
     from app.engine.profile_evidence import AskGateways
     from app.engine.workspace_rules import AskRules
     from app.mcp.deferral import DeferralPlan
@@ -141,7 +142,7 @@ class Engine:
             mcp.subscribe(self.mcp_link.changed)
         self.hooks: HookRunner = hooks or hook_runner(settings, session, self.workspace, self.emit)
         self.retry_policy = RetryPolicy.from_settings(settings, rng)
-        self.recovery = Recovery(self)
+        self.recovery: Recovery = Recovery(self)
         self.compactor: Compactor = Compactor(self)
         self.native: NativeContext = NativeContext(self)
         self.tool_cancel = asyncio.Event()
@@ -157,7 +158,7 @@ class Engine:
         self.closing = False
         self.routes: RouteLink = RouteLink(self)  # the route, its limits, sender and summarizer; /model
         self._use_route(route, provider)
-        self.fallback = FallbackChain(self)  # app.engine.fallback: the next route when this one cannot answer
+        self.fallback: FallbackChain = FallbackChain(self)  # the next route when this one cannot answer
         self.memory = MemoryWorker(
             self
         )  # app.engine.memory: facts distilled; compactions queue what they drop

@@ -152,6 +152,7 @@ class ApprovalRequested(Event):
     args: dict[str, Any] = field(default_factory=dict)
     why: str = ""
     remember: str = ""
+    why_not: str = ""  # why "always" is not offered
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-Host = Any  # app.ui.app.BulkheadApp: engine, busy, open_error, has_archive(), chat_last_answer()
+Host = Any  # app.ui.app.BulkheadApp: session, busy, open_error, has_archive(), chat_last_answer()
 Handler = Callable[[Host, str], "Awaitable[None] | None"]
 Registered = TypeVar("Registered", bound=Callable[..., Any])  # a handler keeps its own signature
 
@@ -54,7 +54,7 @@ class Action:
 
 
 def _need_engine(app: Host) -> str:
-    if app.engine is not None:
+    if app.session is not None:
         return ""
     if app.open_error:
         return "no session is open — /model ROUTE opens one on a route, /sessions another session"
@@ -70,26 +70,15 @@ def _need_busy(app: Host) -> str:
 
 
 def _can_compact(app: Host) -> str:
-    return _need_idle(app) or ("" if app.engine.session.view_len() else "nothing to compact yet")
+    return _need_idle(app) or app.session.why_not("compact")
 
 
 def _can_rewind(app: Host) -> str:
-    return _need_idle(app) or ("" if app.engine.session.views_len() > 1 else "no compaction to undo")
+    return _need_idle(app) or app.session.why_not("rewind")
 
 
 def _can_retry(app: Host) -> str:
-    reason = _need_idle(app)
-    if reason:
-        return reason
-    from app.engine.turn import retry_point
-
-    view = app.engine.session.view_end()
-    if not view:
-        return "nothing to retry yet"
-    last = view[-1]
-    if last.role == "assistant" and not last.meta.partial and retry_point(view) is None:
-        return "no prompt of yours in the view to ask again"
-    return ""
+    return _need_idle(app) or app.session.why_not("retry")
 
 
 def _not_busy(app: Host) -> str:
@@ -97,32 +86,15 @@ def _not_busy(app: Host) -> str:
 
 
 def _can_undo(app: Host) -> str:
-    reason = _need_idle(app)
-    if reason:
-        return reason
-    return (
-        ""
-        if app.engine.checkpoints.last_turn() is not None
-        else "no file change to undo (write_file and edit_file changes are checkpointed; shell commands are not)"
-    )
+    return _need_idle(app) or app.session.why_not("undo")
 
 
 def _can_rewind_to(app: Host) -> str:
-    reason = _need_idle(app)
-    if reason:
-        return reason
-    return (
-        ""
-        if any(m.role == "user" and m.meta.origin == "user" for m in app.engine.session.decoded())
-        else "no prompt to go back to yet"
-    )
+    return _need_idle(app) or app.session.why_not("rewind_to")
 
 
 def _can_reset_cap(app: Host) -> str:
-    reason = _need_idle(app)
-    if reason:
-        return reason
-    return "" if app.engine.cap_info().source in ("learned", "assumed") else "no learned cap to forget"
+    return _need_idle(app) or app.session.why_not("cap_reset")
 
 
 def _can_recall(app: Host) -> str:
@@ -130,7 +102,7 @@ def _can_recall(app: Host) -> str:
 
 
 def _can_switch_model(app: Host) -> str:
-    if app.engine is None and app.open_error:
+    if app.session is None and app.open_error:
         return ""  # the way out of a session that did not open
     return _need_idle(app)
 

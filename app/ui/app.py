@@ -27,8 +27,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 from textual import events
 from textual.app import App
@@ -105,8 +106,11 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         model: str | None = None,
         ask_workspace: bool = True,
         initial_prompt: str = "",
+        open_session: Callable[..., Awaitable[Any]] | None = None,
     ) -> None:
         super().__init__()
+        # how a session opens (app.engine.api.ui_session.open_ui_session; a test hands a fake's)
+        self.open_session = open_session
         self.initial_prompt = initial_prompt  # `bulkhead "…"`: sent as if typed once the prompt is there
         self.model_override = model  # --model: this run's model on the first route
         # Resuming a session of another folder asks where its tools run (not when --workspace said so).
@@ -127,16 +131,12 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         self.cursor_blink = cursor_blink
         self._inspector = inspector or Inspector(id="inspector", clock=clock)
         self.ready_notices = ready_notices
-        self.engine = None
-        self.choice = None
+        self.session = None  # app.engine.api.ui_session.UiSession, once open (app.ui.engine_link)
+        self._approvals = {}  # call id -> the future of its card (app.ui.turns)
         self.compact_cancel: asyncio.Event | None = None
         self._unsubscribe: Callable[[], None] | None = None
         self._quitting = False
         self._last_interrupt = -INTERRUPT_QUIT_WINDOW_S
-        self._recall_keys: tuple[tuple[str, str] | None, list[tuple[str, str]]] = (
-            None,
-            [],
-        )  # (session, view)
         self._theme_ready = False
         self.history = PromptHistory(history_path(self.workspace))
         self.engine_ready = asyncio.Event()
@@ -145,7 +145,7 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         self.exit_error = ""  # the session's last writes failed at quit (a full disk): printed after the TUI
         self._waiting: list[str] = []  # messages sent before the session was ready, sent once it is
         self._early_keys: list[events.Event] | None = []  # input that came before the prompt had the focus
-        self.custom_commands: list = []  # app.engine.custom_commands.CustomCommand, from Markdown files
+        self.custom_commands: list = []  # app.engine.api.custom_commands.CustomCommand, from Markdown files
         self._command_problems: list[str] = []
 
     # -- layout ---------------------------------------------------------------------------------------------
@@ -348,52 +348,44 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
 
     def has_archive(self) -> bool:
         """Whether this session's archive holds anything (one row read, not counted)."""
-        if self.engine is None:
+        if self.session is None:
             return False
         with contextlib.suppress(Exception):
-            return bool(self.engine.session.store.archive_list(self.engine.session.id, limit=1))
+            return self.session.has_archive()
         return False
 
     def slash_arguments(self, command: str) -> list[tuple[str, str]]:
         """What `/model`, `/recall` and `/mcp` can take, for the prompt's completion list."""
         if command == "/mcp":
-            mcp = self.engine.mcp if self.engine is not None else None
-            return [
-                (f"restart {s.name}", f"{s.state} · {len(s.tools)} tools")
-                for s in (mcp.statuses() if mcp else [])
-            ]
+            statuses = self.session.mcp_statuses() if self.session is not None else []
+            return [(f"restart {s.name}", f"{s.state} · {len(s.tools)} tools") for s in statuses]
         if command == "/model":
-            current = self.engine.route.name if self.engine else ""
+            current = self.session.info().route if self.session else ""
             return [
                 (name, f"{route.provider} · {route.model}" + (" (in use)" if name == current else ""))
                 for name, route in sorted(self.settings.routes.items())
             ]
-        if command == "/recall" and self.engine is not None:
+        if command == "/recall" and self.session is not None:
             # Read once per view (a compaction, which archives, commits a new one), not per keystroke.
-            session = self.engine.session
-            cached_for, rows = self._recall_keys
-            if cached_for != (session.id, session.view_id()):
-                rows = [
-                    (key, display_line(f"{reason} · {format_size(size)} · {' '.join(head.split())[:40]}"))
-                    for key, reason, size, head in session.store.archive_keys(session.id)
-                ]
-                self._recall_keys = (session.id, session.view_id()), rows
-            return rows
+            return [
+                (key, display_line(f"{reason} · {format_size(size)} · {' '.join(head.split())[:40]}"))
+                for key, reason, size, head in self.session.recall_keys()
+            ]
         return []
 
     # -- the inspector's intents: carried out here, through the busy guard ------------------------------------
     def on_archive_recall_requested(self, message) -> None:
-        if self.engine is None:
+        if self.session is None:
             return
         if self.busy:
             self.notify("A turn is running — recall after it (Esc cancels it).", severity="warning")
             return
-        self.engine.recall_into_view(message.key)
+        self.session.recall(message.key)
         with contextlib.suppress(NoMatches):
             self.screen.set_focus(self.prompt)  # it is in the conversation: ask about it
 
     def on_rewind_requested(self, message) -> None:
-        if self.engine is not None and not self.busy:
+        if self.session is not None and not self.busy:
             self.run_command("rewind")
 
     # -- toasts and errors -------------------------------------------------------------------------------------
@@ -448,16 +440,18 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
             self._unsubscribe()
             self._unsubscribe = None
         self.workers.cancel_group(self, "turn")
-        engine = self.engine
-        if engine is not None:
-            self.exit_session = (engine.session.id, engine.session.master_len())  # for the exit hint
-            self.engine = None
+        session = self.session
+        if session is not None:
+            info = session.info()
+            self.exit_session = (info.id, info.messages)  # for the exit hint
+            self.session = None
+            self.drop_approvals()
             try:
-                await asyncio.wait_for(engine.close("exit"), timeout=5)
+                await asyncio.wait_for(session.close("exit"), timeout=5)
             except Exception as exc:  # quitting goes on; a save that failed is said on the terminal
                 from app.store import StoreError
 
                 if isinstance(exc, StoreError):
                     self.exit_error = str(exc)
-        code = 2 if engine is None and self.open_error else 0  # no session is open: exit 2, as -p does
+        code = 2 if session is None and self.open_error else 0  # no session is open: exit 2, as -p does
         self.exit(code, return_code=code)

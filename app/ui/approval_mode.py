@@ -30,13 +30,13 @@ def mode_label(mode: str) -> str:
 
 def show_mode(app: Any) -> None:
     """Put the mode in force on the prompt's border."""
-    if app.engine is not None:
-        app.prompt.border_subtitle = mode_label(app.engine.settings.approval)
+    if app.session is not None:
+        app.prompt.border_subtitle = mode_label(app.session.approval_mode())
 
 
 def set_mode(app: Host, mode: str) -> str:
     """Use `mode` from the next tool call on; the sentence that says so."""
-    app.engine.set_approval(mode)
+    app.session.set_approval(mode)
     show_mode(app)
     default = app.settings.approval
     note = "" if mode == default else f" (config.toml's default: {default})"
@@ -47,7 +47,7 @@ def set_mode(app: Host, mode: str) -> str:
 async def approval(app: Host, arg: str) -> None:
     mode = arg.strip().lower()
     if not mode:
-        current = app.engine.settings.approval
+        current = app.session.approval_mode()
         lines = [
             f"{name}{' (in force)' if name == current else ''}: {what}" for name, what in WHAT_ASKS.items()
         ]
@@ -68,8 +68,8 @@ async def approval(app: Host, arg: str) -> None:
 
 def cycle(app: Host) -> None:
     """Shift+Tab: the next mode of CYCLE (never-ask, set by name, steps back to ask)."""
-    if app.engine is None:
+    if app.session is None:
         return
-    current = app.engine.settings.approval
+    current = app.session.approval_mode()
     following = CYCLE[(CYCLE.index(current) + 1) % len(CYCLE)] if current in CYCLE else CYCLE[0]
     app.notify(set_mode(app, following), timeout=4)

@@ -18,7 +18,7 @@ PROGRESS_EVERY = 5  # a progress line every this many probes (and the first)
 
 @handles("blocked")
 def blocked(app: Host, arg: str) -> None:
-    from app.engine.offline_waf import offline_unavailable
+    from app.engine.api.blocked import offline_unavailable
 
     if offline_unavailable() or arg.strip() == "live":  # `/blocked live`: the gateway itself, asked first
         _ask_to_probe(app)
@@ -30,8 +30,6 @@ def blocked(app: Host, arg: str) -> None:
 
 async def _offline(app: Host) -> None:
     """The local Core Rule Set first: a finding is shown at once; none, and the live probes are offered."""
-    from app.engine.blocked import find_offline
-
     chat = app.chat
     app.activity = "blocked"
     try:
@@ -41,7 +39,7 @@ async def _offline(app: Host) -> None:
             code="blocked",
             title="blocked",
         )
-        report = await find_offline(app.engine)
+        report = await app.session.find_offline()
     finally:
         app.activity = ""
     if report.finding is None:
@@ -52,10 +50,9 @@ async def _offline(app: Host) -> None:
 
 
 def _ask_to_probe(app: Host) -> None:
-    from app.engine.blocked import blocked_plan
     from app.ui.screens.confirm import ConfirmScreen
 
-    plan = blocked_plan(app.engine)
+    plan = app.session.blocked_plan()
 
     def answered(yes: bool | None) -> None:
         if yes:
@@ -65,8 +62,6 @@ def _ask_to_probe(app: Host) -> None:
 
 
 async def _find(app: Host) -> None:
-    from app.engine.blocked import find_blocked
-
     chat = app.chat
     app.activity = "blocked"
     lines: list[str] = []
@@ -76,7 +71,7 @@ async def _find(app: Host) -> None:
 
     try:
         await chat.add_notice("finding the refused text (zero-cost probes)…", code="blocked", title="blocked")
-        report = await find_blocked(app.engine, on_probe=on_probe)
+        report = await app.session.find_blocked(on_probe)
     finally:
         app.activity = ""
     await _show(app, report)
@@ -94,7 +89,7 @@ async def _show(app: Host, report) -> None:
     )
     if finding is None:
         return
-    from app.engine.blocked import lines_words
+    from app.engine.api.blocked import lines_words
     from app.ui.screens.confirm import ConfirmScreen
 
     where = (
@@ -120,9 +115,7 @@ async def _show(app: Host, report) -> None:
 
 
 async def _withhold(app: Host, finding) -> None:
-    from app.engine.withhold import withhold
-
-    outcome = withhold(app.engine.session, finding)
+    outcome = app.session.withhold(finding)
     await app.chat.add_notice(
         display_line(outcome.message),
         level="info" if outcome.applied else "warn",
@@ -130,7 +123,7 @@ async def _withhold(app: Host, finding) -> None:
         title="withheld" if outcome.applied else "blocked",
     )
     if outcome.applied:
-        app.engine.view_changed("withheld")
+        app.session.view_changed("withheld")
         app.start_turn("", retry=True)
     elif outcome.take_back is not None:  # the chat as it was before that prompt, the prompt back to edit
         from app.ui.turn_actions import rewind_before

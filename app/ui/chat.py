@@ -977,7 +977,7 @@ Letters typed here go to the prompt (nothing you type is taken for a key); the c
             await self._add_described(event, " (the Hooks panel shows its output)")
 
     async def _add_described(self, event: Event, more: str = "") -> None:
-        from app.engine.describe import describe  # here: the first frame does not import the engine
+        from app.engine.api.describe import describe  # here: the first frame does not import the engine
 
         line = describe(event)
         if line is not None:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from textual import work
 
+from app.ui.app_host import AppMixin
 from app.ui.clipboard import CopyResult, system_copy
 
 
-class Copying:
+class Copying(AppMixin):
     """Mixed into `BulkheadApp`: `copy(text, what)`, and the copy requests of the chat and the panels."""
 
     last_copy: CopyResult | None = None

@@ -1,9 +1,12 @@
-"""The app's side of the engine: open a session in a worker, bring its events in, switch or reopen it.
+"""The app's side of the session: open it in a worker, bring its events in, switch or reopen it.
 
-The engine (database, session, route, key lookup) opens in a thread worker so the first frame never
-waits; a session held by another bulkhead asks what to do (`LeaseScreen`); a session that cannot open
-says why in the chat and keeps what was typed. Engine events reach the widgets as `EngineEvent`
-messages, made safe for display at this one door (`app.textsafe.display_data`).
+The app holds a `UiSession` (`app.engine.api.ui_session`, the front door's session with what the TUI needs)
+and nothing else of the engine. It opens off the event loop (database, session, route, key lookup) so the
+first frame never waits; a session held by another bulkhead asks what to do (`LeaseScreen`); a session that
+cannot open says why in the chat and keeps what was typed. Session events reach the widgets as
+`EngineEvent` messages, made safe for display at this one door (`app.textsafe.display_data`); an approval a
+tool call waits for (`ApprovalRequested`) becomes a card in the chat, answered by `session.approve(call_id,
+…)`.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import contextlib
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual import work
 from textual.app import ScreenStackError
@@ -23,6 +26,7 @@ from textual.widgets import Static
 from app import heap
 from app.config import ConfigError
 from app.model.events import (
+    ApprovalRequested,
     CompactionPhase,
     Event,
     HookRun,
@@ -35,10 +39,14 @@ from app.model.events import (
 )
 from app.redact import StreamRedactor, redact_data
 from app.textsafe import display_data, display_line
+from app.ui.app_host import AppMixin
 from app.ui.chat_history import entries_from_messages
 from app.ui.messages import EngineEvent
 from app.ui.panel_source import panel_source
 from app.ui.startup import prewarm_in_background
+
+if TYPE_CHECKING:
+    from app.engine.api.ui_session import UiSession
 
 
 def read_only_notice(session_id: str) -> str:
@@ -48,10 +56,12 @@ def read_only_notice(session_id: str) -> str:
     )
 
 
-class EngineLink:
-    """Mixed into `BulkheadApp`: opening, starting, switching and closing the session's engine."""
+class EngineLink(AppMixin):
+    """Mixed into `BulkheadApp`: opening, starting, switching and closing the session."""
 
-    engine: Any
+    session: UiSession | None
+    open_session: Callable[..., Any] | None  # how a session opens (a test hands a fake's)
+    _unsubscribe: Callable[[], None] | None
     app: Any
     store: Any  # app.store.Store, once opened
     workspace: Path  # where the tools run (the app's)
@@ -59,8 +69,8 @@ class EngineLink:
     resume: str | None
     folder_notice: str
 
-    @work(thread=True, group="engine", exclusive=True, exit_on_error=False, name="open engine")
-    def open_engine(
+    @work(group="engine", exclusive=True, exit_on_error=False, name="open engine")
+    async def open_engine(
         self,
         *,
         resume: str | None,
@@ -71,16 +81,18 @@ class EngineLink:
         model: str | None = None,
         folder_asked: bool = False,
     ) -> None:
-        from app.engine.bootstrap import open_engine
         from app.lease import SessionHeld
 
         if resume and not read_only and not folder_asked and self.ask_workspace:
-            row = self._session_of_another_folder(resume)
+            row = await asyncio.to_thread(self._session_of_another_folder, resume)
             if row is not None:  # its tools would run here: ask where first
-                self.call_from_thread(self._ask_folder, row, route_name, fork, model)
+                self._ask_folder(row, route_name, fork, model)
                 return
+        from app.engine.api.ui_session import open_ui_session
+
+        opener = self.open_session or open_ui_session
         try:
-            engine, choice, resumed = open_engine(
+            session = await opener(
                 self.settings,
                 route_name=route_name,
                 resume=resume,
@@ -95,19 +107,27 @@ class EngineLink:
                 head_later=True,  # a long session's older messages are decoded once it is on screen
             )
         except SessionHeld as held:  # one writer per session: ask what to do instead
-            self.call_from_thread(self._session_held, held, route_name)
+            self._session_held(held, route_name)
             return
-        # approvals come by tool call id: each card on the block of its own call
-        engine.runner.ask_call = self.approve_call
+        resumed = session.info().resumed
+        try:
+            source, history = await asyncio.to_thread(self._prepare_show, session, resumed)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await session.close("error")
+            raise
+        await self._engine_opened(session, resumed, source, history)
+
+    def _prepare_show(self, session: UiSession, resumed: bool):
+        """What costs the length of the session, done in a thread before the session is shown: the
+        inspector's report (measuring the view, which warms the provider's payload cache for the engine's
+        own measure) and the resumed history as chat entries (no widget built)."""
         self._command_problems = self.refresh_custom_commands()
-        # What costs the length of the session is done here, off the event loop, before the engine is
-        # shared: the inspector's report (measuring the view, which warms the provider's payload cache
-        # for the engine's own measure) and the resumed history as chat entries (no widget built).
-        source = panel_source(engine)
-        history = entries_from_messages(engine.session.decoded()) if resumed else None
+        source = panel_source(session)
+        history = entries_from_messages(session.history()) if resumed else None
         if resumed:
             heap.release()  # what loading and measuring a long session freed goes back to the system
-        self.call_from_thread(self._engine_opened, engine, choice, resumed, source, history)
+        return source, history
 
     def _session_of_another_folder(self, session_id: str):
         """The store's row of `session_id` when it was started in another folder (else None)."""
@@ -187,43 +207,40 @@ class EngineLink:
 
         self.push_screen(LeaseScreen(held), callback=chosen)
 
-    async def _engine_opened(self, engine, choice, resumed: bool, source=None, history=None) -> None:
-        self.engine = engine
+    async def _engine_opened(self, session: UiSession, resumed: bool, source=None, history=None) -> None:
+        self.session = session
         from app.ui.engine_questions import fallback_asker
 
-        engine.fallback.asker = fallback_asker(
-            self
-        )  # a partial answer moves to the next route only if you say so
-        self.choice = choice
-        self.store = engine.session.store
-        self._live_redactor = StreamRedactor()  # one per engine: the answer being streamed
-        self._unsubscribe = engine.session.bus.subscribe(self._on_bus)
+        session.set_fallback_asker(fallback_asker(self))  # a partial answer moves on only if you say so
+        self.store = session.records()
+        self._live_redactor = StreamRedactor()  # one per session: the answer being streamed
+        self._unsubscribe = session.subscribe(self._on_bus)
         if source is None:
             self.show_session_in_inspector()
         else:
             with contextlib.suppress(NoMatches):
                 self.inspector.show_session(source)
         with self.batch_update():  # one layout and frame for all of it, not one half-mounted on the way
-            await self._show_start(engine, choice, resumed, history)
+            await self._show_start(session, resumed, history)
         self.update_topbar()
         from app.ui.approval_mode import show_mode
 
         show_mode(self)
-        self._start_engine(resumed)
+        self._start_engine()
 
-    async def _show_start(self, engine, choice, resumed: bool, history) -> None:
+    async def _show_start(self, session: UiSession, resumed: bool, history) -> None:
         """The resumed history, then what this start says (under it, where it happened)."""
         chat = self.chat
-        session = engine.session
         if resumed:
-            if session.head_waiting:  # opened from its end: the older entries come once it is drawn
+            if session.head_waiting():  # opened from its end: the older entries come once it is drawn
                 chat.expect_older()
-            await chat.render_history(session.decoded(), entries=history, fill_now=False)
-        for note in choice.notices:
+            await chat.render_history(session.history(), entries=history, fill_now=False)
+        said = session.opening_notices()
+        for note in said.route:
             await chat.add_notice(
-                note, code="lab" if choice.lab else "route", title="lab model" if choice.lab else "route"
+                note, code="lab" if said.lab else "route", title="lab model" if said.lab else "route"
             )
-        for note in choice.session_notices:
+        for note in said.session:
             await chat.add_notice(note, code="session", title="session")
         for note in self.ready_notices:
             await chat.add_notice(note, code="app")
@@ -235,27 +252,29 @@ class EngineLink:
                 display_line(problem), level="warn", code="commands", title="custom command"
             )
         if resumed:
+            info = session.info()
             await chat.add_notice(
-                f"resumed “{session.title or session.id}” — {session.master_len()} messages",
+                f"resumed “{info.title or info.id}” — {info.messages} messages",
                 code="resume",
                 title="session",
             )
-            if session.read_only:
+            if info.read_only:
                 await chat.add_notice(
-                    read_only_notice(session.id), level="warn", code="read_only", title="read-only"
+                    read_only_notice(info.id), level="warn", code="read_only", title="read-only"
                 )
 
     def show_session_in_inspector(self) -> None:
-        """Give the inspector the open session's source (the panels never see the engine)."""
-        if self.engine is not None:
+        """Give the inspector the open session's source (the panels never see the session)."""
+        if self.session is not None:
             with contextlib.suppress(NoMatches):
-                self.inspector.show_session(panel_source(self.engine))
+                self.inspector.show_session(panel_source(self.session))
 
     @work(group="engine-start", exit_on_error=False, name="start engine")
-    async def _start_engine(self, resumed: bool) -> None:
-        engine = self.engine
+    async def _start_engine(self) -> None:
+        session = self.session
+        assert session is not None
         try:
-            await engine.start(resumed=resumed)
+            await session.start()
         except BaseException:
             decode = self._head_decoder()  # the chat's older entries come all the same
             if decode is not None:
@@ -265,11 +284,11 @@ class EngineLink:
             with contextlib.suppress(NoMatches):
                 self.chat.fill_window()  # the resumed history above the view: after what the user waits for
         self.engine_ready.set()
-        self.call_after_refresh(self._import_sdk_when_drawn, engine.route.provider, engine.warm_sizes())
+        self.call_after_refresh(self._import_sdk_when_drawn, session.info().provider, session.warm_sizes())
         self.refresh_bindings()
-        self._confirm_rules(engine)  # the workspace's rule files and gateways file, when they wait for a yes
-        if engine.mcp is not None:
-            self._start_mcp(engine)
+        self._confirm_rules(session)  # the workspace's rule files and gateways file, when they wait for a yes
+        if session.has_mcp():
+            self._start_mcp(session)
         self.send_waiting()
         self.submit_initial_command()
 
@@ -288,23 +307,21 @@ class EngineLink:
         """For a long session opened from its end (`app.engine.head_later`): decoding its older messages, to run
         in a thread now that it is on screen — before the import's `gc.freeze`, which then keeps them out of
         the collector's scans — and handing them to the chat as entries (PageUp, /find and Home reach them)."""
-        engine, chat = self.engine, self.chat
+        session, chat = self.session, self.chat
         coming = chat.older_coming
-        if engine is None or coming is None:
+        if session is None or coming is None:
             return None
-        session = engine.session
 
         def decode() -> None:
             try:
-                session.complete()  # (or something on the loop did already: the same messages)
-                entries = entries_from_messages(session.master[: session.head_count])
+                entries = entries_from_messages(session.load_head())
             except Exception as exc:  # said in the chat; whatever needs them says it again
                 with contextlib.suppress(Exception):
-                    self.call_from_thread(self._head_unreadable, coming, exc)
+                    self.call_from_thread(_awaited(self._head_unreadable), coming, exc)
                 return
             heap.release()  # what decoding freed goes back to the system, as after the open
             with contextlib.suppress(Exception):  # the app is closing
-                self.call_from_thread(chat.add_older, coming, entries)
+                self.call_from_thread(_awaited(chat.add_older), coming, entries)
 
         return decode
 
@@ -321,14 +338,13 @@ class EngineLink:
             )
 
     @work(group="mcp", exit_on_error=False, name="start MCP servers")
-    async def _start_mcp(self, engine) -> None:
+    async def _start_mcp(self, session: UiSession) -> None:
         """After the first frame: the SDK is imported in a thread, the servers start in the background."""
-        await engine.start_mcp(ask=self.ask_mcp_trust)
+        await session.start_mcp(ask=self.ask_mcp_trust)
 
     @work(group="rules", exit_on_error=False, name="ask about the workspace's rule and gateway files")
-    async def _confirm_rules(self, engine) -> None:
-        await engine.confirm_workspace_rules(ask=self.ask_rules_trust)
-        await engine.confirm_workspace_gateways(ask=self.ask_gateways_trust)
+    async def _confirm_rules(self, session: UiSession) -> None:
+        await session.confirm_workspace_files(self.ask_rules_trust, self.ask_gateways_trust)
 
     async def _ask_trust(self, screen) -> str | None:
         """One trust question (app.ui.screens.trust): "allow" | "deny" | None (not now)."""
@@ -363,6 +379,11 @@ class EngineLink:
     # -- events -------------------------------------------------------------------------------------------
     def _on_bus(self, event: Event) -> None:
         if self._quitting or self._exit:
+            return
+        if isinstance(event, ApprovalRequested):  # a card in the chat (app.ui.turns), not a line
+            if rest := self._live_redactor.flush():
+                self.post_message(EngineEvent(display_data(TextDelta(rest))))
+            self.approval_requested(event)
             return
         # The one door engine text comes in by: every known secret replaced (a key the provider streams back
         # is hidden as it arrives, even split across deltas), then made safe for the terminal.
@@ -410,24 +431,24 @@ class EngineLink:
             self.files_stale = True
 
     def update_topbar(self) -> None:
-        engine = self.engine
-        if engine is None:
+        session = self.session
+        if session is None:
             return
-        session, route = engine.session, engine.route
-        lab = " · lab (offline)" if route.provider == "lab" else ""
-        title = f" · {session.title}" if session.title else ""  # the first prompt's words
-        read_only = " · READ-ONLY" if session.read_only else ""
+        info = session.info()
+        lab = " · lab (offline)" if info.provider == "lab" else ""
+        title = f" · {info.title}" if info.title else ""  # the first prompt's words
+        read_only = " · READ-ONLY" if info.read_only else ""
         if self.workspace != self.started_in:  # moved to a resumed session's own folder
             from app.model.session_folders import shown_folder
 
             read_only += f" · in {shown_folder(str(self.workspace), 30)}"
         mcp = ""
-        if engine.mcp is not None and engine.mcp.connections:
-            statuses = engine.mcp.statuses()
+        statuses = session.mcp_statuses()
+        if statuses:
             ready = sum(1 for s in statuses if s.state == "ready")
             mcp = f" · MCP {ready}/{len(statuses)}"
         self._q("#topbar", Static).update(
-            display_line(f"bulkhead · {route.name} ({route.model}){lab}{mcp}{read_only}{title}")
+            display_line(f"bulkhead · {info.route} ({info.model}){lab}{mcp}{read_only}{title}")
         )
 
     # -- switching, failing, reopening ------------------------------------------------------------------------
@@ -435,21 +456,22 @@ class EngineLink:
     async def switch_session(self, session_id: str | None, *, folder_asked: bool = False) -> None:
         """Resume `session_id` here, or (None: /new, /clear) start a fresh session on the same route.
         `folder_asked`: the user said where a session of another folder runs its tools (`FolderScreen`)."""
-        old = self.engine
+        old = self.session
+        old_id = ""
         route_name = model = None
         previous = ""
         if old is not None:
+            info = old.info()
+            old_id = info.id
             if (
                 session_id is None
             ):  # stay on the route and model in use (an implicit route has no config name)
-                route_name = old.route.name if old.route.name in self.settings.routes else self.route_name
-                model = old.route.model
-                previous = (
-                    f"“{old.session.title}” ({old.session.id})" if old.session.title else old.session.id
-                )
-            if self._unsubscribe:
+                route_name = info.route if info.route in self.settings.routes else self.route_name
+                model = info.model
+                previous = f"“{info.title}” ({info.id})" if info.title else info.id
+            if self._unsubscribe is not None:
                 self._unsubscribe()
-            self.engine = None
+            self.session = None
             with contextlib.suppress(Exception):
                 await old.close("resume" if session_id else "clear")
         elif session_id is None:
@@ -461,7 +483,7 @@ class EngineLink:
         if previous:
             await self.chat.add_notice(
                 f"new session — the previous one, {previous}, stays resumable (F5, or "
-                f"bulkhead --resume {old.session.id})",
+                f"bulkhead --resume {old_id})",
                 code="new",
                 title="session",
             )
@@ -470,7 +492,7 @@ class EngineLink:
     async def engine_failed(self, error: BaseException) -> None:
         """The session could not open (a route without a key, `--resume` of an unknown id, a database
         that cannot be read): say why and what to do — never wait in silence."""
-        from app.engine.session import SessionNotFound
+        from app.engine.api.sessions import SessionNotFound
 
         if isinstance(error, SessionNotFound):
             self.resume, self.continue_ = None, False  # /model then opens a new session on that route
@@ -503,3 +525,9 @@ class EngineLink:
             model=model,
             folder_asked=folder_asked,
         )
+
+
+def _awaited(callback: Callable[..., Any]) -> Callable[..., Any]:
+    """`callback` as `App.call_from_thread` takes it (its type variable cannot be solved for a coroutine
+    function returning None)."""
+    return callback

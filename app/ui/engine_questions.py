@@ -1,7 +1,7 @@
 """Questions the engine asks the user in the TUI that no other module owns: moving a partial answer along the
-fallback chain (app.engine.fallback), and `/memory review` (app.engine.memory).
+fallback chain, and `/memory review` (the session's `memory_review`).
 
-    engine.fallback.asker = fallback_asker(app)       # set once the engine is open (app.ui.engine_link)
+    session.set_fallback_asker(fallback_asker(app))   # set once the session is open (app.ui.engine_link)
     open_memory_review(app)                           # `/memory review`
 """
 
@@ -36,31 +36,21 @@ def fallback_asker(app: Any) -> Callable[[str], Awaitable[bool]]:
 
 def open_memory_review(app: Any) -> str | None:
     """`/memory review`: the facts waiting for review, in a screen; a sentence instead when there is none to show."""
-    from app.engine.instructions import memory_file
     from app.ui.screens.memory_review import MemoryReviewScreen
 
-    engine = app.engine
-    worker = engine.memory
-    if worker.mode == "off":
-        return 'the memory worker is off (memory = "off" in config.toml); /memory TEXT still adds a line'
-    if worker.mode == "auto":
-        return (
-            f'memory = "auto": facts are kept in {worker.path} (part of every request), not reviewed; '
-            f'memory = "suggest" offers them here instead'
-        )
-    facts = worker.pending()
-    if not facts:
-        return "no facts wait for review — the memory worker suggests them as the conversation goes on"
+    session = app.session
+    review = session.memory_review()
+    if not review.facts:
+        return review.said
 
     def accept(fact: Any, text: str | None) -> str:
-        path = worker.accept(fact, text)
-        return f"accepted into {path}"
+        return f"accepted into {session.accept_fact(fact, text)}"
 
     def reject(fact: Any) -> str:
-        worker.reject(fact)
+        session.reject_fact(fact)
         return f"rejected: {fact.text[:60]}"
 
     app.push_screen(
-        MemoryReviewScreen(facts, accept=accept, reject=reject, target=str(memory_file(engine.workspace)))
+        MemoryReviewScreen(list(review.facts), accept=accept, reject=reject, target=review.target)
     )
     return None

@@ -18,7 +18,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.engine.failures import PAYLOAD_KINDS, TRANSIENT_KINDS, Failure, explain
+from app.engine.api.classify import Failure, explain
+from app.model.failure_kinds import PAYLOAD_KINDS, TRANSIENT_KINDS
 from app.sizes import format_size
 from app.store import redact_header_values
 

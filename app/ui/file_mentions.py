@@ -12,8 +12,10 @@ import contextlib
 from textual import work
 from textual.css.query import NoMatches
 
+from app.ui.app_host import AppMixin
 
-class FileMentions:
+
+class FileMentions(AppMixin):
     """Mixed into `BulkheadApp`: `want_files` is the prompt's hook; the listing runs in a worker."""
 
     files_listing = False  # the workspace's files are being listed
@@ -36,7 +38,7 @@ class FileMentions:
 
     @work(thread=True, group="file-index", exclusive=True, exit_on_error=False, name="list workspace files")
     def _list_files(self) -> None:
-        from app.engine.file_index import FuzzyPaths, build_file_index
+        from app.engine.api.mentions import FuzzyPaths, build_file_index
 
         def progress(count: int) -> None:
             with contextlib.suppress(Exception):  # the app may be closing

@@ -11,6 +11,7 @@ import contextlib
 from textual import events
 from textual.css.query import NoMatches
 
+from app.ui.app_host import AppMixin
 from app.ui.focus_rules import focus_in
 from app.ui.widgets.inspector import PANEL_NAMES
 
@@ -18,7 +19,7 @@ NARROW_COLUMNS = 110  # a terminal narrower than this starts with the inspector 
 INSPECTOR_MIN_COLUMNS = 80  # the chat and the inspector need 40 columns each (styles/app.tcss min-width)
 
 
-class InspectorControl:
+class InspectorControl(AppMixin):
     """Mixed into `BulkheadApp`: the inspector's place on the screen and its panel keys."""
 
     _narrow: bool | None = None  # which side of NARROW_COLUMNS the terminal was last on

@@ -21,9 +21,9 @@ from app.ui.actions import ACTIONS
 class PaletteHost(Protocol):
     """What the palette needs of the app."""
 
-    engine: Any  # app.engine.turn.Engine | None
+    session: Any  # app.engine.api.ui_session.UiSession | None
     settings: Settings
-    custom_commands: Sequence[Any]  # app.engine.custom_commands.CustomCommand
+    custom_commands: Sequence[Any]  # app.engine.api.custom_commands.CustomCommand
 
     @property
     def busy(self) -> bool: ...
@@ -45,7 +45,7 @@ def palette_hits(app: PaletteHost) -> list[tuple[str, str, Callable[[], Any]]]:
             continue
         if action.id == "model":
             hits.append((action.title, action.help, partial(app.run_command, "model", "")))
-            current = app.engine.route.name if app.engine else ""
+            current = app.session.info().route if app.session else ""
             for name in sorted(app.settings.routes):
                 if name != current:
                     hits.append(
@@ -72,7 +72,7 @@ def palette_hits(app: PaletteHost) -> list[tuple[str, str, Callable[[], Any]]]:
             )
         else:
             hits.append((action.title, action.help, partial(app.run_command, action.id, "")))
-    if app.engine is not None and not app.busy:
+    if app.session is not None and not app.busy:
         for command in app.custom_commands:
             takes_arguments = command.argument_hint or "$ARGUMENTS" in command.body or "$1" in command.body
             run = (

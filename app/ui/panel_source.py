@@ -1,9 +1,9 @@
-"""The inspector's view of an open session, built from the engine on the app's side.
+"""The inspector's view of an open session, built from the session on the app's side.
 
-    inspector.show_session(panel_source(engine))
+    inspector.show_session(panel_source(session))
 
-Widgets never hold the engine: they get this record (the session's id and store, its live
-counters, the engine's report on the next request, made safe for display) and engine events.
+Widgets never hold the session: they get this record (the session's id and its records' store, read in
+their workers, its live counters, the report on the next request, made safe for display) and events.
 """
 
 from __future__ import annotations
@@ -14,20 +14,19 @@ from app.textsafe import display_data
 from app.ui.widgets.common import PanelSource
 
 if TYPE_CHECKING:
-    from app.engine.turn import Engine
+    from app.engine.api.ui_session import UiSession
 
 
-def panel_source(engine: Engine) -> PanelSource:
-    """What the panels may read of `engine`'s session (its report is None on a half-built engine)."""
+def panel_source(session: UiSession) -> PanelSource:
+    """What the panels may read of `session` (its report is None on a half-built session)."""
     try:
-        report = display_data(engine.context_report())
-    except Exception:  # a half-built engine: the panels keep their empty state
+        report = display_data(session.report())
+    except Exception:  # a half-built session: the panels keep their empty state
         report = None
-    session = engine.session
     return PanelSource(
-        session_id=session.id,
-        store=session.store,
-        counters=session.counters,
+        session_id=session.info().id,
+        store=session.records(),
+        counters=session.counters(),
         report=report,
-        max_recovery_attempts=engine.settings.max_recovery_attempts,
+        max_recovery_attempts=session.settings().max_recovery_attempts,
     )

@@ -42,7 +42,7 @@ from app.ui.slash import complete_slash
 from app.ui.textual_ext.steady_scrollbars import SteadyScrollbars
 
 if TYPE_CHECKING:
-    from app.engine.file_index import FuzzyPaths
+    from app.engine.api.mentions import FuzzyPaths
 
 HISTORY_LIMIT = 1000
 
@@ -284,7 +284,7 @@ class PromptArea(SteadyScrollbars, TextArea):
 
     def _mention_at_cursor(self) -> tuple[str, tuple[int, int]]:
         """The `@…` word just before the cursor (else ""), and where it starts."""
-        from app.engine.mentions import mention_at_end  # here: the first frame does not import the engine
+        from app.engine.api.mentions import mention_at_end  # here: the first frame does not import the engine
 
         row, column = self.cursor_location
         word = mention_at_end(self.document.get_line(row)[:column])
@@ -360,7 +360,7 @@ class PromptArea(SteadyScrollbars, TextArea):
     def complete_file(self, word: str) -> list[tuple[str, str]]:
         """`@…` completions: fuzzy over the workspace's files, segment by segment for a path outside it
         (or while the first listing is still running)."""
-        from app.engine.mentions import complete_mention, describe_completion, is_explicit_path
+        from app.engine.api.mentions import complete_mention, describe_completion, is_explicit_path
 
         typed = word[1:]
         if self.wants_files is not None:

@@ -16,7 +16,7 @@ from app.sizes import format_size
 from app.textsafe import display_line
 
 if TYPE_CHECKING:
-    from app.engine.context_report import ContextReport
+    from app.engine.api import ContextReport
     from app.model.costs import Counters
 
 Rows = list[tuple[str, str]]
@@ -72,7 +72,7 @@ def cost_report(c: Counters) -> tuple[str, Rows]:
 
 def context_report(r: ContextReport, *, no_cap_warn_bytes: int) -> tuple[str, Rows]:
     """`/context`: the next request against the cap and the window, the views, the floor."""
-    from app.engine.payload import describe_floor
+    from app.engine.api.ui_text import describe_floor
 
     share = f" ({r.cap_share:.0%} of the cap)" if r.cap_share is not None else ""
     if r.effective_cap:

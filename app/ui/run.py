@@ -43,7 +43,7 @@ def run(args) -> int:
         return 2
     app = build_app(args)
     code = app.run()
-    if app.open_error and app.engine is None:  # quit without a session: say why on the terminal too
+    if app.open_error and app.session is None:  # quit without a session: say why on the terminal too
         print(f"bulkhead: {app.open_error}", file=sys.stderr)
     if app.exit_error:
         print(f"bulkhead: {display_line(app.exit_error)}", file=sys.stderr)

@@ -19,7 +19,7 @@ from app.ui.startup import prewarm_in_background
 
 @handles("sessions")
 def sessions(app: Host, _arg: str) -> None:
-    from app.engine.session_admin import delete_session
+    from app.engine.api.sessions import delete_session, rename_session
     from app.model.session_folders import elsewhere, folder_key
     from app.ui.screens.folder import FolderScreen
     from app.ui.screens.sessions import SessionsActions, SessionsScreen
@@ -29,19 +29,17 @@ def sessions(app: Host, _arg: str) -> None:
 
         app.store = Store()
     store = app.store
-    current = app.engine.session.id if app.engine else None
+    current = app.session.info().id if app.session else None
 
     def rename(session_id: str, title: str) -> str:
-        if app.engine is not None and session_id == app.engine.session.id:
-            title = app.engine.session.rename(title)
+        if app.session is not None and session_id == current:
+            title = app.session.rename(title)
             app.update_topbar()
             return title
-        from app.engine.session import rename_session
-
         return rename_session(store, session_id, title)
 
     def resume(session_id: str | None) -> None:
-        if not session_id or (app.engine is not None and session_id == app.engine.session.id):
+        if not session_id or (app.session is not None and session_id == current):
             return
         row = store.find_session(session_id)
         if row is None or not app.ask_workspace or not elsewhere(row.workspace, app.workspace):
@@ -82,7 +80,7 @@ def new(app: Host, _arg: str) -> None:
 @handles("rename")
 async def rename(app: Host, title: str) -> None:
     try:
-        title = app.engine.session.rename(title)
+        title = app.session.rename(title)
     except ValueError as exc:
         await app.chat.add_notice(str(exc), level="warn", code="rename", title="session")
         return
@@ -112,9 +110,9 @@ def export_paths(workspace: Path, arg: str, stamp: str) -> tuple[Path, Path]:
 async def export(app: Host, arg: str) -> None:
     from app.export import to_markdown
 
-    session = app.engine.session
+    session = app.session.transcript()
     written = []
-    md_path, har_path_wanted = export_paths(Path(app.engine.workspace), arg, _stamp(app))
+    md_path, har_path_wanted = export_paths(Path(app.session.info().workspace), arg, _stamp(app))
     text = to_markdown(session)
     try:
         md_path.parent.mkdir(parents=True, exist_ok=True)
@@ -155,7 +153,7 @@ async def write_har(app: Host, session, path: Path) -> Path | None:
 
 @handles("export_har")
 async def export_har(app: Host, _arg: str) -> None:
-    session = app.engine.session
+    session = app.session.transcript()
     path = await write_har(app, session, session.folder / f"requests-{_stamp(app)}.har")
     if path is not None:
         app.notify(f"HAR written to {path}", title="export", timeout=8)
@@ -166,67 +164,50 @@ async def export_har(app: Host, _arg: str) -> None:
 async def model(app: Host, name: str, chosen_model: str | None = None) -> None:
     """`/model` opens the picker; `/model ROUTE` continues on that route (with the model /model chose
     for it); the picker's choice comes back here with its model, and is remembered for the route."""
-    from app.engine.bootstrap import choose_route, with_model
-
-    if app.engine is None:  # the session could not open: try again on this route
+    if app.session is None:  # the session could not open: try again on this route
         app.reopen(route_name=name or None)
         return
     if not name:
         _open_model_picker(app)
         return
     try:
-        choice = await asyncio.to_thread(choose_route, app.settings, name)
+        if chosen_model is not None:
+            try:
+                await app.session.remember_model(name, chosen_model)
+            except OSError as exc:
+                app.notify(f"could not remember the model: {exc}", severity="warning")
+        info = await app.session.switch_route(name)  # its notice says so in the chat
     except ConfigError as exc:
         await app.chat.add_notice(str(exc), level="error", code="model")
         return
-    if chosen_model is not None:
-        configured = choice.route.model
-        try:
-            app.state.choose_model(choice.route.name, None if chosen_model == configured else chosen_model)
-        except OSError as exc:
-            app.notify(f"could not remember the model: {exc}", severity="warning")
-    choice = with_model(choice, app.state)
-    from app.providers.factory import make_provider
-
-    provider = make_provider(choice.route, app.settings, choice.api_key)
-    await app.engine.switch_route(choice.route, provider)  # its notice says so in the chat
-    if len(app.engine.fallback.chain()) > 1:
-        await app.chat.add_notice(
-            f"fallback chain: {app.engine.fallback.describe()}", code="fallback", title="fallback"
-        )
+    chain = app.session.fallback_chain()
+    if chain:
+        await app.chat.add_notice(f"fallback chain: {chain}", code="fallback", title="fallback")
     app.show_session_in_inspector()
     app.update_topbar()
-    prewarm_in_background(choice.route.provider)
+    prewarm_in_background(info.provider)
 
 
 def _open_model_picker(app: Host) -> None:
-    from app.engine.model_list import list_route_models
-    from app.secrets import get_api_key
     from app.ui.screens.models import ModelScreen
 
-    routes = list(app.settings.routes.values()) or [app.engine.route]
-    settings = app.settings
-
-    async def load(route):
-        if route.provider in ("anthropic", "openai"):
-            key = (await asyncio.to_thread(get_api_key, route.provider, route.api_key_env)).value
-        else:
-            key = None
-        if route.name == app.engine.route.name and app.choice is not None:
-            key = key or app.choice.api_key
-        return await list_route_models(route, settings, key, timeout=settings.model_list_timeout)
+    session = app.session
+    info = session.info()
+    routes = list(app.settings.routes.values()) or [session.route()]
 
     def picked(choice: tuple[str, str] | None) -> None:
-        if not choice or app.engine is None:
+        if not choice or app.session is None:
             return
         route_name, chosen = choice
-        if (route_name, chosen) == (app.engine.route.name, app.engine.route.model):
+        now = app.session.info()
+        if (route_name, chosen) == (now.route, now.model):
             return
         app.run_worker(
             model(app, route_name, chosen), group="command", exit_on_error=False, name="command model"
         )
 
-    current = (app.engine.route.name, app.engine.route.model)
-    fallback = app.engine.fallback
-    chain = fallback.describe() if len(fallback.chain()) > 1 else ""  # /model shows the chain it starts
-    app.push_screen(ModelScreen(routes, current=current, load=load, chain=chain), callback=picked)
+    current = (info.route, info.model)
+    chain = session.fallback_chain()  # /model shows the chain it starts
+    app.push_screen(
+        ModelScreen(routes, current=current, load=session.route_models, chain=chain), callback=picked
+    )

@@ -25,14 +25,14 @@ def compact(app: Host, instructions: str) -> None:
 
     async def run() -> None:
         try:
-            result = await app.engine.compact(instructions or None, cancel=cancel)
+            result = await app.session.compact(instructions or None, cancel=cancel)
         finally:
             app.activity = ""
         if cancel.is_set():
             await app.chat.add_notice(
                 "compaction cancelled — the view is unchanged", level="warn", code="compaction"
             )
-        elif result is None:
+        elif not result.ran:
             app.notify("compaction did not run (blocked by a hook)", severity="warning")
 
     app.run_worker(run(), group="turn", exclusive=True, exit_on_error=False, name="compact")
@@ -51,24 +51,24 @@ def cancel(app: Host, _arg: str) -> None:
 
 @handles("init")
 def init(app: Host, _arg: str) -> None:
-    from app.engine.project_init import init_prompt
+    from app.engine.api.ui_text import init_prompt
 
     app.send(init_prompt(app.workspace))
 
 
 @handles("rewind")
 def rewind_compact(app: Host, _arg: str) -> None:
-    app.engine.rewind()
+    app.session.undo_compaction()
 
 
 @handles("recall")
 def recall(app: Host, key: str) -> None:
-    app.engine.recall_into_view(key)
+    app.session.recall(key)
 
 
 @handles("undo")
 async def undo(app: Host, _arg: str) -> None:
-    await app.engine.undo()  # its notice says which files came back
+    await app.session.undo()  # its notice says which files came back
 
 
 @handles("rewind_to")
@@ -79,23 +79,23 @@ def rewind_to(app: Host, _arg: str) -> None:
         if choice is not None:
             app.run_worker(rewind_before(app, *choice), group="command", exit_on_error=False, name="rewind")
 
-    app.push_screen(RewindScreen(app.engine.rewind_points(), now=app.clock), callback=chosen)
+    app.push_screen(RewindScreen(app.session.rewind_choices(), now=app.clock), callback=chosen)
 
 
 async def rewind_before(app: Host, message_id: str, files: bool) -> None:
     """Back to just before a prompt: the chat shows the conversation as it was, the prompt holds that
     prompt again (edit and send it), and the files come back too when asked."""
-    engine = app.engine
-    kept = engine.view_before(message_id)
+    session = app.session
+    kept = session.view_before(message_id)
     await app.chat.clear_all()
     await app.chat.render_history(kept)
-    prompt, _restored = await engine.rewind_to(message_id, files=files)
-    app.prefill_prompt(prompt.text)
+    result = await session.rewind_to(message_id, files=files)
+    app.prefill_prompt(result.prompt)
 
 
 @handles("cap_reset")
 def cap_reset(app: Host, _arg: str) -> None:
-    app.engine.reset_cap()
+    app.session.reset_cap()
 
 
 @handles("cap_set")
@@ -105,21 +105,19 @@ async def cap_set(app: Host, size: str) -> None:
     except (SizeError, ValueError) as exc:
         app.notify(f"/cap {size}: {exc}", severity="warning")
         return
-    engine = app.engine
-    sources = {**engine.settings.sources, "max_payload": "/cap (this session only)"}
-    engine.settings = engine.settings.with_overrides(max_payload=cap, sources=sources)
+    app.session.set_cap(cap)
     await app.chat.add_notice(
         f"request body cap set to {format_size(cap)} for this session (not saved: put "
         f"max_payload in config.toml to keep it)",
         code="cap",
         title="cap",
     )
-    engine.view_changed("cap")
+    app.session.view_changed("cap")
 
 
 @handles("memory")
 async def memory(app: Host, text: str) -> None:
-    engine = app.engine
+    session = app.session
     if text.strip().lower() == "review":  # the memory worker's suggestions (app.ui.engine_questions)
         from app.ui.engine_questions import open_memory_review
 
@@ -129,62 +127,58 @@ async def memory(app: Host, text: str) -> None:
         return
     if text:
         try:
-            engine.remember(text)  # one short append
+            session.remember(text)  # one short append
         except OSError as exc:
             await app.chat.add_notice(
                 f"could not add it to the instructions: {exc}", level="error", code="memory"
             )
         return
-    from app.engine.instructions import memory_file
-
-    await app.chat.add_report(*memory_report(engine.instructions, str(memory_file(engine.workspace))))
+    await app.chat.add_report(*memory_report(*session.memory_report()))
 
 
 @handles("permissions")
 def permissions(app: Host, _arg: str) -> None:
     from app.ui.screens.permissions import PermissionsScreen
 
-    engine = app.engine
+    session = app.session
+    view = session.permissions()
     app.push_screen(
         PermissionsScreen(
-            engine.permissions.listing(),
-            engine.permissions.problems,
+            [(rule.kind, rule.rule, rule.source) for rule in view.rules],
+            list(view.problems),
             mode=app.settings.approval,
-            workspace=str(engine.workspace),
+            workspace=session.info().workspace,
         )
     )
 
 
 @handles("cost")
 async def cost(app: Host, _arg: str) -> None:
-    await app.chat.add_report(*cost_report(app.engine.session.counters))
+    await app.chat.add_report(*cost_report(app.session.counters()))
 
 
 @handles("context")
 async def context(app: Host, _arg: str) -> None:
     await app.chat.add_report(
-        *context_report(app.engine.context_report(), no_cap_warn_bytes=app.settings.no_cap_warn_bytes)
+        *context_report(app.session.report(), no_cap_warn_bytes=app.settings.no_cap_warn_bytes)
     )
 
 
 @handles("mcp")
 async def mcp(app: Host, arg: str) -> None:
     """`/mcp`: each server's state, tools and the bytes their definitions add; `/mcp restart NAME`."""
-    from app.mcp.report import engine_report
-
-    engine = app.engine
+    session = app.session
     words = arg.split()
     if words and words[0] == "restart":
-        if len(words) != 2 or engine.mcp is None or words[1] not in engine.mcp.connections:
-            known = ", ".join(engine.mcp.connections) if engine.mcp is not None else "none configured"
+        servers = session.mcp_servers()
+        if len(words) != 2 or words[1] not in servers:
+            known = ", ".join(servers) if session.has_mcp() else "none configured"
             await app.chat.add_notice(
                 f"usage: /mcp restart NAME (servers: {known})", level="warn", code="mcp"
             )
             return
         await app.chat.add_notice(f"restarting MCP server {words[1]}…", code="mcp", title="mcp")
-        if not engine.mcp.started:
-            await engine.start_mcp()
-        status = await engine.mcp.restart(words[1])
+        status = await session.restart_mcp(words[1])
         if status.state == "ready":
             await app.chat.add_notice(
                 f"MCP server {words[1]} is ready: {len(status.tools)} tools", code="mcp", title="mcp"
@@ -195,7 +189,7 @@ async def mcp(app: Host, arg: str) -> None:
             "usage: /mcp (servers, tools, bytes) or /mcp restart NAME", level="warn", code="mcp"
         )
         return
-    await app.chat.add_report(*engine_report(engine))
+    await app.chat.add_report(*session.mcp_report())
 
 
 PROBE_LOW, PROBE_HIGH, PROBE_PRECISION = 1024, 32 * 1024 * 1024, 1024  # the defaults of `bulkhead probe`
@@ -210,21 +204,20 @@ def probe(app: Host, _arg: str) -> None:
 
 async def _probe(app: Host) -> None:
     """`bulkhead probe` for the session's route, with the defaults of the command (1 KB … 32 MB, 1 KB)."""
-    from app.engine.retry import RetryPolicy
-    from app.engine.user_rules import build_rules
+    from app.engine.api.probe import retry_policy, user_rules
     from app.probe import Probe, ProbeAnswer, Prober, max_probes_for, timed
     from app.probe_floor import measure_floor, probe_with_floor
 
-    engine = app.engine
-    provider = engine.provider
+    target = app.session.probe_target()
+    provider = target.provider
     low, high, precision = PROBE_LOW, PROBE_HIGH, PROBE_PRECISION
     # every probe carries the session's floor (system prompt, instructions, tools with MCP, headers)
     floor = measure_floor(
-        provider, engine.base_system, engine.system, engine.tools, max_tokens=engine.max_tokens
+        provider, target.base_system, target.system, target.tools, max_tokens=target.max_tokens
     )
     try:
         await app.chat.add_notice(
-            f"probing route {engine.route.name} from {format_size(low)} to "
+            f"probing route {target.route} from {format_size(low)} to "
             f"{format_size(high)} (≈{max_probes_for(low, high, precision)} requests) "
             f"using {provider.probe_method or 'the provider'}",
             code="probe",
@@ -244,14 +237,14 @@ async def _probe(app: Host) -> None:
         prober = Prober(
             send,
             drop_threshold=app.settings.drop_payload_min_bytes,
-            retry_policy=RetryPolicy.from_settings(app.settings),
+            retry_policy=retry_policy(app.settings),
             on_probe=on_probe,
             max_requests=PROBE_MAX_REQUESTS,
-            user_rules=build_rules(app.settings.classifier_rules),
+            user_rules=user_rules(app.settings),
         )
         result, floor_outcome = await probe_with_floor(prober, floor, low, high, precision)
     finally:
         app.activity = ""
-    await app.chat.add_report(*probe_report(engine.route.name, result))
+    await app.chat.add_report(*probe_report(target.route, result))
     level = "info" if floor_outcome.passed else "warn"
     await app.chat.add_notice(floor_outcome.line, level=level, code="probe", title="probe")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from textual import work
@@ -20,6 +21,7 @@ from textual.worker import Worker
 
 from app.textsafe import display, display_data, display_line
 from app.ui.actions import ACTIONS, BY_ID, handler
+from app.ui.app_host import AppMixin
 from app.ui.bindings import BLOCKED_KEY_WORDS
 from app.ui.engine_link import read_only_notice
 from app.ui.focus_rules import focus_in
@@ -27,16 +29,16 @@ from app.ui.prompt import PromptArea
 from app.ui.slash import SlashError, parse_slash
 
 if TYPE_CHECKING:
-    from app.engine.api import ApprovalRequest
-    from app.tools.approval import Denial
+    from app.engine.api.ui_session import UiSession
+    from app.model.events import ApprovalRequested
 
 INTERRUPT_QUIT_WINDOW_S = 2.0  # a second Ctrl+C on an empty, idle prompt within this quits
 
 
 class ApprovalAsked(Message):
-    """The engine asks about tool call `call_id` and awaits `future`; the chat's block of that call resolves it
-    (a question about no tool call of the model's — an image or a restore outside the workspace — gets a
-    block of its own)."""
+    """The session asks about tool call `call_id`; the chat's block of that call resolves `future`, whose
+    answer goes to `session.approve(call_id, …)` (a question about no tool call of the model's — an image or
+    a restore outside the workspace — gets a block of its own)."""
 
     def __init__(
         self,
@@ -46,11 +48,13 @@ class ApprovalAsked(Message):
         why: str,
         future: asyncio.Future,
         preview=None,
-        always=None,
+        remember: str = "",
+        no_always: str = "",
     ) -> None:
         super().__init__()
         self.call_id = call_id
-        self.always = always  # app.engine.always_allow.AlwaysOffer: the rule "always" keeps, or why not
+        self.remember = remember  # the allow rule "always" keeps ("" when it is not offered)
+        self.no_always = no_always  # why "always" is not offered
         self.name = name
         self.args = args
         self.why = why
@@ -58,11 +62,12 @@ class ApprovalAsked(Message):
         self.preview = preview  # app.tools.change_preview.ChangePreview: what an edit would change
 
 
-class TurnControl:
+class TurnControl(AppMixin):
     """Mixed into `BulkheadApp`: prompts, commands, turns, cancelling and approvals."""
 
-    engine: Any
+    session: UiSession | None
     _last_interrupt: float
+    _approvals: dict[str, asyncio.Future]
 
     # -- the prompt -------------------------------------------------------------------------------------------
     def on_prompt_area_submitted(self, event: PromptArea.Submitted) -> None:
@@ -90,7 +95,7 @@ class TurnControl:
                 event.prompt.restore(event.text)
             return
         message = text[1:] if text.startswith(("//", "\\#")) else event.text  # `//x`, `\#x`: sent as typed
-        if self.engine is None:
+        if self.session is None:
             if self.open_error:
                 event.prompt.restore(event.text)
                 self.command_notice(
@@ -103,9 +108,10 @@ class TurnControl:
             self._waiting.append(message)
             self._show_waiting()
             return
-        if self.engine.session.read_only:
+        info = self.session.info()
+        if info.read_only:
             event.prompt.restore(event.text)
-            self.notify(read_only_notice(self.engine.session.id), severity="warning", timeout=8)
+            self.notify(read_only_notice(info.id), severity="warning", timeout=8)
             return
         if self.busy:
             event.prompt.restore(event.text)
@@ -124,7 +130,7 @@ class TurnControl:
 
     def send_waiting(self) -> None:
         """Send the next message typed while the session was opening (one per turn, in order)."""
-        if not self._waiting or self.engine is None or self.busy or self.quitting:
+        if not self._waiting or self.session is None or self.busy or self.quitting:
             return
         message = self._waiting.pop(0)
         self._show_waiting()
@@ -170,14 +176,17 @@ class TurnControl:
     @work(group="turn", exclusive=True, exit_on_error=False, name="turn")
     async def _turn(self, prompt: str, retry: bool = False) -> None:
         self._content_block_seen(False)
+        session = self.session
+        assert session is not None  # a turn starts only on an open session
         try:
-            result = await (self.engine.retry() if retry else self.engine.submit(prompt))
+            result = await (session.retry() if retry else session.submit(prompt))
         except asyncio.CancelledError:
             if not retry and not self._prompt_sent(prompt):  # Esc before it was sent (a hook was running)
                 self.prompt.restore(prompt)
             raise
         finally:
             self.activity = ""
+            self.drop_approvals()  # the turn is over: no call of it waits any more
             if self._waiting:
                 self.call_later(self.send_waiting)
         if result.outcome == "failed" and retry and result.failure is None:  # /retry had nothing to ask again
@@ -202,18 +211,15 @@ class TurnControl:
 
     def _prompt_sent(self, prompt: str) -> bool:
         """Is `prompt` in the conversation (Esc came after it was committed)?"""
-        engine = self.engine
-        if engine is None:
-            return True
-        tail = engine.session.decoded()[-4:]
-        return any(m.role == "user" and m.meta.origin == "user" and m.text == prompt for m in tail)
+        session = self.session
+        return True if session is None else session.prompt_committed(prompt)
 
     def action_cancel(self) -> None:
         """Esc: cancel what runs, and come back to the prompt from anywhere on the main screen (the chat, a
         panel, a panel's search box); with the prompt focused and nothing running, the prompt's own Esc."""
         if len(self.screen_stack) > 1 or getattr(self.focused, "keeps_escape", False):
             raise SkipAction()  # Esc then closes the palette / help / sessions screen, or a line being typed
-        running = self.busy and self.engine is not None
+        running = self.busy and self.session is not None
         at_prompt = isinstance(self.focused, PromptArea)
         if not at_prompt:
             with contextlib.suppress(NoMatches):
@@ -222,7 +228,8 @@ class TurnControl:
             if at_prompt:
                 raise SkipAction()  # the prompt's own Esc (it closes the completion list)
             return
-        self.engine.tool_cancel.set()
+        if self.session is not None:
+            self.session.interrupt_tools()
         if self.activity == "compact" and self.compact_cancel is not None:
             self.compact_cancel.set()
             self.prompt_box.busy_text = "cancelling the compaction"
@@ -235,7 +242,7 @@ class TurnControl:
         second press within 2 s quits."""
         if len(self.screen_stack) > 1:
             raise SkipAction()  # the palette, help or sessions screen handles its own Ctrl+C
-        if self.busy and self.engine is not None:
+        if self.busy and self.session is not None:
             self.action_cancel()
             return
         selected = self.screen.get_selected_text()
@@ -253,7 +260,7 @@ class TurnControl:
             and copy.node is not self
             and not isinstance(self.focused, PromptArea)
         ):
-            await copy.node.run_action(copy.binding.action)
+            await self.run_action(copy.binding.action, copy.node)  # as the node's own run_action does
             return
         prompt = self.prompt
         if prompt.text.strip():
@@ -269,40 +276,76 @@ class TurnControl:
         self.notify("Press Ctrl+C again to quit (or Ctrl+Q)", timeout=INTERRUPT_QUIT_WINDOW_S)
 
     # -- approvals --------------------------------------------------------------------------------------------
-    async def approve_call(self, request: ApprovalRequest) -> bool | str | Denial:
-        """The engine's question about one tool call (`engine.runner.ask_call`): an inline card in the block
-        of that call — what an edit would change, and yes, always for this session, always for this project
-        (the answer names the rule the engine then remembers), no, or no and what to tell the model
-        (`app.tools.approval.Denial`)."""
+    def approval_requested(self, event: ApprovalRequested) -> None:
+        """The session waits for an answer about one tool call (`ApprovalRequested`): an inline card in the
+        block of that call — what an edit would change, and yes, always for this session, always for this
+        project (the answer names the rule the session then remembers), no, or no and what to tell the model
+        (`app.tools.approval.Denial`) — whose answer goes back by `session.approve(call_id, …)`."""
+        session = self.session
+        if session is None:
+            return
+        future: asyncio.Future = asyncio.get_running_loop().create_future()
+        self._approvals[event.call_id] = future
+        future.add_done_callback(lambda done: self._approval_answered(session, event.call_id, done))
+        self.run_worker(
+            self._show_approval(session, event, future),
+            group="approval",
+            exit_on_error=False,
+            name="approval",
+        )
+
+    async def _show_approval(
+        self, session: UiSession, event: ApprovalRequested, future: asyncio.Future
+    ) -> None:
         from app.tools.change_preview import preview_change
 
-        future: asyncio.Future[bool | str | Denial] = asyncio.get_running_loop().create_future()
-        always = self.engine.always if self.engine is not None else None  # read before the first await
-        workspace = self.engine.workspace if self.engine is not None else self.workspace
-        name, args = request.name, request.args
+        workspace = Path(session.info().workspace)
         try:  # the file is read in a thread: a large one never holds the screen
             preview = await asyncio.to_thread(
-                preview_change, name, args, workspace, max_lines=self.settings.approval_preview_lines
+                preview_change,
+                event.name,
+                event.args,
+                workspace,
+                max_lines=self.settings.approval_preview_lines,
             )
         except Exception:  # a preview that fails leaves the card as it was (arguments shown)
             preview = None
         self.post_message(
             ApprovalAsked(
-                request.call_id,
-                display(name),
-                display_data(args),
-                display(request.why),
+                event.call_id,
+                display(event.name),
+                display_data(event.args),
+                display(event.why),
                 future,
                 preview,
-                always,
+                remember=display_line(event.remember),
+                no_always=display(event.why_not),
             )
         )
-        return await future
+
+    def _approval_answered(self, session: UiSession, call_id: str, future: asyncio.Future) -> None:
+        """The card's answer (True/False, "session"/"project", a Denial) to the session; a card taken away
+        (the turn ended, the app quits) denies."""
+        self._approvals.pop(call_id, None)
+        answer: Any = False if future.cancelled() else future.result()
+        from app.engine.api import ANSWERS  # the engine is imported after the first frame
+        from app.tools.approval import Denial
+
+        if isinstance(answer, Denial):
+            session.approve(call_id, "deny", reason=answer.reason)
+        else:
+            session.approve(call_id, answer if answer in ANSWERS else bool(answer))
+
+    def drop_approvals(self) -> None:
+        """Take away the cards still waiting (their turn ended or was cancelled: nothing waits for them)."""
+        for future in list(self._approvals.values()):
+            if not future.done():
+                future.cancel()
+        self._approvals.clear()
 
     async def on_approval_asked(self, message: ApprovalAsked) -> None:
         if message.future.done():
             return
-        always = message.always
         try:
             block = await self.chat.ask_approval(
                 message.call_id,
@@ -310,8 +353,8 @@ class TurnControl:
                 message.args,
                 message.why,
                 message.future,
-                remember=display_line(always.rule) if always is not None else "",
-                no_always=display(always.why_not) if always is not None else "",
+                remember=message.remember,
+                no_always=message.no_always,
                 preview=message.preview,
             )
         except NoMatches:  # quitting
@@ -380,7 +423,7 @@ class TurnControl:
 
     def refresh_custom_commands(self) -> list[str]:
         """Read the Markdown command files again (they may be added while bulkhead runs); what was skipped."""
-        from app.engine.custom_commands import discover
+        from app.engine.api.custom_commands import discover
 
         self.custom_commands, problems = discover(
             self.workspace, reserved=[a.slash for a in ACTIONS if a.slash]
@@ -414,7 +457,7 @@ class TurnControl:
         """Send a custom command's prompt (its file's text, `$ARGUMENTS` filled in); False when it cannot run now."""
         reason = (
             "the session is still opening"
-            if self.engine is None
+            if self.session is None
             else ("a turn is running (Esc cancels it)" if self.busy else "")
         )
         if reason:

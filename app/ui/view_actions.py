@@ -73,7 +73,7 @@ def open_help(app: Host) -> None:
                 seen.add(item.id)
                 bindings.append((app._keymap.get(item.id, item.key), item.description, item.tooltip, item.id))
     grammar = ""
-    if app.engine is not None and app.engine.route.provider == "lab":
+    if app.session is not None and app.session.info().provider == "lab":
         from app.lab.model import GRAMMAR
 
         grammar = GRAMMAR
@@ -82,7 +82,11 @@ def open_help(app: Host) -> None:
         (c.slash + (f" {c.argument_hint}" if c.argument_hint else ""), c.description, c.source)
         for c in app.custom_commands
     ]
-    rules = app.engine.permissions.listing() if app.engine is not None else []
+    rules = (
+        [(rule.kind, rule.rule, rule.source) for rule in app.session.permissions().rules]
+        if app.session is not None
+        else []
+    )
     app.push_screen(
         HelpScreen(
             help_markdown(

@@ -114,3 +114,49 @@ async def test_the_queries_a_panel_reads(tmp_path):
         assert session.recall("not a key") is False
     finally:
         await session.close()
+
+
+async def test_a_denial_with_a_reason_tells_the_model_why(tmp_path):
+    events: list = []
+    session = await _open(tmp_path, events)
+    try:
+        turn = asyncio.create_task(session.submit("!shell touch nope.txt"))
+        await _until(lambda: session.pending_approvals(), "the approval")
+        call_id = session.pending_approvals()[0].call_id
+        assert session.approve(call_id, "deny", reason="not in this folder") is True
+        assert (await turn).outcome == "answered"
+        assert not (tmp_path / "ws" / "nope.txt").exists()
+        result = next(e for e in events if e.type == "tool_result" and e.call_id == call_id)
+        assert result.is_error and "not in this folder" in result.preview
+    finally:
+        await session.close()
+
+
+async def test_the_tuis_session_starts_when_asked_and_says_why_its_commands_cannot_run(tmp_path):
+    """`open_ui_session` opens without starting (the TUI starts it once its history is drawn); `why_not`
+    answers the conditions of the TUI's commands from the session itself."""
+    from app.engine.api.ui_session import EngineUiSession, UiSession, open_ui_session
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    events: list = []
+    session = await open_ui_session(Settings(memory="off"), workspace=workspace, on_event=events.append)
+    assert isinstance(session, EngineUiSession) and isinstance(session, UiSession)
+    try:
+        assert not any(e.type == "view" for e in events)  # not started: no start report yet
+        await session.start()
+        assert any(e.type == "view" and e.reason == "start" for e in events)
+        assert session.why_not("compact") == "nothing to compact yet"
+        assert session.why_not("retry") == "nothing to retry yet"
+        assert session.why_not("rewind_to") == "no prompt to go back to yet"
+        assert session.why_not("undo").startswith("no file change to undo")
+        assert session.why_not("cap_reset") == "no learned cap to forget"
+        await session.submit("hello")
+        assert session.why_not("compact") == "" and session.why_not("rewind_to") == ""
+        assert session.prompt_committed("hello") and not session.prompt_committed("never sent")
+        assert [m.text for m in session.history() if m.role == "user"] == ["hello"]
+        assert session.info().messages == 2 and session.opening_notices().lab
+        with pytest.raises(ValueError, match="no condition named"):
+            session.why_not("fly")
+    finally:
+        await session.close()

@@ -235,11 +235,11 @@ async def test_tui_renders_no_escape(
             await pilot.press("enter")
             await settle(pilot)
 
-            engine = app.engine
+            engine = app.session.engine  # the integration: a stored archive entry
             entry = make_entry(f"archived {SAMPLE}{MARKUP}", "microcompact")
             engine.session.store.archive_put(engine.session.id, [entry])
             app.run_command("model", "bad")
-            await until(pilot, lambda: app.engine.route.name == "bad", "the route switch")
+            await until(pilot, lambda: app.session.info().route == "bad", "the route switch")
             app.prompt.set_text("hello")
             await pilot.press("enter")
             await settle(pilot)

@@ -91,7 +91,7 @@ async def test_message_streams_answer(lab, tmp_path):
         assert "You said: “hello there”" in answer.raw
         assert not answer.streaming and not answer.partial
         # the raw text kept beside the Markdown is exactly what the engine committed
-        assert answer.raw == app.engine.session.master[-1].text
+        assert answer.raw == app.session.engine.session.master[-1].text
         users = [item for item in app.chat.items if isinstance(item, UserItem)]
         assert [u.text for u in users] == ["hello there"]
 
@@ -103,7 +103,7 @@ async def test_lab_notice_when_nothing_is_configured(tmp_path):
         notices = app.chat.notices("lab")
         assert len(notices) == 1 and "built-in lab model" in notices[0].text
         assert notices[0].has_class("-code-lab")
-        assert app.engine.route.provider == "lab"
+        assert app.session.engine.route.provider == "lab"
         await app.action_quit()
 
 
@@ -130,9 +130,9 @@ async def test_escape_or_ctrl_c_cancels_a_slow_stream_and_marks_it_partial(lab, 
         assert mark.display and "cut short; /retry asks again" in str(mark.render())
         assert 0 < len(answer.raw) < 8 * 1024
         assert "what arrived is kept" in app.chat.notices("cancelled")[-1].text
-        last = app.engine.session.master[-1]
+        last = app.session.engine.session.master[-1]
         assert last.role == "assistant" and last.meta.partial
-        assert app.engine.tool_cancel.is_set()
+        assert app.session.engine.tool_cancel.is_set()
 
 
 async def test_ctrl_c_clears_the_prompt_then_twice_on_an_empty_prompt_quits(lab, tmp_path):
@@ -160,7 +160,7 @@ async def test_ctrl_q_during_a_turn_quits_cleanly(lab, tmp_path):
         await ready(pilot)
         await submit(pilot, "!big 8KB")
         await until(pilot, lambda: app.chat.streaming, "the stream")
-        session = app.engine.session
+        session = app.session.engine.session
         await pilot.press("ctrl+q")
         await until(pilot, lambda: not app.is_running, "the app to exit")
     assert app.return_code == 0
@@ -211,7 +211,7 @@ async def test_long_streamed_answer_ends_fully_rendered(lab, tmp_path):
         await ready(pilot)
         await send(pilot, "!big 200KB")
         answer = app.chat.last_answer()
-        assert answer.raw == app.engine.session.master[-1].text and len(answer.raw) == 200 * 1024
+        assert answer.raw == app.session.engine.session.master[-1].text and len(answer.raw) == 200 * 1024
         assert not answer.partial and answer.rendered
         assert answer.view.text == answer.raw and "".join(answer.view.block_sources) == answer.raw
         # what is drawn is the whole answer (one paragraph: its lines re-wrapped to the width)
@@ -280,7 +280,7 @@ async def test_keys_typed_while_an_answer_streams_land_in_the_prompt(lab, tmp_pa
         await settle(pilot)
         assert app.prompt.text == "next one"  # kept; Enter would send it
         answer = app.chat.last_answer()
-        assert answer.partial and answer.raw == app.engine.session.master[-1].text
+        assert answer.partial and answer.raw == app.session.engine.session.master[-1].text
 
 
 async def test_quit_during_a_fast_stream_drops_what_is_still_queued(lab, tmp_path):
@@ -292,7 +292,7 @@ async def test_quit_during_a_fast_stream_drops_what_is_still_queued(lab, tmp_pat
         await ready(pilot)
         await submit(pilot, "!big 256KB")
         await until(pilot, lambda: app.chat.streaming and app.chat.last_answer().raw, "the stream")
-        session = app.engine.session
+        session = app.session.engine.session
         await app.action_quit()
         for n in range(300):  # what a fast stream and a typing user leave queued behind the quit
             app.post_message(EngineEvent(TextDelta(f"- item {n}\n\n```\ncode {n}\n```\n")))
@@ -379,21 +379,21 @@ async def test_compact_rewind_and_recall(lab, tmp_path):
         await ready(pilot)
         for _ in range(4):
             await send(pilot, "!big 12KB")
-        views_before = len(app.engine.session.views)
+        views_before = len(app.session.engine.session.views)
         await send(pilot, "/compact keep the numbers")
-        assert len(app.engine.session.views) == views_before + 1
+        assert len(app.session.engine.session.views) == views_before + 1
         assert any("compacted (manual)" in n.copy_text() for n in app.chat.notices("compaction"))
-        keys = [e.key for e in app.engine.session.store.archive_list(app.engine.session.id)]
+        keys = [e.key for e in app.session.engine.session.store.archive_list(app.session.engine.session.id)]
         assert keys, "the compaction archived what it dropped"
         # /recall KEY puts the segment back, as the recall tool would
         await send(pilot, f"/recall {keys[0]}")
         recalled = [i for i in app.chat.items if isinstance(i, UserItem) and i.origin == "recall"]
-        entry = app.engine.session.store.archive_get(keys[0], app.engine.session.id)
+        entry = app.session.engine.session.store.archive_get(keys[0], app.session.engine.session.id)
         assert recalled and entry.content.strip()[:200] in recalled[-1].text
-        assert app.engine.session.master[-1].meta.origin == "recall"
+        assert app.session.engine.session.master[-1].meta.origin == "recall"
         # /rewind compact pops the view
         await send(pilot, "/rewind compact")
-        assert len(app.engine.session.views) == views_before
+        assert len(app.session.engine.session.views) == views_before
         assert app.chat.notices("rewind")
 
 
@@ -423,7 +423,7 @@ async def test_escape_cancels_a_running_compact(lab, tmp_path):
         await ready(pilot)
         for _ in range(4):
             await send(pilot, "!big 12KB")
-        views = len(app.engine.session.views)
+        views = len(app.session.engine.session.views)
         lab.configure(
             faults="slow:1", slow_pause=2.0
         )  # the summary request waits 8 s: time to change one's mind
@@ -433,7 +433,7 @@ async def test_escape_cancels_a_running_compact(lab, tmp_path):
         )
         await pilot.press("escape")
         await settle(pilot)
-        assert len(app.engine.session.views) == views
+        assert len(app.session.engine.session.views) == views
         assert any("compaction cancelled" in n.text for n in app.chat.notices("compaction"))
 
 
@@ -441,7 +441,7 @@ async def test_cap_set_and_reset(lab, tmp_path):
     app = make_app(lab_settings(lab), tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        engine = app.engine
+        engine = app.session.engine
         await send(pilot, "/cap 256KB")
         assert engine.cap_info().bytes == 256 * 1024
         engine.state.learn_cap(
@@ -512,8 +512,10 @@ async def test_export_writes_har_and_probe_finds_the_gateway_cap(lab, tmp_path):
         titles = applicable_titles(app)
         assert "gateway: probe this route" in titles and "requests: export as HAR" in titles
         app.run_command("export_har")
-        await until(pilot, lambda: list(app.engine.session.folder.glob("requests-*.har")), "the HAR file")
-        har = json.loads(next(app.engine.session.folder.glob("requests-*.har")).read_text())
+        await until(
+            pilot, lambda: list(app.session.engine.session.folder.glob("requests-*.har")), "the HAR file"
+        )
+        har = json.loads(next(app.session.engine.session.folder.glob("requests-*.har")).read_text())
         assert har["log"]["version"] == "1.2" and len(har["log"]["entries"]) == 1
         app.run_command("probe")
         await settle(pilot)
@@ -532,7 +534,7 @@ async def test_a_failure_to_open_is_a_notice_not_a_traceback(tmp_path):
         await until(pilot, lambda: app.chat.notices("session"), "the error notice")
         text = app.chat.notices("session")[0].text
         assert "needs an API key" in text and "Traceback" not in text
-        assert app.is_running and app.engine is None
+        assert app.is_running and app.session is None
         await send(pilot, "/cost")  # a command that needs the engine says why instead of failing
         assert not [i for i in app.chat.items if isinstance(i, ReportItem)]
 
@@ -560,11 +562,11 @@ async def test_model_switches_route_keeping_the_session(lab, tmp_path):
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await send(pilot, "hello")
-        session_id = app.engine.session.id
+        session_id = app.session.engine.session.id
         assert "model: switch to other" in applicable_titles(app)
         await send(pilot, "/model other")
-        assert app.engine.route.name == "other" and app.engine.session.id == session_id
-        assert app.engine.session.route == "other"
+        assert app.session.engine.route.name == "other" and app.session.engine.session.id == session_id
+        assert app.session.engine.session.route == "other"
         await send(pilot, "again")
         assert "turn 2" in app.chat.last_answer().raw
 
@@ -582,7 +584,7 @@ async def test_model_and_recall_complete_their_argument(lab, tmp_path):
         await pilot.press("tab")
         assert app.prompt.text == "/model other "
         app.prompt.set_text("")
-        session = app.engine.session
+        session = app.session.engine.session
         entry = ArchiveEntry(archive_key("an old tool result"), "an old tool result", "microcompact", ("m1",))
         session.store.archive_put(session.id, [entry])
         await pilot.press(*f"/recall {entry.key[:3]}")
@@ -634,7 +636,7 @@ async def test_at_completes_workspace_paths_and_the_mention_is_attached(lab, tmp
         assert app.prompt.text == "explain @src/parser.py " and not app.prompt.completions
         await pilot.press(*"please", "enter")
         await until(pilot, lambda: not app.busy and app.chat.last_answer() is not None, "the answer")
-        master = app.engine.session.master
+        master = app.session.engine.session.master
         assert master[1].meta.origin == "mention"
         assert "return 42" in master[2].tool_results[0].content
         block = app.chat._tools[master[1].tool_calls[0].id]
@@ -658,7 +660,7 @@ async def test_a_mention_outside_the_workspace_asks_in_the_chat(lab, tmp_path):
         await pilot.press("n")
         await settle(pilot)
         assert block.decision == "denied"
-        result = app.engine.session.master[2].tool_results[0]
+        result = app.session.engine.session.master[2].tool_results[0]
         assert result.is_error and "not for the model" not in result.content
 
 
@@ -678,7 +680,7 @@ async def test_a_pasted_log_is_shown_folded_but_sent_and_copied_whole(lab, tmp_p
             f"… (1,976 more lines, {len(log):,} characters in all; Ctrl+O, then Alt+C copies them)"
         )
         assert item.copy_text() == log
-        assert app.engine.session.master[0].text == log  # the model got all of it
+        assert app.session.engine.session.master[0].text == log  # the model got all of it
 
 
 async def test_history_recalls_the_previous_prompt(lab, tmp_path):
@@ -708,7 +710,7 @@ async def test_newline_chord_and_enter_sends(lab, tmp_path):
         assert app.prompt.text == "a\nb"
         await pilot.press("enter")
         await settle(pilot)
-        assert app.engine.session.master[0].text == "a\nb"
+        assert app.session.engine.session.master[0].text == "a\nb"
 
 
 # -- keys, palette, themes, copy ------------------------------------------------------------------------------
@@ -837,10 +839,10 @@ async def test_inspector_requests_reach_the_engine_and_the_clipboard(lab, tmp_pa
         for _ in range(3):
             await send(pilot, "!big 12KB")
         await send(pilot, "/compact")
-        views = len(app.engine.session.views)
+        views = len(app.session.engine.session.views)
         assert views > 1
         app.inspector.archive.post_message(RewindRequested())
-        await until(pilot, lambda: len(app.engine.session.views) == views - 1, "the rewind")
+        await until(pilot, lambda: len(app.session.engine.session.views) == views - 1, "the rewind")
         app.inspector.requests.post_message(CopyRequested("why it was rejected", what="request explanation"))
         await until(pilot, lambda: app.clipboard == "why it was rejected", "the copy")
         await pilot.press("alt+4")  # panel 4: the archive tab, with the keyboard
@@ -860,7 +862,7 @@ async def test_archive_recall_goes_through_the_apps_busy_guard(lab, tmp_path):
         for _ in range(3):
             await send(pilot, "!big 12KB")
         await send(pilot, "/compact")
-        session = app.engine.session
+        session = app.session.engine.session
         key = session.store.archive_list(session.id, limit=1)[0].key
         before = len(session.master)
         app.activity = "turn"  # as while a turn streams
@@ -889,18 +891,18 @@ async def test_resume_renders_the_master_log_and_sessions_screen_switches(lab, t
     async with first.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await send(pilot, "remember the parser")
-        first_id = first.engine.session.id
+        first_id = first.session.engine.session.id
         await first.action_quit()
     app = make_app(settings, tmp_path, resume=first_id)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        assert app.engine.session.id == first_id
+        assert app.session.engine.session.id == first_id
         assert [i.text for i in app.chat.items if isinstance(i, UserItem)] == ["remember the parser"]
         assert app.chat.notices("resume")
     fresh = make_app(settings, tmp_path)
     async with fresh.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        assert fresh.engine.session.id != first_id
+        assert fresh.session.engine.session.id != first_id
         await send(pilot, "/sessions")
         from app.ui.screens.sessions import SessionsScreen
 
@@ -911,7 +913,9 @@ async def test_resume_renders_the_master_log_and_sessions_screen_switches(lab, t
             await pilot.press("down")
         await pilot.press("enter")
         await until(
-            pilot, lambda: fresh.engine is not None and fresh.engine.session.id == first_id, "the resume"
+            pilot,
+            lambda: fresh.session is not None and fresh.session.engine.session.id == first_id,
+            "the resume",
         )
         await until(pilot, fresh.engine_ready.is_set, "the resumed engine")
         await until(pilot, lambda: any(isinstance(i, UserItem) for i in fresh.chat.items), "the history")
@@ -1029,7 +1033,7 @@ async def test_a_held_session_offers_read_only_fork_or_new(lab, tmp_path, sessio
         assert f"pid {held_pid(store, held.id)}" in str(app.screen.query_one("#lease-body").render())
         await pilot.press(choice)
         await ready(pilot)
-        session = app.engine.session
+        session = app.session.engine.session
         if choice == "r":
             assert session.id == held.id and session.read_only
             assert "READ-ONLY" in str(app.query_one("#topbar").render())
@@ -1078,10 +1082,10 @@ async def test_a_lease_left_on_another_machine_long_ago_can_be_taken_over_with_u
             assert "other-laptop" in str(app.screen.query_one("#lease-body").render())
             await pilot.press("u")
             await ready(pilot)
-            assert app.engine.session.id == session.id and not app.engine.session.read_only
+            assert app.session.engine.session.id == session.id and not app.session.engine.session.read_only
             assert store.lease_holder(session.id).pid == os.getpid()
             await send(pilot, "and now here")
-            assert [m.text for m in app.engine.session.master][:2] == [
+            assert [m.text for m in app.session.engine.session.master][:2] == [
                 "asked on the laptop",
                 "answered there",
             ]
@@ -1097,7 +1101,7 @@ async def test_a_full_disk_during_a_turn_is_a_sentence_in_the_chat(lab, tmp_path
     app = make_app(lab_settings(lab), tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        store = app.engine.session.store
+        store = app.session.engine.session.store
         pages = store.query("PRAGMA page_count")[0][0]
         store.query(f"PRAGMA max_page_count = {pages + 1}")  # SQLite's own "database or disk is full"
         await submit(pilot, "a long prompt " * 20_000)

@@ -6,7 +6,6 @@ of the call it asks about; answering one never answers the other; a denial's rea
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
@@ -47,43 +46,6 @@ async def test_two_calls_of_one_tool_each_get_their_own_card(tmp_path, monkeypat
         assert first.decision == "approved" and (tmp_path / "one.txt").read_text() == "first\n"
         assert second.decision == "denied" and "not that one" in second.reason
         assert not (tmp_path / "two.txt").exists()
-
-
-async def test_two_waiting_calls_of_one_tool_are_answered_each_on_its_own_block(tmp_path, monkeypatch):
-    """Two `shell` calls asked at once (the front door lets several approvals wait, by call id): the first
-    call's card is on the first block, not on the newest `shell` block; answering one leaves the other
-    waiting."""
-    from app.model.events import ToolCallStarted
-
-    app = tui(monkeypatch, tmp_path)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
-        engine, chat = app.engine, app.chat
-        for call_id, command in (("call-one", "echo one"), ("call-two", "echo two")):
-            engine.emit(ToolCallStarted(call_id=call_id, name="shell", args={"command": command}))
-        await until(pilot, lambda: len(chat.tool_blocks()) == 2, "both blocks")
-        first, second = chat.tool_blocks()
-        asked_first = asyncio.ensure_future(
-            engine.runner.ask("shell", {"command": "echo one"}, "asks: echo one", call_id="call-one")
-        )
-        await until(pilot, lambda: chat.pending_approval() is not None, "the first card")
-        assert first.pending and not second.pending  # on its own block, not the newest shell block
-        asked_second = asyncio.ensure_future(
-            engine.runner.ask("shell", {"command": "echo two"}, "asks: echo two", call_id="call-two")
-        )
-        await until(pilot, lambda: second.pending, "the second card")
-        assert first.pending
-        await pilot.press("y")  # the newest card: the second call's
-        assert await asyncio.wait_for(asked_second, 10) == ("once", "")
-        await settle(pilot)
-        assert first.pending and not asked_first.done() and second.decision == "approved"
-        await pilot.press("d")
-        await pilot.pause()
-        await pilot.press(*"too noisy")
-        await pilot.press("enter")
-        assert await asyncio.wait_for(asked_first, 10) == ("deny", "too noisy")
-        await settle(pilot)
-        assert first.decision == "denied" and "too noisy" in first.reason and second.decision == "approved"
 
 
 async def test_an_image_outside_the_workspace_is_asked_in_a_block_of_its_own(tmp_path, monkeypatch):

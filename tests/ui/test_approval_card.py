@@ -65,19 +65,6 @@ async def test_an_edit_card_shows_the_coloured_diff_before_anything_is_written(t
         assert spans_of(result, "+    return b - a") != spans_of(result, "-    return a - b")
 
 
-async def test_a_new_file_card_shows_its_first_lines(tmp_path, monkeypatch):
-    app = tui(monkeypatch, tmp_path)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot)
-        block = await ask(pilot, "!write notes.md first line of the notes")
-        assert block.preview.new_file and "notes.md: a new file, 1 lines" in block.preview.summary
-        assert "first line of the notes" in block._preview_shown().plain
-        assert not (tmp_path / "notes.md").exists()
-        await pilot.press("n")
-        await settle(pilot)
-        assert not (tmp_path / "notes.md").exists()
-
-
 async def test_d_denies_and_tells_the_model_why(tmp_path, monkeypatch):
     (tmp_path / "calc.py").write_text(SOURCE)
     app = tui(monkeypatch, tmp_path)
@@ -92,7 +79,7 @@ async def test_d_denies_and_tells_the_model_why(tmp_path, monkeypatch):
         await pilot.press("d", *"keep", "space", *"sub", "enter")
         await settle(pilot)
         assert block.decision == "denied" and (tmp_path / "calc.py").read_text() == SOURCE
-        results = [m for m in app.engine.session.master if m.role == "tool"]
+        results = [m for m in app.session.engine.session.master if m.role == "tool"]
         assert "The user denied this edit_file call and said: keep sub" in results[-1].parts[0].content
         assert app.focused is app.prompt
 
@@ -102,10 +89,10 @@ async def test_shift_tab_and_slash_approval_change_the_mode_in_the_session(tmp_p
     app = tui(monkeypatch, tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        assert app.engine.settings.approval == "auto-read"
+        assert app.session.engine.settings.approval == "auto-read"
         assert app.prompt.border_subtitle == "approval: auto-read · Shift+Tab"
         await pilot.press("shift+tab")
-        assert app.engine.settings.approval == "auto-edit"
+        assert app.session.engine.settings.approval == "auto-edit"
         assert app.prompt.border_subtitle == "approval: auto-edit · Shift+Tab"
         app.prompt.set_text('!edit calc.py "return a - b" "return b - a"')  # auto-edit: no card
         await pilot.press("enter")
@@ -113,13 +100,13 @@ async def test_shift_tab_and_slash_approval_change_the_mode_in_the_session(tmp_p
         assert "return b - a" in (tmp_path / "calc.py").read_text()
         app.prompt.set_text("/approval ask")
         await pilot.press("enter")
-        await until(pilot, lambda: app.engine.settings.approval == "ask", "the mode")
+        await until(pilot, lambda: app.session.engine.settings.approval == "ask", "the mode")
         block = await ask(pilot, "!read calc.py")  # ask: even a read asks now
         assert block.tool_name == "read_file"
         await pilot.press("y")
         await settle(pilot)
         await pilot.press("shift+tab", "shift+tab")  # ask → auto-read → auto-edit
-        assert app.engine.settings.approval == "auto-edit"
+        assert app.session.engine.settings.approval == "auto-edit"
 
 
 def test_one_shot_shows_the_diff_and_takes_a_reason_on_the_terminal(tmp_path):
@@ -163,4 +150,4 @@ async def test_always_is_offered_only_where_it_takes_effect(tmp_path, monkeypatc
         )
         await pilot.press("a")
         await settle(pilot)
-        assert ("allow", "Bash(pwd)", "this session") in app.engine.permissions.listing()
+        assert ("allow", "Bash(pwd)", "this session") in app.session.engine.permissions.listing()

@@ -280,14 +280,14 @@ async def test_a_session_that_kept_its_size_resumes_without_measuring_and_is_mea
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await until(pilot, lambda: warms, "the SDK import")
-        provider = app.engine.provider
+        provider = app.session.engine.provider
         assert provider.serialized_messages == 0  # nothing translated to open it
         assert app.inspector.query_one(PayloadPanel).predicted_bytes == exact
         assert warms[0] is not None
         await asyncio.to_thread(warms[0])
-        view = app.engine.session.view.messages
+        view = app.session.engine.session.view.messages
         assert provider.serialized_messages == len(view)
-        assert app.engine.measure(view) == exact and provider.serialized_messages == len(view)
+        assert app.session.engine.measure(view) == exact and provider.serialized_messages == len(view)
         await app.action_quit()
 
 
@@ -529,14 +529,14 @@ async def closed_by_bulkhead(settings, session_id: str, tmp_path) -> str:
 async def test_a_long_session_opens_from_its_end_and_its_older_items_follow_once_it_is_drawn(
     lab, tmp_path, monkeypatch
 ):
-    """Resuming decodes the last messages only (app.engine.head_later): the engine's open, its start, the first
+    """Resuming decodes the last messages only (app.session.engine.head_later): the engine's open, its start, the first
     frames and the keys' checks never decode the older ones. They are decoded in a thread once the session is
     drawn and join the chat's entries: the marker then counts them, /find reaches the first turn."""
     waiting: list[bool] = []
     held: list = []  # the decoding, held back as a slow disk would: /find comes first
 
     def prewarm(provider, then=None, first=None):
-        waiting.append(app.engine.session.head_waiting)
+        waiting.append(app.session.engine.session.head_waiting)
         held.append(first)
 
     monkeypatch.setattr("app.ui.engine_link.prewarm_in_background", prewarm)
@@ -558,7 +558,7 @@ async def test_a_long_session_opens_from_its_end_and_its_older_items_follow_once
         assert said.startswith("“marker-0-end”: match 1 of 1")
         await pilot.pause()
         assert "prompt number 0: look at module 0" in users(app)
-        session = app.engine.session
+        session = app.session.engine.session
         assert not session.head_waiting and session.master == whole.master
         assert chat.older_count + len(chat.items) + chat.newer_count > 3 * PROMPTS  # every item of it
         await pilot.press("end")
@@ -583,7 +583,7 @@ async def test_a_damaged_older_row_is_a_stub_and_the_session_goes_on(lab, tmp_pa
         chat = await resumed_and_focused(pilot)
         await until(pilot, lambda: chat._older_coming is None, "the head's decoding to end")
         assert not [n for n in chat.notices("session") if n.level == "error"]
-        stub = app.engine.session.master[2]
+        stub = app.session.engine.session.master[2]
         assert "could not be read from the database" in stub.text
         assert users(app)[-1] == f"prompt number {PROMPTS - 1}: look at module {PROMPTS - 1}"
         errors = len([n for n in chat.notices() if n.level == "error"])
@@ -591,8 +591,8 @@ async def test_a_damaged_older_row_is_a_stub_and_the_session_goes_on(lab, tmp_pa
         await submit(pilot, "one more question")
         await until(pilot, lambda: not app.busy, "the turn's end")
         assert len([n for n in chat.notices() if n.level == "error"]) == errors
-        assert "one more question" in app.engine.session.master[-1].text or any(
-            "one more question" in m.text for m in app.engine.session.master[-3:]
+        assert "one more question" in app.session.engine.session.master[-1].text or any(
+            "one more question" in m.text for m in app.session.engine.session.master[-3:]
         )
         assert app.is_running
         await app.action_quit()

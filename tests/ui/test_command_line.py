@@ -32,6 +32,8 @@ async def test_a_slash_command_on_the_command_line_runs_as_typed(tmp_path, monke
     async with app.run_test(size=(160, 45)) as pilot:
         await ready(pilot)
         await until(
-            pilot, lambda: app.engine is not None and app.engine.settings.approval == "auto-edit", "the mode"
+            pilot,
+            lambda: app.session is not None and app.session.engine.settings.approval == "auto-edit",
+            "the mode",
         )
         assert not app.chat.answers()  # a command, not a message to the model

@@ -74,11 +74,11 @@ async def test_413_recovery_is_visible_end_to_end(tmp_path):
             # The Payload gauge now measures against the learned cap (¾ of what was refused).
             payload = inspector.payload
             assert payload.cap_source == "learned"
-            learned = app.engine.state.learned_cap(route.endpoint_id)
+            learned = app.session.engine.state.learned_cap(route.endpoint_id)
             assert learned is not None and payload.cap_bytes == learned.cap_bytes < CAP
 
             # The answer arrived, and the chat says what happened.
-            master = app.engine.session.master
+            master = app.session.engine.session.master
             assert master[-1].role == "assistant" and not master[-1].meta.partial
             assert app.chat.last_answer().raw == master[-1].text
             assert app.chat.notices("cap_learned") and app.chat.notices("recovery")
@@ -97,8 +97,8 @@ async def test_413_recovery_is_visible_end_to_end(tmp_path):
                 lambda: any(isinstance(i, UserItem) and i.origin == "recall" for i in app.chat.items),
                 "the recalled segment in the chat",
             )
-            recalled = app.engine.session.master[-1]
+            recalled = app.session.engine.session.master[-1]
             assert recalled.meta.origin == "recall"
-            entry = app.engine.session.store.archive_get(key, app.engine.session.id)
+            entry = app.session.engine.session.store.archive_get(key, app.session.engine.session.id)
             assert entry.content.strip()[:200] in recalled.text
             await app.action_quit()

@@ -60,7 +60,7 @@ async def test_a_partial_answer_moves_on_only_when_the_user_says_so(tmp_path):
             await pilot.press("y")
             await settle(pilot)
 
-            engine = app.engine
+            engine = app.session.engine
             answers = [m for m in engine.session.view.messages if m.role == "assistant"]
             assert answers[0].meta.partial and "".join(m.text for m in answers) == filler(3 * 1024)
             assert engine.route.name == "second"
@@ -98,7 +98,7 @@ async def test_no_keeps_the_partial_answer_and_sends_nothing_more(tmp_path):
             await pilot.press("n")
             await settle(pilot)
 
-            view = app.engine.session.view.messages
+            view = app.session.engine.session.view.messages
             assert view[-1].role == "assistant" and view[-1].meta.partial
             assert second.requests() == []
 
@@ -108,9 +108,9 @@ async def test_memory_review_accepts_edits_and_rejects(tmp_path):
         app = _app(tmp_path, lab.url, lab.url, memory="suggest")
         async with app.run_test(size=SIZE) as pilot:
             await until(pilot, app.engine_ready.is_set, "the engine")
-            worker = app.engine.memory
+            worker = app.session.engine.memory
             worker.journal.distilled(
-                app.engine.session.id,
+                app.session.engine.session.id,
                 worker.project,
                 ["tests run with make check", "the api lives in src/api", "tabs everywhere"],
                 source="queue 1",

@@ -94,7 +94,7 @@ async def test_after_an_archive_recall_typing_goes_to_the_prompt(tmp_path, monke
     app = tui(monkeypatch, tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        keys = seed_archive(app.engine.session)
+        keys = seed_archive(app.session.engine.session)
         panel = app.inspector.archive
         await pilot.press("alt+4")
         panel.reload()
@@ -103,7 +103,9 @@ async def test_after_an_archive_recall_typing_goes_to_the_prompt(tmp_path, monke
         await pilot.pause()
         assert app.focused is panel.table
         await pilot.press("enter")  # recall the selected segment
-        await until(pilot, lambda: app.engine.session.master[-1].meta.origin == "recall", "the recall")
+        await until(
+            pilot, lambda: app.session.engine.session.master[-1].meta.origin == "recall", "the recall"
+        )
         await type_text(pilot, "/compact now")
         assert app.prompt.text == "/compact now" and panel.search.value == ""
 

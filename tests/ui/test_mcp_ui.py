@@ -21,7 +21,7 @@ from tests.mcp.conftest import DEMO, demo_spec
 
 
 def servers_ready(app) -> bool:
-    mcp = app.engine.mcp if app.engine is not None else None
+    mcp = app.session.engine.mcp if app.session is not None else None
     return mcp is not None and bool(mcp.connections) and all(s.state == "ready" for s in mcp.statuses())
 
 
@@ -34,7 +34,7 @@ async def test_config_server_starts_after_the_first_frame_and_its_tool_runs(lab,
         assert "MCP 1/1" in str(app.query_one("#topbar").render())
         await send(pilot, '!call mcp__demo__echo {"text": "okapi"}')
         block = next(b for b in app.chat.items if isinstance(b, ToolBlock))
-        assert block.tool_name == "mcp__demo__echo" and "okapi" in app.engine.session.master[-1].text
+        assert block.tool_name == "mcp__demo__echo" and "okapi" in app.session.engine.session.master[-1].text
         app.prompt.set_text("/mcp")
         await pilot.press("enter")
         await until(pilot, lambda: any(isinstance(i, ReportItem) for i in app.chat.items), "the /mcp report")
@@ -75,7 +75,7 @@ async def test_not_now_leaves_them_off_until_mcp_restart_names_one(lab, tmp_path
         await ready(pilot)
         await until(pilot, lambda: isinstance(app.screen, McpTrustScreen), "the question")
         await pilot.press("escape")
-        await until(pilot, lambda: app.engine.mcp.statuses()[0].state == "pending", "pending")
+        await until(pilot, lambda: app.session.engine.mcp.statuses()[0].state == "pending", "pending")
         await until(pilot, lambda: app.chat.notices("mcp"), "the notice")
         assert "not started: demo" in app.chat.notices("mcp")[-1].text
         app.prompt.set_text("/mcp restart demo")
@@ -94,7 +94,7 @@ async def test_a_failing_server_is_explained_in_the_chat_and_the_session_goes_on
         assert "MCP server broken did not start" in text and "cannot open the database" in text
         assert "/mcp restart broken" in text
         await send(pilot, "hello")
-        assert "hello" in app.engine.session.master[-1].text
+        assert "hello" in app.session.engine.session.master[-1].text
         await app.action_quit()
 
 

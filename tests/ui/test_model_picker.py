@@ -68,7 +68,7 @@ async def test_the_picker_lists_each_routes_models_and_remembers_the_choice(lab,
             row=[(r["route"], r["model"]) for r in picker.shown].index(("lab", "lab-1-mini"))
         )
         await pilot.press("enter")
-        await until(pilot, lambda: app.engine.route.model == "lab-1-mini", "the new model")
+        await until(pilot, lambda: app.session.engine.route.model == "lab-1-mini", "the new model")
         assert State().chosen_model("lab") == "lab-1-mini"
         await send(pilot, "hello")
         assert lab.requests()[-1]["model"] == "lab-1-mini"
@@ -76,7 +76,7 @@ async def test_the_picker_lists_each_routes_models_and_remembers_the_choice(lab,
     again = make_app(settings, tmp_path)
     async with again.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        assert again.engine.route.model == "lab-1-mini"
+        assert again.session.engine.route.model == "lab-1-mini"
         assert any("chosen with /model" in n.text for n in again.chat.notices())
         await again.action_quit()
 
@@ -98,7 +98,10 @@ async def test_model_flag_overrides_for_one_run(lab, tmp_path):
     app = make_app(lab_settings(lab), tmp_path, model="lab-1-mini")
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        assert app.engine.route.model == "lab-1-mini" and app.engine.session.model == "lab-1-mini"
+        assert (
+            app.session.engine.route.model == "lab-1-mini"
+            and app.session.engine.session.model == "lab-1-mini"
+        )
         assert any("for this run (--model" in n.text for n in app.chat.notices())
         await send(pilot, "hello")
         assert lab.requests()[-1]["model"] == "lab-1-mini"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import UTC, datetime
+from types import SimpleNamespace
 
 import pytest
 from textual.app import App, ComposeResult
@@ -40,7 +41,7 @@ from app.providers.factory import make_provider
 from app.state import State
 from app.store import Store
 from app.ui.explain import explain_request, recovery_after, request_report
-from app.ui.panel_source import panel_source
+from app.ui.panel_source import panel_source as session_panel_source
 from app.ui.widgets import archive as archive_module
 from app.ui.widgets import hooks as hooks_module
 from app.ui.widgets import requests as requests_module
@@ -59,6 +60,32 @@ WAF_EVIDENCE = [
     "request 412.5 KB",
 ]
 SECRET = "sk-ant-api03-SECRETSECRETSECRET"
+
+
+class _Viewed:
+    """What `panel_source` asks of a session, answered by a bare engine (no session, so no approver)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def report(self):
+        return self.engine.context_report()
+
+    def info(self):
+        return SimpleNamespace(id=self.engine.session.id)
+
+    def records(self):
+        return self.engine.session.store
+
+    def counters(self):
+        return self.engine.session.counters
+
+    def settings(self):
+        return self.engine.settings
+
+
+def panel_source(engine: Engine):
+    return session_panel_source(_Viewed(engine))
 
 
 class InspectorApp(App):

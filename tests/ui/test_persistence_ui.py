@@ -31,7 +31,7 @@ async def test_a_streamed_turn_in_the_tui_writes_nothing_on_the_event_loop(lab, 
         app.prompt.set_text("!big 40KB")
         await pilot.press("enter")
         await settle(pilot)
-        session = app.engine.session
+        session = app.session.engine.session
         assert sum(len(m.text) for m in session.master if m.role == "assistant") > 30_000  # drafts written
         assert set(threads) == {"append_message", "update_session", "_append"}
         assert all(loop_thread not in seen for seen in threads.values()), threads
@@ -43,7 +43,7 @@ async def test_quitting_with_a_save_that_fails_says_so_on_the_terminal(lab, tmp_
     app = BulkheadApp(lab_settings(lab), workspace=tmp_path, cursor_blink=False, keymap={})
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        store = app.engine.session.store
+        store = app.session.engine.session.store
         pages = store.query("PRAGMA page_count")[0][0]
         store.query(f"PRAGMA max_page_count = {pages + 1}")
         app.prompt.set_text("a long prompt " * 20_000)

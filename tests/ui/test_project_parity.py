@@ -42,7 +42,7 @@ async def test_agents_md_reaches_the_request_and_the_payload_panel_breaks_the_fl
         assert MARKER in lab.requests()[-1]["system_tail"]
         payload = app.inspector.payload
         parts = {part.label: part.bytes for part in payload.floor}
-        floor = app.engine.floor_sizes()
+        floor = app.session.engine.floor_sizes()
         assert parts == {part.label: part.bytes for part in floor.parts}
         assert f"instructions {format_size(parts['instructions'])}" in payload.floor_label
         assert payload.floor_label.startswith(f"Floor {format_size(floor.total_bytes)}: system prompt ")
@@ -58,7 +58,7 @@ async def test_a_hash_line_and_memory_append_to_agents_md(lab, ws):
         await submit(pilot, "# Tests run with `make check`")
         await until(pilot, lambda: app.chat.notices("memory"), "the memory notice")
         assert (ws / "AGENTS.md").read_text() == "- Tests run with `make check`\n"
-        assert not app.engine.session.master  # nothing was sent to the model
+        assert not app.session.engine.session.master  # nothing was sent to the model
         await send(pilot, "/memory")
         report = app.chat.items[-1].copy_text()
         assert "AGENTS.md" in report and "of the system prompt" in report
@@ -77,7 +77,9 @@ async def test_init_writes_agents_md_through_an_approval_and_undo_takes_it_back(
         await pilot.press("y")
         await settle(pilot)
         assert "- test: `make test`" in (ws / "AGENTS.md").read_text()
-        assert "make test" in app.engine.system  # loaded into the system prompt at the end of the turn
+        assert (
+            "make test" in app.session.engine.system
+        )  # loaded into the system prompt at the end of the turn
         await send(pilot, "/undo")
         assert not (ws / "AGENTS.md").exists()
         assert "removed AGENTS.md" in app.chat.notices("undo")[-1].text
@@ -130,7 +132,7 @@ async def test_rewind_picks_a_prompt_and_restores_the_view_and_files(lab, ws):
         await send(pilot, "first question")
         await send(pilot, "!write notes.md v1")
         await send(pilot, "!write notes.md v2")
-        master = list(app.engine.session.master)
+        master = list(app.session.engine.session.master)
 
         await submit(pilot, "/rewind")
         await until(pilot, lambda: isinstance(app.screen, RewindScreen), "the rewind picker")
@@ -149,8 +151,10 @@ async def test_rewind_picks_a_prompt_and_restores_the_view_and_files(lab, ws):
         assert app.prompt.text == "!write notes.md v1"  # back in the prompt, to edit and send
         users = [item.text for item in app.chat.items if item.kind == "user"]
         assert users == ["first question"]
-        assert [m.text for m in app.engine.session.view.messages if m.role == "user"] == ["first question"]
-        assert app.engine.session.master == master  # the log keeps everything
+        assert [m.text for m in app.session.engine.session.view.messages if m.role == "user"] == [
+            "first question"
+        ]
+        assert app.session.engine.session.master == master  # the log keeps everything
 
 
 async def test_permissions_view_and_help_list_the_rules(lab, ws):
@@ -166,7 +170,7 @@ async def test_permissions_view_and_help_list_the_rules(lab, ws):
         # the repository's file: its allow rule waits for a yes (issue 37), its deny rule is in force already
         await until(pilot, lambda: isinstance(app.screen, RulesTrustScreen), "the question about the rules")
         await pilot.press("y")
-        await until(pilot, lambda: not app.engine.permissions.pending_files(), "the answer")
+        await until(pilot, lambda: not app.session.engine.permissions.pending_files(), "the answer")
         await submit(pilot, "/permissions")
         await until(pilot, lambda: isinstance(app.screen, PermissionsScreen), "the permissions view")
         table = app.screen.query_one("#permissions-table")
@@ -201,7 +205,7 @@ async def test_custom_commands_complete_show_in_help_and_palette_and_run(lab, ws
         ]
         assert "command: /explain" in applicable_titles(app)
         await send(pilot, "/explain app/cli.py")
-        assert app.engine.session.master[0].text == "Explain app/cli.py to a newcomer.\n"
+        assert app.session.engine.session.master[0].text == "Explain app/cli.py to a newcomer.\n"
         assert "You said: “Explain app/cli.py to a newcomer.”" in app.chat.last_answer().raw
         await pilot.press("f1")
         await until(pilot, lambda: isinstance(app.screen, HelpScreen), "help")

@@ -22,15 +22,17 @@ async def test_a_repositorys_allow_rules_wait_for_the_users_yes(lab, tmp_path):
         await until(pilot, lambda: isinstance(app.screen, RulesTrustScreen), "the question about the rules")
         body = " ".join(str(w.render()) for w in app.screen.query(".mcp-trust-server"))
         assert "allow Bash" in body and "allow Edit(//**)" in body
-        assert app.engine.permissions.check("shell", {"command": "id"}).kind is None  # not in force yet
         assert (
-            app.engine.permissions.check("read_file", {"path": ".env"}).kind == "deny"
+            app.session.engine.permissions.check("shell", {"command": "id"}).kind is None
+        )  # not in force yet
+        assert (
+            app.session.engine.permissions.check("read_file", {"path": ".env"}).kind == "deny"
         )  # deny holds at once
         await until(pilot, lambda: app.chat.notices("permissions"), "the start notice")
         assert "NOT in force" in app.chat.notices("permissions")[0].text
         await pilot.press("y")
-        await until(pilot, lambda: not app.engine.permissions.pending_files(), "the answer")
-        assert app.engine.permissions.check("shell", {"command": "id"}).kind == "allow"
+        await until(pilot, lambda: not app.session.engine.permissions.pending_files(), "the answer")
+        assert app.session.engine.permissions.check("shell", {"command": "id"}).kind == "allow"
         await app.action_quit()
 
     again = make_app(lab_settings(lab), tmp_path)
@@ -58,9 +60,9 @@ async def test_a_repositorys_gateways_file_waits_for_the_users_yes(lab, tmp_path
         await until(pilot, lambda: isinstance(app.screen, GatewaysTrustScreen), "the question about the file")
         body = " ".join(str(w.render()) for w in app.screen.query(".mcp-trust-server"))
         assert f"{endpoint}: cap 64.0 KB" in body
-        assert load_profile(app.engine.state, endpoint).imported is None  # not read before the answer
+        assert load_profile(app.session.engine.state, endpoint).imported is None  # not read before the answer
         await pilot.press("y")
-        await until(pilot, lambda: load_profile(app.engine.state, endpoint).imported, "the import")
+        await until(pilot, lambda: load_profile(app.session.engine.state, endpoint).imported, "the import")
         assert not isinstance(app.screen, GatewaysTrustScreen)
         await app.action_quit()
 

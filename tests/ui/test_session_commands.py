@@ -19,11 +19,11 @@ async def test_retry_regenerates_a_complete_answer(lab, tmp_path):
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await send(pilot, "hello there")
-        first = app.engine.session.view.messages[-1]
+        first = app.session.engine.session.view.messages[-1]
         asked = len(lab.requests())
         await send(pilot, "/retry")
         assert len(lab.requests()) == asked + 1
-        view = app.engine.session.view.messages
+        view = app.session.engine.session.view.messages
         assert [m.role for m in view] == ["user", "assistant"] and view[-1].id != first.id
         assert len(app.chat.answers()) == 2  # the new answer below the old one
         assert app.chat.notices("retry")
@@ -34,20 +34,22 @@ async def test_new_and_clear_start_fresh_sessions_and_keep_the_old(lab, tmp_path
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await send(pilot, "remember the parser")
-        first = app.engine.session.id
+        first = app.session.engine.session.id
         for command in ("/new", "/clear"):
-            before = app.engine.session.id
+            before = app.session.engine.session.id
             await send(pilot, command)
             await until(
-                pilot, lambda b=before: app.engine is not None and app.engine.session.id != b, "a new session"
+                pilot,
+                lambda b=before: app.session is not None and app.session.engine.session.id != b,
+                "a new session",
             )
             await until(pilot, app.engine_ready.is_set, "the new engine")
             assert not [i for i in app.chat.items if isinstance(i, UserItem)]  # a clean chat
             assert app.chat.notices("new") and before in app.chat.notices("new")[0].text
-            assert app.engine.route.name == "lab"
+            assert app.session.engine.route.name == "lab"
         await send(pilot, "a fresh start")
-        assert [m.text for m in app.engine.session.master][0] == "a fresh start"
-        old = Session.load(app.engine.session.store, first)  # still there, resumable
+        assert [m.text for m in app.session.engine.session.master][0] == "a fresh start"
+        old = Session.load(app.session.engine.session.store, first)  # still there, resumable
         assert old.master[0].text == "remember the parser"
 
 
@@ -57,9 +59,12 @@ async def test_rename_sets_the_title_and_exit_quits(lab, tmp_path):
         await ready(pilot)
         await send(pilot, "hello")
         await send(pilot, "/rename the parser bug")
-        assert app.engine.session.title == "the parser bug"
+        assert app.session.engine.session.title == "the parser bug"
         assert "the parser bug" in str(app.query_one("#topbar").render())
-        assert app.engine.session.store.find_session(app.engine.session.id).title == "the parser bug"
+        assert (
+            app.session.engine.session.store.find_session(app.session.engine.session.id).title
+            == "the parser bug"
+        )
         await send(pilot, "/exit")
         await until(pilot, lambda: app._exit, "the app to quit")
     assert app.return_code == 0
@@ -70,7 +75,7 @@ async def test_sessions_screen_searches_renames_and_deletes(lab, tmp_path):
     app = make_app(settings, tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        store = app.engine.session.store
+        store = app.session.engine.session.store
         here = folder_key(tmp_path)  # sessions of this folder: F5 lists them first
         older = Session.create(store, route="lab", provider="lab", model="lab-1", workspace=here)
         older.append(Message.create("user", "why does nginx answer 413", turn=1))
@@ -113,7 +118,7 @@ async def test_sessions_screen_searches_renames_and_deletes(lab, tmp_path):
         await until(pilot, lambda: store.find_session(other.id) is None, "the deletion")
         assert other.id not in [r["id"] for r in screen.sessions]
         # the session in use is never deleted
-        screen.table.move_cursor(row=[r["id"] for r in screen.sessions].index(app.engine.session.id))
+        screen.table.move_cursor(row=[r["id"] for r in screen.sessions].index(app.session.engine.session.id))
         await pilot.press("delete")
         assert isinstance(app.screen, SessionsScreen) and "in use" in screen.status
-        assert store.find_session(app.engine.session.id) is not None
+        assert store.find_session(app.session.engine.session.id) is not None

@@ -53,8 +53,8 @@ async def test_continue_takes_the_newest_session_of_this_folder(folders, monkeyp
     app = tui(["-c"], monkeypatch, here)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        assert app.engine.session.id == mine
-        assert [m.text for m in app.engine.session.master][0] == "the parser in ws"
+        assert app.session.engine.session.id == mine
+        assert [m.text for m in app.session.engine.session.master][0] == "the parser in ws"
 
 
 async def test_continue_in_a_folder_without_sessions_says_so_and_starts_one(folders, monkeypatch):
@@ -64,7 +64,7 @@ async def test_continue_in_a_folder_without_sessions_says_so_and_starts_one(fold
     app = tui(["--continue"], monkeypatch, here)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        assert app.engine.session.id != theirs and not app.engine.session.master
+        assert app.session.engine.session.id != theirs and not app.session.engine.session.master
         notice = " ".join(n.text for n in app.chat.notices("session"))
         assert f"no session of {here.resolve()} to continue" in notice
         assert "bulkhead sessions list" in notice and "F5" in notice
@@ -101,7 +101,7 @@ async def test_resuming_another_folders_session_asks_where_its_tools_run(folders
     app = tui(["--approval", "never-ask"], monkeypatch, here)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        first = app.engine.session.id
+        first = app.session.engine.session.id
         await pilot.press("f5", "f5")
         screen = app.screen
         screen.table.move_cursor(row=[row["id"] for row in screen.sessions].index(theirs))
@@ -109,7 +109,7 @@ async def test_resuming_another_folders_session_asks_where_its_tools_run(folders
         await until(pilot, lambda: isinstance(app.screen, FolderScreen), "the folder question")
         await pilot.press("escape")  # back: the session in use goes on
         await until(pilot, lambda: not isinstance(app.screen, FolderScreen), "the question to close")
-        assert app.engine.session.id == first
+        assert app.session.engine.session.id == first
         await pilot.press("f5", "f5")
         screen = app.screen
         screen.table.move_cursor(row=[row["id"] for row in screen.sessions].index(theirs))
@@ -117,10 +117,12 @@ async def test_resuming_another_folders_session_asks_where_its_tools_run(folders
         await until(pilot, lambda: isinstance(app.screen, FolderScreen), "the folder question")
         await pilot.press("o")  # its own folder
         await until(
-            pilot, lambda: app.engine is not None and app.engine.session.id == theirs, "the session of ws2"
+            pilot,
+            lambda: app.session is not None and app.session.engine.session.id == theirs,
+            "the session of ws2",
         )
         await ready(pilot)
-        assert app.workspace == Path(str(other.resolve())) and app.engine.workspace == other.resolve()
+        assert app.workspace == Path(str(other.resolve())) and app.session.engine.workspace == other.resolve()
         assert "/ws2 · theirs" in str(app.query_one("#topbar").render())  # the top bar names the folder
         app.prompt.set_text("!shell pwd")
         await pilot.press("enter")
@@ -137,7 +139,7 @@ async def test_resume_of_another_folders_session_at_start_runs_here_when_told(fo
         await until(pilot, lambda: isinstance(app.screen, FolderScreen), "the folder question")
         await pilot.press("h")  # here
         await ready(pilot)
-        assert app.engine.session.id == theirs and app.engine.workspace == here.resolve()
+        assert app.session.engine.session.id == theirs and app.session.engine.workspace == here.resolve()
         said = " ".join(n.text for n in app.chat.notices("session"))
         assert f"was started in {other.resolve()}" in said and f"now run in {here.resolve()}" in said
         app.prompt.set_text("!shell pwd")
@@ -154,7 +156,7 @@ async def test_resume_with_workspace_given_does_not_ask(folders, monkeypatch):
     app = tui(["--resume", theirs, "--workspace", str(here)], monkeypatch, here)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        assert not isinstance(app.screen, FolderScreen) and app.engine.session.id == theirs
+        assert not isinstance(app.screen, FolderScreen) and app.session.engine.session.id == theirs
 
 
 def _run(folder: Path, *argv: str) -> subprocess.CompletedProcess:

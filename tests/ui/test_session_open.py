@@ -55,11 +55,11 @@ async def test_a_route_without_a_key_says_what_to_do_and_model_opens_another_rou
         app.prompt.set_text("")
         await submit(pilot, "/model lab")
         await ready(pilot)
-        assert app.engine.route.name == "lab" and not app.open_error
+        assert app.session.engine.route.name == "lab" and not app.open_error
         assert "lab" in str(app.query_one("#topbar").render())
         await submit(pilot, "my question")
         await settle(pilot)
-        assert app.engine.session.master[0].text == "my question"
+        assert app.session.engine.session.master[0].text == "my question"
 
 
 async def test_resume_of_an_unknown_session_offers_sessions_and_quitting_exits_2(lab, tmp_path):
@@ -83,7 +83,7 @@ async def test_model_after_an_unknown_resume_opens_a_new_session(lab, tmp_path):
         await until(pilot, lambda: app.chat.notices("session"), "the reason the session did not open")
         await submit(pilot, "/model lab")
         await ready(pilot)
-        assert app.engine.session.id != "s_nope" and not app.engine.session.master
+        assert app.session.engine.session.id != "s_nope" and not app.session.engine.session.master
 
 
 async def test_messages_typed_while_it_opens_come_back_to_the_prompt_when_it_fails(tmp_path, monkeypatch):

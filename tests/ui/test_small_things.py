@@ -30,7 +30,7 @@ async def test_archive_ages_keep_up_with_the_clock(lab, tmp_path, monkeypatch):
     )
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        session = app.engine.session
+        session = app.session.engine.session
         entry = ArchiveEntry(
             archive_key("an old tool result"), "an old tool result", "microcompact", ("m1",), created_at=NOW
         )
@@ -52,7 +52,7 @@ async def test_cost_says_1_call_and_context_says_what_no_cap_means(lab, tmp_path
         for _ in range(4):
             await send(pilot, "!big 12KB")
         await send(pilot, "/compact")
-        assert app.engine.session.counters.summarizer_calls == 1
+        assert app.session.engine.session.counters.summarizer_calls == 1
         await send(pilot, "/cost")
         await send(pilot, "/context")
         cost, context = (dict(item.rows) for item in app.chat.items if isinstance(item, ReportItem))
@@ -102,7 +102,7 @@ async def test_model_switch_is_said_in_the_transcript(lab, tmp_path):
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await send(pilot, "/model other")
-        await until(pilot, lambda: app.engine.route.name == "other", "the switch")
+        await until(pilot, lambda: app.session.engine.route.name == "other", "the switch")
         assert any("other" in n.text for n in app.chat.notices())
         await send(pilot, "/model nowhere")
         await until(pilot, lambda: app.chat.notices("model"), "the error, in the chat")

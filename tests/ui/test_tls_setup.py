@@ -19,5 +19,5 @@ async def test_a_missing_bundle_is_reported_when_the_session_opens(lab, tmp_path
         await until(pilot, lambda: app.chat.notices("session"), "the reason the session did not open")
         text = app.chat.notices("session")[0].text
         assert f"SSL_CERT_FILE = {missing} does not exist" in text, text
-        assert app.engine is None
+        assert app.session is None
     assert lab.requests() == []

@@ -38,14 +38,14 @@ async def test_first_enter_second_sends_first_and_keeps_second_in_the_prompt(lab
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         burst(app, "first", "enter", "second")
-        await until(pilot, lambda: len(app.engine.session.master) >= 2, "the first message's turn")
+        await until(pilot, lambda: len(app.session.engine.session.master) >= 2, "the first message's turn")
         await settle(pilot)
-        assert app.engine.session.master[0].text == "first"
+        assert app.session.engine.session.master[0].text == "first"
         assert app.prompt.text == "second"  # the start of the next message, not lost
         burst(app, "enter")
-        await until(pilot, lambda: len(app.engine.session.master) >= 4, "the second message's turn")
+        await until(pilot, lambda: len(app.session.engine.session.master) >= 4, "the second message's turn")
         await settle(pilot)
-        assert [m.text for m in app.engine.session.master if m.role == "user"] == ["first", "second"]
+        assert [m.text for m in app.session.engine.session.master if m.role == "user"] == ["first", "second"]
 
 
 async def test_a_message_sent_while_the_session_opens_waits_and_is_sent_when_it_is_ready(
@@ -71,9 +71,9 @@ async def test_a_message_sent_while_the_session_opens_waits_and_is_sent_when_it_
             assert app.query_one("#busy").display and app.prompt.text == ""
             release.set()
             await ready(pilot)
-            await until(pilot, lambda: app.engine.session.master, "the waiting message to be sent")
+            await until(pilot, lambda: app.session.engine.session.master, "the waiting message to be sent")
             await settle(pilot)
-            assert app.engine.session.master[0].text == "typed at the first frame"
+            assert app.session.engine.session.master[0].text == "typed at the first frame"
             assert not app.prompt_box.waiting and not app.query_one("#busy").display
     finally:
         release.set()
@@ -86,9 +86,9 @@ async def test_keys_typed_before_the_prompt_has_the_focus_are_replayed_and_enter
     burst(app, "early", "ctrl+j")  # queued before the app runs: handled before the prompt has the focus
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        await until(pilot, lambda: app.engine.session.master, "the early message to be sent")
+        await until(pilot, lambda: app.session.engine.session.master, "the early message to be sent")
         await settle(pilot)
-        assert app.engine.session.master[0].text == "early"
+        assert app.session.engine.session.master[0].text == "early"
         assert app.prompt.text == ""
 
 
@@ -98,6 +98,6 @@ async def test_backslash_enter_is_a_newline_in_every_terminal(lab, tmp_path):
         await ready(pilot)
         await pilot.press("a", "backslash", "enter", "b")
         assert app.prompt.text == "a\nb"
-        assert not app.engine.session.master  # nothing was sent
+        assert not app.session.engine.session.master  # nothing was sent
         await pilot.press("alt+enter", "c", "shift+enter", "d")
         assert app.prompt.text == "a\nb\nc\nd"

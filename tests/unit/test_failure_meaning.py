@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from app.cli import main
+from app.engine.failure_case import Target
 from app.engine.failure_hops import HopKind, hop_of, proxy_status, via_nearest
-from app.engine.failure_input import Target, make_case
+from app.engine.failure_input import make_case
 from app.engine.failure_meaning import Subject, read
 from app.engine.failure_vendors import Role, find_vendor
 from app.engine.failure_words import describe_action

@@ -86,7 +86,9 @@ class SessionApi(Protocol):
 
     def cancel(self) -> bool: ...
 
-    async def compact(self, instructions: str | None = None) -> CompactResult: ...
+    async def compact(
+        self, instructions: str | None = None, *, cancel: asyncio.Event | None = None
+    ) -> CompactResult: ...
 
     async def rewind_to(self, message_id: str, *, files: bool) -> RewindResult: ...
 
@@ -98,7 +100,7 @@ class SessionApi(Protocol):
 
     async def switch_route(self, route_name: str, *, model: str | None = None) -> SessionInfo: ...
 
-    def approve(self, call_id: str, answer: Answer | bool) -> bool: ...
+    def approve(self, call_id: str, answer: Answer | bool, *, reason: str = "") -> bool: ...
 
     async def close(self, reason: str = "exit") -> None: ...
 
@@ -128,17 +130,24 @@ class EngineSession:
     """`SessionApi` over an `Engine`: adapts its methods' shapes, keeps the running turn (to cancel it) and
     the approvals waiting for an answer, by call id."""
 
-    def __init__(self, engine: Engine, *, notices: Sequence[str] = (), resumed: bool = False) -> None:
+    def __init__(
+        self, engine: Engine, *, notices: Sequence[str] = (), resumed: bool = False, choice: Any = None
+    ) -> None:
         self.engine = engine
+        self.choice = choice  # app.engine.bootstrap.RouteChoice: the route it opened on
         self._notices = tuple(notices)
         self._resumed = resumed
-        self._waiting: dict[str, tuple[ApprovalRequest, asyncio.Future[str]]] = {}
+        self._waiting: dict[str, tuple[ApprovalRequest, asyncio.Future[Any]]] = {}
         self._turn: asyncio.Task[TurnResult] | None = None
         engine.runner.ask_call = self._ask
 
+    async def start(self) -> None:
+        """Start a session opened with `open_session(..., start=False)`: its start notices, hooks, rules."""
+        await self.engine.start(resumed=self._resumed)
+
     # -- approvals ----------------------------------------------------------------------------------------
-    async def _ask(self, request: ApprovalRequest) -> str:
-        future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+    async def _ask(self, request: ApprovalRequest) -> Any:
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         call_id = request.call_id
         self._waiting[call_id] = (request, future)
         try:
@@ -149,15 +158,17 @@ class EngineSession:
                     args=dict(request.args),
                     why=request.why,
                     remember=request.remember,
+                    why_not=request.why_not,
                 )
             )
             return await future
         finally:
             self._waiting.pop(call_id, None)
 
-    def approve(self, call_id: str, answer: Answer | bool) -> bool:
-        """Answer the approval of tool call `call_id` (True/"once", "session", "project"; False/"deny").
-        False when no call of that id waits (answered already, cancelled, or never asked)."""
+    def approve(self, call_id: str, answer: Answer | bool, *, reason: str = "") -> bool:
+        """Answer the approval of tool call `call_id` (True/"once", "session", "project"; False/"deny";
+        a denial with a `reason` tells the model why). False when no call of that id waits (answered
+        already, cancelled, or never asked)."""
         waiting = self._waiting.get(call_id)
         if waiting is None or waiting[1].done():
             return False
@@ -166,6 +177,11 @@ class EngineSession:
             raise ValueError(
                 f"an approval answer is one of {sorted(ANSWERS)} (or True/False), not {answer!r}"
             )
+        if word == "deny" and reason.strip():
+            from app.tools.approval import Denial
+
+            waiting[1].set_result(Denial(reason))
+            return True
         waiting[1].set_result(word)
         return True
 
@@ -205,8 +221,11 @@ class EngineSession:
         task.cancel()
         return True
 
-    async def compact(self, instructions: str | None = None) -> CompactResult:
-        result = await self.engine.compact(instructions)
+    async def compact(
+        self, instructions: str | None = None, *, cancel: asyncio.Event | None = None
+    ) -> CompactResult:
+        """`/compact [instructions]`; setting `cancel` stops it (the view is then unchanged)."""
+        result = await self.engine.compact(instructions, cancel)
         if result is None:
             return CompactResult(ran=False)
         return CompactResult(
@@ -242,6 +261,7 @@ class EngineSession:
         provider = make_provider(choice.route, engine.settings, choice.api_key)
         await engine.switch_route(choice.route, provider)
         self._notices = tuple(choice.notices)
+        self.choice = choice
         return self.info()
 
     async def close(self, reason: str = "exit") -> None:
@@ -313,6 +333,7 @@ class EngineSession:
             turn=session.turn,
             notices=self._notices,
             resumed=self._resumed,
+            messages=session.master_len(),
         )
 
     # -- the event stream ---------------------------------------------------------------------------------
@@ -336,10 +357,19 @@ async def open_session(
     model: str | None = None,
     what: str = "",
     on_event: Subscriber | None = None,
-) -> SessionApi:
+    store: Any = None,
+    state: Any = None,
+    head_later: bool = False,
+    start: bool = True,
+    factory: Callable[..., EngineSession] | None = None,
+) -> EngineSession:
     """Open (or resume) a session and start it: the store is read off the event loop; `on_event` is
     subscribed before the start, so it sees the start's notices. Raises `app.lease.SessionHeld` when another
-    bulkhead writes the session (open it `read_only` or `fork` it instead)."""
+    bulkhead writes the session (open it `read_only` or `fork` it instead).
+
+    `store`/`state`: the front end's own (`app.store.Store`, `app.state.State`), shared; `head_later`: a long
+    session's older messages are decoded later (`UiSession.load_head`); `start=False`: the caller starts it
+    (`start()`) once it has shown what it needs to; `factory`: an `EngineSession` subclass (the TUI's)."""
     from app.engine.bootstrap import open_engine
 
     engine, choice, resumed = await asyncio.to_thread(
@@ -353,11 +383,16 @@ async def open_session(
             fork=fork,
             what=what or "a front end",
             model=model,
+            store=store,
+            state=state,
+            head_later=head_later,
         )
     )
-    session = EngineSession(engine, notices=choice.notices, resumed=resumed)
+    session = (factory or EngineSession)(engine, notices=choice.notices, resumed=resumed, choice=choice)
     if on_event is not None:
         session.subscribe(on_event)
+    if not start:
+        return session
     try:
         await engine.start(resumed=resumed)
     except BaseException:

@@ -30,7 +30,7 @@ from app.model.costs import Counters
 from app.model.events import Event
 
 if TYPE_CHECKING:
-    from app.engine.context_report import ContextReport
+    from app.engine.api import ContextReport
 
 Clock = Callable[[], float]
 

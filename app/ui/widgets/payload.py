@@ -41,7 +41,7 @@ from app.ui.widgets.common import (
 )
 
 if TYPE_CHECKING:
-    from app.engine.context_report import ContextReport
+    from app.engine.api import ContextReport
 
 SPARKLINE_SAMPLES = 240
 
@@ -160,7 +160,7 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
         what compaction cannot shrink)."""
         if self.floor_bytes is None:
             return "Floor —"
-        from app.engine.payload import (  # not before a session: first frame
+        from app.engine.api.ui_text import (  # not before a session: first frame
             FLOOR_LABELS,
             MCP_PART,
             describe_tools,
