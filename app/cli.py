@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import importlib
 import sys
+from collections.abc import Iterator
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 
@@ -130,6 +132,34 @@ def _add_session_filters(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    with _translations_looked_up_once():
+        return _build_parser()
+
+
+@contextlib.contextmanager
+def _translations_looked_up_once() -> Iterator[None]:
+    """argparse translates its few words (`options`, `show this help message and exit`, …) for every parser it
+    makes, and gettext looks for the catalogue on disk at each call when there is none (the usual case): ~140
+    lookups, 7 ms of every start. While the parsers are built, each word is looked up once (the same answers)."""
+    original = getattr(argparse, "_", None)
+    if not callable(original):  # another argparse: nothing to speed up
+        yield
+        return
+    looked_up: dict[str, str] = {}
+
+    def once(message: str) -> str:
+        if message not in looked_up:
+            looked_up[message] = original(message)
+        return looked_up[message]
+
+    argparse._ = once  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        argparse._ = original  # type: ignore[attr-defined]
+
+
+def _build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="bulkhead",
         formatter_class=HelpFormatter,
@@ -652,10 +682,30 @@ def split_prompt(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[list
     return [token for i, token in enumerate(argv) if i != positions[0]], prompt
 
 
+def _config_or_store_error(exc: Exception, display) -> int:
+    from app.redact import redact_text
+
+    print(f"bulkhead: {display(redact_text(str(exc)))}", file=sys.stderr)
+    return getattr(exc, "exit_code", EXIT_USAGE)
+
+
 def main(argv: list[str] | None = None) -> int:
+    # No cyclic collections while starting: the TUI's imports, stylesheets and first widgets allocate ~80,000
+    # objects, and the collector went over them again and again (~30 ms before the first frame, a third of it
+    # one full collection). The TUI turns it back on once its first frame is drawn (`app.ui.startup.
+    # collect_from_now`); every other command at once.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _main(argv, collecting)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _main(argv: list[str] | None, collecting: bool) -> int:
     from app.config import ConfigError
     from app.console import prepare_streams
-    from app.store import StoreError
     from app.textsafe import SafeStream, display
 
     prepare_streams()  # a terminal that is not UTF-8 gets ASCII stand-ins, never a crash or a lost chunk
@@ -674,6 +724,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bulkhead {__version__}")
         return EXIT_OK
     tui = not args.command and args.prompt is None
+    if collecting and not tui:
+        gc.enable()
     if args.initial_prompt and not tui:
         print("bulkhead: a prompt before a sub-command means nothing — put it after -p", file=sys.stderr)
         return EXIT_USAGE
@@ -688,11 +740,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             module = importlib.import_module("app.ui.run")
         return int(module.run(args) or 0)
-    except (ConfigError, StoreError) as exc:
-        from app.redact import redact_text
-
-        print(f"bulkhead: {display(redact_text(str(exc)))}", file=sys.stderr)
-        return getattr(exc, "exit_code", EXIT_USAGE)
+    except ConfigError as exc:
+        return _config_or_store_error(exc, display)
     except KeyboardInterrupt:
         print("bulkhead: interrupted", file=sys.stderr)
         return 130
@@ -712,6 +761,10 @@ def main(argv: list[str] | None = None) -> int:
         )
         return EXIT_ERROR
     except Exception as exc:
+        # The store (sqlite) is imported by what uses it, not here: the TUI's first frame does not wait for it.
+        store = sys.modules.get("app.store")
+        if store is not None and isinstance(exc, store.StoreError):
+            return _config_or_store_error(exc, display)
         from app.engine.session import SessionNotFound
 
         if not isinstance(exc, SessionNotFound):

@@ -19,7 +19,8 @@ import sys
 import time
 from pathlib import Path
 
-from app.commands.oneshot import settings_flags, terminal_mcp_ask
+from app.commands import settings_flags
+from app.commands.oneshot import terminal_mcp_ask
 from app.config import ConfigError, Route, Settings, load_settings
 from app.sizes import format_size
 from app.textsafe import display_line

@@ -17,6 +17,7 @@ import os
 import sys
 import threading
 
+from app.commands import settings_flags
 from app.config import load_settings
 from app.console import json_text
 from app.engine.api.describe import describe
@@ -33,16 +34,6 @@ from app.model.events import (
 )
 from app.redact import StreamRedactor, redact_text, redact_value
 from app.textsafe import display
-
-
-def settings_flags(args) -> dict:
-    return {
-        "max_payload": args.max_payload,
-        "context_window": args.context_window,
-        "approval": args.approval,
-        "workspace": args.workspace,
-    }
-
 
 _stdout_midline = False  # the answer's last line on stdout is not finished yet
 _answer_started = False  # an assistant message of this turn has been printed

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Literal
 
-from app.commands.oneshot import settings_flags
+from app.commands import settings_flags
 from app.config import Settings, load_settings
 from app.textsafe import display_line
 

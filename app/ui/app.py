@@ -3,9 +3,11 @@
     app = BulkheadApp(settings, route_name=None, resume=None, continue_=False)
     app.run()
 
-The first frame paints before anything slow happens: the engine (database, session, route, key
-lookup) is opened in a thread worker (`app.ui.engine_link`), and the provider SDK is imported in a
-daemon thread (`app.ui.startup`; quitting never waits for that import). The engine's events reach the
+The first frame paints before anything slow happens, and pays only for what it draws: the engine
+(database, session, route, key lookup) is imported and opened in a thread worker once it is drawn
+(`app.ui.engine_link`), the inspector's hidden tabs mount after it, and the provider SDK is imported in a
+daemon thread (`app.ui.startup`; quitting never waits for that import). `tests/ui/test_first_frame_imports.py`
+lists what the first frame must not import. The engine's events reach the
 widgets as `EngineEvent` messages, in order: the chat renders them, the inspector's panels react to
 them; once the app is quitting they are dropped. Every I/O path is a named worker with one error
 handler, so a failure is a notice or a toast, never a traceback on the screen.
@@ -56,7 +58,7 @@ from app.ui.inspector_control import InspectorControl
 from app.ui.main_screen import MainScreen
 from app.ui.palette import BulkheadCommands
 from app.ui.prompt import PromptArea, PromptBox, PromptHistory, history_path
-from app.ui.startup import SDK_MODULES, styles_path
+from app.ui.startup import SDK_MODULES, collect_from_now, styles_path
 from app.ui.textual_ext import terminal_keys
 from app.ui.textual_ext.collector import tune_gc
 from app.ui.textual_ext.strip_caches import make_strip_caches_lazy
@@ -213,7 +215,11 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
             if not self.initial_prompt.lstrip().startswith("/"):
                 self.initial_prompt = ""
                 self.call_later(prompt.action_submit)
-        self.open_engine(
+        # After the first frame: the engine's thread imports and opens while the screen is drawn otherwise, and
+        # the two share one interpreter lock (the first frame came ~60-100 ms later).
+        self.call_after_refresh(collect_from_now)
+        self.call_after_refresh(
+            self.open_engine,
             resume=self.resume,
             continue_=self.continue_,
             route_name=self.route_name,

@@ -29,7 +29,7 @@ import asyncio
 import contextlib
 import functools
 from collections.abc import Iterable, Sequence
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from textual import events
 from textual.actions import SkipAction
@@ -42,7 +42,6 @@ from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Static
 
-from app.engine.api.describe import describe
 from app.model.events import (
     AnswerFinished,
     Compaction,
@@ -62,13 +61,15 @@ from app.model.events import (
     ToolCallStarted,
     TurnFinished,
 )
-from app.model.messages import Message as EngineMessage
 from app.ui.chat_history import HistoryEntry, entries_from_messages, entry_of, fill
 from app.ui.chat_items import AssistantItem, ChatItem, NoticeItem, ReportItem, ToolBlock, UserItem
 from app.ui.markdown.widget import AnswerView
 from app.ui.textual_ext.collector import Doomed
 from app.ui.textual_ext.quiet_resize import QuietResize
 from app.ui.widgets.strip_scrollbar import StripScrollbars
+
+if TYPE_CHECKING:
+    from app.model.messages import Message as EngineMessage
 
 ItemT = TypeVar("ItemT", bound=ChatItem)
 
@@ -976,6 +977,8 @@ Letters typed here go to the prompt (nothing you type is taken for a key); the c
             await self._add_described(event, " (the Hooks panel shows its output)")
 
     async def _add_described(self, event: Event, more: str = "") -> None:
+        from app.engine.api.describe import describe  # here: the first frame does not import the engine
+
         line = describe(event)
         if line is not None:
             await self.add_notice(line.text + more, level=line.level, code=line.code, title=line.title)

@@ -12,11 +12,12 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from app.model.messages import Message as EngineMessage
-from app.model.messages import Text as TextPart
-from app.model.messages import ToolCall, ToolResult
 from app.ui.chat_items import AssistantItem, ChatItem, NoticeItem, ReportItem, ToolBlock, UserItem
+
+if TYPE_CHECKING:  # a resumed log is read in the engine's worker, after the first frame
+    from app.model.messages import Message as EngineMessage
 
 TOOL_RESULT_SHOWN = 500  # characters of a resumed tool result a tool block shows (and a search sees)
 ITEM_CHROME_ROWS = 2  # rows an item takes besides its text (its label and margin)
@@ -84,6 +85,9 @@ def _tool_entry(state: _ToolState, text: str) -> HistoryEntry:
 
 def entries_from_messages(messages: Iterable[EngineMessage]) -> list[HistoryEntry]:
     """A master log as chat entries (tool results joined to their calls); no widget is built."""
+    from app.model.messages import Text as TextPart
+    from app.model.messages import ToolCall, ToolResult
+
     entries: list[HistoryEntry] = []
     tools: dict[str, tuple[_ToolState, HistoryEntry]] = {}
     for message in messages:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import RenderableType
 from rich.text import Text
@@ -27,10 +27,12 @@ from textual.widget import Widget
 from textual.widgets import Button, Input, Static
 
 from app.textsafe import display, display_line
-from app.tools.approval import Denial
 from app.ui.diff_text import diff_text
 from app.ui.markdown.widget import SharedStylesAnswerView
 from app.ui.textual_ext.quiet_resize import QuietResize
+
+if TYPE_CHECKING:  # imported where used: the first frame does not import the tools
+    from app.tools.approval import Denial
 
 _CODE_BLOCK_RE = re.compile(r"^(```+|~~~+)[^\n]*\n(.*?)^\1[ \t]*$", re.M | re.S)
 NOTICE_MARKS = {"info": "ℹ", "warn": "⚠", "error": "✖"}
@@ -572,6 +574,8 @@ class ToolBlock(ChatItem):
             event.stop()
             reason = " ".join(event.value.split())
             if reason:
+                from app.tools.approval import Denial
+
                 self.answer(Denial(reason))
             else:
                 self.answer(False)  # nothing said: a plain no
@@ -585,6 +589,8 @@ class ToolBlock(ChatItem):
     def answer(self, approved: bool | str | Denial) -> bool:
         """Resolve the pending approval — True (once), "session" or "project" (always), False (no), or a
         Denial (no, and what to tell the model); False when there was none."""
+        from app.tools.approval import Denial
+
         if not self.pending:
             return False
         assert self._future is not None

@@ -22,6 +22,7 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.segment import Segment
 from rich.text import Text
@@ -35,17 +36,13 @@ from textual.strip import Strip
 from textual.widgets import Static, TextArea
 
 from app.config import data_home
-from app.engine.api.mentions import (
-    FuzzyPaths,
-    complete_mention,
-    describe_completion,
-    is_explicit_path,
-    mention_at_end,
-)
 from app.redact import redact_known
 from app.textsafe import display_line, without_unsafe
 from app.ui.slash import complete_slash
 from app.ui.textual_ext.steady_scrollbars import SteadyScrollbars
+
+if TYPE_CHECKING:
+    from app.engine.api.mentions import FuzzyPaths
 
 HISTORY_LIMIT = 1000
 
@@ -287,6 +284,8 @@ class PromptArea(SteadyScrollbars, TextArea):
 
     def _mention_at_cursor(self) -> tuple[str, tuple[int, int]]:
         """The `@…` word just before the cursor (else ""), and where it starts."""
+        from app.engine.api.mentions import mention_at_end  # here: the first frame does not import the engine
+
         row, column = self.cursor_location
         word = mention_at_end(self.document.get_line(row)[:column])
         return word, (row, column - len(word))
@@ -361,6 +360,8 @@ class PromptArea(SteadyScrollbars, TextArea):
     def complete_file(self, word: str) -> list[tuple[str, str]]:
         """`@…` completions: fuzzy over the workspace's files, segment by segment for a path outside it
         (or while the first listing is still running)."""
+        from app.engine.api.mentions import complete_mention, describe_completion, is_explicit_path
+
         typed = word[1:]
         if self.wants_files is not None:
             self.wants_files()  # the app lists the files (again) in a worker when it has none or they are old

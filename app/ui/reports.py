@@ -10,12 +10,14 @@ safe here.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from app.engine.api import ContextReport
-from app.model.costs import Counters
 from app.sizes import format_size
 from app.textsafe import display_line
+
+if TYPE_CHECKING:
+    from app.engine.api import ContextReport
+    from app.model.costs import Counters
 
 Rows = list[tuple[str, str]]
 

@@ -16,7 +16,7 @@ NOT_A_TERMINAL = 'bulkhead needs a terminal for the full-screen UI; use -p for o
 def build_app(args, **options):
     """The TUI for the parsed command line `args` (the same app `run` runs; tests drive it with Pilot).
     `options`: more keywords for `BulkheadApp` (tests: cursor_blink, keymap)."""
-    from app.commands.oneshot import settings_flags
+    from app.commands import settings_flags
     from app.config import load_settings
 
     settings = load_settings(flags=settings_flags(args))

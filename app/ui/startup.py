@@ -29,6 +29,16 @@ def styles_path(name: str = "app.tcss") -> Path:
     return here.parents[2] / "styles" / name
 
 
+def collect_from_now() -> None:
+    """The first frame is drawn: turn the cyclic collector back on if the command line paused it for the start
+    (`app.cli.main`), freezing what the start made first — the modules, classes, stylesheets and widgets that
+    live as long as the app (`prewarm_sdk` freezes what the SDK's import adds in the same way) — so no
+    collection walks them again. Nothing when the collector was on (an app built by a test)."""
+    if not gc.isenabled():
+        gc.freeze()
+        gc.enable()
+
+
 def prewarm_sdk(
     provider: str, then: Callable[[], None] | None = None, first: Callable[[], None] | None = None
 ) -> None:

@@ -19,9 +19,7 @@ from textual.css.query import NoMatches
 from textual.message import Message
 from textual.worker import Worker
 
-from app.engine.api import ANSWERS
 from app.textsafe import display, display_data, display_line
-from app.tools.approval import Denial
 from app.ui.actions import ACTIONS, BY_ID, handler
 from app.ui.app_host import AppMixin
 from app.ui.bindings import BLOCKED_KEY_WORDS
@@ -330,6 +328,9 @@ class TurnControl(AppMixin):
         (the turn ended, the app quits) denies."""
         self._approvals.pop(call_id, None)
         answer: Any = False if future.cancelled() else future.result()
+        from app.engine.api import ANSWERS  # the engine is imported after the first frame
+        from app.tools.approval import Denial
+
         if isinstance(answer, Denial):
             session.approve(call_id, "deny", reason=answer.reason)
         else:

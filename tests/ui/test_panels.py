@@ -636,6 +636,7 @@ async def test_compaction_phases_live_then_final():
         inspector = app.inspector
         panel = inspector.compaction
         inspector.show_panel("compaction")
+        await pilot.pause()  # the hidden tabs' panels mount after the first frame
         assert (
             str(panel.query_one("#compaction-phases", Static).render())
             == "No compaction yet in this session."

@@ -12,7 +12,8 @@ strong / strike / code / links / images. Text is model output: everything drawn 
 
 from __future__ import annotations
 
-from markdown_it.token import Token
+from typing import TYPE_CHECKING
+
 from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style as RichStyle
@@ -21,6 +22,9 @@ from textual.style import Style
 
 from app.textsafe import display, display_line
 from app.ui.markdown.parser import LEXERS_READY, code_language
+
+if TYPE_CHECKING:  # markdown-it comes with the first parse (`app.ui.markdown.parser`)
+    from markdown_it.token import Token
 
 # The languages coding answers fence most: their lexers are compiled in the background at start-up (`warm_lexers`).
 WARM_LANGUAGES = ("python", "bash", "json", "javascript", "typescript", "diff", "yaml", "toml")

@@ -1,7 +1,7 @@
 """Markdown parsing for the answer view: markdown-it with `<<ccr:KEY>>` markers kept, split into top-level blocks.
 
     tokens, env = parse_markdown(text)          # a whole document (reference definitions land in env)
-    split_blocks(text, PARSER.parse(text))      # [(source, tokens), …]; the sources put together are `text`
+    split_blocks(text, main_parser().parse(text))   # [(source, tokens), …]; the sources put together are `text`
     code_language("python title=x")             # "python"; "text" when Pygments has no built-in lexer by that name
     cold_languages(tokens)                      # fenced languages whose lexer was never used in this process
 
@@ -13,10 +13,13 @@ from __future__ import annotations
 import functools
 import re
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from markdown_it import MarkdownIt
-from markdown_it.token import Token
+if (
+    TYPE_CHECKING
+):  # markdown-it is imported with the first parser: the first frame (an empty chat) parses nothing
+    from markdown_it import MarkdownIt
+    from markdown_it.token import Token
 
 _MARKER = re.compile(r"<<ccr:[^<>\s]+>>")  # a key, or a placeholder such as <<ccr:KEY>>
 
@@ -35,12 +38,25 @@ def _ccr_marker(state: Any, silent: bool) -> bool:
 
 
 def _markdown_parser() -> MarkdownIt:
+    from markdown_it import MarkdownIt
+
     parser = MarkdownIt("gfm-like")
     parser.inline.ruler.after("text", "ccr_marker", _ccr_marker)
     return parser
 
 
-PARSER = _markdown_parser()  # the event loop's; a thread parse has its own (`_thread_parser`)
+@functools.cache
+def main_parser() -> MarkdownIt:
+    """The event loop's parser (`PARSER`), made at its first use; a thread parse has its own (`_thread_parser`)."""
+    return _markdown_parser()
+
+
+def __getattr__(name: str) -> Any:
+    if name == "PARSER":  # `from app.ui.markdown.parser import PARSER`: the event loop's parser
+        return main_parser()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 _parsers = threading.local()
 
 
@@ -48,7 +64,7 @@ def _thread_parser() -> MarkdownIt:
     """This thread's parser, made once (a parser is not shared between threads; making one and compiling
     its rules cost more than parsing a short answer: 0.7 against 0.3 ms)."""
     if threading.current_thread() is threading.main_thread():
-        return PARSER
+        return main_parser()
     parser = getattr(_parsers, "parser", None)
     if parser is None:
         parser = _parsers.parser = _markdown_parser()

@@ -17,8 +17,8 @@ from __future__ import annotations
 import asyncio
 from bisect import bisect_right
 from time import perf_counter
+from typing import TYPE_CHECKING
 
-from markdown_it.token import Token
 from rich.cells import cell_len
 from rich.color import Color
 from rich.segment import Segment
@@ -33,9 +33,18 @@ from textual.widget import Widget
 
 from app.textsafe import display, display_line
 from app.ui.markdown.painter import STYLE_NAMES, DrawnLine, Line, Painter, block_margins
-from app.ui.markdown.parser import PARSER, REFERENCE_DEFINITION, cold_languages, parse_markdown, split_blocks
+from app.ui.markdown.parser import (
+    REFERENCE_DEFINITION,
+    cold_languages,
+    main_parser,
+    parse_markdown,
+    split_blocks,
+)
 from app.ui.selection import selected_cells
 from app.ui.textual_ext.quiet_resize import QuietResize, forget_measures, measure_again
+
+if TYPE_CHECKING:  # markdown-it comes with the first parse (`app.ui.markdown.parser`)
+    from markdown_it.token import Token
 
 SLICE_S = 0.012  # the most drawing one slice does before it gives the event loop back
 SLICE_GAP_S = 0.004  # the pause between two slices: frames, keys and timers run in it
@@ -179,7 +188,9 @@ class AnswerView(QuietResize, Widget):
         self._caption_style: RichStyle | None = None
         self._style_index: dict[RichStyle | None, int] = {None: 0}
         if not streaming:
-            if len(text) <= SYNC_PARSE_CHARS:
+            if not text:  # nothing to parse (the chat's hidden style holder): markdown-it waits for an answer
+                self._adopt(text, [], {})
+            elif len(text) <= SYNC_PARSE_CHARS:
                 self._adopt(text, *parse_markdown(text))
             else:
                 self._parse_pending = True
@@ -259,7 +270,7 @@ class AnswerView(QuietResize, Widget):
                 self._ingest_in_thread(final=True)
             else:
                 tail = self._text[self._settled_chars :]
-                self._take_pieces(split_blocks(tail, PARSER.parse(tail)), final=True)
+                self._take_pieces(split_blocks(tail, main_parser().parse(tail)), final=True)
                 self._relayout()
                 self._kick(0)
 
@@ -321,7 +332,7 @@ class AnswerView(QuietResize, Widget):
     def _ingest(self) -> None:
         self._ingest_pending = False
         tail = self._text[self._settled_chars :]
-        self._take_pieces(split_blocks(tail, PARSER.parse(tail)))
+        self._take_pieces(split_blocks(tail, main_parser().parse(tail)))
 
     def _ingest_in_thread(self, *, final: bool = False) -> None:
         """The open block is too big to parse on the loop at every append: parse (and draw) it in a thread."""
@@ -451,7 +462,7 @@ class AnswerView(QuietResize, Widget):
                 continue
             if drew and perf_counter() > deadline:
                 break
-            tokens = block.tokens if block.tokens is not None else PARSER.parse(block.source)
+            tokens = block.tokens if block.tokens is not None else main_parser().parse(block.source)
             block.lines = painter.encode(painter.paint(tokens, self._width))
             block.drawn_for = key
             if block is not self._tail and not self._keep_tokens:

@@ -26,6 +26,7 @@ from typing import ClassVar
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.css.query import NoMatches
 from textual.reactive import reactive
 from textual.widgets import TabbedContent, TabPane
 
@@ -145,7 +146,25 @@ always in view; **Compaction**, **Archive**, **Requests**, **Hooks** and **Cost*
         with TabbedContent(id="inspector-tabs", initial=f"tab-{self.initial_tab}"):
             for name in TABBED_PANELS:
                 with TabPane(TAB_TITLES[name], id=f"tab-{name}"):
-                    yield self.panels[name]
+                    if name == self.initial_tab:
+                        yield self.panels[name]
+        # The panels of the hidden tabs join once the first frame is drawn (a third of the inspector's widgets,
+        # styled and laid out for a frame that does not show them); until they mount they keep what they are
+        # sent (`Panel.handle`), and `show_panel` mounts one at once.
+        self.call_after_refresh(self.mount_hidden_panels)
+
+    def mount_hidden_panels(self) -> None:
+        """Mount the panels of the tabs not shown at the start (once; again after a recompose)."""
+        if not self.is_attached:
+            return
+        for name in TABBED_PANELS:
+            panel = self.panels[name]
+            if panel.parent is None:
+                try:
+                    pane = self.query_one(f"#tab-{name}", TabPane)
+                except NoMatches:  # a recompose is under way: it schedules its own
+                    continue
+                pane.mount(panel)
 
     def watch_wide(self, wide: bool) -> None:
         self.set_class(wide, "-wide")
@@ -183,6 +202,10 @@ always in view; **Compaction**, **Archive**, **Requests**, **Hooks** and **Cost*
             raise ValueError(f"no inspector panel {name!r}; panels: {', '.join(PANEL_NAMES)}")
         panel = self.panels[name]
         if not self.is_mounted:
+            return panel
+        if panel.parent is None:  # asked for before the hidden tabs' panels joined (`compose`)
+            self.mount_hidden_panels()
+            self.call_after_refresh(self.show_panel, name)
             return panel
         if name in TABBED_PANELS:
             tabs = self.query_one("#inspector-tabs", TabbedContent)

@@ -13,12 +13,12 @@ from __future__ import annotations
 import asyncio
 import time
 from datetime import tzinfo
+from typing import TYPE_CHECKING
 
 from textual import work
 from textual.app import ComposeResult
 from textual.widgets import Static
 
-from app.engine.api import ContextReport
 from app.model.events import (
     CapLearned,
     Event,
@@ -39,6 +39,9 @@ from app.ui.widgets.common import (
     copy_binding,
     setting_default,
 )
+
+if TYPE_CHECKING:
+    from app.engine.api import ContextReport
 
 SPARKLINE_SAMPLES = 240
 
@@ -155,10 +158,14 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
         """`Floor 9.6 KB: system prompt 512 B · instructions 1.2 KB · tools (built-in) 7.0 KB`, and when MCP
         tools are in play `· tools: 7.4 KB, of which MCP: 2.6 KB (deferred from 311.7 KB)` (the floor is
         what compaction cannot shrink)."""
-        from app.engine.api.ui_text import FLOOR_LABELS, MCP_PART, describe_tools
-
         if self.floor_bytes is None:
             return "Floor —"
+        from app.engine.api.ui_text import (  # not before a session: first frame
+            FLOOR_LABELS,
+            MCP_PART,
+            describe_tools,
+        )
+
         parts = " · ".join(
             f"{p.label} {format_size(p.bytes)}" for p in self.floor if p.label in FLOOR_LABELS and p.bytes > 0
         )
