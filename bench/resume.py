@@ -291,6 +291,9 @@ def build_sessions(home: Path, sessions) -> dict[str, tuple[str, int, int]]:
     store = Store()
     built = {}
     for label, size_mb, messages in sessions:
+        if not messages:  # a new session: bulkhead keeps no empty one (`app.engine.empty_sessions`), so open none
+            built[label] = ("", 0, 0)
+            continue
         session = Session.create(store, route="lab", provider="lab", model="lab-1", workspace=str(home))
         if messages:
             for message in synthetic_session(size_mb, messages)[
@@ -314,6 +317,8 @@ def close_as_bulkhead(home: Path, built: dict[str, tuple[str, int, int]]) -> Non
 
     settings = load_settings()
     for session_id, _messages, _stored in built.values():
+        if not session_id:
+            continue
         engine, _choice, _resumed = open_engine(settings, resume=session_id, workspace=home)
         engine.context_report()  # the view measured, as every turn does
         asyncio.run(engine.close())
