@@ -291,7 +291,8 @@ def build_sessions(home: Path, sessions) -> dict[str, tuple[str, int, int]]:
     store = Store()
     built = {}
     for label, size_mb, messages in sessions:
-        if not messages:  # a new session: bulkhead keeps no empty one (`app.engine.empty_sessions`), so open none
+        # a new session: bulkhead keeps no empty one (`app.engine.empty_sessions`), so none is written for it
+        if not messages:
             built[label] = ("", 0, 0)
             continue
         session = Session.create(store, route="lab", provider="lab", model="lab-1", workspace=str(home))
