@@ -416,7 +416,7 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         name = worker.name or "task"
         if worker.group == "turn":
             self.activity = ""
-        if worker.group == "engine":
+        if worker.group == "engine" and error is not None:
             await self.engine_failed(error)
             return
         text = f"{name} failed: {type(error).__name__}: {error}"

@@ -12,7 +12,7 @@ VIEW = Binding.Group("View")
 BLOCKED_KEYS = "f8,alt+b"  # shown (and live) only while the last turn was refused for its content
 BLOCKED_KEY_WORDS = "F8"  # how the content-block notice names it
 
-APP_BINDINGS: list[Binding] = [
+APP_BINDINGS: list[Binding | tuple[str, str] | tuple[str, str, str]] = [
     Binding(
         "ctrl+q",
         "quit",

@@ -174,7 +174,7 @@ Letters typed here go to the prompt (nothing you type is taken for a key); the c
         self._answer: AssistantItem | None = None
         self._settling: set[AssistantItem] = set()  # finished answers still being drawn
         self._pending: list[str] = []
-        self._flush_timer = None
+        self._flush_timer: Timer | None = None
         self._lock = asyncio.Lock()
         self._tools: dict[str, ToolBlock] = {}
         self._code_index: dict[int, int] = {}
@@ -746,6 +746,7 @@ Letters typed here go to the prompt (nothing you type is taken for a key); the c
     async def _bring_into_view(self, position: int) -> ChatItem | None:
         older = len(self._older)
         mounted = self.items
+        item: ChatItem | None
         if older <= position < older + len(mounted):
             item = mounted[position - older]
         elif self._answer is not None or any(

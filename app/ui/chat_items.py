@@ -612,7 +612,12 @@ class ToolBlock(ChatItem):
         if event.button.has_class("deny-why"):
             self.start_reason()
             return
-        answers = {"approve": True, "always-session": "session", "always-project": "project", "deny": False}
+        answers: dict[str, bool | str] = {
+            "approve": True,
+            "always-session": "session",
+            "always-project": "project",
+            "deny": False,
+        }
         self.answer(next(answer for cls, answer in answers.items() if event.button.has_class(cls)))
 
     # -- engine events --------------------------------------------------------------------------------

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
@@ -42,8 +44,8 @@ def help_markdown(
     bindings: list[tuple[str, str, str, str]],
     lab_grammar: str = "",
     keymap_file: str = "",
-    custom_commands: list[tuple[str, str, str]] = (),
-    permissions: list[tuple[str, str, str]] = (),
+    custom_commands: Sequence[tuple[str, str, str]] = (),
+    permissions: Sequence[tuple[str, str, str]] = (),
     approval_mode: str = "",
 ) -> str:
     """`custom_commands`: (slash word, description, source); `permissions`: (kind, rule, source)."""

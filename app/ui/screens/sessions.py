@@ -235,6 +235,7 @@ class SessionsScreen(ModalScreen[str | None]):
 
     @work(thread=True, exclusive=True, group="sessions-search", exit_on_error=False, name="search sessions")
     def _search_messages(self, text: str) -> None:
+        assert self.actions is not None  # started only when there are actions
         try:
             ids = set(self.actions.search(text))
             error = ""
@@ -321,6 +322,8 @@ class SessionsScreen(ModalScreen[str | None]):
         if not yes:
             self.status = "kept"
             self._update_title()
+            return
+        if self.actions is None:
             return
         try:
             self.actions.delete(row["id"])

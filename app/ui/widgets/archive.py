@@ -231,7 +231,7 @@ Everything a compaction or a recovery dropped or cut is archived, content-addres
     @property
     def row_keys(self) -> list[str]:
         """The table's keys, top to bottom."""
-        return [row.key.value for row in self.table.ordered_rows]
+        return [row.key.value for row in self.table.ordered_rows if row.key.value is not None]
 
     # -- session -----------------------------------------------------------------------------------------
     def on_session_shown(self) -> None:
@@ -283,7 +283,8 @@ Everything a compaction or a recovery dropped or cut is archived, content-addres
             extra = list(table.ordered_rows)[MAX_ROWS:]
             for row in extra:
                 table.remove_row(row.key)
-                self.entries.pop(row.key.value, None)
+                if row.key.value is not None:
+                    self.entries.pop(row.key.value, None)
         if selected and selected in self.entries:
             table.move_cursor(row=table.get_row_index(selected), animate=False)
         self._fit_width()  # a wider reason or size may leave the preview less room

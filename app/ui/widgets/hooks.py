@@ -140,7 +140,7 @@ the decision bulkhead took from it and how long it ran.
 
     @property
     def newest_first(self) -> list[HookRun]:
-        return [self.runs[row.key.value].run for row in self.table.ordered_rows]
+        return [self.runs[row.key.value].run for row in self.table.ordered_rows if row.key.value is not None]
 
     # -- events ------------------------------------------------------------------------------------------
     def on_engine_event(self, event: Event) -> None:

@@ -120,14 +120,14 @@ always in view; **Compaction**, **Archive**, **Requests**, **Hooks** and **Cost*
         self._make_panels()
 
     def _make_panels(self) -> None:
-        options = {"clock": self.clock, "tz": self.tz}
-        self.payload = PayloadPanel(**options)
-        self.ladder = LadderPanel(**options)
-        self.compaction = CompactionPanel(**options)
-        self.archive = ArchivePanel(**options)
-        self.requests = RequestsPanel(**options)
-        self.hooks = HooksPanel(**options)
-        self.cost = CostPanel(**options)
+        clock, tz = self.clock, self.tz
+        self.payload = PayloadPanel(clock=clock, tz=tz)
+        self.ladder = LadderPanel(clock=clock, tz=tz)
+        self.compaction = CompactionPanel(clock=clock, tz=tz)
+        self.archive = ArchivePanel(clock=clock, tz=tz)
+        self.requests = RequestsPanel(clock=clock, tz=tz)
+        self.hooks = HooksPanel(clock=clock, tz=tz)
+        self.cost = CostPanel(clock=clock, tz=tz)
         self.panels: dict[str, Panel] = {
             "payload": self.payload,
             "ladder": self.ladder,

@@ -194,8 +194,11 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
         elif isinstance(event, RecoveryStep | TurnFinished):
             # While the ladder sends a candidate the view stays as it was until the candidate is
             # accepted: the gauge shows the candidate (the request on the wire), not the old view.
-            sending = isinstance(event, RecoveryStep) and event.outcome == "sending"
-            recovering = (event.level, event.bytes_after) if sending else None
+            recovering = (
+                (event.level, event.bytes_after)
+                if isinstance(event, RecoveryStep) and event.outcome == "sending"
+                else None
+            )
             if recovering != self.recovering:
                 self.recovering = recovering
                 self.sync()

@@ -165,7 +165,7 @@ error body and a preview of what was sent.
             table.add_column(labels[key], key=key)
         for request_id, record in self.records.items():
             table.add_row(*self.fit.row(self._cell_map(record)), key=request_id)
-        if selected in self.records:
+        if selected is not None and selected in self.records:
             table.move_cursor(row=table.get_row_index(selected), animate=False)
         self.query_one("#requests-hint", Static).update(fit_hint(self.fit, HINT))
 
@@ -356,7 +356,7 @@ error body and a preview of what was sent.
             self.fit.measure(self._cell_map(record))
         self.fit.choose()
         self._rebuild()
-        if selected in merged:
+        if selected is not None and selected in merged:
             self.table.move_cursor(row=self.table.get_row_index(selected), animate=False)
         elif merged:
             self.table.move_cursor(row=len(merged) - 1, animate=False)
@@ -390,7 +390,7 @@ error body and a preview of what was sent.
         body = self.query_one("#requests-detail-body", ReportLines)
         self.selected_id = request_id
         record = self.records.get(request_id) if request_id else None
-        if record is None:
+        if record is None or request_id is None:
             self.explanation, self.detail_text = "", ""
             body.update(EMPTY_DETAIL, styled=False)
             return
