@@ -10,17 +10,7 @@ import os
 
 from app.engine.custom_commands import CommandCatalog
 from app.engine.workspace_rules import rule_trust
-
-
-def asker(answer):
-    asked: list[tuple[str, str]] = []
-
-    async def approve(name, args, why):
-        asked.append((name, why))
-        return answer
-
-    approve.asked = asked
-    return approve
+from tests.engine.test_permissions_lab import asker
 
 
 def rules_asker(answer):

@@ -13,8 +13,10 @@ import pytest
 from tests.mcp.conftest import DEMO
 
 
-def run(workspace, *args: str) -> subprocess.CompletedProcess:
+def run(workspace, *args: str, **env_extra: str) -> subprocess.CompletedProcess:
+    """`python3 -m app ARGS` in `workspace`, without provider keys (and with `env_extra`)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC", "OPENAI"))}
+    env.update(env_extra)
     return subprocess.run(
         [sys.executable, "-m", "app", *args],
         capture_output=True,

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
 import sys
 
 from tests.mcp.conftest import DEMO, demo_spec
+from tests.mcp.test_mcp_cli import run
 
 WRITE = '!call write_file {"path": "note.txt", "content": "okapi"}'  # asks first: a moment between requests
 
@@ -106,32 +105,17 @@ async def test_a_server_that_never_answers_or_crashes_does_not_hold_the_turn_or_
     assert stuck.state == "stopped"
 
 
-def _run(workspace, *args: str, **env_extra: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC", "OPENAI"))}
-    env.update(env_extra)
-    return subprocess.run(
-        [sys.executable, "-m", "app", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=workspace,
-        timeout=180,
-        start_new_session=True,
-        stdin=subprocess.DEVNULL,
-    )
-
-
 def test_one_shot_with_a_hung_server_answers_within_mcp_tools_wait_and_says_so(tmp_path):
     workspace = tmp_path / "project"
     workspace.mkdir()
     (workspace / ".mcp.json").write_text(
         json.dumps({"mcpServers": {"stuck": {"command": sys.executable, "args": [str(DEMO), "--hang"]}}})
     )
-    done = _run(workspace, "-p", "hello", "--yes", BULKHEAD_MCP_TOOLS_WAIT="0.5")
+    done = run(workspace, "-p", "hello", "--yes", BULKHEAD_MCP_TOOLS_WAIT="0.5")
     assert done.returncode == 0, done.stderr
     assert "Lab model" in done.stdout
     assert "MCP server stuck is still starting after 0.5 s (mcp_tools_wait)" in done.stderr
     assert "Esc" not in done.stderr and "Traceback" not in done.stderr
-    quiet = _run(workspace, "-p", "hello", "--yes", "--quiet", BULKHEAD_MCP_TOOLS_WAIT="0")
+    quiet = run(workspace, "-p", "hello", "--yes", "--quiet", BULKHEAD_MCP_TOOLS_WAIT="0")
     assert quiet.returncode == 0 and "Lab model" in quiet.stdout
     assert "MCP" not in quiet.stderr  # --quiet: the notice is not printed

@@ -32,6 +32,16 @@ def received(messages: list, kind: type) -> list:
     return [m.event for m in messages if isinstance(m, EngineEvent) and isinstance(m.event, kind)]
 
 
+async def card_for(pilot, prompt: str):
+    """Send `prompt`; the tool block whose approval card it brings, once the card is drawn."""
+    app = pilot.app
+    app.prompt.set_text(prompt)
+    await pilot.press("enter")
+    await until(pilot, lambda: app.chat.pending_approval() is not None, "the approval card")
+    await pilot.pause()
+    return app.chat.pending_approval()
+
+
 async def test_the_fake_is_a_ui_session(tmp_path):
     assert isinstance(FakeSession(tmp_path), UiSession)
 
@@ -103,11 +113,7 @@ async def test_a_new_file_card_shows_its_first_lines(tmp_path):
     app, _messages = fake_app(load_settings(), tmp_path, fake)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        app.prompt.set_text("write it")
-        await pilot.press("enter")
-        await until(pilot, lambda: app.chat.pending_approval() is not None, "the approval card")
-        await pilot.pause()
-        block = app.chat.pending_approval()
+        block = await card_for(pilot, "write it")
         assert block.preview.new_file and "notes.md: a new file, 1 line (" in block.preview.summary
         assert "first line of the notes" in block._preview_shown().plain
         await pilot.press("n")
@@ -125,11 +131,7 @@ async def test_always_for_this_session_names_the_rule_it_keeps(tmp_path):
     app, _messages = fake_app(load_settings(), tmp_path, fake)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        app.prompt.set_text("run it")
-        await pilot.press("enter")
-        await until(pilot, lambda: app.chat.pending_approval() is not None, "the approval card")
-        await pilot.pause()
-        block = app.chat.pending_approval()
+        block = await card_for(pilot, "run it")
         assert "Bash(ls)" in block.remember
         await pilot.press("a")
         await settle(pilot)
@@ -144,10 +146,7 @@ async def test_esc_while_a_card_waits_cancels_the_turn_and_takes_the_card_away(t
     app, _messages = fake_app(load_settings(), tmp_path, fake)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        app.prompt.set_text("go")
-        await pilot.press("enter")
-        await until(pilot, lambda: app.chat.pending_approval() is not None, "the approval card")
-        block = app.chat.pending_approval()
+        block = await card_for(pilot, "go")
         await pilot.press("escape")
         await until(pilot, lambda: app.activity == "", "the turn's end")
         await until(pilot, lambda: app.chat.pending_approval() is None, "the card taken away")
@@ -209,11 +208,7 @@ async def test_a_card_without_always_says_why_and_binds_no_a_or_p(tmp_path):
     app, _messages = fake_app(load_settings(), tmp_path, fake)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
-        app.prompt.set_text("echo")
-        await pilot.press("enter")
-        await until(pilot, lambda: app.chat.pending_approval() is not None, "the approval card")
-        await pilot.pause()
-        block = app.chat.pending_approval()
+        block = await card_for(pilot, "echo")
         why = str(block.query_one(".approval-why", Static).render())
         assert f"no a / p (always allow): {why_not}" in why
         assert "a" not in app.screen.active_bindings and "p" not in app.screen.active_bindings

@@ -10,48 +10,6 @@ front door").
   where they are used (so the TUI does not pay for the command line's and the command line not for the TUI's).
 """
 
-from app.engine.api.session import (
-    ANSWERS,
-    Answer,
-    ApprovalRequest,
-    ArchiveItem,
-    ArchivePage,
-    CompactResult,
-    ContextReport,
-    CustomCommandInfo,
-    EngineSession,
-    PermissionRule,
-    PermissionsView,
-    RestoredFile,
-    RewindPoint,
-    RewindResult,
-    RouteModelsView,
-    SessionApi,
-    SessionInfo,
-    Subscriber,
-    TurnResult,
-    open_session,
-)
-
-__all__ = [
-    "ANSWERS",
-    "Answer",
-    "ApprovalRequest",
-    "ArchiveItem",
-    "ArchivePage",
-    "CompactResult",
-    "ContextReport",
-    "CustomCommandInfo",
-    "EngineSession",
-    "PermissionRule",
-    "PermissionsView",
-    "RestoredFile",
-    "RewindPoint",
-    "RewindResult",
-    "RouteModelsView",
-    "SessionApi",
-    "SessionInfo",
-    "Subscriber",
-    "TurnResult",
-    "open_session",
-]
+# A session is the front door's default: `app.engine.api` names what `app.engine.api.session` exports.
+from app.engine.api.session import *  # noqa: F403
+from app.engine.api.session import __all__ as __all__

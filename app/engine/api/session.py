@@ -67,6 +67,7 @@ __all__ = [
     "RouteModelsView",
     "SessionApi",
     "SessionInfo",
+    "Subscriber",
     "TurnResult",
     "open_session",
 ]
