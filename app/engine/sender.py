@@ -85,13 +85,17 @@ def redact_failure(failure: Failure) -> Failure:
     )
 
 
-def latency_ms(request: Request, started: float) -> float:
-    """A request's latency as recorded (Requests panel, HAR): from when the transport sent it to now — the
-    network's and the server's time. What came before (the SDK import, the client, a lazy lab start) is
-    bulkhead's own setup and not counted; a request that never went out is timed from `started`."""
+def sent_since(request: Request, started: float) -> float:
+    """When the transport sent `request` (monotonic), or `started` when it never went out (or the stamp is
+    an earlier attempt's): what came before it — the SDK import, the client, a lazy lab start — is bulkhead's
+    own setup, not the network's time."""
     sent = request.sent_at
-    since = sent if sent is not None and sent >= started else started
-    return (time.monotonic() - since) * 1000
+    return sent if sent is not None and sent >= started else started
+
+
+def latency_ms(request: Request, started: float) -> float:
+    """A request's latency as recorded (Requests panel, HAR): from its sending (`sent_since`) to now."""
+    return (time.monotonic() - sent_since(request, started)) * 1000
 
 
 class Sender:
@@ -425,9 +429,9 @@ class Sender:
         if self.on_stream is None:
             return
         # judged from the sending, as the latency is: a first request's local setup is no wait on the way
-        sent = request.sent_at
-        started = sent if sent is not None and sent >= timing.started else timing.started
-        observation = StreamObservation(started, tuple(timing.arrivals), failed_at, cut)
+        observation = StreamObservation(
+            sent_since(request, timing.started), tuple(timing.arrivals), failed_at, cut
+        )
         try:
             self.on_stream(observation)
         except Exception:  # remembering a quirk never breaks a request
