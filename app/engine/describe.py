@@ -37,6 +37,7 @@ from app.model.events import (
     ToolCallStarted,
 )
 from app.model.levels import ladder_label, method_label
+from app.model.notice_facts import NoticeFact
 from app.sizes import format_size
 
 LEVEL_MARKS = {"info": "ℹ", "warn": "⚠", "error": "✖"}
@@ -62,8 +63,9 @@ class Description:
 
 
 @singledispatch
-def describe(event: Event) -> Description | None:
-    """`event` in words, or None when it is not told as a line (text deltas, sizes, usage…)."""
+def describe(event: Event | NoticeFact) -> Description | None:
+    """`event` (or a notice's fact, worded by app.engine.notice_words) in words, or None when it is not told
+    as a line (text deltas, sizes, usage…)."""
     return None
 
 

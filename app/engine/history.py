@@ -10,9 +10,18 @@ import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from app.model.events import Notice
+from app.engine.notice_words import notice
 from app.model.messages import Message
-from app.textsafe import display_line
+from app.model.notice_facts.history import (
+    RecallNoKey,
+    RecallNotFound,
+    Remembered,
+    RewindNothing,
+    RewindRestored,
+    RewoundToPrompt,
+    UndoDone,
+    UndoNothing,
+)
 
 if TYPE_CHECKING:
     from app.engine.checkpoints import Restored
@@ -48,11 +57,9 @@ class History:
         """`/rewind compact`: back to the view before the last compaction (messages since are kept)."""
         restored = self.host.session.rewind()
         if restored is None:
-            self.host.emit(Notice("nothing to rewind: no compaction in this session", code="rewind"))
+            self.host.emit(notice(RewindNothing()))
             return False
-        self.host.emit(
-            Notice(f"restored the view before the last compaction ({len(restored)} messages)", code="rewind")
-        )
+        self.host.emit(notice(RewindRestored(messages=len(restored))))
         self.host.view_changed("rewind")
         return True
 
@@ -68,18 +75,10 @@ class History:
                 self.host.checkpoints.restore, snapshots, self.host.workspace, approved=approved
             )
             if turn is None:
-                self.host.emit(
-                    Notice(
-                        "nothing to undo: no file was changed by write_file or edit_file in this session "
-                        "(shell commands are not checkpointed)",
-                        code="undo",
-                    )
-                )
+                self.host.emit(notice(UndoNothing()))
                 return []
             said = describe(results, self.host.workspace)
-            self.host.emit(
-                Notice(f"undid the file changes of turn {turn}: {display_line(said)}", code="undo")
-            )
+            self.host.emit(notice(UndoDone(turn=turn, restored=said)))
             self.host.session.append(
                 Message.create(
                     "user",
@@ -130,19 +129,14 @@ class History:
                 restored = await asyncio.to_thread(
                     self.host.checkpoints.restore, snapshots, self.host.workspace, approved=approved
                 )
-            where = f"turn {prompt.meta.turn}"
             self.host.emit(
-                Notice(
-                    f"rewound the conversation to just before your prompt of {where} ({len(kept)} messages "
-                    f"in view; the full log is kept — /rewind compact goes back)"
-                    + (
-                        f"; files: {display_line(describe(restored, self.host.workspace))}"
-                        if restored
-                        else "; files left as they are"
-                        if not files
-                        else "; no file had changed since"
-                    ),
-                    code="rewind",
+                notice(
+                    RewoundToPrompt(
+                        turn=prompt.meta.turn,
+                        messages=len(kept),
+                        files_asked=files,
+                        files_restored=describe(restored, self.host.workspace) if restored else "",
+                    )
                 )
             )
             self.host.view_changed("rewind")
@@ -156,12 +150,7 @@ class History:
         path = memory_file(self.host.workspace)
         append_memory(path, text)
         self.host.load_instructions()
-        self.host.emit(
-            Notice(
-                f"remembered in {display_line(str(path))}: {display_line(' '.join(text.split()))}",
-                code="memory",
-            )
-        )
+        self.host.emit(notice(Remembered(path=str(path), text=text)))
         self.host.view_changed("instructions")
         return path
 
@@ -171,20 +160,14 @@ class History:
 
         keys = parse_recall_keys(key_text)
         if not keys:
-            self.host.emit(
-                Notice(
-                    f"{key_text!r} names no archive key (16 hex digits, e.g. <<ccr:3f2a9c0d1e4b5a67>>)",
-                    level="warn",
-                    code="recall",
-                )
-            )
+            self.host.emit(notice(RecallNoKey(given=key_text)))
             return None
         found = {}
         for key in keys:
             entry = self.host.session.store.archive_get(key, self.host.session.id)
             found[key] = entry.content if entry else None
         if not any(v is not None for v in found.values()):
-            self.host.emit(Notice(f"no archived segment {', '.join(keys)}", level="warn", code="recall"))
+            self.host.emit(notice(RecallNotFound(keys=tuple(keys))))
             return None
         text = format_recall(found)
         message = self.host.session.append(

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar, Literal
 
+from app.model.notice_facts import NoticeFact
+
 # The closed sets events carry (values as stored in the database, receipts and `--json`).
 NoticeLevel = Literal["info", "warn", "error"]
 RequestPurpose = Literal[
@@ -66,6 +68,13 @@ class Notice(Event):
     text: str
     level: NoticeLevel = "info"
     code: str = ""  # e.g. "lab", "payload_notice", "preflight", "no_cap_warning", "floor"
+    fact: NoticeFact | None = None  # what it tells, typed (app.model.notice_facts); its words are `text`
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"text": self.text, "level": self.level, "code": self.code, "type": self.type}
+        if self.fact is not None:
+            data["fact"] = self.fact.to_json()
+        return data
 
 
 @dataclass(frozen=True)
