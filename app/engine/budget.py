@@ -16,10 +16,12 @@ from app.engine.compaction.context import PassContext
 from app.engine.context_report import ContextReport
 from app.engine.instructions import join_system
 from app.engine.native import edit_totals
+from app.engine.notice_words import notice
 from app.engine.payload import CapInfo, FloorSizes, calibrate, floor_breakdown
 from app.engine.profile_evidence import endpoint_lines
 from app.engine.view_size import SIZE_FLAG, size_key, stored_size
-from app.model.events import Notice, ViewChanged
+from app.model.events import ViewChanged
+from app.model.notice_facts.budget import CapReset
 
 if TYPE_CHECKING:
     from app.config import Route
@@ -242,9 +244,7 @@ class Budget:
         if self.host.session.flags.get("assumed_cap"):
             self.host.session.set_flag("assumed_cap", None)
             forgotten = True
-        self.host.emit(
-            Notice("learned cap forgotten" if forgotten else "no learned cap to forget", code="cap")
-        )
+        self.host.emit(notice(CapReset(forgotten=forgotten)))
         self.host.view_changed("cap")
         return forgotten
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from app.engine.cap_guard import OverCap, cap_label, over_cap
+from app.engine.notice_words import notice
 from app.engine.payload import describe_floor, reduce_advice
 from app.engine.recovery import TurnFailed
-from app.model.events import Notice
+from app.model.notice_facts.budget import OverCapCompacting
 from app.sizes import format_size
 
 if TYPE_CHECKING:
@@ -45,11 +46,14 @@ async def fit_under_cap(engine: RequestHost, over: OverCap, max_tokens: int) -> 
         int(cap_bytes * settings.preflight_target), floor.total_bytes + (cap_bytes - floor.total_bytes) // 2
     )
     engine.emit(
-        Notice(
-            f"the next request ({format_size(predicted)}) is over {_cap_words(over)} — compacting before "
-            f"it is sent (target {format_size(target)})",
-            level="warn",
-            code="over_cap",
+        notice(
+            OverCapCompacting(
+                predicted_bytes=predicted,
+                cap_bytes=cap_bytes,
+                cap_source=over.cap.source,
+                cap_detail=over.cap.detail,
+                target_bytes=target,
+            )
         )
     )
     result = await engine.compactor.run(trigger="preflight", target_bytes=target)

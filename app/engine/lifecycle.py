@@ -13,17 +13,23 @@ import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from app.engine.notice_words import notice
 from app.engine.profile_evidence import workspace_gateway_notices
 from app.engine.sender import leftover_drafts
 from app.engine.workspace_rules import start_notices as rule_start_notices
-from app.model.events import Notice
 from app.model.messages import Message
-from app.sizes import format_size
-from app.textsafe import display_line
+from app.model.notice_facts.session import (
+    CrashPartialKept,
+    InstructionsLoaded,
+    InstructionsProblem,
+    PermissionsProblem,
+    StaleCapForgotten,
+    StateFileSetAside,
+    WorkspaceGatewaysRead,
+)
 
 if TYPE_CHECKING:
     from app.engine.host import LifecycleHost
-    from app.engine.instructions import InstructionFile
 
 
 class Lifecycle:
@@ -38,7 +44,7 @@ class Lifecycle:
         from app.state import take_damage_notices
 
         for sentence in take_damage_notices():  # a damaged state.toml was put aside: said once
-            self.host.emit(Notice(display_line(sentence), level="warn", code="state"))
+            self.host.emit(notice(StateFileSetAside(explanation=sentence)))
         drafts = [] if self.host.session.read_only else leftover_drafts(self.host.session.folder)
         for message_id, path in drafts:
             with contextlib.suppress(OSError):
@@ -54,14 +60,7 @@ class Lifecycle:
                             partial=True,
                         )
                     )
-                    self.host.emit(
-                        Notice(
-                            "The previous answer was cut off by a crash; what arrived is kept, "
-                            "marked partial.",
-                            level="warn",
-                            code="partial",
-                        )
-                    )
+                    self.host.emit(notice(CrashPartialKept()))
                 # after the partial answer is committed: in order, on the session's writer
                 self.host.session.writer.submit(
                     functools.partial(_unlink_quietly, path), what="draft", required=False
@@ -70,11 +69,11 @@ class Lifecycle:
         await self.host.hooks.session_start("resume" if resumed else "startup")
         self.announce_instructions()
         for problem in self.host.permissions.problems:
-            self.host.emit(Notice(display_line(problem), level="warn", code="permissions"))
+            self.host.emit(notice(PermissionsProblem(problem=problem)))
         for level, text in workspace_gateway_notices(self.host):  # a team's .bulkhead/gateways.toml, on trust
-            self.host.emit(Notice(display_line(text), level=level, code="gateways"))
-        for notice in rule_start_notices(self.host.permissions):
-            self.host.emit(notice)
+            self.host.emit(notice(WorkspaceGatewaysRead(problem=level == "warn", explanation=text)))
+        for said in rule_start_notices(self.host.permissions):
+            self.host.emit(said)
         self.host.view_changed("start", predicted=self.host.start_bytes())
         self.host.memory.after_turn()  # a segment a crash left queued is read now, in the background (the TUI)
 
@@ -94,7 +93,7 @@ class Lifecycle:
         except (OSError, sqlite3.Error):
             return
         if said:
-            self.host.emit(Notice(said, level="info", code="cap_forgotten"))
+            self.host.emit(notice(StaleCapForgotten(endpoint=route.endpoint_id, explanation=said)))
 
     async def close(self, reason: str = "exit") -> None:
         """End the session here: SessionEnd, MCP and the provider closed, every queued write on disk (a held
@@ -128,24 +127,21 @@ class Lifecycle:
         import, the size cut)."""
         loaded = self.host.instructions
         if loaded.files:
-
-            def name(file: InstructionFile) -> str:
-                shown = display_line(file.shown or file.path.name)
-                return {"global": f"global {shown}", "import": f"{shown} (imported)"}.get(file.scope, shown)
-
-            listed = ", ".join(f"{name(f)} {format_size(f.bytes)}" for f in loaded.files)
             in_request = dict((p.label, p.bytes) for p in self.host.floor_sizes().parts).get(
                 "instructions", loaded.bytes
             )
             self.host.emit(
-                Notice(
-                    f"project instructions in the system prompt: {listed} — "
-                    f"{format_size(in_request)} of every request",
-                    code="instructions",
+                notice(
+                    InstructionsLoaded(
+                        files=tuple(f.shown or f.path.name for f in loaded.files),
+                        scopes=tuple(f.scope for f in loaded.files),
+                        file_bytes=tuple(f.bytes for f in loaded.files),
+                        request_bytes=in_request,
+                    )
                 )
             )
         for problem in loaded.problems:
-            self.host.emit(Notice(display_line(problem), level="warn", code="instructions"))
+            self.host.emit(notice(InstructionsProblem(problem=problem)))
 
 
 def _unlink_quietly(path: Path) -> None:

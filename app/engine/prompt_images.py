@@ -16,10 +16,16 @@ from typing import Any
 
 from app.engine.images import accepts_images, is_image_file, load_image, pasted_images
 from app.engine.mentions import find_mentions
-from app.model.events import Notice, ToolApproval
+from app.engine.notice_words import notice
+from app.model.events import ToolApproval
 from app.model.messages import Image, new_id
-from app.sizes import format_size
-from app.textsafe import display_line
+from app.model.notice_facts.images import (
+    ImageAttached,
+    ImageDenied,
+    ImageNotApproved,
+    ImagesNotTaken,
+    ImageUnreadable,
+)
 
 Ask = Callable[
     [str, dict[str, Any], str], Awaitable[str]
@@ -50,12 +56,7 @@ async def attach_prompt_images(engine: Any, prompt: str, ask: Ask, *, can_ask: b
     accepted, why_not = accepts_images(engine.route)
     if not accepted:
         engine.emit(
-            Notice(
-                f"not attached: {', '.join(display_line(s) for s in refs.values())} — route "
-                f"{engine.route.name} does not take images ({display_line(why_not)})",
-                level="warn",
-                code="image",
-            )
+            notice(ImagesNotTaken(images=tuple(refs.values()), route=engine.route.name, why_not=why_not))
         )
         return []
     images: list[Image] = []
@@ -63,13 +64,7 @@ async def attach_prompt_images(engine: Any, prompt: str, ask: Ask, *, can_ask: b
         args = {"path": str(path)}
         ruling = engine.permissions.check("read_file", args)
         if ruling.kind == "deny":
-            engine.emit(
-                Notice(
-                    f"not attached: {display_line(shown)} — {display_line(ruling.reason)}",
-                    level="warn",
-                    code="image",
-                )
-            )
+            engine.emit(notice(ImageDenied(image=shown, reason=ruling.reason)))
             continue
         if outside_workspace("read_file", args, engine.workspace) or ruling.kind == "ask":
             why = (
@@ -87,26 +82,27 @@ async def attach_prompt_images(engine: Any, prompt: str, ask: Ask, *, can_ask: b
                 )
             )
             if answer == "deny":
-                advice = (
-                    ""
-                    if can_ask
-                    else " — there is no terminal to ask. Run bulkhead in a terminal to be asked, pass --yes, "
-                    "or copy the file into the workspace"
+                asked_by = ruling.reason if ruling.kind == "ask" else None
+                engine.emit(
+                    notice(
+                        ImageNotApproved(image=shown, path=str(path), ask_rule=asked_by, could_ask=can_ask)
+                    )
                 )
-                engine.emit(Notice(f"{display_line(why)}: not attached{advice}", level="warn", code="image"))
                 continue
         try:
             image = load_image(path, engine.settings.image_max_bytes)
         except ValueError as exc:
-            engine.emit(Notice(display_line(str(exc)), level="warn", code="image"))
+            engine.emit(notice(ImageUnreadable(image=shown, path=str(path), problem=str(exc))))
             continue
         images.append(image)
         engine.emit(
-            Notice(
-                f"attached {display_line(shown)} as an image ({image.media_type}, "
-                f"{format_size(path.stat().st_size)}; {format_size(len(image.data))} as base64 "
-                f"in the request)",
-                code="image",
+            notice(
+                ImageAttached(
+                    image=shown,
+                    media_type=image.media_type,
+                    file_bytes=path.stat().st_size,
+                    request_bytes=len(image.data),
+                )
             )
         )
     return images

@@ -16,10 +16,19 @@ from typing import TYPE_CHECKING, Any
 
 from app.engine.hooks import HookResult
 from app.engine.instructions import INSTRUCTION_NAMES
+from app.engine.notice_words import notice
 from app.engine.records import ApprovalRequest
-from app.model.events import Notice, ToolApproval, ToolCallFinished, ToolCallStarted
+from app.model.events import ToolApproval, ToolCallFinished, ToolCallStarted
 from app.model.messages import Image, Message, ToolCall, ToolResult, new_id
-from app.textsafe import display_line
+from app.model.notice_facts.tools import (
+    CheckpointFailed,
+    HookChangedInput,
+    MentionNotAttached,
+    MentionsLeftOut,
+    RuleAllowedForProject,
+    RuleAllowedForSession,
+    RuleNotSaved,
+)
 
 if TYPE_CHECKING:
     from app.engine.always_allow import AlwaysOffer, AskedBy
@@ -57,14 +66,7 @@ class ToolRunner:
             if m.is_dir or not is_image_file(self.host.workspace / os.path.expanduser(m.path))
         ]
         if extra:
-            self.host.emit(
-                Notice(
-                    f"only the first {limit} @mentions are attached ({extra} more left out; "
-                    f"max_mentions in config.toml)",
-                    level="warn",
-                    code="mention",
-                )
-            )
+            self.host.emit(notice(MentionsLeftOut(limit=limit, left_out=extra)))
         return [ToolCall(new_id("tm"), mention.tool, {"path": mention.path}) for mention in found]
 
     async def prompt_images(self, typed: str) -> list[Image]:
@@ -174,7 +176,8 @@ class ToolRunner:
                 )
             )
             return await run_tool(call.name, args, ctx)
-        why = f"@{args.get('path', '')} is outside the workspace ({outside[0]})"
+        written = str(args.get("path", ""))
+        why = f"@{written} is outside the workspace ({outside[0]})"
         offer = self.offer(call.name, args, "mention")
         answer, _said = await self.ask(call.name, args, f"{why}: attach it?", offer, call_id=call.id)
         approved = answer != "deny"
@@ -186,14 +189,7 @@ class ToolRunner:
         if approved:
             return await run_tool(call.name, args, ctx)
         if not self.can_ask:
-            self.host.emit(
-                Notice(
-                    f"{why}: not attached — there is no terminal to ask. Run bulkhead in a terminal to be "
-                    f"asked, pass --yes, or copy the file into the workspace.",
-                    level="warn",
-                    code="mention",
-                )
-            )
+            self.host.emit(notice(MentionNotAttached(path=written, outside=str(outside[0]))))
             return denied_outcome(call.name, why, by="no_terminal")
         return denied_outcome(call.name, why)
 
@@ -228,10 +224,8 @@ class ToolRunner:
         if verdict.updated_input is not None and verdict.updated_input != args:
             args = dict(verdict.updated_input)
             self.host.emit(
-                Notice(
-                    text=f"A PreToolUse hook changed the input of {call.name}: now "
-                    f"{describe_call(call.name, args, self.host.workspace)}",
-                    code="hook_input",
+                notice(
+                    HookChangedInput(tool=call.name, call=describe_call(call.name, args, self.host.workspace))
                 )
             )
         ruling = self.host.permissions.check(call.name, args)
@@ -321,13 +315,7 @@ class ToolRunner:
                     self.host.checkpoints.snapshot, paths[0], turn=self.host.turn_running, call_id=call_id
                 )
             except CheckpointError as exc:
-                self.host.emit(
-                    Notice(
-                        f"{display_line(str(exc))}; /undo will not restore it",
-                        level="warn",
-                        code="checkpoint",
-                    )
-                )
+                self.host.emit(notice(CheckpointFailed(path=str(paths[0]), problem=str(exc))))
         if self.host.mcp_tools is not None and self.host.mcp_tools.handles(name):
             outcome = await self.host.mcp_tools.run(
                 name, args, ctx
@@ -371,28 +359,15 @@ class ToolRunner:
         """ "Always" in an approval: the allow rule it offered, for the session or the project."""
         if scope == "session":
             self.host.permissions.add_session_rule(rule)
-            self.host.emit(
-                Notice(f"allowed for the rest of this session: {display_line(rule)}", code="permissions")
-            )
+            self.host.emit(notice(RuleAllowedForSession(rule=rule)))
             return
         try:
             path = self.host.permissions.save_project_rule(rule)
         except OSError as exc:
             self.host.permissions.add_session_rule(rule)
-            self.host.emit(
-                Notice(
-                    f"{display_line(str(exc))} — allowed for this session only",
-                    level="warn",
-                    code="permissions",
-                )
-            )
+            self.host.emit(notice(RuleNotSaved(rule=rule, problem=str(exc))))
             return
-        self.host.emit(
-            Notice(
-                f"allowed in this project from now on: {display_line(rule)} (saved in {path})",
-                code="permissions",
-            )
-        )
+        self.host.emit(notice(RuleAllowedForProject(rule=rule, path=str(path))))
 
     @property
     def can_ask(self) -> bool:

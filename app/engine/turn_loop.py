@@ -20,15 +20,27 @@ from typing import TYPE_CHECKING
 from app.engine.betas import retry_without_betas
 from app.engine.cap_guard import OverCap
 from app.engine.chat_fit import fit_under_cap
-from app.engine.payload import heaviest_servers, preflight
+from app.engine.notice_words import notice
+from app.engine.payload import preflight
 from app.engine.records import TurnResult
 from app.engine.recovery import TurnFailed
 from app.engine.sender import RequestFailed, StreamResult
-from app.model.events import AnswerFinished, Notice, TurnFinished, TurnOutcome, TurnStarted
+from app.model.events import AnswerFinished, TurnFinished, TurnOutcome, TurnStarted
 from app.model.messages import Image, Message, Native, Part, Text, ToolCall
+from app.model.notice_facts.turn import (
+    AnswerContinued,
+    AnswerCutKept,
+    FloorAboveTarget,
+    ImagesStubbed,
+    InterruptedTurnClosed,
+    NoCapWarned,
+    PreflightCompacting,
+    PromptBlocked,
+    RetryAsking,
+    ToolRoundsStopped,
+    TurnFailure,
+)
 from app.model.prompts import CONTINUATION, INTERRUPTED_TURN
-from app.sizes import format_size
-from app.textsafe import display_line
 
 if TYPE_CHECKING:
     from app.engine.failures import Failure
@@ -62,13 +74,7 @@ class TurnLoop:
         async with self.host.lock:
             verdict = await self.host.hooks.user_prompt_submit(prompt)
             if verdict.blocked:
-                self.host.emit(
-                    Notice(
-                        f"Prompt blocked by a UserPromptSubmit hook: {verdict.reason}",
-                        level="warn",
-                        code="hook_block",
-                    )
-                )
+                self.host.emit(notice(PromptBlocked(reason=verdict.reason)))
                 return TurnResult("blocked", error=verdict.reason)
             self._close_interrupted_turn()
             turn = self.host.session.turn + 1
@@ -94,13 +100,7 @@ class TurnLoop:
         self.host.session.append(
             Message.create("assistant", INTERRUPTED_TURN, turn=self.host.session.turn, origin="notice")
         )
-        self.host.emit(
-            Notice(
-                "the previous request got no answer (it was interrupted); the model is told so, and "
-                "your new prompt is sent on its own",
-                code="interrupted",
-            )
-        )
+        self.host.emit(notice(InterruptedTurnClosed()))
 
     async def retry(self) -> TurnResult:
         """`/retry`: ask again for the last answer — failed, partial or complete — from the current view.
@@ -122,12 +122,7 @@ class TurnLoop:
                 if cut is None:
                     return TurnResult("failed", error="no prompt of yours in the view to ask again")
                 self.host.session.commit_view(view[:cut], [], reason="retry")
-                self.host.emit(
-                    Notice(
-                        "asking again for the last answer (the previous one stays in the session's log)",
-                        code="retry",
-                    )
-                )
+                self.host.emit(notice(RetryAsking()))
             turn = self.host.session.turn
             self.host.emit(TurnStarted(turn=turn, prompt="/retry"))
             result = await self.run_turn(turn)
@@ -192,24 +187,19 @@ class TurnLoop:
                     escalations += 1
                     max_tokens = min(max_tokens * 2, self.host.model_output_cap)
                     self.host.emit(
-                        Notice(
-                            f"answer cut at the token limit — continuing with max_tokens {max_tokens:,} "
-                            f"({escalations}/{self.host.settings.max_token_escalations})",
-                            code="escalation",
+                        notice(
+                            AnswerContinued(
+                                max_tokens=max_tokens,
+                                escalation=escalations,
+                                escalations_max=self.host.settings.max_token_escalations,
+                            )
                         )
                     )
                     self.host.session.append(Message.create("user", CONTINUATION, turn=turn, origin="notice"))
                     continuing = True
                     continue
                 if cut:
-                    self.host.emit(
-                        Notice(
-                            f"answer cut at the token limit{' again' if escalations else ''}; it is kept, "
-                            "marked partial",
-                            level="warn",
-                            code="partial",
-                        )
-                    )
+                    self.host.emit(notice(AnswerCutKept(escalations=escalations)))
                 self.host.emit(
                     AnswerFinished(message_id=message.id, stop_reason=result.stop_reason, partial=cut)
                 )
@@ -225,17 +215,20 @@ class TurnLoop:
                     continue
                 break
             else:
-                self.host.emit(
-                    Notice(
-                        f"stopped after {MAX_TOOL_ROUNDS} tool rounds in one turn; say how to continue",
-                        level="warn",
-                        code="tool_rounds",
-                    )
-                )
+                self.host.emit(notice(ToolRoundsStopped(rounds=MAX_TOOL_ROUNDS)))
             self.host.emit(TurnFinished(turn=turn, outcome="answered"))
             return TurnResult("answered", join_answers(answer))
         except TurnFailed as failed:
-            self.host.emit(Notice(failed.message, level="error", code="turn_failed"))
+            self.host.emit(
+                notice(
+                    TurnFailure(
+                        explanation=failed.message,
+                        partial=failed.visible,
+                        failure_kind=failed.failure.kind if failed.failure is not None else None,
+                        status=failed.failure.status if failed.failure is not None else None,
+                    )
+                )
+            )
             outcome: TurnOutcome = "partial" if failed.visible else "failed"
             self.host.emit(TurnFinished(turn=turn, outcome=outcome, error=failed.message))
             return TurnResult(outcome, join_answers(answer), failed.message, failed.failure)
@@ -268,29 +261,39 @@ class TurnLoop:
         )
         if decision.action == "warn":
             self.host.session.set_flag("no_cap_warned", True)
-            self.host.emit(Notice(decision.message, level="warn", code="no_cap_warning"))
+            self.host.emit(notice(NoCapWarned(predicted_bytes=predicted, explanation=decision.message)))
         elif decision.action == "compact":
             sizes = self.host.floor_sizes()
             floor = sizes.total_bytes
             if decision.target_bytes is not None and floor >= decision.target_bytes:
-                from app.engine.payload import FLOOR_LABELS, describe_floor
+                from app.engine.payload import FLOOR_LABELS
 
                 shown = [part for part in sizes.parts if part.label in FLOOR_LABELS]
-                biggest = max(shown, key=lambda part: part.bytes).label if shown else "system prompt"
-                servers = heaviest_servers(dict(sizes.mcp_servers))
-                heavy = f"; the heaviest {servers}" if servers else ""
                 self.host.emit(
-                    Notice(
-                        f"{decision.message.split(' — ')[0]} — but the request base alone "
-                        f"({format_size(floor)}: {describe_floor(sizes.parts)}{heavy}) is above the "
-                        f"compaction target ({format_size(decision.target_bytes)}): compacting history "
-                        f"cannot help; reduce the biggest part, {biggest}",
-                        level="warn",
-                        code="floor",
+                    notice(
+                        FloorAboveTarget(
+                            trigger=decision.trigger,
+                            over=decision.message.split(" — ")[0],
+                            floor_bytes=floor,
+                            target_bytes=decision.target_bytes,
+                            parts=tuple(part.label for part in shown),
+                            part_bytes=tuple(part.bytes for part in shown),
+                            servers=tuple(name for name, _ in sizes.mcp_servers),
+                            server_bytes=tuple(size for _, size in sizes.mcp_servers),
+                        )
                     )
                 )
                 return
-            self.host.emit(Notice(decision.message, code="preflight"))
+            self.host.emit(
+                notice(
+                    PreflightCompacting(
+                        trigger=decision.trigger,
+                        predicted_bytes=predicted,
+                        target_bytes=decision.target_bytes,
+                        explanation=decision.message,
+                    )
+                )
+            )
             await self.host.compactor.run(trigger=decision.trigger, target_bytes=decision.target_bytes)
 
     async def request(self, turn: int, max_tokens: int) -> StreamResult:
@@ -364,13 +367,7 @@ class TurnLoop:
         await self.host.session.drain()
         self.host.session.commit_view(messages, [], reason="image_repair")
         self.host.emit(
-            Notice(
-                f"the provider could not read {'an image' if count == 1 else f'{count} images'} in the "
-                f"conversation ({display_line(failed.failure.reason)}); replaced by a stub in the view (the log "
-                f"keeps the original) and sent again",
-                level="warn",
-                code="image",
-            )
+            notice(ImagesStubbed(images=count, reason=failed.failure.reason, status=failed.failure.status))
         )
         self.host.view_changed("image_repair")
         request = self.host.provider.build(

@@ -23,11 +23,22 @@ from __future__ import annotations
 import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
+from app.engine.notice_words import notice
 from app.engine.permissions import RULE_FILES, SESSION, Permissions, RuleFile
 from app.model.events import Notice
-from app.textsafe import display_line
+from app.model.notice_facts import NoticeFact
+from app.model.notice_facts.session import (
+    PermissionsProblem,
+    RuleFileChanged,
+    RuleFileEmptied,
+    RuleFileInForce,
+    RuleFileRemoved,
+    RuleFilesApproved,
+    RuleFilesRefused,
+    RuleFileUnreadable,
+)
 from app.trust import WorkspaceTrust
 
 RULE_FILES_TABLE = "workspace_rule_files"
@@ -50,7 +61,9 @@ def start_notices(permissions: Permissions) -> list[Notice]:
     """Which project rules are in force, said once when the session starts (nothing without rule files)."""
     notices = []
     for file, line in zip(permissions.files, permissions.summary(), strict=True):
-        notices.append(Notice(display_line(line), level="warn" if file.held else "info", code="permissions"))
+        notices.append(
+            notice(RuleFileInForce(file=file.relative, status=file.status, held=file.held, summary=line))
+        )
     return notices
 
 
@@ -66,20 +79,14 @@ async def confirm_rule_files(
         answer = await ask(pending)
     except Exception:  # a broken question is "not now"
         answer = None
-    names = ", ".join(file.relative for file in pending)
+    names = tuple(file.relative for file in pending)
     if answer == "allow":
-        permissions.answer([file.relative for file in pending], "allow")
-        emit(Notice(f"allow rules of {display_line(names)} are in force (approved)", code="permissions"))
+        permissions.answer(list(names), "allow")
+        emit(notice(RuleFilesApproved(files=names)))
         return answer
     if answer == "deny":
-        permissions.answer([file.relative for file in pending], "deny")
-        emit(
-            Notice(
-                f"allow rules of {display_line(names)} stay off (remembered; `bulkhead permissions approve` "
-                f"changes it); their deny and ask rules are in force",
-                code="permissions",
-            )
-        )
+        permissions.answer(list(names), "deny")
+        emit(notice(RuleFilesRefused(files=names)))
         return answer
     return None
 
@@ -152,29 +159,24 @@ class RuleFilesWatch:
             for relative, old, new in zip(RULE_FILES, before_stamp, stamp, strict=True)
             if old != new
         ]
-        lines = dict(zip((file.relative for file in after.files), after.summary(), strict=True))
-        level: Literal["info", "warn"]
+        files = {file.relative: (file, line) for file, line in zip(after.files, after.summary(), strict=True)}
+        said: NoticeFact
         for relative in changed:
-            if relative in lines:
-                held = next(file for file in after.files if file.relative == relative).held
-                text, level = f"{relative} changed — {lines[relative]}", "warn" if held else "info"
+            if relative in files:
+                file, line = files[relative]
+                said = RuleFileChanged(file=relative, status=file.status, held=file.held, summary=line)
             elif relative in kept:
-                many = kept[relative] != 1
-                text = (
-                    f"{relative} changed and cannot be read now ({_problem_of(after, host.workspace, relative)}): "
-                    f"its {kept[relative]} deny/ask rule{'s' if many else ''} from before "
-                    f"{'stay' if many else 'stays'} in force, its allow rules are off until it reads again"
-                )
-                level = "warn"
+                problem = _problem_of(after, host.workspace, relative)
+                said = RuleFileUnreadable(file=relative, problem=problem, kept=kept[relative])
             elif not (Path(host.workspace) / relative).exists():
-                text, level = f"{relative} was removed: its rules are no longer in force", "info"
+                said = RuleFileRemoved(file=relative)
             else:
-                text, level = f"{relative} changed; it holds no permission rules now", "info"
-            host.emit(Notice(display_line(text), level=level, code="permissions"))
+                said = RuleFileEmptied(file=relative)
+            host.emit(notice(said))
         unreadable = tuple(f"{Path(host.workspace).expanduser() / relative}:" for relative in kept)
         for problem in after.problems:
             if problem not in before.problems and not problem.startswith(unreadable):  # said above
-                host.emit(Notice(display_line(problem), level="warn", code="permissions"))
+                host.emit(notice(PermissionsProblem(problem=problem)))
         if after.pending_files() and not self._asking:
             self._asking = True
             try:

@@ -28,23 +28,16 @@ ENGINE = Path(__file__).resolve().parents[2] / "app" / "engine"
 NOTICE_BUILDERS = {
     "notice_words/__init__.py",
     "betas.py",
-    "budget.py",
-    "chat_fit.py",
     "compactor.py",
     "fallback.py",
-    "lifecycle.py",
     "mcp_link.py",
     "memory/worker.py",
     "native.py",
     "native_on_demand.py",
     "profile_evidence.py",
-    "prompt_images.py",
     "recovery.py",
     "route_link.py",
     "summary_routes.py",
-    "tool_runner.py",
-    "turn_loop.py",
-    "workspace_rules.py",
 }
 
 SAMPLE = {

@@ -2,4 +2,40 @@
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from app.engine.describe import Description, describe
+from app.model.notice_facts.budget import CapReset, OverCapCompacting
+from app.sizes import format_size
+
+# How the notices name the cap in force, by where it comes from (app.engine.cap_guard.cap_label reads these).
+CAP_LABELS = {
+    "configured": "configured cap",
+    "learned": "learned cap",
+    "imported": "imported cap",
+    "assumed": "assumed cap",
+}
+
+
+def cap_words(source: str) -> str:
+    """`learned cap` / `configured cap` / `assumed cap` — `cap` for a source without a name."""
+    return CAP_LABELS.get(source, "cap")
+
+
+@describe.register
+def _over_cap(fact: OverCapCompacting) -> Description:
+    return Description(
+        f"the next request ({format_size(fact.predicted_bytes)}) is over the {cap_words(fact.cap_source)} "
+        f"({format_size(fact.cap_bytes)}; {fact.cap_detail}) — compacting before it is sent "
+        f"(target {format_size(fact.target_bytes)})",
+        level="warn",
+        code=fact.code,
+    )
+
+
+@describe.register
+def _cap_reset(fact: CapReset) -> Description:
+    return Description(
+        "learned cap forgotten" if fact.forgotten else "no learned cap to forget", code=fact.code
+    )
+
+
+__all__ = ["CAP_LABELS", "cap_words"]
