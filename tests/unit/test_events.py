@@ -10,6 +10,7 @@ import pytest
 
 from app.model import events as events_module
 from app.model.events import Event, EventBus, MessageAdded, Notice, Rejection
+from app.model.notice_facts.history import RewindRestored
 
 EVENT_CLASSES = [
     obj
@@ -32,6 +33,8 @@ def _sample_value(annotation: str):
     for name, value in (("bool", True), ("int", 3), ("float", 1.5), ("str", "日本 🧪")):
         if hint.startswith(name):
             return value
+    if hint == "NoticeFact|None":  # what a notice tells (app.model.notice_facts)
+        return RewindRestored(messages=3)
     raise AssertionError(f"no sample for {annotation}")
 
 
