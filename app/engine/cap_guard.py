@@ -15,19 +15,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from app.engine.payload import CapInfo, effective_cap
+from app.model.cap_names import cap_name
 from app.sizes import format_size
 
 if TYPE_CHECKING:
     from app.config import Route, Settings
     from app.providers.base import Request
     from app.state import State
-
-CAP_LABELS = {
-    "configured": "configured cap",
-    "learned": "learned cap",
-    "imported": "imported cap",
-    "assumed": "assumed cap",
-}
 
 
 def configured_cap(settings: Settings, route: Route) -> tuple[int | None, str]:
@@ -62,7 +56,7 @@ def route_cap(settings: Settings, state: State, route: Route, *, assumed: int | 
 
 def cap_label(cap: CapInfo) -> str:
     """`learned cap` / `configured cap` / `assumed cap` — how the notices name the cap in force."""
-    return CAP_LABELS.get(cap.source, "cap")
+    return cap_name(cap.source)
 
 
 class OverCap(Exception):
