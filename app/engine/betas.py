@@ -19,8 +19,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from app.engine.notice_words import notice
 from app.gateway_profile import BetaRefusal, record_refused_beta
-from app.model.events import Notice
+from app.model.notice_facts.gateways import BetaRefusedByEndpoint, BetaResent
 from app.providers.anthropic import COMPACT_ON_DEMAND_BETA, COMPACT_THRESHOLD_BETA, CONTEXT_MANAGEMENT_BETA
 from app.textsafe import display_line
 
@@ -95,13 +96,15 @@ def remember_refusal(engine: NativeHost, provider: Provider, refused: BetaRefuse
     for beta in refused.betas:
         record_refused_beta(engine.state, endpoint, beta, how=refused.how, evidence=refused.evidence)
     provider.refused_betas = provider.refused_betas | frozenset(refused.betas)
-    how = "refuses" if refused.how == "refused" else "strips"
     engine.emit(
-        Notice(
-            f"{endpoint} {how} the {BETA_HEADER} value {', '.join(refused.betas)} ({refused.evidence}) — "
-            f"bulkhead stops sending it there (remembered; `bulkhead gateway show` lists it)",
-            level="warn",
-            code="beta_refused",
+        notice(
+            BetaRefusedByEndpoint(
+                endpoint=endpoint,
+                header=BETA_HEADER,
+                betas=refused.betas,
+                stripped=refused.how != "refused",
+                evidence=refused.evidence,
+            )
         )
     )
 
@@ -120,5 +123,5 @@ async def retry_without_betas(
     remember_refusal(engine, provider, refused)
     engine.native.prepare()
     again = provider.build(engine.session.view.messages, engine.system, engine.tools, max_tokens=max_tokens)
-    engine.emit(Notice("sending the request again without it", code="beta_refused"))
+    engine.emit(notice(BetaResent(betas=refused.betas)))
     return again, await engine.sender.send(again)

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from app.engine.notice_words.budget import cap_words
 from app.engine.payload import CapInfo, effective_cap
+from app.model.cap_names import cap_name
 from app.sizes import format_size
 
 if TYPE_CHECKING:
@@ -55,9 +55,8 @@ def route_cap(settings: Settings, state: State, route: Route, *, assumed: int | 
 
 
 def cap_label(cap: CapInfo) -> str:
-    """`learned cap` / `configured cap` / `assumed cap` — how the notices name the cap in force
-    (app.engine.notice_words.budget)."""
-    return cap_words(cap.source)
+    """`learned cap` / `configured cap` / `assumed cap` — how the notices name the cap in force."""
+    return cap_name(cap.source)
 
 
 class OverCap(Exception):

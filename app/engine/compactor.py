@@ -14,6 +14,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from app.engine.compaction.pipeline import PipelineResult, run_pipeline
+from app.engine.notice_words import notice
 from app.engine.receipts import make_receipt
 from app.engine.summary_routes import summary_routes
 from app.model.events import (
@@ -22,8 +23,8 @@ from app.model.events import (
     CompactionPhase,
     CompactionStage,
     CompactionTrigger,
-    Notice,
 )
+from app.model.notice_facts.compaction import CompactionHookBlocked, CompactionNotSaved, SummaryNoRoom
 
 if TYPE_CHECKING:
     from app.engine.host import CompactorHost
@@ -48,13 +49,7 @@ class Compactor:
         hook_trigger = HOOK_TRIGGERS.get(trigger, "auto")
         verdict = await engine.hooks.pre_compact(hook_trigger, instructions or "")
         if verdict.blocked:
-            engine.emit(
-                Notice(
-                    f"Compaction blocked by a PreCompact hook: {verdict.reason}",
-                    level="warn",
-                    code="hook_block",
-                )
-            )
+            engine.emit(notice(CompactionHookBlocked(reason=verdict.reason)))
             return None
         if trigger != "recovery" and engine.native.supported:  # context_engine = "provider": ask it first
             native = await engine.native.compact(trigger, instructions, cancel)
@@ -98,12 +93,8 @@ class Compactor:
         for report in result.reports:
             if report.name == "summary" and report.counts.get("no_room"):
                 engine.emit(
-                    Notice(
-                        f"no summary: {report.detail} — compacting to the last "
-                        f"{settings.nuclear_keep_messages} messages instead (everything else is archived). Set "
-                        f"compact_model to a route with more room, or raise max_payload if the gateway takes more.",
-                        level="warn",
-                        code="summary_no_room",
+                    notice(
+                        SummaryNoRoom(keep_messages=settings.nuclear_keep_messages, explanation=report.detail)
                     )
                 )
         named: dict[str, Any] = {"engine": result.engine} if result.engine else {}
@@ -151,9 +142,7 @@ class Compactor:
         try:
             view = session.commit_view(result.messages, result.entries, reason=f"{trigger}:{result.method}")
         except Exception as exc:  # the store refused: the old view stays, say so
-            engine.emit(
-                Notice(f"Compaction could not be saved ({exc}); the history is unchanged.", level="error")
-            )
+            engine.emit(notice(CompactionNotSaved(by_provider=False, error=str(exc))))
             await engine.hooks.post_compact(hook_trigger, "failed", sizes, keys)
             return result
         if result.summary_missed:

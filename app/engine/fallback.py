@@ -29,12 +29,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from app.config import ConfigError, fallback_chain
+from app.engine.notice_words import notice
 from app.engine.recovery import TurnFailed
-from app.model.events import FallbackAnswered, FallbackMoved, Notice
+from app.model.events import FallbackAnswered, FallbackMoved
 from app.model.fallback import STAYING_KINDS, FallbackKind
 from app.model.messages import Message
+from app.model.notice_facts.routes import FallbackBackOnFirst, FallbackRouteSkipped
 from app.model.prompts import CONTINUATION
-from app.textsafe import display_line
 
 if TYPE_CHECKING:
     from app.config import Route, Settings
@@ -189,13 +190,7 @@ class FallbackChain:
         if provider is None:
             return
         engine._use_route(self.routes.get(self.head.name, self.head), provider)
-        engine.emit(
-            Notice(
-                f"back on {self.head.name} for this turn (fallback_sticky = false: each turn starts on the "
-                f"chain's first route)",
-                code="fallback",
-            )
-        )
+        engine.emit(notice(FallbackBackOnFirst(route=self.head.name)))
 
     async def request(self, turn: int, max_tokens: int) -> StreamResult:
         """One request of the turn, moving along the chain when the route cannot answer."""
@@ -255,13 +250,7 @@ class FallbackChain:
             try:
                 return self._built(name)
             except (ConfigError, OSError, ValueError) as exc:
-                engine.emit(
-                    Notice(
-                        f"{reason}; fallback route {name} skipped: {display_line(str(exc))}",
-                        level="warn",
-                        code="fallback",
-                    )
-                )
+                engine.emit(notice(FallbackRouteSkipped(route=name, reason=reason, error=str(exc))))
         return None
 
     def _built(self, name: str) -> tuple[Route, Provider]:

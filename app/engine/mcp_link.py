@@ -13,8 +13,15 @@ import contextlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from app.model.events import McpServerChanged, Notice
-from app.textsafe import display_line
+from app.engine.notice_words import notice
+from app.model.events import McpServerChanged
+from app.model.notice_facts.mcp import (
+    McpConfigNote,
+    McpServerDown,
+    McpServersNotApproved,
+    McpStillStarting,
+    McpWaiting,
+)
 
 if TYPE_CHECKING:
     from app.engine.compaction.summarize import ContextEngine
@@ -112,22 +119,14 @@ class McpLink:
     def _tell_notes(self) -> None:
         assert self.host.mcp is not None
         for note in self.host.mcp.notes:  # problems reading .mcp.json, shadowed names
-            self.host.emit(Notice(note, level="warn", code="mcp"))
+            self.host.emit(notice(McpConfigNote(note=note)))
         self._told_notes = True
 
     def _tell_pending(self) -> None:
         assert self.host.mcp is not None
         pending = [s for s in self.host.mcp.statuses() if s.state == "pending"]
         if pending:
-            names = ", ".join(s.name for s in pending)
-            self.host.emit(
-                Notice(
-                    f"MCP servers from this workspace's .mcp.json are not started: {names} — "
-                    f"`bulkhead mcp approve` allows them (in the TUI /mcp restart NAME, in -p --yes for one run)",
-                    level="warn",
-                    code="mcp",
-                )
-            )
+            self.host.emit(notice(McpServersNotApproved(servers=tuple(s.name for s in pending))))
 
     def begin(self, *, ask: Ask | None = None, allow_project: bool = False) -> None:
         """`start`, without waiting for it (`bulkhead -p`): the servers start while the session opens and the
@@ -172,19 +171,14 @@ class McpLink:
             )
         )
         if status.state.value in ("failed", "crashed"):
-            # the reason and the stderr lines come from the server: shown escaped, never as they are
-            verb = "did not start" if status.state.value == "failed" else "stopped working"
-            tail = ""
-            if status.stderr_tail:
-                tail = " — last stderr lines:\n" + "\n".join(
-                    f"  {display_line(line)}" for line in status.stderr_tail
-                )
             self.host.emit(
-                Notice(
-                    f"MCP server {status.name} {verb}: {display_line(status.reason)}. The session goes on "
-                    f"without its tools; /mcp restart {status.name} tries again.{tail}",
-                    level="warn",
-                    code="mcp",
+                notice(
+                    McpServerDown(
+                        server=status.name,
+                        crashed=status.state.value == "crashed",
+                        reason=status.reason,
+                        stderr_tail=tuple(status.stderr_tail),
+                    )
                 )
             )
         if status.state.value in ("ready", "failed", "crashed", "stopped"):
@@ -220,16 +214,10 @@ class McpLink:
             return
         wait = self.host.settings.mcp_tools_wait
         if wait > 0:
-            self.host.emit(
-                Notice(
-                    f"waiting for MCP servers to start: {', '.join(mcp.starting())} "
-                    f"(at most {wait:g} s, mcp_tools_wait; Esc cancels)",
-                    code="mcp_wait",
-                )
-            )
+            self.host.emit(notice(McpWaiting(servers=tuple(mcp.starting()), wait_seconds=wait)))
             await asyncio.gather(mcp.wait_settled(wait), self._prepare_after_launch(wait))
         for name in mcp.starting():
-            self.host.emit(Notice(still_starting(name, wait), level="warn", code="mcp_wait"))
+            self.host.emit(notice(McpStillStarting(server=name, wait_seconds=wait)))
 
     async def _prepare_after_launch(self, wait: float) -> None:
         """The route's own setup, once the servers are launched: the MCP SDK's import comes first (the servers'
@@ -240,16 +228,3 @@ class McpLink:
                 async with asyncio.timeout(wait):
                     await mcp.launched.wait()
         await self.host.provider.prepare()
-
-
-def still_starting(name: str, wait: float) -> str:
-    """What a request that goes without a starting server's tools says about it."""
-    if wait > 0:
-        return (
-            f"MCP server {name} is still starting after {wait:g} s (mcp_tools_wait): this request goes without "
-            f"its tools, which join from the next request once it is ready — raise mcp_tools_wait to wait longer"
-        )
-    return (
-        f"MCP server {name} is still starting: this request goes without its tools, which join from the next "
-        f"request once it is ready (mcp_tools_wait = 0; set it above 0 to wait for them)"
-    )

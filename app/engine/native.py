@@ -31,10 +31,12 @@ from typing import TYPE_CHECKING, Any
 
 from app.engine.compaction.context import Archiver
 from app.engine.compaction.segment import archive_segment, markers_text
+from app.engine.notice_words import notice as notice_of
 from app.engine.receipts import make_receipt
 from app.model.archive import ArchiveEntry, markers_in, stub_text
-from app.model.events import Compaction, CompactionTrigger, Notice, ProviderEdits
+from app.model.events import Compaction, CompactionTrigger, ProviderEdits
 from app.model.messages import Message, ToolResult
+from app.model.notice_facts.compaction import CompactionNotSaved, ProviderEditsNotMirrored
 from app.sizes import format_size
 
 if TYPE_CHECKING:
@@ -225,9 +227,7 @@ class NativeContext:
         try:
             new_view = session.commit_view(messages, entries, reason="provider:edits")
         except Exception as exc:  # the store refused: keep the old view, say so
-            engine.emit(
-                Notice(f"The provider's cleared tool results could not be mirrored ({exc}).", level="warn")
-            )
+            engine.emit(notice_of(ProviderEditsNotMirrored(error=str(exc))))
             return
         after = engine.measure(messages)
         keys = [e.key for e in entries]
@@ -332,12 +332,7 @@ class NativeContext:
         try:
             new_view = session.commit_view(messages, entries, reason=f"{trigger}:provider")
         except Exception as exc:  # the store refused: the old view stays, say so
-            engine.emit(
-                Notice(
-                    f"The provider's compaction could not be saved ({exc}); the history is unchanged.",
-                    level="error",
-                )
-            )
+            engine.emit(notice_of(CompactionNotSaved(by_provider=True, error=str(exc))))
             return None
         session.counters.add_compaction(trigger, 0, before - after)
         session.save_counters()

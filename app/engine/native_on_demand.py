@@ -9,8 +9,15 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from app.model.events import CompactionPhase, CompactionTrigger, Notice
+from app.engine.notice_words import notice
+from app.model.events import CompactionPhase, CompactionTrigger
 from app.model.messages import Message, Native
+from app.model.notice_facts.compaction import (
+    NativeCompactionEmpty,
+    NativeCompactionFailed,
+    NativeCompactionOverCap,
+    NativeCompactionSavedNothing,
+)
 from app.sizes import format_size
 
 if TYPE_CHECKING:
@@ -73,7 +80,7 @@ async def compact_on_demand(
     cancel: asyncio.Event | None = None,
 ) -> PipelineResult | None:
     """Planned compaction through the provider. None when it cannot (the caller compacts locally)."""
-    from app.engine.cap_guard import OverCap, cap_label
+    from app.engine.cap_guard import OverCap
     from app.engine.compaction.pipeline import PipelineResult
     from app.engine.sender import RequestFailed
 
@@ -116,12 +123,12 @@ async def compact_on_demand(
         OverCap
     ) as over:  # the request carries what it compacts: it cannot be cut to fit, so it is not sent
         engine.emit(
-            Notice(
-                f"the provider's compaction request would be {format_size(over.request.predicted_bytes)}, over "
-                f"the {cap_label(over.cap)} ({format_size(over.cap.bytes or 0)}) — not sent; compacting "
-                f"locally instead",
-                level="warn",
-                code="compaction",
+            notice(
+                NativeCompactionOverCap(
+                    request_bytes=over.request.predicted_bytes,
+                    cap_bytes=over.cap.bytes or 0,
+                    cap_source=over.cap.source,
+                )
             )
         )
         return None
@@ -131,25 +138,13 @@ async def compact_on_demand(
         refused = beta_refusal(failed.error, sent_betas(failed.request, provider))
         if refused is not None:  # remembered: the next compaction goes local at once
             remember_refusal(engine, provider, refused)
-        engine.emit(
-            Notice(
-                f"the provider could not compact ({failed.failure.reason}) — compacting locally instead",
-                level="warn",
-                code="compaction",
-            )
-        )
+        engine.emit(notice(NativeCompactionFailed(reason=failed.failure.reason)))
         return None
     if usage is not None:
         session.counters.add_usage(usage, None, summarizer=True)
         session.save_counters()
     if not items:
-        engine.emit(
-            Notice(
-                "the provider's compaction returned no compaction block — compacting locally instead",
-                level="warn",
-                code="compaction",
-            )
-        )
+        engine.emit(notice(NativeCompactionEmpty()))
         return None
     anchor = Message.create(
         "assistant",
@@ -167,13 +162,7 @@ async def compact_on_demand(
     before = engine.measure(view)
     candidate = [*[m for m in prefix if m.role == "system"], *kept, anchor, *tail]
     if engine.measure(candidate) >= before:
-        engine.emit(
-            Notice(
-                "the provider's compaction saved nothing — compacting locally instead",
-                level="warn",
-                code="compaction",
-            )
-        )
+        engine.emit(notice(NativeCompactionSavedNothing()))
         return None
     await engine.session.drain()
     keys = native.commit_compaction(

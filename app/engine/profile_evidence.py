@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from app.engine.failure_hops import Hop, HopKind
+from app.engine.notice_words import notice
 from app.engine.stream_watch import StreamObservation, buffered, idle_cut
 from app.gateway_profile import (
     load_profile,
@@ -24,8 +25,7 @@ from app.gateway_profile import (
     record_hop,
     record_stream_quirk,
 )
-from app.model.events import Notice
-from app.textsafe import display_line
+from app.model.notice_facts.gateways import GatewaysFileLeftAlone, GatewaysFileTrusted, GatewaysFileUnreadable
 
 if TYPE_CHECKING:
     from app.engine.failures import Failure
@@ -157,16 +157,13 @@ async def confirm_workspace_gateways(engine: Any, ask: AskGateways | None) -> st
     try:
         lines = answer_gateways_file(engine.state, pending, "allow" if answer == "allow" else "deny")
     except Exception as exc:  # a broken file costs its profiles, never the session
-        engine.emit(
-            Notice(display_line(f"could not read {WORKSPACE_FILE}: {exc}"), level="warn", code="gateways")
-        )
+        engine.emit(notice(GatewaysFileUnreadable(file=WORKSPACE_FILE, error=str(exc))))
         return answer
     if answer == "allow":
         apply_profile(engine.provider, engine.state)
-        said = f"gateway profiles read from {WORKSPACE_FILE} (trusted): " + "; ".join(lines)
+        engine.emit(notice(GatewaysFileTrusted(file=WORKSPACE_FILE, profiles=tuple(lines))))
     else:
-        said = f"{WORKSPACE_FILE} is left alone (remembered; `bulkhead gateway trust` reads it)"
-    engine.emit(Notice(display_line(said), code="gateways"))
+        engine.emit(notice(GatewaysFileLeftAlone(file=WORKSPACE_FILE)))
     return answer
 
 

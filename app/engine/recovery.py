@@ -28,12 +28,20 @@ from app.engine.caps import learned_cap_for
 from app.engine.compaction.context import PassContext, merge_entries
 from app.engine.compaction.pipeline import recovery_candidate
 from app.engine.failures import Failure
+from app.engine.notice_words import notice as notice_of
 from app.engine.payload import FloorDiagnosis, describe_floor, diagnose_floor, reduce_advice
 from app.engine.receipts import make_receipt
 from app.engine.sender import RequestFailed, StreamResult
 from app.model.archive import ArchiveEntry
-from app.model.events import CapLearned, Compaction, Notice, RecoveryOutcome, RecoveryStep
+from app.model.events import CapLearned, Compaction, RecoveryOutcome, RecoveryStep
 from app.model.messages import Message
+from app.model.notice_facts.recovery import (
+    CapAssumed,
+    CapLearnedFromRejection,
+    FloorNearLimit,
+    FloorTooBig,
+    WindowLearned,
+)
 from app.model.prompts import PAYLOAD_NOTICE, PAYLOAD_NOTICE_PREFIXES
 from app.sizes import format_size
 
@@ -84,17 +92,8 @@ class Recovery:
             window = failure.stated_window_tokens
             if window and window < engine.context_window:
                 session.set_flag("learned_window", window)
-                what = (
-                    "its tokens-per-minute limit"
-                    if failure.rule_id == "overflow.tpm"
-                    else "the model's context window"
-                )
                 engine.emit(
-                    Notice(
-                        f"the provider takes at most {window:,} tokens per request ({what}, from its "
-                        f"error); bulkhead will keep requests under it",
-                        code="window_learned",
-                    )
+                    notice_of(WindowLearned(tokens=window, per_minute=failure.rule_id == "overflow.tpm"))
                 )
 
         base = session.view.messages + ((notice,) if notice else ())
@@ -328,12 +327,10 @@ class Recovery:
                 )
             )
             engine.emit(
-                Notice(
-                    f"Gateway rejected a {format_size(rejected)} request — payload cap set to "
-                    f"{format_size(learned.cap_bytes)} for {endpoint} (set max_payload to override; "
-                    f"/cap reset forgets it)",
-                    level="warn",
-                    code="cap_learned",
+                notice_of(
+                    CapLearnedFromRejection(
+                        rejected_bytes=rejected, cap_bytes=learned.cap_bytes, endpoint=endpoint
+                    )
                 )
             )
         elif engine.cap_info().bytes is None:
@@ -348,14 +345,7 @@ class Recovery:
                     assumed=True,
                 )
             )
-            engine.emit(
-                Notice(
-                    f"Assuming a {format_size(assumed)} payload cap — set max_payload (e.g. 5MB, 512KB) "
-                    f"to adjust",
-                    level="warn",
-                    code="cap_assumed",
-                )
-            )
+            engine.emit(notice_of(CapAssumed(cap_bytes=assumed)))
 
     def _check_floor(self, failure: Failure, rejected: int | None) -> None:
         engine = self.engine
@@ -379,9 +369,24 @@ class Recovery:
                 f"{reduce_advice(floor.parts)}; or raise max_payload if the gateway takes more.",
             )
         if diagnosis.warn:
-            engine.emit(Notice(diagnosis.message, level="warn", code="floor"))
+            engine.emit(
+                notice_of(
+                    FloorNearLimit(
+                        base_bytes=floor.total_bytes, refused_bytes=smallest, diagnosis=diagnosis.message
+                    )
+                )
+            )
         if diagnosis.fail_fast:
-            engine.emit(Notice(diagnosis.message, level="error", code="floor"))
+            engine.emit(
+                notice_of(
+                    FloorTooBig(
+                        base_bytes=floor.total_bytes,
+                        refused_bytes=smallest,
+                        cap_bytes=cap.bytes,
+                        diagnosis=diagnosis.message,
+                    )
+                )
+            )
             engine.emit(
                 RecoveryStep(
                     level=0,

@@ -12,11 +12,13 @@ import functools
 from typing import TYPE_CHECKING
 
 from app.engine.failures import PAYLOAD_KINDS, Failure
+from app.engine.notice_words import notice
 from app.engine.profile_evidence import StreamQuirks, apply_profile, on_failure
 from app.engine.resets import SizeEvidence
 from app.engine.sender import Sender
 from app.engine.user_rules import build_rules
-from app.model.events import Notice, Rejection
+from app.model.events import Rejection
+from app.model.notice_facts.routes import RouteSwitched
 from app.providers.catalog import model_limits
 from app.providers.factory import make_provider
 
@@ -69,9 +71,7 @@ class RouteLink:
             await self.host.fallback.reset(route, provider, old)
         with contextlib.suppress(Exception):
             await old.aclose()
-        self.host.emit(
-            Notice(f"now using route {route.name} ({route.provider} · {route.model})", code="route")
-        )
+        self.host.emit(notice(RouteSwitched(route=route.name, provider=route.provider, model=route.model)))
         self.host.view_changed("route")
 
     def make_sender(self, provider: Provider, route_name: str) -> Sender:

@@ -13,11 +13,12 @@ from typing import TYPE_CHECKING
 
 from app.engine.caps import learned_cap_for
 from app.engine.compaction.summarize import SummaryRoute
+from app.engine.notice_words import notice
 from app.engine.sender import RequestFailed
-from app.model.events import CapLearned, Notice
+from app.model.events import CapLearned
 from app.model.messages import Message
+from app.model.notice_facts.gateways import SummaryCapLearned
 from app.providers.base import SUMMARY_PURPOSE
-from app.sizes import format_size
 
 if TYPE_CHECKING:
     from app.engine.host import CompactorHost
@@ -54,12 +55,7 @@ def _learn_from_refusal(engine: CompactorHost, provider: Provider, failed: Reque
         )
     )
     engine.emit(
-        Notice(
-            f"Gateway rejected a {format_size(rejected)} summary request — payload cap set to "
-            f"{format_size(learned.cap_bytes)} for {endpoint}; the retry is fitted under it",
-            level="warn",
-            code="cap_learned",
-        )
+        notice(SummaryCapLearned(rejected_bytes=rejected, cap_bytes=learned.cap_bytes, endpoint=endpoint))
     )
 
 

@@ -27,17 +27,6 @@ ENGINE = Path(__file__).resolve().parents[2] / "app" / "engine"
 # (each an entry to empty, not to grow).
 NOTICE_BUILDERS = {
     "notice_words/__init__.py",
-    "betas.py",
-    "compactor.py",
-    "fallback.py",
-    "mcp_link.py",
-    "memory/worker.py",
-    "native.py",
-    "native_on_demand.py",
-    "profile_evidence.py",
-    "recovery.py",
-    "route_link.py",
-    "summary_routes.py",
 }
 
 SAMPLE = {

@@ -42,9 +42,16 @@ from app.engine.failpoints import reached
 from app.engine.memory.distil import DistilHost, Distiller, MemoryFailed
 from app.engine.memory.journal import Fact, MemoryJournal, QueueEntry
 from app.engine.memory.memory_file import append_facts, memory_path, project_key, prompt_section
-from app.model.events import MemoryDistilled, MemoryQueued, Notice
+from app.engine.notice_words import notice
+from app.model.events import MemoryDistilled, MemoryQueued
 from app.model.messages import Message, View
-from app.sizes import format_size
+from app.model.notice_facts.memory import (
+    MemoryFileFull,
+    MemoryFileUnwritable,
+    MemoryOff,
+    MemoryStillQueued,
+    MemoryStopped,
+)
 
 if TYPE_CHECKING:
     from app.config import Route
@@ -105,7 +112,7 @@ class MemoryWorker:
             except Exception as exc:  # a full disk: no memory this time, said once
                 self.mode = "off"
                 engine.session.commit_guard = None
-                engine.emit(Notice(f"memory worker off for this session: {exc}", level="warn", code="memory"))
+                engine.emit(notice(MemoryOff(error=str(exc))))
 
     @property
     def enabled(self) -> bool:
@@ -191,7 +198,7 @@ class MemoryWorker:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # the worker never breaks a session; it says why once
-                self.engine.emit(Notice(f"memory worker stopped for now: {exc}", level="warn", code="memory"))
+                self.engine.emit(notice(MemoryStopped(error=str(exc))))
                 return
             if not self._again:
                 return
@@ -203,13 +210,7 @@ class MemoryWorker:
         try:
             await self.catch_up(live=False)
         except Exception as exc:  # the segment stays queued: the next session reads it
-            self.engine.emit(
-                Notice(
-                    f"memory: a queued segment stays queued for the next session — {exc}",
-                    level="warn",
-                    code="memory",
-                )
-            )
+            self.engine.emit(notice(MemoryStillQueued(error=str(exc))))
 
     async def yield_to_turn(self) -> None:
         """A turn starts: a background read in flight stops (it never competes with the turn for the gateway;
@@ -316,18 +317,10 @@ class MemoryWorker:
                     self.path, [f.text for f in recorded], settings.memory_max_bytes
                 )
             except OSError as exc:
-                self.engine.emit(
-                    Notice(f"could not write the memory file {self.path}: {exc}", level="warn", code="memory")
-                )
+                self.engine.emit(notice(MemoryFileUnwritable(path=str(self.path), error=str(exc))))
                 return recorded
             if dropped:
-                self.engine.emit(
-                    Notice(
-                        f"the memory file is at memory_max_bytes ({format_size(settings.memory_max_bytes)}): "
-                        f"{dropped} older fact{'s' if dropped != 1 else ''} left it",
-                        code="memory",
-                    )
-                )
+                self.engine.emit(notice(MemoryFileFull(max_bytes=settings.memory_max_bytes, dropped=dropped)))
             self.engine.load_instructions()  # the file joins the system prompt: the floor grows
             self.engine.view_changed("memory")
         pending = len(self.journal.facts(self.project, "pending")) if self.mode == "suggest" else 0

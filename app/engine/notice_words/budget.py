@@ -3,27 +3,15 @@
 from __future__ import annotations
 
 from app.engine.describe import Description, describe
+from app.model.cap_names import cap_name
 from app.model.notice_facts.budget import CapReset, OverCapCompacting
 from app.sizes import format_size
-
-# How the notices name the cap in force, by where it comes from (app.engine.cap_guard.cap_label reads these).
-CAP_LABELS = {
-    "configured": "configured cap",
-    "learned": "learned cap",
-    "imported": "imported cap",
-    "assumed": "assumed cap",
-}
-
-
-def cap_words(source: str) -> str:
-    """`learned cap` / `configured cap` / `assumed cap` — `cap` for a source without a name."""
-    return CAP_LABELS.get(source, "cap")
 
 
 @describe.register
 def _over_cap(fact: OverCapCompacting) -> Description:
     return Description(
-        f"the next request ({format_size(fact.predicted_bytes)}) is over the {cap_words(fact.cap_source)} "
+        f"the next request ({format_size(fact.predicted_bytes)}) is over the {cap_name(fact.cap_source)} "
         f"({format_size(fact.cap_bytes)}; {fact.cap_detail}) — compacting before it is sent "
         f"(target {format_size(fact.target_bytes)})",
         level="warn",
@@ -38,4 +26,4 @@ def _cap_reset(fact: CapReset) -> Description:
     )
 
 
-__all__ = ["CAP_LABELS", "cap_words"]
+__all__: list[str] = []
