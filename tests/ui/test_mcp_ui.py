@@ -123,3 +123,23 @@ async def test_mcp_slash_completion_offers_restart(lab, tmp_path):
         )
         await settle(pilot)
         await app.action_quit()
+
+
+async def test_a_prompt_waiting_for_the_session_carries_the_tools_of_a_server_still_starting(lab, tmp_path):
+    """`bulkhead "…"` (or a prompt typed while the session opens) goes as soon as the session is open, and the
+    MCP servers' start is under way by then: the turn waits for them (mcp_tools_wait) and carries their tools."""
+    gate = tmp_path / "gate"
+    settings = lab_settings(
+        lab, mcp_servers={"slow": demo_spec("slow", "--wait-for", str(gate))}, mcp_tools_wait=600
+    )
+    app = make_app(settings, tmp_path, initial_prompt='!call mcp__slow__echo {"text": "okapi"}')
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.chat.notices("mcp_wait"), "the turn waiting for the server")
+        assert "waiting for MCP servers to start: slow" in app.chat.notices("mcp_wait")[0].text
+        gate.touch()  # the server may answer now
+        await until(pilot, lambda: app.chat.answers() and not app.busy, "the answer")
+        block = next(b for b in app.chat.items if isinstance(b, ToolBlock))
+        assert block.tool_name == "mcp__slow__echo"
+        assert "okapi" in app.session.engine.session.master[-1].text  # the server's echo reached the model
+        assert lab.requests()[0]["tools"] == len(app.session.engine.tools)  # the first request had its tools
+        await app.action_quit()
