@@ -157,7 +157,7 @@ Asked = tuple[bool, str]  # the terminal's answer: allowed, and what the user to
 def _terminal_approver(workspace, preview_lines: int = 40) -> Callable[[ApprovalRequested], Asked] | None:
     """Ask on the controlling terminal about tool calls (an edit shows its diff first); None when there is
     no terminal. y allows; Enter or n denies; anything else denies and is what the model is told. It blocks:
-    `_answer_on_the_terminal` runs it in a thread."""
+    `_answerer` runs it in a thread."""
     from app.tools.change_preview import preview_change
 
     tty = _open_terminal()
