@@ -16,12 +16,15 @@ import asyncio
 import os
 import sys
 import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from app.commands import settings_flags
 from app.config import load_settings
 from app.console import json_text
 from app.engine.api.describe import describe
 from app.model.events import (
+    ApprovalRequested,
     CapLearned,
     Compaction,
     Event,
@@ -34,6 +37,10 @@ from app.model.events import (
 )
 from app.redact import StreamRedactor, redact_text, redact_value
 from app.textsafe import display
+
+if TYPE_CHECKING:
+    from app.config import Settings
+    from app.engine.api import SessionApi
 
 _stdout_midline = False  # the answer's last line on stdout is not finished yet
 _answer_started = False  # an assistant message of this turn has been printed
@@ -122,11 +129,6 @@ def json_printer(event: Event) -> None:
     sys.stdout.flush()
 
 
-def _settle(future: asyncio.Future, value: object) -> None:
-    if not future.done():
-        future.set_result(value)
-
-
 def _open_terminal():
     """(reader, writer) on the controlling terminal (stdin and stdout may be pipes); None without one.
 
@@ -149,10 +151,13 @@ def _open_terminal():
     return reader, writer
 
 
-def _terminal_approver(workspace, preview_lines: int = 40):
+Asked = tuple[bool, str]  # the terminal's answer: allowed, and what the user told the model when not
+
+
+def _terminal_approver(workspace, preview_lines: int = 40) -> Callable[[ApprovalRequested], Asked] | None:
     """Ask on the controlling terminal about tool calls (an edit shows its diff first); None when there is
-    no terminal. y allows; Enter or n denies; anything else denies and is what the model is told."""
-    from app.tools.approval import Denial
+    no terminal. y allows; Enter or n denies; anything else denies and is what the model is told. It blocks:
+    `_answerer` runs it in a thread."""
     from app.tools.change_preview import preview_change
 
     tty = _open_terminal()
@@ -161,10 +166,10 @@ def _terminal_approver(workspace, preview_lines: int = 40):
     reader, writer = tty
     lock = threading.Lock()  # one question at a time
 
-    def ask(name: str, args: dict, why: str) -> bool | Denial:
-        preview = preview_change(name, args, workspace, max_lines=preview_lines)
+    def ask(request: ApprovalRequested) -> Asked:
+        preview = preview_change(request.name, request.args, workspace, max_lines=preview_lines)
         with lock:  # the whole text of what is approved (the terminal wraps it): nothing is cut
-            writer.write(f"\n? {display(why)}\n")
+            writer.write(f"\n? {display(request.why)}\n")
             if preview is not None:
                 writer.write(f"  {display(preview.summary)}\n")
                 if preview.problem and preview.problem not in preview.summary:
@@ -177,28 +182,40 @@ def _terminal_approver(workspace, preview_lines: int = 40):
             writer.flush()
             answer = reader.readline().strip()
             if answer.lower() in ("y", "yes"):
-                return True
+                return True, ""
             if answer.lower() in ("", "n", "no"):
-                return False
-            return Denial(answer)
+                return False, ""
+            return False, answer
 
-    async def approve(name: str, args: dict, why: str) -> bool | Denial:
-        # A daemon thread, not asyncio.to_thread: Ctrl+C while it waits must not wait for a line.
-        loop = asyncio.get_running_loop()
-        answer: asyncio.Future[bool | Denial] = loop.create_future()
+    return ask
 
+
+def _answerer(
+    session: SessionApi, *, yes: bool, ask: Callable[[ApprovalRequested], Asked] | None
+) -> Callable[[ApprovalRequested], None]:
+    """What -p does with an `ApprovalRequested`: ask on the terminal and answer the session by the call's id;
+    with no terminal, allow it with `--yes` (a session opened without either asks nobody: it never comes).
+    The terminal is asked in a daemon thread, not asyncio.to_thread: Ctrl+C while it waits must not wait
+    for a line."""
+    if ask is None:
+
+        def without_asking(request: ApprovalRequested) -> None:
+            session.approve(request.call_id, yes)
+
+        return without_asking
+    loop = asyncio.get_running_loop()
+
+    def on_request(request: ApprovalRequested) -> None:
         def run() -> None:
-            result: bool | Denial
             try:
-                result = ask(name, args, why)
+                allowed, reason = ask(request)
             except (OSError, ValueError):  # the terminal went away: no
-                result = False
-            loop.call_soon_threadsafe(_settle, answer, result)
+                allowed, reason = False, ""
+            loop.call_soon_threadsafe(lambda: session.approve(request.call_id, allowed, reason=reason))
 
         threading.Thread(target=run, name="ask on the terminal", daemon=True).start()
-        return await answer
 
-    return approve
+    return on_request
 
 
 def _terminal_question(intro) -> object:
@@ -293,10 +310,17 @@ def read_prompt(args) -> str:
     return prompt
 
 
-def run(args) -> int:
-    from app.engine.api.setup import open_engine
+def _settings(args) -> Settings:
+    """config.toml with this run's flags (`--fallback-after-partial`: a partial answer goes on on the next
+    route of the chain)."""
+    flags = settings_flags(args)
+    if getattr(args, "fallback_after_partial", False):
+        flags["fallback_after_partial"] = "continue"
+    return load_settings(flags=flags)
 
-    settings = load_settings(flags=settings_flags(args))
+
+def run(args) -> int:
+    settings = _settings(args)
     prompt = read_prompt(args)
     if not prompt.strip():
         _stderr(
@@ -314,72 +338,77 @@ def run(args) -> int:
     if slash.error:  # nothing is opened or sent: a TUI command or a typo is not a message to the model
         _stderr(f"bulkhead: {slash.error}")
         return 2
-    if args.yes:
-
-        async def approver(name: str, tool_args: dict, why: str) -> bool:
-            return True
-    else:
-        approver = _terminal_approver(workspace, settings.approval_preview_lines)
+    ask = None if args.yes else _terminal_approver(workspace, settings.approval_preview_lines)
     if getattr(args, "read_only", False):
         _stderr(
             "bulkhead: --read-only opens a session to read it (the TUI, or `bulkhead sessions show ID`); "
             "-p adds a turn — use --fork to go on in a copy of the session instead"
         )
         return 2
-    engine, choice, resumed = open_engine(
-        settings,
-        route_name=args.route,
-        resume=args.resume,
-        continue_=args.continue_,
-        approver=approver,
-        fork=getattr(args, "fork", False),
-        what="bulkhead -p",
-        model=getattr(args, "model", None),
-    )
-    if prompt.startswith(
-        "/"
-    ):  # a custom command from .bulkhead/commands, .claude/commands or the config folder
-        from app.engine.api.custom_commands import expand_slash
-
-        prompt = expand_slash(prompt, engine.workspace) or prompt
-    if prompt.startswith("//"):  # `//text`: sent as `/text`, as in the TUI
-        prompt = prompt[1:]
-    if getattr(args, "fallback_after_partial", False):  # a route that failed mid-answer: go on elsewhere
-        engine.fallback.after_partial = "continue"
-    engine.memory.background = False  # -p reads what compactions queued before it exits, nothing behind
     global _quiet
     _quiet = bool(getattr(args, "quiet", False))
     printer = json_printer if args.json else text_printer
-    engine.session.bus.subscribe(printer)
     denied: list[ToolApproval] = []
-    engine.session.bus.subscribe(
-        lambda event: (
-            denied.append(event) if isinstance(event, ToolApproval) and event.decision == "denied" else None
-        )
-    )
-    for note in choice.notices:
-        printer(Notice(note, code="lab" if choice.lab else "route"))
-    for note in choice.session_notices:
-        printer(Notice(note, code="session"))
 
     async def main() -> int:
-        await engine.start(resumed=resumed)
-        await engine.confirm_workspace_rules(ask=terminal_rules_ask())
-        await engine.confirm_workspace_gateways(ask=terminal_gateways_ask())
-        if engine.mcp is not None:  # starting while the request is built; waited for within mcp_tools_wait
-            await engine.start_mcp(
-                ask=None if args.yes else terminal_mcp_ask(), allow_project=args.yes, wait=False
+        from app.engine.api import open_session
+
+        session = await open_session(
+            settings,
+            route_name=args.route,
+            resume=args.resume,
+            continue_=args.continue_,
+            fork=getattr(args, "fork", False),
+            what="bulkhead -p",
+            model=getattr(args, "model", None),
+            start=False,
+            answers_approvals=args.yes or ask is not None,  # else a call that needs an answer is denied
+            background_memory=False,  # -p reads what compactions queued before it exits, nothing behind
+        )
+        answer = _answerer(session, yes=args.yes, ask=ask)
+
+        def on_event(event: Event) -> None:
+            if isinstance(
+                event, ApprovalRequested
+            ):  # asked on the terminal (allowed with --yes), not printed
+                answer(event)
+                return
+            printer(event)
+            if isinstance(event, ToolApproval) and event.decision == "denied":
+                denied.append(event)
+
+        session.subscribe(on_event)
+        return await _run_session(session, prompt)
+
+    async def _run_session(session: SessionApi, prompt: str) -> int:
+        info = session.info()
+        if prompt.startswith(
+            "/"
+        ):  # a custom command from .bulkhead/commands, .claude/commands or the config folder
+            prompt = expand_slash(prompt, Path(info.workspace)) or prompt
+        if prompt.startswith("//"):  # `//text`: sent as `/text`, as in the TUI
+            prompt = prompt[1:]
+        opened = session.opening_notices()
+        for note in opened.route:
+            printer(Notice(note, code="lab" if opened.lab else "route"))
+        for note in opened.session:
+            printer(Notice(note, code="session"))
+        await session.start()
+        await session.confirm_workspace_files(terminal_rules_ask(), terminal_gateways_ask())
+        if session.has_mcp():  # starting while the request is built; waited for within mcp_tools_wait
+            await session.start_mcp(
+                None if args.yes else terminal_mcp_ask(), allow_project=args.yes, wait=False
             )
         if slash.action:
             try:
-                return await run_slash(engine, slash, _stderr)
+                return await run_slash(session, slash, _stderr)
             finally:
-                await engine.close("exit")
+                await session.close("exit")
         try:
-            result = await engine.submit(prompt, typed=args.prompt or "")
-            await engine.memory.drain_queue()  # a compaction's queued segment is read now, not left behind
+            result = await session.submit(prompt, typed=args.prompt or "")
+            await session.read_queued_memory()  # a compaction's queued segment is read now, not left behind
         finally:
-            await engine.close("exit")
+            await session.close("exit")
         if rest := _answer.flush():
             if args.json:
                 sys.stdout.write(json_text(TextDelta(rest).to_json()) + "\n")
@@ -389,7 +418,7 @@ def run(args) -> int:
             json_printer_result = {
                 "type": "result",
                 "text": result.text,
-                "session_id": engine.session.id,
+                "session_id": info.id,
                 "outcome": result.outcome,
                 "error": result.error,
                 "denied": [{"name": d.name, "reason": d.reason} for d in denied],
@@ -400,7 +429,7 @@ def run(args) -> int:
                 sys.stdout.write("\n")
             if result.outcome in ("failed", "partial"):  # the advice names TUI commands: say where they are
                 _stderr(
-                    f"  the session is kept: `bulkhead --resume {engine.session.id}` opens it (/retry, "
+                    f"  the session is kept: `bulkhead --resume {info.id}` opens it (/retry, "
                     f"/compact, /model work there); `bulkhead -c -p …` continues it here"
                 )
             if denied:
@@ -408,7 +437,7 @@ def run(args) -> int:
                 one = len(denied) == 1
                 why = (
                     ""
-                    if approver is not None
+                    if args.yes or ask is not None
                     else " — there was no terminal to ask: run it in a terminal to be "
                     "asked, or pass --yes to allow tool calls"
                 )

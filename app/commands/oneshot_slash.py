@@ -15,6 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from app.engine.api import SessionApi
 
 RUNS_IN_ONESHOT = ("compact", "rename", "undo", "rewind")
 SAID = "/compact [instructions], /rename TITLE, /undo, /rewind compact"
@@ -56,16 +60,16 @@ def plan_slash(prompt: str, is_custom: Callable[[str], bool]) -> SlashPlan:
     return SlashPlan(action=action, argument=argument)
 
 
-async def run_slash(engine, plan: SlashPlan, say: Callable[[str], None]) -> int:
-    """Run `plan` on the open, started engine; say the outcome in one line (stderr). The exit status."""
+async def run_slash(session: SessionApi, plan: SlashPlan, say: Callable[[str], None]) -> int:
+    """Run `plan` on the open, started session; say the outcome in one line (stderr). The exit status."""
     if plan.action == "compact":
-        if not engine.session.view.messages:
+        if not session.info().in_view:
             say(
                 "bulkhead: /compact: the session is empty — nothing to summarize (-c continues this folder's newest)"
             )
             return 1
-        result = await engine.compact(plan.argument or None)
-        if result is None:
+        result = await session.compact(plan.argument or None)
+        if not result.ran:
             say("bulkhead: /compact did not run (a hook blocked it)")
             return 1
         if not result.changed:
@@ -73,19 +77,19 @@ async def run_slash(engine, plan: SlashPlan, say: Callable[[str], None]) -> int:
             return 0
         say(
             f"bulkhead: compacted {result.bytes_before:,} B → {result.bytes_after:,} B ({result.method}); "
-            f"session {engine.session.id}"
+            f"session {session.info().id}"
         )
         return 0
     if plan.action == "rename":
         try:
-            title = engine.session.rename(plan.argument)
+            title = session.rename(plan.argument)
         except ValueError as exc:
             say(f"bulkhead: /rename: {exc}")
             return 2
-        say(f"bulkhead: session {engine.session.id} is now “{title}”")
+        say(f"bulkhead: session {session.info().id} is now “{title}”")
         return 0
     if plan.action == "undo":
-        restored = await engine.undo()
+        restored = await session.undo()
         if not restored:
             say("bulkhead: /undo: no turn of this session changed a file")
             return 1
@@ -93,5 +97,5 @@ async def run_slash(engine, plan: SlashPlan, say: Callable[[str], None]) -> int:
             say(f"  {item.action}: {item.path}{f' ({item.detail})' if item.detail else ''}")
         return 0
     if plan.action == "rewind":
-        return 0 if engine.rewind() else 1
+        return 0 if session.undo_compaction() else 1
     raise ValueError(plan.action)

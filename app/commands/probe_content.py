@@ -7,11 +7,15 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from typing import TYPE_CHECKING
 
 from app.config import ConfigError, load_settings
 from app.console import json_text
-from app.engine.api.blocked import withhold
 from app.textsafe import display_line
+
+if TYPE_CHECKING:
+    from app.engine.api import SessionApi
+    from app.engine.api.blocked import BlockedReport
 
 
 def _ask(question: str) -> bool:
@@ -22,8 +26,8 @@ def _ask(question: str) -> bool:
 
 
 def run_content(args) -> int:
-    from app.engine.api.blocked import blocked_plan, find_blocked, find_offline, offline_unavailable
-    from app.engine.api.setup import open_engine
+    from app.engine.api import open_session
+    from app.engine.api.blocked import offline_unavailable
 
     if args.probe_offline and offline_unavailable():
         print(f"bulkhead: probe --content --offline: {offline_unavailable()}", file=sys.stderr)
@@ -31,17 +35,22 @@ def run_content(args) -> int:
 
     settings = load_settings()
     resume = args.probe_session
-    engine, choice, _ = open_engine(
-        settings, route_name=args.probe_route, resume=resume, continue_=resume is None, what="probe --content"
-    )
     say = (lambda text: None) if args.probe_json else (lambda text: print(text, flush=True))
 
     async def main() -> int:
+        session = await open_session(  # not started: no hook runs, nothing is asked (nobody answers here)
+            settings,
+            route_name=args.probe_route,
+            resume=resume,
+            continue_=resume is None,
+            what="probe --content",
+            start=False,
+            answers_approvals=False,
+        )
         try:
-            plan = blocked_plan(engine)
-            say(
-                f"Session {engine.session.id}, route {engine.route.name}: {len(plan.parts)} parts in its request."
-            )
+            plan = session.blocked_plan()
+            info = session.info()
+            say(f"Session {info.id}, route {info.route}: {len(plan.parts)} parts in its request.")
 
             def on_probe(number: int, what: str, verdict: str) -> None:
                 if args.probe_json:
@@ -54,9 +63,9 @@ def run_content(args) -> int:
 
             if args.probe_offline or not (offline_unavailable() or args.probe_live):
                 say("Judging it here with the OWASP Core Rule Set first (offline: nothing is sent)…")
-                report = await find_offline(engine, paranoia=args.probe_paranoia)
+                report = await session.find_offline(paranoia=args.probe_paranoia)
                 if report.finding is not None or args.probe_offline:
-                    return await _finish(engine, report)
+                    return await _finish(session, report)
                 say(f"  offline: {report.message}")
             if not args.yes:
                 if not _ask(plan.question):
@@ -67,19 +76,19 @@ def run_content(args) -> int:
                     return 2
             elif not args.probe_json:
                 say(plan.question.removesuffix(" Go on?") + " (--yes)")
-            return await _finish(engine, await find_blocked(engine, on_probe=on_probe))
+            return await _finish(session, await session.find_blocked(on_probe))
         finally:
-            await engine.close("probe")
+            await session.close("probe")
 
-    async def _finish(engine, report) -> int:
+    async def _finish(session: SessionApi, report: BlockedReport) -> int:
         result = report.to_json()
         if report.finding is not None and args.withhold:
-            outcome = withhold(engine.session, report.finding)
+            outcome = session.withhold(report.finding)
             message = outcome.message
             if outcome.take_back is not None:
-                prompt, _ = await engine.rewind_to(outcome.take_back, files=False)
+                taken = await session.rewind_to(outcome.take_back, files=False)
                 message += (
-                    f"; it was: “{display_line(prompt.text[:200])}” — send it again without the refused text"
+                    f"; it was: “{display_line(taken.prompt[:200])}” — send it again without the refused text"
                 )
             result["withheld"] = {
                 "applied": outcome.applied,
@@ -107,7 +116,7 @@ def run_content(args) -> int:
                     )
                     print(lead + withheld["message"])
                 else:
-                    print(f"  withhold it: bulkhead probe --content --session {engine.session.id} --withhold")
+                    print(f"  withhold it: bulkhead probe --content --session {session.info().id} --withhold")
         return 0 if report.finding is not None else 1
 
     try:

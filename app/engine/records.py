@@ -51,6 +51,18 @@ class SessionInfo:
     notices: tuple[str, ...] = ()  # what choosing the route said (a lab fallback, a --model override)
     resumed: bool = False
     messages: int = 0  # in the conversation (all of it, not only the view)
+    in_view: int = 0  # in the view: what the next request carries (0: nothing to compact yet)
+
+
+@dataclass(frozen=True)
+class OpeningNotices:
+    """What opening the session said, for a front end to show before the session starts: about the route
+    (`lab`: no provider is configured, the built-in lab model answers) and the session (a fork, a moved
+    folder, a session held by another bulkhead)."""
+
+    route: tuple[str, ...] = ()
+    session: tuple[str, ...] = ()
+    lab: bool = False
 
 
 @dataclass(frozen=True)

@@ -222,6 +222,9 @@ class FakeSession:
         waiting[1].set_result((word, reason))
         return True
 
+    async def read_queued_memory(self) -> None:
+        self.intents.append(("read_queued_memory",))
+
     async def close(self, reason: str = "exit") -> None:
         self.intents.append(("close", reason))
         self.closed = reason

@@ -11,7 +11,21 @@ a front end needs no other module of the engine. This module imports no engine i
 (the first frame of the TUI pays only for what it draws); `open_session` brings the engine in.
 
 Approvals go by tool call id: a tool call that needs the user's answer emits `ApprovalRequested` (with the
-`call_id` of the `ToolCallStarted` it belongs to) and waits until `approve(call_id, answer)`.
+`call_id` of the `ToolCallStarted` it belongs to) and waits until `approve(call_id, answer)`. A front end
+with nobody to ask (`bulkhead -p` without a terminal) opens the session with `answers_approvals=False`: such
+a call is then denied at once, and the engine says how to be asked.
+
+A front end that runs one turn and exits (`bulkhead -p`) opens it the same way:
+
+    session = await open_session(settings, start=False, on_event=show,
+                                 answers_approvals=tty is not None, background_memory=False)
+    said = session.opening_notices()                 # the route's and the session's, before the start's
+    await session.start()
+    await session.confirm_workspace_files(ask_rules, ask_gateways)
+    await session.start_mcp(ask, wait=False)         # the turn waits for the servers within mcp_tools_wait
+    result = await session.submit(prompt, typed=prompt)
+    await session.read_queued_memory()               # what a compaction queued, read before the exit
+    await session.close()
 """
 
 from __future__ import annotations
@@ -20,8 +34,9 @@ import asyncio
 import contextlib
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any
 
+from app.engine.api.protocol import AskGateways, AskMcp, AskRules, ProbeSeen, SessionApi, Subscriber
 from app.engine.context_report import ContextReport
 from app.engine.records import (
     ANSWERS,
@@ -31,6 +46,7 @@ from app.engine.records import (
     ArchivePage,
     CompactResult,
     CustomCommandInfo,
+    OpeningNotices,
     PermissionRule,
     PermissionsView,
     RestoredFile,
@@ -40,14 +56,15 @@ from app.engine.records import (
     SessionInfo,
     TurnResult,
 )
-from app.model.events import ApprovalRequested, Event
+from app.model.events import ApprovalRequested
 
 if TYPE_CHECKING:
     from app.config import Settings
+    from app.engine.blocked import BlockedPlan, BlockedReport
+    from app.engine.content_finder import Finding
     from app.engine.turn import Engine
+    from app.engine.withhold import WithholdOutcome
     from app.model.messages import Image
-
-Subscriber = Callable[[Event], None]
 
 __all__ = [
     "ANSWERS",
@@ -55,12 +72,17 @@ __all__ = [
     "ApprovalRequest",
     "ArchiveItem",
     "ArchivePage",
+    "AskGateways",
+    "AskMcp",
+    "AskRules",
     "CompactResult",
     "ContextReport",
     "CustomCommandInfo",
     "EngineSession",
+    "OpeningNotices",
     "PermissionRule",
     "PermissionsView",
+    "ProbeSeen",
     "RestoredFile",
     "RewindPoint",
     "RewindResult",
@@ -73,66 +95,19 @@ __all__ = [
 ]
 
 
-# -- the protocol --------------------------------------------------------------------------------------------
-@runtime_checkable
-class SessionApi(Protocol):
-    """A session as every front end drives it: commands, queries and one event stream."""
-
-    # commands
-    async def submit(
-        self, prompt: str, images: Sequence[Image] = (), *, typed: str | None = None
-    ) -> TurnResult: ...
-
-    async def retry(self) -> TurnResult: ...
-
-    def cancel(self) -> bool: ...
-
-    async def compact(
-        self, instructions: str | None = None, *, cancel: asyncio.Event | None = None
-    ) -> CompactResult: ...
-
-    async def rewind_to(self, message_id: str, *, files: bool) -> RewindResult: ...
-
-    async def undo(self) -> tuple[RestoredFile, ...]: ...
-
-    def recall(self, key_text: str) -> bool: ...
-
-    def remember(self, text: str) -> str: ...
-
-    async def switch_route(self, route_name: str, *, model: str | None = None) -> SessionInfo: ...
-
-    def approve(self, call_id: str, answer: Answer | bool, *, reason: str = "") -> bool: ...
-
-    async def close(self, reason: str = "exit") -> None: ...
-
-    # queries
-    def report(self) -> ContextReport: ...
-
-    async def rewind_points(self) -> tuple[RewindPoint, ...]: ...
-
-    def permissions(self) -> PermissionsView: ...
-
-    async def archive_page(self, query: str = "", limit: int = 100) -> ArchivePage: ...
-
-    async def custom_commands(self, reserved: Iterable[str] = ()) -> tuple[CustomCommandInfo, ...]: ...
-
-    async def models(self) -> tuple[RouteModelsView, ...]: ...
-
-    def info(self) -> SessionInfo: ...
-
-    def pending_approvals(self) -> tuple[ApprovalRequest, ...]: ...
-
-    # the event stream
-    def subscribe(self, callback: Subscriber) -> Callable[[], None]: ...
-
-
 # -- the engine's implementation -----------------------------------------------------------------------------
 class EngineSession:
     """`SessionApi` over an `Engine`: adapts its methods' shapes, keeps the running turn (to cancel it) and
     the approvals waiting for an answer, by call id."""
 
     def __init__(
-        self, engine: Engine, *, notices: Sequence[str] = (), resumed: bool = False, choice: Any = None
+        self,
+        engine: Engine,
+        *,
+        notices: Sequence[str] = (),
+        resumed: bool = False,
+        choice: Any = None,
+        answers_approvals: bool = True,
     ) -> None:
         self.engine = engine
         self.choice = choice  # app.engine.bootstrap.RouteChoice: the route it opened on
@@ -140,11 +115,41 @@ class EngineSession:
         self._resumed = resumed
         self._waiting: dict[str, tuple[ApprovalRequest, asyncio.Future[Any]]] = {}
         self._turn: asyncio.Task[TurnResult] | None = None
-        engine.runner.ask_call = self._ask
+        if answers_approvals:  # else nobody is asked: a call that needs an answer is denied, and told why
+            engine.runner.ask_call = self._ask
 
+    # -- opening ------------------------------------------------------------------------------------------
     async def start(self) -> None:
         """Start a session opened with `open_session(..., start=False)`: its start notices, hooks, rules."""
         await self.engine.start(resumed=self._resumed)
+
+    def opening_notices(self) -> OpeningNotices:
+        choice = self.choice
+        if choice is None:
+            return OpeningNotices()
+        return OpeningNotices(tuple(choice.notices), tuple(choice.session_notices), bool(choice.lab))
+
+    async def confirm_workspace_files(
+        self, ask_rules: AskRules | None, ask_gateways: AskGateways | None
+    ) -> None:
+        """Ask about the workspace's rule files and gateways file, when they wait for a yes (None: nobody to
+        ask — their allow rules and caps stay out of force, and the engine says how to allow them)."""
+        await self.engine.confirm_workspace_rules(ask=ask_rules)
+        await self.engine.confirm_workspace_gateways(ask=ask_gateways)
+
+    def has_mcp(self) -> bool:
+        """MCP servers are configured (the user's, or the workspace's `.mcp.json`, still to be trusted)."""
+        return self.engine.mcp is not None
+
+    async def start_mcp(
+        self, ask: AskMcp | None = None, *, allow_project: bool = False, wait: bool = True
+    ) -> None:
+        """Start the MCP servers. `ask` is asked about a workspace's `.mcp.json` servers not allowed yet;
+        `allow_project` starts them without asking or remembering (`-p --yes`, this run only); `wait=False`
+        returns at once: a turn waits for the servers only where it needs their tools, within
+        `mcp_tools_wait`."""
+        if self.engine.mcp is not None:
+            await self.engine.start_mcp(ask=ask, allow_project=allow_project, wait=wait)
 
     # -- approvals ----------------------------------------------------------------------------------------
     async def _ask(self, request: ApprovalRequest) -> Any:
@@ -199,7 +204,8 @@ class EngineSession:
             current = asyncio.current_task()
             if task.cancelled() and not (current is not None and current.cancelling()):
                 return TurnResult("cancelled")  # cancel() ended the turn; the caller goes on
-            task.cancel()
+            task.cancel()  # the caller was cancelled (Ctrl+C in -p): the turn winds down first (its answer
+            await asyncio.wait({task})  # so far kept, marked partial), then the caller's cancellation goes on
             raise
         finally:
             if self._turn is task:
@@ -245,6 +251,14 @@ class EngineSession:
     async def undo(self) -> tuple[RestoredFile, ...]:
         return tuple(_restored(r) for r in await self.engine.undo())
 
+    def undo_compaction(self) -> bool:
+        """`/rewind compact`: the view before the last compaction (False: there was none)."""
+        return self.engine.rewind()
+
+    def rename(self, title: str) -> str:
+        """Give the session a title; the title stored (ValueError: nothing is left of it once cleaned)."""
+        return self.engine.session.rename(title)
+
     def recall(self, key_text: str) -> bool:
         return self.engine.recall_into_view(key_text) is not None
 
@@ -264,6 +278,12 @@ class EngineSession:
         self._notices = tuple(choice.notices)
         self.choice = choice
         return self.info()
+
+    async def read_queued_memory(self) -> None:
+        """Read what compactions queued for the memory worker now (a session opened with
+        `background_memory=False` reads nothing behind the conversation: `-p` calls this before it exits).
+        A failure is said (a `memory` notice) and the segment stays queued for the next session."""
+        await self.engine.memory.drain_queue()
 
     async def close(self, reason: str = "exit") -> None:
         self.cancel()
@@ -335,7 +355,37 @@ class EngineSession:
             notices=self._notices,
             resumed=self._resumed,
             messages=session.master_len(),
+            in_view=session.view_len(),
         )
+
+    # -- refused content (`/blocked`, `bulkhead probe --content`) -----------------------------------------
+    def blocked_plan(self) -> BlockedPlan:
+        """What finding the refused text would send: the request's parts, at most how many probes, and the
+        question to ask before any is sent."""
+        from app.engine.blocked import blocked_plan
+
+        return blocked_plan(self.engine)
+
+    async def find_offline(self, *, paranoia: int | None = None) -> BlockedReport:
+        """The session's request judged by the local Core Rule Set (nothing is sent): at `paranoia`, or at
+        the lowest of PL1-PL4 that refuses it. A report without a finding says why."""
+        from app.engine.blocked import find_offline
+
+        return await find_offline(self.engine, paranoia=paranoia)
+
+    async def find_blocked(self, on_probe: ProbeSeen) -> BlockedReport:
+        """Find the refused text with live probes through the route (ask first: `blocked_plan().question`);
+        `on_probe` sees each probe as it is answered."""
+        from app.engine.blocked import find_blocked
+
+        return await find_blocked(self.engine, on_probe=on_probe)
+
+    def withhold(self, finding: Finding) -> WithholdOutcome:
+        """Withhold a finding from the model: the span replaced, the original archived — or, in a prompt
+        not answered yet, `take_back` names the prompt to take back (`rewind_to`) and send again."""
+        from app.engine.withhold import withhold
+
+        return withhold(self.engine.session, finding)
 
     # -- the event stream ---------------------------------------------------------------------------------
     def subscribe(self, callback: Subscriber) -> Callable[[], None]:
@@ -362,6 +412,8 @@ async def open_session(
     state: Any = None,
     head_later: bool = False,
     start: bool = True,
+    answers_approvals: bool = True,
+    background_memory: bool = True,
     factory: Callable[..., EngineSession] | None = None,
 ) -> EngineSession:
     """Open (or resume) a session and start it: the store is read off the event loop; `on_event` is
@@ -370,7 +422,11 @@ async def open_session(
 
     `store`/`state`: the front end's own (`app.store.Store`, `app.state.State`), shared; `head_later`: a long
     session's older messages are decoded later (`UiSession.load_head`); `start=False`: the caller starts it
-    (`start()`) once it has shown what it needs to; `factory`: an `EngineSession` subclass (the TUI's)."""
+    (`start()`) once it has shown what it needs to (`opening_notices()`); `answers_approvals=False`: nobody
+    is there to answer an `ApprovalRequested` (`-p` without a terminal) — a call that needs an answer is
+    denied at once, and the engine says how to be asked; `background_memory=False`: the memory worker reads
+    nothing behind the conversation, the front end calls `read_queued_memory()` before it closes (`-p`);
+    `factory`: an `EngineSession` subclass (the TUI's)."""
     from app.engine.bootstrap import open_engine
 
     engine, choice, resumed = await asyncio.to_thread(
@@ -389,7 +445,10 @@ async def open_session(
             head_later=head_later,
         )
     )
-    session = (factory or EngineSession)(engine, notices=choice.notices, resumed=resumed, choice=choice)
+    engine.memory.background = background_memory
+    session = (factory or EngineSession)(
+        engine, notices=choice.notices, resumed=resumed, choice=choice, answers_approvals=answers_approvals
+    )
     if on_event is not None:
         session.subscribe(on_event)
     if not start:

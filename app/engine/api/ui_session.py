@@ -1,6 +1,8 @@
 """The session as the TUI drives it (`app.ui`): `SessionApi` and what only a full-screen front end needs
-besides — starting after its first frame, the chat's history and its older half, the inspector's source,
-the conditions of its commands, MCP and trust questions, what the probe sends through, `/blocked`, memory review.
+besides — the chat's history and its older half, the inspector's source, the conditions of its commands, MCP
+servers' statuses and restarts, what the probe sends through, memory review. (Starting after the first
+frame, the opening notices, trust questions, starting MCP and `/blocked` are every front end's:
+`app.engine.api.session`.)
 
     session = await open_ui_session(settings, workspace=..., store=store, state=state)   # not started
     ...the history is on screen...
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from app.engine.api.session import EngineSession, SessionApi, open_session
+from app.engine.api.session import OpeningNotices as OpeningNotices  # where the TUI's tests found it
 
 if TYPE_CHECKING:
     from app.config import Route, Settings
@@ -27,18 +30,7 @@ if TYPE_CHECKING:
     from app.model.messages import Message
     from app.providers.models import RouteModels
 
-Ask = Callable[[Any], Awaitable[str | None]]  # a trust question: "allow" | "deny" | None (not now)
 Command = str  # an action of the TUI's table whose condition the session knows (`why_not`)
-
-
-@dataclass(frozen=True)
-class OpeningNotices:
-    """What opening the session said: about the route (the lab when no provider is configured) and the
-    session (a fork, a moved folder)."""
-
-    route: tuple[str, ...] = ()
-    session: tuple[str, ...] = ()
-    lab: bool = False
 
 
 @dataclass(frozen=True)
@@ -67,10 +59,6 @@ class ProbeTarget:
 class UiSession(SessionApi, Protocol):
     """`SessionApi` plus what the TUI needs."""
 
-    async def start(self) -> None: ...
-
-    def opening_notices(self) -> OpeningNotices: ...
-
     def warm_sizes(self) -> Callable[[], None] | None: ...
 
     def settings(self) -> Settings: ...
@@ -88,8 +76,6 @@ class UiSession(SessionApi, Protocol):
 
     def rewind_choices(self) -> list[tuple[Message, int]]: ...
 
-    def undo_compaction(self) -> bool: ...
-
     def interrupt_tools(self) -> None: ...
 
     def why_not(self, command: Command) -> str: ...
@@ -102,8 +88,6 @@ class UiSession(SessionApi, Protocol):
     def has_archive(self) -> bool: ...
 
     def recall_keys(self) -> list[tuple[str, str, int, str]]: ...
-
-    def rename(self, title: str) -> str: ...
 
     def transcript(self) -> Any: ...
 
@@ -136,13 +120,7 @@ class UiSession(SessionApi, Protocol):
 
     def view_changed(self, reason: str) -> None: ...
 
-    # MCP and the workspace's files
-    def has_mcp(self) -> bool: ...
-
-    async def start_mcp(self, ask: Ask | None = None) -> None: ...
-
-    async def confirm_workspace_files(self, ask_rules: Ask, ask_gateways: Ask) -> None: ...
-
+    # MCP servers
     def mcp_servers(self) -> tuple[str, ...]: ...
 
     def mcp_statuses(self) -> list[ServerStatus]: ...
@@ -151,26 +129,12 @@ class UiSession(SessionApi, Protocol):
 
     def mcp_report(self) -> tuple[str, list[tuple[str, str]]]: ...
 
-    # the probe and /blocked
+    # the probe
     def probe_target(self) -> ProbeTarget: ...
-
-    def blocked_plan(self) -> Any: ...
-
-    async def find_offline(self) -> Any: ...
-
-    async def find_blocked(self, on_probe: Callable[[int, str, str], None]) -> Any: ...
-
-    def withhold(self, finding: Any) -> Any: ...
 
 
 class EngineUiSession(EngineSession):
     """`UiSession` over an `Engine`."""
-
-    def opening_notices(self) -> OpeningNotices:
-        choice = self.choice
-        if choice is None:
-            return OpeningNotices()
-        return OpeningNotices(tuple(choice.notices), tuple(choice.session_notices), bool(choice.lab))
 
     def warm_sizes(self) -> Callable[[], None] | None:
         return self.engine.warm_sizes()
@@ -203,9 +167,6 @@ class EngineUiSession(EngineSession):
 
     def rewind_choices(self) -> list[tuple[Message, int]]:
         return self.engine.rewind_points()
-
-    def undo_compaction(self) -> bool:
-        return self.engine.rewind()
 
     def interrupt_tools(self) -> None:
         """Stop a running tool or hook (the turn itself is cancelled by whoever runs it)."""
@@ -264,9 +225,6 @@ class EngineUiSession(EngineSession):
             rows = list(session.store.archive_keys(session.id))
             self._recall_keys = (session.id, session.view_id()), rows
         return rows
-
-    def rename(self, title: str) -> str:
-        return self.engine.session.rename(title)
 
     def transcript(self) -> Any:
         """The open session's conversation and records (`app.engine.session.Session`), read only, for
@@ -362,20 +320,7 @@ class EngineUiSession(EngineSession):
         """Say the view changed (the inspector measures it again): after `/cap`, a withholding."""
         self.engine.view_changed(reason)
 
-    # -- MCP and the workspace's files ---------------------------------------------------------------------
-    def has_mcp(self) -> bool:
-        """MCP servers are configured (the user's, or the workspace's `.mcp.json`, still to be trusted)."""
-        return self.engine.mcp is not None
-
-    async def start_mcp(self, ask: Ask | None = None) -> None:
-        if self.engine.mcp is not None:
-            await self.engine.start_mcp(ask=ask)
-
-    async def confirm_workspace_files(self, ask_rules: Ask, ask_gateways: Ask) -> None:
-        """Ask about the workspace's rule files and gateways file, when they wait for a yes."""
-        await self.engine.confirm_workspace_rules(ask=ask_rules)
-        await self.engine.confirm_workspace_gateways(ask=ask_gateways)
-
+    # -- MCP servers ---------------------------------------------------------------------------------------
     def mcp_servers(self) -> tuple[str, ...]:
         mcp = self.engine.mcp
         return tuple(mcp.connections) if mcp is not None else ()
@@ -397,7 +342,7 @@ class EngineUiSession(EngineSession):
 
         return engine_report(self.engine)
 
-    # -- the probe and /blocked ----------------------------------------------------------------------------
+    # -- the probe -----------------------------------------------------------------------------------------
     def probe_target(self) -> ProbeTarget:
         """What `/probe` sends through: the route's provider and the session's floor (system prompt,
         instructions, tools with MCP) every probe carries."""
@@ -410,28 +355,6 @@ class EngineUiSession(EngineSession):
             engine.tools,
             engine.max_tokens,
         )
-
-    def blocked_plan(self) -> Any:
-        """What `/blocked` would send (`app.engine.blocked.BlockedPlan`: its `question`)."""
-        from app.engine.blocked import blocked_plan
-
-        return blocked_plan(self.engine)
-
-    async def find_offline(self) -> Any:
-        from app.engine.blocked import find_offline
-
-        return await find_offline(self.engine)
-
-    async def find_blocked(self, on_probe: Callable[[int, str, str], None]) -> Any:
-        from app.engine.blocked import find_blocked
-
-        return await find_blocked(self.engine, on_probe=on_probe)
-
-    def withhold(self, finding: Any) -> Any:
-        """Withhold a `/blocked` finding from the model (`app.engine.withhold.WithholdOutcome`)."""
-        from app.engine.withhold import withhold
-
-        return withhold(self.engine.session, finding)
 
 
 async def open_ui_session(settings: Settings, **options: Any) -> EngineUiSession:
