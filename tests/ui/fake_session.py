@@ -437,9 +437,7 @@ def app_on(fake: FakeSession, settings: Any = None, **options: Any) -> Any:
 
     options.setdefault("keymap", {})
     options.setdefault("cursor_blink", False)
+    options.setdefault("open_session", fake.open)  # a test may open it its own way (later, say)
     return BulkheadApp(
-        settings if settings is not None else load_settings(),
-        workspace=fake.workspace,
-        open_session=fake.open,
-        **options,
+        settings if settings is not None else load_settings(), workspace=fake.workspace, **options
     )
