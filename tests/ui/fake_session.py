@@ -118,6 +118,7 @@ class FakeSession:
         self.approval = "auto-read"
         self.closed = ""
         self._released = asyncio.Event()
+        self.refusals: dict[str, str] = {}  # why_not(command): why the session would not run it now
 
     async def open(self, settings: Any, **options: Any) -> FakeSession:
         """What the app calls in place of `open_ui_session`."""
@@ -324,7 +325,7 @@ class FakeSession:
         self.intents.append(("interrupt_tools",))
 
     def why_not(self, command: str) -> str:
-        return ""
+        return self.refusals.get(command, "")
 
     def records(self) -> None:
         return None  # no store: the panels show only what events tell them

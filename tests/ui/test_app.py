@@ -469,14 +469,17 @@ async def test_cap_set_and_reset(lab, tmp_path):
         assert any("learned cap forgotten" in n.text for n in app.chat.notices("cap"))
 
 
-async def test_cap_reset_without_a_learned_cap_says_why(lab, tmp_path):
-    app = make_app(lab_settings(lab), tmp_path)
+async def test_cap_reset_without_a_learned_cap_says_why(tmp_path):
+    fake = FakeSession(tmp_path)
+    fake.refusals["cap_reset"] = "no learned cap to forget"  # as the engine says (tests/engine/test_session_api.py)
+    app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await send(pilot, "/cap reset")
         await until(pilot, lambda: app.chat.notices("command"), "the reason, in the chat")
         assert "/cap reset: no learned cap to forget" in app.chat.notices("command")[-1].text
         assert app.prompt.text == "/cap reset"  # what could not run is back in the prompt
+        assert ("reset_cap",) not in fake.intents
 
 
 async def test_help_opens_and_closes(tmp_path):
