@@ -471,7 +471,8 @@ async def test_cap_set_and_reset(lab, tmp_path):
 
 async def test_cap_reset_without_a_learned_cap_says_why(tmp_path):
     fake = FakeSession(tmp_path)
-    fake.refusals["cap_reset"] = "no learned cap to forget"  # as the engine says (tests/engine/test_session_api.py)
+    # what the engine says here (tests/engine/test_session_api.py pins it)
+    fake.refusals["cap_reset"] = "no learned cap to forget"
     app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
