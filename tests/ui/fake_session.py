@@ -47,6 +47,11 @@ _ids = itertools.count(1)
 
 
 @dataclass(frozen=True)
+class Hold:
+    """The turn waits here, as a slow stream does, until `FakeSession.release()` or a cancel (Esc)."""
+
+
+@dataclass(frozen=True)
 class Ask:
     """A tool call that waits for the user's answer (the `ToolCallStarted` of `call_id` comes first)."""
 
@@ -59,7 +64,7 @@ class Ask:
     result: str = "done"  # the tool's result when approved
 
 
-Step = Event | Ask
+Step = Event | Ask | Hold
 Script = Callable[[str], Sequence[Step]]
 
 
@@ -112,6 +117,8 @@ class FakeSession:
         self._messages: list[Any] = []
         self.approval = "auto-read"
         self.closed = ""
+        self._released = asyncio.Event()
+        self.refusals: dict[str, str] = {}  # why_not(command): why the session would not run it now
 
     async def open(self, settings: Any, **options: Any) -> FakeSession:
         """What the app calls in place of `open_ui_session`."""
@@ -145,17 +152,31 @@ class FakeSession:
         self._messages.append(prompt)
         self.emit(MessageAdded(user, "user", "user", prompt))
         self.emit(TurnStarted(self._turn, prompt))
-        text = ""
-        for step in self.script(prompt):
-            if isinstance(step, Ask):
-                await self._ask(step)
-            else:
-                if isinstance(step, MessageAdded) and step.role == "assistant":
-                    text = step.text
-                self.emit(step)
-            await asyncio.sleep(0)
+        text, streamed = "", ""
+        try:
+            for step in self.script(prompt):
+                if isinstance(step, Ask):
+                    await self._ask(step)
+                elif isinstance(step, Hold):
+                    await self._released.wait()
+                else:
+                    if isinstance(step, MessageAdded) and step.role == "assistant":
+                        text, streamed = step.text, ""
+                    elif isinstance(step, TextDelta):
+                        streamed += step.text
+                    self.emit(step)
+                await asyncio.sleep(0)
+        except asyncio.CancelledError:  # Esc: what streamed is kept, marked partial, as the engine does
+            if streamed:
+                self.emit(MessageAdded(f"m_fake{next(_ids)}", "assistant", "model", streamed, partial=True))
+            self.emit(TurnFinished(self._turn, "cancelled"))
+            raise
         self.emit(TurnFinished(self._turn, "answered"))
         return TurnResult("answered", text)
+
+    def release(self) -> None:
+        """Let every turn waiting at a `Hold` go on."""
+        self._released.set()
 
     async def _ask(self, step: Ask) -> None:
         future: asyncio.Future[tuple[str, str]] = asyncio.get_running_loop().create_future()
@@ -307,7 +328,7 @@ class FakeSession:
         self.intents.append(("interrupt_tools",))
 
     def why_not(self, command: str) -> str:
-        return ""
+        return self.refusals.get(command, "")
 
     def records(self) -> None:
         return None  # no store: the panels show only what events tell them
@@ -411,3 +432,16 @@ class FakeSession:
 
 def _is_ui_session(session: FakeSession) -> UiSession:
     return session  # mypy checks the fake against the protocol the app holds
+
+
+def app_on(fake: FakeSession, settings: Any = None, **options: Any) -> Any:
+    """The TUI on `fake` in its workspace, as the Pilot tests build it (no cursor blink, the default keys)."""
+    from app.config import load_settings
+    from app.ui.app import BulkheadApp
+
+    options.setdefault("keymap", {})
+    options.setdefault("cursor_blink", False)
+    options.setdefault("open_session", fake.open)  # a test may open it its own way (later, say)
+    return BulkheadApp(
+        settings if settings is not None else load_settings(), workspace=fake.workspace, **options
+    )

@@ -1,12 +1,15 @@
-"""Pilot tests of the app shell, the chat and the prompt, driven through the embedded lab.
+"""Pilot tests of the app shell, the chat and the prompt.
 
-Every test asserts on state (the chat's raw texts, the engine's session, state.toml), never on
-pixels, and waits by polling (`until`) or on workers — never a bare sleep.
+Where the subject is the UI (how the chat shows things, keys, the prompt, dialogs) the app runs on a
+scripted session (`tests/ui/fake_session.py`): the test asserts on what the chat shows and on the intents
+the app posted (`fake.intents`). Where it is the integration (a turn, a tool, compaction, export, resume,
+a lease reaching the screen) it runs on the engine and the embedded lab. Every test asserts on state (the
+chat's raw texts, the session, state.toml), never on pixels, and waits by polling (`until`) or on
+workers — never a bare sleep.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import threading
 from pathlib import Path
@@ -17,6 +20,7 @@ from textual import events
 from textual.widgets import Static
 
 from app.config import Route, load_settings
+from app.lab.model import filler
 from app.model.archive import ArchiveEntry, archive_key
 from app.model.events import AnswerFinished, Compaction, Notice, TextDelta
 from app.state import State
@@ -28,6 +32,7 @@ from app.ui.palette import applicable_titles
 from app.ui.prompt import PromptHistory, history_path
 from app.ui.slash import complete_slash, parse_slash
 from tests.ui.conftest import lab_settings
+from tests.ui.fake_session import FakeSession, Hold, app_on, say, tool_call
 
 SIZE = (160, 48)
 WAIT_S = 60.0
@@ -108,9 +113,10 @@ async def test_lab_notice_when_nothing_is_configured(tmp_path):
 
 
 @pytest.mark.parametrize("key", ["escape", "ctrl+c"])
-async def test_escape_or_ctrl_c_cancels_a_slow_stream_and_marks_it_partial(lab, tmp_path, key):
-    lab.configure(faults="slow:1", slow_pause=0.2)
-    app = make_app(lab_settings(lab), tmp_path)
+async def test_escape_or_ctrl_c_cancels_a_slow_stream_and_marks_it_partial(tmp_path, key):
+    first = filler(2048)
+    fake = FakeSession(tmp_path, script={"!big 8KB": [TextDelta(first), Hold(), *say(filler(8192))]})
+    app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await submit(pilot, "!big 8KB")
@@ -130,13 +136,12 @@ async def test_escape_or_ctrl_c_cancels_a_slow_stream_and_marks_it_partial(lab, 
         assert mark.display and "cut short; /retry asks again" in str(mark.render())
         assert 0 < len(answer.raw) < 8 * 1024
         assert "what arrived is kept" in app.chat.notices("cancelled")[-1].text
-        last = app.session.engine.session.master[-1]
-        assert last.role == "assistant" and last.meta.partial
-        assert app.session.engine.tool_cancel.is_set()
+        assert answer.raw == first  # what arrived, and nothing after the cancel
+        assert ("interrupt_tools",) in fake.intents  # the running tools are told to stop too
 
 
-async def test_ctrl_c_clears_the_prompt_then_twice_on_an_empty_prompt_quits(lab, tmp_path):
-    app = make_app(lab_settings(lab), tmp_path)
+async def test_ctrl_c_clears_the_prompt_then_twice_on_an_empty_prompt_quits(tmp_path):
+    app = app_on(FakeSession(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         app.prompt.set_text("a long prompt I did not mean to lose")
@@ -194,24 +199,27 @@ async def test_approval_no_denies_the_tool(lab, tmp_path):
         assert not (tmp_path / "hi").exists()
 
 
-async def test_approval_buttons_work_too(lab, tmp_path):
-    app = make_app(lab_settings(lab, approval="ask"), tmp_path)
+async def test_approval_buttons_work_too(tmp_path):
+    fake = FakeSession(tmp_path, script={"!ls": tool_call("c-ls", "list_dir", {"path": "."})})
+    app = app_on(fake, load_settings().with_overrides(approval="ask"))
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         block = await approval_for(pilot, "!ls")
         await pilot.click(block.query_one(".approve"))
         await settle(pilot)
         assert block.decision == "approved" and block.done
+        assert fake.answered("c-ls") == ("once", "")
 
 
-async def test_long_streamed_answer_ends_fully_rendered(lab, tmp_path):
-    """200 KB streamed fast: the raw text is the master log's, all of it drawn, in one widget."""
-    app = make_app(lab_settings(lab, max_output_tokens=64_000), tmp_path)
+async def test_long_streamed_answer_ends_fully_rendered(tmp_path):
+    """200 KB streamed fast: the raw text is the answer kept, all of it drawn, in one widget."""
+    text = filler(200 * 1024)
+    app = app_on(FakeSession(tmp_path, script={"!big 200KB": say(text, pieces=50)}))
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await send(pilot, "!big 200KB")
         answer = app.chat.last_answer()
-        assert answer.raw == app.session.engine.session.master[-1].text and len(answer.raw) == 200 * 1024
+        assert answer.raw == text and len(answer.raw) == 200 * 1024
         assert not answer.partial and answer.rendered
         assert answer.view.text == answer.raw and "".join(answer.view.block_sources) == answer.raw
         # what is drawn is the whole answer (one paragraph: its lines re-wrapped to the width)
@@ -220,9 +228,9 @@ async def test_long_streamed_answer_ends_fully_rendered(lab, tmp_path):
         assert list(answer.children) == [answer.view] and not answer.view.children
 
 
-async def test_streamed_markdown_is_drawn_like_the_whole_document(lab, tmp_path):
+async def test_streamed_markdown_is_drawn_like_the_whole_document(tmp_path):
     """Block by block while streaming, then one whole-document parse: the same as drawing it at once."""
-    app = make_app(lab_settings(lab), tmp_path)
+    app = app_on(FakeSession(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         chat = app.chat
@@ -246,8 +254,8 @@ async def test_streamed_markdown_is_drawn_like_the_whole_document(lab, tmp_path)
         assert "```" not in drawn and "## Step" not in drawn  # Markdown, not its source
 
 
-async def test_a_reference_link_defined_after_its_use_is_resolved_when_the_stream_ends(lab, tmp_path):
-    app = make_app(lab_settings(lab), tmp_path)
+async def test_a_reference_link_defined_after_its_use_is_resolved_when_the_stream_ends(tmp_path):
+    app = app_on(FakeSession(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         chat = app.chat
@@ -264,9 +272,10 @@ async def test_a_reference_link_defined_after_its_use_is_resolved_when_the_strea
         assert "See the parser for details." in drawn and "[1]" not in drawn
 
 
-async def test_keys_typed_while_an_answer_streams_land_in_the_prompt(lab, tmp_path):
-    lab.configure(faults="slow:1", slow_pause=0.2)  # 64 deltas: ~13 s of stream, far longer than the typing
-    app = make_app(lab_settings(lab, max_output_tokens=64_000), tmp_path)
+async def test_keys_typed_while_an_answer_streams_land_in_the_prompt(tmp_path):
+    first = filler(4096)  # then the stream waits (Hold) until Esc: far longer than the typing
+    fake = FakeSession(tmp_path, script={"!big 64KB": [TextDelta(first), Hold(), *say(filler(64 * 1024))]})
+    app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await submit(pilot, "!big 64KB")
@@ -280,7 +289,8 @@ async def test_keys_typed_while_an_answer_streams_land_in_the_prompt(lab, tmp_pa
         await settle(pilot)
         assert app.prompt.text == "next one"  # kept; Enter would send it
         answer = app.chat.last_answer()
-        assert answer.partial and answer.raw == app.session.engine.session.master[-1].text
+        assert answer.partial and answer.raw == first
+        assert fake.intents.count(("submit", "!big 64KB")) == 1  # nothing typed was sent
 
 
 async def test_quit_during_a_fast_stream_drops_what_is_still_queued(lab, tmp_path):
@@ -327,8 +337,8 @@ async def test_quit_does_not_wait_for_the_sdk_import(lab, tmp_path, monkeypatch)
         release.set()
 
 
-async def test_follow_bottom_hint_when_scrolled_up(lab, tmp_path):
-    app = make_app(lab_settings(lab), tmp_path)
+async def test_follow_bottom_hint_when_scrolled_up(tmp_path):
+    app = app_on(FakeSession(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         chat = app.chat
@@ -404,10 +414,10 @@ async def test_compact_rewind_and_recall(lab, tmp_path):
         ("L3", 3, "last 4: 400.0 KB → 100.0 KB"),
     ],
 )
-async def test_a_compaction_notice_names_its_method_once(lab, tmp_path, method, level, shown):
+async def test_a_compaction_notice_names_its_method_once(tmp_path, method, level, shown):
     """By what it did, never by a number the recovery ladder also uses ("summary L2" read as the ladder's
     L2, which keeps the last 10 messages; issue 40)."""
-    app = make_app(lab_settings(lab), tmp_path)
+    app = app_on(FakeSession(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         app.post_message(
@@ -459,18 +469,22 @@ async def test_cap_set_and_reset(lab, tmp_path):
         assert any("learned cap forgotten" in n.text for n in app.chat.notices("cap"))
 
 
-async def test_cap_reset_without_a_learned_cap_says_why(lab, tmp_path):
-    app = make_app(lab_settings(lab), tmp_path)
+async def test_cap_reset_without_a_learned_cap_says_why(tmp_path):
+    fake = FakeSession(tmp_path)
+    # what the engine says here (tests/engine/test_session_api.py pins it)
+    fake.refusals["cap_reset"] = "no learned cap to forget"
+    app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await send(pilot, "/cap reset")
         await until(pilot, lambda: app.chat.notices("command"), "the reason, in the chat")
         assert "/cap reset: no learned cap to forget" in app.chat.notices("command")[-1].text
         assert app.prompt.text == "/cap reset"  # what could not run is back in the prompt
+        assert ("reset_cap",) not in fake.intents
 
 
-async def test_help_opens_and_closes(lab, tmp_path):
-    app = make_app(lab_settings(lab), tmp_path)
+async def test_help_opens_and_closes(tmp_path):
+    app = app_on(FakeSession(tmp_path, provider="lab"))
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await send(pilot, "/help")
@@ -541,10 +555,10 @@ async def test_a_failure_to_open_is_a_notice_not_a_traceback(tmp_path):
         assert not [i for i in app.chat.items if isinstance(i, ReportItem)]
 
 
-async def test_long_sessions_prune_rendered_items(lab, tmp_path, monkeypatch):
+async def test_long_sessions_prune_rendered_items(tmp_path, monkeypatch):
     monkeypatch.setattr("app.ui.chat.RENDER_BUDGET", 30)
     monkeypatch.setattr("app.ui.chat.PRUNE_TO", 20)
-    app = make_app(lab_settings(lab), tmp_path)
+    app = app_on(FakeSession(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         for n in range(45):
@@ -606,9 +620,9 @@ async def test_model_and_recall_complete_their_argument(lab, tmp_path):
         ]
 
 
-async def test_completion_offers_compact_for_co(lab, tmp_path):
+async def test_completion_offers_compact_for_co(tmp_path):
     assert "/compact" in [w for w, _ in complete_slash("/co")]
-    app = make_app(lab_settings(lab), tmp_path)
+    app = app_on(FakeSession(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await pilot.press("/", "c", "o")
@@ -666,9 +680,10 @@ async def test_a_mention_outside_the_workspace_asks_in_the_chat(lab, tmp_path):
         assert result.is_error and "not for the model" not in result.content
 
 
-async def test_a_pasted_log_is_shown_folded_but_sent_and_copied_whole(lab, tmp_path):
+async def test_a_pasted_log_is_shown_folded_but_sent_and_copied_whole(tmp_path):
     log = "\n".join(f'Traceback line {n}: File "x.py", line {n}, in f' for n in range(2000))
-    app = make_app(lab_settings(lab), tmp_path)
+    fake = FakeSession(tmp_path, script=lambda prompt: say("read it"))
+    app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         app.post_message(events.Paste(log))  # as the terminal driver delivers a bracketed paste
@@ -682,11 +697,11 @@ async def test_a_pasted_log_is_shown_folded_but_sent_and_copied_whole(lab, tmp_p
             f"… (1,976 more lines, {len(log):,} characters in all; Ctrl+O, then Alt+C copies them)"
         )
         assert item.copy_text() == log
-        assert app.session.engine.session.master[0].text == log  # the model got all of it
+        assert fake.intents[-1] == ("submit", log)  # the model gets all of it
 
 
-async def test_history_recalls_the_previous_prompt(lab, tmp_path):
-    app = make_app(lab_settings(lab), tmp_path)
+async def test_history_recalls_the_previous_prompt(tmp_path):
+    app = app_on(FakeSession(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await send(pilot, "first prompt")
@@ -704,15 +719,16 @@ async def test_history_recalls_the_previous_prompt(lab, tmp_path):
     assert PromptHistory(history_path(tmp_path)).entries[-2:] == ["first prompt", "second prompt"]
 
 
-async def test_newline_chord_and_enter_sends(lab, tmp_path):
-    app = make_app(lab_settings(lab), tmp_path)
+async def test_newline_chord_and_enter_sends(tmp_path):
+    fake = FakeSession(tmp_path)
+    app = app_on(fake)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await pilot.press("a", "ctrl+j", "b")
         assert app.prompt.text == "a\nb"
         await pilot.press("enter")
         await settle(pilot)
-        assert app.session.engine.session.master[0].text == "a\nb"
+        assert fake.intents[-1] == ("submit", "a\nb")
 
 
 # -- keys, palette, themes, copy ------------------------------------------------------------------------------
@@ -750,25 +766,25 @@ async def test_palette_lists_only_applicable_commands(lab, tmp_path):
         await pilot.press("escape")
 
 
-async def test_theme_is_persisted_and_applied(lab, tmp_path):
-    app = make_app(lab_settings(lab), tmp_path)
+async def test_theme_is_persisted_and_applied(tmp_path):
+    app = app_on(FakeSession(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         app.theme = "nord"
         await pilot.pause()
     assert State().get("theme") == "nord"
-    again = make_app(lab_settings(lab), tmp_path)
+    again = app_on(FakeSession(tmp_path))
     async with again.run_test(size=SIZE) as pilot:
         await pilot.pause()
         assert again.theme == "nord"
-    configured = make_app(lab_settings(lab, theme="gruvbox"), tmp_path)
+    configured = app_on(FakeSession(tmp_path), load_settings().with_overrides(theme="gruvbox"))
     async with configured.run_test(size=SIZE) as pilot:
         await pilot.pause()
         assert configured.theme == "gruvbox"  # config wins over state
 
 
-async def test_inspector_toggle_and_widen(lab, tmp_path):
-    app = make_app(lab_settings(lab), tmp_path)
+async def test_inspector_toggle_and_widen(tmp_path):
+    app = app_on(FakeSession(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await pilot.press("f2")
@@ -778,8 +794,8 @@ async def test_inspector_toggle_and_widen(lab, tmp_path):
         assert app.has_class("-wide-inspector") and app.inspector.display
 
 
-async def test_a_narrow_terminal_starts_with_the_inspector_hidden(lab, tmp_path):
-    app = make_app(lab_settings(lab), tmp_path)
+async def test_a_narrow_terminal_starts_with_the_inspector_hidden(tmp_path):
+    app = app_on(FakeSession(tmp_path))
     async with app.run_test(size=(90, 30)) as pilot:
         await ready(pilot)
         assert app.has_class("-hide-inspector")
@@ -795,9 +811,9 @@ async def test_a_narrow_terminal_starts_with_the_inspector_hidden(lab, tmp_path)
         assert app.has_class("-hide-inspector")
 
 
-async def test_copy_message_and_code_block(lab, tmp_path, monkeypatch):
+async def test_copy_message_and_code_block(tmp_path, monkeypatch):
     monkeypatch.setattr("app.ui.copying.system_copy", lambda text: (None, ""))
-    app = make_app(lab_settings(lab), tmp_path)
+    app = app_on(FakeSession(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await send(pilot, "hello")
@@ -815,14 +831,14 @@ async def test_copy_message_and_code_block(lab, tmp_path, monkeypatch):
         assert app.focused is app.prompt
 
 
-async def test_keymap_overrides_from_the_config_keys_table_apply(lab, tmp_path):
+async def test_keymap_overrides_from_the_config_keys_table_apply(tmp_path):
     from app.config import load_settings
 
     config = tmp_path / "keys-config.toml"
     config.write_text('[keys]\n"app.inspector" = "f4"\n')
     settings = load_settings(config, env={})
     assert dict(settings.keys) == {"app.inspector": "f4"}
-    app = make_app(dataclasses.replace(lab_settings(lab), keys=settings.keys), tmp_path, keymap=None)
+    app = app_on(FakeSession(tmp_path), settings, keymap=None)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await pilot.press("f4")

@@ -20,6 +20,7 @@ from app.ui.headless import ready, until
 from app.ui.textual_ext.collector import GC_FULL_EVERY
 from app.ui.widgets.payload import PayloadPanel
 from tests.ui.conftest import lab_settings
+from tests.ui.fake_session import FakeSession, app_on
 from tests.ui.test_app import SIZE, make_app, submit
 
 PROMPTS = 400  # × (prompt, answer with a tool call, tool result, closing answer): 1,600 messages, 1,200 items
@@ -212,14 +213,14 @@ async def test_paging_back_frees_the_items_it_takes_off_without_the_collector(la
         await app.action_quit()
 
 
-async def test_resume_mounts_what_fills_the_view_then_the_window_after_the_first_frame(lab, tmp_path):
+async def test_resume_mounts_what_fills_the_view_then_the_window_after_the_first_frame(tmp_path):
     """The first frame of a resumed session costs one screen of items; the rest of the window
     (`chat_window_screens`, 2) is mounted right after it, above, while the view stays at the end."""
     session_id = long_session(tmp_path)
     store = Store()
     messages = Session.load(store, session_id).master
     store.close()
-    app = make_app(lab_settings(lab), tmp_path)
+    app = app_on(FakeSession(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         chat = app.chat
@@ -480,10 +481,10 @@ async def test_find_reaches_an_item_never_drawn_and_end_returns_to_the_latest(la
         await app.action_quit()
 
 
-async def test_a_live_session_past_the_budget_keeps_pruned_items_findable(lab, tmp_path, monkeypatch):
+async def test_a_live_session_past_the_budget_keeps_pruned_items_findable(tmp_path, monkeypatch):
     monkeypatch.setattr("app.ui.chat.RENDER_BUDGET", 30)
     monkeypatch.setattr("app.ui.chat.PRUNE_TO", 20)
-    app = make_app(lab_settings(lab), tmp_path)
+    app = app_on(FakeSession(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         for n in range(45):

@@ -1,7 +1,8 @@
 """The keyboard never traps you (issue 40, item 2), from the real command line.
 
 Each trap a day of use found is replayed with the keys a user pressed, in the TUI built from a parsed
-argv as `bulkhead` builds it (`app.ui.run.build_app`; nothing configured: the in-process lab). The rules:
+argv as `bulkhead` builds it (`app.ui.run.build_app`), on a scripted session (`tests/ui/fake_session.py`:
+the subject is the keyboard, not the engine; the archive recall runs on the real one). The rules:
 printable keys typed anywhere but a text field go to the prompt; Esc from anywhere returns to the prompt;
 the focused area is always one you can see; PageUp / PageDown / Home / End scroll the chat from the
 prompt when its own text does not need them.
@@ -19,6 +20,7 @@ from app.ui.focus_rules import visible
 from app.ui.headless import ready, settle, until
 from app.ui.prompt import PromptArea
 from app.ui.run import build_app
+from tests.ui.fake_session import FakeSession, tool_call
 from tests.ui.test_panels import seed_archive
 
 SIZE = (160, 45)
@@ -29,9 +31,16 @@ def no_system_clipboard(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("app.ui.copying.system_copy", lambda text: (None, ""))
 
 
-def tui(monkeypatch: pytest.MonkeyPatch, folder: Path, *argv: str):
+def tui(monkeypatch: pytest.MonkeyPatch, folder: Path, *argv: str, fake: FakeSession | None = None):
+    """The TUI `bulkhead ARGV` builds in `folder`, on `fake` (a scripted session) when given."""
     monkeypatch.chdir(folder)
-    return build_app(build_parser().parse_args(list(argv)), cursor_blink=False, keymap={})
+    options = {} if fake is None else {"open_session": fake.open}
+    return build_app(build_parser().parse_args(list(argv)), cursor_blink=False, keymap={}, **options)
+
+
+def fake_tui(monkeypatch: pytest.MonkeyPatch, folder: Path, **fake_options):
+    """`tui` on a new `FakeSession(folder, **fake_options)`."""
+    return tui(monkeypatch, folder, fake=FakeSession(folder, **fake_options))
 
 
 async def type_text(pilot, text: str) -> None:
@@ -45,7 +54,8 @@ def focus_is_on_screen(app) -> bool:
 async def test_esc_on_a_pending_approval_cancels_and_the_next_message_reaches_the_prompt(
     tmp_path, monkeypatch
 ):
-    app = tui(monkeypatch, tmp_path)
+    shell = tool_call("c-echo", "shell", {"command": "echo hi"})
+    app = fake_tui(monkeypatch, tmp_path, script={"!shell echo hi": shell})
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         app.prompt.set_text("!shell echo hi")
@@ -65,7 +75,7 @@ async def test_esc_on_a_pending_approval_cancels_and_the_next_message_reaches_th
 async def test_tab_with_nothing_to_complete_stays_in_the_prompt_and_esc_comes_back_from_a_panel(
     tmp_path, monkeypatch
 ):
-    app = tui(monkeypatch, tmp_path)
+    app = fake_tui(monkeypatch, tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await type_text(pilot, "hello")
@@ -79,7 +89,7 @@ async def test_tab_with_nothing_to_complete_stays_in_the_prompt_and_esc_comes_ba
 
 @pytest.mark.parametrize("panel", [3, 4, 5, 6, 7])
 async def test_typing_after_a_panel_key_lands_in_the_prompt(tmp_path, monkeypatch, panel):
-    app = tui(monkeypatch, tmp_path)
+    app = fake_tui(monkeypatch, tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await pilot.press(f"alt+{panel}")
@@ -111,7 +121,7 @@ async def test_after_an_archive_recall_typing_goes_to_the_prompt(tmp_path, monke
 
 
 async def test_after_ctrl_o_letters_are_typed_not_taken_for_chat_keys(tmp_path, monkeypatch):
-    app = tui(monkeypatch, tmp_path)
+    app = fake_tui(monkeypatch, tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await app.chat.add(AssistantItem("look:\n\n```python\nprint('hi')\n```\n"))
@@ -131,7 +141,7 @@ async def test_after_ctrl_o_letters_are_typed_not_taken_for_chat_keys(tmp_path, 
 
 
 async def test_hiding_the_inspector_gives_the_keyboard_back_to_the_prompt(tmp_path, monkeypatch):
-    app = tui(monkeypatch, tmp_path)
+    app = fake_tui(monkeypatch, tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await pilot.press("alt+5")
@@ -148,7 +158,7 @@ async def test_hiding_the_inspector_gives_the_keyboard_back_to_the_prompt(tmp_pa
 
 
 async def test_page_keys_scroll_the_chat_from_the_prompt(tmp_path, monkeypatch):
-    app = tui(monkeypatch, tmp_path)
+    app = fake_tui(monkeypatch, tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         for n in range(4):

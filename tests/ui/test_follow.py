@@ -1,18 +1,25 @@
 """The chat follows the conversation: the newest output stays in view while the user has not
 scrolled up, an approval always comes into view with its keys in the footer, and the end of an
-answer is on screen when it ends — at the size a user's terminal has (160×45)."""
+answer is on screen when it ends — at the size a user's terminal has (160×45). The subject is the chat:
+the app runs on a scripted session (`tests/ui/fake_session.py`) whose answers are the lab's texts."""
 
 from __future__ import annotations
 
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
 
+from app.lab.model import filler
 from app.ui.chat_items import AssistantItem
 from app.ui.headless import ready, settle, until
-from tests.ui.conftest import lab_settings
-from tests.ui.test_app import approval_for, make_app, send
+from tests.ui.fake_session import FakeSession, app_on, say, tool_call
+from tests.ui.test_app import approval_for, send
 
 SIZE = (160, 45)
+
+
+def big(size: int) -> list:
+    """What the lab answers to `!big SIZE`: `size` bytes of its filler lines, streamed."""
+    return say(filler(size), pieces=max(1, size // 4096))
 
 
 def visible_in_chat(chat, widget) -> bool:
@@ -25,8 +32,10 @@ async def five_turns(pilot) -> None:
         await send(pilot, f"hello number {n}, tell me about the thing")
 
 
-async def test_after_five_turns_a_shell_approval_is_in_view_focused_with_y_n_in_the_footer(lab, tmp_path):
-    app = make_app(lab_settings(lab, approval="auto-read"), tmp_path)
+async def test_after_five_turns_a_shell_approval_is_in_view_focused_with_y_n_in_the_footer(tmp_path):
+    app = app_on(
+        FakeSession(tmp_path, script={"!shell ls -la": tool_call("c-ls", "shell", {"command": "ls -la"})})
+    )
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await five_turns(pilot)
@@ -61,8 +70,8 @@ async def test_after_five_turns_a_shell_approval_is_in_view_focused_with_y_n_in_
         }  # gone once answered
 
 
-async def test_the_end_of_a_40kb_answer_is_in_view_when_it_ends(lab, tmp_path):
-    app = make_app(lab_settings(lab, max_output_tokens=64_000), tmp_path)
+async def test_the_end_of_a_40kb_answer_is_in_view_when_it_ends(tmp_path):
+    app = app_on(FakeSession(tmp_path, script={"!big 40KB": big(40 * 1024)}))
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await five_turns(pilot)
@@ -76,10 +85,10 @@ async def test_the_end_of_a_40kb_answer_is_in_view_when_it_ends(lab, tmp_path):
         assert answer.region.bottom > chat.content_region.y
 
 
-async def test_growth_the_chat_is_not_told_about_is_still_followed(lab, tmp_path):
+async def test_growth_the_chat_is_not_told_about_is_still_followed(tmp_path):
     """An answer that grows on its own (a block drawn later, in a thread) stays followed: following
     is done at layout time, not by a scroll after each append."""
-    app = make_app(lab_settings(lab), tmp_path)
+    app = app_on(FakeSession(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         chat = app.chat
@@ -94,8 +103,8 @@ async def test_growth_the_chat_is_not_told_about_is_still_followed(lab, tmp_path
         assert item.region.bottom <= chat.content_region.bottom
 
 
-async def test_scrolled_up_the_chat_stays_put_and_says_new_output_is_below(lab, tmp_path):
-    app = make_app(lab_settings(lab), tmp_path)
+async def test_scrolled_up_the_chat_stays_put_and_says_new_output_is_below(tmp_path):
+    app = app_on(FakeSession(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         chat = app.chat
@@ -120,9 +129,9 @@ async def test_scrolled_up_the_chat_stays_put_and_says_new_output_is_below(lab, 
         )
 
 
-async def test_a_short_conversation_that_outgrows_the_view_unannounced_is_followed(lab, tmp_path):
+async def test_a_short_conversation_that_outgrows_the_view_unannounced_is_followed(tmp_path):
     """Shorter than the view it starts at the top; once an untold growth makes it taller, it follows."""
-    app = make_app(lab_settings(lab), tmp_path)
+    app = app_on(FakeSession(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         chat = app.chat
@@ -138,8 +147,8 @@ async def test_a_short_conversation_that_outgrows_the_view_unannounced_is_follow
         )
 
 
-async def test_page_up_stops_following_and_new_output_is_marked(lab, tmp_path):
-    app = make_app(lab_settings(lab), tmp_path)
+async def test_page_up_stops_following_and_new_output_is_marked(tmp_path):
+    app = app_on(FakeSession(tmp_path, script={"!big 8KB": big(8 * 1024)}))
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await send(pilot, "!big 8KB")
@@ -155,11 +164,11 @@ async def test_page_up_stops_following_and_new_output_is_marked(lab, tmp_path):
         assert chat.scroll_y == where
 
 
-async def test_page_up_in_a_chat_with_nothing_to_scroll_keeps_following(lab, tmp_path):
+async def test_page_up_in_a_chat_with_nothing_to_scroll_keeps_following(tmp_path):
     """PageUp where the conversation fits the view moves nothing, and the chat keeps following: the next
     answer that outgrows the view is still shown to its end (a guard: the chat re-follows a view that is at
     its end, so this holds whether or not PageUp itself stops following)."""
-    app = make_app(lab_settings(lab), tmp_path)
+    app = app_on(FakeSession(tmp_path, script={"!big 8KB": big(8 * 1024)}))
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         chat = app.chat

@@ -1,6 +1,7 @@
 """Keys that real terminals send: what Textual's reader makes of the bytes xterm, tmux, GNOME Terminal,
 Windows Terminal and VS Code send (the reader is the judge), and, for every default binding, that each
-of its keys reaches its action."""
+of its keys reaches its action. The bindings are the UI's own: the app runs on a scripted session
+(`tests/ui/fake_session.py`), no engine."""
 
 from __future__ import annotations
 
@@ -16,8 +17,7 @@ from app.ui.palette import applicable_titles
 from app.ui.prompt import PromptArea
 from app.ui.screens.help import HelpScreen
 from app.ui.textual_ext import terminal_keys
-from tests.ui.conftest import lab_settings
-from tests.ui.test_app import make_app
+from tests.ui.fake_session import FakeSession, app_on
 
 SIZE = (160, 45)
 
@@ -81,8 +81,8 @@ DEFAULTS = (
 
 
 @pytest.mark.parametrize(("where", "binding"), DEFAULTS, ids=[b.id for _, b in DEFAULTS])
-async def test_each_key_of_a_default_binding_reaches_its_action(lab, tmp_path, where, binding):
-    app = make_app(lab_settings(lab), tmp_path)
+async def test_each_key_of_a_default_binding_reaches_its_action(tmp_path, where, binding):
+    app = app_on(FakeSession(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         node = {"app": app, "chat": app.chat, "prompt": app.prompt}[where]
@@ -103,10 +103,10 @@ async def test_each_key_of_a_default_binding_reaches_its_action(lab, tmp_path, w
 
 
 # -- panels -------------------------------------------------------------------------------------------------
-async def test_ctrl_t_steps_through_the_panels_and_the_palette_names_each(lab, tmp_path):
+async def test_ctrl_t_steps_through_the_panels_and_the_palette_names_each(tmp_path):
     from app.ui.widgets.inspector import PANEL_NAMES, Inspector
 
-    app = make_app(lab_settings(lab), tmp_path, inspector=Inspector(clock=lambda: 0.0))
+    app = app_on(FakeSession(tmp_path), inspector=Inspector(clock=lambda: 0.0))
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         inspector = app.inspector
@@ -141,8 +141,8 @@ async def test_ctrl_t_steps_through_the_panels_and_the_palette_names_each(lab, t
         assert app.focused is app.chat
 
 
-async def test_f1_says_where_a_key_does_not_arrive(lab, tmp_path):
-    app = make_app(lab_settings(lab), tmp_path)
+async def test_f1_says_where_a_key_does_not_arrive(tmp_path):
+    app = app_on(FakeSession(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await pilot.press("f1")
@@ -154,8 +154,8 @@ async def test_f1_says_where_a_key_does_not_arrive(lab, tmp_path):
         assert "`\\` + Enter is a newline everywhere" in text
 
 
-async def test_f6_moves_to_the_chat_from_the_prompt(lab, tmp_path):
-    app = make_app(lab_settings(lab), tmp_path)
+async def test_f6_moves_to_the_chat_from_the_prompt(tmp_path):
+    app = app_on(FakeSession(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         app.prompt.set_text("some text")

@@ -1,12 +1,14 @@
 """Answers are drawn as the user wrote them where Markdown would lose it: single line breaks are kept
 (the lab's `!help` table stays a table in the chat, as in F1), spaces are not folded, and archive
-markers `<<ccr:KEY>>` are shown — and copied — verbatim."""
+markers `<<ccr:KEY>>` are shown — and copied — verbatim. The lab's own answer comes from the lab; the
+answers the tests write into the chat are drawn on a scripted session (`tests/ui/fake_session.py`)."""
 
 from __future__ import annotations
 
 from app.ui.chat_items import AssistantItem
 from app.ui.headless import ready, until
 from tests.ui.conftest import lab_settings
+from tests.ui.fake_session import FakeSession, app_on
 from tests.ui.test_app import make_app, send
 
 SIZE = (160, 45)
@@ -29,8 +31,8 @@ async def test_the_lab_help_table_keeps_its_lines_and_columns(lab, tmp_path):
         assert read.index("call read_file") == ls.index("call list_dir")  # the columns line up
 
 
-async def test_a_marker_is_drawn_and_copied_verbatim(lab, tmp_path):
-    app = make_app(lab_settings(lab), tmp_path)
+async def test_a_marker_is_drawn_and_copied_verbatim(tmp_path):
+    app = app_on(FakeSession(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         text = f"The log was archived as {MARKER} — recall it with `/recall`.\n\n- see also {MARKER}\n"
@@ -45,8 +47,8 @@ async def test_a_marker_is_drawn_and_copied_verbatim(lab, tmp_path):
         assert item.copy_text() == text
 
 
-async def test_a_link_in_angle_brackets_is_still_a_link(lab, tmp_path):
-    app = make_app(lab_settings(lab), tmp_path)
+async def test_a_link_in_angle_brackets_is_still_a_link(tmp_path):
+    app = app_on(FakeSession(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         item = AssistantItem("docs at <https://example.org/docs>\n")
@@ -55,10 +57,10 @@ async def test_a_link_in_angle_brackets_is_still_a_link(lab, tmp_path):
         assert item.view.rendered_text().strip() == "docs at https://example.org/docs"
 
 
-async def test_chat_answers_share_one_set_of_answer_styles_and_follow_a_theme_change(lab, tmp_path):
+async def test_chat_answers_share_one_set_of_answer_styles_and_follow_a_theme_change(tmp_path):
     """A chat's answers have no component classes of their own (styling each one's ~20 cost most of a
     resumed screen's styling): they draw in the chat's hidden `answer_styles`, theme changes included."""
-    app = make_app(lab_settings(lab), tmp_path)
+    app = app_on(FakeSession(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         app.theme = "textual-dark"

@@ -1,6 +1,7 @@
 """The small things of issue 16: archive ages that keep up, "1 call", /context without a cap, a shell
 stopped by Esc not shown as done, command feedback kept in the transcript, F2 where the inspector
-cannot fit says why."""
+cannot fit says why. What is the UI's alone (command feedback, F2, a screenshot) runs on a scripted session
+(`tests/ui/fake_session.py`); what the engine decides (cost, context, a shell, a content block) on the lab."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from app.model.events import Compaction
 from app.ui.chat_items import ReportItem
 from app.ui.headless import ready, settle, until
 from tests.ui.conftest import lab_settings
+from tests.ui.fake_session import FakeSession, app_on
 from tests.ui.test_app import approval_for, make_app, send, submit
 
 SIZE = (160, 45)
@@ -76,8 +78,8 @@ async def test_a_shell_stopped_by_escape_is_not_shown_as_done(lab, tmp_path):
         assert block.has_class("-failed")
 
 
-async def test_command_feedback_stays_in_the_transcript(lab, tmp_path):
-    app = make_app(lab_settings(lab), tmp_path)
+async def test_command_feedback_stays_in_the_transcript(tmp_path):
+    app = app_on(FakeSession(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         await submit(pilot, "/nope")
@@ -109,8 +111,8 @@ async def test_model_switch_is_said_in_the_transcript(lab, tmp_path):
         assert "nowhere" in app.chat.notices("model")[-1].text
 
 
-async def test_f2_in_a_tiny_terminal_says_why_nothing_shows(lab, tmp_path):
-    app = make_app(lab_settings(lab), tmp_path)
+async def test_f2_in_a_tiny_terminal_says_why_nothing_shows(tmp_path):
+    app = app_on(FakeSession(tmp_path))
     notes: list[str] = []
     async with app.run_test(size=(40, 12)) as pilot:
         await ready(pilot)
@@ -188,10 +190,10 @@ async def test_a_refused_prompt_is_taken_back_into_the_box_and_the_next_prompt_g
         await until(pilot, lambda: "You said: “hello again”" in (app.chat_last_answer() or ""), "the answer")
 
 
-async def test_a_screenshot_without_a_downloads_folder_goes_to_the_working_folder(lab, tmp_path, monkeypatch):
+async def test_a_screenshot_without_a_downloads_folder_goes_to_the_working_folder(tmp_path, monkeypatch):
     """The palette's Screenshot failed ("Failed to save screenshot") where ~/Downloads does not exist."""
     monkeypatch.setattr("platformdirs.user_downloads_path", lambda: tmp_path / "no-such-Downloads")
-    app = make_app(lab_settings(lab), tmp_path)
+    app = app_on(FakeSession(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot)
         app.action_screenshot()
