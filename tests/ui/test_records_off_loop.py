@@ -1,0 +1,164 @@
+"""The inspector reads a session's records off the UI loop (issue 43): the Requests panel's per-row read runs
+in a worker — a slow database never freezes the screen, and a read for a row no longer selected never
+overwrites the detail — and `/recall`'s completion after a resume reads no database."""
+
+from __future__ import annotations
+
+import threading
+
+from app.engine.api.records import RequestRecord, SessionRecords
+from app.ui.headless import until
+from app.ui.widgets.common import PanelSource
+from tests.ui.test_panels import InspectorApp, finished, make_engine, settle
+
+GATE_S = 30.0  # how long a held read waits at most (the test lets it go long before)
+
+
+class HeldRecords(SessionRecords):
+    """The real reader, whose `request(id)` waits until the test lets that read go."""
+
+    def __init__(self, store, session_id: str) -> None:
+        super().__init__(store, session_id)
+        self.gates: dict[str, threading.Event] = {}
+        self.asked: list[tuple[str, str]] = []  # (request id, thread name)
+        self.done: list[str] = []
+
+    def request(self, request_id: str) -> RequestRecord | None:
+        self.asked.append((request_id, threading.current_thread().name))
+        self.gates.setdefault(request_id, threading.Event()).wait(GATE_S)
+        try:
+            return super().request(request_id)
+        finally:
+            self.done.append(request_id)
+
+    def release(self, request_id: str | None = None) -> None:
+        for key in [request_id] if request_id else list(self.gates):
+            self.gates.setdefault(key, threading.Event()).set()
+
+
+def _store(engine, request_id: str, body: str) -> None:
+    engine.session.store.record_request(
+        {
+            "id": request_id,
+            "session_id": engine.session.id,
+            "created_at": 1_000.0,
+            "route": "lab",
+            "status": 403,
+            "kind": "waf_block",
+            "outcome": "failed",
+            "actual_bytes": 50_000,
+            "request_headers": {"x-trace": f"trace-{request_id}"},
+            "error_body": body,
+        }
+    )
+
+
+async def test_a_held_record_read_does_not_freeze_the_requests_panel_nor_show_a_stale_row(tmp_path):
+    engine = make_engine(tmp_path)
+    reader = HeldRecords(engine.session.store, engine.session.id)
+    app = InspectorApp()
+    try:
+        async with app.run_test(size=(100, 50)) as pilot:
+            inspector = app.inspector
+            inspector.show_session(PanelSource(engine.session.id, reader))
+            inspector.show_panel("requests")
+            await settle(pilot)  # the (empty) history loaded
+            panel = inspector.requests
+            for request_id in ("r1", "r2"):  # told by events first; the store has their whole records
+                _store(engine, request_id, f"BODY-OF-{request_id} from the gateway")
+                inspector.dispatch(finished(request_id, 50_000, 403, "waf_block", reason="blocked"))
+            await pilot.pause()
+            panel.table.move_cursor(row=0)
+            await until(pilot, lambda: "r1" in [a for a, _ in reader.asked], "the read of r1")
+            assert panel.selected_id == "r1" and "BODY-OF-r1" not in panel.detail_text  # still reading
+
+            panel.table.focus()
+            await pilot.press("down")  # the UI answers while the database read is held
+            assert panel.selected_id == "r2" and "r2" in [a for a, _ in reader.asked]
+
+            reader.release("r1")  # r1's read ends after the cursor moved on: it must not show
+            await until(pilot, lambda: "r1" in reader.done, "r1's read to end")
+            await pilot.pause()
+            assert panel.selected_id == "r2" and "BODY-OF-r1" not in panel.detail_text
+
+            reader.release("r2")
+            await until(pilot, lambda: "BODY-OF-r2" in panel.detail_text, "r2's stored record")
+            assert "trace-r2" in panel.detail_text  # the whole record: its headers too
+            assert threading.main_thread().name not in {name for _, name in reader.asked}
+
+            asked = len(reader.asked)
+            await pilot.press("up")  # r1 was never filled in: read now; r2 holds its record: not read again
+            await until(pilot, lambda: "BODY-OF-r1" in panel.detail_text, "r1's stored record")
+            await pilot.press("down")
+            await pilot.pause()
+            assert [a for a, _ in reader.asked[asked:]] == ["r1"] and "BODY-OF-r2" in panel.detail_text
+    finally:
+        reader.release()
+        engine.session.store.close()
+
+
+async def test_enter_on_a_row_being_read_opens_the_whole_record(tmp_path):
+    from app.ui.widgets.record_screen import RecordScreen
+
+    engine = make_engine(tmp_path)
+    reader = HeldRecords(engine.session.store, engine.session.id)
+    app = InspectorApp()
+    try:
+        async with app.run_test(size=(100, 50)) as pilot:
+            inspector = app.inspector
+            inspector.show_session(PanelSource(engine.session.id, reader))
+            inspector.show_panel("requests")
+            await settle(pilot)
+            _store(engine, "r1", "BODY-OF-r1 from the gateway")
+            inspector.dispatch(finished("r1", 50_000, 403, "waf_block", reason="blocked"))
+            panel = inspector.requests
+            await until(pilot, lambda: reader.asked, "the read of r1")
+            panel.table.focus()
+            await pilot.press("enter")
+            assert not isinstance(app.screen, RecordScreen)  # waits for the record, not a half of it
+            reader.release("r1")
+            await until(pilot, lambda: isinstance(app.screen, RecordScreen), "the record screen")
+            assert "BODY-OF-r1" in panel.detail_text
+    finally:
+        reader.release()
+        engine.session.store.close()
+
+
+async def test_recall_completes_a_resumed_sessions_archive_without_reading_the_database(tmp_path, lab):
+    from app.engine.api.ui_session import open_ui_session
+    from app.ui.headless import ready
+    from tests.ui.conftest import lab_settings
+    from tests.ui.test_app import make_app
+
+    settings = lab_settings(lab)
+    session = await open_ui_session(settings, workspace=tmp_path)
+    await session.start()
+    for n in range(3):
+        assert (await session.submit(f"question {n} " + "words " * 400)).outcome == "answered"
+    assert (await session.compact()).ran
+    session_id = session.info().id
+    await session.close()
+
+    app = make_app(settings, tmp_path, resume=session_id)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await ready(pilot)
+        store = app.session.records().store
+        expected = store.archive_keys(session_id)
+        assert expected  # the compaction archived what it summarized
+        reads: list[str] = []
+        original = store._read
+
+        def counted(sql, params, take):
+            reads.append(threading.current_thread().name)
+            return original(sql, params, take)
+
+        store._read = counted
+        choices = app.slash_arguments("/recall")
+        assert [key for key, _ in choices] == [key for key, *_ in expected]
+        key, reason, _size, head = expected[0]
+        assert (
+            app.has_archive()
+            and choices[0][1].startswith(f"{reason} · ")
+            and head.split()[0] in choices[0][1]
+        )
+        assert threading.main_thread().name not in reads
