@@ -162,3 +162,37 @@ async def test_recall_completes_a_resumed_sessions_archive_without_reading_the_d
             and head.split()[0] in choices[0][1]
         )
         assert threading.main_thread().name not in reads
+
+
+async def test_a_row_still_stored_as_sending_fills_in_without_undoing_its_end(tmp_path):
+    """The session writes its rows on a thread of its own, behind its events: a request that just ended may
+    still be stored as sending. The detail keeps the event's end and reads the row again until it is written."""
+    engine = make_engine(tmp_path)
+    reader = HeldRecords(engine.session.store, engine.session.id)
+    reader.release("r1")
+    app = InspectorApp()
+    try:
+        async with app.run_test(size=(100, 50)) as pilot:
+            inspector = app.inspector
+            inspector.show_session(PanelSource(engine.session.id, reader))
+            inspector.show_panel("requests")
+            await settle(pilot)
+            engine.session.store.record_request(
+                {
+                    "id": "r1",
+                    "session_id": engine.session.id,
+                    "created_at": 1_000.0,
+                    "outcome": "sending",
+                    "request_headers": {"x-trace": "trace-r1"},
+                }
+            )
+            inspector.dispatch(finished("r1", 50_000, 403, "waf_block", reason="blocked"))
+            panel = inspector.requests
+            await until(pilot, lambda: "trace-r1" in panel.detail_text, "the headers of the row as sent")
+            assert panel.records["r1"]["outcome"] == "failed" and panel.records["r1"]["status"] == 403
+            _store(engine, "r1", "BODY-OF-r1 written after its event")
+            await until(pilot, lambda: "BODY-OF-r1" in panel.detail_text, "the row written at its end")
+            assert panel.records["r1"]["outcome"] == "failed"
+    finally:
+        reader.release()
+        engine.session.store.close()

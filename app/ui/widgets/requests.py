@@ -42,6 +42,10 @@ if TYPE_CHECKING:
 
 MAX_ROWS = 1_000
 MAX_CAP_EVENTS = 200
+BEHIND_READS = (
+    3  # a selected request's row read again when it was still stored as sending, at most this often
+)
+BEHIND_WAIT_S = 0.25  # …this long apart (the session's writer is behind its events by a moment)
 EMPTY_DETAIL = (
     "No requests yet. Every request appears here; select one to see its headers, body, "
     "error body and why it was rejected."
@@ -360,8 +364,12 @@ error body and a preview of what was sent.
             self.table.move_cursor(row=len(merged) - 1, animate=False)
         self._show_detail(self._cursor_id())
 
+    def _read_again(self, reader: SessionRecords, request_id: str, attempt: int) -> None:
+        if self.alive and self.reader is reader and self.selected_id == request_id:
+            self._read_record(reader, request_id, attempt)
+
     @work(exclusive=True, group="requests-read")
-    async def _read_record(self, reader: SessionRecords, request_id: str) -> None:
+    async def _read_record(self, reader: SessionRecords, request_id: str, attempt: int = 0) -> None:
         """The full stored record (headers, bodies, evidence) of the selected request, read off the UI loop;
         shown only if that request is still the one selected (the cursor may have moved on meanwhile)."""
         self._reading = request_id
@@ -377,11 +385,20 @@ error body and a preview of what was sent.
         record = self.records.get(request_id)
         if stored is not None and record is not None:
             found = display_data(stored.row())
+            # The session writes its rows in order on a thread of its own: a request that just ended may still
+            # be stored as sending. Its event is newer then: the row only fills in what the event did not say.
+            behind = found.get("outcome") == "sending" and record.get("outcome") not in (None, "sending")
             live_latency = record.get("latency_ms")
-            record.update({k: v for k, v in found.items() if v not in (None, "") or k not in record})
+            if behind:
+                record.update({k: v for k, v in found.items() if record.get(k) in (None, "", [], {})})
+            else:
+                record.update({k: v for k, v in found.items() if v not in (None, "") or k not in record})
             if record.get("latency_ms") is None:
                 record["latency_ms"] = live_latency
-            self._stored.add(request_id)
+            if found.get("outcome") != "sending":
+                self._stored.add(request_id)
+            elif behind and attempt < BEHIND_READS:  # read it again once the session has written its end
+                self.set_timer(BEHIND_WAIT_S, lambda: self._read_again(reader, request_id, attempt + 1))
             self._render_detail(request_id)
         if self._open_when_read == request_id:
             self._open_when_read = None
