@@ -28,6 +28,8 @@ from app.redact import redact_known
 if TYPE_CHECKING:
     from app.store import Store
 
+__all__ = ["ArchiveKey", "ArchiveKeys", "RequestRecord", "RequestSize", "SessionRecords", "Stored"]
+
 E = TypeVar("E", bound=Event)
 T = TypeVar("T")
 R = TypeVar("R")
