@@ -196,3 +196,21 @@ async def test_a_row_still_stored_as_sending_fills_in_without_undoing_its_end(tm
     finally:
         reader.release()
         engine.session.store.close()
+
+
+def test_the_proxy_views_record_takes_its_body_preview_from_the_proxy_sessions_records(tmp_path):
+    """Records come over the pipe without their bodies; the detail reads the preview the proxy stored."""
+    from app.proxy.records import ProxyRecord
+    from app.ui.proxy_detail import record_report
+
+    engine = make_engine(tmp_path)
+    store, session_id = engine.session.store, engine.session.id
+    try:
+        record = ProxyRecord("r-proxy", session_id, 1_000.0, "POST", "/v1/messages", "anthropic", "curl")
+        store.record_request({**record.to_store(), "body_preview": "user: hello through the proxy"})
+        text = record_report(record, SessionRecords(store, session_id))
+        assert "Body preview:\nuser: hello through the proxy" in text
+        assert "Body preview" not in record_report(record, SessionRecords(store, "s_another"))
+        assert "Body preview" not in record_report(record, None)
+    finally:
+        store.close()
