@@ -56,42 +56,46 @@ def _store(engine, request_id: str, body: str) -> None:
 async def test_a_held_record_read_does_not_freeze_the_requests_panel_nor_show_a_stale_row(tmp_path):
     engine = make_engine(tmp_path)
     reader = HeldRecords(engine.session.store, engine.session.id)
+    _store(engine, "r0", "BODY-OF-r0 from the gateway")  # in the session's history: loaded whole
     app = InspectorApp()
     try:
         async with app.run_test(size=(100, 50)) as pilot:
             inspector = app.inspector
             inspector.show_session(PanelSource(engine.session.id, reader))
             inspector.show_panel("requests")
-            await settle(pilot)  # the (empty) history loaded
+            await settle(pilot)
             panel = inspector.requests
-            for request_id in ("r1", "r2"):  # told by events first; the store has their whole records
+            for request_id in ("r1", "r2"):  # told by events; the store has their whole records
                 _store(engine, request_id, f"BODY-OF-{request_id} from the gateway")
                 inspector.dispatch(finished(request_id, 50_000, 403, "waf_block", reason="blocked"))
             await pilot.pause()
-            panel.table.move_cursor(row=0)
+            panel.table.move_cursor(row=1)
             await until(pilot, lambda: "r1" in [a for a, _ in reader.asked], "the read of r1")
             assert panel.selected_id == "r1" and "BODY-OF-r1" not in panel.detail_text  # still reading
 
             panel.table.focus()
-            await pilot.press("down")  # the UI answers while the database read is held
-            assert panel.selected_id == "r2" and "r2" in [a for a, _ in reader.asked]
+            await pilot.press("up")  # the UI answers while the database read is held
+            assert panel.selected_id == "r0" and "BODY-OF-r0" in panel.detail_text
 
             reader.release("r1")  # r1's read ends after the cursor moved on: it must not show
             await until(pilot, lambda: "r1" in reader.done, "r1's read to end")
             await pilot.pause()
-            assert panel.selected_id == "r2" and "BODY-OF-r1" not in panel.detail_text
+            assert panel.selected_id == "r0" and "BODY-OF-r1" not in panel.detail_text
+            assert "BODY-OF-r0" in panel.detail_text
 
+            await pilot.press("down")  # r1 again: read again, shown now
+            await until(pilot, lambda: "BODY-OF-r1" in panel.detail_text, "r1's stored record")
+            await pilot.press("down")
+            await until(pilot, lambda: "r2" in [a for a, _ in reader.asked[-1:]], "the read of r2")
             reader.release("r2")
             await until(pilot, lambda: "BODY-OF-r2" in panel.detail_text, "r2's stored record")
             assert "trace-r2" in panel.detail_text  # the whole record: its headers too
             assert threading.main_thread().name not in {name for _, name in reader.asked}
 
             asked = len(reader.asked)
-            await pilot.press("up")  # r1 was never filled in: read now; r2 holds its record: not read again
-            await until(pilot, lambda: "BODY-OF-r1" in panel.detail_text, "r1's stored record")
-            await pilot.press("down")
+            await pilot.press("up", "up")  # rows that hold their record are not read again
             await pilot.pause()
-            assert [a for a, _ in reader.asked[asked:]] == ["r1"] and "BODY-OF-r2" in panel.detail_text
+            assert panel.selected_id == "r0" and len(reader.asked) == asked
     finally:
         reader.release()
         engine.session.store.close()
