@@ -42,10 +42,10 @@ if TYPE_CHECKING:
 
 MAX_ROWS = 1_000
 MAX_CAP_EVENTS = 200
-BEHIND_READS = (
-    3  # a selected request's row read again when it was still stored as sending, at most this often
-)
-BEHIND_WAIT_S = 0.25  # …this long apart (the session's writer is behind its events by a moment)
+# A selected request still stored as sending (the session's writer is a moment behind its events) is read
+# again, at most this often, this long apart.
+BEHIND_READS = 3
+BEHIND_WAIT_S = 0.25
 EMPTY_DETAIL = (
     "No requests yet. Every request appears here; select one to see its headers, body, "
     "error body and why it was rejected."
