@@ -101,8 +101,7 @@ class Session:
         # Told before every view commit, with what the view becomes (app.engine.memory: the segment a compaction
         # takes out goes to the memory queue first); what it returns is called once the commit is done.
         self.commit_guard: CommitGuard | None = None
-        # Told what was archived, once it is committed (a front end keeps `/recall`'s keys from it, not from
-        # the database on its UI loop: `app.engine.api.ui_session`).
+        # Told what was archived once it is committed (`/recall`'s keys, kept by `app.engine.api.ui_session`).
         self.archive_watchers: list[Callable[[Sequence[ArchiveEntry]], None]] = []
 
     # -- opening -------------------------------------------------------------------------------
@@ -373,9 +372,8 @@ class Session:
         self._archived(entries)
 
     def _archived(self, entries: Sequence[ArchiveEntry]) -> None:
-        if entries:
-            for watcher in list(self.archive_watchers):
-                watcher(entries)
+        for watcher in list(self.archive_watchers) if entries else ():
+            watcher(entries)
 
     def rewind(self) -> View | None:
         """Pop the active view. Messages appended after it was made are kept. None at the bottom."""
