@@ -1185,13 +1185,22 @@ class Store:
             "SELECT * FROM requests WHERE session_id IS ? ORDER BY created_at, rowid LIMIT ?",
             (session_id, limit),
         )
-        result = []
-        for row in rows:
-            data = dict(row)
-            for key in _JSON_REQUEST_FIELDS:
-                data[key] = json.loads(data[key] or ("[]" if key == "evidence" else "{}"))
-            result.append(data)
-        return result
+        return [_request_data(row) for row in rows]
+
+    def get_request(self, request_id: str) -> dict[str, Any] | None:
+        """One request's whole record (headers, bodies, evidence decoded), or None."""
+        rows = self.query("SELECT * FROM requests WHERE id = ?", (request_id,))
+        return _request_data(rows[0]) if rows else None
+
+    def request_sizes(self, session_id: str, limit: int = 240) -> list[sqlite3.Row]:
+        """The newest `limit` requests of a session, oldest first, read light: id, predicted and actual bytes,
+        kind, purpose, outcome (no headers, no bodies)."""
+        rows = self.query(
+            "SELECT id, predicted_bytes, actual_bytes, kind, purpose, outcome FROM requests "
+            "WHERE session_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ?",
+            (session_id, limit),
+        )
+        return rows[::-1]
 
     def record_event(self, session_id: str | None, type_: str, data: dict[str, Any]) -> None:
         with self.transaction() as conn:
@@ -1208,6 +1217,18 @@ class Store:
         else:
             rows = self.query("SELECT * FROM events WHERE session_id = ? ORDER BY id", (session_id,))
         return [{**dict(r), "data": json.loads(r["data"])} for r in rows]
+
+
+def _request_data(row: sqlite3.Row) -> dict[str, Any]:
+    """A request's row with its JSON columns decoded (a damaged one: empty)."""
+    data = dict(row)
+    for key in _JSON_REQUEST_FIELDS:
+        empty = "[]" if key == "evidence" else "{}"
+        try:
+            data[key] = json.loads(data[key] or empty)
+        except (TypeError, ValueError):
+            data[key] = json.loads(empty)
+    return data
 
 
 def _tighten(path: Path, mode: int) -> None:

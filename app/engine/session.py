@@ -101,6 +101,8 @@ class Session:
         # Told before every view commit, with what the view becomes (app.engine.memory: the segment a compaction
         # takes out goes to the memory queue first); what it returns is called once the commit is done.
         self.commit_guard: CommitGuard | None = None
+        # Told what was archived once it is committed (`/recall`'s keys, kept by `app.engine.api.ui_session`).
+        self.archive_watchers: list[Callable[[Sequence[ArchiveEntry]], None]] = []
 
     # -- opening -------------------------------------------------------------------------------
     @classmethod
@@ -346,7 +348,8 @@ class Session:
             self.commit_guard.before_commit(self.view, messages, reason) if self.commit_guard else None
         )
         view = self.view.with_messages(messages, reason)
-        newer = self.store.commit_view(self.id, view, set(self._seq), list(archive_entries))
+        entries = list(archive_entries)
+        newer = self.store.commit_view(self.id, view, set(self._seq), entries)
         if newer:  # another process appended these since we loaded: kept in the view, never dropped
             self._take_in(newer)
             view = View(
@@ -359,11 +362,18 @@ class Session:
         self.views.append(view)
         if committed is not None:
             committed(view)
+        self._archived(entries)
         return view
 
     def archive(self, entries: Iterable[ArchiveEntry]) -> None:
         self._check_writable()
-        self._write(functools.partial(self.store.archive_put, self.id, list(entries)), "archive")
+        entries = list(entries)
+        self._write(functools.partial(self.store.archive_put, self.id, entries), "archive")
+        self._archived(entries)
+
+    def _archived(self, entries: Sequence[ArchiveEntry]) -> None:
+        for watcher in list(self.archive_watchers) if entries else ():
+            watcher(entries)
 
     def rewind(self) -> View | None:
         """Pop the active view. Messages appended after it was made are kept. None at the bottom."""

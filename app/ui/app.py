@@ -347,7 +347,7 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
         return ""
 
     def has_archive(self) -> bool:
-        """Whether this session's archive holds anything (one row read, not counted)."""
+        """Whether this session's archive holds anything (the session knows it: no database read)."""
         if self.session is None:
             return False
         with contextlib.suppress(Exception):
@@ -366,10 +366,13 @@ archive (Enter recalls a segment) and every request with the evidence of a rejec
                 for name, route in sorted(self.settings.routes.items())
             ]
         if command == "/recall" and self.session is not None:
-            # Read once per view (a compaction, which archives, commits a new one), not per keystroke.
+            # The session keeps them in memory (no database read on the UI loop, so per keystroke is fine).
             return [
-                (key, display_line(f"{reason} · {format_size(size)} · {' '.join(head.split())[:40]}"))
-                for key, reason, size, head in self.session.recall_keys()
+                (
+                    k.key,
+                    display_line(f"{k.reason} · {format_size(k.bytes)} · {' '.join(k.head.split())[:40]}"),
+                )
+                for k in self.session.recall_keys()
             ]
         return []
 

@@ -10,8 +10,13 @@ when it finds nothing.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from app.textsafe import display_line
 from app.ui.actions import Host, handles
+
+if TYPE_CHECKING:
+    from app.engine.api.blocked import BlockedReport, Finding
 
 PROGRESS_EVERY = 5  # a progress line every this many probes (and the first)
 
@@ -77,7 +82,7 @@ async def _find(app: Host) -> None:
     await _show(app, report)
 
 
-async def _show(app: Host, report) -> None:
+async def _show(app: Host, report: BlockedReport) -> None:
     """The finding (sanitised), then the question whether to withhold it."""
     chat = app.chat
     finding = report.finding
@@ -114,7 +119,7 @@ async def _show(app: Host, report) -> None:
     app.push_screen(ConfirmScreen(question, yes=yes, no="Keep"), callback=answered)
 
 
-async def _withhold(app: Host, finding) -> None:
+async def _withhold(app: Host, finding: Finding) -> None:
     outcome = app.session.withhold(finding)
     await app.chat.add_notice(
         display_line(outcome.message),

@@ -212,7 +212,9 @@ class EngineLink(AppMixin):
         from app.ui.engine_questions import fallback_asker
 
         session.set_fallback_asker(fallback_asker(self))  # a partial answer moves on only if you say so
-        self.store = session.records()
+        records = session.records()
+        if records is not None:
+            self.store = records.store  # the next session opens on it, F5 lists the sessions from it
         self._live_redactor = StreamRedactor()  # one per session: the answer being streamed
         self._unsubscribe = session.subscribe(self._on_bus)
         if source is None:

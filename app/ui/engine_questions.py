@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.textsafe import display_line
+
+if TYPE_CHECKING:
+    from app.engine.api.memory import Fact
 
 
 def fallback_asker(app: Any) -> Callable[[str], Awaitable[bool]]:
@@ -43,10 +46,10 @@ def open_memory_review(app: Any) -> str | None:
     if not review.facts:
         return review.said
 
-    def accept(fact: Any, text: str | None) -> str:
+    def accept(fact: Fact, text: str | None) -> str:
         return f"accepted into {session.accept_fact(fact, text)}"
 
-    def reject(fact: Any) -> str:
+    def reject(fact: Fact) -> str:
         session.reject_fact(fact)
         return f"rejected: {fact.text[:60]}"
 

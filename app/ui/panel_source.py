@@ -2,7 +2,7 @@
 
     inspector.show_session(panel_source(session))
 
-Widgets never hold the session: they get this record (the session's id and its records' store, read in
+Widgets never hold the session: they get this record (the session's id and its stored records, read in
 their workers, its live counters, the report on the next request, made safe for display) and events.
 """
 
@@ -25,7 +25,7 @@ def panel_source(session: UiSession) -> PanelSource:
         report = None
     return PanelSource(
         session_id=session.info().id,
-        store=session.records(),
+        records=session.records(),
         counters=session.counters(),
         report=report,
         max_recovery_attempts=session.settings().max_recovery_attempts,

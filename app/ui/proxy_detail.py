@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.proxy.records import Action, ProxyRecord
 from app.proxy.texts import banner
@@ -22,16 +22,19 @@ from app.sizes import format_size
 from app.textsafe import display, display_data
 from app.ui.explain import decision, failure_of, header_lines
 
+if TYPE_CHECKING:
+    from app.engine.api.records import SessionRecords
+
 TEXT_CHARS = 8_000  # of an error body or a body preview
 
 
-def record_report(record: ProxyRecord, store: Any = None) -> str:
-    """The whole record; the body's preview is read from `store` (app.store.Store), where the proxy wrote
+def record_report(record: ProxyRecord, records: SessionRecords | None = None) -> str:
+    """The whole record; the body's preview is read from the proxy session's `records`, where the proxy wrote
     it. Blocking: call it off the UI's thread."""
     row: dict[str, Any] = display_data(record.to_store())
     quick: ProxyRecord = display_data(dataclasses.replace(record, body=None))
-    if not row.get("body_preview") and store is not None:
-        row["body_preview"] = display(stored_preview(store, record.id))
+    if not row.get("body_preview") and records is not None:
+        row["body_preview"] = display(stored_preview(records, record.id))
     explanation = proxy_why(quick, row)
     sent = quick.sent_bytes
     lines = [
@@ -136,12 +139,12 @@ def proxy_why(record: ProxyRecord, row: dict[str, Any]) -> str:
     return f"{refusal_text(row)}. The upstream dropped the connection; the proxy dropped the client's too."
 
 
-def stored_preview(store: Any, record_id: str) -> str:
+def stored_preview(records: SessionRecords, record_id: str) -> str:
     try:
-        rows = store.query("SELECT body_preview FROM requests WHERE id = ?", (record_id,))
+        stored = records.request(record_id)
     except Exception:  # a busy or closed database: the record without its preview
         return ""
-    return str(rows[0]["body_preview"] or "") if rows else ""
+    return stored.body_preview if stored is not None else ""
 
 
 def _clip(text: str) -> str:

@@ -1,7 +1,7 @@
 """The inspector beside the live view of `bulkhead proxy`: Payload in view, Requests, Caps and Cost in tabs.
 
     inspector = ProxyInspector()
-    inspector.show_session(PanelSource(session_id, store, counters))   # the proxy session's records
+    inspector.show_session(PanelSource(session_id, SessionRecords(store, session_id), counters))   # its records
     inspector.dispatch(event)                                          # app.model.events (app.ui.proxy_feed)
 
 The Requests, Payload and Cost panels are the chat's own (`app.ui.widgets`), fed the engine's event types

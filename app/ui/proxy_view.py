@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from datetime import tzinfo
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import on, work
 from textual.app import App, ComposeResult
@@ -41,6 +41,9 @@ from app.ui.proxy_inspector import ProxyInspector
 from app.ui.proxy_list import ProxyList
 from app.ui.widgets.common import Clock, PanelSource, read_styles
 from app.ui.widgets.report_lines import ReportLines
+
+if TYPE_CHECKING:
+    from app.engine.api.records import SessionRecords
 
 CATCH_UP_S = 0.1  # the view catches up with the proxy's events at most ten times a second
 
@@ -126,9 +129,14 @@ class ProxyApp(App[int]):
         yield Footer()
 
     def on_mount(self) -> None:
+        self.records: SessionRecords | None = None
         if self.proxy.store is not None:
-            source = PanelSource(self.proxy.session_id, self.proxy.store, counters=self.counters.counters)
-            self.inspector.show_session(source)
+            from app.engine.api.records import SessionRecords
+
+            self.records = SessionRecords(self.proxy.store, self.proxy.session_id)
+            self.inspector.show_session(
+                PanelSource(self.proxy.session_id, self.records, counters=self.counters.counters)
+            )
         self._seed_caps()
         self._title()
         self.list.add_class("-empty")
@@ -240,7 +248,7 @@ class ProxyApp(App[int]):
 
     @work(thread=True, exclusive=True, group="proxy-detail")
     def _load_detail(self, record: Any) -> None:
-        text = record_report(record, self.proxy.store)  # reads the store: off the UI's loop
+        text = record_report(record, self.records)  # reads the store: off the UI's loop
         self.call_from_thread(self._show_detail, text, text)
 
     def _show_detail(self, text: str, report: str, *, styled: bool = True) -> None:

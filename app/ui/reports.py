@@ -17,6 +17,7 @@ from app.textsafe import display_line
 
 if TYPE_CHECKING:
     from app.engine.api import ContextReport
+    from app.engine.api.memory import Instructions
     from app.model.costs import Counters
 
 Rows = list[tuple[str, str]]
@@ -121,8 +122,8 @@ def context_report(r: ContextReport, *, no_cap_warn_bytes: int) -> tuple[str, Ro
     return "context — the next request", rows
 
 
-def memory_report(loaded: Any, memory_file: str) -> tuple[str, Rows]:
-    """`/memory` without text: the instruction files in the system prompt (`app.engine.instructions`)."""
+def memory_report(loaded: Instructions, memory_file: str) -> tuple[str, Rows]:
+    """`/memory` without text: the instruction files in the system prompt."""
     rows = [
         (
             display_line(str(f.path)),

@@ -10,11 +10,15 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app.config import ConfigError
 from app.fsutil import atomic_write
 from app.ui.actions import Host, handles, module_available
 from app.ui.startup import prewarm_in_background
+
+if TYPE_CHECKING:
+    from app.engine.api.sessions import Session
 
 
 @handles("sessions")
@@ -135,7 +139,7 @@ async def export(app: Host, arg: str) -> None:
     await app.chat.add_notice(f"exported to {names}", code="export", title="export")
 
 
-async def write_har(app: Host, session, path: Path) -> Path | None:
+async def write_har(app: Host, session: Session, path: Path) -> Path | None:
     """The session's requests as HAR 1.2 (`app.har`: redacted headers, bodies cut to har_body_limit)."""
     from app.textsafe import json_text
 

@@ -28,6 +28,7 @@ from app.engine.api import (
     SessionInfo,
     TurnResult,
 )
+from app.engine.api.records import ArchiveKey
 from app.engine.api.ui_session import MemoryReview, OpeningNotices, UiSession
 from app.model.costs import Counters
 from app.model.events import (
@@ -339,8 +340,8 @@ class FakeSession:
     def has_archive(self) -> bool:
         return False
 
-    def recall_keys(self) -> list[tuple[str, str, int, str]]:
-        return []
+    def recall_keys(self) -> tuple[ArchiveKey, ...]:
+        return ()
 
     def rename(self, title: str) -> str:
         self.intents.append(("rename", title))

@@ -602,14 +602,14 @@ async def test_model_and_recall_complete_their_argument(lab, tmp_path):
         app.prompt.set_text("")
         session = app.session.engine.session
         entry = ArchiveEntry(archive_key("an old tool result"), "an old tool result", "microcompact", ("m1",))
-        session.store.archive_put(session.id, [entry])
+        session.archive([entry])  # as the engine archives: the session is told, the database not read again
         await pilot.press(*f"/recall {entry.key[:3]}")
         assert app.prompt.completions == [
             (f"/recall {entry.key}", "microcompact · 18 B · an old tool result")
         ]
         await pilot.press("enter")  # completes first
         assert app.prompt.text == f"/recall {entry.key} "
-        # the keys are read once per view: a compaction (a new view with its archive entries) refreshes them
+        # a compaction (a new view with its archive entries) adds its keys, newest first
         app.prompt.set_text("")
         newer = ArchiveEntry(archive_key("a newer segment"), "a newer segment", "L3", ("m2",))
         session.commit_view(session.view.messages, [newer], reason="compaction")

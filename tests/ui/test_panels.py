@@ -16,6 +16,7 @@ from textual.binding import Binding
 from textual.widgets import DataTable, Input, Static
 
 from app.config import Route, Settings
+from app.engine.api.records import SessionRecords
 from app.engine.session import Session
 from app.engine.turn import Engine
 from app.model.ages import age
@@ -75,7 +76,7 @@ class _Viewed:
         return SimpleNamespace(id=self.engine.session.id)
 
     def records(self):
-        return self.engine.session.store
+        return SessionRecords(self.engine.session.store, self.engine.session.id)
 
     def counters(self):
         return self.engine.session.counters
@@ -1350,7 +1351,7 @@ async def test_a_resumed_session_shows_its_earlier_compactions_read_off_the_ui_l
         await ready(pilot)
         panel = app.query_one(CompactionPanel)
         read_in: list[str] = []
-        store = panel.store
+        store = panel.reader.store
         original = store.list_events
 
         def recorded(*args, **kwargs):

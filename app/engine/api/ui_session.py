@@ -16,19 +16,25 @@ no engine internals: each method imports what it uses.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from app.engine.api.records import ArchiveKey, ArchiveKeys, SessionRecords
 from app.engine.api.session import EngineSession, SessionApi, open_session
 from app.engine.api.session import OpeningNotices as OpeningNotices  # where the TUI's tests found it
 
 if TYPE_CHECKING:
     from app.config import Route, Settings
+    from app.engine.api.memory import Fact, Instructions
+    from app.engine.api.sessions import Session
     from app.mcp.connection import ServerStatus
     from app.model.costs import Counters
     from app.model.messages import Message
     from app.providers.models import RouteModels
+
+log = logging.getLogger(__name__)
 
 Command = str  # an action of the TUI's table whose condition the session knows (`why_not`)
 
@@ -38,7 +44,7 @@ class MemoryReview:
     """`/memory review`: the facts the memory worker suggests (`pending`), or why there are none to show."""
 
     said: str = ""  # a sentence instead of the screen ("" when there are facts)
-    facts: tuple[Any, ...] = ()  # app.engine.memory facts: `.text`, answered with accept_fact/reject_fact
+    facts: tuple[Fact, ...] = ()  # answered with accept_fact/reject_fact
     target: str = ""  # the memory file an accepted fact goes to
 
 
@@ -81,23 +87,23 @@ class UiSession(SessionApi, Protocol):
     def why_not(self, command: Command) -> str: ...
 
     # the inspector, reports and exports
-    def records(self) -> Any: ...
+    def records(self) -> SessionRecords | None: ...
 
     def counters(self) -> Counters: ...
 
     def has_archive(self) -> bool: ...
 
-    def recall_keys(self) -> list[tuple[str, str, int, str]]: ...
+    def recall_keys(self) -> tuple[ArchiveKey, ...]: ...
 
-    def transcript(self) -> Any: ...
+    def transcript(self) -> Session: ...
 
-    def memory_report(self) -> tuple[Any, str]: ...
+    def memory_report(self) -> tuple[Instructions, str]: ...
 
     def memory_review(self) -> MemoryReview: ...
 
-    def accept_fact(self, fact: Any, text: str | None) -> str: ...
+    def accept_fact(self, fact: Fact, text: str | None) -> str: ...
 
-    def reject_fact(self, fact: Any) -> None: ...
+    def reject_fact(self, fact: Fact) -> None: ...
 
     # routes, approvals, caps
     def fallback_chain(self) -> str: ...
@@ -108,7 +114,7 @@ class UiSession(SessionApi, Protocol):
 
     async def remember_model(self, route_name: str, model: str) -> None: ...
 
-    async def route_models(self, route: Any) -> RouteModels: ...
+    async def route_models(self, route: Route) -> RouteModels: ...
 
     def approval_mode(self) -> str: ...
 
@@ -135,6 +141,9 @@ class UiSession(SessionApi, Protocol):
 
 class EngineUiSession(EngineSession):
     """`UiSession` over an `Engine`."""
+
+    _records: SessionRecords | None = None
+    _archive_keys: ArchiveKeys | None = None
 
     def warm_sizes(self) -> Callable[[], None] | None:
         return self.engine.warm_sizes()
@@ -203,35 +212,44 @@ class EngineUiSession(EngineSession):
         raise ValueError(f"no condition named {command!r}")
 
     # -- the inspector, reports and exports ----------------------------------------------------------------
-    def records(self) -> Any:
-        """The store the session's records are in (`app.store.Store`), for the inspector's panels to read
-        in their workers — never on the UI loop."""
-        return self.engine.session.store
+    def records(self) -> SessionRecords:
+        """The session's stored records, read only, for the inspector's panels to read in their workers —
+        never on the UI loop (one reader per session: a panel knows a rebinding by it)."""
+        session = self.engine.session
+        records = self._records
+        if records is None or records.session_id != session.id or records.store is not session.store:
+            records = self._records = SessionRecords(session.store, session.id)
+        return records
+
+    def follow_archive(self) -> None:
+        """Keep the archive's keys in memory from now on: read once (blocking: `open_ui_session` calls it in a
+        thread), then told of each entry the session archives. `has_archive` and `recall_keys` read only this."""
+        keys = self._archive_keys = ArchiveKeys()
+        self.engine.session.archive_watchers.append(keys.add)
+        try:
+            keys.load(self.records())
+        except Exception as exc:  # a damaged archive: /recall completes what is archived from now on
+            log.warning("could not read the archive's keys of %s: %s", self.engine.session.id, exc)
 
     def counters(self) -> Counters:
         return self.engine.session.counters
 
     def has_archive(self) -> bool:
-        """Whether this session's archive holds anything (one row read, not counted)."""
-        session = self.engine.session
-        return bool(session.store.archive_list(session.id, limit=1))
+        """Whether this session's archive holds anything (from memory: no database read)."""
+        return bool(self.recall_keys())
 
-    def recall_keys(self) -> list[tuple[str, str, int, str]]:
-        """(key, reason, size, head) of each archived entry, read once per view (a compaction commits a new
-        one), not per keystroke."""
-        session = self.engine.session
-        cached_for, rows = getattr(self, "_recall_keys", (None, []))
-        if cached_for != (session.id, session.view_id()):
-            rows = list(session.store.archive_keys(session.id))
-            self._recall_keys = (session.id, session.view_id()), rows
-        return rows
+    def recall_keys(self) -> tuple[ArchiveKey, ...]:
+        """The newest archived entries, newest first, for `/recall`'s completion (from memory: no database
+        read, so it may be asked on every keystroke)."""
+        keys = self._archive_keys
+        return keys() if keys is not None else ()
 
-    def transcript(self) -> Any:
-        """The open session's conversation and records (`app.engine.session.Session`), read only, for
-        `app.export` and `app.har` to write out — in a thread: it reads the store."""
+    def transcript(self) -> Session:
+        """The open session's conversation and records, read only, for `app.export` and `app.har` to write
+        out — in a thread: it reads the store."""
         return self.engine.session
 
-    def memory_report(self) -> tuple[Any, str]:
+    def memory_report(self) -> tuple[Instructions, str]:
         """The instruction files in the system prompt, and the memory file `/memory TEXT` appends to."""
         from app.engine.instructions import memory_file
 
@@ -257,10 +275,10 @@ class EngineUiSession(EngineSession):
             )
         return MemoryReview(facts=facts, target=str(memory_file(self.engine.workspace)))
 
-    def accept_fact(self, fact: Any, text: str | None) -> str:
+    def accept_fact(self, fact: Fact, text: str | None) -> str:
         return str(self.engine.memory.accept(fact, text))
 
-    def reject_fact(self, fact: Any) -> None:
+    def reject_fact(self, fact: Fact) -> None:
         self.engine.memory.reject(fact)
 
     # -- routes, approvals, caps ---------------------------------------------------------------------------
@@ -288,7 +306,7 @@ class EngineUiSession(EngineSession):
         configured = choice.route.model
         self.engine.state.choose_model(choice.route.name, None if model == configured else model)
 
-    async def route_models(self, route: Any) -> RouteModels:
+    async def route_models(self, route: Route) -> RouteModels:
         """The models `route`'s endpoint offers (`app.config.Route`), for the model picker."""
         from app.engine.model_list import list_route_models
         from app.secrets import get_api_key
@@ -361,4 +379,5 @@ async def open_ui_session(settings: Settings, **options: Any) -> EngineUiSession
     """`open_session(..., start=False)` for the TUI: opened off the event loop, started by `start()`."""
     session = await open_session(settings, start=False, factory=EngineUiSession, **options)
     assert isinstance(session, EngineUiSession)
+    await asyncio.to_thread(session.follow_archive)
     return session

@@ -8,7 +8,7 @@ rest waiting. The screen holds no engine: it is given the facts and what accepti
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from textual import on
 from textual.app import ComposeResult
@@ -19,8 +19,11 @@ from textual.widgets import DataTable, Input, Static
 
 from app.textsafe import display_line
 
-Accept = Callable[[Any, str | None], str]  # (fact, edited text or None) -> what happened, in words
-Reject = Callable[[Any], str]
+if TYPE_CHECKING:
+    from app.engine.api.memory import Fact
+
+Accept = Callable[["Fact", str | None], str]  # (fact, edited text or None) -> what happened, in words
+Reject = Callable[["Fact"], str]
 
 
 class MemoryReviewScreen(ModalScreen[None]):
@@ -49,7 +52,7 @@ repository unless you accept it here.
         Binding("r", "reject", "Reject", id="memory.reject"),
     ]
 
-    def __init__(self, facts: list[Any], *, accept: Accept, reject: Reject, target: str) -> None:
+    def __init__(self, facts: list[Fact], *, accept: Accept, reject: Reject, target: str) -> None:
         super().__init__()
         self.facts = list(facts)
         self.accept_fact = accept
@@ -89,12 +92,12 @@ repository unless you accept it here.
             notes.append("Nothing waits for review.")
         self.query_one("#memory-notes", Static).update("\n".join(notes))
 
-    def _current(self) -> Any | None:
+    def _current(self) -> Fact | None:
         if not self.facts:
             return None
         return self.facts[min(self.query_one(DataTable).cursor_row, len(self.facts) - 1)]
 
-    def _decided(self, fact: Any, said: str) -> None:
+    def _decided(self, fact: Fact, said: str) -> None:
         self.facts.remove(fact)
         self.said.append(said)
         self._fill()

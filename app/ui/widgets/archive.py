@@ -243,20 +243,18 @@ Everything a compaction or a recovery dropped or cut is archived, content-addres
 
     def reload(self) -> None:
         """Fetch the list (or the current search) again, in a worker."""
-        if self.store is None or not self.ready:
+        if self.reader is None or not self.ready:
             return
         self._load(self.query_text)
 
     @work(exclusive=True, group="archive-load")
     async def _load(self, query: str) -> None:
-        store, session_id = self.store, self.session_id
-        if store is None:
+        reader = self.reader
+        if reader is None:
             return
-        if query.strip():
-            entries = await asyncio.to_thread(store.archive_search, query, session_id, SEARCH_LIMIT)
-        else:
-            entries = await asyncio.to_thread(store.archive_list, session_id, MAX_ROWS)
-        if not self.alive or self.store is not store:
+        limit = SEARCH_LIMIT if query.strip() else MAX_ROWS
+        entries = await asyncio.to_thread(reader.archive, query, limit)
+        if not self.alive or self.reader is not reader:
             return  # removed (another session) or rebound meanwhile
         self._apply(entries, search=bool(query.strip()))
 

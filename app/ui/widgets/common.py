@@ -31,6 +31,7 @@ from app.model.events import Event
 
 if TYPE_CHECKING:
     from app.engine.api import ContextReport
+    from app.engine.api.records import SessionRecords
 
 Clock = Callable[[], float]
 
@@ -47,13 +48,14 @@ def setting_default(name: str) -> Any:
 
 @dataclass(frozen=True)
 class PanelSource:
-    """What the panels read besides events: one session's records in the store (read only), its live
-    counters, the engine's report on the next request when the session opened, and one limit.
+    """What the panels read besides events: one session's stored records (read only, in their workers: every
+    method reads the database), its live counters, the engine's report on the next request when the session
+    opened, and one limit. `records` is None for a session that stores nothing (a test's fake).
 
     The app builds it (`app.ui.panel_source.panel_source`); panels never see the engine."""
 
     session_id: str
-    store: Any  # app.store.Store: panels only read from it
+    records: SessionRecords | None
     counters: Counters = field(default_factory=Counters)
     report: ContextReport | None = None
     max_recovery_attempts: int = field(default_factory=lambda: setting_default("max_recovery_attempts"))
@@ -125,7 +127,7 @@ class CopyRequested(Message):
 
 # -- the panel base --------------------------------------------------------------------------------
 class Panel(Vertical):
-    """One inspector panel: renders engine events; reads the session's store once given a `PanelSource`."""
+    """One inspector panel: renders engine events; reads the session's records once given a `PanelSource`."""
 
     NAME: ClassVar[str] = ""
     TITLE: ClassVar[str] = ""
@@ -172,7 +174,7 @@ class Panel(Vertical):
         pass
 
     def on_session_shown(self) -> None:
-        """A session's source was given (`self.source`): load its history from the store."""
+        """A session's source was given (`self.source`): load its history from its records (in a worker)."""
 
     def sync(self) -> None:
         """Render the panel's state into its widgets."""
@@ -211,8 +213,9 @@ class Panel(Vertical):
         return self.source.session_id if self.source is not None else None
 
     @property
-    def store(self) -> Any:
-        return self.source.store if self.source is not None else None
+    def reader(self) -> SessionRecords | None:
+        """The session's stored records (read them in a worker: every method reads the database)."""
+        return self.source.records if self.source is not None else None
 
     def now(self) -> float:
         return self.clock()

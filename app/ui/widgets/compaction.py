@@ -135,30 +135,23 @@ before the last compaction.
         )
 
     def on_session_shown(self) -> None:
-        """A resumed session: show its earlier compactions from the store (read off the UI loop)."""
-        if self.store is not None and not self.history:
+        """A resumed session: show its earlier compactions from its records (read off the UI loop)."""
+        if self.reader is not None and not self.history:
             self._load()
 
     @work(exclusive=True, group="compaction-load")
     async def _load(self) -> None:
-        store, session_id = self.store, self.session_id
-        if store is None:
+        reader = self.reader
+        if reader is None:
             return
         try:
-            rows = await asyncio.to_thread(store.list_events, session_id, "compaction")
+            stored = await asyncio.to_thread(reader.compactions, MAX_HISTORY)
         except Exception:  # a damaged history leaves the panel empty, the session usable
             return
-        if not self.alive or self.store is not store or self.history:
+        if not self.alive or self.reader is not reader or self.history:
             return  # removed, rebound, or live compactions arrived meanwhile (they are newer)
-        for row in rows[-MAX_HISTORY:]:
-            data = dict(row.get("data") or {})
-            data.pop("type", None)
-            data["archive_keys"] = tuple(data.get("archive_keys") or ())
-            try:
-                event = display_data(Compaction(**data))  # stored text is shown like live events: made safe
-            except TypeError:
-                continue
-            self.history.appendleft(CompactionRecord(float(row.get("created_at") or 0), event))
+        for item in stored:  # stored text is shown like live events: made safe
+            self.history.appendleft(CompactionRecord(item.at, display_data(item.event)))
         if self.result is None and self.history and not self.running:
             self.result = self.history[0].event
             self.trigger = self.result.trigger

@@ -204,27 +204,20 @@ the decision bulkhead took from it and how long it ran.
         )
 
     def on_session_shown(self) -> None:
-        if self.store is not None and not self.runs:
+        if self.reader is not None and not self.runs:
             self._load()
 
     @work(exclusive=True, group="hooks-load")
     async def _load(self) -> None:
-        store, session_id = self.store, self.session_id
-        if store is None:
+        reader = self.reader
+        if reader is None:
             return
-        rows = await asyncio.to_thread(store.list_events, session_id, "hook")
-        if not self.alive or self.store is not store:
+        stored = await asyncio.to_thread(reader.hook_runs, MAX_ROWS)
+        if not self.alive or self.reader is not reader:
             return  # removed (another session) or rebound meanwhile
         if self.runs:  # live runs arrived meanwhile; they are newer than the stored ones
             return
-        runs = []
-        for row in rows[-MAX_ROWS:]:
-            data = dict(row.get("data") or {})
-            data.pop("type", None)
-            try:
-                runs.append((float(row.get("created_at") or 0), display_data(HookRun(**data))))
-            except TypeError:
-                continue
+        runs = [(item.at, display_data(item.event)) for item in stored]  # outside text: made safe
         if runs:
             self._add(runs)
 

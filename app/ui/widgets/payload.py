@@ -270,27 +270,21 @@ cap *learned* from a gateway rejection (¾ of the rejected size, remembered per 
     @work(exclusive=True, group="payload-history")
     async def _load_history(self) -> None:
         """Seed the sparkline with the session's earlier requests (a resumed session)."""
-        store = self.store
-        if store is None or self.sparkline.samples:
+        reader = self.reader
+        if reader is None or self.sparkline.samples:
             return
         try:
-            rows = await asyncio.to_thread(store.list_requests, self.session_id)
+            sizes = await asyncio.to_thread(reader.request_sizes, SPARKLINE_SAMPLES)
         except Exception:  # no history is not an error
             return
-        if not self.alive or self.store is not store or self.sparkline.samples:
+        if not self.alive or self.reader is not reader or self.sparkline.samples:
             return  # removed, rebound, or live requests arrived meanwhile (they are newer)
         samples = []
-        for row in rows[-SPARKLINE_SAMPLES:]:
-            if row.get("outcome") == "sending":
+        for size in sizes:
+            if size.sending:
                 continue
-            self._seen_requests.add(row["id"])
-            samples.append(
-                SizeSample(
-                    row.get("actual_bytes") or row.get("predicted_bytes") or 0,
-                    row.get("kind"),
-                    row.get("purpose") or "chat",
-                )
-            )
+            self._seen_requests.add(size.id)
+            samples.append(SizeSample(size.bytes, size.kind, size.purpose))
         self.sparkline.extend(samples)
         self._sync_spark_title()
 

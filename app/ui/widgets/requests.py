@@ -2,7 +2,7 @@
 
 A table (time, route, purpose, predicted and actual bytes, status, latency, failure kind,
 ladder level), one row per request, appended as RequestStarted arrives and completed by
-RequestFinished. Selecting a row shows the record from the store: a plain-text
+RequestFinished. Selecting a row shows the stored record (read in a worker, never on the UI loop): a plain-text
 explanation (`app.ui.explain`), the classifier's evidence, the request and response headers
 (secrets redacted), the error body and a preview of the body sent. **Alt+C** copies the
 explanation, **Alt+R** the whole record (the app puts it on the clipboard: `CopyRequested`), **Enter** opens
@@ -15,11 +15,10 @@ gateway's body or header is shown, never interpreted.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections import OrderedDict, deque
 from datetime import tzinfo
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.style import Style
 from rich.text import Text
@@ -38,9 +37,15 @@ from app.ui.widgets.common import Clock, CopyRequested, Panel, clock_text, set_c
 from app.ui.widgets.fit_columns import Column, ColumnFit, fit_hint, table_width
 from app.ui.widgets.report_lines import ReportLines
 
+if TYPE_CHECKING:
+    from app.engine.api.records import SessionRecords
+
 MAX_ROWS = 1_000
 MAX_CAP_EVENTS = 200
-_JSON_FIELDS = ("evidence", "request_headers", "response_headers", "usage")
+# A selected request still stored as sending (the session's writer is a moment behind its events) is read
+# again, at most this often, this long apart.
+BEHIND_READS = 3
+BEHIND_WAIT_S = 0.25
 EMPTY_DETAIL = (
     "No requests yet. Every request appears here; select one to see its headers, body, "
     "error body and why it was rejected."
@@ -69,17 +74,6 @@ RANKS = {
     "route": 7,
 }
 HINT = "enter: whole record · alt+c: copy why · alt+r: copy record"
-
-
-def _decode(row: dict[str, Any]) -> dict[str, Any]:
-    for key in _JSON_FIELDS:
-        value = row.get(key)
-        if isinstance(value, str):
-            try:
-                row[key] = json.loads(value or ("[]" if key == "evidence" else "{}"))
-            except ValueError:
-                row[key] = [] if key == "evidence" else {}
-    return row
 
 
 class RequestsPanel(Panel):
@@ -134,6 +128,9 @@ error body and a preview of what was sent.
         self._order: deque[str] = deque()
         self._cap_by_request: dict[str, int] = {}
         self._last_rejected: str | None = None
+        self._stored: set[str] = set()  # rows that hold their whole stored record (no read when selected)
+        self._open_when_read: str | None = None  # Enter came while that row's record was being read
+        self._reading: str | None = None  # the request whose stored record a worker reads now
         self.table = SteadyDataTable(id="requests-table", cursor_type="row", zebra_stripes=True)
         self.fit = ColumnFit([Column(label, key, RANKS.get(key, 8)) for label, key in COLUMNS])
 
@@ -181,6 +178,12 @@ error body and a preview of what was sent.
             return
         if request_id != self.selected_id or not self.detail_text:
             self._show_detail(request_id)
+        if self._reading == request_id:  # its headers and bodies are on their way: open it with them
+            self._open_when_read = request_id
+            return
+        self._open_screen(request_id)
+
+    def _open_screen(self, request_id: str) -> None:
         if self.detail_text:
             from app.ui.widgets.record_screen import RecordScreen
 
@@ -251,6 +254,7 @@ error body and a preview of what was sent.
 
     def _upsert(self, record: dict[str, Any]) -> None:
         request_id = record["id"]
+        self._stored.discard(request_id)  # an event changed it: the stored record is read again when selected
         table = self.table
         cells = self._cell_map(record)
         self.fit.measure(cells)
@@ -305,30 +309,27 @@ error body and a preview of what was sent.
             Text(record.get("route") or ""),
         )
 
-    # -- the store -----------------------------------------------------------------------------------------
+    # -- the stored records ------------------------------------------------------------------------------------
     def on_session_shown(self) -> None:
         self.reload()
 
     def reload(self) -> None:
-        if self.store is not None and self.ready:
+        if self.reader is not None and self.ready:
             self._load()
 
     @work(exclusive=True, group="requests-load")
     async def _load(self) -> None:
-        store, session_id = self.store, self.session_id
-        if store is None:
+        reader = self.reader
+        if reader is None:
             return
 
         def fetch() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-            rows = store.list_requests(session_id)[-MAX_ROWS:]
-            caps = [
-                {**(e.get("data") or {}), "created_at": e.get("created_at")}
-                for e in store.list_events(session_id, "cap_learned")
-            ]
+            rows = [record.row() for record in reader.requests(MAX_ROWS)]
+            caps = [{**item.event.to_json(), "created_at": item.at} for item in reader.caps_learned()]
             return display_data(rows), display_data(caps)
 
         rows, caps = await asyncio.to_thread(fetch)
-        if not self.alive or self.store is not store:
+        if not self.alive or self.reader is not reader:
             return  # removed (another session) or rebound meanwhile
         self._apply_history(rows, caps)
 
@@ -350,6 +351,7 @@ error body and a preview of what was sent.
                 self.cap_events.appendleft(event)
         selected = self.selected_id
         self.records = merged
+        self._stored = stored_ids & merged.keys()
         self._order = deque(merged)
         self.fit.reset()
         for record in merged.values():
@@ -362,15 +364,45 @@ error body and a preview of what was sent.
             self.table.move_cursor(row=len(merged) - 1, animate=False)
         self._show_detail(self._cursor_id())
 
-    def _fetch(self, request_id: str) -> dict[str, Any] | None:
-        """The full stored record (headers, bodies, evidence) of one request."""
-        if self.store is None:
-            return None
+    def _read_again(self, reader: SessionRecords, request_id: str, attempt: int) -> None:
+        if self.alive and self.reader is reader and self.selected_id == request_id:
+            self._read_record(reader, request_id, attempt)
+
+    @work(exclusive=True, group="requests-read")
+    async def _read_record(self, reader: SessionRecords, request_id: str, attempt: int = 0) -> None:
+        """The full stored record (headers, bodies, evidence) of the selected request, read off the UI loop;
+        shown only if that request is still the one selected (the cursor may have moved on meanwhile)."""
+        self._reading = request_id
         try:
-            rows = self.store.query("SELECT * FROM requests WHERE id = ?", (request_id,))
-        except Exception:  # a busy or broken database: show what the events said
-            return None
-        return display_data(_decode(dict(rows[0]))) if rows else None
+            stored = await asyncio.to_thread(reader.request, request_id)
+        except Exception:  # a busy or broken database: the detail keeps what the events said
+            stored = None
+        finally:
+            if self._reading == request_id:
+                self._reading = None
+        if not self.alive or self.reader is not reader or self.selected_id != request_id:
+            return  # removed, rebound, or another row is selected now: its own read shows it
+        record = self.records.get(request_id)
+        if stored is not None and record is not None:
+            found = display_data(stored.row())
+            # The session writes its rows in order on a thread of its own: a request that just ended may still
+            # be stored as sending. Its event is newer then: the row only fills in what the event did not say.
+            behind = found.get("outcome") == "sending" and record.get("outcome") not in (None, "sending")
+            live_latency = record.get("latency_ms")
+            if behind:
+                record.update({k: v for k, v in found.items() if record.get(k) in (None, "", [], {})})
+            else:
+                record.update({k: v for k, v in found.items() if v not in (None, "") or k not in record})
+            if record.get("latency_ms") is None:
+                record["latency_ms"] = live_latency
+            if found.get("outcome") != "sending":
+                self._stored.add(request_id)
+            elif behind and attempt < BEHIND_READS:  # read it again once the session has written its end
+                self.set_timer(BEHIND_WAIT_S, lambda: self._read_again(reader, request_id, attempt + 1))
+            self._render_detail(request_id)
+        if self._open_when_read == request_id:
+            self._open_when_read = None
+            self._open_screen(request_id)
 
     # -- detail ----------------------------------------------------------------------------------------------
     def _cursor_id(self) -> str | None:
@@ -387,20 +419,23 @@ error body and a preview of what was sent.
             self._show_detail(current)
 
     def _show_detail(self, request_id: str | None, *, refetch: bool = True) -> None:
-        body = self.query_one("#requests-detail-body", ReportLines)
+        """Show `request_id`'s record as known now; its stored record (headers, bodies) follows from a worker,
+        unless the row holds it already."""
         self.selected_id = request_id
+        if request_id != self._open_when_read:
+            self._open_when_read = None
+        self._render_detail(request_id)
+        reader = self.reader
+        if refetch and reader is not None and request_id in self.records and request_id not in self._stored:
+            self._read_record(reader, request_id)
+
+    def _render_detail(self, request_id: str | None) -> None:
+        body = self.query_one("#requests-detail-body", ReportLines)
         record = self.records.get(request_id) if request_id else None
         if record is None or request_id is None:
             self.explanation, self.detail_text = "", ""
             body.update(EMPTY_DETAIL, styled=False)
             return
-        if refetch:
-            stored = self._fetch(request_id)
-            if stored is not None:
-                live_latency = record.get("latency_ms")
-                record.update({k: v for k, v in stored.items() if v not in (None, "") or k not in record})
-                if record.get("latency_ms") is None:
-                    record["latency_ms"] = live_latency
         # the classifier's tables come with it: imported when a request is opened, not before the first frame
         from app.ui.explain import explain_request, request_report
 
