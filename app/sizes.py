@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 from fractions import Fraction
 
 KIB = 1024
@@ -82,3 +83,16 @@ def format_size(n: int | float | None) -> str:
     if n < GIB:
         return f"{sign}{n / MIB:.1f} MB"
     return f"{sign}{n / GIB:.1f} GB"
+
+
+def sized_list(items: Iterable[tuple[str, int]]) -> str:
+    """`system prompt 1.1 KB, tools (built-in) 6.0 KB` — each name with its size, the empty ones left out."""
+    return ", ".join(f"{name} {format_size(size)}" for name, size in items if size > 0)
+
+
+def heaviest(items: Iterable[tuple[str, int]], limit: int) -> str:
+    """`big 200.0 KB, demo 1.2 KB and 2 more` — the `limit` heaviest, the heaviest first ("" for none)."""
+    ranked = sorted(items, key=lambda item: -item[1])
+    shown = ", ".join(f"{name} {format_size(size)}" for name, size in ranked[:limit])
+    more = len(ranked) - limit
+    return shown + (f" and {more} more" if more > 0 and shown else "")

@@ -16,7 +16,7 @@ from typing import Literal
 from app.config import Settings
 from app.engine.caps import LEARNED_CAP_RATIO, learned_cap_for  # noqa: F401 - the cap policy, re-exported
 from app.model.events import CapSource, CompactionTrigger
-from app.sizes import format_size
+from app.sizes import format_size, heaviest, sized_list
 from app.state import LearnedCap
 
 FLOOR_WARN_RATIO = 0.75  # seed: warn when the base reaches ¾ of the rejected size
@@ -194,11 +194,7 @@ def describe_tools(parts: Sequence[FloorPart]) -> str:
 
 def describe_floor(parts: Sequence[FloorPart]) -> str:
     """`system prompt 1.1 KB, instructions 40.2 KB, tools (built-in) 6.0 KB` (per-server parts left out)."""
-    return ", ".join(
-        f"{part.label} {format_size(part.bytes)}"
-        for part in parts
-        if part.label in FLOOR_LABELS and part.bytes > 0
-    )
+    return sized_list((part.label, part.bytes) for part in parts if part.label in FLOOR_LABELS)
 
 
 @dataclass(frozen=True)
@@ -210,15 +206,7 @@ class FloorDiagnosis:
 
 def heaviest_servers(servers: Mapping[str, int] | None, limit: int = 3) -> str:
     """`MCP servers big 200.0 KB, demo 1.2 KB` — the heaviest first — or ""."""
-    if not servers:
-        return ""
-    ranked = sorted(servers.items(), key=lambda item: -item[1])[:limit]
-    more = len(servers) - len(ranked)
-    return (
-        "MCP servers "
-        + ", ".join(f"{name} {format_size(size)}" for name, size in ranked)
-        + (f" and {more} more" if more > 0 else "")
-    )
+    return f"MCP servers {heaviest(servers.items(), limit)}" if servers else ""
 
 
 _REDUCE = {

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.sizes import GIB, KIB, MIB, SizeError, format_size, parse_size
+from app.sizes import GIB, KIB, MIB, SizeError, format_size, heaviest, parse_size, sized_list
 
 GOOD = [
     ("5MB", 5 * MIB),
@@ -133,3 +133,13 @@ def test_format_then_parse_round_trips_within_rounding(n):
 def test_parse_then_format_round_trips(number, unit):
     n = parse_size(f"{number}{unit}")
     assert math.isclose(parse_size(format_size(n)), n, rel_tol=0.05, abs_tol=1)
+
+
+def test_sized_list_and_heaviest_name_parts_with_their_sizes():
+    assert sized_list([("system prompt", 1126), ("memory", 0), ("tools", 6144)]) == (
+        "system prompt 1.1 KB, tools 6.0 KB"
+    )
+    servers = [("docs", 9000), ("big", 40000), ("wiki", 1500), ("a", 10), ("b", 20)]
+    assert heaviest(servers, 3) == "big 39.1 KB, docs 8.8 KB, wiki 1.5 KB and 2 more"
+    assert heaviest(servers[:2], 3) == "big 39.1 KB, docs 8.8 KB"
+    assert heaviest([], 3) == "" and sized_list([]) == ""

@@ -16,7 +16,7 @@ from app.model.notice_facts.turn import (
     ToolRoundsStopped,
     TurnFailure,
 )
-from app.sizes import format_size
+from app.sizes import format_size, heaviest, sized_list
 from app.textsafe import display_line
 
 HEAVIEST_SERVERS = 3  # MCP servers named in the floor notice, the heaviest first
@@ -87,28 +87,15 @@ def _preflight(fact: PreflightCompacting) -> Description:
     return Description(fact.explanation, code=fact.code)
 
 
-def sized(labels: tuple[str, ...], sizes: tuple[int, ...]) -> str:
-    """`system prompt 1.1 KB, tools (built-in) 6.0 KB` (empty parts left out)."""
-    return ", ".join(
-        f"{label} {format_size(size)}" for label, size in zip(labels, sizes, strict=True) if size > 0
-    )
-
-
 @describe.register
 def _floor(fact: FloorAboveTarget) -> Description:
     parts = list(zip(fact.parts, fact.part_bytes, strict=True))
     biggest = max(parts, key=lambda part: part[1])[0] if parts else "system prompt"
-    ranked = sorted(zip(fact.servers, fact.server_bytes, strict=True), key=lambda server: -server[1])
-    heavy = ""
-    if ranked:
-        more = len(ranked) - HEAVIEST_SERVERS
-        heavy = "; the heaviest MCP servers " + ", ".join(
-            f"{name} {format_size(size)}" for name, size in ranked[:HEAVIEST_SERVERS]
-        )
-        heavy += f" and {more} more" if more > 0 else ""
+    servers = heaviest(zip(fact.servers, fact.server_bytes, strict=True), HEAVIEST_SERVERS)
+    heavy = f"; the heaviest MCP servers {servers}" if servers else ""
     return Description(
         f"{fact.over} — but the request base alone ({format_size(fact.floor_bytes)}: "
-        f"{sized(fact.parts, fact.part_bytes)}{heavy}) is above the compaction target "
+        f"{sized_list(parts)}{heavy}) is above the compaction target "
         f"({format_size(fact.target_bytes)}): compacting history cannot help; reduce the biggest part, {biggest}",
         level="warn",
         code=fact.code,
@@ -126,4 +113,4 @@ def _images_stubbed(fact: ImagesStubbed) -> Description:
     )
 
 
-__all__ = ["HEAVIEST_SERVERS", "sized"]
+__all__ = ["HEAVIEST_SERVERS"]
