@@ -15,14 +15,7 @@ from app.config import Settings
 from app.engine.api import SessionApi, open_session
 from tests.engine.conftest import route_for
 from tests.engine.test_content_block import SQL
-
-
-async def _until(predicate, what: str) -> None:
-    for _ in range(2000):
-        if predicate():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"timed out waiting for {what}")
+from tests.engine.test_session_api import _until
 
 
 def _workspace(tmp_path):
